@@ -1,0 +1,270 @@
+"""The ``svmsvc`` command line.
+
+Library commands (``info``, ``train``, ``predict``, ``export``) need only the solver library;
+the service commands import the web stack when they run.  Every failure the user can cause is
+one line on stderr (``svmsvc: error: ...``) and exit status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import types
+import typing
+from pathlib import Path
+
+EXIT_USAGE = 2
+EXIT_SOLVER_FAILED = 1
+
+
+class CLIError(Exception):
+    """An error to report in one line."""
+
+
+# -- library commands -------------------------------------------------------------------------
+
+
+def _read(path: str, n_features: int | None = None, zero_based: bool = False):
+    import solvers
+
+    if not Path(path).exists():
+        raise CLIError(f"{path}: no such file")
+    return solvers.read_svmlight(path, n_features=n_features, zero_based=zero_based)
+
+
+def cmd_info(args) -> int:
+    ds = _read(args.file, args.n_features, args.zero_based)
+    stats = ds.stats().as_dict()
+    stats["file"] = args.file
+    if ds.qid is not None:
+        stats["n_queries"] = int(len(set(ds.qid.tolist())))
+    if ds.sample_weight is not None:
+        stats["weighted"] = True
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        for key, value in stats.items():
+            print(f"{key:>12}: {value}")
+    return 0
+
+
+def _params_from_args(spec, args) -> dict:
+    values = {}
+    for name in spec.params_model.model_fields:
+        if name == "solver":
+            continue
+        value = getattr(args, f"param_{name}", None)
+        if value is not None:
+            values[name] = value
+    return values
+
+
+def _field_type(annotation):
+    """(argparse type, choices) for a pydantic field annotation."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        choices = typing.get_args(annotation)
+        return type(choices[0]), choices
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        base, choices = _field_type(members[0])
+
+        def parse_optional(text: str):
+            return None if text.lower() == "none" else base(text)
+
+        parse_optional.__name__ = base.__name__
+        return parse_optional, choices
+    if annotation is bool:
+        return (lambda text: text.lower() in ("1", "true", "yes", "on")), None
+    return annotation, None
+
+
+def _add_solver_options(parser: argparse.ArgumentParser, spec) -> None:
+    group = parser.add_argument_group(f"parameters of solver {spec.name!r}")
+    for name, field in spec.params_model.model_fields.items():
+        if name == "solver":
+            continue
+        kind, choices = _field_type(field.annotation)
+        flag = "--" + name.replace("_", "-")
+        help_text = (field.description or "") + f" (default: {field.default})"
+        group.add_argument(flag, dest=f"param_{name}", type=kind, choices=choices,
+                           default=None, help=help_text)
+
+
+class _ProgressPrinter:
+    """Monitor printing one line per iteration on stderr."""
+
+    def report(self, record) -> None:
+        extras = record.extras
+        where = f" class {extras['class']}" if "class" in extras else ""
+        print(
+            f"iter {record.iteration:4d}{where}  t={record.elapsed:8.3f}s  "
+            f"objective={record.objective:.10g}  optimality={record.optimality:.3e}",
+            file=sys.stderr,
+        )
+
+    def stop_reason(self):
+        return None
+
+
+def cmd_train(args, spec) -> int:
+    import solvers
+
+    ds = _read(args.file, args.n_features, args.zero_based)
+    params = _params_from_args(spec, args)
+    monitor = None if args.quiet else _ProgressPrinter()
+    result = solvers.train(ds, solver=spec.name, monitor=monitor, **params)
+    print(result.message, file=sys.stderr)
+    print(f"objective {result.objective:.12g} after {result.iterations} iterations in "
+          f"{result.elapsed:.3f} s", file=sys.stderr)
+    if args.model_out:
+        if args.format == "liblinear":
+            Path(args.model_out).write_text(result.model.to_liblinear())
+        else:
+            result.model.save(args.model_out)
+        print(f"model written to {args.model_out}", file=sys.stderr)
+    return 0 if result.status in ("converged", "max_iter") else EXIT_SOLVER_FAILED
+
+
+def cmd_predict(args) -> int:
+    import numpy as np
+
+    import solvers
+    from solvers.data.dataset import label_key
+
+    model = solvers.load_model(_existing(args.model))
+    ds = _read(args.file, zero_based=args.zero_based)
+    predictions = model.predict(ds.X, parallel=True)
+    if args.output:
+        Path(args.output).write_text("".join(f"{label_key(p)}\n" for p in predictions))
+    correct = int(np.sum(predictions == ds.y))
+    print(f"accuracy: {100.0 * correct / max(ds.n_samples, 1):.4f}% ({correct}/{ds.n_samples})")
+    return 0
+
+
+def cmd_export(args) -> int:
+    import solvers
+
+    model = solvers.load_model(_existing(args.model))
+    if not hasattr(model, "to_liblinear"):
+        raise CLIError(f"a {model.kind} model has no LIBLINEAR form")
+    text = model.to_liblinear()
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _existing(path: str) -> str:
+    if not Path(path).exists():
+        raise CLIError(f"{path}: no such file")
+    return path
+
+
+# -- parser -------------------------------------------------------------------------------------
+
+
+def _data_options(parser: argparse.ArgumentParser, widen: bool = True) -> None:
+    if widen:
+        parser.add_argument("--n-features", type=int, default=None,
+                            help="widen the feature matrix to this many columns")
+    parser.add_argument("--zero-based", action="store_true",
+                        help="feature indices in the file start at 0")
+
+
+def build_parser(solver_spec=None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="svmsvc", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    info = commands.add_parser("info", help="statistics of an SVMlight file")
+    info.add_argument("file")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    _data_options(info)
+
+    train = commands.add_parser("train", help="train a model on an SVMlight file")
+    train.add_argument("file")
+    train.add_argument("--solver", required=True, help="solver name (see 'svmsvc solvers')")
+    train.add_argument("--model-out", help="write the model here")
+    train.add_argument("--format", choices=("npz", "liblinear"), default="npz",
+                       help="model file format (default npz)")
+    train.add_argument("--quiet", action="store_true", help="no per-iteration progress")
+    _data_options(train)
+    if solver_spec is not None:
+        _add_solver_options(train, solver_spec)
+
+    predict = commands.add_parser("predict", help="predict an SVMlight file with a model")
+    predict.add_argument("model")
+    predict.add_argument("file")
+    predict.add_argument("--output", help="write one predicted label per line here")
+    _data_options(predict, widen=False)
+
+    export = commands.add_parser("export", help="write a model in LIBLINEAR's format")
+    export.add_argument("model")
+    export.add_argument("--output", help="file to write (default: stdout)")
+
+    commands.add_parser("solvers", help="list the solvers and their parameters")
+
+    for add_service_command in SERVICE_COMMANDS:
+        add_service_command(commands)
+    return parser
+
+
+def cmd_solvers(args) -> int:
+    import solvers
+
+    for spec in solvers.list_solvers():
+        print(f"{spec.name}: {spec.description}")
+        print(f"    losses: {', '.join(spec.losses)}; bias: {', '.join(spec.bias_modes)}; "
+              f"tasks: {', '.join(spec.tasks)}")
+    return 0
+
+
+# Service subcommands (serve, migrate) register here: each is a function taking the
+# subparsers object and adding a parser whose defaults include ``handler=callable(args)``.
+SERVICE_COMMANDS: list = []
+
+
+def _solver_spec_from_argv(argv: list[str]):
+    """The solver named by ``--solver`` in a train command line, if any and known."""
+    if not argv or argv[0] != "train":
+        return None
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--solver")
+    known, _ = pre.parse_known_args(argv[1:])
+    if known.solver is None:
+        return None
+    import solvers
+
+    return solvers.get_solver(known.solver)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        spec = _solver_spec_from_argv(argv)
+        args = build_parser(spec).parse_args(argv)
+        if args.command == "info":
+            return cmd_info(args)
+        if args.command == "train":
+            return cmd_train(args, spec)
+        if args.command == "predict":
+            return cmd_predict(args)
+        if args.command == "export":
+            return cmd_export(args)
+        if args.command == "solvers":
+            return cmd_solvers(args)
+        return args.handler(args)
+    except (CLIError, ValueError, OSError) as exc:
+        # SVMLightFormatError, InvalidParametersError, UnknownSolverError, ModelFormatError
+        # are ValueErrors with messages written for the user.
+        print(f"svmsvc: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("svmsvc: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

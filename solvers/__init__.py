@@ -1,0 +1,53 @@
+"""svmsvc's solver library: data, the shared Numba core, problems, solvers and models.
+
+Usable on its own (no web or SQL imports)::
+
+    import solvers
+    ds = solvers.read_svmlight("a9a")
+    result = solvers.train(ds, solver="mfn", C=1.0)
+    result.model.predict(ds.X)
+"""
+
+import os as _os
+
+# Numba's OpenMP threads spin after every parallel region by default; on a machine shared by
+# several worker processes (or with a busy Python thread between kernels) the spinning steals
+# the cores the work needs.  Must be set before the OpenMP runtime loads.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from solvers.data import (
+    Dataset,
+    SVMLightFormatError,
+    SVMLightStreamParser,
+    read_svmlight,
+    write_svmlight,
+)
+from solvers.models import LinearModel, Model, ModelFormatError, load_model
+from solvers.monitor import IterationRecord, ListMonitor, Monitor
+from solvers.problem import BinaryProblem
+from solvers.registry import Solution, SolverParams, UnknownSolverError, get_solver, list_solvers
+from solvers.train import InvalidParametersError, TrainResult, train
+
+__all__ = [
+    "BinaryProblem",
+    "Dataset",
+    "InvalidParametersError",
+    "IterationRecord",
+    "LinearModel",
+    "ListMonitor",
+    "Model",
+    "ModelFormatError",
+    "Monitor",
+    "SVMLightFormatError",
+    "SVMLightStreamParser",
+    "Solution",
+    "SolverParams",
+    "TrainResult",
+    "UnknownSolverError",
+    "get_solver",
+    "list_solvers",
+    "load_model",
+    "read_svmlight",
+    "train",
+    "write_svmlight",
+]

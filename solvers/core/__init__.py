@@ -1,0 +1,28 @@
+"""The shared Numba core: sparse products, iterative linear algebra, exact line searches."""
+
+from solvers.core.linalg import CGResult, cgls, conjugate_gradient
+from solvers.core.linesearch import clipped_loss_breakpoints, piecewise_linear_root
+from solvers.core.sparse import (
+    csr_matmat,
+    csr_matvec,
+    csr_matvec_rows,
+    csr_rmatvec,
+    csr_rmatvec_rows,
+    use_parallel,
+)
+from solvers.core.warmup import warm_up
+
+__all__ = [
+    "CGResult",
+    "cgls",
+    "clipped_loss_breakpoints",
+    "conjugate_gradient",
+    "csr_matmat",
+    "csr_matvec",
+    "csr_matvec_rows",
+    "csr_rmatvec",
+    "csr_rmatvec_rows",
+    "piecewise_linear_root",
+    "use_parallel",
+    "warm_up",
+]

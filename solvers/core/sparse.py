@@ -1,0 +1,239 @@
+"""Sparse products over a CSR matrix and over subsets of its rows.
+
+These are the kernels every linear solver spends its time in (LIBLINEAR's ``Xv``/``XTv`` and
+``subXv``/``subXTv``).  Each product exists in a serial form, safe to call from any thread (the
+web process predicts with these), and a parallel form for the worker processes, which splits
+the rows into blocks.  ``X'z`` in parallel accumulates into one buffer per thread and sums them;
+:func:`use_parallel` decides when that pays.
+
+Conventions: ``indptr, indices, data`` are the CSR arrays; ``rows`` (int64) selects rows; the
+products add a scalar ``intercept`` to every output so a bias column never has to be stored.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from solvers import config
+
+
+@njit(cache=True, inline="always")
+def _row_dot(indptr, indices, data, i, w):
+    acc = 0.0
+    for k in range(indptr[i], indptr[i + 1]):
+        acc += data[k] * w[indices[k]]
+    return acc
+
+
+# -- X w + intercept -----------------------------------------------------------------------
+
+
+@njit(cache=True)
+def matvec_serial(indptr, indices, data, w, intercept, out):
+    """out[i] = x_i . w + intercept for every row i."""
+    for i in range(out.shape[0]):
+        out[i] = _row_dot(indptr, indices, data, i, w) + intercept
+
+
+@njit(cache=True, parallel=True)
+def matvec_parallel(indptr, indices, data, w, intercept, out):
+    """Parallel form of :func:`matvec_serial`."""
+    for i in prange(out.shape[0]):
+        out[i] = _row_dot(indptr, indices, data, i, w) + intercept
+
+
+@njit(cache=True)
+def matvec_rows_serial(indptr, indices, data, rows, w, intercept, out):
+    """out[k] = x_{rows[k]} . w + intercept."""
+    for k in range(rows.shape[0]):
+        out[k] = _row_dot(indptr, indices, data, rows[k], w) + intercept
+
+
+@njit(cache=True, parallel=True)
+def matvec_rows_parallel(indptr, indices, data, rows, w, intercept, out):
+    """Parallel form of :func:`matvec_rows_serial`."""
+    for k in prange(rows.shape[0]):
+        out[k] = _row_dot(indptr, indices, data, rows[k], w) + intercept
+
+
+# -- X' z -------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def rmatvec_serial(indptr, indices, data, z, out):
+    """out = X' z (out is overwritten)."""
+    out[:] = 0.0
+    for i in range(z.shape[0]):
+        zi = z[i]
+        if zi != 0.0:
+            for k in range(indptr[i], indptr[i + 1]):
+                out[indices[k]] += data[k] * zi
+
+
+@njit(cache=True)
+def rmatvec_rows_serial(indptr, indices, data, rows, z, out):
+    """out = sum_k z[k] x_{rows[k]} (out is overwritten)."""
+    out[:] = 0.0
+    for k in range(rows.shape[0]):
+        zk = z[k]
+        if zk != 0.0:
+            i = rows[k]
+            for p in range(indptr[i], indptr[i + 1]):
+                out[indices[p]] += data[p] * zk
+
+
+@njit(cache=True, parallel=True)
+def _rmatvec_blocks(indptr, indices, data, rows, z, out, all_rows):
+    n_rows = z.shape[0]
+    n_threads = numba.get_num_threads()
+    n_blocks = min(n_threads, max(1, n_rows))
+    buffers = np.zeros((n_blocks, out.shape[0]))
+    step = (n_rows + n_blocks - 1) // n_blocks
+    for b in prange(n_blocks):
+        acc = buffers[b]
+        for k in range(b * step, min(n_rows, (b + 1) * step)):
+            zk = z[k]
+            if zk != 0.0:
+                i = k if all_rows else rows[k]
+                for p in range(indptr[i], indptr[i + 1]):
+                    acc[indices[p]] += data[p] * zk
+    for j in prange(out.shape[0]):
+        s = 0.0
+        for b in range(n_blocks):
+            s += buffers[b, j]
+        out[j] = s
+
+
+def rmatvec_parallel(indptr, indices, data, z, out):
+    """Parallel form of :func:`rmatvec_serial` (one accumulator per thread)."""
+    _rmatvec_blocks(indptr, indices, data, _NO_ROWS, z, out, True)
+
+
+def rmatvec_rows_parallel(indptr, indices, data, rows, z, out):
+    """Parallel form of :func:`rmatvec_rows_serial` (one accumulator per thread)."""
+    _rmatvec_blocks(indptr, indices, data, rows, z, out, False)
+
+
+_NO_ROWS = np.empty(0, np.int64)
+
+
+# -- dense coefficient matrices (prediction with several classes) ----------------------------
+
+
+@njit(cache=True)
+def matmat_serial(indptr, indices, data, W, intercepts, out):
+    """out[i, c] = x_i . W[c] + intercepts[c]; W has one row per class."""
+    n_classes = W.shape[0]
+    for i in range(out.shape[0]):
+        for c in range(n_classes):
+            out[i, c] = _row_dot(indptr, indices, data, i, W[c]) + intercepts[c]
+
+
+@njit(cache=True, parallel=True)
+def matmat_parallel(indptr, indices, data, W, intercepts, out):
+    """Parallel form of :func:`matmat_serial`."""
+    n_classes = W.shape[0]
+    for i in prange(out.shape[0]):
+        for c in range(n_classes):
+            out[i, c] = _row_dot(indptr, indices, data, i, W[c]) + intercepts[c]
+
+
+# -- small pieces ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def row_norms_squared(indptr, indices, data, out):
+    """out[i] = ||x_i||^2."""
+    for i in range(out.shape[0]):
+        s = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            s += data[k] * data[k]
+        out[i] = s
+
+
+@njit(cache=True)
+def rows_nnz(indptr, rows):
+    """Number of stored entries in the selected rows."""
+    total = 0
+    for k in range(rows.shape[0]):
+        total += indptr[rows[k] + 1] - indptr[rows[k]]
+    return total
+
+
+def use_parallel(nnz_touched: int, n_features: int) -> bool:
+    """Whether a product touching ``nnz_touched`` entries should use the parallel kernels."""
+    if numba.get_num_threads() < 2 or nnz_touched < config.PARALLEL_MIN_NNZ:
+        return False
+    buffer_cost = numba.get_num_threads() * n_features
+    return buffer_cost <= config.PARALLEL_MAX_BUFFER_RATIO * nnz_touched
+
+
+# -- Python-level conveniences (validate, allocate, dispatch) -------------------------------
+
+
+def _csr_arrays(X):
+    return X.indptr, X.indices, X.data
+
+
+def csr_matvec(X, w, intercept: float = 0.0, *, parallel: bool | None = None) -> np.ndarray:
+    """X w + intercept for a CSR matrix ``X``."""
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    if w.shape[0] != X.shape[1]:
+        raise ValueError(f"w has {w.shape[0]} entries, X has {X.shape[1]} columns")
+    out = np.empty(X.shape[0])
+    if parallel is None:
+        parallel = use_parallel(X.nnz, 0)
+    kernel = matvec_parallel if parallel else matvec_serial
+    kernel(*_csr_arrays(X), w, float(intercept), out)
+    return out
+
+
+def csr_rmatvec(X, z, *, parallel: bool | None = None) -> np.ndarray:
+    """X' z for a CSR matrix ``X``."""
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    if z.shape[0] != X.shape[0]:
+        raise ValueError(f"z has {z.shape[0]} entries, X has {X.shape[0]} rows")
+    out = np.empty(X.shape[1])
+    if parallel is None:
+        parallel = use_parallel(X.nnz, X.shape[1])
+    kernel = rmatvec_parallel if parallel else rmatvec_serial
+    kernel(*_csr_arrays(X), z, out)
+    return out
+
+
+def csr_matvec_rows(X, rows, w, intercept: float = 0.0, *, parallel: bool | None = None):
+    """(X w + intercept) restricted to ``rows``."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    out = np.empty(rows.shape[0])
+    if parallel is None:
+        parallel = use_parallel(rows_nnz(X.indptr, rows), 0)
+    kernel = matvec_rows_parallel if parallel else matvec_rows_serial
+    kernel(*_csr_arrays(X), rows, w, float(intercept), out)
+    return out
+
+
+def csr_rmatvec_rows(X, rows, z, *, parallel: bool | None = None) -> np.ndarray:
+    """X[rows]' z without forming X[rows]."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    if z.shape[0] != rows.shape[0]:
+        raise ValueError("z must have one entry per selected row")
+    out = np.empty(X.shape[1])
+    if parallel is None:
+        parallel = use_parallel(rows_nnz(X.indptr, rows), X.shape[1])
+    kernel = rmatvec_rows_parallel if parallel else rmatvec_rows_serial
+    kernel(*_csr_arrays(X), rows, z, out)
+    return out
+
+
+def csr_matmat(X, W, intercepts, *, parallel: bool = False) -> np.ndarray:
+    """X W' + intercepts for a CSR ``X`` and a dense ``W`` with one row per output."""
+    W = np.ascontiguousarray(W, dtype=np.float64)
+    intercepts = np.ascontiguousarray(intercepts, dtype=np.float64)
+    out = np.empty((X.shape[0], W.shape[0]))
+    kernel = matmat_parallel if parallel else matmat_serial
+    kernel(*_csr_arrays(X), W, intercepts, out)
+    return out

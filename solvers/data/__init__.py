@@ -1,0 +1,20 @@
+"""Data: the SVMlight reader and writer, and the dataset type."""
+
+from solvers.data.dataset import Dataset, DatasetStats, as_csr, label_key
+from solvers.data.svmlight import (
+    SVMLightFormatError,
+    SVMLightStreamParser,
+    read_svmlight,
+    write_svmlight,
+)
+
+__all__ = [
+    "Dataset",
+    "DatasetStats",
+    "SVMLightFormatError",
+    "SVMLightStreamParser",
+    "as_csr",
+    "label_key",
+    "read_svmlight",
+    "write_svmlight",
+]

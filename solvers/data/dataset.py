@@ -1,0 +1,242 @@
+"""The dataset type every solver, the CLI and the service share.
+
+A :class:`Dataset` is a CSR feature matrix with float64 values, the labels exactly as the user
+gave them, and the optional SVMlight side information (query ids, per-example costs).  It never
+copies data it does not have to: a CSR matrix with float64 values, sorted indices and no
+duplicates is taken as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def as_csr(X, n_features: int | None = None) -> sp.csr_matrix:
+    """Convert ``X`` to a canonical CSR matrix: float64 values, sorted unique indices.
+
+    Indices are int32 when both the number of stored entries and the number of columns fit,
+    int64 otherwise.  ``n_features`` widens the matrix (it may not narrow it).
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
+        X = sp.csr_matrix(X)
+    if X.dtype != np.float64:
+        X = X.astype(np.float64)
+    if n_features is not None:
+        if n_features < X.shape[1]:
+            raise ValueError(
+                f"n_features={n_features} is smaller than the data's {X.shape[1]} columns"
+            )
+        if n_features > X.shape[1]:
+            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()  # also sorts the indices
+    wide = X.nnz > _INT32_MAX or X.shape[1] > _INT32_MAX
+    index_dtype = np.int64 if wide else np.int32
+    if X.indices.dtype != index_dtype or X.indptr.dtype != index_dtype:
+        X = sp.csr_matrix(
+            (X.data, X.indices.astype(index_dtype), X.indptr.astype(index_dtype)),
+            shape=X.shape,
+        )
+    if not np.all(np.isfinite(X.data)):
+        raise ValueError("X holds NaN or infinite values")
+    return X
+
+
+@dataclass(frozen=True)
+class DatasetStats:
+    n_samples: int
+    n_features: int
+    nnz: int
+    density: float
+    class_counts: dict[str, int]
+
+    def as_dict(self) -> dict:
+        return {
+            "n_samples": self.n_samples,
+            "n_features": self.n_features,
+            "nnz": self.nnz,
+            "density": self.density,
+            "class_counts": dict(self.class_counts),
+        }
+
+
+def label_key(label: float) -> str:
+    """A label as text: integers without a decimal point (``-1``, ``4``), others as repr."""
+    label = float(label)
+    return str(int(label)) if label.is_integer() else repr(label)
+
+
+class Dataset:
+    """A labelled sparse dataset.
+
+    Parameters
+    ----------
+    X : scipy sparse matrix or array-like, shape (n_samples, n_features)
+        Converted to CSR with float64 values (see :func:`as_csr`).
+    y : array-like, shape (n_samples,)
+        Labels as given (any finite floats: +1/-1, 0/1, 2/4, 1..p ...).
+    qid : array-like of int64, optional
+        SVMlight query ids (ranking / grouping information).
+    sample_weight : array-like, optional
+        Per-example cost factors (SVMlight ``cost:``); each example's loss is multiplied by it.
+    n_features : int, optional
+        Widen the matrix to this many columns.
+    """
+
+    __slots__ = ("X", "y", "qid", "sample_weight", "_classes")
+
+    def __init__(self, X, y, qid=None, sample_weight=None, n_features: int | None = None):
+        X = as_csr(X, n_features)
+        y = np.asarray(y, dtype=np.float64).ravel()
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
+        if not np.all(np.isfinite(y)):
+            raise ValueError("labels must be finite numbers")
+        if qid is not None:
+            qid = np.asarray(qid, dtype=np.int64).ravel()
+            if qid.shape[0] != X.shape[0]:
+                raise ValueError("qid must have one entry per row")
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64).ravel()
+            if sample_weight.shape[0] != X.shape[0]:
+                raise ValueError("sample_weight must have one entry per row")
+            if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
+                raise ValueError("sample_weight must be finite and non-negative")
+        self.X = X
+        self.y = y
+        self.qid = qid
+        self.sample_weight = sample_weight
+        self._classes = None
+
+    # -- basic properties ------------------------------------------------------------------
+    @property
+    def n_samples(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def nnz(self) -> int:
+        return int(self.X.nnz)
+
+    @property
+    def density(self) -> float:
+        cells = self.n_samples * self.n_features
+        return self.nnz / cells if cells else 0.0
+
+    @property
+    def classes(self) -> np.ndarray:
+        """The distinct labels, sorted ascending (``classes[1]`` is positive for binary data)."""
+        if self._classes is None:
+            self._classes = np.unique(self.y)
+        return self._classes
+
+    def class_counts(self) -> dict[str, int]:
+        classes, counts = np.unique(self.y, return_counts=True)
+        return {label_key(c): int(k) for c, k in zip(classes, counts, strict=True)}
+
+    def stats(self) -> DatasetStats:
+        return DatasetStats(
+            n_samples=self.n_samples,
+            n_features=self.n_features,
+            nnz=self.nnz,
+            density=self.density,
+            class_counts=self.class_counts(),
+        )
+
+    def __len__(self) -> int:
+        return self.n_samples
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset(n_samples={self.n_samples}, n_features={self.n_features}, "
+            f"nnz={self.nnz}, classes={len(self.classes)})"
+        )
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Dataset):
+            return NotImplemented
+        return (
+            self.X.shape == other.X.shape
+            and np.array_equal(self.X.indptr, other.X.indptr)
+            and np.array_equal(self.X.indices, other.X.indices)
+            and np.array_equal(self.X.data, other.X.data)
+            and np.array_equal(self.y, other.y)
+            and _optional_equal(self.qid, other.qid)
+            and _optional_equal(self.sample_weight, other.sample_weight)
+        )
+
+    __hash__ = None
+
+    # -- derived datasets ------------------------------------------------------------------
+    def subset(self, rows) -> Dataset:
+        """The dataset restricted to ``rows`` (indices or a boolean mask), same columns."""
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        return Dataset(
+            self.X[rows],
+            self.y[rows],
+            qid=None if self.qid is None else self.qid[rows],
+            sample_weight=None if self.sample_weight is None else self.sample_weight[rows],
+        )
+
+    def with_n_features(self, n_features: int) -> Dataset:
+        """The same rows with the matrix widened to ``n_features`` columns."""
+        if n_features == self.n_features:
+            return self
+        return Dataset(self.X, self.y, self.qid, self.sample_weight, n_features=n_features)
+
+    def train_test_split(self, test_size: float = 0.25, seed: int = 0) -> tuple[Dataset, Dataset]:
+        """A seeded stratified split: each class contributes ``round(test_size * count)`` rows
+        (at least one when it has two or more) to the test part."""
+        if not 0.0 < test_size < 1.0:
+            raise ValueError("test_size must lie strictly between 0 and 1")
+        rng = np.random.default_rng(seed)
+        test_rows = []
+        for c in self.classes:
+            members = np.flatnonzero(self.y == c)
+            rng.shuffle(members)
+            k = int(round(test_size * members.size))
+            if members.size >= 2:
+                k = min(max(k, 1), members.size - 1)
+            else:
+                k = 0
+            test_rows.append(members[:k])
+        test = np.sort(np.concatenate(test_rows))
+        train_mask = np.ones(self.n_samples, dtype=bool)
+        train_mask[test] = False
+        return self.subset(train_mask), self.subset(test)
+
+    def stratified_folds(self, n_folds: int, seed: int = 0) -> np.ndarray:
+        """Fold number (0..n_folds-1) for each row, stratified by class and seeded."""
+        if n_folds < 2:
+            raise ValueError("n_folds must be at least 2")
+        rng = np.random.default_rng(seed)
+        fold = np.empty(self.n_samples, dtype=np.int64)
+        offset = 0
+        for c in self.classes:
+            members = np.flatnonzero(self.y == c)
+            rng.shuffle(members)
+            fold[members] = (np.arange(members.size) + offset) % n_folds
+            offset += members.size
+        return fold
+
+
+def _optional_equal(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return np.array_equal(a, b)

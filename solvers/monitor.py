@@ -1,0 +1,103 @@
+"""How a running solver talks to the world.
+
+A solver calls ``monitor.report(record)`` once per iteration and then asks
+``monitor.stop_reason()``; a non-None answer (cancellation, a time limit) makes it stop at once
+and return its current iterate with status ``stopped``.  Solvers never print, sleep or touch a
+database: the CLI's monitor prints, the service's monitor writes convergence rows and reads the
+cancel flag, :class:`ListMonitor` collects records for library use.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """One iteration of a solver.
+
+    ``objective`` is the primal objective of ``design.md`` (comparable across solvers);
+    ``optimality`` is the solver's own measure (duality gap, KKT violation, gradient norm),
+    named by ``extras["optimality_measure"]`` when it is not obvious.
+    """
+
+    iteration: int
+    elapsed: float
+    objective: float
+    optimality: float
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "elapsed": self.elapsed,
+            "objective": self.objective,
+            "optimality": self.optimality,
+            "extras": dict(self.extras),
+        }
+
+
+@runtime_checkable
+class Monitor(Protocol):
+    def report(self, record: IterationRecord) -> None: ...
+
+    def stop_reason(self) -> str | None: ...
+
+
+class NullMonitor:
+    """Accepts everything, never stops."""
+
+    def report(self, record: IterationRecord) -> None:
+        pass
+
+    def stop_reason(self) -> str | None:
+        return None
+
+
+class ListMonitor:
+    """Collects every record; optional time limit (seconds, from construction)."""
+
+    def __init__(self, time_limit: float | None = None):
+        self.records: list[IterationRecord] = []
+        self._deadline = None if time_limit is None else time.monotonic() + time_limit
+        self._time_limit = time_limit
+
+    def report(self, record: IterationRecord) -> None:
+        self.records.append(record)
+
+    def stop_reason(self) -> str | None:
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            return f"time limit of {self._time_limit:g} s reached"
+        return None
+
+
+class Tee:
+    """Forwards records to several monitors; stops when any of them asks to."""
+
+    def __init__(self, *monitors: Monitor):
+        self.monitors = monitors
+
+    def report(self, record: IterationRecord) -> None:
+        for m in self.monitors:
+            m.report(record)
+
+    def stop_reason(self) -> str | None:
+        for m in self.monitors:
+            reason = m.stop_reason()
+            if reason is not None:
+                return reason
+        return None
+
+
+class Stopwatch:
+    """Elapsed seconds since a solver started (monotonic clock)."""
+
+    __slots__ = ("start",)
+
+    def __init__(self):
+        self.start = time.perf_counter()
+
+    def __call__(self) -> float:
+        return time.perf_counter() - self.start
