@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -60,13 +60,22 @@ SolverFunction = Callable[..., Solution]
 
 @dataclass(frozen=True)
 class SolverSpec:
+    """A registered solver.
+
+    ``run(problem, params, monitor) -> Solution`` solves one linear binary problem; ``train``
+    wraps it (label mapping, one-vs-rest, the linear model).  Solvers that build another kind
+    of model, or handle another task, give ``fit_handlers``: task name -> ``fit(dataset,
+    params, monitor) -> Fit``; ``train`` then calls the handler for the task the parameters
+    ask for (``params.task``, default ``"classification"``).
+    """
+
     name: str
     params_model: type[SolverParams]
-    run: SolverFunction
+    run: SolverFunction | None
     description: str
     reference: str
     tasks: tuple[str, ...] = ("binary", "multiclass")
-    native_multiclass: bool = False
+    fit_handlers: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
     @property
     def losses(self) -> tuple[str, ...]:

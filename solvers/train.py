@@ -40,6 +40,14 @@ class SubproblemResult:
 
 
 @dataclass
+class Fit:
+    """What a training procedure produces before it is wrapped in a :class:`TrainResult`."""
+
+    model: Model
+    subproblems: list[SubproblemResult]
+
+
+@dataclass
 class TrainResult:
     model: Model
     objective: float
@@ -56,24 +64,24 @@ class TrainResult:
 
 
 class _SubproblemMonitor:
-    """Numbers records consecutively across subproblems and tags them with the class."""
+    """Numbers records consecutively across subproblems (``counter`` is shared by all the
+    subproblems of a run) and tags them with the subproblem's class."""
 
-    def __init__(self, target: Monitor, offset: int, subproblem: int, label: str | None):
+    def __init__(self, target: Monitor, counter: list[int], subproblem: int, label: str | None):
         self.target = target
-        self.offset = offset
+        self.counter = counter
         self.subproblem = subproblem
         self.label = label
-        self.count = 0
 
     def report(self, record: IterationRecord) -> None:
-        self.count += 1
+        self.counter[0] += 1
         extras = dict(record.extras)
         extras["solver_iteration"] = record.iteration
         if self.label is not None:
             extras["subproblem"] = self.subproblem
             extras["class"] = self.label
         self.target.report(
-            IterationRecord(self.offset + self.count, record.elapsed, record.objective,
+            IterationRecord(self.counter[0], record.elapsed, record.objective,
                             record.optimality, extras)
         )
 
@@ -122,36 +130,14 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     sink = Tee(collector, monitor if monitor is not None else NullMonitor())
     clock = Stopwatch()
 
-    classes = dataset.classes
-    if classes.shape[0] < 2:
-        raise ValueError("training needs at least two distinct labels in the dataset")
-    if classes.shape[0] == 2:
-        targets = [(None, classes[1])]
-    elif "multiclass" in spec.tasks:
-        targets = [(label_key(c), c) for c in classes]
-    else:
-        raise ValueError(f"solver {spec.name!r} does not support multi-class problems")
-
-    weights = np.zeros((len(targets), dataset.n_features))
-    intercepts = np.zeros(len(targets))
-    subproblems: list[SubproblemResult] = []
-    for k, (tag, positive) in enumerate(targets):
-        y = np.where(dataset.y == positive, 1.0, -1.0)
-        problem = BinaryProblem(
-            dataset.X, y, C=params.C, loss=params.loss, bias=params.bias,
-            bias_scale=params.bias_scale, p=getattr(params, "p", 2.0),
-            sample_weight=dataset.sample_weight,
-        )
-        sub_monitor = _SubproblemMonitor(sink, len(collector.records), k, tag)
-        solution = spec.run(problem, params, sub_monitor)
-        weights[k], intercepts[k] = problem.split(solution.beta)
-        subproblems.append(
-            SubproblemResult(tag or label_key(positive), solution.objective, solution.status,
-                             solution.message, solution.iterations, solution.extras)
-        )
-        if solution.status == "stopped":
-            break
-
+    task = getattr(params, "task", "classification")
+    handler = spec.fit_handlers.get(task)
+    if handler is None:
+        if task != "classification" or spec.run is None:
+            raise ValueError(f"solver {spec.name!r} does not support task {task!r}")
+        handler = fit_linear_one_vs_rest
+    fit = handler(dataset, spec, params, sink)
+    subproblems = fit.subproblems
     status = max((s.status for s in subproblems), key=STATUS_ORDER.index)
     if len(subproblems) == 1:
         message = subproblems[0].message
@@ -159,10 +145,64 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         message = "; ".join(f"class {s.label}: {s.message}" for s in subproblems)
     objective = float(sum(s.objective for s in subproblems))
     elapsed = clock()
-    metadata = training_metadata(spec, params, dataset, objective, status, elapsed)
-    model = LinearModel(weights, intercepts, classes, metadata)
+    model = fit.model
+    model.metadata = training_metadata(spec, params, dataset, objective, status, elapsed)
     return TrainResult(model, objective, collector.records, status, message, elapsed, params,
                        subproblems)
+
+
+def binary_targets(dataset: Dataset, spec: SolverSpec) -> list[tuple[str | None, float]]:
+    """(tag, positive label) per binary subproblem: one for two classes (``classes[1]`` is
+    +1), one per class for more (one-vs-rest; tag = the class as text)."""
+    classes = dataset.classes
+    if classes.shape[0] < 2:
+        raise ValueError("training needs at least two distinct labels in the dataset")
+    if classes.shape[0] == 2:
+        return [(None, classes[1])]
+    if "multiclass" not in spec.tasks:
+        raise ValueError(f"solver {spec.name!r} does not support multi-class problems")
+    return [(label_key(c), c) for c in classes]
+
+
+def run_binary_subproblems(dataset: Dataset, spec: SolverSpec, params: SolverParams,
+                           monitor: Monitor, solve_one) -> list[tuple[SubproblemResult, Any]]:
+    """Run ``solve_one(y_pm, sub_monitor) -> (Solution-like, payload)`` for each binary
+    subproblem; stops early when one is stopped.  Returns (summary, payload) pairs."""
+    results = []
+    counter = [0]
+    for k, (tag, positive) in enumerate(binary_targets(dataset, spec)):
+        y = np.where(dataset.y == positive, 1.0, -1.0)
+        sub_monitor = _SubproblemMonitor(monitor, counter, k, tag)
+        solution, payload = solve_one(y, sub_monitor)
+        summary = SubproblemResult(tag or label_key(positive), solution.objective,
+                                   solution.status, solution.message, solution.iterations,
+                                   solution.extras)
+        results.append((summary, payload))
+        if solution.status == "stopped":
+            break
+    return results
+
+
+def fit_linear_one_vs_rest(dataset: Dataset, spec: SolverSpec, params: SolverParams,
+                           monitor: Monitor) -> Fit:
+    """The default task: linear binary problems through ``spec.run``, one per class."""
+
+    def solve_one(y, sub_monitor):
+        problem = BinaryProblem(
+            dataset.X, y, C=params.C, loss=params.loss, bias=params.bias,
+            bias_scale=params.bias_scale, p=getattr(params, "p", 2.0),
+            sample_weight=dataset.sample_weight,
+        )
+        solution = spec.run(problem, params, sub_monitor)
+        return solution, problem.split(solution.beta)
+
+    results = run_binary_subproblems(dataset, spec, params, monitor, solve_one)
+    n_rows = 1 if dataset.classes.shape[0] == 2 else dataset.classes.shape[0]
+    weights = np.zeros((n_rows, dataset.n_features))
+    intercepts = np.zeros(n_rows)
+    for k, (_, (w, intercept)) in enumerate(results):
+        weights[k], intercepts[k] = w, intercept
+    return Fit(LinearModel(weights, intercepts, dataset.classes), [s for s, _ in results])
 
 
 def training_metadata(spec: SolverSpec, params: SolverParams, dataset: Dataset,

@@ -1,0 +1,25 @@
+"""Trained models: linear (binary and one-vs-rest) and the kinds later solvers add.
+
+Every kind implements :class:`Model` and registers itself, so :func:`load_model`, the CLI and
+the service handle all of them without special cases.
+"""
+
+from solvers.models.base import (
+    FORMAT_VERSION,
+    Model,
+    ModelFormatError,
+    as_feature_matrix,
+    load_model,
+    register_model_kind,
+)
+from solvers.models.linear import LinearModel
+
+__all__ = [
+    "FORMAT_VERSION",
+    "LinearModel",
+    "Model",
+    "ModelFormatError",
+    "as_feature_matrix",
+    "load_model",
+    "register_model_kind",
+]

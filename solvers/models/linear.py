@@ -1,0 +1,87 @@
+"""Linear models (binary, and one-vs-rest with one weight row per class)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from solvers.core.sparse import csr_matmat, csr_matvec
+from solvers.data.dataset import label_key
+from solvers.models.base import Model, as_feature_matrix, register_model_kind
+
+
+@register_model_kind
+class LinearModel(Model):
+    """A linear classifier: one weight row per binary problem.
+
+    Binary: ``coef_`` has shape (1, n_features) and scores x . coef_[0] + intercept_[0]
+    favour ``classes_[1]`` when positive.  More classes: one-vs-rest, one row per class,
+    prediction by the largest score.
+    """
+
+    kind = "linear"
+
+    def __init__(self, coef, intercept, classes, metadata: dict[str, Any] | None = None):
+        coef = np.atleast_2d(np.asarray(coef, dtype=np.float64))
+        intercept = np.atleast_1d(np.asarray(intercept, dtype=np.float64))
+        classes = np.asarray(classes, dtype=np.float64)
+        expected_rows = 1 if classes.shape[0] == 2 else classes.shape[0]
+        if classes.shape[0] < 2:
+            raise ValueError("a model needs at least two classes")
+        if coef.shape[0] != expected_rows or intercept.shape != (expected_rows,):
+            raise ValueError(
+                f"{classes.shape[0]} classes need {expected_rows} weight rows and intercepts, "
+                f"got coef {coef.shape} and intercept {intercept.shape}"
+            )
+        self.coef_ = np.ascontiguousarray(coef)
+        self.intercept_ = intercept
+        self.classes_ = classes
+        self.n_features_in_ = coef.shape[1]
+        self.metadata = dict(metadata or {})
+
+    def decision_function(self, X, *, parallel: bool = False) -> np.ndarray:
+        X = as_feature_matrix(X, self.n_features_in_)
+        if self.coef_.shape[0] == 1:
+            return csr_matvec(X, self.coef_[0], self.intercept_[0], parallel=parallel)
+        return csr_matmat(X, self.coef_, self.intercept_, parallel=parallel)
+
+    def _fields(self):
+        return {}, {"coef": self.coef_, "intercept": self.intercept_}
+
+    @classmethod
+    def _from_fields(cls, fields, arrays):
+        return cls(arrays["coef"], arrays["intercept"], arrays["classes"])
+
+    # -- LIBLINEAR -------------------------------------------------------------------------
+    def to_liblinear(self, bias_scale: float | None = None) -> str:
+        """The model in LIBLINEAR's model-file format (``predict`` reads it).
+
+        LIBLINEAR stores the intercept as the weight of a constant feature of value ``bias``;
+        ``bias_scale`` chooses that value (default: the training ``bias_scale`` from the
+        metadata, or 1).  A model without intercept is written with ``bias -1``.
+        """
+        if bias_scale is None:
+            bias_scale = float(self.metadata.get("params", {}).get("bias_scale", 1.0))
+        has_bias = bool(np.any(self.intercept_ != 0.0)) or (
+            self.metadata.get("params", {}).get("bias", "regularized") != "none"
+        )
+        loss = self.metadata.get("params", {}).get("loss", "squared_hinge")
+        solver_type = "L2R_L1LOSS_SVC_DUAL" if loss == "hinge" else "L2R_L2LOSS_SVC"
+        # LIBLINEAR's label order puts the positive class first for binary problems.
+        order = [1, 0] if self.n_classes == 2 else list(range(self.n_classes))
+        labels = " ".join(label_key(self.classes_[i]) for i in order)
+        lines = [
+            f"solver_type {solver_type}",
+            f"nr_class {self.n_classes}",
+            f"label {labels}",
+            f"nr_feature {self.n_features_in_}",
+            f"bias {bias_scale!r}" if has_bias else "bias -1",
+            "w",
+        ]
+        weights = self.coef_.T  # (n_features, n_rows)
+        if has_bias:
+            weights = np.vstack([weights, self.intercept_[None, :] / bias_scale])
+        lines.extend(" ".join(repr(float(v)) for v in row) + " " for row in weights)
+        return "\n".join(lines) + "\n"
+
