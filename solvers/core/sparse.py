@@ -85,9 +85,8 @@ def rmatvec_rows_serial(indptr, indices, data, rows, z, out):
 
 
 @njit(cache=True, parallel=True)
-def _rmatvec_blocks(indptr, indices, data, rows, z, out, all_rows):
+def _rmatvec_blocks(indptr, indices, data, rows, z, out, all_rows, n_threads):
     n_rows = z.shape[0]
-    n_threads = numba.get_num_threads()
     n_blocks = min(n_threads, max(1, n_rows))
     buffers = np.zeros((n_blocks, out.shape[0]))
     step = (n_rows + n_blocks - 1) // n_blocks
@@ -108,12 +107,12 @@ def _rmatvec_blocks(indptr, indices, data, rows, z, out, all_rows):
 
 def rmatvec_parallel(indptr, indices, data, z, out):
     """Parallel form of :func:`rmatvec_serial` (one accumulator per thread)."""
-    _rmatvec_blocks(indptr, indices, data, _NO_ROWS, z, out, True)
+    _rmatvec_blocks(indptr, indices, data, _NO_ROWS, z, out, True, numba.get_num_threads())
 
 
 def rmatvec_rows_parallel(indptr, indices, data, rows, z, out):
     """Parallel form of :func:`rmatvec_rows_serial` (one accumulator per thread)."""
-    _rmatvec_blocks(indptr, indices, data, rows, z, out, False)
+    _rmatvec_blocks(indptr, indices, data, rows, z, out, False, numba.get_num_threads())
 
 
 _NO_ROWS = np.empty(0, np.int64)

@@ -1,0 +1,120 @@
+"""The one entry point: parameter validation, label mapping, one-vs-rest, monitors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import load
+
+import solvers
+from solvers.monitor import ListMonitor
+from solvers.registry import get_solver, list_solvers, params_union
+
+
+def test_registry_lists_only_real_solvers_with_schemas():
+    names = [spec.name for spec in list_solvers()]
+    assert "mfn" in names
+    for spec in list_solvers():
+        description = spec.describe()
+        assert description["params_schema"]["properties"]["solver"]["const"] == spec.name
+        assert description["losses"] and description["bias_modes"]
+    assert params_union() is not None
+
+
+def test_unknown_solver_lists_the_known_ones():
+    with pytest.raises(solvers.UnknownSolverError, match="available: .*mfn"):
+        get_solver("svm-magic")
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"C": -1}, "C: Input should be greater than 0"),
+    ({"loss": "least_squares"}, "loss: Input should be"),
+    ({"bias": "free"}, "bias: Input should be"),
+    ({"colour": "red"}, "colour: Extra inputs are not permitted"),
+    ({"max_iter": "many"}, "max_iter: Input should be a valid integer"),
+])
+def test_bad_parameters_raise_clear_errors(params, message):
+    ds = load("heart_scale")
+    with pytest.raises(solvers.InvalidParametersError, match=message):
+        solvers.train(ds, solver="mfn", **params)
+
+
+def test_single_class_is_refused():
+    ds = load("heart_scale")
+    one_class = ds.subset(ds.y == 1)
+    with pytest.raises(ValueError, match="at least two distinct labels"):
+        solvers.train(one_class, solver="mfn")
+
+
+def test_binary_labels_map_classes_1_to_plus_one():
+    """svmguide1 uses labels 0/1: label 1 must be the positive class."""
+    ds = load("svmguide1")
+    result = solvers.train(ds, solver="mfn", C=1.0)
+    scores = result.model.decision_function(ds.X)
+    positive_rate = np.mean(scores[ds.y == 1] > 0)
+    assert positive_rate > 0.8
+    np.testing.assert_array_equal(result.model.classes_, [0.0, 1.0])
+    assert result.status == "converged"
+    assert result.model.metadata["solver"] == "mfn"
+    assert result.model.metadata["params"]["C"] == 1.0
+
+
+def test_one_vs_rest_numbers_records_consecutively():
+    ds = load("dna.scale")
+    monitor = ListMonitor()
+    result = solvers.train(ds, solver="mfn", C=0.1, monitor=monitor)
+    iterations = [r.iteration for r in result.log]
+    assert iterations == list(range(1, len(iterations) + 1))
+    assert [r.iteration for r in monitor.records] == iterations
+    assert {r.extras["class"] for r in result.log} == {"1", "2", "3"}
+    assert len(result.subproblems) == 3 and result.model.coef_.shape == (3, 180)
+    assert result.objective == pytest.approx(sum(s.objective for s in result.subproblems))
+    test = load("dna.scale.t")
+    accuracy = np.mean(result.model.predict(test.X) == test.y)
+    assert accuracy > 0.9
+
+
+class _StopAfter:
+    def __init__(self, n):
+        self.n = n
+        self.seen = 0
+
+    def report(self, record):
+        self.seen += 1
+
+    def stop_reason(self):
+        return "cancelled by test" if self.seen >= self.n else None
+
+
+def test_monitor_can_stop_a_run():
+    ds = load("dna.scale")
+    result = solvers.train(ds, solver="mfn", C=1.0, monitor=_StopAfter(2))
+    assert result.status == "stopped"
+    assert "cancelled by test" in result.message
+    assert len(result.subproblems) == 1  # later classes never started
+
+
+def test_time_limit_stops_a_run():
+    ds = load("a9a")
+    monitor = ListMonitor(time_limit=0.0)
+    result = solvers.train(ds, solver="mfn", C=1.0, monitor=monitor)
+    assert result.status == "stopped" and "time limit" in result.message
+
+
+def test_params_model_instance_is_accepted():
+    ds = load("heart_scale")
+    params = get_solver("mfn").params_model(C=0.5)
+    result = solvers.train(ds, solver="mfn", params=params)
+    assert result.params.C == 0.5
+    result = solvers.train(ds, solver="mfn", params=params, C=2.0)
+    assert result.params.C == 2.0
+
+
+def test_sample_weights_scale_the_loss():
+    """Weight 2 on every example is the same problem as C doubled."""
+    ds = load("heart_scale")
+    weighted = solvers.Dataset(ds.X, ds.y, sample_weight=np.full(ds.n_samples, 2.0))
+    a = solvers.train(weighted, solver="mfn", C=0.5)
+    b = solvers.train(ds, solver="mfn", C=1.0)
+    np.testing.assert_allclose(a.model.coef_, b.model.coef_, rtol=1e-6, atol=1e-9)
+    assert a.objective == pytest.approx(b.objective, rel=1e-10)
