@@ -1,0 +1,159 @@
+"""``python -m bench.bench_parser``: our SVMlight reader against scikit-learn's.
+
+For every file of the shared datasets folder, :func:`solvers.data.read_svmlight` and
+:func:`sklearn.datasets.load_svmlight_file` each read the file once to warm up (Numba
+compilation or cache loading, the page cache; discarded), then ``--repeats`` times, the two
+alternating and the one going first changing from one repeat to the next.  The figures are
+medians: throughput in MB/s (10**6 bytes of file per second, wall clock) and the speed-up
+(scikit-learn's median time over ours), in wall-clock and in CPU time (steadier when the
+machine is busy).  The "all files" row divides the total size by the sum of the medians.
+Both readers get 1-based indices (``zero_based=False``), so scikit-learn skips its
+index-base detection pass.
+
+    python -m bench.bench_parser [--repeats 5] [--data-dir DIR] [--out results.json] [names...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from sklearn.datasets import load_svmlight_file
+
+from solvers.data import read_svmlight
+
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def ours(path: Path) -> None:
+    read_svmlight(path)
+
+
+def scikit_learn(path: Path) -> None:
+    load_svmlight_file(str(path), zero_based=False)
+
+
+READERS = {"ours": ours, "sklearn": scikit_learn}
+
+
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def timed(reader, path: Path) -> dict[str, float]:
+    """Wall-clock and CPU (process) seconds of one read; both readers are single-threaded, so
+    the CPU time is the steadier figure on a busy machine."""
+    start = {clock: read() for clock, read in CLOCKS.items()}
+    reader(path)
+    return {clock: read() - start[clock] for clock, read in CLOCKS.items()}
+
+
+def summary(name: str, size: int, medians: dict[str, dict[str, float]]) -> dict:
+    """``medians[clock][reader]`` seconds -> throughputs (MB/s) and speed-ups per clock."""
+    return {
+        "file": name,
+        "bytes": size,
+        "median_seconds": medians,
+        "mb_per_second": {
+            clock: {reader: size / 1e6 / t for reader, t in by_reader.items()}
+            for clock, by_reader in medians.items()
+        },
+        "speedup": {clock: t["sklearn"] / t["ours"] for clock, t in medians.items()},
+    }
+
+
+def measure(path: Path, repeats: int) -> dict:
+    for reader in READERS.values():  # warm-up
+        reader(path)
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in READERS}
+    names = list(READERS)
+    for repeat in range(repeats):
+        for name in names[repeat % 2 :] + names[: repeat % 2]:
+            runs[name].append(timed(READERS[name], path))
+    medians = {
+        clock: {name: statistics.median(run[clock] for run in runs[name]) for name in READERS}
+        for clock in CLOCKS
+    }
+    return summary(path.name, path.stat().st_size, medians) | {"runs": runs}
+
+
+def total_row(rows: list[dict]) -> dict:
+    medians = {
+        clock: {name: sum(row["median_seconds"][clock][name] for row in rows) for name in READERS}
+        for clock in CLOCKS
+    }
+    return summary("all files", sum(row["bytes"] for row in rows), medians)
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = [
+        "| file | MB | ours (MB/s) | scikit-learn (MB/s) | speed-up | speed-up in CPU time |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        rate = row["mb_per_second"]["wall"]
+        speedup = row["speedup"]
+        lines.append(
+            f"| {row['file']} | {row['bytes'] / 1e6:.2f} | {rate['ours']:.0f} | "
+            f"{rate['sklearn']:.1f} | {speedup['wall']:.1f}x | {speedup['cpu']:.1f}x |"
+        )
+    return "\n".join(lines)
+
+
+def machine() -> dict:
+    import numba
+    import numpy
+    import sklearn
+
+    return {
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "numba": numba.__version__,
+        "scikit-learn": sklearn.__version__,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="files to read (default: all of them)")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", type=Path, help="also write the results as JSON here")
+    args = parser.parse_args(argv)
+
+    if not args.data_dir.is_dir():
+        print(f"no datasets folder at {args.data_dir}", file=sys.stderr)
+        return 1
+    names = args.names or sorted(p.name for p in args.data_dir.iterdir() if p.name != "README.md")
+    load_before = os.getloadavg()[0]
+    rows = []
+    for name in names:
+        row = measure(args.data_dir / name, args.repeats)
+        rows.append(row)
+        print(f"{name}: {row['speedup']['wall']:.1f}x", file=sys.stderr)
+    table_rows = rows + [total_row(rows)]
+    load = (load_before, os.getloadavg()[0])
+    print(markdown(table_rows))
+    print(
+        f"\n{args.repeats} repeats; 1-minute load average {load[0]:.1f} before, {load[1]:.1f} after"
+    )
+    if args.out:
+        results = {
+            "machine": machine(),
+            "repeats": args.repeats,
+            "load_average_before_after": load,
+            "rows": table_rows,
+        }
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
