@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import data_path
+from shared_data import data_path
 
 from app.cli import main
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import naive
 import numpy as np
 import pytest
-from conftest import load, random_csr
+from shared_data import load, random_csr
 
-import naive
 from solvers.core import (
     cgls,
     clipped_loss_breakpoints,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import load
+from shared_data import load
 
 from solvers import Dataset
 

@@ -7,7 +7,7 @@ import io
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import load
+from shared_data import load
 
 import solvers
 from solvers.models import FORMAT_VERSION, LinearModel, ModelFormatError, load_model

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import random_csr
 from scipy.optimize import check_grad, minimize
+from shared_data import random_csr
 
 from solvers.problem import BIAS_MODES, LOSSES, BinaryProblem, loss_value
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import load
+from shared_data import load
 
 import solvers
 from solvers.monitor import ListMonitor

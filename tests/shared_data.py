@@ -1,0 +1,43 @@
+"""Helpers for tests: the real datasets beside the repository, and small random matrices.
+
+(A module with its own name: ``conftest`` is ambiguous once tests/service has its own.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def data_path(name: str) -> Path:
+    path = DATA_DIR / name
+    if not path.exists():
+        pytest.skip(f"shared dataset {name} not found at {path} (../shared/data is missing)")
+    return path
+
+
+_CACHE: dict = {}
+
+
+def load(name: str, n_features: int | None = None):
+    """A shared dataset, parsed once per test session."""
+    import solvers
+
+    key = (name, n_features)
+    if key not in _CACHE:
+        _CACHE[key] = solvers.read_svmlight(data_path(name), n_features=n_features)
+    return _CACHE[key]
+
+
+def random_csr(n_rows, n_cols, density, seed, index_dtype=np.int32):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n_rows, n_cols, density=density, format="csr", random_state=rng,
+                  data_rvs=lambda k: rng.standard_normal(k))
+    X.indices = X.indices.astype(index_dtype)
+    X.indptr = X.indptr.astype(index_dtype)
+    return X
