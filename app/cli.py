@@ -226,6 +226,21 @@ def cmd_solvers(args) -> int:
 SERVICE_COMMANDS: list = []
 
 
+def _add_serve_command(commands) -> None:
+    from app.commands import add_serve_command
+
+    add_serve_command(commands)
+
+
+def _add_migrate_command(commands) -> None:
+    from app.commands import add_migrate_command
+
+    add_migrate_command(commands)
+
+
+SERVICE_COMMANDS += [_add_serve_command, _add_migrate_command]
+
+
 def _solver_spec_from_argv(argv: list[str]):
     """The solver named by ``--solver`` in a train command line, if any and known."""
     if not argv or argv[0] != "train":

@@ -1,0 +1,1 @@
+"""The HTTP API: dependencies, error handling, one router per resource."""

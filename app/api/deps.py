@@ -1,0 +1,100 @@
+"""Injected dependencies as ``Annotated`` aliases.
+
+Sessions are function-scoped: the transaction ends when the path operation returns, before
+the response is sent.  ``SessionDep`` reads; ``WriteSessionDep`` is for path operations that
+change rows, which look their rows up in that same session (:func:`fetch`).  The
+``DatasetDep`` / ``JobDep`` / ``ModelDep`` lookups (404 when missing) are for reads.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Annotated, TypeVar
+
+from fastapi import Depends, Path, Request
+from sqlalchemy.orm import Session
+
+from app.api.errors import NotFound
+from app.core.config import Settings
+from app.db.models import Dataset, Job, TrainedModel
+from app.db.session import Sessions
+from app.jobs.pool import WorkerPool
+from app.prediction import ModelCache
+from app.storage import DatasetStore
+
+Row = TypeVar("Row")
+
+
+def get_settings(request: Request) -> Settings:
+    """The application's settings."""
+    return request.app.state.settings
+
+
+def get_sessions(request: Request) -> Sessions:
+    """The session factories, for path operations that open their own short sessions."""
+    return request.app.state.sessions
+
+
+def get_read_session(request: Request) -> Iterator[Session]:
+    """A read session for the path operation."""
+    with request.app.state.sessions.read() as session:
+        yield session
+
+
+def get_write_session(request: Request) -> Iterator[Session]:
+    """A write session for the path operation."""
+    with request.app.state.sessions.write() as session:
+        yield session
+
+
+def get_store(request: Request) -> DatasetStore:
+    """The dataset file store."""
+    return request.app.state.store
+
+
+def get_pool(request: Request) -> WorkerPool:
+    """The worker pool (to wake its dispatcher, or to inspect it)."""
+    return request.app.state.pool
+
+
+def get_model_cache(request: Request) -> ModelCache:
+    """The cache of loaded models."""
+    return request.app.state.model_cache
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+SessionsDep = Annotated[Sessions, Depends(get_sessions)]
+SessionDep = Annotated[Session, Depends(get_read_session, scope="function")]
+WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
+StoreDep = Annotated[DatasetStore, Depends(get_store)]
+PoolDep = Annotated[WorkerPool, Depends(get_pool)]
+ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
+
+
+def fetch(session: Session, kind: type[Row], row_id: uuid.UUID, noun: str) -> Row:
+    """The row, or a 404 naming it."""
+    row = session.get(kind, row_id)
+    if row is None:
+        raise NotFound(f"{noun} {row_id} not found")
+    return row
+
+
+def get_dataset(dataset_id: Annotated[uuid.UUID, Path()], session: SessionDep) -> Dataset:
+    """The dataset named in the path (404 if none)."""
+    return fetch(session, Dataset, dataset_id, "dataset")
+
+
+def get_job(job_id: Annotated[uuid.UUID, Path()], session: SessionDep) -> Job:
+    """The job named in the path (404 if none)."""
+    return fetch(session, Job, job_id, "job")
+
+
+def get_model(model_id: Annotated[uuid.UUID, Path()], session: SessionDep) -> TrainedModel:
+    """The model named in the path (404 if none)."""
+    return fetch(session, TrainedModel, model_id, "model")
+
+
+DatasetDep = Annotated[Dataset, Depends(get_dataset)]
+JobDep = Annotated[Job, Depends(get_job)]
+ModelDep = Annotated[TrainedModel, Depends(get_model)]

@@ -1,0 +1,123 @@
+"""Errors as JSON: ``{"detail": {"message": ..., ...}}`` for every failure, never a traceback.
+
+Routes raise :class:`ApiError` (or one of its named subclasses); request validation errors,
+malformed SVMlight input (with ``line`` and ``token``), Starlette's own HTTP errors (unknown
+path, wrong method) and unexpected exceptions are turned into the same
+:class:`~app.schemas.ErrorResponse` shape by the handlers installed with
+:func:`install_error_handlers`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.schemas import ErrorDetail, ErrorResponse, FieldError
+from solvers import SVMLightFormatError
+
+logger = logging.getLogger("svmsvc.api")
+
+ERROR_SCHEMA_REF = "#/components/schemas/ErrorResponse"
+
+
+class ApiError(Exception):
+    """An error with an HTTP status and a message for the client."""
+
+    status_code = 400
+
+    def __init__(self, message: str, *, line: int | None = None, token: str | None = None,
+                 headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.detail = ErrorDetail(message=message, line=line, token=token)
+        self.headers = headers
+
+
+class NotFound(ApiError):
+    """404: the resource in the path does not exist."""
+
+    status_code = 404
+
+
+class Conflict(ApiError):
+    """409: the request conflicts with the resource's state."""
+
+    status_code = 409
+
+
+class PayloadTooLarge(ApiError):
+    """413: the body is past the upload limit."""
+
+    status_code = 413
+
+
+class Unprocessable(ApiError):
+    """422: the request is invalid."""
+
+    status_code = 422
+
+
+def error_response(status_code: int, detail: ErrorDetail,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    """An ``ErrorResponse`` body with this status."""
+    body = ErrorResponse(detail=detail).model_dump(mode="json", exclude_none=True)
+    return JSONResponse(body, status_code=status_code, headers=headers)
+
+
+def responses(*status_codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries documenting these error statuses (always JSON, also on
+    routes whose success is a stream or a file)."""
+    descriptions = {
+        404: "Not found",
+        409: "Conflict with the resource's state",
+        413: "Upload too large",
+        422: "Invalid request",
+    }
+    content = {"application/json": {"schema": {"$ref": ERROR_SCHEMA_REF}}}
+    return {code: {"description": descriptions[code], "content": content}
+            for code in status_codes}
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+    return error_response(exc.status_code, exc.detail, exc.headers)
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = [
+        FieldError(loc=list(error.get("loc", ())), message=error.get("msg", "invalid"),
+                   type=error.get("type", "value_error"))
+        for error in exc.errors()
+    ]
+    message = "; ".join(f"{_location(tuple(e.loc))}: {e.message}" for e in errors)
+    return error_response(422, ErrorDetail(message=message or "invalid request", errors=errors))
+
+
+async def _svmlight_error(request: Request, exc: SVMLightFormatError) -> JSONResponse:
+    return error_response(422, ErrorDetail(message=str(exc), line=exc.line, token=exc.token))
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    return error_response(exc.status_code, ErrorDetail(message=str(exc.detail)),
+                          getattr(exc, "headers", None))
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    logger.error("unhandled error in %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(500, ErrorDetail(message="internal error"))
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Make every error of ``app`` an ``ErrorResponse``."""
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(SVMLightFormatError, _svmlight_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected_error)

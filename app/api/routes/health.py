@@ -1,0 +1,42 @@
+"""Probes: ``/healthz`` (the process answers), ``/readyz`` (database reachable, worker pool
+running with at least one warmed-up worker)."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter, Response, status
+from sqlalchemy import text
+
+from app.api.deps import PoolDep, SessionsDep
+from app.schemas import HealthPublic, ReadinessPublic, WorkerPublic
+
+router = APIRouter(tags=["health"])
+logger = logging.getLogger("svmsvc.api")
+
+
+@router.get("/healthz", name="live", response_model=HealthPublic)
+def healthz() -> HealthPublic:
+    """Liveness: the web process is up."""
+    return HealthPublic(status="ok")
+
+
+@router.get("/readyz", name="ready", response_model=ReadinessPublic,
+            responses={503: {"model": ReadinessPublic, "description": "Not ready"}})
+def readyz(sessions: SessionsDep, pool: PoolDep, response: Response) -> ReadinessPublic:
+    """Readiness: the database answers and the pool can run jobs (per-worker details)."""
+    try:
+        with sessions.read() as session:
+            session.execute(text("SELECT 1"))
+        database = True
+    except Exception as exc:  # any failure to reach the database means "not ready"
+        logger.warning("readiness: database unreachable: %s", exc)
+        database = False
+    workers = [WorkerPublic(index=w.index, pid=w.pid, alive=w.alive, ready=w.ready,
+                            job_id=w.job_id) for w in pool.snapshot()]
+    dispatcher = pool.dispatching
+    ready = database and dispatcher and any(w.alive and w.ready for w in workers)
+    if not ready:
+        response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    return ReadinessPublic(status="ready" if ready else "unavailable", database=database,
+                           dispatcher=dispatcher, workers=workers)

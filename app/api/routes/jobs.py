@@ -1,0 +1,208 @@
+"""``/jobs``: create (queued for the worker pool), list, get, cancel, convergence log (JSON,
+CSV, live server-sent events)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import uuid
+from collections.abc import AsyncIterable, Iterator
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response, status
+from fastapi.responses import StreamingResponse
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+from sqlalchemy import func, select
+from starlette.concurrency import run_in_threadpool
+
+from app.api.deps import JobDep, PoolDep, SessionDep, SessionsDep, WriteSessionDep, fetch
+from app.api.errors import Conflict, NotFound, Unprocessable, responses
+from app.db.models import Dataset, Job, JobLogEntry, JobStatus
+from app.db.session import Sessions
+from app.jobs.state import request_cancel
+from app.schemas import JobCreate, JobLogPublic, JobPublic, JobsPublic, LogRecordPublic
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+
+STREAM_POLL_S = 0.25
+"""How often the live log stream looks for new records."""
+
+STREAM_BATCH = 1000
+CSV_BATCH = 5000
+CSV_COLUMNS = ("iteration", "elapsed", "objective", "optimality", "extras")
+
+
+@router.post("", name="create", status_code=status.HTTP_202_ACCEPTED,
+             response_model=JobPublic, responses=responses(422))
+def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep,
+               response: Response) -> JobPublic:
+    """Queue a training job; the worker pool runs queued jobs in order."""
+    for field, dataset_id in (("dataset_id", body.dataset_id),
+                              ("validation_dataset_id", body.validation_dataset_id)):
+        if dataset_id is not None and session.get(Dataset, dataset_id) is None:
+            raise Unprocessable(f"{field}: dataset {dataset_id} not found")
+    job = Job(
+        dataset_id=body.dataset_id,
+        validation_dataset_id=body.validation_dataset_id,
+        solver=body.params.solver,
+        params=body.params.model_dump(mode="json"),
+        time_limit_s=body.time_limit_s,
+        status=JobStatus.queued,
+    )
+    session.add(job)
+    session.commit()
+    pool.wake()
+    response.headers["Location"] = f"/jobs/{job.id}"
+    return JobPublic.from_row(job)
+
+
+@router.get("", name="list", response_model=JobsPublic, responses=responses(422))
+def list_jobs(
+    session: SessionDep,
+    status_filter: Annotated[JobStatus | None, Query(alias="status")] = None,
+    dataset_id: uuid.UUID | None = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JobsPublic:
+    """Jobs, newest first, optionally only those in one state or on one dataset."""
+    query = select(Job)
+    if status_filter is not None:
+        query = query.where(Job.status == status_filter)
+    if dataset_id is not None:
+        query = query.where(Job.dataset_id == dataset_id)
+    count = session.scalar(select(func.count()).select_from(query.subquery()))
+    rows = session.scalars(query.order_by(Job.created_at.desc(), Job.id)
+                           .offset(offset).limit(limit))
+    return JobsPublic(data=[JobPublic.from_row(job) for job in rows], count=count)
+
+
+@router.get("/{job_id}", name="get", response_model=JobPublic, responses=responses(404, 422))
+def get_job(job: JobDep) -> JobPublic:
+    """One job: state, progress, timestamps, the error or the model."""
+    return JobPublic.from_row(job)
+
+
+@router.post("/{job_id}/cancel", name="cancel", status_code=status.HTTP_202_ACCEPTED,
+             response_model=JobPublic, responses=responses(404, 409, 422))
+def cancel_job(job_id: uuid.UUID, session: WriteSessionDep, pool: PoolDep) -> JobPublic:
+    """Cancel a job: a queued one at once; a running one within about a second (its worker
+    stops cooperatively, or is killed after the grace period)."""
+    job = fetch(session, Job, job_id, "job")
+    if JobStatus(job.status).finished:
+        raise Conflict(f"job {job.id} has already {job.status}")
+    request_cancel(session, job)
+    pool.wake()
+    return JobPublic.from_row(job)
+
+
+@router.get(
+    "/{job_id}/log",
+    name="log",
+    response_model=JobLogPublic,
+    responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}},
+                     "description": "JSON page, or with Accept: text/csv the whole log "
+                                    "after `after` as CSV"},
+               **responses(404, 422)},
+)
+def get_job_log(
+    request: Request,
+    job: JobDep,
+    session: SessionDep,
+    sessions: SessionsDep,
+    after: Annotated[int, Query(ge=0, description="Records after this iteration.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
+):
+    """The convergence log: one record per solver iteration, oldest first."""
+    if "text/csv" in request.headers.get("accept", ""):
+        return StreamingResponse(
+            _csv_rows(sessions, job.id, after), media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="job-{job.id}-log.csv"'})
+    count = session.scalar(select(func.count()).select_from(JobLogEntry)
+                           .where(JobLogEntry.job_id == job.id))
+    rows = list(session.scalars(
+        select(JobLogEntry).where(JobLogEntry.job_id == job.id, JobLogEntry.iteration > after)
+        .order_by(JobLogEntry.iteration).limit(limit + 1)))
+    return JobLogPublic(data=[LogRecordPublic.from_row(r) for r in rows[:limit]], count=count,
+                        has_more=len(rows) > limit)
+
+
+def _csv_rows(sessions: Sessions, job_id: uuid.UUID, after: int) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    while True:
+        with sessions.read() as session:
+            rows = list(session.scalars(
+                select(JobLogEntry)
+                .where(JobLogEntry.job_id == job_id, JobLogEntry.iteration > after)
+                .order_by(JobLogEntry.iteration).limit(CSV_BATCH)))
+        for row in rows:
+            writer.writerow((row.iteration, repr(row.elapsed), _number(row.objective),
+                             _number(row.optimality), json.dumps(row.extras, sort_keys=True)))
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+        if len(rows) < CSV_BATCH:
+            return
+        after = rows[-1].iteration
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else repr(value)
+
+
+def existing_job_id(job_id: Annotated[uuid.UUID, Path()],
+                    sessions: SessionsDep) -> uuid.UUID:
+    """The job id, if the job exists (checked in a session closed at once: a stream must not
+    hold a transaction open)."""
+    with sessions.read() as session:
+        if session.get(Job, job_id) is None:
+            raise NotFound(f"job {job_id} not found")
+    return job_id
+
+
+@router.get("/{job_id}/log/stream", name="log-stream", response_class=EventSourceResponse,
+            responses=responses(404, 422))
+async def stream_job_log(
+    job_id: Annotated[uuid.UUID, Depends(existing_job_id)],
+    sessions: SessionsDep,
+    after: Annotated[int, Query(ge=0, description="Records after this iteration.")] = 0,
+    last_event_id: Annotated[int | None, Header(
+        description="Resume after this iteration (sent by EventSource on reconnect).")] = None,
+) -> AsyncIterable[ServerSentEvent]:
+    """Server-sent events while the job runs: ``record`` (a log record, id = iteration),
+    ``status`` (the job, whenever its state changes) and finally ``end`` (the finished job).
+    """
+    last = max(after, last_event_id or 0)
+    last_status = None
+    while True:
+        job, records = await run_in_threadpool(_job_and_records, sessions, job_id, last)
+        if job is None:
+            return
+        for record in records:
+            yield ServerSentEvent(event="record", id=str(record.iteration), data=record)
+            last = record.iteration
+        if job.status != last_status:
+            yield ServerSentEvent(event="status", data=job)
+            last_status = job.status
+        if len(records) < STREAM_BATCH:
+            if job.status.finished:
+                yield ServerSentEvent(event="end", data=job)
+                return
+            await anyio.sleep(STREAM_POLL_S)
+
+
+def _job_and_records(sessions: Sessions, job_id: uuid.UUID,
+                     after: int) -> tuple[JobPublic | None, list[LogRecordPublic]]:
+    # The job first: once it is seen finished, every record was committed before.
+    with sessions.read() as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            return None, []
+        public = JobPublic.from_row(job)
+        rows = session.scalars(
+            select(JobLogEntry).where(JobLogEntry.job_id == job_id, JobLogEntry.iteration > after)
+            .order_by(JobLogEntry.iteration).limit(STREAM_BATCH))
+        return public, [LogRecordPublic.from_row(row) for row in rows]

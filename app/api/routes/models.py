@@ -1,0 +1,258 @@
+"""``/models``: list, get, delete, download, predict (one example or a batch), evaluate.
+
+Predictions run in the web process with the serial kernels, on models kept in a small LRU
+cache; a model's bytes are read from the database only when it is not cached.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response, status
+from fastapi.responses import PlainTextResponse
+from pydantic import ValidationError
+from sqlalchemy import func, select
+from starlette.concurrency import run_in_threadpool
+
+from app.api.deps import (
+    ModelCacheDep,
+    ModelDep,
+    SessionDep,
+    SessionsDep,
+    SettingsDep,
+    StoreDep,
+    WriteSessionDep,
+    fetch,
+)
+from app.api.errors import Conflict, NotFound, PayloadTooLarge, Unprocessable, responses
+from app.db.models import Dataset, TrainedModel
+from app.db.session import Sessions
+from app.evaluation import evaluate
+from app.prediction import (
+    ExampleFormatError,
+    ModelCache,
+    label_unlabelled_lines,
+    parse_features,
+    predictions,
+    rows_to_csr,
+)
+from app.schemas import (
+    EvaluateRequest,
+    EvaluationPublic,
+    ModelPublic,
+    ModelsPublic,
+    PredictBatchRequest,
+    PredictionPublic,
+    PredictionsPublic,
+)
+
+router = APIRouter(prefix="/models", tags=["models"])
+
+
+class DownloadFormat(enum.StrEnum):
+    """npz: the library's model archive; liblinear: LIBLINEAR's model file (linear only)."""
+
+    npz = "npz"
+    liblinear = "liblinear"
+
+
+SVMLIGHT_BODY_TYPES = ("text/plain", "application/octet-stream", "")
+ZeroBased = Annotated[bool, Query(description="Feature indices start at 0.")]
+
+
+def _load(cache: ModelCache, sessions: Sessions, model_id: uuid.UUID):
+    """The model object (from the cache, or its bytes from the database)."""
+
+    def read_artifact() -> bytes:
+        with sessions.read() as session:
+            artifact = session.scalar(
+                select(TrainedModel.artifact).where(TrainedModel.id == model_id))
+        if artifact is None:
+            raise NotFound(f"model {model_id} not found")
+        return artifact
+
+    return cache.get(model_id, read_artifact)
+
+
+@router.get("", name="list", response_model=ModelsPublic, responses=responses(422))
+def list_models(
+    session: SessionDep,
+    dataset_id: uuid.UUID | None = None,
+    solver: str | None = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> ModelsPublic:
+    """Models, newest first, optionally only those of one dataset or solver."""
+    query = select(TrainedModel)
+    if dataset_id is not None:
+        query = query.where(TrainedModel.dataset_id == dataset_id)
+    if solver is not None:
+        query = query.where(TrainedModel.solver == solver)
+    count = session.scalar(select(func.count()).select_from(query.subquery()))
+    rows = session.scalars(query.order_by(TrainedModel.created_at.desc(), TrainedModel.id)
+                           .offset(offset).limit(limit))
+    return ModelsPublic(data=[ModelPublic.from_row(row) for row in rows], count=count)
+
+
+@router.get("/{model_id}", name="get", response_model=ModelPublic,
+            responses=responses(404, 422))
+def get_model(model: ModelDep) -> ModelPublic:
+    """One model: solver, parameters, classes, objective, training statistics."""
+    return ModelPublic.from_row(model)
+
+
+@router.delete("/{model_id}", name="delete", status_code=status.HTTP_204_NO_CONTENT,
+               responses=responses(404, 422))
+def delete_model(model_id: uuid.UUID, session: WriteSessionDep, cache: ModelCacheDep) -> None:
+    """Delete a model (its job stays, without a model)."""
+    model = fetch(session, TrainedModel, model_id, "model")
+    session.delete(model)
+    session.commit()
+    cache.discard(model.id)
+
+
+@router.get(
+    "/{model_id}/download",
+    name="download",
+    response_class=Response,
+    responses={200: {"content": {"application/octet-stream": {"schema": {
+                         "type": "string", "format": "binary"}},
+                                 "text/plain": {"schema": {"type": "string"}}},
+                     "description": "npz: the model archive; liblinear: LIBLINEAR's "
+                                    "model-file text"},
+               **responses(404, 409, 422)},
+)
+def download_model(
+    model: ModelDep,
+    cache: ModelCacheDep,
+    sessions: SessionsDep,
+    format: DownloadFormat = DownloadFormat.npz,
+) -> Response:
+    """The model as an ``.npz`` archive (read back with ``solvers.load_model``), or in
+    LIBLINEAR's model-file format (linear models only)."""
+    if format is DownloadFormat.npz:
+        return Response(
+            model.artifact, media_type="application/octet-stream",
+            headers={"Content-Disposition": f'attachment; filename="model-{model.id}.npz"'})
+    loaded = _load(cache, sessions, model.id)
+    to_liblinear = getattr(loaded, "to_liblinear", None)
+    if to_liblinear is None:
+        raise Conflict(f"{model.kind} models have no LIBLINEAR form; download format=npz")
+    return PlainTextResponse(
+        to_liblinear(),
+        headers={"Content-Disposition": f'attachment; filename="model-{model.id}.txt"'})
+
+
+@router.get("/{model_id}/predict", name="predict", response_model=PredictionPublic,
+            responses=responses(404, 422))
+def predict_one(
+    model_id: uuid.UUID,
+    cache: ModelCacheDep,
+    sessions: SessionsDep,
+    x: Annotated[str, Query(description="One example as SVMlight features, e.g. "
+                                        "'3:0.5 7:1' (space-separated index:value).")],
+    zero_based: ZeroBased = False,
+) -> PredictionPublic:
+    """Label and decision value(s) of one example given in the query string."""
+    model = _load(cache, sessions, model_id)
+    try:
+        X = parse_features(x, model.n_features_in_, zero_based=zero_based)
+    except ExampleFormatError as exc:
+        raise Unprocessable(f"x: {exc}", token=exc.token) from None
+    return PredictionPublic(**predictions(model, X)[0])
+
+
+@router.post(
+    "/{model_id}/predict",
+    name="predict-batch",
+    response_model=PredictionsPublic,
+    responses=responses(404, 413, 422),
+    openapi_extra={"requestBody": {"required": True, "content": {
+        "application/json": {"schema": {"$ref": "#/components/schemas/PredictBatchRequest"}},
+        "application/octet-stream": {"schema": {
+            "type": "string", "format": "binary",
+            "description": "SVMlight lines (uncompressed); the label of each line is optional "
+                           "and ignored. Also accepted as text/plain."}},
+    }}},
+)
+async def predict_batch(
+    model_id: uuid.UUID,
+    request: Request,
+    cache: ModelCacheDep,
+    sessions: SessionsDep,
+    settings: SettingsDep,
+    zero_based: ZeroBased = False,
+) -> PredictionsPublic:
+    """Predict a batch: SVMlight text (``text/plain`` or ``application/octet-stream``; labels
+    optional) or JSON rows (``application/json``: ``{"rows": [{"3": 0.5, "7": 1.0}, ...]}``).
+    """
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > settings.max_upload_bytes:
+            raise PayloadTooLarge(
+                f"the body exceeds the upload limit of {settings.max_upload_bytes} bytes")
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/json":
+        try:
+            rows = PredictBatchRequest.model_validate_json(bytes(body)).rows
+        except ValidationError as exc:
+            raise Unprocessable("; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                for e in exc.errors(include_url=False))) from None
+    elif content_type in SVMLIGHT_BODY_TYPES:
+        rows = None
+    else:
+        raise Unprocessable(f"send SVMlight lines as text/plain or application/octet-stream, "
+                            f"or JSON rows as application/json, not {content_type}")
+    return await run_in_threadpool(_predict_batch, cache, sessions, model_id, bytes(body),
+                                   rows, zero_based)
+
+
+def _predict_batch(cache: ModelCache, sessions: Sessions, model_id: uuid.UUID, body: bytes,
+                   rows: list[dict[int, float]] | None, zero_based: bool) -> PredictionsPublic:
+    """Predict JSON ``rows``, or the SVMlight lines of ``body`` when there are none."""
+    import solvers
+
+    model = _load(cache, sessions, model_id)
+    n_features = model.n_features_in_
+    if rows is not None:
+        offset = 0 if zero_based else 1
+        for number, row in enumerate(rows):
+            if offset and 0 in row:
+                raise Unprocessable(f"rows.{number}: feature indices start at 1")
+        X = rows_to_csr([{index - offset: value for index, value in row.items()}
+                         for row in rows], n_features)
+    else:
+        parser = solvers.SVMLightStreamParser(zero_based=zero_based, decompress=None)
+        parser.feed(label_unlabelled_lines(body))
+        X = parser.finish().X
+    results = predictions(model, X)
+    return PredictionsPublic(data=[PredictionPublic(**r) for r in results], count=len(results))
+
+
+@router.post("/{model_id}/evaluate", name="evaluate", response_model=EvaluationPublic,
+             responses=responses(404, 422))
+def evaluate_model(
+    model_id: uuid.UUID,
+    body: EvaluateRequest,
+    cache: ModelCacheDep,
+    sessions: SessionsDep,
+    store: StoreDep,
+) -> EvaluationPublic:
+    """Accuracy, per-class counts and the confusion matrix of the model on a dataset."""
+    model = _load(cache, sessions, model_id)
+    missing = Unprocessable(f"dataset_id: dataset {body.dataset_id} not found")
+    with sessions.read() as session:
+        dataset = session.get(Dataset, body.dataset_id)
+        if dataset is None:
+            raise missing
+        digest = dataset.sha256
+    try:
+        data = store.load(digest)
+    except FileNotFoundError:  # deleted meanwhile
+        raise missing from None
+    return EvaluationPublic(dataset_id=body.dataset_id,
+                            **evaluate(model, data, parallel=False))

@@ -1,0 +1,17 @@
+"""``/solvers``: what the registry holds (names, parameter schemas, losses, tasks)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+import solvers
+from app.schemas import SolverPublic, SolversPublic
+
+router = APIRouter(prefix="/solvers", tags=["solvers"])
+
+
+@router.get("", name="list", response_model=SolversPublic)
+def list_solvers() -> SolversPublic:
+    """Every registered solver with the JSON schema of its parameters."""
+    data = [SolverPublic.model_validate(spec.describe()) for spec in solvers.list_solvers()]
+    return SolversPublic(data=data, count=len(data))

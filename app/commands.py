@@ -1,0 +1,73 @@
+"""The service subcommands of ``svmsvc``: ``serve`` and ``migrate``.
+
+Importing this module is cheap (``svmsvc --help`` must stay fast): the web stack is imported
+when a command runs.  Command-line options override the ``SVMSVC_*`` environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def _settings(**overrides):
+    from app.core.config import Settings
+
+    return Settings(**{name: value for name, value in overrides.items() if value is not None})
+
+
+def add_serve_command(commands) -> None:
+    """Add ``svmsvc serve`` to the subcommands."""
+    parser = commands.add_parser(
+        "serve", help="run the REST service",
+        description="Run the REST service (uvicorn) with its worker pool. Settings come from "
+                    "SVMSVC_* environment variables; these options override them.")
+    parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to listen on (default 8000)")
+    parser.add_argument("--data-dir", help="datasets and the SQLite database (default ./var)")
+    parser.add_argument("--workers", type=int, help="worker processes for training (default 2)")
+    parser.set_defaults(handler=serve)
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the service until it is stopped (SIGINT or SIGTERM)."""
+    import uvicorn
+
+    from app.main import create_app
+
+    settings = _settings(host=args.host, port=args.port, data_dir=args.data_dir,
+                         workers=args.workers)
+    logging.basicConfig(level=settings.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
+                log_level=settings.log_level.lower())
+    return 0
+
+
+def add_migrate_command(commands) -> None:
+    """Add ``svmsvc migrate`` to the subcommands."""
+    parser = commands.add_parser(
+        "migrate", help="apply the database migrations",
+        description="Bring the database (SVMSVC_DATABASE_URL, or the SQLite file in the data "
+                    "directory) to the newest schema. The service also does this at start-up.")
+    parser.add_argument("--data-dir", help="data directory (default ./var)")
+    parser.set_defaults(handler=migrate)
+
+
+def migrate(args: argparse.Namespace) -> int:
+    """Apply the migrations and say which revision the database is at."""
+    from app.db.migrate import current_revision, upgrade_database
+    from app.db.session import create_db_engine
+
+    settings = _settings(data_dir=args.data_dir)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    engine = create_db_engine(settings.sqlalchemy_url)
+    try:
+        before = current_revision(engine)
+        after = upgrade_database(engine)
+    finally:
+        engine.dispose()
+    change = "already at" if before == after else f"upgraded from {before or 'empty'} to"
+    sys.stdout.write(f"database {change} revision {after}\n")
+    return 0

@@ -1,0 +1,1 @@
+"""Configuration and process-wide concerns of the service."""

@@ -1,0 +1,60 @@
+"""Service settings (pydantic-settings, environment prefix ``SVMSVC_``).
+
+Every setting has an embedded default that needs nothing installed: the SQLite database,
+the dataset files and the worker pool all live under ``data_dir`` (``./var``).  Setting
+``SVMSVC_DATABASE_URL`` (for example ``postgresql+psycopg://user@host/db``) moves the
+database to PostgreSQL; the datasets stay under ``data_dir``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything an operator may configure; see ``docs/service.md`` for the table."""
+
+    model_config = SettingsConfigDict(env_prefix="SVMSVC_", extra="ignore", frozen=True)
+
+    data_dir: Path = Field(Path("var"), description="Datasets and the SQLite database.")
+    database_url: str | None = Field(
+        None, description="SQLAlchemy URL; default: SQLite file svmsvc.db in data_dir.")
+    host: str = Field("127.0.0.1", description="Address `svmsvc serve` listens on.")
+    port: int = Field(8000, ge=0, le=65535, description="Port `svmsvc serve` listens on.")
+    workers: int = Field(2, ge=1, description="Worker processes that run training jobs.")
+    threads_per_worker: int | None = Field(
+        None, ge=1, description="Numba threads per worker; default: CPU cores // workers.")
+    max_upload_bytes: int = Field(
+        512 * 2**20, ge=1, description="Largest dataset upload (bytes as sent, compressed or not).")
+    max_attempts: int = Field(
+        2, ge=1, description="Runs a job may start; a job interrupted by a restart is re-queued "
+                             "while it has attempts left.")
+    cancel_grace_s: float = Field(
+        2.0, gt=0, description="Seconds a worker has to stop cooperatively after a cancel "
+                               "request (or past a time limit) before it is killed.")
+    model_cache_size: int = Field(
+        32, ge=1, description="Models kept loaded in the web process for predictions.")
+    log_level: str = Field("info", description="Logging level of the service.")
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The database URL in effect."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir.resolve() / 'svmsvc.db'}"
+
+    @property
+    def datasets_dir(self) -> Path:
+        """Where the dataset files live."""
+        return self.data_dir / "datasets"
+
+    @property
+    def worker_threads(self) -> int:
+        """Numba threads each worker process gets."""
+        if self.threads_per_worker is not None:
+            return self.threads_per_worker
+        return max(1, (os.cpu_count() or 1) // self.workers)

@@ -1,0 +1,1 @@
+"""The database: engine and sessions, SQLAlchemy models, migrations."""

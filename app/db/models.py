@@ -1,0 +1,187 @@
+"""SQLAlchemy models: datasets, training jobs, their convergence logs and trained models.
+
+The database is the source of truth for every job: the web process, the dispatcher and the
+worker processes only ever move a job between states with conditional updates (see
+``app.jobs.state``).  Timestamps are timezone-aware UTC on every backend.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator):
+    """A timezone-aware UTC timestamp, also on SQLite (which stores naive text)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class JobStatus(enum.StrEnum):
+    """The life of a training job: ``queued -> running -> succeeded | failed | cancelled``."""
+
+    queued = "queued"
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        """Whether the state is final."""
+        return self in FINISHED_STATES
+
+
+FINISHED_STATES = frozenset({JobStatus.succeeded, JobStatus.failed, JobStatus.cancelled})
+
+
+class Base(DeclarativeBase):
+    """Declarative base: Python types to column types."""
+
+    type_annotation_map = {
+        datetime: UTCDateTime,
+        dict[str, Any]: JSON,
+        list[Any]: JSON,
+    }
+
+
+class Dataset(Base):
+    """An uploaded dataset; its arrays live once under ``data_dir`` by content hash."""
+
+    __tablename__ = "datasets"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    name: Mapped[str] = mapped_column(String(255))
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    n_samples: Mapped[int] = mapped_column(BigInteger)
+    n_features: Mapped[int] = mapped_column(BigInteger)
+    nnz: Mapped[int] = mapped_column(BigInteger)
+    density: Mapped[float] = mapped_column(Float)
+    class_counts: Mapped[dict[str, Any]]
+    has_qid: Mapped[bool]
+    has_sample_weight: Mapped[bool]
+    upload_bytes: Mapped[int] = mapped_column(BigInteger)
+    stored_bytes: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
+class Job(Base):
+    """A training job.
+
+    ``attempts`` counts the runs started (it fences writes: a worker only writes while the
+    job is ``running`` with the attempt number it was given).  ``cancel_requested_at`` is
+    set by a cancel request while the job runs; the worker's monitor polls it.
+    """
+
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_status_created_at", "status", "created_at"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    dataset_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("datasets.id", ondelete="RESTRICT"), index=True)
+    validation_dataset_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("datasets.id", ondelete="RESTRICT"), index=True)
+    solver: Mapped[str] = mapped_column(String(64))
+    params: Mapped[dict[str, Any]]
+    time_limit_s: Mapped[float | None] = mapped_column(Float)
+    status: Mapped[str] = mapped_column(String(16), default=JobStatus.queued)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    cancel_requested_at: Mapped[datetime | None]
+    iteration: Mapped[int | None] = mapped_column(Integer)
+    elapsed: Mapped[float | None] = mapped_column(Float)
+    objective: Mapped[float | None] = mapped_column(Float)
+    optimality: Mapped[float | None] = mapped_column(Float)
+    solver_status: Mapped[str | None] = mapped_column(String(16))
+    message: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+    model: Mapped[TrainedModel | None] = relationship(
+        back_populates="job", uselist=False, lazy="selectin")
+
+
+class JobLogEntry(Base):
+    """One solver iteration of a job (the convergence log)."""
+
+    __tablename__ = "job_log"
+
+    job_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    iteration: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    elapsed: Mapped[float] = mapped_column(Float)
+    objective: Mapped[float | None] = mapped_column(Float)
+    optimality: Mapped[float | None] = mapped_column(Float)
+    extras: Mapped[dict[str, Any]]
+
+
+class TrainedModel(Base):
+    """A model produced by a successful job; ``artifact`` holds its ``.npz`` bytes.
+
+    The bytes live in the database (loaded only on demand) so that a job's model and its
+    ``succeeded`` state are written in one transaction.
+    """
+
+    __tablename__ = "models"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    job_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("jobs.id", ondelete="SET NULL"), unique=True)
+    dataset_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("datasets.id", ondelete="RESTRICT"), index=True)
+    solver: Mapped[str] = mapped_column(String(64))
+    params: Mapped[dict[str, Any]]
+    kind: Mapped[str] = mapped_column(String(32))
+    classes: Mapped[list[Any]]
+    n_features: Mapped[int] = mapped_column(BigInteger)
+    objective: Mapped[float | None] = mapped_column(Float)
+    solver_status: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str] = mapped_column(Text)
+    iterations: Mapped[int] = mapped_column(Integer)
+    training_seconds: Mapped[float] = mapped_column(Float)
+    training_data: Mapped[dict[str, Any]]
+    subproblems: Mapped[list[Any]]
+    validation: Mapped[dict[str, Any] | None]
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    artifact: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+    job: Mapped[Job | None] = relationship(back_populates="model")

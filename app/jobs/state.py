@@ -1,0 +1,188 @@
+"""Every change of a job's state, as short conditional transactions.
+
+``queued -> running`` happens in :func:`claim_next_job` (the dispatcher), which increments
+``attempts``.  From then on a writer -- the worker's monitor and the worker itself, or the
+dispatcher when the worker died -- only touches the job while it is still ``running`` *with
+the attempt number it was given*: a worker orphaned by a crashed service can never overwrite
+a job that a restarted service has re-queued and given to another worker.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.orm import Session
+
+from app.db.models import Job, JobLogEntry, JobStatus, TrainedModel, utcnow
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A job the dispatcher took from the queue for one worker."""
+
+    job_id: uuid.UUID
+    attempt: int
+    time_limit_s: float | None
+
+
+class Signal(enum.Enum):
+    """What a running job's writer learns when it checks in."""
+
+    proceed = "proceed"
+    cancel = "cancel"  # a cancel was requested
+    lost = "lost"  # the job is no longer this attempt's (re-queued, or finished elsewhere)
+
+
+def _owned(job_id: uuid.UUID, attempt: int):
+    return (Job.id == job_id, Job.attempts == attempt, Job.status == JobStatus.running)
+
+
+def finite_or_none(value: Any) -> float | None:
+    """A float for a database column: NaN and infinities become NULL."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def has_queued_jobs(session: Session) -> bool:
+    """Whether any job waits (a read, so that idle polling never takes a write lock)."""
+    found = session.scalar(select(Job.id).where(Job.status == JobStatus.queued).limit(1))
+    session.rollback()
+    return found is not None
+
+
+def claim_next_job(session: Session) -> Claim | None:
+    """Move the oldest queued job to ``running`` (attempt + 1) and clear its old log."""
+    while True:
+        row = session.execute(
+            select(Job.id, Job.attempts, Job.time_limit_s)
+            .where(Job.status == JobStatus.queued)
+            .order_by(Job.created_at, Job.id)
+            .limit(1)
+        ).first()
+        if row is None:
+            session.rollback()
+            return None
+        claimed = session.execute(
+            update(Job)
+            .where(Job.id == row.id, Job.status == JobStatus.queued)
+            .values(status=JobStatus.running, attempts=Job.attempts + 1, started_at=utcnow(),
+                    cancel_requested_at=None, iteration=None, elapsed=None, objective=None,
+                    optimality=None, solver_status=None, error=None)
+        ).rowcount
+        if claimed == 1:
+            session.execute(delete(JobLogEntry).where(JobLogEntry.job_id == row.id))
+            session.commit()
+            return Claim(row.id, row.attempts + 1, row.time_limit_s)
+        session.rollback()  # cancelled meanwhile: take the next one
+
+
+def check_in(session: Session, job_id: uuid.UUID, attempt: int) -> Signal:
+    """Whether the running attempt should go on, stop for a cancel, or stop writing."""
+    row = session.execute(
+        select(Job.status, Job.attempts, Job.cancel_requested_at).where(Job.id == job_id)
+    ).first()
+    session.rollback()
+    if row is None or row.status != JobStatus.running or row.attempts != attempt:
+        return Signal.lost
+    return Signal.cancel if row.cancel_requested_at is not None else Signal.proceed
+
+
+def record_progress(session: Session, job_id: uuid.UUID, attempt: int,
+                    records: Sequence[dict[str, Any]]) -> Signal:
+    """Append iteration records (dicts with the log columns) and update the job's progress."""
+    last = records[-1]
+    updated = session.execute(
+        update(Job).where(*_owned(job_id, attempt)).values(
+            iteration=last["iteration"], elapsed=last["elapsed"],
+            objective=last["objective"], optimality=last["optimality"])
+    ).rowcount
+    if updated != 1:
+        session.rollback()
+        return Signal.lost
+    session.execute(insert(JobLogEntry), [dict(record, job_id=job_id) for record in records])
+    cancel_requested_at = session.scalar(
+        select(Job.cancel_requested_at).where(Job.id == job_id))
+    session.commit()
+    return Signal.cancel if cancel_requested_at is not None else Signal.proceed
+
+
+def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobStatus, *,
+               message: str | None = None, error: str | None = None,
+               solver_status: str | None = None, model: TrainedModel | None = None) -> bool:
+    """Give a running attempt its final state (and its model, in the same transaction).
+
+    Returns False, changing nothing, when the attempt no longer owns the job.
+    """
+    updated = session.execute(
+        update(Job).where(*_owned(job_id, attempt)).values(
+            status=status, finished_at=utcnow(), message=message, error=error,
+            solver_status=solver_status)
+    ).rowcount
+    if updated != 1:
+        session.rollback()
+        return False
+    if model is not None:
+        session.add(model)
+    session.commit()
+    return True
+
+
+def request_cancel(session: Session, job: Job) -> None:
+    """Cancel a queued job at once; flag a running one for its worker to stop.
+
+    The caller checks that the job has not finished.  Conditional updates settle the races
+    with the dispatcher claiming the job and the worker finishing it.
+    """
+    now = utcnow()
+    cancelled = session.execute(
+        update(Job).where(Job.id == job.id, Job.status == JobStatus.queued).values(
+            status=JobStatus.cancelled, cancel_requested_at=now, finished_at=now,
+            message="cancelled before it started")
+    ).rowcount
+    if not cancelled:
+        session.execute(
+            update(Job).where(Job.id == job.id, Job.status == JobStatus.running,
+                              Job.cancel_requested_at.is_(None))
+            .values(cancel_requested_at=now))
+    session.commit()
+    session.refresh(job)
+
+
+def recover_interrupted_jobs(session: Session, max_attempts: int) -> tuple[int, int, int]:
+    """At start-up, settle the jobs a previous service process left ``running``.
+
+    A job whose cancellation was already requested becomes ``cancelled``; one with attempts
+    left goes back to the queue; the others fail with the reason.  Returns the numbers
+    (re-queued, cancelled, failed).
+    """
+    now = utcnow()
+    counts = {JobStatus.queued: 0, JobStatus.cancelled: 0, JobStatus.failed: 0}
+    rows = session.execute(
+        select(Job.id, Job.attempts, Job.cancel_requested_at)
+        .where(Job.status == JobStatus.running)).all()
+    for row in rows:
+        if row.cancel_requested_at is not None:
+            values = dict(status=JobStatus.cancelled, finished_at=now,
+                          message="cancelled (the service stopped while the job was "
+                                  "being cancelled)")
+        elif row.attempts < max_attempts:
+            values = dict(status=JobStatus.queued, started_at=None,
+                          message=f"re-queued: attempt {row.attempts} was interrupted by a "
+                                  f"service restart")
+        else:
+            values = dict(status=JobStatus.failed, finished_at=now,
+                          error=f"interrupted by a service restart during attempt "
+                                f"{row.attempts} of {max_attempts}")
+        session.execute(update(Job).where(Job.id == row.id, Job.status == JobStatus.running)
+                        .values(**values))
+        counts[values["status"]] += 1
+    session.commit()
+    return counts[JobStatus.queued], counts[JobStatus.cancelled], counts[JobStatus.failed]

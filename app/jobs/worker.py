@@ -1,0 +1,194 @@
+"""The worker process: a long-lived, spawned process that runs one training job at a time.
+
+:func:`worker_main` sets the process's Numba thread count *before* the solver library is
+imported, compiles (or loads) the kernels once, then serves the dispatcher over a pipe::
+
+    dispatcher -> worker   ("run", job_id, attempt)  |  None (stop)
+    worker -> dispatcher   ("ready", pid)  |  ("done", job_id, final status or None)
+
+For each job it loads the dataset arrays, runs ``solvers.train`` with a
+:class:`~app.jobs.monitor.DatabaseMonitor`, and writes the outcome itself: the model and the
+``succeeded`` state in one transaction, or ``failed`` / ``cancelled`` with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy.orm import Session
+
+from app.db.models import Dataset, Job, JobStatus, TrainedModel
+from app.db.session import Sessions, create_db_engine
+from app.evaluation import evaluate
+from app.jobs.monitor import DatabaseMonitor, StopCause, jsonable
+from app.jobs.state import finish_job
+from app.storage import DatasetStore
+
+logger = logging.getLogger("svmsvc.worker")
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """What a worker process needs (picklable: it crosses the spawn boundary)."""
+
+    index: int
+    database_url: str
+    datasets_dir: Path
+    threads: int
+    log_level: str
+
+
+def worker_main(config: WorkerConfig, connection) -> None:
+    """Entry point of a spawned worker process."""
+    os.environ["NUMBA_NUM_THREADS"] = str(config.threads)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service stops its workers itself
+    logging.basicConfig(
+        level=config.log_level.upper(),
+        format=f"%(asctime)s worker-{config.index}[%(process)d] %(levelname)s %(message)s")
+
+    from solvers.core import warm_up
+
+    seconds = warm_up()
+    logger.info("ready (%d Numba threads, kernels warmed up in %.1f s)", config.threads, seconds)
+    engine = create_db_engine(config.database_url, pool_size=1)
+    sessions = Sessions(engine)
+    store = DatasetStore(config.datasets_dir)
+    parent = multiprocessing.parent_process()
+    try:
+        connection.send(("ready", os.getpid()))
+        while True:
+            message = connection.recv()
+            if message is None:
+                break
+            _, job_id, attempt = message
+            status = run_job(sessions, store, uuid.UUID(job_id), attempt, parent.is_alive)
+            connection.send(("done", job_id, status))
+    except (EOFError, OSError):
+        pass  # the service went away: nothing left to report to
+    finally:
+        engine.dispose()
+
+
+def describe_exception(exc: BaseException) -> str:
+    """One line for the job's error: the library's own messages are written for users."""
+    if isinstance(exc, ValueError) and str(exc):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What a worker reads about a job before running it."""
+
+    job_id: uuid.UUID
+    solver: str
+    params: dict
+    time_limit_s: float | None
+    dataset_id: uuid.UUID
+    dataset_digest: str
+    validation_dataset_id: uuid.UUID | None
+    validation_digest: str | None
+
+
+def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec | None:
+    """The job, if this attempt still owns it."""
+    job = session.get(Job, job_id)
+    if job is None or job.status != JobStatus.running or job.attempts != attempt:
+        return None
+    validation = None
+    if job.validation_dataset_id is not None:
+        validation = session.get(Dataset, job.validation_dataset_id)
+    return JobSpec(
+        job_id=job.id, solver=job.solver, params=job.params,
+        time_limit_s=job.time_limit_s, dataset_id=job.dataset_id,
+        dataset_digest=session.get(Dataset, job.dataset_id).sha256,
+        validation_dataset_id=job.validation_dataset_id,
+        validation_digest=None if validation is None else validation.sha256,
+    )
+
+
+def run_job(sessions: Sessions, store: DatasetStore, job_id: uuid.UUID,
+            attempt: int, parent_alive) -> str | None:
+    """Run one attempt of a job to its end; returns the final status written (None when
+    the attempt lost the job and wrote nothing)."""
+    import solvers
+
+    with sessions.read() as session:
+        spec = load_job_spec(session, job_id, attempt)
+    if spec is None:
+        return None
+    monitor = DatabaseMonitor(sessions, job_id, attempt, spec.time_limit_s, parent_alive)
+    logger.info("job %s attempt %d: %s on dataset %s", job_id, attempt, spec.solver,
+                spec.dataset_id)
+
+    def finish(status: JobStatus, **fields) -> str | None:
+        with sessions.write() as session:
+            written = finish_job(session, job_id, attempt, status, **fields)
+        logger.info("job %s attempt %d: %s", job_id, attempt, status if written else "lost")
+        return str(status) if written else None
+
+    try:
+        dataset = store.load(spec.dataset_digest)
+        result = solvers.train(dataset, solver=spec.solver, params=spec.params,
+                               monitor=monitor)
+        monitor.flush()
+        if not monitor.writable:
+            return None
+        if result.status == "stopped":
+            if monitor.stop_cause is StopCause.time_limit:
+                return finish(JobStatus.failed, solver_status=result.status,
+                              error=f"time limit of {spec.time_limit_s:g} s reached",
+                              message=result.message)
+            return finish(JobStatus.cancelled, solver_status=result.status,
+                          message=f"cancelled by request after {result.iterations} iterations")
+        if result.status == "failed":
+            return finish(JobStatus.failed, solver_status=result.status, error=result.message,
+                          message=result.message)
+        validation = None
+        if spec.validation_digest is not None:
+            validation = evaluate(result.model, store.load(spec.validation_digest),
+                                  parallel=True)
+            validation["dataset_id"] = str(spec.validation_dataset_id)
+        return finish(JobStatus.succeeded, solver_status=result.status,
+                      message=result.message,
+                      model=trained_model_row(spec, result, dataset, validation))
+    except Exception as exc:  # anything a solver raises fails its job, never the worker
+        logger.exception("job %s attempt %d failed", job_id, attempt)
+        if not monitor.writable:
+            return None
+        return finish(JobStatus.failed, error=describe_exception(exc))
+
+
+def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -> TrainedModel:
+    """The database row of a training result (the model's ``.npz`` bytes included)."""
+    model = result.model
+    artifact = model.to_bytes()
+    return TrainedModel(
+        job_id=spec.job_id,
+        dataset_id=spec.dataset_id,
+        solver=spec.solver,
+        params=result.params.model_dump(mode="json"),
+        kind=model.kind,
+        classes=[float(label) for label in model.classes_],
+        n_features=int(model.n_features_in_),
+        objective=jsonable(float(result.objective)),
+        solver_status=result.status,
+        message=result.message,
+        iterations=int(result.iterations),
+        training_seconds=float(result.elapsed),
+        training_data=dataset.stats().as_dict(),
+        subproblems=[
+            {"label": s.label, "objective": jsonable(float(s.objective)), "status": s.status,
+             "message": s.message, "iterations": int(s.iterations)}
+            for s in result.subproblems
+        ],
+        validation=validation,
+        size_bytes=len(artifact),
+        artifact=artifact,
+    )

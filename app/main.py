@@ -1,0 +1,137 @@
+"""The FastAPI application: :func:`create_app` builds it from :class:`Settings`.
+
+Start-up (the lifespan) creates the data directory, applies the migrations, settles the jobs
+a previous process left running, and starts the worker pool; shut-down stops the pool.
+OperationIds are ``<tag>-<name>`` (``datasets-upload``, ``jobs-log-stream`` ...), so
+generated clients get readable method names.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+
+from fastapi import FastAPI, Request
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import Response
+from fastapi.routing import APIRoute
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.concurrency import run_in_threadpool
+
+from app.api.errors import install_error_handlers
+from app.api.routes import datasets, health, jobs, models, solvers
+from app.core.config import Settings
+from app.db.migrate import upgrade_database
+from app.db.session import Sessions, create_db_engine
+from app.jobs.pool import WorkerPool
+from app.jobs.state import recover_interrupted_jobs
+from app.metrics import MetricsMiddleware, ServiceMetrics
+from app.prediction import ModelCache
+from app.schemas import DatasetUpload, ErrorResponse, PredictBatchRequest
+from app.storage import DatasetStore
+
+logger = logging.getLogger("svmsvc")
+
+DESCRIPTION = """\
+Train support vector machines on uploaded SVMlight datasets and serve their predictions.
+
+Upload a dataset (`POST /datasets`), queue a training job with a solver from `GET /solvers`
+(`POST /jobs`), follow its convergence (`GET /jobs/{job_id}/log`, or live from
+`/jobs/{job_id}/log/stream`), then predict with the model it produced (`/models/{model_id}/...`).
+Errors are `{"detail": {"message": ...}}`.
+"""
+
+EXTRA_SCHEMAS = (DatasetUpload, ErrorResponse, PredictBatchRequest)
+"""Models referenced by hand-written parts of the spec (error responses, request bodies)."""
+
+
+def operation_id(route: APIRoute) -> str:
+    """``<tag>-<name>``: ``datasets-upload``, ``models-predict-batch`` ..."""
+    return f"{route.tags[0]}-{route.name}"
+
+
+def _package_version() -> str:
+    try:
+        return version("svmsvc")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def _warm_serial_kernels() -> None:
+    from solvers.core import warm_up
+
+    seconds = warm_up(parallel=False)
+    logger.info("serial kernels ready for predictions (%.1f s)", seconds)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The application; nothing starts until its lifespan does (``svmsvc serve``)."""
+    settings = settings or Settings()
+    metrics = ServiceMetrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        engine = create_db_engine(settings.sqlalchemy_url)
+        revision = await run_in_threadpool(upgrade_database, engine)
+        sessions = Sessions(engine)
+        with sessions.write() as session:
+            requeued, cancelled, failed = recover_interrupted_jobs(session,
+                                                                   settings.max_attempts)
+        if requeued or cancelled or failed:
+            logger.warning("jobs left running by the previous process: %d re-queued, "
+                           "%d cancelled, %d failed", requeued, cancelled, failed)
+        pool = WorkerPool(settings, sessions, metrics)
+        metrics.watch(sessions, pool)
+        app.state.sessions = sessions
+        app.state.pool = pool
+        pool.start()
+        threading.Thread(target=_warm_serial_kernels, name="svmsvc-warm-up",
+                         daemon=True).start()
+        logger.info("svmsvc ready: database %s at revision %s, data in %s",
+                    engine.url.render_as_string(hide_password=True), revision,
+                    settings.data_dir.resolve())
+        try:
+            yield
+        finally:
+            pool.stop()
+            engine.dispose()
+
+    app = FastAPI(
+        title="svmsvc",
+        version=_package_version(),
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        generate_unique_id_function=operation_id,
+    )
+    app.state.settings = settings
+    app.state.store = DatasetStore(settings.datasets_dir)
+    app.state.model_cache = ModelCache(settings.model_cache_size)
+    install_error_handlers(app)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    for module in (datasets, jobs, models, solvers, health):
+        app.include_router(module.router)
+
+    async def prometheus_metrics(request: Request) -> Response:
+        body = await run_in_threadpool(generate_latest, metrics.registry)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    app.add_route("/metrics", prometheus_metrics, include_in_schema=False)
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version,
+                                 description=app.description, routes=app.routes)
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for model in EXTRA_SCHEMAS:
+                model_schema = model.model_json_schema(
+                    ref_template="#/components/schemas/{model}")
+                components.update(model_schema.pop("$defs", {}))
+                components.setdefault(model.__name__, model_schema)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi
+    return app

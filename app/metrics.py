@@ -1,0 +1,110 @@
+"""Prometheus metrics (``GET /metrics``), in a registry of the application's own.
+
+* ``svmsvc_http_requests_total{method, route, status}`` and
+  ``svmsvc_http_request_duration_seconds{method, route}`` (route = the path template);
+* ``svmsvc_jobs{status}``: jobs in each state, counted in the database at scrape time;
+* ``svmsvc_workers{state}``: worker processes ``busy``, ``idle`` or ``starting``;
+* ``svmsvc_jobs_finished_total{status}`` and ``svmsvc_worker_restarts_total{reason}``
+  (``crashed`` or ``killed``) since the process started.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from sqlalchemy import func, select
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.db.models import Job, JobStatus
+
+logger = logging.getLogger("svmsvc.metrics")
+
+
+class ServiceMetrics:
+    """The metrics of one application instance."""
+
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "svmsvc_http_requests", "HTTP requests answered.",
+            ["method", "route", "status"], registry=self.registry)
+        self.latency = Histogram(
+            "svmsvc_http_request_duration_seconds", "Time to answer an HTTP request.",
+            ["method", "route"], registry=self.registry)
+        self.jobs_finished = Counter(
+            "svmsvc_jobs_finished", "Jobs that reached a final state.", ["status"],
+            registry=self.registry)
+        self.worker_restarts = Counter(
+            "svmsvc_worker_restarts", "Worker processes replaced.", ["reason"],
+            registry=self.registry)
+
+    def watch(self, sessions, pool) -> None:
+        """Report job states (from the database) and worker states (from ``pool``)."""
+        self.registry.register(_StateCollector(sessions, pool))
+
+
+class _StateCollector:
+    def __init__(self, sessions, pool):
+        self._sessions = sessions
+        self._pool = pool
+
+    def collect(self):
+        jobs = GaugeMetricFamily("svmsvc_jobs", "Jobs in each state.", labels=["status"])
+        try:
+            with self._sessions.read() as session:
+                counts = dict(session.execute(
+                    select(Job.status, func.count()).group_by(Job.status)).all())
+            for state in JobStatus:
+                jobs.add_metric([state.value], counts.get(state.value, 0))
+            yield jobs
+        except Exception as exc:  # a scrape must not fail because the database is away
+            logger.warning("metrics: cannot count jobs: %s", exc)
+        workers = GaugeMetricFamily("svmsvc_workers", "Worker processes by state.",
+                                    labels=["state"])
+        snapshot = self._pool.snapshot()
+        states = {"busy": 0, "idle": 0, "starting": 0}
+        for worker in snapshot:
+            if worker.job_id is not None:
+                states["busy"] += 1
+            elif worker.ready and worker.alive:
+                states["idle"] += 1
+            else:
+                states["starting"] += 1
+        for state, count in states.items():
+            workers.add_metric([state], count)
+        yield workers
+
+
+class MetricsMiddleware:
+    """Counts and times every HTTP request by method, route template and status."""
+
+    def __init__(self, app: ASGIApp, metrics: ServiceMetrics):
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status_code = 500
+
+        async def send_with_status(message: Message) -> None:
+            nonlocal status_code
+            if message["type"] == "http.response.start":
+                status_code = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_status)
+        finally:
+            route = scope.get("route")
+            path = getattr(route, "path", "unmatched")
+            method = scope["method"]
+            self.metrics.requests.labels(method=method, route=path,
+                                         status=str(status_code)).inc()
+            self.metrics.latency.labels(method=method, route=path).observe(
+                time.perf_counter() - start)

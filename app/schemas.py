@@ -1,0 +1,343 @@
+"""Request and response schemas of the API (``XPublic`` / ``XsPublic{data, count}`` families).
+
+The solver parameters of ``POST /jobs`` are a discriminated union (on ``solver``) of every
+parameter model in the solver registry, built here from the registry, so the OpenAPI spec and
+generated clients stay typed as solvers are added.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import uuid
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, NonNegativeInt
+
+import solvers
+from app.db.models import Dataset, Job, JobLogEntry, JobStatus, TrainedModel
+
+
+def _solver_params_union():
+    models = [spec.params_model for spec in solvers.list_solvers()]
+    return Annotated[functools.reduce(operator.or_, models), Field(discriminator="solver")]
+
+
+SolverParamsUnion = _solver_params_union()
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+class FieldError(BaseModel):
+    """One problem with a request field."""
+
+    loc: list[str | int] = Field(description="Where: 'body', 'query', 'path', then field names.")
+    message: str
+    type: str
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong, for people (``message``) and programs (the other fields)."""
+
+    message: str
+    line: int | None = Field(None, description="SVMlight input: 1-based line of the error.")
+    token: str | None = Field(None, description="The offending token, when there is one.")
+    errors: list[FieldError] | None = Field(None, description="Request validation problems.")
+
+
+class ErrorResponse(BaseModel):
+    """The body of every error response (4xx and 500)."""
+
+    detail: ErrorDetail
+
+
+# -- datasets -------------------------------------------------------------------------------
+
+
+class DatasetUpload(BaseModel):
+    """The multipart body of ``POST /datasets`` (documentation only: the body is streamed)."""
+
+    file: bytes = Field(description="SVMlight / LIBSVM text, optionally gzip, bzip2 or xz "
+                                    "compressed.")
+
+
+class DatasetPublic(BaseModel):
+    """A stored dataset and its statistics."""
+
+    id: uuid.UUID
+    name: str = Field(description="File name of the first upload of this content.")
+    sha256: str = Field(description="SHA-256 of the canonical arrays (the content address).")
+    n_samples: int
+    n_features: int
+    nnz: int
+    density: float
+    class_counts: dict[str, int] = Field(description="Examples per label (labels as text).")
+    has_qid: bool
+    has_sample_weight: bool
+    upload_bytes: int = Field(description="Bytes of the first upload, as sent.")
+    stored_bytes: int = Field(description="Bytes of the stored arrays.")
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Dataset) -> DatasetPublic:
+        """The public view of a database row."""
+        return cls.model_validate(row, from_attributes=True)
+
+
+class DatasetsPublic(BaseModel):
+    """A page of datasets, newest first."""
+
+    data: list[DatasetPublic]
+    count: int = Field(description="Datasets in all (not only this page).")
+
+
+# -- jobs -----------------------------------------------------------------------------------
+
+
+class JobCreate(BaseModel):
+    """A training job to queue: the dataset, the solver and its parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset_id: uuid.UUID
+    params: SolverParamsUnion = Field(  # type: ignore[valid-type]
+        description="The solver (``solver``) and its parameters; see GET /solvers.")
+    time_limit_s: float | None = Field(
+        None, gt=0, description="Stop the job (status failed) after this many seconds.")
+    validation_dataset_id: uuid.UUID | None = Field(
+        None, description="Evaluate the model on this dataset when training succeeds.")
+
+
+class JobProgress(BaseModel):
+    """The latest iteration record of a running or finished job."""
+
+    iteration: int
+    elapsed: float | None
+    objective: float | None
+    optimality: float | None
+
+
+class JobPublic(BaseModel):
+    """A training job: ``queued -> running -> succeeded | failed | cancelled``."""
+
+    id: uuid.UUID
+    dataset_id: uuid.UUID
+    validation_dataset_id: uuid.UUID | None
+    solver: str
+    params: dict[str, Any] = Field(description="The validated parameters, defaults included.")
+    time_limit_s: float | None
+    status: JobStatus
+    attempts: int = Field(description="Runs started; a restart may re-queue a running job.")
+    cancel_requested: bool
+    progress: JobProgress | None
+    solver_status: str | None = Field(
+        None, description="converged | max_iter | failed | stopped, once the solver returned.")
+    message: str | None = Field(None, description="The solver's message, or why it stopped.")
+    error: str | None = Field(None, description="Why the job failed.")
+    model_id: uuid.UUID | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def from_row(cls, job: Job) -> JobPublic:
+        """The public view of a database row."""
+        progress = None
+        if job.iteration is not None:
+            progress = JobProgress(iteration=job.iteration, elapsed=job.elapsed,
+                                   objective=job.objective, optimality=job.optimality)
+        return cls(
+            id=job.id, dataset_id=job.dataset_id,
+            validation_dataset_id=job.validation_dataset_id, solver=job.solver,
+            params=job.params, time_limit_s=job.time_limit_s, status=JobStatus(job.status),
+            attempts=job.attempts, cancel_requested=job.cancel_requested_at is not None,
+            progress=progress, solver_status=job.solver_status, message=job.message,
+            error=job.error, model_id=job.model.id if job.model is not None else None,
+            created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at,
+        )
+
+
+class JobsPublic(BaseModel):
+    """A page of jobs, newest first."""
+
+    data: list[JobPublic]
+    count: int = Field(description="Jobs matching the filter in all (not only this page).")
+
+
+class LogRecordPublic(BaseModel):
+    """One solver iteration: numbered consecutively across one-vs-rest subproblems."""
+
+    iteration: int
+    elapsed: float = Field(description="Seconds since the solver (or subproblem) started.")
+    objective: float | None = Field(description="Primal objective (design.md section 2).")
+    optimality: float | None = Field(description="The solver's own optimality measure.")
+    extras: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: JobLogEntry) -> LogRecordPublic:
+        """The public view of a database row."""
+        return cls.model_validate(row, from_attributes=True)
+
+
+class JobLogPublic(BaseModel):
+    """A page of a job's convergence log, oldest record first."""
+
+    data: list[LogRecordPublic]
+    count: int = Field(description="Records stored for the job in all.")
+    has_more: bool = Field(description="Whether records follow this page "
+                                       "(ask again with after = the last iteration).")
+
+
+# -- models ---------------------------------------------------------------------------------
+
+
+class ClassCounts(BaseModel):
+    """How one label fared in an evaluation."""
+
+    label: float
+    true_count: int = Field(description="Examples with this label.")
+    predicted_count: int = Field(description="Examples predicted as this label.")
+    correct: int = Field(description="Examples with this label predicted correctly.")
+
+
+class EvaluationPublic(BaseModel):
+    """A model's predictions on a dataset against its labels."""
+
+    dataset_id: uuid.UUID
+    n_samples: int
+    accuracy: float
+    labels: list[float] = Field(
+        description="The model's classes in order, then labels only the dataset has.")
+    confusion_matrix: list[list[int]] = Field(
+        description="Row i, column j: examples of labels[i] predicted as labels[j].")
+    per_class: list[ClassCounts]
+
+
+class SubproblemPublic(BaseModel):
+    """One binary problem of a training run (one class against the rest, or the only one)."""
+
+    label: str = Field(description="The class against the rest (or the positive class).")
+    objective: float | None
+    status: str
+    message: str
+    iterations: int
+
+
+class ModelPublic(BaseModel):
+    """A trained model: what produced it and how training went."""
+
+    id: uuid.UUID
+    job_id: uuid.UUID | None
+    dataset_id: uuid.UUID
+    solver: str
+    params: dict[str, Any]
+    kind: str = Field(description="Model kind (linear, kernel, ...).")
+    classes: list[float]
+    n_features: int
+    objective: float | None
+    solver_status: str
+    message: str
+    iterations: int
+    training_seconds: float
+    training_data: dict[str, Any] = Field(description="Statistics of the training dataset.")
+    subproblems: list[SubproblemPublic]
+    validation: EvaluationPublic | None
+    size_bytes: int
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: TrainedModel) -> ModelPublic:
+        """The public view of a database row."""
+        return cls.model_validate(row, from_attributes=True)
+
+
+class ModelsPublic(BaseModel):
+    """A page of models, newest first."""
+
+    data: list[ModelPublic]
+    count: int
+
+
+class PredictionPublic(BaseModel):
+    """The prediction for one example."""
+
+    label: float
+    decision_values: list[float] = Field(
+        description="One score for a binary model (positive favours classes[1]), one per "
+                    "class otherwise.")
+
+
+class PredictionsPublic(BaseModel):
+    """Predictions for a batch, in the order of the examples."""
+
+    data: list[PredictionPublic]
+    count: int
+
+
+class PredictBatchRequest(BaseModel):
+    """Examples as JSON: one object per example mapping feature index to value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rows: list[dict[NonNegativeInt, FiniteFloat]] = Field(
+        examples=[[{"3": 0.5, "7": 1.0}, {"1": -0.25}]])
+
+
+class EvaluateRequest(BaseModel):
+    """The labelled dataset to evaluate a model on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset_id: uuid.UUID
+
+
+# -- solvers --------------------------------------------------------------------------------
+
+
+class SolverPublic(BaseModel):
+    """A registered solver: what it solves and the parameters it takes."""
+
+    name: str
+    description: str
+    reference: str
+    losses: list[str]
+    bias_modes: list[str]
+    tasks: list[str]
+    params_schema: dict[str, Any] = Field(description="JSON schema of the parameters.")
+
+
+class SolversPublic(BaseModel):
+    """Every registered solver."""
+
+    data: list[SolverPublic]
+    count: int
+
+
+# -- health ---------------------------------------------------------------------------------
+
+
+class WorkerPublic(BaseModel):
+    """One worker process of the pool."""
+
+    index: int
+    pid: int | None
+    alive: bool
+    ready: bool = Field(description="Started and warmed up (Numba kernels compiled).")
+    job_id: uuid.UUID | None
+
+
+class HealthPublic(BaseModel):
+    """Liveness: the process answers."""
+
+    status: str
+
+
+class ReadinessPublic(BaseModel):
+    """Readiness: the database answers and the pool can run jobs."""
+
+    status: str = Field(description="ready or unavailable")
+    database: bool
+    dispatcher: bool
+    workers: list[WorkerPublic]

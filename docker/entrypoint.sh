@@ -1,0 +1,14 @@
+#!/bin/sh
+# Entrypoint of the svmsvc image.
+#
+#   docker run IMAGE                  -> svmsvc serve --host 0.0.0.0
+#   docker run IMAGE --workers 4      -> svmsvc serve --host 0.0.0.0 --workers 4
+#   docker run IMAGE migrate          -> svmsvc migrate (any svmsvc subcommand passes through)
+#
+# The service applies the database migrations itself at start-up; settings come from the
+# SVMSVC_* environment (see docs/service.md).
+set -e
+if [ "$#" -eq 0 ] || [ "${1#-}" != "$1" ]; then
+    set -- serve --host 0.0.0.0 "$@"
+fi
+exec svmsvc "$@"

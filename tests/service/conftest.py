@@ -1,0 +1,137 @@
+"""Fixtures of the service tests: every test runs on SQLite and on PostgreSQL.
+
+The database backend is a session-scoped parameter: ``sqlite`` (a file in a temporary
+directory) and ``postgresql`` (the server on 127.0.0.1:5432; a fresh database per test run,
+named at random and dropped at the end, with one schema per service instance inside it).
+``SVMSVC_TEST_DB=sqlite`` or ``=postgresql`` runs one of them only; PostgreSQL tests skip,
+saying why, when the server cannot be reached.
+
+``api`` is an in-process application (TestClient, lifespan and worker pool included);
+``live_server`` is a real ``svmsvc serve`` process for the tests that kill, stop and restart
+processes.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+import warnings
+from pathlib import Path
+
+import pytest
+from servicetools import LIVE_GRACE_S, ServerProcess
+
+from app.core.config import Settings
+from app.main import create_app
+
+# Starlette's TestClient wants the httpx2 fork; plain httpx works and is what we ship with.
+warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+from fastapi.testclient import TestClient  # noqa: E402
+
+POSTGRES_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=3"
+POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/{database}"
+
+
+class SQLiteBackend:
+    name = "sqlite"
+
+    def database_url(self, directory: Path) -> str:
+        directory.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{directory / 'svmsvc.db'}"
+
+    def close(self) -> None:
+        pass
+
+
+class PostgresBackend:
+    """A database of its own on the local server; one schema per service instance."""
+
+    name = "postgresql"
+
+    def __init__(self):
+        import psycopg
+
+        self._psycopg = psycopg
+        self.database = f"svmsvc_test_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(POSTGRES_DSN, autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{self.database}"')
+
+    def _connect(self, database: str):
+        dsn = POSTGRES_DSN.replace("dbname=test", f"dbname={database}")
+        return self._psycopg.connect(dsn, autocommit=True)
+
+    def database_url(self, directory: Path) -> str:
+        directory.mkdir(parents=True, exist_ok=True)
+        schema = f"s_{uuid.uuid4().hex[:12]}"
+        with self._connect(self.database) as connection:
+            connection.execute(f'CREATE SCHEMA "{schema}"')
+        url = POSTGRES_URL.format(database=self.database)
+        return f"{url}?options=-csearch_path%3D{schema}"
+
+    def close(self) -> None:
+        with self._connect("test") as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+
+
+def _backends() -> list:
+    choice = os.environ.get("SVMSVC_TEST_DB", "all").lower()
+    backends = [pytest.param("sqlite"), pytest.param("postgresql", marks=pytest.mark.postgres)]
+    return [b for b in backends if choice in ("all", b.values[0])]
+
+
+@pytest.fixture(scope="session", params=_backends())
+def backend(request):
+    if request.param == "sqlite":
+        instance = SQLiteBackend()
+    else:
+        try:
+            instance = PostgresBackend()
+        except Exception as exc:
+            pytest.skip(f"PostgreSQL at 127.0.0.1:5432 is not reachable: {exc}")
+    yield instance
+    instance.close()
+
+
+def service_settings(directory: Path, backend, **overrides) -> Settings:
+    """Settings for a test instance: its own data directory and database (or schema)."""
+    values = dict(data_dir=directory, database_url=backend.database_url(directory), workers=1,
+                  threads_per_worker=1, max_upload_bytes=4 * 2**20, cancel_grace_s=1.0)
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture(scope="session")
+def api(backend, tmp_path_factory):
+    """An in-process service (one worker) shared by the API tests of a backend."""
+    settings = service_settings(tmp_path_factory.mktemp(f"api-{backend.name}"), backend)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def live_server(backend, tmp_path_factory):
+    """A real ``svmsvc serve`` process with two workers, shared by the process tests."""
+    directory = tmp_path_factory.mktemp(f"live-{backend.name}")
+    server = ServerProcess(directory, backend.database_url(directory), workers=2,
+                           cancel_grace_s=LIVE_GRACE_S)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def server_factory(backend, tmp_path):
+    """Start ``svmsvc serve`` processes on one data directory and database (restarts)."""
+    database_url = backend.database_url(tmp_path / "data")
+    servers: list[ServerProcess] = []
+
+    def start(**settings) -> ServerProcess:
+        server = ServerProcess(tmp_path / "data", database_url, **settings)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

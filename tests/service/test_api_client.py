@@ -1,0 +1,116 @@
+"""A Python client generated from the live spec (openapi-python-client) drives the workflow:
+upload -> train -> poll -> log -> predict -> evaluate, without hand edits."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from servicetools import FINISHED, data_path
+
+pytestmark = pytest.mark.slow
+
+PACKAGE = "svmsvc_client"
+
+
+def generator() -> str:
+    found = Path(sys.executable).parent / "openapi-python-client"
+    if found.exists():
+        return str(found)
+    path = shutil.which("openapi-python-client")
+    if path is None:
+        pytest.fail("openapi-python-client is not installed (it is a dev dependency)")
+    return path
+
+
+@pytest.fixture
+def client_package(live_server, tmp_path):
+    """Generate the client from ``GET /openapi.json`` and import it."""
+    spec = tmp_path / "openapi.json"
+    spec.write_text(json.dumps(live_server.client.get("/openapi.json").json()))
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"package_name_override": PACKAGE, "post_hooks": []}))
+    subprocess.run(
+        [generator(), "generate", "--path", str(spec), "--output-path",
+         str(tmp_path / PACKAGE), "--meta", "none", "--config", str(config),
+         "--fail-on-warning"],
+        check=True, capture_output=True, text=True)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield importlib.import_module(PACKAGE)
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [n for n in sys.modules if n == PACKAGE or n.startswith(PACKAGE + ".")]:
+            del sys.modules[name]
+
+
+def test_generated_client_runs_the_whole_workflow(live_server, client_package):
+    models = importlib.import_module(f"{PACKAGE}.models")
+    types = importlib.import_module(f"{PACKAGE}.types")
+    datasets_upload = importlib.import_module(f"{PACKAGE}.api.datasets.datasets_upload")
+    jobs_create = importlib.import_module(f"{PACKAGE}.api.jobs.jobs_create")
+    jobs_get = importlib.import_module(f"{PACKAGE}.api.jobs.jobs_get")
+    jobs_log = importlib.import_module(f"{PACKAGE}.api.jobs.jobs_log")
+    models_get = importlib.import_module(f"{PACKAGE}.api.models.models_get")
+    models_predict = importlib.import_module(f"{PACKAGE}.api.models.models_predict")
+    predict_batch = importlib.import_module(f"{PACKAGE}.api.models.models_predict_batch")
+    models_evaluate = importlib.import_module(f"{PACKAGE}.api.models.models_evaluate")
+    solvers_list = importlib.import_module(f"{PACKAGE}.api.solvers.solvers_list")
+
+    path = data_path("heart_scale")
+    with client_package.Client(base_url=live_server.url, timeout=30.0) as client:
+        assert "mfn" in [s.name for s in solvers_list.sync(client=client).data]
+
+        body = models.DatasetUpload(file=types.File(payload=io.BytesIO(path.read_bytes()),
+                                                    file_name="heart_scale"))
+        dataset = datasets_upload.sync(client=client, body=body)
+        assert isinstance(dataset, models.DatasetPublic)
+        assert dataset.n_samples == 270
+
+        params = models.MFNParams.from_dict({"solver": "mfn", "C": 2.0})
+        job = jobs_create.sync(client=client, body=models.JobCreate(
+            dataset_id=dataset.id, params=params, time_limit_s=60.0))
+        assert isinstance(job, models.JobPublic)
+
+        deadline = time.monotonic() + 60
+        while job.status.value not in FINISHED:
+            assert time.monotonic() < deadline, "the job did not finish"
+            time.sleep(0.1)
+            job = jobs_get.sync(client=client, job_id=job.id)
+        assert job.status == models.JobStatus.SUCCEEDED
+
+        log = jobs_log.sync(client=client, job_id=job.id, after=0)
+        assert isinstance(log, models.JobLogPublic)
+        assert [r.iteration for r in log.data] == list(range(1, log.count + 1))
+
+        model = models_get.sync(client=client, model_id=job.model_id)
+        assert model.classes == [-1.0, 1.0] and model.params["C"] == 2.0
+
+        single = models_predict.sync(client=client, model_id=model.id, x="1:0.7 3:1")
+        assert single.label in (-1.0, 1.0) and len(single.decision_values) == 1
+
+        rows = models.PredictBatchRequest(rows=[
+            models.PredictBatchRequestRowsItem.from_dict({"1": 0.7, "3": 1.0}),
+            models.PredictBatchRequestRowsItem.from_dict({}),
+        ])
+        batch = predict_batch.sync(client=client, model_id=model.id, body=rows)
+        assert batch.count == 2
+        assert batch.data[0].decision_values == pytest.approx(single.decision_values)
+
+        evaluation = models_evaluate.sync(
+            client=client, model_id=model.id,
+            body=models.EvaluateRequest(dataset_id=dataset.id))
+        assert isinstance(evaluation, models.EvaluationPublic)
+        assert evaluation.n_samples == 270 and 0.8 < evaluation.accuracy <= 1.0
+
+        missing = jobs_get.sync(client=client, job_id=uuid.uuid4())
+        assert isinstance(missing, models.ErrorResponse)
+        assert missing.detail.message.endswith("not found")

@@ -1,0 +1,211 @@
+"""Dataset uploads (streamed, compressed, content-addressed), errors, listing and deletion."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import uuid
+
+import anyio
+import numpy as np
+import pytest
+from servicetools import (
+    QUICK_PARAMS,
+    create_job,
+    data_path,
+    random_svmlight,
+    upload,
+    uploaded_id,
+    wait_job,
+)
+from starlette.requests import Request
+
+import solvers
+from app.api.errors import PayloadTooLarge
+from app.uploads import ENVELOPE_BYTES, receive_svmlight_upload
+
+
+def stored_files(api) -> list[str]:
+    root = api.app.state.settings.datasets_dir
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def test_upload_returns_the_dataset_statistics(api):
+    path = data_path("heart_scale")
+    response = upload(api, path)
+    assert response.status_code in (200, 201)
+    body = response.json()
+    expected = solvers.read_svmlight(path)
+    assert body["name"] == "heart_scale"
+    assert body["n_samples"] == 270 and body["n_features"] == 13
+    assert body["nnz"] == expected.nnz == 3378
+    assert body["class_counts"] == {"-1": 150, "1": 120}
+    assert body["upload_bytes"] == path.stat().st_size
+    assert api.get(f"/datasets/{body['id']}").json() == body
+
+
+def test_the_same_content_is_one_dataset_however_it_is_sent(api):
+    text = random_svmlight(seed=101)
+    first = upload(api, text, filename="first.svm")
+    assert first.status_code == 201
+    assert first.headers["location"] == f"/datasets/{first.json()['id']}"
+    again = upload(api, text, filename="second.svm")
+    assert again.status_code == 200
+    gzipped = upload(api, gzip.compress(text), filename="data.svm.gz")
+    bzipped = upload(api, bz2.compress(text), filename="data.svm.bz2")
+    respelled = upload(api, text.replace(b"-1 ", b"-1.0 "), filename="respelled.svm")
+    ids = {r.json()["id"] for r in (first, again, gzipped, bzipped, respelled)}
+    assert ids == {first.json()["id"]}
+    assert all(r.status_code == 200 for r in (gzipped, bzipped, respelled))
+    assert again.json()["name"] == "first.svm"
+
+
+def test_compressed_upload_parses_like_plain_text(api):
+    path = data_path("dna.scale")
+    body = upload(api, gzip.compress(path.read_bytes()), filename="dna.scale.gz").json()
+    assert body["n_samples"] == 2000 and body["n_features"] == 180
+    assert body["class_counts"] == {"1": 464, "2": 485, "3": 1051}
+
+
+def test_upload_options_widen_and_shift_features(api):
+    text = b"1 0:1.5 2:1\n-1 1:2\n"
+    body = upload(api, text, zero_based="true", n_features=10).json()
+    assert body["n_features"] == 10 and body["nnz"] == 3
+    rejected = upload(api, text)
+    assert rejected.status_code == 422
+    assert rejected.json()["detail"]["token"] == "0:1.5"
+
+
+@pytest.mark.parametrize("content, line, token", [
+    (b"1 1:0.5 2:1\n-1 3:x\n", 2, "3:x"),
+    (b"1 1:0.5\n\n# comment\n+1 2:1 2:3\n", 4, "2:3"),
+    (b"one 1:2\n", 1, "one"),
+])
+def test_a_malformed_file_is_a_422_naming_line_and_token(api, content, line, token):
+    before = api.get("/datasets").json()["count"]
+    files_before = stored_files(api)
+    response = upload(api, content)
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert detail["line"] == line and detail["token"] == token
+    assert detail["message"].startswith(f"line {line}:")
+    assert token in detail["message"]
+    assert api.get("/datasets").json()["count"] == before
+    assert stored_files(api) == files_before
+
+
+def test_malformed_compressed_and_empty_uploads(api):
+    corrupt = gzip.compress(random_svmlight(seed=5))[:-12]
+    response = upload(api, corrupt, filename="cut.gz")
+    assert response.status_code == 422
+    assert "gzip" in response.json()["detail"]["message"]
+    empty = upload(api, b"")
+    assert empty.status_code == 422
+    assert empty.json()["detail"]["message"] == "no data lines"
+
+
+@pytest.mark.parametrize("excess", [1000, ENVELOPE_BYTES + 1000],
+                         ids=["counted-while-streaming", "refused-by-content-length"])
+def test_an_oversized_upload_is_a_413_and_leaves_nothing(api, excess):
+    limit = api.app.state.settings.max_upload_bytes
+    before = api.get("/datasets").json()["count"]
+    files_before = stored_files(api)
+    line = b"1 " + b" ".join(b"%d:0.5" % j for j in range(1, 200)) + b"\n"
+    big = line * ((limit + excess) // len(line) + 1)
+    response = upload(api, big)
+    assert response.status_code == 413
+    assert str(limit) in response.json()["detail"]["message"]
+    assert api.get("/datasets").json()["count"] == before
+    assert stored_files(api) == files_before
+
+
+def test_an_oversized_streamed_upload_is_refused_while_it_streams():
+    """The limit is checked as chunks arrive: reading stops soon after it is crossed."""
+    limit = 2**20
+    boundary = b"svmsvc-test-boundary"
+    chunk = b"1 1:0.5 2:0.25\n" * 4096
+    received = []
+
+    async def receive():
+        if not received:
+            received.append(0)
+            head = (b"--" + boundary + b'\r\nContent-Disposition: form-data; name="file"; '
+                    b'filename="endless.svm"\r\n\r\n')
+            return {"type": "http.request", "body": head, "more_body": True}
+        received.append(len(chunk))
+        return {"type": "http.request", "body": chunk, "more_body": True}  # never ends
+
+    scope = {"type": "http", "method": "POST", "path": "/datasets", "query_string": b"",
+             "headers": [(b"content-type", b"multipart/form-data; boundary=" + boundary)]}
+    request = Request(scope, receive)
+    with pytest.raises(PayloadTooLarge):
+        anyio.run(lambda: receive_svmlight_upload(request, limit, n_features=None,
+                                                  zero_based=False))
+    assert limit < sum(received) <= limit + ENVELOPE_BYTES + len(chunk)
+
+
+def test_upload_needs_a_multipart_file_field(api):
+    response = api.post("/datasets", content=b"1 1:1\n", headers={"content-type": "text/plain"})
+    assert response.status_code == 422
+    assert "multipart/form-data" in response.json()["detail"]["message"]
+    response = api.post("/datasets", files={"other": ("x.svm", b"1 1:1\n")})
+    assert response.status_code == 422
+    assert "'file'" in response.json()["detail"]["message"]
+    response = api.post("/datasets", files=[("file", ("a.svm", b"1 1:1\n")),
+                                            ("file", ("b.svm", b"-1 1:2\n"))])
+    assert response.status_code == 422
+    assert "not several" in response.json()["detail"]["message"]
+
+
+def test_list_is_paginated_newest_first(api):
+    ids = [uploaded_id(api, random_svmlight(seed=200 + k)) for k in range(3)]
+    page = api.get("/datasets", params={"limit": 2}).json()
+    assert page["count"] >= 3
+    assert [d["id"] for d in page["data"]] == ids[::-1][:2]
+    second = api.get("/datasets", params={"limit": 2, "offset": 1}).json()
+    assert second["data"][0]["id"] == ids[1]
+    assert api.get("/datasets", params={"limit": 0}).status_code == 422
+
+
+def test_get_and_delete_unknown_datasets(api):
+    missing = uuid.uuid4()
+    for method in ("get", "delete"):
+        response = getattr(api, method)(f"/datasets/{missing}")
+        assert response.status_code == 404
+        assert response.json() == {"detail": {"message": f"dataset {missing} not found"}}
+    response = api.get("/datasets/not-a-uuid")
+    assert response.status_code == 422
+    assert response.json()["detail"]["errors"][0]["loc"] == ["path", "dataset_id"]
+
+
+def test_delete_is_refused_while_jobs_or_models_use_the_dataset(api):
+    dataset_id = uploaded_id(api, random_svmlight(seed=300))
+    finished = wait_job(api, create_job(api, dataset_id, QUICK_PARAMS)["id"])
+    assert finished["status"] == "succeeded"
+    refused = api.delete(f"/datasets/{dataset_id}")
+    assert refused.status_code == 409
+    assert "cascade=true" in refused.json()["detail"]["message"]
+    assert api.delete(f"/datasets/{dataset_id}", params={"cascade": "true"}).status_code == 204
+    assert api.get(f"/datasets/{dataset_id}").status_code == 404
+    assert api.get(f"/jobs/{finished['id']}").status_code == 404
+    assert api.get(f"/models/{finished['model_id']}").status_code == 404
+
+
+def test_an_unused_dataset_is_deleted_with_its_file(api):
+    text = random_svmlight(seed=400)
+    created = upload(api, text).json()
+    root = api.app.state.settings.datasets_dir
+    path = root / created["sha256"][:2] / f"{created['sha256']}.npz"
+    assert path.exists()
+    assert api.delete(f"/datasets/{created['id']}").status_code == 204
+    assert not path.exists()
+    assert upload(api, text).status_code == 201  # stored anew
+
+
+def test_stored_arrays_round_trip(api):
+    path = data_path("heart_scale")
+    created = upload(api, path).json()
+    stored = api.app.state.store.load(created["sha256"])
+    expected = solvers.read_svmlight(path)
+    assert stored == expected
+    assert np.array_equal(stored.y, expected.y)

@@ -1,0 +1,191 @@
+"""Training jobs through the in-process service: creation, validation, states, logs, limits."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import uuid
+
+import pytest
+from servicetools import (
+    LONG_PARAMS,
+    QUICK_PARAMS,
+    create_job,
+    data_path,
+    full_log,
+    job,
+    random_svmlight,
+    uploaded_id,
+    wait_job,
+)
+
+import solvers
+
+
+@pytest.fixture(scope="module")
+def heart(api):
+    return uploaded_id(api, data_path("heart_scale"))
+
+
+@pytest.fixture(scope="module")
+def a9a(api):
+    return uploaded_id(api, data_path("a9a"))
+
+
+def test_a_job_runs_to_a_model_with_its_whole_log(api, heart):
+    created = api.post("/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS})
+    assert created.status_code == 202
+    body = created.json()
+    assert created.headers["location"] == f"/jobs/{body['id']}"
+    assert body["status"] in ("queued", "running")
+    assert body["params"]["C"] == 1.0 and body["params"]["loss"] == "squared_hinge"
+    done = wait_job(api, body["id"])
+    assert done["status"] == "succeeded", done
+    assert done["attempts"] == 1 and done["solver_status"] == "converged"
+    assert done["model_id"] is not None and done["error"] is None
+    assert done["created_at"] <= done["started_at"] <= done["finished_at"]
+    records = full_log(api, body["id"])
+    assert [r["iteration"] for r in records] == list(range(1, len(records) + 1))
+    assert done["progress"]["iteration"] == len(records)
+    assert done["progress"]["objective"] == records[-1]["objective"]
+    reference = solvers.train(solvers.read_svmlight(data_path("heart_scale")), **QUICK_PARAMS)
+    assert done["progress"]["objective"] == pytest.approx(reference.objective, rel=1e-9)
+
+
+def test_log_pages_after_an_iteration_and_as_csv(api, heart):
+    job_id = create_job(api, heart, {"solver": "mfn", "loss": "hinge"})["id"]
+    wait_job(api, job_id)
+    records = full_log(api, job_id)
+    assert len(records) > 5
+    page = api.get(f"/jobs/{job_id}/log", params={"after": 2, "limit": 3}).json()
+    assert [r["iteration"] for r in page["data"]] == [3, 4, 5]
+    assert page["count"] == len(records) and page["has_more"]
+    response = api.get(f"/jobs/{job_id}/log", headers={"Accept": "text/csv"})
+    assert response.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    assert [int(r["iteration"]) for r in rows] == [r["iteration"] for r in records]
+    assert float(rows[-1]["objective"]) == records[-1]["objective"]
+    assert json.loads(rows[0]["extras"]) == records[0]["extras"]
+
+
+def test_log_stream_sends_records_then_the_end(api, heart):
+    job_id = create_job(api, heart, QUICK_PARAMS)["id"]
+    wait_job(api, job_id)
+    events = []
+    with api.stream("GET", f"/jobs/{job_id}/log/stream", params={"after": 1}) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        event = {}
+        for line in response.iter_lines():
+            if not line:
+                if event:
+                    events.append(event)
+                event = {}
+            elif not line.startswith(":"):
+                key, _, value = line.partition(": ")
+                event[key] = value
+    kinds = [e["event"] for e in events]
+    assert kinds[-2:] == ["status", "end"]
+    records = [json.loads(e["data"]) for e in events if e["event"] == "record"]
+    assert [r["iteration"] for r in records] == list(range(2, len(records) + 2))
+    assert [e["id"] for e in events if e["event"] == "record"] == [
+        str(r["iteration"]) for r in records]
+    assert json.loads(events[-1]["data"])["status"] == "succeeded"
+
+
+@pytest.mark.parametrize("params, fragment", [
+    ({"solver": "mfn", "C": -1}, "greater than 0"),
+    ({"solver": "mfn", "loss": "lp"}, "loss"),
+    ({"solver": "mfn", "nonsense": 1}, "nonsense"),
+    ({"solver": "no-such-solver"}, "no-such-solver"),
+    ({"C": 1.0}, "solver"),
+])
+def test_invalid_parameters_are_a_422_with_the_reason(api, heart, params, fragment):
+    response = api.post("/jobs", json={"dataset_id": heart, "params": params})
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert fragment in detail["message"]
+    assert detail["errors"][0]["loc"][:2] == ["body", "params"]
+
+
+def test_unknown_datasets_and_bad_limits_are_refused(api, heart):
+    missing = str(uuid.uuid4())
+    response = api.post("/jobs", json={"dataset_id": missing, "params": QUICK_PARAMS})
+    assert response.status_code == 422
+    assert response.json()["detail"]["message"] == f"dataset_id: dataset {missing} not found"
+    response = api.post("/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS,
+                                       "validation_dataset_id": missing})
+    assert response.status_code == 422
+    response = api.post("/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS,
+                                       "time_limit_s": 0})
+    assert response.status_code == 422
+    assert api.get(f"/jobs/{missing}").status_code == 404
+    assert api.get(f"/jobs/{missing}/log").status_code == 404
+    assert api.get(f"/jobs/{missing}/log/stream").status_code == 404
+    assert api.post(f"/jobs/{missing}/cancel").status_code == 404
+
+
+def test_a_failing_solver_fails_its_job_with_the_reason(api):
+    one_class = uploaded_id(api, b"1 1:0.5\n1 2:0.25\n1 1:1 2:1\n")
+    done = wait_job(api, create_job(api, one_class, QUICK_PARAMS)["id"])
+    assert done["status"] == "failed"
+    assert done["error"] == "training needs at least two distinct labels in the dataset"
+    assert done["model_id"] is None
+
+
+def test_a_time_limit_stops_the_job(api, a9a):
+    done = wait_job(api, create_job(api, a9a, LONG_PARAMS, time_limit_s=1.0)["id"])
+    assert done["status"] == "failed"
+    assert done["error"] == "time limit of 1 s reached"
+    assert done["solver_status"] == "stopped"
+    assert full_log(api, done["id"])
+
+
+def test_cancel_queued_running_and_finished_jobs(api, a9a, heart):
+    running = create_job(api, a9a, LONG_PARAMS)["id"]
+    queued = create_job(api, heart, QUICK_PARAMS)["id"]  # behind it: one worker
+    wait_job(api, running, until=lambda j: j["progress"] is not None)
+    assert job(api, queued)["status"] == "queued"
+    response = api.post(f"/jobs/{queued}/cancel")
+    assert response.status_code == 202
+    assert response.json()["status"] == "cancelled"
+    assert response.json()["message"] == "cancelled before it started"
+    response = api.post(f"/jobs/{running}/cancel")
+    assert response.status_code == 202
+    assert response.json()["cancel_requested"]
+    done = wait_job(api, running, timeout=10)
+    assert done["status"] == "cancelled"
+    assert done["message"].startswith("cancelled by request")
+    again = api.post(f"/jobs/{running}/cancel")
+    assert again.status_code == 409
+    assert again.json()["detail"]["message"] == f"job {running} has already cancelled"
+
+
+def test_list_filters_by_status_and_dataset(api, heart):
+    dataset = uploaded_id(api, random_svmlight(seed=500))
+    ids = [create_job(api, dataset, QUICK_PARAMS)["id"] for _ in range(3)]
+    for job_id in ids:
+        wait_job(api, job_id)
+    page = api.get("/jobs", params={"dataset_id": dataset}).json()
+    assert page["count"] == 3
+    assert [j["id"] for j in page["data"]] == ids[::-1]
+    succeeded = api.get("/jobs", params={"status": "succeeded", "limit": 1000}).json()
+    assert set(ids) <= {j["id"] for j in succeeded["data"]}
+    assert all(j["status"] == "succeeded" for j in succeeded["data"])
+    assert api.get("/jobs", params={"status": "sleeping"}).status_code == 422
+
+
+def test_a_validation_dataset_is_evaluated_after_training(api):
+    train_id = uploaded_id(api, data_path("dna.scale"))
+    test_id = uploaded_id(api, data_path("dna.scale.t"))
+    done = wait_job(api, create_job(api, train_id, QUICK_PARAMS,
+                                    validation_dataset_id=test_id)["id"])
+    assert done["status"] == "succeeded", done
+    validation = api.get(f"/models/{done['model_id']}").json()["validation"]
+    assert validation["dataset_id"] == test_id
+    assert validation["n_samples"] == 1186
+    assert validation["labels"] == [1.0, 2.0, 3.0]
+    assert 0.9 < validation["accuracy"] <= 1.0
+    evaluated = api.post(f"/models/{done['model_id']}/evaluate",
+                         json={"dataset_id": test_id}).json()
+    assert evaluated == validation

@@ -1,0 +1,207 @@
+"""Models: metadata, download, single and batch predictions, evaluation, deletion."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+from servicetools import QUICK_PARAMS, create_job, data_path, uploaded_id, wait_job
+
+import solvers
+
+
+@pytest.fixture(scope="module")
+def binary(api):
+    """(model id, local copy of the model, dataset id) trained on heart_scale."""
+    dataset_id = uploaded_id(api, data_path("heart_scale"))
+    done = wait_job(api, create_job(api, dataset_id, QUICK_PARAMS)["id"])
+    model_id = done["model_id"]
+    archive = api.get(f"/models/{model_id}/download").content
+    return model_id, solvers.load_model(archive), dataset_id
+
+
+@pytest.fixture(scope="module")
+def multiclass(api):
+    dataset_id = uploaded_id(api, data_path("dna.scale"))
+    done = wait_job(api, create_job(api, dataset_id, QUICK_PARAMS)["id"])
+    model_id = done["model_id"]
+    return model_id, solvers.load_model(api.get(f"/models/{model_id}/download").content)
+
+
+def test_model_metadata(api, binary):
+    model_id, model, dataset_id = binary
+    body = api.get(f"/models/{model_id}").json()
+    assert body["kind"] == "linear" and body["solver"] == "mfn"
+    assert body["classes"] == [-1.0, 1.0] and body["n_features"] == 13
+    assert body["dataset_id"] == dataset_id
+    assert body["solver_status"] == "converged" and body["iterations"] >= 1
+    assert body["training_data"]["n_samples"] == 270
+    assert body["params"]["C"] == 1.0
+    assert body["objective"] == pytest.approx(model.metadata["objective"])
+    assert [s["label"] for s in body["subproblems"]] == ["1"]
+    listed = api.get("/models", params={"dataset_id": dataset_id}).json()
+    assert model_id in {m["id"] for m in listed["data"]}
+    assert api.get("/models", params={"solver": "no-such"}).json()["count"] == 0
+
+
+def test_download_formats(api, binary):
+    model_id, model, _ = binary
+    response = api.get(f"/models/{model_id}/download", params={"format": "npz"})
+    assert response.headers["content-type"] == "application/octet-stream"
+    assert f"model-{model_id}.npz" in response.headers["content-disposition"]
+    text = api.get(f"/models/{model_id}/download", params={"format": "liblinear"})
+    assert text.headers["content-type"].startswith("text/plain")
+    assert text.text == model.to_liblinear()
+    assert api.get(f"/models/{model_id}/download", params={"format": "pickle"}
+                   ).status_code == 422
+
+
+def test_predict_one_example_from_the_query_string(api, binary):
+    model_id, model, _ = binary
+    x = "1:0.7 3:1 13:-0.5"
+    response = api.get(f"/models/{model_id}/predict", params={"x": x})
+    assert response.status_code == 200
+    body = response.json()
+    expected = np.zeros((1, 13))
+    expected[0, [0, 2, 12]] = [0.7, 1.0, -0.5]
+    assert body["decision_values"] == [pytest.approx(model.decision_function(expected)[0])]
+    assert body["label"] == model.predict(expected)[0]
+    unseen = api.get(f"/models/{model_id}/predict", params={"x": "3:1 1:0.7 99:5"}).json()
+    assert unseen["decision_values"] == pytest.approx(
+        [model.decision_function(np.eye(1, 13, 2) + 0.7 * np.eye(1, 13, 0))[0]])
+    empty = api.get(f"/models/{model_id}/predict", params={"x": ""}).json()
+    assert empty["decision_values"] == [pytest.approx(model.intercept_[0])]
+
+
+@pytest.mark.parametrize("x, token", [
+    ("3:0.5 oops", "oops"),
+    ("0:1", "0:1"),
+    ("3:nan", "3:nan"),
+    ("3:1e999", "3:1e999"),
+    ("-2:1", "-2:1"),
+    ("3:1 3:2", "3:2"),
+])
+def test_a_malformed_example_is_a_422(api, binary, x, token):
+    response = api.get(f"/models/{binary[0]}/predict", params={"x": x})
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert detail["token"] == token
+    assert detail["message"].startswith("x: ")
+
+
+def test_predict_a_batch_of_svmlight_lines_with_or_without_labels(api, binary):
+    model_id, model, _ = binary
+    body = b"1 1:0.7 3:1\n3:1 5:-0.2\r\n# a comment\n-1 2:1 4:0.5 # trailing\n\n7:1\n"
+    response = api.post(f"/models/{model_id}/predict", content=body,
+                        headers={"content-type": "text/plain"})
+    assert response.status_code == 200, response.text
+    data = response.json()
+    X = np.zeros((4, 13))
+    X[0, [0, 2]] = [0.7, 1]
+    X[1, [2, 4]] = [1, -0.2]
+    X[2, [1, 3]] = [1, 0.5]
+    X[3, 6] = 1
+    assert data["count"] == 4
+    assert [p["decision_values"][0] for p in data["data"]] == pytest.approx(
+        list(model.decision_function(X)))
+    assert [p["label"] for p in data["data"]] == list(model.predict(X))
+
+
+def test_predict_a_batch_of_json_rows(api, binary):
+    model_id, model, _ = binary
+    response = api.post(f"/models/{model_id}/predict",
+                        json={"rows": [{"1": 0.7, "3": 1}, {}, {"13": 2.5}]})
+    assert response.status_code == 200, response.text
+    X = np.zeros((3, 13))
+    X[0, [0, 2]] = [0.7, 1]
+    X[2, 12] = 2.5
+    values = [p["decision_values"][0] for p in response.json()["data"]]
+    assert values == pytest.approx(list(model.decision_function(X)))
+
+
+@pytest.mark.parametrize("content, content_type, fragment", [
+    (b"1 1:0.5\n1 2:x\n", "text/plain", "line 2"),
+    (b"", "text/plain", "no data lines"),
+    (b'{"rows": [{"1": "a"}]}', "application/json", "rows.0.1"),
+    (b'{"rows": [{"0": 1.0}]}', "application/json", "start at 1"),
+    (b'{"rows": [{"x": 1.0}]}', "application/json", "rows.0.x"),
+    (b'{"rows": [{"1": NaN}]}', "application/json", "finite"),
+    (b"<rows/>", "application/xml", "application/json"),
+])
+def test_a_malformed_batch_is_a_422(api, binary, content, content_type, fragment):
+    response = api.post(f"/models/{binary[0]}/predict", content=content,
+                        headers={"content-type": content_type})
+    assert response.status_code == 422
+    assert fragment in response.json()["detail"]["message"]
+
+
+def test_evaluate_a_binary_model(api, binary):
+    model_id, model, dataset_id = binary
+    response = api.post(f"/models/{model_id}/evaluate", json={"dataset_id": dataset_id})
+    assert response.status_code == 200
+    body = response.json()
+    data = solvers.read_svmlight(data_path("heart_scale"))
+    predicted = model.predict(data.X)
+    assert body["n_samples"] == 270
+    assert body["accuracy"] == pytest.approx(np.mean(predicted == data.y))
+    assert body["labels"] == [-1.0, 1.0]
+    matrix = np.array(body["confusion_matrix"])
+    assert matrix.sum() == 270 and np.trace(matrix) == round(body["accuracy"] * 270)
+    assert [c["true_count"] for c in body["per_class"]] == [150, 120]
+    assert [c["predicted_count"] for c in body["per_class"]] == [
+        int(np.sum(predicted == -1)), int(np.sum(predicted == 1))]
+
+
+def test_evaluate_a_multiclass_model_with_a_label_it_never_saw(api, multiclass):
+    model_id, model = multiclass
+    body = api.post(f"/models/{model_id}/evaluate", json={
+        "dataset_id": uploaded_id(api, data_path("dna.scale.t"))}).json()
+    assert body["labels"] == [1.0, 2.0, 3.0]
+    assert np.array(body["confusion_matrix"]).shape == (3, 3)
+    extra = uploaded_id(api, b"1 1:1\n4 2:1\n")
+    body = api.post(f"/models/{model_id}/evaluate", json={"dataset_id": extra}).json()
+    assert body["labels"] == [1.0, 2.0, 3.0, 4.0]
+    assert body["per_class"][3] == {"label": 4.0, "true_count": 1, "predicted_count": 0,
+                                    "correct": 0}
+    decision = api.get(f"/models/{model_id}/predict", params={"x": "60:1"}).json()
+    assert len(decision["decision_values"]) == 3
+
+
+def test_errors_on_unknown_models_and_datasets(api, binary):
+    missing = uuid.uuid4()
+    for method, path in [("get", ""), ("delete", ""), ("get", "/download"),
+                         ("get", "/predict?x=1:1"), ("post", "/evaluate")]:
+        kwargs = {"json": {"dataset_id": binary[2]}} if method == "post" else {}
+        response = getattr(api, method)(f"/models/{missing}{path}", **kwargs)
+        assert response.status_code == 404, (method, path)
+        assert response.json()["detail"]["message"] == f"model {missing} not found"
+    response = api.post(f"/models/{binary[0]}/evaluate", json={"dataset_id": str(missing)})
+    assert response.status_code == 422
+
+
+def test_delete_a_model(api):
+    dataset_id = uploaded_id(api, data_path("heart_scale"))
+    done = wait_job(api, create_job(api, dataset_id, {"solver": "mfn", "C": 0.5})["id"])
+    model_id = done["model_id"]
+    assert api.get(f"/models/{model_id}/predict", params={"x": "1:1"}).status_code == 200
+    assert api.delete(f"/models/{model_id}").status_code == 204
+    assert api.get(f"/models/{model_id}").status_code == 404
+    assert api.get(f"/models/{model_id}/predict", params={"x": "1:1"}).status_code == 404
+    assert api.get(f"/jobs/{done['id']}").json()["model_id"] is None
+
+
+def test_a_model_without_liblinear_form_downloads_as_npz_only(api):
+    if "lssvm" not in {spec.name for spec in solvers.list_solvers()}:
+        pytest.skip("no kernel solver (lssvm) is registered")
+    dataset_id = uploaded_id(api, data_path("heart_scale"))
+    done = wait_job(api, create_job(api, dataset_id, {"solver": "lssvm", "gamma": 0.1})["id"])
+    assert done["status"] == "succeeded", done
+    model = api.get(f"/models/{done['model_id']}").json()
+    assert model["kind"] != "linear"
+    response = api.get(f"/models/{done['model_id']}/download", params={"format": "liblinear"})
+    assert response.status_code == 409
+    assert response.json()["detail"]["message"] == (
+        f"{model['kind']} models have no LIBLINEAR form; download format=npz")
+    archive = api.get(f"/models/{done['model_id']}/download").content
+    assert solvers.load_model(archive).kind == model["kind"]

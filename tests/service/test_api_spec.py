@@ -1,0 +1,150 @@
+"""The OpenAPI contract, error bodies, probes, metrics and the solver listing."""
+
+from __future__ import annotations
+
+import pytest
+from servicetools import QUICK_PARAMS, create_job, data_path, uploaded_id, wait_job
+
+import solvers
+from app.core.config import Settings
+from app.main import create_app
+
+OPERATION_IDS = {
+    ("post", "/datasets"): "datasets-upload",
+    ("get", "/datasets"): "datasets-list",
+    ("get", "/datasets/{dataset_id}"): "datasets-get",
+    ("delete", "/datasets/{dataset_id}"): "datasets-delete",
+    ("post", "/jobs"): "jobs-create",
+    ("get", "/jobs"): "jobs-list",
+    ("get", "/jobs/{job_id}"): "jobs-get",
+    ("post", "/jobs/{job_id}/cancel"): "jobs-cancel",
+    ("get", "/jobs/{job_id}/log"): "jobs-log",
+    ("get", "/jobs/{job_id}/log/stream"): "jobs-log-stream",
+    ("get", "/models"): "models-list",
+    ("get", "/models/{model_id}"): "models-get",
+    ("delete", "/models/{model_id}"): "models-delete",
+    ("get", "/models/{model_id}/download"): "models-download",
+    ("get", "/models/{model_id}/predict"): "models-predict",
+    ("post", "/models/{model_id}/predict"): "models-predict-batch",
+    ("post", "/models/{model_id}/evaluate"): "models-evaluate",
+    ("get", "/solvers"): "solvers-list",
+    ("get", "/healthz"): "health-live",
+    ("get", "/readyz"): "health-ready",
+}
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return create_app(Settings(data_dir="unused")).openapi()
+
+
+def operations(spec):
+    for path, methods in spec["paths"].items():
+        for method, operation in methods.items():
+            yield (method, path), operation
+
+
+def test_operation_ids_are_tag_dash_name(spec):
+    found = {key: op["operationId"] for key, op in operations(spec)}
+    assert found == OPERATION_IDS
+    for (_, _), operation in operations(spec):
+        assert len(operation["tags"]) == 1
+        assert operation["operationId"].startswith(operation["tags"][0] + "-")
+
+
+def test_errors_are_typed_in_the_spec(spec):
+    error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
+    statuses = set()
+    for (_, _), operation in operations(spec):
+        for status, response in operation["responses"].items():
+            if status.startswith("4"):
+                statuses.add(status)
+                assert response["content"]["application/json"]["schema"] == error_ref
+    assert statuses == {"404", "409", "413", "422"}
+    assert "HTTPValidationError" not in spec["components"]["schemas"]
+
+
+def test_job_parameters_are_a_discriminated_union_of_the_registry(spec):
+    params = spec["components"]["schemas"]["JobCreate"]["properties"]["params"]
+    names = {s.name: s.params_model.__name__ for s in solvers.list_solvers()}
+    assert params["discriminator"]["propertyName"] == "solver"
+    assert params["discriminator"]["mapping"] == {
+        name: f"#/components/schemas/{model}" for name, model in names.items()}
+    assert [ref["$ref"].rsplit("/", 1)[1] for ref in params["oneOf"]] == sorted(
+        names.values(), key=lambda model: [k for k, v in names.items() if v == model][0])
+
+
+def test_request_bodies_of_uploads_and_batches(spec):
+    schemas = spec["components"]["schemas"]
+    upload = spec["paths"]["/datasets"]["post"]["requestBody"]["content"]
+    assert upload["multipart/form-data"]["schema"] == {
+        "$ref": "#/components/schemas/DatasetUpload"}
+    assert schemas["DatasetUpload"]["properties"]["file"]["format"] == "binary"
+    batch = spec["paths"]["/models/{model_id}/predict"]["post"]["requestBody"]["content"]
+    assert set(batch) == {"application/json", "application/octet-stream"}
+    assert "PredictBatchRequest" in schemas
+
+
+def test_solvers_lists_the_registry(api):
+    body = api.get("/solvers").json()
+    assert body["count"] == len(solvers.list_solvers())
+    mfn = next(s for s in body["data"] if s["name"] == "mfn")
+    assert "squared_hinge" in mfn["losses"] and "binary" in mfn["tasks"]
+    assert mfn["params_schema"]["properties"]["C"]["default"] == 1.0
+
+
+def test_unknown_paths_and_methods_are_json_errors(api):
+    response = api.get("/no/such/path")
+    assert response.status_code == 404
+    assert response.json() == {"detail": {"message": "Not Found"}}
+    response = api.put("/datasets")
+    assert response.status_code == 405
+    assert response.json() == {"detail": {"message": "Method Not Allowed"}}
+
+
+def test_validation_errors_list_every_problem(api):
+    response = api.post("/jobs", json={"params": {"solver": "mfn", "C": "lots"}})
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    locations = [tuple(e["loc"]) for e in detail["errors"]]
+    assert ("body", "dataset_id") in locations
+    assert ("body", "params", "mfn", "C") in locations
+    assert "body.dataset_id: Field required" in detail["message"]
+
+
+def test_an_unexpected_error_is_a_500_without_traceback(api):
+    def broken():
+        raise RuntimeError("secret internals at /srv/app.py line 12")
+
+    api.app.add_api_route("/test-broken", broken, tags=["test"])
+    try:
+        response = api.get("/test-broken")
+    finally:
+        api.app.router.routes.pop()
+    assert response.status_code == 500
+    assert response.json() == {"detail": {"message": "internal error"}}
+    assert "secret" not in response.text and "Traceback" not in response.text
+
+
+def test_probes(api):
+    assert api.get("/healthz").json() == {"status": "ok"}
+    dataset_id = uploaded_id(api, data_path("heart_scale"))
+    wait_job(api, create_job(api, dataset_id, QUICK_PARAMS)["id"])  # a worker is ready
+    ready = api.get("/readyz")
+    assert ready.status_code == 200
+    body = ready.json()
+    assert body["status"] == "ready" and body["database"] and body["dispatcher"]
+    assert len(body["workers"]) == 1 and body["workers"][0]["ready"]
+
+
+def test_metrics(api):
+    dataset_id = uploaded_id(api, data_path("heart_scale"))
+    wait_job(api, create_job(api, dataset_id, QUICK_PARAMS)["id"])
+    api.get(f"/datasets/{dataset_id}")
+    text = api.get("/metrics").text
+    assert 'svmsvc_http_requests_total{method="GET",route="/datasets/{dataset_id}",' \
+           'status="200"}' in text
+    assert "svmsvc_http_request_duration_seconds_bucket" in text
+    assert 'svmsvc_jobs{status="succeeded"}' in text
+    assert 'svmsvc_workers{state="idle"} 1.0' in text
+    assert 'svmsvc_jobs_finished_total{status="succeeded"}' in text

@@ -1,0 +1,230 @@
+"""The worker pool in a real ``svmsvc serve`` process: cancellation, workers that hang or die,
+concurrent jobs, the live log stream, and restarts with jobs queued and running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from servicetools import (
+    LIVE_GRACE_S,
+    LONG_PARAMS,
+    MEDIUM_PARAMS,
+    QUICK_PARAMS,
+    create_job,
+    data_path,
+    full_log,
+    job,
+    random_svmlight,
+    upload,
+    uploaded_id,
+    wait_job,
+    wait_process_gone,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def running_with_progress(j: dict) -> bool:
+    return j["status"] == "running" and j["progress"] is not None
+
+
+@pytest.fixture(scope="module")
+def a9a(live_server):
+    return uploaded_id(live_server.client, data_path("a9a"))
+
+
+@pytest.fixture(scope="module")
+def heart(live_server):
+    return uploaded_id(live_server.client, data_path("heart_scale"))
+
+
+@pytest.fixture
+def server(live_server):
+    """The shared live server, with all its workers up before and after the test."""
+    live_server.wait_ready()
+    yield live_server
+    live_server.wait_ready()
+
+
+def assert_contiguous_log(client, job_id: str) -> list[dict]:
+    records = full_log(client, job_id)
+    assert [r["iteration"] for r in records] == list(range(1, len(records) + 1))
+    return records
+
+
+def test_cancel_stops_a_running_job_within_a_second(server, a9a):
+    client = server.client
+    job_id = create_job(client, a9a, LONG_PARAMS)["id"]
+    wait_job(client, job_id, until=running_with_progress, timeout=30)
+    worker = server.worker_of(job_id)
+    started = time.monotonic()
+    response = client.post(f"/jobs/{job_id}/cancel")
+    assert response.status_code == 202
+    done = wait_job(client, job_id, timeout=10)
+    assert time.monotonic() - started < LIVE_GRACE_S  # before any kill could happen
+    assert done["status"] == "cancelled" and done["solver_status"] == "stopped"
+    assert done["message"].startswith("cancelled by request after")
+    assert_contiguous_log(client, job_id)
+    workers = {w["index"]: w["pid"] for w in server.readiness()["workers"]}
+    assert workers[worker["index"]] == worker["pid"]  # it stopped by itself: not replaced
+
+
+def test_a_worker_that_does_not_stop_is_killed_and_replaced(server, a9a):
+    client = server.client
+    job_id = create_job(client, a9a, LONG_PARAMS)["id"]
+    wait_job(client, job_id, until=running_with_progress, timeout=30)
+    worker = server.worker_of(job_id)
+    os.kill(worker["pid"], signal.SIGSTOP)  # deaf to the cancel flag
+    try:
+        started = time.monotonic()
+        assert client.post(f"/jobs/{job_id}/cancel").status_code == 202
+        done = wait_job(client, job_id, timeout=15)
+        waited = time.monotonic() - started
+    finally:
+        if job(client, job_id)["status"] != "cancelled":
+            os.kill(worker["pid"], signal.SIGCONT)
+    assert done["status"] == "cancelled"
+    assert done["message"] == (f"cancelled by request; the worker did not stop within "
+                               f"{LIVE_GRACE_S:g} s and was killed")
+    assert LIVE_GRACE_S <= waited < LIVE_GRACE_S + 4
+    wait_process_gone(worker["pid"])
+    state = server.wait_ready()
+    replacement = next(w for w in state["workers"] if w["index"] == worker["index"])
+    assert replacement["pid"] != worker["pid"]
+
+
+def test_a_time_limit_is_enforced_on_a_worker_that_does_not_stop(server, a9a):
+    client = server.client
+    job_id = create_job(client, a9a, LONG_PARAMS, time_limit_s=1.0)["id"]
+    wait_job(client, job_id, until=running_with_progress, timeout=30)
+    worker = server.worker_of(job_id)
+    os.kill(worker["pid"], signal.SIGSTOP)
+    try:
+        done = wait_job(client, job_id, timeout=15)
+    finally:
+        if job(client, job_id)["status"] != "failed":
+            os.kill(worker["pid"], signal.SIGCONT)
+    assert done["status"] == "failed"
+    assert done["error"] == (f"time limit of 1 s reached; the worker did not stop within "
+                             f"{LIVE_GRACE_S:g} s and was killed")
+    wait_process_gone(worker["pid"])
+
+
+def test_a_worker_killed_mid_job_fails_the_job_and_is_replaced(server, a9a, heart):
+    client = server.client
+    job_id = create_job(client, a9a, LONG_PARAMS)["id"]
+    wait_job(client, job_id, until=running_with_progress, timeout=30)
+    worker = server.worker_of(job_id)
+    os.kill(worker["pid"], signal.SIGKILL)
+    done = wait_job(client, job_id, timeout=15)
+    assert done["status"] == "failed"
+    assert done["error"] == "worker process died (exit code -9)"
+    state = server.wait_ready()
+    replacement = next(w for w in state["workers"] if w["index"] == worker["index"])
+    assert replacement["pid"] != worker["pid"]
+    assert wait_job(client, create_job(client, heart, QUICK_PARAMS)["id"])["status"] == \
+        "succeeded"
+    metrics = client.get("/metrics").text
+    assert 'svmsvc_worker_restarts_total{reason="crashed"}' in metrics
+
+
+def test_concurrent_jobs_and_uploads(server, heart):
+    client = server.client
+    dna = uploaded_id(client, data_path("dna.scale"))
+    fresh = random_svmlight(n_rows=400, seed=int(time.time()))
+    with ThreadPoolExecutor(8) as executor:
+        uploads = list(executor.map(lambda _: upload(client, fresh), range(4)))
+        assert sorted(r.status_code for r in uploads) == [200, 200, 200, 201]
+        assert len({r.json()["id"] for r in uploads}) == 1
+        specs = [(heart, QUICK_PARAMS), (dna, QUICK_PARAMS), (uploads[0].json()["id"],
+                                                             QUICK_PARAMS)] * 3
+        specs += [(heart, {"solver": "mfn", "loss": "hinge", "C": 4.0})] * 3
+        created = list(executor.map(lambda s: create_job(client, s[0], s[1]), specs))
+        finished = list(executor.map(lambda j: wait_job(client, j["id"], timeout=120),
+                                     created))
+    assert [j["status"] for j in finished] == ["succeeded"] * len(specs)
+    for done in finished:
+        records = assert_contiguous_log(client, done["id"])
+        assert done["progress"]["iteration"] == len(records)
+    assert "database is locked" not in server.log()
+    assert "Traceback" not in server.log()
+
+
+def test_the_live_log_stream_follows_a_running_job(server, a9a):
+    client = server.client
+    job_id = create_job(client, a9a, LONG_PARAMS)["id"]
+    events, cancelled = [], False
+    with client.stream("GET", f"/jobs/{job_id}/log/stream", timeout=60) as response:
+        assert response.status_code == 200
+        event = {}
+        for line in response.iter_lines():
+            if line.startswith(":"):
+                continue
+            if line:
+                key, _, value = line.partition(": ")
+                event[key] = value
+                continue
+            events.append(event)
+            event = {}
+            records = [e for e in events if e.get("event") == "record"]
+            if len(records) >= 20 and not cancelled:
+                assert client.post(f"/jobs/{job_id}/cancel").status_code == 202
+                cancelled = True
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "status" and kinds[-1] == "end"
+    statuses = [json.loads(e["data"])["status"] for e in events if e["event"] == "status"]
+    assert statuses[-1] == "cancelled" and "running" in statuses
+    iterations = [json.loads(e["data"])["iteration"] for e in events if e["event"] == "record"]
+    assert iterations == list(range(1, len(iterations) + 1))
+    assert len(iterations) == len(full_log(client, job_id))
+
+
+def test_restart_requeues_the_running_job_and_dispatches_the_queued_ones(server_factory):
+    first = server_factory(workers=1)
+    first.wait_ready()
+    a9a = uploaded_id(first.client, data_path("a9a"))
+    heart = uploaded_id(first.client, data_path("heart_scale"))
+    interrupted = create_job(first.client, a9a, MEDIUM_PARAMS)["id"]
+    queued = [create_job(first.client, heart, {"solver": "mfn", "C": c})["id"]
+              for c in (0.5, 2.0)]
+    wait_job(first.client, interrupted, until=running_with_progress, timeout=30)
+    orphan = first.worker_of(interrupted)["pid"]
+    first.stop(signal.SIGKILL)  # a crash: the worker is orphaned mid-job
+    wait_process_gone(orphan)  # it notices and stops on its own
+    second = server_factory(workers=1)
+    second.wait_ready()
+    done = wait_job(second.client, interrupted, timeout=90)
+    assert done["status"] == "succeeded" and done["attempts"] == 2
+    records = assert_contiguous_log(second.client, interrupted)
+    assert done["progress"]["iteration"] == len(records)
+    for job_id in queued:
+        finished = wait_job(second.client, job_id, timeout=30)
+        assert finished["status"] == "succeeded" and finished["attempts"] == 1
+
+
+def test_restart_fails_a_running_job_without_attempts_left(server_factory):
+    first = server_factory(workers=1, max_attempts=1)
+    first.wait_ready()
+    a9a = uploaded_id(first.client, data_path("a9a"))
+    heart = uploaded_id(first.client, data_path("heart_scale"))
+    interrupted = create_job(first.client, a9a, LONG_PARAMS)["id"]
+    queued = create_job(first.client, heart, QUICK_PARAMS)["id"]
+    wait_job(first.client, interrupted, until=running_with_progress, timeout=30)
+    worker = first.worker_of(interrupted)["pid"]
+    first.stop(signal.SIGTERM)  # a clean shutdown stops the workers too
+    assert "worker pool stopped" in first.log()
+    assert "Application shutdown complete" in first.log()
+    wait_process_gone(worker, timeout=1)
+    second = server_factory(workers=1, max_attempts=1)
+    second.wait_ready()
+    failed = job(second.client, interrupted)
+    assert failed["status"] == "failed"
+    assert failed["error"] == "interrupted by a service restart during attempt 1 of 1"
+    assert wait_job(second.client, queued, timeout=30)["status"] == "succeeded"
+    assert "jobs left running by the previous process: 0 re-queued, 0 cancelled, 1 failed" \
+        in second.log()
