@@ -1,0 +1,218 @@
+"""Runners: our registered solvers and the anchors users would pick instead.
+
+Every runner turns a :class:`~bench.problems.BenchProblem` into a :class:`Run`: an
+objective-versus-time trace, the total time, the final objective and the test accuracy.
+
+* Our solvers trace through the monitor: each iteration record carries the seconds since the
+  solver started and the primal objective, so one run gives the whole curve.
+* The anchors (LIBLINEAR through liblinear-official, scikit-learn) are black boxes: a trace
+  point is a separate run at a tolerance from a loose-to-tight schedule, timed from scratch;
+  its objective is evaluated afterwards (not timed) by :class:`solvers.BinaryProblem`.
+  Data conversion to LIBLINEAR's structures happens once, outside the timing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import solvers
+from bench.problems import BenchProblem
+from solvers.monitor import ListMonitor
+
+LIBLINEAR_EPS_SCHEDULE = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
+SKLEARN_TOL_SCHEDULE = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-8)
+
+
+@dataclass
+class Run:
+    runner: str
+    trace: list[tuple[float, float]]  # (seconds, primal objective)
+    seconds: float
+    objective: float
+    accuracy: float | None
+    note: str = ""
+    extras: dict = field(default_factory=dict)
+
+
+def _accuracy(predict, test: solvers.Dataset | None) -> float | None:
+    if test is None:
+        return None
+    return float(np.mean(predict(test.X) == test.y))
+
+
+class ProjectSolver:
+    """One of the library's registered solvers, run through :func:`solvers.train`."""
+
+    anchor = False
+
+    def __init__(self, solver: str, **params):
+        self.solver = solver
+        self.params = params
+        suffix = ",".join(f"{k}={v}" for k, v in params.items())
+        self.name = f"{solver}({suffix})" if suffix else solver
+
+    def supports(self, problem: BenchProblem) -> bool:
+        spec = solvers.get_solver(self.solver)
+        return problem.loss in spec.losses and problem.bias in spec.bias_modes
+
+    def run(self, problem: BenchProblem) -> Run:
+        train, test = problem.train_dataset(), problem.test_dataset()
+        monitor = ListMonitor()
+        start = time.perf_counter()
+        result = solvers.train(train, solver=self.solver, C=problem.C, loss=problem.loss,
+                               bias=problem.bias, bias_scale=problem.bias_scale,
+                               monitor=monitor, **self.params)
+        seconds = time.perf_counter() - start
+        trace = [(r.elapsed, r.objective) for r in result.log]
+        return Run(self.name, trace, seconds, result.objective,
+                   _accuracy(result.model.predict, test), result.status,
+                   {"iterations": result.iterations})
+
+
+class Liblinear:
+    """LIBLINEAR (liblinear-official) with ``-s solver_type``, ``-B bias_scale``."""
+
+    anchor = True
+    LOSSES = {1: "squared_hinge", 2: "squared_hinge", 3: "hinge"}
+
+    def __init__(self, solver_type: int, eps_schedule=LIBLINEAR_EPS_SCHEDULE):
+        self.solver_type = solver_type
+        self.eps_schedule = eps_schedule
+        self.name = f"liblinear -s {solver_type}"
+        self._prepared: dict = {}
+
+    def supports(self, problem: BenchProblem) -> bool:
+        return (self.LOSSES[self.solver_type] == problem.loss
+                and problem.bias in ("regularized", "none"))
+
+    def _problem(self, problem: BenchProblem):
+        from liblinear.liblinear import problem as ll_problem
+
+        key = (problem.dataset, problem.bias, problem.bias_scale)
+        if key not in self._prepared:
+            train = problem.train_dataset()
+            prob = ll_problem(train.y, train.X)
+            prob.set_bias(problem.bias_scale if problem.bias == "regularized" else -1)
+            self._prepared = {key: prob}  # one dataset at a time: the structures are large
+        return self._prepared[key]
+
+    def fit(self, problem: BenchProblem, eps: float):
+        """(seconds, beta, model) of one LIBLINEAR run at tolerance ``eps``."""
+        from liblinear.liblinear import parameter
+        from liblinear.liblinearutil import train as ll_train
+
+        prob = self._problem(problem)
+        bias = problem.bias_scale if problem.bias == "regularized" else -1
+        param = parameter(f"-s {self.solver_type} -c {problem.C!r} -e {eps!r} -B {bias} -q")
+        start = time.perf_counter()
+        model = ll_train(prob, param)
+        seconds = time.perf_counter() - start
+        return seconds, liblinear_beta(model, problem.train_dataset().n_features), model
+
+    def run(self, problem: BenchProblem) -> Run:
+        bp = problem.binary_problem()
+        test = problem.test_dataset()
+        trace = []
+        beta = None
+        for eps in self.eps_schedule:
+            seconds, beta, _ = self.fit(problem, eps)
+            trace.append((seconds, bp.objective(beta)))
+        w, intercept = bp.split(beta)
+
+        def predict(X):
+            from solvers.core import csr_matvec
+            from solvers.models import as_feature_matrix
+
+            scores = csr_matvec(as_feature_matrix(X, w.shape[0]), w, intercept)
+            return np.where(scores > 0, 1.0, -1.0)
+
+        return Run(self.name, trace, trace[-1][0], trace[-1][1], _accuracy(predict, test),
+                   f"eps schedule {self.eps_schedule[0]:g}..{self.eps_schedule[-1]:g}")
+
+
+def liblinear_beta(model, n_features: int) -> np.ndarray:
+    """Our beta = (w, b) from a binary LIBLINEAR model (its label order undone; with ``-B``
+    the last weight is the coefficient of the constant feature, as in our beta)."""
+    nr_feature = model.get_nr_feature()
+    has_bias = model.bias >= 0
+    w = np.ctypeslib.as_array(model.w, shape=(nr_feature + has_bias,)).copy()
+    if model.get_labels()[0] != 1:
+        w = -w
+    beta = np.zeros(n_features + 1)
+    beta[:nr_feature] = w[:nr_feature]
+    if has_bias:
+        beta[-1] = w[nr_feature]
+    return beta
+
+
+class SklearnLinearSVC:
+    """scikit-learn's LinearSVC (LIBLINEAR's dual coordinate descent underneath)."""
+
+    anchor = True
+
+    def __init__(self, tol_schedule=SKLEARN_TOL_SCHEDULE):
+        self.tol_schedule = tol_schedule
+        self.name = "sklearn LinearSVC"
+
+    def supports(self, problem: BenchProblem) -> bool:
+        return problem.loss in ("hinge", "squared_hinge") and problem.bias != "free"
+
+    def run(self, problem: BenchProblem) -> Run:
+        from sklearn.svm import LinearSVC
+
+        train, test = problem.train_dataset(), problem.test_dataset()
+        bp = problem.binary_problem()
+        trace = []
+        for tol in self.tol_schedule:
+            model = LinearSVC(loss=problem.loss, dual=True, tol=tol, C=problem.C,
+                              fit_intercept=problem.bias == "regularized",
+                              intercept_scaling=problem.bias_scale, max_iter=100_000)
+            start = time.perf_counter()
+            model.fit(train.X, train.y)
+            seconds = time.perf_counter() - start
+            beta = np.append(model.coef_[0], model.intercept_[0] / problem.bias_scale
+                             if problem.bias == "regularized" else 0.0)
+            trace.append((seconds, bp.objective(beta)))
+        return Run(self.name, trace, trace[-1][0], trace[-1][1],
+                   _accuracy(model.predict, test))
+
+
+class SklearnLinearKernelSVC:
+    """scikit-learn's SVC(kernel="linear"): LIBSVM's SMO, hinge loss with a free bias."""
+
+    anchor = True
+    name = "sklearn SVC(linear)"
+
+    def __init__(self, tol_schedule=(1e-1, 1e-2, 1e-3, 1e-5)):
+        self.tol_schedule = tol_schedule
+
+    def supports(self, problem: BenchProblem) -> bool:
+        return problem.loss == "hinge" and problem.bias == "free"
+
+    def run(self, problem: BenchProblem) -> Run:
+        from sklearn.svm import SVC
+
+        train, test = problem.train_dataset(), problem.test_dataset()
+        bp = problem.binary_problem()
+        trace = []
+        for tol in self.tol_schedule:
+            model = SVC(kernel="linear", C=problem.C, tol=tol, cache_size=1000)
+            start = time.perf_counter()
+            model.fit(train.X, train.y)
+            seconds = time.perf_counter() - start
+            beta = np.append(np.asarray(model.coef_.todense()).ravel()
+                             if hasattr(model.coef_, "todense") else model.coef_[0],
+                             model.intercept_[0])
+            trace.append((seconds, bp.objective(beta)))
+        return Run(self.name, trace, trace[-1][0], trace[-1][1],
+                   _accuracy(model.predict, test))
+
+
+def default_runners() -> list:
+    """Every registered solver, and the anchors."""
+    ours = [ProjectSolver(spec.name) for spec in solvers.list_solvers()]
+    return ours + [Liblinear(1), Liblinear(2), Liblinear(3), SklearnLinearSVC(),
+                   SklearnLinearKernelSVC()]

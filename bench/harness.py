@@ -1,0 +1,124 @@
+"""Measure solvers side by side: interleaved repeats, medians, time to relative gaps.
+
+For each problem every runner is run once to warm up (compilation, caches; discarded), then
+``repeats`` times, the order of the runners rotating from one repeat to the next so that no
+runner always runs first or after the same neighbour.  From each run's objective-versus-time
+trace the time to reach a relative gap g = (f - f*)/|f*| is the first trace time with gap <= g
+(missing when the run never gets there); the reported figure is the median over repeats.  f*
+is the stored reference optimum of the problem when there is one (see
+:mod:`bench.references`), otherwise the best objective any runner reached.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+from dataclasses import asdict, dataclass
+
+from bench.anchors import Run
+from bench.problems import BenchProblem
+from bench.references import load_references
+
+GAPS = (1e-2, 1e-3, 1e-6)
+
+
+@dataclass
+class RunnerSummary:
+    runner: str
+    anchor: bool
+    time_to_gap: dict[str, float | None]  # gap -> median seconds (None: never reached)
+    median_seconds: float
+    final_gap: float
+    accuracy: float | None
+    note: str
+    trace: list[tuple[float, float]]  # the median run's trace, for plots
+
+
+@dataclass
+class ProblemResult:
+    problem: str
+    reference_objective: float
+    reference_source: str
+    summaries: list[RunnerSummary]
+
+    def ratio_to_best_anchor(self, runner: str, gap: float) -> float | None:
+        """Our runner's time to ``gap`` divided by the fastest anchor's (None if either never
+        reached it)."""
+        key = f"{gap:g}"
+        ours = next(s for s in self.summaries if s.runner == runner).time_to_gap[key]
+        anchors = [s.time_to_gap[key] for s in self.summaries
+                   if s.anchor and s.time_to_gap[key] is not None]
+        if ours is None or not anchors:
+            return None
+        return ours / min(anchors)
+
+
+def relative_gap(objective: float, reference: float) -> float:
+    return (objective - reference) / max(abs(reference), 1e-300)
+
+
+def time_to_gap(trace, reference: float, gap: float) -> float | None:
+    for seconds, objective in trace:
+        if relative_gap(objective, reference) <= gap:
+            return seconds
+    return None
+
+
+def measure_problem(problem: BenchProblem, runners, repeats: int, log=print) -> ProblemResult:
+    runners = [r for r in runners if r.supports(problem)]
+    runs: dict[str, list[Run]] = {r.name: [] for r in runners}
+    for r in runners:
+        r.run(problem)  # warm-up
+    for repeat in range(repeats):
+        shift = repeat % len(runners)
+        for r in runners[shift:] + runners[:shift]:
+            run = r.run(problem)
+            runs[r.name].append(run)
+            log(f"  {problem.key:45s} {r.name:22s} {run.seconds:9.3f} s  "
+                f"objective {run.objective:.12g}")
+    references = load_references()
+    if problem.key in references:
+        reference = references[problem.key]["objective"]
+        source = references[problem.key]["method"]
+    else:
+        reference = min(run.objective for rs in runs.values() for run in rs)
+        source = "best objective reached in this run"
+    summaries = []
+    for r in runners:
+        rs = runs[r.name]
+        times = {}
+        for gap in GAPS:
+            reached = [time_to_gap(run.trace, reference, gap) for run in rs]
+            reached = [t for t in reached if t is not None]
+            # the median over repeats counts only if most repeats got there
+            times[f"{gap:g}"] = statistics.median(reached) if len(reached) * 2 > len(rs) \
+                else None
+        median_run = sorted(rs, key=lambda run: run.seconds)[len(rs) // 2]
+        summaries.append(RunnerSummary(
+            r.name, r.anchor, times, statistics.median(run.seconds for run in rs),
+            relative_gap(median_run.objective, reference), median_run.accuracy,
+            median_run.note, median_run.trace,
+        ))
+    return ProblemResult(problem.key, reference, source, summaries)
+
+
+def machine_description() -> dict:
+    import os
+
+    import numba
+    import numpy
+
+    return {
+        "machine": platform.machine(),
+        "processor": platform.processor() or "unknown",
+        "cpus": os.cpu_count(),
+        "numba_threads": numba.get_num_threads(),
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "numba": numba.__version__,
+        "load_average_at_start": os.getloadavg()[0],
+    }
+
+
+def as_json(results: list[ProblemResult]) -> list[dict]:
+    return [asdict(r) for r in results]

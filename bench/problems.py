@@ -1,0 +1,108 @@
+"""The benchmark problems: a dataset, a binary labelling, a loss, a bias mode and C.
+
+Datasets come from ``../shared/data`` (real, see its README) or from :mod:`bench.synthetic`
+(always named ``synthetic-...``).  Multi-class sets are made binary as the papers do
+(news20: groups 1-10 against 11-20).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import solvers
+from solvers.problem import BinaryProblem
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+# file, test file, n_features (to align train and test), binary labelling
+DATASETS = {
+    "heart_scale": ("heart_scale", None, None),
+    "australian_scale": ("australian_scale", None, None),
+    "breast-cancer_scale": ("breast-cancer_scale", None, None),
+    "diabetes_scale": ("diabetes_scale", None, None),
+    "svmguide1": ("svmguide1", "svmguide1.t", 4),
+    "mushrooms": ("mushrooms", None, None),
+    "a9a": ("a9a", "a9a.t", 123),
+    "w8a": ("w8a", None, None),
+    "ijcnn1": ("ijcnn1", "ijcnn1.t", 22),
+    "news20-binary": ("news20", "news20.t", 62061),
+}
+
+
+def news20_binary(y: np.ndarray) -> np.ndarray:
+    """news20's 20 groups as two classes: groups 1-10 (+1) against 11-20 (-1)."""
+    return np.where(y <= 10, 1.0, -1.0)
+
+
+LABELLINGS = {"news20-binary": news20_binary}
+
+
+@dataclass(frozen=True)
+class BenchProblem:
+    dataset: str
+    loss: str = "squared_hinge"
+    bias: str = "regularized"
+    C: float = 1.0
+    bias_scale: float = 1.0
+    n_rows: int | None = None  # a nested subset: the first n rows of a seeded permutation
+
+    @property
+    def key(self) -> str:
+        rows = "" if self.n_rows is None else f"[:{self.n_rows}]"
+        return f"{self.dataset}{rows}/{self.loss}/{self.bias}/C={self.C:g}"
+
+    def binary_problem(self) -> BinaryProblem:
+        ds = self.train_dataset()
+        return BinaryProblem(ds.X, ds.y, C=self.C, loss=self.loss, bias=self.bias,
+                             bias_scale=self.bias_scale)
+
+    def train_dataset(self) -> solvers.Dataset:
+        """The training set with the benchmark's binary labels (+1/-1)."""
+        return _binary_training_set(self.dataset, self.n_rows)
+
+    def test_dataset(self) -> solvers.Dataset | None:
+        ds = load_dataset(self.dataset, test=True)
+        if ds is None:
+            return None
+        return solvers.Dataset(ds.X, binary_labels(self.dataset, ds.y))
+
+
+@functools.cache
+def _binary_training_set(name: str, n_rows: int | None) -> solvers.Dataset:
+    ds = load_dataset(name)
+    labelled = solvers.Dataset(ds.X, binary_labels(name, ds.y))
+    if n_rows is None:
+        return labelled
+    order = np.random.default_rng(0).permutation(ds.n_samples)
+    return labelled.subset(np.sort(order[:n_rows]))
+
+
+def binary_labels(name: str, y: np.ndarray) -> np.ndarray:
+    if name in LABELLINGS:
+        return LABELLINGS[name](y)
+    classes = np.unique(y)
+    if classes.shape[0] != 2:
+        raise ValueError(f"{name} has {classes.shape[0]} classes; give it a binary labelling")
+    return np.where(y == classes[1], 1.0, -1.0)
+
+
+@functools.cache
+def load_dataset(name: str, test: bool = False) -> solvers.Dataset | None:
+    """A benchmark dataset (parsed once per process)."""
+    if name.startswith("synthetic"):
+        from bench.synthetic import synthetic_dataset
+
+        return synthetic_dataset(name, test=test)
+    file, test_file, n_features = DATASETS[name]
+    if test:
+        if test_file is None:
+            return None
+        file = test_file
+    path = DATA_DIR / file
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: the shared datasets are missing")
+    return solvers.read_svmlight(path, n_features=n_features)

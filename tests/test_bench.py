@@ -1,0 +1,76 @@
+"""The benchmark harness and the stored reference optima."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.anchors import Liblinear, ProjectSolver  # noqa: E402
+from bench.harness import measure_problem, relative_gap, time_to_gap  # noqa: E402
+from bench.problems import BenchProblem  # noqa: E402
+from bench.references import (  # noqa: E402
+    REFERENCE_FILE,
+    REFERENCE_PROBLEMS,
+    compute_reference,
+    load_references,
+)
+from bench.report import markdown_table, write_outputs  # noqa: E402
+
+# A stored optimum must come with a certificate at least this tight.
+CERTIFIED_RELATIVE_GAP = 1e-7
+
+
+def test_time_to_gap_takes_the_first_point_within_the_gap():
+    trace = [(0.1, 2.0), (0.2, 1.005), (0.3, 1.0000001), (0.4, 1.0)]
+    assert time_to_gap(trace, 1.0, 1e-2) == 0.2
+    assert time_to_gap(trace, 1.0, 1e-6) == 0.3
+    assert time_to_gap(trace, 0.5, 1e-6) is None
+    assert relative_gap(1.5, 1.0) == 0.5
+
+
+def test_every_reference_problem_is_stored_with_a_certificate():
+    references = load_references()
+    missing = [p.key for p in REFERENCE_PROBLEMS if p.key not in references]
+    assert not missing, f"run 'python -m bench references --regenerate': {missing}"
+    for key, entry in references.items():
+        certificate = entry["certificate"]
+        assert entry["method"] and entry["objective"] > 0, key
+        if "relative_duality_gap" in certificate:
+            assert certificate["relative_duality_gap"] <= CERTIFIED_RELATIVE_GAP, key
+        else:
+            assert certificate["gradient_norm"] <= 1e-8 * entry["objective"], key
+
+
+@pytest.mark.parametrize("key", ["heart_scale/squared_hinge/regularized/C=1",
+                                 "heart_scale/hinge/free/C=1",
+                                 "heart_scale/modified_huber/regularized/C=0.1"])
+def test_stored_references_are_reproducible(key):
+    stored = json.loads(REFERENCE_FILE.read_text())
+    entry = next(e for e in stored if e["key"] == key)
+    problem = BenchProblem(entry["dataset"], entry["loss"], entry["bias"], entry["C"],
+                           entry["bias_scale"])
+    assert compute_reference(problem)["objective"] == pytest.approx(entry["objective"],
+                                                                    rel=1e-8)
+
+
+def test_harness_measures_side_by_side_and_reports(tmp_path):
+    problem = BenchProblem("heart_scale", "squared_hinge", "regularized", 1.0)
+    runners = [ProjectSolver("mfn"), Liblinear(1), Liblinear(2)]
+    result = measure_problem(problem, runners, repeats=2, log=lambda *_: None)
+    assert result.reference_source.startswith("LIBLINEAR")
+    names = [s.runner for s in result.summaries]
+    assert names == ["mfn", "liblinear -s 1", "liblinear -s 2"]
+    for s in result.summaries:
+        assert s.time_to_gap["1e-06"] is not None, s.runner
+        assert abs(s.final_gap) < 1e-6
+    assert result.ratio_to_best_anchor("mfn", 1e-6) > 0
+    table = markdown_table([result])
+    assert table.count("\n") == 2 + len(runners)
+    write_outputs([result], [], {"cpus": 2}, tmp_path)
+    assert (tmp_path / "results.json").exists() and (tmp_path / "results.md").exists()
+    assert list(tmp_path.glob("convergence-*.png"))
