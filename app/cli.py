@@ -120,6 +120,8 @@ def cmd_train(args, spec) -> int:
           f"{result.elapsed:.3f} s", file=sys.stderr)
     if args.model_out:
         if args.format == "liblinear":
+            if not hasattr(result.model, "to_liblinear"):
+                raise CLIError(f"a {result.model.kind} model has no LIBLINEAR form")
             Path(args.model_out).write_text(result.model.to_liblinear())
         else:
             result.model.save(args.model_out)

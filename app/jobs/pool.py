@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import threading
 import time
 import uuid
@@ -188,6 +189,11 @@ class WorkerPool:
             threads=self._settings.worker_threads,
             log_level=self._settings.log_level,
         )
+        # A spawned worker imports NumPy (and so loads BLAS, which reads its thread count once)
+        # while unpickling its arguments, before worker_main runs: the limit has to travel in
+        # the environment the child inherits.  The web process's own BLAS is already loaded.
+        for variable in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[variable] = str(config.threads)
         parent_end, child_end = self._context.Pipe()
         process = self._context.Process(target=worker_main, args=(config, child_end),
                                         name=f"svmsvc-worker-{index}", daemon=True)
