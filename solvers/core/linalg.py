@@ -14,87 +14,301 @@ value ``s = bias_scale`` and D = diag(1, ..., 1, reg_bias)::
     minimize_beta   lam/2 * beta' D beta  +  1/2 * sum_k c_k (x~_{rows[k]} . beta - t_k)^2
 
 ``sqrt_c`` holds sqrt(c_k).  With ``s = 0`` the last coordinate of beta is inert (no bias).
+
+More generally (the ordinal regression of Keerthi & DeCoste, section 7, eq. (26)), beta may
+carry several extra coordinates ("thresholds") after the n_features weights, and one selected
+row may appear in several least-squares rows, each with its own extra column: least-squares
+row k of selected row j is (x_{rows[j]}, s e_{pair_col[k]}) for pair_ptr[j] <= k <
+pair_ptr[j + 1].  The product with such an operator still touches each selected row of X once:
+x_i . w is computed once and shared by the row's pairs, and the pairs' residuals are summed
+before x_i is scattered into X'z.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numba
 import numpy as np
-from solvers.core.sparse import (
-    matvec_rows_parallel,
-    matvec_rows_serial,
-    rmatvec_rows_parallel,
-    rmatvec_rows_serial,
-)
+from numba import njit, prange
+
+from solvers.core.sparse import _u  # unsigned indices: no wraparound test in the hot loops
+
+_NO_PAIRS = np.empty(0, np.int64)
+
+# The CGLS kernel's loops over the features (the sum of the per-thread X'z buffers and the
+# direction update) run in parallel only from this many features on: below it they cost less
+# than waking the other threads twice per iteration (20-40 microseconds a region on the 2-core
+# machine with OMP_WAIT_POLICY=PASSIVE).  Could join solvers/config.py.
+CGLS_PARALLEL_MIN_FEATURES = 65_536
 
 
-class _RowSubsetOperator:
-    """x -> sqrt_c * (X~_rows x) and z -> X~_rows' (sqrt_c * z), x~_i = (x_i, bias_scale)."""
-
-    def __init__(self, X, rows, sqrt_c, bias_scale, parallel):
-        self.arrays = (X.indptr, X.indices, X.data)
-        self.rows = rows
-        self.sqrt_c = sqrt_c
-        self.bias_scale = bias_scale
-        self.n_features = X.shape[1]
-        self._matvec = matvec_rows_parallel if parallel else matvec_rows_serial
-        self._rmatvec = rmatvec_rows_parallel if parallel else rmatvec_rows_serial
-
-    def apply(self, v, out):
-        d = self.n_features
-        self._matvec(*self.arrays, self.rows, v[:d], self.bias_scale * v[d], out)
-        out *= self.sqrt_c
-
-    def apply_transpose(self, z, out):
-        scaled = self.sqrt_c * z
-        self._rmatvec(*self.arrays, self.rows, scaled, out[:-1])
-        out[-1] = self.bias_scale * scaled.sum()
+@contextmanager
+def _thread_count(n_threads: int):
+    """Run the parallel kernels of the block with ``n_threads`` threads (1: on the caller's
+    thread only; a parallel region of one thread costs about a microsecond)."""
+    previous = numba.get_num_threads()
+    if n_threads == previous:
+        yield
+        return
+    numba.set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
 
 
 def cgls(X, rows, sqrt_c, t, beta, *, bias_scale, lam, reg_bias=1.0, eps=1e-6,
-         max_iter=5000, parallel=False) -> tuple[int, bool]:
+         max_iter=5000, parallel=False, pair_ptr=None, pair_col=None,
+         precondition=0.0, rho=None) -> tuple[int, bool]:
     """CGLS from the warm start ``beta`` (updated in place).
 
     Keerthi & DeCoste, Appendix A steps 3-4: z = t - X beta, r = X'z - lam beta, p = r; each
     iteration q = X p, gamma = ||r||^2 / (||q||^2 + lam ||p||^2_D), beta += gamma p,
     z -= gamma q, r = X'z - lam D beta; stop when ||r||^2 <= eps^2 ||z||^2 (rule (13)) or after
-    ``max_iter`` iterations.  ``rows`` (int64) selects the rows, ``t`` their targets.
+    ``max_iter`` iterations.  ``rows`` (int64) selects the rows, ``t`` their targets.  When
+    rule (13) already holds at the warm start no iteration is made.
 
-    Returns ``(iterations, optimal)`` where ``optimal`` says rule (13) was met.
+    ``pair_ptr``/``pair_col`` (int64, optional) describe several least-squares rows per
+    selected row (see the module docstring): then ``sqrt_c`` and ``t`` have one entry per pair,
+    beta has ``n_features + n_extra`` entries and D = diag(1, ..., 1, reg_bias, ..., reg_bias).
+
+    ``rho`` switches to the rule Keerthi & DeCoste derive (13) from,
+    ``||r|| <= eps (rho ||z|| + lam ||beta||)`` with rho = ||X~|| (the norm of the whole data
+    matrix, which bounds that of the selected rows): ||r|| <= ||X~|| ||z|| + lam ||beta||
+    makes it a relative test of the gradient against its own parts.  (13) is this rule with
+    rho = 1 and without the lam ||beta|| term, conservative for normalized data.
+
+    ``precondition`` = alpha > 0 preconditions the iteration with the diagonal
+    M = lam D + alpha diag(A'A) (A: the rows sqrt(c_k) x~_k) -- CGLS on the column-scaled
+    problem (Bjorck 1996, section 7.4), i.e. CG on the normal equations with M^{-1}, the
+    mixture LIBLINEAR's truncated Newton uses (Hsia, Chiang & Lin 2018, alpha = 0.01, in the
+    scale of this problem).  It changes the search directions only: the iterates converge to
+    the same solution and rule (13) is still checked on the unpreconditioned gradient r.  It
+    costs one more pass over the selected rows (for diag(A'A)).
+
+    The whole iteration runs in one compiled kernel (no Python and no BLAS call per
+    iteration); ``parallel=True`` runs its loops on all Numba threads.
+
+    Returns ``(iterations, optimal)`` where ``optimal`` says the stopping rule was met.
     """
-    op = _RowSubsetOperator(X, rows, sqrt_c, bias_scale, parallel)
-    D = np.ones(beta.shape[0])
-    D[-1] = reg_bias
-    z = np.empty(rows.shape[0])
-    op.apply(beta, z)
-    np.subtract(sqrt_c * t, z, out=z)
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    n_features = X.shape[1]
+    if pair_ptr is None:
+        if beta.shape[0] != n_features + 1 or sqrt_c.shape[0] != rows.shape[0]:
+            raise ValueError("beta needs n_features + 1 entries and sqrt_c one per row")
+        pair_ptr = pair_col = _NO_PAIRS
+    else:
+        pair_ptr = np.ascontiguousarray(pair_ptr, dtype=np.int64)
+        pair_col = np.ascontiguousarray(pair_col, dtype=np.int64)
+        if pair_ptr.shape[0] != rows.shape[0] + 1 or pair_col.shape[0] != sqrt_c.shape[0]:
+            raise ValueError("pair_ptr needs one entry per row plus one, pair_col one per pair")
+        if pair_col.shape[0] and pair_col.max() >= beta.shape[0] - n_features:
+            raise ValueError("pair_col addresses an extra coordinate beta does not have")
+    n_threads = numba.get_num_threads() if parallel else 1
+    with _thread_count(n_threads):
+        iterations, optimal = _cgls_kernel(
+            X.indptr, X.indices, X.data, rows, pair_ptr, pair_col, float(bias_scale),
+            np.ascontiguousarray(sqrt_c, dtype=np.float64),
+            np.ascontiguousarray(t, dtype=np.float64), beta, n_features, float(lam),
+            float(reg_bias), float(eps), int(max_iter), min(n_threads, max(1, rows.shape[0])),
+            float(precondition), 1.0 if rho is None else float(rho),
+            0.0 if rho is None else float(lam),
+            parallel and n_features >= CGLS_PARALLEL_MIN_FEATURES)
+    return int(iterations), bool(optimal)
+
+
+@njit(cache=True, inline="always")
+def _row_span(indptr, i):
+    """Unsigned (start, end) of the stored entries of row ``i``."""
+    return _u(indptr[i]), _u(indptr[i + 1])
+
+
+@njit(cache=True, inline="always")
+def _pairs_of(pair_ptr, paired, j):
+    """Unsigned (first, last) of the least-squares rows of selected row ``j``."""
+    if paired:
+        return _u(pair_ptr[j]), _u(pair_ptr[j + 1])
+    return _u(j), _u(j + 1)
+
+
+@njit(cache=True, inline="always")
+def _gradient_entry(f, iteration, beta, gamma, p, buffers, lam, r, m_inv):
+    """beta_f += gamma p_f (after pass 0); r_f = (A'z)_f - lam beta_f from the per-block
+    buffers; returns the terms of ||beta||^2, ||r||^2 and r' M^{-1} r."""
+    if iteration > 0:
+        beta[f] += gamma * p[f]
+    g = 0.0
+    for b in range(buffers.shape[0]):
+        g += buffers[b, f]
+    value = g - lam * beta[f]
+    r[f] = value
+    return beta[f] * beta[f], value * value, m_inv[f] * value * value
+
+
+@njit(cache=True, inline="always")
+def _direction_entry(f, m_inv, r, omega, p):
+    """p_f = (M^{-1} r)_f + omega p_f; returns p_f^2."""
+    value = m_inv[f] * r[f] + omega * p[f]
+    p[f] = value
+    return value * value
+
+
+@njit(cache=True, parallel=True)
+def _cgls_kernel(indptr, indices, data, rows, pair_ptr, pair_col, extra_value, sqrt_c, t,
+                 beta, n_features, lam, reg_extra, eps, max_iter, n_blocks, mix, rho,
+                 beta_weight, parallel_features):
+    """The CGLS iteration of :func:`cgls`; pass 0 computes the warm-start residuals.
+
+    Each pass makes one product with the operator A (rows sqrt(c_k) x~_k) and one with A':
+    the first over the selected rows in parallel, the second in ``n_blocks`` contiguous blocks
+    of rows, each accumulating X'z into its own buffer (summed afterwards).  The
+    z update and ||z||^2 are fused into the A' pass, the beta update, r and ||r||^2 into the
+    buffer sum.  With ``mix`` > 0, m_inv holds the inverse diagonal preconditioner and
+    phi1 = r' M^{-1} r drives the CG coefficients while ||r||^2 decides the stopping rule
+    ||r|| <= eps (rho ||z|| + beta_weight ||beta||) (rule (13): rho = 1, beta_weight = 0).
+    The two loops over the features are parallel only with ``parallel_features``.
+    """
+    d = n_features
+    n_extra = beta.shape[0] - d
+    n_rows = rows.shape[0]
+    paired = pair_ptr.shape[0] > 0
+    q = np.empty(sqrt_c.shape[0])
+    z = np.empty(sqrt_c.shape[0])
     r = np.empty(beta.shape[0])
-    op.apply_transpose(z, r)
-    r -= lam * D * beta
-    phi1 = float(r @ r)
-    phi4 = float(z @ z)
-    if phi1 <= eps * eps * phi4 or phi1 == 0.0:
-        return 0, True
-    p = r.copy()
-    q = np.empty(rows.shape[0])
-    for iteration in range(1, max_iter + 1):
-        op.apply(p, q)
-        denominator = float(q @ q) + lam * float(p @ (D * p))
-        if denominator <= 0.0:
-            return iteration - 1, False
-        gamma = phi1 / denominator
-        beta += gamma * p
-        z -= gamma * q
-        phi4 = float(z @ z)
-        op.apply_transpose(z, r)
-        r -= lam * D * beta
-        phi1_old = phi1
-        phi1 = float(r @ r)
-        if phi1 <= eps * eps * phi4:
+    p = beta.copy()  # pass 0 multiplies the warm start itself
+    buffers = np.empty((n_blocks, d))
+    extra_buffers = np.empty((n_blocks, n_extra))
+    block_zz = np.empty(n_blocks)
+    step = (n_rows + n_blocks - 1) // n_blocks
+    m_inv = np.ones(beta.shape[0])
+    if mix > 0.0:
+        # diag(A'A) per block: sum_k c_k x_kf^2 and, per extra column, sum_k c_k s^2
+        for b in prange(n_blocks):
+            acc = buffers[b]
+            acc[:] = 0.0
+            extra_acc = extra_buffers[b]
+            extra_acc[:] = 0.0
+            for j in range(b * step, min(n_rows, (b + 1) * step)):
+                first, last = _pairs_of(pair_ptr, paired, j)
+                weight = 0.0
+                for k in range(first, last):
+                    ck = sqrt_c[k] * sqrt_c[k]
+                    weight += ck
+                    extra_acc[pair_col[k] if paired else 0] += ck * extra_value * extra_value
+                start, end = _row_span(indptr, rows[j])
+                for k in range(start, end):
+                    acc[_u(indices[k])] += weight * data[k] * data[k]
+        for f in prange(d):
+            g = 0.0
+            for b in range(n_blocks):
+                g += buffers[b, f]
+            m_inv[f] = 1.0 / (lam + mix * g)
+        for c in range(n_extra):
+            g = 0.0
+            for b in range(n_blocks):
+                g += extra_buffers[b, c]
+            diagonal = lam * reg_extra + mix * g
+            m_inv[d + c] = 1.0 / diagonal if diagonal > 0.0 else 1.0
+    phi1 = 0.0  # r' M^{-1} r (||r||^2 without preconditioning)
+    phi2 = 0.0  # ||p||_D^2
+    gamma = 0.0
+    for iteration in range(max_iter + 1):
+        # q = A p and phi3 = ||q||^2
+        phi3 = 0.0
+        for j in prange(n_rows):
+            start, end = _row_span(indptr, rows[j])
+            u = 0.0
+            for k in range(start, end):
+                u += data[k] * p[_u(indices[k])]
+            first, last = _pairs_of(pair_ptr, paired, j)
+            for k in range(first, last):
+                col = pair_col[k] if paired else 0
+                value = sqrt_c[k] * (u + extra_value * p[d + col])
+                q[k] = value
+                phi3 += value * value
+        if iteration > 0:
+            denominator = phi3 + lam * phi2
+            if denominator <= 0.0:
+                return iteration - 1, False
+            gamma = phi1 / denominator
+        # z = sqrt(c) t - A beta (pass 0) or z -= gamma q; phi4 = ||z||^2; A'z per block
+        for b in prange(n_blocks):
+            acc = buffers[b]
+            acc[:] = 0.0
+            extra_acc = extra_buffers[b]
+            extra_acc[:] = 0.0
+            zz = 0.0
+            for j in range(b * step, min(n_rows, (b + 1) * step)):
+                first, last = _pairs_of(pair_ptr, paired, j)
+                zeta = 0.0
+                for k in range(first, last):
+                    if iteration == 0:
+                        zk = sqrt_c[k] * t[k] - q[k]
+                    else:
+                        zk = z[k] - gamma * q[k]
+                    z[k] = zk
+                    zz += zk * zk
+                    scaled = sqrt_c[k] * zk
+                    zeta += scaled
+                    extra_acc[pair_col[k] if paired else 0] += extra_value * scaled
+                if zeta != 0.0:
+                    start, end = _row_span(indptr, rows[j])
+                    for k in range(start, end):
+                        acc[_u(indices[k])] += data[k] * zeta
+            block_zz[b] = zz
+        phi4 = 0.0
+        for b in range(n_blocks):
+            phi4 += block_zz[b]
+        # beta += gamma p; r = A'z - lam D beta; ||beta||^2, ||r||^2 and r' M^{-1} r
+        rr = 0.0
+        rmr = 0.0
+        bb = 0.0
+        if parallel_features:
+            for f in prange(d):
+                b2, r2, rm2 = _gradient_entry(f, iteration, beta, gamma, p, buffers, lam, r,
+                                              m_inv)
+                bb += b2
+                rr += r2
+                rmr += rm2
+        else:
+            for f in range(d):
+                b2, r2, rm2 = _gradient_entry(f, iteration, beta, gamma, p, buffers, lam, r,
+                                              m_inv)
+                bb += b2
+                rr += r2
+                rmr += rm2
+        for c in range(n_extra):
+            if iteration > 0:
+                beta[d + c] += gamma * p[d + c]
+            bb += beta[d + c] * beta[d + c]
+            g = 0.0
+            for b in range(n_blocks):
+                g += extra_buffers[b, c]
+            value = g - lam * reg_extra * beta[d + c]
+            r[d + c] = value
+            rr += value * value
+            rmr += m_inv[d + c] * value * value
+        # the stopping rule, then the next direction p = M^{-1} r + omega p
+        bound = eps * (rho * np.sqrt(phi4) + beta_weight * np.sqrt(bb))
+        if rr <= bound * bound or rr == 0.0:
             return iteration, True
-        p *= phi1 / phi1_old
-        p += r
+        if iteration == max_iter:
+            break
+        omega = rmr / phi1 if iteration > 0 else 0.0
+        phi1 = rmr
+        phi2 = 0.0
+        if parallel_features:
+            for f in prange(d):
+                phi2 += _direction_entry(f, m_inv, r, omega, p)
+        else:
+            for f in range(d):
+                phi2 += _direction_entry(f, m_inv, r, omega, p)
+        for c in range(n_extra):
+            value = m_inv[d + c] * r[d + c] + omega * p[d + c]
+            p[d + c] = value
+            phi2 += reg_extra * value * value
     return max_iter, False
 
 
@@ -165,3 +379,17 @@ def conjugate_gradient(apply_A, b, x0=None, *, precondition=None, rtol=1e-8, ato
         p = z + (rz_new / rz) * p
         rz = rz_new
     return CGResult(x, max_iter, residual_norm, 1)
+
+
+@njit(cache=True)
+def dot(a, b):
+    """a . b for 1-d float64 arrays, on the calling thread.
+
+    Solvers use it instead of ``a @ b`` in their per-iteration bookkeeping: NumPy hands long
+    dot products to a multi-threaded BLAS whose spinning threads compete with Numba's for
+    the cores.
+    """
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * b[i]
+    return s

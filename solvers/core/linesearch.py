@@ -5,8 +5,8 @@ L2-SVM (and of the modified Huber and ordinal variants) is convex and piecewise 
 its slope phi'(delta) is continuous and piecewise linear; it bends only where an example
 switches between pieces of its loss.  Keerthi & DeCoste (2005, section 4.4, eqs. (14)-(18))
 sort those breakpoints and sweep them left to right, tracking the slope's line through the
-ordinates ``l`` at delta = 0 and ``r`` at delta = 1, until the slope crosses zero.
-O(m log m) for the sort, O(m) for the sweep.
+ordinates ``l`` at delta = 0 and ``r`` at delta = 1, until the slope crosses zero: O(m log m).
+:func:`piecewise_linear_root` finds the same crossing by selection instead, in expected O(m).
 
 This module holds the sweep, written once: callers describe their breakpoints as
 (delta_i, dl_i, dr_i) -- where the slope line's ordinates at 0 and 1 change by dl_i and dr_i
@@ -26,29 +26,78 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
 
     Between consecutive breakpoints the slope is the line through (0, l) and (1, r); passing
     ``breakpoints[i]`` adds ``dl[i]`` to l and ``dr[i]`` to r.  Breakpoints must be positive
-    (their order is irrelevant: they are sorted here).  Returns delta* >= 0 with slope zero
-    (0 when the slope is already non-negative at 0).
+    (their order is irrelevant).  Returns delta* >= 0 with slope zero (0 when the slope is
+    already non-negative at 0).
 
-    Keerthi & DeCoste, Appendix A step 6: for each sorted breakpoint delta, the slope there is
-    l + delta (r - l); once it is >= 0 the root is -l / (r - l) within the current piece.
+    Keerthi & DeCoste, Appendix A step 6: in increasing order of the breakpoints, the slope at
+    a breakpoint delta is l + delta (r - l); at the first one where it is >= 0 the root is
+    -l / (r - l) on the current line.  The same root is found here without sorting everything,
+    in expected O(m): split the breakpoints left to locate at a pivot (the median of three);
+    the slope at the pivot, on the line with every breakpoint below it passed, says whether
+    the root lies below the pivot (keep the lower part) or above (pass the lower part and the
+    pivot, keep the upper part).  The last few are swept in sorted order.
     """
     ls = l0
     rs = r0
     if ls >= 0.0:
         return 0.0
-    order = np.argsort(breakpoints, kind="mergesort")
-    for j in range(order.shape[0]):
-        i = order[j]
-        delta = breakpoints[i]
-        slope_at_delta = ls + delta * (rs - ls)
-        if slope_at_delta >= 0.0:
+    bp = breakpoints.copy()
+    a = dl.copy()
+    c = dr.copy()
+    lo = 0
+    hi = bp.shape[0]
+    found = False  # a breakpoint with a non-negative slope exists
+    while hi - lo > 16:
+        mid = (lo + hi) // 2
+        pivot = max(min(bp[lo], bp[mid]), min(max(bp[lo], bp[mid]), bp[hi - 1]))
+        # bp[lo:m] < pivot <= bp[m:hi]; (sl, sr) sums the updates of the lower part
+        m = lo
+        sl = 0.0
+        sr = 0.0
+        for j in range(lo, hi):
+            if bp[j] < pivot:
+                _swap3(bp, a, c, j, m)
+                sl += a[m]
+                sr += c[m]
+                m += 1
+        low_l = ls + sl
+        low_r = rs + sr
+        if low_l + pivot * (low_r - low_l) >= 0.0:
+            found = True
+            hi = m  # the root is at most the pivot: search below it
+        else:
+            ls = low_l  # the root lies above the pivot: pass everything up to it
+            rs = low_r
+            k = m
+            for j in range(m, hi):
+                if bp[j] == pivot:
+                    _swap3(bp, a, c, j, k)
+                    ls += a[k]
+                    rs += c[k]
+                    k += 1
+            lo = k
+    # the few left: insertion sort, then the sweep of Appendix A
+    for j in range(lo + 1, hi):
+        k = j
+        while k > lo and bp[k - 1] > bp[k]:
+            _swap3(bp, a, c, k - 1, k)
+            k -= 1
+    for j in range(lo, hi):
+        if ls + bp[j] * (rs - ls) >= 0.0:
             return -ls / (rs - ls)
-        ls += dl[i]
-        rs += dr[i]
-    if rs - ls <= 0.0:
+        ls += a[j]
+        rs += c[j]
+    if not found and rs - ls <= 0.0:
         # Only possible without regularization and with an unbounded direction.
         return np.inf
     return -ls / (rs - ls)
+
+
+@njit(cache=True, inline="always")
+def _swap3(x, y, z, i, j):
+    x[i], x[j] = x[j], x[i]
+    y[i], y[j] = y[j], y[i]
+    z[i], z[j] = z[j], z[i]
 
 
 @njit(cache=True)

@@ -20,11 +20,25 @@ from solvers import config
 
 
 @njit(cache=True, inline="always")
+def _u(i):
+    """An index as unsigned: Numba then skips its negative-index wraparound test, which
+    otherwise about doubles the cost of a sparse product (CSR indices are never negative)."""
+    return np.uint64(i)
+
+
+@njit(cache=True, inline="always")
 def _row_dot(indptr, indices, data, i, w):
     acc = 0.0
-    for k in range(indptr[i], indptr[i + 1]):
-        acc += data[k] * w[indices[k]]
+    for k in range(_u(indptr[i]), _u(indptr[i + 1])):
+        acc += data[k] * w[_u(indices[k])]
     return acc
+
+
+@njit(cache=True, inline="always")
+def _row_axpy(indptr, indices, data, i, a, out):
+    """out += a x_i."""
+    for k in range(_u(indptr[i]), _u(indptr[i + 1])):
+        out[_u(indices[k])] += data[k] * a
 
 
 # -- X w + intercept -----------------------------------------------------------------------
@@ -68,8 +82,7 @@ def rmatvec_serial(indptr, indices, data, z, out):
     for i in range(z.shape[0]):
         zi = z[i]
         if zi != 0.0:
-            for k in range(indptr[i], indptr[i + 1]):
-                out[indices[k]] += data[k] * zi
+            _row_axpy(indptr, indices, data, i, zi, out)
 
 
 @njit(cache=True)
@@ -79,9 +92,7 @@ def rmatvec_rows_serial(indptr, indices, data, rows, z, out):
     for k in range(rows.shape[0]):
         zk = z[k]
         if zk != 0.0:
-            i = rows[k]
-            for p in range(indptr[i], indptr[i + 1]):
-                out[indices[p]] += data[p] * zk
+            _row_axpy(indptr, indices, data, rows[k], zk, out)
 
 
 @njit(cache=True, parallel=True)
@@ -95,9 +106,7 @@ def _rmatvec_blocks(indptr, indices, data, rows, z, out, all_rows, n_threads):
         for k in range(b * step, min(n_rows, (b + 1) * step)):
             zk = z[k]
             if zk != 0.0:
-                i = k if all_rows else rows[k]
-                for p in range(indptr[i], indptr[i + 1]):
-                    acc[indices[p]] += data[p] * zk
+                _row_axpy(indptr, indices, data, k if all_rows else rows[k], zk, acc)
     for j in prange(out.shape[0]):
         s = 0.0
         for b in range(n_blocks):

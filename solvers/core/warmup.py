@@ -12,7 +12,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.core import linesearch, sparse
+from solvers.core import linalg, linesearch, sparse
 
 
 def _tiny_matrices():
@@ -39,6 +39,11 @@ def warm_up(parallel: bool = True) -> float:
             sparse.csr_matmat(X, np.ones((2, 3)), np.zeros(2), parallel=flag)
         sparse.rows_nnz(X.indptr, rows)
         sparse.row_norms_squared(X.indptr, X.indices, X.data, np.empty(3))
+        # CGLS (one kernel serves serial and parallel, single and paired rows)
+        linalg.cgls(X, rows, np.ones(2), np.ones(2), np.zeros(4), bias_scale=1.0, lam=1.0)
+        linalg.cgls(X, rows, np.ones(3), np.ones(3), np.zeros(5), bias_scale=-1.0, lam=1.0,
+                    pair_ptr=np.array([0, 1, 3]), pair_col=np.array([0, 0, 1]))
+    linalg.dot(w, w)
     xi0 = np.array([1.0, -0.5, 2.5])
     xi1 = np.array([-1.0, 0.5, 1.5])
     for width in (np.inf, 2.0):
