@@ -1,47 +1,106 @@
 """L2-SVM-MFN: the modified finite Newton method of Keerthi & DeCoste (JMLR 6, 2005).
 
-Problem (``design.md``), y_i = +-1, x~_i = (x_i, s) with s = ``bias_scale`` (0 without bias)::
+Problem (``design.md``), t_i = +-1, x~_i = (x_i, s) with s = ``bias_scale`` (s = 0 and b = 0
+for ``bias="none"``), C_i = C * sample_weight_i::
 
-    minimize_beta   1/2 ||beta||^2 + sum_i C_i loss(y_i x~_i . beta)
+    minimize_beta   1/2 ||beta||^2 + sum_i C_i loss(t_i x~_i . beta)            beta = (w, b)
 
 The paper writes it as f(beta) = lambda/2 ||beta||^2 + sum_i c_i L(xi_i), xi_i = 1 - t_i y_i,
-L(xi) = xi^2 / 2 for xi > 0 (eq. 2): our objective is f scaled by 2C, so **lambda = 1/(2C)**
-and c_i is the sample weight.  The bias is regularized like any weight (the paper's b^2/2
-term; LIBLINEAR's ``-B``), or absent.
+L(xi) = xi^2 / 2 for xi > 0 (eqs. (2), (19)-(20)).  ``design.md``'s squared hinge has no 1/2,
+so our objective is f scaled by 2C: **lambda = 1/(2C)** (the paper's lambda = 1/C for its own
+C/2 sum xi^2), and c_i is the sample weight.  The bias is regularized like a weight (the
+paper's b^2/2 term, LIBLINEAR's ``-B s``; section 2's gamma-scaled bias is ``bias_scale``
+= 1/gamma), or absent.  A free (unregularized) bias is refused.
 
 One engine serves every loss the paper treats, all with a derivative of the form
-L'(xi) = kappa * clip(xi - xi_lo, 0, width):
+loss'(xi) = kappa * clip(xi - xi_lo, 0, width); CGLS works on the problem divided by kappa C,
+so lambda = 1/(kappa C):
 
 * ``squared_hinge``: the L2-SVM of sections 2-4 and Appendix A (kappa = 2, width = inf);
-* ``modified_huber``: section 6, eqs. (21)-(23) (kappa = 2, width = 2): three index sets, the
-  least-squares problem shifted by q = (width/lambda) sum_{I2} c_i t_i x~_i, and a line search
-  that watches examples move between the three sets;
-* ``hinge``: section 6's homotopy -- the L1 loss is approximated by the scaled modified Huber
-  loss with tau_j = 2^-j, each problem seeded with the previous solution, until the hinge
-  duality gap (a certificate: alpha_i = C_i h'_tau(xi_i) is hinge-dual feasible) falls below
-  ``hinge_gap_tolerance`` relative to the objective.
+* ``modified_huber``: section 6, eqs. (21)-(23).  ``design.md``'s loss is twice Keerthi's L_h
+  (kappa = 2, width = 2), so again lambda = 1/(2C).  Three index sets I0, I1, I2; CGLS solves
+  the least-squares problem (23), shifted by q = (2/lambda) sum_{I2} c_i t_i x~_i; the line
+  search watches examples move between the three sets;
+* ``hinge``: section 6's homotopy.  The L1 loss is replaced by tau/2 L_h(xi/tau + 1) (kappa =
+  1/(2 tau), xi_lo = -tau, width = 2 tau, lambda = 2 tau / C), which is 0 below -tau, equals
+  xi above tau and exceeds the hinge by at most tau/4.  tau_j = 2^-j, j = 0, 1, ...; each
+  problem is seeded with the previous solution (Appendix A's ini = 1) and solved to the final
+  eps.  The paper leaves the stopping rule open ("several details need to be worked out");
+  ours is a certificate: alpha_i = C_i h'_tau(xi_i) lies in the hinge dual's box [0, C_i],
+  so P_hinge(beta) - D_hinge(alpha) bounds the distance to the hinge optimum, and the
+  homotopy stops once it is at most ``hinge_gap_tolerance`` (default 1e-4) relative to
+  P_hinge.  Measured against an interior-point solve of the hinge dual (certified to ~1e-12,
+  tests/reference.py): with the default the objective ends 9e-6 to 9e-5 above the optimum on
+  four small UCI sets (C = 0.1, 1, 10; tau = 2^-8..2^-9) and 2.3e-5 / 3.1e-5 on a9a (C = 0.1
+  / 1, tau = 2^-6), always inside the certified gap; ``hinge_gap_tolerance=1e-6`` gives
+  6e-7 on a9a (tau = 2^-11..2^-12).  LIBLINEAR -s 3 at eps 1e-10 ends 5.7e-6 / 1.2e-4 above
+  the optimum on a9a.  Small tau makes the least-squares problems ill-conditioned (lambda
+  halves with tau): on a9a the CGLS iterations per round are flat down to tau ~ 2^-6 and then
+  grow by about 1.4x per halving (C = 1: ~550 per round early, ~2000 at tau = 2^-12) -- slower,
+  not stalled, but a reason to stop on the gap rather than on a fixed small tau.
 
 Each Newton iteration (Appendix A): CGLS on the active rows only, warm-started at the current
-point (Frommer & Maass) and stopped by the relative rule (13) ``||r|| <= eps ||z||``; then the
-exact line search over sorted breakpoints (eqs. (14)-(18)).  Heuristic 1: after a crude start,
-the first CGLS call stops after 10 iterations.  Heuristic 2: a first round at eps = 1e-2, a
-second at the requested eps = 1e-6.  Step 5's checks use tol = 1e-8; ``max_iter`` = 50 Newton
-iterations; a rising objective ends the run with status ``failed`` (step 7's error exit).
+point (Frommer & Maass) and stopped by the relative rule (13) ``||r|| <= eps ||z||``; the full
+outputs y(beta_bar); step 5's optimality checks with tol = 1e-8; otherwise the exact line
+search over the breakpoints (eqs. (14)-(18); the crossing the sorted sweep of step 6 finds is
+located by selection, in expected O(m) instead of O(m log m)).  Heuristic 1: after a crude
+start (ini = 0) the first CGLS call stops after 10 iterations.  Heuristic 2: a first round at
+eps = 1e-2, a second at the requested eps = 1e-6.  ``max_iter`` = itermax = 50 Newton
+iterations per run of Appendix A (both rounds of heuristic 2 together); an objective that
+rises ends the run with status ``failed`` (step 7's error exit).
 
-Extras: beta-seeding from a weight guess (section 4.1, eqs. (8)-(9)); a C path solved with warm
-starts (Table 1); dual recovery and the maximum dual KKT violation (section 4.7), optionally
-driven below ``dual_kkt_tolerance`` by continuing with a smaller eps (section 5's protocol).
+Options that are not in the paper (off by default): ``preconditioning`` = alpha runs CGLS
+on the column-scaled problem, M = lambda I + alpha diag(X_I'X_I) (the diagonal preconditioner
+of LIBLINEAR's Newton solver; alpha = 1 is plain Jacobi); it changes the CG directions, not the
+iterates' limit or rule (13), and cuts CG iterations 2.4-18x on w8a, a9a (C >= 1) and the
+synthetic benchmark problem, but multiplies them by 2-7x on mushrooms and news20
+(bench/README.md).
+``cgls_rule="gradient_bound"`` stops CGLS by the rule (13) is derived from in section 4.3,
+||r|| <= eps (||X~|| ||z|| + lambda ||beta||): up to 2.3x fewer CG iterations when the active
+rows are fewer than the features (news20), final relative gaps ~1e-7 instead of ~1e-12.
+
+Extensions:
+
+* beta-seeding (section 4.1): :func:`seed_from_weights` rescales a weight guess by eqs.
+  (8)-(9); :func:`solve_path` solves a list of C values, each started from the previous
+  solution with ini = 1 (Table 1);
+* dual recovery and the maximum dual KKT violation (section 4.7, :func:`dual_kkt_violation`);
+  with ``dual_kkt_tolerance`` the solution is continued with eps / 10, eps / 100, ... until
+  the violation is within it (section 5's protocol: ``epsilon=1e-3, dual_kkt_tolerance=1e-3``);
+* ordinal regression (section 7, :class:`OrdinalProblem`, :func:`solve_ordinal`,
+  ``task="ordinal"``);
+* multi-class: one-vs-rest over the binary solver (``solvers.train``).
+
+Ordinal regression (eqs. (25)-(26)), labels mapped to ranks 1..p, p - 1 thresholds
+theta_s = s * b_s (s = ``bias_scale``), C_i = C * sample_weight_i::
+
+    minimize  1/2 (||w||^2 + ||b||^2)
+              + sum_i C_i ( sum_{s < rank_i} max(0, 1 - (w.x_i - theta_s))^2
+                            + sum_{s >= rank_i} max(0, 1 + (w.x_i - theta_s))^2 )
+
+which is eq. (25) scaled by 2C (lambda = 1/(2C), beta = (w, b_1..b_{p-1}) regularized as a
+whole, as in the paper).  Each (example, threshold) pair is a squared-hinge term with label
+sigma_is = +1 (s < rank_i) or -1 and least-squares row (x_i, -s e_s): the same engine runs
+on these pairs.  For the CGLS of (26) the shared core takes "paired rows" (each active
+example once, with the threshold column of each of its active pairs) instead of an augmented
+CSR matrix built every Newton iteration: no copy of X, and each product touches x_i once
+however many of its pairs are active (x_i . w is shared by the pairs, their residuals are
+summed before x_i is scattered into X'z).  The exact line search handles at most m (p - 1)
+breakpoints with the same kernels as the binary problem.  Along the ray the thresholds move
+too, so a pair's breakpoint is where the linear function sigma_is (y_i(delta) -
+theta_s(delta)) crosses 1 (the paper writes it with theta_s held at the current point).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+import scipy.sparse as sp
+from pydantic import Field, model_validator
 
-from solvers.core.linalg import cgls
+from solvers.core.linalg import cgls, dot
 from solvers.core.linesearch import clipped_loss_breakpoints, piecewise_linear_root
 from solvers.core.sparse import (
     csr_matvec,
@@ -50,19 +109,29 @@ from solvers.core.sparse import (
     rows_nnz,
     use_parallel,
 )
+from solvers.data.dataset import Dataset
+from solvers.models.ordinal import OrdinalModel
 from solvers.monitor import IterationRecord, Monitor, NullMonitor, Stopwatch
 from solvers.problem import BinaryProblem
 from solvers.registry import Solution, SolverParams, SolverSpec, register
+from solvers.train import Fit, SubproblemResult
 
 # Relative slack on "the objective rose" (step 7): exact line search cannot increase f, but
 # the objective is a sum of m terms evaluated in floating point.
 _RISE_SLACK = 1e-12
+
+# _drive_dual_kkt gives up once eps would fall below this.
+_SMALLEST_EPSILON = 1e-15
 
 
 class MFNParams(SolverParams):
     """Parameters of ``mfn`` (defaults are the paper's, Appendix A)."""
 
     solver: Literal["mfn"] = "mfn"
+    task: Literal["classification", "ordinal"] = Field(
+        "classification",
+        description="classification (binary, one-vs-rest for more classes) or ordinal "
+                    "regression over the sorted labels (section 7; squared hinge only).")
     loss: Literal["squared_hinge", "modified_huber", "hinge"] = "squared_hinge"
     bias: Literal["regularized", "none"] = "regularized"
     epsilon: float = Field(1e-6, gt=0, lt=1,
@@ -75,22 +144,46 @@ class MFNParams(SolverParams):
         description="Heuristic 1: CGLS iteration cap of the first call after a crude start "
                     "(None: off).")
     max_cgls_iterations: int = Field(5000, ge=1, description="cgitermax of every other call.")
-    max_iter: int = Field(50, ge=1, description="itermax: Newton iterations in all.")
+    cgls_rule: Literal["residual", "gradient_bound"] = Field(
+        "residual",
+        description="CGLS stopping rule: 'residual' is rule (13), ||r|| <= eps ||z||; "
+                    "'gradient_bound' the rule (13) is derived from, ||r|| <= eps (||X|| ||z|| "
+                    "+ lambda ||beta||) (section 4.3).")
+    preconditioning: float = Field(
+        0.0, ge=0,
+        description="alpha of CGLS's diagonal preconditioner M = lambda I + alpha diag(X_I'X_I) "
+                    "(0: none, the paper's CGLS).")
+    max_iter: int = Field(50, ge=1,
+                          description="itermax: Newton iterations per run of Appendix A.")
     tol: float = Field(1e-8, ge=0, description="Step 5's tolerance on t_i y_i around 1.")
     dual_kkt_tolerance: float | None = Field(
         None, gt=0,
         description="Section 4.7: continue with smaller eps until the maximum dual KKT "
-                    "violation is at most this (None: no such requirement).")
+                    "violation is at most this (None: no such requirement; squared hinge).")
     hinge_gap_tolerance: float = Field(
         1e-4, gt=0, lt=1,
         description="hinge only: stop the tau = 2^-j homotopy once the hinge duality gap "
                     "relative to the objective is at most this.")
     hinge_max_rounds: int = Field(30, ge=1, description="hinge only: largest j in tau = 2^-j.")
 
+    @model_validator(mode="after")
+    def _ordinal_problem(self):
+        if self.task == "ordinal":
+            if self.loss != "squared_hinge":
+                raise ValueError("ordinal regression is solved for the squared hinge loss only")
+            if self.bias != "regularized":
+                raise ValueError("ordinal regression needs its thresholds: bias='regularized'")
+        if self.dual_kkt_tolerance is not None and self.loss != "squared_hinge":
+            raise ValueError("dual_kkt_tolerance (section 4.7) is for the squared hinge loss")
+        return self
+
+
+# -- losses ------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ClippedLoss:
-    """L(xi) with L'(xi) = kappa * clip(xi - xi_lo, 0, width), in the objective's scale."""
+    """loss(xi) with loss'(xi) = kappa * clip(xi - xi_lo, 0, width), in ``design.md``'s scale."""
 
     kappa: float
     xi_lo: float
@@ -106,9 +199,15 @@ class ClippedLoss:
     def derivative(self, xi: np.ndarray) -> np.ndarray:
         return self.kappa * np.clip(xi - self.xi_lo, 0.0, self.width)
 
+    def conjugate_sum(self, alpha: np.ndarray, cost: np.ndarray) -> float:
+        """sum_i C_i loss*(alpha_i / C_i) for alpha_i = C_i loss'(xi_i) (in the domain):
+        loss*(v) = v xi_lo + v^2 / (2 kappa)."""
+        return float(np.sum(alpha * self.xi_lo + alpha * alpha / (2.0 * self.kappa * cost)))
+
 
 SQUARED_HINGE = ClippedLoss(kappa=2.0, xi_lo=0.0, width=np.inf)
 MODIFIED_HUBER = ClippedLoss(kappa=2.0, xi_lo=0.0, width=2.0)
+_LOSSES = {"squared_hinge": SQUARED_HINGE, "modified_huber": MODIFIED_HUBER}
 
 
 def smoothed_hinge(tau: float) -> ClippedLoss:
@@ -117,175 +216,295 @@ def smoothed_hinge(tau: float) -> ClippedLoss:
     return ClippedLoss(kappa=1.0 / (2.0 * tau), xi_lo=-tau, width=2.0 * tau)
 
 
+# -- the least-squares rows of a problem ------------------------------------------------------
+
+
+class _BinaryRows:
+    """A binary problem's terms: one per example, least-squares row x~_i = (x_i, s)."""
+
+    def __init__(self, X: sp.csr_matrix, labels: np.ndarray, cost: np.ndarray, s: float):
+        self.X = X
+        self.labels = labels
+        self.cost = cost
+        self.extra_value = s
+        self.n_features = X.shape[1]
+        self.n_params = self.n_features + 1
+        self._parallel_full = use_parallel(X.nnz, 0)
+
+    def outputs(self, beta: np.ndarray) -> np.ndarray:
+        return csr_matvec(self.X, beta[:-1], self.extra_value * beta[-1],
+                          parallel=self._parallel_full)
+
+    def structure(self, terms: np.ndarray):
+        """(rows, pair_ptr, pair_col) of the least-squares rows ``terms`` for :func:`cgls`."""
+        return terms, None, None
+
+    def forward(self, terms: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return csr_matvec_rows(self.X, terms, v[:-1], self.extra_value * v[-1])
+
+    def adjoint(self, terms: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
+        """sum_k coefficients_k x~_{terms[k]} as a parameter vector."""
+        out = np.empty(self.n_params)
+        out[:-1] = csr_rmatvec_rows(self.X, terms, coefficients)
+        out[-1] = self.extra_value * coefficients.sum()
+        return out
+
+
+class _OrdinalRows:
+    """An ordinal problem's terms: pair k = i (p - 1) + c of example i and threshold c, least-
+    squares row (x_i, -s e_c), label +1 when rank_i > c + 1, else -1 (section 7)."""
+
+    def __init__(self, X: sp.csr_matrix, ranks: np.ndarray, n_levels: int, cost: np.ndarray,
+                 s: float):
+        self.X = X
+        self.n_thresholds = n_levels - 1
+        columns = np.arange(self.n_thresholds)
+        self.labels = np.where(columns[None, :] < ranks[:, None] - 1, 1.0, -1.0).ravel()
+        self.cost = np.repeat(cost, self.n_thresholds)
+        self.extra_value = -s
+        self.n_features = X.shape[1]
+        self.n_params = self.n_features + self.n_thresholds
+        self._parallel_full = use_parallel(X.nnz, 0)
+
+    def outputs(self, beta: np.ndarray) -> np.ndarray:
+        d = self.n_features
+        scores = csr_matvec(self.X, beta[:d], parallel=self._parallel_full)
+        return (scores[:, None] + self.extra_value * beta[None, d:]).ravel()
+
+    def _examples(self, terms: np.ndarray):
+        example = terms // self.n_thresholds
+        rows, counts = np.unique(example, return_counts=True)
+        return rows, counts
+
+    def structure(self, terms: np.ndarray):
+        rows, counts = self._examples(terms)  # terms are sorted, so pairs group by example
+        pair_ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+        np.cumsum(counts, out=pair_ptr[1:])
+        return rows, pair_ptr, terms % self.n_thresholds
+
+    def forward(self, terms: np.ndarray, v: np.ndarray) -> np.ndarray:
+        d = self.n_features
+        rows, counts = self._examples(terms)
+        scores = csr_matvec_rows(self.X, rows, v[:d])
+        return np.repeat(scores, counts) + self.extra_value * v[d + terms % self.n_thresholds]
+
+    def adjoint(self, terms: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
+        d = self.n_features
+        rows, counts = self._examples(terms)
+        per_example = np.add.reduceat(coefficients, np.r_[0, np.cumsum(counts)[:-1]]) \
+            if terms.shape[0] else coefficients
+        out = np.empty(self.n_params)
+        out[:d] = csr_rmatvec_rows(self.X, rows, per_example)
+        out[d:] = self.extra_value * np.bincount(terms % self.n_thresholds, coefficients,
+                                                 minlength=self.n_thresholds)
+        return out
+
+
+# -- Appendix A ---------------------------------------------------------------------------------
+
+
 @dataclass
 class MFNState:
-    """The current point: beta, outputs o_i = x~_i . beta on every row, and the round."""
+    """The current point: beta, the outputs y_k = x~_k . beta of every term, and whether it is a
+    crude start (Appendix A's ini = 0)."""
 
     beta: np.ndarray
     outputs: np.ndarray
-    crude: bool  # ini = 0 in Appendix A: the start is a crude approximation
+    crude: bool
+
+
+@dataclass
+class _Counters:
+    iterations: int = 0  # Newton iterations over all runs (reported in the records)
+    cg_iterations: int = 0
+    runs: list = field(default_factory=list)  # one dict per run of Appendix A
 
 
 class _Engine:
-    """Appendix A for one problem and one loss of the clipped family."""
+    """Appendix A on the terms of one problem, for any loss of the clipped family."""
 
-    def __init__(self, problem: BinaryProblem, params: MFNParams, monitor: Monitor,
-                 clock: Stopwatch, iteration_offset: int = 0):
-        if problem.bias == "free":
-            raise ValueError("mfn solves the regularized-bias and no-bias problems only")
-        self.problem = problem
+    def __init__(self, terms, C: float, params: MFNParams, monitor: Monitor, clock: Stopwatch,
+                 hinge: bool = False):
+        self.terms = terms
+        self.C = C
         self.params = params
         self.monitor = monitor
         self.clock = clock
-        X = problem.X
-        self.X = X
-        self.arrays = (X.indptr, X.indices, X.data)
-        self.t = problem.y
-        self.weight = problem.cost / problem.C  # c_i (sample weights)
-        self.sqrt_weight = np.sqrt(self.weight)
-        self.s = problem.effective_bias_scale
-        self.iteration = iteration_offset
-        self.cg_iterations = 0
+        self.hinge = hinge  # report the hinge objective and gap (the homotopy's target)
+        self.t = terms.labels
+        self.cost = terms.cost
+        self.sqrt_weight = np.sqrt(terms.cost / C)  # sqrt(c_i)
+        self.count = _Counters()
+        self._stop_message = ""
+        self._rho = None
 
-    # -- helpers -------------------------------------------------------------------------------
-    def full_outputs(self, beta: np.ndarray) -> np.ndarray:
-        return csr_matvec(self.X, beta[:-1], self.s * beta[-1],
-                          parallel=use_parallel(self.X.nnz, 0))
+    def data_norm(self) -> float | None:
+        """rho = ||X~|| of the 'gradient_bound' rule (None for rule (13)): the largest singular
+        value of the weighted matrix of all terms, by power iteration to 1% (computed once)."""
+        if self.params.cgls_rule == "residual":
+            return None
+        if self._rho is None:
+            everything = np.arange(self.t.shape[0])
+            v = np.ones(self.terms.n_params)
+            rho = 0.0
+            for _ in range(100):
+                v /= np.sqrt(dot(v, v))
+                u = self.sqrt_weight * self.terms.forward(everything, v)
+                v = self.terms.adjoint(everything, self.sqrt_weight * u)
+                previous, rho = rho, np.sqrt(dot(u, u))
+                if rho - previous <= 1e-2 * rho:
+                    break
+            self._rho = rho
+        return self._rho
 
-    def weighted_sum_rows(self, rows: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
-        """sum_k coefficients_k x~_{rows[k]} as a parameter vector."""
-        out = np.empty(self.problem.n_features + 1)
-        parallel = use_parallel(rows_nnz(self.X.indptr, rows), self.problem.n_features)
-        out[:-1] = csr_rmatvec_rows(self.X, rows, coefficients, parallel=parallel)
-        out[-1] = self.s * coefficients.sum()
-        return out
+    # -- objective and certificates ------------------------------------------------------------
+    def objective(self, beta: np.ndarray, xi: np.ndarray, loss: ClippedLoss) -> float:
+        return 0.5 * dot(beta, beta) + float(np.sum(self.cost * loss.value(xi)))
 
-    def objective(self, beta: np.ndarray, outputs: np.ndarray, loss: ClippedLoss) -> float:
-        xi = 1.0 - self.t * outputs
-        return 0.5 * float(beta @ beta) + float(self.problem.cost @ loss.value(xi))
+    def hinge_objective(self, beta: np.ndarray, xi: np.ndarray) -> float:
+        return 0.5 * dot(beta, beta) + float(np.sum(self.cost * np.maximum(xi, 0.0)))
 
-    def relative_duality_gap(self, beta, outputs, loss: ClippedLoss, primal: float,
-                             true_problem: BinaryProblem | None = None) -> float:
-        """(P - D) / |P| with alpha_i = C_i L'(xi_i); for the hinge homotopy, the gap of the
-        hinge problem itself (``true_problem``)."""
-        xi = 1.0 - self.t * outputs
-        alpha = self.problem.cost * loss.derivative(xi)
+    def dual_objective(self, xi: np.ndarray, loss: ClippedLoss) -> float:
+        """D(alpha) at alpha_i = C_i loss'(xi_i): of the problem itself, or of the hinge problem
+        (alpha is then in its box [0, C_i], and its conjugate term vanishes)."""
+        alpha = self.cost * loss.derivative(xi)
         support = np.flatnonzero(alpha)
-        w_alpha = self.weighted_sum_rows(support, (alpha * self.t)[support])
-        conj = _conjugate_term(true_problem or self.problem, alpha, loss)
-        dual = float(alpha.sum()) - 0.5 * float(w_alpha @ w_alpha) - conj
-        if true_problem is not None:
-            primal = true_problem.objective_from_margins(beta, self.t * outputs)
-        return (primal - dual) / max(abs(primal), 1e-300)
+        w_alpha = self.terms.adjoint(support, (alpha * self.t)[support])
+        conjugate = 0.0 if self.hinge else loss.conjugate_sum(alpha, self.cost)
+        return float(alpha.sum()) - 0.5 * dot(w_alpha, w_alpha) - conjugate
 
     # -- one run of Appendix A -------------------------------------------------------------------
-    def run(self, state: MFNState, loss: ClippedLoss, epsilon: float,
-            true_problem: BinaryProblem | None = None) -> tuple[str, str]:
-        """Iterate steps 3-8 from ``state`` (updated in place).  Returns (status, message)."""
+    def run(self, state: MFNState, loss: ClippedLoss, epsilon: float) -> tuple[str, str]:
+        """Steps 2-8 from ``state`` (updated in place).  Returns (status, message)."""
         p = self.params
-        lam = 1.0 / (self.problem.C * loss.kappa)
-        two_rounds = state.crude and p.first_round_epsilon is not None \
+        terms = self.terms
+        lam = 1.0 / (self.C * loss.kappa)
+        lo, hi = loss.xi_lo, loss.xi_lo + loss.width
+        # Step 1: ini = 0 (crude start) runs both heuristics; ini = 1 goes straight to eps.
+        need_second_round = state.crude and p.first_round_epsilon is not None \
             and p.first_round_epsilon > epsilon
-        eps = p.first_round_epsilon if two_rounds else epsilon
+        eps = p.first_round_epsilon if need_second_round else epsilon
         first_call = state.crude
+        state.crude = False
         beta, outputs = state.beta, state.outputs
-        F_previous = self.objective(beta, outputs, loss)
-        newton_steps = 0
+        xi = 1.0 - self.t * outputs
+        F_previous = self.objective(beta, xi, loss)
+        newton = 0  # Appendix A's iter (step 2)
+        cg_total = 0
         while True:
-            # Step 3: the index sets at beta, and the least-squares problem on I1.
-            xi = 1.0 - self.t * outputs
-            in_quadratic = (xi > loss.xi_lo) & (xi < loss.xi_lo + loss.width)
-            rows = np.flatnonzero(in_quadratic)
-            saturated = np.flatnonzero(xi >= loss.xi_lo + loss.width)
-            # Shift of eq. (23): q = (width / lambda) sum_{I2} c_i t_i x~_i; CGLS works on
-            # beta~ = beta - q with targets t~_i = t_i (1 - xi_lo) - x~_i . q.
-            targets = self.t[rows] * (1.0 - loss.xi_lo)
+            # Step 3: the index sets at beta (I0: xi <= lo, I1: lo < xi < hi, I2: xi >= hi)
+            # and the least-squares problem on I1.
+            active = np.flatnonzero((xi > lo) & (xi < hi))
+            saturated = np.flatnonzero(xi >= hi)
+            # The shift of eq. (23): q = (width / lambda) sum_{I2} c_i t_i x~_i; CGLS solves
+            # for beta~ = beta - q with targets t_i (1 - xi_lo) - x~_i . q.
+            targets = self.t[active] * (1.0 - lo)
+            beta_bar = beta.copy()
+            shift = None
             if saturated.size:
-                q = self.weighted_sum_rows(saturated, (self.weight * self.t)[saturated])
-                q *= loss.width / lam
-                targets = targets - csr_matvec_rows(self.X, rows, q[:-1], self.s * q[-1])
-            else:
-                q = None
-            beta_bar = beta - q if q is not None else beta.copy()
+                shift = terms.adjoint(saturated, (self.cost / self.C * self.t)[saturated])
+                shift *= loss.width / lam
+                targets -= terms.forward(active, shift)
+                beta_bar -= shift
             cg_cap = p.max_cgls_iterations
             if first_call and p.initial_cgls_iterations is not None:
                 cg_cap = p.initial_cgls_iterations  # heuristic 1
             first_call = False
-            parallel = use_parallel(rows_nnz(self.X.indptr, rows), self.problem.n_features)
-            cg_iters, optimal = cgls(self.X, rows, self.sqrt_weight[rows], targets, beta_bar,
-                                     bias_scale=self.s, lam=lam, eps=eps, max_iter=cg_cap,
-                                     parallel=parallel)
-            self.cg_iterations += cg_iters
-            if q is not None:
-                beta_bar += q
-            if self.s == 0.0:
+            rows, pair_ptr, pair_col = terms.structure(active)
+            parallel = use_parallel(rows_nnz(terms.X.indptr, rows), terms.n_features)
+            # Step 4: CGLS, warm-started at beta (Frommer & Maass), stopped by rule (13)
+            # (or the bound it comes from, ``cgls_rule``).
+            cg_iters, optimal = cgls(terms.X, rows, self.sqrt_weight[active], targets, beta_bar,
+                                     bias_scale=terms.extra_value, lam=lam, eps=eps,
+                                     max_iter=cg_cap, parallel=parallel, pair_ptr=pair_ptr,
+                                     pair_col=pair_col, precondition=p.preconditioning,
+                                     rho=self.data_norm())
+            if shift is not None:
+                beta_bar += shift
+            if terms.extra_value == 0.0:
                 beta_bar[-1] = 0.0
-            newton_steps += 1
-            self.iteration += 1
+            self.count.cg_iterations += cg_iters
+            cg_total += cg_iters
+            newton += 1
+            self.count.iterations += 1
 
-            # Step 5: optimality of beta_bar -- CGLS met (13) and no example changes set.
-            outputs_bar = self.full_outputs(beta_bar)
+            # Step 5: beta_bar is optimal if CGLS met (13) and no term changes set (within tol
+            # in t_i y_i): (b) active terms keep xi >= -tol (and, with three sets, <= hi + tol),
+            # (c) inactive ones keep xi <= tol, saturated ones xi >= hi - tol.
+            outputs_bar = terms.outputs(beta_bar)
             xi_bar = 1.0 - self.t * outputs_bar
-            if optimal and _same_index_sets(xi_bar, in_quadratic, saturated, loss, p.tol):
+            if optimal and _index_sets_hold(xi_bar, xi, lo, hi, p.tol):
                 beta[:] = beta_bar
                 outputs[:] = outputs_bar
-                F = self.objective(beta, outputs, loss)
-                if self._report(beta, outputs, loss, F, rows.size, saturated.size, cg_iters,
-                                1.0, eps, true_problem):
-                    return "stopped", self._stop_message
+                xi = xi_bar
+                F = self.objective(beta, xi, loss)
+                if self._report(beta, xi, loss, F, active.size, saturated.size, cg_iters, 1.0,
+                                eps):
+                    return self._finish("stopped", self._stop_message, loss, eps, newton,
+                                        cg_total)
                 # Step 8: the second round of heuristic 2, or the end.
-                if two_rounds:
-                    two_rounds = False
+                if need_second_round:
+                    need_second_round = False
                     eps = epsilon
                     F_previous = F
                     continue
-                return "converged", (
-                    f"converged: CGLS rule (13) met at eps={eps:g} and the index sets are "
-                    f"stable within tol={p.tol:g}"
-                )
+                return self._finish("converged", (
+                    f"converged: CGLS stopping rule met at eps={eps:g} and the index sets "
+                    f"are stable within tol={p.tol:g}"), loss, eps, newton, cg_total)
 
-            # Step 6: exact line search on the ray beta -> beta_bar.
+            # Step 6: exact line search on the ray beta -> beta_bar, eqs. (14)-(18): the
+            # slope's ordinates at delta = 0 and 1 (eqs. (16)-(17), regularizer + loss) and
+            # the breakpoints where terms change set.
             direction = beta_bar - beta
             loss_l0, loss_r0, breakpoints, dl, dr = clipped_loss_breakpoints(
-                xi, xi_bar, self.problem.cost * loss.kappa, loss.xi_lo, loss.width)
-            l0 = float(beta @ direction) + loss_l0  # eq. (16), objective scale
-            r0 = float(beta_bar @ direction) + loss_r0  # eq. (17)
+                xi, xi_bar, self.cost * loss.kappa, lo, loss.width)
+            l0 = dot(beta, direction) + loss_l0
+            r0 = dot(beta_bar, direction) + loss_r0
             delta = piecewise_linear_root(l0, r0, breakpoints, dl, dr)
 
             # Step 7: move, recompute the index sets (next pass) and the objective.
             beta += delta * direction
             outputs += delta * (outputs_bar - outputs)
-            F = self.objective(beta, outputs, loss)
-            if self._report(beta, outputs, loss, F, rows.size, saturated.size, cg_iters, delta,
-                            eps, true_problem):
-                return "stopped", self._stop_message
+            xi = 1.0 - self.t * outputs
+            F = self.objective(beta, xi, loss)
+            if self._report(beta, xi, loss, F, active.size, saturated.size, cg_iters, delta,
+                            eps):
+                return self._finish("stopped", self._stop_message, loss, eps, newton, cg_total)
             if F > F_previous * (1.0 + _RISE_SLACK) + 1e-300:
-                return "failed", (
+                return self._finish("failed", (
                     f"objective rose from {F_previous:.17g} to {F:.17g} at Newton iteration "
-                    f"{newton_steps} (Appendix A step 7 error exit)"
-                )
-            if self.iteration >= p.max_iter:
-                return "max_iter", f"itermax={p.max_iter} Newton iterations reached"
+                    f"{newton} (Appendix A step 7 error exit)"), loss, eps, newton, cg_total)
+            if newton >= p.max_iter:
+                return self._finish("max_iter", f"itermax={p.max_iter} Newton iterations "
+                                    "reached", loss, eps, newton, cg_total)
             F_previous = F
 
-    def _report(self, beta, outputs, loss, F, n_quadratic, n_saturated, cg_iters, delta, eps,
-                true_problem) -> bool:
-        gap = self.relative_duality_gap(beta, outputs, loss, F, true_problem)
-        primal = F if true_problem is None else \
-            true_problem.objective_from_margins(beta, self.t * outputs)
+    def _finish(self, status, message, loss, eps, newton, cg_total):
+        self.count.runs.append({"tau": -loss.xi_lo if self.hinge else None, "epsilon": eps,
+                                "newton_iterations": newton, "cg_iterations": cg_total,
+                                "status": status})
+        return status, message
+
+    def _report(self, beta, xi, loss, F, n_active, n_saturated, cg_iters, delta, eps) -> bool:
+        """One record per Newton iteration: the objective of ``design.md``'s problem (for the
+        homotopy, the hinge objective) and the relative duality gap.  The record's time is
+        when the iterate was ready: the gap is computed for the record only."""
+        elapsed = self.clock()
+        primal = self.hinge_objective(beta, xi) if self.hinge else F
+        gap = (primal - self.dual_objective(xi, loss)) / max(abs(primal), 1e-300)
         extras = {
             "optimality_measure": "relative_duality_gap",
-            "active": int(n_quadratic),
+            "active": int(n_active),
             "cg_iterations": int(cg_iters),
             "step": float(delta),
             "epsilon": float(eps),
         }
         if n_saturated:
             extras["saturated"] = int(n_saturated)
-        if true_problem is not None:
+        if self.hinge:
             extras["tau"] = float(-loss.xi_lo)
             extras["smoothed_objective"] = float(F)
-        self.monitor.report(IterationRecord(self.iteration, self.clock(), primal, gap, extras))
+        self.monitor.report(IterationRecord(self.count.iterations, elapsed, primal, gap, extras))
         reason = self.monitor.stop_reason()
         if reason is not None:
             self._stop_message = f"stopped: {reason}"
@@ -293,224 +512,353 @@ class _Engine:
         return False
 
 
-def _same_index_sets(xi_bar, in_quadratic, saturated, loss: ClippedLoss, tol: float) -> bool:
-    """Step 5 (b)-(c), generalized to three sets: every example stays within ``tol`` (in
-    t_i y_i) of the set it was assigned to."""
-    lo = loss.xi_lo
-    hi = loss.xi_lo + loss.width
-    out_low = ~in_quadratic
-    if saturated.size:
-        out_low[saturated] = False
-    # (b) active examples keep t y <= 1 + tol, i.e. xi >= lo - tol (and <= hi + tol)
-    quad_xi = xi_bar[in_quadratic]
-    if np.any(quad_xi < lo - tol) or np.any(quad_xi > hi + tol):
+def _index_sets_hold(xi_bar, xi, lo, hi, tol) -> bool:
+    """Step 5 (b)-(c), generalized to three sets: every term stays within ``tol`` (in t_i y_i)
+    of the set it was assigned at beta."""
+    in_low = xi <= lo
+    in_high = xi >= hi
+    in_quadratic = ~(in_low | in_high)
+    if np.any(xi_bar[in_low] > lo + tol):
         return False
-    # (c) inactive examples keep t y >= 1 - tol
-    if np.any(xi_bar[out_low] > lo + tol):
+    quadratic = xi_bar[in_quadratic]
+    if np.any(quadratic < lo - tol) or np.any(quadratic > hi + tol):
         return False
-    return not (saturated.size and np.any(xi_bar[saturated] < hi - tol))
+    return not np.any(xi_bar[in_high] < hi - tol)
 
 
-def _conjugate_term(problem: BinaryProblem, alpha: np.ndarray, loss: ClippedLoss) -> float:
-    """sum_i C_i loss*(alpha_i / C_i) for the problem's own loss (the dual used for the gap)."""
-    if problem.loss == "hinge":
-        return 0.0  # alpha_i = C_i h'_tau in [0, C_i]: hinge-dual feasible
-    # squared hinge and modified Huber: C_i loss*(v) = alpha^2 / (4 C_i) on their domains
-    return float(np.sum(np.square(alpha) / (4.0 * problem.cost)))
-
-
-def _loss_for(problem: BinaryProblem) -> ClippedLoss:
-    if problem.loss == "squared_hinge":
-        return SQUARED_HINGE
-    if problem.loss == "modified_huber":
-        return MODIFIED_HUBER
-    raise ValueError(f"mfn cannot solve loss {problem.loss!r}")
-
-
-def seed_from_weights(problem: BinaryProblem, w_guess: np.ndarray,
-                      active: np.ndarray | None = None, refine: bool = True) -> np.ndarray:
-    """beta_0 = (gamma w~, b_0) from a weight guess w~ (section 4.1, eqs. (8)-(9)).
-
-    gamma and b_0 minimize lambda/2 (gamma^2 ||w~||^2 + b_0^2) + 1/2 sum_{i in I}
-    (gamma w~.x_i + b_0 - t_i)^2 over the guessed active set I (all examples by default);
-    with ``refine`` the set is reset to I(beta_0) once and (9) solved again (footnote 4).
-    Without a bias, b_0 = 0 and gamma solves the one-dimensional problem.
-    """
-    lam = 1.0 / (2.0 * problem.C)
-    w_guess = np.asarray(w_guess, dtype=np.float64)
-    scores = csr_matvec(problem.X, w_guess)  # w~ . x_i, computed once
-    t = problem.y
-    s = problem.effective_bias_scale
-    idx = np.arange(problem.n_samples) if active is None else np.asarray(active, dtype=np.int64)
-    ww = float(w_guess @ w_guess)
-    for _ in range(2 if refine else 1):
-        u = scores[idx]
-        ti = t[idx]
-        p11 = lam * ww + float(u @ u)
-        q1 = float(ti @ u)
-        if s == 0.0:
-            gamma, b0 = (q1 / p11 if p11 > 0 else 0.0), 0.0
-        else:
-            # the bias feature has value s: b~ = s b_0 enters as the constant of (8)
-            p22 = lam / (s * s) + idx.size
-            p12 = float(u.sum())
-            q2 = float(ti.sum())
-            det = p11 * p22 - p12 * p12
-            gamma = (p22 * q1 - p12 * q2) / det
-            b0 = (p11 * q2 - p12 * q1) / det
-        beta = np.empty(problem.n_features + 1)
-        beta[:-1] = gamma * w_guess
-        beta[-1] = b0 / s if s else 0.0
-        margins = t * (gamma * scores + b0)
-        idx = np.flatnonzero(margins < 1.0)
-    return beta
-
-
-def dual_kkt_violation(problem: BinaryProblem, beta: np.ndarray) -> tuple[np.ndarray, float]:
-    """Section 4.7: dual variables from the primal solution and their largest KKT violation.
-
-    In the paper's scaling (lambda = 1/(2C), per-example weight c_i): alpha_i = -c_i t_i d_i /
-    lambda on the active set, beta^ = sum alpha_i t_i x~_i, xi_i = lambda alpha_i / c_i,
-    g_i = t_i y_i(beta^) + xi_i - 1; the violation is max(max_{alpha_i>0} |g_i|,
-    max_{alpha_i=0} max(0, -g_i)).  The alpha returned are in ``design.md``'s scaling
-    (alpha_i = 2 C_i max(0, 1 - m_i)), which differ from the paper's by the factor 1/(2C)... and
-    are exactly ``problem.dual_from_primal(beta)`` for the squared hinge.
-    """
-    if problem.loss != "squared_hinge":
-        raise ValueError("the dual KKT check of section 4.7 is for the squared hinge loss")
-    lam = 1.0 / (2.0 * problem.C)
-    c = problem.cost / problem.C
-    t = problem.y
-    outputs = problem.outputs(beta)
-    d = outputs - t
-    active = t * outputs < 1.0
-    alpha_paper = np.where(active, -c * t * d / lam, 0.0)
-    rows = np.flatnonzero(alpha_paper)
-    s = problem.effective_bias_scale
-    beta_hat = np.empty_like(beta)
-    coefficients = (alpha_paper * t)[rows]
-    beta_hat[:-1] = csr_rmatvec_rows(problem.X, rows, coefficients)
-    beta_hat[-1] = s * coefficients.sum()
-    xi = lam * alpha_paper / np.where(c > 0, c, 1.0)
-    g = t * csr_matvec(problem.X, beta_hat[:-1], s * beta_hat[-1]) + xi - 1.0
-    positive = alpha_paper > 0
-    violation = max(
-        float(np.max(np.abs(g[positive]), initial=0.0)),
-        float(np.max(np.maximum(0.0, -g[~positive]), initial=0.0)),
-    )
-    return alpha_paper * (2.0 * problem.C * lam), violation
-
-
-def solve(problem: BinaryProblem, params: MFNParams, monitor: Monitor | None = None,
-          beta0: np.ndarray | None = None, continuation: bool = False) -> Solution:
-    """Solve ``problem`` with L2-SVM-MFN.
-
-    ``beta0``: a starting point (zero by default).  ``continuation=True`` marks it as the
-    solution of a nearby problem (Appendix A's ini = 1: no heuristics, eps straight to the
-    final value) -- the beta-seeding of a C path; otherwise the start counts as crude and both
-    heuristics apply.
-    """
-    monitor = monitor or NullMonitor()
+def _solve_terms(terms, C: float, loss_name: str, params: MFNParams, monitor: Monitor,
+                 beta0: np.ndarray | None, crude: bool, dual_kkt=None):
+    """Run Appendix A (and the homotopy or the dual KKT continuation) on ``terms``; returns
+    (state, status, message, engine)."""
     clock = Stopwatch()
-    engine = _Engine(problem, params, monitor, clock)
-    beta = problem.zeros() if beta0 is None else np.array(beta0, dtype=np.float64)
-    if beta.shape != (problem.n_features + 1,):
-        raise ValueError(f"beta0 must have n_features + 1 = {problem.n_features + 1} entries")
-    if problem.effective_bias_scale == 0.0:
+    hinge = loss_name == "hinge"
+    engine = _Engine(terms, C, params, monitor, clock, hinge=hinge)
+    beta = np.zeros(terms.n_params) if beta0 is None else np.array(beta0, dtype=np.float64)
+    if beta.shape != (terms.n_params,):
+        raise ValueError(f"the starting point must have {terms.n_params} entries")
+    if terms.extra_value == 0.0:
         beta[-1] = 0.0
-    crude = not continuation
-    state = MFNState(beta, engine.full_outputs(beta), crude)
-    extras: dict = {}
-
-    if problem.loss == "hinge":
-        status, message = _hinge_homotopy(engine, state, problem, params, extras)
+    state = MFNState(beta, terms.outputs(beta), crude)
+    if hinge:
+        status, message = _hinge_homotopy(engine, state, params)
     else:
-        loss = _loss_for(problem)
+        loss = _LOSSES[loss_name]
         status, message = engine.run(state, loss, params.epsilon)
-        if status == "converged" and params.dual_kkt_tolerance is not None:
-            status, message = _drive_dual_kkt(engine, state, problem, params, loss, extras)
-        if problem.loss == "squared_hinge":
-            extras["dual_kkt_violation"] = dual_kkt_violation(problem, state.beta)[1]
-    objective = problem.objective_from_margins(state.beta, problem.y * state.outputs)
-    extras["cg_iterations"] = engine.cg_iterations
-    return Solution(state.beta, objective, status, message, engine.iteration, extras)
+        if status == "converged" and dual_kkt is not None:
+            status, message = _drive_dual_kkt(engine, state, params, loss, dual_kkt)
+    return state, status, message, engine
 
 
-def _drive_dual_kkt(engine: _Engine, state: MFNState, problem: BinaryProblem,
-                    params: MFNParams, loss: ClippedLoss, extras: dict) -> tuple[str, str]:
-    """Section 4.7 / 5: tighten eps by 10x until the dual KKT violation is within tau."""
+def _drive_dual_kkt(engine: _Engine, state: MFNState, params: MFNParams, loss: ClippedLoss,
+                    violation_of) -> tuple[str, str]:
+    """Section 4.7 / 5: continue with eps / 10, eps / 100, ... until the maximum dual KKT
+    violation is within ``params.dual_kkt_tolerance``."""
     tau = params.dual_kkt_tolerance
     eps = params.epsilon
-    state.crude = False
-    while True:
-        violation = dual_kkt_violation(problem, state.beta)[1]
+    for k in range(1, 100):
+        violation = violation_of(state)
         if violation <= tau:
-            extras["final_epsilon"] = eps
             return "converged", (
                 f"converged: maximum dual KKT violation {violation:.3g} <= {tau:g} "
                 f"(eps={eps:g})"
             )
-        eps /= 10.0
-        if eps < 1e-15:
-            return "max_iter", (
-                f"dual KKT violation {violation:.3g} still above {tau:g} at eps={eps * 10:g}"
-            )
+        if params.epsilon * 10.0 ** -k < _SMALLEST_EPSILON:
+            break
+        eps = params.epsilon * 10.0 ** -k
         status, message = engine.run(state, loss, eps)
         if status != "converged":
             return status, message
+    return "max_iter", f"dual KKT violation {violation:.3g} still above {tau:g} at eps={eps:g}"
 
 
-def _hinge_homotopy(engine: _Engine, state: MFNState, problem: BinaryProblem,
-                    params: MFNParams, extras: dict) -> tuple[str, str]:
-    """Section 6: solve with tau_j = 2^-j, j = 0, 1, ..., seeding each with the last.
-
-    Stops when the hinge duality gap relative to the hinge objective is at most
-    ``hinge_gap_tolerance``; the gap is a certificate because alpha_i = C_i h'_tau(xi_i) lies
-    in the hinge dual's box [0, C_i].
-    """
+def _hinge_homotopy(engine: _Engine, state: MFNState, params: MFNParams) -> tuple[str, str]:
+    """Section 6: solve with tau_j = 2^-j, j = 0, 1, ..., each seeded with the last, until the
+    hinge duality gap relative to the hinge objective is at most ``hinge_gap_tolerance``."""
     gap = np.inf
     for j in range(params.hinge_max_rounds + 1):
         tau = 2.0 ** (-j)
         loss = smoothed_hinge(tau)
         status, message = engine.run(state, loss, params.epsilon)
         if status != "converged":
-            return status, f"tau={tau:g}: {message}"
-        state.crude = False
-        primal = problem.objective_from_margins(state.beta, problem.y * state.outputs)
-        gap = engine.relative_duality_gap(state.beta, state.outputs, loss, primal, problem)
-        extras["tau"] = tau
-        extras["hinge_relative_gap"] = gap
+            return status, f"tau=2^-{j}: {message}"
+        xi = 1.0 - engine.t * state.outputs
+        primal = engine.hinge_objective(state.beta, xi)
+        gap = (primal - engine.dual_objective(xi, loss)) / max(abs(primal), 1e-300)
         if gap <= params.hinge_gap_tolerance:
             return "converged", (
                 f"converged: hinge duality gap {gap:.3g} (relative) <= "
-                f"{params.hinge_gap_tolerance:g} after tau={tau:g}"
+                f"{params.hinge_gap_tolerance:g} after tau=2^-{j}"
             )
     return "max_iter", (
         f"hinge homotopy ended at tau=2^-{params.hinge_max_rounds} with relative gap {gap:.3g}"
     )
 
 
-def run(problem: BinaryProblem, params: MFNParams, monitor: Monitor) -> Solution:
-    """Registry entry point."""
-    return solve(problem, params, monitor)
+def _extras(engine: _Engine, state: MFNState) -> dict:
+    extras = {"cg_iterations": engine.count.cg_iterations, "runs": engine.count.runs}
+    if engine.hinge:
+        xi = 1.0 - engine.t * state.outputs
+        loss = smoothed_hinge(engine.count.runs[-1]["tau"])
+        primal = engine.hinge_objective(state.beta, xi)
+        extras["tau"] = engine.count.runs[-1]["tau"]
+        extras["hinge_relative_gap"] = \
+            (primal - engine.dual_objective(xi, loss)) / max(abs(primal), 1e-300)
+    return extras
+
+
+# -- binary problems ----------------------------------------------------------------------------
+
+
+def _binary_terms(problem: BinaryProblem) -> _BinaryRows:
+    if problem.bias == "free":
+        raise ValueError("mfn solves the regularized-bias and no-bias problems only")
+    if problem.loss not in ("squared_hinge", "modified_huber", "hinge"):
+        raise ValueError(f"mfn cannot solve loss {problem.loss!r}")
+    return _BinaryRows(problem.X, problem.y, problem.cost, problem.effective_bias_scale)
+
+
+def solve(problem: BinaryProblem, params: MFNParams | None = None,
+          monitor: Monitor | None = None, beta0: np.ndarray | None = None,
+          continuation: bool = False, w_guess: np.ndarray | None = None,
+          active_guess: np.ndarray | None = None) -> Solution:
+    """Solve a binary ``problem`` with L2-SVM-MFN.
+
+    Starting point (Appendix A, step 1): zero by default; ``w_guess`` (optionally with a guessed
+    active set ``active_guess``) is rescaled by eqs. (8)-(9) (:func:`seed_from_weights`); or
+    ``beta0`` as given.  These are crude starts (ini = 0: both heuristics) unless
+    ``continuation=True`` marks ``beta0`` as the solution of a nearby problem (ini = 1: no
+    heuristics, eps straight to its final value), the beta-seeding of a C path.
+    """
+    terms = _binary_terms(problem)
+    params = params or MFNParams(C=problem.C, loss=problem.loss, bias=problem.bias)
+    monitor = monitor or NullMonitor()
+    if w_guess is not None:
+        if beta0 is not None:
+            raise ValueError("give either beta0 or w_guess")
+        beta0 = seed_from_weights(problem, w_guess, active_guess)
+    dual_kkt = None
+    if params.dual_kkt_tolerance is not None:
+        def dual_kkt(state):
+            return dual_kkt_violation(problem, state.beta, state.outputs)[1]
+    state, status, message, engine = _solve_terms(
+        terms, problem.C, problem.loss, params, monitor, beta0, not continuation, dual_kkt)
+    extras = _extras(engine, state)
+    if problem.loss == "squared_hinge":
+        extras["dual_kkt_violation"] = dual_kkt_violation(problem, state.beta,
+                                                          state.outputs)[1]
+    xi = 1.0 - problem.y * state.outputs
+    if problem.loss == "hinge":
+        objective = engine.hinge_objective(state.beta, xi)
+    else:
+        objective = engine.objective(state.beta, xi, _LOSSES[problem.loss])
+    return Solution(state.beta, objective, status, message, engine.count.iterations, extras)
+
+
+def seed_from_weights(problem: BinaryProblem, w_guess: np.ndarray,
+                      active: np.ndarray | None = None, refine: bool = True) -> np.ndarray:
+    """beta_0 = (gamma w~, b_0) from a weight guess w~ (section 4.1, eqs. (8)-(9)).
+
+    gamma and b_0 minimize lambda/2 (gamma^2 ||w~||^2 + b_0^2 / s^2) + 1/2 sum_{i in I}
+    c_i (gamma w~.x_i + b_0 - t_i)^2 over the guessed active set I (all examples by default),
+    lambda = 1/(2C), b_0 the intercept (the bias coefficient is b_0 / s; s = 1 gives the
+    paper's formulas).  With ``refine`` the set is reset to I(beta_0) and (9) solved again
+    (footnote 4; w~ . x_i is not recomputed).  Without a bias, b_0 = 0 and gamma solves the
+    one-dimensional problem.
+    """
+    lam = 1.0 / (2.0 * problem.C)
+    w_guess = np.asarray(w_guess, dtype=np.float64)
+    if w_guess.shape != (problem.n_features,):
+        raise ValueError(f"w_guess must have n_features = {problem.n_features} entries")
+    scores = csr_matvec(problem.X, w_guess)  # w~ . x_i, computed once
+    t = problem.y
+    c = problem.cost / problem.C
+    s = problem.effective_bias_scale
+    idx = np.arange(problem.n_samples) if active is None else np.asarray(active, dtype=np.int64)
+    ww = dot(w_guess, w_guess)
+    beta = np.zeros(problem.n_features + 1)
+    for _ in range(2 if refine else 1):
+        u, ti, ci = scores[idx], t[idx], c[idx]
+        p11 = lam * ww + float(np.sum(ci * u * u))
+        q1 = float(np.sum(ci * ti * u))
+        if s == 0.0:
+            gamma, b0 = (q1 / p11 if p11 > 0 else 0.0), 0.0
+        else:
+            p22 = lam / (s * s) + float(ci.sum())
+            p12 = float(np.sum(ci * u))
+            q2 = float(np.sum(ci * ti))
+            d = p11 * p22 - p12 * p12
+            if d <= 0.0:  # w~ = 0 or an empty set: nothing to rescale
+                return beta
+            gamma = (p22 * q1 - p12 * q2) / d
+            b0 = (p11 * q2 - p12 * q1) / d
+        beta[:-1] = gamma * w_guess
+        beta[-1] = b0 / s if s else 0.0
+        idx = np.flatnonzero(t * (gamma * scores + b0) < 1.0)
+    return beta
+
+
+def dual_kkt_violation(problem: BinaryProblem, beta: np.ndarray,
+                       outputs: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """Section 4.7: dual variables recovered from ``beta`` and their maximum KKT violation.
+
+    In the paper's scaling (lambda = 1/(2C), example weights c_i = C_i / C): alpha_i =
+    -c_i t_i d_i / lambda on the active set I(beta) (d_i = y_i - t_i), 0 elsewhere;
+    beta^ = sum alpha_i t_i x~_i, xi_i = lambda alpha_i / c_i, g_i = t_i y_i(beta^) + xi_i - 1;
+    the violation is max(max_{alpha_i > 0} |g_i|, max_{alpha_i = 0} max(0, -g_i)).  These
+    alpha_i = 2 C_i max(0, 1 - m_i) are also the dual variables of ``design.md``'s scaling
+    (``problem.dual_from_primal(beta)``), which are returned with the violation.
+    ``outputs`` (x~_i . beta for every example) saves a product when the caller has them.
+    """
+    if problem.loss != "squared_hinge":
+        raise ValueError("the dual KKT check of section 4.7 is for the squared hinge loss")
+    lam = 1.0 / (2.0 * problem.C)
+    c = problem.cost / problem.C
+    t = problem.y
+    if outputs is None:
+        outputs = problem.outputs(beta)
+    active = t * outputs < 1.0
+    alpha = np.where(active, -c * t * (outputs - t) / lam, 0.0)
+    terms = _BinaryRows(problem.X, t, problem.cost, problem.effective_bias_scale)
+    rows = np.flatnonzero(alpha)
+    beta_hat = terms.adjoint(rows, (alpha * t)[rows])
+    xi = lam * alpha / np.where(c > 0, c, 1.0)
+    g = t * terms.outputs(beta_hat) + xi - 1.0
+    positive = alpha > 0
+    violation = max(
+        float(np.max(np.abs(g[positive]), initial=0.0)),
+        float(np.max(np.maximum(0.0, -g[~positive]), initial=0.0)),
+    )
+    return alpha, violation
 
 
 def solve_path(problem: BinaryProblem, Cs, params: MFNParams | None = None,
-               monitor: Monitor | None = None, seeding: bool = True) -> list[Solution]:
-    """Solve for each C in ``Cs`` (in the given order), seeding each from the previous
-    solution (beta-seeding, section 4.1 and Table 1) unless ``seeding=False``."""
-    params = params or MFNParams()
+               monitor: Monitor | None = None, seeding: bool = True,
+               rescale: bool = False) -> list[Solution]:
+    """Solve for each C in ``Cs`` (in the given order) -- the C path of Table 1.
+
+    With ``seeding`` (beta-seeding, section 4.1) each problem starts from the previous
+    solution with ini = 1 (no heuristics; footnote 5): as it is (gamma = 1, the previous b,
+    "this simple initialization also works quite well"), or with ``rescale`` rescaled by eqs.
+    (8)-(9) on the previous active set.  Without it every problem starts from zero with both
+    heuristics.
+    """
+    params = params or MFNParams(loss=problem.loss, bias=problem.bias)
     solutions = []
-    beta = None
+    previous = None
     for C in Cs:
         sub = BinaryProblem(problem.X, problem.y, C=float(C), loss=problem.loss,
                             bias=problem.bias, bias_scale=problem.bias_scale,
                             sample_weight=problem.sample_weight)
-        solution = solve(sub, params.model_copy(update={"C": float(C)}), monitor,
-                         beta0=beta if seeding else None, continuation=seeding and beta is not None)
+        beta0 = None
+        if seeding and previous is not None:
+            beta0 = previous.beta
+            if rescale:
+                margins = sub.margins(beta0)
+                beta0 = seed_from_weights(sub, beta0[:-1], np.flatnonzero(margins < 1.0),
+                                          refine=False)
+        solution = solve(sub, params.model_copy(update={"C": float(C)}), monitor, beta0=beta0,
+                         continuation=beta0 is not None)
         solutions.append(solution)
-        beta = solution.beta
+        previous = solution
     return solutions
+
+
+def run(problem: BinaryProblem, params: MFNParams, monitor: Monitor) -> Solution:
+    """Registry entry point (binary problems; ``solvers.train`` does one-vs-rest)."""
+    return solve(problem, params, monitor)
+
+
+# -- ordinal regression (section 7) -------------------------------------------------------------
+
+
+@dataclass
+class OrdinalProblem:
+    """Ordinal regression with p ranks and p - 1 thresholds (Keerthi & DeCoste eq. (25) in
+    ``design.md``'s scale; see the module docstring).
+
+    ``ranks`` are integers 1..n_levels; parameters are beta = (w, b_1..b_{p-1}) with
+    thresholds theta_s = bias_scale * b_s.
+    """
+
+    X: sp.csr_matrix
+    ranks: np.ndarray
+    n_levels: int
+    C: float = 1.0
+    bias_scale: float = 1.0
+    sample_weight: np.ndarray | None = None
+
+    def __post_init__(self):
+        ranks = np.asarray(self.ranks)
+        if ranks.shape != (self.X.shape[0],):
+            raise ValueError("ranks must have one entry per row")
+        if self.n_levels < 2 or ranks.min() < 1 or ranks.max() > self.n_levels \
+                or not np.all(ranks == np.round(ranks)):
+            raise ValueError("ranks must be integers in 1..n_levels, n_levels >= 2")
+        if not self.C > 0 or not self.bias_scale > 0:
+            raise ValueError("C and bias_scale must be positive")
+        self.ranks = ranks.astype(np.int64)
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def cost(self) -> np.ndarray:
+        weight = np.ones(self.X.shape[0]) if self.sample_weight is None else self.sample_weight
+        return self.C * np.asarray(weight, dtype=np.float64)
+
+    def terms(self) -> _OrdinalRows:
+        return _OrdinalRows(self.X, self.ranks, self.n_levels, self.cost, self.bias_scale)
+
+    def split(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(w, thresholds) of a parameter vector."""
+        d = self.n_features
+        return beta[:d], self.bias_scale * beta[d:]
+
+    def objective(self, beta: np.ndarray) -> float:
+        terms = self.terms()
+        xi = 1.0 - terms.labels * terms.outputs(beta)
+        return 0.5 * dot(beta, beta) + float(np.sum(terms.cost * SQUARED_HINGE.value(xi)))
+
+    def gradient(self, beta: np.ndarray) -> np.ndarray:
+        terms = self.terms()
+        xi = 1.0 - terms.labels * terms.outputs(beta)
+        coefficients = -terms.cost * SQUARED_HINGE.derivative(xi) * terms.labels
+        support = np.flatnonzero(coefficients)
+        return beta + terms.adjoint(support, coefficients[support])
+
+
+def solve_ordinal(problem: OrdinalProblem, params: MFNParams | None = None,
+                  monitor: Monitor | None = None, beta0: np.ndarray | None = None,
+                  continuation: bool = False) -> Solution:
+    """Solve an ordinal regression problem with the section 7 extension of L2-SVM-MFN
+    (Appendix A on the (example, threshold) pairs, heuristics included)."""
+    params = params or MFNParams(C=problem.C, task="ordinal")
+    terms = problem.terms()
+    state, status, message, engine = _solve_terms(
+        terms, problem.C, "squared_hinge", params, monitor or NullMonitor(), beta0,
+        not continuation)
+    xi = 1.0 - terms.labels * state.outputs
+    objective = engine.objective(state.beta, xi, SQUARED_HINGE)
+    return Solution(state.beta, objective, status, message, engine.count.iterations,
+                    _extras(engine, state))
+
+
+def fit_ordinal(dataset: Dataset, spec: SolverSpec, params: MFNParams, monitor: Monitor) -> Fit:
+    """``train`` handler of ``task="ordinal"``: the sorted distinct labels become ranks 1..p;
+    the model predicts the original labels."""
+    classes = dataset.classes
+    if classes.shape[0] < 2:
+        raise ValueError("ordinal regression needs at least two distinct labels")
+    ranks = np.searchsorted(classes, dataset.y) + 1
+    problem = OrdinalProblem(dataset.X, ranks, classes.shape[0], C=params.C,
+                             bias_scale=params.bias_scale, sample_weight=dataset.sample_weight)
+    solution = solve_ordinal(problem, params, monitor)
+    w, thresholds = problem.split(solution.beta)
+    model = OrdinalModel(w, thresholds, classes)
+    summary = SubproblemResult("ordinal", solution.objective, solution.status, solution.message,
+                               solution.iterations, solution.extras)
+    return Fit(model, [summary])
 
 
 register(SolverSpec(
@@ -518,7 +866,9 @@ register(SolverSpec(
     params_model=MFNParams,
     run=run,
     description="Modified finite Newton method (L2-SVM-MFN): CGLS on the active set with exact "
-                "line search; modified Huber, and hinge by a Huber homotopy.",
+                "line search; modified Huber, hinge by a Huber homotopy, ordinal regression.",
     reference="S. S. Keerthi and D. DeCoste, A modified finite Newton method for fast solution "
               "of large scale linear SVMs, JMLR 6 (2005) 341-361.",
+    tasks=("binary", "multiclass", "ordinal"),
+    fit_handlers={"ordinal": fit_ordinal},
 ))

@@ -1,0 +1,119 @@
+"""The shared-core pieces L2-SVM-MFN added: paired CGLS rows (ordinal regression), the
+diagonal preconditioner, the section 4.3 stopping rule, and serial/parallel agreement."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from shared_data import random_csr
+
+from solvers.core.linalg import CGLS_PARALLEL_MIN_FEATURES, cgls, dot
+
+SOLVE_ATOL = 1e-10
+
+
+def dense_paired_solution(X, rows, pair_ptr, pair_col, c, t, extra_value, lam, reg_extra,
+                          n_extra):
+    """argmin lam/2 beta' D beta + 1/2 sum_k c_k (a_k . beta - t_k)^2 with a_k = (x_{rows[j]},
+    extra_value e_{pair_col[k]}) for the pairs k of row j, by the normal equations."""
+    dense = X.toarray()
+    d = dense.shape[1]
+    A = np.zeros((c.shape[0], d + n_extra))
+    for j, row in enumerate(rows):
+        for k in range(pair_ptr[j], pair_ptr[j + 1]):
+            A[k, :d] = dense[row]
+            A[k, d + pair_col[k]] = extra_value
+    D = np.r_[np.ones(d), np.full(n_extra, reg_extra)]
+    return np.linalg.solve(lam * np.diag(D) + A.T @ (c[:, None] * A), A.T @ (c * t))
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+@pytest.mark.parametrize("precondition", [0.0, 0.01, 1.0])
+@pytest.mark.parametrize("rho", [None, 3.0])
+def test_paired_cgls_solves_the_threshold_least_squares_problem(parallel, precondition, rho,
+                                                                index_dtype):
+    X = random_csr(120, 25, 0.2, seed=11, index_dtype=index_dtype)
+    rng = np.random.default_rng(12)
+    rows = np.sort(rng.choice(120, 70, replace=False)).astype(np.int64)
+    counts = rng.integers(1, 4, size=70)  # each selected row takes part in 1-3 pairs
+    pair_ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
+    pair_col = np.concatenate([rng.choice(4, size=k, replace=False) for k in counts])
+    n_pairs = pair_col.shape[0]
+    t = rng.choice([-1.0, 1.0], size=n_pairs)
+    c = rng.uniform(0.5, 2.0, size=n_pairs)
+    lam, extra_value, reg_extra = 0.2, -1.5, 0.8
+    beta = rng.standard_normal(25 + 4) * 0.1
+    iterations, optimal = cgls(X, rows, np.sqrt(c), t, beta, bias_scale=extra_value, lam=lam,
+                               reg_bias=reg_extra, eps=1e-13, max_iter=500, parallel=parallel,
+                               pair_ptr=pair_ptr, pair_col=pair_col, precondition=precondition,
+                               rho=rho)
+    assert optimal and iterations > 0
+    expected = dense_paired_solution(X, rows, pair_ptr, pair_col, c, t, extra_value, lam,
+                                     reg_extra, 4)
+    np.testing.assert_allclose(beta, expected, atol=SOLVE_ATOL)
+
+
+@pytest.mark.parametrize("precondition", [0.0, 0.5])
+@pytest.mark.parametrize("n_features, density, lam, steps",
+                         [(40, 0.1, 1e-3, 15), (CGLS_PARALLEL_MIN_FEATURES, 2e-4, 1.0, 5)],
+                         ids=["narrow", "wide"])
+def test_serial_and_parallel_cgls_take_the_same_iterates(precondition, n_features, density,
+                                                         lam, steps):
+    """Wide matrices also run the loops over the features in parallel.  (Compared before CG
+    converges: past that, reduction-order round-off is all that is left to amplify.)"""
+    X = random_csr(3000, n_features, density, seed=13)
+    rng = np.random.default_rng(14)
+    rows = np.sort(rng.choice(3000, 2000, replace=False)).astype(np.int64)
+    t = rng.choice([-1.0, 1.0], size=2000)
+    results = []
+    for parallel in (False, True):
+        beta = np.zeros(n_features + 1)
+        iterations, _ = cgls(X, rows, np.ones(2000), t, beta, bias_scale=1.0, lam=lam,
+                             eps=1e-30, max_iter=steps, parallel=parallel,
+                             precondition=precondition)
+        results.append((iterations, beta))
+    assert results[0][0] == results[1][0] == steps
+    # same arithmetic up to the order of the reductions
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-9, atol=1e-12)
+
+
+def test_preconditioning_changes_directions_not_the_solution():
+    """On badly scaled columns the diagonal preconditioner needs far fewer iterations."""
+    X = random_csr(400, 30, 0.3, seed=15)
+    X = X @ np.diag(np.logspace(-2, 2, 30))
+    X = type(random_csr(1, 1, 1.0, seed=0))(X)
+    rng = np.random.default_rng(16)
+    rows = np.arange(400, dtype=np.int64)
+    t = rng.choice([-1.0, 1.0], size=400)
+    iterations = {}
+    solutions = {}
+    for alpha in (0.0, 1.0):
+        beta = np.zeros(31)
+        iterations[alpha], optimal = cgls(X, rows, np.ones(400), t, beta, bias_scale=1.0,
+                                          lam=1e-2, eps=1e-10, max_iter=5000,
+                                          precondition=alpha)
+        assert optimal
+        solutions[alpha] = beta
+    np.testing.assert_allclose(solutions[1.0], solutions[0.0], rtol=1e-7, atol=1e-9)
+    assert iterations[1.0] < iterations[0.0] / 2
+
+
+def test_gradient_bound_rule_is_looser_than_rule_13():
+    """||r|| <= eps (rho ||z|| + lam ||beta||) with rho >= 1 stops no later than (13)."""
+    X = random_csr(300, 200, 0.05, seed=17)  # more features than rows: tiny residuals
+    rng = np.random.default_rng(18)
+    rows = np.arange(300, dtype=np.int64)
+    t = rng.choice([-1.0, 1.0], size=300)
+    counts = {}
+    for rho in (None, 10.0):
+        beta = np.zeros(201)
+        counts[rho], optimal = cgls(X, rows, np.ones(300), t, beta, bias_scale=1.0, lam=1e-3,
+                                    eps=1e-4, max_iter=5000, rho=rho)
+        assert optimal
+    assert counts[10.0] < counts[None]
+
+
+def test_dot_matches_numpy():
+    rng = np.random.default_rng(19)
+    a, b = rng.standard_normal(1001), rng.standard_normal(1001)
+    assert dot(a, b) == pytest.approx(float(a @ b), rel=1e-12)
