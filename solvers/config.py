@@ -14,3 +14,21 @@ PARALLEL_MAX_BUFFER_RATIO = 0.5
 
 # Rows per block when a kernel walks the matrix in parallel (a block is one unit of work).
 PARALLEL_BLOCK_ROWS = 2048
+
+# -- kernels and the least-squares SVM family (solvers/core/kernels.py, solvers/lssvm.py) ----
+
+# Default memory of the kernel-row cache, MiB (LIBSVM's default is 100, scikit-learn's 200).
+KERNEL_CACHE_MB = 256.0
+
+# Kernel rows are computed in parallel once a batch costs at least this many multiply-adds
+# (rows x stored entries of the other matrix); below it waking the thread pool costs more.
+KERNEL_PARALLEL_MIN_WORK = 2_000_000
+
+# Blocks per thread when a kernel walks rows in parallel (more blocks balance uneven rows).
+KERNEL_BLOCKS_PER_THREAD = 4
+
+# method="auto" of lssvm / proximal_svm with a nonlinear kernel: a dense factorization up to
+# this many training rows (memory 2 n^2 doubles), conjugate gradients through the row cache
+# beyond.  The proximal SVM's matrix K K costs n^3 to form, hence the lower threshold.
+LSSVM_DIRECT_MAX_ROWS = 3000
+PROXIMAL_DIRECT_MAX_ROWS = 2000

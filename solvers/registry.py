@@ -142,4 +142,5 @@ def params_union():
 def _load_builtin_solvers() -> None:
     # Solver modules register themselves on import; importing them here keeps the registry
     # complete however the library was entered.
+    import solvers.lssvm  # noqa: F401
     import solvers.mfn  # noqa: F401

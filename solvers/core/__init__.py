@@ -1,5 +1,12 @@
 """The shared Numba core: sparse products, iterative linear algebra, exact line searches."""
 
+from solvers.core.kernels import (
+    Kernel,
+    KernelCache,
+    kernel_decision,
+    kernel_diagonal,
+    kernel_matrix,
+)
 from solvers.core.linalg import CGResult, cgls, conjugate_gradient
 from solvers.core.linesearch import clipped_loss_breakpoints, piecewise_linear_root
 from solvers.core.sparse import (
@@ -14,6 +21,8 @@ from solvers.core.warmup import warm_up
 
 __all__ = [
     "CGResult",
+    "Kernel",
+    "KernelCache",
     "cgls",
     "clipped_loss_breakpoints",
     "conjugate_gradient",
@@ -22,6 +31,9 @@ __all__ = [
     "csr_matvec_rows",
     "csr_rmatvec",
     "csr_rmatvec_rows",
+    "kernel_decision",
+    "kernel_diagonal",
+    "kernel_matrix",
     "piecewise_linear_root",
     "use_parallel",
     "warm_up",

@@ -12,7 +12,9 @@ from solvers.models.base import (
     load_model,
     register_model_kind,
 )
+from solvers.models.kernel import KernelModel  # noqa: F401
 from solvers.models.linear import LinearModel
+from solvers.models.ordinal import OrdinalModel  # noqa: F401
 
 __all__ = [
     "FORMAT_VERSION",

@@ -1,0 +1,504 @@
+"""Kernel functions between CSR rows, kernel rows and blocks, and a bounded kernel-row cache.
+
+Kernels (``design.md`` section 2), for rows x, z of sparse matrices::
+
+    linear       k(x, z) = x . z
+    rbf          k(x, z) = exp(-gamma ||x - z||^2)       ||x - z||^2 = ||x||^2 + ||z||^2 - 2 x.z
+    polynomial   k(x, z) = (gamma x . z + coef0)^degree
+
+A kernel row k(q_i, z_j), j = 1..m, is computed from the stored entries of q_i (CSR) and a
+column-major (CSC) copy of Z: for each feature f of q_i, q_if z_jf is added to the j-th
+accumulator for every z_j that has feature f.  This touches only the (j, f) pairs that share a
+feature -- on sparse data a fraction of the stored entries of Z, on dense data all of them --
+and sums each dot product in increasing feature order.  Squared row norms are computed once
+(RBF needs them); a squared distance that rounding makes negative is clamped to 0.
+
+Every product exists in a serial form, safe to call from any thread (the web process predicts
+with it), and a parallel form that splits the rows into blocks (one buffer per block).
+
+:class:`KernelCache` keeps kernel rows of one training matrix in a fixed memory budget
+(``cache_mb`` MiB of float64 rows, at least one row), evicting the least recently used row, as
+the LS-SVM solvers of Joshi et al. (section V: "kernel entries computed on a need basis and
+cached") and LIBSVM do.  It also holds the diagonal k(x_i, x_i), computed once.  Its state is
+plain arrays, so Numba loops (the SMO inner loop of :mod:`solvers.lssvm`) fetch rows through
+:func:`cache_row` without returning to Python.  Products K v over the whole matrix (conjugate
+gradients) read cached rows and compute the others on the fly without evicting anything: a scan
+through every row would otherwise flush an LRU cache smaller than the matrix each time.
+
+Operands: :func:`row_operand` (CSR arrays and squared norms) for the rows a kernel row is
+computed for, :func:`column_operand` (CSC arrays and the squared norms of the rows) for the
+rows it runs over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from solvers import config
+from solvers.core.sparse import row_norms_squared
+
+LINEAR = 0
+RBF = 1
+POLYNOMIAL = 2
+KERNEL_CODES = {"linear": LINEAR, "rbf": RBF, "polynomial": POLYNOMIAL}
+
+# Positions in KernelCache.state.
+_HEAD, _TAIL, _USED, _HITS, _MISSES = 0, 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel function and its parameters (``gamma`` > 0; ``degree`` >= 1 and ``coef0`` are
+    used by the polynomial kernel only)."""
+
+    name: str = "rbf"
+    gamma: float = 1.0
+    degree: int = 3
+    coef0: float = 0.0
+
+    def __post_init__(self):
+        if self.name not in KERNEL_CODES:
+            raise ValueError(
+                f"unknown kernel {self.name!r}; expected one of {', '.join(KERNEL_CODES)}"
+            )
+        if not (np.isfinite(self.gamma) and self.gamma > 0):
+            raise ValueError("kernel gamma must be a positive finite number")
+        if int(self.degree) != self.degree or self.degree < 1:
+            raise ValueError("polynomial degree must be an integer >= 1")
+        if not np.isfinite(self.coef0):
+            raise ValueError("kernel coef0 must be finite")
+
+    @property
+    def params(self) -> tuple[int, float, float, int]:
+        """(code, gamma, coef0, degree): the form the Numba kernels take."""
+        return (KERNEL_CODES[self.name], float(self.gamma), float(self.coef0), int(self.degree))
+
+    def as_dict(self) -> dict:
+        return {"kernel": self.name, "gamma": float(self.gamma), "degree": int(self.degree),
+                "coef0": float(self.coef0)}
+
+
+def row_operand(X) -> tuple:
+    """(indptr, indices, data, squared row norms) of a CSR matrix."""
+    sq = np.empty(X.shape[0])
+    row_norms_squared(X.indptr, X.indices, X.data, sq)
+    return (X.indptr, X.indices, X.data, sq)
+
+
+def column_operand(X) -> tuple:
+    """(column pointers, row indices, values, squared row norms): X in CSC with its rows'
+    squared norms, the side a kernel row runs over."""
+    Xc = X.tocsc()
+    Xc.sort_indices()
+    return (Xc.indptr, Xc.indices, Xc.data, row_operand(X)[3])
+
+
+# -- one kernel row --------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _kernel_value(kernel, dot, sq_a, sq_b):
+    kind, gamma, coef0, degree = kernel
+    if kind == RBF:
+        d2 = sq_a + sq_b - 2.0 * dot
+        if d2 < 0.0:
+            d2 = 0.0
+        return np.exp(-gamma * d2)
+    if kind == POLYNOMIAL:
+        return (gamma * dot + coef0) ** degree
+    return dot
+
+
+@njit(cache=True)
+def _row_into(Q, i, Z, kernel, out):
+    """out[j] = k(q_i, z_j) for every row z_j of Z (``out`` has one entry per row of Z)."""
+    indptr, indices, data, q_sq = Q
+    col_ptr, row_idx, values, z_sq = Z
+    out[:] = 0.0
+    for k in range(indptr[i], indptr[i + 1]):
+        f = indices[k]
+        v = data[k]
+        for p in range(col_ptr[f], col_ptr[f + 1]):
+            out[row_idx[p]] += v * values[p]
+    if kernel[0] != LINEAR:
+        sq_i = q_sq[i]
+        for j in range(out.shape[0]):
+            out[j] = _kernel_value(kernel, out[j], sq_i, z_sq[j])
+
+
+@njit(cache=True, inline="always")
+def _block_range(b, n_blocks, n):
+    step = (n + n_blocks - 1) // n_blocks
+    return b * step, min(n, (b + 1) * step)
+
+
+@njit(cache=True)
+def kernel_diagonal_values(Q, kernel, out):
+    """out[i] = k(q_i, q_i)."""
+    sq = Q[3]
+    for i in range(out.shape[0]):
+        out[i] = _kernel_value(kernel, sq[i], sq[i], sq[i])
+
+
+# -- blocks: K(Q, Z) -------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def kernel_block_serial(Q, Z, kernel, out):
+    """out[i, j] = k(q_i, z_j)."""
+    for i in range(out.shape[0]):
+        _row_into(Q, i, Z, kernel, out[i])
+
+
+@njit(cache=True, parallel=True)
+def kernel_block_parallel(Q, Z, kernel, out, n_blocks):
+    """Parallel form of :func:`kernel_block_serial` (``n_blocks`` blocks of rows)."""
+    n = out.shape[0]
+    n_blocks = min(n, n_blocks)
+    for b in prange(n_blocks):
+        lo, hi = _block_range(b, n_blocks, n)
+        for i in range(lo, hi):
+            _row_into(Q, i, Z, kernel, out[i])
+
+
+# -- decision values: K(Q, Z) coef' + intercept ---------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _decision_row(Q, i, Z, kernel, coef, intercept, out_row, buffer):
+    _row_into(Q, i, Z, kernel, buffer)
+    for c in range(coef.shape[0]):
+        acc = intercept[c]
+        for j in range(buffer.shape[0]):
+            acc += coef[c, j] * buffer[j]
+        out_row[c] = acc
+
+
+@njit(cache=True)
+def kernel_decision_serial(Q, Z, kernel, coef, intercept, out):
+    """out[i, c] = sum_j coef[c, j] k(q_i, z_j) + intercept[c]."""
+    buffer = np.empty(coef.shape[1])
+    for i in range(out.shape[0]):
+        _decision_row(Q, i, Z, kernel, coef, intercept, out[i], buffer)
+
+
+@njit(cache=True, parallel=True)
+def kernel_decision_parallel(Q, Z, kernel, coef, intercept, out, n_blocks):
+    """Parallel form of :func:`kernel_decision_serial`."""
+    n = out.shape[0]
+    n_blocks = min(n, n_blocks)
+    for b in prange(n_blocks):
+        buffer = np.empty(coef.shape[1])
+        lo, hi = _block_range(b, n_blocks, n)
+        for i in range(lo, hi):
+            _decision_row(Q, i, Z, kernel, coef, intercept, out[i], buffer)
+
+
+# -- the row cache -----------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _lru_unlink(prev, nxt, state, s):
+    p = prev[s]
+    q = nxt[s]
+    if p >= 0:
+        nxt[p] = q
+    else:
+        state[_HEAD] = q
+    if q >= 0:
+        prev[q] = p
+    else:
+        state[_TAIL] = p
+
+
+@njit(cache=True, inline="always")
+def _lru_push_front(prev, nxt, state, s):
+    head = state[_HEAD]
+    prev[s] = -1
+    nxt[s] = head
+    if head >= 0:
+        prev[head] = s
+    state[_HEAD] = s
+    if state[_TAIL] < 0:
+        state[_TAIL] = s
+
+
+@njit(cache=True, inline="always")
+def _claim_slot(store, i):
+    """The slot that will hold row i: a free one, else the least recently used (evicted).
+    The slot is moved to the front of the LRU list and mapped to row i."""
+    slots, slot_row, row_slot, prev, nxt, state = store
+    if state[_USED] < slots.shape[0]:
+        s = state[_USED]
+        state[_USED] += 1
+    else:
+        s = state[_TAIL]
+        row_slot[slot_row[s]] = -1
+        _lru_unlink(prev, nxt, state, s)
+    _lru_push_front(prev, nxt, state, s)
+    slot_row[s] = i
+    row_slot[i] = s
+    return s
+
+
+@njit(cache=True)
+def cache_row(rows, columns, kernel, store, i):
+    """The slot of ``store`` holding kernel row i of X (computed on a miss from X's
+    :func:`row_operand` and :func:`column_operand`); the row becomes the most recently
+    used."""
+    slots, _, row_slot, prev, nxt, state = store
+    s = row_slot[i]
+    if s >= 0:
+        state[_HITS] += 1
+        if state[_HEAD] != s:
+            _lru_unlink(prev, nxt, state, s)
+            _lru_push_front(prev, nxt, state, s)
+        return s
+    state[_MISSES] += 1
+    s = _claim_slot(store, i)
+    _row_into(rows, i, columns, kernel, slots[s])
+    return s
+
+
+@njit(cache=True)
+def _reserve_free_slots(store, n_rows):
+    """Map uncached rows 0, 1, ... to the free slots (no eviction); returns the rows and slots
+    so that the caller can compute them (in parallel)."""
+    slots, _, row_slot, _, _, state = store
+    free = slots.shape[0] - state[_USED]
+    rows = np.empty(max(free, 0), np.int64)
+    targets = np.empty(max(free, 0), np.int64)
+    count = 0
+    for i in range(n_rows):
+        if count == free:
+            break
+        if row_slot[i] < 0:
+            rows[count] = i
+            targets[count] = _claim_slot(store, i)
+            count += 1
+    state[_MISSES] += count
+    return rows[:count], targets[:count]
+
+
+@njit(cache=True)
+def _compute_rows_serial(rows, columns, kernel, which, targets, slots):
+    for k in range(which.shape[0]):
+        _row_into(rows, which[k], columns, kernel, slots[targets[k]])
+
+
+@njit(cache=True, parallel=True)
+def _compute_rows_parallel(rows, columns, kernel, which, targets, slots, n_blocks):
+    n = which.shape[0]
+    n_blocks = min(n, n_blocks)
+    for b in prange(n_blocks):
+        lo, hi = _block_range(b, n_blocks, n)
+        for k in range(lo, hi):
+            _row_into(rows, which[k], columns, kernel, slots[targets[k]])
+
+
+@njit(cache=True, inline="always")
+def _matvec_row(rows, columns, kernel, slots, row_slot, v, i, buffer):
+    s = row_slot[i]
+    if s >= 0:
+        row = slots[s]
+    else:
+        _row_into(rows, i, columns, kernel, buffer)
+        row = buffer
+    acc = 0.0
+    for j in range(v.shape[0]):
+        acc += row[j] * v[j]
+    return acc
+
+
+@njit(cache=True)
+def _cached_matvec_serial(rows, columns, kernel, slots, row_slot, v, out):
+    buffer = np.empty(v.shape[0])
+    for i in range(out.shape[0]):
+        out[i] = _matvec_row(rows, columns, kernel, slots, row_slot, v, i, buffer)
+
+
+@njit(cache=True, parallel=True)
+def _cached_matvec_parallel(rows, columns, kernel, slots, row_slot, v, out, n_blocks):
+    n = out.shape[0]
+    n_blocks = min(n, n_blocks)
+    for b in prange(n_blocks):
+        buffer = np.empty(v.shape[0])
+        lo, hi = _block_range(b, n_blocks, n)
+        for i in range(lo, hi):
+            out[i] = _matvec_row(rows, columns, kernel, slots, row_slot, v, i, buffer)
+
+
+# -- Python-level API -----------------------------------------------------------------------
+
+
+def _n_blocks() -> int:
+    return config.KERNEL_BLOCKS_PER_THREAD * numba.get_num_threads()
+
+
+def use_parallel_kernel(n_rows: int, work: float) -> bool:
+    """Whether ``n_rows`` kernel rows costing about ``work`` multiply-adds in all should be
+    computed in parallel (enough rows for every thread and enough work to wake them)."""
+    threads = numba.get_num_threads()
+    return threads >= 2 and n_rows >= threads and work >= config.KERNEL_PARALLEL_MIN_WORK
+
+
+def _check_columns(Q, Z):
+    if Q.shape[1] != Z.shape[1]:
+        raise ValueError(f"matrices have {Q.shape[1]} and {Z.shape[1]} columns")
+
+
+def kernel_matrix(Q, Z, kernel: Kernel, *, parallel: bool | None = None) -> np.ndarray:
+    """The dense block K[i, j] = k(q_i, z_j) for CSR matrices with the same columns."""
+    _check_columns(Q, Z)
+    out = np.empty((Q.shape[0], Z.shape[0]))
+    if parallel is None:
+        parallel = use_parallel_kernel(Q.shape[0], float(Q.shape[0]) * Z.nnz)
+    args = (row_operand(Q), column_operand(Z), kernel.params, out)
+    if parallel:
+        kernel_block_parallel(*args, _n_blocks())
+    else:
+        kernel_block_serial(*args)
+    return out
+
+
+def kernel_diagonal(X, kernel: Kernel) -> np.ndarray:
+    """k(x_i, x_i) for every row."""
+    out = np.empty(X.shape[0])
+    kernel_diagonal_values(row_operand(X), kernel.params, out)
+    return out
+
+
+def kernel_decision(Q, Z, kernel: Kernel, coef, intercept, *, parallel: bool = False,
+                    Z_columns: tuple | None = None) -> np.ndarray:
+    """K(Q, Z) coef' + intercept: shape (n_rows of Q, rows of ``coef``).
+
+    ``coef`` has one row per output and one column per row of Z; ``Z_columns`` may pass
+    :func:`column_operand` of Z precomputed (a model keeps it).
+    """
+    _check_columns(Q, Z)
+    coef = np.ascontiguousarray(np.atleast_2d(coef), dtype=np.float64)
+    intercept = np.ascontiguousarray(np.atleast_1d(intercept), dtype=np.float64)
+    if coef.shape != (intercept.shape[0], Z.shape[0]):
+        raise ValueError(f"coef must have shape ({intercept.shape[0]}, {Z.shape[0]})")
+    out = np.empty((Q.shape[0], coef.shape[0]))
+    columns = Z_columns if Z_columns is not None else column_operand(Z)
+    args = (row_operand(Q), columns, kernel.params, coef, intercept, out)
+    if parallel:
+        kernel_decision_parallel(*args, _n_blocks())
+    else:
+        kernel_decision_serial(*args)
+    return out
+
+
+class KernelCache:
+    """Kernel rows of one CSR matrix X (n rows) in at most ``cache_mb`` MiB, LRU.
+
+    ``capacity`` rows of n float64 each fit in the budget (at least one, at most n).  The
+    diagonal k(x_i, x_i) is computed at construction.  :meth:`row` returns one row (a view
+    into the cache: valid until the next call), :meth:`matvec` returns K v.  ``hits`` and
+    ``misses`` count row requests served from memory and rows computed (a row computed on the
+    fly inside :meth:`matvec` counts as a miss).  ``parallel`` (default: when it pays) makes
+    :meth:`fill` and :meth:`matvec` use the parallel kernels.
+    """
+
+    def __init__(self, X, kernel: Kernel, cache_mb: float = config.KERNEL_CACHE_MB,
+                 parallel: bool | None = None):
+        if not cache_mb > 0:
+            raise ValueError("cache_mb must be positive")
+        self.X = X
+        self.kernel = kernel
+        self.n = X.shape[0]
+        self.rows = row_operand(X)
+        self.columns = column_operand(X)
+        self.kernel_params = kernel.params
+        self.capacity = int(min(self.n, max(1, (cache_mb * 2**20) // (8 * max(self.n, 1)))))
+        self.cache_mb = float(cache_mb)
+        slots = np.empty((self.capacity, self.n))
+        slot_row = np.full(self.capacity, -1, np.int64)
+        row_slot = np.full(self.n, -1, np.int64)
+        prev = np.full(self.capacity, -1, np.int64)
+        nxt = np.full(self.capacity, -1, np.int64)
+        state = np.array([-1, -1, 0, 0, 0], np.int64)
+        self.store = (slots, slot_row, row_slot, prev, nxt, state)
+        self.diagonal = np.empty(self.n)
+        kernel_diagonal_values(self.rows, self.kernel_params, self.diagonal)
+        if parallel is None:
+            parallel = use_parallel_kernel(self.n, float(self.n) * X.nnz)
+        self.parallel = parallel
+
+    # -- counters ---------------------------------------------------------------------------
+    @property
+    def hits(self) -> int:
+        return int(self.store[5][_HITS])
+
+    @property
+    def misses(self) -> int:
+        return int(self.store[5][_MISSES])
+
+    @property
+    def rows_cached(self) -> int:
+        return int(self.store[5][_USED])
+
+    def cached_rows(self) -> np.ndarray:
+        """Indices of the cached rows, most recently used first."""
+        _, slot_row, _, _, nxt, state = self.store
+        out = []
+        s = state[_HEAD]
+        while s >= 0:
+            out.append(int(slot_row[s]))
+            s = nxt[s]
+        return np.array(out, dtype=np.int64)
+
+    def stats(self) -> dict:
+        requests = self.hits + self.misses
+        return {
+            "cache_mb": self.cache_mb,
+            "cache_rows": self.capacity,
+            "cache_hits": self.hits,
+            "cache_misses": self.misses,
+            "cache_hit_rate": self.hits / requests if requests else 0.0,
+        }
+
+    # -- access -----------------------------------------------------------------------------
+    def row(self, i: int) -> np.ndarray:
+        """Kernel row i (a view into the cache, overwritten when the slot is reused)."""
+        if not 0 <= i < self.n:
+            raise IndexError(f"row {i} out of range for {self.n} rows")
+        s = cache_row(self.rows, self.columns, self.kernel_params, self.store, i)
+        return self.store[0][s]
+
+    def fill(self) -> int:
+        """Compute rows 0, 1, ... into the free slots (in parallel when it pays); returns the
+        number of rows computed.  Nothing is evicted."""
+        which, targets = _reserve_free_slots(self.store, self.n)
+        if which.size:
+            args = (self.rows, self.columns, self.kernel_params, which, targets,
+                    self.store[0])
+            if self.parallel:
+                _compute_rows_parallel(*args, _n_blocks())
+            else:
+                _compute_rows_serial(*args)
+        return int(which.size)
+
+    def matvec(self, v) -> np.ndarray:
+        """K v.  The first call fills the free slots; rows that do not fit are computed on the
+        fly at every call (and counted as misses)."""
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        if v.shape != (self.n,):
+            raise ValueError(f"v must have {self.n} entries")
+        self.fill()
+        out = np.empty(self.n)
+        args = (self.rows, self.columns, self.kernel_params, self.store[0], self.store[2], v,
+                out)
+        if self.parallel:
+            _cached_matvec_parallel(*args, _n_blocks())
+        else:
+            _cached_matvec_serial(*args)
+        state = self.store[5]
+        state[_HITS] += state[_USED]
+        state[_MISSES] += self.n - state[_USED]
+        return out

@@ -1,0 +1,161 @@
+"""The kernel core (solvers/core/kernels.py) against the NumPy references in naive_kernels."""
+
+from __future__ import annotations
+
+import naive_kernels as naive
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from shared_data import load, random_csr
+
+from solvers.core import Kernel, KernelCache, kernel_decision, kernel_diagonal, kernel_matrix
+
+KERNEL_RTOL = 1e-12
+KERNEL_ATOL = 1e-12
+
+KERNELS = [
+    Kernel("linear"),
+    Kernel("rbf", gamma=0.7),
+    Kernel("polynomial", gamma=0.5, degree=3, coef0=1.0),
+    Kernel("polynomial", gamma=2.0, degree=2, coef0=-0.5),
+]
+KERNEL_IDS = ["linear", "rbf", "poly3", "poly2-negative-coef0"]
+
+
+def _naive(Q, Z, kernel: Kernel):
+    return naive.kernel_matrix(Q, Z, kernel.name, kernel.gamma, kernel.degree, kernel.coef0)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=KERNEL_IDS)
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+def test_kernel_blocks_match_naive(kernel, parallel, index_dtype):
+    Q = random_csr(37, 23, 0.3, seed=1, index_dtype=index_dtype)
+    Z = random_csr(52, 23, 0.2, seed=2, index_dtype=index_dtype)
+    np.testing.assert_allclose(kernel_matrix(Q, Z, kernel, parallel=parallel),
+                               _naive(Q, Z, kernel), rtol=KERNEL_RTOL, atol=KERNEL_ATOL)
+    np.testing.assert_allclose(kernel_diagonal(Q, kernel), np.diag(_naive(Q, Q, kernel)),
+                               rtol=KERNEL_RTOL, atol=KERNEL_ATOL)
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+def test_kernel_blocks_on_real_data(parallel):
+    X = load("heart_scale").X[:60]
+    for kernel in KERNELS:
+        np.testing.assert_allclose(kernel_matrix(X, X, kernel, parallel=parallel),
+                                   _naive(X, X, kernel), rtol=KERNEL_RTOL, atol=KERNEL_ATOL)
+
+
+def test_rbf_of_a_row_with_itself_is_exactly_one_and_empty_rows_work():
+    X = sp.csr_matrix(np.array([[0.0, 0.0], [1e8, 3.0], [0.0, 0.0]]))
+    K = kernel_matrix(X, X, Kernel("rbf", gamma=1.0))
+    np.testing.assert_array_equal(np.diag(K), [1.0, 1.0, 1.0])
+    assert K[0, 2] == 1.0 and K[0, 1] == 0.0
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=KERNEL_IDS)
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+def test_decision_values_match_naive(kernel, parallel, index_dtype):
+    Q = random_csr(41, 17, 0.3, seed=3, index_dtype=index_dtype)
+    Z = random_csr(29, 17, 0.3, seed=4, index_dtype=index_dtype)
+    rng = np.random.default_rng(5)
+    coef = rng.standard_normal((3, 29))
+    intercept = rng.standard_normal(3)
+    expected = _naive(Q, Z, kernel) @ coef.T + intercept
+    np.testing.assert_allclose(kernel_decision(Q, Z, kernel, coef, intercept, parallel=parallel),
+                               expected, rtol=1e-11, atol=1e-11)
+
+
+def test_shape_errors_and_bad_kernels():
+    Q, Z = random_csr(4, 3, 0.5, seed=6), random_csr(5, 4, 0.5, seed=7)
+    with pytest.raises(ValueError, match="columns"):
+        kernel_matrix(Q, Z, Kernel())
+    with pytest.raises(ValueError, match="coef must have shape"):
+        kernel_decision(Q, Q, Kernel(), np.ones((1, 3)), [0.0])
+    with pytest.raises(ValueError, match="unknown kernel 'sigmoid'"):
+        Kernel("sigmoid")
+    with pytest.raises(ValueError, match="gamma"):
+        Kernel("rbf", gamma=0.0)
+    with pytest.raises(ValueError, match="degree"):
+        Kernel("polynomial", degree=0)
+    with pytest.raises(ValueError, match="cache_mb"):
+        KernelCache(Q, Kernel(), cache_mb=0.0)
+
+
+# -- the row cache -------------------------------------------------------------------------------
+
+
+def test_cache_capacity_follows_the_memory_budget():
+    X = random_csr(1000, 10, 0.3, seed=8)
+    row_mib = 8 * 1000 / 2**20
+    assert KernelCache(X, Kernel(), cache_mb=10 * row_mib).capacity == 10
+    assert KernelCache(X, Kernel(), cache_mb=10.5 * row_mib).capacity == 10
+    assert KernelCache(X, Kernel(), cache_mb=0.1 * row_mib).capacity == 1  # at least one row
+    assert KernelCache(X, Kernel(), cache_mb=1e6).capacity == 1000  # at most n rows
+    cache = KernelCache(X, Kernel(), cache_mb=10 * row_mib)
+    assert cache.store[0].nbytes <= 10 * row_mib * 2**20
+
+
+@pytest.mark.parametrize("capacity", [1, 7, 40])
+def test_cache_rows_and_lru_policy_match_the_reference(capacity, index_dtype):
+    X = random_csr(40, 15, 0.4, seed=9, index_dtype=index_dtype)
+    kernel = Kernel("rbf", gamma=0.3)
+    K = _naive(X, X, kernel)
+    cache = KernelCache(X, kernel, cache_mb=capacity * 8 * 40 / 2**20)
+    assert cache.capacity == capacity
+    reference = naive.LRURowCache(capacity)
+    rng = np.random.default_rng(10)
+    # a skewed request stream: some rows come back often, as SMO's working sets do
+    requests = np.concatenate([rng.integers(0, 40, 300), rng.integers(0, 6, 200)])
+    rng.shuffle(requests)
+    for i in requests:
+        np.testing.assert_allclose(cache.row(int(i)), K[i], rtol=KERNEL_RTOL,
+                                   atol=KERNEL_ATOL)
+        reference.request(int(i))
+    assert (cache.hits, cache.misses) == (reference.hits, reference.misses)
+    np.testing.assert_array_equal(cache.cached_rows(), reference.most_recent_first())
+    np.testing.assert_allclose(cache.diagonal, np.diag(K), rtol=KERNEL_RTOL)
+    stats = cache.stats()
+    assert stats["cache_hits"] + stats["cache_misses"] == requests.size
+    assert 0.0 < stats["cache_hit_rate"] < 1.0
+
+
+@pytest.mark.parametrize("capacity", [5, 30])
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+def test_cache_products_do_not_evict(capacity, parallel):
+    X = load("diabetes_scale").X[:30]
+    kernel = Kernel("polynomial", gamma=0.5, degree=2, coef0=1.0)
+    K = _naive(X, X, kernel)
+    cache = KernelCache(X, kernel, cache_mb=capacity * 8 * 30 / 2**20, parallel=parallel)
+    for i in (29, 28, 3):
+        cache.row(i)
+    requested = cache.cached_rows()[:3].tolist()
+    v = np.random.default_rng(11).standard_normal(30)
+    np.testing.assert_allclose(cache.matvec(v), K @ v, rtol=1e-12, atol=1e-12)
+    assert cache.rows_cached == capacity  # free slots were filled ...
+    assert set(requested) <= set(cache.cached_rows().tolist())  # ... and nothing evicted
+    order = cache.cached_rows().tolist()
+    np.testing.assert_allclose(cache.matvec(v), K @ v, rtol=1e-12, atol=1e-12)
+    assert cache.cached_rows().tolist() == order  # a scan leaves the LRU order alone
+    for i in range(30):
+        np.testing.assert_allclose(cache.row(i), K[i], rtol=1e-12, atol=1e-12)
+
+
+def test_cache_fill_computes_each_row_once():
+    X = load("breast-cancer_scale").X[:50]
+    cache = KernelCache(X, Kernel("rbf"), cache_mb=1.0, parallel=True)
+    assert cache.fill() == 50 and cache.fill() == 0
+    assert cache.misses == 50
+    for i in range(50):
+        cache.row(i)
+    assert (cache.hits, cache.misses) == (50, 50)
+    with pytest.raises(IndexError):
+        cache.row(50)
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+def test_no_support_vectors_leaves_the_intercept(parallel):
+    Q = random_csr(6, 5, 0.5, seed=12)
+    Z = sp.csr_matrix((0, 5))
+    out = kernel_decision(Q, Z, Kernel(), np.empty((2, 0)), [0.5, -1.0], parallel=parallel)
+    np.testing.assert_array_equal(out, np.tile([0.5, -1.0], (6, 1)))
+    assert kernel_matrix(Z, Q, Kernel(), parallel=parallel).shape == (0, 6)
