@@ -60,7 +60,7 @@ def _package_version() -> str:
 
 
 def _warm_serial_kernels() -> None:
-    from solvers.core import warm_up
+    from solvers import warm_up
 
     seconds = warm_up(parallel=False)
     logger.info("serial kernels ready for predictions (%.1f s)", seconds)

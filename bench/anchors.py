@@ -212,7 +212,8 @@ class SklearnLinearKernelSVC:
 
 
 def default_runners() -> list:
-    """Every registered solver, and the anchors."""
-    ours = [ProjectSolver(spec.name) for spec in solvers.list_solvers()]
+    """Every registered linear solver (those that solve the problem of ``design.md`` through
+    ``train``'s linear path; kernel solvers solve other problems), and the anchors."""
+    ours = [ProjectSolver(spec.name) for spec in solvers.list_solvers() if spec.run is not None]
     return ours + [Liblinear(1), Liblinear(2), Liblinear(3), SklearnLinearSVC(),
                    SklearnLinearKernelSVC()]

@@ -8,6 +8,8 @@ Names encode the size: ``synthetic-{rows}x{features}`` (e.g. ``synthetic-300000x
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -47,10 +49,15 @@ def generate(n_rows: int, n_features: int, seed: int = SEED) -> tuple[sp.csr_mat
     return X, y
 
 
+@functools.cache
+def _train_and_test(n_rows: int, n_features: int) -> tuple[solvers.Dataset, solvers.Dataset]:
+    """One draw of n_rows + n_rows/5 rows from the same planted separator, split in two."""
+    n_test = max(1000, n_rows // 5)
+    X, y = generate(n_rows + n_test, n_features)
+    return solvers.Dataset(X[:n_rows], y[:n_rows]), solvers.Dataset(X[n_rows:], y[n_rows:])
+
+
 def synthetic_dataset(name: str, test: bool = False) -> solvers.Dataset:
-    """The named synthetic set; the test part is a second draw with another seed."""
-    n_rows, n_features = parse_size(name)
-    if test:
-        n_rows = max(1000, n_rows // 5)
-    X, y = generate(n_rows, n_features, seed=SEED + (1 if test else 0))
-    return solvers.Dataset(X, y)
+    """The named synthetic set, or its held-out part (same separator, other rows)."""
+    train, held_out = _train_and_test(*parse_size(name))
+    return held_out if test else train

@@ -27,6 +27,7 @@ from solvers.monitor import IterationRecord, ListMonitor, Monitor
 from solvers.problem import BinaryProblem
 from solvers.registry import Solution, SolverParams, UnknownSolverError, get_solver, list_solvers
 from solvers.train import InvalidParametersError, TrainResult, train
+from solvers.warmup import warm_up
 
 __all__ = [
     "BinaryProblem",
@@ -49,5 +50,6 @@ __all__ = [
     "load_model",
     "read_svmlight",
     "train",
+    "warm_up",
     "write_svmlight",
 ]

@@ -118,3 +118,7 @@ def test_sample_weights_scale_the_loss():
     b = solvers.train(ds, solver="mfn", C=1.0)
     np.testing.assert_allclose(a.model.coef_, b.model.coef_, rtol=1e-6, atol=1e-9)
     assert a.objective == pytest.approx(b.objective, rel=1e-10)
+
+
+def test_library_warm_up_trains_every_registered_solver():
+    assert solvers.warm_up(parallel=False) >= 0.0

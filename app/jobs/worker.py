@@ -52,7 +52,7 @@ def worker_main(config: WorkerConfig, connection) -> None:
         level=config.log_level.upper(),
         format=f"%(asctime)s worker-{config.index}[%(process)d] %(levelname)s %(message)s")
 
-    from solvers.core import warm_up
+    from solvers import warm_up
 
     seconds = warm_up()
     logger.info("ready (%d Numba threads, kernels warmed up in %.1f s)", config.threads, seconds)
