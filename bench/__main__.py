@@ -7,6 +7,7 @@ Suites:
 
 * ``quick`` (a few minutes): squared hinge, regularized bias, C = 1 on a9a, w8a, ijcnn1 and
   mushrooms, against LIBLINEAR -s 1/-s 2 and scikit-learn; 3 repeats; no scaling study.
+* ``scaling``: only the scaling study of the full suite (a few minutes).
 * ``full``: squared hinge for C in {0.01, 1, 100} on a9a, w8a, ijcnn1, mushrooms and news20
   (groups 1-10 against 11-20), a synthetic text-like problem of 300,000 rows x 100,000
   features (~5.7M stored entries), the hinge loss at C = 1 on a9a, and the scaling study
@@ -37,6 +38,7 @@ SUITES = {
         "repeats": 3,
         "scaling": [],
     },
+    "scaling": {"problems": [], "repeats": 1, "scaling": ["a9a", SYNTHETIC]},
     "full": {
         "problems": (
             [BenchProblem(d, "squared_hinge", "regularized", C)

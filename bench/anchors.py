@@ -91,7 +91,7 @@ class Liblinear:
     def _problem(self, problem: BenchProblem):
         from liblinear.liblinear import problem as ll_problem
 
-        key = (problem.dataset, problem.bias, problem.bias_scale)
+        key = (problem.dataset, problem.n_rows, problem.bias, problem.bias_scale)
         if key not in self._prepared:
             train = problem.train_dataset()
             prob = ll_problem(train.y, train.X)

@@ -72,7 +72,8 @@ def scaling_plot(points: dict[str, list[tuple[int, float]]], slopes: dict[str, f
     for runner, series in points.items():
         n = [p[0] for p in series]
         t = [p[1] for p in series]
-        ax.loglog(n, t, "-o", markersize=3, label=f"{runner} (slope {slopes[runner]:.2f})")
+        slope = f" (slope {slopes[runner]:.2f})" if runner in slopes else ""
+        ax.loglog(n, t, "-o", markersize=3, label=f"{runner}{slope}")
     ax.set_xlabel("training examples")
     ax.set_ylabel("seconds to relative gap 1e-6")
     ax.set_title(title, fontsize=9)
