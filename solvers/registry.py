@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 LossName = Literal["hinge", "squared_hinge", "lp", "modified_huber", "least_squares"]
 BiasMode = Literal["regularized", "free", "none"]
-Task = Literal["binary", "multiclass", "ordinal"]
 
 
 class SolverParams(BaseModel):

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from shared_data import random_csr
 
-from solvers.core.linalg import CGLS_PARALLEL_MIN_FEATURES, cgls, dot
+from solvers.config import CGLS_PARALLEL_MIN_FEATURES
+from solvers.core.linalg import cgls, dot
 
 SOLVE_ATOL = 1e-10
 

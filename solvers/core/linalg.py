@@ -33,15 +33,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from solvers import config
 from solvers.core.sparse import _u  # unsigned indices: no wraparound test in the hot loops
 
 _NO_PAIRS = np.empty(0, np.int64)
-
-# The CGLS kernel's loops over the features (the sum of the per-thread X'z buffers and the
-# direction update) run in parallel only from this many features on: below it they cost less
-# than waking the other threads twice per iteration (20-40 microseconds a region on the 2-core
-# machine with OMP_WAIT_POLICY=PASSIVE).  Could join solvers/config.py.
-CGLS_PARALLEL_MIN_FEATURES = 65_536
 
 
 @contextmanager
@@ -115,7 +110,7 @@ def cgls(X, rows, sqrt_c, t, beta, *, bias_scale, lam, reg_bias=1.0, eps=1e-6,
             float(reg_bias), float(eps), int(max_iter), min(n_threads, max(1, rows.shape[0])),
             float(precondition), 1.0 if rho is None else float(rho),
             0.0 if rho is None else float(lam),
-            parallel and n_features >= CGLS_PARALLEL_MIN_FEATURES)
+            parallel and n_features >= config.CGLS_PARALLEL_MIN_FEATURES)
     return int(iterations), bool(optimal)
 
 
