@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
+from bench.references import hinge_dual_interior_point
 from solvers.problem import BinaryProblem
 
 
@@ -63,59 +64,11 @@ def binary_lbfgs_optimum(problem: BinaryProblem) -> Reference:
     return Reference(beta, objective, problem.duality_gap(beta) / objective, "L-BFGS primal")
 
 
-def hinge_dual_optimum(problem: BinaryProblem, relative_gap: float = 1e-12,
-                       max_newton: int = 2000) -> Reference:
-    """The hinge problem with a regularized bias through its box-constrained dual
-
-        minimize_alpha  1/2 alpha' A A' alpha - sum alpha   s.t.  0 <= alpha_i <= C_i,
-
-    A = rows y_i x~_i (dense), by a log-barrier interior-point method: Newton steps on
-    phi_mu(alpha) = the dual objective - mu sum(log alpha_i + log(C_i - alpha_i)) with mu
-    shrinking tenfold once the Newton decrement is small.  The Newton systems
-    (H + A A') d = -g, H diagonal, are solved through the Woodbury identity in
-    O(n (d+1)^2), so this is for data with few features.  Stops when the exact duality gap
-    P(beta(alpha)) - D(alpha) is below ``relative_gap`` P.
-    """
-    if problem.loss != "hinge" or problem.bias != "regularized":
+def hinge_dual_optimum(problem: BinaryProblem, relative_gap: float = 1e-12) -> Reference:
+    """The hinge optimum (regularized bias) from the interior-point solve of its dual that
+    the stored benchmark references use (:func:`bench.references.hinge_dual_interior_point`)."""
+    if problem.bias != "regularized":
         raise ValueError("the box-constrained dual needs the hinge loss with a regularized bias")
-    A = problem.X.toarray() * problem.y[:, None]
-    A = np.hstack([A, problem.effective_bias_scale * problem.y[:, None]])
-    upper = problem.cost
-    n, r = A.shape
-
-    def dual(alpha):
-        v = A.T @ alpha
-        return float(alpha.sum()) - 0.5 * float(v @ v)
-
-    def barrier(alpha, mu):
-        return -dual(alpha) - mu * float(np.sum(np.log(alpha) + np.log(upper - alpha)))
-
-    alpha = 0.5 * upper
-    mu = 1.0
-    for _ in range(max_newton):
-        v = A.T @ alpha
-        g = A @ v - 1.0 - mu / alpha + mu / (upper - alpha)
-        h = mu / alpha ** 2 + mu / (upper - alpha) ** 2
-        # (diag(h) + A A')^{-1} g by Woodbury
-        Ah = A / h[:, None]
-        small = np.eye(r) + A.T @ Ah
-        step = -(g / h - Ah @ np.linalg.solve(small, Ah.T @ g))
-        decrement = float(-(g @ step))
-        if decrement <= 1e-3 * mu:
-            beta = A.T @ alpha
-            primal = problem.objective(beta)
-            if primal - dual(alpha) <= relative_gap * abs(primal):
-                break
-            mu *= 0.1
-            continue
-        # stay strictly inside the box, then backtrack on the barrier function
-        ratio = np.concatenate([-alpha[step < 0] / step[step < 0],
-                                (upper - alpha)[step > 0] / step[step > 0]])
-        t = min(1.0, 0.99 * float(ratio.min(initial=np.inf)))
-        current = barrier(alpha, mu)
-        while barrier(alpha + t * step, mu) > current + 0.25 * t * float(g @ step) and t > 1e-16:
-            t *= 0.5
-        alpha = alpha + t * step
-    beta = A.T @ alpha
+    _, beta, dual = hinge_dual_interior_point(problem, relative_gap)
     primal = problem.objective(beta)
-    return Reference(beta, primal, (primal - dual(alpha)) / primal, "interior-point dual")
+    return Reference(beta, primal, (primal - dual) / primal, "interior-point dual")

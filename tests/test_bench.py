@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.anchors import Liblinear, ProjectSolver  # noqa: E402
-from bench.harness import measure_problem, relative_gap, time_to_gap  # noqa: E402
-from bench.problems import BenchProblem  # noqa: E402
-from bench.references import (  # noqa: E402
+from bench.anchors import Liblinear, ProjectSolver
+from bench.harness import measure_problem, relative_gap, time_to_gap
+from bench.problems import BenchProblem
+from bench.references import (
     REFERENCE_FILE,
     REFERENCE_PROBLEMS,
     compute_reference,
     load_references,
 )
-from bench.report import markdown_table, write_outputs  # noqa: E402
+from bench.report import markdown_table, write_outputs
 
 # A stored optimum must come with a certificate at least this tight.
 CERTIFIED_RELATIVE_GAP = 1e-7
