@@ -170,6 +170,40 @@ def test_beta_seeding_along_a_c_path():
     assert work(rescaled) < work(cold)
 
 
+def test_cold_start_at_a_large_c_goes_through_a_c_path():
+    """A cold start at C far above 1 / mean ||x~||^2 solves C / 10^J, ..., C / 10 first (each at
+    eps = 1e-2, seeded with the last), then C; the records report the objective at the C asked
+    for; the optimum is that of Appendix A from zero."""
+    X, y = binary("a9a")  # mean ||x~_i||^2 = 14.87: stages from 10 / 14.87 = 0.67 up
+    problem = BinaryProblem(X, y, C=100.0)
+    terms = mfn._binary_terms(problem)
+    assert np.mean(terms.square_norms()) == pytest.approx(14.8691072141519, rel=1e-12)
+    assert mfn.c_path_stages(100.0, terms, problem.cost, 10.0) == [1.0, 10.0]
+    assert mfn.c_path_stages(1.0, terms, problem.cost / 100.0, 10.0) == []
+    assert mfn.c_path_stages(100.0, terms, problem.cost, None) == []
+    # weights scale the data: half the weight, twice the C before a stage is worth it
+    assert mfn.c_path_stages(100.0, terms, 0.5 * problem.cost, 10.0) == [10.0]
+
+    monitor = ListMonitor()
+    path = mfn.solve(problem, monitor=monitor)
+    assert path.status == "converged"
+    assert [run["C"] for run in path.extras["runs"]] == [1.0, 10.0, 100.0]
+    assert [run["epsilon"] for run in path.extras["runs"]] == [1e-2, 1e-2, 1e-6]
+    staged = [r for r in monitor.records if "path_C" in r.extras]
+    assert {r.extras["path_C"] for r in staged} == {1.0, 10.0}
+    assert all(r.objective >= path.objective for r in staged)
+    assert monitor.records[-1].objective == pytest.approx(path.objective, rel=1e-12)
+    assert monitor.records[-1].optimality <= 1e-8
+    assert [r.iteration for r in monitor.records] == list(range(1, len(monitor.records) + 1))
+
+    plain = mfn.solve(problem, mfn.MFNParams(C=100.0, c_path_start=None))
+    assert [run["C"] for run in plain.extras["runs"]] == [100.0]
+    assert abs(relative(path.objective, plain.objective)) <= SAME_OPTIMUM_RTOL
+    # a given starting point is not replaced by the path
+    seeded = mfn.solve(problem, beta0=plain.beta)
+    assert [run["C"] for run in seeded.extras["runs"]] == [100.0]
+
+
 def test_dual_recovery_and_kkt_continuation():
     """Section 4.7: alpha recovered from the primal; continuing with smaller eps drives the
     maximum dual KKT violation below the requested tau (section 5's protocol)."""
