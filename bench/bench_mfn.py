@@ -12,7 +12,8 @@ Problems: the squared hinge with a regularized bias (``-B 1``), ``design.md``'s 
 
 Runners:
 
-* ``mfn``: default parameters (the paper's: eps = 1e-6, both heuristics, rule (13)).  Its
+* ``mfn``: default parameters (the paper's: eps = 1e-6, both heuristics, rule (13); at a large
+  C the cold start goes through a C path, ``c_path_start``, see solvers/mfn.py).  Its
   objective-versus-time curve comes from the monitor: every Newton iteration reports the
   seconds since the solver started and the primal objective, so one run gives the curve.
   Runs at a loosened final eps (as LIBLINEAR gets below) were tried and dropped: the curve
@@ -21,8 +22,8 @@ Runners:
   benchmark time.
 * ``mfn jacobi``: the same with CGLS preconditioned by M = diag(lambda I + X_I'X_I)
   (``preconditioning=1``, not in the paper; see solvers/mfn.py).
-* ``mfn seeded path`` (C > 1 only): beta-seeding along C = 1, 10, ..., C (section 4.1); only
-  the last problem's records count, shifted by the time spent on the earlier ones.
+* ``mfn appendix A`` (C > 1 only): Appendix A from zero at C, without the C path
+  (``c_path_start=None``).
 * LIBLINEAR ``-s 1`` (dual coordinate descent) and ``-s 2`` (trust-region Newton with
   preconditioned CG) through :class:`bench.anchors.Liblinear`: black boxes, one run from
   scratch per eps in 1e-1..1e-8; the time to a gap is that of the first eps whose objective
@@ -32,8 +33,8 @@ Measurement (:func:`bench.harness.measure_problem`): one warm-up run per runner 
 compilation and cache loading, discarded), then ``repeats`` rounds with the runner order
 rotating; medians.  Relative gap (f - f*)/f*, f* the stored reference optimum
 (``bench/reference_optima.json``) or the best objective of any run.  news20 at C = 100 is run
-once with a shortened LIBLINEAR schedule and a time limit on mfn's default run (it ends with
-status ``max_iter`` there: see tests/test_mfn_liblinear.py).
+once with a shortened LIBLINEAR schedule (each of its runs takes minutes there) and a time
+limit on the mfn runs (Appendix A from zero ends with status ``max_iter`` there).
 
 Profile: one more default ``mfn`` run per problem under cProfile, its time split into the
 CGLS kernel, the line search (breakpoints and root), the other sparse products (outputs over
@@ -54,7 +55,6 @@ import os
 import pstats
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -73,40 +73,28 @@ DEFAULT_TIME_LIMIT = 120.0  # seconds, mfn's default run on news20 at C = 100
 
 
 class MFNRunner:
-    """mfn on a benchmark problem, optionally along a seeded C path."""
+    """mfn on a benchmark problem with the given parameters."""
 
     anchor = False
 
-    def __init__(self, name: str, seeded_path: bool = False, time_limit: float | None = None,
+    def __init__(self, name: str, large_c_only: bool = False, time_limit: float | None = None,
                  **params):
         self.name = name
-        self.seeded_path = seeded_path
+        self.large_c_only = large_c_only
         self.time_limit = time_limit
         self.params = params
 
     def supports(self, problem: BenchProblem) -> bool:
-        return problem.loss == "squared_hinge" and (not self.seeded_path or problem.C > 1.0)
-
-    def path(self, C: float) -> list[float]:
-        Cs = [10.0 ** k for k in range(int(np.ceil(np.log10(C))))] if self.seeded_path else []
-        return [c for c in Cs if c < C] + [C]
+        return problem.loss == "squared_hinge" and (not self.large_c_only or problem.C > 1.0)
 
     def run(self, problem: BenchProblem) -> Run:
         bp = problem.binary_problem()
         test = problem.test_dataset()
-        params = mfn.MFNParams(C=problem.C, **self.params)
+        monitor = ListMonitor(self.time_limit)
         start = time.perf_counter()
-        beta, offset = None, 0.0
-        for C in self.path(problem.C):
-            sub = replace(bp, C=C) if C != problem.C else bp
-            monitor = ListMonitor(self.time_limit)
-            solution = mfn.solve(sub, params.model_copy(update={"C": C}), monitor, beta0=beta,
-                                 continuation=beta is not None)
-            beta = solution.beta
-            if C != problem.C:
-                offset = time.perf_counter() - start
+        solution = mfn.solve(bp, mfn.MFNParams(C=problem.C, **self.params), monitor)
         seconds = time.perf_counter() - start
-        trace = [(offset + r.elapsed, r.objective) for r in monitor.records]
+        trace = [(r.elapsed, r.objective) for r in monitor.records]
         w, intercept = bp.split(solution.beta)
         accuracy = None
         if test is not None:
@@ -172,7 +160,7 @@ def runners_for(problem: BenchProblem) -> list:
     runners = [
         MFNRunner("mfn", time_limit=limit),
         MFNRunner("mfn jacobi", time_limit=limit, preconditioning=1.0),
-        MFNRunner("mfn seeded path", seeded_path=True),
+        MFNRunner("mfn appendix A", large_c_only=True, time_limit=limit, c_path_start=None),
     ]
     anchors = [Liblinear(s, schedule) if schedule else Liblinear(s) for s in (1, 2)]
     return [r for r in runners if r.supports(problem)] + anchors

@@ -10,10 +10,15 @@ Usable on its own (no web or SQL imports)::
 
 import os as _os
 
-# Numba's OpenMP threads spin after every parallel region by default; on a machine shared by
-# several worker processes (or with a busy Python thread between kernels) the spinning steals
-# the cores the work needs.  Must be set before the OpenMP runtime loads.
+# Numba's OpenMP threads spin after every parallel region by default (libgomp: ~3 ms); on a
+# machine shared by several worker processes (or with a busy Python thread between kernels)
+# the spinning steals the cores the work needs.  A passive wait alone makes every region pay
+# for waking a sleeping thread (~40 us on the 2-core VM), which CGLS does twice per iteration;
+# a bounded spin of 10,000 (~0.1 ms, libgomp's GOMP_SPINCOUNT overrides the policy's 0) keeps
+# back-to-back regions cheap (~1 us) without the long spin.  Both must be set before the
+# OpenMP runtime loads.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+_os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 from solvers.data import (
     Dataset,
