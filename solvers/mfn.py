@@ -118,6 +118,7 @@ from solvers.core.sparse import (
     csr_matvec,
     csr_matvec_rows,
     csr_rmatvec_rows,
+    row_norms_squared,
     rows_nnz,
     use_parallel,
 )
@@ -239,8 +240,9 @@ def smoothed_hinge(tau: float) -> ClippedLoss:
 
 
 def _row_square_norms(X: sp.csr_matrix) -> np.ndarray:
-    cumulative = np.concatenate(([0.0], np.cumsum(X.data * X.data)))
-    return np.diff(cumulative[X.indptr])
+    out = np.empty(X.shape[0])
+    row_norms_squared(X.indptr, X.indices, X.data, out)
+    return out
 
 
 class _BinaryRows:
