@@ -8,7 +8,9 @@ import pytest
 from shared_data import load, random_csr
 
 from solvers.core import (
+    CompactRows,
     cgls,
+    cgls_compact,
     clipped_loss_breakpoints,
     conjugate_gradient,
     csr_matmat,
@@ -19,6 +21,8 @@ from solvers.core import (
     piecewise_linear_root,
     warm_up,
 )
+from solvers.core.linesearch import clipped_loss_sets, clipped_loss_sets_hold, clipped_loss_sum
+from solvers.core.sparse import length_order, work_blocks
 
 PRODUCT_RTOL = 1e-12
 SOLVE_RTOL = 1e-8
@@ -172,3 +176,100 @@ def test_line_search_returns_zero_for_an_ascent_direction():
 
 def test_warm_up_compiles_everything():
     assert warm_up() >= 0.0
+
+
+# -- compacted row subsets and the CGLS warm start --------------------------------------------
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+@pytest.mark.parametrize("unit_values", [False, True], ids=["values", "unit"])
+def test_compact_rows_products_match_dense(n_blocks, unit_values, index_dtype):
+    X = random_csr(300, 57, 0.1, seed=31, index_dtype=index_dtype)
+    if unit_values:
+        X.data[:] = 1.0
+    rng = np.random.default_rng(32)
+    rows = np.sort(rng.choice(300, 120, replace=False)).astype(np.int64)
+    A = CompactRows(X, rows, n_blocks=n_blocks, unit_values=unit_values)
+    assert A.n_rows == 120 and A.nnz == X[rows].nnz and A.n_blocks == n_blocks
+    w, z = rng.standard_normal(57), rng.standard_normal(120)
+    np.testing.assert_allclose(A.matvec(w, 0.3), naive.matvec_rows(X, rows, w, 0.3),
+                               rtol=PRODUCT_RTOL, atol=1e-12)
+    np.testing.assert_allclose(A.rmatvec(z), naive.rmatvec_rows(X, rows, z),
+                               rtol=PRODUCT_RTOL, atol=1e-12)
+
+
+def test_compact_rows_of_an_empty_subset():
+    X = random_csr(20, 5, 0.5, seed=33)
+    A = CompactRows(X, np.empty(0, dtype=np.int64), n_blocks=2)
+    assert A.matvec(np.ones(5)).shape == (0,)
+    np.testing.assert_array_equal(A.rmatvec(np.empty(0)), np.zeros(5))
+
+
+def test_work_blocks_split_stored_entries_evenly():
+    lengths = np.r_[np.ones(900, dtype=np.int64), np.full(100, 90)]  # sorted by length
+    indptr = np.r_[0, np.cumsum(lengths)]
+    blocks = work_blocks(indptr, 2)
+    assert blocks[0] == 0 and blocks[-1] == 1000 and blocks.shape == (3,)
+    first = indptr[blocks[1]] + 4 * blocks[1]  # stored entries plus the per-row cost
+    total = indptr[-1] + 4 * 1000
+    assert abs(first - total / 2) <= 94
+    assert work_blocks(indptr[:2], 4).tolist() == [0, 1]  # never more blocks than rows
+
+
+def test_length_order_is_stable_and_skips_sorted_matrices():
+    indptr = np.array([0, 3, 4, 4, 7, 8])  # lengths 3, 1, 0, 3, 1
+    np.testing.assert_array_equal(length_order(indptr), [2, 1, 4, 0, 3])
+    assert length_order(np.array([0, 1, 2, 4, 6])) is None
+
+
+@pytest.mark.parametrize("precondition", [0.0, 1.0])
+def test_cgls_warm_start_from_given_residual_and_gradient(precondition):
+    """Footnote 7: with z^0 and r^0 supplied, pass 0's products are skipped and the iterates
+    are those of the cold computation."""
+    X = random_csr(400, 40, 0.15, seed=34)
+    rng = np.random.default_rng(35)
+    rows = np.sort(rng.choice(400, 250, replace=False)).astype(np.int64)
+    c = rng.uniform(0.5, 2.0, 250)
+    t = rng.choice([-1.0, 1.0], size=250)
+    start = rng.standard_normal(41) * 0.1
+    lam = 0.05
+    cold = start.copy()
+    cold_iterations, _ = cgls(X, rows, np.sqrt(c), t, cold, bias_scale=1.0, lam=lam,
+                              eps=1e-30, max_iter=6, precondition=precondition)
+    A = CompactRows(X, rows, n_blocks=2)
+    outputs = naive.matvec_rows(X, rows, start[:-1], start[-1])
+    residual = np.sqrt(c) * (t - outputs)
+    gradient = np.r_[naive.rmatvec_rows(X, rows, c * (t - outputs)),
+                     np.sum(c * (t - outputs))] - lam * start
+    warm = start.copy()
+    warm_iterations, _ = cgls_compact(A, np.sqrt(c), None, warm, bias_scale=1.0, lam=lam,
+                                      eps=1e-30, max_iter=6, precondition=precondition,
+                                      residual=residual, gradient=gradient)
+    assert warm_iterations == cold_iterations == 6
+    # (compared before CG converges: past that only round-off is left to amplify)
+    np.testing.assert_allclose(warm, cold, rtol=1e-9, atol=1e-12)
+    # the residual comes back as the final z = sqrt(c) (t - x~ . beta)
+    final = naive.matvec_rows(X, rows, warm[:-1], warm[-1])
+    np.testing.assert_allclose(residual, np.sqrt(c) * (t - final), atol=1e-10)
+
+
+@pytest.mark.parametrize("width", [np.inf, 2.0])
+@pytest.mark.parametrize("xi_lo", [0.0, -0.25])
+def test_clipped_loss_sets_and_sums_match_numpy(width, xi_lo):
+    rng = np.random.default_rng(36)
+    xi = rng.normal(0.5, 1.5, 500)
+    xi[:5] = xi_lo  # at the knots: I0 is closed at xi_lo, I2 closed at xi_lo + width
+    if np.isfinite(width):
+        xi[5:10] = xi_lo + width
+    weight = rng.uniform(0.5, 2.0, 500)
+    quadratic, linear = clipped_loss_sets(xi, xi_lo, width)
+    np.testing.assert_array_equal(quadratic, np.flatnonzero((xi > xi_lo) & (xi < xi_lo + width)))
+    np.testing.assert_array_equal(linear, np.flatnonzero(xi >= xi_lo + width))
+    assert clipped_loss_sum(xi, weight, xi_lo, width) == pytest.approx(
+        float(weight @ naive.clipped_loss(xi, xi_lo, width)), rel=1e-12)
+    tol = 1e-8
+    moved = xi + rng.uniform(-0.5 * tol, 0.5 * tol, 500)
+    assert clipped_loss_sets_hold(xi, moved, xi_lo, width, tol)
+    jumped = xi.copy()
+    jumped[quadratic[0]] = xi_lo - 2 * tol  # an active term leaves I1
+    assert not clipped_loss_sets_hold(xi, jumped, xi_lo, width, tol)

@@ -7,9 +7,10 @@ from solvers.core.kernels import (
     kernel_diagonal,
     kernel_matrix,
 )
-from solvers.core.linalg import CGResult, cgls, conjugate_gradient
+from solvers.core.linalg import CGResult, cgls, cgls_compact, conjugate_gradient
 from solvers.core.linesearch import clipped_loss_breakpoints, piecewise_linear_root
 from solvers.core.sparse import (
+    CompactRows,
     csr_matmat,
     csr_matvec,
     csr_matvec_rows,
@@ -21,9 +22,11 @@ from solvers.core.warmup import warm_up
 
 __all__ = [
     "CGResult",
+    "CompactRows",
     "Kernel",
     "KernelCache",
     "cgls",
+    "cgls_compact",
     "clipped_loss_breakpoints",
     "conjugate_gradient",
     "csr_matmat",

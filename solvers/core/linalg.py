@@ -26,7 +26,6 @@ before x_i is scattered into X'z.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numba
@@ -34,36 +33,52 @@ import numpy as np
 from numba import njit, prange
 
 from solvers import config
-from solvers.core.sparse import _u  # unsigned indices: no wraparound test in the hot loops
+from solvers.core.sparse import (
+    CACHE_LINE_DOUBLES,
+    CompactRows,
+    _u,  # unsigned indices: no wraparound test in the hot loops
+    compact_row_axpy,
+    compact_row_dot,
+    padded_width,
+    thread_count,
+)
 
 _NO_PAIRS = np.empty(0, np.int64)
-
-
-@contextmanager
-def _thread_count(n_threads: int):
-    """Run the parallel kernels of the block with ``n_threads`` threads (1: on the caller's
-    thread only; a parallel region of one thread costs about a microsecond)."""
-    previous = numba.get_num_threads()
-    if n_threads == previous:
-        yield
-        return
-    numba.set_num_threads(n_threads)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
+_NO_VECTOR = np.empty(0)
 
 
 def cgls(X, rows, sqrt_c, t, beta, *, bias_scale, lam, reg_bias=1.0, eps=1e-6,
          max_iter=5000, parallel=False, pair_ptr=None, pair_col=None,
-         precondition=0.0, rho=None) -> tuple[int, bool]:
-    """CGLS from the warm start ``beta`` (updated in place).
+         precondition=0.0, rho=None, unit_values=False) -> tuple[int, bool]:
+    """CGLS from the warm start ``beta`` (updated in place) over the rows ``rows`` of ``X``.
+
+    Copies the rows into a :class:`~solvers.core.sparse.CompactRows` (one pass) and runs
+    :func:`cgls_compact` on it; see there for the problem and the options.  ``parallel``
+    splits the rows into one block per Numba thread.  Returns ``(iterations, optimal)``.
+    """
+    n_blocks = numba.get_num_threads() if parallel else 1
+    A = CompactRows(X, rows, n_blocks=n_blocks, unit_values=unit_values)
+    return cgls_compact(A, sqrt_c, t, beta, bias_scale=bias_scale, lam=lam, reg_bias=reg_bias,
+                        eps=eps, max_iter=max_iter, pair_ptr=pair_ptr, pair_col=pair_col,
+                        precondition=precondition, rho=rho)
+
+
+def cgls_compact(A: CompactRows, sqrt_c, t, beta, *, bias_scale, lam, reg_bias=1.0, eps=1e-6,
+                 max_iter=5000, pair_ptr=None, pair_col=None, precondition=0.0, rho=None,
+                 residual=None, gradient=None) -> tuple[int, bool]:
+    """CGLS on compacted rows ``A`` from the warm start ``beta`` (updated in place).
 
     Keerthi & DeCoste, Appendix A steps 3-4: z = t - X beta, r = X'z - lam beta, p = r; each
     iteration q = X p, gamma = ||r||^2 / (||q||^2 + lam ||p||^2_D), beta += gamma p,
     z -= gamma q, r = X'z - lam D beta; stop when ||r||^2 <= eps^2 ||z||^2 (rule (13)) or after
-    ``max_iter`` iterations.  ``rows`` (int64) selects the rows, ``t`` their targets.  When
-    rule (13) already holds at the warm start no iteration is made.
+    ``max_iter`` iterations.  ``t`` holds the targets of the rows.  When rule (13) already
+    holds at the warm start no iteration is made.
+
+    Warm start (the paper's footnote 7: "z^0 and r^0 are already available in view of the
+    computations in step 2"): a caller that has them passes ``residual`` = z^0 =
+    sqrt(c) (t - A~ beta) (one entry per least-squares row; overwritten with the final z) and
+    ``gradient`` = r^0 = A'z^0 - lam D beta, and the products of pass 0 are skipped (``t`` is
+    then not read and may be None).
 
     ``pair_ptr``/``pair_col`` (int64, optional) describe several least-squares rows per
     selected row (see the module docstring): then ``sqrt_c`` and ``t`` have one entry per pair,
@@ -84,40 +99,47 @@ def cgls(X, rows, sqrt_c, t, beta, *, bias_scale, lam, reg_bias=1.0, eps=1e-6,
     costs one more pass over the selected rows (for diag(A'A)).
 
     The whole iteration runs in one compiled kernel (no Python and no BLAS call per
-    iteration); ``parallel=True`` runs its loops on all Numba threads.
+    iteration), with ``A``'s blocks on as many Numba threads.
 
     Returns ``(iterations, optimal)`` where ``optimal`` says the stopping rule was met.
     """
-    rows = np.ascontiguousarray(rows, dtype=np.int64)
-    n_features = X.shape[1]
+    n_features = A.n_features
+    n_rows = A.n_rows
     if pair_ptr is None:
-        if beta.shape[0] != n_features + 1 or sqrt_c.shape[0] != rows.shape[0]:
+        if beta.shape[0] != n_features + 1 or sqrt_c.shape[0] != n_rows:
             raise ValueError("beta needs n_features + 1 entries and sqrt_c one per row")
         pair_ptr = pair_col = _NO_PAIRS
     else:
         pair_ptr = np.ascontiguousarray(pair_ptr, dtype=np.int64)
         pair_col = np.ascontiguousarray(pair_col, dtype=np.int64)
-        if pair_ptr.shape[0] != rows.shape[0] + 1 or pair_col.shape[0] != sqrt_c.shape[0]:
+        if pair_ptr.shape[0] != n_rows + 1 or pair_col.shape[0] != sqrt_c.shape[0]:
             raise ValueError("pair_ptr needs one entry per row plus one, pair_col one per pair")
         if pair_col.shape[0] and pair_col.max() >= beta.shape[0] - n_features:
             raise ValueError("pair_col addresses an extra coordinate beta does not have")
-    n_threads = numba.get_num_threads() if parallel else 1
-    with _thread_count(n_threads):
+    n_terms = sqrt_c.shape[0]
+    warm = residual is not None
+    if warm:
+        if gradient is None or residual.shape != (n_terms,) \
+                or gradient.shape != beta.shape:
+            raise ValueError("a warm start needs residual (one entry per least-squares row) "
+                             "and gradient (one per coordinate of beta)")
+        z = residual
+        r0 = np.ascontiguousarray(gradient, dtype=np.float64)
+        targets = _NO_VECTOR
+    else:
+        z = np.empty(n_terms)
+        r0 = _NO_VECTOR
+        targets = np.ascontiguousarray(t, dtype=np.float64)
+    n_threads = A.n_blocks
+    with thread_count(n_threads):
         iterations, optimal = _cgls_kernel(
-            X.indptr, X.indices, X.data, rows, pair_ptr, pair_col, float(bias_scale),
-            np.ascontiguousarray(sqrt_c, dtype=np.float64),
-            np.ascontiguousarray(t, dtype=np.float64), beta, n_features, float(lam),
-            float(reg_bias), float(eps), int(max_iter), min(n_threads, max(1, rows.shape[0])),
-            float(precondition), 1.0 if rho is None else float(rho),
-            0.0 if rho is None else float(lam),
-            parallel and n_features >= config.CGLS_PARALLEL_MIN_FEATURES)
+            *A.arrays(), pair_ptr, pair_col, float(bias_scale),
+            np.ascontiguousarray(sqrt_c, dtype=np.float64), targets, beta, n_features,
+            float(lam), float(reg_bias), float(eps), int(max_iter), float(precondition),
+            1.0 if rho is None else float(rho), 0.0 if rho is None else float(lam),
+            n_threads > 1 and n_features >= config.CGLS_PARALLEL_MIN_FEATURES,
+            warm, z, r0, padded_width(n_features))
     return int(iterations), bool(optimal)
-
-
-@njit(cache=True, inline="always")
-def _row_span(indptr, i):
-    """Unsigned (start, end) of the stored entries of row ``i``."""
-    return _u(indptr[i]), _u(indptr[i + 1])
 
 
 @njit(cache=True, inline="always")
@@ -129,10 +151,10 @@ def _pairs_of(pair_ptr, paired, j):
 
 
 @njit(cache=True, inline="always")
-def _gradient_entry(f, iteration, beta, gamma, p, buffers, lam, r, m_inv):
-    """beta_f += gamma p_f (after pass 0); r_f = (A'z)_f - lam beta_f from the per-block
+def _gradient_entry(f, step, beta, gamma, p, buffers, lam, r, m_inv):
+    """beta_f += gamma p_f (when ``step``); r_f = (A'z)_f - lam beta_f from the per-block
     buffers; returns the terms of ||beta||^2, ||r||^2 and r' M^{-1} r."""
-    if iteration > 0:
+    if step:
         beta[f] += gamma * p[f]
     g = 0.0
     for b in range(buffers.shape[0]):
@@ -150,33 +172,96 @@ def _direction_entry(f, m_inv, r, omega, p):
     return value * value
 
 
-@njit(cache=True, parallel=True)
-def _cgls_kernel(indptr, indices, data, rows, pair_ptr, pair_col, extra_value, sqrt_c, t,
-                 beta, n_features, lam, reg_extra, eps, max_iter, n_blocks, mix, rho,
-                 beta_weight, parallel_features):
-    """The CGLS iteration of :func:`cgls`; pass 0 computes the warm-start residuals.
+@njit(cache=True, inline="always")
+def _forward(indptr, indices, data, unit, blocks, pair_ptr, pair_col, paired, extra_value,
+             sqrt_c, d, v, q, partial):
+    """q = A v per least-squares row, block by block; returns ||q||^2."""
+    n_blocks = blocks.shape[0] - 1
+    for b in prange(n_blocks):
+        s = 0.0
+        for j in range(blocks[b], blocks[b + 1]):
+            u = compact_row_dot(indptr, indices, data, unit, j, v)
+            first, last = _pairs_of(pair_ptr, paired, j)
+            for k in range(first, last):
+                col = pair_col[k] if paired else 0
+                value = sqrt_c[k] * (u + extra_value * v[d + col])
+                q[k] = value
+                s += value * value
+        partial[b * _LINE] = s
+    total = 0.0
+    for b in range(n_blocks):
+        total += partial[b * _LINE]
+    return total
 
-    Each pass makes one product with the operator A (rows sqrt(c_k) x~_k) and one with A':
-    the first over the selected rows in parallel, the second in ``n_blocks`` contiguous blocks
-    of rows, each accumulating X'z into its own buffer (summed afterwards).  The
-    z update and ||z||^2 are fused into the A' pass, the beta update, r and ||r||^2 into the
-    buffer sum.  With ``mix`` > 0, m_inv holds the inverse diagonal preconditioner and
-    phi1 = r' M^{-1} r drives the CG coefficients while ||r||^2 decides the stopping rule
+
+@njit(cache=True, inline="always")
+def _adjoint(indptr, indices, data, unit, blocks, pair_ptr, pair_col, paired, extra_value,
+             sqrt_c, z, step, gamma, q, targets, buffers, extra_buffers, partial):
+    """z -= gamma q (``step``; z = sqrt(c) t - q when ``targets`` are given instead), then
+    A'z into one buffer per block; returns ||z||^2."""
+    n_blocks = blocks.shape[0] - 1
+    use_targets = targets.shape[0] > 0
+    for b in prange(n_blocks):
+        acc = buffers[b]
+        acc[:] = 0.0
+        extra_acc = extra_buffers[b]
+        extra_acc[:] = 0.0
+        zz = 0.0
+        for j in range(blocks[b], blocks[b + 1]):
+            first, last = _pairs_of(pair_ptr, paired, j)
+            zeta = 0.0
+            for k in range(first, last):
+                if use_targets:
+                    zk = sqrt_c[k] * targets[k] - q[k]
+                    z[k] = zk
+                elif step:
+                    zk = z[k] - gamma * q[k]
+                    z[k] = zk
+                else:
+                    zk = z[k]
+                zz += zk * zk
+                scaled = sqrt_c[k] * zk
+                zeta += scaled
+                extra_acc[pair_col[k] if paired else 0] += extra_value * scaled
+            if zeta != 0.0:
+                compact_row_axpy(indptr, indices, data, unit, j, zeta, acc)
+        partial[b * _LINE] = zz
+    total = 0.0
+    for b in range(n_blocks):
+        total += partial[b * _LINE]
+    return total
+
+
+# per-block partial sums are kept one cache line apart
+_LINE = CACHE_LINE_DOUBLES
+
+
+@njit(cache=True, parallel=True)
+def _cgls_kernel(indptr, indices, data, unit, blocks, pair_ptr, pair_col, extra_value, sqrt_c,
+                 targets, beta, n_features, lam, reg_extra, eps, max_iter, mix, rho,
+                 beta_weight, parallel_features, warm, z, r0, width):
+    """The CGLS iteration of :func:`cgls_compact`.
+
+    Each iteration makes one product with the operator A (rows sqrt(c_k) x~_k) and one with A',
+    both block by block (one block per thread), the second accumulating X'z into a buffer per
+    block (rows ``width`` apart, whole cache lines), summed afterwards.  The z update and
+    ||z||^2 are fused into the A' pass, the beta update, r and ||r||^2 into the buffer sum.
+    Pass 0 computes the warm start's z and r (or, ``warm``, takes them as given).  With
+    ``mix`` > 0, m_inv holds the inverse diagonal preconditioner and phi1 = r' M^{-1} r drives
+    the CG coefficients while ||r||^2 decides the stopping rule
     ||r|| <= eps (rho ||z|| + beta_weight ||beta||) (rule (13): rho = 1, beta_weight = 0).
     The two loops over the features are parallel only with ``parallel_features``.
     """
     d = n_features
     n_extra = beta.shape[0] - d
-    n_rows = rows.shape[0]
+    n_blocks = blocks.shape[0] - 1
     paired = pair_ptr.shape[0] > 0
     q = np.empty(sqrt_c.shape[0])
-    z = np.empty(sqrt_c.shape[0])
     r = np.empty(beta.shape[0])
     p = beta.copy()  # pass 0 multiplies the warm start itself
-    buffers = np.empty((n_blocks, d))
-    extra_buffers = np.empty((n_blocks, n_extra))
-    block_zz = np.empty(n_blocks)
-    step = (n_rows + n_blocks - 1) // n_blocks
+    buffers = np.empty((n_blocks, width))
+    extra_buffers = np.empty((n_blocks, n_extra + _LINE))
+    partial = np.empty(n_blocks * _LINE)
     m_inv = np.ones(beta.shape[0])
     if mix > 0.0:
         # diag(A'A) per block: sum_k c_k x_kf^2 and, per extra column, sum_k c_k s^2
@@ -185,16 +270,19 @@ def _cgls_kernel(indptr, indices, data, rows, pair_ptr, pair_col, extra_value, s
             acc[:] = 0.0
             extra_acc = extra_buffers[b]
             extra_acc[:] = 0.0
-            for j in range(b * step, min(n_rows, (b + 1) * step)):
+            for j in range(blocks[b], blocks[b + 1]):
                 first, last = _pairs_of(pair_ptr, paired, j)
                 weight = 0.0
                 for k in range(first, last):
                     ck = sqrt_c[k] * sqrt_c[k]
                     weight += ck
                     extra_acc[pair_col[k] if paired else 0] += ck * extra_value * extra_value
-                start, end = _row_span(indptr, rows[j])
-                for k in range(start, end):
-                    acc[_u(indices[k])] += weight * data[k] * data[k]
+                if unit:
+                    for k in range(_u(indptr[j]), _u(indptr[j + 1])):
+                        acc[_u(indices[k])] += weight
+                else:
+                    for k in range(_u(indptr[j]), _u(indptr[j + 1])):
+                        acc[_u(indices[k])] += weight * data[k] * data[k]
         for f in prange(d):
             g = 0.0
             for b in range(n_blocks):
@@ -210,88 +298,70 @@ def _cgls_kernel(indptr, indices, data, rows, pair_ptr, pair_col, extra_value, s
     phi2 = 0.0  # ||p||_D^2
     gamma = 0.0
     for iteration in range(max_iter + 1):
-        # q = A p and phi3 = ||q||^2
-        phi3 = 0.0
-        for j in prange(n_rows):
-            start, end = _row_span(indptr, rows[j])
-            u = 0.0
-            for k in range(start, end):
-                u += data[k] * p[_u(indices[k])]
-            first, last = _pairs_of(pair_ptr, paired, j)
-            for k in range(first, last):
-                col = pair_col[k] if paired else 0
-                value = sqrt_c[k] * (u + extra_value * p[d + col])
-                q[k] = value
-                phi3 += value * value
-        if iteration > 0:
-            denominator = phi3 + lam * phi2
-            if denominator <= 0.0:
-                return iteration - 1, False
-            gamma = phi1 / denominator
-        # z = sqrt(c) t - A beta (pass 0) or z -= gamma q; phi4 = ||z||^2; A'z per block
-        for b in prange(n_blocks):
-            acc = buffers[b]
-            acc[:] = 0.0
-            extra_acc = extra_buffers[b]
-            extra_acc[:] = 0.0
-            zz = 0.0
-            for j in range(b * step, min(n_rows, (b + 1) * step)):
-                first, last = _pairs_of(pair_ptr, paired, j)
-                zeta = 0.0
-                for k in range(first, last):
-                    if iteration == 0:
-                        zk = sqrt_c[k] * t[k] - q[k]
-                    else:
-                        zk = z[k] - gamma * q[k]
-                    z[k] = zk
-                    zz += zk * zk
-                    scaled = sqrt_c[k] * zk
-                    zeta += scaled
-                    extra_acc[pair_col[k] if paired else 0] += extra_value * scaled
-                if zeta != 0.0:
-                    start, end = _row_span(indptr, rows[j])
-                    for k in range(start, end):
-                        acc[_u(indices[k])] += data[k] * zeta
-            block_zz[b] = zz
-        phi4 = 0.0
-        for b in range(n_blocks):
-            phi4 += block_zz[b]
-        # beta += gamma p; r = A'z - lam D beta; ||beta||^2, ||r||^2 and r' M^{-1} r
-        rr = 0.0
-        rmr = 0.0
-        bb = 0.0
-        if parallel_features:
-            for f in prange(d):
-                b2, r2, rm2 = _gradient_entry(f, iteration, beta, gamma, p, buffers, lam, r,
-                                              m_inv)
-                bb += b2
-                rr += r2
-                rmr += rm2
+        step = iteration > 0
+        if warm and not step:
+            # pass 0 from the caller's z^0 and r^0 (footnote 7)
+            phi4 = 0.0
+            for k in range(z.shape[0]):
+                phi4 += z[k] * z[k]
+            rr = 0.0
+            rmr = 0.0
+            bb = 0.0
+            for f in range(beta.shape[0]):
+                r[f] = r0[f]
+                bb += beta[f] * beta[f]
+                rr += r0[f] * r0[f]
+                rmr += m_inv[f] * r0[f] * r0[f]
         else:
-            for f in range(d):
-                b2, r2, rm2 = _gradient_entry(f, iteration, beta, gamma, p, buffers, lam, r,
-                                              m_inv)
-                bb += b2
-                rr += r2
-                rmr += rm2
-        for c in range(n_extra):
-            if iteration > 0:
-                beta[d + c] += gamma * p[d + c]
-            bb += beta[d + c] * beta[d + c]
-            g = 0.0
-            for b in range(n_blocks):
-                g += extra_buffers[b, c]
-            value = g - lam * reg_extra * beta[d + c]
-            r[d + c] = value
-            rr += value * value
-            rmr += m_inv[d + c] * value * value
+            # q = A p and phi3 = ||q||^2
+            phi3 = _forward(indptr, indices, data, unit, blocks, pair_ptr, pair_col, paired,
+                            extra_value, sqrt_c, d, p, q, partial)
+            if step:
+                denominator = phi3 + lam * phi2
+                if denominator <= 0.0:
+                    return iteration - 1, False
+                gamma = phi1 / denominator
+            # z = sqrt(c) t - A beta (pass 0) or z -= gamma q; phi4 = ||z||^2; A'z per block
+            phi4 = _adjoint(indptr, indices, data, unit, blocks, pair_ptr, pair_col, paired,
+                            extra_value, sqrt_c, z, step, gamma, q,
+                            targets if not step else targets[:0], buffers, extra_buffers,
+                            partial)
+            # beta += gamma p; r = A'z - lam D beta; ||beta||^2, ||r||^2 and r' M^{-1} r
+            rr = 0.0
+            rmr = 0.0
+            bb = 0.0
+            if parallel_features:
+                for f in prange(d):
+                    b2, r2, rm2 = _gradient_entry(f, step, beta, gamma, p, buffers, lam, r,
+                                                  m_inv)
+                    bb += b2
+                    rr += r2
+                    rmr += rm2
+            else:
+                for f in range(d):
+                    b2, r2, rm2 = _gradient_entry(f, step, beta, gamma, p, buffers, lam, r,
+                                                  m_inv)
+                    bb += b2
+                    rr += r2
+                    rmr += rm2
+            for c in range(n_extra):
+                if step:
+                    beta[d + c] += gamma * p[d + c]
+                bb += beta[d + c] * beta[d + c]
+                g = 0.0
+                for b in range(n_blocks):
+                    g += extra_buffers[b, c]
+                value = g - lam * reg_extra * beta[d + c]
+                r[d + c] = value
+                rr += value * value
+                rmr += m_inv[d + c] * value * value
         # the stopping rule, then the next direction p = M^{-1} r + omega p
         bound = eps * (rho * np.sqrt(phi4) + beta_weight * np.sqrt(bb))
         if rr <= bound * bound or rr == 0.0:
             return iteration, True
         if iteration == max_iter:
             break
-        omega = rmr / phi1 if iteration > 0 else 0.0
+        omega = rmr / phi1 if step else 0.0
         phi1 = rmr
         phi2 = 0.0
         if parallel_features:

@@ -177,3 +177,79 @@ def _piece_slope(piece, xi, xi_lo, width):
     if piece == 1:
         return xi - xi_lo
     return width
+
+
+# -- the sets and values of the clipped-loss family, in one pass each ------------------------
+#
+# L(xi) with L'(xi) = clip(xi - xi_lo, 0, width): 0 for xi <= xi_lo (set I0), quadratic on
+# (xi_lo, xi_lo + width) (I1, the least-squares rows), linear from xi_lo + width on (I2).
+
+
+@njit(cache=True)
+def clipped_loss_sets(xi, xi_lo, width):
+    """(I1, I2): the indices with xi_lo < xi < xi_lo + width and with xi >= xi_lo + width."""
+    hi = xi_lo + width
+    n = xi.shape[0]
+    n_quadratic = 0
+    n_linear = 0
+    for i in range(n):
+        if xi[i] > xi_lo:
+            if xi[i] < hi:
+                n_quadratic += 1
+            else:
+                n_linear += 1
+    quadratic = np.empty(n_quadratic, np.int64)
+    linear = np.empty(n_linear, np.int64)
+    a = 0
+    b = 0
+    for i in range(n):
+        if xi[i] > xi_lo:
+            if xi[i] < hi:
+                quadratic[a] = i
+                a += 1
+            else:
+                linear[b] = i
+                b += 1
+    return quadratic, linear
+
+
+@njit(cache=True)
+def clipped_loss_sum(xi, weight, xi_lo, width):
+    """sum_i weight_i L(xi_i) with L(xi) = u^2 / 2 + width (xi - xi_lo - width)_+,
+    u = clip(xi - xi_lo, 0, width)."""
+    total = 0.0
+    for i in range(xi.shape[0]):
+        u = xi[i] - xi_lo
+        if u <= 0.0:
+            continue
+        if u < width:
+            total += weight[i] * 0.5 * u * u
+        else:
+            total += weight[i] * (0.5 * width * width + width * (u - width))
+    return total
+
+
+@njit(cache=True)
+def clipped_loss_sets_hold(xi0, xi1, xi_lo, width, tol):
+    """Whether every index keeps, within ``tol``, at ``xi1`` the set it has at ``xi0``
+    (Keerthi & DeCoste, Appendix A step 5 (b)-(c), for three sets)."""
+    hi = xi_lo + width
+    for i in range(xi0.shape[0]):
+        a = xi0[i]
+        b = xi1[i]
+        if a <= xi_lo:
+            if b > xi_lo + tol:
+                return False
+        elif a < hi:
+            if b < xi_lo - tol or b > hi + tol:
+                return False
+        elif b < hi - tol:
+            return False
+    return True
+
+
+@njit(cache=True)
+def margin_slacks(labels, outputs, out):
+    """out_i = 1 - t_i y_i."""
+    for i in range(out.shape[0]):
+        out[i] = 1.0 - labels[i] * outputs[i]

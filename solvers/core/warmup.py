@@ -39,14 +39,25 @@ def warm_up(parallel: bool = True) -> float:
             sparse.csr_matmat(X, np.ones((2, 3)), np.zeros(2), parallel=flag)
         sparse.rows_nnz(X.indptr, rows)
         sparse.row_norms_squared(X.indptr, X.indices, X.data, np.empty(3))
-        # CGLS (one kernel serves serial and parallel, single and paired rows)
+        for n_blocks in ((1, 2) if parallel else (1,)):
+            compact = sparse.CompactRows(X, rows, n_blocks=n_blocks)
+            compact.matvec(w)
+            compact.rmatvec(np.ones(2))
+        # CGLS (one kernel serves serial and parallel, single and paired rows, with and
+        # without a warm start given)
         linalg.cgls(X, rows, np.ones(2), np.ones(2), np.zeros(4), bias_scale=1.0, lam=1.0)
         linalg.cgls(X, rows, np.ones(3), np.ones(3), np.zeros(5), bias_scale=-1.0, lam=1.0,
                     pair_ptr=np.array([0, 1, 3]), pair_col=np.array([0, 0, 1]))
+        linalg.cgls_compact(compact, np.ones(2), None, np.zeros(4), bias_scale=1.0, lam=1.0,
+                            residual=np.ones(2), gradient=np.ones(4))
     linalg.dot(w, w)
     xi0 = np.array([1.0, -0.5, 2.5])
     xi1 = np.array([-1.0, 0.5, 1.5])
     for width in (np.inf, 2.0):
         l0, r0, bp, dl, dr = linesearch.clipped_loss_breakpoints(xi0, xi1, np.ones(3), 0.0, width)
         linesearch.piecewise_linear_root(l0 - 1.0, r0 + 1.0, bp, dl, dr)
+        linesearch.clipped_loss_sets(xi0, 0.0, width)
+        linesearch.clipped_loss_sum(xi0, np.ones(3), 0.0, width)
+        linesearch.clipped_loss_sets_hold(xi0, xi1, 0.0, width, 1e-8)
+    linesearch.margin_slacks(np.ones(3), xi0, np.empty(3))
     return time.perf_counter() - start
