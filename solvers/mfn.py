@@ -108,16 +108,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 from pydantic import Field, model_validator
 
-from solvers.core.linalg import cgls, dot
-from solvers.core.linesearch import clipped_loss_breakpoints, piecewise_linear_root
+from solvers.core.linalg import cgls_compact, dot
+from solvers.core.linesearch import (
+    clipped_loss_breakpoints,
+    clipped_loss_sets,
+    clipped_loss_sets_hold,
+    clipped_loss_sum,
+    margin_slacks,
+    piecewise_linear_root,
+)
 from solvers.core.sparse import (
+    CompactRows,
     csr_matvec,
     csr_matvec_rows,
     csr_rmatvec_rows,
+    length_order,
     row_norms_squared,
     rows_nnz,
     use_parallel,
@@ -245,25 +255,68 @@ def _row_square_norms(X: sp.csr_matrix) -> np.ndarray:
     return out
 
 
-class _BinaryRows:
+class _Rows:
+    """What the terms of every problem share: the data matrix with its rows in non-decreasing
+    order of length (a copy, made once per solve, when they are not already), so that the
+    compacted active rows CGLS streams over keep a predictable inner-loop length
+    (:func:`solvers.core.sparse.length_order`; about 2x per stored entry on w8a).  The
+    engine works in this order throughout; ``in_input_order`` maps per-example vectors back.
+    """
+
+    def __init__(self, X: sp.csr_matrix):
+        self.order = length_order(X.indptr)
+        self.X = X if self.order is None else X[self.order]
+        self.unit_values = X.nnz > 0 and bool(np.all(X.data == 1.0))
+        self.n_features = X.shape[1]
+        self._parallel_full = use_parallel(X.nnz, 0)
+
+    def sorted_examples(self, values: np.ndarray) -> np.ndarray:
+        return values if self.order is None else values[self.order]
+
+    def in_input_order(self, values: np.ndarray) -> np.ndarray:
+        if self.order is None:
+            return values
+        out = np.empty_like(values)
+        out[self.order] = values
+        return out
+
+    def compact_rows(self, rows: np.ndarray) -> CompactRows:
+        """The selected examples' rows as a :class:`CompactRows`, one block per thread when
+        the products pay for it."""
+        nnz = rows_nnz(self.X.indptr, rows)
+        n_blocks = numba.get_num_threads() if use_parallel(nnz, self.n_features) else 1
+        return CompactRows(self.X, rows, n_blocks=n_blocks, unit_values=self.unit_values)
+
+
+class _BinaryRows(_Rows):
     """A binary problem's terms: one per example, least-squares row x~_i = (x_i, s)."""
 
     def __init__(self, X: sp.csr_matrix, labels: np.ndarray, cost: np.ndarray, s: float):
-        self.X = X
-        self.labels = labels
-        self.cost = cost
+        super().__init__(X)
+        self.labels = self.sorted_examples(labels)
+        self.cost = self.sorted_examples(cost)
         self.extra_value = s
-        self.n_features = X.shape[1]
         self.n_params = self.n_features + 1
-        self._parallel_full = use_parallel(X.nnz, 0)
 
     def outputs(self, beta: np.ndarray) -> np.ndarray:
         return csr_matvec(self.X, beta[:-1], self.extra_value * beta[-1],
                           parallel=self._parallel_full)
 
-    def structure(self, terms: np.ndarray):
-        """(rows, pair_ptr, pair_col) of the least-squares rows ``terms`` for :func:`cgls`."""
-        return terms, None, None
+    def outputs_in_input_order(self, outputs: np.ndarray) -> np.ndarray:
+        return self.in_input_order(outputs)
+
+    def compact(self, terms: np.ndarray):
+        """(A, pair_ptr, pair_col) of the least-squares rows ``terms`` for
+        :func:`cgls_compact`."""
+        return self.compact_rows(terms), None, None
+
+    def compact_adjoint(self, A: CompactRows, coefficients: np.ndarray, pair_ptr=None,
+                        pair_col=None) -> np.ndarray:
+        """sum_k coefficients_k x~_k over the compacted terms, as a parameter vector."""
+        out = np.empty(self.n_params)
+        out[:-1] = A.rmatvec(coefficients)
+        out[-1] = self.extra_value * coefficients.sum()
+        return out
 
     def square_norms(self) -> np.ndarray:
         """||x~_k||^2 of every term."""
@@ -280,26 +333,29 @@ class _BinaryRows:
         return out
 
 
-class _OrdinalRows:
+class _OrdinalRows(_Rows):
     """An ordinal problem's terms: pair k = i (p - 1) + c of example i and threshold c, least-
     squares row (x_i, -s e_c), label +1 when rank_i > c + 1, else -1 (section 7)."""
 
     def __init__(self, X: sp.csr_matrix, ranks: np.ndarray, n_levels: int, cost: np.ndarray,
                  s: float):
-        self.X = X
+        super().__init__(X)
+        ranks = self.sorted_examples(ranks)
+        cost = self.sorted_examples(cost)
         self.n_thresholds = n_levels - 1
         columns = np.arange(self.n_thresholds)
         self.labels = np.where(columns[None, :] < ranks[:, None] - 1, 1.0, -1.0).ravel()
         self.cost = np.repeat(cost, self.n_thresholds)
         self.extra_value = -s
-        self.n_features = X.shape[1]
         self.n_params = self.n_features + self.n_thresholds
-        self._parallel_full = use_parallel(X.nnz, 0)
 
     def outputs(self, beta: np.ndarray) -> np.ndarray:
         d = self.n_features
         scores = csr_matvec(self.X, beta[:d], parallel=self._parallel_full)
         return (scores[:, None] + self.extra_value * beta[None, d:]).ravel()
+
+    def outputs_in_input_order(self, outputs: np.ndarray) -> np.ndarray:
+        return self.in_input_order(outputs.reshape(-1, self.n_thresholds)).ravel()
 
     def _examples(self, terms: np.ndarray):
         example = terms // self.n_thresholds
@@ -307,10 +363,27 @@ class _OrdinalRows:
         return rows, counts
 
     def structure(self, terms: np.ndarray):
-        rows, counts = self._examples(terms)  # terms are sorted, so pairs group by example
+        """(examples, pair_ptr, pair_col) of the pairs ``terms`` (sorted, so they group by
+        example)."""
+        rows, counts = self._examples(terms)
         pair_ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=pair_ptr[1:])
         return rows, pair_ptr, terms % self.n_thresholds
+
+    def compact(self, terms: np.ndarray):
+        rows, pair_ptr, pair_col = self.structure(terms)
+        return self.compact_rows(rows), pair_ptr, pair_col
+
+    def compact_adjoint(self, A: CompactRows, coefficients: np.ndarray, pair_ptr=None,
+                        pair_col=None) -> np.ndarray:
+        d = self.n_features
+        per_example = np.add.reduceat(coefficients, pair_ptr[:-1]) \
+            if coefficients.shape[0] else np.zeros(A.n_rows)
+        out = np.empty(self.n_params)
+        out[:d] = A.rmatvec(per_example)
+        out[d:] = self.extra_value * np.bincount(pair_col, coefficients,
+                                                 minlength=self.n_thresholds)
+        return out
 
     def square_norms(self) -> np.ndarray:
         """||x~_k||^2 of every term: ||x_i||^2 + s^2 for each pair of example i."""
@@ -354,6 +427,29 @@ class _Counters:
     runs: list = field(default_factory=list)  # one dict per run of Appendix A
 
 
+@dataclass
+class _NewtonPoint:
+    """Step 3's data at the current point, computed once and shared with the point's record.
+
+    The index sets (``active`` = I1, the least-squares terms; ``saturated`` = I2), the active
+    terms compacted for CGLS (``A`` with the pair structure of ordinal terms), the CGLS warm
+    start z^0 = sqrt(c_k) t_k (xi_k - xi_lo) on the active terms (``residual``; footnote 7: the
+    outputs are known, no product is needed), g = sum_{I1} c_k t_k (xi_k - xi_lo) x~_k, and the
+    shift q of eq. (23) (None without saturated terms).  From g come both CGLS's r^0 =
+    g - lam (beta - q) and the dual point the record's duality gap needs, w(alpha) =
+    kappa C (g + lam q): one pass over the active rows serves the two."""
+
+    key: tuple  # (loss, C) the sets and the shift were computed for
+    active: np.ndarray
+    saturated: np.ndarray
+    A: CompactRows
+    pair_ptr: np.ndarray | None
+    pair_col: np.ndarray | None
+    residual: np.ndarray
+    g: np.ndarray
+    shift: np.ndarray | None
+
+
 class _Engine:
     """Appendix A on the terms of one problem, for any loss of the clipped family."""
 
@@ -369,10 +465,12 @@ class _Engine:
         self.t = terms.labels
         self.target_cost = terms.cost  # C_i of the problem asked for
         self.cost = terms.cost  # C_i of the problem being solved (a stage of the C path)
-        self.sqrt_weight = np.sqrt(terms.cost / C)  # sqrt(c_i)
+        self.weight = terms.cost / C  # c_i, the example weights (the same at every stage)
+        self.sqrt_weight = np.sqrt(self.weight)
         self.count = _Counters()
         self._stop_message = ""
         self._rho = None
+        self._point: _NewtonPoint | None = None  # step 3's data at the state's current point
 
     @property
     def at_target(self) -> bool:
@@ -383,6 +481,7 @@ class _Engine:
         same = C == self.target_C
         self.cost = self.target_cost if same else self.target_cost * (C / self.target_C)
         self.C = C
+        self._point = None
 
     def data_norm(self) -> float | None:
         """rho = ||X~|| of the 'gradient_bound' rule (None for rule (13)): the largest singular
@@ -407,21 +506,46 @@ class _Engine:
     def objective(self, beta: np.ndarray, xi: np.ndarray, loss: ClippedLoss,
                   cost: np.ndarray | None = None) -> float:
         cost = self.cost if cost is None else cost
-        return 0.5 * dot(beta, beta) + float(np.sum(cost * loss.value(xi)))
+        return 0.5 * dot(beta, beta) + loss.kappa * clipped_loss_sum(xi, cost, loss.xi_lo,
+                                                                     loss.width)
 
     def hinge_objective(self, beta: np.ndarray, xi: np.ndarray) -> float:
         return 0.5 * dot(beta, beta) + float(np.sum(self.cost * np.maximum(xi, 0.0)))
 
     def dual_objective(self, xi: np.ndarray, loss: ClippedLoss,
-                       cost: np.ndarray | None = None) -> float:
+                       cost: np.ndarray | None = None, w_alpha: np.ndarray | None = None) -> float:
         """D(alpha) at alpha_i = C_i loss'(xi_i): of the problem itself, or of the hinge problem
-        (alpha is then in its box [0, C_i], and its conjugate term vanishes)."""
+        (alpha is then in its box [0, C_i], and its conjugate term vanishes).  ``w_alpha`` =
+        sum_i alpha_i t_i x~_i when the caller has it."""
         cost = self.cost if cost is None else cost
         alpha = cost * loss.derivative(xi)
-        support = np.flatnonzero(alpha)
-        w_alpha = self.terms.adjoint(support, (alpha * self.t)[support])
+        if w_alpha is None:
+            support = np.flatnonzero(alpha)
+            w_alpha = self.terms.adjoint(support, (alpha * self.t)[support])
         conjugate = 0.0 if self.hinge else loss.conjugate_sum(alpha, cost)
         return float(alpha.sum()) - 0.5 * dot(w_alpha, w_alpha) - conjugate
+
+    # -- step 3's data ---------------------------------------------------------------------------
+    def newton_point(self, xi: np.ndarray, loss: ClippedLoss, lam: float) -> _NewtonPoint:
+        """The index sets at the current point (slacks ``xi``), the compacted active terms, the
+        CGLS warm start and g (see :class:`_NewtonPoint`)."""
+        key = (loss, self.C)
+        if self._point is not None and self._point.key == key:
+            return self._point
+        lo = loss.xi_lo
+        active, saturated = clipped_loss_sets(xi, lo, loss.width)
+        A, pair_ptr, pair_col = self.terms.compact(active)
+        sqrt_c = self.sqrt_weight[active]
+        residual = sqrt_c * self.t[active] * (xi[active] - lo)
+        g = self.terms.compact_adjoint(A, sqrt_c * residual, pair_ptr, pair_col)
+        shift = None
+        if saturated.size:
+            # q = (width / lambda) sum_{I2} c_i t_i x~_i, eq. (23)
+            shift = self.terms.adjoint(saturated, (self.weight * self.t)[saturated])
+            shift *= loss.width / lam
+        self._point = _NewtonPoint(key, active, saturated, A, pair_ptr, pair_col, residual, g,
+                                   shift)
+        return self._point
 
     # -- one run of Appendix A -------------------------------------------------------------------
     def run(self, state: MFNState, loss: ClippedLoss, epsilon: float) -> tuple[str, str]:
@@ -429,7 +553,7 @@ class _Engine:
         p = self.params
         terms = self.terms
         lam = 1.0 / (self.C * loss.kappa)
-        lo, hi = loss.xi_lo, loss.xi_lo + loss.width
+        lo, width = loss.xi_lo, loss.width
         # Step 1: ini = 0 (crude start) runs both heuristics; ini = 1 goes straight to eps.
         need_second_round = state.crude and p.first_round_epsilon is not None \
             and p.first_round_epsilon > epsilon
@@ -437,58 +561,60 @@ class _Engine:
         first_call = state.crude
         state.crude = False
         beta, outputs = state.beta, state.outputs
-        xi = 1.0 - self.t * outputs
+        xi = np.empty_like(outputs)
+        margin_slacks(self.t, outputs, xi)
         F_previous = self.objective(beta, xi, loss)
         newton = 0  # Appendix A's iter (step 2)
         cg_total = 0
         while True:
             # Step 3: the index sets at beta (I0: xi <= lo, I1: lo < xi < hi, I2: xi >= hi)
-            # and the least-squares problem on I1.
-            active = np.flatnonzero((xi > lo) & (xi < hi))
-            saturated = np.flatnonzero(xi >= hi)
-            # The shift of eq. (23): q = (width / lambda) sum_{I2} c_i t_i x~_i; CGLS solves
-            # for beta~ = beta - q with targets t_i (1 - xi_lo) - x~_i . q.
-            targets = self.t[active] * (1.0 - lo)
+            # and the least-squares problem on I1.  With saturated terms CGLS solves (23) for
+            # beta~ = beta - q, with targets t_i (1 - xi_lo) - x~_i . q (its warm-start
+            # residual at beta - q is the one at beta).
+            point = self.newton_point(xi, loss, lam)
             beta_bar = beta.copy()
-            shift = None
-            if saturated.size:
-                shift = terms.adjoint(saturated, (self.cost / self.C * self.t)[saturated])
-                shift *= loss.width / lam
-                targets -= terms.forward(active, shift)
-                beta_bar -= shift
+            if point.shift is not None:
+                beta_bar -= point.shift
             cg_cap = p.max_cgls_iterations
             if first_call and p.initial_cgls_iterations is not None:
                 cg_cap = p.initial_cgls_iterations  # heuristic 1
             first_call = False
-            rows, pair_ptr, pair_col = terms.structure(active)
-            parallel = use_parallel(rows_nnz(terms.X.indptr, rows), terms.n_features)
-            # Step 4: CGLS, warm-started at beta (Frommer & Maass), stopped by rule (13)
-            # (or the bound it comes from, ``cgls_rule``).
-            cg_iters, optimal = cgls(terms.X, rows, self.sqrt_weight[active], targets, beta_bar,
-                                     bias_scale=terms.extra_value, lam=lam, eps=eps,
-                                     max_iter=cg_cap, parallel=parallel, pair_ptr=pair_ptr,
-                                     pair_col=pair_col, precondition=p.preconditioning,
-                                     rho=self.data_norm())
-            if shift is not None:
-                beta_bar += shift
-            if terms.extra_value == 0.0:
-                beta_bar[-1] = 0.0
+            # Step 4: CGLS on the compacted active terms, warm-started at beta (Frommer &
+            # Maass) from z^0 and r^0 (footnote 7), stopped by rule (13) (or the bound it
+            # comes from, ``cgls_rule``).
+            cg_iters, optimal = cgls_compact(
+                point.A, self.sqrt_weight[point.active], None, beta_bar,
+                bias_scale=terms.extra_value, lam=lam, eps=eps, max_iter=cg_cap,
+                pair_ptr=point.pair_ptr, pair_col=point.pair_col,
+                precondition=p.preconditioning, rho=self.data_norm(),
+                residual=point.residual.copy(), gradient=point.g - lam * beta_bar)
+            if cg_iters == 0:
+                beta_bar = beta.copy()
+                outputs_bar = outputs.copy()
+            else:
+                if point.shift is not None:
+                    beta_bar += point.shift
+                if terms.extra_value == 0.0:
+                    beta_bar[-1] = 0.0
+                outputs_bar = terms.outputs(beta_bar)
             self.count.cg_iterations += cg_iters
             cg_total += cg_iters
             newton += 1
             self.count.iterations += 1
+            n_active, n_saturated = point.active.size, point.saturated.size
 
             # Step 5: beta_bar is optimal if CGLS met (13) and no term changes set (within tol
             # in t_i y_i): (b) active terms keep xi >= -tol (and, with three sets, <= hi + tol),
             # (c) inactive ones keep xi <= tol, saturated ones xi >= hi - tol.
-            outputs_bar = terms.outputs(beta_bar)
-            xi_bar = 1.0 - self.t * outputs_bar
-            if optimal and _index_sets_hold(xi_bar, xi, lo, hi, p.tol):
+            xi_bar = np.empty_like(outputs)
+            margin_slacks(self.t, outputs_bar, xi_bar)
+            if optimal and clipped_loss_sets_hold(xi, xi_bar, lo, width, p.tol):
                 beta[:] = beta_bar
                 outputs[:] = outputs_bar
                 xi = xi_bar
+                self._point = None
                 F = self.objective(beta, xi, loss)
-                if self._report(beta, xi, loss, F, active.size, saturated.size, cg_iters, 1.0,
+                if self._report(beta, xi, loss, lam, F, n_active, n_saturated, cg_iters, 1.0,
                                 eps):
                     return self._finish("stopped", self._stop_message, loss, eps, newton,
                                         cg_total)
@@ -507,23 +633,32 @@ class _Engine:
             # the breakpoints where terms change set.
             direction = beta_bar - beta
             loss_l0, loss_r0, breakpoints, dl, dr = clipped_loss_breakpoints(
-                xi, xi_bar, self.cost * loss.kappa, lo, loss.width)
+                xi, xi_bar, self.cost * loss.kappa, lo, width)
             l0 = dot(beta, direction) + loss_l0
             r0 = dot(beta_bar, direction) + loss_r0
             delta = piecewise_linear_root(l0, r0, breakpoints, dl, dr)
 
-            # Step 7: move, recompute the index sets (next pass) and the objective.
-            beta += delta * direction
-            outputs += delta * (outputs_bar - outputs)
-            xi = 1.0 - self.t * outputs
-            F = self.objective(beta, xi, loss)
-            if self._report(beta, xi, loss, F, active.size, saturated.size, cg_iters, delta,
-                            eps):
-                return self._finish("stopped", self._stop_message, loss, eps, newton, cg_total)
-            if F > F_previous * (1.0 + _RISE_SLACK) + 1e-300:
+            # Step 7: move, recompute the index sets (next pass) and the objective.  A step
+            # that would raise f (the error exit), or that is not finite (the least-squares
+            # problem numerically singular, as at the homotopy's smallest tau), is not taken:
+            # the state keeps the last good point.
+            new_beta = beta + delta * direction
+            new_outputs = outputs + delta * (outputs_bar - outputs)
+            new_xi = np.empty_like(xi)
+            margin_slacks(self.t, new_outputs, new_xi)
+            F = self.objective(new_beta, new_xi, loss) if np.isfinite(delta) else np.inf
+            if not F <= F_previous * (1.0 + _RISE_SLACK) + 1e-300:
                 return self._finish("failed", (
                     f"objective rose from {F_previous:.17g} to {F:.17g} at Newton iteration "
-                    f"{newton} (Appendix A step 7 error exit)"), loss, eps, newton, cg_total)
+                    f"{newton} (Appendix A step 7 error exit; step {delta:.3g}, lambda "
+                    f"{lam:.3g}); the last point is kept"), loss, eps, newton, cg_total)
+            beta[:] = new_beta
+            outputs[:] = new_outputs
+            xi = new_xi
+            self._point = None
+            if self._report(beta, xi, loss, lam, F, n_active, n_saturated, cg_iters, delta,
+                            eps):
+                return self._finish("stopped", self._stop_message, loss, eps, newton, cg_total)
             if newton >= p.max_iter:
                 return self._finish("max_iter", f"itermax={p.max_iter} Newton iterations "
                                     "reached", loss, eps, newton, cg_total)
@@ -535,18 +670,23 @@ class _Engine:
                                 "cg_iterations": cg_total, "status": status})
         return status, message
 
-    def _report(self, beta, xi, loss, F, n_active, n_saturated, cg_iters, delta, eps) -> bool:
+    def _report(self, beta, xi, loss, lam, F, n_active, n_saturated, cg_iters, delta,
+                eps) -> bool:
         """One record per Newton iteration: the objective of ``design.md``'s problem (for the
         homotopy, the hinge objective; on a stage of the C path, the objective at the C asked
-        for) and the relative duality gap.  The record's time is when the iterate was ready:
-        the gap is computed for the record only."""
+        for) and the relative duality gap.  The record's time is when the iterate was ready.
+        The gap's dual point comes from step 3's data at the new point (computed here, used
+        by the next Newton iteration)."""
         elapsed = self.clock()
         cost = self.target_cost
         if self.hinge:
             primal = self.hinge_objective(beta, xi)
         else:
             primal = F if self.at_target else self.objective(beta, xi, loss, cost)
-        gap = (primal - self.dual_objective(xi, loss, cost)) / max(abs(primal), 1e-300)
+        point = self.newton_point(xi, loss, lam)
+        w_alpha = point.g if point.shift is None else point.g + lam * point.shift
+        w_alpha = (loss.kappa * self.target_C) * w_alpha
+        gap = (primal - self.dual_objective(xi, loss, cost, w_alpha)) / max(abs(primal), 1e-300)
         extras = {
             "optimality_measure": "relative_duality_gap",
             "active": int(n_active),
@@ -567,20 +707,6 @@ class _Engine:
             self._stop_message = f"stopped: {reason}"
             return True
         return False
-
-
-def _index_sets_hold(xi_bar, xi, lo, hi, tol) -> bool:
-    """Step 5 (b)-(c), generalized to three sets: every term stays within ``tol`` (in t_i y_i)
-    of the set it was assigned at beta."""
-    in_low = xi <= lo
-    in_high = xi >= hi
-    in_quadratic = ~(in_low | in_high)
-    if np.any(xi_bar[in_low] > lo + tol):
-        return False
-    quadratic = xi_bar[in_quadratic]
-    if np.any(quadratic < lo - tol) or np.any(quadratic > hi + tol):
-        return False
-    return not np.any(xi_bar[in_high] < hi - tol)
 
 
 def _solve_terms(terms, C: float, loss_name: str, params: MFNParams, monitor: Monitor,
@@ -740,14 +866,15 @@ def solve(problem: BinaryProblem, params: MFNParams | None = None,
     dual_kkt = None
     if params.dual_kkt_tolerance is not None:
         def dual_kkt(state):
-            return dual_kkt_violation(problem, state.beta, state.outputs)[1]
+            return dual_kkt_violation(problem, state.beta,
+                                      terms.outputs_in_input_order(state.outputs))[1]
     state, status, message, engine = _solve_terms(
         terms, problem.C, problem.loss, params, monitor, beta0, not continuation, dual_kkt)
     extras = _extras(engine, state)
     if problem.loss == "squared_hinge":
-        extras["dual_kkt_violation"] = dual_kkt_violation(problem, state.beta,
-                                                          state.outputs)[1]
-    xi = 1.0 - problem.y * state.outputs
+        extras["dual_kkt_violation"] = dual_kkt_violation(
+            problem, state.beta, terms.outputs_in_input_order(state.outputs))[1]
+    xi = 1.0 - engine.t * state.outputs
     if problem.loss == "hinge":
         objective = engine.hinge_objective(state.beta, xi)
     else:
@@ -819,11 +946,12 @@ def dual_kkt_violation(problem: BinaryProblem, beta: np.ndarray,
         outputs = problem.outputs(beta)
     active = t * outputs < 1.0
     alpha = np.where(active, -c * t * (outputs - t) / lam, 0.0)
-    terms = _BinaryRows(problem.X, t, problem.cost, problem.effective_bias_scale)
     rows = np.flatnonzero(alpha)
-    beta_hat = terms.adjoint(rows, (alpha * t)[rows])
+    beta_hat = np.empty(problem.n_features + 1)
+    beta_hat[:-1] = csr_rmatvec_rows(problem.X, rows, (alpha * t)[rows])
+    beta_hat[-1] = problem.effective_bias_scale * float((alpha * t)[rows].sum())
     xi = lam * alpha / np.where(c > 0, c, 1.0)
-    g = t * terms.outputs(beta_hat) + xi - 1.0
+    g = t * problem.outputs(beta_hat) + xi - 1.0
     positive = alpha > 0
     violation = max(
         float(np.max(np.abs(g[positive]), initial=0.0)),
