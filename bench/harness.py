@@ -15,6 +15,8 @@ import platform
 import statistics
 from dataclasses import asdict, dataclass
 
+from threadpoolctl import threadpool_limits
+
 from bench.anchors import Run
 from bench.problems import BenchProblem
 from bench.references import load_references
@@ -65,6 +67,18 @@ def time_to_gap(trace, reference: float, gap: float) -> float | None:
 
 
 def measure_problem(problem: BenchProblem, runners, repeats: int, log=print) -> ProblemResult:
+    """Run ``runners`` on ``problem`` (see the module docstring) with BLAS on one thread.
+
+    None of the runners needs BLAS threads (LIBLINEAR, LIBSVM and our linear solvers use none),
+    but NumPy calls between runs (the anchors' objective evaluations) leave OpenBLAS's worker
+    threads spinning for tens of milliseconds, on the core the next runner's second thread
+    needs: measured on the 2-core VM, mfn right after a LIBLINEAR run took 0.10-0.13 s on a9a
+    at C = 0.01 instead of 0.04 s."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _measure_problem(problem, runners, repeats, log)
+
+
+def _measure_problem(problem: BenchProblem, runners, repeats: int, log) -> ProblemResult:
     runners = [r for r in runners if r.supports(problem)]
     runs: dict[str, list[Run]] = {r.name: [] for r in runners}
     for r in runners:
