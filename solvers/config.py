@@ -21,6 +21,18 @@ PARALLEL_MAX_BUFFER_RATIO = 0.5
 # machine with OMP_WAIT_POLICY=PASSIVE).
 CGLS_PARALLEL_MIN_FEATURES = 65_536
 
+# -- mfn's factorized step 3 (linear_solver="cholesky" / "auto", solvers/mfn.py) -------------
+
+# linear_solver="auto" factorizes the normal equations when the problem has at most this many
+# parameters and both the Cholesky factorization (n^3 / 3) and a Gram matrix of all rows
+# (sum of L(L+1)/2) cost at most this many passes over the stored entries (a CGLS iteration
+# costs two).
+MFN_AUTO_CHOLESKY_MAX_PARAMS = 2048
+MFN_AUTO_CHOLESKY_PASSES = 40
+
+# linear_solver="cholesky" refuses problems with more parameters (dense n^2 memory per thread).
+MFN_CHOLESKY_MAX_PARAMS = 8192
+
 # -- kernels and the least-squares SVM family (solvers/core/kernels.py, solvers/lssvm.py) ----
 
 # Default memory of the kernel-row cache, MiB (LIBSVM's default is 100, scikit-learn's 200).

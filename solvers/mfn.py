@@ -49,17 +49,32 @@ eps = 1e-2, a second at the requested eps = 1e-6.  ``max_iter`` = itermax = 50 N
 iterations per run of Appendix A (both rounds of heuristic 2 together); an objective that
 rises ends the run with status ``failed`` (step 7's error exit).
 
-One departure from Appendix A is on by default: a cold start at a C far above the data's
-scale, C > 10 c_path_start / mean_i c_i ||x~_i||^2 (``c_path_start`` = 10), first solves at
-C / 10^J, ..., C / 10 (the smallest at or above c_path_start / mean c_i ||x~_i||^2) at the
-first round's eps = 1e-2, each seeded with the last, and then solves at C seeded with that
-(ini = 1): the beta-seeding of section 4.1 used as a continuation.  From zero, Appendix A at
-such a C spends its Newton iterations shrinking the active set with short steps: news20 made
-binary at C = 100 needs 87 Newton iterations (131 s, over itermax = 50), the path 45 (16 s).
-Where the cold start already converges in a few Newton iterations the stages only delay it:
-time to a 1e-6 gap at C = 100, path against cold, w8a 0.54 / 0.71 s, mushrooms 0.044 / 0.082 s,
-but a9a 0.31 / 0.10 s and ijcnn1 0.11 / 0.05 s (bench/README.md).  ``c_path_start=None`` gives
-Appendix A from zero at every C.
+Step 3 by factorization (``linear_solver``, default "auto").  Section 4.3 names two ways to
+solve the least-squares problem (11)/(12), "factorization methods" and CG, and prefers CGLS for
+large sparse data; its Table 2 finds the factorization slightly faster on dense data with few
+features.  With ``linear_solver="cholesky"`` the Gram matrix G = sum_{i in I} c_i x~_i x~_i'
+of the active terms is kept up to date as terms enter and leave I (about L^2 / 2 multiply-adds
+per changed term of L stored entries; rebuilt when more terms changed than remain), the normal
+equations (lambda I + G) delta = r^0 at CGLS's warm start are solved by Cholesky, and CGLS
+then starts from beta + delta: it checks rule (13) there (two products over the active rows,
+none of the iterations a cold CGLS needs) and iterates only if round-off left the rule unmet.
+Everything else (heuristic 1's 10 CGLS iterations on the first call, heuristic 2's rounds,
+step 5's checks, the exact line search) is Appendix A's.  "auto" factorizes when the
+Cholesky factorization (n^3 / 3) and a Gram matrix of all rows each cost at most 40 passes
+over the stored entries (``solvers/config.py``): a9a, w8a, ijcnn1 and mushrooms (124-301
+parameters), not news20 (62,062).  ``linear_solver="cgls"`` is Appendix A as written.
+
+One departure from Appendix A is on by default when step 3 runs CGLS: a cold start at a C far
+above the data's scale, C > 10 c_path_start / mean_i c_i ||x~_i||^2 (``c_path_start`` = 10),
+first solves at C / 10^J, ..., C / 10 (the smallest at or above c_path_start / mean c_i
+||x~_i||^2) at the first round's eps = 1e-2, each seeded with the last, and then solves at C
+seeded with that (ini = 1): the beta-seeding of section 4.1 used as a continuation.  From zero,
+Appendix A at such a C spends its Newton iterations shrinking the active set with short steps:
+news20 made binary at C = 100 needs 87 Newton iterations (131 s, over itermax = 50), the path
+45 (16 s).  Where the cold start already converges in a few Newton iterations the stages only
+delay it: time to a 1e-6 gap at C = 100, path against cold, w8a 0.54 / 0.71 s, mushrooms 0.044
+/ 0.082 s, but a9a 0.31 / 0.10 s and ijcnn1 0.11 / 0.05 s (bench/README.md).
+``c_path_start=None`` gives Appendix A from zero at every C.
 
 Options that are not in the paper (off by default): ``preconditioning`` = alpha runs CGLS
 on the column-scaled problem, M = lambda I + alpha diag(X_I'X_I) (the diagonal preconditioner
@@ -113,7 +128,8 @@ import numpy as np
 import scipy.sparse as sp
 from pydantic import Field, model_validator
 
-from solvers.core.linalg import cgls_compact, dot
+from solvers import config
+from solvers.core.linalg import cgls_compact, cholesky_solve, dot, gram_cost, gram_update
 from solvers.core.linesearch import (
     clipped_loss_breakpoints,
     clipped_loss_sets,
@@ -168,6 +184,15 @@ class MFNParams(SolverParams):
         description="Heuristic 1: CGLS iteration cap of the first call after a crude start "
                     "(None: off).")
     max_cgls_iterations: int = Field(5000, ge=1, description="cgitermax of every other call.")
+    linear_solver: Literal["auto", "cgls", "cholesky"] = Field(
+        "auto",
+        description="How step 3's least-squares problem is solved: 'cgls' is Appendix A "
+                    "(CGLS from the current point); 'cholesky' factorizes the normal "
+                    "equations of the active terms (Gram matrix kept up to date as terms "
+                    "enter and leave) and lets CGLS check rule (13) from that solution; "
+                    "'auto' takes 'cholesky' when the dense factorization and the Gram "
+                    "matrix cost fewer operations than a few dozen passes over the data "
+                    "(few features), else 'cgls'.")
     cgls_rule: Literal["residual", "gradient_bound"] = Field(
         "residual",
         description="CGLS stopping rule: 'residual' is rule (13), ||r|| <= eps ||z||; "
@@ -181,10 +206,11 @@ class MFNParams(SolverParams):
                           description="itermax: Newton iterations per run of Appendix A.")
     c_path_start: float | None = Field(
         10.0, gt=0,
-        description="Cold starts at a large C go through a C path (beta-seeding, section 4.1): "
-                    "C / 10^J, ..., C / 10 at the first-round eps, then C, with J the largest "
-                    "integer such that C / 10^J >= c_path_start / mean_i c_i ||x~_i||^2 "
-                    "(None: Appendix A from zero at every C).")
+        description="When step 3 runs CGLS, cold starts at a large C go through a C path "
+                    "(beta-seeding, section 4.1): C / 10^J, ..., C / 10 at the first-round "
+                    "eps, then C, with J the largest integer such that C / 10^J >= "
+                    "c_path_start / mean_i c_i ||x~_i||^2 (None: Appendix A from zero at "
+                    "every C).  The factorized step 3 always starts at C.")
     tol: float = Field(1e-8, ge=0, description="Step 5's tolerance on t_i y_i around 1.")
     dual_kkt_tolerance: float | None = Field(
         None, gt=0,
@@ -268,7 +294,9 @@ class _Rows:
         self.X = X if self.order is None else X[self.order]
         self.unit_values = X.nnz > 0 and bool(np.all(X.data == 1.0))
         self.n_features = X.shape[1]
-        self._parallel_full = use_parallel(X.nnz, 0)
+        n_blocks = numba.get_num_threads() if use_parallel(X.nnz, 0) else 1
+        self.everything = CompactRows.all_rows(self.X, n_blocks=n_blocks,
+                                               unit_values=self.unit_values)
 
     def sorted_examples(self, values: np.ndarray) -> np.ndarray:
         return values if self.order is None else values[self.order]
@@ -299,16 +327,24 @@ class _BinaryRows(_Rows):
         self.n_params = self.n_features + 1
 
     def outputs(self, beta: np.ndarray) -> np.ndarray:
-        return csr_matvec(self.X, beta[:-1], self.extra_value * beta[-1],
-                          parallel=self._parallel_full)
+        return self.everything.matvec(beta[:-1], self.extra_value * beta[-1])
 
     def outputs_in_input_order(self, outputs: np.ndarray) -> np.ndarray:
         return self.in_input_order(outputs)
+
+    def structure(self, terms: np.ndarray):
+        """(rows of X, pair_ptr, pair_col) of the least-squares rows ``terms``: one per row."""
+        return terms, None, None
 
     def compact(self, terms: np.ndarray):
         """(A, pair_ptr, pair_col) of the least-squares rows ``terms`` for
         :func:`cgls_compact`."""
         return self.compact_rows(terms), None, None
+
+    def compact_forward(self, A: CompactRows, v: np.ndarray, pair_ptr=None,
+                        pair_col=None) -> np.ndarray:
+        """x~_k . v over the compacted terms."""
+        return A.matvec(v[:-1], self.extra_value * v[-1])
 
     def compact_adjoint(self, A: CompactRows, coefficients: np.ndarray, pair_ptr=None,
                         pair_col=None) -> np.ndarray:
@@ -351,7 +387,7 @@ class _OrdinalRows(_Rows):
 
     def outputs(self, beta: np.ndarray) -> np.ndarray:
         d = self.n_features
-        scores = csr_matvec(self.X, beta[:d], parallel=self._parallel_full)
+        scores = self.everything.matvec(beta[:d])
         return (scores[:, None] + self.extra_value * beta[None, d:]).ravel()
 
     def outputs_in_input_order(self, outputs: np.ndarray) -> np.ndarray:
@@ -373,6 +409,12 @@ class _OrdinalRows(_Rows):
     def compact(self, terms: np.ndarray):
         rows, pair_ptr, pair_col = self.structure(terms)
         return self.compact_rows(rows), pair_ptr, pair_col
+
+    def compact_forward(self, A: CompactRows, v: np.ndarray, pair_ptr=None,
+                        pair_col=None) -> np.ndarray:
+        d = self.n_features
+        scores = A.matvec(v[:d])
+        return np.repeat(scores, np.diff(pair_ptr)) + self.extra_value * v[d + pair_col]
 
     def compact_adjoint(self, A: CompactRows, coefficients: np.ndarray, pair_ptr=None,
                         pair_col=None) -> np.ndarray:
@@ -424,6 +466,7 @@ class MFNState:
 class _Counters:
     iterations: int = 0  # Newton iterations over all runs (reported in the records)
     cg_iterations: int = 0
+    factorizations: int = 0
     runs: list = field(default_factory=list)  # one dict per run of Appendix A
 
 
@@ -450,6 +493,80 @@ class _NewtonPoint:
     shift: np.ndarray | None
 
 
+class _NormalEquations:
+    """Step 3 by factorization (section 4.3: "factorization methods such as QR or SVD"), for
+    problems with few parameters: the Gram matrix G = sum_{k in I} c_k x~_k x~_k' of the
+    active terms is kept up to date as terms enter and leave I (at a cost of about L^2 / 2 per
+    changed term with L stored entries; rebuilt from the active terms when more of them
+    changed than remain, or when the updates since the last rebuild outnumber the active
+    terms, which bounds the round-off they accumulate), and the normal equations (12),
+    (lam I + G) delta = r^0, are solved by Cholesky.  G does not depend on lam, so it serves
+    every stage of a C path and every tau of the hinge homotopy."""
+
+    def __init__(self, terms, weight: np.ndarray):
+        self.terms = terms
+        self.weight = weight
+        n = terms.n_params
+        self.G = np.zeros((n, n))
+        self.members = np.zeros(weight.shape[0], dtype=bool)
+        self.n_members = 0
+        self.updates = 0  # terms added or removed since G was last rebuilt
+
+    def _add(self, terms: np.ndarray, weights: np.ndarray):
+        rows, pair_ptr, pair_col = self.terms.structure(terms)
+        cost = gram_cost(self.terms.X.indptr, rows)
+        gram_update(self.terms.X, rows, weights, self.G, extra_value=self.terms.extra_value,
+                    pair_ptr=pair_ptr, pair_col=pair_col,
+                    parallel=use_parallel(cost, self.G.shape[0] ** 2))
+
+    def update(self, active: np.ndarray):
+        """Make G the Gram matrix of the terms ``active`` (sorted)."""
+        mask = np.zeros_like(self.members)
+        mask[active] = True
+        entered = np.flatnonzero(mask & ~self.members)
+        left = np.flatnonzero(self.members & ~mask)
+        changed = entered.size + left.size
+        if changed >= active.size or self.updates + changed > active.size:
+            self.G[:] = 0.0
+            self._add(active, self.weight[active])
+            self.updates = 0
+        elif changed:
+            terms = np.concatenate((entered, left))
+            weights = np.concatenate((self.weight[entered], -self.weight[left]))
+            order = np.argsort(terms, kind="stable")
+            self._add(terms[order], weights[order])
+            self.updates += changed
+        self.members = mask
+
+    def solve(self, active: np.ndarray, lam: float, rhs: np.ndarray) -> np.ndarray | None:
+        """delta with (lam I + G_active) delta = rhs, or None if the factorization fails."""
+        self.update(active)
+        M = self.G.copy()
+        M[np.diag_indices_from(M)] += lam
+        return cholesky_solve(M, rhs)
+
+
+def _choose_normal_equations(params: MFNParams, terms, weight: np.ndarray):
+    """The :class:`_NormalEquations` of ``linear_solver``, or None for CGLS alone."""
+    choice = params.linear_solver
+    if choice == "cgls":
+        return None
+    n = terms.n_params
+    if choice == "cholesky":
+        if n > config.MFN_CHOLESKY_MAX_PARAMS:
+            raise ValueError(
+                f"linear_solver='cholesky' factorizes a dense {n} x {n} matrix; above "
+                f"{config.MFN_CHOLESKY_MAX_PARAMS} parameters use 'cgls' or 'auto'")
+        return _NormalEquations(terms, weight)
+    indptr = terms.X.indptr
+    nnz = int(indptr[-1]) + terms.X.shape[0]  # with the bias column
+    build = gram_cost(indptr, np.arange(terms.X.shape[0])) + terms.X.shape[0]
+    cheap = n <= config.MFN_AUTO_CHOLESKY_MAX_PARAMS \
+        and n ** 3 / 3.0 <= config.MFN_AUTO_CHOLESKY_PASSES * nnz \
+        and build <= config.MFN_AUTO_CHOLESKY_PASSES * nnz
+    return _NormalEquations(terms, weight) if cheap else None
+
+
 class _Engine:
     """Appendix A on the terms of one problem, for any loss of the clipped family."""
 
@@ -468,6 +585,7 @@ class _Engine:
         self.weight = terms.cost / C  # c_i, the example weights (the same at every stage)
         self.sqrt_weight = np.sqrt(self.weight)
         self.count = _Counters()
+        self.normal_equations = _choose_normal_equations(params, terms, self.weight)
         self._stop_message = ""
         self._rho = None
         self._point: _NewtonPoint | None = None  # step 3's data at the state's current point
@@ -547,6 +665,25 @@ class _Engine:
                                    shift)
         return self._point
 
+    def _factorized_step(self, point: _NewtonPoint, lam: float, beta_bar: np.ndarray,
+                         residual: np.ndarray, gradient: np.ndarray) -> bool:
+        """Solve (lam I + A'A) delta = r^0 (the normal equations (12) at the warm start) by
+        Cholesky, move ``beta_bar`` by delta and bring CGLS's z and r (``residual``,
+        ``gradient``, updated in place) to the new point: two products over the active terms.
+        Returns False, changing nothing, when the factorization fails."""
+        delta = self.normal_equations.solve(point.active, lam, gradient)
+        if delta is None:
+            return False
+        sqrt_c = self.sqrt_weight[point.active]
+        beta_bar += delta
+        residual -= sqrt_c * self.terms.compact_forward(point.A, delta, point.pair_ptr,
+                                                        point.pair_col)
+        gradient[:] = self.terms.compact_adjoint(point.A, sqrt_c * residual, point.pair_ptr,
+                                                 point.pair_col)
+        gradient -= lam * beta_bar
+        self.count.factorizations += 1
+        return True
+
     # -- one run of Appendix A -------------------------------------------------------------------
     def run(self, state: MFNState, loss: ClippedLoss, epsilon: float) -> tuple[str, str]:
         """Steps 2-8 from ``state`` (updated in place).  Returns (status, message)."""
@@ -576,19 +713,26 @@ class _Engine:
             if point.shift is not None:
                 beta_bar -= point.shift
             cg_cap = p.max_cgls_iterations
-            if first_call and p.initial_cgls_iterations is not None:
-                cg_cap = p.initial_cgls_iterations  # heuristic 1
+            heuristic_1 = first_call and p.initial_cgls_iterations is not None
+            if heuristic_1:
+                cg_cap = p.initial_cgls_iterations
             first_call = False
             # Step 4: CGLS on the compacted active terms, warm-started at beta (Frommer &
             # Maass) from z^0 and r^0 (footnote 7), stopped by rule (13) (or the bound it
-            # comes from, ``cgls_rule``).
+            # comes from, ``cgls_rule``).  With the normal equations factorized (few
+            # features), CGLS starts from their solution instead and only checks rule (13).
+            residual = point.residual.copy()
+            gradient = point.g - lam * beta_bar
+            solved = False
+            if self.normal_equations is not None and not heuristic_1:
+                solved = self._factorized_step(point, lam, beta_bar, residual, gradient)
             cg_iters, optimal = cgls_compact(
                 point.A, self.sqrt_weight[point.active], None, beta_bar,
                 bias_scale=terms.extra_value, lam=lam, eps=eps, max_iter=cg_cap,
                 pair_ptr=point.pair_ptr, pair_col=point.pair_col,
                 precondition=p.preconditioning, rho=self.data_norm(),
-                residual=point.residual.copy(), gradient=point.g - lam * beta_bar)
-            if cg_iters == 0:
+                residual=residual, gradient=gradient)
+            if cg_iters == 0 and not solved:
                 beta_bar = beta.copy()
                 outputs_bar = outputs.copy()
             else:
@@ -710,10 +854,10 @@ class _Engine:
 
 
 def _solve_terms(terms, C: float, loss_name: str, params: MFNParams, monitor: Monitor,
-                 beta0: np.ndarray | None, crude: bool, dual_kkt=None):
+                 beta0: np.ndarray | None, crude: bool, clock: Stopwatch, dual_kkt=None):
     """Run Appendix A (and the homotopy or the dual KKT continuation) on ``terms``; returns
-    (state, status, message, engine)."""
-    clock = Stopwatch()
+    (state, status, message, engine).  ``clock`` started when the caller did, before the
+    terms were set up (the records' times include that work)."""
     hinge = loss_name == "hinge"
     engine = _Engine(terms, C, params, monitor, clock, hinge=hinge)
     beta = np.zeros(terms.n_params) if beta0 is None else np.array(beta0, dtype=np.float64)
@@ -726,7 +870,7 @@ def _solve_terms(terms, C: float, loss_name: str, params: MFNParams, monitor: Mo
         status, message = _hinge_homotopy(engine, state, params)
     else:
         loss = _LOSSES[loss_name]
-        if crude and beta0 is None:
+        if crude and beta0 is None and engine.normal_equations is None:
             status, message = _run_c_path(engine, state, params, loss)
             if status == "stopped":
                 return state, status, message, engine
@@ -822,7 +966,9 @@ def _hinge_homotopy(engine: _Engine, state: MFNState, params: MFNParams) -> tupl
 
 
 def _extras(engine: _Engine, state: MFNState) -> dict:
-    extras = {"cg_iterations": engine.count.cg_iterations, "runs": engine.count.runs}
+    extras = {"cg_iterations": engine.count.cg_iterations, "runs": engine.count.runs,
+              "linear_solver": "cgls" if engine.normal_equations is None else "cholesky",
+              "factorizations": engine.count.factorizations}
     if engine.hinge:
         xi = 1.0 - engine.t * state.outputs
         loss = smoothed_hinge(engine.count.runs[-1]["tau"])
@@ -856,6 +1002,7 @@ def solve(problem: BinaryProblem, params: MFNParams | None = None,
     ``continuation=True`` marks ``beta0`` as the solution of a nearby problem (ini = 1: no
     heuristics, eps straight to its final value), the beta-seeding of a C path.
     """
+    clock = Stopwatch()
     terms = _binary_terms(problem)
     params = params or MFNParams(C=problem.C, loss=problem.loss, bias=problem.bias)
     monitor = monitor or NullMonitor()
@@ -869,7 +1016,8 @@ def solve(problem: BinaryProblem, params: MFNParams | None = None,
             return dual_kkt_violation(problem, state.beta,
                                       terms.outputs_in_input_order(state.outputs))[1]
     state, status, message, engine = _solve_terms(
-        terms, problem.C, problem.loss, params, monitor, beta0, not continuation, dual_kkt)
+        terms, problem.C, problem.loss, params, monitor, beta0, not continuation, clock,
+        dual_kkt)
     extras = _extras(engine, state)
     if problem.loss == "squared_hinge":
         extras["dual_kkt_violation"] = dual_kkt_violation(
@@ -1062,11 +1210,12 @@ def solve_ordinal(problem: OrdinalProblem, params: MFNParams | None = None,
                   continuation: bool = False) -> Solution:
     """Solve an ordinal regression problem with the section 7 extension of L2-SVM-MFN
     (Appendix A on the (example, threshold) pairs, heuristics included)."""
+    clock = Stopwatch()
     params = params or MFNParams(C=problem.C, task="ordinal")
     terms = problem.terms()
     state, status, message, engine = _solve_terms(
         terms, problem.C, "squared_hinge", params, monitor or NullMonitor(), beta0,
-        not continuation)
+        not continuation, clock)
     xi = 1.0 - terms.labels * state.outputs
     objective = engine.objective(state.beta, xi, SQUARED_HINGE)
     return Solution(state.beta, objective, status, message, engine.count.iterations,

@@ -59,3 +59,20 @@ def line_search_by_bisection(slope, lo=0.0, hi=None, iterations=200):
         else:
             hi = mid
     return 0.5 * (lo + hi)
+
+
+def gram(X, rows, weights, extra_value=0.0, pair_ptr=None, pair_col=None, n_extra=1):
+    """sum_k w_k x~_k x~_k' of the least-squares rows of solvers.core.linalg.gram_update,
+    from dense rows."""
+    dense_rows = dense(X)[rows]
+    if pair_ptr is None:
+        pair_ptr = np.arange(len(rows) + 1)
+        pair_col = np.zeros(len(rows), dtype=np.int64)
+    stacked = []
+    for j in range(len(rows)):
+        for k in range(pair_ptr[j], pair_ptr[j + 1]):
+            extra = np.zeros(n_extra)
+            extra[pair_col[k]] = extra_value
+            stacked.append(np.r_[dense_rows[j], extra])
+    R = np.array(stacked).reshape(-1, X.shape[1] + n_extra)
+    return R.T @ (np.asarray(weights)[:, None] * R)

@@ -21,6 +21,7 @@ from solvers.core import (
     piecewise_linear_root,
     warm_up,
 )
+from solvers.core.linalg import cholesky_solve, gram_cost, gram_update
 from solvers.core.linesearch import clipped_loss_sets, clipped_loss_sets_hold, clipped_loss_sum
 from solvers.core.sparse import length_order, work_blocks
 
@@ -273,3 +274,66 @@ def test_clipped_loss_sets_and_sums_match_numpy(width, xi_lo):
     jumped = xi.copy()
     jumped[quadratic[0]] = xi_lo - 2 * tol  # an active term leaves I1
     assert not clipped_loss_sets_hold(xi, jumped, xi_lo, width, tol)
+
+
+# -- the Gram matrix of weighted least-squares rows and its Cholesky solve -------------------
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_gram_update_of_rows_with_a_bias_column(parallel, index_dtype):
+    X = random_csr(300, 40, 0.2, seed=37, index_dtype=index_dtype)
+    rng = np.random.default_rng(38)
+    rows = np.sort(rng.choice(300, 150, replace=False)).astype(np.int64)
+    weights = rng.uniform(0.1, 2.0, 150)
+    G = np.zeros((41, 41))
+    gram_update(X, rows, weights, G, extra_value=0.7, parallel=parallel)
+    expected = naive.gram(X, rows, weights, extra_value=0.7)
+    np.testing.assert_allclose(np.tril(G), np.tril(expected), rtol=1e-12, atol=1e-12)
+    assert not np.any(np.triu(G, 1))  # the lower triangle only
+    # negative weights take rows out again: G follows a changing row set
+    leaving, entering = rows[::3], np.setdiff1d(np.arange(0, 300, 7), rows)
+    gram_update(X, leaving, -weights[::3], G, extra_value=0.7, parallel=parallel)
+    gram_update(X, entering, np.ones(entering.size), G, extra_value=0.7, parallel=parallel)
+    kept = np.setdiff1d(rows, leaving)
+    expected = naive.gram(X, np.r_[kept, entering],
+                          np.r_[weights[np.isin(rows, kept)], np.ones(entering.size)],
+                          extra_value=0.7)
+    np.testing.assert_allclose(np.tril(G), np.tril(expected), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_gram_update_of_paired_rows(parallel):
+    """Ordinal pairs: row j's pairs share x_j, each with its own threshold column."""
+    X = random_csr(200, 30, 0.2, seed=39)
+    rows = np.array([3, 5, 7, 9, 100, 150, 199], dtype=np.int64)
+    pair_ptr = np.array([0, 2, 3, 3, 5, 6, 7, 9])
+    pair_col = np.array([0, 2, 1, 0, 1, 2, 0, 1, 2])
+    weights = np.random.default_rng(40).uniform(0.5, 1.0, 9)
+    G = np.zeros((33, 33))
+    gram_update(X, rows, weights, G, extra_value=-0.5, pair_ptr=pair_ptr, pair_col=pair_col,
+                parallel=parallel)
+    expected = naive.gram(X, rows, weights, -0.5, pair_ptr, pair_col, n_extra=3)
+    np.testing.assert_allclose(np.tril(G), np.tril(expected), rtol=1e-12, atol=1e-12)
+
+
+def test_gram_cost_and_argument_checks():
+    X = random_csr(50, 10, 0.3, seed=41)
+    rows = np.array([1, 4, 9], dtype=np.int64)
+    lengths = np.diff(X.indptr)[rows]
+    assert gram_cost(X.indptr, rows) == int(np.sum(lengths * (lengths + 1) // 2))
+    with pytest.raises(ValueError, match="one entry per row"):
+        gram_update(X, rows, np.ones(2), np.zeros((11, 11)))
+    with pytest.raises(ValueError, match="square"):
+        gram_update(X, rows, np.ones(3), np.zeros((10, 10)))
+
+
+def test_cholesky_solve_reads_the_lower_triangle_and_reports_failure():
+    rng = np.random.default_rng(42)
+    B = rng.standard_normal((30, 30))
+    M = B @ B.T + 0.1 * np.eye(30)
+    rhs = rng.standard_normal(30)
+    lower = np.tril(M)
+    lower[0, 29] = 1e6  # garbage above the diagonal is never read
+    np.testing.assert_allclose(cholesky_solve(lower, rhs.copy()), np.linalg.solve(M, rhs),
+                               rtol=1e-9)
+    assert cholesky_solve(-np.eye(3), np.ones(3)) is None

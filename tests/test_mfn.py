@@ -3,10 +3,11 @@ one-vs-rest, on small real data against independent optima."""
 
 from __future__ import annotations
 
+import naive
 import numpy as np
 import pytest
 from reference import binary_lbfgs_optimum, liblinear_optimum
-from shared_data import load
+from shared_data import load, random_csr
 
 import solvers
 from solvers import mfn
@@ -87,7 +88,7 @@ def test_heuristics_as_in_appendix_a():
     X, y = binary("a9a")
     problem = BinaryProblem(X, y, C=1.0)
     monitor = ListMonitor()
-    with_heuristics = mfn.solve(problem, mfn.MFNParams(), monitor)
+    with_heuristics = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls"), monitor)
     records = monitor.records
     assert records[0].extras["cg_iterations"] == 10
     assert all(r.extras["cg_iterations"] <= 5000 for r in records)
@@ -95,7 +96,7 @@ def test_heuristics_as_in_appendix_a():
     assert epsilons[0] == 1e-2 and epsilons[-1] == 1e-6
     assert epsilons == sorted(epsilons, reverse=True)
     assert [run["epsilon"] for run in with_heuristics.extras["runs"]] == [1e-6]
-    plain = mfn.solve(problem, mfn.MFNParams(first_round_epsilon=None,
+    plain = mfn.solve(problem, mfn.MFNParams(first_round_epsilon=None, linear_solver="cgls",
                                              initial_cgls_iterations=None))
     assert abs(relative(plain.objective, with_heuristics.objective)) <= SAME_OPTIMUM_RTOL
     # the records carry design.md's objective and the relative duality gap
@@ -120,12 +121,15 @@ def test_itermax_and_monitor_stop():
     assert "cancelled" in stopped.message
 
 
-@pytest.mark.parametrize("name, loss, C, c_path_start", [
-    ("w8a", "squared_hinge", 1.0, None),  # rows of varied length: solved in length order
-    ("w8a", "modified_huber", 10.0, None),  # saturated terms: the gap's dual point has q
-    ("a9a", "squared_hinge", 100.0, 10.0),  # stopped on a stage of the C path
+@pytest.mark.parametrize("name, loss, C, c_path_start, linear_solver", [
+    ("w8a", "squared_hinge", 1.0, None, "cgls"),  # rows of varied length: in length order
+    ("w8a", "squared_hinge", 1.0, None, "cholesky"),
+    ("w8a", "modified_huber", 10.0, None, "cholesky"),  # saturated terms: the dual point has q
+    ("w8a", "modified_huber", 10.0, None, "cgls"),
+    ("a9a", "squared_hinge", 100.0, 10.0, "cgls"),  # stopped on a stage of the C path
 ])
-def test_records_carry_the_duality_gap_of_the_reported_point(name, loss, C, c_path_start):
+def test_records_carry_the_duality_gap_of_the_reported_point(name, loss, C, c_path_start,
+                                                             linear_solver):
     """The record's gap comes from step 3's pass over the next active set (shared with the
     CGLS warm start); at an unfinished point it must equal P - D of design.md's problem at
     the KKT map, computed independently."""
@@ -137,8 +141,8 @@ def test_records_carry_the_duality_gap_of_the_reported_point(name, loss, C, c_pa
             return "enough" if len(self.records) >= 3 else None
 
     monitor = StopAfterThree()
-    solution = mfn.solve(problem, mfn.MFNParams(C=C, loss=loss, c_path_start=c_path_start),
-                         monitor)
+    solution = mfn.solve(problem, mfn.MFNParams(C=C, loss=loss, c_path_start=c_path_start,
+                                                linear_solver=linear_solver), monitor)
     assert solution.status == "stopped"
     record = monitor.records[-1]
     objective = problem.objective(solution.beta)
@@ -242,7 +246,7 @@ def test_cold_start_at_a_large_c_goes_through_a_c_path():
     assert mfn.c_path_stages(100.0, terms, 0.5 * problem.cost, 10.0) == [10.0]
 
     monitor = ListMonitor()
-    path = mfn.solve(problem, monitor=monitor)
+    path = mfn.solve(problem, mfn.MFNParams(C=100.0, linear_solver="cgls"), monitor)
     assert path.status == "converged"
     assert [run["C"] for run in path.extras["runs"]] == [1.0, 10.0, 100.0]
     assert [run["epsilon"] for run in path.extras["runs"]] == [1e-2, 1e-2, 1e-6]
@@ -253,12 +257,18 @@ def test_cold_start_at_a_large_c_goes_through_a_c_path():
     assert monitor.records[-1].optimality <= 1e-8
     assert [r.iteration for r in monitor.records] == list(range(1, len(monitor.records) + 1))
 
-    plain = mfn.solve(problem, mfn.MFNParams(C=100.0, c_path_start=None))
+    plain = mfn.solve(problem, mfn.MFNParams(C=100.0, c_path_start=None,
+                                             linear_solver="cgls"))
     assert [run["C"] for run in plain.extras["runs"]] == [100.0]
     assert abs(relative(path.objective, plain.objective)) <= SAME_OPTIMUM_RTOL
     # a given starting point is not replaced by the path
-    seeded = mfn.solve(problem, beta0=plain.beta)
+    seeded = mfn.solve(problem, mfn.MFNParams(C=100.0, linear_solver="cgls"), beta0=plain.beta)
     assert [run["C"] for run in seeded.extras["runs"]] == [100.0]
+    # exact Newton steps (the factorized step 3) go straight to C
+    factorized = mfn.solve(problem)
+    assert factorized.extras["linear_solver"] == "cholesky"
+    assert [run["C"] for run in factorized.extras["runs"]] == [100.0]
+    assert abs(relative(factorized.objective, plain.objective)) <= SAME_OPTIMUM_RTOL
 
 
 def test_dual_recovery_and_kkt_continuation():
@@ -266,14 +276,15 @@ def test_dual_recovery_and_kkt_continuation():
     maximum dual KKT violation below the requested tau (section 5's protocol)."""
     X, y = binary("a9a")
     problem = BinaryProblem(X, y, C=1.0)
-    loose = mfn.solve(problem, mfn.MFNParams(epsilon=1e-2, first_round_epsilon=None))
+    loose = mfn.solve(problem, mfn.MFNParams(epsilon=1e-2, first_round_epsilon=None,
+                                             linear_solver="cgls"))
     alpha, violation = mfn.dual_kkt_violation(problem, loose.beta)
     np.testing.assert_allclose(alpha, problem.dual_from_primal(loose.beta), rtol=1e-12)
     assert violation == pytest.approx(loose.extras["dual_kkt_violation"])
     assert violation > 1.0
     tau = 1e-5
     driven = mfn.solve(problem, mfn.MFNParams(epsilon=1e-2, first_round_epsilon=None,
-                                              dual_kkt_tolerance=tau))
+                                              dual_kkt_tolerance=tau, linear_solver="cgls"))
     assert driven.status == "converged" and "dual KKT" in driven.message
     assert driven.extras["dual_kkt_violation"] <= tau
     assert [run["epsilon"] for run in driven.extras["runs"]][1:] == \
@@ -290,9 +301,96 @@ def test_cgls_options_reach_the_optimum(options):
     X, y = binary("w8a")
     problem = BinaryProblem(X, y, C=1.0)
     reference = liblinear_optimum(problem, solver_type=2)
-    solution = mfn.solve(problem, mfn.MFNParams(**options))
+    solution = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls", **options))
     assert solution.status == "converged"
     assert abs(relative(solution.objective, reference.objective)) <= OBJECTIVE_RTOL
+
+
+# -- step 3 by factorization (linear_solver="cholesky", what "auto" picks for few features) -----
+
+
+@pytest.mark.parametrize("name, C, bias, weighted", [
+    ("a9a", 1.0, "regularized", False),
+    ("w8a", 100.0, "regularized", False),
+    ("australian_scale", 0.7, "none", True),
+])
+def test_factorized_step_reaches_the_cgls_optimum(name, C, bias, weighted):
+    X, y = binary(name)
+    weights = np.random.default_rng(0).uniform(0.2, 3.0, y.shape[0]) if weighted else None
+    problem = BinaryProblem(X, y, C=C, bias=bias, sample_weight=weights)
+    appendix_a = mfn.solve(problem, mfn.MFNParams(C=C, bias=bias, linear_solver="cgls",
+                                                  c_path_start=None))
+    factorized = mfn.solve(problem, mfn.MFNParams(C=C, bias=bias, linear_solver="cholesky"))
+    assert factorized.status == appendix_a.status == "converged", factorized.message
+    assert factorized.extras["linear_solver"] == "cholesky"
+    assert factorized.extras["factorizations"] >= factorized.iterations - 1
+    # heuristic 1's 10 iterations, then CGLS only checks rule (13) at the solved point
+    assert factorized.extras["cg_iterations"] <= 10 + factorized.iterations
+    assert abs(relative(factorized.objective, appendix_a.objective)) <= SAME_OPTIMUM_RTOL
+    if bias == "none":
+        assert factorized.beta[-1] == 0.0
+
+
+def test_gram_matrix_follows_the_active_set():
+    """Updated by the terms that enter and leave, G stays the Gram matrix of the active terms;
+    past the churn bound it is rebuilt."""
+    X, y = binary("heart_scale")
+    weights = np.random.default_rng(1).uniform(0.5, 2.0, y.shape[0])
+    terms = mfn._binary_terms(BinaryProblem(X, y, C=1.0, sample_weight=weights))
+    normal = mfn._NormalEquations(terms, terms.cost / 1.0)
+    n = terms.X.shape[0]
+
+    def fresh(active):
+        return naive.gram(terms.X, active, normal.weight[active], terms.extra_value)
+
+    rng = np.random.default_rng(2)
+    active = np.sort(rng.choice(n, 150, replace=False))
+    normal.update(active)
+    assert normal.updates == 0  # the first set is built
+    for _ in range(3):
+        changed = rng.choice(n, 10, replace=False)
+        mask = np.isin(np.arange(n), active) ^ np.isin(np.arange(n), changed)
+        active = np.flatnonzero(mask)
+        normal.update(active)
+        np.testing.assert_allclose(np.tril(normal.G), np.tril(fresh(active)), rtol=1e-10,
+                                   atol=1e-10)
+    assert 0 < normal.updates <= 30
+    active = np.sort(rng.choice(n, 40, replace=False))  # more changed than remain: rebuilt
+    normal.update(active)
+    assert normal.updates == 0
+    np.testing.assert_allclose(np.tril(normal.G), np.tril(fresh(active)), rtol=1e-12,
+                               atol=1e-12)
+    rhs = rng.standard_normal(terms.n_params)
+    M = fresh(active) + 0.3 * np.eye(terms.n_params)
+    np.testing.assert_allclose(normal.solve(active, 0.3, rhs), np.linalg.solve(M, rhs),
+                               rtol=1e-9)
+
+
+def test_auto_factorizes_only_when_it_is_cheap():
+    a9a = mfn._binary_terms(BinaryProblem(*binary("a9a"), C=1.0))
+    assert mfn._choose_normal_equations(mfn.MFNParams(), a9a, a9a.cost) is not None
+    assert mfn._choose_normal_equations(mfn.MFNParams(linear_solver="cgls"), a9a,
+                                        a9a.cost) is None
+    # text-like: many more features than a dense factorization can afford
+    wide = random_csr(2000, 20000, 0.001, seed=3)
+    y = np.where(np.arange(2000) % 2 == 0, 1.0, -1.0)
+    problem = BinaryProblem(wide, y, C=1.0)
+    solution = mfn.solve(problem)
+    assert solution.extras["linear_solver"] == "cgls"
+    with pytest.raises(ValueError, match="use 'cgls' or 'auto'"):
+        mfn.solve(problem, mfn.MFNParams(linear_solver="cholesky"))
+
+
+def test_a_failed_factorization_falls_back_to_cgls(monkeypatch):
+    X, y = binary("a9a")
+    problem = BinaryProblem(X, y, C=1.0)
+    expected = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls"))
+    monkeypatch.setattr(mfn, "cholesky_solve", lambda M, rhs: None)
+    solution = mfn.solve(problem, mfn.MFNParams(linear_solver="cholesky"))
+    assert solution.status == "converged"
+    assert solution.extras["factorizations"] == 0
+    assert solution.extras["cg_iterations"] > 100
+    assert abs(relative(solution.objective, expected.objective)) <= SAME_OPTIMUM_RTOL
 
 
 def test_one_vs_rest_matches_liblinear_per_class():

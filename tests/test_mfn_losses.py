@@ -29,6 +29,8 @@ HINGE_GAP = 1e-4
 CERTIFICATE_SLACK = 1e-10
 
 SMALL_SETS = ["heart_scale", "australian_scale", "breast-cancer_scale", "diabetes_scale"]
+# step 3 by Appendix A's CGLS and by the factorized normal equations (what "auto" picks here)
+LINEAR_SOLVERS = ["cgls", "cholesky"]
 
 
 def binary(name: str) -> tuple:
@@ -40,14 +42,17 @@ def relative(a: float, b: float) -> float:
     return (a - b) / abs(b)
 
 
+@pytest.mark.parametrize("linear_solver", LINEAR_SOLVERS)
 @pytest.mark.parametrize("name", SMALL_SETS)
 @pytest.mark.parametrize("C", [0.1, 10.0])
-def test_modified_huber_matches_lbfgs(name, C):
+def test_modified_huber_matches_lbfgs(name, C, linear_solver):
     X, y = binary(name)
     problem = BinaryProblem(X, y, C=C, loss="modified_huber")
     reference = binary_lbfgs_optimum(problem)
     monitor = ListMonitor()
-    solution = mfn.solve(problem, mfn.MFNParams(C=C, loss="modified_huber"), monitor)
+    solution = mfn.solve(problem, mfn.MFNParams(C=C, loss="modified_huber",
+                                                linear_solver=linear_solver), monitor)
+    assert solution.extras["linear_solver"] == linear_solver
     assert solution.status == "converged", solution.message
     assert solution.objective == pytest.approx(problem.objective(solution.beta), rel=1e-12)
     # mfn is at least as good as L-BFGS and within HUBER_RTOL of it
@@ -72,14 +77,16 @@ def test_smoothed_hinge_bounds():
         assert np.all(np.diff(derivative) >= 0)
 
 
+@pytest.mark.parametrize("linear_solver", LINEAR_SOLVERS)
 @pytest.mark.parametrize("name", SMALL_SETS)
 @pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
-def test_hinge_homotopy_against_an_interior_point_optimum(name, C):
+def test_hinge_homotopy_against_an_interior_point_optimum(name, C, linear_solver):
     X, y = binary(name)
     problem = BinaryProblem(X, y, C=C, loss="hinge")
     reference = hinge_dual_optimum(problem)
     assert reference.relative_gap <= 1e-10, reference
-    solution = mfn.solve(problem, mfn.MFNParams(C=C, loss="hinge"))
+    solution = mfn.solve(problem, mfn.MFNParams(C=C, loss="hinge",
+                                                linear_solver=linear_solver))
     assert solution.status == "converged", solution.message
     certified = solution.extras["hinge_relative_gap"]
     assert certified <= HINGE_GAP

@@ -43,14 +43,19 @@ def ordinal_problem(ds: solvers.Dataset, C: float, bias_scale: float = 1.0):
     return mfn.OrdinalProblem(ds.X, ranks, ds.classes.shape[0], C=C, bias_scale=bias_scale)
 
 
+@pytest.mark.parametrize("linear_solver", ["cgls", "cholesky"])
 @pytest.mark.parametrize("name", ["dna.scale", "glucose"])
 @pytest.mark.parametrize("C", [0.1, 10.0])
-def test_ordinal_matches_lbfgs(name, C):
+def test_ordinal_matches_lbfgs(name, C, linear_solver):
+    """Appendix A's CGLS and the factorized step 3 (the Gram matrix of the active pairs:
+    paired rows, one threshold column each) reach the L-BFGS optimum."""
     problem = ordinal_problem(dataset(name), C)
     x, reference = lbfgs_optimum(lambda b: (problem.objective(b), problem.gradient(b)),
                                  np.zeros(problem.n_features + problem.n_levels - 1))
     monitor = ListMonitor()
-    solution = mfn.solve_ordinal(problem, mfn.MFNParams(C=C, task="ordinal"), monitor)
+    solution = mfn.solve_ordinal(problem, mfn.MFNParams(C=C, task="ordinal",
+                                                        linear_solver=linear_solver), monitor)
+    assert solution.extras["linear_solver"] == linear_solver
     assert solution.status == "converged", solution.message
     assert solution.objective == pytest.approx(problem.objective(solution.beta), rel=1e-12)
     assert (solution.objective - reference) / reference <= ORDINAL_RTOL

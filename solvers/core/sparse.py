@@ -250,7 +250,8 @@ class CompactRows:
 
     ``unit_values`` (every stored value is 1, as in one-hot or binary bag-of-words data) drops
     the values: the products then read the column indices only.  ``rows`` is kept: row ``j``
-    here is row ``rows[j]`` of the source.
+    here is row ``rows[j]`` of the source.  :meth:`all_rows` wraps a whole matrix without a
+    copy.
     """
 
     def __init__(self, X, rows, *, n_blocks: int = 1, unit_values: bool = False):
@@ -268,9 +269,22 @@ class CompactRows:
             _gather_rows(X.indptr, X.indices, X.data, rows, self.indptr, self.indices,
                          self.data, self.blocks, not self.unit_values)
 
+    @classmethod
+    def all_rows(cls, X, *, n_blocks: int = 1, unit_values: bool = False) -> CompactRows:
+        """Every row of ``X``, in order, on ``X``'s own arrays (``rows`` is None)."""
+        self = cls.__new__(cls)
+        self.rows = None
+        self.n_features = X.shape[1]
+        self.unit_values = bool(unit_values)
+        self.indptr = X.indptr
+        self.indices = X.indices
+        self.data = np.empty(0) if self.unit_values else X.data
+        self.blocks = work_blocks(self.indptr, n_blocks)
+        return self
+
     @property
     def n_rows(self) -> int:
-        return self.rows.shape[0]
+        return self.indptr.shape[0] - 1
 
     @property
     def n_blocks(self) -> int:
