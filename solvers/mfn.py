@@ -121,7 +121,7 @@ theta_s(delta)) crosses 1 (the paper writes it with theta_s held at the current 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
 import numba
 import numpy as np
@@ -198,10 +198,12 @@ class MFNParams(SolverParams):
         description="CGLS stopping rule: 'residual' is rule (13), ||r|| <= eps ||z||; "
                     "'gradient_bound' the rule (13) is derived from, ||r|| <= eps (||X|| ||z|| "
                     "+ lambda ||beta||) (section 4.3).")
-    preconditioning: float = Field(
-        0.0, ge=0,
+    preconditioning: Annotated[float, Field(ge=0)] | Literal["auto"] = Field(
+        "auto",
         description="alpha of CGLS's diagonal preconditioner M = lambda I + alpha diag(X_I'X_I) "
-                    "(0: none, the paper's CGLS).")
+                    "(0: none, the paper's CGLS).  'auto': LIBLINEAR's alpha = 0.01 when the "
+                    "active least-squares rows are at least as many as the parameters, else 0 "
+                    "(and 0 when CGLS only checks a factorized step).")
     max_iter: int = Field(50, ge=1,
                           description="itermax: Newton iterations per run of Appendix A.")
     c_path_start: float | None = Field(
@@ -310,7 +312,9 @@ class _Rows:
 
     def compact_rows(self, rows: np.ndarray) -> CompactRows:
         """The selected examples' rows as a :class:`CompactRows`, one block per thread when
-        the products pay for it."""
+        the products pay for it (all of them, sorted: the matrix itself, no copy)."""
+        if rows.shape[0] == self.X.shape[0]:
+            return self.everything
         nnz = rows_nnz(self.X.indptr, rows)
         n_blocks = numba.get_num_threads() if use_parallel(nnz, self.n_features) else 1
         return CompactRows(self.X, rows, n_blocks=n_blocks, unit_values=self.unit_values)
@@ -665,6 +669,15 @@ class _Engine:
                                    shift)
         return self._point
 
+    def _preconditioning(self, point: _NewtonPoint, solved: bool) -> float:
+        """alpha of CGLS's diagonal preconditioner for this call (``preconditioning``)."""
+        choice = self.params.preconditioning
+        if choice != "auto":
+            return choice
+        if solved or point.active.size < self.terms.n_params:
+            return 0.0
+        return config.MFN_AUTO_PRECONDITIONING
+
     def _factorized_step(self, point: _NewtonPoint, lam: float, beta_bar: np.ndarray,
                          residual: np.ndarray, gradient: np.ndarray) -> bool:
         """Solve (lam I + A'A) delta = r^0 (the normal equations (12) at the warm start) by
@@ -685,14 +698,18 @@ class _Engine:
         return True
 
     # -- one run of Appendix A -------------------------------------------------------------------
-    def run(self, state: MFNState, loss: ClippedLoss, epsilon: float) -> tuple[str, str]:
-        """Steps 2-8 from ``state`` (updated in place).  Returns (status, message)."""
+    def run(self, state: MFNState, loss: ClippedLoss, epsilon: float,
+            first_round: bool | None = None) -> tuple[str, str]:
+        """Steps 2-8 from ``state`` (updated in place).  Returns (status, message).
+        ``first_round`` runs heuristic 2's first round (default: for a crude start)."""
         p = self.params
         terms = self.terms
         lam = 1.0 / (self.C * loss.kappa)
         lo, width = loss.xi_lo, loss.width
         # Step 1: ini = 0 (crude start) runs both heuristics; ini = 1 goes straight to eps.
-        need_second_round = state.crude and p.first_round_epsilon is not None \
+        if first_round is None:
+            first_round = state.crude
+        need_second_round = first_round and p.first_round_epsilon is not None \
             and p.first_round_epsilon > epsilon
         eps = p.first_round_epsilon if need_second_round else epsilon
         first_call = state.crude
@@ -730,7 +747,7 @@ class _Engine:
                 point.A, self.sqrt_weight[point.active], None, beta_bar,
                 bias_scale=terms.extra_value, lam=lam, eps=eps, max_iter=cg_cap,
                 pair_ptr=point.pair_ptr, pair_col=point.pair_col,
-                precondition=p.preconditioning, rho=self.data_norm(),
+                precondition=self._preconditioning(point, solved), rho=self.data_norm(),
                 residual=residual, gradient=gradient)
             if cg_iters == 0 and not solved:
                 beta_bar = beta.copy()
@@ -870,11 +887,14 @@ def _solve_terms(terms, C: float, loss_name: str, params: MFNParams, monitor: Mo
         status, message = _hinge_homotopy(engine, state, params)
     else:
         loss = _LOSSES[loss_name]
+        staged = False
         if crude and beta0 is None and engine.normal_equations is None:
-            status, message = _run_c_path(engine, state, params, loss)
+            status, message, staged = _run_c_path(engine, state, params, loss)
             if status == "stopped":
                 return state, status, message, engine
-        status, message = engine.run(state, loss, params.epsilon)
+        # A seed from C / 10 is still a crude start for C: heuristic 2's first round again.
+        status, message = engine.run(state, loss, params.epsilon,
+                                     first_round=True if staged else None)
         if status == "converged" and dual_kkt is not None:
             status, message = _drive_dual_kkt(engine, state, params, loss, dual_kkt)
     return state, status, message, engine
@@ -910,14 +930,15 @@ def _run_c_path(engine: _Engine, state: MFNState, params: MFNParams,
     optimum.  The records report the objective and the duality gap at the C asked for."""
     stage_eps = params.first_round_epsilon or params.epsilon
     status, message = "converged", ""
-    for C in c_path_stages(engine.target_C, engine.terms, engine.target_cost,
-                           params.c_path_start):
+    stages = c_path_stages(engine.target_C, engine.terms, engine.target_cost,
+                           params.c_path_start)
+    for C in stages:
         engine.set_stage(C)
         status, message = engine.run(state, loss, max(stage_eps, params.epsilon))
         if status == "stopped":
             break
     engine.set_stage(engine.target_C)
-    return status, message
+    return status, message, bool(stages)
 
 
 def _drive_dual_kkt(engine: _Engine, state: MFNState, params: MFNParams, loss: ClippedLoss,

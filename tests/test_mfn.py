@@ -252,6 +252,9 @@ def test_cold_start_at_a_large_c_goes_through_a_c_path():
     assert [run["epsilon"] for run in path.extras["runs"]] == [1e-2, 1e-2, 1e-6]
     staged = [r for r in monitor.records if "path_C" in r.extras]
     assert {r.extras["path_C"] for r in staged} == {1.0, 10.0}
+    # the seed from C / 10 is still crude for C: heuristic 2's two rounds, 1e-2 then 1e-6
+    final = [r.extras["epsilon"] for r in monitor.records if "path_C" not in r.extras]
+    assert final[0] == 1e-2 and final[-1] == 1e-6
     assert all(r.objective >= path.objective for r in staged)
     assert monitor.records[-1].objective == pytest.approx(path.objective, rel=1e-12)
     assert monitor.records[-1].optimality <= 1e-8
@@ -304,6 +307,34 @@ def test_cgls_options_reach_the_optimum(options):
     solution = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls", **options))
     assert solution.status == "converged"
     assert abs(relative(solution.objective, reference.objective)) <= OBJECTIVE_RTOL
+
+
+def test_auto_preconditioning_only_with_more_active_rows_than_parameters(monkeypatch):
+    """LIBLINEAR's alpha = 0.01 where the active rows outnumber the parameters (a9a), none
+    where they do not (text-like data), none when CGLS only checks a factorized step."""
+    calls = []
+    original = mfn.cgls_compact
+
+    def recording(A, *args, **kwargs):
+        calls.append((A.n_rows, kwargs["precondition"], kwargs["max_iter"]))
+        return original(A, *args, **kwargs)
+
+    monkeypatch.setattr(mfn, "cgls_compact", recording)
+    X, y = binary("a9a")
+    mfn.solve(BinaryProblem(X, y, C=1.0), mfn.MFNParams(linear_solver="cgls"))
+    assert calls and all(alpha == 0.01 for _, alpha, _ in calls)
+    calls.clear()
+    mfn.solve(BinaryProblem(X, y, C=1.0), mfn.MFNParams(linear_solver="cholesky"))
+    assert calls[0][1:] == (0.01, 10)  # heuristic 1's CGLS call
+    assert all(alpha == 0.0 for _, alpha, _ in calls[1:])
+    calls.clear()
+    wide = random_csr(2000, 20000, 0.001, seed=4)
+    mfn.solve(BinaryProblem(wide, np.where(np.arange(2000) % 3 == 0, 1.0, -1.0), C=1.0))
+    assert calls and all(alpha == 0.0 for _, alpha, _ in calls)
+    calls.clear()
+    mfn.solve(BinaryProblem(X, y, C=1.0), mfn.MFNParams(linear_solver="cgls",
+                                                         preconditioning=0.0))
+    assert all(alpha == 0.0 for _, alpha, _ in calls)
 
 
 # -- step 3 by factorization (linear_solver="cholesky", what "auto" picks for few features) -----

@@ -56,7 +56,7 @@ def test_paired_cgls_solves_the_threshold_least_squares_problem(parallel, precon
 
 @pytest.mark.parametrize("precondition", [0.0, 0.5])
 @pytest.mark.parametrize("n_features, density, lam, steps",
-                         [(40, 0.1, 1e-3, 15), (CGLS_PARALLEL_MIN_FEATURES, 2e-4, 1.0, 5)],
+                         [(40, 0.1, 1e-3, 15), (CGLS_PARALLEL_MIN_FEATURES, 3e-3, 1.0, 5)],
                          ids=["narrow", "wide"])
 def test_serial_and_parallel_cgls_take_the_same_iterates(precondition, n_features, density,
                                                          lam, steps):
