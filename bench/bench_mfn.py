@@ -12,18 +12,20 @@ Problems: the squared hinge with a regularized bias (``-B 1``), ``design.md``'s 
 
 Runners:
 
-* ``mfn``: default parameters (the paper's: eps = 1e-6, both heuristics, rule (13); at a large
-  C the cold start goes through a C path, ``c_path_start``, see solvers/mfn.py).  Its
-  objective-versus-time curve comes from the monitor: every Newton iteration reports the
-  seconds since the solver started and the primal objective, so one run gives the curve.
+* ``mfn``: default parameters (the paper's eps = 1e-6, both heuristics, rule (13); step 3
+  factorized where features are few, ``linear_solver="auto"``; CGLS's diagonal preconditioner
+  where active rows outnumber features, ``preconditioning="auto"``; with CGLS, a C path for a
+  cold start at a large C, ``c_path_start``; see solvers/mfn.py).  Its objective-versus-time
+  curve comes from the monitor: every Newton iteration reports the seconds since the solver
+  was called and the primal objective, so one run gives the curve.
   Runs at a loosened final eps (as LIBLINEAR gets below) were tried and dropped: the curve
   already holds every Newton iterate, and a schedule of runs at eps = 1e-2, 1e-3, 1e-4, 1e-6
   reached 1e-6 only 0-20% sooner (a9a, w8a, ijcnn1, mushrooms at C = 1) for four times the
   benchmark time.
-* ``mfn jacobi``: the same with CGLS preconditioned by M = diag(lambda I + X_I'X_I)
-  (``preconditioning=1``, not in the paper; see solvers/mfn.py).
-* ``mfn appendix A`` (C > 1 only): Appendix A from zero at C, without the C path
-  (``c_path_start=None``).
+* ``mfn cgls`` (where "auto" factorizes): the defaults with step 3 by CGLS
+  (``linear_solver="cgls"``).
+* ``mfn appendix A``: Appendix A as written: CGLS unpreconditioned, from zero at every C
+  (``linear_solver="cgls", preconditioning=0, c_path_start=None``).
 * LIBLINEAR ``-s 1`` (dual coordinate descent) and ``-s 2`` (trust-region Newton with
   preconditioned CG) through :class:`bench.anchors.Liblinear`: black boxes, one run from
   scratch per eps in 1e-1..1e-8; the time to a gap is that of the first eps whose objective
@@ -37,9 +39,10 @@ once with a shortened LIBLINEAR schedule (each of its runs takes minutes there) 
 limit on the mfn runs (Appendix A from zero ends with status ``max_iter`` there).
 
 Profile: one more default ``mfn`` run per problem under cProfile, its time split into the
-CGLS kernel, the line search (breakpoints and root), the other sparse products (outputs over
-all rows, the duality gap of each record) and the rest (NumPy bookkeeping over m-vectors),
-with Newton and CG iterations and the mean active fraction.
+CGLS kernel, the factorization (Gram matrix updates and Cholesky), the line search
+(breakpoints and root), the other sparse products (outputs over all rows, compaction of the
+active rows, the duality gap of each record) and the rest (NumPy bookkeeping over m-vectors
+and Python), with Newton and CG iterations and the mean active fraction.
 
 Writes ``mfn.json``, ``mfn.md`` and convergence plots to ``--out`` (default
 bench/results/mfn) and prints the Markdown.  Load averages at start and end are recorded:
@@ -70,6 +73,7 @@ SYNTHETIC = "synthetic-300000x100000"
 REAL = ("a9a", "w8a", "ijcnn1", "mushrooms", "news20-binary")
 SHORT_LIBLINEAR_SCHEDULE = (1e-1, 1e-2, 1e-3)
 DEFAULT_TIME_LIMIT = 120.0  # seconds, mfn's default run on news20 at C = 100
+CGLS_BY_DEFAULT = ("news20-binary", SYNTHETIC)  # too many features to factorize
 
 
 class MFNRunner:
@@ -77,15 +81,13 @@ class MFNRunner:
 
     anchor = False
 
-    def __init__(self, name: str, large_c_only: bool = False, time_limit: float | None = None,
-                 **params):
+    def __init__(self, name: str, time_limit: float | None = None, **params):
         self.name = name
-        self.large_c_only = large_c_only
         self.time_limit = time_limit
         self.params = params
 
     def supports(self, problem: BenchProblem) -> bool:
-        return problem.loss == "squared_hinge" and (not self.large_c_only or problem.C > 1.0)
+        return problem.loss == "squared_hinge"
 
     def run(self, problem: BenchProblem) -> Run:
         bp = problem.binary_problem()
@@ -108,6 +110,9 @@ class MFNRunner:
 
 _PHASES = {
     "_cgls_kernel": "CGLS",
+    "_gram_kernel": "factorization",
+    "_cholesky": "factorization",
+    "_cho_solve": "factorization",
     "piecewise_linear_root": "line search",
     "clipped_loss_breakpoints": "line search",
 }
@@ -123,7 +128,7 @@ def profile(problem: BenchProblem) -> dict:
     solution = mfn.solve(bp, mfn.MFNParams(C=problem.C), monitor)
     profiler.disable()
     total = time.perf_counter() - start
-    phases = {"CGLS": 0.0, "line search": 0.0, "products": 0.0}
+    phases = {"CGLS": 0.0, "factorization": 0.0, "line search": 0.0, "products": 0.0}
     for (filename, _, function), row in pstats.Stats(profiler).stats.items():
         own = row[2]
         if function in _PHASES:
@@ -138,6 +143,7 @@ def profile(problem: BenchProblem) -> dict:
         "status": solution.status,
         "newton_iterations": solution.iterations,
         "cg_iterations": solution.extras["cg_iterations"],
+        "linear_solver": solution.extras["linear_solver"],
         "mean_active_fraction": float(np.mean(active)) if active else 0.0,
         "phases": phases,
     }
@@ -157,25 +163,27 @@ def runners_for(problem: BenchProblem) -> list:
     hard = problem.dataset == "news20-binary" and problem.C == 100.0
     schedule = SHORT_LIBLINEAR_SCHEDULE if hard else None
     limit = DEFAULT_TIME_LIMIT if hard else None
-    runners = [
-        MFNRunner("mfn", time_limit=limit),
-        MFNRunner("mfn jacobi", time_limit=limit, preconditioning=1.0),
-        MFNRunner("mfn appendix A", large_c_only=True, time_limit=limit, c_path_start=None),
-    ]
+    runners = [MFNRunner("mfn", time_limit=limit)]
+    if problem.dataset not in CGLS_BY_DEFAULT:
+        runners.append(MFNRunner("mfn cgls", time_limit=limit, linear_solver="cgls"))
+    runners.append(MFNRunner("mfn appendix A", time_limit=limit, linear_solver="cgls",
+                             preconditioning=0.0, c_path_start=None))
     anchors = [Liblinear(s, schedule) if schedule else Liblinear(s) for s in (1, 2)]
     return [r for r in runners if r.supports(problem)] + anchors
 
 
 def profile_table(profiles: list[dict]) -> str:
-    lines = ["| problem | mfn s | Newton its | CG its | mean active | CGLS | line search | "
-             "products | other |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| problem | step 3 | mfn s | Newton its | CG its | mean active | CGLS | "
+             "factorization | line search | products | other |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in profiles:
         share = {k: 100 * v / p["seconds"] for k, v in p["phases"].items()}
         lines.append(
-            f"| {p['problem']} | {p['seconds']:.3f} | {p['newton_iterations']} | "
-            f"{p['cg_iterations']} | {100 * p['mean_active_fraction']:.0f}% | "
-            f"{share['CGLS']:.0f}% | {share['line search']:.0f}% | {share['products']:.0f}% | "
-            f"{share['other']:.0f}% |")
+            f"| {p['problem']} | {p['linear_solver']} | {p['seconds']:.3f} | "
+            f"{p['newton_iterations']} | {p['cg_iterations']} | "
+            f"{100 * p['mean_active_fraction']:.0f}% | {share['CGLS']:.0f}% | "
+            f"{share['factorization']:.0f}% | {share['line search']:.0f}% | "
+            f"{share['products']:.0f}% | {share['other']:.0f}% |")
     return "\n".join(lines) + "\n"
 
 
