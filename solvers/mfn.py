@@ -30,14 +30,16 @@ so lambda = 1/(kappa C):
   so P_hinge(beta) - D_hinge(alpha) bounds the distance to the hinge optimum, and the
   homotopy stops once it is at most ``hinge_gap_tolerance`` (default 1e-4) relative to
   P_hinge.  Measured against an interior-point solve of the hinge dual (certified to ~1e-12,
-  tests/reference.py): with the default the objective ends 9e-6 to 9e-5 above the optimum on
-  four small UCI sets (C = 0.1, 1, 10; tau = 2^-8..2^-9) and 2.3e-5 / 3.1e-5 on a9a (C = 0.1
-  / 1, tau = 2^-6), always inside the certified gap; ``hinge_gap_tolerance=1e-6`` gives
-  6e-7 on a9a (tau = 2^-11..2^-12).  LIBLINEAR -s 3 at eps 1e-10 ends 5.7e-6 / 1.2e-4 above
-  the optimum on a9a.  Small tau makes the least-squares problems ill-conditioned (lambda
-  halves with tau): on a9a the CGLS iterations per round are flat down to tau ~ 2^-6 and then
-  grow by about 1.4x per halving (C = 1: ~550 per round early, ~2000 at tau = 2^-12) -- slower,
-  not stalled, but a reason to stop on the gap rather than on a fixed small tau.
+  tests/reference.py), the same with either ``linear_solver``: with the default the objective
+  ends 8.6e-6 to 8.8e-5 above the optimum on four small UCI sets (C = 0.1, 1, 10; tau =
+  2^-6..2^-10) and 2.3e-5 / 3.1e-5 on a9a (C = 0.1 / 1, tau = 2^-6), always inside the
+  certified gap; ``hinge_gap_tolerance=1e-6`` gives 5.9e-7 / 6.2e-7 on a9a (tau = 2^-11 /
+  2^-12).  LIBLINEAR -s 3 at eps 1e-10 ends 5.7e-6 / 1.2e-4 above the optimum on a9a.  Small
+  tau makes the least-squares problems ill-conditioned (lambda halves with tau): with CGLS the
+  iterations per round grow (a9a at C = 1: 4,800 CG iterations in all for tau down to 2^-6,
+  19,875 down to 2^-12) -- slower, not stalled, but a reason to stop on the gap rather than on
+  a fixed small tau; a factorization costs the same whatever tau (a9a at C = 1: 0.17 s to
+  tau = 2^-6 and 0.22 s to 2^-12 with the default step 3, 0.28 s and 0.45 s with CGLS).
 
 Each Newton iteration (Appendix A): CGLS on the active rows only, warm-started at the current
 point (Frommer & Maass) and stopped by the relative rule (13) ``||r|| <= eps ||z||``; the full
@@ -49,42 +51,50 @@ eps = 1e-2, a second at the requested eps = 1e-6.  ``max_iter`` = itermax = 50 N
 iterations per run of Appendix A (both rounds of heuristic 2 together); an objective that
 rises ends the run with status ``failed`` (step 7's error exit).
 
-Step 3 by factorization (``linear_solver``, default "auto").  Section 4.3 names two ways to
-solve the least-squares problem (11)/(12), "factorization methods" and CG, and prefers CGLS for
-large sparse data; its Table 2 finds the factorization slightly faster on dense data with few
-features.  With ``linear_solver="cholesky"`` the Gram matrix G = sum_{i in I} c_i x~_i x~_i'
-of the active terms is kept up to date as terms enter and leave I (about L^2 / 2 multiply-adds
-per changed term of L stored entries; rebuilt when more terms changed than remain), the normal
-equations (lambda I + G) delta = r^0 at CGLS's warm start are solved by Cholesky, and CGLS
-then starts from beta + delta: it checks rule (13) there (two products over the active rows,
-none of the iterations a cold CGLS needs) and iterates only if round-off left the rule unmet.
-Everything else (heuristic 1's 10 CGLS iterations on the first call, heuristic 2's rounds,
-step 5's checks, the exact line search) is Appendix A's.  "auto" factorizes when the
-Cholesky factorization (n^3 / 3) and a Gram matrix of all rows each cost at most 40 passes
-over the stored entries (``solvers/config.py``): a9a, w8a, ijcnn1 and mushrooms (124-301
-parameters), not news20 (62,062).  ``linear_solver="cgls"`` is Appendix A as written.
+What is not in Appendix A, and why.  Appendix A as written is ``linear_solver="cgls",
+preconditioning=0, c_path_start=None``; the defaults add three things, each measured in
+``bench/README.md`` (section MFN) against LIBLINEAR in the same run.
 
-One departure from Appendix A is on by default when step 3 runs CGLS: a cold start at a C far
-above the data's scale, C > 10 c_path_start / mean_i c_i ||x~_i||^2 (``c_path_start`` = 10),
-first solves at C / 10^J, ..., C / 10 (the smallest at or above c_path_start / mean c_i
-||x~_i||^2) at the first round's eps = 1e-2, each seeded with the last, and then solves at C
-seeded with that (ini = 1): the beta-seeding of section 4.1 used as a continuation.  From zero,
-Appendix A at such a C spends its Newton iterations shrinking the active set with short steps:
-news20 made binary at C = 100 needs 87 Newton iterations (131 s, over itermax = 50), the path
-45 (16 s).  Where the cold start already converges in a few Newton iterations the stages only
-delay it: time to a 1e-6 gap at C = 100, path against cold, w8a 0.54 / 0.71 s, mushrooms 0.044
-/ 0.082 s, but a9a 0.31 / 0.10 s and ijcnn1 0.11 / 0.05 s (bench/README.md).
-``c_path_start=None`` gives Appendix A from zero at every C.
+* Step 3 by factorization (``linear_solver``, default "auto").  Section 4.3 names two ways to
+  solve the least-squares problem (11)/(12), "factorization methods" and CG, and prefers CGLS
+  for large sparse data; its Table 2 finds factorization slightly faster on dense data with
+  few features.  With ``linear_solver="cholesky"`` the Gram matrix G = sum_{i in I} c_i x~_i
+  x~_i' of the active terms is kept up to date as terms enter and leave I (about L^2 / 2
+  multiply-adds per changed term of L stored entries; rebuilt when more terms changed than
+  remain), the normal equations (lambda I + G) delta = r^0 at CGLS's warm start are solved by
+  Cholesky, and CGLS starts from beta + delta: it checks rule (13) there (two products over
+  the active rows) and iterates only if round-off left the rule unmet.  Heuristic 1's 10 CGLS
+  iterations on the first call, heuristic 2's rounds, step 5's checks and the exact line
+  search are Appendix A's.  "auto" factorizes when the Cholesky factorization (n^3 / 3) and a
+  Gram matrix of all rows each cost at most 40 passes over the stored entries
+  (``solvers/config.py``): a9a, w8a, ijcnn1 and mushrooms (23-301 parameters), not news20
+  (62,062) or the synthetic text problem (100,001).  It replaces the 400-3800 CG iterations
+  CGLS needs on w8a and a9a at C >= 1: time to a 1e-6 gap on w8a at C = 100, 0.069 s
+  against 0.112 s (CGLS with the other defaults) and 0.341 s (Appendix A as written).
+* CGLS's diagonal preconditioner (``preconditioning``, default "auto"): M = lambda I + alpha
+  diag(X_I'X_I), alpha = 0.01 (the mix of LIBLINEAR's Newton solver) when the active rows are
+  at least as many as the parameters, none when they are fewer or when CGLS only checks a
+  factorized step.  It changes the CG directions, not the iterates' limit or rule (13).  On
+  the synthetic problem (240,000 active rows, 100,001 parameters) it takes CGLS from 1082 to
+  120 iterations (6.4 s to 0.79 s to a 1e-6 gap); with fewer rows than parameters (news20)
+  the normal matrix's n - m eigenvalues at lambda are what CG exploits and column scaling
+  spreads them: 3x more CG iterations at alpha = 0.01, hence off there.
+* A C path for a cold start at a large C when step 3 runs CGLS (``c_path_start`` = 10): for
+  C > 10 c_path_start / mean_i c_i ||x~_i||^2, first C / 10^J, ..., C / 10 (the smallest at or
+  above c_path_start / mean c_i ||x~_i||^2) at the first round's eps = 1e-2, each seeded with
+  the last, then C seeded with that -- the beta-seeding of section 4.1 used as a continuation
+  -- with heuristic 2's two rounds again (the seed from C / 10 is still crude for C).  From
+  zero, Appendix A at such a C spends its Newton iterations shrinking the active set with
+  short steps: on news20 made binary (mean ||x~||^2 = 484) it reaches a 1e-6 gap at C = 1 in
+  1.29 s instead of 3.23 s, and at C = 100 in 17.7 s, where Appendix A from zero is still
+  2.9e-3 above the optimum after 120 s.  The factorized step goes straight to C: exact Newton
+  steps do not creep that way, and the stages cost more than they save (a9a, w8a, ijcnn1,
+  mushrooms at C = 100, every one of them).
 
-Options that are not in the paper (off by default): ``preconditioning`` = alpha runs CGLS
-on the column-scaled problem, M = lambda I + alpha diag(X_I'X_I) (the diagonal preconditioner
-of LIBLINEAR's Newton solver; alpha = 1 is plain Jacobi); it changes the CG directions, not the
-iterates' limit or rule (13), and cuts CG iterations 2.4-18x on w8a, a9a (C >= 1) and the
-synthetic benchmark problem, but multiplies them by 2-7x on mushrooms and news20
-(bench/README.md).
-``cgls_rule="gradient_bound"`` stops CGLS by the rule (13) is derived from in section 4.3,
-||r|| <= eps (||X~|| ||z|| + lambda ||beta||): up to 2.3x fewer CG iterations when the active
-rows are fewer than the features (news20), final relative gaps ~1e-7 instead of ~1e-12.
+``cgls_rule="gradient_bound"`` (off by default) stops CGLS by the rule (13) is derived from
+in section 4.3, ||r|| <= eps (||X~|| ||z|| + lambda ||beta||): up to 2.3x fewer CG iterations
+when the active rows are fewer than the features (news20), final relative gaps ~1e-7 instead
+of ~1e-12.
 
 Extensions:
 

@@ -3,9 +3,10 @@ homotopy, against independent optima on small real data.
 
 How close the hinge homotopy gets (default ``hinge_gap_tolerance`` = 1e-4, tau_j = 2^-j):
 on heart_scale, australian_scale, breast-cancer_scale and diabetes_scale for C in
-{0.1, 1, 10} the objective is 9e-6 to 8.8e-5 above the optimum of an interior-point solve of
+{0.1, 1, 10} the objective is 8.6e-6 to 8.8e-5 above the optimum of an interior-point solve of
 the dual (itself certified to a relative gap of ~1e-12), always within the certified duality
-gap of the homotopy's final point; it stops after tau = 2^-8 or 2^-9.  LIBLINEAR -s 3 at eps
+gap of the homotopy's final point, with CGLS and with the factorized step 3 alike; it stops
+after tau = 2^-6 to 2^-10.  LIBLINEAR -s 3 at eps
 1e-10 is less accurate than that on several of these problems (it stops at its iteration
 limit), so it is only checked that mfn is not worse than it.
 """
