@@ -507,6 +507,16 @@ class _NewtonPoint:
     shift: np.ndarray | None
 
 
+@dataclass(frozen=True)
+class _Step3:
+    """How step 3 went at one Newton iteration (for its record)."""
+
+    n_active: int  # |I1|, the least-squares terms
+    n_saturated: int  # |I2| (modified Huber and the hinge homotopy)
+    cg_iterations: int
+    factorized: bool  # solved by Cholesky (CGLS then only checked rule (13))
+
+
 class _NormalEquations:
     """Step 3 by factorization (section 4.3: "factorization methods such as QR or SVD"), for
     problems with few parameters: the Gram matrix G = sum_{k in I} c_k x~_k x~_k' of the
@@ -772,7 +782,7 @@ class _Engine:
             cg_total += cg_iters
             newton += 1
             self.count.iterations += 1
-            n_active, n_saturated = point.active.size, point.saturated.size
+            step3 = _Step3(point.active.size, point.saturated.size, cg_iters, solved)
 
             # Step 5: beta_bar is optimal if CGLS met (13) and no term changes set (within tol
             # in t_i y_i): (b) active terms keep xi >= -tol (and, with three sets, <= hi + tol),
@@ -785,8 +795,7 @@ class _Engine:
                 xi = xi_bar
                 self._point = None
                 F = self.objective(beta, xi, loss)
-                if self._report(beta, xi, loss, lam, F, n_active, n_saturated, cg_iters, 1.0,
-                                eps):
+                if self._report(beta, xi, loss, lam, F, step3, 1.0, eps):
                     return self._finish("stopped", self._stop_message, loss, eps, newton,
                                         cg_total)
                 # Step 8: the second round of heuristic 2, or the end.
@@ -827,8 +836,7 @@ class _Engine:
             outputs[:] = new_outputs
             xi = new_xi
             self._point = None
-            if self._report(beta, xi, loss, lam, F, n_active, n_saturated, cg_iters, delta,
-                            eps):
+            if self._report(beta, xi, loss, lam, F, step3, delta, eps):
                 return self._finish("stopped", self._stop_message, loss, eps, newton, cg_total)
             if newton >= p.max_iter:
                 return self._finish("max_iter", f"itermax={p.max_iter} Newton iterations "
@@ -841,8 +849,7 @@ class _Engine:
                                 "cg_iterations": cg_total, "status": status})
         return status, message
 
-    def _report(self, beta, xi, loss, lam, F, n_active, n_saturated, cg_iters, delta,
-                eps) -> bool:
+    def _report(self, beta, xi, loss, lam, F, step3: _Step3, delta, eps) -> bool:
         """One record per Newton iteration: the objective of ``design.md``'s problem (for the
         homotopy, the hinge objective; on a stage of the C path, the objective at the C asked
         for) and the relative duality gap.  The record's time is when the iterate was ready.
@@ -860,13 +867,14 @@ class _Engine:
         gap = (primal - self.dual_objective(xi, loss, cost, w_alpha)) / max(abs(primal), 1e-300)
         extras = {
             "optimality_measure": "relative_duality_gap",
-            "active": int(n_active),
-            "cg_iterations": int(cg_iters),
+            "active": int(step3.n_active),
+            "cg_iterations": int(step3.cg_iterations),
+            "factorized": step3.factorized,
             "step": float(delta),
             "epsilon": float(eps),
         }
-        if n_saturated:
-            extras["saturated"] = int(n_saturated)
+        if step3.n_saturated:
+            extras["saturated"] = int(step3.n_saturated)
         if not self.at_target:
             extras["path_C"] = float(self.C)
         if self.hinge:

@@ -351,8 +351,12 @@ def test_factorized_step_reaches_the_cgls_optimum(name, C, bias, weighted):
     problem = BinaryProblem(X, y, C=C, bias=bias, sample_weight=weights)
     appendix_a = mfn.solve(problem, mfn.MFNParams(C=C, bias=bias, linear_solver="cgls",
                                                   c_path_start=None))
-    factorized = mfn.solve(problem, mfn.MFNParams(C=C, bias=bias, linear_solver="cholesky"))
+    monitor = ListMonitor()
+    factorized = mfn.solve(problem, mfn.MFNParams(C=C, bias=bias, linear_solver="cholesky"),
+                           monitor)
     assert factorized.status == appendix_a.status == "converged", factorized.message
+    # the records say which step 3 ran: heuristic 1's CGLS first, then factorizations
+    assert [r.extras["factorized"] for r in monitor.records[:2]] == [False, True]
     assert factorized.extras["linear_solver"] == "cholesky"
     assert factorized.extras["factorizations"] >= factorized.iterations - 1
     # heuristic 1's 10 iterations, then CGLS only checks rule (13) at the solved point
