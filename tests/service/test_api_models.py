@@ -29,6 +29,32 @@ def multiclass(api):
     return model_id, solvers.load_model(api.get(f"/models/{model_id}/download").content)
 
 
+def test_an_ordinal_model_is_trained_stored_and_served(api):
+    """task="ordinal" (Keerthi & DeCoste section 7): the job stores an ordinal model, and the
+    service predicts with it as the library does (the score w.x, the rank it falls in)."""
+    dataset_id = uploaded_id(api, data_path("dna.scale"))
+    params = {"solver": "mfn", "task": "ordinal", "C": 0.1}
+    done = wait_job(api, create_job(api, dataset_id, params)["id"])
+    assert done["status"] == "succeeded" and done["solver_status"] == "converged", done
+    model_id = done["model_id"]
+    body = api.get(f"/models/{model_id}").json()
+    assert body["kind"] == "ordinal" and body["classes"] == [1.0, 2.0, 3.0]
+    model = solvers.load_model(api.get(f"/models/{model_id}/download").content)
+    assert model.thresholds_.shape == (2,) and np.all(np.diff(model.thresholds_) > 0)
+    lines = data_path("dna.scale.t").read_text().splitlines()[:20]
+    served = api.post(f"/models/{model_id}/predict", content="\n".join(lines) + "\n",
+                      headers={"Content-Type": "text/plain"}).json()["data"]
+    local = solvers.read_svmlight(("\n".join(lines) + "\n").encode(), n_features=180)
+    assert [row["label"] for row in served] == model.predict(local.X).tolist()
+    assert [row["decision_values"][0] for row in served] == \
+        pytest.approx(model.decision_function(local.X).tolist(), rel=1e-12)
+    evaluated = api.post(f"/models/{model_id}/evaluate", json={"dataset_id": dataset_id}).json()
+    train = solvers.read_svmlight(data_path("dna.scale"))
+    assert evaluated["accuracy"] == pytest.approx(np.mean(model.predict(train.X) == train.y))
+    refused = api.get(f"/models/{model_id}/download", params={"format": "liblinear"})
+    assert refused.status_code == 409, refused.text
+
+
 def test_model_metadata(api, binary):
     model_id, model, dataset_id = binary
     body = api.get(f"/models/{model_id}").json()
