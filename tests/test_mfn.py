@@ -6,6 +6,7 @@ from __future__ import annotations
 import naive
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from reference import binary_lbfgs_optimum, liblinear_optimum
 from shared_data import load, random_csr
 
@@ -309,9 +310,10 @@ def test_cgls_options_reach_the_optimum(options):
     assert abs(relative(solution.objective, reference.objective)) <= OBJECTIVE_RTOL
 
 
-def test_auto_preconditioning_only_with_more_active_rows_than_parameters(monkeypatch):
-    """LIBLINEAR's alpha = 0.01 where the active rows outnumber the parameters (a9a), none
-    where they do not (text-like data), none when CGLS only checks a factorized step."""
+def test_auto_preconditioning(monkeypatch):
+    """LIBLINEAR's alpha = 0.01 where the active rows outnumber the parameters (a9a) and on
+    fewer rows of equal norms; none on fewer rows of unequal norms (raw word counts), none when
+    CGLS only checks a factorized step."""
     calls = []
     original = mfn.cgls_compact
 
@@ -327,10 +329,21 @@ def test_auto_preconditioning_only_with_more_active_rows_than_parameters(monkeyp
     mfn.solve(BinaryProblem(X, y, C=1.0), mfn.MFNParams(linear_solver="cholesky"))
     assert calls[0][1:] == (0.01, 10)  # heuristic 1's CGLS call
     assert all(alpha == 0.0 for _, alpha, _ in calls[1:])
-    calls.clear()
+    # text-like, more features than rows: word counts (row norms from 1 to 400) ...
+    rng = np.random.default_rng(4)
     wide = random_csr(2000, 20000, 0.001, seed=4)
-    mfn.solve(BinaryProblem(wide, np.where(np.arange(2000) % 3 == 0, 1.0, -1.0), C=1.0))
+    wide.data = np.floor(rng.pareto(1.0, wide.nnz) + 1.0)
+    labels = np.where(np.arange(2000) % 3 == 0, 1.0, -1.0)
+    norms = np.asarray(wide.multiply(wide).sum(axis=1)).ravel() + 1.0
+    assert norms.std() > 0.5 * norms.mean()
+    calls.clear()
+    mfn.solve(BinaryProblem(wide, labels, C=1.0))
     assert calls and all(alpha == 0.0 for _, alpha, _ in calls)
+    # ... and the same rows scaled to unit norm
+    unit = sp.diags(1.0 / np.sqrt(norms - 1.0)) @ wide
+    calls.clear()
+    mfn.solve(BinaryProblem(sp.csr_matrix(unit), labels, C=1.0))
+    assert calls and all(alpha == 0.01 for _, alpha, _ in calls)
     calls.clear()
     mfn.solve(BinaryProblem(X, y, C=1.0), mfn.MFNParams(linear_solver="cgls",
                                                          preconditioning=0.0))
