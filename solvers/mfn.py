@@ -73,12 +73,12 @@ preconditioning=0, c_path_start=None``; the defaults add three things, each meas
   against 0.112 s (CGLS with the other defaults) and 0.341 s (Appendix A as written).
 * CGLS's diagonal preconditioner (``preconditioning``, default "auto"): M = lambda I + alpha
   diag(X_I'X_I), alpha = 0.01 (the mix of LIBLINEAR's Newton solver).  It changes the CG
-  directions, not the iterates' limit or rule (13).  On the synthetic problem it takes a
-  solve from 5.9 s to 0.76 s (to a 1e-6 gap; 120 CG iterations in all), and it cuts the CG
-  iterations of the first Newton step 2.8-5.4x on a9a and w8a at C >= 1 and on the synthetic
-  problem's subsets (little at C = 0.01: a9a 31 against 34, w8a 33 against 26).  It is left off where it
-  was measured to cost: when the active rows are fewer than the parameters and their norms
-  vary (news20 as word counts: 904 against 2065 iterations at the first Newton step at C = 1;
+  directions, not the iterates' limit or rule (13).  On the synthetic problem it takes a solve
+  from 5.9 s to 0.76 s (to a 1e-6 gap; 120 CG iterations in all), and it cuts the CG iterations
+  of the first Newton step 2.8-5.4x on a9a and w8a at C >= 1 and on the synthetic problem's
+  subsets (little at C = 0.01: a9a 31 against 34, w8a 33 against 26).  It is left off where it
+  was measured to cost: when the active rows are fewer than the parameters and their norms vary
+  (news20 as word counts: 904 against 2065 iterations at the first Newton step at C = 1;
   coefficient of variation of c_i ||x~_i||^2 above 0.5, ``solvers/config.py``), and when CGLS
   only checks a factorized step (its diagonal would cost a pass for nothing).
 * A C path for a cold start at a large C when step 3 runs CGLS (``c_path_start`` = 10): for
