@@ -70,7 +70,7 @@ preconditioning=0, c_path_start=None``; the defaults add three things, each meas
   (``solvers/config.py``): a9a, w8a, ijcnn1 and mushrooms (23-301 parameters), not news20
   (62,062) or the synthetic text problem (100,001).  It replaces the 400-3800 CG iterations
   CGLS needs on w8a and a9a at C >= 1: time to a 1e-6 gap on w8a at C = 100, 0.069 s
-  against 0.112 s (CGLS with the other defaults) and 0.341 s (Appendix A as written).
+  against 0.110 s (CGLS with the other defaults) and 0.339 s (Appendix A as written).
 * CGLS's diagonal preconditioner (``preconditioning``, default "auto"): M = lambda I + alpha
   diag(X_I'X_I), alpha = 0.01 (the mix of LIBLINEAR's Newton solver).  It changes the CG
   directions, not the iterates' limit or rule (13).  On the synthetic problem it takes a solve
@@ -88,7 +88,7 @@ preconditioning=0, c_path_start=None``; the defaults add three things, each meas
   -- with heuristic 2's two rounds again (the seed from C / 10 is still crude for C).  From
   zero, Appendix A at such a C spends its Newton iterations shrinking the active set with
   short steps: on news20 made binary (mean ||x~||^2 = 484) it reaches a 1e-6 gap at C = 1 in
-  1.29 s instead of 3.23 s, and at C = 100 in 17.7 s, where Appendix A from zero is still
+  1.36 s instead of 3.20 s, and at C = 100 in 17.7 s, where Appendix A from zero is still
   2.9e-3 above the optimum after 120 s.  The factorized step goes straight to C: exact Newton
   steps do not creep that way, and the stages cost more than they save (a9a, w8a, ijcnn1,
   mushrooms at C = 100, every one of them).
