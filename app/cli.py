@@ -88,6 +88,7 @@ def _add_solver_options(parser: argparse.ArgumentParser, spec) -> None:
         kind, choices = _field_type(field.annotation)
         flag = "--" + name.replace("_", "-")
         help_text = (field.description or "") + f" (default: {field.default})"
+        help_text = help_text.replace("%", "%%")  # argparse %-formats help strings
         group.add_argument(flag, dest=f"param_{name}", type=kind, choices=choices,
                            default=None, help=help_text)
 

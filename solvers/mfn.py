@@ -160,7 +160,7 @@ from solvers.core.sparse import (
     rows_nnz,
     use_parallel,
 )
-from solvers.data.dataset import Dataset
+from solvers.data.dataset import Dataset, as_csr
 from solvers.models.ordinal import OrdinalModel
 from solvers.monitor import IterationRecord, Monitor, NullMonitor, Stopwatch
 from solvers.problem import BinaryProblem
@@ -176,8 +176,11 @@ _SMALLEST_EPSILON = 1e-15
 
 
 class MFNParams(SolverParams):
-    """Parameters of ``mfn`` (defaults are the paper's, Appendix A, except ``c_path_start``:
-    see the module docstring)."""
+    """Parameters of ``mfn``.  The defaults are the paper's (Appendix A) except for three
+    measured departures, each explained in the module docstring: ``linear_solver="auto"``
+    (step 3 by factorization when that is cheap), ``preconditioning="auto"`` and
+    ``c_path_start`` (beta-seeding from a smaller C).  ``linear_solver="cgls",
+    preconditioning=0, c_path_start=None`` is Appendix A as written."""
 
     solver: Literal["mfn"] = "mfn"
     task: Literal["classification", "ordinal"] = Field(
@@ -226,7 +229,11 @@ class MFNParams(SolverParams):
                     "eps, then C, with J the largest integer such that C / 10^J >= "
                     "c_path_start / mean_i c_i ||x~_i||^2 (None: Appendix A from zero at "
                     "every C).  The factorized step 3 always starts at C.")
-    tol: float = Field(1e-8, ge=0, description="Step 5's tolerance on t_i y_i around 1.")
+    tol: float = Field(
+        1e-8, ge=0,
+        description="Step 5's tolerance on t_i y_i around the set boundaries (capped at 1% of "
+                    "the quadratic band's width: modified Huber's 2, the hinge homotopy's "
+                    "2 tau).")
     dual_kkt_tolerance: float | None = Field(
         None, gt=0,
         description="Section 4.7: continue with smaller eps until the maximum dual KKT "
@@ -279,6 +286,9 @@ class ClippedLoss:
 SQUARED_HINGE = ClippedLoss(kappa=2.0, xi_lo=0.0, width=np.inf)
 MODIFIED_HUBER = ClippedLoss(kappa=2.0, xi_lo=0.0, width=2.0)
 _LOSSES = {"squared_hinge": SQUARED_HINGE, "modified_huber": MODIFIED_HUBER}
+
+
+_SET_TOL_PER_BAND = 1e-2  # step 5's tol is at most this fraction of a finite band's width
 
 
 def smoothed_hinge(tau: float) -> ClippedLoss:
@@ -740,6 +750,7 @@ class _Engine:
         terms = self.terms
         lam = 1.0 / (self.C * loss.kappa)
         lo, width = loss.xi_lo, loss.width
+        set_tol = self._set_tolerance(loss)
         # Step 1: ini = 0 (crude start) runs both heuristics; ini = 1 goes straight to eps.
         if first_round is None:
             first_round = state.crude
@@ -803,7 +814,7 @@ class _Engine:
             # (c) inactive ones keep xi <= tol, saturated ones xi >= hi - tol.
             xi_bar = np.empty_like(outputs)
             margin_slacks(self.t, outputs_bar, xi_bar)
-            if optimal and clipped_loss_sets_hold(xi, xi_bar, lo, width, p.tol):
+            if optimal and clipped_loss_sets_hold(xi, xi_bar, lo, width, set_tol):
                 beta[:] = beta_bar
                 outputs[:] = outputs_bar
                 xi = xi_bar
@@ -820,7 +831,7 @@ class _Engine:
                     continue
                 return self._finish("converged", (
                     f"converged: CGLS stopping rule met at eps={eps:g} and the index sets "
-                    f"are stable within tol={p.tol:g}"), loss, eps, newton, cg_total)
+                    f"are stable within tol={set_tol:g}"), loss, eps, newton, cg_total)
 
             # Step 6: exact line search on the ray beta -> beta_bar, eqs. (14)-(18): the
             # slope's ordinates at delta = 0 and 1 (eqs. (16)-(17), regularizer + loss) and
@@ -836,11 +847,16 @@ class _Engine:
             # that would raise f (the error exit), or that is not finite (the least-squares
             # problem numerically singular, as at the homotopy's smallest tau), is not taken:
             # the state keeps the last good point.
+            if not np.isfinite(delta):
+                return self._finish("failed", (
+                    f"the line search found no finite step at Newton iteration {newton} (the "
+                    f"least-squares problem is singular in floating point at lambda "
+                    f"{lam:.3g}); the last point is kept"), loss, eps, newton, cg_total)
             new_beta = beta + delta * direction
             new_outputs = outputs + delta * (outputs_bar - outputs)
             new_xi = np.empty_like(xi)
             margin_slacks(self.t, new_outputs, new_xi)
-            F = self.objective(new_beta, new_xi, loss) if np.isfinite(delta) else np.inf
+            F = self.objective(new_beta, new_xi, loss)
             if not F <= F_previous * (1.0 + _RISE_SLACK) + 1e-300:
                 return self._finish("failed", (
                     f"objective rose from {F_previous:.17g} to {F:.17g} at Newton iteration "
@@ -857,10 +873,17 @@ class _Engine:
                                     "reached", loss, eps, newton, cg_total)
             F_previous = F
 
+    def _set_tolerance(self, loss: ClippedLoss) -> float:
+        """Step 5's tol.  It is absolute in t_i y_i; a quadratic band narrower than it (the
+        hinge homotopy's 2 tau past tau = 2^-26) would let a term cross the whole band
+        unnoticed, so it is capped at a fraction of a finite band's width."""
+        return min(self.params.tol, _SET_TOL_PER_BAND * loss.width)
+
     def _finish(self, status, message, loss, eps, newton, cg_total):
         self.count.runs.append({"tau": -loss.xi_lo if self.hinge else None, "C": self.C,
-                                "epsilon": eps, "newton_iterations": newton,
-                                "cg_iterations": cg_total, "status": status})
+                                "epsilon": eps, "set_tolerance": self._set_tolerance(loss),
+                                "newton_iterations": newton, "cg_iterations": cg_total,
+                                "status": status})
         return status, message
 
     def _report(self, beta, xi, loss, lam, F, step3: _Step3, delta, eps) -> bool:
@@ -951,7 +974,7 @@ def c_path_stages(C: float, terms, cost: np.ndarray, start: float | None) -> lis
 
 
 def _run_c_path(engine: _Engine, state: MFNState, params: MFNParams,
-                loss: ClippedLoss) -> tuple[str, str]:
+                loss: ClippedLoss) -> tuple[str, str, bool]:
     """Beta-seeding from a smaller C (section 4.1, Table 1) for a cold start at a large C.
 
     Appendix A from zero at a C much larger than 1 / ||x~||^2 spends most of its Newton
@@ -959,7 +982,11 @@ def _run_c_path(engine: _Engine, state: MFNState, params: MFNParams,
     iterations of the eps = 1e-2 round, over 50 = itermax).  Solved first at C / 10^J (where
     the cold start is cheap, with both heuristics), then at each C / 10^j seeded with the last
     (ini = 1, at the first round's eps: only a seed), the final run at C starts next to its
-    optimum.  The records report the objective and the duality gap at the C asked for."""
+    optimum.  The records report the objective and the duality gap at the C asked for.
+
+    Returns the last stage's (status, message) and whether there were stages at all.  A stage
+    that ends short of its eps (itermax, or the objective's rise) still leaves its last point
+    as the next seed, so the path goes on; each stage's status is in ``extras["runs"]``."""
     stage_eps = params.first_round_epsilon or params.epsilon
     status, message = "converged", ""
     stages = c_path_stages(engine.target_C, engine.terms, engine.target_cost,
@@ -1218,6 +1245,7 @@ class OrdinalProblem:
     sample_weight: np.ndarray | None = None
 
     def __post_init__(self):
+        self.X = as_csr(self.X)  # canonical: the Gram kernel needs sorted, unique indices
         ranks = np.asarray(self.ranks)
         if ranks.shape != (self.X.shape[0],):
             raise ValueError("ranks must have one entry per row")

@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.core.sparse import csr_matvec, csr_rmatvec
+from solvers.data.dataset import as_csr
 
 LOSSES = ("hinge", "squared_hinge", "lp", "modified_huber", "least_squares")
 BIAS_MODES = ("regularized", "free", "none")
@@ -102,7 +103,9 @@ class BinaryProblem:
 
     Parameters
     ----------
-    X : CSR matrix (n_samples, n_features), float64
+    X : sparse or dense (n_samples, n_features); kept as canonical float64 CSR (sorted,
+        duplicate entries summed: a copy only when it is not already), which the row kernels
+        of the core rely on
     y : array of +1/-1
     C : regularization weight (> 0)
     loss, bias, bias_scale, p : see the module docstring
@@ -130,7 +133,10 @@ class BinaryProblem:
             raise ValueError("C must be positive")
         if not 1.0 <= self.p <= 2.0:
             raise ValueError("p must lie in [1, 2]")
+        self.X = as_csr(self.X)
         y = np.asarray(self.y, dtype=np.float64)
+        if y.shape != (self.X.shape[0],):
+            raise ValueError("y must have one label per row of X")
         if not np.all(np.abs(y) == 1.0):
             raise ValueError("binary problem labels must be +1 or -1")
         self.y = y

@@ -10,6 +10,7 @@ import pytest
 from shared_data import data_path
 
 from app.cli import main
+from solvers.registry import list_solvers
 
 
 def _svmsvc(*args, **kwargs):
@@ -64,6 +65,15 @@ def test_solver_options_come_from_the_parameter_model(capsys):
     out = capsys.readouterr().out
     for option in ("--C", "--loss", "--epsilon", "--first-round-epsilon", "--max-iter"):
         assert option in out
+
+
+@pytest.mark.parametrize("solver", [spec.name for spec in list_solvers()])
+def test_every_solvers_help_renders(solver, capsys):
+    """argparse %-formats help text: a description with a '%' in it must still print."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "x", "--solver", solver, "--help"])
+    assert exit_info.value.code == 0
+    assert f"parameters of solver '{solver}'" in capsys.readouterr().out
 
 
 def test_solvers_listing(capsys):

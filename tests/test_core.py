@@ -5,6 +5,7 @@ from __future__ import annotations
 import naive
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from shared_data import load, random_csr
 
 from solvers.core import (
@@ -325,6 +326,9 @@ def test_gram_cost_and_argument_checks():
         gram_update(X, rows, np.ones(2), np.zeros((11, 11)))
     with pytest.raises(ValueError, match="square"):
         gram_update(X, rows, np.ones(3), np.zeros((10, 10)))
+    repeated = sp.csr_matrix((np.ones(2), np.array([3, 3]), np.array([0, 2])), shape=(1, 10))
+    with pytest.raises(ValueError, match="canonical"):
+        gram_update(repeated, np.array([0]), np.ones(1), np.zeros((11, 11)))
 
 
 def test_cholesky_solve_reads_the_lower_triangle_and_reports_failure():

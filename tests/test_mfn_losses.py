@@ -127,3 +127,23 @@ def test_tighter_hinge_tolerance_gets_closer():
         errors.append(relative(solution.objective, reference.objective))
     assert errors[0] > errors[1] > errors[2] >= -CERTIFICATE_SLACK
     assert errors[2] <= 1e-6
+
+
+def test_hinge_homotopy_down_to_tau_below_step_5s_tol():
+    """Past tau = 2^-26 the band 2 tau is narrower than tol = 1e-8: step 5 then checks the sets
+    within 1% of the band; every round converges and the last one is as close to the hinge
+    optimum as rounding lets a certificate tell."""
+    X, y = binary("heart_scale")
+    problem = BinaryProblem(X, y, C=1.0, loss="hinge")
+    reference = hinge_dual_optimum(problem)
+    params = mfn.MFNParams(loss="hinge", hinge_gap_tolerance=1e-13, hinge_max_rounds=30)
+    solution = mfn.solve(problem, params)
+    assert solution.status == "max_iter"  # no round reaches a relative gap of 1e-13
+    runs = solution.extras["runs"]
+    assert all(run["status"] == "converged" for run in runs)
+    assert [run["set_tolerance"] for run in runs] == [
+        min(params.tol, 0.02 * run["tau"]) for run in runs]
+    assert solution.extras["tau"] == 2.0 ** -30
+    # the certificate bottoms out at rounding level, and so does the true error
+    assert solution.extras["hinge_relative_gap"] <= 1e-10
+    assert -CERTIFICATE_SLACK <= relative(solution.objective, reference.objective) <= 1e-10

@@ -398,8 +398,12 @@ def gram_update(X, rows, weights, G, *, extra_value=0.0, pair_ptr=None, pair_col
     rows added before: an active set's Gram matrix is kept up to date by the rows that entered
     and left it.  Each selected row costs about L(L+1)/2 multiply-adds for L stored entries
     (its pairs share them, :func:`gram_cost`); ``parallel`` splits the rows into one block of
-    equal cost per Numba thread, each accumulating into its own n^2 buffer.
+    equal cost per Numba thread, each accumulating into its own n^2 buffer.  ``X`` must be in
+    canonical form (sorted, unique column indices in every row): a repeated column would be
+    counted as a product of its parts, not as the square of their sum.
     """
+    if not X.has_canonical_format:
+        raise ValueError("X must be canonical CSR (sorted, unique indices): see as_csr")
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     n_features = X.shape[1]
