@@ -43,13 +43,15 @@ so lambda = 1/(kappa C):
 
 Each Newton iteration (Appendix A): CGLS on the active rows only, warm-started at the current
 point (Frommer & Maass) and stopped by the relative rule (13) ``||r|| <= eps ||z||``; the full
-outputs y(beta_bar); step 5's optimality checks with tol = 1e-8; otherwise the exact line
+outputs y(beta_bar); step 5's optimality checks with tol = 1e-8 (at most 1% of a finite
+quadratic band, which matters only for the homotopy's tau below 2^-26); otherwise the exact line
 search over the breakpoints (eqs. (14)-(18); the crossing the sorted sweep of step 6 finds is
 located by selection, in expected O(m) instead of O(m log m)).  Heuristic 1: after a crude
 start (ini = 0) the first CGLS call stops after 10 iterations.  Heuristic 2: a first round at
 eps = 1e-2, a second at the requested eps = 1e-6.  ``max_iter`` = itermax = 50 Newton
 iterations per run of Appendix A (both rounds of heuristic 2 together); an objective that
-rises ends the run with status ``failed`` (step 7's error exit).
+rises ends the run with status ``failed`` (step 7's error exit), as does a line search that
+finds no finite step (the least-squares problem singular in floating point).
 
 What is not in Appendix A, and why.  Appendix A as written is ``linear_solver="cgls",
 preconditioning=0, c_path_start=None``; the defaults add three things, each measured in
