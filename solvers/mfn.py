@@ -302,12 +302,6 @@ def smoothed_hinge(tau: float) -> ClippedLoss:
 # -- the least-squares rows of a problem ------------------------------------------------------
 
 
-def _row_square_norms(X: sp.csr_matrix) -> np.ndarray:
-    out = np.empty(X.shape[0])
-    row_norms_squared(X.indptr, X.indices, X.data, out)
-    return out
-
-
 class _Rows:
     """What the terms of every problem share: the data matrix with its rows in non-decreasing
     order of length (a copy, made once per solve, when they are not already), so that the
@@ -324,6 +318,16 @@ class _Rows:
         n_blocks = numba.get_num_threads() if use_parallel(X.nnz, 0) else 1
         self.everything = CompactRows.all_rows(self.X, n_blocks=n_blocks,
                                                unit_values=self.unit_values)
+        self._example_square_norms = None
+
+    def example_square_norms(self) -> np.ndarray:
+        """||x_i||^2 of every example (one pass over the data, made once: the C path's scale
+        and preconditioning="auto" both read them)."""
+        if self._example_square_norms is None:
+            self._example_square_norms = np.empty(self.X.shape[0])
+            row_norms_squared(self.X.indptr, self.X.indices, self.X.data,
+                              self._example_square_norms)
+        return self._example_square_norms
 
     def sorted_examples(self, values: np.ndarray) -> np.ndarray:
         return values if self.order is None else values[self.order]
@@ -385,7 +389,7 @@ class _BinaryRows(_Rows):
 
     def square_norms(self) -> np.ndarray:
         """||x~_k||^2 of every term."""
-        return _row_square_norms(self.X) + self.extra_value ** 2
+        return self.example_square_norms() + self.extra_value ** 2
 
     def forward(self, terms: np.ndarray, v: np.ndarray) -> np.ndarray:
         return csr_matvec_rows(self.X, terms, v[:-1], self.extra_value * v[-1])
@@ -458,7 +462,8 @@ class _OrdinalRows(_Rows):
 
     def square_norms(self) -> np.ndarray:
         """||x~_k||^2 of every term: ||x_i||^2 + s^2 for each pair of example i."""
-        return np.repeat(_row_square_norms(self.X) + self.extra_value ** 2, self.n_thresholds)
+        return np.repeat(self.example_square_norms() + self.extra_value ** 2,
+                         self.n_thresholds)
 
     def forward(self, terms: np.ndarray, v: np.ndarray) -> np.ndarray:
         d = self.n_features
@@ -548,7 +553,6 @@ class _NormalEquations:
         n = terms.n_params
         self.G = np.zeros((n, n))
         self.members = np.zeros(weight.shape[0], dtype=bool)
-        self.n_members = 0
         self.updates = 0  # terms added or removed since G was last rebuilt
 
     def _add(self, terms: np.ndarray, weights: np.ndarray):
@@ -625,7 +629,6 @@ class _Engine:
         self.sqrt_weight = np.sqrt(self.weight)
         self.count = _Counters()
         self.normal_equations = _choose_normal_equations(params, terms, self.weight)
-        self._row_square_norms = None  # c_k ||x~_k||^2, for preconditioning="auto"
         self._stop_message = ""
         self._rho = None
         self._point: _NewtonPoint | None = None  # step 3's data at the state's current point
@@ -716,9 +719,7 @@ class _Engine:
         if solved:
             return 0.0
         if point.active.size < self.terms.n_params:
-            if self._row_square_norms is None:
-                self._row_square_norms = self.weight * self.terms.square_norms()
-            norms = self._row_square_norms[point.active]
+            norms = (self.weight * self.terms.square_norms())[point.active]
             mean = float(norms.mean()) if norms.size else 0.0
             if not mean > 0.0 or float(norms.std()) > config.MFN_PRECONDITION_MAX_CV * mean:
                 return 0.0
