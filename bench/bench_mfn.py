@@ -111,8 +111,7 @@ class MFNRunner:
 _PHASES = {
     "_cgls_kernel": "CGLS",
     "_gram_kernel": "factorization",
-    "_cholesky": "factorization",
-    "_cho_solve": "factorization",
+    "_potrf_potrs": "factorization",
     "piecewise_linear_root": "line search",
     "clipped_loss_breakpoints": "line search",
 }

@@ -101,3 +101,19 @@ def test_solvers_reach_the_stored_optima(key):
                            loss=entry["loss"], bias=entry["bias"], **extra)
     assert result.status == "converged", result.message
     assert result.objective == pytest.approx(entry["objective"], rel=rtol)
+
+
+def test_mfn_profile_splits_time_into_named_phases():
+    """The profile attributes time by function name: every name it looks for must exist, and a
+    factorized run must show time in the factorization."""
+    import solvers.core.linalg
+    import solvers.core.linesearch
+    from bench import bench_mfn
+
+    core = (solvers.core.linalg, solvers.core.linesearch)
+    for name in bench_mfn._PHASES:
+        assert any(hasattr(module, name) for module in core), name
+    result = bench_mfn.profile(BenchProblem("mushrooms", C=1.0))
+    assert result["linear_solver"] == "cholesky"
+    assert result["phases"]["factorization"] > 0.0
+    assert result["phases"]["CGLS"] > 0.0  # heuristic 1's first call
