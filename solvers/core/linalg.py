@@ -444,10 +444,12 @@ def cholesky_solve(M: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
     solution is not finite.
 
     LAPACK's potrf/potrs are called directly (scipy's cho_factor/cho_solve wrappers cost more
-    than the factorization itself at n ~ 100: 69 against 38 microseconds at n = 113), and
-    from n = 256 on under a one-thread BLAS limit: OpenBLAS then threads the factorization, and
-    its worker threads, left spinning after the call, take the core the Numba kernels around it
-    need (n = 301: 0.52 ms unlimited, 0.42 ms limited, on the 2-core machine).
+    than the factorization itself at n ~ 100: 72 against 54 microseconds at n = 113, the copy
+    of M included), and from n = 256 on under a one-thread BLAS limit: OpenBLAS then threads
+    the factorization, and its worker threads, left spinning after the call, take the core the
+    Numba kernels around it need (mfn on w8a at C = 100, n = 301, 21 factorizations: 124 ms
+    a solve unlimited, 80 ms with this limit, 71 ms with BLAS held to one thread throughout;
+    at n = 113, mushrooms, the limit gains nothing).
     """
     if M.shape[0] >= _CHOLESKY_ONE_THREAD_FROM:
         with _blas_controller().limit(limits=1, user_api="blas"):
