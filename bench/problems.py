@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 import solvers
-from solvers.problem import BinaryProblem
+from solvers.problems import BinaryProblem
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 

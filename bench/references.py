@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from bench.problems import BenchProblem
-from solvers.problem import BinaryProblem
+from solvers.problems import BinaryProblem
 
 REFERENCE_FILE = Path(__file__).with_name("reference_optima.json")
 

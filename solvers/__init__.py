@@ -20,6 +20,14 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 _os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
+from solvers.base import (
+    InvalidParametersError,
+    Solution,
+    SolverParams,
+    SolverSpec,
+    Termination,
+    UnknownSolverError,
+)
 from solvers.data import (
     Dataset,
     SVMLightFormatError,
@@ -28,14 +36,15 @@ from solvers.data import (
     write_svmlight,
 )
 from solvers.models import LinearModel, Model, ModelFormatError, load_model
-from solvers.monitor import IterationRecord, ListMonitor, Monitor
-from solvers.problem import BinaryProblem
-from solvers.registry import Solution, SolverParams, UnknownSolverError, get_solver, list_solvers
-from solvers.train import InvalidParametersError, TrainResult, train
+from solvers.monitor import IterationRecord, ListMonitor, Monitor, Reporter
+from solvers.problems import BinaryProblem, CrammerSingerProblem, OrdinalProblem
+from solvers.registry import get_solver, list_solvers
+from solvers.train import TrainResult, train
 from solvers.warmup import warm_up
 
 __all__ = [
     "BinaryProblem",
+    "CrammerSingerProblem",
     "Dataset",
     "InvalidParametersError",
     "IterationRecord",
@@ -44,10 +53,14 @@ __all__ = [
     "Model",
     "ModelFormatError",
     "Monitor",
+    "OrdinalProblem",
+    "Reporter",
     "SVMLightFormatError",
     "SVMLightStreamParser",
     "Solution",
     "SolverParams",
+    "SolverSpec",
+    "Termination",
     "TrainResult",
     "UnknownSolverError",
     "get_solver",

@@ -101,3 +101,40 @@ class Stopwatch:
 
     def __call__(self) -> float:
         return time.perf_counter() - self.start
+
+
+class Reporter:
+    """The one way a solver reports: builds each iteration's record, times it from the start
+    of the solve, hands it to the monitor and asks whether to stop.
+
+    ``reporter(iteration, objective, optimality, **extras)`` returns True when the monitor
+    asked to stop; the solver then returns its current point with status ``stopped`` and
+    :attr:`stop_message`.  Every record carries ``extras["optimality_measure"]`` (the name of
+    the solver's measure: ``relative_duality_gap``, ``kkt_violation``, ...).  ``objective`` is
+    the primal objective of ``design.md`` evaluated by ``solvers.problems``.
+    """
+
+    def __init__(self, monitor: Monitor | None, measure: str, clock: Stopwatch | None = None):
+        self.monitor = monitor if monitor is not None else NullMonitor()
+        self.measure = measure
+        self.clock = clock if clock is not None else Stopwatch()
+        self.stop_reason: str | None = None
+        self.records = 0
+
+    def __call__(self, iteration: int, objective: float, optimality: float, *,
+                 elapsed: float | None = None, **extras) -> bool:
+        """Report one iteration (``elapsed``: when the iterate was ready, if the solver took
+        the time before computing the record's measures); True when the monitor asks to
+        stop."""
+        if elapsed is None:
+            elapsed = self.clock()
+        extras.setdefault("optimality_measure", self.measure)
+        self.monitor.report(IterationRecord(int(iteration), elapsed, float(objective),
+                                            float(optimality), extras))
+        self.records += 1
+        self.stop_reason = self.monitor.stop_reason()
+        return self.stop_reason is not None
+
+    @property
+    def stop_message(self) -> str:
+        return f"stopped: {self.stop_reason}"

@@ -1,8 +1,12 @@
 """Compile everything a training job or a prediction can run, once per process.
 
-:func:`solvers.core.warm_up` compiles the shared kernels; the solvers have Numba loops of
-their own (the SMO loops, kernel rows and caches), so this also trains and predicts with every
-registered solver on a tiny dataset, through the same entry points jobs use.
+Worker processes call :func:`warm_up` at start so that the first job does not pay for
+compilation: the shared core's kernels (:func:`solvers.core.warm_up`), the loss layer's, the
+SVMlight parser's, and what each registered solver calls beyond them (its spec's ``warm_up``
+hook: mfn's clipped-loss and Gram kernels, the least-squares family's kernel rows, cache and
+SMO loops).  No solver is trained: each hook calls its kernels on a few rows.  The kernels are
+compiled with ``cache=True``, so after the first process on a machine this mostly loads
+machine code from ``__pycache__``.
 """
 
 from __future__ import annotations
@@ -12,25 +16,48 @@ import time
 import numpy as np
 
 from solvers.core.warmup import warm_up as warm_up_core
-from solvers.data.dataset import Dataset
+from solvers.losses import get_loss
+from solvers.losses.kernels import HINGE, LEAST_SQUARES, LP, loss_prox
+from solvers.models import LinearModel, OrdinalModel
 from solvers.registry import list_solvers
 
 
-def _tiny_dataset() -> Dataset:
-    X = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0],
-                  [0.5, 0.0, 0.0], [0.0, 0.5, 1.0]])
-    return Dataset(X, [1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
+def warm_up_losses() -> None:
+    """The loss layer's kernels, for every loss code."""
+    xi = np.array([-1.0, 0.5, 2.5])
+    weight = np.ones(3)
+    for name in ("hinge", "squared_hinge", "modified_huber", "least_squares"):
+        loss = get_loss(name)
+        loss.sum(xi, weight)
+        loss.value(xi)
+        loss.derivative(xi)
+        loss.prox(xi, weight)
+    lp = get_loss("lp", 1.5)
+    lp.sum(xi, weight)
+    lp.prox(xi, weight)
+    for code in (HINGE, LP, LEAST_SQUARES):
+        loss_prox(code, 1.5, xi, weight, np.empty(3))
+
+
+def warm_up_prediction(parallel: bool = True) -> None:
+    """The models' decision functions (linear, one-vs-rest, ordinal; the kernel model's are the
+    least-squares family's warm-up)."""
+    X = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.0]])
+    models = [LinearModel(np.ones((1, 3)), np.zeros(1), [-1.0, 1.0]),
+              LinearModel(np.ones((3, 3)), np.zeros(3), [0.0, 1.0, 2.0]),
+              OrdinalModel(np.ones(3), np.array([0.0, 1.0]), [1.0, 2.0, 3.0])]
+    for model in models:
+        for flag in ((False, True) if parallel else (False,)):
+            model.predict(X, parallel=flag)
 
 
 def warm_up(parallel: bool = True) -> float:
     """Compile (or load from the on-disk cache) every kernel; returns the seconds it took."""
-    from solvers.train import train
-
     start = time.perf_counter()
     warm_up_core(parallel=parallel)
-    ds = _tiny_dataset()
+    warm_up_losses()
+    warm_up_prediction(parallel)
     for spec in list_solvers():
-        model = train(ds, solver=spec.name).model
-        for flag in ((False, True) if parallel else (False,)):
-            model.predict(ds.X, parallel=flag)
+        if spec.warm_up is not None:
+            spec.warm_up()
     return time.perf_counter() - start

@@ -19,7 +19,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from bench.references import hinge_dual_interior_point
-from solvers.problem import BinaryProblem
+from solvers.problems import BinaryProblem
 
 
 @dataclass(frozen=True)

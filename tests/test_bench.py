@@ -108,9 +108,10 @@ def test_mfn_profile_splits_time_into_named_phases():
     factorized run must show time in the factorization."""
     import solvers.core.linalg
     import solvers.core.linesearch
+    import solvers.losses.kernels
     from bench import bench_mfn
 
-    core = (solvers.core.linalg, solvers.core.linesearch)
+    core = (solvers.core.linalg, solvers.core.linesearch, solvers.losses.kernels)
     for name in bench_mfn._PHASES:
         assert any(hasattr(module, name) for module in core), name
     result = bench_mfn.profile(BenchProblem("mushrooms", C=1.0))

@@ -12,7 +12,6 @@ from solvers.core import (
     CompactRows,
     cgls,
     cgls_compact,
-    clipped_loss_breakpoints,
     conjugate_gradient,
     csr_matmat,
     csr_matvec,
@@ -23,8 +22,14 @@ from solvers.core import (
     warm_up,
 )
 from solvers.core.linalg import cholesky_solve, gram_cost, gram_update
-from solvers.core.linesearch import clipped_loss_sets, clipped_loss_sets_hold, clipped_loss_sum
 from solvers.core.sparse import length_order, work_blocks
+from solvers.losses.kernels import (
+    clipped_loss_breakpoints,
+    clipped_loss_sets,
+    clipped_loss_sets_hold,
+    clipped_loss_sum,
+)
+from solvers.termination import Termination
 
 PRODUCT_RTOL = 1e-12
 SOLVE_RTOL = 1e-8
@@ -134,10 +139,11 @@ def test_conjugate_gradient_matches_direct_solve():
 
 def test_conjugate_gradient_reports_breakdown_and_limit():
     A = np.diag([1.0, -1.0])
-    assert conjugate_gradient(lambda v: A @ v, np.array([1.0, 1.0])).status == 2
+    assert conjugate_gradient(lambda v: A @ v, np.array([1.0, 1.0])).status == \
+        Termination.NUMERICAL_ERROR
     B = np.diag(np.linspace(1, 1000, 50))
     limited = conjugate_gradient(lambda v: B @ v, np.ones(50), rtol=1e-14, max_iter=2)
-    assert limited.status == 1 and limited.iterations == 2
+    assert limited.status == Termination.MAX_ITER and limited.iterations == 2
 
 
 @pytest.mark.parametrize("width", [np.inf, 2.0, 0.5])

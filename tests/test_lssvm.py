@@ -14,7 +14,7 @@ import solvers
 from solvers.lssvm import LSSVMParams, ProximalSVMParams, run_linear
 from solvers.models import KernelModel, LinearModel
 from solvers.monitor import ListMonitor
-from solvers.problem import BinaryProblem
+from solvers.problems import BinaryProblem
 from solvers.registry import get_solver
 
 # Decision values of every solver against the dense solve of its own system (the bar).

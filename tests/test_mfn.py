@@ -12,9 +12,12 @@ from shared_data import load, random_csr
 
 import solvers
 from solvers import mfn
+from solvers.base import InvalidParametersError
+from solvers.core import gram
+from solvers.core.gram import NormalEquations
+from solvers.mfn import engine as mfn_engine
 from solvers.monitor import ListMonitor
-from solvers.problem import BinaryProblem
-from solvers.train import InvalidParametersError
+from solvers.problems import BinaryProblem
 
 # The issue's bar: objective within 1e-6 (relative) of the independent optimum.
 OBJECTIVE_RTOL = 1e-6
@@ -159,7 +162,7 @@ def test_error_exit_when_the_objective_rises(monkeypatch):
     """Step 7: a step that increases f ends the run with an error (forced here by a line
     search that overshoots)."""
     X, y = binary("heart_scale")
-    monkeypatch.setattr(mfn, "piecewise_linear_root", lambda *args: 25.0)
+    monkeypatch.setattr(mfn_engine, "piecewise_linear_root", lambda *args: 25.0)
     problem = BinaryProblem(X, y, C=1.0)
     solution = mfn.solve(problem)
     assert solution.status == "failed"
@@ -240,7 +243,7 @@ def test_cold_start_at_a_large_c_goes_through_a_c_path():
     for; the optimum is that of Appendix A from zero."""
     X, y = binary("a9a")  # mean ||x~_i||^2 = 14.87: stages from 10 / 14.87 = 0.67 up
     problem = BinaryProblem(X, y, C=100.0)
-    terms = mfn._binary_terms(problem)
+    terms = mfn.binary_terms(problem)
     assert np.mean(terms.square_norms()) == pytest.approx(14.8691072141519, rel=1e-12)
     assert mfn.c_path_stages(100.0, terms, problem.cost, 10.0) == [1.0, 10.0]
     assert mfn.c_path_stages(1.0, terms, problem.cost / 100.0, 10.0) == []
@@ -317,13 +320,13 @@ def test_auto_preconditioning(monkeypatch):
     fewer rows of equal norms; none on fewer rows of unequal norms (raw word counts), none when
     CGLS only checks a factorized step."""
     calls = []
-    original = mfn.cgls_compact
+    original = mfn_engine.cgls_compact
 
     def recording(A, *args, **kwargs):
         calls.append((A.n_rows, kwargs["precondition"], kwargs["max_iter"]))
         return original(A, *args, **kwargs)
 
-    monkeypatch.setattr(mfn, "cgls_compact", recording)
+    monkeypatch.setattr(mfn_engine, "cgls_compact", recording)
     X, y = binary("a9a")
     mfn.solve(BinaryProblem(X, y, C=1.0), mfn.MFNParams(linear_solver="cgls"))
     assert calls and all(alpha == 0.01 for _, alpha, _ in calls)
@@ -401,8 +404,8 @@ def test_gram_matrix_follows_the_active_set():
     past the churn bound it is rebuilt."""
     X, y = binary("heart_scale")
     weights = np.random.default_rng(1).uniform(0.5, 2.0, y.shape[0])
-    terms = mfn._binary_terms(BinaryProblem(X, y, C=1.0, sample_weight=weights))
-    normal = mfn._NormalEquations(terms, terms.cost / 1.0)
+    terms = mfn.binary_terms(BinaryProblem(X, y, C=1.0, sample_weight=weights))
+    normal = NormalEquations(terms, terms.cost / 1.0)
     n = terms.X.shape[0]
 
     def fresh(active):
@@ -432,9 +435,9 @@ def test_gram_matrix_follows_the_active_set():
 
 
 def test_auto_factorizes_only_when_it_is_cheap():
-    a9a = mfn._binary_terms(BinaryProblem(*binary("a9a"), C=1.0))
-    assert mfn._choose_normal_equations(mfn.MFNParams(), a9a, a9a.cost) is not None
-    assert mfn._choose_normal_equations(mfn.MFNParams(linear_solver="cgls"), a9a,
+    a9a = mfn.binary_terms(BinaryProblem(*binary("a9a"), C=1.0))
+    assert mfn_engine._choose_normal_equations(mfn.MFNParams(), a9a, a9a.cost) is not None
+    assert mfn_engine._choose_normal_equations(mfn.MFNParams(linear_solver="cgls"), a9a,
                                         a9a.cost) is None
     # text-like: many more features than a dense factorization can afford
     wide = random_csr(2000, 20000, 0.001, seed=3)
@@ -450,7 +453,7 @@ def test_a_failed_factorization_falls_back_to_cgls(monkeypatch):
     X, y = binary("a9a")
     problem = BinaryProblem(X, y, C=1.0)
     expected = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls"))
-    monkeypatch.setattr(mfn, "cholesky_solve", lambda M, rhs: None)
+    monkeypatch.setattr(gram, "cholesky_solve", lambda M, rhs: None)
     solution = mfn.solve(problem, mfn.MFNParams(linear_solver="cholesky"))
     assert solution.status == "converged"
     assert solution.extras["factorizations"] == 0

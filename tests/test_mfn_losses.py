@@ -19,8 +19,9 @@ from reference import binary_lbfgs_optimum, hinge_dual_optimum, liblinear_optimu
 from shared_data import load
 
 from solvers import mfn
+from solvers.losses import smoothed_hinge
 from solvers.monitor import ListMonitor
-from solvers.problem import BinaryProblem
+from solvers.problems import BinaryProblem
 
 # modified Huber against a SciPy L-BFGS solve of the same objective
 HUBER_RTOL = 1e-7
@@ -69,7 +70,7 @@ def test_smoothed_hinge_bounds():
     """tau/2 L_h(xi/tau + 1) is convex, above the hinge by at most tau/4, equal beyond tau."""
     xi = np.linspace(-3, 3, 2001)
     for tau in (1.0, 0.25, 2.0 ** -6):
-        loss = mfn.smoothed_hinge(tau)
+        loss = smoothed_hinge(tau)
         excess = loss.value(xi) - np.maximum(xi, 0.0)
         assert excess.min() >= -1e-15 and excess.max() <= tau / 4 + 1e-15
         assert np.all(excess[np.abs(xi) >= tau] <= 1e-12)
@@ -95,7 +96,7 @@ def test_hinge_homotopy_against_an_interior_point_optimum(name, C, linear_solver
     assert -CERTIFICATE_SLACK <= true_error <= certified + CERTIFICATE_SLACK
     # the certificate itself, recomputed: alpha_i = C_i h'_tau(xi_i) is hinge-dual feasible
     tau = solution.extras["tau"]
-    alpha = problem.cost * mfn.smoothed_hinge(tau).derivative(1.0 - problem.margins(solution.beta))
+    alpha = problem.cost * smoothed_hinge(tau).derivative(1.0 - problem.margins(solution.beta))
     dual = problem.dual_objective(alpha)
     assert np.isfinite(dual)
     assert (solution.objective - dual) / solution.objective == pytest.approx(certified, rel=1e-6)

@@ -15,10 +15,10 @@ from shared_data import load
 
 import solvers
 from solvers import mfn
+from solvers.base import InvalidParametersError
 from solvers.models import OrdinalModel, load_model
 from solvers.monitor import ListMonitor
-from solvers.problem import BinaryProblem
-from solvers.train import InvalidParametersError
+from solvers.problems import BinaryProblem, OrdinalProblem
 
 # against a SciPy L-BFGS solve of the same objective
 ORDINAL_RTOL = 1e-8
@@ -40,7 +40,7 @@ def dataset(name: str) -> solvers.Dataset:
 
 def ordinal_problem(ds: solvers.Dataset, C: float, bias_scale: float = 1.0):
     ranks = np.searchsorted(ds.classes, ds.y) + 1
-    return mfn.OrdinalProblem(ds.X, ranks, ds.classes.shape[0], C=C, bias_scale=bias_scale)
+    return OrdinalProblem(ds.X, ranks, ds.classes.shape[0], C=C, bias_scale=bias_scale)
 
 
 @pytest.mark.parametrize("linear_solver", ["cgls", "cholesky"])
@@ -138,7 +138,7 @@ def test_ordinal_parameters_are_validated():
     with pytest.raises(InvalidParametersError, match="thresholds"):
         solvers.train(ds, solver="mfn", task="ordinal", bias="none")
     with pytest.raises(ValueError, match="ranks"):
-        mfn.OrdinalProblem(ds.X, np.zeros(ds.n_samples), 3)
+        OrdinalProblem(ds.X, np.zeros(ds.n_samples), 3)
 
 
 def test_ordinal_model_checks_and_counts_thresholds():

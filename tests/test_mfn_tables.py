@@ -20,7 +20,7 @@ import pytest
 from shared_data import load
 
 from solvers import mfn
-from solvers.problem import BinaryProblem
+from solvers.problems import BinaryProblem
 
 # Tables 4 and 5, column L2-SVM-MFN CV%: log2 C_paper -> error in percent.
 TABLE_4_ADULT9 = dict(zip(np.arange(-4.5, 1.01, 0.5),

@@ -7,7 +7,8 @@ import pytest
 from scipy.optimize import check_grad, minimize
 from shared_data import random_csr
 
-from solvers.problem import BIAS_MODES, LOSSES, BinaryProblem, loss_value
+from solvers.losses import LOSSES
+from solvers.problems import BIAS_MODES, BinaryProblem, loss_value
 
 
 def _problem(loss, bias, weighted=False, p=1.5, bias_scale=1.0):

@@ -7,8 +7,15 @@ from solvers.core.kernels import (
     kernel_diagonal,
     kernel_matrix,
 )
-from solvers.core.linalg import CGResult, cgls, cgls_compact, conjugate_gradient
-from solvers.core.linesearch import clipped_loss_breakpoints, piecewise_linear_root
+from solvers.core.linalg import (
+    CGResult,
+    TrackedOperator,
+    cgls,
+    cgls_compact,
+    conjugate_gradient,
+    monitored_conjugate_gradient,
+)
+from solvers.core.linesearch import piecewise_linear_root
 from solvers.core.sparse import (
     CompactRows,
     csr_matmat,
@@ -25,9 +32,9 @@ __all__ = [
     "CompactRows",
     "Kernel",
     "KernelCache",
+    "TrackedOperator",
     "cgls",
     "cgls_compact",
-    "clipped_loss_breakpoints",
     "conjugate_gradient",
     "csr_matmat",
     "csr_matvec",
@@ -37,6 +44,7 @@ __all__ = [
     "kernel_decision",
     "kernel_diagonal",
     "kernel_matrix",
+    "monitored_conjugate_gradient",
     "piecewise_linear_root",
     "use_parallel",
     "warm_up",

@@ -48,6 +48,7 @@ from solvers.core.sparse import (
     padded_width,
     thread_count,
 )
+from solvers.termination import Termination
 
 _NO_PAIRS = np.empty(0, np.int64)
 _NO_VECTOR = np.empty(0)
@@ -540,32 +541,36 @@ def _gram_kernel(indptr, indices, data, rows, pair_ptr, pair_col, weights, extra
                 G[r, c] += buffers[b, r, c]
 
 
+_CG_MESSAGES = {
+    Termination.CONVERGED: "converged: residual norm within tolerance",
+    Termination.MAX_ITER: "stopped: iteration limit reached",
+    Termination.NUMERICAL_ERROR: "breakdown: operator not positive definite along a search "
+                                 "direction",
+    Termination.STOPPED: "stopped: the callback asked to stop",
+}
+
+
 @dataclass(frozen=True)
 class CGResult:
     """Outcome of :func:`conjugate_gradient`.
 
-    ``status``: 0 converged (``||r|| <= max(rtol ||b||, atol)``), 1 iteration limit,
-    2 breakdown (the operator is not positive definite along a search direction).
+    ``status``: ``converged`` (``||r|| <= max(rtol ||b||, atol)``), ``max_iter``,
+    ``numerical_error`` (breakdown: the operator is not positive definite along a search
+    direction) or ``stopped`` (the callback asked to stop).
     """
 
     x: np.ndarray
     iterations: int
     residual_norm: float
-    status: int
-
-    MESSAGES = {
-        0: "converged: residual norm within tolerance",
-        1: "stopped: iteration limit reached",
-        2: "breakdown: operator not positive definite along a search direction",
-    }
+    status: Termination
 
     @property
     def converged(self) -> bool:
-        return self.status == 0
+        return self.status == Termination.CONVERGED
 
     @property
     def message(self) -> str:
-        return self.MESSAGES[self.status]
+        return _CG_MESSAGES[self.status]
 
 
 def conjugate_gradient(apply_A, b, x0=None, *, precondition=None, rtol=1e-8, atol=0.0,
@@ -574,7 +579,8 @@ def conjugate_gradient(apply_A, b, x0=None, *, precondition=None, rtol=1e-8, ato
 
     ``apply_A(v)`` returns A v; ``precondition(r)`` returns M^{-1} r for a symmetric positive
     definite M (identity when None).  Stops when ``||b - A x|| <= max(rtol ||b||, atol)``.
-    ``callback(k, x, residual_norm)`` is called after every iteration.
+    ``callback(k, x, residual_norm)`` is called after every iteration; when it returns True the
+    iteration stops with status ``stopped`` (x is then the iterate the callback saw).
     """
     b = np.asarray(b, dtype=np.float64)
     n = b.shape[0]
@@ -585,7 +591,7 @@ def conjugate_gradient(apply_A, b, x0=None, *, precondition=None, rtol=1e-8, ato
     threshold = max(rtol * float(np.linalg.norm(b)), atol)
     residual_norm = float(np.linalg.norm(r))
     if residual_norm <= threshold:
-        return CGResult(x, 0, residual_norm, 0)
+        return CGResult(x, 0, residual_norm, Termination.CONVERGED)
     z = precondition(r) if precondition is not None else r
     p = z.copy()
     rz = float(r @ z)
@@ -593,20 +599,67 @@ def conjugate_gradient(apply_A, b, x0=None, *, precondition=None, rtol=1e-8, ato
         Ap = apply_A(p)
         curvature = float(p @ Ap)
         if curvature <= 0.0:
-            return CGResult(x, k - 1, residual_norm, 2)
+            return CGResult(x, k - 1, residual_norm, Termination.NUMERICAL_ERROR)
         alpha = rz / curvature
         x += alpha * p
         r -= alpha * Ap
         residual_norm = float(np.linalg.norm(r))
-        if callback is not None:
-            callback(k, x, residual_norm)
+        if callback is not None and callback(k, x, residual_norm):
+            return CGResult(x, k, residual_norm, Termination.STOPPED)
         if residual_norm <= threshold:
-            return CGResult(x, k, residual_norm, 0)
+            return CGResult(x, k, residual_norm, Termination.CONVERGED)
         z = precondition(r) if precondition is not None else r
         rz_new = float(r @ z)
         p = z + (rz_new / rz) * p
         rz = rz_new
-    return CGResult(x, max_iter, residual_norm, 1)
+    return CGResult(x, max_iter, residual_norm, Termination.MAX_ITER)
+
+
+class TrackedOperator:
+    """v -> project(M v) for :func:`conjugate_gradient` that also keeps M x for the current
+    iterate x without extra products: CG moves x along the vector it multiplied last,
+    x_k = x_{k-1} + alpha p, so M x_k = M x_{k-1} + alpha M p (an objective in terms of M x
+    is then free at every iteration).  ``advance(x)`` is called with each new iterate."""
+
+    def __init__(self, product, project, n: int):
+        self.product = product
+        self.project = project
+        self.x = np.zeros(n)
+        self.Mx = np.zeros(n)
+        self.iterations = 0
+        self._p = None
+        self._Mp = None
+
+    def __call__(self, p):
+        self._p = p
+        self._Mp = self.product(p)
+        return self.project(self._Mp)
+
+    def advance(self, x) -> None:
+        pp = float(self._p @ self._p)
+        if pp > 0.0:
+            self.Mx += (float((x - self.x) @ self._p) / pp) * self._Mp
+        self.x = x.copy()
+        self.iterations += 1
+
+
+def monitored_conjugate_gradient(operator: TrackedOperator, rhs, *, rtol: float,
+                                 max_iter: int, on_iteration, precondition=None) -> CGResult:
+    """CG from 0 on a :class:`TrackedOperator`, with a say for the caller at every iteration.
+
+    Contract: ``on_iteration(k, x, Mx, relative_residual) -> bool`` is called after iteration
+    k with the iterate, M x (kept by the operator, no product) and ||r|| / ||rhs||; returning
+    True stops the iteration at once with status ``stopped`` and that iterate (a solver reports
+    a record there and asks its monitor).  Otherwise the result is :func:`conjugate_gradient`'s.
+    """
+    rhs_norm = max(float(np.linalg.norm(rhs)), 1e-300)
+
+    def callback(k, x, residual_norm):
+        operator.advance(x)
+        return on_iteration(k, operator.x, operator.Mx, residual_norm / rhs_norm)
+
+    return conjugate_gradient(operator, rhs, precondition=precondition, rtol=rtol,
+                              max_iter=max_iter, callback=callback)
 
 
 @njit(cache=True)

@@ -51,13 +51,7 @@ def warm_up(parallel: bool = True) -> float:
         linalg.cgls_compact(compact, np.ones(2), None, np.zeros(4), bias_scale=1.0, lam=1.0,
                             residual=np.ones(2), gradient=np.ones(4))
     linalg.dot(w, w)
-    xi0 = np.array([1.0, -0.5, 2.5])
-    xi1 = np.array([-1.0, 0.5, 1.5])
-    for width in (np.inf, 2.0):
-        l0, r0, bp, dl, dr = linesearch.clipped_loss_breakpoints(xi0, xi1, np.ones(3), 0.0, width)
-        linesearch.piecewise_linear_root(l0 - 1.0, r0 + 1.0, bp, dl, dr)
-        linesearch.clipped_loss_sets(xi0, 0.0, width)
-        linesearch.clipped_loss_sum(xi0, np.ones(3), 0.0, width)
-        linesearch.clipped_loss_sets_hold(xi0, xi1, 0.0, width, 1e-8)
-    linesearch.margin_slacks(np.ones(3), xi0, np.empty(3))
+    linalg.gram_update(X, rows, np.ones(2), np.zeros((4, 4)), extra_value=1.0)
+    linesearch.piecewise_linear_root(-1.0, 1.0, np.array([0.5]), np.array([0.1]),
+                                     np.array([0.1]))
     return time.perf_counter() - start

@@ -1,0 +1,322 @@
+"""The losses of ``design.md``, one object each, in the slack xi = 1 - m (m = y f(x)).
+
+=================  ==============================  ===================  =====================
+loss               L(xi)                           dual range of alpha  L*(v) on that range
+=================  ==============================  ===================  =====================
+hinge              max(0, xi)                      [0, C_i]             0
+squared_hinge      max(0, xi)^2                    [0, inf)             v^2 / 4
+lp (1 < p < 2)     max(0, xi)^p                    [0, inf)             (p-1) (v/p)^(p/(p-1))
+modified_huber     xi^2 on (0, 2], 4 xi - 4 above  [0, 4 C_i]           v^2 / 4
+least_squares      xi^2                            (-inf, inf)          v^2 / 4
+smoothed hinge     see :func:`smoothed_hinge`       [0, C_i]             v xi_lo + v^2/(2 kappa)
+=================  ==============================  ===================  =====================
+
+(modified Huber: -4 m = 4 xi - 4 for m < -1.)  The dual of every linear binary problem
+(``solvers.problems``) is D(alpha) = sum_i alpha_i - 1/2 ||beta(alpha)||^2 - sum_i C_i
+L*(alpha_i / C_i), alpha_i in C_i times the range; the KKT map is alpha_i = C_i L'(xi_i).
+
+Each object gives the value, the derivative, a generalized second derivative (``curvature``),
+the conjugate term, the dual bounds, the proximal operator of t L (ALM's e-step) and the code
+its Numba kernels dispatch on (:mod:`solvers.losses.kernels`).  The squared hinge, the modified
+Huber loss and the smoothed hinge form the clipped family L'(xi) = kappa clip(xi - xi_lo, 0,
+width) that L2-SVM-MFN's engine runs on (``kappa``, ``xi_lo``, ``width``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from solvers.losses import kernels
+from solvers.losses.kernels import (
+    HINGE,
+    LEAST_SQUARES,
+    LP,
+    MODIFIED_HUBER,
+    SQUARED_HINGE,
+)
+
+LOSSES = ("hinge", "squared_hinge", "lp", "modified_huber", "least_squares")
+
+_DUAL_TOL = 1e-12  # relative slack on the dual bounds when checking a dual point
+
+
+def _as_array(values) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.float64)
+
+
+class Loss:
+    """A loss of ``design.md`` as a function of the slack xi = 1 - m."""
+
+    name: str
+    code: int
+    p: float = 2.0
+
+    def value(self, xi) -> np.ndarray:
+        xi = _as_array(xi)
+        out = np.empty_like(xi)
+        kernels.loss_values(self.code, self.p, xi, out)
+        return out
+
+    def margin_value(self, margins) -> np.ndarray:
+        """L(1 - m)."""
+        return self.value(1.0 - _as_array(margins))
+
+    def sum(self, xi, weight) -> float:
+        """sum_i weight_i L(xi_i) in one pass."""
+        return float(kernels.loss_sum(self.code, self.p, _as_array(xi), _as_array(weight)))
+
+    def derivative(self, xi) -> np.ndarray:
+        """L'(xi) (a subgradient where L has a kink: the right one at xi = 0 is not taken,
+        L'(0) = 0)."""
+        xi = _as_array(xi)
+        out = np.empty_like(xi)
+        kernels.loss_derivatives(self.code, self.p, xi, out)
+        return out
+
+    def curvature(self, xi) -> np.ndarray:
+        """A generalized second derivative L''(xi) (0 on linear pieces)."""
+        raise NotImplementedError
+
+    def dual_upper(self, cost) -> np.ndarray:
+        """Upper bound of alpha_i (per-example cost C_i); the lower bound is
+        :meth:`dual_lower`."""
+        return np.full(np.shape(cost), np.inf)
+
+    def dual_lower(self, cost) -> np.ndarray:
+        return np.zeros(np.shape(cost))
+
+    def conjugate(self, v) -> np.ndarray:
+        """L*(v) = sup_xi (v xi - L(xi)) inside the dual range (callers check the range)."""
+        v = _as_array(v)
+        return v * v / 4.0
+
+    def conjugate_sum(self, alpha, cost) -> float:
+        """sum_i C_i L*(alpha_i / C_i); +inf when alpha leaves the dual range (up to a relative
+        1e-12)."""
+        alpha = _as_array(alpha)
+        cost = _as_array(cost)
+        tol = _DUAL_TOL * max(1.0, float(np.max(cost, initial=0.0)))
+        if np.any(alpha < self.dual_lower(cost) - tol) or \
+                np.any(alpha > self.dual_upper(cost) + tol):
+            return math.inf
+        positive = cost > 0
+        values = np.zeros_like(alpha)
+        values[positive] = cost[positive] * self.conjugate(alpha[positive] / cost[positive])
+        return float(values.sum())
+
+    def prox(self, v, t) -> np.ndarray:
+        """argmin_u t_i L(u) + (u - v_i)^2 / 2, elementwise (``t`` scalar or per example)."""
+        v = _as_array(v)
+        t = np.broadcast_to(_as_array(t), v.shape)
+        out = np.empty_like(v)
+        kernels.loss_prox(self.code, self.p, v, np.ascontiguousarray(t), out)
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class Hinge(Loss):
+    name = "hinge"
+    code = HINGE
+    p = 1.0
+
+    def curvature(self, xi) -> np.ndarray:
+        return np.zeros(np.shape(xi))
+
+    def dual_upper(self, cost) -> np.ndarray:
+        return _as_array(cost)
+
+    def conjugate(self, v) -> np.ndarray:
+        return np.zeros(np.shape(v))
+
+
+class ClippedLoss(Loss):
+    """L'(xi) = kappa clip(xi - xi_lo, 0, width): 0 up to xi_lo, quadratic on (xi_lo, xi_lo +
+    width), linear beyond (``width`` may be inf).  L(xi) = kappa (u^2 / 2 + width (xi - xi_lo -
+    width)_+), u = clip(xi - xi_lo, 0, width); L*(v) = v xi_lo + v^2 / (2 kappa) on
+    [0, kappa width]."""
+
+    name = "clipped"
+    code = -1
+
+    def __init__(self, kappa: float, xi_lo: float, width: float):
+        self.kappa = float(kappa)
+        self.xi_lo = float(xi_lo)
+        self.width = float(width)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ClippedLoss) and (self.kappa, self.xi_lo, self.width) == \
+            (other.kappa, other.xi_lo, other.width)
+
+    def __hash__(self) -> int:
+        return hash((self.kappa, self.xi_lo, self.width))
+
+    def __repr__(self) -> str:
+        return f"ClippedLoss(kappa={self.kappa:g}, xi_lo={self.xi_lo:g}, width={self.width:g})"
+
+    def value(self, xi) -> np.ndarray:
+        xi = _as_array(xi)
+        u = np.clip(xi - self.xi_lo, 0.0, self.width)
+        value = 0.5 * u * u
+        if np.isfinite(self.width):
+            value += self.width * np.maximum(xi - self.xi_lo - self.width, 0.0)
+        return self.kappa * value
+
+    def sum(self, xi, weight) -> float:
+        return self.kappa * float(kernels.clipped_loss_sum(_as_array(xi), _as_array(weight),
+                                                           self.xi_lo, self.width))
+
+    def derivative(self, xi) -> np.ndarray:
+        return self.kappa * np.clip(_as_array(xi) - self.xi_lo, 0.0, self.width)
+
+    def curvature(self, xi) -> np.ndarray:
+        xi = _as_array(xi)
+        inside = (xi > self.xi_lo) & (xi < self.xi_lo + self.width)
+        return np.where(inside, self.kappa, 0.0)
+
+    def dual_upper(self, cost) -> np.ndarray:
+        return self.kappa * self.width * _as_array(cost)
+
+    def conjugate(self, v) -> np.ndarray:
+        v = _as_array(v)
+        return v * self.xi_lo + v * v / (2.0 * self.kappa)
+
+    def prox(self, v, t) -> np.ndarray:
+        v = _as_array(v)
+        t = np.broadcast_to(_as_array(t), v.shape)
+        lo, hi, k = self.xi_lo, self.xi_lo + self.width, self.kappa
+        quadratic = (v + t * k * lo) / (1.0 + t * k)
+        linear = v - t * k * self.width
+        out = np.where(v <= lo, v, quadratic)
+        beyond = quadratic >= hi
+        if np.any(beyond):
+            out = np.where(beyond, np.maximum(linear, hi), out)
+        return out
+
+
+class SquaredHinge(ClippedLoss):
+    name = "squared_hinge"
+    code = SQUARED_HINGE
+
+    def __init__(self):
+        super().__init__(2.0, 0.0, math.inf)
+
+    # the coded kernels: one pass, no temporaries
+    value = Loss.value
+    sum = Loss.sum
+    derivative = Loss.derivative
+    prox = Loss.prox
+
+
+class ModifiedHuber(ClippedLoss):
+    name = "modified_huber"
+    code = MODIFIED_HUBER
+
+    def __init__(self):
+        super().__init__(2.0, 0.0, 2.0)
+
+    value = Loss.value
+    sum = Loss.sum
+    derivative = Loss.derivative
+    prox = Loss.prox
+
+
+class LeastSquares(Loss):
+    name = "least_squares"
+    code = LEAST_SQUARES
+
+    def curvature(self, xi) -> np.ndarray:
+        return np.full(np.shape(xi), 2.0)
+
+    def dual_lower(self, cost) -> np.ndarray:
+        return np.full(np.shape(cost), -np.inf)
+
+
+class Lp(Loss):
+    """max(0, xi)^p, 1 <= p <= 2 (Nie et al.): p = 1 is the hinge, p = 2 the squared hinge."""
+
+    name = "lp"
+    code = LP
+
+    def __init__(self, p: float):
+        if not 1.0 <= p <= 2.0:
+            raise ValueError("p must lie in [1, 2]")
+        self.p = float(p)
+
+    def __repr__(self) -> str:
+        return f"Lp(p={self.p:g})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Lp) and other.p == self.p
+
+    def __hash__(self) -> int:
+        return hash(("lp", self.p))
+
+    def curvature(self, xi) -> np.ndarray:
+        xi = _as_array(xi)
+        if self.p == 1.0:
+            return np.zeros_like(xi)
+        positive = np.maximum(xi, 0.0)
+        with np.errstate(divide="ignore"):
+            return np.where(xi > 0, self.p * (self.p - 1.0) * positive ** (self.p - 2.0), 0.0)
+
+    def dual_upper(self, cost) -> np.ndarray:
+        if self.p == 1.0:
+            return _as_array(cost)
+        return super().dual_upper(cost)
+
+    def conjugate(self, v) -> np.ndarray:
+        v = _as_array(v)
+        p = self.p
+        if p == 1.0:
+            return np.zeros_like(v)
+        return (p - 1.0) * (np.maximum(v, 0.0) / p) ** (p / (p - 1.0))
+
+
+def smoothed_hinge(tau: float) -> ClippedLoss:
+    """tau/2 L_h(xi/tau + 1) of Keerthi & DeCoste section 6: 0 below -tau, (xi + tau)^2 /
+    (4 tau) on (-tau, tau), xi above; it exceeds the hinge by at most tau/4, and its dual range
+    is the hinge's [0, C_i]."""
+    return ClippedLoss(kappa=1.0 / (2.0 * tau), xi_lo=-tau, width=2.0 * tau)
+
+
+HINGE_LOSS = Hinge()
+SQUARED_HINGE_LOSS = SquaredHinge()
+MODIFIED_HUBER_LOSS = ModifiedHuber()
+LEAST_SQUARES_LOSS = LeastSquares()
+
+
+def get_loss(name: str, p: float = 2.0) -> Loss:
+    """The loss object of a ``design.md`` loss name (``p`` for ``lp``)."""
+    if name == "hinge":
+        return HINGE_LOSS
+    if name == "squared_hinge":
+        return SQUARED_HINGE_LOSS
+    if name == "modified_huber":
+        return MODIFIED_HUBER_LOSS
+    if name == "least_squares":
+        return LEAST_SQUARES_LOSS
+    if name == "lp":
+        return Lp(p)
+    raise ValueError(f"unknown loss {name!r}; expected one of {', '.join(LOSSES)}")
+
+
+__all__ = [
+    "HINGE_LOSS",
+    "LEAST_SQUARES_LOSS",
+    "LOSSES",
+    "MODIFIED_HUBER_LOSS",
+    "SQUARED_HINGE_LOSS",
+    "ClippedLoss",
+    "Hinge",
+    "LeastSquares",
+    "Loss",
+    "Lp",
+    "ModifiedHuber",
+    "SquaredHinge",
+    "get_loss",
+    "smoothed_hinge",
+]

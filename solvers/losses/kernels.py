@@ -1,0 +1,300 @@
+"""The Numba kernels of the loss layer, one pass over the examples each.
+
+Two families:
+
+* the clipped family, L'(xi) = clip(xi - xi_lo, 0, width) (``width`` may be inf): the squared
+  hinge (xi_lo = 0, width = inf), the modified Huber loss (width = 2) and the smoothed hinge of
+  L2-SVM-MFN's homotopy.  Sets, sums and the breakpoints of the exact line search along a ray
+  (Keerthi & DeCoste eqs. (14)-(18); the root itself is :func:`solvers.core.linesearch.
+  piecewise_linear_root`);
+* every loss of ``design.md`` by its code (:data:`HINGE` ...): the weighted sum of values, the
+  derivatives and the proximal operator, in the slack xi = 1 - m.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Codes the kernels dispatch on (``Loss.code``).
+HINGE = 0
+SQUARED_HINGE = 1
+LP = 2
+MODIFIED_HUBER = 3
+LEAST_SQUARES = 4
+
+
+# -- slacks -------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def margin_slacks(labels, outputs, out):
+    """out_i = 1 - t_i y_i."""
+    for i in range(out.shape[0]):
+        out[i] = 1.0 - labels[i] * outputs[i]
+
+
+# -- every loss, by code ------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _value(code, p, xi):
+    if code == HINGE:
+        return xi if xi > 0.0 else 0.0
+    if code == SQUARED_HINGE:
+        return xi * xi if xi > 0.0 else 0.0
+    if code == LP:
+        return xi ** p if xi > 0.0 else 0.0
+    if code == MODIFIED_HUBER:
+        if xi <= 0.0:
+            return 0.0
+        return xi * xi if xi <= 2.0 else 4.0 * xi - 4.0
+    return xi * xi  # LEAST_SQUARES
+
+
+@njit(cache=True, inline="always")
+def _derivative(code, p, xi):
+    if code == HINGE:
+        return 1.0 if xi > 0.0 else 0.0
+    if code == SQUARED_HINGE:
+        return 2.0 * xi if xi > 0.0 else 0.0
+    if code == LP:
+        if xi <= 0.0:
+            return 0.0
+        return 1.0 if p == 1.0 else p * xi ** (p - 1.0)
+    if code == MODIFIED_HUBER:
+        if xi <= 0.0:
+            return 0.0
+        return 2.0 * xi if xi <= 2.0 else 4.0
+    return 2.0 * xi  # LEAST_SQUARES
+
+
+@njit(cache=True)
+def loss_sum(code, p, xi, weight):
+    """sum_i weight_i L(xi_i)."""
+    total = 0.0
+    for i in range(xi.shape[0]):
+        total += weight[i] * _value(code, p, xi[i])
+    return total
+
+
+@njit(cache=True)
+def loss_values(code, p, xi, out):
+    for i in range(xi.shape[0]):
+        out[i] = _value(code, p, xi[i])
+
+
+@njit(cache=True)
+def loss_derivatives(code, p, xi, out):
+    """out_i = L'(xi_i) (for the hinge, the subgradient 1 where xi > 0, else 0)."""
+    for i in range(xi.shape[0]):
+        out[i] = _derivative(code, p, xi[i])
+
+
+@njit(cache=True, inline="always")
+def _lp_prox_positive(v, t, p):
+    """The root u in (0, v) of t p u^(p-1) + u - v = 0 (1 < p < 2, v > 0, t > 0): Newton from
+    the right end of a bracket, falling back to bisection whenever a step leaves it.  The left
+    side phi(u) = t p u^(p-1) + u - v is increasing and concave, so Newton from any point right
+    of the root converges monotonically; the bisection only guards round-off."""
+    lo = 0.0
+    hi = v
+    u = v
+    for _ in range(200):
+        up = u ** (p - 1.0)
+        phi = t * p * up + u - v
+        if phi > 0.0:
+            hi = u
+        else:
+            lo = u
+        if phi == 0.0 or hi - lo <= 1e-15 * hi:
+            break
+        slope = t * p * (p - 1.0) * up / u + 1.0
+        step = u - phi / slope
+        if not (lo < step < hi):
+            step = 0.5 * (lo + hi)
+        if abs(step - u) <= 1e-15 * u:
+            u = step
+            break
+        u = step
+    return u
+
+
+@njit(cache=True)
+def loss_prox(code, p, v, t, out):
+    """out_i = argmin_u t_i L(u) + (u - v_i)^2 / 2, the proximal operator of t_i L at v_i.
+
+    Closed forms for the hinge (soft threshold on the positive side), squared hinge, modified
+    Huber and least squares; for the lp loss with 1 < p < 2 a safeguarded Newton iteration on
+    t p u^(p-1) + u = v (Nie et al. eq. (11)).  Below 0 every loss but least squares is flat,
+    so u = v there.
+    """
+    for i in range(v.shape[0]):
+        x = v[i]
+        s = t[i]
+        if code == LEAST_SQUARES:
+            out[i] = x / (1.0 + 2.0 * s)
+        elif x <= 0.0:
+            out[i] = x
+        elif code == HINGE or (code == LP and p == 1.0):
+            out[i] = x - s if x > s else 0.0
+        elif code == SQUARED_HINGE or (code == LP and p == 2.0):
+            out[i] = x / (1.0 + 2.0 * s)
+        elif code == LP:
+            out[i] = _lp_prox_positive(x, s, p)
+        else:  # MODIFIED_HUBER: quadratic up to 2, slope 4 beyond
+            u = x / (1.0 + 2.0 * s)
+            if u <= 2.0:
+                out[i] = u
+            elif x - 4.0 * s >= 2.0:
+                out[i] = x - 4.0 * s
+            else:
+                out[i] = 2.0
+
+
+# -- the clipped family: sets, sums, line-search breakpoints ------------------------------------
+#
+# L(xi) with L'(xi) = clip(xi - xi_lo, 0, width): 0 for xi <= xi_lo (set I0), quadratic on
+# (xi_lo, xi_lo + width) (I1, the least-squares rows), linear from xi_lo + width on (I2).
+
+
+@njit(cache=True)
+def clipped_loss_breakpoints(xi0, xi1, weight, xi_lo, width):
+    """Breakpoints of sum_i weight_i L(xi_i(delta)) on xi_i(delta) = xi0_i + delta (xi1_i - xi0_i)
+    for a loss whose derivative is L'(xi) = clip(xi - xi_lo, 0, width) (``width`` may be inf).
+
+    This covers the L2 loss (xi_lo = 0, width = inf; Keerthi & DeCoste eqs. (14)-(15)), the
+    modified Huber loss (width = 2, section 6) and its shifted form for the L1 homotopy.  Each
+    example contributes, on its current piece, the slope line with ordinates
+    weight * L'_piece(xi0) dxi at delta = 0 and weight * L'_piece(xi1) dxi at delta = 1
+    (dxi = xi1 - xi0), where L'_piece is the piece's linear formula extended; crossing a knot
+    swaps the piece, changing the ordinates by (dl, dr) -- eq. (18).
+
+    Returns (l0_sum, r0_sum, breakpoints, dl, dr): the summed ordinates of the loss part at
+    delta = 0 (the caller adds the regularizer's) and the breakpoints with their updates.
+    """
+    n = xi0.shape[0]
+    capacity = 2 * n if np.isfinite(width) else n
+    breakpoints = np.empty(capacity)
+    dl = np.empty(capacity)
+    dr = np.empty(capacity)
+    count = 0
+    l0 = 0.0
+    r0 = 0.0
+    hi = xi_lo + width
+    for i in range(n):
+        a = xi0[i]
+        b = xi1[i]
+        dxi = b - a
+        w = weight[i]
+        # piece at delta = 0 (0: flat below xi_lo, 1: quadratic, 2: linear above hi); the
+        # active set is open at xi_lo (Keerthi's I = {t y < 1}) and closed at hi.
+        if a <= xi_lo:
+            piece = 0
+        elif a < hi:
+            piece = 1
+        else:
+            piece = 2
+        l0 += w * _piece_slope(piece, a, xi_lo, width) * dxi
+        r0 += w * _piece_slope(piece, b, xi_lo, width) * dxi
+        if dxi == 0.0:
+            continue
+        # walk the knots in the direction xi moves
+        while True:
+            if dxi > 0.0:
+                if piece == 2:
+                    break
+                knot = xi_lo if piece == 0 else hi
+                if not np.isfinite(knot):
+                    break
+                new_piece = piece + 1
+            else:
+                if piece == 0:
+                    break
+                knot = xi_lo if piece == 1 else hi
+                new_piece = piece - 1
+            delta = (knot - a) / dxi
+            if delta <= 0.0:
+                # already at the knot: the example switches immediately
+                delta = 0.0
+            breakpoints[count] = delta
+            dl[count] = w * (_piece_slope(new_piece, a, xi_lo, width)
+                             - _piece_slope(piece, a, xi_lo, width)) * dxi
+            dr[count] = w * (_piece_slope(new_piece, b, xi_lo, width)
+                             - _piece_slope(piece, b, xi_lo, width)) * dxi
+            count += 1
+            piece = new_piece
+    return l0, r0, breakpoints[:count], dl[:count], dr[:count]
+
+
+@njit(cache=True, inline="always")
+def _piece_slope(piece, xi, xi_lo, width):
+    """The linear formula of L'(xi) on a piece, extended beyond it."""
+    if piece == 0:
+        return 0.0
+    if piece == 1:
+        return xi - xi_lo
+    return width
+
+
+@njit(cache=True)
+def clipped_loss_sets(xi, xi_lo, width):
+    """(I1, I2): the indices with xi_lo < xi < xi_lo + width and with xi >= xi_lo + width."""
+    hi = xi_lo + width
+    n = xi.shape[0]
+    n_quadratic = 0
+    n_linear = 0
+    for i in range(n):
+        if xi[i] > xi_lo:
+            if xi[i] < hi:
+                n_quadratic += 1
+            else:
+                n_linear += 1
+    quadratic = np.empty(n_quadratic, np.int64)
+    linear = np.empty(n_linear, np.int64)
+    a = 0
+    b = 0
+    for i in range(n):
+        if xi[i] > xi_lo:
+            if xi[i] < hi:
+                quadratic[a] = i
+                a += 1
+            else:
+                linear[b] = i
+                b += 1
+    return quadratic, linear
+
+
+@njit(cache=True)
+def clipped_loss_sum(xi, weight, xi_lo, width):
+    """sum_i weight_i L(xi_i) with L(xi) = u^2 / 2 + width (xi - xi_lo - width)_+,
+    u = clip(xi - xi_lo, 0, width)."""
+    total = 0.0
+    for i in range(xi.shape[0]):
+        u = xi[i] - xi_lo
+        if u <= 0.0:
+            continue
+        if u < width:
+            total += weight[i] * 0.5 * u * u
+        else:
+            total += weight[i] * (0.5 * width * width + width * (u - width))
+    return total
+
+
+@njit(cache=True)
+def clipped_loss_sets_hold(xi0, xi1, xi_lo, width, tol):
+    """Whether every index keeps, within ``tol``, at ``xi1`` the set it has at ``xi0``
+    (Keerthi & DeCoste, Appendix A step 5 (b)-(c), for three sets)."""
+    hi = xi_lo + width
+    for i in range(xi0.shape[0]):
+        a = xi0[i]
+        b = xi1[i]
+        if a <= xi_lo:
+            if b > xi_lo + tol:
+                return False
+        elif a < hi:
+            if b < xi_lo - tol or b > hi + tol:
+                return False
+        elif b < hi - tol:
+            return False
+    return True

@@ -1,0 +1,116 @@
+"""The parameters of the least-squares family (the package docstring maps them to the papers)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from solvers import config
+from solvers.base import SolverParams
+from solvers.core.kernels import Kernel
+
+KernelName = Literal["linear", "rbf", "polynomial"]
+Method = Literal["auto", "direct", "iterative"]
+
+
+class KernelSolverParams(SolverParams):
+    """Kernel and cache parameters shared by the LS-SVM family."""
+
+    loss: Literal["least_squares"] = "least_squares"
+    kernel: KernelName = Field(
+        "rbf", description="Kernel: linear x.z, rbf exp(-gamma ||x-z||^2), polynomial "
+                           "(gamma x.z + coef0)^degree.")
+    gamma: float = Field(1.0, gt=0, description="Kernel gamma (rbf, polynomial); Joshi et al. "
+                                                "use 1 in all experiments.")
+    degree: int = Field(3, ge=1, description="Polynomial kernel degree.")
+    coef0: float = Field(0.0, description="Polynomial kernel constant term.")
+    cache_mb: float = Field(config.KERNEL_CACHE_MB, gt=0,
+                            description="Memory of the kernel-row cache in MiB (at least one "
+                                        "row is kept).")
+
+    def kernel_function(self) -> Kernel:
+        return Kernel(self.kernel, self.gamma, self.degree, self.coef0)
+
+
+class SystemParams(KernelSolverParams):
+    method: Method = Field(
+        "auto",
+        description="direct: dense factorization of the kernel system; iterative: conjugate "
+                    "gradients (CGLS on the primal for the linear kernel, a kernel operator "
+                    "through the row cache otherwise); auto: iterative for the linear kernel, "
+                    "direct up to a size threshold otherwise.")
+    tol: float = Field(1e-6, gt=0, lt=1,
+                       description="iterative: relative residual at which CG stops (for the "
+                                   "linear kernel, CGLS rule (13) ||X'z - lambda beta|| <= "
+                                   "tol ||z||).")
+    max_iter: int = Field(10000, ge=1, description="iterative: conjugate-gradient iterations "
+                                                   "(one kernel or data product each).")
+
+
+class LSSVMParams(SystemParams):
+    """Parameters of ``lssvm`` (Suykens' gamma = 2 C)."""
+
+    solver: Literal["lssvm"] = "lssvm"
+    bias: Literal["free"] = Field("free", description="The LS-SVM bias is free (unregularized).")
+
+
+class ProximalSVMParams(SystemParams):
+    """Parameters of ``proximal_svm`` (Fung & Mangasarian's nu = 2 C)."""
+
+    solver: Literal["proximal_svm"] = "proximal_svm"
+    bias: Literal["regularized"] = Field(
+        "regularized", description="The proximal SVM regularizes the bias: 1/2 b~^2 with "
+                                   "intercept bias_scale * b~.")
+
+
+class RelaxedLSSVMParams(KernelSolverParams):
+    """Parameters of ``relaxed_lssvm`` (Joshi's C = 2 C; ``A`` weighs the bias)."""
+
+    solver: Literal["relaxed_lssvm"] = "relaxed_lssvm"
+    loss: Literal["least_squares", "squared_hinge"] = Field(
+        "least_squares",
+        description="least_squares for variant 2smo (equality constraints (6)); "
+                    "squared_hinge for sesquismo (inequality constraints (33) make the error "
+                    "max(0, 1 - m)); follows the variant when not given.")
+    bias: Literal["regularized"] = Field(
+        "regularized", description="The bias enters as A/2 b^2 (13) (design.md's regularized "
+                                   "bias with bias_scale = 1/sqrt(A)); set A, not bias_scale.")
+    variant: Literal["2smo", "sesquismo"] = Field(
+        "2smo", description="2smo: equality constraints, multipliers free; sesquismo: "
+                            "inequality constraints (32)-(35), multipliers >= 0.")
+    A: float = Field(1e4, gt=0, description="Weight of A/2 b^2 in (13); Joshi et al. chose "
+                                            "1e4. With sumt, the starting value.")
+    tol: float = Field(1e-3, gt=0,
+                       description="Stop when the largest KKT violation of (18) (or (34)-(35))"
+                                   ", in units of the margin, is at most tol.")
+    max_iter: int = Field(1000, ge=1, description="Epochs of n multiplier updates each (over "
+                                                  "all SUMT rounds).")
+    sumt: bool = Field(False, description="Section VI: drive A towards 0 over rounds to "
+                                          "recover the classical (free-bias) problem.")
+    sumt_factor: float = Field(0.1, gt=0, lt=1,
+                               description="rho in A <- rho A between SUMT rounds (the paper "
+                                           "illustrates 0.9; each round costs more as A "
+                                           "shrinks, so fewer, larger steps are cheaper).")
+    sumt_tol: float = Field(1e-6, gt=0,
+                            description="SUMT stops when |lambda'y| <= sumt_tol * "
+                                        "sum |lambda_i|.")
+    sumt_max_rounds: int = Field(100, ge=1, description="Largest number of SUMT rounds.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _loss_follows_variant(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("variant") == "sesquismo" and "loss" not in data:
+            data = {**data, "loss": "squared_hinge"}
+        return data
+
+    @model_validator(mode="after")
+    def _check_consistency(self):
+        expected = "squared_hinge" if self.variant == "sesquismo" else "least_squares"
+        if self.loss != expected:
+            raise ValueError(f"variant {self.variant!r} solves loss {expected!r}, not "
+                             f"{self.loss!r}")
+        if self.bias_scale != 1.0:
+            raise ValueError("relaxed_lssvm weighs the bias by A (A = 1/bias_scale^2): set A "
+                             "instead of bias_scale")
+        return self

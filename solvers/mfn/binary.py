@@ -1,0 +1,173 @@
+"""mfn on binary problems: the solve, beta-seeding (section 4.1) and the dual KKT check
+(section 4.7)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solvers.base import Solution, Termination
+from solvers.core.linalg import dot
+from solvers.core.rows import BinaryRows
+from solvers.core.sparse import csr_matvec, csr_rmatvec_rows
+from solvers.mfn.continuation import solve_extras, solve_terms
+from solvers.mfn.params import MFNParams
+from solvers.monitor import Monitor, Reporter
+from solvers.problems import BinaryProblem
+
+
+def binary_terms(problem: BinaryProblem) -> BinaryRows:
+    if problem.bias == "free":
+        raise ValueError("mfn solves the regularized-bias and no-bias problems only")
+    if problem.loss not in ("squared_hinge", "modified_huber", "hinge"):
+        raise ValueError(f"mfn cannot solve loss {problem.loss!r}")
+    return BinaryRows(problem.X, problem.y, problem.cost, problem.effective_bias_scale)
+
+
+def solve(problem: BinaryProblem, params: MFNParams | None = None,
+          monitor: Monitor | None = None, beta0: np.ndarray | None = None,
+          continuation: bool = False, w_guess: np.ndarray | None = None,
+          active_guess: np.ndarray | None = None) -> Solution:
+    """Solve a binary ``problem`` with L2-SVM-MFN.
+
+    Starting point (Appendix A, step 1): zero by default; ``w_guess`` (optionally with a guessed
+    active set ``active_guess``) is rescaled by eqs. (8)-(9) (:func:`seed_from_weights`); or
+    ``beta0`` as given.  These are crude starts (ini = 0: both heuristics) unless
+    ``continuation=True`` marks ``beta0`` as the solution of a nearby problem (ini = 1: no
+    heuristics, eps straight to its final value), the beta-seeding of a C path.
+
+    C, the loss and the bias mode are the problem's; ``params`` gives mfn's own settings.
+    """
+    reporter = Reporter(monitor, "relative_duality_gap")
+    terms = binary_terms(problem)
+    params = params or MFNParams(C=problem.C, loss=problem.loss, bias=problem.bias)
+    if w_guess is not None:
+        if beta0 is not None:
+            raise ValueError("give either beta0 or w_guess")
+        beta0 = seed_from_weights(problem, w_guess, active_guess)
+    dual_kkt = None
+    if params.dual_kkt_tolerance is not None:
+        def dual_kkt(state):
+            return dual_kkt_violation(problem, state.beta,
+                                      terms.outputs_in_input_order(state.outputs))[1]
+    state, status, message, engine = solve_terms(
+        terms, problem, problem.loss, params, reporter, beta0, not continuation, dual_kkt)
+    extras = solve_extras(engine, state)
+    if problem.loss == "squared_hinge":
+        extras["dual_kkt_violation"] = dual_kkt_violation(
+            problem, state.beta, terms.outputs_in_input_order(state.outputs))[1]
+    objective = engine.problem_objective(state.beta, 1.0 - engine.t * state.outputs)
+    return Solution(state.beta, objective, Termination(status), message,
+                    engine.count.iterations, extras)
+
+
+def seed_from_weights(problem: BinaryProblem, w_guess: np.ndarray,
+                      active: np.ndarray | None = None, refine: bool = True) -> np.ndarray:
+    """beta_0 = (gamma w~, b_0) from a weight guess w~ (section 4.1, eqs. (8)-(9)).
+
+    gamma and b_0 minimize lambda/2 (gamma^2 ||w~||^2 + b_0^2 / s^2) + 1/2 sum_{i in I}
+    c_i (gamma w~.x_i + b_0 - t_i)^2 over the guessed active set I (all examples by default),
+    lambda = 1/(2C), b_0 the intercept (the bias coefficient is b_0 / s; s = 1 gives the
+    paper's formulas).  With ``refine`` the set is reset to I(beta_0) and (9) solved again
+    (footnote 4; w~ . x_i is not recomputed).  Without a bias, b_0 = 0 and gamma solves the
+    one-dimensional problem.
+    """
+    lam = 1.0 / (2.0 * problem.C)
+    w_guess = np.asarray(w_guess, dtype=np.float64)
+    if w_guess.shape != (problem.n_features,):
+        raise ValueError(f"w_guess must have n_features = {problem.n_features} entries")
+    scores = csr_matvec(problem.X, w_guess)  # w~ . x_i, computed once
+    t = problem.y
+    c = problem.cost / problem.C
+    s = problem.effective_bias_scale
+    idx = np.arange(problem.n_samples) if active is None else np.asarray(active, dtype=np.int64)
+    ww = dot(w_guess, w_guess)
+    beta = np.zeros(problem.n_features + 1)
+    for _ in range(2 if refine else 1):
+        u, ti, ci = scores[idx], t[idx], c[idx]
+        p11 = lam * ww + float(np.sum(ci * u * u))
+        q1 = float(np.sum(ci * ti * u))
+        if s == 0.0:
+            gamma, b0 = (q1 / p11 if p11 > 0 else 0.0), 0.0
+        else:
+            p22 = lam / (s * s) + float(ci.sum())
+            p12 = float(np.sum(ci * u))
+            q2 = float(np.sum(ci * ti))
+            d = p11 * p22 - p12 * p12
+            if d <= 0.0:  # w~ = 0 or an empty set: nothing to rescale
+                return beta
+            gamma = (p22 * q1 - p12 * q2) / d
+            b0 = (p11 * q2 - p12 * q1) / d
+        beta[:-1] = gamma * w_guess
+        beta[-1] = b0 / s if s else 0.0
+        idx = np.flatnonzero(t * (gamma * scores + b0) < 1.0)
+    return beta
+
+
+def dual_kkt_violation(problem: BinaryProblem, beta: np.ndarray,
+                       outputs: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """Section 4.7: dual variables recovered from ``beta`` and their maximum KKT violation.
+
+    In the paper's scaling (lambda = 1/(2C), example weights c_i = C_i / C): alpha_i =
+    -c_i t_i d_i / lambda on the active set I(beta) (d_i = y_i - t_i), 0 elsewhere;
+    beta^ = sum alpha_i t_i x~_i, xi_i = lambda alpha_i / c_i, g_i = t_i y_i(beta^) + xi_i - 1;
+    the violation is max(max_{alpha_i > 0} |g_i|, max_{alpha_i = 0} max(0, -g_i)).  These
+    alpha_i = 2 C_i max(0, 1 - m_i) are also the dual variables of ``design.md``'s scaling
+    (``problem.dual_from_primal(beta)``), which are returned with the violation.
+    ``outputs`` (x~_i . beta for every example) saves a product when the caller has them.
+    """
+    if problem.loss != "squared_hinge":
+        raise ValueError("the dual KKT check of section 4.7 is for the squared hinge loss")
+    lam = 1.0 / (2.0 * problem.C)
+    c = problem.cost / problem.C
+    t = problem.y
+    if outputs is None:
+        outputs = problem.outputs(beta)
+    active = t * outputs < 1.0
+    alpha = np.where(active, -c * t * (outputs - t) / lam, 0.0)
+    rows = np.flatnonzero(alpha)
+    beta_hat = np.empty(problem.n_features + 1)
+    beta_hat[:-1] = csr_rmatvec_rows(problem.X, rows, (alpha * t)[rows])
+    beta_hat[-1] = problem.effective_bias_scale * float((alpha * t)[rows].sum())
+    xi = lam * alpha / np.where(c > 0, c, 1.0)
+    g = t * problem.outputs(beta_hat) + xi - 1.0
+    positive = alpha > 0
+    violation = max(
+        float(np.max(np.abs(g[positive]), initial=0.0)),
+        float(np.max(np.maximum(0.0, -g[~positive]), initial=0.0)),
+    )
+    return alpha, violation
+
+
+def solve_path(problem: BinaryProblem, Cs, params: MFNParams | None = None,
+               monitor: Monitor | None = None, seeding: bool = True,
+               rescale: bool = False) -> list[Solution]:
+    """Solve for each C in ``Cs`` (in the given order) -- the C path of Table 1.
+
+    With ``seeding`` (beta-seeding, section 4.1) each problem starts from the previous
+    solution with ini = 1 (no heuristics; footnote 5): as it is (gamma = 1, the previous b,
+    "this simple initialization also works quite well"), or with ``rescale`` rescaled by eqs.
+    (8)-(9) on the previous active set.  Without it every problem starts from zero with both
+    heuristics.
+    """
+    params = params or MFNParams(loss=problem.loss, bias=problem.bias)
+    solutions = []
+    previous = None
+    for C in Cs:
+        sub = problem.with_C(C)
+        beta0 = None
+        if seeding and previous is not None:
+            beta0 = previous.beta
+            if rescale:
+                margins = sub.margins(beta0)
+                beta0 = seed_from_weights(sub, beta0[:-1], np.flatnonzero(margins < 1.0),
+                                          refine=False)
+        solution = solve(sub, params.model_copy(update={"C": float(C)}), monitor, beta0=beta0,
+                         continuation=beta0 is not None)
+        solutions.append(solution)
+        previous = solution
+    return solutions
+
+
+def run(problem: BinaryProblem, params: MFNParams, monitor: Monitor) -> Solution:
+    """The spec's entry point (binary problems; the multiclass layer does one-vs-rest)."""
+    return solve(problem, params, monitor)

@@ -1,0 +1,415 @@
+"""Appendix A of Keerthi & DeCoste on the least-squares terms of one problem (the package
+docstring says what each step does and where the defaults depart from the paper)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solvers import config
+from solvers.base import Termination
+from solvers.core.gram import NormalEquations
+from solvers.core.linalg import cgls_compact, dot, gram_cost
+from solvers.core.linesearch import piecewise_linear_root
+from solvers.core.sparse import CompactRows
+from solvers.losses import ClippedLoss
+from solvers.losses.kernels import (
+    clipped_loss_breakpoints,
+    clipped_loss_sets,
+    clipped_loss_sets_hold,
+    margin_slacks,
+)
+from solvers.mfn.params import MFNParams
+from solvers.monitor import Reporter
+
+# Relative slack on "the objective rose" (step 7): exact line search cannot increase f, but
+# the objective is a sum of m terms evaluated in floating point.
+_RISE_SLACK = 1e-12
+
+_SET_TOL_PER_BAND = 1e-2  # step 5's tol is at most this fraction of a finite band's width
+
+
+@dataclass
+class MFNState:
+    """The current point: beta, the outputs y_k = x~_k . beta of every term, and whether it is a
+    crude start (Appendix A's ini = 0)."""
+
+    beta: np.ndarray
+    outputs: np.ndarray
+    crude: bool
+
+
+@dataclass
+class _Counters:
+    iterations: int = 0  # Newton iterations over all runs (reported in the records)
+    cg_iterations: int = 0
+    factorizations: int = 0
+    runs: list = field(default_factory=list)  # one dict per run of Appendix A
+
+
+@dataclass
+class _NewtonPoint:
+    """Step 3's data at the current point, computed once and shared with the point's record.
+
+    The index sets (``active`` = I1, the least-squares terms; ``saturated`` = I2), the active
+    terms compacted for CGLS (``A`` with the pair structure of ordinal terms), the CGLS warm
+    start z^0 = sqrt(c_k) t_k (xi_k - xi_lo) on the active terms (``residual``; footnote 7: the
+    outputs are known, no product is needed), g = sum_{I1} c_k t_k (xi_k - xi_lo) x~_k, and the
+    shift q of eq. (23) (None without saturated terms).  From g come both CGLS's r^0 =
+    g - lam (beta - q) and the dual point the record's duality gap needs, w(alpha) =
+    kappa C (g + lam q): one pass over the active rows serves the two."""
+
+    key: tuple  # (loss, C) the sets and the shift were computed for
+    active: np.ndarray
+    saturated: np.ndarray
+    A: CompactRows
+    pair_ptr: np.ndarray | None
+    pair_col: np.ndarray | None
+    residual: np.ndarray
+    g: np.ndarray
+    shift: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class _Step3:
+    """How step 3 went at one Newton iteration (for its record)."""
+
+    n_active: int  # |I1|, the least-squares terms
+    n_saturated: int  # |I2| (modified Huber and the hinge homotopy)
+    cg_iterations: int
+    factorized: bool  # solved by Cholesky (CGLS then only checked rule (13))
+
+
+def _choose_normal_equations(params: MFNParams, terms, weight: np.ndarray):
+    """The :class:`NormalEquations` of ``linear_solver``, or None for CGLS alone."""
+    choice = params.linear_solver
+    if choice == "cgls":
+        return None
+    n = terms.n_params
+    if choice == "cholesky":
+        if n > config.MFN_CHOLESKY_MAX_PARAMS:
+            raise ValueError(
+                f"linear_solver='cholesky' factorizes a dense {n} x {n} matrix; above "
+                f"{config.MFN_CHOLESKY_MAX_PARAMS} parameters use 'cgls' or 'auto'")
+        return NormalEquations(terms, weight)
+    indptr = terms.X.indptr
+    nnz = int(indptr[-1]) + terms.X.shape[0]  # with the bias column
+    build = gram_cost(indptr, np.arange(terms.X.shape[0])) + terms.X.shape[0]
+    cheap = n <= config.MFN_AUTO_CHOLESKY_MAX_PARAMS \
+        and n ** 3 / 3.0 <= config.MFN_AUTO_CHOLESKY_PASSES * nnz \
+        and build <= config.MFN_AUTO_CHOLESKY_PASSES * nnz
+    return NormalEquations(terms, weight) if cheap else None
+
+
+class Engine:
+    """Appendix A on the terms of one problem, for any loss of the clipped family."""
+
+    def __init__(self, terms, problem, C: float, params: MFNParams, reporter: Reporter,
+                 hinge: bool = False):
+        self.terms = terms
+        self.problem = problem  # evaluates every objective and dual value reported
+        self.C = C
+        self.target_C = C
+        self.params = params
+        self.reporter = reporter
+        self.hinge = hinge  # report the hinge objective and gap (the homotopy's target)
+        self.t = terms.labels
+        self.target_cost = terms.cost  # C_i of the problem asked for
+        self.cost = terms.cost  # C_i of the problem being solved (a stage of the C path)
+        self.weight = terms.cost / C  # c_i, the example weights (the same at every stage)
+        self.sqrt_weight = np.sqrt(self.weight)
+        self.count = _Counters()
+        self.normal_equations = _choose_normal_equations(params, terms, self.weight)
+        self._rho = None
+        self._point: _NewtonPoint | None = None  # step 3's data at the state's current point
+
+    @property
+    def at_target(self) -> bool:
+        return self.cost is self.target_cost
+
+    def set_stage(self, C: float):
+        """Solve for C instead of the problem's own C (a stage of the C path), or go back."""
+        same = C == self.target_C
+        self.cost = self.target_cost if same else self.target_cost * (C / self.target_C)
+        self.C = C
+        self._point = None
+
+    def data_norm(self) -> float | None:
+        """rho = ||X~|| of the 'gradient_bound' rule (None for rule (13)): the largest singular
+        value of the weighted matrix of all terms, by power iteration to 1% (computed once)."""
+        if self.params.cgls_rule == "residual":
+            return None
+        if self._rho is None:
+            everything = np.arange(self.t.shape[0])
+            v = np.ones(self.terms.n_params)
+            rho = 0.0
+            for _ in range(100):
+                v /= np.sqrt(dot(v, v))
+                u = self.sqrt_weight * self.terms.forward(everything, v)
+                v = self.terms.adjoint(everything, self.sqrt_weight * u)
+                previous, rho = rho, np.sqrt(dot(u, u))
+                if rho - previous <= 1e-2 * rho:
+                    break
+            self._rho = rho
+        return self._rho
+
+    # -- objective and certificates (evaluated by the problem) ---------------------------------
+    def objective(self, beta: np.ndarray, xi: np.ndarray, loss: ClippedLoss,
+                  cost: np.ndarray | None = None) -> float:
+        """The objective with ``loss`` (the smoothed hinge of a homotopy round, or the
+        problem's own loss) at this stage's costs, from the terms' slacks ``xi``."""
+        cost = self.cost if cost is None else cost
+        return self.problem.objective_from_slacks(beta, xi, cost, loss)
+
+    def problem_objective(self, beta: np.ndarray, xi: np.ndarray) -> float:
+        """The objective of the problem asked for (its loss and C)."""
+        return self.problem.objective_from_slacks(beta, xi, self.target_cost)
+
+    def dual_objective(self, xi: np.ndarray, loss: ClippedLoss,
+                       cost: np.ndarray | None = None, w_alpha: np.ndarray | None = None) -> float:
+        """D(alpha) of the problem at alpha_i = C_i loss'(xi_i) (for the hinge homotopy, the
+        smoothed loss's derivative lies in the hinge's box [0, C_i]).  ``w_alpha`` =
+        sum_i alpha_i t_i x~_i when the caller has it."""
+        cost = self.cost if cost is None else cost
+        alpha = cost * loss.derivative(xi)
+        if w_alpha is None:
+            support = np.flatnonzero(alpha)
+            w_alpha = self.terms.adjoint(support, (alpha * self.t)[support])
+        return self.problem.dual_objective(alpha, w_alpha, cost)
+
+    # -- step 3's data ---------------------------------------------------------------------------
+    def newton_point(self, xi: np.ndarray, loss: ClippedLoss, lam: float) -> _NewtonPoint:
+        """The index sets at the current point (slacks ``xi``), the compacted active terms, the
+        CGLS warm start and g (see :class:`_NewtonPoint`)."""
+        key = (loss, self.C)
+        if self._point is not None and self._point.key == key:
+            return self._point
+        lo = loss.xi_lo
+        active, saturated = clipped_loss_sets(xi, lo, loss.width)
+        A, pair_ptr, pair_col = self.terms.compact(active)
+        sqrt_c = self.sqrt_weight[active]
+        residual = sqrt_c * self.t[active] * (xi[active] - lo)
+        g = self.terms.compact_adjoint(A, sqrt_c * residual, pair_ptr, pair_col)
+        shift = None
+        if saturated.size:
+            # q = (width / lambda) sum_{I2} c_i t_i x~_i, eq. (23)
+            shift = self.terms.adjoint(saturated, (self.weight * self.t)[saturated])
+            shift *= loss.width / lam
+        self._point = _NewtonPoint(key, active, saturated, A, pair_ptr, pair_col, residual, g,
+                                   shift)
+        return self._point
+
+    def _preconditioning(self, point: _NewtonPoint, solved: bool) -> float:
+        """alpha of CGLS's diagonal preconditioner for this call (``preconditioning``): "auto"
+        takes LIBLINEAR's alpha unless CGLS only checks a factorized step, or the active
+        least-squares rows are fewer than the parameters and their norms vary (see
+        ``solvers/config.py``)."""
+        choice = self.params.preconditioning
+        if choice != "auto":
+            return choice
+        if solved:
+            return 0.0
+        if point.active.size < self.terms.n_params:
+            norms = (self.weight * self.terms.square_norms())[point.active]
+            mean = float(norms.mean()) if norms.size else 0.0
+            if not mean > 0.0 or float(norms.std()) > config.MFN_PRECONDITION_MAX_CV * mean:
+                return 0.0
+        return config.MFN_AUTO_PRECONDITIONING
+
+    def _factorized_step(self, point: _NewtonPoint, lam: float, beta_bar: np.ndarray,
+                         residual: np.ndarray, gradient: np.ndarray) -> bool:
+        """Solve (lam I + A'A) delta = r^0 (the normal equations (12) at the warm start) by
+        Cholesky, move ``beta_bar`` by delta and bring CGLS's z and r (``residual``,
+        ``gradient``, updated in place) to the new point: two products over the active terms.
+        Returns False, changing nothing, when the factorization fails."""
+        delta = self.normal_equations.solve(point.active, lam, gradient)
+        if delta is None:
+            return False
+        sqrt_c = self.sqrt_weight[point.active]
+        beta_bar += delta
+        residual -= sqrt_c * self.terms.compact_forward(point.A, delta, point.pair_ptr,
+                                                        point.pair_col)
+        gradient[:] = self.terms.compact_adjoint(point.A, sqrt_c * residual, point.pair_ptr,
+                                                 point.pair_col)
+        gradient -= lam * beta_bar
+        self.count.factorizations += 1
+        return True
+
+    # -- one run of Appendix A -------------------------------------------------------------------
+    def run(self, state: MFNState, loss: ClippedLoss, epsilon: float,
+            first_round: bool | None = None) -> tuple[Termination, str]:
+        """Steps 2-8 from ``state`` (updated in place).  Returns (status, message).
+        ``first_round`` runs heuristic 2's first round (default: for a crude start)."""
+        p = self.params
+        terms = self.terms
+        lam = 1.0 / (self.C * loss.kappa)
+        lo, width = loss.xi_lo, loss.width
+        set_tol = self._set_tolerance(loss)
+        # Step 1: ini = 0 (crude start) runs both heuristics; ini = 1 goes straight to eps.
+        if first_round is None:
+            first_round = state.crude
+        need_second_round = first_round and p.first_round_epsilon is not None \
+            and p.first_round_epsilon > epsilon
+        eps = p.first_round_epsilon if need_second_round else epsilon
+        first_call = state.crude
+        state.crude = False
+        beta, outputs = state.beta, state.outputs
+        xi = np.empty_like(outputs)
+        margin_slacks(self.t, outputs, xi)
+        F_previous = self.objective(beta, xi, loss)
+        newton = 0  # Appendix A's iter (step 2)
+        cg_total = 0
+        while True:
+            # Step 3: the index sets at beta (I0: xi <= lo, I1: lo < xi < hi, I2: xi >= hi)
+            # and the least-squares problem on I1.  With saturated terms CGLS solves (23) for
+            # beta~ = beta - q, with targets t_i (1 - xi_lo) - x~_i . q (its warm-start
+            # residual at beta - q is the one at beta).
+            point = self.newton_point(xi, loss, lam)
+            beta_bar = beta.copy()
+            if point.shift is not None:
+                beta_bar -= point.shift
+            cg_cap = p.max_cgls_iterations
+            heuristic_1 = first_call and p.initial_cgls_iterations is not None
+            if heuristic_1:
+                cg_cap = p.initial_cgls_iterations
+            first_call = False
+            # Step 4: CGLS on the compacted active terms, warm-started at beta (Frommer &
+            # Maass) from z^0 and r^0 (footnote 7), stopped by rule (13) (or the bound it
+            # comes from, ``cgls_rule``).  With the normal equations factorized (few
+            # features), CGLS starts from their solution instead and only checks rule (13).
+            residual = point.residual.copy()
+            gradient = point.g - lam * beta_bar
+            solved = False
+            if self.normal_equations is not None and not heuristic_1:
+                solved = self._factorized_step(point, lam, beta_bar, residual, gradient)
+            cg_iters, optimal = cgls_compact(
+                point.A, self.sqrt_weight[point.active], None, beta_bar,
+                bias_scale=terms.extra_value, lam=lam, eps=eps, max_iter=cg_cap,
+                pair_ptr=point.pair_ptr, pair_col=point.pair_col,
+                precondition=self._preconditioning(point, solved), rho=self.data_norm(),
+                residual=residual, gradient=gradient)
+            if cg_iters == 0 and not solved:
+                beta_bar = beta.copy()
+                outputs_bar = outputs.copy()
+            else:
+                if point.shift is not None:
+                    beta_bar += point.shift
+                if terms.extra_value == 0.0:
+                    beta_bar[-1] = 0.0
+                outputs_bar = terms.outputs(beta_bar)
+            self.count.cg_iterations += cg_iters
+            cg_total += cg_iters
+            newton += 1
+            self.count.iterations += 1
+            step3 = _Step3(point.active.size, point.saturated.size, cg_iters, solved)
+
+            # Step 5: beta_bar is optimal if CGLS met (13) and no term changes set (within tol
+            # in t_i y_i): (b) active terms keep xi >= -tol (and, with three sets, <= hi + tol),
+            # (c) inactive ones keep xi <= tol, saturated ones xi >= hi - tol.
+            xi_bar = np.empty_like(outputs)
+            margin_slacks(self.t, outputs_bar, xi_bar)
+            if optimal and clipped_loss_sets_hold(xi, xi_bar, lo, width, set_tol):
+                beta[:] = beta_bar
+                outputs[:] = outputs_bar
+                xi = xi_bar
+                self._point = None
+                F = self.objective(beta, xi, loss)
+                if self._report(beta, xi, loss, lam, F, step3, 1.0, eps):
+                    return self._finish(Termination.STOPPED, self.reporter.stop_message, loss,
+                                        eps, newton, cg_total)
+                # Step 8: the second round of heuristic 2, or the end.
+                if need_second_round:
+                    need_second_round = False
+                    eps = epsilon
+                    F_previous = F
+                    continue
+                return self._finish(Termination.CONVERGED, (
+                    f"converged: CGLS stopping rule met at eps={eps:g} and the index sets "
+                    f"are stable within tol={set_tol:g}"), loss, eps, newton, cg_total)
+
+            # Step 6: exact line search on the ray beta -> beta_bar, eqs. (14)-(18): the
+            # slope's ordinates at delta = 0 and 1 (eqs. (16)-(17), regularizer + loss) and
+            # the breakpoints where terms change set.
+            direction = beta_bar - beta
+            loss_l0, loss_r0, breakpoints, dl, dr = clipped_loss_breakpoints(
+                xi, xi_bar, self.cost * loss.kappa, lo, width)
+            l0 = dot(beta, direction) + loss_l0
+            r0 = dot(beta_bar, direction) + loss_r0
+            delta = piecewise_linear_root(l0, r0, breakpoints, dl, dr)
+
+            # Step 7: move, recompute the index sets (next pass) and the objective.  A step
+            # that would raise f (the error exit), or that is not finite (the least-squares
+            # problem numerically singular, as at the homotopy's smallest tau), is not taken:
+            # the state keeps the last good point.
+            if not np.isfinite(delta):
+                return self._finish(Termination.FAILED, (
+                    f"the line search found no finite step at Newton iteration {newton} (the "
+                    f"least-squares problem is singular in floating point at lambda "
+                    f"{lam:.3g}); the last point is kept"), loss, eps, newton, cg_total)
+            new_beta = beta + delta * direction
+            new_outputs = outputs + delta * (outputs_bar - outputs)
+            new_xi = np.empty_like(xi)
+            margin_slacks(self.t, new_outputs, new_xi)
+            F = self.objective(new_beta, new_xi, loss)
+            if not F <= F_previous * (1.0 + _RISE_SLACK) + 1e-300:
+                return self._finish(Termination.FAILED, (
+                    f"objective rose from {F_previous:.17g} to {F:.17g} at Newton iteration "
+                    f"{newton} (Appendix A step 7 error exit; step {delta:.3g}, lambda "
+                    f"{lam:.3g}); the last point is kept"), loss, eps, newton, cg_total)
+            beta[:] = new_beta
+            outputs[:] = new_outputs
+            xi = new_xi
+            self._point = None
+            if self._report(beta, xi, loss, lam, F, step3, delta, eps):
+                return self._finish(Termination.STOPPED, self.reporter.stop_message, loss, eps,
+                                    newton, cg_total)
+            if newton >= p.max_iter:
+                return self._finish(Termination.MAX_ITER, f"itermax={p.max_iter} Newton iterations "
+                                    "reached", loss, eps, newton, cg_total)
+            F_previous = F
+
+    def _set_tolerance(self, loss: ClippedLoss) -> float:
+        """Step 5's tol.  It is absolute in t_i y_i; a quadratic band narrower than it (the
+        hinge homotopy's 2 tau past tau = 2^-26) would let a term cross the whole band
+        unnoticed, so it is capped at a fraction of a finite band's width."""
+        return min(self.params.tol, _SET_TOL_PER_BAND * loss.width)
+
+    def _finish(self, status, message, loss, eps, newton, cg_total):
+        self.count.runs.append({"tau": -loss.xi_lo if self.hinge else None, "C": self.C,
+                                "epsilon": eps, "set_tolerance": self._set_tolerance(loss),
+                                "newton_iterations": newton, "cg_iterations": cg_total,
+                                "status": status})
+        return status, message
+
+    def _report(self, beta, xi, loss, lam, F, step3: _Step3, delta, eps) -> bool:
+        """One record per Newton iteration: the objective of ``design.md``'s problem (for the
+        homotopy, the hinge objective; on a stage of the C path, the objective at the C asked
+        for) and the relative duality gap.  The record's time is when the iterate was ready.
+        The gap's dual point comes from step 3's data at the new point (computed here, used
+        by the next Newton iteration)."""
+        elapsed = self.reporter.clock()
+        cost = self.target_cost
+        if self.hinge or not self.at_target:
+            primal = self.problem_objective(beta, xi)
+        else:
+            primal = F
+        point = self.newton_point(xi, loss, lam)
+        w_alpha = point.g if point.shift is None else point.g + lam * point.shift
+        w_alpha = (loss.kappa * self.target_C) * w_alpha
+        gap = (primal - self.dual_objective(xi, loss, cost, w_alpha)) / max(abs(primal), 1e-300)
+        extras = {
+            "active": int(step3.n_active),
+            "cg_iterations": int(step3.cg_iterations),
+            "factorized": step3.factorized,
+            "step": float(delta),
+            "epsilon": float(eps),
+        }
+        if step3.n_saturated:
+            extras["saturated"] = int(step3.n_saturated)
+        if not self.at_target:
+            extras["path_C"] = float(self.C)
+        if self.hinge:
+            extras["tau"] = float(-loss.xi_lo)
+            extras["smoothed_objective"] = float(F)
+        return self.reporter(self.count.iterations, primal, gap, elapsed=elapsed, **extras)

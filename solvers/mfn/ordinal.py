@@ -1,0 +1,46 @@
+"""mfn on ordinal regression (Keerthi & DeCoste section 7; the problem is
+:class:`solvers.problems.OrdinalProblem`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solvers.base import Fit, Solution, SolverSpec, SubproblemResult, Termination
+from solvers.data.dataset import Dataset
+from solvers.mfn.continuation import solve_extras, solve_terms
+from solvers.mfn.params import MFNParams
+from solvers.models.ordinal import OrdinalModel
+from solvers.monitor import Monitor, Reporter
+from solvers.problems import OrdinalProblem
+
+
+def solve_ordinal(problem: OrdinalProblem, params: MFNParams | None = None,
+                  monitor: Monitor | None = None, beta0: np.ndarray | None = None,
+                  continuation: bool = False) -> Solution:
+    """Solve an ordinal regression problem with the section 7 extension of L2-SVM-MFN
+    (Appendix A on the (example, threshold) pairs, heuristics included)."""
+    reporter = Reporter(monitor, "relative_duality_gap")
+    params = params or MFNParams(C=problem.C, task="ordinal")
+    terms = problem.terms()
+    state, status, message, engine = solve_terms(
+        terms, problem, "squared_hinge", params, reporter, beta0, not continuation)
+    objective = engine.problem_objective(state.beta, 1.0 - terms.labels * state.outputs)
+    return Solution(state.beta, objective, Termination(status), message,
+                    engine.count.iterations, solve_extras(engine, state))
+
+
+def fit_ordinal(dataset: Dataset, spec: SolverSpec, params: MFNParams, monitor: Monitor) -> Fit:
+    """``train`` handler of ``task="ordinal"``: the sorted distinct labels become ranks 1..p;
+    the model predicts the original labels."""
+    classes = dataset.classes
+    if classes.shape[0] < 2:
+        raise ValueError("ordinal regression needs at least two distinct labels")
+    ranks = np.searchsorted(classes, dataset.y) + 1
+    problem = OrdinalProblem(dataset.X, ranks, classes.shape[0], C=params.C,
+                             bias_scale=params.bias_scale, sample_weight=dataset.sample_weight)
+    solution = solve_ordinal(problem, params, monitor)
+    w, thresholds = problem.split(solution.beta)
+    model = OrdinalModel(w, thresholds, classes)
+    summary = SubproblemResult("ordinal", solution.objective, Termination(solution.status),
+                               solution.message, solution.iterations, solution.extras)
+    return Fit(model, [summary])

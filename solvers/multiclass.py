@@ -1,0 +1,100 @@
+"""From a dataset's labels to binary problems and back to one model.
+
+Two labels: one binary problem, ``classes[1]`` the positive class (+1).  More: one-vs-rest,
+one binary problem per class, its records tagged with the class and numbered consecutively
+across the problems; the weights of every problem make one :class:`LinearModel`.  A natively
+multi-class method (Crammer-Singer) is a fit handler of task ``"multiclass:crammer_singer"``
+(``SolverSpec.fit_handlers``), chosen by ``params.multiclass``; ``train`` dispatches to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from solvers.base import Fit, SolverParams, SolverSpec, SubproblemResult, Termination
+from solvers.data.dataset import Dataset, label_key
+from solvers.models import LinearModel
+from solvers.monitor import IterationRecord, Monitor
+
+
+class SubproblemMonitor:
+    """Numbers records consecutively across subproblems (``counter`` is shared by all the
+    subproblems of a run) and tags them with the subproblem's class."""
+
+    def __init__(self, target: Monitor, counter: list[int], subproblem: int, label: str | None):
+        self.target = target
+        self.counter = counter
+        self.subproblem = subproblem
+        self.label = label
+
+    def report(self, record: IterationRecord) -> None:
+        self.counter[0] += 1
+        extras = dict(record.extras)
+        extras["solver_iteration"] = record.iteration
+        if self.label is not None:
+            extras["subproblem"] = self.subproblem
+            extras["class"] = self.label
+        self.target.report(
+            IterationRecord(self.counter[0], record.elapsed, record.objective,
+                            record.optimality, extras)
+        )
+
+    def stop_reason(self) -> str | None:
+        return self.target.stop_reason()
+
+
+def binary_targets(dataset: Dataset, spec: SolverSpec) -> list[tuple[str | None, float]]:
+    """(tag, positive label) per binary subproblem: one for two classes (``classes[1]`` is
+    +1), one per class for more (one-vs-rest; tag = the class as text)."""
+    classes = dataset.classes
+    if classes.shape[0] < 2:
+        raise ValueError("training needs at least two distinct labels in the dataset")
+    if classes.shape[0] == 2:
+        return [(None, classes[1])]
+    if "multiclass" not in spec.tasks:
+        raise ValueError(f"solver {spec.name!r} does not support multi-class problems")
+    return [(label_key(c), c) for c in classes]
+
+
+def run_binary_subproblems(dataset: Dataset, spec: SolverSpec, monitor: Monitor,
+                           solve_one) -> list[tuple[SubproblemResult, Any]]:
+    """Run ``solve_one(y_pm, sub_monitor) -> (Solution-like, payload)`` for each binary
+    subproblem; stops early when one is stopped.  Returns (summary, payload) pairs."""
+    results = []
+    counter = [0]
+    for k, (tag, positive) in enumerate(binary_targets(dataset, spec)):
+        y = np.where(dataset.y == positive, 1.0, -1.0)
+        sub_monitor = SubproblemMonitor(monitor, counter, k, tag)
+        solution, payload = solve_one(y, sub_monitor)
+        summary = SubproblemResult(tag or label_key(positive), solution.objective,
+                                   Termination(solution.status), solution.message,
+                                   solution.iterations, solution.extras)
+        results.append((summary, payload))
+        if solution.status == Termination.STOPPED:
+            break
+    return results
+
+
+def n_score_rows(dataset: Dataset) -> int:
+    """Rows of a model's coefficients: 1 for two classes, one per class otherwise."""
+    return 1 if dataset.classes.shape[0] == 2 else dataset.classes.shape[0]
+
+
+def fit_linear_one_vs_rest(dataset: Dataset, spec: SolverSpec, params: SolverParams,
+                           monitor: Monitor) -> Fit:
+    """The default task: linear binary problems through ``spec.run``, one per class."""
+
+    def solve_one(y, sub_monitor):
+        problem = params.binary_problem(dataset.X, y, dataset.sample_weight)
+        solution = spec.run(problem, params, sub_monitor)
+        return solution, problem.split(solution.beta)
+
+    results = run_binary_subproblems(dataset, spec, monitor, solve_one)
+    n_rows = n_score_rows(dataset)
+    weights = np.zeros((n_rows, dataset.n_features))
+    intercepts = np.zeros(n_rows)
+    for k, (_, (w, intercept)) in enumerate(results):
+        weights[k], intercepts[k] = w, intercept
+    return Fit(LinearModel(weights, intercepts, dataset.classes), [s for s, _ in results])

@@ -1,0 +1,411 @@
+"""The linear binary problem every solver solves, defined once (``design.md`` section 2).
+
+Binary labels y_i in {-1, +1}, margin m_i = y_i (w . x_i + b); every linear binary problem is::
+
+    minimize   P(beta) = 1/2 (||w||^2 + r b^2)  +  sum_i C_i L(1 - m_i)     C_i = C * weight_i
+
+The bias enters as the coefficient ``b`` of a constant feature of value ``bias_scale`` (so the
+intercept is ``bias_scale * b``): ``regularized`` has r = 1 (LIBLINEAR's ``-B bias_scale``),
+``free`` has r = 0 (the constant feature is 1), ``none`` fixes b = 0.  Parameters are one vector
+``beta = (w, b)`` of length n_features + 1; its last entry stays 0 in mode ``none``.  The losses
+and their conjugates are :mod:`solvers.losses`.
+
+Dual (certificates)::
+
+    D(alpha) = sum_i alpha_i - 1/2 ||beta(alpha)||_r^2 - sum_i C_i L*(alpha_i / C_i)
+
+with beta(alpha) = (sum_i alpha_i y_i x_i, s sum_i alpha_i y_i) for the regularized bias (the
+bias entry drops for ``none``), alpha_i in C_i times the loss's dual range, and, for the free
+bias, the constraint sum_i alpha_i y_i = 0 instead of the bias entry.  P(beta) - D(alpha) >= 0
+bounds the suboptimality of beta for any dual-feasible alpha.  The KKT map alpha_i = C_i
+L'(xi_i) gives the optimal alpha at the optimum.  Away from it, with a free bias, that alpha
+does not balance the classes: :meth:`BinaryProblem.balance` repairs it by the shift
+alpha(s) = clip(alpha + s y, lower, upper), s the root of the non-decreasing, piecewise-linear
+g(s) = y'alpha(s) (found exactly from its sorted breakpoints; it exists whenever both classes
+are present and the dual range has room on each side).  At the optimum s = 0 and nothing moves,
+so the gap is finite everywhere and zero at the optimum.
+
+Also here, for the solver families that need them: a cache of the outputs of the last point
+(objective, then gradient, Hessian-vector products and a diagonal preconditioner at the same
+point, as LIBLINEAR's ``l2r_l2_svc_fun`` does), the empirical risk and its subgradient (a
+cutting plane, in ``design.md``'s C scale), and the dual as a QP in standard form with its
+KKT residuals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.core.sparse import csr_matvec, csr_rmatvec
+from solvers.data.dataset import as_csr
+from solvers.losses import LOSSES, Loss, get_loss
+
+BIAS_MODES = ("regularized", "free", "none")
+
+
+def loss_value(loss: str, margins: np.ndarray, p: float = 2.0) -> np.ndarray:
+    """L(1 - m) elementwise (the loss table of :mod:`solvers.losses`)."""
+    return get_loss(loss, p).margin_value(margins)
+
+
+def balancing_shift(alpha: np.ndarray, y: np.ndarray, lower: np.ndarray,
+                    upper: np.ndarray) -> float | None:
+    """The s with sum_i y_i clip(alpha_i + s y_i, lower_i, upper_i) = 0, or None if there is
+    none.
+
+    Each term is constant outside an interval (a_i, b_i) of s and has slope y_i^2 = 1 inside
+    it: a_i = lower_i - alpha_i, b_i = upper_i - alpha_i for y_i = +1 and a_i = alpha_i -
+    upper_i, b_i = alpha_i - lower_i for y_i = -1.  So g(s) is continuous, non-decreasing and
+    piecewise linear with slope #{i: a_i < s < b_i}; the root is found on the sorted breakpoints
+    on the side of 0 where g changes sign, exactly (no iteration).
+    """
+    pos = y > 0
+    a = np.where(pos, lower - alpha, alpha - upper)
+    b = np.where(pos, upper - alpha, alpha - lower)
+    g0 = float(y @ np.clip(alpha, lower, upper))
+    if g0 == 0.0:
+        return 0.0
+    direction = 1.0 if g0 < 0.0 else -1.0
+    # walk s = direction * t, t >= 0; the term slopes in t are the same (+1 inside)
+    a_t, b_t = (a, b) if direction > 0 else (-b, -a)
+    slope = float(np.count_nonzero((a_t <= 0.0) & (b_t > 0.0)))
+    enter = a_t[(a_t > 0.0) & np.isfinite(a_t)]
+    leave = b_t[(b_t > 0.0) & np.isfinite(b_t)]
+    events = np.concatenate((enter, leave))
+    changes = np.concatenate((np.ones(enter.size), -np.ones(leave.size)))
+    order = np.argsort(events, kind="stable")
+    events, changes = events[order], changes[order]
+    # |g| falls at rate `slope` between events: distance left to cover is |g0|
+    remaining = abs(g0)
+    t = 0.0
+    for event, change in zip(events, changes, strict=True):
+        if slope > 0.0 and slope * (event - t) >= remaining:
+            return direction * (t + remaining / slope)
+        remaining -= slope * (event - t)
+        t = event
+        slope += change
+    if slope > 0.0:  # unbounded terms (least squares): linear past the last event
+        return direction * (t + remaining / slope)
+    return None
+
+
+@dataclass
+class BinaryProblem:
+    """A linear binary problem of the form above.
+
+    Parameters
+    ----------
+    X : sparse or dense (n_samples, n_features); kept as canonical float64 CSR (sorted,
+        duplicate entries summed: a copy only when it is not already), which the row kernels
+        of the core rely on
+    y : array of +1/-1
+    C : regularization weight (> 0)
+    loss, bias, bias_scale, p : see the module docstring (``p`` only for ``loss="lp"``)
+    sample_weight : optional per-example cost factors
+    """
+
+    X: sp.csr_matrix
+    y: np.ndarray
+    C: float = 1.0
+    loss: str = "squared_hinge"
+    bias: str = "regularized"
+    bias_scale: float = 1.0
+    p: float = 2.0
+    sample_weight: np.ndarray | None = None
+    cost: np.ndarray = field(init=False, repr=False)
+    loss_function: Loss = field(init=False, repr=False)
+
+    def __post_init__(self):
+        if self.loss not in LOSSES:
+            raise ValueError(f"unknown loss {self.loss!r}; expected one of {', '.join(LOSSES)}")
+        if self.bias not in BIAS_MODES:
+            raise ValueError(
+                f"unknown bias mode {self.bias!r}; expected one of {', '.join(BIAS_MODES)}"
+            )
+        if not self.C > 0:
+            raise ValueError("C must be positive")
+        if not 1.0 <= self.p <= 2.0:
+            raise ValueError("p must lie in [1, 2]")
+        self.X = as_csr(self.X)
+        y = np.asarray(self.y, dtype=np.float64)
+        if y.shape != (self.X.shape[0],):
+            raise ValueError("y must have one label per row of X")
+        if not np.all(np.abs(y) == 1.0):
+            raise ValueError("binary problem labels must be +1 or -1")
+        self.y = y
+        if self.bias == "regularized" and not self.bias_scale > 0:
+            raise ValueError("bias_scale must be positive")
+        weight = np.ones(y.shape[0]) if self.sample_weight is None else self.sample_weight
+        self.cost = self.C * np.asarray(weight, dtype=np.float64)
+        self.loss_function = get_loss(self.loss, self.p)
+        self._cache_beta: np.ndarray | None = None
+        self._cache_outputs: np.ndarray | None = None
+
+    # -- shape and parameter layout --------------------------------------------------------
+    @property
+    def n_samples(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def effective_bias_scale(self) -> float:
+        """Value of the constant feature (0 when there is no bias)."""
+        if self.bias == "none":
+            return 0.0
+        return self.bias_scale if self.bias == "regularized" else 1.0
+
+    @property
+    def bias_regularization(self) -> float:
+        """r in 1/2 (||w||^2 + r b^2)."""
+        return 1.0 if self.bias == "regularized" else 0.0
+
+    def zeros(self) -> np.ndarray:
+        return np.zeros(self.n_features + 1)
+
+    def split(self, beta: np.ndarray) -> tuple[np.ndarray, float]:
+        """(w, intercept) of a parameter vector."""
+        return beta[:-1], self.effective_bias_scale * float(beta[-1])
+
+    def with_C(self, C: float) -> BinaryProblem:
+        """The same problem at another C (the data is shared, not copied)."""
+        return BinaryProblem(self.X, self.y, C=float(C), loss=self.loss, bias=self.bias,
+                             bias_scale=self.bias_scale, p=self.p,
+                             sample_weight=self.sample_weight)
+
+    # -- evaluations -------------------------------------------------------------------------
+    def outputs(self, beta: np.ndarray) -> np.ndarray:
+        """w . x_i + intercept for every example (cached for the last point)."""
+        if self._cache_beta is not None and np.array_equal(beta, self._cache_beta):
+            return self._cache_outputs
+        w, intercept = self.split(beta)
+        outputs = csr_matvec(self.X, w, intercept)
+        self._cache_beta = np.array(beta, dtype=np.float64)
+        self._cache_outputs = outputs
+        return outputs
+
+    def margins(self, beta: np.ndarray) -> np.ndarray:
+        return self.y * self.outputs(beta)
+
+    def slacks(self, beta: np.ndarray) -> np.ndarray:
+        """xi_i = 1 - m_i."""
+        return 1.0 - self.margins(beta)
+
+    def regularizer(self, beta: np.ndarray) -> float:
+        w = beta[:-1]
+        return 0.5 * (float(w @ w) + self.bias_regularization * float(beta[-1]) ** 2)
+
+    def objective_from_slacks(self, beta: np.ndarray, xi: np.ndarray,
+                              cost: np.ndarray | None = None, loss: Loss | None = None) -> float:
+        """P(beta) from the slacks xi_i = 1 - m_i a solver already has (``cost`` permuted
+        alike when the solver keeps the examples in another order, or scaled to another C
+        along a path); ``loss`` evaluates a surrogate (a smoothed hinge) with the same
+        regularizer."""
+        cost = self.cost if cost is None else cost
+        loss = self.loss_function if loss is None else loss
+        return self.regularizer(beta) + loss.sum(xi, cost)
+
+    def objective_from_margins(self, beta: np.ndarray, margins: np.ndarray) -> float:
+        return self.objective_from_slacks(beta, 1.0 - margins)
+
+    def objective(self, beta: np.ndarray) -> float:
+        """The primal objective of ``design.md``."""
+        return self.objective_from_slacks(beta, self.slacks(beta))
+
+    def risk(self, beta: np.ndarray) -> float:
+        """The empirical risk R(beta) = sum_i C_i L(1 - m_i)."""
+        return self.loss_function.sum(self.slacks(beta), self.cost)
+
+    def _adjoint(self, coef: np.ndarray) -> np.ndarray:
+        """sum_i coef_i x~_i as a parameter vector (bias entry 0 without a bias)."""
+        out = np.empty(self.n_features + 1)
+        out[:-1] = csr_rmatvec(self.X, coef)
+        out[-1] = self.effective_bias_scale * float(coef.sum())
+        return out
+
+    def risk_subgradient(self, beta: np.ndarray) -> tuple[float, np.ndarray]:
+        """(R(beta), a) with a = -sum_i C_i L'(xi_i) y_i x~_i a subgradient of R at beta: the
+        cutting plane R(v) >= R(beta) + a'(v - beta) of the cutting-plane methods, in
+        ``design.md``'s C scale (Joachims' C_s / n = C)."""
+        xi = self.slacks(beta)
+        coef = -self.cost * self.loss_function.derivative(xi) * self.y
+        return self.loss_function.sum(xi, self.cost), self._adjoint(coef)
+
+    def gradient(self, beta: np.ndarray) -> np.ndarray:
+        """Gradient (for hinge and lp with p = 1, a subgradient) of the objective."""
+        _, grad = self.risk_subgradient(beta)
+        grad[:-1] += beta[:-1]
+        grad[-1] += self.bias_regularization * beta[-1]
+        if self.bias == "none":
+            grad[-1] = 0.0
+        return grad
+
+    def hessian_diagonal_weights(self, beta: np.ndarray) -> np.ndarray:
+        """D_ii = C_i L''(xi_i) at beta: the generalized Hessian is I_r + X~' D X~."""
+        return self.cost * self.loss_function.curvature(self.slacks(beta))
+
+    def hessian_vector(self, beta: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """(I_r + X~' D X~) v at beta (D from :meth:`hessian_diagonal_weights`), as LIBLINEAR's
+        ``Hv``; the outputs of beta come from the cache when beta was the last point."""
+        d = self.hessian_diagonal_weights(beta)
+        w, intercept = self.split(v)
+        Xv = csr_matvec(self.X, w, intercept)
+        out = self._adjoint(d * Xv)
+        out[:-1] += v[:-1]
+        out[-1] += self.bias_regularization * v[-1]
+        if self.bias == "none":
+            out[-1] = 0.0
+        return out
+
+    def preconditioner_diagonal(self, beta: np.ndarray) -> np.ndarray:
+        """diag(I_r + X~' D X~) at beta (the Jacobi preconditioner of LIBLINEAR's Newton)."""
+        d = self.hessian_diagonal_weights(beta)
+        X2 = self.X.multiply(self.X).tocsr()
+        out = np.empty(self.n_features + 1)
+        out[:-1] = 1.0 + csr_rmatvec(as_csr(X2), d)
+        out[-1] = self.bias_regularization + self.effective_bias_scale ** 2 * float(d.sum())
+        if self.bias == "none":
+            out[-1] = 1.0
+        return out
+
+    # -- duality ---------------------------------------------------------------------------
+    def dual_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) of each alpha_i."""
+        loss = self.loss_function
+        return loss.dual_lower(self.cost), loss.dual_upper(self.cost)
+
+    def dual_from_primal(self, beta: np.ndarray) -> np.ndarray:
+        """alpha_i = C_i L'(xi_i): optimal alpha when beta is optimal (the KKT map)."""
+        return self.cost * self.loss_function.derivative(self.slacks(beta))
+
+    def balance(self, alpha: np.ndarray) -> np.ndarray:
+        """alpha made dual feasible for the free bias (sum alpha_i y_i = 0) by the shift of the
+        module docstring; other bias modes have no such constraint and get alpha back.  Raises
+        ValueError when no shift balances it (one class only)."""
+        if self.bias != "free":
+            return alpha
+        lower, upper = self.dual_bounds()
+        s = balancing_shift(alpha, self.y, lower, upper)
+        if s is None:
+            raise ValueError("no dual point balances the classes (is only one class present?)")
+        return np.clip(alpha + s * self.y, lower, upper)
+
+    def primal_from_dual(self, alpha: np.ndarray) -> np.ndarray:
+        """beta(alpha) = (sum alpha_i y_i x_i, bias_scale sum alpha_i y_i) for the regularized
+        bias (the free bias is not determined by alpha and is returned as 0)."""
+        beta = self._adjoint(alpha * self.y)
+        if self.bias != "regularized":
+            beta[-1] = 0.0
+        return beta
+
+    def dual_objective(self, alpha: np.ndarray, beta_alpha: np.ndarray | None = None,
+                       cost: np.ndarray | None = None) -> float:
+        """D(alpha); -inf outside the dual domain (including sum alpha_i y_i != 0 for the free
+        bias, up to a relative 1e-9).  ``beta_alpha`` = :meth:`primal_from_dual` (alpha) and
+        ``cost`` (permuted like alpha) when the caller has them."""
+        alpha = np.asarray(alpha, dtype=np.float64)
+        cost = self.cost if cost is None else cost
+        conj = self.loss_function.conjugate_sum(alpha, cost)
+        if not np.isfinite(conj):
+            return -np.inf
+        if self.bias == "free" and beta_alpha is None:
+            balance = float(alpha @ self.y)
+            if abs(balance) > 1e-9 * max(1.0, float(np.abs(alpha).sum())):
+                return -np.inf
+        if beta_alpha is None:
+            beta_alpha = self.primal_from_dual(alpha)
+        return float(alpha.sum()) - self.regularizer(beta_alpha) - conj
+
+    def duality_gap(self, beta: np.ndarray, alpha: np.ndarray | None = None) -> float:
+        """P(beta) - D(alpha), alpha from the KKT map by default and, for the free bias, made
+        feasible by :meth:`balance`: finite at any beta, an upper bound on P(beta) - P*."""
+        if alpha is None:
+            alpha = self.dual_from_primal(beta)
+        if self.bias == "free":
+            alpha = self.balance(np.asarray(alpha, dtype=np.float64))
+        return self.objective(beta) - self.dual_objective(alpha)
+
+    def relative_duality_gap(self, beta: np.ndarray, alpha: np.ndarray | None = None) -> float:
+        return self.duality_gap(beta, alpha) / max(abs(self.objective(beta)), 1e-300)
+
+    def dual_qp(self) -> DualQP:
+        """The dual as a QP in standard form (quadratic losses and the hinge)."""
+        return DualQP(self)
+
+
+class DualQP:
+    """D as a QP in standard form::
+
+        minimize  f(alpha) = 1/2 alpha' Q alpha - e' alpha
+        subject to lower <= alpha <= upper,   y' alpha = 0 (free bias only)
+
+    Q = Y X~_r X~_r' Y + diag(1 / (2 C_i)) (the diagonal only for the quadratic losses:
+    squared hinge, modified Huber, least squares), with X~_r the rows with the bias column of
+    value s for the regularized bias and without it otherwise; f(alpha) = -D(alpha).  Q is
+    applied through X and y (two sparse products), never formed.
+    """
+
+    def __init__(self, problem: BinaryProblem):
+        if problem.loss == "lp" and problem.p not in (1.0, 2.0):
+            raise ValueError("the lp dual with 1 < p < 2 is not a QP")
+        self.problem = problem
+        self.lower, self.upper = problem.dual_bounds()
+        linear = problem.loss == "hinge" or (problem.loss == "lp" and problem.p == 1.0)
+        # C_i L*(alpha_i / C_i) = alpha_i^2 / (4 C_i) for the quadratic losses
+        self.diagonal_shift = np.zeros(problem.n_samples) if linear else \
+            1.0 / (2.0 * problem.cost)
+        self.equality = problem.bias == "free"
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        p = self.problem
+        beta = p._adjoint(v * p.y)
+        if p.bias != "regularized":
+            beta[-1] = 0.0
+        w, intercept = p.split(beta)
+        return p.y * csr_matvec(p.X, w, intercept) + self.diagonal_shift * v
+
+    def diagonal(self) -> np.ndarray:
+        p = self.problem
+        norms = np.asarray(p.X.multiply(p.X).sum(axis=1)).ravel()
+        if p.bias == "regularized":
+            norms = norms + p.bias_scale ** 2
+        return norms + self.diagonal_shift
+
+    def objective(self, alpha: np.ndarray) -> float:
+        return 0.5 * float(alpha @ self.matvec(alpha)) - float(alpha.sum())
+
+    def gradient(self, alpha: np.ndarray) -> np.ndarray:
+        return self.matvec(alpha) - 1.0
+
+    def kkt_residuals(self, alpha: np.ndarray) -> dict[str, float]:
+        """How far alpha is from optimal: ``bounds`` (largest bound violation),
+        ``equality`` (|y'alpha|, free bias), ``projected_gradient`` (the largest violation of
+        the optimality conditions, LIBSVM's m(alpha) - M(alpha) when there is an equality
+        constraint; for box constraints alone the largest |g_i| at a free alpha_i or wrong-
+        signed g_i at a bound)."""
+        g = self.gradient(alpha)
+        tol = 1e-12 * max(1.0, float(np.max(np.abs(alpha), initial=0.0)))
+        at_lower = alpha <= self.lower + tol
+        at_upper = alpha >= self.upper - tol
+        bounds = float(max(np.max(self.lower - alpha, initial=0.0),
+                           np.max(alpha - self.upper, initial=0.0), 0.0))
+        if self.equality:
+            y = self.problem.y
+            # -y_i g_i over the indices that may move up in y_i alpha_i, and down
+            score = -y * g
+            can_up = np.where(y > 0, ~at_upper, ~at_lower)
+            can_down = np.where(y > 0, ~at_lower, ~at_upper)
+            top = float(np.max(score[can_up], initial=-np.inf))
+            bottom = float(np.min(score[can_down], initial=np.inf))
+            violation = max(top - bottom, 0.0) if np.isfinite(top - bottom) else 0.0
+            return {"bounds": bounds, "equality": abs(float(y @ alpha)),
+                    "projected_gradient": violation}
+        violation = np.where(at_lower, np.maximum(-g, 0.0),
+                             np.where(at_upper, np.maximum(g, 0.0), np.abs(g)))
+        return {"bounds": bounds, "equality": 0.0,
+                "projected_gradient": float(np.max(violation, initial=0.0))}
