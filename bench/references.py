@@ -199,15 +199,9 @@ def _libsvm_linear(problem: BenchProblem, bp: BinaryProblem) -> tuple[np.ndarray
     dual_coef = model.dual_coef_
     dual_coef = dual_coef.toarray() if sp.issparse(dual_coef) else dual_coef
     alpha[model.support_] = np.abs(dual_coef.ravel())
-    # LIBSVM balances sum alpha_i y_i = 0 to its tolerance; restore it exactly by scaling the
-    # larger side down (keeps 0 <= alpha <= C), then evaluate the dual.
-    positive = alpha * (bp.y > 0)
-    negative = alpha * (bp.y < 0)
-    excess = positive.sum() - negative.sum()
-    if excess > 0:
-        alpha = positive * (1 - excess / positive.sum()) + negative
-    elif excess < 0:
-        alpha = positive + negative * (1 + excess / negative.sum())
+    # LIBSVM balances sum alpha_i y_i = 0 to its tolerance; the problem's repair restores it
+    # exactly (within the box), then the dual is evaluated.
+    alpha = bp.balance(alpha)
     return beta, bp.dual_objective(alpha)
 
 

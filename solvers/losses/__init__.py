@@ -197,31 +197,30 @@ class ClippedLoss(Loss):
         return out
 
 
-class SquaredHinge(ClippedLoss):
+class _CodedClippedLoss(ClippedLoss):
+    """A clipped loss with a code of its own: its values, derivatives and proximal operator
+    come from the coded kernels (one pass, no temporaries)."""
+
+    value = Loss.value
+    sum = Loss.sum
+    derivative = Loss.derivative
+    prox = Loss.prox
+
+
+class SquaredHinge(_CodedClippedLoss):
     name = "squared_hinge"
     code = SQUARED_HINGE
 
     def __init__(self):
         super().__init__(2.0, 0.0, math.inf)
 
-    # the coded kernels: one pass, no temporaries
-    value = Loss.value
-    sum = Loss.sum
-    derivative = Loss.derivative
-    prox = Loss.prox
 
-
-class ModifiedHuber(ClippedLoss):
+class ModifiedHuber(_CodedClippedLoss):
     name = "modified_huber"
     code = MODIFIED_HUBER
 
     def __init__(self):
         super().__init__(2.0, 0.0, 2.0)
-
-    value = Loss.value
-    sum = Loss.sum
-    derivative = Loss.derivative
-    prox = Loss.prox
 
 
 class LeastSquares(Loss):

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from solvers import config
 from solvers.base import SolverParams
 from solvers.core.kernels import Kernel
+from solvers.problems import BinaryProblem
 
 KernelName = Literal["linear", "rbf", "polynomial"]
 Method = Literal["auto", "direct", "iterative"]
@@ -114,3 +116,9 @@ class RelaxedLSSVMParams(KernelSolverParams):
             raise ValueError("relaxed_lssvm weighs the bias by A (A = 1/bias_scale^2): set A "
                              "instead of bias_scale")
         return self
+
+    def binary_problem(self, X, y, sample_weight=None) -> BinaryProblem:
+        """(13) is ``design.md``'s regularized bias with bias_scale = 1/sqrt(A) (without SUMT;
+        its rounds drive A towards 0, the free-bias LS-SVM)."""
+        return BinaryProblem(X, y, C=self.C, loss=self.loss, bias="regularized",
+                             bias_scale=1.0 / np.sqrt(self.A), sample_weight=sample_weight)

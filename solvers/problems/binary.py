@@ -172,6 +172,20 @@ class BinaryProblem:
         """(w, intercept) of a parameter vector."""
         return beta[:-1], self.effective_bias_scale * float(beta[-1])
 
+    def join(self, w: np.ndarray, intercept: float) -> np.ndarray:
+        """The parameter vector of weights ``w`` and an intercept (inverse of :meth:`split`;
+        the intercept must be 0 without a bias)."""
+        beta = np.empty(self.n_features + 1)
+        beta[:-1] = w
+        scale = self.effective_bias_scale
+        if scale == 0.0:
+            if intercept != 0.0:
+                raise ValueError("a problem without a bias has no intercept")
+            beta[-1] = 0.0
+        else:
+            beta[-1] = intercept / scale
+        return beta
+
     def with_C(self, C: float) -> BinaryProblem:
         """The same problem at another C (the data is shared, not copied)."""
         return BinaryProblem(self.X, self.y, C=float(C), loss=self.loss, bias=self.bias,
@@ -236,14 +250,18 @@ class BinaryProblem:
         coef = -self.cost * self.loss_function.derivative(xi) * self.y
         return self.loss_function.sum(xi, self.cost), self._adjoint(coef)
 
+    def _add_regularizer_term(self, out: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """out + I_r v, the bias entry held at 0 without a bias."""
+        out[:-1] += v[:-1]
+        out[-1] += self.bias_regularization * v[-1]
+        if self.bias == "none":
+            out[-1] = 0.0
+        return out
+
     def gradient(self, beta: np.ndarray) -> np.ndarray:
         """Gradient (for hinge and lp with p = 1, a subgradient) of the objective."""
         _, grad = self.risk_subgradient(beta)
-        grad[:-1] += beta[:-1]
-        grad[-1] += self.bias_regularization * beta[-1]
-        if self.bias == "none":
-            grad[-1] = 0.0
-        return grad
+        return self._add_regularizer_term(grad, beta)
 
     def hessian_diagonal_weights(self, beta: np.ndarray) -> np.ndarray:
         """D_ii = C_i L''(xi_i) at beta: the generalized Hessian is I_r + X~' D X~."""
@@ -255,12 +273,7 @@ class BinaryProblem:
         d = self.hessian_diagonal_weights(beta)
         w, intercept = self.split(v)
         Xv = csr_matvec(self.X, w, intercept)
-        out = self._adjoint(d * Xv)
-        out[:-1] += v[:-1]
-        out[-1] += self.bias_regularization * v[-1]
-        if self.bias == "none":
-            out[-1] = 0.0
-        return out
+        return self._add_regularizer_term(self._adjoint(d * Xv), v)
 
     def preconditioner_diagonal(self, beta: np.ndarray) -> np.ndarray:
         """diag(I_r + X~' D X~) at beta (the Jacobi preconditioner of LIBLINEAR's Newton)."""
@@ -389,7 +402,12 @@ class DualQP:
         constraint; for box constraints alone the largest |g_i| at a free alpha_i or wrong-
         signed g_i at a bound)."""
         g = self.gradient(alpha)
-        tol = 1e-12 * max(1.0, float(np.max(np.abs(alpha), initial=0.0)))
+        # an alpha within a relative 1e-8 of a bound is at it (interior-point iterates never
+        # reach the bounds exactly)
+        finite = np.concatenate((self.lower[np.isfinite(self.lower)],
+                                 self.upper[np.isfinite(self.upper)]))
+        tol = 1e-8 * max(1.0, float(np.max(np.abs(finite), initial=0.0)),
+                         float(np.max(np.abs(alpha), initial=0.0)))
         at_lower = alpha <= self.lower + tol
         at_upper = alpha >= self.upper - tol
         bounds = float(max(np.max(self.lower - alpha, initial=0.0),

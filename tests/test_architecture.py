@@ -1,0 +1,177 @@
+"""The library's shape: layers that import only downwards, no import cycle, no web or SQL code,
+and one source for every reported objective (``design.md`` section 3)."""
+
+from __future__ import annotations
+
+import ast
+import concurrent.futures
+import os
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from shared_data import load
+
+import solvers
+from solvers.models import LinearModel
+
+SOLVERS_DIR = Path(solvers.__file__).resolve().parent
+
+# design.md section 3: core <- data, losses <- problems <- base types <- multiclass <-
+# families <- registry <- train.  A module may import its own layer and the ones below it
+# (the leaves -- tunables, termination codes, the monitor protocol -- from anywhere).
+LAYERS = {
+    "solvers.config": 0,
+    "solvers.termination": 0,
+    "solvers.monitor": 0,
+    "solvers.core": 1,
+    "solvers.data": 2,
+    "solvers.losses": 2,
+    "solvers.models": 3,
+    "solvers.problems": 3,
+    "solvers.base": 4,
+    "solvers.multiclass": 5,
+    "solvers.registry": 7,
+    "solvers.train": 8,
+    "solvers.warmup": 8,
+    "solvers": 9,
+}
+FAMILY_LAYER = 6
+WEB_OR_SQL = ("fastapi", "starlette", "sqlalchemy", "alembic", "uvicorn", "psycopg", "app")
+
+
+def _modules() -> list[str]:
+    names = ["solvers"]
+    names += [m.name for m in pkgutil.walk_packages(solvers.__path__, "solvers.")]
+    return sorted(names)
+
+
+def _layer(module: str) -> tuple[int, str]:
+    """(layer, unit): a family's unit is its package, so families cannot import each other."""
+    if module == "solvers":
+        return LAYERS[module], module
+    for prefix in sorted(LAYERS, key=len, reverse=True):
+        if prefix != "solvers" and (module == prefix or module.startswith(prefix + ".")):
+            return LAYERS[prefix], prefix
+    family = ".".join(module.split(".")[:2])
+    return FAMILY_LAYER, family
+
+
+def _imports(module: str) -> set[str]:
+    path = SOLVERS_DIR.joinpath(*module.split(".")[1:])
+    source = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    tree = ast.parse(source.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            known = set(_modules())
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if submodule in known else node.module)
+    return {name for name in found if name == "solvers" or name.startswith("solvers.")}
+
+
+def _importable(name: str) -> str:
+    """The longest prefix of an imported name that is a module of the library."""
+    known = set(_modules())
+    while name not in known:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def test_layers_import_only_downwards():
+    problems = []
+    for module in _modules():
+        layer, unit = _layer(module)
+        for imported in _imports(module):
+            target = _importable(imported)
+            target_layer, target_unit = _layer(target)
+            if target_unit == unit:
+                continue
+            if target_layer >= layer:
+                problems.append(f"{module} (layer {layer}) imports {target} "
+                                f"(layer {target_layer})")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_import_inside_a_function():
+    """Registration by import side effect, or an import hidden in a function to dodge a
+    cycle, is how the old registry broke: every import of the library is at module level."""
+    problems = []
+    for module in _modules():
+        path = SOLVERS_DIR.joinpath(*module.split(".")[1:])
+        source = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Import | ast.ImportFrom):
+                        names = [a.name for a in inner.names]
+                        module_name = getattr(inner, "module", None) or ""
+                        if module_name.startswith("solvers") or \
+                                any(n.startswith("solvers") for n in names):
+                            problems.append(f"{module}:{inner.lineno} in {node.name}()")
+    assert not problems, "\n".join(problems)
+
+
+def _import_fresh(module: str) -> tuple[str, int, str]:
+    code = (f"import sys, {module}\n"
+            f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {WEB_OR_SQL!r})\n"
+            "print(','.join(bad))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "NUMBA_NUM_THREADS": "1"})
+    return module, done.returncode, done.stdout.strip() or done.stderr.strip()[-2000:]
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter():
+    """Each module imported first, alone, in its own interpreter: no cycle surfaces whatever
+    the entry point, and none of them pulls in web or SQL code."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(_import_fresh, _modules()))
+    failures = [f"{m}: exit {code}: {out}" for m, code, out in results if code != 0]
+    assert not failures, "\n".join(failures)
+    web = [f"{m} imports {out}" for m, code, out in results if code == 0 and out]
+    assert not web, "\n".join(web)
+
+
+def _linear_options(spec) -> dict:
+    """A linear model from every solver (the least-squares family defaults to RBF)."""
+    return {"kernel": "linear"} if "kernel" in spec.params_model.model_fields else {}
+
+
+@pytest.mark.parametrize("spec", solvers.list_solvers(), ids=lambda s: s.name)
+def test_logged_objective_is_the_problems_objective_at_the_model(spec):
+    """Every registered solver on a real dataset: the last record's objective is what
+    ``solvers.problems`` gives at the returned model, and every logged optimality measure is
+    finite and non-negative."""
+    dataset = load("heart_scale")
+    result = solvers.train(dataset, solver=spec.name, **_linear_options(spec))
+    assert result.status == "converged", result.message
+    assert isinstance(result.model, LinearModel)
+    y = np.where(dataset.y == dataset.classes[1], 1.0, -1.0)
+    problem = result.params.binary_problem(dataset.X, y, dataset.sample_weight)
+    beta = problem.join(result.model.coef_[0], result.model.intercept_[0])
+    expected = problem.objective(beta)
+    assert result.log, "no records"
+    assert result.log[-1].objective == pytest.approx(expected, rel=1e-9)
+    assert result.objective == pytest.approx(expected, rel=1e-9)
+    for record in result.log:
+        assert np.isfinite(record.objective)
+        assert np.isfinite(record.optimality) and record.optimality >= 0.0, record
+        assert record.extras.get("optimality_measure"), record
+
+
+def test_warm_up_compiles_every_solver_without_training(monkeypatch):
+    """The worker's warm-up runs each spec's hook and trains nothing."""
+    calls = []
+    for spec in solvers.list_solvers():
+        assert spec.warm_up is not None, f"{spec.name} has no warm-up hook"
+    for module, name in (("solvers.train", "train"),
+                         ("solvers.multiclass", "run_binary_subproblems")):
+        monkeypatch.setattr(sys.modules[module], name, lambda *a, **k: calls.append(a))
+    assert solvers.warm_up(parallel=False) >= 0.0
+    assert not calls

@@ -1,0 +1,127 @@
+"""The loss layer: each loss's value, derivative, curvature, conjugate, dual range and
+proximal operator against direct numerical definitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+from solvers.losses import LOSSES, ClippedLoss, get_loss, smoothed_hinge
+
+XI = np.array([-3.0, -1.0, -0.25, 0.0, 0.3, 1.0, 1.9, 2.0, 2.5, 6.0])
+CASES = [("hinge", 2.0), ("squared_hinge", 2.0), ("lp", 1.0), ("lp", 1.3), ("lp", 1.7),
+         ("lp", 2.0), ("modified_huber", 2.0), ("least_squares", 2.0)]
+
+
+def _direct(name, p, xi):
+    pos = np.maximum(xi, 0.0)
+    return {"hinge": pos, "squared_hinge": pos ** 2, "lp": pos ** p,
+            "modified_huber": np.where(xi <= 2.0, pos ** 2, 4.0 * xi - 4.0),
+            "least_squares": xi ** 2}[name]
+
+
+@pytest.mark.parametrize("name, p", CASES)
+def test_value_sum_and_derivative(name, p):
+    loss = get_loss(name, p)
+    np.testing.assert_allclose(loss.value(XI), _direct(name, p, XI), rtol=1e-14, atol=1e-15)
+    weight = np.linspace(0.5, 2.0, XI.size)
+    assert loss.sum(XI, weight) == pytest.approx(float(weight @ _direct(name, p, XI)),
+                                                 rel=1e-14)
+    h = 1e-6
+    smooth = np.abs(XI) > 1e-3  # away from the kink at 0
+    numeric = (_direct(name, p, XI + h) - _direct(name, p, XI - h)) / (2 * h)
+    np.testing.assert_allclose(loss.derivative(XI)[smooth], numeric[smooth], rtol=1e-6,
+                               atol=1e-8)
+    if name not in ("hinge",) and not (name == "lp" and p == 1.0):
+        numeric2 = (loss.derivative(XI + h) - loss.derivative(XI - h)) / (2 * h)
+        knots = np.isin(XI, [0.0, 2.0])
+        np.testing.assert_allclose(loss.curvature(XI)[~knots], numeric2[~knots], rtol=1e-5,
+                                   atol=1e-6)
+
+
+@pytest.mark.parametrize("name, p", CASES)
+def test_conjugate_is_the_supremum(name, p):
+    """L*(v) = sup_xi v xi - L(xi) inside the dual range, +inf outside (per unit cost)."""
+    loss = get_loss(name, p)
+    upper = float(loss.dual_upper(np.ones(1))[0])
+    lower = float(loss.dual_lower(np.ones(1))[0])
+    inside = [v for v in (-1.5, 0.0, 0.4, 1.0, 2.5, 3.9) if lower <= v <= upper]
+    for v in inside:
+        result = minimize_scalar(lambda x, v=v: -(v * x - float(_direct(name, p, np.array([x]))[0])),
+                                 bounds=(-50, 50), method="bounded",
+                                 options={"xatol": 1e-12})
+        assert float(loss.conjugate(np.array([v]))[0]) == pytest.approx(-result.fun, abs=1e-8)
+        assert loss.conjugate_sum(np.array([2.0 * v]), np.array([2.0])) == \
+            pytest.approx(2.0 * float(loss.conjugate(np.array([v]))[0]), rel=1e-12, abs=1e-15)
+    if np.isfinite(upper):
+        assert loss.conjugate_sum(np.array([upper * 1.01]), np.ones(1)) == np.inf
+    if np.isfinite(lower):
+        assert loss.conjugate_sum(np.array([lower - 0.01]), np.ones(1)) == np.inf
+
+
+@pytest.mark.parametrize("name, p", CASES + [("lp", 1.05), ("lp", 1.5)])
+@pytest.mark.parametrize("t", [1e-3, 0.7, 50.0])
+def test_prox_minimizes(name, p, t):
+    loss = get_loss(name, p)
+    v = np.linspace(-4.0, 9.0, 53)
+    u = loss.prox(v, t)
+    for vi, ui in zip(v, u, strict=True):
+        def f(x, vi=vi):
+            return t * float(_direct(name, p, np.array([x]))[0]) + 0.5 * (x - vi) ** 2
+
+        best = minimize_scalar(f, bounds=(vi - 500, vi + 500), method="bounded",
+                               options={"xatol": 1e-13})
+        assert f(ui) <= best.fun + 1e-10 * max(1.0, abs(best.fun))
+
+
+def test_prox_takes_one_step_per_example():
+    loss = get_loss("lp", 1.5)
+    v = np.array([0.5, 2.0, 3.0])
+    t = np.array([0.1, 1.0, 10.0])
+    np.testing.assert_allclose(loss.prox(v, t), [loss.prox(v[i:i + 1], t[i])[0]
+                                                 for i in range(3)])
+
+
+def test_smoothed_hinge_bounds_the_hinge():
+    hinge = get_loss("hinge")
+    for tau in (1.0, 0.125, 2.0 ** -10):
+        smooth = smoothed_hinge(tau)
+        excess = smooth.value(XI) - hinge.value(XI)
+        assert np.all(excess >= -1e-15) and np.all(excess <= tau / 4 + 1e-15)
+        assert float(smooth.dual_upper(np.ones(1))[0]) == pytest.approx(1.0)
+
+
+def test_clipped_family_matches_the_coded_losses():
+    """The squared hinge and modified Huber are clipped losses: both formulas agree."""
+    for name, clipped in (("squared_hinge", ClippedLoss(2.0, 0.0, np.inf)),
+                          ("modified_huber", ClippedLoss(2.0, 0.0, 2.0))):
+        coded = get_loss(name)
+        assert coded == clipped
+        np.testing.assert_allclose(coded.value(XI), clipped.value(XI), rtol=1e-14)
+        np.testing.assert_allclose(coded.derivative(XI), clipped.derivative(XI), rtol=1e-14)
+        np.testing.assert_allclose(coded.prox(XI, 0.3), clipped.prox(XI, 0.3), rtol=1e-14)
+        alpha = clipped.derivative(XI)
+        assert coded.conjugate_sum(alpha, np.ones_like(alpha)) == \
+            pytest.approx(clipped.conjugate_sum(alpha, np.ones_like(alpha)), rel=1e-14)
+
+
+def test_unknown_loss():
+    with pytest.raises(ValueError, match="unknown loss"):
+        get_loss("logistic")
+    assert set(LOSSES) == {"hinge", "squared_hinge", "lp", "modified_huber", "least_squares"}
+
+
+@pytest.mark.parametrize("tau", [1.0, 0.01])
+def test_smoothed_hinge_prox_minimizes(tau):
+    loss = smoothed_hinge(tau)
+    for t in (0.05, 3.0):
+        for vi in np.linspace(-2.0, 4.0, 41):
+            ui = float(loss.prox(np.array([vi]), t)[0])
+
+            def f(x, vi=vi, t=t):
+                return t * float(loss.value(np.array([x]))[0]) + 0.5 * (x - vi) ** 2
+
+            best = minimize_scalar(f, bounds=(vi - 50, vi + 50), method="bounded",
+                                   options={"xatol": 1e-13})
+            assert f(ui) <= best.fun + 1e-11
