@@ -8,11 +8,15 @@ one line on stderr (``svmsvc: error: ...``) and exit status 2; never a traceback
 from __future__ import annotations
 
 import argparse
+import enum
 import json
 import sys
 import types
 import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 EXIT_USAGE = 2
 EXIT_SOLVER_FAILED = 1
@@ -49,35 +53,132 @@ def cmd_info(args) -> int:
     return 0
 
 
-def _params_from_args(spec, args) -> dict:
-    values = {}
-    for name in spec.params_model.model_fields:
-        if name == "solver":
-            continue
-        value = getattr(args, f"param_{name}", None)
-        if value is not None:
-            values[name] = value
-    return values
+# -- solver options, generated from the parameter models ------------------------------------------
+#
+# Every field of a solver's parameter model becomes an option whose value is parsed as the
+# field's annotation says: a union tries its members in order (numbers, then literal choices,
+# then ``none`` for an optional field), booleans take true/false, a constraint such as
+# ``Field(ge=0)`` (on the field or inside an ``Annotated`` member) is shown in the help.  The
+# parsed value goes to the parameter model unchanged, so pydantic gives the verdict on ranges
+# and on how fields combine.
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+_SIGNS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 
 
-def _field_type(annotation):
-    """(argparse type, choices) for a pydantic field annotation."""
+@dataclass(frozen=True)
+class _Spelling:
+    """One way to write a value of a field: a parser (ValueError when the text is not this
+    kind of value), its name in the usage line and in the help."""
+
+    parse: Callable[[str], Any]
+    metavar: str
+    describe: str
+    rank: int  # position in a union: numbers, then booleans, literal choices, text, none
+
+
+def _bounds(constraints) -> dict[str, Any]:
+    """{'gt': 0, 'lt': 1} ... from annotated-types constraints (FieldInfo objects included)."""
+    found = {}
+    for constraint in constraints:
+        found.update(_bounds(getattr(constraint, "metadata", None) or []))
+        found.update({name: getattr(constraint, name) for name in _SIGNS
+                      if getattr(constraint, name, None) is not None})
+    return found
+
+
+def _number(kind: type, constraints) -> _Spelling:
+    noun = "an integer" if kind is int else "a number"
+    bounds = _bounds(constraints)
+    low = next((key for key in ("gt", "ge") if key in bounds), None)
+    high = next((key for key in ("lt", "le") if key in bounds), None)
+    if low and high:
+        noun += (f" in {'(' if low == 'gt' else '['}{bounds[low]}, "
+                 f"{bounds[high]}{')' if high == 'lt' else ']'}")
+    elif low or high:
+        noun += f" {_SIGNS[low or high]} {bounds[low or high]}"
+    return _Spelling(kind, "INT" if kind is int else "NUMBER", noun, 0)
+
+
+def _spelled(value) -> str:
+    """A value as the command line writes it."""
+    if value is None:
+        return "none"
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _choices(values) -> list[_Spelling]:
+    def exactly(text: str, value):
+        def parse(given: str):
+            if given != text:
+                raise ValueError(given)
+            return value
+
+        return parse
+
+    return [_Spelling(exactly(_spelled(v), v), _spelled(v), _spelled(v), 2) for v in values]
+
+
+def _parse_bool(text: str) -> bool:
+    if text.lower() in _TRUE:
+        return True
+    if text.lower() in _FALSE:
+        return False
+    raise ValueError(text)
+
+
+def _parse_none(text: str) -> None:
+    if text.lower() != "none":
+        raise ValueError(text)
+
+
+def _spellings(annotation, constraints=()) -> list[_Spelling]:
+    """The ways to write a value of ``annotation``, in the order a union tries them."""
     origin = typing.get_origin(annotation)
-    if origin is typing.Literal:
-        choices = typing.get_args(annotation)
-        return type(choices[0]), choices
+    if origin is typing.Annotated:
+        base, *extra = typing.get_args(annotation)
+        return _spellings(base, [*constraints, *extra])
     if origin in (typing.Union, types.UnionType):
-        members = [a for a in typing.get_args(annotation) if a is not type(None)]
-        base, choices = _field_type(members[0])
-
-        def parse_optional(text: str):
-            return None if text.lower() == "none" else base(text)
-
-        parse_optional.__name__ = base.__name__
-        return parse_optional, choices
+        members = [s for a in typing.get_args(annotation) for s in _spellings(a, constraints)]
+        return sorted(members, key=lambda s: s.rank)
+    if origin is typing.Literal:
+        return _choices(typing.get_args(annotation))
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return _choices(list(annotation))
     if annotation is bool:
-        return (lambda text: text.lower() in ("1", "true", "yes", "on")), None
-    return annotation, None
+        return [_Spelling(_parse_bool, "true|false", "true or false", 1)]
+    if annotation in (int, float):
+        return [_number(annotation, constraints)]
+    if annotation is str:
+        return [_Spelling(str, "TEXT", "any text", 3)]
+    if annotation is type(None):
+        return [_Spelling(_parse_none, "none", "none", 4)]
+    raise TypeError(f"no command-line form for parameters of type {annotation!r}")
+
+
+def _enumerate(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def _option(field) -> tuple[Callable[[str], Any], str, str]:
+    """(parser, metavar, allowed values in words) for a pydantic field."""
+    spellings = _spellings(field.annotation, field.metadata)
+    allowed = _enumerate([s.describe for s in spellings])
+
+    def parse(text: str):
+        for spelling in spellings:
+            try:
+                return spelling.parse(text)
+            except ValueError:
+                continue
+        raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}")
+
+    return parse, "|".join(s.metavar for s in spellings), allowed
 
 
 def _add_solver_options(parser: argparse.ArgumentParser, spec) -> None:
@@ -85,12 +186,27 @@ def _add_solver_options(parser: argparse.ArgumentParser, spec) -> None:
     for name, field in spec.params_model.model_fields.items():
         if name == "solver":
             continue
-        kind, choices = _field_type(field.annotation)
-        flag = "--" + name.replace("_", "-")
-        help_text = (field.description or "") + f" (default: {field.default})"
-        help_text = help_text.replace("%", "%%")  # argparse %-formats help strings
-        group.add_argument(flag, dest=f"param_{name}", type=kind, choices=choices,
-                           default=None, help=help_text)
+        parse, metavar, allowed = _option(field)
+        description = (field.description or "").strip()
+        help_text = f"{description} Allowed: {allowed}. (default: {_spelled(field.default)})"
+        group.add_argument("--" + name.replace("_", "-"), dest=f"param_{name}", type=parse,
+                           metavar=metavar, default=argparse.SUPPRESS,
+                           help=help_text.strip().replace("%", "%%"))  # argparse %-formats help
+
+
+def _params_from_args(spec, args) -> dict:
+    """The parameters given on the command line (an option not given is absent: an optional
+    field given as ``none`` is None, not its default)."""
+    given = vars(args)
+    return {name: given[f"param_{name}"] for name in spec.params_model.model_fields
+            if f"param_{name}" in given}
+
+
+def solver_params(spec, args):
+    """The solver's validated parameter object for the parsed command line."""
+    from solvers.train import validate_params
+
+    return validate_params(spec.name, _params_from_args(spec, args))[1]
 
 
 class _ProgressPrinter:
@@ -112,10 +228,10 @@ class _ProgressPrinter:
 def cmd_train(args, spec) -> int:
     import solvers
 
+    params = solver_params(spec, args)  # before a long read: a typo fails at once
     ds = _read(args.file, args.n_features, args.zero_based)
-    params = _params_from_args(spec, args)
     monitor = None if args.quiet else _ProgressPrinter()
-    result = solvers.train(ds, solver=spec.name, monitor=monitor, **params)
+    result = solvers.train(ds, solver=spec.name, params=params, monitor=monitor)
     print(result.message, file=sys.stderr)
     print(f"objective {result.objective:.12g} after {result.iterations} iterations in "
           f"{result.elapsed:.3f} s", file=sys.stderr)

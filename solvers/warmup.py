@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from solvers.core.warmup import warm_up as warm_up_core
+from solvers.data import warm_up_parser
 from solvers.losses import get_loss
 from solvers.losses.kernels import HINGE, LEAST_SQUARES, LP, loss_prox
 from solvers.models import LinearModel, OrdinalModel
@@ -55,6 +56,7 @@ def warm_up(parallel: bool = True) -> float:
     """Compile (or load from the on-disk cache) every kernel; returns the seconds it took."""
     start = time.perf_counter()
     warm_up_core(parallel=parallel)
+    warm_up_parser()
     warm_up_losses()
     warm_up_prediction(parallel)
     for spec in list_solvers():

@@ -48,8 +48,10 @@ def test_conjugate_is_the_supremum(name, p):
     lower = float(loss.dual_lower(np.ones(1))[0])
     inside = [v for v in (-1.5, 0.0, 0.4, 1.0, 2.5, 3.9) if lower <= v <= upper]
     for v in inside:
-        result = minimize_scalar(lambda x, v=v: -(v * x - float(_direct(name, p, np.array([x]))[0])),
-                                 bounds=(-50, 50), method="bounded",
+        def negative(x, v=v):
+            return -(v * x - float(_direct(name, p, np.array([x]))[0]))
+
+        result = minimize_scalar(negative, bounds=(-50, 50), method="bounded",
                                  options={"xatol": 1e-12})
         assert float(loss.conjugate(np.array([v]))[0]) == pytest.approx(-result.fun, abs=1e-8)
         assert loss.conjugate_sum(np.array([2.0 * v]), np.array([2.0])) == \

@@ -72,8 +72,9 @@ def test_optimum_against_liblinear_and_clarabel():
     xi = cp.Variable(X.shape[0])
     S = Xt @ W.T
     onehot = np.eye(k)[labels]
-    constraints = [cp.reshape(xi, (X.shape[0], 1), order="C") >= S + (1 - onehot) - cp.reshape(cp.sum(cp.multiply(S, onehot), axis=1),
-                                                      (X.shape[0], 1), order="C")]
+    true_score = cp.reshape(cp.sum(cp.multiply(S, onehot), axis=1), (X.shape[0], 1), order="C")
+    slack = cp.reshape(xi, (X.shape[0], 1), order="C")
+    constraints = [slack >= S + (1 - onehot) - true_score]
     qp = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(W) + problem.C * cp.sum(xi)), constraints)
     qp.solve(solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
     optimum = problem.objective(W.value)

@@ -14,7 +14,8 @@ and sums each dot product in increasing feature order.  Squared row norms are co
 (RBF needs them); a squared distance that rounding makes negative is clamped to 0.
 
 Every product exists in a serial form, safe to call from any thread (the web process predicts
-with it), and a parallel form that splits the rows into blocks (one buffer per block).
+with it: the serial decision values and the diagonal release the GIL), and a parallel form that
+splits the rows into blocks (one buffer per block).
 
 :class:`KernelCache` keeps kernel rows of one training matrix in a fixed memory budget
 (``cache_mb`` MiB of float64 rows, at least one row), evicting the least recently used row, as
@@ -113,7 +114,7 @@ def _kernel_value(kernel, dot, sq_a, sq_b):
     return dot
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _row_into(Q, i, Z, kernel, out):
     """out[j] = k(q_i, z_j) for every row z_j of Z (``out`` has one entry per row of Z)."""
     indptr, indices, data, q_sq = Q
@@ -136,7 +137,7 @@ def _block_range(b, n_blocks, n):
     return b * step, min(n, (b + 1) * step)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def kernel_diagonal_values(Q, kernel, out):
     """out[i] = k(q_i, q_i)."""
     sq = Q[3]
@@ -178,7 +179,7 @@ def _decision_row(Q, i, Z, kernel, coef, intercept, out_row, buffer):
         out_row[c] = acc
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def kernel_decision_serial(Q, Z, kernel, coef, intercept, out):
     """out[i, c] = sum_j coef[c, j] k(q_i, z_j) + intercept[c]."""
     buffer = np.empty(coef.shape[1])

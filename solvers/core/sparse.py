@@ -2,9 +2,11 @@
 
 These are the kernels every linear solver spends its time in (LIBLINEAR's ``Xv``/``XTv`` and
 ``subXv``/``subXTv``).  Each product exists in a serial form, safe to call from any thread (the
-web process predicts with these), and a parallel form for the worker processes, which splits
-the rows into blocks.  ``X'z`` in parallel accumulates into one buffer per thread and sums them;
-:func:`use_parallel` decides when that pays.
+web process predicts with these: the prediction kernels ``matvec_serial`` and ``matmat_serial``
+release the GIL, so a long prediction does not stop the process's other threads), and a
+parallel form for the worker processes, which splits the rows into blocks.  ``X'z`` in
+parallel accumulates into one buffer per thread and sums them; :func:`use_parallel` decides
+when that pays.
 
 Conventions: ``indptr, indices, data`` are the CSR arrays; ``rows`` (int64) selects rows; the
 products add a scalar ``intercept`` to every output so a bias column never has to be stored.
@@ -46,7 +48,7 @@ def _row_axpy(indptr, indices, data, i, a, out):
 # -- X w + intercept -----------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def matvec_serial(indptr, indices, data, w, intercept, out):
     """out[i] = x_i . w + intercept for every row i."""
     for i in range(out.shape[0]):
@@ -337,7 +339,7 @@ def thread_count(n_threads: int):
 # -- dense coefficient matrices (prediction with several classes) ----------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def matmat_serial(indptr, indices, data, W, intercepts, out):
     """out[i, c] = x_i . W[c] + intercepts[c]; W has one row per class."""
     n_classes = W.shape[0]
@@ -358,7 +360,7 @@ def matmat_parallel(indptr, indices, data, W, intercepts, out):
 # -- small pieces ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def row_norms_squared(indptr, indices, data, out):
     """out[i] = ||x_i||^2."""
     for i in range(out.shape[0]):

@@ -7,6 +7,7 @@ from solvers.data.svmlight import (
     read_svmlight,
     write_svmlight,
 )
+from solvers.data.warmup import warm_up_parser
 
 __all__ = [
     "Dataset",
@@ -16,5 +17,6 @@ __all__ = [
     "as_csr",
     "label_key",
     "read_svmlight",
+    "warm_up_parser",
     "write_svmlight",
 ]

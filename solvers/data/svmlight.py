@@ -56,7 +56,9 @@ Clinger's exact fast path (a mantissa of at most 2**53 scaled by an exactly repr
 power of ten: one correctly rounded multiplication or division); the rare numbers outside it
 are recorded by position and converted afterwards with ``float()`` on their bytes, so every
 value is identical to what ``float()`` gives.  The kernel reports errors as a code and byte
-offsets; the Python side turns them into :class:`SVMLightFormatError`.
+offsets; the Python side turns them into :class:`SVMLightFormatError`.  The kernels touch no
+Python object and release the GIL (``nogil=True``): a thread parsing a large body leaves the
+process's other threads running.  :func:`solvers.data.warmup.warm_up_parser` compiles them.
 
 The writer formats numbers with ``repr`` (the shortest text that reads back exactly) and
 assembles the lines in a Numba kernel.
@@ -329,7 +331,7 @@ def _parse_digits(buf, pos, n):
     return pos - start, magnitude, too_long, pos
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _parse_int64(buf, pos, n):
     """A signed 64-bit integer at ``pos``: ``(kind, value, end)``.
 
@@ -352,7 +354,7 @@ def _parse_int64(buf, pos, n):
     return _NUMBER_EXACT, np.int64(magnitude), pos
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _side_keyword(buf, pos, n):
     """Which of ``qid:``, ``sid:``, ``cost:`` starts at ``pos``: ``(keyword, length)``."""
     if pos + 4 <= n and buf[pos + 3] == _COLON:
@@ -372,7 +374,7 @@ def _side_keyword(buf, pos, n):
     return _NOT_SIDE, 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _end_line(buf, pos, n, final):
     """At a line end, a CR or a '#': ``(how, position after the line)``."""
     if pos == n:
@@ -396,7 +398,7 @@ def _end_line(buf, pos, n, final):
     return (_LINE_DONE if final else _LINE_INCOMPLETE), n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _defer(deferred, slot, target, index, start, end, token_start, line_number):
     """Record a number for conversion with ``float()`` once the kernel returns."""
     deferred[slot, _D_TARGET] = target
@@ -407,7 +409,7 @@ def _defer(deferred, slot, target, index, start, end, token_start, line_number):
     deferred[slot, _D_LINE] = line_number
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _reject(code, buf, token_start, final, line_start, state, n_deferred):
     """Report a format error in the token at ``token_start``, unless the token runs to the end
     of a non-final buffer and might read differently once complete (then the line is left for
@@ -430,7 +432,7 @@ def _reject(code, buf, token_start, final, line_start, state, n_deferred):
     return code, line_start, token_start, token_end
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _parse_lines(
     buf,
     pos,
@@ -656,7 +658,7 @@ def _read_only_bytes(data) -> np.ndarray:
     return view
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _find_byte(buf, byte):
     """Index of the first ``byte`` in ``buf``, or -1."""
     for i in range(buf.shape[0]):
@@ -803,10 +805,19 @@ class _StreamDecompressor:
 
 
 def _grown(array: np.ndarray, capacity: int) -> np.ndarray:
-    """``array`` resized to ``capacity`` elements along its first axis, in place when possible.
+    """``array`` resized to ``capacity`` elements along its first axis: cut in place, or
+    enlarged into a new array whose added elements are uninitialized (the kernel writes every
+    element before anything reads it).
 
-    Only ever called on arrays this module allocated and holds the sole reference to.
+    Enlarging does not use ``ndarray.resize``: it zeroes the added part while holding the GIL
+    (30-60 ms for the arrays of a 400 MB body, every other thread of the process stopped);
+    NumPy's copy of the old part releases it.  Only ever called on arrays this module allocated
+    and holds the sole reference to.
     """
+    if capacity > array.shape[0]:
+        enlarged = np.empty((capacity,) + array.shape[1:], dtype=array.dtype)
+        enlarged[: array.shape[0]] = array
+        return enlarged
     array.resize((capacity,) + array.shape[1:], refcheck=False)
     return array
 
@@ -1156,7 +1167,7 @@ def _number_texts(values: np.ndarray) -> list[str]:
     return list(map(str.removesuffix, map(repr, values.tolist()), repeat(".0")))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _assemble_lines(heads, value_texts, indices, indptr, index_offset):
     """The lines of a block of rows: each row's head (label, qid, cost), then
     `` index:value`` per entry.  ``heads`` and ``value_texts`` are newline-terminated texts,
