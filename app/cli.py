@@ -181,10 +181,10 @@ def _option(field) -> tuple[Callable[[str], Any], str, str]:
     return parse, "|".join(s.metavar for s in spellings), allowed
 
 
-def _add_solver_options(parser: argparse.ArgumentParser, spec) -> None:
+def _add_solver_options(parser: argparse.ArgumentParser, spec, exclude=()) -> None:
     group = parser.add_argument_group(f"parameters of solver {spec.name!r}")
     for name, field in spec.params_model.model_fields.items():
-        if name == "solver":
+        if name == "solver" or name in exclude:
             continue
         parse, metavar, allowed = _option(field)
         description = (field.description or "").strip()
@@ -244,6 +244,115 @@ def cmd_train(args, spec) -> int:
             result.model.save(args.model_out)
         print(f"model written to {args.model_out}", file=sys.stderr)
     return 0 if result.status in ("converged", "max_iter") else EXIT_SOLVER_FAILED
+
+
+def parse_grid(text: str) -> list[float]:
+    """A grid of positive values: a comma-separated list whose items are numbers or powers of
+    two written ``2^k``, or a range of powers of two ``2^a:2^b`` (every integer k from a to b).
+    """
+    def value(item: str) -> float:
+        item = item.strip()
+        if item.startswith("2^"):
+            return 2.0 ** float(item[2:])
+        return float(item)
+
+    try:
+        if ":" in text:
+            low, high = text.split(":")
+            if not (low.strip().startswith("2^") and high.strip().startswith("2^")):
+                raise ValueError
+            a, b = int(low.strip()[2:]), int(high.strip()[2:])
+            if b < a:
+                raise ValueError
+            grid = [2.0 ** k for k in range(a, b + 1)]
+        else:
+            grid = [value(item) for item in text.split(",") if item.strip()]
+    except ValueError:
+        raise CLIError(f"cannot read the grid {text!r}: write numbers or 2^k separated by "
+                       "commas, or a range 2^a:2^b") from None
+    if not grid or min(grid) <= 0:
+        raise CLIError(f"the grid {text!r} must hold positive values")
+    return grid
+
+
+class _ProgressBar:
+    """One line on stderr, redrawn after every fit of the cross-validation."""
+
+    def __init__(self, total: int, quiet: bool):
+        self.total = total
+        self.done = 0
+        self.quiet = quiet
+
+    def __call__(self, fold, C, gamma, score) -> None:
+        self.done += 1
+        if self.quiet:
+            return
+        width = 30
+        filled = width * self.done // self.total
+        where = f"fold {fold + 1} C={C:g}" + ("" if gamma is None else f" gamma={gamma:g}")
+        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {where}"
+              f" score={score:.4f}   ", end="", file=sys.stderr, flush=True)
+        if self.done == self.total:
+            print(file=sys.stderr)
+
+
+def cmd_cv(args, spec) -> int:
+    from solvers.model_selection import cross_validate
+
+    params = _params_from_args(spec, args) if spec is not None else {}
+    C = parse_grid(args.C)
+    gamma = parse_grid(args.gamma) if args.gamma else None
+    ds = _read(args.file, args.n_features, args.zero_based)
+    total = args.folds * len(C) * (len(gamma) if gamma else 1)
+    result = cross_validate(ds, spec.name, C=C, gamma=gamma, folds=args.folds, seed=args.seed,
+                            refit=bool(args.model_out), progress=_ProgressBar(total, args.quiet),
+                            **params)
+    metric = "accuracy" if result.metric == "accuracy" else "mean abs. rank error"
+    header = f"{'C':>12} " + (f"{'gamma':>12} " if gamma else "") + \
+        f"{metric:>20} {'std':>8} {'objective':>14} {'seconds':>9}"
+    print(header)
+    for row in result.scores:
+        print(f"{row.C:12.6g} " + (f"{row.gamma:12.6g} " if gamma else "") +
+              f"{row.mean:20.6f} {row.std:8.4f} {row.objective:14.8g} {row.seconds:9.3f}")
+    best = f"best C = {result.best_C:g}" + \
+        ("" if result.best_gamma is None else f", gamma = {result.best_gamma:g}")
+    print(f"{best} ({result.folds}-fold, {'warm-started' if result.warm_start else 'cold'} "
+          f"C path)")
+    if args.model_out:
+        result.model.save(args.model_out)
+        print(f"model refitted at the best point written to {args.model_out}",
+              file=sys.stderr)
+    if args.plot:
+        _plot_cv(result, args.plot)
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _plot_cv(result, path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker
+    except ImportError:
+        raise CLIError("--plot needs matplotlib (pip install matplotlib)") from None
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for gamma in sorted({row.gamma for row in result.scores}, key=lambda g: g or 0.0):
+        rows = [row for row in result.scores if row.gamma == gamma]
+        label = None if gamma is None else f"gamma={gamma:g}"
+        axes.errorbar([r.C for r in rows], [r.mean for r in rows], yerr=[r.std for r in rows],
+                      marker="o", capsize=3, label=label)
+    axes.set_xscale("log", base=2)
+    axes.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    axes.set_xlabel("C")
+    axes.set_ylabel(result.metric.replace("_", " "))
+    axes.set_title(f"{result.solver}: {result.folds}-fold cross-validation")
+    if any(row.gamma is not None for row in result.scores):
+        axes.legend()
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
 
 
 def cmd_predict(args) -> int:
@@ -313,6 +422,23 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
     if solver_spec is not None:
         _add_solver_options(train, solver_spec)
 
+    cv = commands.add_parser("cv", help="cross-validate a solver over a grid of C (and gamma)")
+    cv.add_argument("file")
+    cv.add_argument("--solver", required=True, help="solver name (see 'svmsvc solvers')")
+    cv.add_argument("--C", default="2^-5:2^5",
+                    help="grid of C: numbers or 2^k separated by commas, or a range 2^a:2^b "
+                         "(default 2^-5:2^5)")
+    cv.add_argument("--gamma", default=None,
+                    help="grid of the kernel's gamma (kernel solvers), as --C")
+    cv.add_argument("--folds", type=int, default=5, help="number of folds (default 5)")
+    cv.add_argument("--seed", type=int, default=0, help="seed of the stratified folds")
+    cv.add_argument("--model-out", help="refit at the best point and write the model here")
+    cv.add_argument("--plot", help="write the cross-validation curve to this image file")
+    cv.add_argument("--quiet", action="store_true", help="no progress bar")
+    _data_options(cv)
+    if solver_spec is not None:
+        _add_solver_options(cv, solver_spec, exclude=("C", "gamma"))
+
     predict = commands.add_parser("predict", help="predict an SVMlight file with a model")
     predict.add_argument("model")
     predict.add_argument("file")
@@ -361,8 +487,8 @@ SERVICE_COMMANDS += [_add_serve_command, _add_migrate_command]
 
 
 def _solver_spec_from_argv(argv: list[str]):
-    """The solver named by ``--solver`` in a train command line, if any and known."""
-    if not argv or argv[0] != "train":
+    """The solver named by ``--solver`` in a train or cv command line, if any and known."""
+    if not argv or argv[0] not in ("train", "cv"):
         return None
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--solver")
@@ -383,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_info(args)
         if args.command == "train":
             return cmd_train(args, spec)
+        if args.command == "cv":
+            return cmd_cv(args, spec)
         if args.command == "predict":
             return cmd_predict(args)
         if args.command == "export":

@@ -127,7 +127,9 @@ class SolverSpec:
     name -> ``fit(dataset, spec, params, monitor) -> Fit`` (a task is ``params.task``, or
     ``"multiclass:" + params.multiclass`` for a native multi-class strategy).  ``warm_up``
     compiles what the solver's runs call (Numba kernels beyond the shared core), so a worker
-    can prepare every solver without training each on a toy set.
+    can prepare every solver without training each on a toy set.  ``warm_start``: ``run``
+    also takes ``start=``, the parameter vector of a nearby problem (the same data at another
+    C), and starts from it (C paths and cross-validation use it).
     """
 
     name: str
@@ -138,6 +140,7 @@ class SolverSpec:
     tasks: tuple[Capability, ...] = ("binary", "multiclass")
     fit_handlers: dict[str, FitHandler] = field(default_factory=dict)
     warm_up: Callable[[], None] | None = None
+    warm_start: bool = False
 
     def __post_init__(self):
         solver_field = self.params_model.model_fields["solver"]

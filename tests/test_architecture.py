@@ -37,7 +37,8 @@ LAYERS = {
     "solvers.registry": 7,
     "solvers.train": 8,
     "solvers.warmup": 8,
-    "solvers": 9,
+    "solvers.model_selection": 9,
+    "solvers": 10,
 }
 FAMILY_LAYER = 6
 WEB_OR_SQL = ("fastapi", "starlette", "sqlalchemy", "alembic", "uvicorn", "psycopg", "app")

@@ -235,3 +235,39 @@ def test_train_with_a_literal_member_of_a_numeric_union():
     heart = str(data_path("heart_scale"))
     assert main(["train", heart, "--solver", "mfn", "--preconditioning", "auto", "--quiet"]) == 0
     assert main(["train", heart, "--solver", "mfn", "--preconditioning", "0", "--quiet"]) == 0
+
+
+# -- svmsvc cv -----------------------------------------------------------------------------------
+
+
+def test_grids():
+    from app.cli import CLIError, parse_grid
+
+    assert parse_grid("2^-2:2^1") == [0.25, 0.5, 1.0, 2.0]
+    assert parse_grid("0.1, 2^3,5") == [0.1, 8.0, 5.0]
+    for bad in ("1:2", "2^3:2^1", "0,1", "x", ""):
+        with pytest.raises(CLIError):
+            parse_grid(bad)
+
+
+def test_cv_prints_the_table_refits_and_plots(tmp_path, capsys):
+    heart = str(data_path("heart_scale"))
+    model = tmp_path / "best.npz"
+    plot = tmp_path / "cv.png"
+    status = main(["cv", heart, "--solver", "mfn", "--C", "2^-2:2^0", "--folds", "3",
+                   "--epsilon", "1e-8", "--model-out", str(model), "--plot", str(plot)])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    lines = captured.out.splitlines()
+    assert lines[0].split()[:2] == ["C", "accuracy"]
+    assert [float(line.split()[0]) for line in lines[1:4]] == [0.25, 0.5, 1.0]
+    assert "warm-started" in lines[-1] and "best C =" in lines[-1]
+    assert "3/9" in captured.err and "9/9" in captured.err  # the progress bar
+    assert model.stat().st_size > 0 and plot.stat().st_size > 0
+    assert main(["predict", str(model), heart]) == 0
+
+
+def test_cv_refuses_a_gamma_grid_for_a_linear_solver(capsys):
+    heart = str(data_path("heart_scale"))
+    assert main(["cv", heart, "--solver", "mfn", "--gamma", "1"]) == 2
+    assert "no kernel gamma" in capsys.readouterr().err

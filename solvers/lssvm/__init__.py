@@ -146,6 +146,7 @@ SPECS = (
         name="lssvm",
         params_model=LSSVMParams,
         run=run_linear,
+        warm_start=True,
         description="Classical LS-SVM (free bias): CGLS on the primal for the linear kernel; a "
                     "direct or projected-CG solve of the kernel system (7) otherwise.",
         reference=_SUYKENS + "; S. Joshi et al., Fast algorithms for least squares SVMs, "
@@ -157,6 +158,7 @@ SPECS = (
         name="proximal_svm",
         params_model=ProximalSVMParams,
         run=run_linear,
+        warm_start=True,
         description="Proximal SVM (regularized bias): CGLS on the primal for the linear "
                     "kernel; the kernel system (12) directly or by CG otherwise.",
         reference="G. Fung and O. L. Mangasarian, Proximal support vector machine classifiers, "

@@ -24,7 +24,7 @@ def _eps_schedule(tol: float) -> list[float]:
 
 
 def run_linear(problem: BinaryProblem, params: SystemParams,
-               monitor: Monitor | None = None) -> Solution:
+               monitor: Monitor | None = None, start: np.ndarray | None = None) -> Solution:
     """The linear-kernel problem of ``lssvm`` (free bias) or ``proximal_svm`` (regularized
     bias) in the primal, by CGLS warm-started across tolerance rounds (never forming X'X);
     the registry's ``run`` for linear binary problems.
@@ -47,9 +47,15 @@ def run_linear(problem: BinaryProblem, params: SystemParams,
     parallel = use_parallel(X.nnz, problem.n_features)
     beta = problem.zeros()
     grad0 = max(float(np.linalg.norm(problem.gradient(beta))), 1e-300)
+    schedule = _eps_schedule(params.tol)
+    if start is not None:  # a nearby problem's solution: CGLS from there, at the final eps
+        beta = np.array(start, dtype=np.float64)
+        if problem.bias == "none":
+            beta[-1] = 0.0
+        schedule = schedule[-1:]
     used = 0
     status, message = Termination.MAX_ITER, f"max_iter={params.max_iter} CGLS iterations reached"
-    for round_number, eps in enumerate(_eps_schedule(params.tol), start=1):
+    for round_number, eps in enumerate(schedule, start=1):
         iterations, optimal = cgls(X, rows, sqrt_c, problem.y, beta,
                                    bias_scale=problem.effective_bias_scale,
                                    lam=1.0 / (2.0 * problem.C),

@@ -197,6 +197,7 @@ SPECS = (
         tasks=("binary", "multiclass", "ordinal"),
         fit_handlers={"ordinal": fit_ordinal},
         warm_up=warm_up,
+        warm_start=True,
     ),
 )
 

@@ -168,6 +168,9 @@ def solve_path(problem: BinaryProblem, Cs, params: MFNParams | None = None,
     return solutions
 
 
-def run(problem: BinaryProblem, params: MFNParams, monitor: Monitor) -> Solution:
-    """The spec's entry point (binary problems; the multiclass layer does one-vs-rest)."""
-    return solve(problem, params, monitor)
+def run(problem: BinaryProblem, params: MFNParams, monitor: Monitor,
+        start: np.ndarray | None = None) -> Solution:
+    """The spec's entry point (binary problems; the multiclass layer does one-vs-rest).
+    ``start``, the solution of a nearby problem (the same data at another C), is taken as
+    beta-seeding does (section 4.1: ini = 1, no heuristics)."""
+    return solve(problem, params, monitor, beta0=start, continuation=start is not None)

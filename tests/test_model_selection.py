@@ -1,0 +1,89 @@
+"""Cross-validation: warm-started C paths equal cold solves fold by fold, agree with scikit-
+learn's LinearSVC on the same folds, and cover multi-class, ordinal and kernel grids."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from shared_data import load
+
+import solvers
+from solvers.model_selection import cross_validate, stratified_folds
+
+GRID = [0.01, 0.1, 1.0, 10.0]
+
+
+def test_stratified_folds_are_balanced_and_seeded():
+    y = np.repeat([1.0, 2.0, 3.0], [50, 31, 19])
+    folds = stratified_folds(y, 5, seed=3)
+    np.testing.assert_array_equal(folds, stratified_folds(y, 5, seed=3))
+    assert not np.array_equal(folds, stratified_folds(y, 5, seed=4))
+    for label in (1.0, 2.0, 3.0):
+        counts = np.bincount(folds[y == label], minlength=5)
+        assert counts.max() - counts.min() <= 1
+    assert np.bincount(folds).max() - np.bincount(folds).min() <= 1
+    with pytest.raises(ValueError, match="at least 2 folds"):
+        stratified_folds(y, 1)
+
+
+def test_warm_path_equals_cold_solves_fold_by_fold():
+    """mfn's beta-seeded path (warm) gives the fold accuracies and objectives of cold solves."""
+    dataset = load("a9a")
+    folds = stratified_folds(dataset.y, 3, seed=0)
+    result = cross_validate(dataset, "mfn", C=GRID, folds=3, seed=0)
+    assert result.warm_start and result.metric == "accuracy"
+    for row in result.scores:
+        for fold, score in enumerate(row.fold_scores):
+            cold = solvers.train(dataset.subset(folds != fold), solver="mfn", C=row.C)
+            test = dataset.subset(folds == fold)
+            assert score == pytest.approx(np.mean(cold.model.predict(test.X) == test.y),
+                                          abs=2.0 / test.n_samples)
+        colds = [solvers.train(dataset.subset(folds != f), solver="mfn", C=row.C).objective
+                 for f in range(3)]
+        assert row.objective == pytest.approx(np.mean(colds), rel=1e-6)
+    assert result.best_C in GRID
+
+
+def test_agrees_with_scikit_learn_linear_svc_on_the_same_folds():
+    """Squared hinge, regularized bias (LinearSVC's intercept_scaling = 1 is LIBLINEAR -B 1):
+    mean accuracy per C within 0.1 percentage points."""
+    from sklearn.svm import LinearSVC
+
+    dataset = load("w8a")
+    folds = stratified_folds(dataset.y, 3, seed=1)
+    result = cross_validate(dataset, "mfn", C=[0.1, 1.0], folds=3, seed=1)
+    for row in result.scores:
+        accuracies = []
+        for fold in range(3):
+            train_set = dataset.subset(folds != fold)
+            test = dataset.subset(folds == fold)
+            model = LinearSVC(C=row.C, tol=1e-8, max_iter=100_000).fit(train_set.X, train_set.y)
+            accuracies.append(np.mean(model.predict(test.X) == test.y))
+        assert row.mean == pytest.approx(np.mean(accuracies), abs=1e-3)
+
+
+def test_multiclass_ordinal_and_refit():
+    dna = load("dna.scale")
+    result = cross_validate(dna, "mfn", C=[0.01, 0.1], folds=3, refit=True)
+    assert result.warm_start and len(result.scores) == 2
+    assert result.model is not None and result.refit.params.C == result.best_C
+    assert 0.8 < max(row.mean for row in result.scores) <= 1.0
+    diabetes = load("diabetes_scale")
+    ordinal = cross_validate(diabetes, "mfn", C=[0.1, 1.0], folds=3, task="ordinal")
+    assert ordinal.metric == "mean_absolute_rank_error" and not ordinal.warm_start
+    best = min(ordinal.scores, key=lambda r: r.mean)
+    assert ordinal.best_C == best.C
+
+
+def test_kernel_grid_over_C_and_gamma():
+    heart = load("heart_scale")
+    result = cross_validate(heart, "lssvm", C=[0.1, 1.0], gamma=[0.1, 1.0], folds=3)
+    assert not result.warm_start
+    assert {(row.C, row.gamma) for row in result.scores} == \
+        {(0.1, 0.1), (1.0, 0.1), (0.1, 1.0), (1.0, 1.0)}
+    best = max(result.scores, key=lambda r: r.mean)
+    assert best.mean == max(r.mean for r in result.scores)
+    assert (result.best_C, result.best_gamma) in {(r.C, r.gamma) for r in result.scores
+                                                  if r.mean == best.mean}
+    with pytest.raises(ValueError, match="no kernel gamma"):
+        cross_validate(heart, "mfn", C=[1.0], gamma=[1.0])
