@@ -129,7 +129,10 @@ class SolverSpec:
     compiles what the solver's runs call (Numba kernels beyond the shared core), so a worker
     can prepare every solver without training each on a toy set.  ``warm_start``: ``run``
     also takes ``start=``, the parameter vector of a nearby problem (the same data at another
-    C), and starts from it (C paths and cross-validation use it).
+    C), and starts from it (C paths and cross-validation use it).  ``path(problem, Cs,
+    params) -> [Solution]``, when given, solves the problem along the C values in order, each
+    from the last solution, sharing what does not depend on C (solutions carry
+    ``extras["seconds"]``).
     """
 
     name: str
@@ -141,6 +144,7 @@ class SolverSpec:
     fit_handlers: dict[str, FitHandler] = field(default_factory=dict)
     warm_up: Callable[[], None] | None = None
     warm_start: bool = False
+    path: Callable[..., list[Solution]] | None = None
 
     def __post_init__(self):
         solver_field = self.params_model.model_fields["solver"]

@@ -61,24 +61,6 @@ class CrossValidationResult:
                  "objective": row.objective, "seconds": row.seconds} for row in self.scores]
 
 
-def stratified_folds(y: np.ndarray, folds: int, seed: int = 0) -> np.ndarray:
-    """Fold index (0..folds-1) of every example: each label's examples shuffled (seeded) and
-    dealt round-robin, the next label continuing where the last stopped, so every fold gets
-    its share of every label."""
-    if folds < 2:
-        raise ValueError("cross-validation needs at least 2 folds")
-    if folds > y.shape[0]:
-        raise ValueError(f"{folds} folds need at least {folds} examples, got {y.shape[0]}")
-    rng = np.random.default_rng(seed)
-    assignment = np.empty(y.shape[0], dtype=np.int64)
-    offset = 0
-    for label in np.unique(y):
-        members = rng.permutation(np.flatnonzero(y == label))
-        assignment[members] = (offset + np.arange(members.shape[0])) % folds
-        offset += members.shape[0]
-    return assignment
-
-
 def _score(model: Model, test: Dataset, ordinal: bool) -> float:
     predicted = model.predict(test.X)
     if ordinal:
@@ -90,29 +72,43 @@ def _score(model: Model, test: Dataset, ordinal: bool) -> float:
 
 
 class _WarmPath:
-    """One fold's one-vs-rest binary problems solved along increasing C, each from the last
-    C's solution (``spec.run(..., start=...)``)."""
+    """One fold's one-vs-rest binary problems, each solved along the increasing C grid from
+    the last C's solution: through the spec's ``path`` (one engine for the whole path) when
+    it has one, else ``spec.run(..., start=previous)``.  Returns, per C, the model, the
+    training objective (summed over the binary problems) and the seconds."""
 
     def __init__(self, spec: SolverSpec, train_set: Dataset):
         self.spec = spec
         self.train_set = train_set
-        self.targets = binary_targets(train_set, spec)
-        self.starts: list[np.ndarray | None] = [None] * len(self.targets)
 
-    def fit(self, params: SolverParams) -> tuple[Model, float]:
+    def _path(self, problem, points: list[SolverParams]) -> list[tuple[np.ndarray, float, float]]:
+        if self.spec.path is not None:
+            solutions = self.spec.path(problem, [p.C for p in points], points[0])
+            return [(s.beta, s.objective, s.extras["seconds"]) for s in solutions]
+        out, start = [], None
+        for point in points:
+            clock = time.perf_counter()
+            solution = self.spec.run(problem.with_C(point.C), point, NullMonitor(), start=start)
+            start = solution.beta
+            out.append((solution.beta, solution.objective, time.perf_counter() - clock))
+        return out
+
+    def fit_grid(self, points: list[SolverParams]) -> list[tuple[Model, float, float]]:
         data = self.train_set
         rows = n_score_rows(data)
-        weights = np.zeros((rows, data.n_features))
-        intercepts = np.zeros(rows)
-        objective = 0.0
-        for k, (_, positive) in enumerate(self.targets):
+        weights = np.zeros((len(points), rows, data.n_features))
+        intercepts = np.zeros((len(points), rows))
+        objectives = np.zeros(len(points))
+        seconds = np.zeros(len(points))
+        for k, (_, positive) in enumerate(binary_targets(data, self.spec)):
             y = np.where(data.y == positive, 1.0, -1.0)
-            problem = params.binary_problem(data.X, y, data.sample_weight)
-            solution = self.spec.run(problem, params, NullMonitor(), start=self.starts[k])
-            self.starts[k] = solution.beta
-            weights[k], intercepts[k] = problem.split(solution.beta)
-            objective += solution.objective
-        return LinearModel(weights, intercepts, data.classes), objective
+            problem = points[0].binary_problem(data.X, y, data.sample_weight)
+            for j, (beta, objective, elapsed) in enumerate(self._path(problem, points)):
+                weights[j, k], intercepts[j, k] = problem.split(beta)
+                objectives[j] += objective
+                seconds[j] += elapsed
+        return [(LinearModel(weights[j], intercepts[j], data.classes), float(objectives[j]),
+                 float(seconds[j])) for j in range(len(points))]
 
 
 def _grid(values, name: str) -> list[float]:
@@ -143,7 +139,10 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
         raise ValueError(f"solver {solver!r} has no kernel gamma to search")
     gamma_grid: list[float | None] = _grid(gamma, "gamma") if gamma is not None else [None]
     ordinal = base.task == "ordinal"
-    assignment = stratified_folds(dataset.y, folds, seed)
+    if folds > dataset.n_samples:
+        raise ValueError(f"{folds} folds need at least {folds} examples, got "
+                         f"{dataset.n_samples}")
+    assignment = dataset.stratified_folds(folds, seed)
     warm = spec.warm_start and spec.run is not None and \
         fit_handler(spec, base, dataset) is fit_linear_one_vs_rest
     scores = {(c, g): [] for c in C_grid for g in gamma_grid}
@@ -153,20 +152,22 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
         train_set = dataset.subset(np.flatnonzero(assignment != fold))
         test_set = dataset.subset(np.flatnonzero(assignment == fold))
         for g in gamma_grid:
-            path = _WarmPath(spec, train_set) if warm else None
+            points = []
             for c in C_grid:
                 update = {"C": c} if g is None else {"C": c, "gamma": g}
-                _, point = validate_params(solver, base.model_dump(), **update)
-                start = time.perf_counter()
-                if path is not None:
-                    model, objective = path.fit(point)
-                else:
+                points.append(validate_params(solver, base.model_dump(), **update)[1])
+            if warm:
+                fits = _WarmPath(spec, train_set).fit_grid(points)
+            else:
+                fits = []
+                for point in points:
                     result = train(train_set, solver=solver, params=point)
-                    model, objective = result.model, result.objective
-                seconds[(c, g)] += time.perf_counter() - start
+                    fits.append((result.model, result.objective, result.elapsed))
+            for c, (model, objective, elapsed) in zip(C_grid, fits, strict=True):
                 score = _score(model, test_set, ordinal)
                 scores[(c, g)].append(score)
                 objectives[(c, g)].append(objective)
+                seconds[(c, g)] += elapsed
                 if progress is not None:
                     progress(fold, c, g, score)
     rows = [GridPoint(c, g, float(np.mean(scores[(c, g)])), float(np.std(scores[(c, g)])),

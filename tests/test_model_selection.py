@@ -8,28 +8,23 @@ import pytest
 from shared_data import load
 
 import solvers
-from solvers.model_selection import cross_validate, stratified_folds
+from solvers.model_selection import cross_validate
 
 GRID = [0.01, 0.1, 1.0, 10.0]
 
 
-def test_stratified_folds_are_balanced_and_seeded():
-    y = np.repeat([1.0, 2.0, 3.0], [50, 31, 19])
-    folds = stratified_folds(y, 5, seed=3)
-    np.testing.assert_array_equal(folds, stratified_folds(y, 5, seed=3))
-    assert not np.array_equal(folds, stratified_folds(y, 5, seed=4))
-    for label in (1.0, 2.0, 3.0):
-        counts = np.bincount(folds[y == label], minlength=5)
-        assert counts.max() - counts.min() <= 1
-    assert np.bincount(folds).max() - np.bincount(folds).min() <= 1
-    with pytest.raises(ValueError, match="at least 2 folds"):
-        stratified_folds(y, 1)
+def test_folds_are_checked():
+    heart = load("heart_scale")
+    with pytest.raises(ValueError, match="at least 2"):
+        cross_validate(heart, "mfn", C=[1.0], folds=1)
+    with pytest.raises(ValueError, match="folds need at least"):
+        cross_validate(heart.subset(np.arange(4)), "mfn", C=[1.0], folds=5)
 
 
 def test_warm_path_equals_cold_solves_fold_by_fold():
     """mfn's beta-seeded path (warm) gives the fold accuracies and objectives of cold solves."""
     dataset = load("a9a")
-    folds = stratified_folds(dataset.y, 3, seed=0)
+    folds = dataset.stratified_folds(3, seed=0)
     result = cross_validate(dataset, "mfn", C=GRID, folds=3, seed=0)
     assert result.warm_start and result.metric == "accuracy"
     for row in result.scores:
@@ -50,7 +45,7 @@ def test_agrees_with_scikit_learn_linear_svc_on_the_same_folds():
     from sklearn.svm import LinearSVC
 
     dataset = load("w8a")
-    folds = stratified_folds(dataset.y, 3, seed=1)
+    folds = dataset.stratified_folds(3, seed=1)
     result = cross_validate(dataset, "mfn", C=[0.1, 1.0], folds=3, seed=1)
     for row in result.scores:
         accuracies = []

@@ -156,6 +156,7 @@ from solvers.mfn.binary import (
     seed_from_weights,
     solve,
     solve_path,
+    spec_path,
 )
 from solvers.mfn.continuation import c_path_stages
 from solvers.mfn.engine import MFNState
@@ -198,6 +199,7 @@ SPECS = (
         fit_handlers={"ordinal": fit_ordinal},
         warm_up=warm_up,
         warm_start=True,
+        path=spec_path,
     ),
 )
 

@@ -128,6 +128,17 @@ class Engine:
     def at_target(self) -> bool:
         return self.cost is self.target_cost
 
+    def retarget(self, problem, reporter: Reporter):
+        """Solve the same terms at ``problem``'s C (the next point of a C path): the sorted
+        rows, the Gram upkeep of the factorized step 3 and the data norm depend only on the
+        example weights, so they carry over; the counters start again."""
+        self.problem = problem
+        self.reporter = reporter
+        self.C = self.target_C = problem.C
+        self.target_cost = self.cost = self.weight * problem.C
+        self.count = _Counters()
+        self._point = None
+
     def set_stage(self, C: float):
         """Solve for C instead of the problem's own C (a stage of the C path), or go back."""
         same = C == self.target_C
