@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.anchors import default_runners
 from bench.harness import machine_description, measure_problem, time_to_gap
 from bench.problems import BenchProblem, load_dataset
 from bench.references import REFERENCE_PROBLEMS, load_references, regenerate
 from bench.report import markdown_table, scaling_plot, write_outputs
+from bench.runners import default_runners
 
 SYNTHETIC = "synthetic-300000x100000"
 

@@ -5,7 +5,8 @@ objective-versus-time trace, the total time, the final objective and the test ac
 
 * Our solvers trace through the monitor: each iteration record carries the seconds since the
   solver started and the primal objective, so one run gives the whole curve.
-* The anchors (LIBLINEAR through liblinear-official, scikit-learn) are black boxes: a trace
+* The anchors (LIBLINEAR through liblinear-official and its multi-core build in its own
+  environment, :mod:`bench.liblinear_multicore`; scikit-learn) are black boxes: a trace
   point is a separate run at a tolerance from a loose-to-tight schedule, timed from scratch;
   its objective is evaluated afterwards (not timed) by :class:`solvers.BinaryProblem`.
   Data conversion to LIBLINEAR's structures happens once, outside the timing.
@@ -209,11 +210,3 @@ class SklearnLinearKernelSVC:
             trace.append((seconds, bp.objective(beta)))
         return Run(self.name, trace, trace[-1][0], trace[-1][1],
                    _accuracy(model.predict, test))
-
-
-def default_runners() -> list:
-    """Every registered linear solver (those that solve the problem of ``design.md`` through
-    ``train``'s linear path; kernel solvers solve other problems), and the anchors."""
-    ours = [ProjectSolver(spec.name) for spec in solvers.list_solvers() if spec.run is not None]
-    return ours + [Liblinear(1), Liblinear(2), Liblinear(3), SklearnLinearSVC(),
-                   SklearnLinearKernelSVC()]

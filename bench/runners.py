@@ -1,0 +1,17 @@
+"""The runners a benchmark suite compares: our solvers and every anchor."""
+
+from __future__ import annotations
+
+import solvers
+from bench.anchors import Liblinear, ProjectSolver, SklearnLinearKernelSVC, SklearnLinearSVC
+from bench.liblinear_multicore import LiblinearMulticore
+
+
+def default_runners() -> list:
+    """Every registered linear solver (those that solve the problem of ``design.md`` through
+    ``train``'s linear path; kernel solvers solve other problems), and the anchors: LIBLINEAR
+    official and multi-core (2 threads), scikit-learn."""
+    ours = [ProjectSolver(spec.name) for spec in solvers.list_solvers() if spec.run is not None]
+    return ours + [Liblinear(1), Liblinear(2), Liblinear(3), LiblinearMulticore(1),
+                   LiblinearMulticore(2), LiblinearMulticore(3), SklearnLinearSVC(),
+                   SklearnLinearKernelSVC()]
