@@ -153,7 +153,7 @@ def test_cancel_queued_running_and_finished_jobs(api, a9a, heart):
     response = api.post(f"/jobs/{running}/cancel")
     assert response.status_code == 202
     assert response.json()["cancel_requested"]
-    done = wait_job(api, running, timeout=10)
+    done = wait_job(api, running)
     assert done["status"] == "cancelled"
     assert done["message"].startswith("cancelled by request")
     again = api.post(f"/jobs/{running}/cancel")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servicetools import free_port, svmsvc_command, wait_for
+from servicetools import PATIENCE_S, START_PATIENCE_S, free_port, svmsvc_command, wait_for
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "docker" / "entrypoint.sh"
 
@@ -53,11 +53,11 @@ def test_entrypoint_serves_with_zero_configuration(tmp_path):
                 assert process.poll() is None, (tmp_path / "server.log").read_text()
                 return False
 
-        wait_for(ready, timeout=60, interval=0.2, what="the service to be ready")
+        wait_for(ready, timeout=START_PATIENCE_S, interval=0.2, what="the service to be ready")
         assert (tmp_path / "var" / "svmsvc.db").exists()
         assert "Uvicorn running on http://0.0.0.0:" in (tmp_path / "server.log").read_text()
     finally:
         process.send_signal(signal.SIGTERM)
-        process.wait(30)
+        process.wait(PATIENCE_S)
         log.close()
     assert "Application shutdown complete" in (tmp_path / "server.log").read_text()
