@@ -33,8 +33,8 @@ def parse_features(text: str, n_features: int, *, zero_based: bool = False) -> s
     """One example from SVMlight feature text (``"3:0.5 7:1"``) as a 1 x n_features row.
 
     Strict: every token is ``index:value`` with a decimal index (>= 1, or >= 0 when
-    ``zero_based``) and a finite decimal value, each index at most once, in any order.
-    Features beyond ``n_features`` carry no weight in the model and are dropped.
+    ``zero_based``) and a finite decimal value, each index at most once, in any order, and no
+    index past the model's ``n_features`` (batch predictions refuse those too).
     """
     columns: dict[int, float] = {}
     for token in text.split():
@@ -50,20 +50,28 @@ def parse_features(text: str, n_features: int, *, zero_based: bool = False) -> s
         column = index if zero_based else index - 1
         if column in columns:
             raise ExampleFormatError(f"feature {index} given twice", token)
+        if column >= n_features:
+            raise ExampleFormatError(beyond_message(index, n_features, zero_based), token)
         columns[column] = value
     return rows_to_csr([columns], n_features)
 
 
+def beyond_message(index: int, n_features: int, zero_based: bool) -> str:
+    """Why a feature index past the model's features is refused."""
+    largest = n_features - 1 if zero_based else n_features
+    return (f"feature index {index} is beyond the model's {n_features} features (largest "
+            f"index {largest})")
+
+
 def rows_to_csr(rows: Sequence[dict[int, float]], n_features: int) -> sp.csr_matrix:
-    """Rows of {column: value} as a CSR matrix with ``n_features`` columns (others dropped)."""
+    """Rows of {column: value} (every column < ``n_features``) as a CSR matrix."""
     indptr = [0]
     indices: list[int] = []
     data: list[float] = []
     for row in rows:
         for column in sorted(row):
-            if column < n_features:
-                indices.append(column)
-                data.append(row[column])
+            indices.append(column)
+            data.append(row[column])
         indptr.append(len(indices))
     return sp.csr_matrix(
         (np.asarray(data, dtype=np.float64), np.asarray(indices, dtype=np.int64),

@@ -282,7 +282,8 @@ class PredictBatchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rows: list[dict[NonNegativeInt, FiniteFloat]] = Field(
-        examples=[[{"3": 0.5, "7": 1.0}, {"1": -0.25}]])
+        min_length=1, examples=[[{"3": 0.5, "7": 1.0}, {"1": -0.25}]],
+        description="At least one example.")
 
 
 class EvaluateRequest(BaseModel):

@@ -37,6 +37,12 @@ class ApiError(Exception):
         self.headers = headers
 
 
+class BadRequest(ApiError):
+    """400: the body could not be read (not decodable, or cut off)."""
+
+    status_code = 400
+
+
 class NotFound(ApiError):
     """404: the resource in the path does not exist."""
 
@@ -61,6 +67,19 @@ class Unprocessable(ApiError):
     status_code = 422
 
 
+def setting_variable(setting: str) -> str:
+    """The environment variable of a setting (``max_upload_bytes`` -> SVMSVC_MAX_UPLOAD_BYTES)."""
+    return f"SVMSVC_{setting.upper()}"
+
+
+def over_limit(what: str, setting: str, limit: int | float, unit: str, *,
+               actual: int | None = None, error: type[ApiError] = PayloadTooLarge) -> ApiError:
+    """The error for a request past a configured cap: names the cap and how to raise it."""
+    found = f" ({actual} {unit})" if actual is not None else ""
+    return error(f"{what}{found} exceeds the limit of {limit} {unit} set by "
+                 f"{setting_variable(setting)}; the operator can raise that setting")
+
+
 def error_response(status_code: int, detail: ErrorDetail,
                    headers: dict[str, str] | None = None) -> JSONResponse:
     """An ``ErrorResponse`` body with this status."""
@@ -72,10 +91,15 @@ def responses(*status_codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` entries documenting these error statuses (always JSON, also on
     routes whose success is a stream or a file)."""
     descriptions = {
+        400: "Body not readable (not UTF-8 where text is expected, or cut off)",
+        401: "Missing or unknown API key",
+        403: "The API key's scope does not allow this",
         404: "Not found",
         409: "Conflict with the resource's state",
-        413: "Upload too large",
+        413: "Body or content past a configured limit (the message names the setting)",
         422: "Invalid request",
+        429: "Quota reached (the message names the setting)",
+        503: "Database unavailable; retry after the Retry-After seconds",
     }
     content = {"application/json": {"schema": {"$ref": ERROR_SCHEMA_REF}}}
     return {code: {"description": descriptions[code], "content": content}

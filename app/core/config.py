@@ -29,7 +29,18 @@ class Settings(BaseSettings):
     threads_per_worker: int | None = Field(
         None, ge=1, description="Numba threads per worker; default: CPU cores // workers.")
     max_upload_bytes: int = Field(
-        512 * 2**20, ge=1, description="Largest dataset upload (bytes as sent, compressed or not).")
+        512 * 2**20, ge=1, description="Largest dataset upload, counted on the decompressed "
+                                       "text as it streams (and on the bytes as sent).")
+    max_upload_rows: int = Field(
+        5_000_000, ge=1, description="Most examples (rows) in an uploaded dataset.")
+    max_upload_nnz: int = Field(
+        50_000_000, ge=1, description="Most stored entries (non-zero features) in an uploaded "
+                                      "dataset.")
+    max_features: int = Field(
+        2**24, ge=1, description="Largest number of features (largest feature index) of a "
+                                 "dataset; a model's weight vectors are this long.")
+    max_predict_bytes: int = Field(
+        16 * 2**20, ge=1, description="Largest body of a batch prediction.")
     max_attempts: int = Field(
         2, ge=1, description="Runs a job may start; a job interrupted by a restart is re-queued "
                              "while it has attempts left.")

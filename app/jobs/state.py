@@ -75,7 +75,7 @@ def claim_next_job(session: Session) -> Claim | None:
             .where(Job.id == row.id, Job.status == JobStatus.queued)
             .values(status=JobStatus.running, attempts=Job.attempts + 1, started_at=utcnow(),
                     cancel_requested_at=None, iteration=None, elapsed=None, objective=None,
-                    optimality=None, solver_status=None, error=None)
+                    optimality=None, solver_status=None, message=None, error=None)
         ).rowcount
         if claimed == 1:
             session.execute(delete(JobLogEntry).where(JobLogEntry.job_id == row.id))
@@ -178,7 +178,7 @@ def recover_interrupted_jobs(session: Session, max_attempts: int) -> tuple[int, 
                           message=f"re-queued: attempt {row.attempts} was interrupted by a "
                                   f"service restart")
         else:
-            values = dict(status=JobStatus.failed, finished_at=now,
+            values = dict(status=JobStatus.failed, finished_at=now, message=None,
                           error=f"interrupted by a service restart during attempt "
                                 f"{row.attempts} of {max_attempts}")
         session.execute(update(Job).where(Job.id == row.id, Job.status == JobStatus.running)

@@ -95,7 +95,8 @@ def backend(request):
 def service_settings(directory: Path, backend, **overrides) -> Settings:
     """Settings for a test instance: its own data directory and database (or schema)."""
     values = dict(data_dir=directory, database_url=backend.database_url(directory), workers=1,
-                  threads_per_worker=1, max_upload_bytes=4 * 2**20, cancel_grace_s=LIVE_GRACE_S)
+                  threads_per_worker=1, max_upload_bytes=4 * 2**20, max_predict_bytes=2**20,
+                  cancel_grace_s=LIVE_GRACE_S)
     values.update(overrides)
     return Settings(**values)
 

@@ -22,7 +22,7 @@ from starlette.requests import Request
 
 import solvers
 from app.api.errors import PayloadTooLarge
-from app.uploads import ENVELOPE_BYTES, receive_svmlight_upload
+from app.uploads import ENVELOPE_BYTES, UploadLimits, receive_svmlight_upload
 
 
 def stored_files(api) -> list[str]:
@@ -139,8 +139,9 @@ def test_an_oversized_streamed_upload_is_refused_while_it_streams():
              "headers": [(b"content-type", b"multipart/form-data; boundary=" + boundary)]}
     request = Request(scope, receive)
     with pytest.raises(PayloadTooLarge):
-        anyio.run(lambda: receive_svmlight_upload(request, limit, n_features=None,
-                                                  zero_based=False))
+        anyio.run(lambda: receive_svmlight_upload(
+            request, UploadLimits(limit, 10**9, 10**9, 10**9), n_features=None,
+            zero_based=False))
     assert limit < sum(received) <= limit + ENVELOPE_BYTES + len(chunk)
 
 

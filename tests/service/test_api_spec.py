@@ -60,7 +60,7 @@ def test_errors_are_typed_in_the_spec(spec):
             if status.startswith("4"):
                 statuses.add(status)
                 assert response["content"]["application/json"]["schema"] == error_ref
-    assert statuses == {"404", "409", "413", "422"}
+    assert statuses == {"400", "404", "409", "413", "422"}
     assert "HTTPValidationError" not in spec["components"]["schemas"]
 
 

@@ -132,3 +132,21 @@ def test_recovery_after_a_restart(sessions, dataset_id):
     assert failed.error == "interrupted by a service restart during attempt 2 of 2"
     assert reload(sessions, being_cancelled).status == JobStatus.cancelled
     assert reload(sessions, queued).status == JobStatus.queued
+
+
+def test_a_requeued_job_does_not_keep_its_requeued_message(sessions, dataset_id):
+    """Regression: a job re-queued by one restart and failed by the next (or by its worker)
+    kept the stale "re-queued: ..." message."""
+    interrupted = add_job(sessions, dataset_id, status=JobStatus.running, attempts=1)
+    with sessions.write() as session:
+        recover_interrupted_jobs(session, max_attempts=2)
+    assert reload(sessions, interrupted).message.startswith("re-queued")
+    with sessions.write() as session:
+        claim = claim_next_job(session)
+    assert reload(sessions, interrupted).message is None  # running again: no stale message
+    with sessions.write() as session:
+        recover_interrupted_jobs(session, max_attempts=2)  # interrupted again, no attempt left
+    failed = reload(sessions, interrupted)
+    assert claim.attempt == 2 and failed.status == JobStatus.failed
+    assert failed.message is None
+    assert failed.error == "interrupted by a service restart during attempt 2 of 2"

@@ -12,7 +12,9 @@ from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import (
     DatasetDep,
+    LimitQuery,
     ModelCacheDep,
+    OffsetQuery,
     SessionDep,
     SessionsDep,
     SettingsDep,
@@ -20,13 +22,13 @@ from app.api.deps import (
     WriteSessionDep,
     fetch,
 )
-from app.api.errors import Conflict, responses
+from app.api.errors import Conflict, Unprocessable, over_limit, responses
 from app.db.models import Dataset, Job, JobStatus, TrainedModel
 from app.db.session import Sessions
 from app.prediction import ModelCache
 from app.schemas import DatasetPublic, DatasetsPublic
 from app.storage import DatasetStore, dataset_digest
-from app.uploads import receive_svmlight_upload
+from app.uploads import UploadLimits, receive_svmlight_upload
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 
@@ -41,7 +43,7 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-dat
     response_model=DatasetPublic,
     responses={200: {"model": DatasetPublic, "description": "The same content exists: "
                                                             "that dataset"},
-               **responses(413, 422)},
+               **responses(400, 413, 422)},
     openapi_extra=UPLOAD_BODY,
 )
 async def upload_dataset(
@@ -59,10 +61,15 @@ async def upload_dataset(
 
     New content: 201 with ``Location``.  Content already stored (the same arrays, however
     they were spelled or compressed): 200 with the existing dataset.  A malformed file is a
-    422 naming the line and the token; nothing is stored then.
+    422 naming the line and the token; a file past a limit (decompressed bytes, rows, stored
+    entries, features) is a 413 naming the setting; nothing is stored then.
     """
+    if n_features is not None and n_features > settings.max_features:
+        raise over_limit("n_features", "max_features", settings.max_features, "features",
+                         actual=n_features, error=Unprocessable)
     upload = await receive_svmlight_upload(
-        request, settings.max_upload_bytes, n_features=n_features, zero_based=zero_based)
+        request, UploadLimits.from_settings(settings), n_features=n_features,
+        zero_based=zero_based)
     dataset, created = await run_in_threadpool(
         _store_dataset, sessions, store, upload.dataset, _base_name(upload.filename),
         upload.size)
@@ -110,8 +117,8 @@ def _store_dataset(sessions: Sessions, store: DatasetStore, dataset, name: str,
 @router.get("", name="list", response_model=DatasetsPublic, responses=responses(422))
 def list_datasets(
     session: SessionDep,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: OffsetQuery = 0,
+    limit: LimitQuery = 100,
 ) -> DatasetsPublic:
     """Datasets, newest first."""
     count = session.scalar(select(func.count()).select_from(Dataset))

@@ -17,7 +17,18 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import JobDep, PoolDep, SessionDep, SessionsDep, WriteSessionDep, fetch
+from app.api.deps import (
+    MAX_POSITION,
+    AfterQuery,
+    JobDep,
+    LimitQuery,
+    OffsetQuery,
+    PoolDep,
+    SessionDep,
+    SessionsDep,
+    WriteSessionDep,
+    fetch,
+)
 from app.api.errors import Conflict, NotFound, Unprocessable, responses
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus
 from app.db.session import Sessions
@@ -35,7 +46,7 @@ CSV_COLUMNS = ("iteration", "elapsed", "objective", "optimality", "extras")
 
 
 @router.post("", name="create", status_code=status.HTTP_202_ACCEPTED,
-             response_model=JobPublic, responses=responses(422))
+             response_model=JobPublic, responses=responses(400, 422))
 def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep,
                response: Response) -> JobPublic:
     """Queue a training job; the worker pool runs queued jobs in order."""
@@ -63,8 +74,8 @@ def list_jobs(
     session: SessionDep,
     status_filter: Annotated[JobStatus | None, Query(alias="status")] = None,
     dataset_id: uuid.UUID | None = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: OffsetQuery = 0,
+    limit: LimitQuery = 100,
 ) -> JobsPublic:
     """Jobs, newest first, optionally only those in one state or on one dataset."""
     query = select(Job)
@@ -111,7 +122,7 @@ def get_job_log(
     job: JobDep,
     session: SessionDep,
     sessions: SessionsDep,
-    after: Annotated[int, Query(ge=0, description="Records after this iteration.")] = 0,
+    after: AfterQuery = 0,
     limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
 ):
     """The convergence log: one record per solver iteration, oldest first."""
@@ -168,8 +179,9 @@ def existing_job_id(job_id: Annotated[uuid.UUID, Path()],
 async def stream_job_log(
     job_id: Annotated[uuid.UUID, Depends(existing_job_id)],
     sessions: SessionsDep,
-    after: Annotated[int, Query(ge=0, description="Records after this iteration.")] = 0,
+    after: AfterQuery = 0,
     last_event_id: Annotated[int | None, Header(
+        ge=0, le=MAX_POSITION,
         description="Resume after this iteration (sent by EventSource on reconnect).")] = None,
 ) -> AsyncIterable[ServerSentEvent]:
     """Server-sent events while the job runs: ``record`` (a log record, id = iteration),
