@@ -108,7 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.store = DatasetStore(settings.datasets_dir)
-    app.state.model_cache = ModelCache(settings.model_cache_size)
+    app.state.model_cache = ModelCache(settings.model_cache_bytes)
     install_error_handlers(app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     for module in (datasets, jobs, models, solvers, health):

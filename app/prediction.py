@@ -106,31 +106,50 @@ def predictions(model, X) -> list[dict[str, Any]]:
 
 
 class ModelCache:
-    """A thread-safe LRU cache of loaded models, keyed by model id."""
+    """A thread-safe LRU cache of loaded models, keyed by model id, bounded in bytes.
 
-    def __init__(self, capacity: int):
-        self._capacity = capacity
-        self._models: OrderedDict[uuid.UUID, Any] = OrderedDict()
+    A model's size is the length of its stored archive (the arrays it holds once loaded).
+    A model larger than the whole cache is loaded for the request and not kept.
+    """
+
+    def __init__(self, max_bytes: int):
+        self._max_bytes = max_bytes
+        self._models: OrderedDict[uuid.UUID, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of the models held now."""
+        return self._bytes
 
     def get(self, model_id: uuid.UUID, load_bytes: Callable[[], bytes]):
         """The model, loaded from ``load_bytes()`` unless cached."""
         with self._lock:
-            model = self._models.get(model_id)
-            if model is not None:
+            entry = self._models.get(model_id)
+            if entry is not None:
                 self._models.move_to_end(model_id)
-                return model
+                return entry[0]
         import solvers
 
-        model = solvers.load_model(load_bytes())
+        artifact = load_bytes()
+        model = solvers.load_model(artifact)
+        size = len(artifact)
+        if size > self._max_bytes:
+            return model
         with self._lock:
-            self._models[model_id] = model
+            if model_id not in self._models:
+                self._models[model_id] = (model, size)
+                self._bytes += size
             self._models.move_to_end(model_id)
-            while len(self._models) > self._capacity:
-                self._models.popitem(last=False)
+            while self._bytes > self._max_bytes:
+                _, (_, evicted) = self._models.popitem(last=False)
+                self._bytes -= evicted
         return model
 
     def discard(self, model_id: uuid.UUID) -> None:
         """Forget a model (it was deleted)."""
         with self._lock:
-            self._models.pop(model_id, None)
+            entry = self._models.pop(model_id, None)
+            if entry is not None:
+                self._bytes -= entry[1]

@@ -41,14 +41,21 @@ class Settings(BaseSettings):
                                  "dataset; a model's weight vectors are this long.")
     max_predict_bytes: int = Field(
         16 * 2**20, ge=1, description="Largest body of a batch prediction.")
+    max_kernel_cache_mb: float = Field(
+        1024.0, gt=0, description="Largest kernel-row cache (solver parameter cache_mb) a job "
+                                  "may ask for, in MiB.")
+    max_direct_rows: int = Field(
+        10_000, ge=1, description="Largest dense direct solve (method=direct) a job may ask for: "
+                                  "its n x n matrix takes 8 n^2 bytes (10,000: 800 MB).")
     max_attempts: int = Field(
         2, ge=1, description="Runs a job may start; a job interrupted by a restart is re-queued "
                              "while it has attempts left.")
     cancel_grace_s: float = Field(
         2.0, gt=0, description="Seconds a worker has to stop cooperatively after a cancel "
                                "request (or past a time limit) before it is killed.")
-    model_cache_size: int = Field(
-        32, ge=1, description="Models kept loaded in the web process for predictions.")
+    model_cache_bytes: int = Field(
+        256 * 2**20, ge=0, description="Bytes of models kept loaded in the web process for "
+                                       "predictions (the sizes of their archives).")
     log_level: str = Field("info", description="Logging level of the service.")
 
     @property

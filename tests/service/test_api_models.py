@@ -246,3 +246,27 @@ def test_a_model_without_liblinear_form_downloads_as_npz_only(api):
         f"{model['kind']} models have no LIBLINEAR form; download format=npz")
     archive = api.get(f"/models/{done['model_id']}/download").content
     assert solvers.load_model(archive).kind == model["kind"]
+
+
+def test_the_model_cache_is_bounded_in_bytes():
+    from app.prediction import ModelCache
+
+    model = solvers.train(solvers.read_svmlight(data_path("heart_scale")), solver="mfn").model
+    archive = model.to_bytes()
+    ids = [uuid.uuid4() for _ in range(3)]
+    loads = []
+
+    def load(k):
+        return lambda: loads.append(k) or archive
+
+    cache = ModelCache(2 * len(archive) + 10)
+    for k, model_id in enumerate(ids):
+        cache.get(model_id, load(k))
+    assert cache.size_bytes == 2 * len(archive)  # the oldest was evicted
+    cache.get(ids[2], load(9))
+    cache.get(ids[0], load(0))
+    assert loads == [0, 1, 2, 0]
+    small = ModelCache(len(archive) - 1)  # a model larger than the cache: served, not kept
+    small.get(ids[0], load(5))
+    assert small.size_bytes == 0
+    small.discard(ids[0])

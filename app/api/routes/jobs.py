@@ -26,12 +26,14 @@ from app.api.deps import (
     PoolDep,
     SessionDep,
     SessionsDep,
+    SettingsDep,
     WriteSessionDep,
     fetch,
 )
 from app.api.errors import Conflict, NotFound, Unprocessable, responses
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus
 from app.db.session import Sessions
+from app.jobs.admission import check_job
 from app.jobs.state import request_cancel
 from app.schemas import JobCreate, JobLogPublic, JobPublic, JobsPublic, LogRecordPublic
 
@@ -47,13 +49,23 @@ CSV_COLUMNS = ("iteration", "elapsed", "objective", "optimality", "extras")
 
 @router.post("", name="create", status_code=status.HTTP_202_ACCEPTED,
              response_model=JobPublic, responses=responses(400, 422))
-def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep,
+def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep, settings: SettingsDep,
                response: Response) -> JobPublic:
-    """Queue a training job; the worker pool runs queued jobs in order."""
+    """Queue a training job; the worker pool runs queued jobs in order.
+
+    A job that cannot succeed on its dataset (one label, more labels than the solver handles,
+    ordinal regression on labels that are not ranks, a validation dataset of another feature
+    space) or that asks for more memory than the settings allow is a 422, not a failed job.
+    """
+    datasets = {}
     for field, dataset_id in (("dataset_id", body.dataset_id),
                               ("validation_dataset_id", body.validation_dataset_id)):
-        if dataset_id is not None and session.get(Dataset, dataset_id) is None:
-            raise Unprocessable(f"{field}: dataset {dataset_id} not found")
+        if dataset_id is not None:
+            datasets[field] = session.get(Dataset, dataset_id)
+            if datasets[field] is None:
+                raise Unprocessable(f"{field}: dataset {dataset_id} not found")
+    check_job(body.params, datasets["dataset_id"], datasets.get("validation_dataset_id"),
+              settings)
     job = Job(
         dataset_id=body.dataset_id,
         validation_dataset_id=body.validation_dataset_id,
