@@ -40,9 +40,32 @@ def serve(args: argparse.Namespace) -> int:
                          workers=args.workers)
     logging.basicConfig(level=settings.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    refusal = open_service_refusal(settings)
+    if refusal:
+        sys.stderr.write(f"svmsvc: error: {refusal}\n")
+        return 2
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
                 log_level=settings.log_level.lower())
     return 0
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def open_service_refusal(settings) -> str | None:
+    """Why ``serve`` must not start: listening beyond this machine without API keys (unless
+    ``SVMSVC_ALLOW_OPEN`` opts out of authentication), or keys that cannot be read."""
+    from app.core.security import ApiKeys, KeyConfigError
+
+    try:
+        keys = ApiKeys.from_settings(settings)
+    except KeyConfigError as exc:
+        return str(exc)
+    if keys.enabled or settings.allow_open or settings.host in LOOPBACK:
+        return None
+    return (f"refusing to listen on {settings.host} without API keys: set SVMSVC_API_KEYS "
+            f"or SVMSVC_API_KEYS_FILE, or SVMSVC_ALLOW_OPEN=true to serve without "
+            f"authentication")
 
 
 def add_migrate_command(commands) -> None:

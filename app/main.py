@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from app.api.errors import install_error_handlers
 from app.api.routes import datasets, health, jobs, models, solvers
 from app.core.config import Settings
+from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize
 from app.db.migrate import upgrade_database
 from app.db.session import Sessions, create_db_engine
 from app.jobs.pool import WorkerPool
@@ -40,7 +41,10 @@ Train support vector machines on uploaded SVMlight datasets and serve their pred
 Upload a dataset (`POST /datasets`), queue a training job with a solver from `GET /solvers`
 (`POST /jobs`), follow its convergence (`GET /jobs/{job_id}/log`, or live from
 `/jobs/{job_id}/log/stream`), then predict with the model it produced (`/models/{model_id}/...`).
-Errors are `{"detail": {"message": ...}}`.
+Errors are `{"detail": {"message": ...}}`.  When the service has API keys, every route but
+`/healthz` and `/readyz` needs one in the `X-API-Key` header: scope `read` for GETs and
+predictions, `train` for uploads and jobs, `admin` for deletions (401 without a valid key, 403
+with a key of too low a scope).
 """
 
 EXTRA_SCHEMAS = (DatasetUpload, ErrorResponse, PredictBatchRequest)
@@ -93,6 +97,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         logger.info("svmsvc ready: database %s at revision %s, data in %s",
                     engine.url.render_as_string(hide_password=True), revision,
                     settings.data_dir.resolve())
+        if app.state.api_keys.enabled:
+            logger.info("API keys: %d configured; every route but /healthz and /readyz "
+                        "needs one (X-API-Key)", len(app.state.api_keys))
+        else:
+            logger.warning("NO API KEYS CONFIGURED: THE SERVICE IS OPEN to anyone who can "
+                           "reach %s:%d (set SVMSVC_API_KEYS or SVMSVC_API_KEYS_FILE)",
+                           settings.host, settings.port)
         try:
             yield
         finally:
@@ -107,6 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=operation_id,
     )
     app.state.settings = settings
+    app.state.api_keys = ApiKeys.from_settings(settings)
     app.state.store = DatasetStore(settings.datasets_dir)
     app.state.model_cache = ModelCache(settings.model_cache_bytes)
     install_error_handlers(app)
@@ -115,6 +127,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router)
 
     async def prometheus_metrics(request: Request) -> Response:
+        if not settings.metrics_public:
+            authorize(app.state.api_keys, request.headers.get(API_KEY_HEADER), Scope.read)
         body = await run_in_threadpool(generate_latest, metrics.registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 

@@ -6,7 +6,8 @@
 #   docker run IMAGE migrate          -> svmsvc migrate (any svmsvc subcommand passes through)
 #
 # The service applies the database migrations itself at start-up; settings come from the
-# SVMSVC_* environment (see docs/service.md).
+# SVMSVC_* environment (see docs/service.md).  Listening on 0.0.0.0, it refuses to start
+# without API keys (SVMSVC_API_KEYS or SVMSVC_API_KEYS_FILE) unless SVMSVC_ALLOW_OPEN=true.
 set -e
 if [ "$#" -eq 0 ] || [ "${1#-}" != "$1" ]; then
     set -- serve --host 0.0.0.0 "$@"

@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.schemas import ErrorDetail, ErrorResponse, FieldError
@@ -41,6 +42,30 @@ class BadRequest(ApiError):
     """400: the body could not be read (not decodable, or cut off)."""
 
     status_code = 400
+
+
+class Unauthorized(ApiError):
+    """401: no API key, or an unknown one."""
+
+    status_code = 401
+
+
+class Forbidden(ApiError):
+    """403: the API key's scope does not allow the request."""
+
+    status_code = 403
+
+
+class TooManyRequests(ApiError):
+    """429: a quota is reached."""
+
+    status_code = 429
+
+
+class ServiceUnavailable(ApiError):
+    """503: the database cannot be reached; retry later."""
+
+    status_code = 503
 
 
 class NotFound(ApiError):
@@ -133,6 +158,17 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
                           getattr(exc, "headers", None))
 
 
+DATABASE_RETRY_AFTER_S = 5
+
+
+async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    logger.warning("database unavailable in %s %s: %s", request.method, request.url.path,
+                   str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    return error_response(503, ErrorDetail(message="the database is unavailable; retry "
+                                                   f"in {DATABASE_RETRY_AFTER_S} s"),
+                          {"Retry-After": str(DATABASE_RETRY_AFTER_S)})
+
+
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     logger.error("unhandled error in %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(500, ErrorDetail(message="internal error"))
@@ -144,4 +180,8 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(SVMLightFormatError, _svmlight_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    # OperationalError: the server is down or unreachable, the connection dropped, SQLite's
+    # file is locked past the busy timeout; InterfaceError: the connection is unusable.
+    app.add_exception_handler(OperationalError, _database_unavailable)
+    app.add_exception_handler(InterfaceError, _database_unavailable)
     app.add_exception_handler(Exception, _unexpected_error)

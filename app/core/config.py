@@ -57,6 +57,20 @@ class Settings(BaseSettings):
         256 * 2**20, ge=0, description="Bytes of models kept loaded in the web process for "
                                        "predictions (the sizes of their archives).")
     log_level: str = Field("info", description="Logging level of the service.")
+    api_keys: str | None = Field(
+        None, description="API keys as comma-separated scope:key pairs (scopes read, train, "
+                          "admin); none configured: the service is open.")
+    api_keys_file: Path | None = Field(
+        None, description="File of API keys, one scope:key (or scope:sha256:<hex digest>) "
+                          "pair a line.")
+    metrics_public: bool = Field(
+        False, description="Serve /metrics without an API key even when keys are configured.")
+    allow_open: bool = Field(
+        False, description="Let `svmsvc serve` listen on a non-loopback address without API "
+                           "keys (an explicit opt-out of authentication).")
+    max_queued_jobs_per_key: int = Field(
+        100, ge=1, description="Jobs one API key may have queued at once (all requests share "
+                               "one quota when the service is open).")
 
     @property
     def sqlalchemy_url(self) -> str:

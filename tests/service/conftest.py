@@ -101,11 +101,19 @@ def service_settings(directory: Path, backend, **overrides) -> Settings:
     return Settings(**values)
 
 
+API_KEYS = {"admin": "test-admin-key", "train": "test-train-key", "read": "test-read-key"}
+"""The keys of the in-process service, by scope."""
+
+
 @pytest.fixture(scope="session")
 def api(backend, tmp_path_factory):
-    """An in-process service (one worker) shared by the API tests of a backend."""
-    settings = service_settings(tmp_path_factory.mktemp(f"api-{backend.name}"), backend)
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+    """An in-process service (one worker) shared by the API tests of a backend; it has API
+    keys of every scope, and the client sends the admin key unless a test sends another."""
+    settings = service_settings(
+        tmp_path_factory.mktemp(f"api-{backend.name}"), backend,
+        api_keys=",".join(f"{scope}:{key}" for scope, key in API_KEYS.items()))
+    with TestClient(create_app(settings), raise_server_exceptions=False,
+                    headers={"X-API-Key": API_KEYS["admin"]}) as client:
         yield client
 
 

@@ -23,6 +23,7 @@ from app.api.deps import (
     fetch,
 )
 from app.api.errors import Conflict, Unprocessable, over_limit, responses
+from app.core.security import ADMIN, READ, TRAIN
 from app.db.models import Dataset, Job, JobStatus, TrainedModel
 from app.db.session import Sessions
 from app.prediction import ModelCache
@@ -30,7 +31,8 @@ from app.schemas import DatasetPublic, DatasetsPublic
 from app.storage import DatasetStore, dataset_digest
 from app.uploads import UploadLimits, receive_svmlight_upload
 
-router = APIRouter(prefix="/datasets", tags=["datasets"])
+router = APIRouter(prefix="/datasets", tags=["datasets"],
+                   dependencies=[READ], responses=responses(401, 403, 503))
 
 UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {
     "schema": {"$ref": "#/components/schemas/DatasetUpload"}}}}}
@@ -41,6 +43,7 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-dat
     name="upload",
     status_code=status.HTTP_201_CREATED,
     response_model=DatasetPublic,
+    dependencies=[TRAIN],
     responses={200: {"model": DatasetPublic, "description": "The same content exists: "
                                                             "that dataset"},
                **responses(400, 413, 422)},
@@ -136,6 +139,7 @@ def get_dataset(dataset: DatasetDep) -> DatasetPublic:
 
 
 @router.delete("/{dataset_id}", name="delete", status_code=status.HTTP_204_NO_CONTENT,
+               dependencies=[ADMIN],
                responses=responses(404, 409, 422))
 def delete_dataset(
     dataset_id: uuid.UUID,

@@ -30,14 +30,23 @@ from app.api.deps import (
     WriteSessionDep,
     fetch,
 )
-from app.api.errors import Conflict, NotFound, Unprocessable, responses
+from app.api.errors import (
+    Conflict,
+    NotFound,
+    TooManyRequests,
+    Unprocessable,
+    over_limit,
+    responses,
+)
+from app.core.security import READ, TRAIN, TrainKey
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus
 from app.db.session import Sessions
 from app.jobs.admission import check_job
 from app.jobs.state import request_cancel
 from app.schemas import JobCreate, JobLogPublic, JobPublic, JobsPublic, LogRecordPublic
 
-router = APIRouter(prefix="/jobs", tags=["jobs"])
+router = APIRouter(prefix="/jobs", tags=["jobs"],
+                   dependencies=[READ], responses=responses(401, 403, 503))
 
 STREAM_POLL_S = 0.25
 """How often the live log stream looks for new records."""
@@ -48,14 +57,15 @@ CSV_COLUMNS = ("iteration", "elapsed", "objective", "optimality", "extras")
 
 
 @router.post("", name="create", status_code=status.HTTP_202_ACCEPTED,
-             response_model=JobPublic, responses=responses(400, 422))
+             response_model=JobPublic, responses=responses(400, 422, 429))
 def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep, settings: SettingsDep,
-               response: Response) -> JobPublic:
+               owner: TrainKey, response: Response) -> JobPublic:
     """Queue a training job; the worker pool runs queued jobs in order.
 
     A job that cannot succeed on its dataset (one label, more labels than the solver handles,
     ordinal regression on labels that are not ranks, a validation dataset of another feature
     space) or that asks for more memory than the settings allow is a 422, not a failed job.
+    A key with ``SVMSVC_MAX_QUEUED_JOBS_PER_KEY`` jobs queued gets a 429.
     """
     datasets = {}
     for field, dataset_id in (("dataset_id", body.dataset_id),
@@ -66,6 +76,13 @@ def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep, setting
                 raise Unprocessable(f"{field}: dataset {dataset_id} not found")
     check_job(body.params, datasets["dataset_id"], datasets.get("validation_dataset_id"),
               settings)
+    queued = session.scalar(select(func.count()).select_from(Job).where(
+        Job.owner.is_(None) if owner is None else Job.owner == owner,
+        Job.status == JobStatus.queued))
+    if queued >= settings.max_queued_jobs_per_key:
+        raise over_limit("the jobs queued for this API key", "max_queued_jobs_per_key",
+                         settings.max_queued_jobs_per_key, "jobs", actual=queued,
+                         error=TooManyRequests)
     job = Job(
         dataset_id=body.dataset_id,
         validation_dataset_id=body.validation_dataset_id,
@@ -73,6 +90,7 @@ def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep, setting
         params=body.params.model_dump(mode="json"),
         time_limit_s=body.time_limit_s,
         status=JobStatus.queued,
+        owner=owner,
     )
     session.add(job)
     session.commit()
@@ -108,6 +126,7 @@ def get_job(job: JobDep) -> JobPublic:
 
 
 @router.post("/{job_id}/cancel", name="cancel", status_code=status.HTTP_202_ACCEPTED,
+             dependencies=[TRAIN],
              response_model=JobPublic, responses=responses(404, 409, 422))
 def cancel_job(job_id: uuid.UUID, session: WriteSessionDep, pool: PoolDep) -> JobPublic:
     """Cancel a job: a queued one at once; a running one within about a second (its worker

@@ -30,6 +30,7 @@ from app.api.deps import (
     fetch,
 )
 from app.api.errors import BadRequest, Conflict, NotFound, Unprocessable, over_limit, responses
+from app.core.security import ADMIN, READ
 from app.db.models import Dataset, TrainedModel
 from app.db.session import Sessions
 from app.evaluation import evaluate
@@ -52,7 +53,8 @@ from app.schemas import (
     PredictionsPublic,
 )
 
-router = APIRouter(prefix="/models", tags=["models"])
+router = APIRouter(prefix="/models", tags=["models"],
+                   dependencies=[READ], responses=responses(401, 403, 503))
 
 
 class DownloadFormat(enum.StrEnum):
@@ -108,6 +110,7 @@ def get_model(model: ModelDep) -> ModelPublic:
 
 
 @router.delete("/{model_id}", name="delete", status_code=status.HTTP_204_NO_CONTENT,
+               dependencies=[ADMIN],
                responses=responses(404, 422))
 def delete_model(model_id: uuid.UUID, session: WriteSessionDep, cache: ModelCacheDep) -> None:
     """Delete a model (its job stays, without a model)."""
