@@ -18,6 +18,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
 from app.api.errors import install_error_handlers
@@ -25,6 +26,7 @@ from app.api.routes import datasets, health, jobs, models, solvers
 from app.core.config import Settings
 from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize
 from app.db.migrate import upgrade_database
+from app.db.models import Dataset
 from app.db.session import Sessions, create_db_engine
 from app.jobs.pool import WorkerPool
 from app.jobs.state import recover_interrupted_jobs
@@ -81,6 +83,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = create_db_engine(settings.sqlalchemy_url)
         revision = await run_in_threadpool(upgrade_database, engine)
         sessions = Sessions(engine)
+        with sessions.read() as session:
+            digests = set(session.scalars(select(Dataset.sha256)))
+        temporary, orphans = await run_in_threadpool(app.state.store.sweep, digests,
+                                                     settings.orphan_grace_s)
+        if temporary or orphans:
+            logger.warning("removed %d temporary upload file(s) and %d stored dataset file(s) "
+                           "without a database row, left by a crash", temporary, orphans)
         with sessions.write() as session:
             requeued, cancelled, failed = recover_interrupted_jobs(session,
                                                                    settings.max_attempts)

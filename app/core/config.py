@@ -57,6 +57,13 @@ class Settings(BaseSettings):
         256 * 2**20, ge=0, description="Bytes of models kept loaded in the web process for "
                                        "predictions (the sizes of their archives).")
     log_level: str = Field("info", description="Logging level of the service.")
+    orphan_grace_s: float = Field(
+        3600.0, ge=0, description="At start-up, temporary upload files and stored dataset "
+                                  "files without a database row older than this are removed.")
+    lease_s: float = Field(
+        30.0, gt=0, description="A running job's lease: renewed by its service and worker "
+                                "(every third of it); a job whose lease is older is taken back "
+                                "(re-queued or failed) by any service on the database.")
     api_keys: str | None = Field(
         None, description="API keys as comma-separated scope:key pairs (scopes read, train, "
                           "admin); none configured: the service is open.")

@@ -135,6 +135,30 @@ def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobSta
     return True
 
 
+LOG_DELETE_BATCH = 5000
+"""Log records deleted per transaction when a job is deleted (short write locks on SQLite)."""
+
+
+def delete_finished_job(sessions, job_id: uuid.UUID, batch: int = LOG_DELETE_BATCH) -> None:
+    """Delete a finished job: its log in batches of ``batch`` records, each its own short
+    write transaction (a log of millions of records never holds SQLite's write lock for
+    long), then the row (its model stays, without a job).  Finished jobs get no new records,
+    so the batches cannot race with a writer."""
+    while True:
+        with sessions.write() as session:
+            cutoff = session.scalar(
+                select(JobLogEntry.iteration).where(JobLogEntry.job_id == job_id)
+                .order_by(JobLogEntry.iteration).offset(batch - 1).limit(1))
+            if cutoff is None:
+                session.execute(delete(JobLogEntry).where(JobLogEntry.job_id == job_id))
+                session.execute(delete(Job).where(Job.id == job_id))
+                session.commit()
+                return
+            session.execute(delete(JobLogEntry).where(JobLogEntry.job_id == job_id,
+                                                      JobLogEntry.iteration <= cutoff))
+            session.commit()
+
+
 def request_cancel(session: Session, job: Job) -> None:
     """Cancel a queued job at once; flag a running one for its worker to stop.
 

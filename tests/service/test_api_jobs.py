@@ -231,3 +231,23 @@ def test_a_validation_dataset_is_evaluated_after_training(api):
     evaluated = api.post(f"/models/{done['model_id']}/evaluate",
                          json={"dataset_id": test_id}).json()
     assert evaluated == validation
+
+
+def test_delete_a_finished_job_and_its_log_in_batches(api, heart, a9a):
+    from app.jobs.state import delete_finished_job
+
+    done = wait_job(api, create_job(api, heart, QUICK_PARAMS)["id"])
+    assert len(full_log(api, done["id"])) >= 2
+    unfinished = create_job(api, a9a, LONG_PARAMS)["id"]  # queued or running until cancelled
+    refused = api.delete(f"/jobs/{unfinished}")
+    assert refused.status_code == 409 and "cancel it first" in refused.text
+    api.post(f"/jobs/{unfinished}/cancel")
+    wait_job(api, unfinished)
+    assert api.delete(f"/jobs/{done['id']}").status_code == 204
+    assert api.get(f"/jobs/{done['id']}").status_code == 404
+    assert api.get(f"/jobs/{done['id']}/log").status_code == 404
+    assert api.get(f"/models/{done['model_id']}").json()["job_id"] is None  # the model stays
+    assert api.delete(f"/jobs/{done['id']}").status_code == 404
+    sessions = api.app.state.sessions
+    delete_finished_job(sessions, uuid.UUID(unfinished), batch=1)  # one record a batch
+    assert api.get(f"/jobs/{unfinished}").status_code == 404

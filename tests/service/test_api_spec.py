@@ -18,6 +18,7 @@ OPERATION_IDS = {
     ("get", "/jobs"): "jobs-list",
     ("get", "/jobs/{job_id}"): "jobs-get",
     ("post", "/jobs/{job_id}/cancel"): "jobs-cancel",
+    ("delete", "/jobs/{job_id}"): "jobs-delete",
     ("get", "/jobs/{job_id}/log"): "jobs-log",
     ("get", "/jobs/{job_id}/log/stream"): "jobs-log-stream",
     ("get", "/models"): "models-list",

@@ -38,11 +38,11 @@ from app.api.errors import (
     over_limit,
     responses,
 )
-from app.core.security import READ, TRAIN, TrainKey
+from app.core.security import ADMIN, READ, TRAIN, TrainKey
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus
 from app.db.session import Sessions
 from app.jobs.admission import check_job
-from app.jobs.state import request_cancel
+from app.jobs.state import delete_finished_job, request_cancel
 from app.schemas import JobCreate, JobLogPublic, JobPublic, JobsPublic, LogRecordPublic
 
 router = APIRouter(prefix="/jobs", tags=["jobs"],
@@ -137,6 +137,21 @@ def cancel_job(job_id: uuid.UUID, session: WriteSessionDep, pool: PoolDep) -> Jo
     request_cancel(session, job)
     pool.wake()
     return JobPublic.from_row(job)
+
+
+@router.delete("/{job_id}", name="delete", status_code=status.HTTP_204_NO_CONTENT,
+               dependencies=[ADMIN], responses=responses(404, 409, 422))
+def delete_job(job_id: uuid.UUID, sessions: SessionsDep) -> None:
+    """Delete a finished job and its convergence log (its model, if any, stays).
+
+    Refused (409) while the job is queued or running: cancel it first.
+    """
+    with sessions.read() as session:
+        job = fetch(session, Job, job_id, "job")
+        job_status = JobStatus(job.status)
+    if not job_status.finished:
+        raise Conflict(f"job {job_id} is {job_status}; cancel it first")
+    delete_finished_job(sessions, job_id)
 
 
 @router.get(
