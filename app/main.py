@@ -1,7 +1,8 @@
 """The FastAPI application: :func:`create_app` builds it from :class:`Settings`.
 
-Start-up (the lifespan) creates the data directory, applies the migrations, settles the jobs
-a previous process left running, and starts the worker pool; shut-down stops the pool.
+Start-up (the lifespan) creates the data directory, applies the migrations, removes what a
+crash left in the dataset store, settles the jobs a previous process left running (those whose
+lease expired), and starts the worker pool; shut-down stops the pool.
 OperationIds are ``<tag>-<name>`` (``datasets-upload``, ``jobs-log-stream`` ...), so
 generated clients get readable method names.
 """
@@ -91,8 +92,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             logger.warning("removed %d temporary upload file(s) and %d stored dataset file(s) "
                            "without a database row, left by a crash", temporary, orphans)
         with sessions.write() as session:
-            requeued, cancelled, failed = recover_interrupted_jobs(session,
-                                                                   settings.max_attempts)
+            requeued, cancelled, failed = recover_interrupted_jobs(
+                session, settings.max_attempts, settings.lease_s)
         if requeued or cancelled or failed:
             logger.warning("jobs left running by the previous process: %d re-queued, "
                            "%d cancelled, %d failed", requeued, cancelled, failed)

@@ -10,7 +10,9 @@ wake-up pipe (poked when a job is created or a cancel requested), and at least e
   cooperatively (the monitor sees the flag within 0.2 s), then kills them; a job past its
   time limit by more than the grace is killed the same way;
 * notices workers that died: their job fails with the reason ("worker process died (exit code
-  -9)") or, if it was being cancelled, is cancelled; a replacement worker is started.
+  -9)") or, if it was being cancelled, is cancelled; a replacement worker is started;
+* renews the leases of the jobs its live workers run (every third of ``lease_s``) and takes
+  back the running jobs whose lease expired (every half), whichever service ran them.
 
 The database stays the source of truth: the dispatcher holds only which worker runs which
 attempt, and every write it makes is fenced by that attempt (``app.jobs.state``).
@@ -32,7 +34,14 @@ from sqlalchemy import select
 from app.core.config import Settings
 from app.db.models import Job, JobStatus
 from app.db.session import Sessions
-from app.jobs.state import claim_next_job, finish_job, has_queued_jobs
+from app.jobs.state import (
+    claim_next_job,
+    finish_job,
+    has_queued_jobs,
+    recover_interrupted_jobs,
+    release_leases,
+    renew_leases,
+)
 from app.jobs.worker import WorkerConfig, worker_main
 from app.metrics import ServiceMetrics
 
@@ -101,6 +110,8 @@ class WorkerPool:
         self._wake_lock = threading.Lock()
         self._wake_pending = False
         self._thread: threading.Thread | None = None
+        self._next_renewal = 0.0
+        self._next_recovery = time.monotonic() + settings.lease_s / 2
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -122,6 +133,14 @@ class WorkerPool:
             self._thread.join(STOP_TIMEOUT_S)
         with self._lock:
             workers = list(self._workers)
+        running = [(w.assignment.job_id, w.assignment.attempt) for w in workers
+                   if w.assignment is not None]
+        if running:
+            try:
+                with self._sessions.write() as session:
+                    release_leases(session, running)
+            except Exception:  # the database is gone: the leases expire by themselves
+                logger.exception("could not release the leases of %d job(s)", len(running))
         for worker in workers:
             if worker.assignment is None and worker.process.is_alive():
                 try:
@@ -177,6 +196,7 @@ class WorkerPool:
                     break
                 self._enforce_deadlines()
                 self._respawn()
+                self._keep_leases()
             except Exception:  # the database may be briefly unreachable: keep dispatching
                 logger.exception("dispatcher error; retrying")
                 self._stopping.wait(TICK_S)
@@ -311,6 +331,31 @@ class WorkerPool:
                 with self._lock:
                     self._workers.append(worker)
                     self._workers.sort(key=lambda w: w.index)
+
+    def _keep_leases(self) -> None:
+        now = time.monotonic()
+        lease_s = self._settings.lease_s
+        if now >= self._next_renewal:
+            self._next_renewal = now + lease_s / 3
+            alive = [(w.assignment.job_id, w.assignment.attempt) for w in self._workers
+                     if w.assignment is not None and w.assignment.killed_for is None
+                     and w.process.is_alive()]
+            if alive:
+                with self._sessions.write() as session:
+                    renew_leases(session, alive)
+        if now >= self._next_recovery:
+            self._next_recovery = now + lease_s / 2
+            with self._sessions.read() as session:
+                if not session.scalar(select(Job.id).where(
+                        Job.status == JobStatus.running).limit(1)):
+                    return  # nothing running anywhere: no write lock needed
+            with self._sessions.write() as session:
+                counts = recover_interrupted_jobs(session, self._settings.max_attempts,
+                                                  lease_s)
+            if any(counts):
+                logger.warning("jobs whose lease expired (their service or worker is gone): "
+                               "%d re-queued, %d cancelled, %d failed", *counts)
+                self.wake()
 
     def _enforce_deadlines(self) -> None:
         busy = [w for w in self._workers if w.assignment is not None]

@@ -130,6 +130,11 @@ def live_server(backend, tmp_path_factory):
         server.stop()
 
 
+RESTART_LEASE_S = 3.0
+"""Lease of the restarted services: a crashed service's jobs are taken back this long after
+its last renewal (30 s by default)."""
+
+
 @pytest.fixture
 def server_factory(backend, tmp_path):
     """Start ``svmsvc serve`` processes on one data directory and database (restarts)."""
@@ -137,6 +142,7 @@ def server_factory(backend, tmp_path):
     servers: list[ServerProcess] = []
 
     def start(**settings) -> ServerProcess:
+        settings.setdefault("lease_s", RESTART_LEASE_S)
         server = ServerProcess(tmp_path / "data", database_url, **settings)
         servers.append(server)
         return server

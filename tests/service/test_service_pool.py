@@ -229,3 +229,32 @@ def test_restart_fails_a_running_job_without_attempts_left(server_factory):
     assert wait_job(second.client, queued)["status"] == "succeeded"
     assert "jobs left running by the previous process: 0 re-queued, 0 cancelled, 1 failed" \
         in second.log()
+
+
+def test_two_services_on_one_database_never_take_each_others_live_jobs(server_factory):
+    """Each service renews the leases of the jobs its workers run; a second service started
+    beside the first leaves them alone, and takes a job back only once its service died."""
+    first = server_factory(workers=1)
+    first.wait_ready()
+    a9a = uploaded_id(first.client, data_path("a9a"))
+    shared = create_job(first.client, a9a, MEDIUM_PARAMS)["id"]
+    wait_job(first.client, shared, until=running_with_progress)
+    second = server_factory(workers=1)
+    second.wait_ready()
+    done = wait_job(second.client, shared)  # runs to its end on the first service's worker
+    assert done["status"] == "succeeded" and done["attempts"] == 1, done
+    assert "jobs left running by the previous process" not in second.log()
+    assert "lease expired" not in second.log()
+
+    orphaned = create_job(first.client, a9a, MEDIUM_PARAMS)["id"]
+    running = wait_job(first.client, orphaned, until=running_with_progress)
+    owner, survivor = (first, second) if any(
+        w["job_id"] == orphaned for w in first.readiness()["workers"]) else (second, first)
+    worker = owner.worker_of(orphaned)["pid"]
+    owner.stop(signal.SIGKILL)  # its worker notices and stops: the lease is no longer renewed
+    wait_process_gone(worker)
+    done = wait_job(survivor.client, orphaned)
+    assert running["attempts"] == 1
+    assert done["status"] == "succeeded" and done["attempts"] == 2, done
+    assert "jobs whose lease expired (their service or worker is gone): 1 re-queued" \
+        in survivor.log()
