@@ -10,6 +10,7 @@ path, wrong method) and unexpected exceptions are turned into the same
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -154,8 +155,26 @@ async def _svmlight_error(request: Request, exc: SVMLightFormatError) -> JSONRes
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-    return error_response(exc.status_code, ErrorDetail(message=str(exc.detail)),
-                          getattr(exc, "headers", None))
+    headers = getattr(exc, "headers", None)
+    if exc.status_code == 405:
+        headers = {**(headers or {}), "Allow": ", ".join(_allowed_methods(request))}
+    return error_response(exc.status_code, ErrorDetail(message=str(exc.detail)), headers)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method the spec documents for the request's path (Starlette's 405 names only
+    those of the first route that matched the path)."""
+    app = request.app
+    table = getattr(app.state, "allowed_methods", None)
+    if table is None:
+        table = []
+        for template, operations in app.openapi()["paths"].items():
+            pattern = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template))
+            table.append((re.compile(pattern + "$"),
+                          sorted(method.upper() for method in operations)))
+        app.state.allowed_methods = table
+    path = request.url.path
+    return sorted({m for regex, methods in table if regex.match(path) for m in methods})
 
 
 DATABASE_RETRY_AFTER_S = 5
