@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
 from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
@@ -133,6 +134,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.model_cache = ModelCache(settings.model_cache_bytes)
     install_error_handlers(app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    if settings.cors_origin_list:
+        app.add_middleware(
+            CORSMiddleware, allow_origins=settings.cors_origin_list,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=[API_KEY_HEADER, "Content-Type", "Accept", "Last-Event-ID"],
+            expose_headers=["Location", "Retry-After"])
     for module in (datasets, jobs, models, solvers, health):
         app.include_router(module.router)
 

@@ -75,9 +75,17 @@ class Settings(BaseSettings):
     allow_open: bool = Field(
         False, description="Let `svmsvc serve` listen on a non-loopback address without API "
                            "keys (an explicit opt-out of authentication).")
+    cors_origins: str = Field(
+        "", description="Origins allowed to call the API from a browser (CORS), comma-separated "
+                        "(e.g. https://ui.example.org); empty: no CORS headers.")
     max_queued_jobs_per_key: int = Field(
         100, ge=1, description="Jobs one API key may have queued at once (all requests share "
                                "one quota when the service is open).")
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        """The CORS origins, parsed."""
+        return [origin.strip() for origin in self.cors_origins.split(",") if origin.strip()]
 
     @property
     def sqlalchemy_url(self) -> str:

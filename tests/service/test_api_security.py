@@ -135,3 +135,20 @@ def test_queued_jobs_are_limited_per_key(api):
             session.query(Job).filter(Job.owner == owner, Job.status == JobStatus.queued) \
                 .delete()
             session.commit()
+
+
+def test_cors_is_a_setting():
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    preflight = {"Origin": "https://ui.example.org", "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "X-API-Key"}
+    allowed = TestClient(create_app(Settings(data_dir="unused",
+                                             cors_origins="https://ui.example.org")))
+    response = allowed.options("/jobs", headers=preflight)  # answered before any route
+    assert response.status_code == 200
+    assert response.headers["access-control-allow-origin"] == "https://ui.example.org"
+    assert "x-api-key" in response.headers["access-control-allow-headers"].lower()
+    closed = TestClient(create_app(Settings(data_dir="unused")))
+    assert "access-control-allow-origin" not in closed.options("/jobs", headers=preflight).headers
