@@ -14,7 +14,6 @@ import anyio
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
-from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import (
@@ -33,15 +32,12 @@ from app.api.deps import (
 from app.api.errors import (
     Conflict,
     NotFound,
-    TooManyRequests,
-    Unprocessable,
-    over_limit,
     responses,
 )
 from app.core.security import ADMIN, READ, TRAIN, TrainKey
-from app.db.models import Dataset, Job, JobLogEntry, JobStatus
+from app.crud import jobs as crud_jobs
+from app.db.models import Job, JobStatus
 from app.db.session import Sessions
-from app.jobs.admission import check_job
 from app.jobs.state import delete_finished_job, request_cancel
 from app.schemas import JobCreate, JobLogPublic, JobPublic, JobsPublic, LogRecordPublic
 
@@ -67,33 +63,7 @@ def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep, setting
     space) or that asks for more memory than the settings allow is a 422, not a failed job.
     A key with ``SVMSVC_MAX_QUEUED_JOBS_PER_KEY`` jobs queued gets a 429.
     """
-    datasets = {}
-    for field, dataset_id in (("dataset_id", body.dataset_id),
-                              ("validation_dataset_id", body.validation_dataset_id)):
-        if dataset_id is not None:
-            datasets[field] = session.get(Dataset, dataset_id)
-            if datasets[field] is None:
-                raise Unprocessable(f"{field}: dataset {dataset_id} not found")
-    check_job(body.params, datasets["dataset_id"], datasets.get("validation_dataset_id"),
-              settings)
-    queued = session.scalar(select(func.count()).select_from(Job).where(
-        Job.owner.is_(None) if owner is None else Job.owner == owner,
-        Job.status == JobStatus.queued))
-    if queued >= settings.max_queued_jobs_per_key:
-        raise over_limit("the jobs queued for this API key", "max_queued_jobs_per_key",
-                         settings.max_queued_jobs_per_key, "jobs", actual=queued,
-                         error=TooManyRequests)
-    job = Job(
-        dataset_id=body.dataset_id,
-        validation_dataset_id=body.validation_dataset_id,
-        solver=body.params.solver,
-        params=body.params.model_dump(mode="json"),
-        time_limit_s=body.time_limit_s,
-        status=JobStatus.queued,
-        owner=owner,
-    )
-    session.add(job)
-    session.commit()
+    job = crud_jobs.create(session, body, owner, settings)
     pool.wake()
     response.headers["Location"] = f"/jobs/{job.id}"
     return JobPublic.from_row(job)
@@ -108,14 +78,7 @@ def list_jobs(
     limit: LimitQuery = 100,
 ) -> JobsPublic:
     """Jobs, newest first, optionally only those in one state or on one dataset."""
-    query = select(Job)
-    if status_filter is not None:
-        query = query.where(Job.status == status_filter)
-    if dataset_id is not None:
-        query = query.where(Job.dataset_id == dataset_id)
-    count = session.scalar(select(func.count()).select_from(query.subquery()))
-    rows = session.scalars(query.order_by(Job.created_at.desc(), Job.id)
-                           .offset(offset).limit(limit))
+    rows, count = crud_jobs.list_page(session, status_filter, dataset_id, offset, limit)
     return JobsPublic(data=[JobPublic.from_row(job) for job in rows], count=count)
 
 
@@ -176,34 +139,22 @@ def get_job_log(
         return StreamingResponse(
             _csv_rows(sessions, job.id, after), media_type="text/csv",
             headers={"Content-Disposition": f'attachment; filename="job-{job.id}-log.csv"'})
-    count = session.scalar(select(func.count()).select_from(JobLogEntry)
-                           .where(JobLogEntry.job_id == job.id))
-    rows = list(session.scalars(
-        select(JobLogEntry).where(JobLogEntry.job_id == job.id, JobLogEntry.iteration > after)
-        .order_by(JobLogEntry.iteration).limit(limit + 1)))
-    return JobLogPublic(data=[LogRecordPublic.from_row(r) for r in rows[:limit]], count=count,
-                        has_more=len(rows) > limit)
+    rows, count, has_more = crud_jobs.log_page(session, job.id, after, limit)
+    return JobLogPublic(data=[LogRecordPublic.from_row(r) for r in rows], count=count,
+                        has_more=has_more)
 
 
 def _csv_rows(sessions: Sessions, job_id: uuid.UUID, after: int) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    while True:
-        with sessions.read() as session:
-            rows = list(session.scalars(
-                select(JobLogEntry)
-                .where(JobLogEntry.job_id == job_id, JobLogEntry.iteration > after)
-                .order_by(JobLogEntry.iteration).limit(CSV_BATCH)))
+    for rows in crud_jobs.log_batches(sessions, job_id, after, CSV_BATCH):
         for row in rows:
             writer.writerow((row.iteration, repr(row.elapsed), _number(row.objective),
                              _number(row.optimality), json.dumps(row.extras, sort_keys=True)))
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()
-        if len(rows) < CSV_BATCH:
-            return
-        after = rows[-1].iteration
 
 
 def _number(value: float | None) -> str:
@@ -254,13 +205,7 @@ async def stream_job_log(
 
 def _job_and_records(sessions: Sessions, job_id: uuid.UUID,
                      after: int) -> tuple[JobPublic | None, list[LogRecordPublic]]:
-    # The job first: once it is seen finished, every record was committed before.
-    with sessions.read() as session:
-        job = session.get(Job, job_id)
-        if job is None:
-            return None, []
-        public = JobPublic.from_row(job)
-        rows = session.scalars(
-            select(JobLogEntry).where(JobLogEntry.job_id == job_id, JobLogEntry.iteration > after)
-            .order_by(JobLogEntry.iteration).limit(STREAM_BATCH))
-        return public, [LogRecordPublic.from_row(row) for row in rows]
+    job, rows = crud_jobs.with_records(sessions, job_id, after, STREAM_BATCH)
+    if job is None:
+        return None, []
+    return JobPublic.from_row(job), [LogRecordPublic.from_row(row) for row in rows]

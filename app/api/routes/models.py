@@ -13,7 +13,6 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import PlainTextResponse
 from pydantic import ValidationError
-from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
@@ -31,6 +30,7 @@ from app.api.deps import (
 )
 from app.api.errors import BadRequest, Conflict, NotFound, Unprocessable, over_limit, responses
 from app.core.security import ADMIN, READ
+from app.crud import models as crud_models
 from app.db.models import Dataset, TrainedModel
 from app.db.session import Sessions
 from app.evaluation import evaluate
@@ -72,9 +72,7 @@ def _load(cache: ModelCache, sessions: Sessions, model_id: uuid.UUID):
     """The model object (from the cache, or its bytes from the database)."""
 
     def read_artifact() -> bytes:
-        with sessions.read() as session:
-            artifact = session.scalar(
-                select(TrainedModel.artifact).where(TrainedModel.id == model_id))
+        artifact = crud_models.artifact(sessions, model_id)
         if artifact is None:
             raise NotFound(f"model {model_id} not found")
         return artifact
@@ -91,14 +89,7 @@ def list_models(
     limit: LimitQuery = 100,
 ) -> ModelsPublic:
     """Models, newest first, optionally only those of one dataset or solver."""
-    query = select(TrainedModel)
-    if dataset_id is not None:
-        query = query.where(TrainedModel.dataset_id == dataset_id)
-    if solver is not None:
-        query = query.where(TrainedModel.solver == solver)
-    count = session.scalar(select(func.count()).select_from(query.subquery()))
-    rows = session.scalars(query.order_by(TrainedModel.created_at.desc(), TrainedModel.id)
-                           .offset(offset).limit(limit))
+    rows, count = crud_models.list_page(session, dataset_id, solver, offset, limit)
     return ModelsPublic(data=[ModelPublic.from_row(row) for row in rows], count=count)
 
 
