@@ -44,6 +44,7 @@ def serve(args: argparse.Namespace) -> int:
     if refusal:
         sys.stderr.write(f"svmsvc: error: {refusal}\n")
         return 2
+    _apply_migrations(settings)  # prestart: the schema is current before the app starts
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
                 log_level=settings.log_level.lower())
     return 0
@@ -80,10 +81,17 @@ def add_migrate_command(commands) -> None:
 
 def migrate(args: argparse.Namespace) -> int:
     """Apply the migrations and say which revision the database is at."""
+    before, after = _apply_migrations(_settings(data_dir=args.data_dir))
+    change = "already at" if before == after else f"upgraded from {before or 'empty'} to"
+    sys.stdout.write(f"database {change} revision {after}\n")
+    return 0
+
+
+def _apply_migrations(settings) -> tuple[str | None, str]:
+    """Bring the database of ``settings`` to the newest revision: (before, after)."""
     from app.db.migrate import current_revision, upgrade_database
     from app.db.session import create_db_engine
 
-    settings = _settings(data_dir=args.data_dir)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     engine = create_db_engine(settings.sqlalchemy_url)
     try:
@@ -91,6 +99,4 @@ def migrate(args: argparse.Namespace) -> int:
         after = upgrade_database(engine)
     finally:
         engine.dispose()
-    change = "already at" if before == after else f"upgraded from {before or 'empty'} to"
-    sys.stdout.write(f"database {change} revision {after}\n")
-    return 0
+    return before, after
