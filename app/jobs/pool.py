@@ -175,11 +175,12 @@ class WorkerPool:
     def snapshot(self) -> list[WorkerInfo]:
         """The workers as they are now."""
         with self._lock:
-            return [
-                WorkerInfo(w.index, w.process.pid, w.process.is_alive(), w.ready,
-                           w.assignment.job_id if w.assignment else None)
-                for w in self._workers
-            ]
+            infos = []
+            for w in self._workers:
+                alive = w.process.is_alive()  # a dead worker is never ready, reaped or not
+                infos.append(WorkerInfo(w.index, w.process.pid, alive, w.ready and alive,
+                                        w.assignment.job_id if w.assignment else None))
+            return infos
 
     @property
     def dispatching(self) -> bool:

@@ -174,3 +174,18 @@ def test_a_database_outage_is_a_503_with_retry_after(api):
         api.app.state.sessions = working
         unreachable.dispose()
     assert api.get("/datasets").status_code == 200
+
+
+def test_a_dead_worker_is_never_shown_ready():
+    """Regression: between its death and the dispatcher noticing it, /readyz listed a dead
+    worker as ready."""
+    from types import SimpleNamespace
+
+    from app.jobs.pool import WorkerHandle, WorkerPool
+    from app.metrics import ServiceMetrics
+
+    pool = WorkerPool(Settings(data_dir="unused"), sessions=None, metrics=ServiceMetrics())
+    for index, alive in enumerate((True, False)):
+        process = SimpleNamespace(pid=100 + index, is_alive=lambda alive=alive: alive)
+        pool._workers.append(WorkerHandle(index, process, connection=None, ready=True))
+    assert [(w.alive, w.ready) for w in pool.snapshot()] == [(True, True), (False, False)]
