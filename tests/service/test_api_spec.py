@@ -181,11 +181,11 @@ def test_a_dead_worker_is_never_shown_ready():
     worker as ready."""
     from types import SimpleNamespace
 
-    from app.jobs.pool import WorkerHandle, WorkerPool
+    from app.jobs.executor import ProcessExecutor, _Worker
     from app.metrics import ServiceMetrics
 
-    pool = WorkerPool(Settings(data_dir="unused"), sessions=None, metrics=ServiceMetrics())
+    executor = ProcessExecutor(Settings(data_dir="unused"), metrics=ServiceMetrics())
     for index, alive in enumerate((True, False)):
         process = SimpleNamespace(pid=100 + index, is_alive=lambda alive=alive: alive)
-        pool._workers.append(WorkerHandle(index, process, connection=None, ready=True))
-    assert [(w.alive, w.ready) for w in pool.snapshot()] == [(True, True), (False, False)]
+        executor._workers.append(_Worker(index, process, connection=None, ready=True))
+    assert [(w.alive, w.ready) for w in executor.snapshot()] == [(True, True), (False, False)]
