@@ -40,9 +40,33 @@ def serve(args: argparse.Namespace) -> int:
                          workers=args.workers)
     logging.basicConfig(level=settings.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    refusal = open_service_refusal(settings)
+    if refusal:
+        sys.stderr.write(f"svmsvc: error: {refusal}\n")
+        return 2
+    _apply_migrations(settings)  # prestart: the schema is current before the app starts
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
                 log_level=settings.log_level.lower())
     return 0
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def open_service_refusal(settings) -> str | None:
+    """Why ``serve`` must not start: listening beyond this machine without API keys (unless
+    ``SVMSVC_ALLOW_OPEN`` opts out of authentication), or keys that cannot be read."""
+    from app.core.security import ApiKeys, KeyConfigError
+
+    try:
+        keys = ApiKeys.from_settings(settings)
+    except KeyConfigError as exc:
+        return str(exc)
+    if keys.enabled or settings.allow_open or settings.host in LOOPBACK:
+        return None
+    return (f"refusing to listen on {settings.host} without API keys: set SVMSVC_API_KEYS "
+            f"or SVMSVC_API_KEYS_FILE, or SVMSVC_ALLOW_OPEN=true to serve without "
+            f"authentication")
 
 
 def add_migrate_command(commands) -> None:
@@ -57,10 +81,17 @@ def add_migrate_command(commands) -> None:
 
 def migrate(args: argparse.Namespace) -> int:
     """Apply the migrations and say which revision the database is at."""
+    before, after = _apply_migrations(_settings(data_dir=args.data_dir))
+    change = "already at" if before == after else f"upgraded from {before or 'empty'} to"
+    sys.stdout.write(f"database {change} revision {after}\n")
+    return 0
+
+
+def _apply_migrations(settings) -> tuple[str | None, str]:
+    """Bring the database of ``settings`` to the newest revision: (before, after)."""
     from app.db.migrate import current_revision, upgrade_database
     from app.db.session import create_db_engine
 
-    settings = _settings(data_dir=args.data_dir)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     engine = create_db_engine(settings.sqlalchemy_url)
     try:
@@ -68,6 +99,4 @@ def migrate(args: argparse.Namespace) -> int:
         after = upgrade_database(engine)
     finally:
         engine.dispose()
-    change = "already at" if before == after else f"upgraded from {before or 'empty'} to"
-    sys.stdout.write(f"database {change} revision {after}\n")
-    return 0
+    return before, after

@@ -1,7 +1,8 @@
 """The FastAPI application: :func:`create_app` builds it from :class:`Settings`.
 
-Start-up (the lifespan) creates the data directory, applies the migrations, settles the jobs
-a previous process left running, and starts the worker pool; shut-down stops the pool.
+Start-up (the lifespan) creates the data directory, applies the migrations, removes what a
+crash left in the dataset store, settles the jobs a previous process left running (those whose
+lease expired), and starts the worker pool; shut-down stops the pool.
 OperationIds are ``<tag>-<name>`` (``datasets-upload``, ``jobs-log-stream`` ...), so
 generated clients get readable method names.
 """
@@ -14,16 +15,20 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
 from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
 from app.api.errors import install_error_handlers
 from app.api.routes import datasets, health, jobs, models, solvers
 from app.core.config import Settings
+from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize
 from app.db.migrate import upgrade_database
+from app.db.models import Dataset
 from app.db.session import Sessions, create_db_engine
 from app.jobs.pool import WorkerPool
 from app.jobs.state import recover_interrupted_jobs
@@ -40,7 +45,10 @@ Train support vector machines on uploaded SVMlight datasets and serve their pred
 Upload a dataset (`POST /datasets`), queue a training job with a solver from `GET /solvers`
 (`POST /jobs`), follow its convergence (`GET /jobs/{job_id}/log`, or live from
 `/jobs/{job_id}/log/stream`), then predict with the model it produced (`/models/{model_id}/...`).
-Errors are `{"detail": {"message": ...}}`.
+Errors are `{"detail": {"message": ...}}`.  When the service has API keys, every route but
+`/healthz` and `/readyz` needs one in the `X-API-Key` header: scope `read` for GETs and
+predictions, `train` for uploads and jobs, `admin` for deletions (401 without a valid key, 403
+with a key of too low a scope).
 """
 
 EXTRA_SCHEMAS = (DatasetUpload, ErrorResponse, PredictBatchRequest)
@@ -77,9 +85,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = create_db_engine(settings.sqlalchemy_url)
         revision = await run_in_threadpool(upgrade_database, engine)
         sessions = Sessions(engine)
+        with sessions.read() as session:
+            digests = set(session.scalars(select(Dataset.sha256)))
+        temporary, orphans = await run_in_threadpool(app.state.store.sweep, digests,
+                                                     settings.orphan_grace_s)
+        if temporary or orphans:
+            logger.warning("removed %d temporary upload file(s) and %d stored dataset file(s) "
+                           "without a database row, left by a crash", temporary, orphans)
         with sessions.write() as session:
-            requeued, cancelled, failed = recover_interrupted_jobs(session,
-                                                                   settings.max_attempts)
+            requeued, cancelled, failed = recover_interrupted_jobs(
+                session, settings.max_attempts, settings.lease_s)
         if requeued or cancelled or failed:
             logger.warning("jobs left running by the previous process: %d re-queued, "
                            "%d cancelled, %d failed", requeued, cancelled, failed)
@@ -93,6 +108,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         logger.info("svmsvc ready: database %s at revision %s, data in %s",
                     engine.url.render_as_string(hide_password=True), revision,
                     settings.data_dir.resolve())
+        if app.state.api_keys.enabled:
+            logger.info("API keys: %d configured; every route but /healthz and /readyz "
+                        "needs one (X-API-Key)", len(app.state.api_keys))
+        else:
+            logger.warning("NO API KEYS CONFIGURED: THE SERVICE IS OPEN to anyone who can "
+                           "reach %s:%d (set SVMSVC_API_KEYS or SVMSVC_API_KEYS_FILE)",
+                           settings.host, settings.port)
         try:
             yield
         finally:
@@ -107,14 +129,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=operation_id,
     )
     app.state.settings = settings
+    app.state.api_keys = ApiKeys.from_settings(settings)
     app.state.store = DatasetStore(settings.datasets_dir)
-    app.state.model_cache = ModelCache(settings.model_cache_size)
+    app.state.model_cache = ModelCache(settings.model_cache_bytes)
     install_error_handlers(app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    if settings.cors_origin_list:
+        app.add_middleware(
+            CORSMiddleware, allow_origins=settings.cors_origin_list,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=[API_KEY_HEADER, "Content-Type", "Accept", "Last-Event-ID"],
+            expose_headers=["Location", "Retry-After"])
     for module in (datasets, jobs, models, solvers, health):
         app.include_router(module.router)
 
     async def prometheus_metrics(request: Request) -> Response:
+        if not settings.metrics_public:
+            authorize(app.state.api_keys, request.headers.get(API_KEY_HEADER), Scope.read)
         body = await run_in_threadpool(generate_latest, metrics.registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 

@@ -33,8 +33,8 @@ def parse_features(text: str, n_features: int, *, zero_based: bool = False) -> s
     """One example from SVMlight feature text (``"3:0.5 7:1"``) as a 1 x n_features row.
 
     Strict: every token is ``index:value`` with a decimal index (>= 1, or >= 0 when
-    ``zero_based``) and a finite decimal value, each index at most once, in any order.
-    Features beyond ``n_features`` carry no weight in the model and are dropped.
+    ``zero_based``) and a finite decimal value, each index at most once, in any order, and no
+    index past the model's ``n_features`` (batch predictions refuse those too).
     """
     columns: dict[int, float] = {}
     for token in text.split():
@@ -50,20 +50,28 @@ def parse_features(text: str, n_features: int, *, zero_based: bool = False) -> s
         column = index if zero_based else index - 1
         if column in columns:
             raise ExampleFormatError(f"feature {index} given twice", token)
+        if column >= n_features:
+            raise ExampleFormatError(beyond_message(index, n_features, zero_based), token)
         columns[column] = value
     return rows_to_csr([columns], n_features)
 
 
+def beyond_message(index: int, n_features: int, zero_based: bool) -> str:
+    """Why a feature index past the model's features is refused."""
+    largest = n_features - 1 if zero_based else n_features
+    return (f"feature index {index} is beyond the model's {n_features} features (largest "
+            f"index {largest})")
+
+
 def rows_to_csr(rows: Sequence[dict[int, float]], n_features: int) -> sp.csr_matrix:
-    """Rows of {column: value} as a CSR matrix with ``n_features`` columns (others dropped)."""
+    """Rows of {column: value} (every column < ``n_features``) as a CSR matrix."""
     indptr = [0]
     indices: list[int] = []
     data: list[float] = []
     for row in rows:
         for column in sorted(row):
-            if column < n_features:
-                indices.append(column)
-                data.append(row[column])
+            indices.append(column)
+            data.append(row[column])
         indptr.append(len(indices))
     return sp.csr_matrix(
         (np.asarray(data, dtype=np.float64), np.asarray(indices, dtype=np.int64),
@@ -98,31 +106,50 @@ def predictions(model, X) -> list[dict[str, Any]]:
 
 
 class ModelCache:
-    """A thread-safe LRU cache of loaded models, keyed by model id."""
+    """A thread-safe LRU cache of loaded models, keyed by model id, bounded in bytes.
 
-    def __init__(self, capacity: int):
-        self._capacity = capacity
-        self._models: OrderedDict[uuid.UUID, Any] = OrderedDict()
+    A model's size is the length of its stored archive (the arrays it holds once loaded).
+    A model larger than the whole cache is loaded for the request and not kept.
+    """
+
+    def __init__(self, max_bytes: int):
+        self._max_bytes = max_bytes
+        self._models: OrderedDict[uuid.UUID, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of the models held now."""
+        return self._bytes
 
     def get(self, model_id: uuid.UUID, load_bytes: Callable[[], bytes]):
         """The model, loaded from ``load_bytes()`` unless cached."""
         with self._lock:
-            model = self._models.get(model_id)
-            if model is not None:
+            entry = self._models.get(model_id)
+            if entry is not None:
                 self._models.move_to_end(model_id)
-                return model
+                return entry[0]
         import solvers
 
-        model = solvers.load_model(load_bytes())
+        artifact = load_bytes()
+        model = solvers.load_model(artifact)
+        size = len(artifact)
+        if size > self._max_bytes:
+            return model
         with self._lock:
-            self._models[model_id] = model
+            if model_id not in self._models:
+                self._models[model_id] = (model, size)
+                self._bytes += size
             self._models.move_to_end(model_id)
-            while len(self._models) > self._capacity:
-                self._models.popitem(last=False)
+            while self._bytes > self._max_bytes:
+                _, (_, evicted) = self._models.popitem(last=False)
+                self._bytes -= evicted
         return model
 
     def discard(self, model_id: uuid.UUID) -> None:
         """Forget a model (it was deleted)."""
         with self._lock:
-            self._models.pop(model_id, None)
+            entry = self._models.pop(model_id, None)
+            if entry is not None:
+                self._bytes -= entry[1]

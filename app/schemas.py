@@ -282,7 +282,11 @@ class PredictBatchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rows: list[dict[NonNegativeInt, FiniteFloat]] = Field(
-        examples=[[{"3": 0.5, "7": 1.0}, {"1": -0.25}]])
+        min_length=1, examples=[[{"3": 0.5, "7": 1.0}, {"1": -0.25}]],
+        description="At least one example.",
+        json_schema_extra={"items": {  # the keys are feature indices: say so in the spec
+            "type": "object", "propertyNames": {"pattern": "^[0-9]+$"},
+            "additionalProperties": {"type": "number"}}})
 
 
 class EvaluateRequest(BaseModel):

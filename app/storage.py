@@ -4,7 +4,10 @@ A dataset is stored once, as an uncompressed ``.npz`` (CSR arrays, labels, optio
 and sample weights; never pickled), named by the SHA-256 of its canonical arrays: the same
 data uploaded twice -- even once gzipped, or with numbers spelled differently -- is one file
 and one dataset.  Files are written to a temporary name in the same directory, synced and
-renamed into place, so a reader never sees half a file and a failed write leaves nothing.
+renamed into place, and the directory is synced after the rename, so a reader never sees half
+a file, a failed write leaves nothing and a stored file survives a power cut.  What a crash
+leaves (a temporary file, a file whose database row was never committed) is removed by
+:meth:`DatasetStore.sweep` when the service starts.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import json
 import os
 import tempfile
 import threading
+import time
+from collections.abc import Container
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +90,7 @@ class DatasetStore:
                 file.flush()
                 os.fsync(file.fileno())
             os.replace(temporary, target)
+            _sync_directory(target.parent)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
@@ -105,3 +111,33 @@ class DatasetStore:
     def delete(self, digest: str) -> None:
         """Remove the file (if it is there)."""
         self.path(digest).unlink(missing_ok=True)
+
+    def sweep(self, known_digests: Container[str], grace_s: float) -> tuple[int, int]:
+        """Remove what a crash left: temporary upload files, and stored files whose digest
+        has no dataset row, both older than ``grace_s`` seconds (younger ones may belong to
+        an upload in progress).  Returns (temporary files, orphan files) removed."""
+        if not self.root.is_dir():
+            return 0, 0
+        cutoff = time.time() - grace_s
+        removed = [0, 0]
+        for path in self.root.glob("*/*"):
+            temporary = path.name.startswith(".upload-") and path.suffix == ".tmp"
+            orphan = path.suffix == ".npz" and path.stem not in known_digests
+            if not (temporary or orphan):
+                continue
+            try:
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    removed[0 if temporary else 1] += 1
+            except FileNotFoundError:
+                pass  # removed meanwhile
+        return removed[0], removed[1]
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (fsync of the directory itself)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

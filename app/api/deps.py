@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Annotated, TypeVar
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
 from app.api.errors import NotFound
@@ -24,6 +24,16 @@ from app.prediction import ModelCache
 from app.storage import DatasetStore
 
 Row = TypeVar("Row")
+
+MAX_POSITION = 2**31 - 1
+"""Largest ``offset`` / ``after`` accepted: iterations are 32-bit integer columns (on
+PostgreSQL a larger value cannot even be compared with them), and no list is longer."""
+
+OffsetQuery = Annotated[int, Query(ge=0, le=MAX_POSITION,
+                                   description="Items to skip (at most 2147483647).")]
+LimitQuery = Annotated[int, Query(ge=1, le=1000, description="Items per page.")]
+AfterQuery = Annotated[int, Query(ge=0, le=MAX_POSITION,
+                                  description="Records after this iteration.")]
 
 
 def get_settings(request: Request) -> Settings:

@@ -29,16 +29,63 @@ class Settings(BaseSettings):
     threads_per_worker: int | None = Field(
         None, ge=1, description="Numba threads per worker; default: CPU cores // workers.")
     max_upload_bytes: int = Field(
-        512 * 2**20, ge=1, description="Largest dataset upload (bytes as sent, compressed or not).")
+        512 * 2**20, ge=1, description="Largest dataset upload, counted on the decompressed "
+                                       "text as it streams (and on the bytes as sent).")
+    max_upload_rows: int = Field(
+        5_000_000, ge=1, description="Most examples (rows) in an uploaded dataset.")
+    max_upload_nnz: int = Field(
+        50_000_000, ge=1, description="Most stored entries (non-zero features) in an uploaded "
+                                      "dataset.")
+    max_features: int = Field(
+        2**24, ge=1, description="Largest number of features (largest feature index) of a "
+                                 "dataset; a model's weight vectors are this long.")
+    max_predict_bytes: int = Field(
+        16 * 2**20, ge=1, description="Largest body of a batch prediction.")
+    max_kernel_cache_mb: float = Field(
+        1024.0, gt=0, description="Largest kernel-row cache (solver parameter cache_mb) a job "
+                                  "may ask for, in MiB.")
+    max_direct_rows: int = Field(
+        10_000, ge=1, description="Largest dense direct solve (method=direct) a job may ask for: "
+                                  "its n x n matrix takes 8 n^2 bytes (10,000: 800 MB).")
     max_attempts: int = Field(
         2, ge=1, description="Runs a job may start; a job interrupted by a restart is re-queued "
                              "while it has attempts left.")
     cancel_grace_s: float = Field(
         2.0, gt=0, description="Seconds a worker has to stop cooperatively after a cancel "
                                "request (or past a time limit) before it is killed.")
-    model_cache_size: int = Field(
-        32, ge=1, description="Models kept loaded in the web process for predictions.")
+    model_cache_bytes: int = Field(
+        256 * 2**20, ge=0, description="Bytes of models kept loaded in the web process for "
+                                       "predictions (the sizes of their archives).")
     log_level: str = Field("info", description="Logging level of the service.")
+    orphan_grace_s: float = Field(
+        3600.0, ge=0, description="At start-up, temporary upload files and stored dataset "
+                                  "files without a database row older than this are removed.")
+    lease_s: float = Field(
+        30.0, gt=0, description="A running job's lease: renewed by its service and worker "
+                                "(every third of it); a job whose lease is older is taken back "
+                                "(re-queued or failed) by any service on the database.")
+    api_keys: str | None = Field(
+        None, description="API keys as comma-separated scope:key pairs (scopes read, train, "
+                          "admin); none configured: the service is open.")
+    api_keys_file: Path | None = Field(
+        None, description="File of API keys, one scope:key (or scope:sha256:<hex digest>) "
+                          "pair a line.")
+    metrics_public: bool = Field(
+        False, description="Serve /metrics without an API key even when keys are configured.")
+    allow_open: bool = Field(
+        False, description="Let `svmsvc serve` listen on a non-loopback address without API "
+                           "keys (an explicit opt-out of authentication).")
+    cors_origins: str = Field(
+        "", description="Origins allowed to call the API from a browser (CORS), comma-separated "
+                        "(e.g. https://ui.example.org); empty: no CORS headers.")
+    max_queued_jobs_per_key: int = Field(
+        100, ge=1, description="Jobs one API key may have queued at once (all requests share "
+                               "one quota when the service is open).")
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        """The CORS origins, parsed."""
+        return [origin.strip() for origin in self.cors_origins.split(",") if origin.strip()]
 
     @property
     def sqlalchemy_url(self) -> str:

@@ -107,11 +107,14 @@ class Job(Base):
 
     ``attempts`` counts the runs started (it fences writes: a worker only writes while the
     job is ``running`` with the attempt number it was given).  ``cancel_requested_at`` is
-    set by a cancel request while the job runs; the worker's monitor polls it.
+    set by a cancel request while the job runs; the worker's monitor polls it.  ``owner`` is
+    the digest of the API key that queued the job (quotas); ``heartbeat_at`` is the lease of a
+    running attempt, renewed by its worker.
     """
 
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_status_created_at", "status", "created_at"),)
+    __table_args__ = (Index("ix_jobs_status_created_at", "status", "created_at"),
+                      Index("ix_jobs_owner_status", "owner", "status"))
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     dataset_id: Mapped[uuid.UUID] = mapped_column(
@@ -134,6 +137,8 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
+    owner: Mapped[str | None] = mapped_column(String(64))  # SHA-256 of the queuing API key
+    heartbeat_at: Mapped[datetime | None]  # renewed by the running attempt's worker
 
     model: Mapped[TrainedModel | None] = relationship(
         back_populates="job", uselist=False, lazy="selectin")

@@ -5,6 +5,12 @@
 dispatcher when the worker died -- only touches the job while it is still ``running`` *with
 the attempt number it was given*: a worker orphaned by a crashed service can never overwrite
 a job that a restarted service has re-queued and given to another worker.
+
+A running job holds a lease: ``heartbeat_at``, set when it is claimed and renewed by its
+worker (with each batch of records it writes) and by the dispatcher of its service (while the
+worker process is alive, so a long iteration keeps it too).  :func:`recover_interrupted_jobs`
+only takes back jobs whose lease is older than ``lease_s`` (or released by a clean shutdown),
+so several service processes on one database never take each other's live jobs.
 """
 
 from __future__ import annotations
@@ -14,9 +20,10 @@ import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.db.models import Job, JobLogEntry, JobStatus, TrainedModel, utcnow
@@ -75,7 +82,8 @@ def claim_next_job(session: Session) -> Claim | None:
             .where(Job.id == row.id, Job.status == JobStatus.queued)
             .values(status=JobStatus.running, attempts=Job.attempts + 1, started_at=utcnow(),
                     cancel_requested_at=None, iteration=None, elapsed=None, objective=None,
-                    optimality=None, solver_status=None, error=None)
+                    optimality=None, solver_status=None, message=None, error=None,
+                    heartbeat_at=utcnow())
         ).rowcount
         if claimed == 1:
             session.execute(delete(JobLogEntry).where(JobLogEntry.job_id == row.id))
@@ -102,7 +110,7 @@ def record_progress(session: Session, job_id: uuid.UUID, attempt: int,
     updated = session.execute(
         update(Job).where(*_owned(job_id, attempt)).values(
             iteration=last["iteration"], elapsed=last["elapsed"],
-            objective=last["objective"], optimality=last["optimality"])
+            objective=last["objective"], optimality=last["optimality"], heartbeat_at=utcnow())
     ).rowcount
     if updated != 1:
         session.rollback()
@@ -135,6 +143,30 @@ def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobSta
     return True
 
 
+LOG_DELETE_BATCH = 5000
+"""Log records deleted per transaction when a job is deleted (short write locks on SQLite)."""
+
+
+def delete_finished_job(sessions, job_id: uuid.UUID, batch: int = LOG_DELETE_BATCH) -> None:
+    """Delete a finished job: its log in batches of ``batch`` records, each its own short
+    write transaction (a log of millions of records never holds SQLite's write lock for
+    long), then the row (its model stays, without a job).  Finished jobs get no new records,
+    so the batches cannot race with a writer."""
+    while True:
+        with sessions.write() as session:
+            cutoff = session.scalar(
+                select(JobLogEntry.iteration).where(JobLogEntry.job_id == job_id)
+                .order_by(JobLogEntry.iteration).offset(batch - 1).limit(1))
+            if cutoff is None:
+                session.execute(delete(JobLogEntry).where(JobLogEntry.job_id == job_id))
+                session.execute(delete(Job).where(Job.id == job_id))
+                session.commit()
+                return
+            session.execute(delete(JobLogEntry).where(JobLogEntry.job_id == job_id,
+                                                      JobLogEntry.iteration <= cutoff))
+            session.commit()
+
+
 def request_cancel(session: Session, job: Job) -> None:
     """Cancel a queued job at once; flag a running one for its worker to stop.
 
@@ -156,8 +188,34 @@ def request_cancel(session: Session, job: Job) -> None:
     session.refresh(job)
 
 
-def recover_interrupted_jobs(session: Session, max_attempts: int) -> tuple[int, int, int]:
-    """At start-up, settle the jobs a previous service process left ``running``.
+def renew_leases(session: Session, attempts: Sequence[tuple[uuid.UUID, int]]) -> None:
+    """Renew the leases of these running attempts (those they still own)."""
+    now = utcnow()
+    for job_id, attempt in attempts:
+        session.execute(update(Job).where(*_owned(job_id, attempt)).values(heartbeat_at=now))
+    session.commit()
+
+
+def release_leases(session: Session, attempts: Sequence[tuple[uuid.UUID, int]]) -> None:
+    """Give up the leases of these attempts at once (a clean shutdown stops their workers):
+    the next recovery, by this service or another, takes the jobs back without waiting."""
+    for job_id, attempt in attempts:
+        session.execute(update(Job).where(*_owned(job_id, attempt)).values(heartbeat_at=None))
+    session.commit()
+
+
+def _lease_expired(lease_s: float | None):
+    if lease_s is None:
+        return True
+    cutoff = utcnow() - timedelta(seconds=lease_s)
+    return or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < cutoff)
+
+
+def recover_interrupted_jobs(session: Session, max_attempts: int,
+                             lease_s: float | None = None) -> tuple[int, int, int]:
+    """Settle the ``running`` jobs whose lease expired (all of them when ``lease_s`` is
+    None): at start-up, those a previous service process left; later, those of a service
+    process (or worker) that died.
 
     A job whose cancellation was already requested becomes ``cancelled``; one with attempts
     left goes back to the queue; the others fail with the reason.  Returns the numbers
@@ -167,7 +225,7 @@ def recover_interrupted_jobs(session: Session, max_attempts: int) -> tuple[int, 
     counts = {JobStatus.queued: 0, JobStatus.cancelled: 0, JobStatus.failed: 0}
     rows = session.execute(
         select(Job.id, Job.attempts, Job.cancel_requested_at)
-        .where(Job.status == JobStatus.running)).all()
+        .where(Job.status == JobStatus.running, _lease_expired(lease_s))).all()
     for row in rows:
         if row.cancel_requested_at is not None:
             values = dict(status=JobStatus.cancelled, finished_at=now,
@@ -178,11 +236,12 @@ def recover_interrupted_jobs(session: Session, max_attempts: int) -> tuple[int, 
                           message=f"re-queued: attempt {row.attempts} was interrupted by a "
                                   f"service restart")
         else:
-            values = dict(status=JobStatus.failed, finished_at=now,
+            values = dict(status=JobStatus.failed, finished_at=now, message=None,
                           error=f"interrupted by a service restart during attempt "
                                 f"{row.attempts} of {max_attempts}")
-        session.execute(update(Job).where(Job.id == row.id, Job.status == JobStatus.running)
-                        .values(**values))
-        counts[values["status"]] += 1
+        settled = session.execute(
+            update(Job).where(*_owned(row.id, row.attempts), _lease_expired(lease_s))
+            .values(heartbeat_at=None, **values)).rowcount
+        counts[values["status"]] += settled
     session.commit()
     return counts[JobStatus.queued], counts[JobStatus.cancelled], counts[JobStatus.failed]

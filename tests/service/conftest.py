@@ -95,16 +95,25 @@ def backend(request):
 def service_settings(directory: Path, backend, **overrides) -> Settings:
     """Settings for a test instance: its own data directory and database (or schema)."""
     values = dict(data_dir=directory, database_url=backend.database_url(directory), workers=1,
-                  threads_per_worker=1, max_upload_bytes=4 * 2**20, cancel_grace_s=1.0)
+                  threads_per_worker=1, max_upload_bytes=4 * 2**20, max_predict_bytes=2**20,
+                  cancel_grace_s=LIVE_GRACE_S)
     values.update(overrides)
     return Settings(**values)
 
 
+API_KEYS = {"admin": "test-admin-key", "train": "test-train-key", "read": "test-read-key"}
+"""The keys of the in-process service, by scope."""
+
+
 @pytest.fixture(scope="session")
 def api(backend, tmp_path_factory):
-    """An in-process service (one worker) shared by the API tests of a backend."""
-    settings = service_settings(tmp_path_factory.mktemp(f"api-{backend.name}"), backend)
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+    """An in-process service (one worker) shared by the API tests of a backend; it has API
+    keys of every scope, and the client sends the admin key unless a test sends another."""
+    settings = service_settings(
+        tmp_path_factory.mktemp(f"api-{backend.name}"), backend,
+        api_keys=",".join(f"{scope}:{key}" for scope, key in API_KEYS.items()))
+    with TestClient(create_app(settings), raise_server_exceptions=False,
+                    headers={"X-API-Key": API_KEYS["admin"]}) as client:
         yield client
 
 
@@ -121,6 +130,11 @@ def live_server(backend, tmp_path_factory):
         server.stop()
 
 
+RESTART_LEASE_S = 3.0
+"""Lease of the restarted services: a crashed service's jobs are taken back this long after
+its last renewal (30 s by default)."""
+
+
 @pytest.fixture
 def server_factory(backend, tmp_path):
     """Start ``svmsvc serve`` processes on one data directory and database (restarts)."""
@@ -128,6 +142,7 @@ def server_factory(backend, tmp_path):
     servers: list[ServerProcess] = []
 
     def start(**settings) -> ServerProcess:
+        settings.setdefault("lease_s", RESTART_LEASE_S)
         server = ServerProcess(tmp_path / "data", database_url, **settings)
         servers.append(server)
         return server

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from servicetools import FINISHED, data_path
+from servicetools import FINISHED, PATIENCE_S, data_path
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ def test_generated_client_runs_the_whole_workflow(live_server, client_package):
     solvers_list = importlib.import_module(f"{PACKAGE}.api.solvers.solvers_list")
 
     path = data_path("heart_scale")
-    with client_package.Client(base_url=live_server.url, timeout=30.0) as client:
+    with client_package.Client(base_url=live_server.url, timeout=PATIENCE_S) as client:
         assert "mfn" in [s.name for s in solvers_list.sync(client=client).data]
 
         body = models.DatasetUpload(file=types.File(payload=io.BytesIO(path.read_bytes()),
@@ -80,7 +80,7 @@ def test_generated_client_runs_the_whole_workflow(live_server, client_package):
             dataset_id=dataset.id, params=params, time_limit_s=60.0))
         assert isinstance(job, models.JobPublic)
 
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + PATIENCE_S
         while job.status.value not in FINISHED:
             assert time.monotonic() < deadline, "the job did not finish"
             time.sleep(0.1)

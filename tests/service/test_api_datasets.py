@@ -22,7 +22,7 @@ from starlette.requests import Request
 
 import solvers
 from app.api.errors import PayloadTooLarge
-from app.uploads import ENVELOPE_BYTES, receive_svmlight_upload
+from app.uploads import ENVELOPE_BYTES, UploadLimits, receive_svmlight_upload
 
 
 def stored_files(api) -> list[str]:
@@ -139,8 +139,9 @@ def test_an_oversized_streamed_upload_is_refused_while_it_streams():
              "headers": [(b"content-type", b"multipart/form-data; boundary=" + boundary)]}
     request = Request(scope, receive)
     with pytest.raises(PayloadTooLarge):
-        anyio.run(lambda: receive_svmlight_upload(request, limit, n_features=None,
-                                                  zero_based=False))
+        anyio.run(lambda: receive_svmlight_upload(
+            request, UploadLimits(limit, 10**9, 10**9, 10**9), n_features=None,
+            zero_based=False))
     assert limit < sum(received) <= limit + ENVELOPE_BYTES + len(chunk)
 
 
@@ -209,3 +210,29 @@ def test_stored_arrays_round_trip(api):
     expected = solvers.read_svmlight(path)
     assert stored == expected
     assert np.array_equal(stored.y, expected.y)
+
+
+def test_the_start_up_sweep_removes_what_a_crash_left(tmp_path):
+    """A kill during a dataset write left a 113 MB .upload-*.tmp that nothing removed; a file
+    written before its row was committed stayed forever.  Old ones go, young ones stay."""
+    import os
+    import time
+
+    from app.storage import DatasetStore, dataset_digest
+
+    store = DatasetStore(tmp_path)
+    dataset = solvers.read_svmlight(random_svmlight(seed=900))
+    kept = dataset_digest(dataset)
+    store.save(dataset, kept)
+    orphan = dataset_digest(solvers.read_svmlight(random_svmlight(seed=901)))
+    store.save(solvers.read_svmlight(random_svmlight(seed=901)), orphan)
+    temporary = store.path(kept).parent / ".upload-abc.tmp"
+    temporary.write_bytes(b"half a file")
+    young = store.path(kept).parent / ".upload-young.tmp"
+    young.write_bytes(b"an upload in progress")
+    old = time.time() - 7200
+    for path in (store.path(kept), store.path(orphan), temporary):
+        os.utime(path, (old, old))
+    assert store.sweep({kept}, grace_s=3600) == (1, 1)
+    assert store.path(kept).exists() and young.exists()
+    assert not store.path(orphan).exists() and not temporary.exists()

@@ -126,11 +126,53 @@ def test_unknown_datasets_and_bad_limits_are_refused(api, heart):
 
 
 def test_a_failing_solver_fails_its_job_with_the_reason(api):
-    one_class = uploaded_id(api, b"1 1:0.5\n1 2:0.25\n1 1:1 2:1\n")
-    done = wait_job(api, create_job(api, one_class, QUICK_PARAMS)["id"])
+    zero_weight = uploaded_id(api, b"1 cost:0 1:1\n-1 cost:1 2:1\n1 cost:1 1:0.5\n")
+    done = wait_job(api, create_job(api, zero_weight, {"solver": "lssvm"})["id"])
     assert done["status"] == "failed"
-    assert done["error"] == "training needs at least two distinct labels in the dataset"
+    assert done["error"] == ("the kernel LS-SVM solvers need positive sample weights (a zero "
+                             "weight makes 1/C_i infinite); drop those examples first")
     assert done["model_id"] is None
+
+
+@pytest.mark.parametrize("content, params, fragment", [
+    (b"1 1:0.5\n1 2:0.25\n", QUICK_PARAMS,
+     "dataset_id: training needs at least two distinct labels in the dataset; it has only "
+     "1.0 label"),
+    (b"0.5 1:1\n1.5 2:1\n2.5 1:1 2:1\n", {"solver": "mfn", "task": "ordinal"},
+     "dataset_id: ordinal regression needs ranks as labels"),
+    (b"1 1:1\n2 2:1\n", {"solver": "lssvm", "task": "ordinal"}, "params."),
+    (b"1 1:1\n-1 2:1\n", {"solver": "lssvm", "cache_mb": 1e6},
+     "params.cache_mb (1000000.0 MiB) exceeds the limit of 1024.0 MiB set by "
+     "SVMSVC_MAX_KERNEL_CACHE_MB"),
+], ids=["one-class", "ordinal-not-ranks", "ordinal-unsupported", "kernel-cache"])
+def test_a_job_that_cannot_succeed_is_refused_before_it_is_queued(api, content, params,
+                                                                  fragment):
+    dataset_id = uploaded_id(api, content)
+    before = api.get("/jobs").json()["count"]
+    response = api.post("/jobs", json={"dataset_id": dataset_id, "params": params})
+    assert response.status_code == 422
+    assert fragment in response.json()["detail"]["message"]
+    assert api.get("/jobs").json()["count"] == before
+
+
+def test_a_direct_solve_past_the_size_cap_is_refused(api):
+    rows = api.app.state.settings.max_direct_rows + 1
+    content = b"".join(b"%d 1:%d\n" % (1 if k % 2 else -1, k) for k in range(rows))
+    dataset_id = uploaded_id(api, content)
+    response = api.post("/jobs", json={"dataset_id": dataset_id,
+                                       "params": {"solver": "lssvm", "method": "direct"}})
+    assert response.status_code == 422
+    assert f"({rows} rows) exceeds the limit of {rows - 1} rows set by SVMSVC_MAX_DIRECT_ROWS" \
+        in response.json()["detail"]["message"]
+
+
+def test_a_validation_dataset_of_another_feature_space_is_refused(api, heart):
+    wider = uploaded_id(api, b"1 1:1\n-1 20:1\n")
+    response = api.post("/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS,
+                                       "validation_dataset_id": wider})
+    assert response.status_code == 422
+    assert response.json()["detail"]["message"].startswith(
+        "validation_dataset_id: the validation dataset has 20 features")
 
 
 def test_a_time_limit_stops_the_job(api, a9a):
@@ -153,7 +195,7 @@ def test_cancel_queued_running_and_finished_jobs(api, a9a, heart):
     response = api.post(f"/jobs/{running}/cancel")
     assert response.status_code == 202
     assert response.json()["cancel_requested"]
-    done = wait_job(api, running, timeout=10)
+    done = wait_job(api, running)
     assert done["status"] == "cancelled"
     assert done["message"].startswith("cancelled by request")
     again = api.post(f"/jobs/{running}/cancel")
@@ -189,3 +231,23 @@ def test_a_validation_dataset_is_evaluated_after_training(api):
     evaluated = api.post(f"/models/{done['model_id']}/evaluate",
                          json={"dataset_id": test_id}).json()
     assert evaluated == validation
+
+
+def test_delete_a_finished_job_and_its_log_in_batches(api, heart, a9a):
+    from app.jobs.state import delete_finished_job
+
+    done = wait_job(api, create_job(api, heart, QUICK_PARAMS)["id"])
+    assert len(full_log(api, done["id"])) >= 2
+    unfinished = create_job(api, a9a, LONG_PARAMS)["id"]  # queued or running until cancelled
+    refused = api.delete(f"/jobs/{unfinished}")
+    assert refused.status_code == 409 and "cancel it first" in refused.text
+    api.post(f"/jobs/{unfinished}/cancel")
+    wait_job(api, unfinished)
+    assert api.delete(f"/jobs/{done['id']}").status_code == 204
+    assert api.get(f"/jobs/{done['id']}").status_code == 404
+    assert api.get(f"/jobs/{done['id']}/log").status_code == 404
+    assert api.get(f"/models/{done['model_id']}").json()["job_id"] is None  # the model stays
+    assert api.delete(f"/jobs/{done['id']}").status_code == 404
+    sessions = api.app.state.sessions
+    delete_finished_job(sessions, uuid.UUID(unfinished), batch=1)  # one record a batch
+    assert api.get(f"/jobs/{unfinished}").status_code == 404

@@ -93,8 +93,8 @@ def test_predict_one_example_from_the_query_string(api, binary):
     expected[0, [0, 2, 12]] = [0.7, 1.0, -0.5]
     assert body["decision_values"] == [pytest.approx(model.decision_function(expected)[0])]
     assert body["label"] == model.predict(expected)[0]
-    unseen = api.get(f"/models/{model_id}/predict", params={"x": "3:1 1:0.7 99:5"}).json()
-    assert unseen["decision_values"] == pytest.approx(
+    reordered = api.get(f"/models/{model_id}/predict", params={"x": "3:1 1:0.7"}).json()
+    assert reordered["decision_values"] == pytest.approx(
         [model.decision_function(np.eye(1, 13, 2) + 0.7 * np.eye(1, 13, 0))[0]])
     empty = api.get(f"/models/{model_id}/predict", params={"x": ""}).json()
     assert empty["decision_values"] == [pytest.approx(model.intercept_[0])]
@@ -107,6 +107,7 @@ def test_predict_one_example_from_the_query_string(api, binary):
     ("3:1e999", "3:1e999"),
     ("-2:1", "-2:1"),
     ("3:1 3:2", "3:2"),
+    ("3:1 14:5", "14:5"),  # past the model's 13 features: refused, as batches refuse it
 ])
 def test_a_malformed_example_is_a_422(api, binary, x, token):
     response = api.get(f"/models/{binary[0]}/predict", params={"x": x})
@@ -153,6 +154,11 @@ def test_predict_a_batch_of_json_rows(api, binary):
     (b'{"rows": [{"0": 1.0}]}', "application/json", "start at 1"),
     (b'{"rows": [{"x": 1.0}]}', "application/json", "rows.0.x"),
     (b'{"rows": [{"1": NaN}]}', "application/json", "finite"),
+    (b'{"rows": []}', "application/json", "at least 1 item"),
+    (b'{"rows": [{"1": 1.0}, {"14": 1.0}]}', "application/json",
+     "rows.1: feature index 14 is beyond the model's 13 features"),
+    (b"1 1:1\n1 14:1\n", "text/plain", "line 2: feature index beyond n_features=13"),
+    (b'{"rows": [{"1": 1.0}]}\xff', "application/json", "Invalid JSON"),
     (b"<rows/>", "application/xml", "application/json"),
 ])
 def test_a_malformed_batch_is_a_422(api, binary, content, content_type, fragment):
@@ -206,6 +212,15 @@ def test_errors_on_unknown_models_and_datasets(api, binary):
     assert response.status_code == 422
 
 
+def test_evaluate_on_another_feature_space_is_a_422(api, binary):
+    wider = uploaded_id(api, b"1 1:1\n-1 14:1\n")  # heart_scale has 13 features
+    response = api.post(f"/models/{binary[0]}/evaluate", json={"dataset_id": wider})
+    assert response.status_code == 422
+    assert response.json()["detail"]["message"] == (
+        "dataset_id: the dataset has 14 features, the model 13: it belongs to another "
+        "feature space")
+
+
 def test_delete_a_model(api):
     dataset_id = uploaded_id(api, data_path("heart_scale"))
     done = wait_job(api, create_job(api, dataset_id, {"solver": "mfn", "C": 0.5})["id"])
@@ -231,3 +246,27 @@ def test_a_model_without_liblinear_form_downloads_as_npz_only(api):
         f"{model['kind']} models have no LIBLINEAR form; download format=npz")
     archive = api.get(f"/models/{done['model_id']}/download").content
     assert solvers.load_model(archive).kind == model["kind"]
+
+
+def test_the_model_cache_is_bounded_in_bytes():
+    from app.prediction import ModelCache
+
+    model = solvers.train(solvers.read_svmlight(data_path("heart_scale")), solver="mfn").model
+    archive = model.to_bytes()
+    ids = [uuid.uuid4() for _ in range(3)]
+    loads = []
+
+    def load(k):
+        return lambda: loads.append(k) or archive
+
+    cache = ModelCache(2 * len(archive) + 10)
+    for k, model_id in enumerate(ids):
+        cache.get(model_id, load(k))
+    assert cache.size_bytes == 2 * len(archive)  # the oldest was evicted
+    cache.get(ids[2], load(9))
+    cache.get(ids[0], load(0))
+    assert loads == [0, 1, 2, 0]
+    small = ModelCache(len(archive) - 1)  # a model larger than the cache: served, not kept
+    small.get(ids[0], load(5))
+    assert small.size_bytes == 0
+    small.discard(ids[0])

@@ -18,6 +18,7 @@ OPERATION_IDS = {
     ("get", "/jobs"): "jobs-list",
     ("get", "/jobs/{job_id}"): "jobs-get",
     ("post", "/jobs/{job_id}/cancel"): "jobs-cancel",
+    ("delete", "/jobs/{job_id}"): "jobs-delete",
     ("get", "/jobs/{job_id}/log"): "jobs-log",
     ("get", "/jobs/{job_id}/log/stream"): "jobs-log-stream",
     ("get", "/models"): "models-list",
@@ -55,12 +56,12 @@ def test_operation_ids_are_tag_dash_name(spec):
 def test_errors_are_typed_in_the_spec(spec):
     error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
     statuses = set()
-    for (_, _), operation in operations(spec):
+    for (_, path), operation in operations(spec):
         for status, response in operation["responses"].items():
-            if status.startswith("4"):
+            if status[0] in "45" and not (path == "/readyz" and status == "503"):
                 statuses.add(status)
                 assert response["content"]["application/json"]["schema"] == error_ref
-    assert statuses == {"404", "409", "413", "422"}
+    assert statuses == {"400", "401", "403", "404", "409", "413", "422", "429", "503"}
     assert "HTTPValidationError" not in spec["components"]["schemas"]
 
 
@@ -148,3 +149,43 @@ def test_metrics(api):
     assert 'svmsvc_jobs{status="succeeded"}' in text
     assert 'svmsvc_workers{state="idle"} 1.0' in text
     assert 'svmsvc_jobs_finished_total{status="succeeded"}' in text
+
+
+def test_a_database_outage_is_a_503_with_retry_after(api):
+    """Requests that reach a database that does not answer get a 503 and a retry hint (not a
+    500 with a traceback); the service answers again once the database is back."""
+    from app.db.session import Sessions, create_db_engine
+
+    working = api.app.state.sessions
+    unreachable = create_db_engine(
+        "postgresql+psycopg://svmsvc@127.0.0.1:1/svmsvc?connect_timeout=2")
+    api.app.state.sessions = Sessions(unreachable)
+    try:
+        for method, path in [("get", "/datasets"), ("get", "/jobs"), ("post", "/jobs")]:
+            kwargs = {"json": {"dataset_id": "0" * 32, "params": {"solver": "mfn"}}} \
+                if method == "post" else {}
+            response = getattr(api, method)(path, **kwargs)
+            assert response.status_code == 503, (path, response.text)
+            assert response.headers["retry-after"] == "5"
+            assert response.json() == {"detail": {
+                "message": "the database is unavailable; retry in 5 s"}}
+        assert api.get("/readyz").json()["database"] is False
+    finally:
+        api.app.state.sessions = working
+        unreachable.dispose()
+    assert api.get("/datasets").status_code == 200
+
+
+def test_a_dead_worker_is_never_shown_ready():
+    """Regression: between its death and the dispatcher noticing it, /readyz listed a dead
+    worker as ready."""
+    from types import SimpleNamespace
+
+    from app.jobs.executor import ProcessExecutor, _Worker
+    from app.metrics import ServiceMetrics
+
+    executor = ProcessExecutor(Settings(data_dir="unused"), metrics=ServiceMetrics())
+    for index, alive in enumerate((True, False)):
+        process = SimpleNamespace(pid=100 + index, is_alive=lambda alive=alive: alive)
+        executor._workers.append(_Worker(index, process, connection=None, ready=True))
+    assert [(w.alive, w.ready) for w in executor.snapshot()] == [(True, True), (False, False)]

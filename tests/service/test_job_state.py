@@ -132,3 +132,48 @@ def test_recovery_after_a_restart(sessions, dataset_id):
     assert failed.error == "interrupted by a service restart during attempt 2 of 2"
     assert reload(sessions, being_cancelled).status == JobStatus.cancelled
     assert reload(sessions, queued).status == JobStatus.queued
+
+
+def test_a_requeued_job_does_not_keep_its_requeued_message(sessions, dataset_id):
+    """Regression: a job re-queued by one restart and failed by the next (or by its worker)
+    kept the stale "re-queued: ..." message."""
+    interrupted = add_job(sessions, dataset_id, status=JobStatus.running, attempts=1)
+    with sessions.write() as session:
+        recover_interrupted_jobs(session, max_attempts=2)
+    assert reload(sessions, interrupted).message.startswith("re-queued")
+    with sessions.write() as session:
+        claim = claim_next_job(session)
+    assert reload(sessions, interrupted).message is None  # running again: no stale message
+    with sessions.write() as session:
+        recover_interrupted_jobs(session, max_attempts=2)  # interrupted again, no attempt left
+    failed = reload(sessions, interrupted)
+    assert claim.attempt == 2 and failed.status == JobStatus.failed
+    assert failed.message is None
+    assert failed.error == "interrupted by a service restart during attempt 2 of 2"
+
+
+def test_recovery_takes_back_only_jobs_whose_lease_expired(sessions, dataset_id):
+    """Two services on one database: a job whose lease its owner renews is not taken back."""
+    from app.jobs.state import release_leases, renew_leases
+
+    live = add_job(sessions, dataset_id, status=JobStatus.running, attempts=1,
+                   heartbeat_at=utcnow() - timedelta(seconds=5))
+    stale = add_job(sessions, dataset_id, status=JobStatus.running, attempts=1,
+                    heartbeat_at=utcnow() - timedelta(seconds=60))
+    never = add_job(sessions, dataset_id, status=JobStatus.running, attempts=1)
+    released = add_job(sessions, dataset_id, status=JobStatus.running, attempts=1,
+                       heartbeat_at=utcnow())
+    with sessions.write() as session:
+        release_leases(session, [(released.id, 1)])
+        renew_leases(session, [(live.id, 1), (stale.id, 2)])  # attempt 2 does not own it
+        assert recover_interrupted_jobs(session, max_attempts=2, lease_s=30) == (3, 0, 0)
+    assert reload(sessions, live).status == JobStatus.running
+    for job in (stale, never, released):
+        assert reload(sessions, job).status == JobStatus.queued
+        assert reload(sessions, job).heartbeat_at is None
+    with sessions.write() as session:
+        claim = claim_next_job(session)
+    assert reload(sessions, Job(id=claim.job_id)).heartbeat_at is not None  # leased at claim
+    with sessions.write() as session:
+        record_progress(session, claim.job_id, claim.attempt, [record(1)])
+    assert reload(sessions, Job(id=claim.job_id)).heartbeat_at > utcnow() - timedelta(seconds=5)

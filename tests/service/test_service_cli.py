@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servicetools import free_port, svmsvc_command, wait_for
+from servicetools import PATIENCE_S, START_PATIENCE_S, free_port, svmsvc_command, wait_for
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "docker" / "entrypoint.sh"
 
@@ -26,9 +26,9 @@ def test_migrate_creates_then_keeps_the_schema(backend, tmp_path):
     env = dict(clean_environment(), SVMSVC_DATABASE_URL=backend.database_url(tmp_path))
     command = [*svmsvc_command(), "migrate", "--data-dir", str(tmp_path)]
     first = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    assert first.stdout == "database upgraded from empty to revision 0001\n"
+    assert first.stdout == "database upgraded from empty to revision 0002\n"
     again = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    assert again.stdout == "database already at revision 0001\n"
+    assert again.stdout == "database already at revision 0002\n"
 
 
 def test_entrypoint_passes_subcommands_through(tmp_path):
@@ -37,14 +37,25 @@ def test_entrypoint_passes_subcommands_through(tmp_path):
     assert "mfn:" in result.stdout
 
 
+def test_entrypoint_refuses_to_serve_open_on_all_interfaces(tmp_path):
+    """The image listens on 0.0.0.0: without API keys (or the explicit opt-out) it refuses."""
+    result = subprocess.run(["sh", str(ENTRYPOINT), "--port", str(free_port())],
+                            env=clean_environment(), cwd=tmp_path, capture_output=True,
+                            text=True, timeout=PATIENCE_S)
+    assert result.returncode == 2
+    assert "refusing to listen on 0.0.0.0 without API keys" in result.stderr
+    assert "SVMSVC_ALLOW_OPEN=true" in result.stderr
+
+
 @pytest.mark.slow
-def test_entrypoint_serves_with_zero_configuration(tmp_path):
-    """No settings at all: SQLite and datasets under ./var, listening on all interfaces."""
+def test_entrypoint_serves_with_zero_configuration_but_the_opt_out(tmp_path):
+    """No settings but SVMSVC_ALLOW_OPEN: SQLite and datasets under ./var, listening on all
+    interfaces, and saying loudly that the service is open."""
     port = free_port()
     log = open(tmp_path / "server.log", "wb")
     process = subprocess.Popen(["sh", str(ENTRYPOINT), "--port", str(port), "--workers", "1"],
-                               env=clean_environment(), cwd=tmp_path, stdout=log,
-                               stderr=subprocess.STDOUT)
+                               env=dict(clean_environment(), SVMSVC_ALLOW_OPEN="true"),
+                               cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
     try:
         def ready():
             try:
@@ -53,11 +64,13 @@ def test_entrypoint_serves_with_zero_configuration(tmp_path):
                 assert process.poll() is None, (tmp_path / "server.log").read_text()
                 return False
 
-        wait_for(ready, timeout=60, interval=0.2, what="the service to be ready")
+        wait_for(ready, timeout=START_PATIENCE_S, interval=0.2, what="the service to be ready")
         assert (tmp_path / "var" / "svmsvc.db").exists()
         assert "Uvicorn running on http://0.0.0.0:" in (tmp_path / "server.log").read_text()
+        assert "NO API KEYS CONFIGURED: THE SERVICE IS OPEN" in \
+            (tmp_path / "server.log").read_text()
     finally:
         process.send_signal(signal.SIGTERM)
-        process.wait(30)
+        process.wait(PATIENCE_S)
         log.close()
     assert "Application shutdown complete" in (tmp_path / "server.log").read_text()

@@ -14,17 +14,35 @@ import anyio
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
-from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import JobDep, PoolDep, SessionDep, SessionsDep, WriteSessionDep, fetch
-from app.api.errors import Conflict, NotFound, Unprocessable, responses
-from app.db.models import Dataset, Job, JobLogEntry, JobStatus
+from app.api.deps import (
+    MAX_POSITION,
+    AfterQuery,
+    JobDep,
+    LimitQuery,
+    OffsetQuery,
+    PoolDep,
+    SessionDep,
+    SessionsDep,
+    SettingsDep,
+    WriteSessionDep,
+    fetch,
+)
+from app.api.errors import (
+    Conflict,
+    NotFound,
+    responses,
+)
+from app.core.security import ADMIN, READ, TRAIN, TrainKey
+from app.crud import jobs as crud_jobs
+from app.db.models import Job, JobStatus
 from app.db.session import Sessions
-from app.jobs.state import request_cancel
+from app.jobs.state import delete_finished_job, request_cancel
 from app.schemas import JobCreate, JobLogPublic, JobPublic, JobsPublic, LogRecordPublic
 
-router = APIRouter(prefix="/jobs", tags=["jobs"])
+router = APIRouter(prefix="/jobs", tags=["jobs"],
+                   dependencies=[READ], responses=responses(401, 403, 503))
 
 STREAM_POLL_S = 0.25
 """How often the live log stream looks for new records."""
@@ -35,24 +53,17 @@ CSV_COLUMNS = ("iteration", "elapsed", "objective", "optimality", "extras")
 
 
 @router.post("", name="create", status_code=status.HTTP_202_ACCEPTED,
-             response_model=JobPublic, responses=responses(422))
-def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep,
-               response: Response) -> JobPublic:
-    """Queue a training job; the worker pool runs queued jobs in order."""
-    for field, dataset_id in (("dataset_id", body.dataset_id),
-                              ("validation_dataset_id", body.validation_dataset_id)):
-        if dataset_id is not None and session.get(Dataset, dataset_id) is None:
-            raise Unprocessable(f"{field}: dataset {dataset_id} not found")
-    job = Job(
-        dataset_id=body.dataset_id,
-        validation_dataset_id=body.validation_dataset_id,
-        solver=body.params.solver,
-        params=body.params.model_dump(mode="json"),
-        time_limit_s=body.time_limit_s,
-        status=JobStatus.queued,
-    )
-    session.add(job)
-    session.commit()
+             response_model=JobPublic, responses=responses(400, 422, 429))
+def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep, settings: SettingsDep,
+               owner: TrainKey, response: Response) -> JobPublic:
+    """Queue a training job; the worker pool runs queued jobs in order.
+
+    A job that cannot succeed on its dataset (one label, more labels than the solver handles,
+    ordinal regression on labels that are not ranks, a validation dataset of another feature
+    space) or that asks for more memory than the settings allow is a 422, not a failed job.
+    A key with ``SVMSVC_MAX_QUEUED_JOBS_PER_KEY`` jobs queued gets a 429.
+    """
+    job = crud_jobs.create(session, body, owner, settings)
     pool.wake()
     response.headers["Location"] = f"/jobs/{job.id}"
     return JobPublic.from_row(job)
@@ -63,18 +74,11 @@ def list_jobs(
     session: SessionDep,
     status_filter: Annotated[JobStatus | None, Query(alias="status")] = None,
     dataset_id: uuid.UUID | None = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: OffsetQuery = 0,
+    limit: LimitQuery = 100,
 ) -> JobsPublic:
     """Jobs, newest first, optionally only those in one state or on one dataset."""
-    query = select(Job)
-    if status_filter is not None:
-        query = query.where(Job.status == status_filter)
-    if dataset_id is not None:
-        query = query.where(Job.dataset_id == dataset_id)
-    count = session.scalar(select(func.count()).select_from(query.subquery()))
-    rows = session.scalars(query.order_by(Job.created_at.desc(), Job.id)
-                           .offset(offset).limit(limit))
+    rows, count = crud_jobs.list_page(session, status_filter, dataset_id, offset, limit)
     return JobsPublic(data=[JobPublic.from_row(job) for job in rows], count=count)
 
 
@@ -85,6 +89,7 @@ def get_job(job: JobDep) -> JobPublic:
 
 
 @router.post("/{job_id}/cancel", name="cancel", status_code=status.HTTP_202_ACCEPTED,
+             dependencies=[TRAIN],
              response_model=JobPublic, responses=responses(404, 409, 422))
 def cancel_job(job_id: uuid.UUID, session: WriteSessionDep, pool: PoolDep) -> JobPublic:
     """Cancel a job: a queued one at once; a running one within about a second (its worker
@@ -95,6 +100,21 @@ def cancel_job(job_id: uuid.UUID, session: WriteSessionDep, pool: PoolDep) -> Jo
     request_cancel(session, job)
     pool.wake()
     return JobPublic.from_row(job)
+
+
+@router.delete("/{job_id}", name="delete", status_code=status.HTTP_204_NO_CONTENT,
+               dependencies=[ADMIN], responses=responses(404, 409, 422))
+def delete_job(job_id: uuid.UUID, sessions: SessionsDep) -> None:
+    """Delete a finished job and its convergence log (its model, if any, stays).
+
+    Refused (409) while the job is queued or running: cancel it first.
+    """
+    with sessions.read() as session:
+        job = fetch(session, Job, job_id, "job")
+        job_status = JobStatus(job.status)
+    if not job_status.finished:
+        raise Conflict(f"job {job_id} is {job_status}; cancel it first")
+    delete_finished_job(sessions, job_id)
 
 
 @router.get(
@@ -111,7 +131,7 @@ def get_job_log(
     job: JobDep,
     session: SessionDep,
     sessions: SessionsDep,
-    after: Annotated[int, Query(ge=0, description="Records after this iteration.")] = 0,
+    after: AfterQuery = 0,
     limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
 ):
     """The convergence log: one record per solver iteration, oldest first."""
@@ -119,34 +139,22 @@ def get_job_log(
         return StreamingResponse(
             _csv_rows(sessions, job.id, after), media_type="text/csv",
             headers={"Content-Disposition": f'attachment; filename="job-{job.id}-log.csv"'})
-    count = session.scalar(select(func.count()).select_from(JobLogEntry)
-                           .where(JobLogEntry.job_id == job.id))
-    rows = list(session.scalars(
-        select(JobLogEntry).where(JobLogEntry.job_id == job.id, JobLogEntry.iteration > after)
-        .order_by(JobLogEntry.iteration).limit(limit + 1)))
-    return JobLogPublic(data=[LogRecordPublic.from_row(r) for r in rows[:limit]], count=count,
-                        has_more=len(rows) > limit)
+    rows, count, has_more = crud_jobs.log_page(session, job.id, after, limit)
+    return JobLogPublic(data=[LogRecordPublic.from_row(r) for r in rows], count=count,
+                        has_more=has_more)
 
 
 def _csv_rows(sessions: Sessions, job_id: uuid.UUID, after: int) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    while True:
-        with sessions.read() as session:
-            rows = list(session.scalars(
-                select(JobLogEntry)
-                .where(JobLogEntry.job_id == job_id, JobLogEntry.iteration > after)
-                .order_by(JobLogEntry.iteration).limit(CSV_BATCH)))
+    for rows in crud_jobs.log_batches(sessions, job_id, after, CSV_BATCH):
         for row in rows:
             writer.writerow((row.iteration, repr(row.elapsed), _number(row.objective),
                              _number(row.optimality), json.dumps(row.extras, sort_keys=True)))
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()
-        if len(rows) < CSV_BATCH:
-            return
-        after = rows[-1].iteration
 
 
 def _number(value: float | None) -> str:
@@ -168,8 +176,9 @@ def existing_job_id(job_id: Annotated[uuid.UUID, Path()],
 async def stream_job_log(
     job_id: Annotated[uuid.UUID, Depends(existing_job_id)],
     sessions: SessionsDep,
-    after: Annotated[int, Query(ge=0, description="Records after this iteration.")] = 0,
+    after: AfterQuery = 0,
     last_event_id: Annotated[int | None, Header(
+        ge=0, le=MAX_POSITION,
         description="Resume after this iteration (sent by EventSource on reconnect).")] = None,
 ) -> AsyncIterable[ServerSentEvent]:
     """Server-sent events while the job runs: ``record`` (a log record, id = iteration),
@@ -196,13 +205,7 @@ async def stream_job_log(
 
 def _job_and_records(sessions: Sessions, job_id: uuid.UUID,
                      after: int) -> tuple[JobPublic | None, list[LogRecordPublic]]:
-    # The job first: once it is seen finished, every record was committed before.
-    with sessions.read() as session:
-        job = session.get(Job, job_id)
-        if job is None:
-            return None, []
-        public = JobPublic.from_row(job)
-        rows = session.scalars(
-            select(JobLogEntry).where(JobLogEntry.job_id == job_id, JobLogEntry.iteration > after)
-            .order_by(JobLogEntry.iteration).limit(STREAM_BATCH))
-        return public, [LogRecordPublic.from_row(row) for row in rows]
+    job, rows = crud_jobs.with_records(sessions, job_id, after, STREAM_BATCH)
+    if job is None:
+        return None, []
+    return JobPublic.from_row(job), [LogRecordPublic.from_row(row) for row in rows]

@@ -13,12 +13,14 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import PlainTextResponse
 from pydantic import ValidationError
-from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
 from app.api.deps import (
+    LimitQuery,
     ModelCacheDep,
     ModelDep,
+    OffsetQuery,
     SessionDep,
     SessionsDep,
     SettingsDep,
@@ -26,13 +28,16 @@ from app.api.deps import (
     WriteSessionDep,
     fetch,
 )
-from app.api.errors import Conflict, NotFound, PayloadTooLarge, Unprocessable, responses
+from app.api.errors import BadRequest, Conflict, NotFound, Unprocessable, over_limit, responses
+from app.core.security import ADMIN, READ
+from app.crud import models as crud_models
 from app.db.models import Dataset, TrainedModel
 from app.db.session import Sessions
 from app.evaluation import evaluate
 from app.prediction import (
     ExampleFormatError,
     ModelCache,
+    beyond_message,
     label_unlabelled_lines,
     parse_features,
     predictions,
@@ -48,7 +53,8 @@ from app.schemas import (
     PredictionsPublic,
 )
 
-router = APIRouter(prefix="/models", tags=["models"])
+router = APIRouter(prefix="/models", tags=["models"],
+                   dependencies=[READ], responses=responses(401, 403, 503))
 
 
 class DownloadFormat(enum.StrEnum):
@@ -66,9 +72,7 @@ def _load(cache: ModelCache, sessions: Sessions, model_id: uuid.UUID):
     """The model object (from the cache, or its bytes from the database)."""
 
     def read_artifact() -> bytes:
-        with sessions.read() as session:
-            artifact = session.scalar(
-                select(TrainedModel.artifact).where(TrainedModel.id == model_id))
+        artifact = crud_models.artifact(sessions, model_id)
         if artifact is None:
             raise NotFound(f"model {model_id} not found")
         return artifact
@@ -81,18 +85,11 @@ def list_models(
     session: SessionDep,
     dataset_id: uuid.UUID | None = None,
     solver: str | None = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: OffsetQuery = 0,
+    limit: LimitQuery = 100,
 ) -> ModelsPublic:
     """Models, newest first, optionally only those of one dataset or solver."""
-    query = select(TrainedModel)
-    if dataset_id is not None:
-        query = query.where(TrainedModel.dataset_id == dataset_id)
-    if solver is not None:
-        query = query.where(TrainedModel.solver == solver)
-    count = session.scalar(select(func.count()).select_from(query.subquery()))
-    rows = session.scalars(query.order_by(TrainedModel.created_at.desc(), TrainedModel.id)
-                           .offset(offset).limit(limit))
+    rows, count = crud_models.list_page(session, dataset_id, solver, offset, limit)
     return ModelsPublic(data=[ModelPublic.from_row(row) for row in rows], count=count)
 
 
@@ -104,6 +101,7 @@ def get_model(model: ModelDep) -> ModelPublic:
 
 
 @router.delete("/{model_id}", name="delete", status_code=status.HTTP_204_NO_CONTENT,
+               dependencies=[ADMIN],
                responses=responses(404, 422))
 def delete_model(model_id: uuid.UUID, session: WriteSessionDep, cache: ModelCacheDep) -> None:
     """Delete a model (its job stays, without a model)."""
@@ -168,7 +166,7 @@ def predict_one(
     "/{model_id}/predict",
     name="predict-batch",
     response_model=PredictionsPublic,
-    responses=responses(404, 413, 422),
+    responses=responses(400, 404, 413, 422),
     openapi_extra={"requestBody": {"required": True, "content": {
         "application/json": {"schema": {"$ref": "#/components/schemas/PredictBatchRequest"}},
         "application/octet-stream": {"schema": {
@@ -187,35 +185,45 @@ async def predict_batch(
 ) -> PredictionsPublic:
     """Predict a batch: SVMlight text (``text/plain`` or ``application/octet-stream``; labels
     optional) or JSON rows (``application/json``: ``{"rows": [{"3": 0.5, "7": 1.0}, ...]}``).
+
+    The body may not exceed ``SVMSVC_MAX_PREDICT_BYTES`` (413); it is parsed and scored in a
+    worker thread, never on the event loop.
     """
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > settings.max_upload_bytes:
-            raise PayloadTooLarge(
-                f"the body exceeds the upload limit of {settings.max_upload_bytes} bytes")
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type == "application/json":
-        try:
-            rows = PredictBatchRequest.model_validate_json(bytes(body)).rows
-        except ValidationError as exc:
-            raise Unprocessable("; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-                for e in exc.errors(include_url=False))) from None
-    elif content_type in SVMLIGHT_BODY_TYPES:
-        rows = None
-    else:
+    if content_type != "application/json" and content_type not in SVMLIGHT_BODY_TYPES:
         raise Unprocessable(f"send SVMlight lines as text/plain or application/octet-stream, "
                             f"or JSON rows as application/json, not {content_type}")
+    limit = settings.max_predict_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise over_limit("the body", "max_predict_bytes", limit, "bytes")
+    body = bytearray()
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise over_limit("the body", "max_predict_bytes", limit, "bytes")
+    except ClientDisconnect:
+        raise BadRequest("the request body was cut off before its end") from None
     return await run_in_threadpool(_predict_batch, cache, sessions, model_id, bytes(body),
-                                   rows, zero_based)
+                                   content_type == "application/json", zero_based)
+
+
+def _json_rows(body: bytes) -> list[dict[int, float]]:
+    try:
+        return PredictBatchRequest.model_validate_json(body).rows
+    except ValidationError as exc:
+        raise Unprocessable("; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+            for e in exc.errors(include_url=False))) from None
 
 
 def _predict_batch(cache: ModelCache, sessions: Sessions, model_id: uuid.UUID, body: bytes,
-                   rows: list[dict[int, float]] | None, zero_based: bool) -> PredictionsPublic:
-    """Predict JSON ``rows``, or the SVMlight lines of ``body`` when there are none."""
+                   is_json: bool, zero_based: bool) -> PredictionsPublic:
+    """Predict the JSON rows of ``body``, or its SVMlight lines."""
     import solvers
 
+    rows = _json_rows(body) if is_json else None
     model = _load(cache, sessions, model_id)
     n_features = model.n_features_in_
     if rows is not None:
@@ -223,10 +231,15 @@ def _predict_batch(cache: ModelCache, sessions: Sessions, model_id: uuid.UUID, b
         for number, row in enumerate(rows):
             if offset and 0 in row:
                 raise Unprocessable(f"rows.{number}: feature indices start at 1")
+            beyond = [index for index in row if index - offset >= n_features]
+            if beyond:
+                raise Unprocessable(
+                    f"rows.{number}: {beyond_message(max(beyond), n_features, zero_based)}")
         X = rows_to_csr([{index - offset: value for index, value in row.items()}
                          for row in rows], n_features)
     else:
-        parser = solvers.SVMLightStreamParser(zero_based=zero_based, decompress=None)
+        parser = solvers.SVMLightStreamParser(n_features=n_features, zero_based=zero_based,
+                                              decompress=None)
         parser.feed(label_unlabelled_lines(body))
         X = parser.finish().X
     results = predictions(model, X)
@@ -234,7 +247,7 @@ def _predict_batch(cache: ModelCache, sessions: Sessions, model_id: uuid.UUID, b
 
 
 @router.post("/{model_id}/evaluate", name="evaluate", response_model=EvaluationPublic,
-             responses=responses(404, 422))
+             responses=responses(400, 404, 422))
 def evaluate_model(
     model_id: uuid.UUID,
     body: EvaluateRequest,
@@ -242,7 +255,10 @@ def evaluate_model(
     sessions: SessionsDep,
     store: StoreDep,
 ) -> EvaluationPublic:
-    """Accuracy, per-class counts and the confusion matrix of the model on a dataset."""
+    """Accuracy, per-class counts and the confusion matrix of the model on a dataset.
+
+    A dataset with more features than the model (another feature space) is a 422.
+    """
     model = _load(cache, sessions, model_id)
     missing = Unprocessable(f"dataset_id: dataset {body.dataset_id} not found")
     with sessions.read() as session:
@@ -250,6 +266,10 @@ def evaluate_model(
         if dataset is None:
             raise missing
         digest = dataset.sha256
+        n_features = dataset.n_features
+    if n_features > model.n_features_in_:
+        raise Unprocessable(f"dataset_id: the dataset has {n_features} features, the model "
+                            f"{model.n_features_in_}: it belongs to another feature space")
     try:
         data = store.load(digest)
     except FileNotFoundError:  # deleted meanwhile

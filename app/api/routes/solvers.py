@@ -5,9 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 import solvers
+from app.api.errors import responses
+from app.core.security import READ
 from app.schemas import SolverPublic, SolversPublic
 
-router = APIRouter(prefix="/solvers", tags=["solvers"])
+router = APIRouter(prefix="/solvers", tags=["solvers"], dependencies=[READ],
+                   responses=responses(401, 403))
 
 
 @router.get("", name="list", response_model=SolversPublic)

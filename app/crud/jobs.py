@@ -1,0 +1,102 @@
+"""Jobs and their convergence logs: create (checked, within the queue quota), list, log pages
+and batches, the job with its newest records (live stream)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.api.errors import TooManyRequests, Unprocessable, over_limit
+from app.core.config import Settings
+from app.crud.pages import page
+from app.db.models import Dataset, Job, JobLogEntry, JobStatus
+from app.db.session import Sessions
+from app.jobs.admission import check_job
+
+
+def create(session: Session, body, owner: str | None, settings: Settings) -> Job:
+    """Queue the job of a ``JobCreate`` for the key ``owner`` (its digest; None when the
+    service is open): 422 for missing datasets or a job that cannot succeed
+    (:func:`~app.jobs.admission.check_job`), 429 past the key's queue quota."""
+    datasets = {}
+    for field, dataset_id in (("dataset_id", body.dataset_id),
+                              ("validation_dataset_id", body.validation_dataset_id)):
+        if dataset_id is not None:
+            datasets[field] = session.get(Dataset, dataset_id)
+            if datasets[field] is None:
+                raise Unprocessable(f"{field}: dataset {dataset_id} not found")
+    check_job(body.params, datasets["dataset_id"], datasets.get("validation_dataset_id"),
+              settings)
+    queued = session.scalar(select(func.count()).select_from(Job).where(
+        Job.owner.is_(None) if owner is None else Job.owner == owner,
+        Job.status == JobStatus.queued))
+    if queued >= settings.max_queued_jobs_per_key:
+        raise over_limit("the jobs queued for this API key", "max_queued_jobs_per_key",
+                         settings.max_queued_jobs_per_key, "jobs", actual=queued,
+                         error=TooManyRequests)
+    job = Job(
+        dataset_id=body.dataset_id,
+        validation_dataset_id=body.validation_dataset_id,
+        solver=body.params.solver,
+        params=body.params.model_dump(mode="json"),
+        time_limit_s=body.time_limit_s,
+        status=JobStatus.queued,
+        owner=owner,
+    )
+    session.add(job)
+    session.commit()
+    return job
+
+
+def list_page(session: Session, status: JobStatus | None, dataset_id: uuid.UUID | None,
+              offset: int, limit: int) -> tuple[list[Job], int]:
+    """Jobs, newest first, optionally only those in one state or on one dataset."""
+    query = select(Job)
+    if status is not None:
+        query = query.where(Job.status == status)
+    if dataset_id is not None:
+        query = query.where(Job.dataset_id == dataset_id)
+    return page(session, query, (Job.created_at.desc(), Job.id), offset, limit)
+
+
+def _records_after(job_id: uuid.UUID, after: int, limit: int):
+    return (select(JobLogEntry)
+            .where(JobLogEntry.job_id == job_id, JobLogEntry.iteration > after)
+            .order_by(JobLogEntry.iteration).limit(limit))
+
+
+def log_page(session: Session, job_id: uuid.UUID, after: int,
+             limit: int) -> tuple[list[JobLogEntry], int, bool]:
+    """Up to ``limit`` records after iteration ``after``, the number of records in all, and
+    whether more follow."""
+    count = session.scalar(select(func.count()).select_from(JobLogEntry)
+                           .where(JobLogEntry.job_id == job_id))
+    rows = list(session.scalars(_records_after(job_id, after, limit + 1)))
+    return rows[:limit], count, len(rows) > limit
+
+
+def log_batches(sessions: Sessions, job_id: uuid.UUID, after: int,
+                batch: int) -> Iterator[list[JobLogEntry]]:
+    """Every record after ``after``, ``batch`` at a time, each batch read in its own short
+    session (a long download never holds a transaction open)."""
+    while True:
+        with sessions.read() as session:
+            rows = list(session.scalars(_records_after(job_id, after, batch)))
+        yield rows
+        if len(rows) < batch:
+            return
+        after = rows[-1].iteration
+
+
+def with_records(sessions: Sessions, job_id: uuid.UUID, after: int,
+                 limit: int) -> tuple[Job | None, list[JobLogEntry]]:
+    """The job and up to ``limit`` of its records after ``after``, read in one snapshot, the
+    job first: once it is seen finished, every record was committed before."""
+    with sessions.read() as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            return None, []
+        return job, list(session.scalars(_records_after(job_id, after, limit)))

@@ -1,0 +1,30 @@
+"""Trained models: list, their stored archives."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.crud.pages import page
+from app.db.models import TrainedModel
+from app.db.session import Sessions
+
+
+def list_page(session: Session, dataset_id: uuid.UUID | None, solver: str | None,
+              offset: int, limit: int) -> tuple[list[TrainedModel], int]:
+    """Models, newest first, optionally only those of one dataset or solver."""
+    query = select(TrainedModel)
+    if dataset_id is not None:
+        query = query.where(TrainedModel.dataset_id == dataset_id)
+    if solver is not None:
+        query = query.where(TrainedModel.solver == solver)
+    return page(session, query, (TrainedModel.created_at.desc(), TrainedModel.id), offset,
+                limit)
+
+
+def artifact(sessions: Sessions, model_id: uuid.UUID) -> bytes | None:
+    """The model's ``.npz`` archive (None if there is no such model)."""
+    with sessions.read() as session:
+        return session.scalar(select(TrainedModel.artifact).where(TrainedModel.id == model_id))

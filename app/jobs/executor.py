@@ -1,0 +1,274 @@
+"""Where job attempts run, behind one interface: :class:`Executor`.
+
+The dispatcher (:mod:`app.jobs.pool`) decides *what* runs: it claims queued jobs, enforces
+cancellations and time limits, keeps leases and settles the jobs of attempts that died.  An
+executor only runs what it is given and reports what happened:
+
+* ``submit(claim)`` starts an attempt on an idle slot (``idle()`` says how many there are);
+* ``kill(assignment, reason)`` ends an attempt that did not stop by itself;
+* ``wait(timeout, wake)`` blocks until something happens (or the dispatcher's ``wake``
+  connection is poked) and returns the attempts whose slot ended them abnormally;
+* ``running()`` and ``snapshot()`` describe the slots.
+
+:class:`ProcessExecutor`, N long-lived spawned worker processes, is the first implementation;
+a cluster executor (Dask) is the same interface.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Protocol
+
+from app.core.config import Settings
+from app.jobs.state import Claim
+from app.jobs.worker import WorkerConfig, worker_main
+from app.metrics import ServiceMetrics
+
+logger = logging.getLogger("svmsvc.pool")
+
+RESPAWN_DELAY_S = 1.0
+"""Pause before replacing a worker that died before it was ever ready; it doubles with each
+such death in a row (a worker that cannot start), up to :data:`MAX_RESPAWN_DELAY_S`."""
+
+MAX_RESPAWN_DELAY_S = 60.0
+
+STOP_TIMEOUT_S = 5.0
+
+
+@dataclass
+class Assignment:
+    """A job attempt running on a slot of an executor, as the dispatcher tracks it."""
+
+    job_id: uuid.UUID
+    attempt: int
+    time_limit_s: float | None
+    started: float = field(default_factory=time.monotonic)
+    cancel_deadline: float | None = None
+    killed_for: str | None = None  # "cancel" or "time_limit" once the dispatcher killed it
+
+
+@dataclass(frozen=True)
+class Ended:
+    """An attempt whose slot ended without the attempt writing its own result (the worker
+    died, or was killed)."""
+
+    assignment: Assignment
+    exit_code: int | None
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """A snapshot of one slot for health checks and metrics."""
+
+    index: int
+    pid: int | None
+    alive: bool
+    ready: bool
+    job_id: uuid.UUID | None
+
+
+class Executor(Protocol):
+    """What the dispatcher needs from wherever attempts run."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> list[Assignment]:
+        """Stop every slot; returns the attempts that were still running."""
+
+    def idle(self) -> int:
+        """How many attempts could start now."""
+
+    def submit(self, claim: Claim) -> None: ...
+
+    def kill(self, assignment: Assignment) -> None: ...
+
+    def running(self) -> list[Assignment]: ...
+
+    def snapshot(self) -> list[WorkerInfo]: ...
+
+    def wait(self, timeout: float, wake: Connection) -> list[Ended]: ...
+
+
+@dataclass
+class _Worker:
+    index: int
+    process: multiprocessing.process.BaseProcess
+    connection: Connection
+    ready: bool = False
+    assignment: Assignment | None = None
+
+
+class ProcessExecutor:
+    """N long-lived worker processes, spawned (never forked), one attempt each at a time;
+    a worker that dies is replaced (after a growing delay if it never got ready)."""
+
+    def __init__(self, settings: Settings, metrics: ServiceMetrics):
+        self._settings = settings
+        self._metrics = metrics
+        self._context = multiprocessing.get_context("spawn")
+        self._workers: list[_Worker] = []
+        self._respawn_at: dict[int, float] = {}
+        self._failed_starts: dict[int, int] = {}  # deaths before ready, in a row, per slot
+        self._lock = threading.Lock()
+        self._stopping = False
+
+    def start(self) -> None:
+        for index in range(self._settings.workers):
+            self._workers.append(self._spawn(index))
+        logger.info("worker pool started: %d workers, %d Numba threads each",
+                    self._settings.workers, self._settings.worker_threads)
+
+    def stop(self) -> list[Assignment]:
+        self._stopping = True
+        with self._lock:
+            workers = list(self._workers)
+        running = [w.assignment for w in workers if w.assignment is not None]
+        for worker in workers:
+            if worker.assignment is None and worker.process.is_alive():
+                try:
+                    worker.connection.send(None)
+                except OSError:
+                    pass
+            else:
+                worker.process.terminate()
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for worker in workers:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            worker.connection.close()
+        return running
+
+    def _idle_workers(self) -> list[_Worker]:
+        return [w for w in self._workers
+                if w.ready and w.assignment is None and w.process.is_alive()]
+
+    def idle(self) -> int:
+        return len(self._idle_workers())
+
+    def submit(self, claim: Claim) -> None:
+        worker = self._idle_workers()[0]
+        with self._lock:
+            worker.assignment = Assignment(claim.job_id, claim.attempt, claim.time_limit_s)
+        try:
+            worker.connection.send(("run", str(claim.job_id), claim.attempt))
+        except OSError:
+            pass  # it just died: wait() reports the attempt as ended
+        logger.info("job %s attempt %d -> worker %d", claim.job_id, claim.attempt,
+                    worker.index)
+
+    def kill(self, assignment: Assignment) -> None:
+        for worker in self._workers:
+            if worker.assignment is assignment:
+                logger.warning("job %s: worker %d (pid %d) did not stop within %g s; "
+                               "killing it", assignment.job_id, worker.index,
+                               worker.process.pid, self._settings.cancel_grace_s)
+                worker.process.kill()
+
+    def running(self) -> list[Assignment]:
+        return [w.assignment for w in self._workers if w.assignment is not None]
+
+    def snapshot(self) -> list[WorkerInfo]:
+        with self._lock:
+            infos = []
+            for w in self._workers:
+                alive = w.process.is_alive()  # a dead worker is never ready, reaped or not
+                infos.append(WorkerInfo(w.index, w.process.pid, alive, w.ready and alive,
+                                        w.assignment.job_id if w.assignment else None))
+            return infos
+
+    def wait(self, timeout: float, wake: Connection) -> list[Ended]:
+        self._respawn()
+        by_connection = {w.connection: w for w in self._workers}
+        by_sentinel = {w.process.sentinel: w for w in self._workers}
+        ready = wait([wake, *by_connection, *by_sentinel], timeout)
+        for connection in ready:
+            worker = by_connection.get(connection)
+            if worker is not None:
+                self._receive(worker)
+        ended = []
+        for sentinel in ready:
+            worker = by_sentinel.get(sentinel)
+            if worker is not None:
+                ended += self._exited(worker)
+        return ended
+
+    def _spawn(self, index: int) -> _Worker:
+        config = WorkerConfig(
+            index=index,
+            database_url=self._settings.sqlalchemy_url,
+            datasets_dir=self._settings.datasets_dir.resolve(),
+            threads=self._settings.worker_threads,
+            log_level=self._settings.log_level,
+        )
+        # A spawned worker imports NumPy (and so loads BLAS, which reads its thread count once)
+        # while unpickling its arguments, before worker_main runs: the limit has to travel in
+        # the environment the child inherits.  The web process's own BLAS is already loaded.
+        for variable in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[variable] = str(config.threads)
+        parent_end, child_end = self._context.Pipe()
+        process = self._context.Process(target=worker_main, args=(config, child_end),
+                                        name=f"svmsvc-worker-{index}", daemon=True)
+        process.start()
+        child_end.close()
+        logger.info("worker %d started (pid %d)", index, process.pid)
+        return _Worker(index, process, parent_end)
+
+    def _receive(self, worker: _Worker) -> None:
+        try:
+            while worker.connection.poll():
+                message = worker.connection.recv()
+                if message[0] == "ready":
+                    with self._lock:
+                        worker.ready = True
+                    self._failed_starts.pop(worker.index, None)
+                    logger.info("worker %d ready (pid %d)", worker.index, message[1])
+                elif message[0] == "done":
+                    _, job_id, status = message
+                    with self._lock:
+                        worker.assignment = None
+                    if status is not None:
+                        self._metrics.jobs_finished.labels(status=status).inc()
+        except (EOFError, OSError):
+            pass  # the process ended; its sentinel reports it
+
+    def _exited(self, worker: _Worker) -> list[Ended]:
+        worker.process.join()
+        exit_code = worker.process.exitcode
+        assignment = worker.assignment
+        reason = "killed" if assignment is not None and assignment.killed_for else "crashed"
+        logger.warning("worker %d (pid %d) exited with code %s%s", worker.index,
+                       worker.process.pid, exit_code,
+                       f" while running job {assignment.job_id}" if assignment else "")
+        self._metrics.worker_restarts.labels(reason=reason).inc()
+        worker.connection.close()
+        if worker.ready:
+            delay = 0.0
+        else:
+            failures = self._failed_starts.get(worker.index, 0)
+            self._failed_starts[worker.index] = failures + 1
+            delay = min(MAX_RESPAWN_DELAY_S, RESPAWN_DELAY_S * 2**failures)
+            logger.error("worker %d died before it was ready; next start in %g s",
+                         worker.index, delay)
+        with self._lock:
+            self._workers.remove(worker)
+        self._respawn_at[worker.index] = time.monotonic() + delay
+        return [] if assignment is None else [Ended(assignment, exit_code)]
+
+    def _respawn(self) -> None:
+        now = time.monotonic()
+        for index, when in sorted(self._respawn_at.items()):
+            if when <= now and not self._stopping:
+                del self._respawn_at[index]
+                worker = self._spawn(index)
+                with self._lock:
+                    self._workers.append(worker)
+                    self._workers.sort(key=lambda w: w.index)

@@ -1,0 +1,298 @@
+"""Measurements of a running service (``svmsvc serve`` as a subprocess), not timed tests.
+
+    python -m bench.bench_service cancel [--trials 10] [--database-url URL]
+    python -m bench.bench_service load [--clients 20] [--seconds 60] [--database-url URL]
+
+``cancel``: how long a running job takes to end after ``POST /jobs/{id}/cancel`` (until
+``GET /jobs/{id}`` reports ``cancelled``), on a9a with parameters that never converge; the
+promise "a cancel stops a job within about a second" is checked here, with figures, rather than
+in the test suite, where a loaded machine would make it flaky.
+
+``load``: ``--clients`` threads for ``--seconds`` against a service with two workers, each
+looping over a mix of requests (GET predict 70 %, batch predict of 10 rows 10 %, log pages 6 %,
+a live log stream of a finished job 4 %, dataset uploads of fresh content 4 %, job creation
+2 %, list endpoints 4 %): throughput, p50/p99 latency per kind, errors (any 5xx, transport
+error, or unexpected status) and "database is locked" in the service's log.  Then /healthz
+latency while large evaluations (a9a, 32,561 rows) run.  The load generator shares the
+machine with the service.
+
+The server runs with one worker (``cancel``) or two (``load``), its data in a temporary
+directory, SQLite unless ``--database-url`` is given, with an admin API key made up here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+LONG_PARAMS = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iterations": 300,
+               "max_iter": 100000, "c_path_start": None}
+ADMIN_KEY = "bench-admin-key"
+
+
+class Server:
+    """``svmsvc serve`` on a free port with its own data directory."""
+
+    def __init__(self, directory: Path, *, workers: int = 1, database_url: str | None = None,
+                 **settings):
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = dict(os.environ, SVMSVC_API_KEYS=f"admin:{ADMIN_KEY}",
+                   SVMSVC_THREADS_PER_WORKER="1")
+        if database_url:
+            env["SVMSVC_DATABASE_URL"] = database_url
+        env.update({f"SVMSVC_{k.upper()}": str(v) for k, v in settings.items()})
+        self.log_path = directory / "server.log"
+        self._log = open(self.log_path, "wb")
+        svmsvc = Path(sys.executable).parent / "svmsvc"
+        self.process = subprocess.Popen(
+            [str(svmsvc), "serve", "--port", str(self.port), "--data-dir", str(directory),
+             "--workers", str(workers)], stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        self.headers = {"X-API-Key": ADMIN_KEY}
+
+    def client(self, **kwargs) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers=self.headers, timeout=120.0, **kwargs)
+
+    def wait_ready(self, timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"the server exited:\n{self.log_path.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/readyz").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise SystemExit("the server did not become ready")
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self._log.close()
+
+
+def upload(client: httpx.Client, path: Path) -> str:
+    response = client.post("/datasets",
+                           files={"file": (path.name, path.read_bytes())})
+    response.raise_for_status()
+    return response.json()["id"]
+
+
+def wait_job(client: httpx.Client, job_id: str, until, timeout: float = 120.0,
+             interval: float = 0.01) -> tuple[dict, float]:
+    """The job once ``until(job)`` holds, and the monotonic time it was seen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        job = client.get(f"/jobs/{job_id}").json()
+        if until(job):
+            return job, time.monotonic()
+        if time.monotonic() > deadline:
+            raise SystemExit(f"job {job_id} timed out: {job}")
+        time.sleep(interval)
+
+
+def cancel_latency(server: Server, trials: int) -> list[float]:
+    """Seconds from the cancel request to the job seen ``cancelled``, per trial."""
+    with server.client() as client:
+        a9a = upload(client, DATA_DIR / "a9a")
+        latencies = []
+        for _ in range(trials):
+            job_id = client.post("/jobs", json={"dataset_id": a9a,
+                                                       "params": LONG_PARAMS}).json()["id"]
+            wait_job(client, job_id, lambda j: j["status"] == "running"
+                     and (j["progress"] or {}).get("iteration", 0) >= 3)
+            started = time.monotonic()
+            client.post(f"/jobs/{job_id}/cancel").raise_for_status()
+            job, seen = wait_job(client, job_id, lambda j: j["status"] == "cancelled")
+            if job["solver_status"] != "stopped":
+                print(f"  trial: the worker was killed, not stopped: {job['message']}")
+            latencies.append(seen - started)
+    return latencies
+
+
+MIX = [("predict", 70), ("predict_batch", 10), ("log", 6), ("stream", 4), ("upload", 4),
+       ("job", 2), ("list", 4)]
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def load(server: Server, clients: int, seconds: float) -> dict:
+    """Run the mixed load; returns the figures."""
+    import random
+    import threading
+
+    with server.client() as client:
+        heart = upload(client, DATA_DIR / "heart_scale")
+        job = client.post("/jobs", json={"dataset_id": heart,
+                                         "params": {"solver": "mfn", "C": 1.0}}).json()
+        job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded")
+        model, job_id = job["model_id"], job["id"]
+    kinds = [kind for kind, weight in MIX for _ in range(weight)]
+    latencies: dict[str, list[float]] = {kind: [] for kind, _ in MIX}
+    errors: list[str] = []
+    refused = {"429": 0}
+    stop = time.monotonic() + seconds
+    lock = threading.Lock()
+
+    def one(client: httpx.Client, rng: random.Random, kind: str) -> httpx.Response:
+        if kind == "predict":
+            x = " ".join(f"{j}:{rng.random():.3f}" for j in sorted(rng.sample(range(1, 14), 5)))
+            return client.get(f"/models/{model}/predict", params={"x": x})
+        if kind == "predict_batch":
+            rows = [{str(j): rng.random() for j in rng.sample(range(1, 14), 5)}
+                    for _ in range(10)]
+            return client.post(f"/models/{model}/predict", json={"rows": rows})
+        if kind == "log":
+            return client.get(f"/jobs/{job_id}/log", params={"limit": 100})
+        if kind == "stream":
+            with client.stream("GET", f"/jobs/{job_id}/log/stream") as response:
+                for _ in response.iter_lines():
+                    pass
+                return response
+        if kind == "upload":
+            rows = "".join(f"{1 if k % 2 else -1} 1:{rng.random():.6f} 2:{rng.random():.6f}\n"
+                           for k in range(50))
+            return client.post("/datasets", files={"file": ("load.svm", rows.encode())})
+        if kind == "job":
+            return client.post("/jobs", json={"dataset_id": heart,
+                                              "params": {"solver": "mfn", "C": rng.random()}})
+        return client.get(rng.choice(["/datasets", "/jobs", "/models"]),
+                          params={"limit": 20})
+
+    def run(seed: int) -> None:
+        rng = random.Random(seed)
+        with server.client() as client:
+            while time.monotonic() < stop:
+                kind = rng.choice(kinds)
+                started = time.perf_counter()
+                try:
+                    response = one(client, rng, kind)
+                    status = response.status_code
+                except httpx.HTTPError as exc:
+                    with lock:
+                        errors.append(f"{kind}: {type(exc).__name__}: {exc}")
+                    continue
+                elapsed = time.perf_counter() - started
+                with lock:
+                    if status == 429:
+                        refused["429"] += 1
+                    elif status >= 400:
+                        errors.append(f"{kind}: {status} {response.text[:200]}")
+                    else:
+                        latencies[kind].append(elapsed)
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    total = sum(len(v) for v in latencies.values())
+    figures = {
+        "clients": clients, "seconds": seconds, "requests": total,
+        "throughput": total / seconds, "errors": len(errors), "first_errors": errors[:5],
+        "refused_429": refused["429"],
+        "database_locked": server.log_path.read_text(errors="replace").count(
+            "database is locked"),
+        "by_kind": {kind: {"n": len(v), "p50_ms": 1e3 * _percentile(v, 0.5),
+                           "p99_ms": 1e3 * _percentile(v, 0.99)}
+                    for kind, v in latencies.items()},
+    }
+    figures["predictions_per_s"] = len(latencies["predict"]) / seconds
+    return figures
+
+
+def healthz_during_evaluation(server: Server, evaluations: int = 4) -> dict:
+    """/healthz latencies while ``evaluations`` evaluations of an a9a model on a9a run at
+    once (each 32,561 rows in the web process)."""
+    import threading
+
+    with server.client() as client:
+        a9a = upload(client, DATA_DIR / "a9a")
+        job = client.post("/jobs", json={"dataset_id": a9a,
+                                         "params": {"solver": "mfn", "C": 1.0}}).json()
+        job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded")
+        model = job["model_id"]
+        client.post(f"/models/{model}/evaluate", json={"dataset_id": a9a}).raise_for_status()
+        durations: list[float] = []
+
+        def evaluate() -> None:
+            with server.client() as own:
+                started = time.perf_counter()
+                own.post(f"/models/{model}/evaluate",
+                         json={"dataset_id": a9a}).raise_for_status()
+                durations.append(time.perf_counter() - started)
+
+        threads = [threading.Thread(target=evaluate) for _ in range(evaluations)]
+        for thread in threads:
+            thread.start()
+        probes = []
+        while any(thread.is_alive() for thread in threads):
+            started = time.perf_counter()
+            client.get("/healthz").raise_for_status()
+            probes.append(time.perf_counter() - started)
+            time.sleep(0.02)
+        for thread in threads:
+            thread.join()
+    return {"evaluations": evaluations, "evaluation_s_max": max(durations),
+            "healthz_n": len(probes), "healthz_p50_ms": 1e3 * _percentile(probes, 0.5),
+            "healthz_max_ms": 1e3 * max(probes)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    cancel = commands.add_parser("cancel", help="latency of cancelling a running job")
+    cancel.add_argument("--trials", type=int, default=10)
+    mixed = commands.add_parser("load", help="mixed load from concurrent clients")
+    mixed.add_argument("--clients", type=int, default=20)
+    mixed.add_argument("--seconds", type=float, default=60.0)
+    for command in (cancel, mixed):
+        command.add_argument("--database-url", default=None)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
+        server = Server(Path(directory), workers=1 if args.command == "cancel" else 2,
+                        database_url=args.database_url, max_queued_jobs_per_key=10**6)
+        try:
+            server.wait_ready()
+            if args.command == "cancel":
+                latencies = cancel_latency(server, args.trials)
+                print(f"cancel latency over {len(latencies)} trials "
+                      f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+                      f"load average {os.getloadavg()[0]:.2f}): "
+                      f"median {statistics.median(latencies):.3f} s, "
+                      f"min {min(latencies):.3f} s, max {max(latencies):.3f} s")
+            else:
+                import json
+
+                print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+                      f"{os.getloadavg()[0]:.2f}, database "
+                      f"{'PostgreSQL' if args.database_url else 'SQLite'}")
+                print(json.dumps(load(server, args.clients, args.seconds), indent=1))
+                print(json.dumps(healthz_during_evaluation(server), indent=1))
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()

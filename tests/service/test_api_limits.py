@@ -1,0 +1,153 @@
+"""Input that used to make the service answer 500 or allocate without bound: each is a
+documented 4xx with the error model, and nothing is stored half."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+
+import anyio
+import pytest
+from servicetools import QUICK_PARAMS, create_job, data_path, upload, uploaded_id, wait_job
+from starlette.requests import Request
+
+from app.api.errors import PayloadTooLarge
+from app.uploads import UploadLimits, receive_svmlight_upload
+
+HUGE = [2**31, 2**63, 2**64]
+
+
+@pytest.fixture(scope="module")
+def finished_job(api):
+    dataset_id = uploaded_id(api, data_path("heart_scale"))
+    return wait_job(api, create_job(api, dataset_id, QUICK_PARAMS)["id"])
+
+
+def stored_files(api) -> list:
+    root = api.app.state.settings.datasets_dir
+    return sorted(p.name for p in root.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("path", ["/datasets", "/jobs", "/models"])
+def test_a_huge_offset_is_a_422(api, path):
+    for offset in HUGE:
+        response = api.get(path, params={"offset": offset})
+        assert response.status_code == 422, (offset, response.text)
+        assert response.json()["detail"]["errors"][0]["loc"] == ["query", "offset"]
+    assert api.get(path, params={"offset": 2**31 - 1}).json()["data"] == []
+
+
+def test_a_huge_after_on_the_log_is_a_422_in_every_form(api, finished_job):
+    log = f"/jobs/{finished_job['id']}/log"
+    for after in HUGE:
+        assert api.get(log, params={"after": after}).status_code == 422
+        csv = api.get(log, params={"after": after}, headers={"accept": "text/csv"})
+        assert csv.status_code == 422 and csv.json()["detail"]["message"]
+        assert api.get(f"{log}/stream", params={"after": after}).status_code == 422
+        assert api.get(f"{log}/stream", headers={"last-event-id": str(after)}).status_code \
+            == 422
+    assert api.get(log, params={"after": 2**31 - 1}).json()["data"] == []
+
+
+def test_n_features_past_the_cap_is_a_422_naming_the_setting(api):
+    for n_features in HUGE:
+        response = upload(api, b"1 1:1\n-1 2:1\n", n_features=n_features)
+        assert response.status_code == 422
+        assert "SVMSVC_MAX_FEATURES" in response.json()["detail"]["message"]
+
+
+def test_a_huge_feature_index_is_a_413_before_any_weight_vector(api):
+    before = stored_files(api)
+    response = upload(api, b"1 8589934592:1\n-1 1:1\n")
+    assert response.status_code == 413
+    message = response.json()["detail"]["message"]
+    assert "8589934592 features" in message and "SVMSVC_MAX_FEATURES" in message
+    assert stored_files(api) == before
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress],
+                         ids=["gzip", "bz2", "xz"])
+def test_a_compression_bomb_is_refused_on_its_decompressed_size(api, compress):
+    limit = api.app.state.settings.max_upload_bytes
+    bomb = compress(b"1 1:1 2:1\n" * (limit // 10 + 1000))
+    assert len(bomb) < limit // 100
+    before = stored_files(api), api.get("/datasets").json()["count"]
+    response = upload(api, bomb)
+    assert response.status_code == 413
+    message = response.json()["detail"]["message"]
+    assert message.startswith("the decompressed file exceeds the limit of "
+                              f"{limit} bytes set by SVMSVC_MAX_UPLOAD_BYTES")
+    assert (stored_files(api), api.get("/datasets").json()["count"]) == before
+
+
+def test_a_truncated_compressed_stream_is_a_422(api):
+    whole = gzip.compress(b"1 1:1\n-1 2:1\n" * 1000)
+    response = upload(api, whole[: len(whole) // 2])
+    assert response.status_code == 422
+    assert response.json()["detail"]["message"] == "truncated gzip data (the stream ends early)"
+
+
+def test_concatenated_compressed_streams_are_one_file(api):
+    body = gzip.compress(b"1 1:1\n") + gzip.compress(b"-1 2:1\n")
+    assert upload(api, body).json()["n_samples"] == 2
+
+
+def _stream_upload(text: bytes, limits: UploadLimits):
+    boundary = b"svmsvc-test-boundary"
+    body = (b"--" + boundary + b'\r\nContent-Disposition: form-data; name="file"; '
+            b'filename="x.svm"\r\n\r\n' + text + b"\r\n--" + boundary + b"--\r\n")
+    sent = []
+
+    async def receive():
+        sent.append(1)
+        return {"type": "http.request", "body": body if len(sent) == 1 else b"",
+                "more_body": False}
+
+    scope = {"type": "http", "method": "POST", "path": "/datasets", "query_string": b"",
+             "headers": [(b"content-type", b"multipart/form-data; boundary=" + boundary)]}
+    return anyio.run(lambda: receive_svmlight_upload(Request(scope, receive), limits,
+                                                     n_features=None, zero_based=False))
+
+
+@pytest.mark.parametrize("limits, fragment", [
+    (UploadLimits(2**20, 2, 100, 100), "the dataset's rows exceeds the limit of 2 rows set by "
+                                       "SVMSVC_MAX_UPLOAD_ROWS"),
+    (UploadLimits(2**20, 100, 5, 100), "the dataset's stored entries (6 entries) exceeds the "
+                                       "limit of 5 entries set by SVMSVC_MAX_UPLOAD_NNZ"),
+    (UploadLimits(2**20, 100, 100, 3), "(4 features) exceeds the limit of 3 features set by "
+                                       "SVMSVC_MAX_FEATURES"),
+], ids=["rows", "nnz", "features"])
+def test_each_cap_of_an_upload_names_its_setting(limits, fragment):
+    text = b"1 1:1 2:1\n-1 3:1 4:1\n1 1:1 2:1\n"
+    assert _stream_upload(text, UploadLimits(2**20, 100, 100, 100)).dataset.n_samples == 3
+    with pytest.raises(PayloadTooLarge) as error:
+        _stream_upload(text, limits)
+    assert fragment in error.value.detail.message
+
+
+def test_a_malformed_multipart_part_header_is_a_422(api):
+    body = b'--b\r\nContent-Disposition form-data; name="file"\r\n\r\n1 1:1\r\n--b--\r\n'
+    response = api.post("/datasets", content=body,
+                        headers={"content-type": "multipart/form-data; boundary=b"})
+    assert response.status_code == 422
+    assert response.json()["detail"]["message"].startswith("malformed multipart body: ")
+
+
+def test_a_body_that_is_not_utf8_is_a_documented_400(api, finished_job):
+    response = api.post("/jobs", content=b'{"dataset_id": "\xff"}',
+                        headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    assert response.json() == {"detail": {"message": "There was an error parsing the body"}}
+    spec = api.get("/openapi.json").json()
+    assert "400" in spec["paths"]["/jobs"]["post"]["responses"]
+
+
+def test_a_prediction_body_past_its_own_limit_is_a_413(api, finished_job):
+    limit = api.app.state.settings.max_predict_bytes
+    assert limit < api.app.state.settings.max_upload_bytes
+    body = b"1:0.5 2:0.5\n" * (limit // 12 + 10)
+    response = api.post(f"/models/{finished_job['model_id']}/predict", content=body,
+                        headers={"content-type": "text/plain"})
+    assert response.status_code == 413
+    assert "SVMSVC_MAX_PREDICT_BYTES" in response.json()["detail"]["message"]
