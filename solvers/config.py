@@ -64,3 +64,20 @@ KERNEL_BLOCKS_PER_THREAD = 4
 # beyond.  The proximal SVM's matrix K K costs n^3 to form, hence the lower threshold.
 LSSVM_DIRECT_MAX_ROWS = 3000
 PROXIMAL_DIRECT_MAX_ROWS = 2000
+
+# -- the interior-point method (solvers/interior_point) ---------------------------------------
+
+# The dense (n_features + 1)^2 matrices of linear_solver="direct" (M) and of the SVM
+# preconditioner P_A are refused past this many parameters (8192: 512 MiB a matrix, and the
+# Gram build keeps one more per extra thread); "pcg" then runs with the diagonal-only
+# preconditioner and "direct" raises.
+INTERIOR_POINT_MAX_DENSE_PARAMS = 8192
+
+# PCG with the diagonal-only preconditioner has no fall-back: each solve stops at section
+# 5.3's tolerance or after this many iterations.
+INTERIOR_POINT_DIAGONAL_PCG_MAX_ITER = 1000
+
+# linear_solver="auto" (solvers/interior_point/auto.py): the cost model's measured constants.
+INTERIOR_POINT_AUTO_PCG_ITERATIONS = 15.0
+INTERIOR_POINT_AUTO_ACTIVE_FRACTION = 0.2
+INTERIOR_POINT_AUTO_GRAM_WEIGHT = 1.0
