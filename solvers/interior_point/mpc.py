@@ -187,6 +187,11 @@ class SVMQP:
         ds = -(r_v + x.s * dv) / x.v
         return Iterate(dw, dbeta, dv, dz, du, ds)
 
+    def dual_point(self, x: Iterate) -> np.ndarray:
+        """The dual point of the records' gap: alpha = clip(v, 0, tau), balanced for the free
+        bias by the problem layer (``BinaryProblem.balance``)."""
+        return self.problem.balance(np.clip(x.v, 0.0, self.tau))
+
     def parameters(self, x: Iterate) -> np.ndarray:
         """design.md's beta = (w, b) of the iterate: b = -beta (the paper's decision is
         x'w - beta) for the free bias, the constant column's coefficient when regularized."""
@@ -280,7 +285,8 @@ def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
             history_rnorm.append(res.norm)
             phi_min.append(min(phi, phi_min[-1]) if phi_min else phi)
             idx = len(phi_min) - 1
-            if mu <= params.mu_tolerance and res.norm <= artol_abs:
+            if params.gap_tolerance is None and mu <= params.mu_tolerance \
+                    and res.norm <= artol_abs:
                 status = Termination.CONVERGED
                 message = (f"converged: mu = {mu:.3g} <= {params.mu_tolerance:g} and "
                            f"||r||_inf = {res.norm:.3g} <= {params.residual_tolerance:g} "
@@ -305,9 +311,13 @@ def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
                            "(the residuals no longer follow mu)")
             beta = qp.parameters(x)
             objective = problem.objective_from_margins(beta, qp.d * (res.outputs - x.beta))
-            alpha_dual = np.clip(x.v, 0.0, qp.tau)
-            gap = problem.duality_gap(beta, alpha_dual)
-            stop = reporter(iteration, objective, gap / max(abs(objective), 1e-300),
+            gap = objective - problem.dual_objective(qp.dual_point(x))
+            relative_gap = gap / max(abs(objective), 1e-300)
+            if params.gap_tolerance is not None and relative_gap <= params.gap_tolerance:
+                status = Termination.CONVERGED
+                message = (f"converged: relative duality gap {relative_gap:.3g} <= "
+                           f"{params.gap_tolerance:g}")
+            stop = reporter(iteration, objective, relative_gap,
                             elapsed=elapsed, mu=mu, residual_norm=res.norm / qp.dnorm,
                             **res.norms(), duality_gap=gap, step_length=alpha, sigma=sigma,
                             pcg_iterations=pcg_this, active_set=int(linsys.active_size),
@@ -344,7 +354,7 @@ def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
         iteration = len(history_mu)
     beta = qp.parameters(x)
     objective = problem.objective(beta)
-    gap = problem.duality_gap(beta, np.clip(x.v, 0.0, qp.tau))
+    gap = objective - problem.dual_objective(qp.dual_point(x))
     extras = {
         "linear_solver": linsys.name,
         "mpc_iterations": iteration,

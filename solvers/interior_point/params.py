@@ -36,6 +36,12 @@ class InteriorPointParams(SolverParams):
         1e-6, gt=0,
         description="Stop when ||(r_w, rho_beta, r_z, r_s)||_inf <= this * max_ij |x_ij| "
                     "(paper: 1e-6) and the mu test holds.")
+    gap_tolerance: float | None = Field(
+        None, gt=0, lt=1,
+        description="Instead of the paper's mu and residual tests, stop (converged) once the "
+                    "relative duality gap of the records, (P(w, b) - D(alpha)) / P with "
+                    "alpha = clip(v, 0, tau) balanced, is at most this: a certificate on the "
+                    "objective whatever its scale (None: the paper's tests).")
     max_iter: int = Field(
         100, ge=1,
         description="MPC iterations (one: a factorization or preconditioner, a predictor "
