@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solvers.base import Solution
-from solvers.core.linalg import dot
+from solvers.core.linalg import dot, single_threaded_blas
 from solvers.interior_point.auto import choose_linear_solver
 from solvers.interior_point.linsys import (
     DirectSolver,
@@ -255,7 +255,14 @@ _STAGNATION_WINDOW = 30
 
 def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
         monitor: Monitor | None = None) -> Solution:
-    """Solve the hinge-loss ``problem`` by Gertz & Griffin's interior-point method."""
+    """Solve the hinge-loss ``problem`` by Gertz & Griffin's interior-point method (BLAS
+    held to one thread: :func:`solvers.core.linalg.single_threaded_blas`)."""
+    with single_threaded_blas():
+        return _run(problem, params, monitor)
+
+
+def _run(problem: BinaryProblem, params: InteriorPointParams | None,
+         monitor: Monitor | None) -> Solution:
     reporter = Reporter(monitor, "relative_duality_gap")
     params = params or InteriorPointParams(C=problem.C, bias=problem.bias,
                                            bias_scale=problem.bias_scale)
