@@ -218,7 +218,8 @@ def test_direct_refuses_too_many_features(monkeypatch):
     problem = BinaryProblem(X, y, C=1.0, loss="hinge", bias="free")
     with pytest.raises(ValueError, match="INTERIOR_POINT_MAX_DENSE_PARAMS"):
         run(problem, InteriorPointParams(linear_solver="direct"))
-    assert choose_linear_solver(X, False) == "pcg"
+    with pytest.raises(ValueError, match="INTERIOR_POINT_MAX_DENSE_PARAMS"):
+        choose_linear_solver(X, False)
     # PCG beyond the limit: the diagonal preconditioner, same optimum
     solution = run(problem, InteriorPointParams(linear_solver="pcg", **TIGHT))
     assert solution.status == "converged"

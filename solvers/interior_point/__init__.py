@@ -68,8 +68,9 @@ also carry mu, the scaled residual norm and the norms of r_w, rho_beta, r_z, r_s
 length, sigma, the PCG iterations of the MPC iteration, |A| and gamma.
 
 Data with more than ``INTERIOR_POINT_MAX_DENSE_PARAMS`` (8192) parameters are refused by
-``direct`` with an error naming the limit; ``pcg`` then runs with the diagonal
-preconditioner (A empty) and no fall-back.
+``direct`` and ``auto`` with an error naming the limit (news20: M would take 28.7 GiB);
+``pcg`` then runs with the diagonal preconditioner (A empty) and no fall-back, measured too
+slow to be of use there (news20 made binary at C = 1: 274 s to a 1.6e-3 gap).
 
 Multi-class: one-vs-rest through the shared multiclass layer.
 """
