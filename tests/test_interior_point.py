@@ -91,7 +91,7 @@ def test_other_bias_modes_match_clarabel(bias, linear_solver):
 def test_iteration_counts_near_clarabels():
     """Both are primal-dual predictor-corrector methods on the same QP: the MPC iteration
     counts (paper's stopping test at 1e-10) stay within a few of Clarabel's on small sets
-    (measured 2026-11-23: 12/12, 15/13, 32/26, 17/14, 35/39)."""
+    (measured 2026-11-23, ours/Clarabel: 12/12, 15/13, 32/26, 17/14, 35/39)."""
     for name in ["heart_scale", "diabetes_scale", "australian_scale",
                  "breast-cancer_scale", "svmguide1"]:
         _, solution = solve(name, linear_solver="direct", **TIGHT)

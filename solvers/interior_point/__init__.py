@@ -1,7 +1,7 @@
-"""The interior-point method of Gertz & Griffin (Optim. Methods Softw., 2009): Mehrotra's
-predictor-corrector (MPC) method on the SVM quadratic program, its Newton systems reduced to
-m x m normal equations solved directly (SVM-Direct) or by PCG with the SVM preconditioner
-(SVM-PCG).
+"""The interior-point method of Gertz & Griffin (Comput. Optim. Appl. 47, 2010; online 2009):
+Mehrotra's predictor-corrector (MPC) method on the SVM quadratic program, its Newton systems
+reduced to m x m normal equations solved directly (SVM-Direct) or by PCG with the SVM
+preconditioner (SVM-PCG).
 
 Problem (1), d_i = y_i in {-1, +1}, x~_i the row (with a constant column for the regularized
 bias), tau = C (``design.md``: Gertz & Griffin use 1/2||w||^2 + tau e'z with a free bias)::
