@@ -25,6 +25,7 @@ from solvers.interior_point import (
     run,
 )
 from solvers.interior_point.linsys import NormalOperator
+from solvers.interior_point.mpc import OOQPStatus
 from solvers.monitor import ListMonitor
 from solvers.problems import BinaryProblem
 
@@ -285,3 +286,35 @@ def test_a9a_at_the_papers_tau_is_certified():
     assert solution.status == "converged", solution.message
     assert solution.extras["relative_duality_gap"] <= 1e-7
     assert solution.iterations <= 40
+
+
+def _feed(test: OOQPStatus, mus, rnorms, gaps):
+    for k, (mu, rnorm, gap) in enumerate(zip(mus, rnorms, gaps, strict=True)):
+        verdict = test(k, mu, rnorm, gap)
+        if verdict is not None:
+            return k, verdict[0]
+    return None
+
+
+def test_ooqp_status_tests():
+    """OOQP's defaultStatus: convergence, max_iter, infeasibility (phi 1e4 above its
+    minimum after 10 checks), stagnation (min phi not halved in 30) and residuals that stop
+    following mu (||r|| / mu up 1e8), each its own termination code."""
+    def make(max_iter=100):
+        return OOQPStatus(dnorm=1.0, mu_tolerance=1e-6, residual_tolerance=1e-6,
+                          max_iter=max_iter)
+
+    falling = [10.0 ** -k for k in range(12)]
+    assert _feed(make(), falling, falling, falling) == (6, "converged")
+    assert _feed(make(max_iter=3), falling, falling, falling) == (3, "max_iter")
+    # phi falls to 1e-3, then jumps to 10 at the 12th check: infeasible
+    phi = [10.0 ** -min(k, 3) for k in range(11)] + [10.0]
+    assert _feed(make(), [1.0] * 12, phi, [0.0] * 12) == (11, "infeasible")
+    # phi stuck at 1e-2 (mu too): no halving over 30 checks
+    assert _feed(make(), [1e-2] * 40, [1e-2] * 40, [0.0] * 40) == (30, "failed")
+    # mu falls 1e9 times while the residual stays: ||r|| / mu up 1e8
+    mus = [10.0 ** -k for k in range(10)]
+    assert _feed(make(), mus, [1e-1] + [1e-2] * 9, [0.0] * 10) == (9, "numerical_error")
+    # with a certified-gap stop instead, the mu test is off
+    off = OOQPStatus(1.0, 1e-6, 1e-6, 100, test_mu=False)
+    assert _feed(off, falling, falling, falling) is None

@@ -248,9 +248,61 @@ def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:
     return x
 
 
-# OOQP's Solver::defaultStatus
-_INFEASIBLE_AFTER = 10
-_STAGNATION_WINDOW = 30
+class OOQPStatus:
+    """OOQP's ``Solver::defaultStatus`` with the SVM module's tolerances: each call gets the
+    iterate's mu, ||r||_inf and OOQP's duality gap, keeps their history and returns
+    (status, message) or None to go on.  phi = (||r||_inf + |gap|) / max|x_ij|.
+
+    * converged: mu <= mu_tolerance and ||r||_inf <= residual_tolerance max|x_ij| (skipped
+      when the caller stops on a certified gap instead);
+    * max_iter: ``max_iter`` MPC iterations taken;
+    * infeasible: after 10 checks, phi >= 1e-8 and phi >= 1e4 * its smallest value so far;
+    * failed (OOQP's UNKNOWN, slow convergence): after 30 checks, the smallest phi did not
+      halve over the last 30;
+    * numerical_error (OOQP's UNKNOWN): the residual is above tolerance and ||r|| / mu grew
+      1e8 times since the first check (the residuals stopped following mu)."""
+
+    INFEASIBLE_AFTER = 10
+    STAGNATION_WINDOW = 30
+
+    def __init__(self, dnorm: float, mu_tolerance: float, residual_tolerance: float,
+                 max_iter: int, test_mu: bool = True):
+        self.dnorm = dnorm
+        self.mu_tolerance = mu_tolerance
+        self.residual_tolerance = residual_tolerance
+        self.artol = residual_tolerance * dnorm
+        self.max_iter = max_iter
+        self.test_mu = test_mu
+        self.mu, self.rnorm, self.phi_min = [], [], []
+
+    def __call__(self, iteration: int, mu: float, rnorm: float, gap: float):
+        phi = (rnorm + abs(gap)) / self.dnorm
+        self.mu.append(mu)
+        self.rnorm.append(rnorm)
+        self.phi_min.append(min(phi, self.phi_min[-1]) if self.phi_min else phi)
+        idx = len(self.phi_min) - 1
+        if self.test_mu and mu <= self.mu_tolerance and rnorm <= self.artol:
+            return Termination.CONVERGED, (
+                f"converged: mu = {mu:.3g} <= {self.mu_tolerance:g} and ||r||_inf = "
+                f"{rnorm:.3g} <= {self.residual_tolerance:g} max|x_ij|")
+        if iteration >= self.max_iter:
+            return Termination.MAX_ITER, f"stopped after {iteration} MPC iterations (max_iter)"
+        if idx >= self.INFEASIBLE_AFTER and phi >= 1e-8 and phi >= 1e4 * self.phi_min[idx]:
+            return Termination.INFEASIBLE, (
+                "infeasible (OOQP's test): phi = (||r|| + |gap|) / max|x_ij| grew 1e4 times "
+                "above its smallest value")
+        window = self.STAGNATION_WINDOW
+        if idx >= window and self.phi_min[idx] >= 0.5 * self.phi_min[idx - window]:
+            return Termination.FAILED, (
+                "stagnation (OOQP's slow-convergence test): the smallest phi did not halve "
+                f"in {window} iterations")
+        if rnorm > self.artol and self.mu[idx] > 0.0 and self.mu[0] > 0.0 and \
+                self.rnorm[0] > 0.0 and \
+                (self.rnorm[idx] / self.mu[idx]) / (self.rnorm[0] / self.mu[0]) >= 1e8:
+            return Termination.NUMERICAL_ERROR, (
+                "OOQP's residual test: ||r|| / mu grew 1e8 times since the start (the "
+                "residuals no longer follow mu)")
+        return None
 
 
 def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
@@ -271,8 +323,8 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
     if choice == "auto":
         choice = choose_linear_solver(problem.X, problem.bias == "regularized")
     linsys = make_linear_solver(qp, params, choice)
-    artol_abs = params.residual_tolerance * qp.dnorm
-    history_mu, history_rnorm, phi_min = [], [], []
+    status_test = OOQPStatus(qp.dnorm, params.mu_tolerance, params.residual_tolerance,
+                             params.max_iter, test_mu=params.gap_tolerance is None)
     pcg_total = 0
     status, message = None, ""
     alpha = sigma = float("nan")
@@ -287,35 +339,9 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
             res = qp.residuals(x)
             mu = x.mu()
             elapsed = reporter.clock()
-            phi = (res.norm + abs(res.gap)) / qp.dnorm
-            history_mu.append(mu)
-            history_rnorm.append(res.norm)
-            phi_min.append(min(phi, phi_min[-1]) if phi_min else phi)
-            idx = len(phi_min) - 1
-            if params.gap_tolerance is None and mu <= params.mu_tolerance \
-                    and res.norm <= artol_abs:
-                status = Termination.CONVERGED
-                message = (f"converged: mu = {mu:.3g} <= {params.mu_tolerance:g} and "
-                           f"||r||_inf = {res.norm:.3g} <= {params.residual_tolerance:g} "
-                           f"max|x_ij|")
-            elif iteration >= params.max_iter:
-                status = Termination.MAX_ITER
-                message = f"stopped after {iteration} MPC iterations (max_iter)"
-            elif idx >= _INFEASIBLE_AFTER and phi >= 1e-8 and phi >= 1e4 * phi_min[idx]:
-                status = Termination.INFEASIBLE
-                message = ("infeasible (OOQP's test): phi = (||r|| + |gap|) / max|x_ij| grew "
-                           "1e4 times above its smallest value")
-            elif idx >= _STAGNATION_WINDOW and \
-                    phi_min[idx] >= 0.5 * phi_min[idx - _STAGNATION_WINDOW]:
-                status = Termination.FAILED
-                message = ("stagnation (OOQP's slow-convergence test): the smallest phi did "
-                           f"not halve in {_STAGNATION_WINDOW} iterations")
-            elif res.norm > artol_abs and \
-                    (history_rnorm[idx] / history_mu[idx]) / \
-                    (history_rnorm[0] / history_mu[0]) >= 1e8:
-                status = Termination.NUMERICAL_ERROR
-                message = ("OOQP's residual test: ||r|| / mu grew 1e8 times since the start "
-                           "(the residuals no longer follow mu)")
+            verdict = status_test(iteration, mu, res.norm, res.gap)
+            if verdict is not None:
+                status, message = verdict
             beta = qp.parameters(x)
             objective = problem.objective_from_margins(beta, qp.d * (res.outputs - x.beta))
             gap = objective - problem.dual_objective(qp.dual_point(x))
@@ -358,7 +384,7 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
         if x is None:
             x = Iterate(np.zeros(qp.op.dim), 0.0, qp.tau / 2, np.ones(qp.n), qp.tau / 2,
                         np.ones(qp.n))
-        iteration = len(history_mu)
+        iteration = max(len(status_test.mu) - 1, 0)
     beta = qp.parameters(x)
     objective = problem.objective(beta)
     gap = objective - problem.dual_objective(qp.dual_point(x))
