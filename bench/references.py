@@ -293,19 +293,21 @@ def regenerate(problems=REFERENCE_PROBLEMS, log=print) -> list[dict]:
 def hinge_clarabel(bp: BinaryProblem, tol: float = 1e-12) -> dict:
     """The hinge problem (any bias mode) as the QP 1/2 (||w||^2 + r b^2) + sum C_i xi_i,
     y_i (x~_i w + s b) >= 1 - xi_i, xi >= 0, solved by Clarabel (a conic interior-point
-    method on the full KKT system) through cvxpy.  Returns beta (design.md's layout), the
-    objective evaluated by ``bp``, Clarabel's iteration count and its solve seconds."""
+    method on the full KKT system) through cvxpy; the squared hinge likewise with
+    sum C_i xi_i^2.  Returns beta (design.md's layout), the objective evaluated by ``bp``,
+    Clarabel's iteration count and its solve seconds."""
     import cvxpy as cp
 
-    if bp.loss != "hinge":
-        raise ValueError("hinge_clarabel solves the hinge loss")
+    if bp.loss not in ("hinge", "squared_hinge"):
+        raise ValueError("hinge_clarabel solves the hinge and the squared hinge losses")
     n, m = bp.X.shape
     w = cp.Variable(m)
     xi = cp.Variable(n)
     s = bp.effective_bias_scale
     b = cp.Variable() if bp.bias != "none" else 0.0
     margins = cp.multiply(bp.y, bp.X @ w + s * b)
-    objective = 0.5 * cp.sum_squares(w) + bp.cost @ xi
+    penalty = bp.cost @ xi if bp.loss == "hinge" else bp.cost @ cp.square(xi)
+    objective = 0.5 * cp.sum_squares(w) + penalty
     if bp.bias == "regularized":
         objective += 0.5 * cp.square(b)
     problem = cp.Problem(cp.Minimize(objective), [margins >= 1 - xi, xi >= 0])

@@ -29,7 +29,11 @@ class Iterate:
     """(w, beta, v, z, u, s) of (4): w has n_features + 1 entries (the last the coefficient of
     the constant column, inert without the regularized bias); beta the free bias (0
     otherwise); v the multipliers of the margin constraints, z the hinge slacks, u the
-    multipliers of z >= 0, s the slacks of the margin constraints."""
+    multipliers of z >= 0, s the slacks of the margin constraints.
+
+    The squared hinge (``hinge=False``, the extension of the issue: penalty sum tau_i z_i^2
+    with z free) has no z >= 0 and no u: u stays 0 and the complementary pairs are (s, v)
+    only."""
 
     w: np.ndarray
     beta: float
@@ -37,6 +41,15 @@ class Iterate:
     z: np.ndarray
     u: np.ndarray
     s: np.ndarray
+    hinge: bool = True
+
+    def pairs(self, step: Iterate | None = None):
+        """The complementary (primal, dual) pairs: (s, v) and, for the hinge, (z, u)."""
+        if step is None:
+            return ((self.s, self.v), (self.z, self.u)) if self.hinge else ((self.s, self.v),)
+        if self.hinge:
+            return ((self.s, step.s, self.v, step.v), (self.z, step.z, self.u, step.u))
+        return ((self.s, step.s, self.v, step.v),)
 
     def axpy(self, alpha: float, step: Iterate) -> None:
         self.w += alpha * step.w
@@ -47,28 +60,33 @@ class Iterate:
         self.s += alpha * step.s
 
     def mu(self) -> float:
-        """mu = (v's + u'z) / (2n)."""
-        return (dot(self.v, self.s) + dot(self.u, self.z)) / (2 * self.v.shape[0])
+        """mu = (v's + u'z) / (2n) (v's / n for the squared hinge)."""
+        pairs = self.pairs()
+        return sum(dot(p, q) for p, q in pairs) / (len(pairs) * self.v.shape[0])
 
     def mu_step(self, step: Iterate, alpha: float) -> float:
         """mu at the point alpha along ``step`` (OOQP's ``mustep``)."""
-        return (dot(self.v + alpha * step.v, self.s + alpha * step.s)
-                + dot(self.u + alpha * step.u, self.z + alpha * step.z)) / (2 * self.v.shape[0])
+        pairs = self.pairs(step)
+        return sum(dot(p + alpha * dp, q + alpha * dq) for p, dp, q, dq in pairs) \
+            / (len(pairs) * self.v.shape[0])
 
     def violation(self) -> tuple[float, float]:
-        """(largest negativity of s and z, of v and u), 0 when none."""
-        primal = max(0.0, -float(self.s.min()), -float(self.z.min()))
-        dual = max(0.0, -float(self.v.min()), -float(self.u.min()))
+        """(largest negativity of the primal variables s, z, of the duals v, u), 0 when
+        none."""
+        pairs = self.pairs()
+        primal = max([0.0] + [-float(p.min()) for p, _ in pairs])
+        dual = max([0.0] + [-float(q.min()) for _, q in pairs])
         return primal, dual
 
 
 def step_bound(x: Iterate, step: Iterate) -> float:
     """The largest alpha <= 1 keeping s, z, u, v >= 0 (OOQP's ``stepbound``)."""
     bound = 1.0
-    for value, delta in ((x.z, step.z), (x.s, step.s), (x.u, step.u), (x.v, step.v)):
-        negative = delta < 0.0
-        if negative.any():
-            bound = min(bound, float(np.min(-value[negative] / delta[negative])))
+    for primal, d_primal, dual, d_dual in x.pairs(step):
+        for value, delta in ((primal, d_primal), (dual, d_dual)):
+            negative = delta < 0.0
+            if negative.any():
+                bound = min(bound, float(np.min(-value[negative] / delta[negative])))
     return bound
 
 
@@ -80,8 +98,7 @@ def final_step_length(x: Iterate, step: Iterate, gamma_f: float) -> float:
     gamma_a = 1.0 / (1.0 - gamma_f)
     best = 1.0
     blocking = None  # (primal value, primal step, dual value, dual step, which)
-    for primal, d_primal, dual, d_dual in ((x.s, step.s, x.v, step.v),
-                                           (x.z, step.z, x.u, step.u)):
+    for primal, d_primal, dual, d_dual in x.pairs(step):
         for which, value, delta in ((1, primal, d_primal), (2, dual, d_dual)):
             negative = np.flatnonzero(delta < 0.0)
             if negative.shape[0] == 0:
@@ -129,11 +146,19 @@ class Residuals:
 
 
 class SVMQP:
-    """Problem (1) with its data: labels d, costs tau_i = C_i, the operator of (11)."""
+    """Problem (1) with its data: labels d, costs tau_i = C_i, the operator of (11).
+
+    The squared hinge (extension): minimize 1/2||w||^2 + sum tau_i z_i^2 subject to
+    d_i (x_i'w - beta) >= 1 - z_i, z free (design.md's C max(0, 1 - m)^2, no 1/2).  Its
+    conditions replace (4c) by r_z = 2 tau z - v and drop (4e), u and z >= 0; the Newton
+    system reduces the same way with dz = (dv - r_z) / (2 tau), so Omega = V^-1 S + 1/(2 tau)
+    and r_Omega = r_s + V^-1 r_v - r_z / (2 tau)."""
 
     def __init__(self, problem: BinaryProblem):
-        if problem.loss != "hinge":
-            raise ValueError("interior_point solves the hinge loss only (problem (1))")
+        if problem.loss not in ("hinge", "squared_hinge"):
+            raise ValueError("interior_point solves the hinge loss (problem (1)) and the "
+                             "squared hinge")
+        self.hinge = problem.loss == "hinge"
         self.problem = problem
         self.X = problem.X
         self.d = problem.y
@@ -150,17 +175,22 @@ class SVMQP:
         outputs = self.op.forward(x.w)
         r_w = x.w - self.op.adjoint(d * x.v)
         rho = dot(d, x.v) if self.free else 0.0
-        r_z = self.tau - x.v - x.u
         margin_part = d * outputs - x.beta * d + x.z - 1.0
-        gap = dot(self.tau - x.v, x.z) + dot(margin_part, x.v)
+        if self.hinge:
+            r_z = self.tau - x.v - x.u
+            gap = dot(self.tau - x.v, x.z) + dot(margin_part, x.v)
+        else:
+            r_z = 2.0 * self.tau * x.z - x.v
+            gap = dot(margin_part, x.v)
         r_s = margin_part - x.s
         norm = max(float(np.max(np.abs(r_w))), abs(rho), float(np.max(np.abs(r_z))),
                    float(np.max(np.abs(r_s))))
         return Residuals(r_w, rho, r_z, r_s, gap, norm, outputs)
 
     def set_weights(self, x: Iterate) -> None:
-        """Omega = V^-1 S + U^-1 Z (7) at ``x``."""
-        self.op.set_weights(1.0 / (x.s / x.v + x.z / x.u))
+        """Omega = V^-1 S + U^-1 Z (7) at ``x`` (V^-1 S + 1/(2 tau): squared hinge)."""
+        other = x.z / x.u if self.hinge else 0.5 / self.tau
+        self.op.set_weights(1.0 / (x.s / x.v + other))
 
     def newton_step(self, x: Iterate, res: Residuals, r_u: np.ndarray, r_v: np.ndarray,
                     linsys, corrector: bool, mu: float, w0: np.ndarray | None = None) -> Iterate:
@@ -169,9 +199,13 @@ class SVMQP:
         d = self.d
         op = self.op
         inv_omega = op.inv_omega
-        zu = x.z / x.u
-        r_z_hat = res.r_z + r_u / x.z                      # (6a)
         r_s_hat = res.r_s + r_v / x.v                      # (6b)
+        if self.hinge:
+            zu = x.z / x.u
+            r_z_hat = res.r_z + r_u / x.z                  # (6a)
+        else:
+            zu = 0.5 / self.tau
+            r_z_hat = res.r_z
         r_omega = r_s_hat - zu * r_z_hat
         q = inv_omega * r_omega
         r_w_hat = res.r_w + op.adjoint(d * q)              # (8a)
@@ -183,14 +217,16 @@ class SVMQP:
         dbeta = (-rho_hat + dot(op.y_d, dw)) / op.sigma if self.free else 0.0  # (9b)
         dv = -inv_omega * (r_omega + d * op.forward(dw) - d * dbeta)           # (10)
         dz = -zu * (r_z_hat - dv)
-        du = -(r_u + x.u * dz) / x.z
+        du = -(r_u + x.u * dz) / x.z if self.hinge else np.zeros_like(dz)
         ds = -(r_v + x.s * dv) / x.v
-        return Iterate(dw, dbeta, dv, dz, du, ds)
+        return Iterate(dw, dbeta, dv, dz, du, ds, self.hinge)
 
     def dual_point(self, x: Iterate) -> np.ndarray:
-        """The dual point of the records' gap: alpha = clip(v, 0, tau), balanced for the free
-        bias by the problem layer (``BinaryProblem.balance``)."""
-        return self.problem.balance(np.clip(x.v, 0.0, self.tau))
+        """The dual point of the records' gap: alpha = clip(v, 0, tau) (squared hinge:
+        max(v, 0)), balanced for the free bias by the problem layer
+        (``BinaryProblem.balance``)."""
+        upper = self.tau if self.hinge else np.inf
+        return self.problem.balance(np.clip(x.v, 0.0, upper))
 
     def parameters(self, x: Iterate) -> np.ndarray:
         """design.md's beta = (w, b) of the iterate: b = -beta (the paper's decision is
@@ -229,7 +265,11 @@ def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:
         b = np.full(n, a)
     else:
         b = qp.tau / 2.0
-    x = Iterate(np.zeros(dim), 0.0, b.copy(), np.full(n, a), b.copy(), np.full(n, a))
+    if qp.hinge:
+        x = Iterate(np.zeros(dim), 0.0, b.copy(), np.full(n, a), b.copy(), np.full(n, a))
+    else:  # z free (starts at 0), no u
+        x = Iterate(np.zeros(dim), 0.0, b.copy(), np.zeros(n), np.zeros(n), np.full(n, a),
+                    hinge=False)
     res = qp.residuals(x)
     qp.set_weights(x)
     linsys.prepare(x.mu())
@@ -242,9 +282,10 @@ def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:
     else:
         shift_primal, shift_dual = 1.0 + 2.0 * primal, qp.tau / 2.0 + 2.0 * dual
     x.s += shift_primal
-    x.z += shift_primal
-    x.u += shift_dual
     x.v += shift_dual
+    if qp.hinge:
+        x.z += shift_primal
+        x.u += shift_dual
     return x
 
 
@@ -383,7 +424,7 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
         status, message = Termination.NUMERICAL_ERROR, f"numerical error: {error}"
         if x is None:
             x = Iterate(np.zeros(qp.op.dim), 0.0, qp.tau / 2, np.ones(qp.n), qp.tau / 2,
-                        np.ones(qp.n))
+                        np.ones(qp.n), qp.hinge)
         iteration = max(len(status_test.mu) - 1, 0)
     beta = qp.parameters(x)
     objective = problem.objective(beta)

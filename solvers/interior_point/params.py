@@ -15,8 +15,10 @@ class InteriorPointParams(SolverParams):
     package docstring: OOQP's default start shifts by a scale-blind 1e3)."""
 
     solver: Literal["interior_point"] = "interior_point"
-    loss: Literal["hinge"] = Field(
-        "hinge", description="The hinge loss (problem (1)); the method solves no other.")
+    loss: Literal["hinge", "squared_hinge"] = Field(
+        "hinge",
+        description="hinge: problem (1), the paper's; squared_hinge: the extension with "
+                    "penalty C z_i^2 (z free, no u: Omega = V^-1 S + 1/(2C)).")
     bias: Literal["free", "none", "regularized"] = Field(
         "free",
         description="free: the paper's unregularized beta (decision x'w - beta, b = -beta); "
