@@ -336,3 +336,14 @@ def test_squared_hinge_extension_matches_clarabel(bias):
                                                     gap_tolerance=1e-9))
         assert solution.status == "converged", solution.message
         assert abs(relative(solution.objective, reference)) <= OBJECTIVE_RTOL
+
+
+def test_sample_weights_are_per_example_tau():
+    """tau_i = C * sample_weight_i (design.md's C_i) in problem (1)."""
+    X, y = binary("heart_scale")
+    weights = np.random.default_rng(5).uniform(0.2, 3.0, y.shape[0])
+    problem = BinaryProblem(X, y, C=0.5, loss="hinge", bias="free", sample_weight=weights)
+    reference = hinge_clarabel(problem)["objective"]
+    solution = run(problem, InteriorPointParams(C=0.5, linear_solver="pcg", **TIGHT))
+    assert solution.status == "converged"
+    assert abs(relative(solution.objective, reference)) <= OBJECTIVE_RTOL
