@@ -401,6 +401,8 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
             if stop:
                 status, message = Termination.STOPPED, reporter.stop_message
                 break
+            if not mu > 0.0:
+                raise SingularSystemError(f"mu = {mu:g}: no interior left to step from")
             iteration += 1
             linsys.start_iteration()
             qp.set_weights(x)
@@ -415,11 +417,12 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
             r_v = x.s * x.v + affine.s * affine.v - sigma * mu
             step = qp.newton_step(x, res, r_u, r_v, linsys, True, mu, w0=affine.w)
             alpha = final_step_length(x, step, params.step_factor)
+            if not (np.isfinite(x.mu_step(step, alpha)) and np.all(np.isfinite(step.w))
+                    and np.isfinite(step.beta)):
+                raise SingularSystemError("the step is not finite (the iterate is kept)")
             x.axpy(alpha, step)
             pcg_this = linsys.iterations
             pcg_total += pcg_this
-            if not np.isfinite(x.mu()):
-                raise SingularSystemError("the step made the iterate non-finite")
     except SingularSystemError as error:
         status, message = Termination.NUMERICAL_ERROR, f"numerical error: {error}"
         if x is None:
