@@ -14,7 +14,7 @@ import solvers
 from bench.references import hinge_clarabel
 from solvers import config
 from solvers.base import InvalidParametersError
-from solvers.core.linalg import conjugate_gradient
+from solvers.core.linalg import cholesky_factor, conjugate_gradient
 from solvers.interior_point import (
     SVMQP,
     DirectSolver,
@@ -24,7 +24,7 @@ from solvers.interior_point import (
     choose_linear_solver,
     run,
 )
-from solvers.interior_point.linsys import NormalOperator
+from solvers.interior_point.linsys import NormalOperator, factor_with_shift
 from solvers.interior_point.mpc import OOQPStatus
 from solvers.monitor import ListMonitor
 from solvers.problems import BinaryProblem
@@ -131,8 +131,13 @@ def test_ooqp_start_reaches_the_same_optimum():
 
 
 def test_max_iter_and_monitor_stop():
-    _, solution = solve("heart_scale", max_iter=3)
+    monitor = ListMonitor()
+    _, solution = solve("heart_scale", max_iter=3, monitor=monitor)
     assert solution.status == "max_iter" and solution.iterations == 3
+    # the iterate of smallest certified gap is returned
+    best = min(monitor.records, key=lambda r: r.optimality)
+    assert solution.objective == pytest.approx(best.objective, rel=1e-12)
+    assert solution.extras["relative_duality_gap"] == pytest.approx(best.optimality, rel=1e-9)
     monitor = ListMonitor(time_limit=0.0)
     _, solution = solve("heart_scale", monitor=monitor)
     assert solution.status == "stopped"
@@ -347,3 +352,20 @@ def test_sample_weights_are_per_example_tau():
     solution = run(problem, InteriorPointParams(C=0.5, linear_solver="pcg", **TIGHT))
     assert solution.status == "converged"
     assert abs(relative(solution.objective, reference)) <= OBJECTIVE_RTOL
+
+
+def test_factorization_shift_when_round_off_breaks_definiteness():
+    """M >= I in exact arithmetic; a computed M made (slightly) indefinite by round-off is
+    factored with a 1e-12 relative diagonal shift, a definite one without."""
+    rng = np.random.default_rng(2)
+    Q, _ = np.linalg.qr(rng.standard_normal((30, 30)))
+    eigenvalues = np.logspace(0, 12, 30)
+    M = (Q * eigenvalues) @ Q.T
+    factor = factor_with_shift(M.copy())
+    U = np.triu(factor)
+    np.testing.assert_allclose(U.T @ U, M, rtol=1e-6, atol=1e-6 * eigenvalues[-1])
+    eigenvalues[0] = -1e-14 * eigenvalues[-1]
+    broken = (Q * eigenvalues) @ Q.T
+    assert cholesky_factor(broken.copy()) is None
+    assert factor_with_shift(broken.copy()) is not None
+    assert factor_with_shift(-np.eye(3)) is None

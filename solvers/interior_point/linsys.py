@@ -79,6 +79,20 @@ class NormalOperator:
         return out
 
 
+def factor_with_shift(M: np.ndarray) -> np.ndarray | None:
+    """The Cholesky factor of M (lower triangle), or, when round-off has made the computed
+    M indefinite (late MPC iterations: 1/omega_i spans ~1e20 and the rank-one term of (11)
+    cancels most of the Gram part in the bias direction), of M + delta I with delta = 1e-12
+    max_i M_ii (M >= I in exact arithmetic, so the shift perturbs the Newton step by a
+    relative ~1e-12 max_i M_ii); None if that fails too."""
+    diagonal_max = float(np.max(np.diag(M)))
+    factor = cholesky_factor(M.copy())
+    if factor is not None:
+        return factor
+    M[np.diag_indices_from(M)] += 1e-12 * diagonal_max
+    return cholesky_factor(M)
+
+
 def dense_limit_error(dim: int, what: str) -> ValueError:
     gib = dim * dim * 8 / 2 ** 30
     return ValueError(
@@ -111,7 +125,7 @@ class DirectSolver:
         if op.free:
             lower = np.tril_indices_from(M)
             M[lower] -= np.outer(op.y_d, op.y_d / op.sigma)[lower]
-        self.factor = cholesky_factor(M)
+        self.factor = factor_with_shift(M)
         if self.factor is None:
             raise SingularSystemError("the Cholesky factorization of M (11) failed")
 
@@ -236,7 +250,7 @@ class PCGSolver:
         if self.diagonal_only:
             self.diagonal = self._diagonal()
             return
-        self.factor = cholesky_factor(self.matrix())
+        self.factor = factor_with_shift(self.matrix())
         if self.factor is None:
             raise SingularSystemError("the Cholesky factorization of P_A (13) failed")
 

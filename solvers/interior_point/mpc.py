@@ -43,6 +43,10 @@ class Iterate:
     s: np.ndarray
     hinge: bool = True
 
+    def copy(self) -> Iterate:
+        return Iterate(self.w.copy(), self.beta, self.v.copy(), self.z.copy(), self.u.copy(),
+                       self.s.copy(), self.hinge)
+
     def pairs(self, step: Iterate | None = None):
         """The complementary (primal, dual) pairs: (s, v) and, for the hinge, (z, u)."""
         if step is None:
@@ -346,6 +350,11 @@ class OOQPStatus:
         return None
 
 
+# statuses that return the iterate of smallest certified relative gap instead of the last
+_BEST_ITERATE = (Termination.MAX_ITER, Termination.INFEASIBLE, Termination.FAILED,
+                 Termination.NUMERICAL_ERROR)
+
+
 def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
         monitor: Monitor | None = None) -> Solution:
     """Solve the hinge-loss ``problem`` by Gertz & Griffin's interior-point method (BLAS
@@ -369,7 +378,8 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
     pcg_total = 0
     status, message = None, ""
     alpha = sigma = float("nan")
-    x = None
+    x = best = None
+    best_gap = np.inf
     try:
         linsys.start_iteration()
         x = starting_point(qp, params, linsys)
@@ -387,6 +397,8 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
             objective = problem.objective_from_margins(beta, qp.d * (res.outputs - x.beta))
             gap = objective - problem.dual_objective(qp.dual_point(x))
             relative_gap = gap / max(abs(objective), 1e-300)
+            if relative_gap < best_gap:
+                best, best_gap = x.copy(), relative_gap
             if params.gap_tolerance is not None and relative_gap <= params.gap_tolerance:
                 status = Termination.CONVERGED
                 message = (f"converged: relative duality gap {relative_gap:.3g} <= "
@@ -429,6 +441,9 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
             x = Iterate(np.zeros(qp.op.dim), 0.0, qp.tau / 2, np.ones(qp.n), qp.tau / 2,
                         np.ones(qp.n), qp.hinge)
         iteration = max(len(status_test.mu) - 1, 0)
+    if status in _BEST_ITERATE and best is not None:
+        x = best
+        message += f"; the iterate of smallest relative duality gap ({best_gap:.3g}) is returned"
     beta = qp.parameters(x)
     objective = problem.objective(beta)
     gap = objective - problem.dual_objective(qp.dual_point(x))
