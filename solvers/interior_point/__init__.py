@@ -31,8 +31,11 @@ The method, section by section (``mpc.py``, ``linsys.py``):
   ``defaultStatus`` with phi = (||r||_inf + |gap|) / max|x_ij|: infeasibility (after 10
   iterations, phi >= 1e-8 and 1e4 times its smallest value: ``infeasible``), slow
   convergence (the smallest phi not halved in 30 iterations: ``failed``) and residuals that
-  stop following mu (||r|| / mu grown 1e8 times: ``numerical_error``); a failed Cholesky
-  factorization is also ``numerical_error``;
+  stop following mu (||r|| / mu grown 1e8 times: ``numerical_error``); a Cholesky
+  factorization that fails again after a 1e-12 relative diagonal shift (round-off makes M
+  indefinite late in the run, when 1/omega_i spans ~20 orders) is also ``numerical_error``;
+  every status but ``converged`` and ``stopped`` returns the iterate of smallest certified
+  gap;
 * ``linear_solver="direct"``: M formed by the core's weighted Gram build (weights
   1/omega_i, parallel over the sparse rows) and factored by Cholesky once per MPC iteration
   (the paper's SVM-Direct sets gamma = 0 so that P_A = M); ``"pcg"``: section 5's
