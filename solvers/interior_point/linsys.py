@@ -50,7 +50,6 @@ class NormalOperator:
         self.inv_omega = np.ones(self.n)
         self.y_d = np.zeros(self.dim)
         self.sigma = 1.0
-        self.products = 0
 
     def forward(self, p: np.ndarray) -> np.ndarray:
         """X~ p."""
@@ -71,7 +70,6 @@ class NormalOperator:
             self.sigma = float(inv_omega.sum())
 
     def __call__(self, p: np.ndarray) -> np.ndarray:
-        self.products += 1
         out = self.adjoint(self.inv_omega * self.forward(p))
         out += p
         if self.free:
