@@ -1,14 +1,16 @@
 """``python -m bench.bench_interior_point``: Gertz & Griffin's interior-point method measured.
 
-    python -m bench.bench_interior_point [tables] [starts] [solvers] [anchors] [--out DIR]
+    python -m bench.bench_interior_point [tables] [starts] [clarabel_iterations] [solvers]
+        [anchors] [squared_hinge] [news20] [--out DIR]
 
 * ``tables``: the paper's Tables 1-2 where the data is here: Adult = a9a at tau = 0.05 and
   Website = w8a at tau = 1, free bias, the paper's stopping test (mu and the scaled residual
   at 1e-6): MPC iterations of SVM-Direct and SVM-PCG, PCG iterations per MPC iteration (the
   start's solve included, as the paper counts), seconds, and the relative gap to the optimum
-  (Clarabel at 1e-10) at the stop.
+  (Clarabel at 1e-10) at the stop, with both starts.
 * ``starts``: MPC iterations with ``start="scaled"`` (default) and ``start="ooqp"`` (OOQP's
   1e3 shift) on the small sets, a9a and w8a.
+* ``clarabel_iterations``: MPC iterations to a certified 1e-8 gap against Clarabel's.
 * ``solvers``: direct against pcg against auto on sparse (a9a, w8a, mushrooms) and denser data
   (dna and letter one-vs-rest, and dense synthetic rows: Gaussian features, a planted
   separator, 5% flipped labels -- generated, not real -- subsampled in rows and features as
@@ -21,6 +23,8 @@
   anchors are run from scratch at each tolerance of a loose-to-tight schedule; our trace is
   the per-iteration records (seconds since the start, design.md's objective), the stop at
   mu <= 1e-10 so that 1e-6 is reached.
+* ``squared_hinge``: the extension against mfn (regularized bias, C = 1).
+* ``news20``: the refusal beyond the dense limit and the diagonal-preconditioned PCG.
 
 Each of our runs is preceded by a discarded warm-up run (compilation).  Writes
 ``interior_point.json`` and ``interior_point.md`` to ``--out`` (default
@@ -91,25 +95,28 @@ def optimum(name: str, C: float, bias: str = "free") -> dict:
 
 def tables(log) -> dict:
     out = {}
-    rows = ["| data | tau | solver | MPC its (paper) | avg PCG its (paper) | s (paper's s) "
-            "| rel. gap at stop | status |", "|---|---|---|---|---|---|---|---|"]
+    rows = ["| data | tau | solver | start | MPC its (paper) | avg PCG its (paper) | "
+            "s (paper's s) | rel. gap at stop | status |", "|---|---|---|---|---|---|---|---|---|"]
     for name, paper in PAPER.items():
         X, y = binary(name)
         problem = BinaryProblem(X, y, C=paper["tau"], loss="hinge", bias="free")
         best = optimum(name, paper["tau"])["objective"]
-        for linear_solver in ("direct", "pcg"):
-            solution, records, seconds = ours(problem, linear_solver=linear_solver)
-            gap = relative_gap(solution.objective, best)
-            avg = solution.extras["pcg_per_mpc_iteration"]
-            out[f"{name}/{linear_solver}"] = {
-                "iterations": solution.iterations, "avg_pcg": avg, "seconds": seconds,
-                "relative_gap": gap, "status": str(solution.status)}
-            paper_avg = f"{avg:.1f} ({paper['avg_pcg']})" if linear_solver == "pcg" else "-"
-            rows.append(f"| {name} | {paper['tau']:g} | {linear_solver} | "
-                        f"{solution.iterations} ({paper[linear_solver]}) | {paper_avg} | "
-                        f"{seconds:.2f} ({paper['s_' + linear_solver]}) | {gap:.1e} | "
-                        f"{solution.status} |")
-            log(rows[-1])
+        for start in ("scaled", "ooqp"):
+            for linear_solver in ("direct", "pcg"):
+                solution, records, seconds = ours(problem, linear_solver=linear_solver,
+                                                  start=start)
+                gap = relative_gap(solution.objective, best)
+                avg = solution.extras["pcg_per_mpc_iteration"]
+                out[f"{name}/{linear_solver}/{start}"] = {
+                    "iterations": solution.iterations, "avg_pcg": avg, "seconds": seconds,
+                    "relative_gap": gap, "status": str(solution.status)}
+                paper_avg = f"{avg:.1f} ({paper['avg_pcg']})" if linear_solver == "pcg" \
+                    else "-"
+                rows.append(f"| {name} | {paper['tau']:g} | {linear_solver} | {start} | "
+                            f"{solution.iterations} ({paper[linear_solver]}) | {paper_avg} | "
+                            f"{seconds:.2f} ({paper['s_' + linear_solver]}) | {gap:.1e} | "
+                            f"{solution.status} |")
+                log(rows[-1])
     return {"results": out, "markdown": rows}
 
 
@@ -262,10 +269,76 @@ def anchors(log) -> dict:
     return {"results": out, "markdown": rows}
 
 
+def clarabel_iterations(log) -> dict:
+    """MPC iterations to a certified relative gap of 1e-8 against Clarabel's at 1e-8."""
+    out = {}
+    rows = ["| data | C | Clarabel | ours, scaled start | ours, OOQP start |",
+            "|---|---|---|---|---|"]
+    for name, C in [(s, 1.0) for s in SMALL] + [("a9a", 0.05)]:
+        X, y = binary(name)
+        problem = BinaryProblem(X, y, C=C, loss="hinge", bias="free")
+        counts = [hinge_clarabel(problem, tol=1e-8)["iterations"]]
+        for start in ("scaled", "ooqp"):
+            counts.append(run(problem, InteriorPointParams(
+                C=C, linear_solver="direct", start=start, gap_tolerance=1e-8)).iterations)
+        out[f"{name}/C={C:g}"] = counts
+        rows.append(f"| {name} | {C:g} | " + " | ".join(map(str, counts)) + " |")
+        log(rows[-1])
+    return {"results": out, "markdown": rows}
+
+
+def squared_hinge(log) -> dict:
+    """The squared-hinge extension against mfn, regularized bias, C = 1."""
+    from bench.references import reference_optimum
+    from solvers import mfn
+
+    out = {}
+    rows = ["| data | interior_point (auto) s | MPC its | rel. gap | mfn s |",
+            "|---|---|---|---|---|"]
+    for name in ("a9a", "w8a", "mushrooms"):
+        X, y = binary(name)
+        problem = BinaryProblem(X, y, C=1.0, loss="squared_hinge", bias="regularized")
+        best = reference_optimum(BenchProblem(name, "squared_hinge", "regularized", 1.0))
+        solution, _, seconds = ours(problem, gap_tolerance=1e-6)
+        mfn.solve(problem)
+        start = time.perf_counter()
+        mfn.solve(problem)
+        mfn_seconds = time.perf_counter() - start
+        gap = relative_gap(solution.objective, best["objective"])
+        out[name] = {"seconds": seconds, "iterations": solution.iterations, "gap": gap,
+                     "mfn_seconds": mfn_seconds}
+        rows.append(f"| {name} | {seconds:.2f} | {solution.iterations} | {gap:.1e} | "
+                    f"{mfn_seconds:.2f} |")
+        log(rows[-1])
+    return {"results": out, "markdown": rows}
+
+
+def news20(log) -> dict:
+    """news20 made binary at C = 1: direct and auto refuse; pcg runs with the diagonal
+    preconditioner (240 s time limit)."""
+    bp = BenchProblem("news20-binary", "hinge", "free", 1.0).binary_problem()
+    out = {}
+    for linear_solver in ("direct", "auto"):
+        try:
+            run(bp, InteriorPointParams(linear_solver=linear_solver))
+        except ValueError as error:
+            out[linear_solver] = str(error)
+            log(f"{linear_solver}: {error}")
+    monitor = ListMonitor(time_limit=240.0)
+    solution = run(bp, InteriorPointParams(linear_solver="pcg", gap_tolerance=1e-6), monitor)
+    out["pcg"] = {"status": str(solution.status), "iterations": solution.iterations,
+                  "relative_duality_gap": solution.extras["relative_duality_gap"],
+                  "seconds": monitor.records[-1].elapsed}
+    rows = [f"pcg (diagonal): {out['pcg']}"]
+    log(rows[0])
+    return {"results": out, "markdown": rows}
+
+
 ANCHOR_PROBLEMS = (("australian_scale", 1.0), ("mushrooms", 1.0), ("a9a", 0.05), ("w8a", 1.0))
 
-SECTIONS = {"tables": tables, "starts": starts, "solvers": compare_solvers,
-            "anchors": anchors}
+SECTIONS = {"tables": tables, "starts": starts, "clarabel_iterations": clarabel_iterations,
+            "solvers": compare_solvers, "anchors": anchors, "squared_hinge": squared_hinge,
+            "news20": news20}
 
 
 def main(argv=None) -> int:
