@@ -80,9 +80,9 @@ Extension (the issue's optional item): the squared hinge, ``loss="squared_hinge"
 r_z = 2 tau z - v, the pair (z, u) and (4e) disappear, Omega = V^-1 S + 1/(2 tau) and
 mu = v's / n; the rest (reduction, both linear solvers, MPC) is unchanged.  Every bias mode,
 including the free bias that ``mfn`` does not solve.  Measured 2026-11-23 (regularized bias,
-C = 1, gap_tolerance = 1e-6, loaded 2-core VM): a9a 0.50 s in 10 MPC iterations, w8a 1.59 s in
-24, mushrooms 0.43 s in 16, all within 1.3e-9 of LIBLINEAR's certified optima; ``mfn`` solves
-the same problems in 0.13 s, 0.15 s and 0.07 s: for the squared hinge the finite Newton
+C = 1, gap_tolerance = 1e-6, loaded 2-core VM): a9a 0.28 s in 10 MPC iterations, w8a 0.88 s in
+24, mushrooms 0.31 s in 16, all within 1.3e-9 of LIBLINEAR's certified optima; ``mfn`` solves
+the same problems in 0.10 s, 0.12 s and 0.05 s: for the squared hinge the finite Newton
 method is the better choice, and the interior-point method adds the free bias.
 
 Multi-class: one-vs-rest through the shared multiclass layer.
