@@ -47,7 +47,8 @@ import solvers
 from bench.anchors import Liblinear, SklearnLinearKernelSVC
 from bench.harness import GAPS, machine_description, relative_gap, time_to_gap
 from bench.problems import BenchProblem, load_dataset
-from bench.references import hinge_clarabel
+from bench.references import hinge_clarabel, reference_optimum
+from solvers import mfn
 from solvers.interior_point import InteriorPointParams, linear_solver_costs, run
 from solvers.monitor import ListMonitor
 from solvers.problems import BinaryProblem
@@ -69,6 +70,11 @@ def binary(name: str):
     return ds.X, np.where(ds.y == classes[1], 1.0, -1.0)
 
 
+def problem_of(name: str, C: float, loss: str = "hinge", bias: str = "free") -> BinaryProblem:
+    X, y = binary(name)
+    return BinaryProblem(X, y, C=C, loss=loss, bias=bias)
+
+
 def ours(problem: BinaryProblem, warm_up: bool = True, **params):
     """(solution, records, seconds) of one run, after a discarded warm-up run."""
     prm = InteriorPointParams(C=problem.C, bias=problem.bias, bias_scale=problem.bias_scale,
@@ -87,8 +93,7 @@ _OPTIMA: dict = {}
 def optimum(name: str, C: float, bias: str = "free") -> dict:
     key = (name, C, bias)
     if key not in _OPTIMA:
-        X, y = binary(name)
-        _OPTIMA[key] = hinge_clarabel(BinaryProblem(X, y, C=C, loss="hinge", bias=bias),
+        _OPTIMA[key] = hinge_clarabel(problem_of(name, C, bias=bias),
                                       tol=1e-10)
     return _OPTIMA[key]
 
@@ -98,8 +103,7 @@ def tables(log) -> dict:
     rows = ["| data | tau | solver | start | MPC its (paper) | avg PCG its (paper) | "
             "s (paper's s) | rel. gap at stop | status |", "|---|---|---|---|---|---|---|---|---|"]
     for name, paper in PAPER.items():
-        X, y = binary(name)
-        problem = BinaryProblem(X, y, C=paper["tau"], loss="hinge", bias="free")
+        problem = problem_of(name, paper["tau"])
         best = optimum(name, paper["tau"])["objective"]
         for start in ("scaled", "ooqp"):
             for linear_solver in ("direct", "pcg"):
@@ -125,8 +129,7 @@ def starts(log) -> dict:
     rows = ["| data | C | scaled: MPC its | ooqp: MPC its | scaled: rel. gap | ooqp: rel. gap |",
             "|---|---|---|---|---|---|"]
     for name, C in [(s, 1.0) for s in SMALL] + [("a9a", 0.05), ("w8a", 1.0)]:
-        X, y = binary(name)
-        problem = BinaryProblem(X, y, C=C, loss="hinge", bias="free")
+        problem = problem_of(name, C)
         best = optimum(name, C)["objective"]
         entry = {}
         for start in ("scaled", "ooqp"):
@@ -234,9 +237,8 @@ def anchors(log) -> dict:
     rows = ["| problem | solver | t(1e-2) s | t(1e-3) s | t(1e-6) s | final rel. gap |",
             "|---|---|---|---|---|---|"]
     for name, C in ANCHOR_PROBLEMS:
-        X, y = binary(name)
         for bias in ("free", "regularized"):
-            bp = BinaryProblem(X, y, C=C, loss="hinge", bias=bias)
+            bp = problem_of(name, C, bias=bias)
             reference = optimum(name, C, bias)["objective"]
             problem = BenchProblem(name, "hinge", bias, C)
             runners = {
@@ -275,8 +277,7 @@ def clarabel_iterations(log) -> dict:
     rows = ["| data | C | Clarabel | ours, scaled start | ours, OOQP start |",
             "|---|---|---|---|---|"]
     for name, C in [(s, 1.0) for s in SMALL] + [("a9a", 0.05)]:
-        X, y = binary(name)
-        problem = BinaryProblem(X, y, C=C, loss="hinge", bias="free")
+        problem = problem_of(name, C)
         counts = [hinge_clarabel(problem, tol=1e-8)["iterations"]]
         for start in ("scaled", "ooqp"):
             counts.append(run(problem, InteriorPointParams(
@@ -289,15 +290,11 @@ def clarabel_iterations(log) -> dict:
 
 def squared_hinge(log) -> dict:
     """The squared-hinge extension against mfn, regularized bias, C = 1."""
-    from bench.references import reference_optimum
-    from solvers import mfn
-
     out = {}
     rows = ["| data | interior_point (auto) s | MPC its | rel. gap | mfn s |",
             "|---|---|---|---|---|"]
     for name in ("a9a", "w8a", "mushrooms"):
-        X, y = binary(name)
-        problem = BinaryProblem(X, y, C=1.0, loss="squared_hinge", bias="regularized")
+        problem = problem_of(name, 1.0, "squared_hinge", "regularized")
         best = reference_optimum(BenchProblem(name, "squared_hinge", "regularized", 1.0))
         solution, _, seconds = ours(problem, gap_tolerance=1e-6)
         mfn.solve(problem)
