@@ -64,3 +64,25 @@ KERNEL_BLOCKS_PER_THREAD = 4
 # beyond.  The proximal SVM's matrix K K costs n^3 to form, hence the lower threshold.
 LSSVM_DIRECT_MAX_ROWS = 3000
 PROXIMAL_DIRECT_MAX_ROWS = 2000
+
+# -- the interior-point method (solvers/interior_point) ---------------------------------------
+
+# The dense (n_features + 1)^2 matrices of linear_solver="direct" (M) and of the SVM
+# preconditioner P_A are refused past this many parameters (8192: 512 MiB a matrix, and the
+# Gram build keeps one more per extra thread); "auto" and "direct" raise there, "pcg" runs
+# with the diagonal-only preconditioner (measured too slow to use: news20, 274 s to 1e-3).
+INTERIOR_POINT_MAX_DENSE_PARAMS = 8192
+
+# PCG with the diagonal-only preconditioner has no fall-back: each solve stops at section
+# 5.3's tolerance or after this many iterations.
+INTERIOR_POINT_DIAGONAL_PCG_MAX_ITER = 1000
+
+# linear_solver="auto" (solvers/interior_point/auto.py): the cost model's constants.  PCG
+# iterations per MPC iteration measured 6.4-21.4 (13.4 on a9a, 15.0 on w8a: the paper's
+# 12.3-35.6), |A| 20-60% of the rows on a9a; a Gram entry and a product entry weighted alike.
+# With these "auto" chose the faster solver on all ten problems of bench/README.md
+# (Interior point: a9a, w8a, mushrooms, dna, letter, dense synthetic rows with 50-400
+# features; 2026-11-23).
+INTERIOR_POINT_AUTO_PCG_ITERATIONS = 15.0
+INTERIOR_POINT_AUTO_ACTIVE_FRACTION = 0.2
+INTERIOR_POINT_AUTO_GRAM_WEIGHT = 1.0

@@ -14,6 +14,39 @@ from solvers.core.linalg import cholesky_solve, gram_cost, gram_update
 from solvers.core.sparse import use_parallel
 
 
+def weighted_gram(X, weights: np.ndarray, *, extra_value: float = 0.0,
+                  rows: np.ndarray | None = None, out: np.ndarray | None = None,
+                  mirror: bool = True) -> np.ndarray:
+    """The weighted Gram matrix sum_k w_k x~_k x~_k' of the rows ``rows`` (all rows by
+    default; ``weights`` one per selected row) of a canonical CSR ``X``, x~_k = (x_k,
+    extra_value): lower triangle built by :func:`gram_update` (parallel over the rows when
+    that pays), then mirrored (``mirror=False`` leaves the upper triangle 0: enough for a
+    Cholesky factorization, which reads the lower one).  ``out`` ((n_features + 1)^2,
+    C-contiguous) is overwritten when given.  The interior-point method forms its
+    normal-equations matrix Y' Omega^-1 Y with weights 1 / omega_i this way at every
+    iteration."""
+    n = X.shape[1] + 1
+    G = np.zeros((n, n)) if out is None else out
+    G[:] = 0.0
+    if rows is None:
+        rows = np.arange(X.shape[0], dtype=np.int64)
+    else:
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    cost = gram_cost(X.indptr, rows)
+    gram_update(X, rows, weights, G, extra_value=extra_value,
+                parallel=use_parallel(cost, n * n))
+    if mirror:
+        mirror_lower(G)
+    return G
+
+
+def mirror_lower(G: np.ndarray) -> None:
+    """Copy the lower triangle of a square matrix onto its upper triangle, in place."""
+    upper = np.triu_indices_from(G, 1)
+    G[upper] = G.T[upper]
+
+
 class NormalEquations:
     """Normal equations by factorization, for problems with few parameters (L2-SVM-MFN's step
     3, Keerthi & DeCoste section 4.3: "factorization methods such as QR or SVD"): the Gram

@@ -43,6 +43,12 @@ def warm_up(parallel: bool = True) -> float:
             compact = sparse.CompactRows(X, rows, n_blocks=n_blocks)
             compact.matvec(w)
             compact.rmatvec(np.ones(2))
+            # all rows: the matrix's own index arrays (int32 or int64), not a copy
+            everything = sparse.CompactRows.all_rows(X, n_blocks=n_blocks)
+            everything.matvec(w)
+            everything.rmatvec(np.ones(3))
+            linalg.cgls_compact(everything, np.ones(3), None, np.zeros(4), bias_scale=1.0,
+                                lam=1.0, residual=np.ones(3), gradient=np.ones(4))
         # CGLS (one kernel serves serial and parallel, single and paired rows, with and
         # without a warm start given)
         linalg.cgls(X, rows, np.ones(2), np.ones(2), np.zeros(4), bias_scale=1.0, lam=1.0)
@@ -51,7 +57,9 @@ def warm_up(parallel: bool = True) -> float:
         linalg.cgls_compact(compact, np.ones(2), None, np.zeros(4), bias_scale=1.0, lam=1.0,
                             residual=np.ones(2), gradient=np.ones(4))
     linalg.dot(w, w)
-    linalg.gram_update(X, rows, np.ones(2), np.zeros((4, 4)), extra_value=1.0)
+    for flag in ((False, True) if parallel else (False,)):
+        linalg.gram_update(X, rows, np.ones(2), np.zeros((4, 4)), extra_value=1.0,
+                           parallel=flag)
     linesearch.piecewise_linear_root(-1.0, 1.0, np.array([0.5]), np.array([0.1]),
                                      np.array([0.1]))
     return time.perf_counter() - start

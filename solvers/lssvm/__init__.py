@@ -123,9 +123,10 @@ def warm_up() -> None:
         for parallel in (False, True):
             kernel_matrix(X, X, kernel, parallel=parallel)
             kernel_decision(X, X, kernel, np.ones((1, 3)), np.zeros(1), parallel=parallel)
-        cache = KernelCache(X, kernel, 1.0)
-        cache.matvec(np.ones(3))
-        cache.fill()
+        for parallel in (False, True):
+            cache = KernelCache(X, kernel, 1.0, parallel=parallel)
+            cache.matvec(np.ones(3))
+            cache.fill()
         lam = np.zeros(3)
         g = -np.ones(3)
         inv_cj = np.ones(3)

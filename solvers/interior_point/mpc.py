@@ -1,0 +1,462 @@
+"""Mehrotra's predictor-corrector method on the SVM problem (1), as OOQP implements it
+(Gertz & Wright 2003; OOQP's ``MehrotraSolver``, ``Solver::finalStepLength``,
+``Solver::defaultStart``, ``Solver::defaultStatus`` and the ``Svm`` module's variables and
+residuals).  See the package docstring for the problem and the parameter mapping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvers.base import Solution
+from solvers.core.linalg import dot, single_threaded_blas
+from solvers.interior_point.auto import choose_linear_solver
+from solvers.interior_point.linsys import (
+    DirectSolver,
+    NormalOperator,
+    PCGSolver,
+    SingularSystemError,
+)
+from solvers.interior_point.params import InteriorPointParams
+from solvers.monitor import Monitor, Reporter
+from solvers.problems import BinaryProblem
+from solvers.termination import Termination
+
+
+@dataclass
+class Iterate:
+    """(w, beta, v, z, u, s) of (4): w has n_features + 1 entries (the last the coefficient of
+    the constant column, inert without the regularized bias); beta the free bias (0
+    otherwise); v the multipliers of the margin constraints, z the hinge slacks, u the
+    multipliers of z >= 0, s the slacks of the margin constraints.
+
+    The squared hinge (``hinge=False``, the extension of the issue: penalty sum tau_i z_i^2
+    with z free) has no z >= 0 and no u: u stays 0 and the complementary pairs are (s, v)
+    only."""
+
+    w: np.ndarray
+    beta: float
+    v: np.ndarray
+    z: np.ndarray
+    u: np.ndarray
+    s: np.ndarray
+    hinge: bool = True
+
+    def copy(self) -> Iterate:
+        return Iterate(self.w.copy(), self.beta, self.v.copy(), self.z.copy(), self.u.copy(),
+                       self.s.copy(), self.hinge)
+
+    def pairs(self, step: Iterate | None = None):
+        """The complementary (primal, dual) pairs: (s, v) and, for the hinge, (z, u)."""
+        if step is None:
+            return ((self.s, self.v), (self.z, self.u)) if self.hinge else ((self.s, self.v),)
+        if self.hinge:
+            return ((self.s, step.s, self.v, step.v), (self.z, step.z, self.u, step.u))
+        return ((self.s, step.s, self.v, step.v),)
+
+    def axpy(self, alpha: float, step: Iterate) -> None:
+        self.w += alpha * step.w
+        self.beta += alpha * step.beta
+        self.v += alpha * step.v
+        self.z += alpha * step.z
+        self.u += alpha * step.u
+        self.s += alpha * step.s
+
+    def mu(self) -> float:
+        """mu = (v's + u'z) / (2n) (v's / n for the squared hinge)."""
+        pairs = self.pairs()
+        return sum(dot(p, q) for p, q in pairs) / (len(pairs) * self.v.shape[0])
+
+    def mu_step(self, step: Iterate, alpha: float) -> float:
+        """mu at the point alpha along ``step`` (OOQP's ``mustep``)."""
+        pairs = self.pairs(step)
+        return sum(dot(p + alpha * dp, q + alpha * dq) for p, dp, q, dq in pairs) \
+            / (len(pairs) * self.v.shape[0])
+
+    def violation(self) -> tuple[float, float]:
+        """(largest negativity of the primal variables s, z, of the duals v, u), 0 when
+        none."""
+        pairs = self.pairs()
+        primal = max([0.0] + [-float(p.min()) for p, _ in pairs])
+        dual = max([0.0] + [-float(q.min()) for _, q in pairs])
+        return primal, dual
+
+
+def step_bound(x: Iterate, step: Iterate) -> float:
+    """The largest alpha <= 1 keeping s, z, u, v >= 0 (OOQP's ``stepbound``)."""
+    bound = 1.0
+    for primal, d_primal, dual, d_dual in x.pairs(step):
+        for value, delta in ((primal, d_primal), (dual, d_dual)):
+            negative = delta < 0.0
+            if negative.any():
+                bound = min(bound, float(np.min(-value[negative] / delta[negative])))
+    return bound
+
+
+def final_step_length(x: Iterate, step: Iterate, gamma_f: float) -> float:
+    """Mehrotra's step-length heuristic (OOQP's ``Solver::finalStepLength``): find the
+    blocking complementary pair (primal s_i or z_i, dual v_i or u_i) and the largest step
+    alpha_max; aim the blocking product at mu_full / gamma_a, mu_full the complementarity at
+    alpha_max and gamma_a = 1 / (1 - gamma_f); take at least gamma_f alpha_max."""
+    gamma_a = 1.0 / (1.0 - gamma_f)
+    best = 1.0
+    blocking = None  # (primal value, primal step, dual value, dual step, which)
+    for primal, d_primal, dual, d_dual in x.pairs(step):
+        for which, value, delta in ((1, primal, d_primal), (2, dual, d_dual)):
+            negative = np.flatnonzero(delta < 0.0)
+            if negative.shape[0] == 0:
+                continue
+            ratios = -value[negative] / delta[negative]
+            k = int(np.argmin(ratios))
+            if ratios[k] <= best:
+                best = float(ratios[k])
+                i = negative[k]
+                blocking = (primal[i], d_primal[i], dual[i], d_dual[i], which)
+    max_alpha = best
+    if blocking is None:
+        alpha = 1.0
+    else:
+        mu_full = x.mu_step(step, max_alpha) / gamma_a
+        p_value, p_step, d_value, d_step, which = blocking
+        if which == 1:
+            partner = d_value + max_alpha * d_step
+            alpha = (-p_value + mu_full / partner) / p_step if partner > 0.0 else 0.0
+        else:
+            partner = p_value + max_alpha * p_step
+            alpha = (-d_value + mu_full / partner) / d_step if partner > 0.0 else 0.0
+        alpha = min(alpha, max_alpha)
+    alpha = max(alpha, gamma_f * max_alpha)
+    return alpha * 0.99999999
+
+
+@dataclass
+class Residuals:
+    """r_w, rho_beta, r_z, r_s of (4) at a point, OOQP's duality gap (the complementarity
+    the residuals leave, (tau - v)'z + (Yw - beta d + z - e)'v) and the infinity norm of
+    (r_w, rho_beta, r_z, r_s)."""
+
+    r_w: np.ndarray
+    rho: float
+    r_z: np.ndarray
+    r_s: np.ndarray
+    gap: float
+    norm: float
+    outputs: np.ndarray  # x~_i . w (without the free bias)
+
+    def norms(self) -> dict[str, float]:
+        return {"r_w": float(np.max(np.abs(self.r_w))), "rho_beta": abs(self.rho),
+                "r_z": float(np.max(np.abs(self.r_z))), "r_s": float(np.max(np.abs(self.r_s)))}
+
+
+class SVMQP:
+    """Problem (1) with its data: labels d, costs tau_i = C_i, the operator of (11).
+
+    The squared hinge (extension): minimize 1/2||w||^2 + sum tau_i z_i^2 subject to
+    d_i (x_i'w - beta) >= 1 - z_i, z free (design.md's C max(0, 1 - m)^2, no 1/2).  Its
+    conditions replace (4c) by r_z = 2 tau z - v and drop (4e), u and z >= 0; the Newton
+    system reduces the same way with dz = (dv - r_z) / (2 tau), so Omega = V^-1 S + 1/(2 tau)
+    and r_Omega = r_s + V^-1 r_v - r_z / (2 tau)."""
+
+    def __init__(self, problem: BinaryProblem):
+        if problem.loss not in ("hinge", "squared_hinge"):
+            raise ValueError("interior_point solves the hinge loss (problem (1)) and the "
+                             "squared hinge")
+        self.hinge = problem.loss == "hinge"
+        self.problem = problem
+        self.X = problem.X
+        self.d = problem.y
+        self.tau = problem.cost
+        self.free = problem.bias == "free"
+        c = problem.bias_scale if problem.bias == "regularized" else 0.0
+        self.op = NormalOperator(self.X, c, self.free)
+        self.n = self.X.shape[0]
+        data_max = float(np.max(np.abs(self.X.data), initial=0.0))
+        self.dnorm = max(data_max, c) or 1.0  # OOQP's datanorm: max_ij |x_ij|
+
+    def residuals(self, x: Iterate) -> Residuals:
+        d = self.d
+        outputs = self.op.forward(x.w)
+        r_w = x.w - self.op.adjoint(d * x.v)
+        rho = dot(d, x.v) if self.free else 0.0
+        margin_part = d * outputs - x.beta * d + x.z - 1.0
+        if self.hinge:
+            r_z = self.tau - x.v - x.u
+            gap = dot(self.tau - x.v, x.z) + dot(margin_part, x.v)
+        else:
+            r_z = 2.0 * self.tau * x.z - x.v
+            gap = dot(margin_part, x.v)
+        r_s = margin_part - x.s
+        norm = max(float(np.max(np.abs(r_w))), abs(rho), float(np.max(np.abs(r_z))),
+                   float(np.max(np.abs(r_s))))
+        return Residuals(r_w, rho, r_z, r_s, gap, norm, outputs)
+
+    def set_weights(self, x: Iterate) -> None:
+        """Omega = V^-1 S + U^-1 Z (7) at ``x`` (V^-1 S + 1/(2 tau): squared hinge)."""
+        other = x.z / x.u if self.hinge else 0.5 / self.tau
+        self.op.set_weights(1.0 / (x.s / x.v + other))
+
+    def newton_step(self, x: Iterate, res: Residuals, r_u: np.ndarray, r_v: np.ndarray,
+                    linsys, corrector: bool, mu: float, w0: np.ndarray | None = None) -> Iterate:
+        """The solution of (5) with the complementarity right-hand sides r_u, r_v, by the
+        reduction (6)-(10) and the back substitutions of section 3."""
+        d = self.d
+        op = self.op
+        inv_omega = op.inv_omega
+        r_s_hat = res.r_s + r_v / x.v                      # (6b)
+        if self.hinge:
+            zu = x.z / x.u
+            r_z_hat = res.r_z + r_u / x.z                  # (6a)
+        else:
+            zu = 0.5 / self.tau
+            r_z_hat = res.r_z
+        r_omega = r_s_hat - zu * r_z_hat
+        q = inv_omega * r_omega
+        r_w_hat = res.r_w + op.adjoint(d * q)              # (8a)
+        rhs = -r_w_hat
+        if self.free:
+            rho_hat = res.rho - dot(d, q)                  # (8b)
+            rhs -= (rho_hat / op.sigma) * op.y_d           # (9a)
+        dw = linsys.solve(rhs, w0, corrector, mu)
+        dbeta = (-rho_hat + dot(op.y_d, dw)) / op.sigma if self.free else 0.0  # (9b)
+        dv = -inv_omega * (r_omega + d * op.forward(dw) - d * dbeta)           # (10)
+        dz = -zu * (r_z_hat - dv)
+        du = -(r_u + x.u * dz) / x.z if self.hinge else np.zeros_like(dz)
+        ds = -(r_v + x.s * dv) / x.v
+        return Iterate(dw, dbeta, dv, dz, du, ds, self.hinge)
+
+    def dual_point(self, x: Iterate) -> np.ndarray:
+        """The dual point of the records' gap: alpha = clip(v, 0, tau) (squared hinge:
+        max(v, 0)), balanced for the free bias by the problem layer
+        (``BinaryProblem.balance``)."""
+        upper = self.tau if self.hinge else np.inf
+        return self.problem.balance(np.clip(x.v, 0.0, upper))
+
+    def parameters(self, x: Iterate) -> np.ndarray:
+        """design.md's beta = (w, b) of the iterate: b = -beta (the paper's decision is
+        x'w - beta) for the free bias, the constant column's coefficient when regularized."""
+        out = x.w.copy()
+        if self.free:
+            out[-1] = -x.beta
+        elif self.problem.bias == "none":
+            out[-1] = 0.0
+        return out
+
+
+def make_linear_solver(qp: SVMQP, params: InteriorPointParams, choice: str):
+    if choice == "direct":
+        return DirectSolver(qp.op)
+    return PCGSolver(qp.op, params.gamma)
+
+
+def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:
+    """OOQP's ``Solver::defaultStart``: from w = 0, beta = 0, z = s = u = v = sqrt(max|x_ij|),
+    the full affine-scaling step (the Newton step (5) with r_u = Zu, r_v = Sv), then every
+    slack and multiplier shifted by 1e3 + 2 * the largest negativity (``start="ooqp"``).
+
+    ``start="scaled"`` (default) takes the same step from z = s = sqrt(max|x_ij|) and
+    u = v = tau_i / 2 (the middle of the dual box 0 <= v <= tau, so r_z = 0 at the start) and
+    shifts by the problem's own scales: the primal slacks s, z by 1 + 2 * their largest
+    negativity (margins are measured in units of 1: the constraint is m_i >= 1 - z_i) and the
+    multipliers v, u by tau_i / 2 + 2 * their largest negativity (they live in [0, tau_i]).
+    OOQP's 1e3 puts v and u four orders of magnitude outside their box when tau = 0.05 (Adult)
+    and the iterations spend themselves bringing them back; the package docstring has the
+    measured iteration counts of both starts."""
+    n = qp.n
+    a = float(np.sqrt(qp.dnorm))
+    dim = qp.op.dim
+    if params.start == "ooqp":
+        b = np.full(n, a)
+    else:
+        b = qp.tau / 2.0
+    if qp.hinge:
+        x = Iterate(np.zeros(dim), 0.0, b.copy(), np.full(n, a), b.copy(), np.full(n, a))
+    else:  # z free (starts at 0), no u
+        x = Iterate(np.zeros(dim), 0.0, b.copy(), np.zeros(n), np.zeros(n), np.full(n, a),
+                    hinge=False)
+    res = qp.residuals(x)
+    qp.set_weights(x)
+    linsys.prepare(x.mu())
+    step = qp.newton_step(x, res, x.z * x.u, x.s * x.v, linsys, False, x.mu())
+    x.axpy(1.0, step)
+    primal, dual = x.violation()
+    if params.start == "ooqp":
+        shift = 1e3 + 2.0 * max(primal, dual)
+        shift_primal, shift_dual = shift, np.full(n, shift)
+    else:
+        shift_primal, shift_dual = 1.0 + 2.0 * primal, qp.tau / 2.0 + 2.0 * dual
+    x.s += shift_primal
+    x.v += shift_dual
+    if qp.hinge:
+        x.z += shift_primal
+        x.u += shift_dual
+    return x
+
+
+class OOQPStatus:
+    """OOQP's ``Solver::defaultStatus`` with the SVM module's tolerances: each call gets the
+    iterate's mu, ||r||_inf and OOQP's duality gap, keeps their history and returns
+    (status, message) or None to go on.  phi = (||r||_inf + |gap|) / max|x_ij|.
+
+    * converged: mu <= mu_tolerance and ||r||_inf <= residual_tolerance max|x_ij| (skipped
+      when the caller stops on a certified gap instead);
+    * max_iter: ``max_iter`` MPC iterations taken;
+    * infeasible: after 10 checks, phi >= 1e-8 and phi >= 1e4 * its smallest value so far;
+    * failed (OOQP's UNKNOWN, slow convergence): after 30 checks, the smallest phi did not
+      halve over the last 30;
+    * numerical_error (OOQP's UNKNOWN): the residual is above tolerance and ||r|| / mu grew
+      1e8 times since the first check (the residuals stopped following mu)."""
+
+    INFEASIBLE_AFTER = 10
+    STAGNATION_WINDOW = 30
+
+    def __init__(self, dnorm: float, mu_tolerance: float, residual_tolerance: float,
+                 max_iter: int, test_mu: bool = True):
+        self.dnorm = dnorm
+        self.mu_tolerance = mu_tolerance
+        self.residual_tolerance = residual_tolerance
+        self.artol = residual_tolerance * dnorm
+        self.max_iter = max_iter
+        self.test_mu = test_mu
+        self.mu, self.rnorm, self.phi_min = [], [], []
+
+    def __call__(self, iteration: int, mu: float, rnorm: float, gap: float):
+        phi = (rnorm + abs(gap)) / self.dnorm
+        self.mu.append(mu)
+        self.rnorm.append(rnorm)
+        self.phi_min.append(min(phi, self.phi_min[-1]) if self.phi_min else phi)
+        idx = len(self.phi_min) - 1
+        if self.test_mu and mu <= self.mu_tolerance and rnorm <= self.artol:
+            return Termination.CONVERGED, (
+                f"converged: mu = {mu:.3g} <= {self.mu_tolerance:g} and ||r||_inf = "
+                f"{rnorm:.3g} <= {self.residual_tolerance:g} max|x_ij|")
+        if iteration >= self.max_iter:
+            return Termination.MAX_ITER, f"stopped after {iteration} MPC iterations (max_iter)"
+        if idx >= self.INFEASIBLE_AFTER and phi >= 1e-8 and phi >= 1e4 * self.phi_min[idx]:
+            return Termination.INFEASIBLE, (
+                "infeasible (OOQP's test): phi = (||r|| + |gap|) / max|x_ij| grew 1e4 times "
+                "above its smallest value")
+        window = self.STAGNATION_WINDOW
+        if idx >= window and self.phi_min[idx] >= 0.5 * self.phi_min[idx - window]:
+            return Termination.FAILED, (
+                "stagnation (OOQP's slow-convergence test): the smallest phi did not halve "
+                f"in {window} iterations")
+        if rnorm > self.artol and self.mu[idx] > 0.0 and self.mu[0] > 0.0 and \
+                self.rnorm[0] > 0.0 and \
+                (self.rnorm[idx] / self.mu[idx]) / (self.rnorm[0] / self.mu[0]) >= 1e8:
+            return Termination.NUMERICAL_ERROR, (
+                "OOQP's residual test: ||r|| / mu grew 1e8 times since the start (the "
+                "residuals no longer follow mu)")
+        return None
+
+
+# statuses that return the iterate of smallest certified relative gap instead of the last
+_BEST_ITERATE = (Termination.MAX_ITER, Termination.INFEASIBLE, Termination.FAILED,
+                 Termination.NUMERICAL_ERROR)
+
+
+def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
+        monitor: Monitor | None = None) -> Solution:
+    """Solve the hinge-loss ``problem`` by Gertz & Griffin's interior-point method (BLAS
+    held to one thread: :func:`solvers.core.linalg.single_threaded_blas`)."""
+    with single_threaded_blas():
+        return _run(problem, params, monitor)
+
+
+def _run(problem: BinaryProblem, params: InteriorPointParams | None,
+         monitor: Monitor | None) -> Solution:
+    reporter = Reporter(monitor, "relative_duality_gap")
+    params = params or InteriorPointParams(C=problem.C, bias=problem.bias,
+                                           bias_scale=problem.bias_scale)
+    qp = SVMQP(problem)
+    choice = params.linear_solver
+    if choice == "auto":
+        choice = choose_linear_solver(problem.X, problem.bias == "regularized")
+    linsys = make_linear_solver(qp, params, choice)
+    status_test = OOQPStatus(qp.dnorm, params.mu_tolerance, params.residual_tolerance,
+                             params.max_iter, test_mu=params.gap_tolerance is None)
+    pcg_total = 0
+    status, message = None, ""
+    alpha = sigma = float("nan")
+    x = best = None
+    best_gap = np.inf
+    try:
+        linsys.start_iteration()
+        x = starting_point(qp, params, linsys)
+        pcg_total += linsys.iterations
+        pcg_this = linsys.iterations
+        iteration = 0
+        while True:
+            res = qp.residuals(x)
+            mu = x.mu()
+            elapsed = reporter.clock()
+            verdict = status_test(iteration, mu, res.norm, res.gap)
+            if verdict is not None:
+                status, message = verdict
+            beta = qp.parameters(x)
+            objective = problem.objective_from_margins(beta, qp.d * (res.outputs - x.beta))
+            gap = objective - problem.dual_objective(qp.dual_point(x))
+            relative_gap = gap / max(abs(objective), 1e-300)
+            if relative_gap < best_gap:
+                best, best_gap = x.copy(), relative_gap
+            if params.gap_tolerance is not None and relative_gap <= params.gap_tolerance:
+                status = Termination.CONVERGED
+                message = (f"converged: relative duality gap {relative_gap:.3g} <= "
+                           f"{params.gap_tolerance:g}")
+            stop = reporter(iteration, objective, relative_gap,
+                            elapsed=elapsed, mu=mu, residual_norm=res.norm / qp.dnorm,
+                            **res.norms(), duality_gap=gap, step_length=alpha, sigma=sigma,
+                            pcg_iterations=pcg_this, active_set=int(linsys.active_size),
+                            gamma=float(linsys.gamma), linear_solver=linsys.name)
+            if status is not None:
+                break
+            if stop:
+                status, message = Termination.STOPPED, reporter.stop_message
+                break
+            if not mu > 0.0:
+                raise SingularSystemError(f"mu = {mu:g}: no interior left to step from")
+            iteration += 1
+            linsys.start_iteration()
+            qp.set_weights(x)
+            linsys.prepare(mu)
+            # predictor: the affine-scaling step (r_u = Zu, r_v = Sv)
+            affine = qp.newton_step(x, res, x.z * x.u, x.s * x.v, linsys, False, mu)
+            alpha_aff = step_bound(x, affine)
+            mu_aff = x.mu_step(affine, alpha_aff)
+            sigma = (mu_aff / mu) ** params.sigma_exponent
+            # corrector: second-order term and centering, warm-started from the predictor
+            r_u = x.z * x.u + affine.z * affine.u - sigma * mu
+            r_v = x.s * x.v + affine.s * affine.v - sigma * mu
+            step = qp.newton_step(x, res, r_u, r_v, linsys, True, mu, w0=affine.w)
+            alpha = final_step_length(x, step, params.step_factor)
+            if not (np.isfinite(x.mu_step(step, alpha)) and np.all(np.isfinite(step.w))
+                    and np.isfinite(step.beta)):
+                raise SingularSystemError("the step is not finite (the iterate is kept)")
+            x.axpy(alpha, step)
+            pcg_this = linsys.iterations
+            pcg_total += pcg_this
+    except SingularSystemError as error:
+        status, message = Termination.NUMERICAL_ERROR, f"numerical error: {error}"
+        if x is None:
+            x = Iterate(np.zeros(qp.op.dim), 0.0, qp.tau / 2, np.ones(qp.n), qp.tau / 2,
+                        np.ones(qp.n), qp.hinge)
+        iteration = max(len(status_test.mu) - 1, 0)
+    if status in _BEST_ITERATE and best is not None:
+        x = best
+        message += f"; the iterate of smallest relative duality gap ({best_gap:.3g}) is returned"
+    beta = qp.parameters(x)
+    objective = problem.objective(beta)
+    gap = objective - problem.dual_objective(qp.dual_point(x))
+    extras = {
+        "linear_solver": linsys.name,
+        "mpc_iterations": iteration,
+        "pcg_iterations": pcg_total,
+        "pcg_per_mpc_iteration": pcg_total / max(iteration, 1) if linsys.name == "pcg"
+        else 0.0,
+        "mu": x.mu(),
+        "relative_duality_gap": gap / max(abs(objective), 1e-300),
+        "active_set": int(linsys.active_size),
+        "gamma": float(linsys.gamma),
+        "start": params.start,
+    }
+    return Solution(beta, objective, status, message, iteration, extras)
