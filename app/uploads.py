@@ -1,11 +1,11 @@
 """Streaming dataset uploads: multipart body -> decompression -> SVMlight parser, chunk by chunk.
 
 The request body is never buffered whole: each chunk received goes through the multipart
-parser (``python-multipart``); the bytes of the ``file`` field are decompressed here (gzip,
-bzip2 and xz are recognised by their first bytes) in pieces of at most :data:`FEED_BYTES` and
-the text goes into a :class:`solvers.SVMLightStreamParser` (``decompress=None``).  Everything
-an upload can make the service allocate is checked as it streams, against
-:class:`UploadLimits`:
+parser (``python-multipart``); the bytes of the ``file`` field go, a megabyte at a time, into a
+:class:`solvers.SVMLightStreamParser`, which recognises gzip, bzip2 and xz by their first bytes
+and decompresses in pieces of at most :data:`FEED_BYTES`.  Everything an upload can make the
+service allocate is checked as it streams, against :class:`UploadLimits` (the bytes sent here,
+the rest by the parser's own caps, :class:`solvers.SVMLightLimitError`):
 
 * the bytes sent and the *decompressed* text, each at most ``max_bytes`` (a bzip2 file of
   repeated lines expands 17,000:1: counting only what was sent would let 1 MiB become
@@ -21,10 +21,6 @@ parsing run in a worker thread, a megabyte at a time, so the event loop stays fr
 
 from __future__ import annotations
 
-import bz2
-import lzma
-import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from python_multipart.exceptions import MultipartParseError
@@ -41,8 +37,6 @@ FEED_BYTES = 1 << 20
 ENVELOPE_BYTES = 1 << 20
 """Allowance for the multipart framing and other fields on top of the file size limit."""
 
-_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
-_MAGIC_LENGTH = max(len(magic) for magic, _ in _MAGIC)
 
 
 @dataclass(frozen=True)
@@ -58,86 +52,6 @@ class UploadLimits:
     def from_settings(cls, settings) -> UploadLimits:
         return cls(settings.max_upload_bytes, settings.max_upload_rows,
                    settings.max_upload_nnz, settings.max_features)
-
-
-class _Decompressor:
-    """The text of a file fed in pieces: gzip, bzip2 or xz (several concatenated streams
-    allowed) recognised by the first bytes, anything else passed through; output in pieces
-    of at most :data:`FEED_BYTES`, so a highly compressed piece never expands at once."""
-
-    def __init__(self):
-        self.kind: str | None = None
-        self._head = b""
-        self._settled = False
-        self._engine = None
-        self._inside_stream = False
-
-    def _new_engine(self):
-        if self.kind == "gzip":
-            return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        if self.kind == "bz2":
-            return bz2.BZ2Decompressor()
-        return lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
-
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        if not self._settled:
-            self._head += data
-            if len(self._head) < _MAGIC_LENGTH:
-                return
-            data, self._head = self._head, b""
-            self._settle(data)
-        yield from self._decode(data)
-
-    def finish(self) -> Iterator[bytes]:
-        if not self._settled:
-            data, self._head = self._head, b""
-            self._settle(data)
-            yield from self._decode(data)
-        if self._inside_stream:
-            from solvers import SVMLightFormatError
-
-            raise SVMLightFormatError(f"truncated {self.kind} data (the stream ends early)")
-
-    def _settle(self, head: bytes) -> None:
-        self._settled = True
-        self.kind = next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
-        if self.kind is not None:
-            self._engine = self._new_engine()
-
-    def _decode(self, data: bytes) -> Iterator[bytes]:
-        if self.kind is None:
-            for start in range(0, len(data), FEED_BYTES):
-                yield data[start:start + FEED_BYTES]
-            return
-        while data:
-            if self._engine.eof:
-                self._engine = self._new_engine()
-            self._inside_stream = True
-            data = yield from self._drain(data)
-
-    def _drain(self, data: bytes) -> Iterator[bytes]:
-        """Decompress within one stream; return the bytes after the stream's end."""
-        from solvers import SVMLightFormatError
-
-        engine = self._engine
-        while True:
-            try:
-                piece = engine.decompress(data, FEED_BYTES)
-            except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
-                raise SVMLightFormatError(f"corrupt {self.kind} data: {exc}") from None
-            if piece:
-                yield piece
-            if engine.eof:
-                self._inside_stream = False
-                return engine.unused_data
-            if self.kind == "gzip":
-                data = engine.unconsumed_tail
-                if not data and len(piece) < FEED_BYTES:
-                    return b""
-            else:
-                if engine.needs_input:
-                    return b""
-                data = b""
 
 
 @dataclass
@@ -158,8 +72,6 @@ class _MultipartFile:
         self.limits = limits
         self.filename: str | None = None
         self.size = 0
-        self.text_bytes = 0
-        self._decompressor = _Decompressor()
         self.files_seen = 0
         self._pending = bytearray()
         self._in_file = False
@@ -232,37 +144,33 @@ class _MultipartFile:
         if self.files_seen == 0:
             raise Unprocessable(f"the multipart field {FILE_FIELD!r} is missing")
         self._feed()
-        self._parse_text(self._decompressor.finish())
-        dataset = self.parser.finish()
-        limits = self.limits
-        self._check_rows(dataset.n_samples)
-        if dataset.X.nnz > limits.max_nnz:
-            raise over_limit("the dataset's stored entries", "max_upload_nnz", limits.max_nnz,
-                             "entries", actual=dataset.X.nnz)
-        if dataset.n_features > limits.max_features:
-            raise over_limit("the dataset's number of features (the largest feature index)",
-                             "max_features", limits.max_features, "features",
-                             actual=dataset.n_features)
-        return dataset
+        return self._capped(self.parser.finish)
 
     def _feed(self) -> None:
         if self._pending:
             pending, self._pending = bytes(self._pending), bytearray()
-            self._parse_text(self._decompressor.feed(pending))
+            self._capped(self.parser.feed, pending)
 
-    def _parse_text(self, pieces: Iterator[bytes]) -> None:
-        for piece in pieces:
-            self.text_bytes += len(piece)
-            if self.text_bytes > self.limits.max_bytes:
-                raise over_limit("the decompressed file", "max_upload_bytes",
-                                 self.limits.max_bytes, "bytes")
-            self.parser.feed(piece)
-            self._check_rows(self.parser.rows_read)
+    def _capped(self, step, *args):
+        """Run a parser step; a cap the parser enforces becomes the 413 naming its setting."""
+        from solvers import SVMLightLimitError
 
-    def _check_rows(self, rows: int) -> None:
-        if rows > self.limits.max_rows:
-            raise over_limit("the dataset's rows", "max_upload_rows", self.limits.max_rows,
-                             "rows")
+        try:
+            return step(*args)
+        except SVMLightLimitError as exc:
+            what, setting, unit = _CAPS[exc.limit]
+            raise over_limit(what, setting, exc.cap, unit,
+                             actual=None if exc.limit == "text_bytes" else exc.actual) from None
+
+
+# The parser's caps (SVMLightLimitError.limit): what the message calls it, the setting, the unit.
+_CAPS = {
+    "text_bytes": ("the decompressed file", "max_upload_bytes", "bytes"),
+    "rows": ("the dataset's rows", "max_upload_rows", "rows"),
+    "entries": ("the dataset's stored entries", "max_upload_nnz", "entries"),
+    "features": ("the dataset's number of features (the largest feature index)",
+                 "max_features", "features"),
+}
 
 
 async def receive_svmlight_upload(request: Request, limits: UploadLimits, *,
@@ -286,10 +194,11 @@ async def receive_svmlight_upload(request: Request, limits: UploadLimits, *,
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > body_limit:
         raise over_limit("the request", "max_upload_bytes", max_bytes, "bytes")
-    upload = _MultipartFile(
-        boundary, solvers.SVMLightStreamParser(n_features=n_features, zero_based=zero_based,
-                                               decompress=None),
-        limits)
+    parser = solvers.SVMLightStreamParser(
+        n_features=n_features, zero_based=zero_based, decompress="auto", piece_size=FEED_BYTES,
+        max_text_bytes=limits.max_bytes, max_rows=limits.max_rows, max_entries=limits.max_nnz,
+        max_features=limits.max_features)
+    upload = _MultipartFile(boundary, parser, limits)
     received = 0
     batch = bytearray()
     try:

@@ -31,6 +31,7 @@ from solvers.base import (
 from solvers.data import (
     Dataset,
     SVMLightFormatError,
+    SVMLightLimitError,
     SVMLightStreamParser,
     read_svmlight,
     write_svmlight,
@@ -56,6 +57,7 @@ __all__ = [
     "OrdinalProblem",
     "Reporter",
     "SVMLightFormatError",
+    "SVMLightLimitError",
     "SVMLightStreamParser",
     "Solution",
     "SolverParams",

@@ -132,7 +132,9 @@ class SolverSpec:
     C), and starts from it (C paths and cross-validation use it).  ``path(problem, Cs,
     params) -> [Solution]``, when given, solves the problem along the C values in order, each
     from the last solution, sharing what does not depend on C (solutions carry
-    ``extras["seconds"]``).
+    ``extras["seconds"]``).  ``dense_system(params, n_samples, n_features) -> (what, side) |
+    None`` says which dense square matrix (side x side doubles) a run will form and factorize
+    with these parameters, so a service can refuse it before it queues the job.
     """
 
     name: str
@@ -145,6 +147,7 @@ class SolverSpec:
     warm_up: Callable[[], None] | None = None
     warm_start: bool = False
     path: Callable[..., list[Solution]] | None = None
+    dense_system: Callable[[SolverParams, int, int], tuple[str, int] | None] | None = None
 
     def __post_init__(self):
         solver_field = self.params_model.model_fields["solver"]

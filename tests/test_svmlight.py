@@ -778,3 +778,30 @@ def test_agrees_with_naive_reader(lines, drop_last_newline, chunk_size, zero_bas
         ds, Dataset(X, expected.labels, qid=expected.qid, sample_weight=expected.cost)
     )
     assert (None if parser.sid is None else parser.sid.tolist()) == expected.sid
+
+
+# -- caps -----------------------------------------------------------------------------------------
+
+
+def test_parser_caps_name_what_was_exceeded():
+    """Each cap stops the parse with SVMLightLimitError naming it; the text cap counts the
+    decompressed bytes, before a piece is parsed."""
+    import bz2 as bz2_module
+
+    import solvers
+
+    text = b"1 1:1 2:2\n-1 3:1\n" * 1000
+    cases = [({"max_text_bytes": 1000}, "text_bytes"), ({"max_rows": 10}, "rows"),
+             ({"max_entries": 100}, "entries"), ({"max_features": 2}, "features")]
+    for caps, limit in cases:
+        parser = solvers.SVMLightStreamParser(piece_size=4096, **caps)
+        with pytest.raises(solvers.SVMLightLimitError) as raised:
+            parser.feed(bz2_module.compress(text))
+            parser.finish()
+        assert raised.value.limit == limit and raised.value.actual > raised.value.cap
+        with pytest.raises(RuntimeError):
+            parser.feed(b"1 1:1\n")  # a parser that hit a cap is finished
+    within = solvers.SVMLightStreamParser(max_text_bytes=len(text), max_rows=2000,
+                                          max_entries=3000, max_features=3)
+    within.feed(text)
+    assert within.finish().n_samples == 2000 and within.text_bytes == len(text)

@@ -6,8 +6,10 @@ in a worker (or kill it) and can be known from the dataset rows and the paramete
   labels that are ranks (integers);
 * a validation dataset must be in the training data's feature space (no more features);
 * parameters that allocate are bounded by settings: the kernel-row cache
-  (``SVMSVC_MAX_KERNEL_CACHE_MB``) and dense direct solves, whose matrix is n x n
-  (``SVMSVC_MAX_DIRECT_ROWS``).
+  (``SVMSVC_MAX_KERNEL_CACHE_MB``) and the dense square matrix a solver factorizes, as its
+  spec's ``dense_system`` reports it for these parameters and this data (the kernel system of
+  a direct LS-SVM solve, n_samples^2; the normal equations of mfn's Cholesky step or of the
+  interior-point method, (n_features + 1)^2), at most ``SVMSVC_MAX_DIRECT_ROWS`` rows.
 
 Each refusal is a :class:`~app.api.errors.Unprocessable` (422) naming the field.
 """
@@ -53,13 +55,9 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     if cache_mb is not None and cache_mb > settings.max_kernel_cache_mb:
         raise over_limit("params.cache_mb", "max_kernel_cache_mb", settings.max_kernel_cache_mb,
                          "MiB", actual=cache_mb, error=Unprocessable)
-    if getattr(params, "method", None) == "direct":
-        linear = getattr(params, "kernel", None) == "linear"
-        size = dataset.n_features + 1 if linear else dataset.n_samples
-        if size > settings.max_direct_rows:
-            what = ("a direct solve on the linear kernel (a dense matrix of n_features + 1 "
-                    "rows)" if linear else "a direct kernel solve (a dense n_samples x "
-                    "n_samples matrix)")
-            raise over_limit(f"params.method: {what}", "max_direct_rows",
-                             settings.max_direct_rows, "rows", actual=size,
-                             error=Unprocessable)
+    system = spec.dense_system(params, dataset.n_samples, dataset.n_features) \
+        if spec.dense_system is not None else None
+    if system is not None and system[1] > settings.max_direct_rows:
+        what, side = system
+        raise over_limit(f"params: {what}", "max_direct_rows", settings.max_direct_rows,
+                         "rows", actual=side, error=Unprocessable)

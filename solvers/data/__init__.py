@@ -3,6 +3,7 @@
 from solvers.data.dataset import Dataset, DatasetStats, as_csr, label_key
 from solvers.data.svmlight import (
     SVMLightFormatError,
+    SVMLightLimitError,
     SVMLightStreamParser,
     read_svmlight,
     write_svmlight,
@@ -13,6 +14,7 @@ __all__ = [
     "Dataset",
     "DatasetStats",
     "SVMLightFormatError",
+    "SVMLightLimitError",
     "SVMLightStreamParser",
     "as_csr",
     "label_key",

@@ -178,6 +178,20 @@ _NOT_SIDE, _QID, _SID, _COST = 0, 1, 2, 3
 _LINE_DONE, _LINE_INCOMPLETE, _LINE_BARE_CR, _LINE_NUL = 0, 1, 2, 3
 
 
+class SVMLightLimitError(ValueError):
+    """Well-formed input beyond a cap the parser was given (:class:`SVMLightStreamParser`'s
+    ``max_text_bytes``, ``max_rows``, ``max_entries``, ``max_features``).  ``limit`` names the
+    cap (``"text_bytes"``, ``"rows"``, ``"entries"`` or ``"features"``), ``cap`` is its value
+    and ``actual`` what the input reached (at least: parsing stops at the first excess)."""
+
+    def __init__(self, limit: str, cap: int, actual: int):
+        super().__init__(f"the input exceeds the cap on {limit.replace('_', ' ')}: "
+                         f"{actual} > {cap}")
+        self.limit = limit
+        self.cap = cap
+        self.actual = actual
+
+
 class SVMLightFormatError(ValueError):
     """Malformed SVMlight input.
 
@@ -839,9 +853,17 @@ class SVMLightStreamParser:
     piece_size : int
         Compressed input is parsed in decompressed pieces of at most this many bytes, which
         bounds the memory a highly compressed chunk can take.
+    max_text_bytes, max_rows, max_entries, max_features : int, optional
+        Caps on what the input may make the parser hold, each checked as it streams: the
+        *decompressed* text (before a piece is parsed: a bzip2 file of repeated lines expands
+        17,000:1, so a cap on the bytes fed does not bound the arrays), the rows and the stored
+        entries (after each piece), and the number of columns (the largest index, once the
+        input ends: nothing sized by it is allocated before).  Past one,
+        :class:`SVMLightLimitError` names it.
 
     After :meth:`finish`, :attr:`sid` holds the ``sid:`` values (see the module docstring).
-    A parser that raised :class:`SVMLightFormatError` cannot be used further.
+    A parser that raised :class:`SVMLightFormatError` or :class:`SVMLightLimitError` cannot be
+    used further.
     """
 
     _INITIAL_ROWS = 1 << 10
@@ -855,6 +877,10 @@ class SVMLightStreamParser:
         *,
         decompress: str | None = "auto",
         piece_size: int = DEFAULT_CHUNK_SIZE,
+        max_text_bytes: int | None = None,
+        max_rows: int | None = None,
+        max_entries: int | None = None,
+        max_features: int | None = None,
     ):
         if n_features is not None and (int(n_features) != n_features or n_features < 0):
             raise ValueError(f"n_features must be a non-negative integer, got {n_features!r}")
@@ -871,6 +897,9 @@ class SVMLightStreamParser:
             self._decompressor = _StreamDecompressor(decompress, piece_size)
         self._pending = bytearray()  # an incomplete last line
         self._parsed_bytes = 0  # text bytes consumed by complete lines
+        self.text_bytes = 0  # (decompressed) text bytes received
+        self._caps = {"text_bytes": max_text_bytes, "rows": max_rows, "entries": max_entries,
+                      "features": max_features}
         self._finished = False
 
         wide = self.n_features is not None and self.n_features > _INT32_MAX
@@ -929,9 +958,14 @@ class SVMLightStreamParser:
     def _guarded(self, step, *args, **kwargs):
         try:
             return step(*args, **kwargs)
-        except SVMLightFormatError:
+        except (SVMLightFormatError, SVMLightLimitError):
             self._finished = True
             raise
+
+    def _check_cap(self, limit: str, actual: int) -> None:
+        cap = self._caps[limit]
+        if cap is not None and actual > cap:
+            raise SVMLightLimitError(limit, cap, actual)
 
     def _settle_compression(self, head) -> None:
         """Choose the decompressor (or none) from the first bytes of the input."""
@@ -953,8 +987,11 @@ class SVMLightStreamParser:
         pending, self._pending = self._pending, bytearray()
         if pending:
             self._parse(_read_only_bytes(pending), final=True)
+        self._check_sizes()
 
     def _feed_text(self, data) -> None:
+        self.text_bytes += len(data)
+        self._check_cap("text_bytes", self.text_bytes)
         text = _read_only_bytes(data)
         if self._pending:
             newline = _find_byte(text, _LF)
@@ -967,6 +1004,11 @@ class SVMLightStreamParser:
             text = text[newline + 1 :]
         stop = self._parse(text, final=False)
         self._pending = bytearray(text[stop:])
+        self._check_sizes()
+
+    def _check_sizes(self) -> None:
+        self._check_cap("rows", int(self._state[_S_ROWS]))
+        self._check_cap("entries", int(self._state[_S_ENTRIES]))
 
     # -- the kernel loop -----------------------------------------------------------------------
     def _parse(self, text: np.ndarray, final: bool) -> int:
@@ -1085,6 +1127,7 @@ class SVMLightStreamParser:
         n_features = int(state[_S_COLUMNS])
         if self.n_features is not None:
             n_features = self.n_features
+        self._check_cap("features", n_features)
         labels = _grown(self._labels, rows)
         values = _grown(self._values, entries)
         indices = _grown(self._indices, entries)

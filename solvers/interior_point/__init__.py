@@ -90,11 +90,26 @@ Multi-class: one-vs-rest through the shared multiclass layer.
 
 from __future__ import annotations
 
+from solvers import config
 from solvers.base import SolverSpec
 from solvers.interior_point.auto import choose_linear_solver, linear_solver_costs
 from solvers.interior_point.linsys import DirectSolver, NormalOperator, PCGSolver
 from solvers.interior_point.mpc import SVMQP, Iterate, final_step_length, run
 from solvers.interior_point.params import InteriorPointParams
+
+
+def dense_system(params: InteriorPointParams, n_samples: int,
+                 n_features: int) -> tuple[str, int] | None:
+    """The spec's ``dense_system``: ``direct`` (and ``auto``, which refuses rather than run
+    PCG with a diagonal preconditioner beyond the dense limit) forms and factorizes the
+    (n_features + 1)^2 normal equations M every iteration; ``pcg`` factorizes P_A of the same
+    size, or nothing beyond the dense limit."""
+    side = n_features + 1
+    if params.linear_solver == "pcg" and side > config.INTERIOR_POINT_MAX_DENSE_PARAMS:
+        return None
+    return ("the interior-point method's normal equations (a dense (n_features + 1)^2 "
+            "matrix)", side)
+
 
 SPECS = (
     SolverSpec(
@@ -109,6 +124,7 @@ SPECS = (
                   "Optim. Appl. 47 (2010) 431-453.",
         tasks=("binary", "multiclass"),
         warm_up=None,  # only the shared core's kernels (solvers.core.warm_up)
+        dense_system=dense_system,
     ),
 )
 

@@ -100,7 +100,7 @@ import scipy.sparse as sp
 
 from solvers.base import SolverSpec
 from solvers.core.kernels import Kernel, KernelCache, kernel_decision, kernel_matrix
-from solvers.lssvm.fit import fit_kernel
+from solvers.lssvm.fit import dense_system, fit_kernel
 from solvers.lssvm.params import (
     KernelSolverParams,
     LSSVMParams,
@@ -154,6 +154,7 @@ SPECS = (
                              "eq. (7).",
         fit_handlers={"classification": fit_kernel},
         warm_up=warm_up,
+        dense_system=dense_system,
     ),
     SolverSpec(
         name="proximal_svm",
@@ -167,6 +168,7 @@ SPECS = (
                   "eqs. (9)-(12).",
         fit_handlers={"classification": fit_kernel},
         warm_up=warm_up,
+        dense_system=dense_system,
     ),
     SolverSpec(
         name="relaxed_lssvm",
@@ -178,6 +180,7 @@ SPECS = (
                   "least squares SVMs, eqs. (13)-(35) and section VI.",
         fit_handlers={"classification": fit_kernel},
         warm_up=warm_up,
+        dense_system=dense_system,
     ),
 )
 

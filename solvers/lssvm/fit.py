@@ -37,6 +37,16 @@ def _resolve_method(params, n: int) -> str:
     return "direct" if n <= limit else "iterative"
 
 
+def dense_system(params, n_samples: int, n_features: int) -> tuple[str, int] | None:
+    """The spec's ``dense_system``: a direct solve of lssvm or proximal_svm (chosen, or by
+    ``method="auto"`` for small n) factorizes an n_samples x n_samples kernel system, for
+    the linear kernel too (its primal CGLS is the iterative method)."""
+    if params.solver == "relaxed_lssvm" or _resolve_method(params, n_samples) != "direct":
+        return None
+    return ("a direct solve of the kernel system (a dense n_samples x n_samples matrix)",
+            n_samples)
+
+
 def _build_system(params, X, kernel: Kernel, cost):
     if params.solver == "relaxed_lssvm":
         return RelaxedSMO(X, kernel, cost, params.cache_mb)

@@ -185,6 +185,16 @@ def warm_up() -> None:
                                                                 np.ones(terms.n_params))
 
 
+def dense_system(params: MFNParams, n_samples: int, n_features: int) -> tuple[str, int] | None:
+    """The spec's ``dense_system``: ``linear_solver="cholesky"`` factorizes the normal
+    equations of the active terms, (n_features + 1)^2 (ordinal: + thresholds), per run; "auto"
+    does so only where that is cheap (at most ``MFN_AUTO_CHOLESKY_MAX_PARAMS`` parameters)."""
+    if params.linear_solver != "cholesky":
+        return None
+    return ("the normal equations of linear_solver='cholesky' (a dense (n_features + 1)^2 "
+            "matrix)", n_features + 1)
+
+
 SPECS = (
     SolverSpec(
         name="mfn",
@@ -200,6 +210,7 @@ SPECS = (
         warm_up=warm_up,
         warm_start=True,
         path=spec_path,
+        dense_system=dense_system,
     ),
 )
 

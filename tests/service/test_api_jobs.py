@@ -251,3 +251,16 @@ def test_delete_a_finished_job_and_its_log_in_batches(api, heart, a9a):
     sessions = api.app.state.sessions
     delete_finished_job(sessions, uuid.UUID(unfinished), batch=1)  # one record a batch
     assert api.get(f"/jobs/{unfinished}").status_code == 404
+
+
+@pytest.mark.parametrize("params", [{"solver": "mfn", "linear_solver": "cholesky"},
+                                    {"solver": "interior_point"}])
+def test_a_dense_system_past_the_size_cap_is_refused(api, params):
+    """Each solver's spec says which dense matrix it will factorize (here the
+    (n_features + 1)^2 normal equations): past the cap the job is refused before it runs."""
+    side = api.app.state.settings.max_direct_rows + 1
+    dataset_id = uploaded_id(api, b"1 1:1\n-1 %d:1\n" % (side - 1))
+    response = api.post("/jobs", json={"dataset_id": dataset_id, "params": params})
+    assert response.status_code == 422
+    message = response.json()["detail"]["message"]
+    assert "normal equations" in message and f"({side} rows)" in message
