@@ -96,8 +96,29 @@ class DatasetsPublic(BaseModel):
 # -- jobs -----------------------------------------------------------------------------------
 
 
+class TuningSpec(BaseModel):
+    """Cross-validation over a grid (``solvers.model_selection.cross_validate``): stratified,
+    seeded folds; every fold solves the C grid from small to large, warm-started where the
+    solver can; kernel solvers also search ``gamma``.  The job then refits the solver on all
+    the data at the best point (highest mean accuracy; ordinal: lowest mean absolute rank
+    error), and that is the job's model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    C: list[Annotated[float, Field(gt=0)]] = Field(
+        default_factory=lambda: [2.0 ** k for k in range(-5, 6)], min_length=1, max_length=50,
+        description="The grid of C (default 2^-5 .. 2^5).")
+    gamma: list[Annotated[float, Field(gt=0)]] | None = Field(
+        None, min_length=1, max_length=20,
+        description="The grid of the kernel's gamma (kernel solvers only).")
+    folds: int = Field(5, ge=2, le=20, description="Number of folds.")
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="Seed of the stratified folds.")
+
+
 class JobCreate(BaseModel):
-    """A training job to queue: the dataset, the solver and its parameters."""
+    """A job to queue: the dataset, the solver and its parameters; with ``tuning``, a tuning
+    job that cross-validates over a grid (the grid's C and gamma override those of
+    ``params``) and refits at the best point."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -108,6 +129,33 @@ class JobCreate(BaseModel):
         None, gt=0, description="Stop the job (status failed) after this many seconds.")
     validation_dataset_id: uuid.UUID | None = Field(
         None, description="Evaluate the model on this dataset when training succeeds.")
+    tuning: TuningSpec | None = Field(
+        None, description="Make this a tuning job: cross-validation over a grid, then the "
+                          "model refitted at the best point. Its log holds one record per "
+                          "(fold, grid point): the fold's score as the optimality.")
+
+
+class CrossValidationRow(BaseModel):
+    C: float
+    gamma: float | None
+    mean: float = Field(description="Mean fold score (accuracy, or mean absolute rank error).")
+    std: float
+    fold_scores: list[float]
+    objective: float = Field(description="Mean training objective over the folds.")
+    seconds: float = Field(description="Training time summed over the folds.")
+
+
+class CrossValidationPublic(BaseModel):
+    """A tuning job's result: the table and the best point."""
+
+    metric: str = Field(description="accuracy (higher is better) or mean_absolute_rank_error.")
+    folds: int
+    warm_start: bool = Field(description="Whether each fold's C path was warm-started.")
+    best_C: float | None
+    best_gamma: float | None
+    status: str
+    message: str
+    table: list[CrossValidationRow]
 
 
 class JobProgress(BaseModel):
@@ -137,6 +185,9 @@ class JobPublic(BaseModel):
     message: str | None = Field(None, description="The solver's message, or why it stopped.")
     error: str | None = Field(None, description="Why the job failed.")
     model_id: uuid.UUID | None
+    tuning: TuningSpec | None = Field(None, description="A tuning job's grid and folds.")
+    cross_validation: CrossValidationPublic | None = Field(
+        None, description="A tuning job's table, once it ran.")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -155,8 +206,20 @@ class JobPublic(BaseModel):
             attempts=job.attempts, cancel_requested=job.cancel_requested_at is not None,
             progress=progress, solver_status=job.solver_status, message=job.message,
             error=job.error, model_id=job.model.id if job.model is not None else None,
+            tuning=job.tuning, cross_validation=_cross_validation(job.cross_validation),
             created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at,
         )
+
+
+def _cross_validation(stored: dict[str, Any] | None) -> CrossValidationPublic | None:
+    if stored is None:
+        return None
+    best = stored.get("best_C")
+    return CrossValidationPublic(
+        metric=stored["metric"], folds=stored["folds"], warm_start=stored["warm_start"],
+        best_C=best if best is not None and best == best else None,  # NaN: nothing finished
+        best_gamma=stored.get("best_gamma"), status=stored["status"],
+        message=stored["message"], table=stored["table"])
 
 
 class JobsPublic(BaseModel):

@@ -25,8 +25,9 @@ import numpy as np
 from solvers.base import SolverParams, SolverSpec
 from solvers.data.dataset import Dataset
 from solvers.models import LinearModel, Model
-from solvers.monitor import NullMonitor
+from solvers.monitor import Monitor, NullMonitor, Reporter
 from solvers.multiclass import binary_targets, fit_linear_one_vs_rest, n_score_rows
+from solvers.termination import Termination
 from solvers.train import TrainResult, fit_handler, train, validate_params
 
 
@@ -53,12 +54,22 @@ class CrossValidationResult:
     best_C: float
     best_gamma: float | None
     params: dict[str, Any]
+    status: Termination = Termination.CONVERGED  # stopped: the monitor asked
+    message: str = ""
     model: Model | None = None
     refit: TrainResult | None = field(default=None, repr=False)
 
     def table(self) -> list[dict[str, Any]]:
         return [{"C": row.C, "gamma": row.gamma, "mean": row.mean, "std": row.std,
-                 "objective": row.objective, "seconds": row.seconds} for row in self.scores]
+                 "fold_scores": list(row.fold_scores), "objective": row.objective,
+                 "seconds": row.seconds} for row in self.scores]
+
+    def summary(self) -> dict[str, Any]:
+        """The result as JSON-ready data (the service stores it with a tuning job)."""
+        return {"solver": self.solver, "metric": self.metric, "folds": self.folds,
+                "warm_start": self.warm_start, "best_C": self.best_C,
+                "best_gamma": self.best_gamma, "status": str(self.status),
+                "message": self.message, "table": self.table()}
 
 
 def _score(model: Model, test: Dataset, ordinal: bool) -> float:
@@ -122,7 +133,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                    folds: int = 5, seed: int = 0, gamma: Sequence[float] | None = None,
                    refit: bool = False,
                    progress: Callable[[int, float, float | None, float], None] | None = None,
-                   **params) -> CrossValidationResult:
+                   monitor: Monitor | None = None, **params) -> CrossValidationResult:
     """k-fold cross-validation of ``solver`` over the grid ``C`` (default 2^-5 .. 2^5) and, for
     kernel solvers, ``gamma``; other keyword arguments are the solver's parameters.
 
@@ -130,7 +141,9 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     training objective and the time), the best point (highest accuracy, or lowest rank error
     for ordinal; ties go to the smaller C, then the smaller gamma) and, with ``refit``, the
     model trained on all the data there.  ``progress(fold, C, gamma, score)`` is called after
-    every fit.
+    every fit.  ``monitor`` gets one record per fit (fold, C, gamma: the fold's score as the
+    optimality, the training objective as the objective) and may stop the search: the result
+    then has status ``stopped`` and the table of the folds done (no refit).
     """
     C_grid = _grid(C if C is not None else 2.0 ** np.arange(-5, 6), "C")
     spec, base = validate_params(solver, params, C=C_grid[0])
@@ -148,7 +161,11 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     scores = {(c, g): [] for c in C_grid for g in gamma_grid}
     objectives = {key: [] for key in scores}
     seconds = dict.fromkeys(scores, 0.0)
+    reporter = Reporter(monitor, "fold_score")
+    status = Termination.CONVERGED
     for fold in range(folds):
+        if status == Termination.STOPPED:
+            break
         train_set = dataset.subset(np.flatnonzero(assignment != fold))
         test_set = dataset.subset(np.flatnonzero(assignment == fold))
         for g in gamma_grid:
@@ -161,26 +178,47 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
             else:
                 fits = []
                 for point in points:
+                    if monitor is not None and monitor.stop_reason() is not None:
+                        break  # reported (and the search stopped) below
                     result = train(train_set, solver=solver, params=point)
                     fits.append((result.model, result.objective, result.elapsed))
-            for c, (model, objective, elapsed) in zip(C_grid, fits, strict=True):
+            for c, (model, objective, elapsed) in zip(C_grid, fits, strict=False):
                 score = _score(model, test_set, ordinal)
                 scores[(c, g)].append(score)
                 objectives[(c, g)].append(objective)
                 seconds[(c, g)] += elapsed
                 if progress is not None:
                     progress(fold, c, g, score)
+                if reporter(reporter.records + 1, objective, score, fold=fold, C=c, gamma=g,
+                            metric="accuracy" if not ordinal else "mean_absolute_rank_error"):
+                    status = Termination.STOPPED
+                    break
+            if len(fits) < len(points) and status != Termination.STOPPED:
+                status = Termination.STOPPED  # the monitor asked between two fits
+                reporter.stop_reason = monitor.stop_reason()
+            if status == Termination.STOPPED:
+                break
     rows = [GridPoint(c, g, float(np.mean(scores[(c, g)])), float(np.std(scores[(c, g)])),
                       tuple(scores[(c, g)]), float(np.mean(objectives[(c, g)])),
                       seconds[(c, g)])
-            for g in gamma_grid for c in C_grid]
+            for g in gamma_grid for c in C_grid if scores[(c, g)]]
+    if not rows:
+        return CrossValidationResult(
+            solver=spec.name, metric="mean_absolute_rank_error" if ordinal else "accuracy",
+            folds=folds, warm_start=warm, scores=[], best_C=float("nan"), best_gamma=None,
+            params=base.model_dump(mode="json"), status=status,
+            message=f"stopped: {reporter.stop_reason}")
     sign = 1.0 if ordinal else -1.0
     best = min(rows, key=lambda r: (sign * r.mean, r.C, r.gamma or 0.0))
+    message = f"best C = {best.C:g}" + ("" if best.gamma is None else
+                                          f", gamma = {best.gamma:g}")
+    if status == Termination.STOPPED:
+        message = f"stopped: {reporter.stop_reason} (the table holds the folds done)"
     result = CrossValidationResult(
         solver=spec.name, metric="mean_absolute_rank_error" if ordinal else "accuracy",
         folds=folds, warm_start=warm, scores=rows, best_C=best.C, best_gamma=best.gamma,
-        params=base.model_dump(mode="json"))
-    if refit:
+        params=base.model_dump(mode="json"), status=status, message=message)
+    if refit and status != Termination.STOPPED:
         update = {"C": best.C} if best.gamma is None else {"C": best.C, "gamma": best.gamma}
         result.refit = train(dataset, solver=solver, params=base.model_dump(), **update)
         result.model = result.refit.model

@@ -82,3 +82,30 @@ def test_kernel_grid_over_C_and_gamma():
                                                   if r.mean == best.mean}
     with pytest.raises(ValueError, match="no kernel gamma"):
         cross_validate(heart, "mfn", C=[1.0], gamma=[1.0])
+
+
+def test_a_monitor_sees_every_fit_and_can_stop_the_search():
+    heart = load("heart_scale")
+
+    class StopAfter:
+        def __init__(self, n):
+            self.records, self.n = [], n
+
+        def report(self, record):
+            self.records.append(record)
+
+        def stop_reason(self):
+            return "enough" if len(self.records) >= self.n else None
+
+    everything = StopAfter(10**6)
+    result = cross_validate(heart, "mfn", C=[0.1, 1.0], folds=3, monitor=everything)
+    assert [r.extras["fold"] for r in everything.records] == [0, 0, 1, 1, 2, 2]
+    assert {r.extras["C"] for r in everything.records} == {0.1, 1.0}
+    assert all(0.0 <= r.optimality <= 1.0 for r in everything.records)
+    assert result.status == "converged" and result.summary()["table"][0]["fold_scores"]
+    stopper = StopAfter(3)
+    stopped = cross_validate(heart, "lssvm", C=[0.1, 1.0], folds=3, monitor=stopper,
+                             refit=True)
+    assert stopped.status == "stopped" and "enough" in stopped.message
+    assert stopped.model is None and len(stopper.records) == 3
+    assert all(len(row.fold_scores) <= 2 for row in stopped.scores)

@@ -29,7 +29,7 @@ def create(session: Session, body, owner: str | None, settings: Settings) -> Job
             if datasets[field] is None:
                 raise Unprocessable(f"{field}: dataset {dataset_id} not found")
     check_job(body.params, datasets["dataset_id"], datasets.get("validation_dataset_id"),
-              settings)
+              settings, body.tuning)
     queued = session.scalar(select(func.count()).select_from(Job).where(
         Job.owner.is_(None) if owner is None else Job.owner == owner,
         Job.status == JobStatus.queued))
@@ -45,6 +45,7 @@ def create(session: Session, body, owner: str | None, settings: Settings) -> Job
         time_limit_s=body.time_limit_s,
         status=JobStatus.queued,
         owner=owner,
+        tuning=None if body.tuning is None else body.tuning.model_dump(mode="json"),
     )
     session.add(job)
     session.commit()

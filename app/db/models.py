@@ -109,7 +109,9 @@ class Job(Base):
     job is ``running`` with the attempt number it was given).  ``cancel_requested_at`` is
     set by a cancel request while the job runs; the worker's monitor polls it.  ``owner`` is
     the digest of the API key that queued the job (quotas); ``heartbeat_at`` is the lease of a
-    running attempt, renewed by its worker.
+    running attempt, renewed by its worker.  A tuning job (``tuning`` set) cross-validates the
+    solver over a grid, stores the table in ``cross_validation`` and the model refitted at the
+    best point.
     """
 
     __tablename__ = "jobs"
@@ -139,6 +141,8 @@ class Job(Base):
     finished_at: Mapped[datetime | None]
     owner: Mapped[str | None] = mapped_column(String(64))  # SHA-256 of the queuing API key
     heartbeat_at: Mapped[datetime | None]  # renewed by the running attempt's worker
+    tuning: Mapped[dict[str, Any] | None]  # a tuning job's grid and folds (None: training)
+    cross_validation: Mapped[dict[str, Any] | None]  # a tuning job's table, once it ran
 
     model: Mapped[TrainedModel | None] = relationship(
         back_populates="job", uselist=False, lazy="selectin")

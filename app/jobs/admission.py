@@ -27,11 +27,20 @@ def _labels(dataset: Dataset) -> list[float]:
     return sorted(float(label) for label in dataset.class_counts)
 
 
-def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Settings) -> None:
-    """Raise a 422 for a job that cannot succeed, or that asks for more memory than allowed."""
+def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Settings,
+              tuning=None) -> None:
+    """Raise a 422 for a job that cannot succeed, or that asks for more memory than allowed
+    (a tuning job: at every point of its grid)."""
     import solvers
 
     spec = solvers.get_solver(params.solver)
+    if tuning is not None:
+        if tuning.gamma is not None and "gamma" not in spec.params_model.model_fields:
+            raise Unprocessable(f"tuning.gamma: solver {spec.name!r} has no kernel gamma to "
+                                f"search")
+        if tuning.folds > dataset.n_samples:
+            raise Unprocessable(f"tuning.folds: {tuning.folds} folds need at least "
+                                f"{tuning.folds} examples; the dataset has {dataset.n_samples}")
     labels = _labels(dataset)
     task = getattr(params, "task", "classification")
     if len(labels) < 2:

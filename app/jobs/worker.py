@@ -94,6 +94,7 @@ class JobSpec:
     dataset_digest: str
     validation_dataset_id: uuid.UUID | None
     validation_digest: str | None
+    tuning: dict | None = None
 
 
 def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec | None:
@@ -110,6 +111,7 @@ def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec 
         dataset_digest=session.get(Dataset, job.dataset_id).sha256,
         validation_dataset_id=job.validation_dataset_id,
         validation_digest=None if validation is None else validation.sha256,
+        tuning=job.tuning,
     )
 
 
@@ -135,8 +137,23 @@ def run_job(sessions: Sessions, store: DatasetStore, job_id: uuid.UUID,
 
     try:
         dataset = store.load(spec.dataset_digest)
-        result = solvers.train(dataset, solver=spec.solver, params=spec.params,
-                               monitor=monitor)
+        cross_validation = None
+        if spec.tuning is None:
+            result = solvers.train(dataset, solver=spec.solver, params=spec.params,
+                                   monitor=monitor)
+        else:
+            result, cross_validation = tune(dataset, spec, monitor)
+            if result is None:  # stopped before the refit
+                monitor.flush()
+                if not monitor.writable:
+                    return None
+                store_cross_validation(sessions, job_id, attempt, cross_validation)
+                if monitor.stop_cause is StopCause.time_limit:
+                    return finish(JobStatus.failed, solver_status="stopped",
+                                  error=f"time limit of {spec.time_limit_s:g} s reached",
+                                  message=cross_validation["message"])
+                return finish(JobStatus.cancelled, solver_status="stopped",
+                              message="cancelled by request during the cross-validation")
         monitor.flush()
         if not monitor.writable:
             return None
@@ -150,6 +167,8 @@ def run_job(sessions: Sessions, store: DatasetStore, job_id: uuid.UUID,
         if result.status == "failed":
             return finish(JobStatus.failed, solver_status=result.status, error=result.message,
                           message=result.message)
+        if cross_validation is not None:
+            store_cross_validation(sessions, job_id, attempt, cross_validation)
         validation = None
         if spec.validation_digest is not None:
             validation = evaluate(result.model, store.load(spec.validation_digest),
@@ -163,6 +182,62 @@ def run_job(sessions: Sessions, store: DatasetStore, job_id: uuid.UUID,
         if not monitor.writable:
             return None
         return finish(JobStatus.failed, error=describe_exception(exc))
+
+
+def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:
+    """A tuning job's body: the cross-validation (one log record per fit, through the job's
+    monitor: cancel and time limit apply), then the refit at the best point, whose records
+    follow in the same log.  Returns (the refit's TrainResult or None when stopped, the table
+    as JSON)."""
+    from solvers.model_selection import cross_validate
+
+    params = {key: value for key, value in spec.params.items() if key != "solver"}
+    for grid in ("C", "gamma"):
+        params.pop(grid, None)
+    tuning = spec.tuning
+    result = cross_validate(dataset, spec.solver, C=tuning["C"], gamma=tuning.get("gamma"),
+                            folds=tuning["folds"], seed=tuning["seed"], monitor=monitor,
+                            **params)
+    summary = jsonable(result.summary())
+    if result.status == "stopped":
+        return None, summary
+    best = {"C": result.best_C}
+    if result.best_gamma is not None:
+        best["gamma"] = result.best_gamma
+    import solvers
+
+    refit = solvers.train(dataset, solver=spec.solver, params={**params, **best},
+                          monitor=_Refit(monitor, sum(len(r.fold_scores) for r in result.scores)))
+    return refit, summary
+
+
+class _Refit:
+    """The refit's records follow the cross-validation's in the job's log (numbered on from
+    them, tagged ``stage: refit``)."""
+
+    def __init__(self, target, offset: int):
+        self.target = target
+        self.offset = offset
+
+    def report(self, record) -> None:
+        import solvers
+
+        self.target.report(solvers.IterationRecord(
+            record.iteration + self.offset, record.elapsed, record.objective,
+            record.optimality, {**record.extras, "stage": "refit"}))
+
+    def stop_reason(self) -> str | None:
+        return self.target.stop_reason()
+
+
+def store_cross_validation(sessions: Sessions, job_id: uuid.UUID, attempt: int,
+                           table: dict) -> None:
+    """Write a tuning job's table while its attempt still owns the job."""
+    with sessions.write() as session:
+        job = session.get(Job, job_id)
+        if job is not None and job.status == JobStatus.running and job.attempts == attempt:
+            job.cross_validation = table
+            session.commit()
 
 
 def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -> TrainedModel:

@@ -21,6 +21,7 @@ from servicetools import (
 )
 
 import solvers
+from solvers.model_selection import cross_validate
 
 
 @pytest.fixture(scope="module")
@@ -264,3 +265,45 @@ def test_a_dense_system_past_the_size_cap_is_refused(api, params):
     assert response.status_code == 422
     message = response.json()["detail"]["message"]
     assert "normal equations" in message and f"({side} rows)" in message
+
+
+# -- tuning jobs ---------------------------------------------------------------------------------
+
+
+def test_a_tuning_job_cross_validates_and_refits_at_the_best_point(api, heart):
+    """The table equals the library's cross-validation on the same folds; the job's model is
+    the refit at the best C; the log holds one record per fit, then the refit's."""
+    tuning = {"C": [0.1, 1.0], "folds": 3, "seed": 2}
+    created = api.post("/jobs", json={"dataset_id": heart, "params": {"solver": "mfn"},
+                                      "tuning": tuning})
+    assert created.status_code == 202, created.text
+    assert created.json()["tuning"] == {**tuning, "gamma": None}
+    done = wait_job(api, created.json()["id"])
+    assert done["status"] == "succeeded", done
+    cv = done["cross_validation"]
+    expected = cross_validate(solvers.read_svmlight(data_path("heart_scale")), "mfn",
+                              C=tuning["C"], folds=3, seed=2)
+    assert cv["best_C"] == expected.best_C and cv["warm_start"] and cv["metric"] == "accuracy"
+    assert [row["mean"] for row in cv["table"]] == pytest.approx(
+        [row.mean for row in expected.scores], abs=1e-12)
+    model = api.get(f"/models/{done['model_id']}").json()
+    assert model["params"]["C"] == expected.best_C
+    log = full_log(api, created.json()["id"])
+    fits = [r for r in log if r["extras"].get("stage") != "refit"]
+    assert len(fits) == 6 and {r["extras"]["fold"] for r in fits} == {0, 1, 2}
+    assert [r["iteration"] for r in log] == list(range(1, len(log) + 1))
+    assert any(r["extras"].get("stage") == "refit" for r in log)
+
+
+@pytest.mark.parametrize("tuning, fragment", [
+    ({"C": [1.0], "gamma": [0.5]}, "tuning.gamma: solver 'mfn' has no kernel gamma"),
+    ({"C": [1.0], "folds": 20}, "tuning.folds: 20 folds need at least 20 examples"),
+    ({"C": []}, "tuning.C"),
+    ({"C": [-1.0]}, "tuning.C"),
+])
+def test_a_tuning_job_that_cannot_run_is_refused(api, tuning, fragment):
+    tiny = uploaded_id(api, b"1 1:1\n-1 1:2\n1 2:1\n-1 2:3\n")
+    response = api.post("/jobs", json={"dataset_id": tiny, "params": {"solver": "mfn"},
+                                       "tuning": tuning})
+    assert response.status_code == 422
+    assert fragment in json.dumps(response.json())
