@@ -111,8 +111,8 @@ def _stream_upload(text: bytes, limits: UploadLimits):
 
 
 @pytest.mark.parametrize("limits, fragment", [
-    (UploadLimits(2**20, 2, 100, 100), "the dataset's rows exceeds the limit of 2 rows set by "
-                                       "SVMSVC_MAX_UPLOAD_ROWS"),
+    (UploadLimits(2**20, 2, 100, 100), "the dataset's rows (3 rows) exceeds the limit of 2 rows "
+                                       "set by SVMSVC_MAX_UPLOAD_ROWS"),
     (UploadLimits(2**20, 100, 5, 100), "the dataset's stored entries (6 entries) exceeds the "
                                        "limit of 5 entries set by SVMSVC_MAX_UPLOAD_NNZ"),
     (UploadLimits(2**20, 100, 100, 3), "(4 features) exceeds the limit of 3 features set by "
