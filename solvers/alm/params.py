@@ -48,9 +48,13 @@ class ALMParams(SolverParams):
                                   "mu is multiplied or divided by.")
     cgls_tol: float = Field(
         1e-3, gt=0, lt=1,
-        description="exact: CGLS relative tolerance ||r|| <= eps ||z|| of the (w, b)-step; "
-                    "it is tightened to 0.1 x the current relative duality gap when that is "
-                    "smaller (never below 1e-12).")
+        description="exact: CGLS relative tolerance ||r|| <= eps ||z|| of the (w, b)-step, "
+                    "tightened to cgls_gap_factor x the current relative duality gap when "
+                    "that is smaller (never below 1e-12).")
+    cgls_gap_factor: float = Field(
+        1.0, ge=0,
+        description="exact: the CGLS tolerance follows this multiple of the relative gap "
+                    "(0: cgls_tol throughout).")
     max_cgls_iter: int = Field(1000, ge=1,
                                description="exact: CGLS iteration cap per (w, b)-step.")
     initial_w: Literal["zero", "one"] = Field(

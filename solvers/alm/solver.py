@@ -155,7 +155,9 @@ def solve(problem: BinaryProblem, params: ALMParams | None = None,
         # (w, b)-step (14) with e fixed
         old_outputs = it.outputs
         if exact:
-            eps = max(min(params.cgls_tol, 0.1 * gap), 1e-12)
+            eps = params.cgls_tol
+            if params.cgls_gap_factor > 0:
+                eps = max(min(eps, params.cgls_gap_factor * gap), 1e-12)
             cg = it.exact_step(mu, eps, params.max_cgls_iter)
             total_cg += cg
         else:
