@@ -269,3 +269,18 @@ def test_one_vs_rest_through_train():
     assert all(s.status == "converged" for s in result.subproblems)
     accuracy = np.mean(result.model.predict(ds.X) == ds.y)
     assert accuracy > 0.9
+
+
+def test_regularized_bias_with_a_bias_scale():
+    """The constant feature of value 2 (LIBLINEAR -B 2): the bias column enters CGLS and the
+    inexact step with its scale."""
+    from tests.reference import liblinear_optimum
+
+    base = small_problem("heart_scale", "squared_hinge", "regularized", 1.0)
+    problem = BinaryProblem(base.X, base.y, C=1.0, loss="squared_hinge", bias="regularized",
+                            bias_scale=2.0)
+    reference = liblinear_optimum(problem, 2, eps=1e-12)
+    for variant in ("exact", "inexact"):
+        params = ALMParams(loss="squared_hinge", bias="regularized", bias_scale=2.0,
+                           variant=variant, tol=1e-9)
+        assert_close(alm.solve(problem, params), reference.objective)
