@@ -120,6 +120,30 @@ def _lp_prox_positive(v, t, p):
     return u
 
 
+@njit(cache=True, inline="always")
+def prox_value(code, p, x, s):
+    """argmin_u s L(u) + (u - x)^2 / 2 for one example: the proximal operator of s L at x (the
+    scalar form of :func:`loss_prox`, for kernels that fuse it with other work, e.g. ALM's
+    e-step and multiplier update)."""
+    if code == LEAST_SQUARES:
+        return x / (1.0 + 2.0 * s)
+    if x <= 0.0:
+        return x
+    if code == HINGE or (code == LP and p == 1.0):
+        return x - s if x > s else 0.0
+    if code == SQUARED_HINGE or (code == LP and p == 2.0):
+        return x / (1.0 + 2.0 * s)
+    if code == LP:
+        return _lp_prox_positive(x, s, p)
+    # MODIFIED_HUBER: quadratic up to 2, slope 4 beyond
+    u = x / (1.0 + 2.0 * s)
+    if u <= 2.0:
+        return u
+    if x - 4.0 * s >= 2.0:
+        return x - 4.0 * s
+    return 2.0
+
+
 @njit(cache=True)
 def loss_prox(code, p, v, t, out):
     """out_i = argmin_u t_i L(u) + (u - v_i)^2 / 2, the proximal operator of t_i L at v_i.
@@ -130,26 +154,7 @@ def loss_prox(code, p, v, t, out):
     so u = v there.
     """
     for i in range(v.shape[0]):
-        x = v[i]
-        s = t[i]
-        if code == LEAST_SQUARES:
-            out[i] = x / (1.0 + 2.0 * s)
-        elif x <= 0.0:
-            out[i] = x
-        elif code == HINGE or (code == LP and p == 1.0):
-            out[i] = x - s if x > s else 0.0
-        elif code == SQUARED_HINGE or (code == LP and p == 2.0):
-            out[i] = x / (1.0 + 2.0 * s)
-        elif code == LP:
-            out[i] = _lp_prox_positive(x, s, p)
-        else:  # MODIFIED_HUBER: quadratic up to 2, slope 4 beyond
-            u = x / (1.0 + 2.0 * s)
-            if u <= 2.0:
-                out[i] = u
-            elif x - 4.0 * s >= 2.0:
-                out[i] = x - 4.0 * s
-            else:
-                out[i] = 2.0
+        out[i] = prox_value(code, p, v[i], t[i])
 
 
 # -- the clipped family: sets, sums, line-search breakpoints ------------------------------------

@@ -1,0 +1,122 @@
+"""SVM-ALM: the augmented-Lagrangian primal solver of Nie, Huang, Wang & Huang (ICML 2014).
+
+Problem (4) of the paper, in ``design.md``'s convention (the same C; C_i = C * sample_weight_i)::
+
+    minimize  1/2 (||w||^2 + r b^2) + sum_i C_i max(0, 1 - y_i (w.x_i + s b))^p,   1 <= p <= 2
+
+with ``loss="lp"`` and ``p`` (``hinge`` is p = 1, ``squared_hinge`` p = 2).  The paper's bias is
+free (r = 0, s = 1; ``bias="free"``, the default); ``regularized`` (r = 1, s = ``bias_scale``,
+LIBLINEAR's ``-B s``) and ``none`` (b = 0) run the same iteration on x~_i = (x_i, s).
+
+The split (5): e_i = y_i - x~_i.beta, so the loss is C_i (y_i e_i)_+^p; the augmented
+Lagrangian (7)-(8) with multipliers lambda and penalty mu.  One outer iteration:
+
+1. e-step (10): e_i = argmin C_i (y_i e_i)_+^p + mu/2 (e_i - t_i)^2, t_i = y_i - x~_i.beta -
+   lambda_i / mu.  Solved in the slack u_i = y_i e_i (y_i^2 = 1): u_i = prox of (C_i/mu) L at
+   y_i t_i, the loss layer's proximal operator (closed forms (12) for p = 1 and (13) for p = 2,
+   a safeguarded Newton on (11) for 1 < p < 2; the paper bisects).  **Misprint fixed**: (11)
+   as printed, p gamma (y_i e_i)^(p-1) + e_i - t_i = 0, drops the factor y_i of the
+   derivative of (y_i e_i)^p; in u it is p gamma u^(p-1) + u - y_i t_i = 0, which is what
+   (12)-(13) solve.
+2. (w, b)-step (14): min 1/(2 mu) ||beta||_D^2 + 1/2 ||X~ beta - z||^2, z = y - e - lambda/mu
+   (D = diag(1, .., 1, r): the free bias is not regularized; (14) is the paper's G divided by
+   two).  ``variant="exact"`` (Algorithm 1): the core's CGLS (``cgls_compact`` with reg_bias =
+   r) warm-started from the previous beta, to the relative rule ||grad|| <= eps ||residual||
+   with eps = min(``cgls_tol`` = 1e-3, ``cgls_gap_factor`` = 1 x the current relative gap)
+   (the paper says LSQR, the same Krylov method as CGLS).  The tightening is needed: with a
+   fixed eps the warm start soon meets the rule, CGLS makes no iteration, w stops and the
+   gap stalls (measured: w8a, C = 0.01, at 1.7e-8; ijcnn1, C = 1, at 2.9e-6).  Factor 1
+   against 0.1: ijcnn1, C = 1, the same 103 outer iterations with 1003 instead of 1306 CG
+   iterations; w8a, C = 0.01, 1.3e-8 instead of 3.3e-6 above the optimum after 60 s.
+   ``variant="inexact"`` (Algorithm 2): one steepest-descent step with the exact step length,
+   gradient (16) and step (18); it costs two sparse products, not the paper's three: X~ beta
+   at the new point is the old outputs minus step times X~ g, which (18)'s denominator needs
+   anyway.
+3. multiplier step (9): lambda += mu (X~ beta + e - y).
+
+Steps 3 and 1 of the next iteration are one pass over the examples
+(:func:`solvers.alm.kernels.multiplier_and_e_step`, on the Numba threads for large n); the
+sparse products go through the core's row kernels (``CompactRows``, one block per thread).
+
+The penalty mu.  The paper gives no start and no growth rule, caps mu at 1e5 and its
+theorems need mu -> infinity.  Here mu_1 = ``mu0`` (default C) and mu_{k+1} = min(``rho``
+mu_k, ``mu_max``) (default rho = 1: fixed mu, i.e. ADMM, which converges for any fixed mu
+with the exact step), or ``residual_balancing`` (Boyd et al. 2011, 3.4.1: primal residual
+||X~ beta + e - y||, dual residual mu ||X~ (beta_k - beta_{k-1})||).  Measured on 2026-11-23
+(2 shared cores; ``bench/README.md``, section ALM):
+
+* growing mu to the paper's cap stalls: ijcnn1, C = 1, exact, rho = 1.5 from mu = 1 reaches
+  mu = 1e5 in 30 iterations and then sits 8.7% above the optimum (relative gap ~20) for 500
+  iterations: with mu huge the e-step pins e to the current residual and lambda moves by
+  tiny steps;
+* with fixed mu the iteration count depends on mu / C, not on C: ijcnn1, relative gap 1e-8,
+  exact: mu = C takes 42 / 103 / 115 iterations at C = 0.01 / 1 / 100; at C = 1, mu = 0.01,
+  0.1, 10 take >1300, 191, >600; on australian (hinge, gap 1e-7) mu / C = 0.1, 0.3, 1, 3, 10
+  take 18643, 6298, 2158, 4236, 6102.  Hence mu0 = C.  (a9a at C = 1 prefers mu = 0.3: 100
+  against 108 iterations, with fewer CG iterations.)
+* residual balancing (unnormalized, as Boyd et al. write it) moves mu the wrong way when C is
+  far from 1 (ijcnn1, C = 0.01: 265 iterations against 42; C = 100: 1.6e-3 above the optimum
+  after 60 s): an option, not the default.
+
+Stopping.  The default is a certificate: at the (w, b)-step's optimum w = -X lambda and, for
+the free bias, 1'lambda = 0, so alpha = -y lambda is a dual point of ``solvers.problems``
+(clipped to the loss's dual range, then balanced by :meth:`BinaryProblem.balance` for the
+free bias); ``tol`` bounds (P - D) / P, which bounds the relative suboptimality.  It costs
+one product X'(alpha y) per iteration.  ``stop_rule="paper"`` is section 4's: ||grad obj|| <=
+``grad_tol`` ||grad obj(start)|| (LIBLINEAR's relative form, which the paper says it is
+compatible with; a subgradient for p = 1) or a relative objective change below 1e-4; the
+paper's 100-iteration limit is ``max_iter=100`` (the default, 20000, lets the gap rule reach
+``tol``).  Records carry the objective, the relative gap, the primal and dual residuals, mu
+and (exact) the CGLS iterations of the step.
+
+Start: w = 0, b = 0, lambda = 0.  ``initial_w="one"`` is Algorithms 1-2's w = 1, which the
+paper does not justify (the all-ones w has nothing to do with the data's scale or sign) and
+which measured no better (relative gap 1e-6, C = 1; iterations w = 0 / w = 1): squared hinge
+heart 20 / 38, australian 21 / 35, ijcnn1 72 / 73; hinge heart 736 / 679, australian 1647 /
+3031; a9a after 30 s: 50 / 39 (squared hinge) and 40 / 31 (hinge) iterations, neither done.
+Zero is the default: it is the natural cold start and never worse by much.  A warm start
+``w_guess`` or ``beta0`` takes lambda = -y alpha, alpha the balanced KKT map of that point.
+Multi-class: one-vs-rest through ``solvers.multiclass``.
+
+Verified (``tests/test_alm.py``, ``tests/test_alm_large.py``; 1e-6 relative on the objective):
+squared hinge with the free bias against LIBLINEAR ``-s 2 -B 1 -R`` on heart, australian,
+breast-cancer, diabetes (both variants), ijcnn1 at C = 0.01, 1, 100 (exact) and the cases of
+a9a and w8a that finish in seconds; hinge and p = 1.5 with the free bias against Clarabel;
+the regularized and no-bias modes against LIBLINEAR ``-s 2`` and Clarabel (``-s 3`` stops
+2e-4 to 1e-3 above the hinge optimum there; alm ends below it); every logged gap bounds the
+true suboptimality.  Where it is slow: ADMM's rate depends on the conditioning of X~, and on
+w8a (C = 1, 100) and a9a (C = 100) neither variant reaches 1e-6 in a minute; on svmguide1
+(unscaled features up to ~1e3) the squared hinge stalls at a relative gap of ~2e-2 and the
+hinge reaches 1e-6 of the optimum only after 20000 iterations (``bench/README.md``, ALM).
+"""
+
+from __future__ import annotations
+
+from solvers.alm.kernels import multiplier_and_e_step
+from solvers.alm.kernels import warm_up as _warm_kernels
+from solvers.alm.params import ALMParams
+from solvers.alm.solver import run, solve
+from solvers.base import SolverSpec
+
+
+def warm_up() -> None:
+    """Compile the fused multiplier / e-step pass for the three loss codes."""
+    _warm_kernels()
+
+
+SPECS = (
+    SolverSpec(
+        name="alm",
+        params_model=ALMParams,
+        run=run,
+        description="SVM-ALM: augmented Lagrangian on e = y - X'w - b for the Lp-loss SVM "
+                    "(1 <= p <= 2), free bias natively; exact (CGLS) or inexact "
+                    "(one steepest-descent step) (w, b)-step.",
+        reference="F. Nie, Y. Huang, X. Wang and H. Huang, New primal SVM solver with linear "
+                  "computational cost for big data classifications, ICML 2014.",
+        tasks=("binary", "multiclass"),
+        warm_up=warm_up,
+    ),
+)
+
+__all__ = ["SPECS", "ALMParams", "multiplier_and_e_step", "run", "solve", "warm_up"]

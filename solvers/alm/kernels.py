@@ -1,0 +1,75 @@
+"""The one pass over the examples of SVM-ALM: the multiplier step (9) of one iteration fused
+with the e-step (10) of the next.
+
+Per example, with o_i = x~_i . beta the outputs of the (w, b) just computed::
+
+    lambda_i += mu_old (o_i - y_i + e_i)                       (9)   (when ``update``)
+    u_i = prox_{(C_i / mu) L}(1 - y_i o_i - y_i lambda_i / mu)  (10)  in the slack u = y_i e_i
+    e_i = y_i u_i,   z_i = y_i - e_i - lambda_i / mu           the targets of (14)
+
+with mu = ``mu_new``.  The prox is the loss layer's (:func:`solvers.losses.kernels.prox_value`:
+closed forms (12), (13) for p = 1, 2, a safeguarded Newton on (11) for 1 < p < 2).  Solving in
+u = y_i e_i removes the y_i that eq. (11) as printed drops: d/de (y e)_+^p = p y (y e)_+^(p-1).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from solvers import config
+from solvers.losses.kernels import prox_value
+
+
+@njit(cache=True, inline="always")
+def _example(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update, i):
+    """Example i of the pass; returns its squared primal residual (0 without ``update``)."""
+    yi = y[i]
+    o = outputs[i]
+    li = lam[i]
+    r = 0.0
+    if update:
+        r = o - yi + e[i]
+        li += mu_old * r
+        lam[i] = li
+    u = prox_value(code, p, 1.0 - yi * o - yi * li * inv_mu, cost[i] * inv_mu)
+    ei = yi * u
+    e[i] = ei
+    z[i] = yi - ei - li * inv_mu
+    return r * r
+
+
+@njit(cache=True, nogil=True)
+def _pass_serial(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+    residual = 0.0
+    inv_mu = 1.0 / mu_new
+    for i in range(y.shape[0]):
+        residual += _example(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update, i)
+    return residual
+
+
+@njit(cache=True, parallel=True)
+def _pass_parallel(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+    residual = 0.0
+    inv_mu = 1.0 / mu_new
+    for i in prange(y.shape[0]):
+        residual += _example(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update, i)
+    return residual
+
+
+def multiplier_and_e_step(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+    """The pass of the module docstring, on the Numba threads when the examples are many
+    (``config.PARALLEL_MIN_NNZ``: the threads' start-up costs more than a short pass)."""
+    kernel = _pass_parallel if (y.shape[0] >= config.PARALLEL_MIN_NNZ
+                           and numba.get_num_threads() > 1) else _pass_serial
+    return kernel(code, p, y, cost, outputs, e, lam, z, float(mu_old), float(mu_new),
+                  bool(update))
+
+
+def warm_up() -> None:
+    y = np.array([1.0, -1.0, 1.0])
+    for code, p in ((0, 1.0), (1, 2.0), (2, 1.5)):
+        for kernel in (_pass_serial, _pass_parallel):
+            kernel(code, p, y, np.ones(3), np.array([0.5, 0.2, -1.0]), np.zeros(3),
+                   np.zeros(3), np.empty(3), 1.0, 2.0, True)

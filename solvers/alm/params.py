@@ -1,0 +1,93 @@
+"""The parameters of ``alm`` (the package docstring explains the defaults and the paper's
+choices)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from solvers.base import SolverParams
+
+
+class ALMParams(SolverParams):
+    """Parameters of ``alm`` (SVM-ALM, Nie et al. 2014).  The default stopping rule is the
+    relative duality gap ``tol``; ``stop_rule="paper"`` with ``max_iter=100`` is the paper's
+    section 4 protocol."""
+
+    solver: Literal["alm"] = "alm"
+    loss: Literal["lp", "hinge", "squared_hinge"] = Field(
+        "lp", description="max(0, 1 - m)^p (problem (4)); hinge is p = 1, squared_hinge p = 2.")
+    p: float = Field(2.0, ge=1.0, le=2.0,
+                     description="Exponent of the lp loss, 1 <= p <= 2 (1 for hinge and 2 for "
+                                 "squared_hinge, which fix it).")
+    bias: Literal["free", "regularized", "none"] = Field(
+        "free", description="free: the paper's unregularized b (native); regularized: "
+                            "LIBLINEAR's -B constant feature; none: b = 0.")
+    variant: Literal["exact", "inexact"] = Field(
+        "exact",
+        description="exact: Algorithm 1, the (w, b)-step (14) solved by CGLS to cgls_tol; "
+                    "inexact: Algorithm 2, one steepest-descent step with the exact step "
+                    "length (16)-(18).")
+    mu0: float | None = Field(
+        None, gt=0, description="Penalty mu of the first iteration (None: C, measured best "
+                                "among fixed multiples of C; see the package docstring).")
+    rho: float = Field(1.0, ge=1.0,
+                       description="Growth factor: mu <- min(rho mu, mu_max) after every "
+                                   "iteration (1: fixed mu, i.e. ADMM).")
+    mu_max: float = Field(1e5, gt=0, description="Cap on mu (the paper's 1e5).")
+    residual_balancing: bool = Field(
+        False,
+        description="Instead of the growth factor: mu <- mu * balance_factor when the primal "
+                    "residual exceeds balance_ratio times the dual one, mu / balance_factor "
+                    "in the opposite case (Boyd et al. 2011, section 3.4.1), within "
+                    "[mu0 / 1e6, mu_max]; the growth factor is then not used.")
+    balance_ratio: float = Field(10.0, gt=1.0, description="Residual balancing: the ratio "
+                                 "that triggers a change of mu.")
+    balance_factor: float = Field(2.0, gt=1.0, description="Residual balancing: the factor "
+                                  "mu is multiplied or divided by.")
+    cgls_tol: float = Field(
+        1e-3, gt=0, lt=1,
+        description="exact: CGLS relative tolerance ||r|| <= eps ||z|| of the (w, b)-step, "
+                    "tightened to cgls_gap_factor x the current relative duality gap when "
+                    "that is smaller (never below 1e-12).")
+    cgls_gap_factor: float = Field(
+        1.0, ge=0,
+        description="exact: the CGLS tolerance follows this multiple of the relative gap "
+                    "(0: cgls_tol throughout).")
+    max_cgls_iter: int = Field(1000, ge=1,
+                               description="exact: CGLS iteration cap per (w, b)-step.")
+    initial_w: Literal["zero", "one"] = Field(
+        "zero", description="Cold start w = 0 (default) or the paper's w = 1 (all ones); b = 0 "
+                            "and lambda = 0 either way.")
+    stop_rule: Literal["gap", "paper"] = Field(
+        "gap",
+        description="gap: stop when the relative duality gap is at most tol; paper: stop when "
+                    "||grad obj|| <= grad_tol ||grad obj(start)|| or the relative objective "
+                    "change is below objective_change_tol (section 4).")
+    tol: float = Field(1e-6, ge=0, description="Relative duality gap (P - D) / P to stop at.")
+    grad_tol: float = Field(0.01, gt=0, description="stop_rule='paper': the paper's epsilon.")
+    objective_change_tol: float = Field(
+        1e-4, gt=0, description="stop_rule='paper': relative change of the objective.")
+    max_iter: int = Field(
+        20000, ge=1,
+        description="Outer iterations (one: an e-step, a (w, b)-step, a multiplier step); "
+                    "the paper's limit is 100.")
+
+    @property
+    def loss_exponent(self) -> float:
+        if self.loss == "hinge":
+            return 1.0
+        if self.loss == "squared_hinge":
+            return 2.0
+        return self.p
+
+    @model_validator(mode="after")
+    def _p_matches_loss(self):
+        fixed = {"hinge": 1.0, "squared_hinge": 2.0}.get(self.loss)
+        if fixed is not None and "p" in self.model_fields_set and self.p != fixed:
+            raise ValueError(f"loss {self.loss!r} is p = {fixed:g}; use loss='lp' for p = "
+                             f"{self.p:g}")
+        if self.mu0 is not None and self.mu0 > self.mu_max:
+            raise ValueError("mu0 must not exceed mu_max")
+        return self

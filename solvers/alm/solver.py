@@ -1,0 +1,228 @@
+"""SVM-ALM on one binary problem: Algorithms 1 (exact) and 2 (inexact) of Nie et al. (2014)."""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from solvers.alm.kernels import multiplier_and_e_step
+from solvers.alm.params import ALMParams
+from solvers.base import Solution, Termination
+from solvers.core.linalg import cgls_compact, dot
+from solvers.core.sparse import CompactRows, use_parallel
+from solvers.monitor import Monitor, Reporter
+from solvers.problems import BinaryProblem
+
+ALM_LOSSES = ("hinge", "squared_hinge", "lp")
+_REFRESH = 50  # recompute the outputs exactly every this many iterations (updates drift)
+
+
+def default_params(problem: BinaryProblem) -> ALMParams:
+    return ALMParams(C=problem.C, loss=problem.loss, bias=problem.bias,
+                     bias_scale=problem.bias_scale,
+                     **({"p": problem.p} if problem.loss == "lp" else {}))
+
+
+class _Iterate:
+    """(w, b), the outputs X~ beta, e, lambda and the targets z of (14), with the products
+    through the core's row kernels (one block per Numba thread when that pays)."""
+
+    def __init__(self, problem: BinaryProblem, beta: np.ndarray, lam: np.ndarray):
+        self.problem = problem
+        X = problem.X
+        n_blocks = numba.get_num_threads() if use_parallel(X.nnz, X.shape[1]) else 1
+        self.rows = CompactRows.all_rows(X, n_blocks=n_blocks)
+        self.s = problem.effective_bias_scale
+        self.r = problem.bias_regularization
+        self.beta = beta
+        self.lam = lam
+        self.e = np.zeros(problem.n_samples)
+        self.z = np.empty(problem.n_samples)
+        self.refresh_outputs()
+
+    def refresh_outputs(self) -> None:
+        self.outputs = self.rows.matvec(self.beta[:-1], self.s * self.beta[-1])
+
+    def adjoint(self, coef: np.ndarray) -> np.ndarray:
+        """X~' coef as a parameter vector."""
+        out = np.empty(self.beta.shape[0])
+        out[:-1] = self.rows.rmatvec(coef)
+        out[-1] = self.s * float(coef.sum())
+        return out
+
+    def exact_step(self, mu: float, eps: float, max_iter: int) -> int:
+        """(14) by CGLS from the current (w, b): min 1/(2 mu) ||beta||_D^2 + 1/2 ||X~ beta -
+        z||^2.  Pass 0's residual z - X~ beta comes from the outputs at hand; CGLS returns the
+        final residual, from which the new outputs follow without a product."""
+        residual = self.z - self.outputs
+        gradient = self.adjoint(residual)
+        gradient[:-1] -= self.beta[:-1] / mu
+        gradient[-1] -= self.r * self.beta[-1] / mu
+        iterations, _ = cgls_compact(self.rows, np.ones(residual.shape[0]), None, self.beta,
+                                     bias_scale=self.s, lam=1.0 / mu, reg_bias=self.r,
+                                     eps=eps, max_iter=max_iter, residual=residual,
+                                     gradient=gradient)
+        self.outputs = self.z - residual
+        return iterations
+
+    def inexact_step(self, mu: float) -> None:
+        """One steepest-descent step on (14) with the exact step length: the gradient (16)
+        (halved, as the paper writes it) g = X~'(X~ beta - z) + D beta / mu, and (18)
+        s = ||g||^2 / (||X~ g||^2 + ||g||_D^2 / mu).  Two products: X~'(.) for g and X~ g for
+        the denominator; the paper's third, X~ beta at the new point, is the update
+        outputs - s X~ g."""
+        g = self.adjoint(self.outputs - self.z)
+        g[:-1] += self.beta[:-1] / mu
+        g[-1] += self.r * self.beta[-1] / mu
+        if self.s == 0.0:
+            g[-1] = 0.0
+        gg = dot(g, g)
+        if gg == 0.0:
+            return
+        q = self.rows.matvec(g[:-1], self.s * g[-1])
+        denominator = dot(q, q) + (gg - (1.0 - self.r) * g[-1] * g[-1]) / mu
+        step = gg / denominator
+        self.beta -= step * g
+        self.outputs -= step * q
+
+
+def _start(problem: BinaryProblem, params: ALMParams, beta0, w_guess, lambda0):
+    if beta0 is not None and w_guess is not None:
+        raise ValueError("give either beta0 or w_guess")
+    warm = beta0 is not None or w_guess is not None
+    if w_guess is not None:
+        w_guess = np.asarray(w_guess, dtype=np.float64)
+        if w_guess.shape != (problem.n_features,):
+            raise ValueError(f"w_guess must have n_features = {problem.n_features} entries")
+        beta = np.r_[w_guess, 0.0]
+    elif beta0 is not None:
+        beta = np.array(beta0, dtype=np.float64)
+        if beta.shape != (problem.n_features + 1,):
+            raise ValueError("beta0 must have n_features + 1 entries")
+    else:
+        beta = problem.zeros()
+        if params.initial_w == "one":
+            beta[:-1] = 1.0
+    if problem.bias == "none":
+        beta[-1] = 0.0
+    if lambda0 is not None:
+        lam = np.array(lambda0, dtype=np.float64)
+    elif warm:
+        # the multipliers a warm start implies: lambda = -y alpha, alpha the KKT map
+        lam = -problem.y * problem.balance(problem.dual_from_primal(beta))
+    else:
+        lam = np.zeros(problem.n_samples)  # Algorithms 1-2
+    return beta, lam
+
+
+def solve(problem: BinaryProblem, params: ALMParams | None = None,
+          monitor: Monitor | None = None, *, beta0: np.ndarray | None = None,
+          w_guess: np.ndarray | None = None, lambda0: np.ndarray | None = None) -> Solution:
+    """Solve a binary ``problem`` (hinge, squared hinge or lp loss; any bias mode) by SVM-ALM.
+
+    Start: w = 0 (or the paper's w = 1 with ``initial_w="one"``), b = 0, lambda = 0; or a warm
+    start ``w_guess`` (b = 0) / ``beta0``, with lambda = -y alpha, alpha the balanced KKT map
+    of that point, unless ``lambda0`` is given.  C, the loss and the bias are the problem's.
+    """
+    if problem.loss not in ALM_LOSSES:
+        raise ValueError(f"alm solves the lp losses (hinge, squared_hinge, lp), not "
+                         f"{problem.loss!r}")
+    params = params or default_params(problem)
+    reporter = Reporter(monitor, "relative_duality_gap")
+    loss = problem.loss_function
+    y = problem.y
+    lower, upper = problem.dual_bounds()
+    beta, lam = _start(problem, params, beta0, w_guess, lambda0)
+    it = _Iterate(problem, beta, lam)
+    exact = params.variant == "exact"
+
+    mu = min(params.mu0 if params.mu0 is not None else problem.C, params.mu_max)
+    mu_floor = mu * 1e-6
+    multiplier_and_e_step(loss.code, loss.p, y, problem.cost, it.outputs, it.e, it.lam, it.z,
+                          mu, mu, False)
+    grad0 = None
+    if params.stop_rule == "paper":
+        grad0 = float(np.linalg.norm(problem.gradient(beta)))
+    previous_objective = math.inf
+    status, message = Termination.MAX_ITER, f"{params.max_iter} iterations"
+    best = (math.inf, beta.copy())
+    total_cg = 0
+    iteration = 0
+    gap = math.inf
+    for iteration in range(1, params.max_iter + 1):
+        # (w, b)-step (14) with e fixed
+        old_outputs = it.outputs
+        if exact:
+            eps = params.cgls_tol
+            if params.cgls_gap_factor > 0:
+                eps = max(min(eps, params.cgls_gap_factor * gap), 1e-12)
+            cg = it.exact_step(mu, eps, params.max_cgls_iter)
+            total_cg += cg
+        else:
+            it.outputs = old_outputs.copy()
+            it.inexact_step(mu)
+            cg = 0
+        if iteration % _REFRESH == 0:
+            it.refresh_outputs()
+        dual_residual = mu * float(np.linalg.norm(it.outputs - old_outputs))
+        # the next mu, then one pass: multiplier step (9) with mu, e-step (10) with the next mu
+        if params.residual_balancing:
+            primal = float(np.linalg.norm(it.outputs - y + it.e))
+            if primal > params.balance_ratio * dual_residual:
+                mu_next = min(mu * params.balance_factor, params.mu_max)
+            elif dual_residual > params.balance_ratio * primal:
+                mu_next = max(mu / params.balance_factor, mu_floor)
+            else:
+                mu_next = mu
+        else:
+            mu_next = min(mu * params.rho, params.mu_max)
+        primal_sq = multiplier_and_e_step(loss.code, loss.p, y, problem.cost, it.outputs,
+                                          it.e, it.lam, it.z, mu, mu_next, True)
+        # the certificate: alpha = -y lambda in the dual range, balanced for the free bias
+        objective = problem.objective_from_slacks(it.beta, 1.0 - y * it.outputs)
+        alpha = np.clip(-y * it.lam, lower, upper)
+        if problem.bias == "free":
+            alpha = problem.balance(alpha)
+        dual = problem.dual_objective(alpha, problem.primal_from_dual(alpha))
+        gap = (objective - dual) / max(abs(objective), 1e-300)
+        if objective < best[0]:
+            best = (objective, it.beta.copy())
+        extras = {"primal_residual": math.sqrt(primal_sq), "dual_residual": dual_residual,
+                  "mu": mu}
+        if exact:
+            extras["cgls_iterations"] = cg
+        stop_paper = False
+        if params.stop_rule == "paper":
+            grad = float(np.linalg.norm(problem.gradient(it.beta)))
+            change = abs(previous_objective - objective) / max(abs(objective), 1e-300)
+            extras["gradient_norm"] = grad
+            stop_paper = grad <= params.grad_tol * grad0 or change < params.objective_change_tol
+            previous_objective = objective
+        if reporter(iteration, objective, gap, **extras):
+            status, message = Termination.STOPPED, reporter.stop_message
+            break
+        if not (math.isfinite(objective) and math.isfinite(gap)):
+            status, message = Termination.NUMERICAL_ERROR, "non-finite objective or gap"
+            break
+        if params.stop_rule == "gap" and gap <= params.tol:
+            status, message = Termination.CONVERGED, f"relative duality gap {gap:.3g}"
+            break
+        if stop_paper:
+            status, message = Termination.CONVERGED, "the paper's stopping rule"
+            break
+        mu = mu_next
+    final = it.beta
+    if status == Termination.NUMERICAL_ERROR:
+        final = best[1]
+    objective = problem.objective(final)
+    extras = {"variant": params.variant, "relative_duality_gap": gap, "mu": mu}
+    if exact:
+        extras["cgls_iterations"] = total_cg
+    return Solution(final, objective, status, message, iteration, extras)
+
+
+def run(problem: BinaryProblem, params: ALMParams, monitor: Monitor) -> Solution:
+    """The spec's entry point (binary problems; the multiclass layer does one-vs-rest)."""
+    return solve(problem, params, monitor)
