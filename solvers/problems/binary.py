@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from solvers.core.linalg import dot
 from solvers.core.sparse import csr_matvec, csr_rmatvec
 from solvers.data.dataset import as_csr
 from solvers.losses import LOSSES, Loss, get_loss
@@ -65,7 +66,7 @@ def balancing_shift(alpha: np.ndarray, y: np.ndarray, lower: np.ndarray,
     pos = y > 0
     a = np.where(pos, lower - alpha, alpha - upper)
     b = np.where(pos, upper - alpha, alpha - lower)
-    g0 = float(y @ np.clip(alpha, lower, upper))
+    g0 = dot(y, np.clip(alpha, lower, upper))
     if g0 == 0.0:
         return 0.0
     direction = 1.0 if g0 < 0.0 else -1.0
@@ -212,7 +213,7 @@ class BinaryProblem:
 
     def regularizer(self, beta: np.ndarray) -> float:
         w = beta[:-1]
-        return 0.5 * (float(w @ w) + self.bias_regularization * float(beta[-1]) ** 2)
+        return 0.5 * (dot(w, w) + self.bias_regularization * float(beta[-1]) ** 2)
 
     def objective_from_slacks(self, beta: np.ndarray, xi: np.ndarray,
                               cost: np.ndarray | None = None, loss: Loss | None = None) -> float:
@@ -327,7 +328,7 @@ class BinaryProblem:
         if not np.isfinite(conj):
             return -np.inf
         if self.bias == "free" and beta_alpha is None:
-            balance = float(alpha @ self.y)
+            balance = dot(alpha, self.y)
             if abs(balance) > 1e-9 * max(1.0, float(np.abs(alpha).sum())):
                 return -np.inf
         if beta_alpha is None:
@@ -390,7 +391,7 @@ class DualQP:
         return norms + self.diagonal_shift
 
     def objective(self, alpha: np.ndarray) -> float:
-        return 0.5 * float(alpha @ self.matvec(alpha)) - float(alpha.sum())
+        return 0.5 * dot(alpha, self.matvec(alpha)) - float(alpha.sum())
 
     def gradient(self, alpha: np.ndarray) -> np.ndarray:
         return self.matvec(alpha) - 1.0
@@ -421,7 +422,7 @@ class DualQP:
             top = float(np.max(score[can_up], initial=-np.inf))
             bottom = float(np.min(score[can_down], initial=np.inf))
             violation = max(top - bottom, 0.0) if np.isfinite(top - bottom) else 0.0
-            return {"bounds": bounds, "equality": abs(float(y @ alpha)),
+            return {"bounds": bounds, "equality": abs(dot(y, alpha)),
                     "projected_gradient": violation}
         violation = np.where(at_lower, np.maximum(-g, 0.0),
                              np.where(at_upper, np.maximum(g, 0.0), np.abs(g)))

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from solvers.core.linalg import dot
 from solvers.core.sparse import csr_matmat, csr_rmatvec
 from solvers.data.dataset import as_csr
 
@@ -87,7 +88,7 @@ class CrammerSingerProblem:
         return 0.5 * float(np.sum(W * W))
 
     def risk(self, W: np.ndarray) -> float:
-        return float(self.cost @ self._violations(W)[0])
+        return dot(self.cost, self._violations(W)[0])
 
     def objective(self, W: np.ndarray) -> float:
         return self.regularizer(W) + self.risk(W)
@@ -112,7 +113,7 @@ class CrammerSingerProblem:
         """(R(W), G) with R(V) >= R(W) + <G, V - W> for every V: G = -W(alpha) of the
         maximizing classes."""
         loss, _ = self._violations(W)
-        return float(self.cost @ loss), -self.primal_from_dual(self.dual_from_primal(W))
+        return dot(self.cost, loss), -self.primal_from_dual(self.dual_from_primal(W))
 
     def dual_objective(self, alpha: np.ndarray) -> float:
         """D(alpha); -inf when alpha is not dual feasible (to a relative 1e-9)."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from solvers.core.linalg import dot
 from solvers.losses import Loss, get_loss
 
 
@@ -45,4 +46,4 @@ class KernelProblem:
     def relaxed_dual_objective(lam: np.ndarray, gradient: np.ndarray) -> float:
         """The relaxed LS-SVM's dual (20), max_lambda e'lambda - 1/2 lambda'Q lambda, from the
         multipliers and g = Q lambda - e: 1/2 (e'lambda - lambda'g)."""
-        return 0.5 * (float(lam.sum()) - float(lam @ gradient))
+        return 0.5 * (float(lam.sum()) - dot(lam, gradient))

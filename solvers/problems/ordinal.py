@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from solvers.core.linalg import dot
 from solvers.core.rows import OrdinalRows
 from solvers.data.dataset import as_csr
 from solvers.losses import SQUARED_HINGE_LOSS, Loss
@@ -73,7 +74,7 @@ class OrdinalProblem:
 
     @staticmethod
     def regularizer(beta: np.ndarray) -> float:
-        return 0.5 * float(beta @ beta)
+        return 0.5 * dot(beta, beta)
 
     def objective_from_slacks(self, beta: np.ndarray, xi: np.ndarray, cost: np.ndarray,
                               loss: Loss | None = None) -> float:
