@@ -91,7 +91,7 @@ def test_solvers_listing(capsys):
 # touching this file: every member of a union (each literal choice, a number, none), both
 # booleans, and a number or an integer other than the default that the parameter model accepts.
 
-_NUMBERS = (0.5, 0.25, 2.0, 3.0, 7.5, 0.0, -1.5, 1e-3, 1e5)
+_NUMBERS = (0.5, 0.25, 1.5, 2.0, 3.0, 7.5, 0.0, -1.5, 1e-3, 1e5)
 _INTEGERS = (2, 3, 1, 5, 100, 0, -1)
 
 # Values valid only together with another field's: (solver, field, value) -> other fields.
