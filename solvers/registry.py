@@ -14,11 +14,11 @@ from typing import Annotated
 
 from pydantic import Field
 
-from solvers import lssvm, mfn
+from solvers import cutting_plane, lssvm, mfn
 from solvers.base import SolverParams, SolverSpec, UnknownSolverError
 
 # Every solver family of the library, in the order the catalogue lists them.
-FAMILIES = (mfn, lssvm)
+FAMILIES = (mfn, lssvm, cutting_plane)
 
 _REGISTRY: dict[str, SolverSpec] = {}
 for _family in FAMILIES:

@@ -98,3 +98,85 @@ def _swap3(x, y, z, i, j):
     x[i], x[j] = x[j], x[i]
     y[i], y[j] = y[j], y[i]
     z[i], z[j] = z[j], z[i]
+
+
+@njit(cache=True)
+def piecewise_linear_root_jumps(l0, r0, breakpoints, dl, dr):
+    """The minimizer over delta >= 0 of a convex function whose slope is piecewise linear and
+    may JUMP up at its breakpoints (a hinge along a ray: each example's term adds a constant
+    to the slope where its slack changes sign; OCAS's line search, Franc & Sonnenburg 2008).
+
+    Same description as :func:`piecewise_linear_root`: just right of 0 the slope is the line
+    through (0, l0) and (1, r0); passing ``breakpoints[i]`` (> 0, any order, ties allowed)
+    adds ``dl[i]`` to l and ``dr[i]`` to r (a jump of size J is dl = dr = J; a kink changes
+    the two differently); every change must keep the slope non-decreasing.  Returns the
+    delta* >= 0 where the subdifferential contains 0: 0 when the right slope at 0 is >= 0;
+    else either a point inside a segment where the current line crosses zero, or exactly a
+    breakpoint p with left slope < 0 <= right slope (the slope jumps over zero there).
+    ``piecewise_linear_root`` would return the crossing of the next line instead, which lies
+    before p: wrong for a jump (and libocas's chord interpolation across the jump is inexact
+    too).  Returns inf when the slope stays negative (an unbounded direction).
+
+    Expected O(m) by selection, as in :func:`piecewise_linear_root`: at a pivot (median of
+    three) the left slope (every breakpoint below passed) >= 0 puts the root at or below the
+    pivot; else passing the pivot's ties gives the right slope, >= 0 puts it AT the pivot;
+    else the root lies above.  The last few breakpoints are swept in sorted order, ties passed
+    together.
+    """
+    ls = l0
+    rs = r0
+    if ls >= 0.0:
+        return 0.0
+    bp = breakpoints.copy()
+    a = dl.copy()
+    c = dr.copy()
+    lo = 0
+    hi = bp.shape[0]
+    while hi - lo > 16:
+        mid = (lo + hi) // 2
+        pivot = max(min(bp[lo], bp[mid]), min(max(bp[lo], bp[mid]), bp[hi - 1]))
+        m = lo
+        sl = 0.0
+        sr = 0.0
+        for j in range(lo, hi):
+            if bp[j] < pivot:
+                _swap3(bp, a, c, j, m)
+                sl += a[m]
+                sr += c[m]
+                m += 1
+        low_l = ls + sl
+        low_r = rs + sr
+        if low_l + pivot * (low_r - low_l) >= 0.0:
+            hi = m  # left slope at the pivot >= 0: the root is at most the pivot
+            continue
+        k = m
+        for j in range(m, hi):
+            if bp[j] == pivot:
+                _swap3(bp, a, c, j, k)
+                low_l += a[k]
+                low_r += c[k]
+                k += 1
+        if low_l + pivot * (low_r - low_l) >= 0.0:
+            return pivot  # the slope jumps over zero at the pivot
+        ls = low_l
+        rs = low_r
+        lo = k
+    for j in range(lo + 1, hi):
+        k = j
+        while k > lo and bp[k - 1] > bp[k]:
+            _swap3(bp, a, c, k - 1, k)
+            k -= 1
+    j = lo
+    while j < hi:
+        p = bp[j]
+        if ls + p * (rs - ls) >= 0.0:
+            return -ls / (rs - ls)  # inside the segment before p
+        while j < hi and bp[j] == p:
+            ls += a[j]
+            rs += c[j]
+            j += 1
+        if ls + p * (rs - ls) >= 0.0:
+            return p
+    if rs - ls <= 0.0:
+        return np.inf
+    return -ls / (rs - ls)
