@@ -36,7 +36,9 @@ One iteration (libocas' ``svm_ocas_solver`` / ``msvm_ocas_solver`` loop):
    * ``gca2`` / ``tca``: Arnosti's Algorithms 2 and 3 on f(mu) evaluated from the stored
      outputs in O(n) (O(nk)), never touching the data; defaults beta = 0.2, gamma = 0.02,
      g(x, y) = (x / y)^2, h(x) = x / 2 (the paper's); t1 = beta^2, t2 = beta and the factors
-     1/2 and 2 on the uncertainty are our choices (the paper gives none);
+     1/2 and 2 on the uncertainty are our choices (the paper gives none).  As in the paper
+     the approximate mu is taken whatever f(mu) is, so F(w_best) may rise for an iteration
+     (section V credits such non-greedy moves for escaping the mu = 0 trap);
 5. one pass over the data: the cut at w_c = (1 - c) w_best + c w_t, c = mu + 0.1 (1 - mu)
    (libocas' MU, a detail Arnosti omits; the cut point's outputs interpolated, so the pass
    only accumulates the subgradient);
