@@ -211,6 +211,34 @@ class SklearnLinearKernelSVC:
                    _accuracy(model.predict, test))
 
 
+class ClarabelHinge:
+    """Clarabel (interior point) through cvxpy on the hinge QP of
+    :func:`bench.references.hinge_clarabel`: one run per tolerance of a schedule, timed by
+    Clarabel's own solve time (cvxpy's canonicalization, seconds on a9a, is not counted).  The
+    1e-6 anchor for the binary hinge, where LIBLINEAR -s 3 stalls."""
+
+    anchor = True
+    name = "clarabel (cvxpy)"
+
+    def __init__(self, tol_schedule=(1e-3, 1e-6, 1e-9)):
+        self.tol_schedule = tol_schedule
+
+    def supports(self, problem: BenchProblem) -> bool:
+        return problem.loss == "hinge" and problem.bias != "free"
+
+    def run(self, problem: BenchProblem) -> Run:
+        from bench.references import hinge_clarabel
+
+        bp = problem.binary_problem()
+        trace = []
+        for tol in self.tol_schedule:
+            stats: dict = {}
+            beta, _ = hinge_clarabel(bp, tol, stats)
+            trace.append((stats["solve_time"], bp.objective(beta)))
+        return Run(self.name, trace, trace[-1][0], trace[-1][1], None,
+                   f"tol schedule {self.tol_schedule[0]:g}..{self.tol_schedule[-1]:g}")
+
+
 def default_runners() -> list:
     """Every registered linear solver (those that solve the problem of ``design.md`` through
     ``train``'s linear path; kernel solvers solve other problems), and the anchors."""

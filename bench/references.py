@@ -197,11 +197,14 @@ def hinge_dual_interior_point(bp: BinaryProblem, relative_gap: float = 1e-12,
     return alpha, A.T @ alpha, dual(alpha)
 
 
-def hinge_clarabel(bp: BinaryProblem) -> tuple[np.ndarray, float]:
+def hinge_clarabel(bp: BinaryProblem, tol: float = 1e-12,
+                   stats: dict | None = None) -> tuple[np.ndarray, float]:
     """The hinge problem without a free bias as the QP min 1/2 ||beta||_r^2 + sum C_i xi_i,
-    xi_i >= 1 - y_i x~_i . beta, xi >= 0, solved by Clarabel through cvxpy at tight
-    tolerances; returns beta and the dual objective D(alpha) at its multipliers alpha (clipped
-    into [0, C_i]), a certified lower bound."""
+    xi_i >= 1 - y_i x~_i . beta, xi >= 0, solved by Clarabel through cvxpy at tolerances
+    ``tol`` (gap, absolute and relative, and feasibility); returns beta and the dual objective
+    D(alpha) at its multipliers alpha (clipped into [0, C_i]), a certified lower bound.
+    ``stats`` receives Clarabel's own solve time (``solve_time``, without cvxpy's
+    canonicalization)."""
     import cvxpy as cp
 
     n, d = bp.X.shape
@@ -215,9 +218,10 @@ def hinge_clarabel(bp: BinaryProblem) -> tuple[np.ndarray, float]:
     objective = 0.5 * cp.sum_squares(w) + bp.cost @ xi
     if s:
         objective = objective + 0.5 * cp.square(b)
-    cp.Problem(cp.Minimize(objective), [hinge, xi >= 0]).solve(
-        solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12,
-        max_iter=500)
+    qp = cp.Problem(cp.Minimize(objective), [hinge, xi >= 0])
+    qp.solve(solver=cp.CLARABEL, tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol, max_iter=500)
+    if stats is not None:
+        stats["solve_time"] = qp.solver_stats.solve_time
     beta = np.r_[np.asarray(w.value, dtype=np.float64), float(b.value) if s else 0.0]
     alpha = np.clip(np.asarray(hinge.dual_value, dtype=np.float64), 0.0, bp.cost)
     return beta, bp.dual_objective(alpha)

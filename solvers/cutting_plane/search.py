@@ -27,7 +27,7 @@ from numba import njit, prange
 from solvers import config
 from solvers.core.linesearch import piecewise_linear_root_jumps
 from solvers.losses.kernels import HINGE, _value
-from solvers.problems.oracles import crammer_singer_violations
+from solvers.problems.oracles import crammer_singer_risk_on_ray
 
 # -- binary hinge -------------------------------------------------------------------------------
 
@@ -145,14 +145,9 @@ def crammer_singer_ray_breakpoints(Sb, St, labels, cost):
 
 def crammer_singer_ray_values(Sb, St, labels, cost, mus, out):
     """out[j] = sum_i C_i max_m ([m != y_i] + s_im - s_iy_i) at the scores Sb + mu (St - Sb)
-    (the problem layer's per-example maximum, one parallel pass per mu)."""
-    n = Sb.shape[0]
-    loss = np.empty(n)
-    k = np.empty(n, dtype=np.int64)
-    D = St - Sb
+    (the problem layer's per-example maximum, one pass per mu, no temporaries)."""
     for j, mu in enumerate(mus):
-        crammer_singer_violations(Sb + mu * D, labels, loss, k)
-        out[j] = float(cost @ loss)
+        out[j] = crammer_singer_risk_on_ray(Sb, St, labels, cost, float(mu))
 
 
 # -- the ray ------------------------------------------------------------------------------------

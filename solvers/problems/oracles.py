@@ -88,18 +88,44 @@ def binary_oracle_parallel(indptr, indices, data, y, cost, code, p, s, w, b, hav
 
 
 @njit(cache=True, inline="always")
-def _cs_row_max(scores, i, yi):
-    """(loss, k): max_m [m != y] + s_m - s_y (the term of m = y is 0) and its first argmax."""
-    n_classes = scores.shape[1]
-    sy = scores[i, yi]
+def _cs_row_max_ray(Sb, St, mu, i, yi):
+    """(loss, k): max_m [m != y] + s_m - s_y (the term of m = y is 0) and its first argmax, at
+    the scores s = Sb[i] + mu (St[i] - Sb[i]) (a point on a ray; mu = 0 reads Sb alone)."""
+    n_classes = Sb.shape[1]
+    if mu == 0.0:
+        sy = Sb[i, yi]
+    else:
+        sy = Sb[i, yi] + mu * (St[i, yi] - Sb[i, yi])
     best = -np.inf
     k = 0
     for m in range(n_classes):
-        v = 0.0 if m == yi else 1.0 + scores[i, m] - sy
+        if m == yi:
+            v = 0.0
+        elif mu == 0.0:
+            v = 1.0 + Sb[i, m] - sy
+        else:
+            v = 1.0 + Sb[i, m] + mu * (St[i, m] - Sb[i, m]) - sy
         if v > best:
             best = v
             k = m
     return best, k
+
+
+@njit(cache=True, inline="always")
+def _cs_row_max(scores, i, yi):
+    """(loss, k) of :func:`_cs_row_max_ray` at the scores themselves."""
+    return _cs_row_max_ray(scores, scores, 0.0, i, yi)
+
+
+@njit(cache=True, nogil=True)
+def crammer_singer_risk_on_ray(Sb, St, labels, cost, mu):
+    """sum_i C_i (Crammer-Singer loss of example i) at the scores Sb + mu (St - Sb), without
+    forming them (the approximate line searches evaluate it at many mu)."""
+    total = 0.0
+    for i in range(Sb.shape[0]):
+        v, _ = _cs_row_max_ray(Sb, St, mu, i, labels[i])
+        total += cost[i] * v
+    return total
 
 
 @njit(cache=True, nogil=True)
@@ -114,16 +140,20 @@ def crammer_singer_violations(scores, labels, loss, k_out):
 @njit(cache=True, inline="always")
 def _cs_rows(indptr, indices, data, labels, cost, s, W, have_outputs, scores, k_out,
              want_cut, acc, lo, hi):
-    n_classes, d1 = W.shape
+    d1, n_classes = W.shape
     d = d1 - 1
     risk = 0.0
     for i in range(lo, hi):
         if not have_outputs:
+            # W is given transposed, (n_features + 1, n_classes): the k weights of a feature
+            # are contiguous, one sweep over the row's entries serves every class
             for m in range(n_classes):
-                acc_m = s * W[m, d]
-                for t in range(indptr[i], indptr[i + 1]):
-                    acc_m += data[t] * W[m, indices[t]]
-                scores[i, m] = acc_m
+                scores[i, m] = s * W[d, m]
+            for t in range(indptr[i], indptr[i + 1]):
+                x = data[t]
+                j = indices[t]
+                for m in range(n_classes):
+                    scores[i, m] += x * W[j, m]
         yi = labels[i]
         v, k = _cs_row_max(scores, i, yi)
         k_out[i] = k
@@ -142,8 +172,9 @@ def _cs_rows(indptr, indices, data, labels, cost, s, W, have_outputs, scores, k_
 @njit(cache=True, nogil=True)
 def crammer_singer_oracle_serial(indptr, indices, data, labels, cost, s, W, have_outputs,
                                  scores, k_out, want_cut, cut):
-    """Fills ``scores`` (unless ``have_outputs``), ``k_out`` and ``cut`` (shape of W, the last
-    column the bias coefficients'; only if ``want_cut``); returns R."""
+    """Fills ``scores`` (unless ``have_outputs``), ``k_out`` and ``cut`` (n_classes, n_features
+    + 1; the last column the bias coefficients'; only if ``want_cut``) at the point whose
+    TRANSPOSE ``W`` is given (n_features + 1, n_classes); returns R."""
     if want_cut:
         cut[:, :] = 0.0
     return _cs_rows(indptr, indices, data, labels, cost, s, W, have_outputs, scores, k_out,
@@ -155,7 +186,7 @@ def crammer_singer_oracle_parallel(indptr, indices, data, labels, cost, s, W, ha
                                    scores, k_out, want_cut, cut, n_blocks):
     """:func:`crammer_singer_oracle_serial` over ``n_blocks`` blocks of rows in parallel."""
     n = labels.shape[0]
-    n_classes, d1 = W.shape
+    d1, n_classes = W.shape
     step = (n + n_blocks - 1) // n_blocks
     buffers = np.zeros((n_blocks, n_classes, d1)) if want_cut else np.zeros((n_blocks, 1, 1))
     risks = np.zeros(n_blocks)
@@ -199,8 +230,8 @@ def crammer_singer_oracle(X, labels, cost, s, W, scores=None, want_cut=True, par
         scores = np.empty((n, W.shape[0]))
     k = np.empty(n, dtype=np.int64)
     cut = np.empty(W.shape) if want_cut else np.empty((0, 0))
-    args = (X.indptr, X.indices, X.data, labels, cost, float(s), np.ascontiguousarray(W), have,
-            scores, k, want_cut, cut)
+    args = (X.indptr, X.indices, X.data, labels, cost, float(s), np.ascontiguousarray(W.T),
+            have, scores, k, want_cut, cut)
     if parallel and _blocks(n, True) > 1:
         risk = crammer_singer_oracle_parallel(*args, _blocks(n, True))
     else:
