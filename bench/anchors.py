@@ -211,6 +211,20 @@ class SklearnLinearKernelSVC:
                    _accuracy(model.predict, test))
 
 
+def liblinear_crammer_singer_weights(model, classes: np.ndarray, n_features: int) -> np.ndarray:
+    """W (n_classes, n_features + 1; the last column the bias coefficients) of a LIBLINEAR
+    ``-s 4 -B 1`` model, rows in the order of ``classes`` (the sorted labels)."""
+    nr_feature, nr_class = model.get_nr_feature(), model.get_nr_class()
+    w = np.ctypeslib.as_array(model.w, shape=((nr_feature + 1) * nr_class,))
+    w = w.reshape(nr_feature + 1, nr_class)
+    W = np.zeros((classes.shape[0], n_features + 1))
+    for j, label in enumerate(model.get_labels()):
+        row = int(np.searchsorted(classes, label))
+        W[row, :nr_feature] = w[:nr_feature, j]
+        W[row, -1] = w[nr_feature, j]
+    return W
+
+
 class ClarabelHinge:
     """Clarabel (interior point) through cvxpy on the hinge QP of
     :func:`bench.references.hinge_clarabel`: one run per tolerance of a schedule, timed by

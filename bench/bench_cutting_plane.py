@@ -41,7 +41,12 @@ from pathlib import Path
 import numpy as np
 
 import solvers
-from bench.anchors import ClarabelHinge, Liblinear, ProjectSolver
+from bench.anchors import (
+    ClarabelHinge,
+    Liblinear,
+    ProjectSolver,
+    liblinear_crammer_singer_weights,
+)
 from bench.harness import GAPS, as_json, machine_description, measure_problem, time_to_gap
 from bench.problems import DATA_DIR, BenchProblem
 from solvers.cutting_plane import CuttingPlaneParams, solve, solve_crammer_singer
@@ -114,14 +119,7 @@ def liblinear_cs_runs(ds, problem, C, eps_schedule=(1e-1, 1e-2, 1e-3, 1e-4, 1e-5
         start = time.perf_counter()
         model = ll_train(prob, param)
         seconds = time.perf_counter() - start
-        n_features, n_classes = model.get_nr_feature(), model.get_nr_class()
-        w = np.ctypeslib.as_array(model.w, shape=((n_features + 1) * n_classes,))
-        w = w.reshape(n_features + 1, n_classes)
-        W = np.zeros((problem.n_classes, problem.n_features + 1))
-        for j, label in enumerate(model.get_labels()):
-            cls = int(np.searchsorted(ds.classes, label))
-            W[cls, :n_features] = w[:n_features, j]
-            W[cls, -1] = w[n_features, j]
+        W = liblinear_crammer_singer_weights(model, ds.classes, problem.n_features)
         trace.append((seconds, problem.objective(W)))
     return trace
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.anchors import liblinear_crammer_singer_weights
 from bench.problems import BenchProblem
 from bench.references import hinge_clarabel, load_references
 from solvers import train
@@ -113,15 +114,8 @@ def liblinear_crammer_singer(name: str, problem: CrammerSingerProblem, C: float)
 
     ds = load(name)
     model = ll_train(ds.y, ds.X, f"-s 4 -B 1 -c {C!r} -e 1e-8 -q")
-    n_features, n_classes = model.get_nr_feature(), model.get_nr_class()
-    w = np.ctypeslib.as_array(model.w, shape=((n_features + 1) * n_classes,))
-    w = w.reshape(n_features + 1, n_classes)
-    W = np.zeros((problem.n_classes, problem.n_features + 1))
-    for j, label in enumerate(model.get_labels()):
-        cls = int(np.searchsorted(ds.classes, label))
-        W[cls, :n_features] = w[:n_features, j]
-        W[cls, -1] = w[n_features, j]
-    return problem.objective(W)
+    return problem.objective(liblinear_crammer_singer_weights(model, ds.classes,
+                                                              problem.n_features))
 
 
 def check_crammer_singer(problem, optimum, method):

@@ -48,40 +48,19 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
     hi = bp.shape[0]
     found = False  # a breakpoint with a non-negative slope exists
     while hi - lo > 16:
-        mid = (lo + hi) // 2
-        pivot = max(min(bp[lo], bp[mid]), min(max(bp[lo], bp[mid]), bp[hi - 1]))
+        pivot = _median_of_three(bp, lo, hi)
         # bp[lo:m] < pivot <= bp[m:hi]; (sl, sr) sums the updates of the lower part
-        m = lo
-        sl = 0.0
-        sr = 0.0
-        for j in range(lo, hi):
-            if bp[j] < pivot:
-                _swap3(bp, a, c, j, m)
-                sl += a[m]
-                sr += c[m]
-                m += 1
+        m, sl, sr = _partition_below(bp, a, c, lo, hi, pivot)
         low_l = ls + sl
         low_r = rs + sr
         if low_l + pivot * (low_r - low_l) >= 0.0:
             found = True
             hi = m  # the root is at most the pivot: search below it
         else:
-            ls = low_l  # the root lies above the pivot: pass everything up to it
-            rs = low_r
-            k = m
-            for j in range(m, hi):
-                if bp[j] == pivot:
-                    _swap3(bp, a, c, j, k)
-                    ls += a[k]
-                    rs += c[k]
-                    k += 1
-            lo = k
+            # the root lies above the pivot: pass everything up to it
+            lo, ls, rs = _gather_ties(bp, a, c, m, hi, pivot, low_l, low_r)
     # the few left: insertion sort, then the sweep of Appendix A
-    for j in range(lo + 1, hi):
-        k = j
-        while k > lo and bp[k - 1] > bp[k]:
-            _swap3(bp, a, c, k - 1, k)
-            k -= 1
+    _insertion_sort(bp, a, c, lo, hi)
     for j in range(lo, hi):
         if ls + bp[j] * (rs - ls) >= 0.0:
             return -ls / (rs - ls)
@@ -91,6 +70,51 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
         # Only possible without regularization and with an unbounded direction.
         return np.inf
     return -ls / (rs - ls)
+
+
+@njit(cache=True, inline="always")
+def _median_of_three(bp, lo, hi):
+    mid = (lo + hi) // 2
+    return max(min(bp[lo], bp[mid]), min(max(bp[lo], bp[mid]), bp[hi - 1]))
+
+
+@njit(cache=True, inline="always")
+def _partition_below(bp, a, c, lo, hi, pivot):
+    """Moves the breakpoints below ``pivot`` to the front of [lo, hi); returns their end m and
+    the sums of their updates."""
+    m = lo
+    sl = 0.0
+    sr = 0.0
+    for j in range(lo, hi):
+        if bp[j] < pivot:
+            _swap3(bp, a, c, j, m)
+            sl += a[m]
+            sr += c[m]
+            m += 1
+    return m, sl, sr
+
+
+@njit(cache=True, inline="always")
+def _gather_ties(bp, a, c, m, hi, pivot, ls, rs):
+    """Moves the breakpoints equal to ``pivot`` in [m, hi) to its front; returns their end and
+    (ls, rs) with their updates added, one by one."""
+    k = m
+    for j in range(m, hi):
+        if bp[j] == pivot:
+            _swap3(bp, a, c, j, k)
+            ls += a[k]
+            rs += c[k]
+            k += 1
+    return k, ls, rs
+
+
+@njit(cache=True, inline="always")
+def _insertion_sort(bp, a, c, lo, hi):
+    for j in range(lo + 1, hi):
+        k = j
+        while k > lo and bp[k - 1] > bp[k]:
+            _swap3(bp, a, c, k - 1, k)
+            k -= 1
 
 
 @njit(cache=True, inline="always")
@@ -133,39 +157,20 @@ def piecewise_linear_root_jumps(l0, r0, breakpoints, dl, dr):
     lo = 0
     hi = bp.shape[0]
     while hi - lo > 16:
-        mid = (lo + hi) // 2
-        pivot = max(min(bp[lo], bp[mid]), min(max(bp[lo], bp[mid]), bp[hi - 1]))
-        m = lo
-        sl = 0.0
-        sr = 0.0
-        for j in range(lo, hi):
-            if bp[j] < pivot:
-                _swap3(bp, a, c, j, m)
-                sl += a[m]
-                sr += c[m]
-                m += 1
+        pivot = _median_of_three(bp, lo, hi)
+        m, sl, sr = _partition_below(bp, a, c, lo, hi, pivot)
         low_l = ls + sl
         low_r = rs + sr
         if low_l + pivot * (low_r - low_l) >= 0.0:
             hi = m  # left slope at the pivot >= 0: the root is at most the pivot
             continue
-        k = m
-        for j in range(m, hi):
-            if bp[j] == pivot:
-                _swap3(bp, a, c, j, k)
-                low_l += a[k]
-                low_r += c[k]
-                k += 1
+        k, low_l, low_r = _gather_ties(bp, a, c, m, hi, pivot, low_l, low_r)
         if low_l + pivot * (low_r - low_l) >= 0.0:
             return pivot  # the slope jumps over zero at the pivot
         ls = low_l
         rs = low_r
         lo = k
-    for j in range(lo + 1, hi):
-        k = j
-        while k > lo and bp[k - 1] > bp[k]:
-            _swap3(bp, a, c, k - 1, k)
-            k -= 1
+    _insertion_sort(bp, a, c, lo, hi)
     j = lo
     while j < hi:
         p = bp[j]
