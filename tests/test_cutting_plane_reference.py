@@ -7,8 +7,9 @@ verification).
   LIBLINEAR ``-s 3 -B 1`` where it was lower) on the small UCI sets and on a9a, w8a, ijcnn1 and
   mushrooms at C in {0.01, 1} (the larger runs marked slow).  No bias: Clarabel on the fly.
 * Crammer-Singer: within 1e-6 of Clarabel's optimum (cvxpy) on dna, and not above LIBLINEAR
-  ``-s 4`` (eps 1e-8) by more than 1e-6 on dna, letter and news20.t; LIBLINEAR's objective is
-  in turn never below our certified lower bound (the bound is a dual value).
+  ``-s 4`` (eps 1e-8) by more than 1e-6 on dna and letter (news20: too slow for a test, see
+  below); LIBLINEAR's objective is in turn never below our certified lower bound (the bound
+  is a dual value).
 """
 
 from __future__ import annotations
@@ -118,13 +119,13 @@ def liblinear_crammer_singer(name: str, problem: CrammerSingerProblem, C: float)
                                                               problem.n_features))
 
 
-def check_crammer_singer(problem, optimum, method):
+def check_crammer_singer(problem, optimum, method, tol=RTOL):
     solution = solve_crammer_singer(problem, CuttingPlaneParams(C=problem.C, method=method,
-                                                                tol=RTOL))
+                                                                tol=tol))
     assert solution.status == "converged", solution.message
     assert solution.objective == pytest.approx(problem.objective(solution.beta), rel=1e-12)
     assert solution.extras["lower_bound"] <= optimum * (1 + 1e-9)
-    assert (solution.objective - optimum) / optimum <= RTOL
+    assert (solution.objective - optimum) / optimum <= tol
 
 
 @pytest.mark.parametrize("method", ["ocas", pytest.param("tca", marks=pytest.mark.slow)])
@@ -137,13 +138,15 @@ def test_crammer_singer_dna_against_clarabel_and_liblinear(method):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "C", "method"), [("letter.scale", 1.0, "ocas"),
-                                                   ("letter.scale", 1.0, "gca2"),
-                                                   ("news20.t", 0.1, "ocas")])
-def test_crammer_singer_against_liblinear(name, C, method):
+@pytest.mark.parametrize(("name", "C", "method", "tol"), [("letter.scale", 1.0, "ocas", RTOL),
+                                                          ("letter.scale", 1.0, "gca2", RTOL)])
+def test_crammer_singer_against_liblinear(name, C, method, tol):
+    """news20 is not here: with 62,061 features and 20 classes (cuts of up to 1.2M entries)
+    even news20.t at tol = 1e-3 ran over ten minutes on the loaded 2-core machine (OCAS at
+    Arnosti's eps = 0.01 on the training file: 834 iterations, 166 s)."""
     problem = crammer_singer_problem(name, C)
     liblinear = liblinear_crammer_singer(name, problem, C)
-    check_crammer_singer(problem, liblinear, method)
+    check_crammer_singer(problem, liblinear, method, tol)
 
 
 def test_train_dispatches_crammer_singer_and_one_vs_rest():
