@@ -41,16 +41,12 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
     rs = r0
     if ls >= 0.0:
         return 0.0
-    bp = breakpoints.copy()
-    a = dl.copy()
-    c = dr.copy()
-    lo = 0
-    hi = bp.shape[0]
+    bp, a, c, lo, hi = _working_copies(breakpoints, dl, dr)
     found = False  # a breakpoint with a non-negative slope exists
     while hi - lo > 16:
         pivot = _median_of_three(bp, lo, hi)
         # bp[lo:m] < pivot <= bp[m:hi]; (sl, sr) sums the updates of the lower part
-        m, sl, sr = _partition_below(bp, a, c, lo, hi, pivot)
+        m, sl, sr = _move_to_front(bp, a, c, lo, hi, pivot, False, 0.0, 0.0)
         low_l = ls + sl
         low_r = rs + sr
         if low_l + pivot * (low_r - low_l) >= 0.0:
@@ -58,7 +54,7 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
             hi = m  # the root is at most the pivot: search below it
         else:
             # the root lies above the pivot: pass everything up to it
-            lo, ls, rs = _gather_ties(bp, a, c, m, hi, pivot, low_l, low_r)
+            lo, ls, rs = _move_to_front(bp, a, c, m, hi, pivot, True, low_l, low_r)
     # the few left: insertion sort, then the sweep of Appendix A
     _insertion_sort(bp, a, c, lo, hi)
     for j in range(lo, hi):
@@ -73,39 +69,29 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
 
 
 @njit(cache=True, inline="always")
+def _working_copies(breakpoints, dl, dr):
+    """The arrays the selection reorders, and the range [0, m) still in play."""
+    return breakpoints.copy(), dl.copy(), dr.copy(), 0, breakpoints.shape[0]
+
+
+@njit(cache=True, inline="always")
 def _median_of_three(bp, lo, hi):
     mid = (lo + hi) // 2
     return max(min(bp[lo], bp[mid]), min(max(bp[lo], bp[mid]), bp[hi - 1]))
 
 
 @njit(cache=True, inline="always")
-def _partition_below(bp, a, c, lo, hi, pivot):
-    """Moves the breakpoints below ``pivot`` to the front of [lo, hi); returns their end m and
-    the sums of their updates."""
+def _move_to_front(bp, a, c, lo, hi, pivot, ties, ls, rs):
+    """Moves the breakpoints of [lo, hi) below ``pivot`` (``ties``: equal to it) to the front
+    of the range; returns their end and (ls, rs) with their updates added one by one."""
     m = lo
-    sl = 0.0
-    sr = 0.0
     for j in range(lo, hi):
-        if bp[j] < pivot:
+        if (bp[j] == pivot) if ties else (bp[j] < pivot):
             _swap3(bp, a, c, j, m)
-            sl += a[m]
-            sr += c[m]
+            ls += a[m]
+            rs += c[m]
             m += 1
-    return m, sl, sr
-
-
-@njit(cache=True, inline="always")
-def _gather_ties(bp, a, c, m, hi, pivot, ls, rs):
-    """Moves the breakpoints equal to ``pivot`` in [m, hi) to its front; returns their end and
-    (ls, rs) with their updates added, one by one."""
-    k = m
-    for j in range(m, hi):
-        if bp[j] == pivot:
-            _swap3(bp, a, c, j, k)
-            ls += a[k]
-            rs += c[k]
-            k += 1
-    return k, ls, rs
+    return m, ls, rs
 
 
 @njit(cache=True, inline="always")
@@ -151,20 +137,16 @@ def piecewise_linear_root_jumps(l0, r0, breakpoints, dl, dr):
     rs = r0
     if ls >= 0.0:
         return 0.0
-    bp = breakpoints.copy()
-    a = dl.copy()
-    c = dr.copy()
-    lo = 0
-    hi = bp.shape[0]
+    bp, a, c, lo, hi = _working_copies(breakpoints, dl, dr)
     while hi - lo > 16:
         pivot = _median_of_three(bp, lo, hi)
-        m, sl, sr = _partition_below(bp, a, c, lo, hi, pivot)
+        m, sl, sr = _move_to_front(bp, a, c, lo, hi, pivot, False, 0.0, 0.0)
         low_l = ls + sl
         low_r = rs + sr
         if low_l + pivot * (low_r - low_l) >= 0.0:
             hi = m  # left slope at the pivot >= 0: the root is at most the pivot
             continue
-        k, low_l, low_r = _gather_ties(bp, a, c, m, hi, pivot, low_l, low_r)
+        k, low_l, low_r = _move_to_front(bp, a, c, m, hi, pivot, True, low_l, low_r)
         if low_l + pivot * (low_r - low_l) >= 0.0:
             return pivot  # the slope jumps over zero at the pivot
         ls = low_l
