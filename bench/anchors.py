@@ -210,3 +210,44 @@ class SklearnLinearKernelSVC:
             trace.append((seconds, bp.objective(beta)))
         return Run(self.name, trace, trace[-1][0], trace[-1][1],
                    _accuracy(model.predict, test))
+
+
+def liblinear_crammer_singer_weights(model, classes: np.ndarray, n_features: int) -> np.ndarray:
+    """W (n_classes, n_features + 1; the last column the bias coefficients) of a LIBLINEAR
+    ``-s 4 -B 1`` model, rows in the order of ``classes`` (the sorted labels)."""
+    nr_feature, nr_class = model.get_nr_feature(), model.get_nr_class()
+    w = np.ctypeslib.as_array(model.w, shape=((nr_feature + 1) * nr_class,))
+    w = w.reshape(nr_feature + 1, nr_class)
+    W = np.zeros((classes.shape[0], n_features + 1))
+    for j, label in enumerate(model.get_labels()):
+        row = int(np.searchsorted(classes, label))
+        W[row, :nr_feature] = w[:nr_feature, j]
+        W[row, -1] = w[nr_feature, j]
+    return W
+
+
+class ClarabelHinge:
+    """Clarabel (interior point) through cvxpy on the hinge QP of
+    :func:`bench.references.hinge_clarabel`: one run per tolerance of a schedule, timed by
+    Clarabel's own solve time (cvxpy's canonicalization, seconds on a9a, is not counted).  The
+    1e-6 anchor for the binary hinge, where LIBLINEAR -s 3 stalls."""
+
+    anchor = True
+    name = "clarabel (cvxpy)"
+
+    def __init__(self, tol_schedule=(1e-3, 1e-6, 1e-9)):
+        self.tol_schedule = tol_schedule
+
+    def supports(self, problem: BenchProblem) -> bool:
+        return problem.loss == "hinge" and problem.bias != "free"
+
+    def run(self, problem: BenchProblem) -> Run:
+        from bench.references import hinge_clarabel
+
+        bp = problem.binary_problem()
+        trace = []
+        for tol in self.tol_schedule:
+            result = hinge_clarabel(bp, tol)
+            trace.append((result["seconds"], result["objective"]))
+        return Run(self.name, trace, trace[-1][0], trace[-1][1], None,
+                   f"tol schedule {self.tol_schedule[0]:g}..{self.tol_schedule[-1]:g}")

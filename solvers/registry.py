@@ -14,11 +14,11 @@ from typing import Annotated
 
 from pydantic import Field
 
-from solvers import alm, interior_point, lssvm, mfn
+from solvers import alm, cutting_plane, interior_point, lssvm, mfn
 from solvers.base import SolverParams, SolverSpec, UnknownSolverError
 
 # Every solver family of the library, in the order the catalogue lists them.
-FAMILIES = (mfn, lssvm, alm, interior_point)
+FAMILIES = (mfn, lssvm, alm, interior_point, cutting_plane)
 
 _REGISTRY: dict[str, SolverSpec] = {}
 for _family in FAMILIES:

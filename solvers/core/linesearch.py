@@ -41,47 +41,22 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
     rs = r0
     if ls >= 0.0:
         return 0.0
-    bp = breakpoints.copy()
-    a = dl.copy()
-    c = dr.copy()
-    lo = 0
-    hi = bp.shape[0]
+    bp, a, c, lo, hi = _working_copies(breakpoints, dl, dr)
     found = False  # a breakpoint with a non-negative slope exists
     while hi - lo > 16:
-        mid = (lo + hi) // 2
-        pivot = max(min(bp[lo], bp[mid]), min(max(bp[lo], bp[mid]), bp[hi - 1]))
+        pivot = _median_of_three(bp, lo, hi)
         # bp[lo:m] < pivot <= bp[m:hi]; (sl, sr) sums the updates of the lower part
-        m = lo
-        sl = 0.0
-        sr = 0.0
-        for j in range(lo, hi):
-            if bp[j] < pivot:
-                _swap3(bp, a, c, j, m)
-                sl += a[m]
-                sr += c[m]
-                m += 1
+        m, sl, sr = _move_to_front(bp, a, c, lo, hi, pivot, False, 0.0, 0.0)
         low_l = ls + sl
         low_r = rs + sr
         if low_l + pivot * (low_r - low_l) >= 0.0:
             found = True
             hi = m  # the root is at most the pivot: search below it
         else:
-            ls = low_l  # the root lies above the pivot: pass everything up to it
-            rs = low_r
-            k = m
-            for j in range(m, hi):
-                if bp[j] == pivot:
-                    _swap3(bp, a, c, j, k)
-                    ls += a[k]
-                    rs += c[k]
-                    k += 1
-            lo = k
+            # the root lies above the pivot: pass everything up to it
+            lo, ls, rs = _move_to_front(bp, a, c, m, hi, pivot, True, low_l, low_r)
     # the few left: insertion sort, then the sweep of Appendix A
-    for j in range(lo + 1, hi):
-        k = j
-        while k > lo and bp[k - 1] > bp[k]:
-            _swap3(bp, a, c, k - 1, k)
-            k -= 1
+    _insertion_sort(bp, a, c, lo, hi)
     for j in range(lo, hi):
         if ls + bp[j] * (rs - ls) >= 0.0:
             return -ls / (rs - ls)
@@ -94,7 +69,101 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
 
 
 @njit(cache=True, inline="always")
+def _working_copies(breakpoints, dl, dr):
+    """The arrays the selection reorders, and the range [0, m) still in play."""
+    return breakpoints.copy(), dl.copy(), dr.copy(), 0, breakpoints.shape[0]
+
+
+@njit(cache=True, inline="always")
+def _median_of_three(bp, lo, hi):
+    mid = (lo + hi) // 2
+    return max(min(bp[lo], bp[mid]), min(max(bp[lo], bp[mid]), bp[hi - 1]))
+
+
+@njit(cache=True, inline="always")
+def _move_to_front(bp, a, c, lo, hi, pivot, ties, ls, rs):
+    """Moves the breakpoints of [lo, hi) below ``pivot`` (``ties``: equal to it) to the front
+    of the range; returns their end and (ls, rs) with their updates added one by one."""
+    m = lo
+    for j in range(lo, hi):
+        if (bp[j] == pivot) if ties else (bp[j] < pivot):
+            _swap3(bp, a, c, j, m)
+            ls += a[m]
+            rs += c[m]
+            m += 1
+    return m, ls, rs
+
+
+@njit(cache=True, inline="always")
+def _insertion_sort(bp, a, c, lo, hi):
+    for j in range(lo + 1, hi):
+        k = j
+        while k > lo and bp[k - 1] > bp[k]:
+            _swap3(bp, a, c, k - 1, k)
+            k -= 1
+
+
+@njit(cache=True, inline="always")
 def _swap3(x, y, z, i, j):
     x[i], x[j] = x[j], x[i]
     y[i], y[j] = y[j], y[i]
     z[i], z[j] = z[j], z[i]
+
+
+@njit(cache=True)
+def piecewise_linear_root_jumps(l0, r0, breakpoints, dl, dr):
+    """The minimizer over delta >= 0 of a convex function whose slope is piecewise linear and
+    may JUMP up at its breakpoints (a hinge along a ray: each example's term adds a constant
+    to the slope where its slack changes sign; OCAS's line search, Franc & Sonnenburg 2008).
+
+    Same description as :func:`piecewise_linear_root`: just right of 0 the slope is the line
+    through (0, l0) and (1, r0); passing ``breakpoints[i]`` (> 0, any order, ties allowed)
+    adds ``dl[i]`` to l and ``dr[i]`` to r (a jump of size J is dl = dr = J; a kink changes
+    the two differently); every change must keep the slope non-decreasing.  Returns the
+    delta* >= 0 where the subdifferential contains 0: 0 when the right slope at 0 is >= 0;
+    else either a point inside a segment where the current line crosses zero, or exactly a
+    breakpoint p with left slope < 0 <= right slope (the slope jumps over zero there).
+    ``piecewise_linear_root`` would return the crossing of the next line instead, which lies
+    before p: wrong for a jump (and libocas's chord interpolation across the jump is inexact
+    too).  Returns inf when the slope stays negative (an unbounded direction).
+
+    Expected O(m) by selection, as in :func:`piecewise_linear_root`: at a pivot (median of
+    three) the left slope (every breakpoint below passed) >= 0 puts the root at or below the
+    pivot; else passing the pivot's ties gives the right slope, >= 0 puts it AT the pivot;
+    else the root lies above.  The last few breakpoints are swept in sorted order, ties passed
+    together.
+    """
+    ls = l0
+    rs = r0
+    if ls >= 0.0:
+        return 0.0
+    bp, a, c, lo, hi = _working_copies(breakpoints, dl, dr)
+    while hi - lo > 16:
+        pivot = _median_of_three(bp, lo, hi)
+        m, sl, sr = _move_to_front(bp, a, c, lo, hi, pivot, False, 0.0, 0.0)
+        low_l = ls + sl
+        low_r = rs + sr
+        if low_l + pivot * (low_r - low_l) >= 0.0:
+            hi = m  # left slope at the pivot >= 0: the root is at most the pivot
+            continue
+        k, low_l, low_r = _move_to_front(bp, a, c, m, hi, pivot, True, low_l, low_r)
+        if low_l + pivot * (low_r - low_l) >= 0.0:
+            return pivot  # the slope jumps over zero at the pivot
+        ls = low_l
+        rs = low_r
+        lo = k
+    _insertion_sort(bp, a, c, lo, hi)
+    j = lo
+    while j < hi:
+        p = bp[j]
+        if ls + p * (rs - ls) >= 0.0:
+            return -ls / (rs - ls)  # inside the segment before p
+        while j < hi and bp[j] == p:
+            ls += a[j]
+            rs += c[j]
+            j += 1
+        if ls + p * (rs - ls) >= 0.0:
+            return p
+    if rs - ls <= 0.0:
+        return np.inf
+    return -ls / (rs - ls)

@@ -40,9 +40,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.core.linalg import dot
-from solvers.core.sparse import csr_matvec, csr_rmatvec
+from solvers.core.sparse import csr_matvec, csr_rmatvec, use_parallel
 from solvers.data.dataset import as_csr
 from solvers.losses import LOSSES, Loss, get_loss
+from solvers.problems.oracles import binary_oracle
 
 BIAS_MODES = ("regularized", "free", "none")
 
@@ -258,6 +259,17 @@ class BinaryProblem:
         if self.bias == "none":
             out[-1] = 0.0
         return out
+
+    def risk_oracle(self, beta: np.ndarray, margins: np.ndarray | None = None,
+                    want_cut: bool = True) -> tuple[float, np.ndarray | None, np.ndarray]:
+        """(R(beta), a, margins) in one parallel pass over the rows
+        (:func:`solvers.problems.oracles.binary_oracle`): the risk, the cut of
+        :meth:`risk_subgradient` and the margins y_i (x~_i . beta); with ``margins`` given
+        (the margins at beta, e.g. interpolated) only R and the cut are computed."""
+        s = self.effective_bias_scale
+        return binary_oracle(self.X, self.y, self.cost, self.loss_function.code,
+                             self.loss_function.p, s, beta, margins, want_cut,
+                             use_parallel(self.X.nnz, self.n_features + 1))
 
     def gradient(self, beta: np.ndarray) -> np.ndarray:
         """Gradient (for hinge and lp with p = 1, a subgradient) of the objective."""

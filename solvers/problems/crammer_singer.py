@@ -24,8 +24,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.core.linalg import dot
-from solvers.core.sparse import csr_matmat, csr_rmatvec
+from solvers.core.sparse import csr_matmat, csr_rmatvec, use_parallel
 from solvers.data.dataset import as_csr
+from solvers.problems.oracles import crammer_singer_oracle, crammer_singer_violations
 
 
 @dataclass
@@ -77,12 +78,24 @@ class CrammerSingerProblem:
 
     def _violations(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(loss_i, k_i): the largest [m != y_i] + (w_m - w_{y_i}) . x~_i and its class."""
-        S = self.scores(W)
-        rows = np.arange(self.n_samples)
-        margins = S - S[rows, self.labels][:, None] + 1.0
-        margins[rows, self.labels] = 0.0
-        k = np.argmax(margins, axis=1)
-        return margins[rows, k], k
+        return self.violations_from_scores(self.scores(W))
+
+    def violations_from_scores(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(loss_i, k_i) of :meth:`_violations` from the scores (one parallel pass)."""
+        loss = np.empty(self.n_samples)
+        k = np.empty(self.n_samples, dtype=np.int64)
+        crammer_singer_violations(np.ascontiguousarray(S), self.labels, loss, k)
+        return loss, k
+
+    def risk_oracle(self, W: np.ndarray, scores: np.ndarray | None = None,
+                    want_cut: bool = True):
+        """(R(W), G, scores, k) in one parallel pass over the rows
+        (:func:`solvers.problems.oracles.crammer_singer_oracle`): the risk, the cut of
+        :meth:`risk_subgradient`, the scores w_m . x~_i and the maximizing classes; with
+        ``scores`` given (the scores at W, e.g. interpolated) they are not recomputed."""
+        return crammer_singer_oracle(
+            self.X, self.labels, self.cost, self.effective_bias_scale, W, scores, want_cut,
+            use_parallel(self.X.nnz, self.n_classes * (self.n_features + 1)))
 
     def regularizer(self, W: np.ndarray) -> float:
         return 0.5 * float(np.sum(W * W))

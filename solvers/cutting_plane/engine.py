@@ -1,0 +1,182 @@
+"""The cutting-plane loop, written once for the binary hinge and Crammer-Singer problems."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solvers.base import Solution, Termination
+from solvers.cutting_plane.params import CuttingPlaneParams
+from solvers.cutting_plane.qp import CutBuffer
+from solvers.cutting_plane.search import GridSearch, Ray, ThreePointSearch
+from solvers.monitor import Monitor, Reporter
+from solvers.problems import BinaryProblem, CrammerSingerProblem
+
+
+class BinaryGeometry:
+    """The binary hinge problem seen by the loop: parameters beta = (w, b), outputs the
+    margins y_i x~_i . beta."""
+
+    kind = "binary"
+
+    def __init__(self, problem: BinaryProblem):
+        if problem.loss != "hinge":
+            raise ValueError("cutting_plane solves the hinge loss only")
+        if problem.bias == "free":
+            raise ValueError("cutting_plane does not solve the free bias (the first reduced "
+                             "problems would be unbounded); use 'regularized' or 'none'")
+        self.problem = problem
+        self.shape = (problem.n_features + 1,)
+        self.labels = None
+
+    def oracle(self, beta, outputs=None, want_cut=True):
+        risk, cut, margins = self.problem.risk_oracle(beta, outputs, want_cut)
+        return risk, cut, margins
+
+    def objective(self, beta, outputs) -> float:
+        return self.problem.objective_from_margins(beta, outputs)
+
+
+class CrammerSingerGeometry:
+    """The Crammer-Singer problem seen by the loop: parameters W (n_classes, n_features + 1),
+    outputs the scores w_m . x~_i."""
+
+    kind = "crammer_singer"
+
+    def __init__(self, problem: CrammerSingerProblem):
+        self.problem = problem
+        self.shape = (problem.n_classes, problem.n_features + 1)
+        self.labels = problem.labels
+
+    def oracle(self, W, outputs=None, want_cut=True):
+        risk, cut, scores, _ = self.problem.risk_oracle(W, outputs, want_cut)
+        return risk, cut, scores
+
+    def objective(self, W, outputs) -> float:
+        loss, _ = self.problem.violations_from_scores(outputs)
+        return self.problem.regularizer(W) + float(self.problem.cost @ loss)
+
+
+@dataclass
+class Timers:
+    oracle: float = 0.0
+    qp: float = 0.0
+    line_search: float = 0.0
+    extras: dict = field(default_factory=dict)
+
+
+def _mu_search(params: CuttingPlaneParams):
+    if params.method == "gca2":
+        return GridSearch(params.grid_beta, params.grid_t1, params.grid_t2,
+                          params.uncertainty_shrink, params.uncertainty_grow)
+    if params.method == "tca":
+        return ThreePointSearch(params.tca_gamma, params.uncertainty_shrink,
+                                params.uncertainty_grow)
+    return None
+
+
+def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None) -> Solution:
+    """Run the method of ``params`` on a binary or Crammer-Singer geometry (package
+    docstring)."""
+    reporter = Reporter(monitor, "relative_duality_gap")
+    cost = geometry.problem.cost
+    shape = geometry.shape
+    dim = int(np.prod(shape))
+    buffer = CutBuffer(dim, params.cut_buffer, params.max_inactive)
+    search = _mu_search(params)
+    timers = Timers()
+
+    # w_best = 0, and the first cut there (libocas starts the same way)
+    wb = np.zeros(shape)
+    t0 = time.perf_counter()
+    risk, cut, ob = geometry.oracle(wb)
+    timers.oracle += time.perf_counter() - t0
+    Fb = geometry.objective(wb, ob)
+    offset = risk  # b = R(w_c) - a . w_c at w_c = 0
+    lower = 0.0
+    gap = np.inf
+    status, message = Termination.MAX_ITER, f"{params.max_iter} iterations without reaching tol"
+    iteration = 0
+    mus = []
+    for iteration in range(1, params.max_iter + 1):
+        t0 = time.perf_counter()
+        buffer.add(cut.ravel(), offset)
+        qp_tol = params.qp_tolerance_ratio * max(params.tol, min(gap, 1.0))
+        bound, qp_gap, smo_steps = buffer.solve(qp_tol, 0.0)
+        wt = buffer.weights().reshape(shape)
+        n_cuts, nnz_alpha = buffer.m, buffer.nnz_alpha
+        buffer.prune()
+        lower = max(lower, bound)
+        t_qp = time.perf_counter() - t0
+
+        if params.method == "cpa":
+            t0 = time.perf_counter()
+            risk, cut, ot = geometry.oracle(wt)
+            t_oracle = time.perf_counter() - t0
+            Ft = geometry.objective(wt, ot)
+            offset = risk - float(cut.ravel() @ wt.ravel())
+            mu = 1.0 if Ft < Fb else 0.0  # CPA's point is w_t; w_best keeps the best seen
+            if Ft < Fb:
+                wb, ob, Fb = wt, ot, Ft
+            t_search = 0.0
+        else:
+            t0 = time.perf_counter()
+            _, _, ot = geometry.oracle(wt, want_cut=False)
+            t_oracle = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            diff = wt - wb
+            ray = Ray(geometry.kind, ob, ot, cost, geometry.labels,
+                      float(np.vdot(wb, wb)), float(np.vdot(wb, diff)), float(np.vdot(diff, diff)))
+            if params.method == "ocas":
+                mu = ray.exact()
+            else:
+                mu = search(ray)
+            mu = max(mu, 0.0)  # the search is over mu >= 0 (f convex: exact)
+            if iteration <= params.force_mu_iterations or \
+                    (params.force_mu_when_zero and mu == 0.0):
+                mu = params.forced_mu
+            if search is not None:
+                search.mu_prev = mu
+            t_search = time.perf_counter() - t0
+            # the cut at w_c = (1 - c) w_best_new + c w_t (libocas: mu_c = mu + 0.1 (1 - mu))
+            mu_c = mu + params.cut_point * (1.0 - mu)
+            t0 = time.perf_counter()
+            wc = wb + mu_c * diff
+            oc = ob + mu_c * (ot - ob)
+            risk_c, cut, _ = geometry.oracle(wc, oc)
+            offset = risk_c - float(cut.ravel() @ wc.ravel())
+            t_oracle += time.perf_counter() - t0
+            wb = wb + mu * diff
+            ob = ob + mu * (ot - ob)
+            Fb = geometry.objective(wb, ob)
+        mus.append(mu)
+        timers.oracle += t_oracle
+        timers.qp += t_qp
+        timers.line_search += t_search
+        gap = (Fb - lower) / max(abs(Fb), 1e-300)
+        if reporter(iteration, Fb, gap, lower_bound=lower, relative_gap=gap, cuts=n_cuts,
+                    nnz_alpha=nnz_alpha, mu=mu, smo_steps=smo_steps, qp_gap=qp_gap,
+                    time_oracle=t_oracle, time_qp=t_qp, time_line_search=t_search):
+            status, message = Termination.STOPPED, reporter.stop_message
+            break
+        # the stopping rule F(w_best) - F_t(w_t) <= tol |F(w_best)| (Arnosti prints it
+        # inverted)
+        if Fb - lower <= params.tol * abs(Fb):
+            status, message = Termination.CONVERGED, \
+                f"relative gap {gap:.3g} <= tol {params.tol:g}"
+            break
+    extras = {
+        "method": params.method,
+        "lower_bound": lower,
+        "relative_gap": gap,
+        "cuts": buffer.m,
+        "cuts_removed": buffer.removed,
+        "aggregations": buffer.aggregations,
+        "time_oracle": timers.oracle,
+        "time_qp": timers.qp,
+        "time_line_search": timers.line_search,
+        "mu_zero_iterations": int(sum(1 for m in mus if m == 0.0)),
+    }
+    return Solution(wb, Fb, status, message, iteration, extras)

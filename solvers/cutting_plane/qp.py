@@ -1,0 +1,294 @@
+"""The reduced problem of the cutting-plane methods and its solver.
+
+With cuts R(v) >= a_j . v + b_j (j = 1..t, in ``design.md``'s C scale: a_j = -sum_i C_i
+L'(xi_i) y_i x~_i), the reduced problem is
+
+    F_t(w) = 1/2 ||w||^2 + max(0, max_j a_j . w + b_j)
+
+and its dual, over the simplex with slack,
+
+    maximize  D_t(alpha) = b' alpha - 1/2 alpha' H alpha,   H_jk = a_j . a_k,
+    subject to alpha >= 0,  sum_j alpha_j <= 1;           w(alpha) = -sum_j alpha_j a_j.
+
+libocas writes the cuts without C (a_j / C, b_j / C) and the constraint sum alpha <= C: its
+alpha is C times ours.  Every feasible alpha is also a dual point of the full problem
+(alpha_i = C_i sum_j alpha_j [i in cut j] lies in [0, C_i]) with the same value, so
+D_t(alpha) is a certified lower bound on the optimum, whether or not the QP is solved exactly.
+
+:class:`CutBuffer` keeps the cuts (sparse: their nonzeros), their offsets and the Gram matrix
+H, one new row per cut (libocas's ``add_new_cut``); a cut whose alpha stayed 0 for
+``max_inactive`` consecutive solves is removed (SVMperf's rule, K = 50), and a full buffer
+(libocas: 2000 cuts) first drops every cut with alpha = 0, and if all are active, replaces them
+by their aggregate sum_j alpha_j (a_j, b_j) / sum_j alpha_j (a convex combination of cuts is a
+cut; w(alpha) and D_t are unchanged), so long runs do not grow H without end.
+
+:func:`simplex_smo` solves the dual: pairwise (SMO) steps on the simplex with slack (libqp's
+``libqp_splx``, Franc & Hlavac 2006): the slack is a variable alpha_0 = 1 - sum alpha with zero
+gradient; each step moves mass from the variable of largest gradient in the support to the one
+with the best second-order gain, exactly along the pair.  Warm-started at the previous alpha
+(the new cut at 0); stopped when the Frank-Wolfe gap alpha' g - min(0, min_j g_j), which
+bounds D_t* - D_t(alpha), is at most ``tol_rel`` |D_t(alpha)| (libocas: half the outer relative
+tolerance) or ``tol_abs``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def simplex_smo(H, b, alpha, m, tol_rel, tol_abs, max_steps):
+    """Minimize f = 1/2 alpha' H alpha - b' alpha over alpha >= 0, sum alpha <= 1 (the first
+    ``m`` entries; H may be larger, the leading m x m block is used).  ``alpha`` is the warm
+    start (feasible) and is updated in place.  Returns (f, gap, steps)."""
+    g = np.empty(m)
+    for j in range(m):
+        acc = -b[j]
+        for k in range(m):
+            if alpha[k] != 0.0:
+                acc += H[j, k] * alpha[k]
+        g[j] = acc
+    slack = 1.0
+    for j in range(m):
+        slack -= alpha[j]
+    if slack < 0.0:
+        slack = 0.0
+    steps = 0
+    f = 0.0
+    gap = np.inf
+    while True:
+        # f and the Frank-Wolfe gap
+        ag = 0.0
+        ab = 0.0
+        gmin = 0.0  # the slack's gradient
+        for j in range(m):
+            ag += alpha[j] * g[j]
+            ab += alpha[j] * b[j]
+            if g[j] < gmin:
+                gmin = g[j]
+        f = 0.5 * (ag - ab)
+        gap = ag - gmin
+        if gap <= tol_abs or gap <= tol_rel * abs(f) or steps >= max_steps:
+            break
+        # v: largest gradient over the support (slack included, gradient 0)
+        v = -1
+        gv = -np.inf
+        if slack > 0.0:
+            gv = 0.0
+        for j in range(m):
+            if alpha[j] > 0.0 and g[j] > gv:
+                gv = g[j]
+                v = j
+        hvv = H[v, v] if v >= 0 else 0.0
+        # u: best second-order decrease moving mass from v to u
+        u = -2
+        best = 0.0
+        if v >= 0 and gv > 0.0:  # u = slack (curvature H_vv)
+            if hvv > 0.0:
+                best = gv * gv / hvv
+            else:
+                best = np.inf
+            u = -1
+        for j in range(m):
+            if j == v:
+                continue
+            diff = gv - g[j]
+            if diff <= 0.0:
+                continue
+            curv = H[j, j] + hvv - (2.0 * H[j, v] if v >= 0 else 0.0)
+            gain = diff * diff / curv if curv > 0.0 else np.inf
+            if gain > best:
+                best = gain
+                u = j
+        if u == -2:
+            break
+        # step t in [0, mass of v] along e_u - e_v
+        avail = alpha[v] if v >= 0 else slack
+        gu = g[u] if u >= 0 else 0.0
+        curv = (H[u, u] if u >= 0 else 0.0) + hvv
+        if u >= 0 and v >= 0:
+            curv -= 2.0 * H[u, v]
+        t = (gv - gu) / curv if curv > 0.0 else avail
+        if t > avail:
+            t = avail
+        if t <= 0.0:
+            break
+        if u >= 0:
+            alpha[u] += t
+        else:
+            slack += t
+        if v >= 0:
+            alpha[v] -= t
+            if t == avail:
+                alpha[v] = 0.0
+        else:
+            slack -= t
+            if t == avail:
+                slack = 0.0
+        for j in range(m):
+            delta = 0.0
+            if u >= 0:
+                delta += H[j, u]
+            if v >= 0:
+                delta -= H[j, v]
+            g[j] += t * delta
+        steps += 1
+    return f, gap, steps
+
+
+@njit(cache=True, nogil=True)
+def _gram_row(ptr, idx, val, m, dense, out):
+    """out[j] = cut_j . dense for the m stored cuts."""
+    for j in range(m):
+        acc = 0.0
+        for k in range(ptr[j], ptr[j + 1]):
+            acc += val[k] * dense[idx[k]]
+        out[j] = acc
+
+
+@njit(cache=True, nogil=True)
+def _combine(ptr, idx, val, m, coef, out):
+    """out = sum_j coef_j cut_j."""
+    out[:] = 0.0
+    for j in range(m):
+        c = coef[j]
+        if c != 0.0:
+            for k in range(ptr[j], ptr[j + 1]):
+                out[idx[k]] += c * val[k]
+
+
+class CutBuffer:
+    """The cuts (a_j, b_j), their Gram matrix H and the dual alpha (module docstring)."""
+
+    def __init__(self, dim: int, capacity: int = 2000, max_inactive: int = 50):
+        self.dim = dim
+        self.capacity = capacity
+        self.max_inactive = max_inactive
+        self.m = 0
+        size = min(capacity, 64)
+        self.H = np.zeros((size, size))
+        self.b = np.zeros(size)
+        self.alpha = np.zeros(size)
+        self.inactive = np.zeros(size, dtype=np.int64)
+        self.ptr = np.zeros(size + 1, dtype=np.int64)
+        self.idx = np.zeros(1024, dtype=np.int64)
+        self.val = np.zeros(1024)
+        self.removed = 0
+        self.aggregations = 0
+
+    # -- storage -------------------------------------------------------------------------
+    def _grow_cuts(self, m_new: int):
+        size = self.H.shape[0]
+        if m_new <= size:
+            return
+        new = min(self.capacity, max(2 * size, m_new))
+        H = np.zeros((new, new))
+        H[:size, :size] = self.H
+        self.H = H
+        for name in ("b", "alpha", "inactive"):
+            old = getattr(self, name)
+            arr = np.zeros(new, dtype=old.dtype)
+            arr[:size] = old
+            setattr(self, name, arr)
+        ptr = np.zeros(new + 1, dtype=np.int64)
+        ptr[:size + 1] = self.ptr
+        self.ptr = ptr
+
+    def _grow_entries(self, total: int):
+        if total > self.idx.shape[0]:
+            new = max(2 * self.idx.shape[0], total)
+            for name in ("idx", "val"):
+                old = getattr(self, name)
+                arr = np.zeros(new, dtype=old.dtype)
+                arr[:old.shape[0]] = old
+                setattr(self, name, arr)
+
+    def add(self, a: np.ndarray, offset: float):
+        """Append the cut a . v + offset (a dense, length ``dim``) and its row of H."""
+        if self.m >= self.capacity:
+            self._make_room()
+        m = self.m
+        self._grow_cuts(m + 1)
+        nz = np.flatnonzero(a)
+        start = self.ptr[m]
+        self._grow_entries(start + nz.shape[0])
+        self.idx[start:start + nz.shape[0]] = nz
+        self.val[start:start + nz.shape[0]] = a[nz]
+        self.ptr[m + 1] = start + nz.shape[0]
+        row = np.empty(m + 1)
+        _gram_row(self.ptr, self.idx, self.val, m + 1, a, row)
+        self.H[m, :m + 1] = row
+        self.H[:m + 1, m] = row
+        self.b[m] = offset
+        self.alpha[m] = 0.0
+        self.inactive[m] = 0
+        self.m = m + 1
+
+    def _keep(self, keep: np.ndarray):
+        """Keep the cuts ``keep`` (sorted), compacting H, the offsets, alpha and the entries."""
+        m_new = keep.shape[0]
+        self.H[:m_new, :m_new] = self.H[np.ix_(keep, keep)]
+        for name in ("b", "alpha", "inactive"):
+            arr = getattr(self, name)
+            arr[:m_new] = arr[keep]
+            arr[m_new:self.m] = 0
+        lengths = self.ptr[keep + 1] - self.ptr[keep]
+        starts = self.ptr[keep]
+        ptr = np.zeros(m_new + 1, dtype=np.int64)
+        np.cumsum(lengths, out=ptr[1:])
+        pieces = [np.arange(s, s + n) for s, n in zip(starts, lengths, strict=True)]
+        take = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+        self.idx[:ptr[-1]] = self.idx[take]
+        self.val[:ptr[-1]] = self.val[take]
+        self.ptr[:m_new + 1] = ptr
+        self.removed += self.m - m_new
+        self.m = m_new
+
+    def _make_room(self):
+        m = self.m
+        active = np.flatnonzero(self.alpha[:m] > 0.0)
+        if active.shape[0] < m:
+            self._keep(active)
+            return
+        # every cut active: their aggregate replaces them
+        coef = self.alpha[:m].copy()
+        total = coef.sum()
+        a = self.combine(coef / total)
+        offset = float(coef @ self.b[:m]) / total
+        self.m = 0
+        self.ptr[0] = 0
+        self.removed += m
+        self.aggregations += 1
+        self.add(a, offset)
+        self.alpha[0] = total
+
+    def combine(self, coef: np.ndarray) -> np.ndarray:
+        out = np.empty(self.dim)
+        _combine(self.ptr, self.idx, self.val, self.m, np.ascontiguousarray(coef[:self.m]), out)
+        return out
+
+    # -- the dual ------------------------------------------------------------------------
+    def solve(self, tol_rel: float, tol_abs: float = 0.0, max_steps: int = 10_000_000):
+        """Solve the reduced dual from the current alpha; returns (D_t(alpha), the QP's
+        Frank-Wolfe gap, SMO steps) and counts each cut's consecutive solves at alpha = 0."""
+        m = self.m
+        f, gap, steps = simplex_smo(self.H, self.b, self.alpha, m, tol_rel, tol_abs, max_steps)
+        zero = self.alpha[:m] == 0.0
+        self.inactive[:m] = np.where(zero, self.inactive[:m] + 1, 0)
+        return -f, gap, steps
+
+    def prune(self):
+        """Drop the cuts inactive for ``max_inactive`` consecutive solves."""
+        m = self.m
+        stale = self.inactive[:m] >= self.max_inactive
+        if stale.any():
+            self._keep(np.flatnonzero(~stale))
+
+    def weights(self) -> np.ndarray:
+        """w(alpha) = -sum_j alpha_j a_j."""
+        return -self.combine(self.alpha)
+
+    @property
+    def nnz_alpha(self) -> int:
+        return int(np.count_nonzero(self.alpha[:self.m]))

@@ -1,0 +1,162 @@
+"""The cutting-plane family reaches independent optima on real data (the issue's
+verification).
+
+* Binary hinge, regularized bias, ``tol=1e-6``: every method (cpa, ocas, gca2, tca) ends within
+  1e-6 relative of the certified optimum stored in ``bench/reference_optima.json`` (an
+  interior-point solve of the dual, or Clarabel through cvxpy, certified by a duality gap;
+  LIBLINEAR ``-s 3 -B 1`` where it was lower) on the small UCI sets and on a9a, w8a, ijcnn1 and
+  mushrooms at C in {0.01, 1} (the larger runs marked slow).  No bias: Clarabel on the fly.
+* Crammer-Singer: within 1e-6 of Clarabel's optimum (cvxpy) on dna, and not above LIBLINEAR
+  ``-s 4`` (eps 1e-8) by more than 1e-6 on dna and letter (news20: too slow for a test, see
+  below); LIBLINEAR's objective is in turn never below our certified lower bound (the bound
+  is a dual value).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.anchors import liblinear_crammer_singer_weights
+from bench.problems import BenchProblem
+from bench.references import hinge_clarabel, load_references
+from solvers import train
+from solvers.cutting_plane import CuttingPlaneParams, solve, solve_crammer_singer
+from solvers.problems import BinaryProblem, CrammerSingerProblem
+from tests.shared_data import load
+
+RTOL = 1e-6
+METHODS = ["cpa", "ocas", "gca2", "tca"]
+
+
+def stored_optimum(key: str) -> float:
+    entry = load_references()[key]
+    assert entry["certificate"]["relative_duality_gap"] <= 1e-7, entry
+    return entry["objective"]
+
+
+def check_binary(problem: BinaryProblem, optimum: float, method: str):
+    solution = solve(problem, CuttingPlaneParams(C=problem.C, bias=problem.bias, method=method,
+                                                 tol=RTOL))
+    assert solution.status == "converged", solution.message
+    assert solution.objective == pytest.approx(problem.objective(solution.beta), rel=1e-12)
+    # the certificate holds against the independent optimum ...
+    assert solution.extras["lower_bound"] <= optimum * (1 + 1e-9)
+    # ... and the objective is within the issue's bar
+    assert (solution.objective - optimum) / optimum <= RTOL
+    assert (solution.objective - optimum) / optimum >= -1e-7  # not below a certified optimum
+
+
+SMALL = [(d, C) for d in ("heart_scale", "breast-cancer_scale", "australian_scale")
+         for C in (0.1, 1.0)]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(("name", "C"), SMALL)
+def test_binary_small_sets(name, C, method):
+    bench_problem = BenchProblem(name, "hinge", "regularized", C)
+    check_binary(bench_problem.binary_problem(), stored_optimum(bench_problem.key), method)
+
+
+# CPA at C = 1 needs 2-5x OCAS's iterations (w8a: 15 s): slow; the rest take 0.1-3.5 s each
+LARGE = [pytest.param(d, C, m, marks=[pytest.mark.slow] if (m, C) == ("cpa", 1.0) else [])
+         for d in ("a9a", "w8a", "ijcnn1", "mushrooms") for C in (0.01, 1.0) for m in METHODS]
+
+
+@pytest.mark.parametrize(("name", "C", "method"), LARGE)
+def test_binary_large_sets(name, C, method):
+    bench_problem = BenchProblem(name, "hinge", "regularized", C)
+    check_binary(bench_problem.binary_problem(), stored_optimum(bench_problem.key), method)
+
+
+@pytest.mark.parametrize("method", ["ocas", "tca"])
+def test_binary_without_bias(method):
+    ds = load("australian_scale")
+    y = np.where(ds.y == ds.classes[1], 1.0, -1.0)
+    problem = BinaryProblem(ds.X, y, C=1.0, loss="hinge", bias="none")
+    clarabel = hinge_clarabel(problem)
+    optimum, dual = clarabel["objective"], clarabel["dual"]
+    assert (optimum - dual) / optimum <= 1e-8
+    check_binary(problem, optimum, method)
+
+
+# -- Crammer-Singer -----------------------------------------------------------------------------
+
+
+def crammer_singer_problem(name: str, C: float) -> CrammerSingerProblem:
+    ds = load(name)
+    return CrammerSingerProblem(ds.X, np.searchsorted(ds.classes, ds.y), ds.classes.shape[0],
+                                C=C)
+
+
+def clarabel_crammer_singer(problem: CrammerSingerProblem) -> float:
+    import cvxpy as cp
+    import scipy.sparse as sp
+
+    n, k = problem.n_samples, problem.n_classes
+    Xt = sp.hstack([problem.X, sp.csr_matrix(np.full((n, 1), problem.effective_bias_scale))])
+    W = cp.Variable((problem.n_features + 1, k))
+    xi = cp.Variable(n)
+    S = Xt @ W
+    Y = np.zeros((n, k))
+    Y[np.arange(n), problem.labels] = 1.0
+    Sy = cp.sum(cp.multiply(S, Y), axis=1)
+    constraints = [cp.reshape(xi, (n, 1), order="C") >= (1.0 - Y) + S
+                   - cp.reshape(Sy, (n, 1), order="C")]
+    objective = 0.5 * cp.sum_squares(W) + problem.cost @ xi
+    prob = cp.Problem(cp.Minimize(objective), constraints)
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return problem.objective(np.asarray(W.value).T)
+
+
+def liblinear_crammer_singer(name: str, problem: CrammerSingerProblem, C: float) -> float:
+    from liblinear.liblinearutil import train as ll_train
+
+    ds = load(name)
+    model = ll_train(ds.y, ds.X, f"-s 4 -B 1 -c {C!r} -e 1e-8 -q")
+    return problem.objective(liblinear_crammer_singer_weights(model, ds.classes,
+                                                              problem.n_features))
+
+
+def check_crammer_singer(problem, optimum, method, tol=RTOL):
+    solution = solve_crammer_singer(problem, CuttingPlaneParams(C=problem.C, method=method,
+                                                                tol=tol))
+    assert solution.status == "converged", solution.message
+    assert solution.objective == pytest.approx(problem.objective(solution.beta), rel=1e-12)
+    assert solution.extras["lower_bound"] <= optimum * (1 + 1e-9)
+    assert (solution.objective - optimum) / optimum <= tol
+
+
+@pytest.mark.parametrize("method", ["ocas", pytest.param("tca", marks=pytest.mark.slow)])
+def test_crammer_singer_dna_against_clarabel_and_liblinear(method):
+    problem = crammer_singer_problem("dna.scale", 1.0)
+    optimum = clarabel_crammer_singer(problem)
+    liblinear = liblinear_crammer_singer("dna.scale", problem, 1.0)
+    assert liblinear >= optimum * (1 - 1e-9)
+    check_crammer_singer(problem, optimum, method)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "C", "method", "tol"), [("letter.scale", 1.0, "ocas", RTOL),
+                                                          ("letter.scale", 1.0, "gca2", RTOL)])
+def test_crammer_singer_against_liblinear(name, C, method, tol):
+    """news20 is not here: with 62,061 features and 20 classes (cuts of up to 1.2M entries)
+    even news20.t at tol = 1e-3 ran over ten minutes on the loaded 2-core machine (OCAS at
+    Arnosti's eps = 0.01 on the training file: 834 iterations, 166 s)."""
+    problem = crammer_singer_problem(name, C)
+    liblinear = liblinear_crammer_singer(name, problem, C)
+    check_crammer_singer(problem, liblinear, method, tol)
+
+
+def test_train_dispatches_crammer_singer_and_one_vs_rest():
+    ds = load("dna.scale")
+    native = train(ds, "cutting_plane", C=0.1, multiclass="crammer_singer", tol=1e-3)
+    assert native.model.coef_.shape == (3, ds.n_features)
+    assert len(native.subproblems) == 1 and native.status == "converged"
+    problem = CrammerSingerProblem(ds.X, np.searchsorted(ds.classes, ds.y), 3, C=0.1)
+    W = np.c_[native.model.coef_, native.model.intercept_]
+    assert problem.objective(W) == pytest.approx(native.objective, rel=1e-12)
+    assert np.mean(native.model.predict(ds.X) == ds.y) > 0.9
+    ovr = train(ds, "cutting_plane", C=0.1, tol=1e-3)
+    assert len(ovr.subproblems) == 3 and ovr.status == "converged"
+    assert np.mean(ovr.model.predict(ds.X) == ds.y) > 0.9
