@@ -33,6 +33,7 @@ def warm_up_losses() -> None:
         loss.value(xi)
         loss.derivative(xi)
         loss.prox(xi, weight)
+        loss.conjugate_sum(np.zeros(3), weight)
     lp = get_loss("lp", 1.5)
     lp.sum(xi, weight)
     lp.prox(xi, weight)

@@ -132,6 +132,10 @@ class Hinge(Loss):
     def conjugate(self, v) -> np.ndarray:
         return np.zeros(np.shape(v))
 
+    def conjugate_sum(self, alpha, cost) -> float:
+        return float(kernels.quadratic_conjugate_sum(_as_array(alpha), _as_array(cost), True,
+                                                     1.0, 0.0, math.inf))
+
 
 class ClippedLoss(Loss):
     """L'(xi) = kappa clip(xi - xi_lo, 0, width): 0 up to xi_lo, quadratic on (xi_lo, xi_lo +
@@ -184,6 +188,11 @@ class ClippedLoss(Loss):
         v = _as_array(v)
         return v * self.xi_lo + v * v / (2.0 * self.kappa)
 
+    def conjugate_sum(self, alpha, cost) -> float:
+        return float(kernels.quadratic_conjugate_sum(
+            _as_array(alpha), _as_array(cost), True, self.kappa * self.width, self.xi_lo,
+            2.0 * self.kappa))
+
     def prox(self, v, t) -> np.ndarray:
         v = _as_array(v)
         t = np.broadcast_to(_as_array(t), v.shape)
@@ -232,6 +241,10 @@ class LeastSquares(Loss):
 
     def dual_lower(self, cost) -> np.ndarray:
         return np.full(np.shape(cost), -np.inf)
+
+    def conjugate_sum(self, alpha, cost) -> float:
+        return float(kernels.quadratic_conjugate_sum(_as_array(alpha), _as_array(cost), False,
+                                                     math.inf, 0.0, 4.0))
 
 
 class Lp(Loss):

@@ -157,6 +157,32 @@ def loss_prox(code, p, v, t, out):
         out[i] = prox_value(code, p, v[i], t[i])
 
 
+@njit(cache=True)
+def quadratic_conjugate_sum(alpha, cost, nonnegative, upper_factor, linear, quadratic):
+    """sum_i C_i L*(alpha_i / C_i) for a loss whose conjugate is quadratic on its dual range,
+    L*(v) = linear v + v^2 / quadratic on [0 or -inf, upper_factor] (``quadratic`` = inf: no
+    square term), in one pass; +inf when some alpha_i leaves C_i times the range (up to a
+    relative 1e-12 of the largest C_i).  The hinge, the clipped family (squared hinge,
+    modified Huber, smoothed hinge) and least squares."""
+    largest = 1.0
+    for i in range(cost.shape[0]):
+        if cost[i] > largest:
+            largest = cost[i]
+    tol = 1e-12 * largest
+    total = 0.0
+    square = np.isfinite(quadratic)
+    for i in range(alpha.shape[0]):
+        a = alpha[i]
+        c = cost[i]
+        if (nonnegative and a < -tol) or a > upper_factor * c + tol:
+            return np.inf
+        if c > 0.0:
+            total += linear * a
+            if square:
+                total += a * a / (quadratic * c)
+    return total
+
+
 # -- the clipped family: sets, sums, line-search breakpoints ------------------------------------
 #
 # L(xi) with L'(xi) = clip(xi - xi_lo, 0, width): 0 for xi <= xi_lo (set I0), quadratic on
