@@ -9,8 +9,8 @@ the grid from the smallest C up.  Multi-class data are scored on one-vs-rest mod
 the warm-started binary problems; ordinal regression is scored by the mean absolute rank error
 (lower is better), classification by accuracy.
 
-The folds run one after another: the solvers' own kernels already use the cores (Numba threads
-over rows), and worker processes would each pay a warm-up.
+The folds run one after another (running them in parallel was not tried: the solvers' kernels
+already use the Numba threads over rows, and worker processes would each pay a warm-up).
 """
 
 from __future__ import annotations

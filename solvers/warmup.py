@@ -18,7 +18,6 @@ import numpy as np
 from solvers.core.warmup import warm_up as warm_up_core
 from solvers.data import warm_up_parser
 from solvers.losses import get_loss
-from solvers.losses.kernels import HINGE, LEAST_SQUARES, LP, loss_prox
 from solvers.models import LinearModel, OrdinalModel
 from solvers.registry import list_solvers
 
@@ -37,8 +36,6 @@ def warm_up_losses() -> None:
     lp = get_loss("lp", 1.5)
     lp.sum(xi, weight)
     lp.prox(xi, weight)
-    for code in (HINGE, LP, LEAST_SQUARES):
-        loss_prox(code, 1.5, xi, weight, np.empty(3))
 
 
 def warm_up_prediction(parallel: bool = True) -> None:

@@ -124,15 +124,19 @@ def record_progress(session: Session, job_id: uuid.UUID, attempt: int,
 
 def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobStatus, *,
                message: str | None = None, error: str | None = None,
-               solver_status: str | None = None, model: TrainedModel | None = None) -> bool:
-    """Give a running attempt its final state (and its model, in the same transaction).
+               solver_status: str | None = None, model: TrainedModel | None = None,
+               cross_validation: dict | None = None) -> bool:
+    """Give a running attempt its final state (and its model and a tuning job's table, in the
+    same transaction).
 
     Returns False, changing nothing, when the attempt no longer owns the job.
     """
+    values = {"status": status, "finished_at": utcnow(), "message": message, "error": error,
+              "solver_status": solver_status}
+    if cross_validation is not None:
+        values["cross_validation"] = cross_validation
     updated = session.execute(
-        update(Job).where(*_owned(job_id, attempt)).values(
-            status=status, finished_at=utcnow(), message=message, error=error,
-            solver_status=solver_status)
+        update(Job).where(*_owned(job_id, attempt)).values(**values)
     ).rowcount
     if updated != 1:
         session.rollback()

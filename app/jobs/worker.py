@@ -13,6 +13,7 @@ For each job it loads the dataset arrays, runs ``solvers.train`` with a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -147,13 +148,14 @@ def run_job(sessions: Sessions, store: DatasetStore, job_id: uuid.UUID,
                 monitor.flush()
                 if not monitor.writable:
                     return None
-                store_cross_validation(sessions, job_id, attempt, cross_validation)
                 if monitor.stop_cause is StopCause.time_limit:
                     return finish(JobStatus.failed, solver_status="stopped",
                                   error=f"time limit of {spec.time_limit_s:g} s reached",
-                                  message=cross_validation["message"])
+                                  message=cross_validation["message"],
+                                  cross_validation=cross_validation)
                 return finish(JobStatus.cancelled, solver_status="stopped",
-                              message="cancelled by request during the cross-validation")
+                              message="cancelled by request during the cross-validation",
+                              cross_validation=cross_validation)
         monitor.flush()
         if not monitor.writable:
             return None
@@ -167,8 +169,6 @@ def run_job(sessions: Sessions, store: DatasetStore, job_id: uuid.UUID,
         if result.status == "failed":
             return finish(JobStatus.failed, solver_status=result.status, error=result.message,
                           message=result.message)
-        if cross_validation is not None:
-            store_cross_validation(sessions, job_id, attempt, cross_validation)
         validation = None
         if spec.validation_digest is not None:
             validation = evaluate(result.model, store.load(spec.validation_digest),
@@ -176,7 +176,8 @@ def run_job(sessions: Sessions, store: DatasetStore, job_id: uuid.UUID,
             validation["dataset_id"] = str(spec.validation_dataset_id)
         return finish(JobStatus.succeeded, solver_status=result.status,
                       message=result.message,
-                      model=trained_model_row(spec, result, dataset, validation))
+                      model=trained_model_row(spec, result, dataset, validation),
+                      cross_validation=cross_validation)
     except Exception as exc:  # anything a solver raises fails its job, never the worker
         logger.exception("job %s attempt %d failed", job_id, attempt)
         if not monitor.writable:
@@ -189,6 +190,7 @@ def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:
     monitor: cancel and time limit apply), then the refit at the best point, whose records
     follow in the same log.  Returns (the refit's TrainResult or None when stopped, the table
     as JSON)."""
+    import solvers
     from solvers.model_selection import cross_validate
 
     params = {key: value for key, value in spec.params.items() if key != "solver"}
@@ -204,8 +206,6 @@ def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:
     best = {"C": result.best_C}
     if result.best_gamma is not None:
         best["gamma"] = result.best_gamma
-    import solvers
-
     refit = solvers.train(dataset, solver=spec.solver, params={**params, **best},
                           monitor=_Refit(monitor, sum(len(r.fold_scores) for r in result.scores)))
     return refit, summary
@@ -220,24 +220,12 @@ class _Refit:
         self.offset = offset
 
     def report(self, record) -> None:
-        import solvers
-
-        self.target.report(solvers.IterationRecord(
-            record.iteration + self.offset, record.elapsed, record.objective,
-            record.optimality, {**record.extras, "stage": "refit"}))
+        self.target.report(dataclasses.replace(
+            record, iteration=record.iteration + self.offset,
+            extras={**record.extras, "stage": "refit"}))
 
     def stop_reason(self) -> str | None:
         return self.target.stop_reason()
-
-
-def store_cross_validation(sessions: Sessions, job_id: uuid.UUID, attempt: int,
-                           table: dict) -> None:
-    """Write a tuning job's table while its attempt still owns the job."""
-    with sessions.write() as session:
-        job = session.get(Job, job_id)
-        if job is not None and job.status == JobStatus.running and job.attempts == attempt:
-            job.cross_validation = table
-            session.commit()
 
 
 def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -> TrainedModel:

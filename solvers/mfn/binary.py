@@ -52,12 +52,20 @@ def solve(problem: BinaryProblem, params: MFNParams | None = None,
                                       terms.outputs_in_input_order(state.outputs))[1]
     state, status, message, engine = solve_terms(
         terms, problem, problem.loss, params, reporter, beta0, not continuation, dual_kkt)
+    return _solution(problem, terms, engine, state, status, message, diagnostics=True)
+
+
+def _solution(problem: BinaryProblem, terms: BinaryRows, engine, state, status, message,
+              diagnostics: bool) -> Solution:
+    """The :class:`Solution` at the engine's state: the problem's objective, the run's
+    extras and, with ``diagnostics`` (squared hinge), section 4.7's dual KKT violation (two
+    passes over the data)."""
     extras = solve_extras(engine, state)
-    if problem.loss == "squared_hinge":
+    if diagnostics and problem.loss == "squared_hinge":
         extras["dual_kkt_violation"] = dual_kkt_violation(
             problem, state.beta, terms.outputs_in_input_order(state.outputs))[1]
     objective = engine.problem_objective(state.beta, 1.0 - engine.t * state.outputs)
-    return Solution(state.beta, objective, Termination(status), message,
+    return Solution(state.beta.copy(), objective, Termination(status), message,
                     engine.count.iterations, extras)
 
 
@@ -197,14 +205,10 @@ def run_path(problem: BinaryProblem, Cs, params: MFNParams, monitor: Monitor | N
         else:
             engine.retarget(sub, reporter)
             status, message = engine.run(state, get_loss(sub.loss), params.epsilon)
-        extras = solve_extras(engine, state)
-        extras["seconds"] = reporter.clock()
-        if diagnostics and sub.loss == "squared_hinge":
-            extras["dual_kkt_violation"] = dual_kkt_violation(
-                sub, state.beta, terms.outputs_in_input_order(state.outputs))[1]
-        objective = engine.problem_objective(state.beta, 1.0 - engine.t * state.outputs)
-        solutions.append(Solution(state.beta.copy(), objective, Termination(status), message,
-                                  engine.count.iterations, extras))
+        seconds = reporter.clock()
+        solution = _solution(sub, terms, engine, state, status, message, diagnostics)
+        solution.extras["seconds"] = seconds
+        solutions.append(solution)
         if status == Termination.STOPPED:
             break
     return solutions
