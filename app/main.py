@@ -42,6 +42,7 @@ logger = logging.getLogger("svmsvc")
 DESCRIPTION = """\
 Train support vector machines on uploaded SVMlight datasets and serve their predictions.
 
+Every resource is under `/api/v1`; the probes, `/metrics` and these docs are at the root.
 Upload a dataset (`POST /datasets`), queue a training job with a solver from `GET /solvers`
 (`POST /jobs`), follow its convergence (`GET /jobs/{job_id}/log`, or live from
 `/jobs/{job_id}/log/stream`), then predict with the model it produced (`/models/{model_id}/...`).

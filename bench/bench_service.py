@@ -90,7 +90,7 @@ class Server:
 
 
 def upload(client: httpx.Client, path: Path) -> str:
-    response = client.post("/datasets",
+    response = client.post("/api/v1/datasets",
                            files={"file": (path.name, path.read_bytes())})
     response.raise_for_status()
     return response.json()["id"]
@@ -101,7 +101,7 @@ def wait_job(client: httpx.Client, job_id: str, until, timeout: float = 120.0,
     """The job once ``until(job)`` holds, and the monotonic time it was seen."""
     deadline = time.monotonic() + timeout
     while True:
-        job = client.get(f"/jobs/{job_id}").json()
+        job = client.get(f"/api/v1/jobs/{job_id}").json()
         if until(job):
             return job, time.monotonic()
         if time.monotonic() > deadline:
@@ -115,12 +115,12 @@ def cancel_latency(server: Server, trials: int) -> list[float]:
         a9a = upload(client, DATA_DIR / "a9a")
         latencies = []
         for _ in range(trials):
-            job_id = client.post("/jobs", json={"dataset_id": a9a,
+            job_id = client.post("/api/v1/jobs", json={"dataset_id": a9a,
                                                        "params": LONG_PARAMS}).json()["id"]
             wait_job(client, job_id, lambda j: j["status"] == "running"
                      and (j["progress"] or {}).get("iteration", 0) >= 3)
             started = time.monotonic()
-            client.post(f"/jobs/{job_id}/cancel").raise_for_status()
+            client.post(f"/api/v1/jobs/{job_id}/cancel").raise_for_status()
             job, seen = wait_job(client, job_id, lambda j: j["status"] == "cancelled")
             if job["solver_status"] != "stopped":
                 print(f"  trial: the worker was killed, not stopped: {job['message']}")
@@ -144,7 +144,7 @@ def load(server: Server, clients: int, seconds: float) -> dict:
 
     with server.client() as client:
         heart = upload(client, DATA_DIR / "heart_scale")
-        job = client.post("/jobs", json={"dataset_id": heart,
+        job = client.post("/api/v1/jobs", json={"dataset_id": heart,
                                          "params": {"solver": "mfn", "C": 1.0}}).json()
         job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded")
         model, job_id = job["model_id"], job["id"]
@@ -158,26 +158,26 @@ def load(server: Server, clients: int, seconds: float) -> dict:
     def one(client: httpx.Client, rng: random.Random, kind: str) -> httpx.Response:
         if kind == "predict":
             x = " ".join(f"{j}:{rng.random():.3f}" for j in sorted(rng.sample(range(1, 14), 5)))
-            return client.get(f"/models/{model}/predict", params={"x": x})
+            return client.get(f"/api/v1/models/{model}/predict", params={"x": x})
         if kind == "predict_batch":
             rows = [{str(j): rng.random() for j in rng.sample(range(1, 14), 5)}
                     for _ in range(10)]
-            return client.post(f"/models/{model}/predict", json={"rows": rows})
+            return client.post(f"/api/v1/models/{model}/predict", json={"rows": rows})
         if kind == "log":
-            return client.get(f"/jobs/{job_id}/log", params={"limit": 100})
+            return client.get(f"/api/v1/jobs/{job_id}/log", params={"limit": 100})
         if kind == "stream":
-            with client.stream("GET", f"/jobs/{job_id}/log/stream") as response:
+            with client.stream("GET", f"/api/v1/jobs/{job_id}/log/stream") as response:
                 for _ in response.iter_lines():
                     pass
                 return response
         if kind == "upload":
             rows = "".join(f"{1 if k % 2 else -1} 1:{rng.random():.6f} 2:{rng.random():.6f}\n"
                            for k in range(50))
-            return client.post("/datasets", files={"file": ("load.svm", rows.encode())})
+            return client.post("/api/v1/datasets", files={"file": ("load.svm", rows.encode())})
         if kind == "job":
-            return client.post("/jobs", json={"dataset_id": heart,
+            return client.post("/api/v1/jobs", json={"dataset_id": heart,
                                               "params": {"solver": "mfn", "C": rng.random()}})
-        return client.get(rng.choice(["/datasets", "/jobs", "/models"]),
+        return client.get(rng.choice(["/api/v1/datasets", "/api/v1/jobs", "/api/v1/models"]),
                           params={"limit": 20})
 
     def run(seed: int) -> None:
@@ -229,17 +229,17 @@ def healthz_during_evaluation(server: Server, evaluations: int = 4) -> dict:
 
     with server.client() as client:
         a9a = upload(client, DATA_DIR / "a9a")
-        job = client.post("/jobs", json={"dataset_id": a9a,
+        job = client.post("/api/v1/jobs", json={"dataset_id": a9a,
                                          "params": {"solver": "mfn", "C": 1.0}}).json()
         job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded")
         model = job["model_id"]
-        client.post(f"/models/{model}/evaluate", json={"dataset_id": a9a}).raise_for_status()
+        client.post(f"/api/v1/models/{model}/evaluate", json={"dataset_id": a9a}).raise_for_status()
         durations: list[float] = []
 
         def evaluate() -> None:
             with server.client() as own:
                 started = time.perf_counter()
-                own.post(f"/models/{model}/evaluate",
+                own.post(f"/api/v1/models/{model}/evaluate",
                          json={"dataset_id": a9a}).raise_for_status()
                 durations.append(time.perf_counter() - started)
 

@@ -32,6 +32,16 @@ POSTGRES_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeo
 POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/{database}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels():
+    """Every kernel a worker warms up, compiled once into Numba's on-disk cache before any
+    service starts.  On a fresh clone the cache is cold, and otherwise every worker of the first
+    servers compiles all of them itself, two at a time, which on a busy 2-core machine outlasts
+    the readiness ceiling (seen: 300 s at load average 11)."""
+    from solvers import warm_up
+    warm_up()
+
+
 class SQLiteBackend:
     name = "sqlite"
 

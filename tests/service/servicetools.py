@@ -83,7 +83,7 @@ def upload(client, content: bytes | Path, filename: str = "data.svm", **params):
     if isinstance(content, Path):
         filename, content = content.name, content.read_bytes()
     files = {"file": (filename, io.BytesIO(content), "application/octet-stream")}
-    return client.post("/datasets", files=files, params=params)
+    return client.post("/api/v1/datasets", files=files, params=params)
 
 
 def uploaded_id(client, content: bytes | Path, **params) -> str:
@@ -93,13 +93,14 @@ def uploaded_id(client, content: bytes | Path, **params) -> str:
 
 
 def create_job(client, dataset_id: str, params: dict, **fields) -> dict:
-    response = client.post("/jobs", json={"dataset_id": dataset_id, "params": params, **fields})
+    response = client.post("/api/v1/jobs",
+                           json={"dataset_id": dataset_id, "params": params, **fields})
     assert response.status_code == 202, response.text
     return response.json()
 
 
 def job(client, job_id: str) -> dict:
-    response = client.get(f"/jobs/{job_id}")
+    response = client.get(f"/api/v1/jobs/{job_id}")
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -118,7 +119,7 @@ def wait_job(client, job_id: str, timeout: float = PATIENCE_S,
 def full_log(client, job_id: str) -> list[dict]:
     records, after = [], 0
     while True:
-        page = client.get(f"/jobs/{job_id}/log", params={"after": after}).json()
+        page = client.get(f"/api/v1/jobs/{job_id}/log", params={"after": after}).json()
         records += page["data"]
         if not page["has_more"]:
             return records

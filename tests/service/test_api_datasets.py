@@ -41,14 +41,14 @@ def test_upload_returns_the_dataset_statistics(api):
     assert body["nnz"] == expected.nnz == 3378
     assert body["class_counts"] == {"-1": 150, "1": 120}
     assert body["upload_bytes"] == path.stat().st_size
-    assert api.get(f"/datasets/{body['id']}").json() == body
+    assert api.get(f"/api/v1/datasets/{body['id']}").json() == body
 
 
 def test_the_same_content_is_one_dataset_however_it_is_sent(api):
     text = random_svmlight(seed=101)
     first = upload(api, text, filename="first.svm")
     assert first.status_code == 201
-    assert first.headers["location"] == f"/datasets/{first.json()['id']}"
+    assert first.headers["location"] == f"/api/v1/datasets/{first.json()['id']}"
     again = upload(api, text, filename="second.svm")
     assert again.status_code == 200
     gzipped = upload(api, gzip.compress(text), filename="data.svm.gz")
@@ -82,7 +82,7 @@ def test_upload_options_widen_and_shift_features(api):
     (b"one 1:2\n", 1, "one"),
 ])
 def test_a_malformed_file_is_a_422_naming_line_and_token(api, content, line, token):
-    before = api.get("/datasets").json()["count"]
+    before = api.get("/api/v1/datasets").json()["count"]
     files_before = stored_files(api)
     response = upload(api, content)
     assert response.status_code == 422
@@ -90,7 +90,7 @@ def test_a_malformed_file_is_a_422_naming_line_and_token(api, content, line, tok
     assert detail["line"] == line and detail["token"] == token
     assert detail["message"].startswith(f"line {line}:")
     assert token in detail["message"]
-    assert api.get("/datasets").json()["count"] == before
+    assert api.get("/api/v1/datasets").json()["count"] == before
     assert stored_files(api) == files_before
 
 
@@ -108,14 +108,14 @@ def test_malformed_compressed_and_empty_uploads(api):
                          ids=["counted-while-streaming", "refused-by-content-length"])
 def test_an_oversized_upload_is_a_413_and_leaves_nothing(api, excess):
     limit = api.app.state.settings.max_upload_bytes
-    before = api.get("/datasets").json()["count"]
+    before = api.get("/api/v1/datasets").json()["count"]
     files_before = stored_files(api)
     line = b"1 " + b" ".join(b"%d:0.5" % j for j in range(1, 200)) + b"\n"
     big = line * ((limit + excess) // len(line) + 1)
     response = upload(api, big)
     assert response.status_code == 413
     assert str(limit) in response.json()["detail"]["message"]
-    assert api.get("/datasets").json()["count"] == before
+    assert api.get("/api/v1/datasets").json()["count"] == before
     assert stored_files(api) == files_before
 
 
@@ -135,7 +135,7 @@ def test_an_oversized_streamed_upload_is_refused_while_it_streams():
         received.append(len(chunk))
         return {"type": "http.request", "body": chunk, "more_body": True}  # never ends
 
-    scope = {"type": "http", "method": "POST", "path": "/datasets", "query_string": b"",
+    scope = {"type": "http", "method": "POST", "path": "/api/v1/datasets", "query_string": b"",
              "headers": [(b"content-type", b"multipart/form-data; boundary=" + boundary)]}
     request = Request(scope, receive)
     with pytest.raises(PayloadTooLarge):
@@ -146,13 +146,14 @@ def test_an_oversized_streamed_upload_is_refused_while_it_streams():
 
 
 def test_upload_needs_a_multipart_file_field(api):
-    response = api.post("/datasets", content=b"1 1:1\n", headers={"content-type": "text/plain"})
+    response = api.post("/api/v1/datasets", content=b"1 1:1\n",
+                        headers={"content-type": "text/plain"})
     assert response.status_code == 422
     assert "multipart/form-data" in response.json()["detail"]["message"]
-    response = api.post("/datasets", files={"other": ("x.svm", b"1 1:1\n")})
+    response = api.post("/api/v1/datasets", files={"other": ("x.svm", b"1 1:1\n")})
     assert response.status_code == 422
     assert "'file'" in response.json()["detail"]["message"]
-    response = api.post("/datasets", files=[("file", ("a.svm", b"1 1:1\n")),
+    response = api.post("/api/v1/datasets", files=[("file", ("a.svm", b"1 1:1\n")),
                                             ("file", ("b.svm", b"-1 1:2\n"))])
     assert response.status_code == 422
     assert "not several" in response.json()["detail"]["message"]
@@ -160,21 +161,21 @@ def test_upload_needs_a_multipart_file_field(api):
 
 def test_list_is_paginated_newest_first(api):
     ids = [uploaded_id(api, random_svmlight(seed=200 + k)) for k in range(3)]
-    page = api.get("/datasets", params={"limit": 2}).json()
+    page = api.get("/api/v1/datasets", params={"limit": 2}).json()
     assert page["count"] >= 3
     assert [d["id"] for d in page["data"]] == ids[::-1][:2]
-    second = api.get("/datasets", params={"limit": 2, "offset": 1}).json()
+    second = api.get("/api/v1/datasets", params={"limit": 2, "offset": 1}).json()
     assert second["data"][0]["id"] == ids[1]
-    assert api.get("/datasets", params={"limit": 0}).status_code == 422
+    assert api.get("/api/v1/datasets", params={"limit": 0}).status_code == 422
 
 
 def test_get_and_delete_unknown_datasets(api):
     missing = uuid.uuid4()
     for method in ("get", "delete"):
-        response = getattr(api, method)(f"/datasets/{missing}")
+        response = getattr(api, method)(f"/api/v1/datasets/{missing}")
         assert response.status_code == 404
         assert response.json() == {"detail": {"message": f"dataset {missing} not found"}}
-    response = api.get("/datasets/not-a-uuid")
+    response = api.get("/api/v1/datasets/not-a-uuid")
     assert response.status_code == 422
     assert response.json()["detail"]["errors"][0]["loc"] == ["path", "dataset_id"]
 
@@ -183,13 +184,14 @@ def test_delete_is_refused_while_jobs_or_models_use_the_dataset(api):
     dataset_id = uploaded_id(api, random_svmlight(seed=300))
     finished = wait_job(api, create_job(api, dataset_id, QUICK_PARAMS)["id"])
     assert finished["status"] == "succeeded"
-    refused = api.delete(f"/datasets/{dataset_id}")
+    refused = api.delete(f"/api/v1/datasets/{dataset_id}")
     assert refused.status_code == 409
     assert "cascade=true" in refused.json()["detail"]["message"]
-    assert api.delete(f"/datasets/{dataset_id}", params={"cascade": "true"}).status_code == 204
-    assert api.get(f"/datasets/{dataset_id}").status_code == 404
-    assert api.get(f"/jobs/{finished['id']}").status_code == 404
-    assert api.get(f"/models/{finished['model_id']}").status_code == 404
+    cascaded = api.delete(f"/api/v1/datasets/{dataset_id}", params={"cascade": "true"})
+    assert cascaded.status_code == 204
+    assert api.get(f"/api/v1/datasets/{dataset_id}").status_code == 404
+    assert api.get(f"/api/v1/jobs/{finished['id']}").status_code == 404
+    assert api.get(f"/api/v1/models/{finished['model_id']}").status_code == 404
 
 
 def test_an_unused_dataset_is_deleted_with_its_file(api):
@@ -198,7 +200,7 @@ def test_an_unused_dataset_is_deleted_with_its_file(api):
     root = api.app.state.settings.datasets_dir
     path = root / created["sha256"][:2] / f"{created['sha256']}.npz"
     assert path.exists()
-    assert api.delete(f"/datasets/{created['id']}").status_code == 204
+    assert api.delete(f"/api/v1/datasets/{created['id']}").status_code == 204
     assert not path.exists()
     assert upload(api, text).status_code == 201  # stored anew
 

@@ -35,10 +35,10 @@ def a9a(api):
 
 
 def test_a_job_runs_to_a_model_with_its_whole_log(api, heart):
-    created = api.post("/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS})
+    created = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS})
     assert created.status_code == 202
     body = created.json()
-    assert created.headers["location"] == f"/jobs/{body['id']}"
+    assert created.headers["location"] == f"/api/v1/jobs/{body['id']}"
     assert body["status"] in ("queued", "running")
     assert body["params"]["C"] == 1.0 and body["params"]["loss"] == "squared_hinge"
     done = wait_job(api, body["id"])
@@ -59,10 +59,10 @@ def test_log_pages_after_an_iteration_and_as_csv(api, heart):
     wait_job(api, job_id)
     records = full_log(api, job_id)
     assert len(records) > 5
-    page = api.get(f"/jobs/{job_id}/log", params={"after": 2, "limit": 3}).json()
+    page = api.get(f"/api/v1/jobs/{job_id}/log", params={"after": 2, "limit": 3}).json()
     assert [r["iteration"] for r in page["data"]] == [3, 4, 5]
     assert page["count"] == len(records) and page["has_more"]
-    response = api.get(f"/jobs/{job_id}/log", headers={"Accept": "text/csv"})
+    response = api.get(f"/api/v1/jobs/{job_id}/log", headers={"Accept": "text/csv"})
     assert response.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.text)))
     assert [int(r["iteration"]) for r in rows] == [r["iteration"] for r in records]
@@ -74,7 +74,7 @@ def test_log_stream_sends_records_then_the_end(api, heart):
     job_id = create_job(api, heart, QUICK_PARAMS)["id"]
     wait_job(api, job_id)
     events = []
-    with api.stream("GET", f"/jobs/{job_id}/log/stream", params={"after": 1}) as response:
+    with api.stream("GET", f"/api/v1/jobs/{job_id}/log/stream", params={"after": 1}) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         event = {}
         for line in response.iter_lines():
@@ -102,7 +102,7 @@ def test_log_stream_sends_records_then_the_end(api, heart):
     ({"C": 1.0}, "solver"),
 ])
 def test_invalid_parameters_are_a_422_with_the_reason(api, heart, params, fragment):
-    response = api.post("/jobs", json={"dataset_id": heart, "params": params})
+    response = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": params})
     assert response.status_code == 422
     detail = response.json()["detail"]
     assert fragment in detail["message"]
@@ -111,19 +111,19 @@ def test_invalid_parameters_are_a_422_with_the_reason(api, heart, params, fragme
 
 def test_unknown_datasets_and_bad_limits_are_refused(api, heart):
     missing = str(uuid.uuid4())
-    response = api.post("/jobs", json={"dataset_id": missing, "params": QUICK_PARAMS})
+    response = api.post("/api/v1/jobs", json={"dataset_id": missing, "params": QUICK_PARAMS})
     assert response.status_code == 422
     assert response.json()["detail"]["message"] == f"dataset_id: dataset {missing} not found"
-    response = api.post("/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS,
+    response = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS,
                                        "validation_dataset_id": missing})
     assert response.status_code == 422
-    response = api.post("/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS,
+    response = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS,
                                        "time_limit_s": 0})
     assert response.status_code == 422
-    assert api.get(f"/jobs/{missing}").status_code == 404
-    assert api.get(f"/jobs/{missing}/log").status_code == 404
-    assert api.get(f"/jobs/{missing}/log/stream").status_code == 404
-    assert api.post(f"/jobs/{missing}/cancel").status_code == 404
+    assert api.get(f"/api/v1/jobs/{missing}").status_code == 404
+    assert api.get(f"/api/v1/jobs/{missing}/log").status_code == 404
+    assert api.get(f"/api/v1/jobs/{missing}/log/stream").status_code == 404
+    assert api.post(f"/api/v1/jobs/{missing}/cancel").status_code == 404
 
 
 def test_a_failing_solver_fails_its_job_with_the_reason(api):
@@ -149,18 +149,18 @@ def test_a_failing_solver_fails_its_job_with_the_reason(api):
 def test_a_job_that_cannot_succeed_is_refused_before_it_is_queued(api, content, params,
                                                                   fragment):
     dataset_id = uploaded_id(api, content)
-    before = api.get("/jobs").json()["count"]
-    response = api.post("/jobs", json={"dataset_id": dataset_id, "params": params})
+    before = api.get("/api/v1/jobs").json()["count"]
+    response = api.post("/api/v1/jobs", json={"dataset_id": dataset_id, "params": params})
     assert response.status_code == 422
     assert fragment in response.json()["detail"]["message"]
-    assert api.get("/jobs").json()["count"] == before
+    assert api.get("/api/v1/jobs").json()["count"] == before
 
 
 def test_a_direct_solve_past_the_size_cap_is_refused(api):
     rows = api.app.state.settings.max_direct_rows + 1
     content = b"".join(b"%d 1:%d\n" % (1 if k % 2 else -1, k) for k in range(rows))
     dataset_id = uploaded_id(api, content)
-    response = api.post("/jobs", json={"dataset_id": dataset_id,
+    response = api.post("/api/v1/jobs", json={"dataset_id": dataset_id,
                                        "params": {"solver": "lssvm", "method": "direct"}})
     assert response.status_code == 422
     assert f"({rows} rows) exceeds the limit of {rows - 1} rows set by SVMSVC_MAX_DIRECT_ROWS" \
@@ -169,7 +169,7 @@ def test_a_direct_solve_past_the_size_cap_is_refused(api):
 
 def test_a_validation_dataset_of_another_feature_space_is_refused(api, heart):
     wider = uploaded_id(api, b"1 1:1\n-1 20:1\n")
-    response = api.post("/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS,
+    response = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS,
                                        "validation_dataset_id": wider})
     assert response.status_code == 422
     assert response.json()["detail"]["message"].startswith(
@@ -189,17 +189,17 @@ def test_cancel_queued_running_and_finished_jobs(api, a9a, heart):
     queued = create_job(api, heart, QUICK_PARAMS)["id"]  # behind it: one worker
     wait_job(api, running, until=lambda j: j["progress"] is not None)
     assert job(api, queued)["status"] == "queued"
-    response = api.post(f"/jobs/{queued}/cancel")
+    response = api.post(f"/api/v1/jobs/{queued}/cancel")
     assert response.status_code == 202
     assert response.json()["status"] == "cancelled"
     assert response.json()["message"] == "cancelled before it started"
-    response = api.post(f"/jobs/{running}/cancel")
+    response = api.post(f"/api/v1/jobs/{running}/cancel")
     assert response.status_code == 202
     assert response.json()["cancel_requested"]
     done = wait_job(api, running)
     assert done["status"] == "cancelled"
     assert done["message"].startswith("cancelled by request")
-    again = api.post(f"/jobs/{running}/cancel")
+    again = api.post(f"/api/v1/jobs/{running}/cancel")
     assert again.status_code == 409
     assert again.json()["detail"]["message"] == f"job {running} has already cancelled"
 
@@ -209,13 +209,13 @@ def test_list_filters_by_status_and_dataset(api, heart):
     ids = [create_job(api, dataset, QUICK_PARAMS)["id"] for _ in range(3)]
     for job_id in ids:
         wait_job(api, job_id)
-    page = api.get("/jobs", params={"dataset_id": dataset}).json()
+    page = api.get("/api/v1/jobs", params={"dataset_id": dataset}).json()
     assert page["count"] == 3
     assert [j["id"] for j in page["data"]] == ids[::-1]
-    succeeded = api.get("/jobs", params={"status": "succeeded", "limit": 1000}).json()
+    succeeded = api.get("/api/v1/jobs", params={"status": "succeeded", "limit": 1000}).json()
     assert set(ids) <= {j["id"] for j in succeeded["data"]}
     assert all(j["status"] == "succeeded" for j in succeeded["data"])
-    assert api.get("/jobs", params={"status": "sleeping"}).status_code == 422
+    assert api.get("/api/v1/jobs", params={"status": "sleeping"}).status_code == 422
 
 
 def test_a_validation_dataset_is_evaluated_after_training(api):
@@ -224,12 +224,12 @@ def test_a_validation_dataset_is_evaluated_after_training(api):
     done = wait_job(api, create_job(api, train_id, QUICK_PARAMS,
                                     validation_dataset_id=test_id)["id"])
     assert done["status"] == "succeeded", done
-    validation = api.get(f"/models/{done['model_id']}").json()["validation"]
+    validation = api.get(f"/api/v1/models/{done['model_id']}").json()["validation"]
     assert validation["dataset_id"] == test_id
     assert validation["n_samples"] == 1186
     assert validation["labels"] == [1.0, 2.0, 3.0]
     assert 0.9 < validation["accuracy"] <= 1.0
-    evaluated = api.post(f"/models/{done['model_id']}/evaluate",
+    evaluated = api.post(f"/api/v1/models/{done['model_id']}/evaluate",
                          json={"dataset_id": test_id}).json()
     assert evaluated == validation
 
@@ -240,18 +240,18 @@ def test_delete_a_finished_job_and_its_log_in_batches(api, heart, a9a):
     done = wait_job(api, create_job(api, heart, QUICK_PARAMS)["id"])
     assert len(full_log(api, done["id"])) >= 2
     unfinished = create_job(api, a9a, LONG_PARAMS)["id"]  # queued or running until cancelled
-    refused = api.delete(f"/jobs/{unfinished}")
+    refused = api.delete(f"/api/v1/jobs/{unfinished}")
     assert refused.status_code == 409 and "cancel it first" in refused.text
-    api.post(f"/jobs/{unfinished}/cancel")
+    api.post(f"/api/v1/jobs/{unfinished}/cancel")
     wait_job(api, unfinished)
-    assert api.delete(f"/jobs/{done['id']}").status_code == 204
-    assert api.get(f"/jobs/{done['id']}").status_code == 404
-    assert api.get(f"/jobs/{done['id']}/log").status_code == 404
-    assert api.get(f"/models/{done['model_id']}").json()["job_id"] is None  # the model stays
-    assert api.delete(f"/jobs/{done['id']}").status_code == 404
+    assert api.delete(f"/api/v1/jobs/{done['id']}").status_code == 204
+    assert api.get(f"/api/v1/jobs/{done['id']}").status_code == 404
+    assert api.get(f"/api/v1/jobs/{done['id']}/log").status_code == 404
+    assert api.get(f"/api/v1/models/{done['model_id']}").json()["job_id"] is None  # the model stays
+    assert api.delete(f"/api/v1/jobs/{done['id']}").status_code == 404
     sessions = api.app.state.sessions
     delete_finished_job(sessions, uuid.UUID(unfinished), batch=1)  # one record a batch
-    assert api.get(f"/jobs/{unfinished}").status_code == 404
+    assert api.get(f"/api/v1/jobs/{unfinished}").status_code == 404
 
 
 @pytest.mark.parametrize("params", [{"solver": "mfn", "linear_solver": "cholesky"},
@@ -261,7 +261,7 @@ def test_a_dense_system_past_the_size_cap_is_refused(api, params):
     (n_features + 1)^2 normal equations): past the cap the job is refused before it runs."""
     side = api.app.state.settings.max_direct_rows + 1
     dataset_id = uploaded_id(api, b"1 1:1\n-1 %d:1\n" % (side - 1))
-    response = api.post("/jobs", json={"dataset_id": dataset_id, "params": params})
+    response = api.post("/api/v1/jobs", json={"dataset_id": dataset_id, "params": params})
     assert response.status_code == 422
     message = response.json()["detail"]["message"]
     assert "normal equations" in message and f"({side} rows)" in message
@@ -274,7 +274,7 @@ def test_a_tuning_job_cross_validates_and_refits_at_the_best_point(api, heart):
     """The table equals the library's cross-validation on the same folds; the job's model is
     the refit at the best C; the log holds one record per fit, then the refit's."""
     tuning = {"C": [0.1, 1.0], "folds": 3, "seed": 2}
-    created = api.post("/jobs", json={"dataset_id": heart, "params": {"solver": "mfn"},
+    created = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": {"solver": "mfn"},
                                       "tuning": tuning})
     assert created.status_code == 202, created.text
     assert created.json()["tuning"] == {**tuning, "gamma": None}
@@ -286,7 +286,7 @@ def test_a_tuning_job_cross_validates_and_refits_at_the_best_point(api, heart):
     assert cv["best_C"] == expected.best_C and cv["warm_start"] and cv["metric"] == "accuracy"
     assert [row["mean"] for row in cv["table"]] == pytest.approx(
         [row.mean for row in expected.scores], abs=1e-12)
-    model = api.get(f"/models/{done['model_id']}").json()
+    model = api.get(f"/api/v1/models/{done['model_id']}").json()
     assert model["params"]["C"] == expected.best_C
     log = full_log(api, created.json()["id"])
     fits = [r for r in log if r["extras"].get("stage") != "refit"]
@@ -303,7 +303,7 @@ def test_a_tuning_job_cross_validates_and_refits_at_the_best_point(api, heart):
 ])
 def test_a_tuning_job_that_cannot_run_is_refused(api, tuning, fragment):
     tiny = uploaded_id(api, b"1 1:1\n-1 1:2\n1 2:1\n-1 2:3\n")
-    response = api.post("/jobs", json={"dataset_id": tiny, "params": {"solver": "mfn"},
+    response = api.post("/api/v1/jobs", json={"dataset_id": tiny, "params": {"solver": "mfn"},
                                        "tuning": tuning})
     assert response.status_code == 422
     assert fragment in json.dumps(response.json())

@@ -29,7 +29,7 @@ def stored_files(api) -> list:
     return sorted(p.name for p in root.rglob("*") if p.is_file())
 
 
-@pytest.mark.parametrize("path", ["/datasets", "/jobs", "/models"])
+@pytest.mark.parametrize("path", ["/api/v1/datasets", "/api/v1/jobs", "/api/v1/models"])
 def test_a_huge_offset_is_a_422(api, path):
     for offset in HUGE:
         response = api.get(path, params={"offset": offset})
@@ -39,7 +39,7 @@ def test_a_huge_offset_is_a_422(api, path):
 
 
 def test_a_huge_after_on_the_log_is_a_422_in_every_form(api, finished_job):
-    log = f"/jobs/{finished_job['id']}/log"
+    log = f"/api/v1/jobs/{finished_job['id']}/log"
     for after in HUGE:
         assert api.get(log, params={"after": after}).status_code == 422
         csv = api.get(log, params={"after": after}, headers={"accept": "text/csv"})
@@ -72,13 +72,13 @@ def test_a_compression_bomb_is_refused_on_its_decompressed_size(api, compress):
     limit = api.app.state.settings.max_upload_bytes
     bomb = compress(b"1 1:1 2:1\n" * (limit // 10 + 1000))
     assert len(bomb) < limit // 100
-    before = stored_files(api), api.get("/datasets").json()["count"]
+    before = stored_files(api), api.get("/api/v1/datasets").json()["count"]
     response = upload(api, bomb)
     assert response.status_code == 413
     message = response.json()["detail"]["message"]
     assert message.startswith("the decompressed file exceeds the limit of "
                               f"{limit} bytes set by SVMSVC_MAX_UPLOAD_BYTES")
-    assert (stored_files(api), api.get("/datasets").json()["count"]) == before
+    assert (stored_files(api), api.get("/api/v1/datasets").json()["count"]) == before
 
 
 def test_a_truncated_compressed_stream_is_a_422(api):
@@ -104,7 +104,7 @@ def _stream_upload(text: bytes, limits: UploadLimits):
         return {"type": "http.request", "body": body if len(sent) == 1 else b"",
                 "more_body": False}
 
-    scope = {"type": "http", "method": "POST", "path": "/datasets", "query_string": b"",
+    scope = {"type": "http", "method": "POST", "path": "/api/v1/datasets", "query_string": b"",
              "headers": [(b"content-type", b"multipart/form-data; boundary=" + boundary)]}
     return anyio.run(lambda: receive_svmlight_upload(Request(scope, receive), limits,
                                                      n_features=None, zero_based=False))
@@ -128,26 +128,26 @@ def test_each_cap_of_an_upload_names_its_setting(limits, fragment):
 
 def test_a_malformed_multipart_part_header_is_a_422(api):
     body = b'--b\r\nContent-Disposition form-data; name="file"\r\n\r\n1 1:1\r\n--b--\r\n'
-    response = api.post("/datasets", content=body,
+    response = api.post("/api/v1/datasets", content=body,
                         headers={"content-type": "multipart/form-data; boundary=b"})
     assert response.status_code == 422
     assert response.json()["detail"]["message"].startswith("malformed multipart body: ")
 
 
 def test_a_body_that_is_not_utf8_is_a_documented_400(api, finished_job):
-    response = api.post("/jobs", content=b'{"dataset_id": "\xff"}',
+    response = api.post("/api/v1/jobs", content=b'{"dataset_id": "\xff"}',
                         headers={"content-type": "application/json"})
     assert response.status_code == 400
     assert response.json() == {"detail": {"message": "There was an error parsing the body"}}
     spec = api.get("/openapi.json").json()
-    assert "400" in spec["paths"]["/jobs"]["post"]["responses"]
+    assert "400" in spec["paths"]["/api/v1/jobs"]["post"]["responses"]
 
 
 def test_a_prediction_body_past_its_own_limit_is_a_413(api, finished_job):
     limit = api.app.state.settings.max_predict_bytes
     assert limit < api.app.state.settings.max_upload_bytes
     body = b"1:0.5 2:0.5\n" * (limit // 12 + 10)
-    response = api.post(f"/models/{finished_job['model_id']}/predict", content=body,
+    response = api.post(f"/api/v1/models/{finished_job['model_id']}/predict", content=body,
                         headers={"content-type": "text/plain"})
     assert response.status_code == 413
     assert "SVMSVC_MAX_PREDICT_BYTES" in response.json()["detail"]["message"]

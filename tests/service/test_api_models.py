@@ -17,7 +17,7 @@ def binary(api):
     dataset_id = uploaded_id(api, data_path("heart_scale"))
     done = wait_job(api, create_job(api, dataset_id, QUICK_PARAMS)["id"])
     model_id = done["model_id"]
-    archive = api.get(f"/models/{model_id}/download").content
+    archive = api.get(f"/api/v1/models/{model_id}/download").content
     return model_id, solvers.load_model(archive), dataset_id
 
 
@@ -26,7 +26,7 @@ def multiclass(api):
     dataset_id = uploaded_id(api, data_path("dna.scale"))
     done = wait_job(api, create_job(api, dataset_id, QUICK_PARAMS)["id"])
     model_id = done["model_id"]
-    return model_id, solvers.load_model(api.get(f"/models/{model_id}/download").content)
+    return model_id, solvers.load_model(api.get(f"/api/v1/models/{model_id}/download").content)
 
 
 def test_an_ordinal_model_is_trained_stored_and_served(api):
@@ -37,27 +37,28 @@ def test_an_ordinal_model_is_trained_stored_and_served(api):
     done = wait_job(api, create_job(api, dataset_id, params)["id"])
     assert done["status"] == "succeeded" and done["solver_status"] == "converged", done
     model_id = done["model_id"]
-    body = api.get(f"/models/{model_id}").json()
+    body = api.get(f"/api/v1/models/{model_id}").json()
     assert body["kind"] == "ordinal" and body["classes"] == [1.0, 2.0, 3.0]
-    model = solvers.load_model(api.get(f"/models/{model_id}/download").content)
+    model = solvers.load_model(api.get(f"/api/v1/models/{model_id}/download").content)
     assert model.thresholds_.shape == (2,) and np.all(np.diff(model.thresholds_) > 0)
     lines = data_path("dna.scale.t").read_text().splitlines()[:20]
-    served = api.post(f"/models/{model_id}/predict", content="\n".join(lines) + "\n",
+    served = api.post(f"/api/v1/models/{model_id}/predict", content="\n".join(lines) + "\n",
                       headers={"Content-Type": "text/plain"}).json()["data"]
     local = solvers.read_svmlight(("\n".join(lines) + "\n").encode(), n_features=180)
     assert [row["label"] for row in served] == model.predict(local.X).tolist()
     assert [row["decision_values"][0] for row in served] == \
         pytest.approx(model.decision_function(local.X).tolist(), rel=1e-12)
-    evaluated = api.post(f"/models/{model_id}/evaluate", json={"dataset_id": dataset_id}).json()
+    evaluated = api.post(f"/api/v1/models/{model_id}/evaluate",
+                         json={"dataset_id": dataset_id}).json()
     train = solvers.read_svmlight(data_path("dna.scale"))
     assert evaluated["accuracy"] == pytest.approx(np.mean(model.predict(train.X) == train.y))
-    refused = api.get(f"/models/{model_id}/download", params={"format": "liblinear"})
+    refused = api.get(f"/api/v1/models/{model_id}/download", params={"format": "liblinear"})
     assert refused.status_code == 409, refused.text
 
 
 def test_model_metadata(api, binary):
     model_id, model, dataset_id = binary
-    body = api.get(f"/models/{model_id}").json()
+    body = api.get(f"/api/v1/models/{model_id}").json()
     assert body["kind"] == "linear" and body["solver"] == "mfn"
     assert body["classes"] == [-1.0, 1.0] and body["n_features"] == 13
     assert body["dataset_id"] == dataset_id
@@ -66,37 +67,37 @@ def test_model_metadata(api, binary):
     assert body["params"]["C"] == 1.0
     assert body["objective"] == pytest.approx(model.metadata["objective"])
     assert [s["label"] for s in body["subproblems"]] == ["1"]
-    listed = api.get("/models", params={"dataset_id": dataset_id}).json()
+    listed = api.get("/api/v1/models", params={"dataset_id": dataset_id}).json()
     assert model_id in {m["id"] for m in listed["data"]}
-    assert api.get("/models", params={"solver": "no-such"}).json()["count"] == 0
+    assert api.get("/api/v1/models", params={"solver": "no-such"}).json()["count"] == 0
 
 
 def test_download_formats(api, binary):
     model_id, model, _ = binary
-    response = api.get(f"/models/{model_id}/download", params={"format": "npz"})
+    response = api.get(f"/api/v1/models/{model_id}/download", params={"format": "npz"})
     assert response.headers["content-type"] == "application/octet-stream"
     assert f"model-{model_id}.npz" in response.headers["content-disposition"]
-    text = api.get(f"/models/{model_id}/download", params={"format": "liblinear"})
+    text = api.get(f"/api/v1/models/{model_id}/download", params={"format": "liblinear"})
     assert text.headers["content-type"].startswith("text/plain")
     assert text.text == model.to_liblinear()
-    assert api.get(f"/models/{model_id}/download", params={"format": "pickle"}
+    assert api.get(f"/api/v1/models/{model_id}/download", params={"format": "pickle"}
                    ).status_code == 422
 
 
 def test_predict_one_example_from_the_query_string(api, binary):
     model_id, model, _ = binary
     x = "1:0.7 3:1 13:-0.5"
-    response = api.get(f"/models/{model_id}/predict", params={"x": x})
+    response = api.get(f"/api/v1/models/{model_id}/predict", params={"x": x})
     assert response.status_code == 200
     body = response.json()
     expected = np.zeros((1, 13))
     expected[0, [0, 2, 12]] = [0.7, 1.0, -0.5]
     assert body["decision_values"] == [pytest.approx(model.decision_function(expected)[0])]
     assert body["label"] == model.predict(expected)[0]
-    reordered = api.get(f"/models/{model_id}/predict", params={"x": "3:1 1:0.7"}).json()
+    reordered = api.get(f"/api/v1/models/{model_id}/predict", params={"x": "3:1 1:0.7"}).json()
     assert reordered["decision_values"] == pytest.approx(
         [model.decision_function(np.eye(1, 13, 2) + 0.7 * np.eye(1, 13, 0))[0]])
-    empty = api.get(f"/models/{model_id}/predict", params={"x": ""}).json()
+    empty = api.get(f"/api/v1/models/{model_id}/predict", params={"x": ""}).json()
     assert empty["decision_values"] == [pytest.approx(model.intercept_[0])]
 
 
@@ -110,7 +111,7 @@ def test_predict_one_example_from_the_query_string(api, binary):
     ("3:1 14:5", "14:5"),  # past the model's 13 features: refused, as batches refuse it
 ])
 def test_a_malformed_example_is_a_422(api, binary, x, token):
-    response = api.get(f"/models/{binary[0]}/predict", params={"x": x})
+    response = api.get(f"/api/v1/models/{binary[0]}/predict", params={"x": x})
     assert response.status_code == 422
     detail = response.json()["detail"]
     assert detail["token"] == token
@@ -120,7 +121,7 @@ def test_a_malformed_example_is_a_422(api, binary, x, token):
 def test_predict_a_batch_of_svmlight_lines_with_or_without_labels(api, binary):
     model_id, model, _ = binary
     body = b"1 1:0.7 3:1\n3:1 5:-0.2\r\n# a comment\n-1 2:1 4:0.5 # trailing\n\n7:1\n"
-    response = api.post(f"/models/{model_id}/predict", content=body,
+    response = api.post(f"/api/v1/models/{model_id}/predict", content=body,
                         headers={"content-type": "text/plain"})
     assert response.status_code == 200, response.text
     data = response.json()
@@ -137,7 +138,7 @@ def test_predict_a_batch_of_svmlight_lines_with_or_without_labels(api, binary):
 
 def test_predict_a_batch_of_json_rows(api, binary):
     model_id, model, _ = binary
-    response = api.post(f"/models/{model_id}/predict",
+    response = api.post(f"/api/v1/models/{model_id}/predict",
                         json={"rows": [{"1": 0.7, "3": 1}, {}, {"13": 2.5}]})
     assert response.status_code == 200, response.text
     X = np.zeros((3, 13))
@@ -162,7 +163,7 @@ def test_predict_a_batch_of_json_rows(api, binary):
     (b"<rows/>", "application/xml", "application/json"),
 ])
 def test_a_malformed_batch_is_a_422(api, binary, content, content_type, fragment):
-    response = api.post(f"/models/{binary[0]}/predict", content=content,
+    response = api.post(f"/api/v1/models/{binary[0]}/predict", content=content,
                         headers={"content-type": content_type})
     assert response.status_code == 422
     assert fragment in response.json()["detail"]["message"]
@@ -170,7 +171,7 @@ def test_a_malformed_batch_is_a_422(api, binary, content, content_type, fragment
 
 def test_evaluate_a_binary_model(api, binary):
     model_id, model, dataset_id = binary
-    response = api.post(f"/models/{model_id}/evaluate", json={"dataset_id": dataset_id})
+    response = api.post(f"/api/v1/models/{model_id}/evaluate", json={"dataset_id": dataset_id})
     assert response.status_code == 200
     body = response.json()
     data = solvers.read_svmlight(data_path("heart_scale"))
@@ -187,16 +188,16 @@ def test_evaluate_a_binary_model(api, binary):
 
 def test_evaluate_a_multiclass_model_with_a_label_it_never_saw(api, multiclass):
     model_id, model = multiclass
-    body = api.post(f"/models/{model_id}/evaluate", json={
+    body = api.post(f"/api/v1/models/{model_id}/evaluate", json={
         "dataset_id": uploaded_id(api, data_path("dna.scale.t"))}).json()
     assert body["labels"] == [1.0, 2.0, 3.0]
     assert np.array(body["confusion_matrix"]).shape == (3, 3)
     extra = uploaded_id(api, b"1 1:1\n4 2:1\n")
-    body = api.post(f"/models/{model_id}/evaluate", json={"dataset_id": extra}).json()
+    body = api.post(f"/api/v1/models/{model_id}/evaluate", json={"dataset_id": extra}).json()
     assert body["labels"] == [1.0, 2.0, 3.0, 4.0]
     assert body["per_class"][3] == {"label": 4.0, "true_count": 1, "predicted_count": 0,
                                     "correct": 0}
-    decision = api.get(f"/models/{model_id}/predict", params={"x": "60:1"}).json()
+    decision = api.get(f"/api/v1/models/{model_id}/predict", params={"x": "60:1"}).json()
     assert len(decision["decision_values"]) == 3
 
 
@@ -205,16 +206,16 @@ def test_errors_on_unknown_models_and_datasets(api, binary):
     for method, path in [("get", ""), ("delete", ""), ("get", "/download"),
                          ("get", "/predict?x=1:1"), ("post", "/evaluate")]:
         kwargs = {"json": {"dataset_id": binary[2]}} if method == "post" else {}
-        response = getattr(api, method)(f"/models/{missing}{path}", **kwargs)
+        response = getattr(api, method)(f"/api/v1/models/{missing}{path}", **kwargs)
         assert response.status_code == 404, (method, path)
         assert response.json()["detail"]["message"] == f"model {missing} not found"
-    response = api.post(f"/models/{binary[0]}/evaluate", json={"dataset_id": str(missing)})
+    response = api.post(f"/api/v1/models/{binary[0]}/evaluate", json={"dataset_id": str(missing)})
     assert response.status_code == 422
 
 
 def test_evaluate_on_another_feature_space_is_a_422(api, binary):
     wider = uploaded_id(api, b"1 1:1\n-1 14:1\n")  # heart_scale has 13 features
-    response = api.post(f"/models/{binary[0]}/evaluate", json={"dataset_id": wider})
+    response = api.post(f"/api/v1/models/{binary[0]}/evaluate", json={"dataset_id": wider})
     assert response.status_code == 422
     assert response.json()["detail"]["message"] == (
         "dataset_id: the dataset has 14 features, the model 13: it belongs to another "
@@ -225,11 +226,11 @@ def test_delete_a_model(api):
     dataset_id = uploaded_id(api, data_path("heart_scale"))
     done = wait_job(api, create_job(api, dataset_id, {"solver": "mfn", "C": 0.5})["id"])
     model_id = done["model_id"]
-    assert api.get(f"/models/{model_id}/predict", params={"x": "1:1"}).status_code == 200
-    assert api.delete(f"/models/{model_id}").status_code == 204
-    assert api.get(f"/models/{model_id}").status_code == 404
-    assert api.get(f"/models/{model_id}/predict", params={"x": "1:1"}).status_code == 404
-    assert api.get(f"/jobs/{done['id']}").json()["model_id"] is None
+    assert api.get(f"/api/v1/models/{model_id}/predict", params={"x": "1:1"}).status_code == 200
+    assert api.delete(f"/api/v1/models/{model_id}").status_code == 204
+    assert api.get(f"/api/v1/models/{model_id}").status_code == 404
+    assert api.get(f"/api/v1/models/{model_id}/predict", params={"x": "1:1"}).status_code == 404
+    assert api.get(f"/api/v1/jobs/{done['id']}").json()["model_id"] is None
 
 
 def test_a_model_without_liblinear_form_downloads_as_npz_only(api):
@@ -238,13 +239,14 @@ def test_a_model_without_liblinear_form_downloads_as_npz_only(api):
     dataset_id = uploaded_id(api, data_path("heart_scale"))
     done = wait_job(api, create_job(api, dataset_id, {"solver": "lssvm", "gamma": 0.1})["id"])
     assert done["status"] == "succeeded", done
-    model = api.get(f"/models/{done['model_id']}").json()
+    model = api.get(f"/api/v1/models/{done['model_id']}").json()
     assert model["kind"] != "linear"
-    response = api.get(f"/models/{done['model_id']}/download", params={"format": "liblinear"})
+    response = api.get(f"/api/v1/models/{done['model_id']}/download",
+                       params={"format": "liblinear"})
     assert response.status_code == 409
     assert response.json()["detail"]["message"] == (
         f"{model['kind']} models have no LIBLINEAR form; download format=npz")
-    archive = api.get(f"/models/{done['model_id']}/download").content
+    archive = api.get(f"/api/v1/models/{done['model_id']}/download").content
     assert solvers.load_model(archive).kind == model["kind"]
 
 

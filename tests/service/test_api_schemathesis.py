@@ -21,8 +21,10 @@ EXAMPLES_PER_OPERATION = 8
 schema = schemathesis.openapi.from_dict(create_app(Settings(data_dir="unused")).openapi())
 
 
-SEMANTIC_422 = {("POST", "/datasets"), ("POST", "/jobs"), ("POST", "/models/{model_id}/evaluate"),
-                ("GET", "/models/{model_id}/predict"), ("POST", "/models/{model_id}/predict")}
+SEMANTIC_422 = {("POST", "/api/v1/datasets"), ("POST", "/api/v1/jobs"),
+                ("POST", "/api/v1/models/{model_id}/evaluate"),
+                ("GET", "/api/v1/models/{model_id}/predict"),
+                ("POST", "/api/v1/models/{model_id}/predict")}
 """Operations whose 422s the schema cannot express: the content of an uploaded file, a dataset
 id that must exist, a feature index within the model's features."""
 

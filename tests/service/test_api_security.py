@@ -13,7 +13,8 @@ from app.core.config import Settings
 from app.core.security import ApiKeys, KeyConfigError, Scope, key_digest
 
 PROBES = {"/healthz", "/readyz"}
-TRAIN_ROUTES = {("POST", "/datasets"), ("POST", "/jobs"), ("POST", "/jobs/{job_id}/cancel")}
+TRAIN_ROUTES = {("POST", "/api/v1/datasets"), ("POST", "/api/v1/jobs"),
+                ("POST", "/api/v1/jobs/{job_id}/cancel")}
 
 
 def needed_scope(method: str, path: str) -> Scope:
@@ -113,7 +114,8 @@ def test_queued_jobs_are_limited_per_key(api):
     sessions = api.app.state.sessions
     limit = api.app.state.settings.max_queued_jobs_per_key
     owner = key_digest(API_KEYS["train"])
-    dataset_id = api.post("/datasets", files={"file": ("q.svm", b"1 1:1\n-1 2:1\n")}).json()["id"]
+    dataset_id = api.post("/api/v1/datasets",
+                          files={"file": ("q.svm", b"1 1:1\n-1 2:1\n")}).json()["id"]
     with sessions.write() as session:  # a backlog for the train key, as if the pool were busy
         # (more than the quota: the worker may take a few of them meanwhile)
         session.add_all([Job(dataset_id=uuid.UUID(dataset_id), solver="mfn",
@@ -122,14 +124,14 @@ def test_queued_jobs_are_limited_per_key(api):
         session.commit()
     try:
         body = {"dataset_id": dataset_id, "params": {"solver": "mfn"}}
-        refused = api.post("/jobs", json=body, headers={"X-API-Key": API_KEYS["train"]})
+        refused = api.post("/api/v1/jobs", json=body, headers={"X-API-Key": API_KEYS["train"]})
         assert refused.status_code == 429
         assert refused.json()["detail"]["message"].endswith(
             f"jobs) exceeds the limit of {limit} jobs set by SVMSVC_MAX_QUEUED_JOBS_PER_KEY; "
             f"the operator can raise that setting")
-        other = api.post("/jobs", json=body)  # another key has its own quota
+        other = api.post("/api/v1/jobs", json=body)  # another key has its own quota
         assert other.status_code == 202
-        api.post(f"/jobs/{other.json()['id']}/cancel")
+        api.post(f"/api/v1/jobs/{other.json()['id']}/cancel")
     finally:
         with sessions.write() as session:
             session.query(Job).filter(Job.owner == owner, Job.status == JobStatus.queued) \
@@ -146,9 +148,10 @@ def test_cors_is_a_setting():
                  "Access-Control-Request-Headers": "X-API-Key"}
     allowed = TestClient(create_app(Settings(data_dir="unused",
                                              cors_origins="https://ui.example.org")))
-    response = allowed.options("/jobs", headers=preflight)  # answered before any route
+    response = allowed.options("/api/v1/jobs", headers=preflight)  # answered before any route
     assert response.status_code == 200
     assert response.headers["access-control-allow-origin"] == "https://ui.example.org"
     assert "x-api-key" in response.headers["access-control-allow-headers"].lower()
     closed = TestClient(create_app(Settings(data_dir="unused")))
-    assert "access-control-allow-origin" not in closed.options("/jobs", headers=preflight).headers
+    preflighted = closed.options("/api/v1/jobs", headers=preflight)
+    assert "access-control-allow-origin" not in preflighted.headers

@@ -10,25 +10,25 @@ from app.core.config import Settings
 from app.main import create_app
 
 OPERATION_IDS = {
-    ("post", "/datasets"): "datasets-upload",
-    ("get", "/datasets"): "datasets-list",
-    ("get", "/datasets/{dataset_id}"): "datasets-get",
-    ("delete", "/datasets/{dataset_id}"): "datasets-delete",
-    ("post", "/jobs"): "jobs-create",
-    ("get", "/jobs"): "jobs-list",
-    ("get", "/jobs/{job_id}"): "jobs-get",
-    ("post", "/jobs/{job_id}/cancel"): "jobs-cancel",
-    ("delete", "/jobs/{job_id}"): "jobs-delete",
-    ("get", "/jobs/{job_id}/log"): "jobs-log",
-    ("get", "/jobs/{job_id}/log/stream"): "jobs-log-stream",
-    ("get", "/models"): "models-list",
-    ("get", "/models/{model_id}"): "models-get",
-    ("delete", "/models/{model_id}"): "models-delete",
-    ("get", "/models/{model_id}/download"): "models-download",
-    ("get", "/models/{model_id}/predict"): "models-predict",
-    ("post", "/models/{model_id}/predict"): "models-predict-batch",
-    ("post", "/models/{model_id}/evaluate"): "models-evaluate",
-    ("get", "/solvers"): "solvers-list",
+    ("post", "/api/v1/datasets"): "datasets-upload",
+    ("get", "/api/v1/datasets"): "datasets-list",
+    ("get", "/api/v1/datasets/{dataset_id}"): "datasets-get",
+    ("delete", "/api/v1/datasets/{dataset_id}"): "datasets-delete",
+    ("post", "/api/v1/jobs"): "jobs-create",
+    ("get", "/api/v1/jobs"): "jobs-list",
+    ("get", "/api/v1/jobs/{job_id}"): "jobs-get",
+    ("post", "/api/v1/jobs/{job_id}/cancel"): "jobs-cancel",
+    ("delete", "/api/v1/jobs/{job_id}"): "jobs-delete",
+    ("get", "/api/v1/jobs/{job_id}/log"): "jobs-log",
+    ("get", "/api/v1/jobs/{job_id}/log/stream"): "jobs-log-stream",
+    ("get", "/api/v1/models"): "models-list",
+    ("get", "/api/v1/models/{model_id}"): "models-get",
+    ("delete", "/api/v1/models/{model_id}"): "models-delete",
+    ("get", "/api/v1/models/{model_id}/download"): "models-download",
+    ("get", "/api/v1/models/{model_id}/predict"): "models-predict",
+    ("post", "/api/v1/models/{model_id}/predict"): "models-predict-batch",
+    ("post", "/api/v1/models/{model_id}/evaluate"): "models-evaluate",
+    ("get", "/api/v1/solvers"): "solvers-list",
     ("get", "/healthz"): "health-live",
     ("get", "/readyz"): "health-ready",
 }
@@ -77,17 +77,17 @@ def test_job_parameters_are_a_discriminated_union_of_the_registry(spec):
 
 def test_request_bodies_of_uploads_and_batches(spec):
     schemas = spec["components"]["schemas"]
-    upload = spec["paths"]["/datasets"]["post"]["requestBody"]["content"]
+    upload = spec["paths"]["/api/v1/datasets"]["post"]["requestBody"]["content"]
     assert upload["multipart/form-data"]["schema"] == {
         "$ref": "#/components/schemas/DatasetUpload"}
     assert schemas["DatasetUpload"]["properties"]["file"]["format"] == "binary"
-    batch = spec["paths"]["/models/{model_id}/predict"]["post"]["requestBody"]["content"]
+    batch = spec["paths"]["/api/v1/models/{model_id}/predict"]["post"]["requestBody"]["content"]
     assert set(batch) == {"application/json", "application/octet-stream"}
     assert "PredictBatchRequest" in schemas
 
 
 def test_solvers_lists_the_registry(api):
-    body = api.get("/solvers").json()
+    body = api.get("/api/v1/solvers").json()
     assert body["count"] == len(solvers.list_solvers())
     mfn = next(s for s in body["data"] if s["name"] == "mfn")
     assert "squared_hinge" in mfn["losses"] and "binary" in mfn["tasks"]
@@ -98,13 +98,13 @@ def test_unknown_paths_and_methods_are_json_errors(api):
     response = api.get("/no/such/path")
     assert response.status_code == 404
     assert response.json() == {"detail": {"message": "Not Found"}}
-    response = api.put("/datasets")
+    response = api.put("/api/v1/datasets")
     assert response.status_code == 405
     assert response.json() == {"detail": {"message": "Method Not Allowed"}}
 
 
 def test_validation_errors_list_every_problem(api):
-    response = api.post("/jobs", json={"params": {"solver": "mfn", "C": "lots"}})
+    response = api.post("/api/v1/jobs", json={"params": {"solver": "mfn", "C": "lots"}})
     assert response.status_code == 422
     detail = response.json()["detail"]
     locations = [tuple(e["loc"]) for e in detail["errors"]]
@@ -141,9 +141,9 @@ def test_probes(api):
 def test_metrics(api):
     dataset_id = uploaded_id(api, data_path("heart_scale"))
     wait_job(api, create_job(api, dataset_id, QUICK_PARAMS)["id"])
-    api.get(f"/datasets/{dataset_id}")
+    api.get(f"/api/v1/datasets/{dataset_id}")
     text = api.get("/metrics").text
-    assert 'svmsvc_http_requests_total{method="GET",route="/datasets/{dataset_id}",' \
+    assert 'svmsvc_http_requests_total{method="GET",route="/api/v1/datasets/{dataset_id}",' \
            'status="200"}' in text
     assert "svmsvc_http_request_duration_seconds_bucket" in text
     assert 'svmsvc_jobs{status="succeeded"}' in text
@@ -161,7 +161,8 @@ def test_a_database_outage_is_a_503_with_retry_after(api):
         "postgresql+psycopg://svmsvc@127.0.0.1:1/svmsvc?connect_timeout=2")
     api.app.state.sessions = Sessions(unreachable)
     try:
-        for method, path in [("get", "/datasets"), ("get", "/jobs"), ("post", "/jobs")]:
+        for method, path in [("get", "/api/v1/datasets"), ("get", "/api/v1/jobs"),
+                             ("post", "/api/v1/jobs")]:
             kwargs = {"json": {"dataset_id": "0" * 32, "params": {"solver": "mfn"}}} \
                 if method == "post" else {}
             response = getattr(api, method)(path, **kwargs)
@@ -173,7 +174,7 @@ def test_a_database_outage_is_a_503_with_retry_after(api):
     finally:
         api.app.state.sessions = working
         unreachable.dispose()
-    assert api.get("/datasets").status_code == 200
+    assert api.get("/api/v1/datasets").status_code == 200
 
 
 def test_a_dead_worker_is_never_shown_ready():

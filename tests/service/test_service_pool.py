@@ -64,7 +64,7 @@ def test_cancel_stops_a_running_job_cooperatively(server, a9a):
     job_id = create_job(client, a9a, LONG_PARAMS)["id"]
     wait_job(client, job_id, until=running_with_progress)
     worker = server.worker_of(job_id)
-    response = client.post(f"/jobs/{job_id}/cancel")
+    response = client.post(f"/api/v1/jobs/{job_id}/cancel")
     assert response.status_code == 202
     done = wait_job(client, job_id)
     # "stopped" by the solver: the monitor saw the flag before any kill could happen
@@ -83,7 +83,7 @@ def test_a_worker_that_does_not_stop_is_killed_and_replaced(server, a9a):
     os.kill(worker["pid"], signal.SIGSTOP)  # deaf to the cancel flag
     try:
         started = time.monotonic()
-        assert client.post(f"/jobs/{job_id}/cancel").status_code == 202
+        assert client.post(f"/api/v1/jobs/{job_id}/cancel").status_code == 202
         done = wait_job(client, job_id)
         waited = time.monotonic() - started
     finally:
@@ -160,7 +160,7 @@ def test_the_live_log_stream_follows_a_running_job(server, a9a):
     client = server.client
     job_id = create_job(client, a9a, LONG_PARAMS)["id"]
     events, cancelled = [], False
-    with client.stream("GET", f"/jobs/{job_id}/log/stream", timeout=PATIENCE_S) as response:
+    with client.stream("GET", f"/api/v1/jobs/{job_id}/log/stream", timeout=PATIENCE_S) as response:
         assert response.status_code == 200
         event = {}
         for line in response.iter_lines():
@@ -174,7 +174,7 @@ def test_the_live_log_stream_follows_a_running_job(server, a9a):
             event = {}
             records = [e for e in events if e.get("event") == "record"]
             if len(records) >= 20 and not cancelled:
-                assert client.post(f"/jobs/{job_id}/cancel").status_code == 202
+                assert client.post(f"/api/v1/jobs/{job_id}/cancel").status_code == 202
                 cancelled = True
     kinds = [e["event"] for e in events]
     assert kinds[0] == "status" and kinds[-1] == "end"

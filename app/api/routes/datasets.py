@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
+from app.api import API_PREFIX
 from app.api.deps import (
     DatasetDep,
     LimitQuery,
@@ -27,7 +28,7 @@ from app.db.models import Dataset
 from app.schemas import DatasetPublic, DatasetsPublic
 from app.uploads import UploadLimits, receive_svmlight_upload
 
-router = APIRouter(prefix="/datasets", tags=["datasets"],
+router = APIRouter(prefix=f"{API_PREFIX}/datasets", tags=["datasets"],
                    dependencies=[READ], responses=responses(401, 403, 503))
 
 UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {
@@ -73,7 +74,7 @@ async def upload_dataset(
         crud_datasets.store, sessions, store, upload.dataset, _base_name(upload.filename),
         upload.size)
     if created:
-        response.headers["Location"] = f"/datasets/{dataset.id}"
+        response.headers["Location"] = f"{API_PREFIX}/datasets/{dataset.id}"
     else:
         response.status_code = status.HTTP_200_OK
     return DatasetPublic.from_row(dataset)

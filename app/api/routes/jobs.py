@@ -16,6 +16,7 @@ from fastapi.responses import StreamingResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
+from app.api import API_PREFIX
 from app.api.deps import (
     MAX_POSITION,
     AfterQuery,
@@ -41,7 +42,7 @@ from app.db.session import Sessions
 from app.jobs.state import delete_finished_job, request_cancel
 from app.schemas import JobCreate, JobLogPublic, JobPublic, JobsPublic, LogRecordPublic
 
-router = APIRouter(prefix="/jobs", tags=["jobs"],
+router = APIRouter(prefix=f"{API_PREFIX}/jobs", tags=["jobs"],
                    dependencies=[READ], responses=responses(401, 403, 503))
 
 STREAM_POLL_S = 0.25
@@ -65,7 +66,7 @@ def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep, setting
     """
     job = crud_jobs.create(session, body, owner, settings)
     pool.wake()
-    response.headers["Location"] = f"/jobs/{job.id}"
+    response.headers["Location"] = f"{API_PREFIX}/jobs/{job.id}"
     return JobPublic.from_row(job)
 
 

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
+from app.api import API_PREFIX
 from app.api.deps import (
     LimitQuery,
     ModelCacheDep,
@@ -53,7 +54,7 @@ from app.schemas import (
     PredictionsPublic,
 )
 
-router = APIRouter(prefix="/models", tags=["models"],
+router = APIRouter(prefix=f"{API_PREFIX}/models", tags=["models"],
                    dependencies=[READ], responses=responses(401, 403, 503))
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 import solvers
+from app.api import API_PREFIX
 from app.api.errors import responses
 from app.core.security import READ
 from app.schemas import SolverPublic, SolversPublic
 
-router = APIRouter(prefix="/solvers", tags=["solvers"], dependencies=[READ],
+router = APIRouter(prefix=f"{API_PREFIX}/solvers", tags=["solvers"], dependencies=[READ],
                    responses=responses(401, 403))
 
 
