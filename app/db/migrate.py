@@ -1,4 +1,4 @@
-"""Apply the Alembic migrations (``alembic/`` at the top of the project) to a database.
+"""Apply the Alembic migrations (``app/db/migrations/``, shipped in the package) to a database.
 
 The web process calls :func:`upgrade_database` once at start-up, before the worker pool
 starts; ``svmsvc migrate`` does the same on demand.  The migrations use batch mode, so one
@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
-from alembic import command
-
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "alembic"
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 
 def _alembic_config() -> Config:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from logging.config import fileConfig
 
 from alembic import context
+
 from app.core.config import Settings
 from app.db.models import Base
 from app.db.session import create_db_engine
