@@ -101,7 +101,11 @@ def test_a_worker_that_does_not_stop_is_killed_and_replaced(server, a9a):
 
 def test_a_time_limit_is_enforced_on_a_worker_that_does_not_stop(server, a9a):
     client = server.client
-    job_id = create_job(client, a9a, LONG_PARAMS, time_limit_s=1.0)["id"]
+    # long enough that the job is seen running with progress before it runs out, on a loaded
+    # machine too (with 1 s, at load average 13, the limit stopped the job cooperatively
+    # before the test saw its first record, and the wait below never ended)
+    limit = 10.0
+    job_id = create_job(client, a9a, LONG_PARAMS, time_limit_s=limit)["id"]
     wait_job(client, job_id, until=running_with_progress)
     worker = server.worker_of(job_id)
     os.kill(worker["pid"], signal.SIGSTOP)
@@ -111,8 +115,8 @@ def test_a_time_limit_is_enforced_on_a_worker_that_does_not_stop(server, a9a):
         if job(client, job_id)["status"] != "failed":
             os.kill(worker["pid"], signal.SIGCONT)
     assert done["status"] == "failed"
-    assert done["error"] == (f"time limit of 1 s reached; the worker did not stop within "
-                             f"{LIVE_GRACE_S:g} s and was killed")
+    assert done["error"] == (f"time limit of {limit:g} s reached; the worker did not stop "
+                             f"within {LIVE_GRACE_S:g} s and was killed")
     wait_process_gone(worker["pid"])
 
 
