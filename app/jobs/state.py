@@ -105,21 +105,26 @@ def check_in(session: Session, job_id: uuid.UUID, attempt: int) -> Signal:
 
 def record_progress(session: Session, job_id: uuid.UUID, attempt: int,
                     records: Sequence[dict[str, Any]]) -> Signal:
-    """Append iteration records (dicts with the log columns) and update the job's progress."""
+    """Append iteration records (dicts with the log columns) and update the job's progress.
+
+    The records go in first and the job row is updated last, reading the cancel flag back in
+    the same statement: the row lock (PostgreSQL) is held for one statement and the commit,
+    not for the batch insert, so a worker stopped or slowed inside this transaction does not
+    hold up ``POST /jobs/{id}/cancel`` for long (a worker SIGSTOPped with the lock held made
+    the cancel wait until the client gave up).  A lost attempt's insert is rolled back."""
     last = records[-1]
-    updated = session.execute(
+    session.execute(insert(JobLogEntry), [dict(record, job_id=job_id) for record in records])
+    owned = session.execute(
         update(Job).where(*_owned(job_id, attempt)).values(
             iteration=last["iteration"], elapsed=last["elapsed"],
             objective=last["objective"], optimality=last["optimality"], heartbeat_at=utcnow())
-    ).rowcount
-    if updated != 1:
+        .returning(Job.cancel_requested_at)
+    ).all()
+    if len(owned) != 1:
         session.rollback()
         return Signal.lost
-    session.execute(insert(JobLogEntry), [dict(record, job_id=job_id) for record in records])
-    cancel_requested_at = session.scalar(
-        select(Job.cancel_requested_at).where(Job.id == job_id))
     session.commit()
-    return Signal.cancel if cancel_requested_at is not None else Signal.proceed
+    return Signal.cancel if owned[0].cancel_requested_at is not None else Signal.proceed
 
 
 def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobStatus, *,
