@@ -232,6 +232,8 @@ def cmd_train(args, spec) -> int:
     ds = _read(args.file, args.n_features, args.zero_based)
     monitor = None if args.quiet else _ProgressPrinter()
     result = solvers.train(ds, solver=spec.name, params=params, monitor=monitor)
+    if result.choice is not None:
+        print(f"auto: {result.choice.reason}", file=sys.stderr)
     print(result.message, file=sys.stderr)
     print(f"objective {result.objective:.12g} after {result.iterations} iterations in "
           f"{result.elapsed:.3f} s", file=sys.stderr)
@@ -307,6 +309,8 @@ def cmd_cv(args, spec) -> int:
     result = cross_validate(ds, spec.name, C=C, gamma=gamma, folds=args.folds, seed=args.seed,
                             refit=bool(args.model_out), progress=_ProgressBar(total, args.quiet),
                             **params)
+    if result.choice is not None:
+        print(f"auto: {result.choice['reason']}", file=sys.stderr)
     metric = "accuracy" if result.metric == "accuracy" else "mean abs. rank error"
     header = f"{'C':>12} " + (f"{'gamma':>12} " if gamma else "") + \
         f"{metric:>20} {'std':>8} {'objective':>14} {'seconds':>9}"

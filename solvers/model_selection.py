@@ -28,7 +28,7 @@ from solvers.models import LinearModel, Model
 from solvers.monitor import Monitor, NullMonitor, Reporter
 from solvers.multiclass import binary_targets, fit_linear_one_vs_rest, n_score_rows
 from solvers.termination import Termination
-from solvers.train import TrainResult, fit_handler, train, validate_params
+from solvers.train import TrainResult, fit_handler, resolve, train, validate_params
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class CrossValidationResult:
     message: str = ""
     model: Model | None = None
     refit: TrainResult | None = field(default=None, repr=False)
+    choice: dict[str, Any] | None = None  # solver="auto": what it chose and why
 
     def table(self) -> list[dict[str, Any]]:
         return [{"C": row.C, "gamma": row.gamma, "mean": row.mean, "std": row.std,
@@ -69,7 +70,8 @@ class CrossValidationResult:
         return {"solver": self.solver, "metric": self.metric, "folds": self.folds,
                 "warm_start": self.warm_start, "best_C": self.best_C,
                 "best_gamma": self.best_gamma, "status": str(self.status),
-                "message": self.message, "table": self.table()}
+                "message": self.message, "table": self.table(),
+                **({"auto": self.choice} if self.choice is not None else {})}
 
 
 def _score(model: Model, test: Dataset, ordinal: bool) -> float:
@@ -147,6 +149,13 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     """
     C_grid = _grid(C if C is not None else 2.0 ** np.arange(-5, 6), "C")
     spec, base = validate_params(solver, params, C=C_grid[0])
+    choice = None
+    if spec.name == "auto":  # one choice for the whole search, made at the grid's middle C
+        middle = float(np.exp(np.mean(np.log(C_grid))))
+        spec, chosen, auto_choice = resolve(spec, base.model_copy(update={"C": middle}),
+                                            dataset)
+        choice = auto_choice.as_dict()
+        solver, base = spec.name, chosen.model_copy(update={"C": C_grid[0]})
     has_gamma = "gamma" in spec.params_model.model_fields
     if gamma is not None and not has_gamma:
         raise ValueError(f"solver {solver!r} has no kernel gamma to search")
@@ -207,7 +216,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
             solver=spec.name, metric="mean_absolute_rank_error" if ordinal else "accuracy",
             folds=folds, warm_start=warm, scores=[], best_C=float("nan"), best_gamma=None,
             params=base.model_dump(mode="json"), status=status,
-            message=f"stopped: {reporter.stop_reason}")
+            message=f"stopped: {reporter.stop_reason}", choice=choice)
     sign = 1.0 if ordinal else -1.0
     best = min(rows, key=lambda r: (sign * r.mean, r.C, r.gamma or 0.0))
     message = f"best C = {best.C:g}" + ("" if best.gamma is None else
@@ -217,7 +226,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     result = CrossValidationResult(
         solver=spec.name, metric="mean_absolute_rank_error" if ordinal else "accuracy",
         folds=folds, warm_start=warm, scores=rows, best_C=best.C, best_gamma=best.gamma,
-        params=base.model_dump(mode="json"), status=status, message=message)
+        params=base.model_dump(mode="json"), status=status, message=message, choice=choice)
     if refit and status != Termination.STOPPED:
         update = {"C": best.C} if best.gamma is None else {"C": best.C, "gamma": best.gamma}
         result.refit = train(dataset, solver=solver, params=base.model_dump(), **update)

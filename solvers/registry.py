@@ -15,6 +15,7 @@ from typing import Annotated
 from pydantic import Field
 
 from solvers import alm, cutting_plane, interior_point, lssvm, mfn
+from solvers.auto import AUTO_SPEC
 from solvers.base import SolverParams, SolverSpec, UnknownSolverError
 
 # Every solver family of the library, in the order the catalogue lists them.
@@ -26,6 +27,8 @@ for _family in FAMILIES:
         if _spec.name in _REGISTRY:
             raise TypeError(f"solver {_spec.name!r} is defined twice")
         _REGISTRY[_spec.name] = _spec
+# ``auto`` chooses among the families' solvers (``solvers.train`` resolves it to one).
+_REGISTRY[AUTO_SPEC.name] = AUTO_SPEC
 
 
 def get_solver(name: str) -> SolverSpec:

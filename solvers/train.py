@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from solvers import auto
 from solvers.base import (
     InvalidParametersError,
     SolverParams,
@@ -37,6 +38,7 @@ class TrainResult:
     elapsed: float
     params: SolverParams
     subproblems: list[SubproblemResult]
+    choice: auto.AutoChoice | None = None  # what solver="auto" chose, and why
 
     @property
     def iterations(self) -> int:
@@ -73,9 +75,12 @@ def fit_handler(spec: SolverSpec, params: SolverParams, dataset: Dataset):
     """The fit procedure for what ``params`` ask of ``dataset``: the spec's handler of
     ``params.task`` (or of the native multi-class strategy when there are more than two
     classes), else one-vs-rest over ``spec.run``."""
+    return _fit_handler(spec, params, int(dataset.classes.shape[0]))
+
+
+def _fit_handler(spec: SolverSpec, params: SolverParams, n_classes: int):
     task = params.task
-    if task == "classification" and dataset.classes.shape[0] > 2 \
-            and params.multiclass != "ovr":
+    if task == "classification" and n_classes > 2 and params.multiclass != "ovr":
         task = f"multiclass:{params.multiclass}"
     handler = spec.fit_handlers.get(task)
     if handler is not None:
@@ -83,6 +88,27 @@ def fit_handler(spec: SolverSpec, params: SolverParams, dataset: Dataset):
     if task != "classification" or spec.run is None:
         raise ValueError(f"solver {spec.name!r} does not support task {task!r}")
     return fit_linear_one_vs_rest
+
+
+def supports_task(spec: SolverSpec, params: SolverParams, n_classes: int) -> bool:
+    """Whether ``spec`` has a fit procedure for what ``params`` ask of data with
+    ``n_classes`` labels."""
+    try:
+        _fit_handler(spec, params, n_classes)
+    except ValueError:
+        return False
+    return True
+
+
+def resolve(spec: SolverSpec, params: SolverParams, data: Dataset | auto.DatasetShape
+            ) -> tuple[SolverSpec, SolverParams, auto.AutoChoice | None]:
+    """The solver that will train ``data``: ``auto``'s choice (see :mod:`solvers.auto`), or
+    the named one.  ``data`` may be a dataset's shape alone (a service checking a job)."""
+    if not isinstance(params, auto.AutoParams):
+        return spec, params, None
+    shape = data if isinstance(data, auto.DatasetShape) else auto.DatasetShape.of(data)
+    choice, spec, params = auto.choose(shape, params, get_solver, supports_task)
+    return spec, params, choice
 
 
 def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | None = None,
@@ -96,6 +122,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     if not isinstance(dataset, Dataset):
         raise TypeError("dataset must be a solvers.Dataset")
     spec, params = validate_params(solver, params, **kwargs)
+    spec, params, choice = resolve(spec, params, dataset)
     collector = ListMonitor()
     sink = Tee(collector, monitor if monitor is not None else NullMonitor())
     clock = Stopwatch()
@@ -110,8 +137,11 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     elapsed = clock()
     model = fit.model
     model.metadata = training_metadata(spec, params, dataset, objective, status, elapsed)
+    if choice is not None:
+        model.metadata["auto"] = choice.as_dict()
+        message = f"{message} (auto chose {choice.candidate})"
     return TrainResult(model, objective, collector.records, status, message, elapsed, params,
-                       subproblems)
+                       subproblems, choice)
 
 
 def training_metadata(spec: SolverSpec, params: SolverParams, dataset: Dataset,

@@ -34,6 +34,7 @@ LAYERS = {
     "solvers.problems": 3,
     "solvers.base": 4,
     "solvers.multiclass": 5,
+    "solvers.auto": 6,
     "solvers.registry": 7,
     "solvers.train": 8,
     "solvers.warmup": 8,

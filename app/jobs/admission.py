@@ -32,8 +32,17 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     """Raise a 422 for a job that cannot succeed, or that asks for more memory than allowed
     (a tuning job: at every point of its grid)."""
     import solvers
+    from solvers.auto import DatasetShape
+    from solvers.train import resolve
 
     spec = solvers.get_solver(params.solver)
+    if spec.name == "auto":  # check what the worker will run: auto's choice for this data
+        shape = DatasetShape(dataset.n_samples, dataset.n_features, dataset.nnz,
+                             len(dataset.class_counts))
+        try:
+            spec, params, _ = resolve(spec, params, shape)
+        except solvers.InvalidParametersError as exc:
+            raise Unprocessable(f"params: {exc}") from None
     if tuning is not None:
         if tuning.gamma is not None and "gamma" not in spec.params_model.model_fields:
             raise Unprocessable(f"tuning.gamma: solver {spec.name!r} has no kernel gamma to "

@@ -235,7 +235,7 @@ def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -
     return TrainedModel(
         job_id=spec.job_id,
         dataset_id=spec.dataset_id,
-        solver=spec.solver,
+        solver=result.params.solver,  # the solver that ran (auto's choice for "auto")
         params=result.params.model_dump(mode="json"),
         kind=model.kind,
         classes=[float(label) for label in model.classes_],

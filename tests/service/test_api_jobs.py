@@ -54,6 +54,19 @@ def test_a_job_runs_to_a_model_with_its_whole_log(api, heart):
     assert done["progress"]["objective"] == pytest.approx(reference.objective, rel=1e-9)
 
 
+def test_an_auto_job_trains_with_the_solver_auto_chose(api, heart):
+    params = {"solver": "auto", "loss": "hinge", "C": 1.0}
+    done = wait_job(api, create_job(api, heart, params)["id"])
+    assert done["status"] == "succeeded", done
+    assert done["params"]["solver"] == "auto"
+    model = api.get(f"/api/v1/models/{done['model_id']}").json()
+    local = solvers.train(solvers.read_svmlight(data_path("heart_scale")), **params)
+    assert model["solver"] == local.choice.solver != "auto"
+    assert model["params"]["solver"] == local.choice.solver
+    assert f"(auto chose {local.choice.candidate})" in model["message"]
+    assert model["objective"] == pytest.approx(local.objective, rel=1e-9)
+
+
 def test_log_pages_after_an_iteration_and_as_csv(api, heart):
     job_id = create_job(api, heart, {"solver": "mfn", "loss": "hinge"})["id"]
     wait_job(api, job_id)
@@ -145,7 +158,9 @@ def test_a_failing_solver_fails_its_job_with_the_reason(api):
     (b"1 1:1\n-1 2:1\n", {"solver": "lssvm", "cache_mb": 1e6},
      "params.cache_mb (1000000.0 MiB) exceeds the limit of 1024.0 MiB set by "
      "SVMSVC_MAX_KERNEL_CACHE_MB"),
-], ids=["one-class", "ordinal-not-ranks", "ordinal-unsupported", "kernel-cache"])
+    (b"1 1:1\n2 2:1\n", {"solver": "auto", "loss": "hinge", "task": "ordinal"},
+     "params: no solver solves loss='hinge' with bias='regularized' for task 'ordinal'"),
+], ids=["one-class", "ordinal-not-ranks", "ordinal-unsupported", "kernel-cache", "auto-none"])
 def test_a_job_that_cannot_succeed_is_refused_before_it_is_queued(api, content, params,
                                                                   fragment):
     dataset_id = uploaded_id(api, content)

@@ -1,0 +1,302 @@
+"""``python -m bench.bench_auto``: the measurements ``solver="auto"`` is fitted to, and its check.
+
+    python -m bench.bench_auto measure [--datasets a9a,w8a] [--resume] [--out FILE]
+    python -m bench.bench_auto fit [--measurements FILE]
+    python -m bench.bench_auto check [--measurements FILE] [--held-back DATASETS]
+
+``measure`` runs every candidate of :data:`solvers.auto.CANDIDATES` that solves each problem
+(the real datasets, hinge and squared hinge, regularized bias, C in {0.01, 1, 100}), once for
+each target of :data:`solvers.auto.MEASURED_TOLERANCES`, with its gap tolerance set to the
+target (``Candidate.params_for``; its other settings at their defaults), and records how long
+it took to stop converged.  Each run has a time cap: ``CAP_FACTOR`` times the fastest
+candidate so far on the problem at that target (candidates run in the order of
+``CANDIDATES`` on the first problem, then fastest first on the previous problem of the same
+loss), within [``MIN_CAP``, ``MAX_CAP``]; a run that did not converge
+within it is recorded with ``seconds: null``.  Runs under a second are repeated (median of
+three).  Every candidate first runs once on heart_scale (discarded: Numba cache loads).  Each
+run's final relative gap to the problem's optimum (the stored reference optimum when there is
+one, else the best objective any run reached) is recorded too, as a check of the
+certificates.  The file is rewritten after every problem, so ``--resume`` continues an
+interrupted measurement.
+
+``fit`` (also the last step of ``measure``) chooses the number of voting neighbours per loss:
+the k whose choices, with each dataset left out in turn, have the lowest geometric mean of
+time over the fastest's.  ``check`` prints, for every measured problem with its dataset held
+back from the rule (leave-one-dataset-out), what ``auto`` would choose and its measured time
+against the fastest candidate's, and per loss what always choosing one candidate would give.
+``tests/test_auto.py`` does the same on :data:`HELD_BACK`, with k fitted without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import statistics
+import time
+
+from threadpoolctl import threadpool_limits
+
+import solvers
+from bench.harness import machine_description, relative_gap
+from bench.problems import BenchProblem
+from bench.references import load_references
+from solvers.auto import (
+    CANDIDATES,
+    MEASURED_TOLERANCES,
+    MEASUREMENTS,
+    NEIGHBOUR_CHOICES,
+    AutoParams,
+    Candidate,
+    DatasetShape,
+    effective_seconds,
+    eligible_candidates,
+    fitted_neighbours,
+    problem_features,
+    rank_candidates,
+    tolerance_key,
+)
+from solvers.monitor import ListMonitor
+from solvers.train import supports_task
+
+DATASETS = ("heart_scale", "breast-cancer_scale", "australian_scale", "diabetes_scale",
+            "svmguide1", "mushrooms", "a9a", "ijcnn1", "w8a", "news20-binary")
+LOSSES = ("squared_hinge", "hinge")
+CS = (0.01, 1.0, 100.0)
+CAP_FACTOR = 10.0
+MIN_CAP = 2.0
+MAX_CAP = 30.0
+REPEAT_BELOW_SECONDS = 1.0
+
+#: The datasets the test holds back: the rule is fitted without them and must choose, on each
+#: of their problems, a candidate measured within 20% of the fastest.
+HELD_BACK = ("australian_scale", "w8a")
+
+
+def candidates_for(problem: BenchProblem) -> list[Candidate]:
+    """The candidates ``auto`` would consider for the problem (the same eligibility test)."""
+    ds = problem.train_dataset()
+    params = AutoParams(loss=problem.loss, bias=problem.bias, C=problem.C)
+    eligible = eligible_candidates(params, DatasetShape.of(ds), solvers.get_solver,
+                                   supports_task)
+    return [candidate for candidate, spec, _ in eligible if spec.run is not None]
+
+
+def run_candidate(candidate: Candidate, problem: BenchProblem, tol: float, cap: float):
+    """One run: (trace of (seconds, objective), total seconds, status)."""
+    monitor = ListMonitor(time_limit=cap)
+    start = time.perf_counter()
+    result = solvers.train(problem.train_dataset(), solver=candidate.solver, C=problem.C,
+                           loss=problem.loss, bias=problem.bias, monitor=monitor,
+                           **candidate.params_for(problem.loss, tol))
+    total = time.perf_counter() - start
+    trace = [(r.elapsed, r.objective) for r in result.log]
+    return trace, total, str(result.status)
+
+
+#: (loss, tol) -> candidate names, fastest first, on the last problem measured: the next
+#: problem runs them in that order, so that its cap is set by a likely fast run early
+_LAST_ORDER: dict[tuple[str, float], list[str]] = {}
+
+
+def measure_problem(problem: BenchProblem, log=print) -> dict:
+    candidates = candidates_for(problem)
+    ds = problem.train_dataset()
+    entry = {
+        "problem": problem.key, "dataset": problem.dataset, "loss": problem.loss,
+        "bias": problem.bias, "C": problem.C, "n_samples": ds.n_samples,
+        "n_features": ds.n_features, "nnz": ds.nnz,
+        "features": list(problem_features(ds.n_samples, ds.n_features, ds.nnz, problem.C)),
+        "runs": {},
+    }
+    finals: list[tuple[str, str, dict, float]] = []
+    for tol in MEASURED_TOLERANCES:
+        runs = entry["runs"][tolerance_key(tol)] = {}
+        fastest = math.inf
+        order = _LAST_ORDER.get((problem.loss, tol), [])
+        ordered = sorted(candidates, key=lambda c: order.index(c.name) if c.name in order
+                         else len(order))
+        for candidate in ordered:
+            cap = MAX_CAP if math.isinf(fastest) else \
+                min(MAX_CAP, max(MIN_CAP, CAP_FACTOR * fastest))
+            attempts = [run_candidate(candidate, problem, tol, cap)]
+            if attempts[0][1] < REPEAT_BELOW_SECONDS:
+                attempts += [run_candidate(candidate, problem, tol, cap) for _ in range(2)]
+            converged = all(status == "converged" for *_, status in attempts)
+            seconds = statistics.median(total for _, total, _ in attempts) if converged \
+                else None
+            if seconds is not None:
+                fastest = min(fastest, seconds)
+            trace, total, status = attempts[len(attempts) // 2]
+            runs[candidate.name] = {"seconds": seconds, "cap": cap, "status": status}
+            if trace:
+                finals.append((tolerance_key(tol), candidate.name, runs[candidate.name],
+                               trace[-1][1]))
+            log(f"  {problem.key:42s} tol {tol:g} {candidate.name:28s} {total:8.3f} s "
+                f"(cap {cap:.1f} s) {status}")
+        _LAST_ORDER[(problem.loss, tol)] = sorted(
+            runs, key=lambda name, runs=runs: effective_seconds(runs[name]))
+    reference = min(objective for *_, objective in finals)
+    stored = load_references().get(problem.key)
+    if stored is not None:
+        reference = min(reference, stored["objective"])
+    entry["reference_objective"] = reference
+    for _, _, run, objective in finals:
+        run["final_gap"] = relative_gap(objective, reference)
+    return entry
+
+
+def problems_of(datasets) -> list[BenchProblem]:
+    return [BenchProblem(d, loss, "regularized", C)
+            for d in datasets for loss in LOSSES for C in CS]
+
+
+def measure(datasets, out, resume: bool, log=print) -> None:
+    document = {"problems": []}
+    if resume and out.exists():
+        document = json.loads(out.read_text())
+    done = {m["problem"] for m in document["problems"]}
+    document["generated"] = datetime.date.today().isoformat()
+    document["machine"] = machine_description()
+    document["candidates"] = [c.name for c in CANDIDATES]
+    document["method"] = __doc__.split("\n\n")[1]
+    with threadpool_limits(limits=1, user_api="blas"):
+        for candidate in CANDIDATES:  # compile / load caches, discarded
+            for loss in ("hinge", "squared_hinge"):
+                problem = BenchProblem("heart_scale", loss, "regularized", 1.0)
+                if candidate in candidates_for(problem):
+                    run_candidate(candidate, problem, 1e-6, MAX_CAP)
+                    break
+        for problem in problems_of(datasets):
+            if problem.key in done:
+                continue
+            document["problems"].append(measure_problem(problem, log))
+            write_document(document, out)
+    document["neighbours"] = fit_neighbours(document["problems"])
+    write_document(document, out)
+
+
+def write_document(document: dict, out) -> None:
+    partial = out.with_suffix(".partial")
+    partial.write_text(json.dumps(document, indent=1) + "\n")
+    partial.replace(out)  # readers never see half a file
+
+
+def fit_neighbours(measurements, exclude_datasets=()) -> dict[str, int]:
+    """Per loss, the k of :data:`NEIGHBOUR_CHOICES` whose rule, with each dataset left out in
+    turn, chooses candidates with the lowest geometric mean of time over the fastest's (ties:
+    the smaller k), on the measurements of the datasets not in ``exclude_datasets``."""
+    kept = [m for m in measurements if m["dataset"] not in exclude_datasets]
+    fitted = {}
+    for loss in sorted({m["loss"] for m in kept}):
+        quality = {}
+        for k in NEIGHBOUR_CHOICES:
+            rows = [r for r in held_back_evaluation(kept, neighbours={loss: k})
+                    if r["loss"] == loss]
+            quality[k] = geometric_mean(r["ratio"] for r in rows)
+        fitted[loss] = min(NEIGHBOUR_CHOICES, key=lambda k, q=quality: (q[k], k))
+    return fitted
+
+
+def held_back_evaluation(measurements, held_back=None, tolerances=MEASURED_TOLERANCES,
+                         neighbours: dict[str, int] | None = None) -> list[dict]:
+    """For each measured problem and target (of the ``held_back`` datasets, or of every
+    dataset, each left out in turn), what the rule fitted without that dataset chooses, and
+    its measured time against the fastest candidate's (a run cut off counts as
+    ``CENSORED_FACTOR`` caps, as in the rule).  ``neighbours``: k per loss (default: the
+    stored fit)."""
+    rows = []
+    for m in measurements:
+        if held_back is not None and m["dataset"] not in held_back:
+            continue
+        leave_out = frozenset(held_back) if held_back is not None else frozenset({m["dataset"]})
+        for tol in tolerances:
+            runs = m["runs"][tolerance_key(tol)]
+            k = (neighbours or {}).get(m["loss"]) or fitted_neighbours(m["loss"])
+            scores, nearest = rank_candidates(
+                tuple(m["features"]), m["loss"], tol, list(runs), measurements, k,
+                exclude=lambda other, leave_out=leave_out: other["dataset"] in leave_out)
+            if not scores:
+                continue
+            chosen = min(scores, key=scores.get)
+            best = min(runs, key=lambda name, runs=runs: effective_seconds(runs[name]))
+            rows.append({"problem": m["problem"], "loss": m["loss"], "tol": tol, "k": k,
+                         "chosen": chosen, "best": best,
+                         "chosen_seconds": effective_seconds(runs[chosen]),
+                         "best_seconds": effective_seconds(runs[best]),
+                         "ratio": effective_seconds(runs[chosen])
+                         / effective_seconds(runs[best]),
+                         "neighbours": [n["problem"] for n in nearest]})
+    return rows
+
+
+def geometric_mean(values) -> float:
+    values = list(values)
+    return math.exp(statistics.fmean(map(math.log, values))) if values else math.nan
+
+
+def summary_by_loss(measurements, rows) -> dict[str, dict[str, float]]:
+    """Per loss: the rule's geometric mean ratio to the fastest over ``rows``, the share within
+    20%, and each fixed candidate's geometric mean ratio over the same problems (what always
+    choosing it would give)."""
+    by_problem = {m["problem"]: m for m in measurements}
+    summary = {}
+    for loss in sorted({by_problem[r["problem"]]["loss"] for r in rows}):
+        mine = [r for r in rows if by_problem[r["problem"]]["loss"] == loss]
+        fixed: dict[str, list[float]] = {}
+        for r in mine:
+            runs = by_problem[r["problem"]]["runs"][tolerance_key(r["tol"])]
+            for name, run in runs.items():
+                fixed.setdefault(name, []).append(effective_seconds(run) / r["best_seconds"])
+        summary[loss] = {
+            "rule": geometric_mean(r["ratio"] for r in mine),
+            "within_20_percent": sum(r["ratio"] <= 1.2 for r in mine) / len(mine),
+            "problems": len(mine),
+            **{f"always {name}": geometric_mean(v) for name, v in fixed.items()
+               if len(v) == len(mine)},
+        }
+    return summary
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_auto")
+    sub = parser.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("measure")
+    m.add_argument("--datasets", default=",".join(DATASETS))
+    m.add_argument("--out", type=lambda s: __import__("pathlib").Path(s), default=MEASUREMENTS)
+    m.add_argument("--resume", action="store_true")
+    f = sub.add_parser("fit", help="choose k per loss again (measure does it at the end)")
+    f.add_argument("--measurements", type=lambda s: __import__("pathlib").Path(s),
+                   default=MEASUREMENTS)
+    c = sub.add_parser("check")
+    c.add_argument("--measurements", default=str(MEASUREMENTS))
+    c.add_argument("--held-back", default=None,
+                   help="comma-separated datasets (default: leave each dataset out in turn)")
+    args = parser.parse_args(argv)
+    if args.command == "measure":
+        measure(args.datasets.split(","), args.out, args.resume)
+        return
+    if args.command == "fit":
+        document = json.loads(args.measurements.read_text())
+        document["neighbours"] = fit_neighbours(document["problems"])
+        write_document(document, args.measurements)
+        print(document["neighbours"])
+        return
+    measurements = json.loads(open(args.measurements).read())["problems"]
+    held = args.held_back.split(",") if args.held_back else None
+    rows = held_back_evaluation(measurements, held)
+    print("| problem | tol | auto chose | s | fastest | s | ratio |")
+    print("|---|---|---|---:|---|---:|---:|")
+    for r in rows:
+        print(f"| {r['problem']} | {r['tol']:g} | {r['chosen']} | {r['chosen_seconds']:.3g} | "
+              f"{r['best']} | {r['best_seconds']:.3g} | {r['ratio']:.2f} |")
+    for loss, figures in summary_by_loss(measurements, rows).items():
+        print(f"\n{loss}: {figures['problems']} problem-targets, "
+              f"{figures['within_20_percent']:.0%} within 20% of the fastest; geometric mean "
+              f"of the time over the fastest's: auto {figures['rule']:.3f}, " + ", ".join(
+                  f"{k} {v:.3f}" for k, v in figures.items() if k.startswith("always")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,323 @@
+"""``solver="auto"``: the solver and settings the project's own benchmarks measured fastest.
+
+What it picks from.  Every linear solver of the registry with the settings that change how it
+solves (not what it solves): the :data:`CANDIDATES`.  Those that cannot solve the asked problem
+(its loss, bias mode or task) drop out; when one remains it is the choice, with that reason.
+
+What it promises.  ``tol`` is a relative duality gap, (P - D)/P, which bounds the relative
+suboptimality: every candidate with a certified gap stops at it (each :class:`Candidate`
+names its own parameter for it: alm's and the cutting planes' ``tol``, the interior-point
+method's ``gap_tolerance``, mfn's ``hinge_gap_tolerance``; mfn on the squared hinge is an
+exact finite Newton method and ends at the optimum whatever ``tol`` is).
+
+How it picks.  ``bench/bench_auto.py`` measures every candidate on the benchmark problems (the
+real datasets of ``../shared/data``, hinge and squared hinge, C from 0.01 to 100) at the
+targets :data:`MEASURED_TOLERANCES`: the time each takes to stop, certified, at that gap (a run
+that did not converge within the time cap counts as :data:`CENSORED_FACTOR` caps).  The
+measurements are kept in the package (``auto_measurements.json``) and are the fitted rule: a
+problem is placed by its features -- log10 of n, d, stored entries per row and C (density is
+their ratio, so not a separate axis) -- and the k nearest measured problems of the same loss,
+at the measured target nearest ``tol``, vote: each candidate scores the geometric mean over
+them of its time divided by the fastest candidate's time on that problem, and the lowest score
+wins.  k is fitted per loss (``bench_auto fit``: the k whose choices, with each dataset left
+out in turn, were fastest) and stored with the measurements.  A nearest-neighbour rule assumes
+no form for how time depends on the shape, and its reason can be stated in the measurements it
+rests on, which the result carries (:class:`AutoChoice`).
+
+Bias modes: the measurements are of the regularized bias (the mode every candidate solves);
+a problem with a free or no bias is placed the same way among the candidates that support its
+mode.  Losses other than hinge and squared hinge have one solver each (lp: alm; modified
+Huber: mfn; least squares: lssvm for the free bias, proximal_svm for the regularized one).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from solvers.base import InvalidParametersError, SolverParams, SolverSpec
+from solvers.config import INTERIOR_POINT_MAX_DENSE_PARAMS
+from solvers.data.dataset import Dataset
+
+MEASUREMENTS = Path(__file__).with_name("auto_measurements.json")
+
+#: How many measured problems vote when the measurements do not say (``bench_auto fit``
+#: chooses k per loss by leave-one-dataset-out and stores it with them).
+NEIGHBOURS = 3
+#: A candidate that would factorize a dense square system with more rows than this is left
+#: out (the interior-point method refuses one past the same limit: news20's 62,062).
+MAX_DENSE_SIDE = INTERIOR_POINT_MAX_DENSE_PARAMS
+
+#: The k ``bench_auto fit`` tries.
+NEIGHBOUR_CHOICES = (1, 2, 3, 5, 8, 13)
+
+#: A run the time cap cut off counts as this many caps (it was slower than the cap, by an
+#: unknown factor).
+CENSORED_FACTOR = 2.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A registered solver with the settings that change how, not what, it solves."""
+
+    solver: str
+    settings: tuple[tuple[str, Any], ...] = ()
+    #: the parameter that stops the solver at a relative duality gap, by loss ("*": any)
+    gap_parameter: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        if not self.settings:
+            return self.solver
+        return f"{self.solver}(" + ",".join(f"{k}={v}" for k, v in self.settings) + ")"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.settings)
+
+    def params_for(self, loss: str, tol: float) -> dict[str, Any]:
+        """The settings, and the gap tolerance ``tol`` where the solver has one for ``loss``."""
+        gap = dict(self.gap_parameter)
+        name = gap.get(loss, gap.get("*"))
+        return {**self.params, name: tol} if name is not None else self.params
+
+
+_ANY = (("*", "tol"),)
+CANDIDATES: tuple[Candidate, ...] = (
+    Candidate("mfn", (), (("hinge", "hinge_gap_tolerance"),)),
+    Candidate("alm", (("variant", "exact"),), _ANY),
+    Candidate("alm", (("variant", "inexact"),), _ANY),
+    Candidate("interior_point", (), (("*", "gap_tolerance"),)),
+    Candidate("cutting_plane", (("method", "ocas"),), _ANY),
+    Candidate("cutting_plane", (("method", "cpa"),), _ANY),
+    Candidate("cutting_plane", (("method", "gca2"),), _ANY),
+    Candidate("cutting_plane", (("method", "tca"),), _ANY),
+    Candidate("lssvm", (("kernel", "linear"),)),
+    Candidate("proximal_svm", (("kernel", "linear"),)),
+)
+
+#: The gap targets the benchmark measures; ``tol`` uses the nearest (in log scale).
+MEASURED_TOLERANCES = (1e-3, 1e-6)
+
+AUTO_LOSSES = ("squared_hinge", "hinge", "lp", "modified_huber", "least_squares")
+
+
+class AutoParams(SolverParams):
+    """Let the library choose the solver.  The problem is stated as for any solver (loss, bias
+    mode, C, task); the solver and its settings are chosen from the dataset's shape by the
+    rule fitted to the project's benchmarks (see :mod:`solvers.auto`), and the result says
+    which and why."""
+
+    solver: Literal["auto"] = "auto"
+    loss: Literal[AUTO_LOSSES] = Field(  # type: ignore[valid-type]
+        "squared_hinge", description="The loss of design.md's objective.")
+    bias: Literal["regularized", "free", "none"] = Field(
+        "regularized", description="How the bias enters the problem (design.md).")
+    tol: float = Field(
+        1e-6, ge=1e-12, le=0.1,
+        description="Relative duality gap (P - D)/P to stop at, for every solver with a "
+                    "certified gap (mfn on the squared hinge ends at the optimum anyway).")
+    p: float = Field(1.5, ge=1.0, le=2.0,
+                     description="The exponent of loss='lp' (ignored by the other losses).")
+    task: Literal["classification", "ordinal"] = Field(
+        "classification",
+        description="classification (binary or multi-class), or ordinal regression (ranks).")
+    multiclass: Literal["ovr", "crammer_singer"] = Field(
+        "ovr", description="Multi-class strategy: ovr (one-vs-rest) or crammer_singer (one "
+                           "joint problem).")
+
+
+@dataclass(frozen=True)
+class DatasetShape:
+    """What the choice looks at in a dataset (a service can give it without the arrays)."""
+
+    n_samples: int
+    n_features: int
+    nnz: int
+    n_classes: int
+
+    @classmethod
+    def of(cls, dataset: Dataset) -> DatasetShape:
+        return cls(dataset.n_samples, dataset.n_features, dataset.nnz,
+                   int(dataset.classes.shape[0]))
+
+
+@dataclass
+class AutoChoice:
+    """What ``auto`` chose, and why (the measured problems the choice rests on)."""
+
+    candidate: str  # the candidate's name, e.g. "alm(variant=exact)"
+    solver: str
+    settings: dict[str, Any]  # the candidate's settings and its gap tolerance
+    reason: str
+    neighbours: list[dict[str, Any]] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"candidate": self.candidate, "solver": self.solver, "settings": self.settings,
+                "reason": self.reason,
+                "neighbours": self.neighbours, "scores": self.scores}
+
+
+def problem_features(n_samples: int, n_features: int, nnz: int, C: float) -> tuple[float, ...]:
+    """The coordinates problems are compared in: log10 of n, d, entries per row and C."""
+    return (math.log10(max(n_samples, 1)), math.log10(max(n_features, 1)),
+            math.log10(max(nnz / max(n_samples, 1), 1e-3)), math.log10(C))
+
+
+@cache
+def _document(path: Path = MEASUREMENTS) -> dict[str, Any]:
+    if not path.exists():
+        return {"problems": []}
+    return json.loads(path.read_text())
+
+
+def load_measurements(path: Path = MEASUREMENTS) -> list[dict[str, Any]]:
+    """The benchmark measurements the rule is fitted to (``bench/bench_auto.py`` writes them)."""
+    return _document(path)["problems"]
+
+
+def fitted_neighbours(loss: str, path: Path = MEASUREMENTS) -> int:
+    """The k chosen for ``loss`` by ``bench_auto fit`` (leave-one-dataset-out)."""
+    return _document(path).get("neighbours", {}).get(loss, NEIGHBOURS)
+
+
+def measured_tolerance(tol: float) -> float:
+    """The measured target nearest ``tol`` in log scale."""
+    return min(MEASURED_TOLERANCES, key=lambda t: abs(math.log(t / tol)))
+
+
+def tolerance_key(tol: float) -> str:
+    return f"{tol:g}"
+
+
+def effective_seconds(entry: dict[str, Any]) -> float:
+    """A run's measured seconds; a run that did not converge within its cap counts as
+    ``CENSORED_FACTOR`` caps."""
+    if entry["seconds"] is not None:
+        return entry["seconds"]
+    return CENSORED_FACTOR * entry["cap"]
+
+
+def rank_candidates(features: tuple[float, ...], loss: str, tol: float, names: list[str],
+                    measurements: list[dict[str, Any]], neighbours: int = NEIGHBOURS,
+                    exclude: Callable[[dict[str, Any]], bool] | None = None,
+                    ) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Score each candidate in ``names`` on the ``neighbours`` measured problems of ``loss``
+    nearest to ``features``, at the measured target nearest ``tol`` (see the module
+    docstring); returns (scores, the neighbours used, each as {problem, runs}).  ``exclude``
+    drops measured problems (the held-back ones of a test)."""
+    key = tolerance_key(measured_tolerance(tol))
+    measured = [{"problem": m["problem"], "features": m["features"], "runs": m["runs"][key]}
+                for m in measurements if m["loss"] == loss and key in m["runs"]
+                and (exclude is None or not exclude(m))
+                and any(n in m["runs"][key] for n in names)]
+    nearest = sorted(measured, key=lambda m: math.dist(features, m["features"]))[:neighbours]
+    scores: dict[str, float] = {}
+    for name in names:
+        logs = []
+        for m in nearest:
+            best = min(effective_seconds(r) for r in m["runs"].values())
+            run = m["runs"].get(name)
+            if run is None:
+                break
+            logs.append(math.log(effective_seconds(run) / best))
+        else:
+            if logs:
+                scores[name] = math.exp(sum(logs) / len(logs))
+    return scores, nearest
+
+
+TaskCheck = Callable[[SolverSpec, SolverParams, int], bool]
+
+
+def eligible_candidates(params: AutoParams, shape: DatasetShape,
+                        get_solver: Callable[[str], SolverSpec], supports_task: TaskCheck,
+                        ) -> list[tuple[Candidate, SolverSpec, SolverParams]]:
+    """The candidates that solve the problem ``params`` state, with their validated
+    parameters."""
+    common = params.model_dump(exclude={"solver", "p", "tol"})
+    if params.loss == "lp":
+        common["p"] = params.p
+    found = []
+    for candidate in CANDIDATES:
+        spec = get_solver(candidate.solver)
+        if params.loss not in spec.losses or params.bias not in spec.bias_modes:
+            continue
+        try:
+            chosen = spec.params_model.model_validate(
+                {**common, **candidate.params_for(params.loss, params.tol),
+                 "solver": candidate.solver})
+        except ValidationError:
+            continue
+        dense = spec.dense_system(chosen, shape.n_samples, shape.n_features) \
+            if spec.dense_system is not None else None
+        if dense is not None and dense[1] > MAX_DENSE_SIDE:
+            continue
+        if supports_task(spec, chosen, shape.n_classes):
+            found.append((candidate, spec, chosen))
+    return found
+
+
+def choose(shape: DatasetShape, params: AutoParams, get_solver: Callable[[str], SolverSpec],
+           supports_task: TaskCheck, measurements: list[dict[str, Any]] | None = None,
+           ) -> tuple[AutoChoice, SolverSpec, SolverParams]:
+    """The candidate to train a dataset of this ``shape`` with: (what was chosen and why, its
+    spec, its validated parameters).  ``supports_task(spec, params, n_classes)`` says whether
+    a solver has a fit procedure for the task (``solvers.train`` gives it)."""
+    eligible = eligible_candidates(params, shape, get_solver, supports_task)
+    if not eligible:
+        raise InvalidParametersError(
+            f"no solver solves loss={params.loss!r} with bias={params.bias!r} for task "
+            f"{params.task!r} on this dataset")
+
+    def chosen(candidate: Candidate, reason: str, neighbours=(), scores=None) -> AutoChoice:
+        return AutoChoice(candidate.name, candidate.solver,
+                          candidate.params_for(params.loss, params.tol), reason,
+                          list(neighbours), dict(scores or {}))
+
+    if len(eligible) == 1:
+        candidate, spec, validated = eligible[0]
+        return (chosen(candidate, f"the only solver for loss={params.loss!r}, "
+                                  f"bias={params.bias!r}, task={params.task!r}"),
+                spec, validated)
+    measurements = load_measurements() if measurements is None else measurements
+    features = problem_features(shape.n_samples, shape.n_features, shape.nnz, params.C)
+    by_name = {candidate.name: (candidate, spec, validated)
+               for candidate, spec, validated in eligible}
+    scores, nearest = rank_candidates(features, params.loss, params.tol, list(by_name),
+                                      measurements, fitted_neighbours(params.loss))
+    if not scores:
+        candidate, spec, validated = eligible[0]
+        return (chosen(candidate, f"no measurements for loss={params.loss!r}: the first "
+                                  f"candidate ({candidate.name})"), spec, validated)
+    best = min(scores, key=scores.get)
+    candidate, spec, validated = by_name[best]
+    neighbours = [{"problem": m["problem"],
+                   "seconds": {n: m["runs"][n]["seconds"] for n in by_name if n in m["runs"]}}
+                  for m in nearest]
+    reason = (f"{best} was fastest to a certified {measured_tolerance(params.tol):g} gap "
+              f"(its time over the fastest's, geometric mean: {scores[best]:.2f}) on the "
+              f"{len(nearest)} measured {params.loss} problems nearest in shape and C: "
+              + ", ".join(m["problem"] for m in nearest))
+    ranked = {n: round(v, 3) for n, v in sorted(scores.items(), key=lambda kv: kv[1])}
+    return chosen(candidate, reason, neighbours, ranked), spec, validated
+
+
+AUTO_SPEC = SolverSpec(
+    name="auto",
+    params_model=AutoParams,
+    run=None,
+    description="Chooses the solver and settings the project's benchmarks measured fastest for "
+                "the dataset's shape, the loss, the bias mode and C; the result says which "
+                "and why.",
+    reference="bench/bench_auto.py (the measurements it is fitted to)",
+    tasks=("binary", "multiclass", "ordinal"),
+)

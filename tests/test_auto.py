@@ -1,0 +1,195 @@
+"""``solver="auto"``: the rule fitted to the benchmark measurements, checked on held-back
+problems, and the choice made and reported by ``train``, ``cross_validate`` and the service's
+admission."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from shared_data import load
+
+import solvers
+from bench.bench_auto import HELD_BACK, fit_neighbours, held_back_evaluation, summary_by_loss
+from bench.references import load_references
+from solvers.auto import (
+    CANDIDATES,
+    MEASURED_TOLERANCES,
+    AutoParams,
+    DatasetShape,
+    choose,
+    effective_seconds,
+    eligible_candidates,
+    load_measurements,
+    rank_candidates,
+    tolerance_key,
+)
+from solvers.base import InvalidParametersError
+from solvers.model_selection import cross_validate
+from solvers.registry import get_solver
+from solvers.train import supports_task
+
+
+def test_measurements_cover_every_candidate_and_target():
+    measured = load_measurements()
+    assert measured, "solvers/auto_measurements.json is missing: python -m bench.bench_auto measure"
+    names = {c.name for c in CANDIDATES}
+    unsolved = []  # no candidate converged within the caps (w8a, hinge, C = 100, 1e-6)
+    for m in measured:
+        assert m["loss"] in ("hinge", "squared_hinge")
+        for tol in MEASURED_TOLERANCES:
+            runs = m["runs"][tolerance_key(tol)]
+            assert set(runs) <= names
+            if all(r["seconds"] is None for r in runs.values()):
+                unsolved.append((m["problem"], tol))
+            for name, run in runs.items():
+                # a converged run's certificate holds: its objective is within its target of
+                # the best any run reached (or of the stored certified optimum)
+                if run["seconds"] is not None:
+                    assert run["final_gap"] <= 1.01 * tol + 1e-12, (m["problem"], name, run)
+    assert len(unsolved) <= 0.05 * len(measured) * len(MEASURED_TOLERANCES), unsolved
+
+
+def _held_back_rows():
+    measurements = load_measurements()
+    k = fit_neighbours(measurements, exclude_datasets=HELD_BACK)  # fitted without them
+    rows = held_back_evaluation(measurements, HELD_BACK, neighbours=k)
+    return measurements, rows
+
+
+def test_squared_hinge_auto_is_within_20_percent_of_the_fastest_on_held_back_problems():
+    """The issue's acceptance test, on the stored measurements: the rule fitted without the
+    held-back datasets (their measurements and the choice of k) chooses, on each of their
+    squared-hinge problems and targets, a candidate whose measured time is within 20% of the
+    fastest candidate's."""
+    _, rows = _held_back_rows()
+    rows = [r for r in rows if r["loss"] == "squared_hinge"]
+    assert len(rows) == len(HELD_BACK) * 3 * len(MEASURED_TOLERANCES)
+    slow = [r for r in rows if r["ratio"] > 1.2]
+    assert not slow, slow
+
+
+def test_hinge_auto_beats_every_fixed_choice_on_held_back_problems():
+    """On the hinge no candidate is fastest everywhere and the 20% bar is not met on every
+    held-back problem (``bench/README.md``, auto, has the figures); what holds: over the
+    held-back problems the rule's choices are faster (geometric mean of time over the
+    fastest's) than always choosing any one candidate, and within a factor 2 of the fastest."""
+    measurements, rows = _held_back_rows()
+    rows = [r for r in rows if r["loss"] == "hinge"]
+    assert len(rows) == len(HELD_BACK) * 3 * len(MEASURED_TOLERANCES)
+    figures = summary_by_loss(measurements, rows)["hinge"]
+    always = {k: v for k, v in figures.items() if k.startswith("always")}
+    assert len(always) >= 5
+    assert figures["rule"] < min(always.values()), figures
+    assert figures["rule"] <= 2.0, figures
+
+
+def test_rank_candidates_scores_are_geometric_means_of_time_ratios():
+    measurements = [
+        {"problem": "p1", "dataset": "d1", "loss": "hinge", "features": [3.0, 2.0, 1.0, 0.0],
+         "runs": {"1e-06": {"a": {"seconds": 1.0, "cap": 10.0},
+                            "b": {"seconds": 4.0, "cap": 10.0}}}},
+        {"problem": "p2", "dataset": "d2", "loss": "hinge", "features": [3.0, 2.0, 1.0, 1.0],
+         "runs": {"1e-06": {"a": {"seconds": None, "cap": 2.0},
+                            "b": {"seconds": 1.0, "cap": 10.0}}}},
+        {"problem": "far", "dataset": "d3", "loss": "hinge", "features": [9.0, 9.0, 9.0, 9.0],
+         "runs": {"1e-06": {"a": {"seconds": 1.0, "cap": 10.0},
+                            "b": {"seconds": 100.0, "cap": 200.0}}}},
+    ]
+    scores, nearest = rank_candidates((3.0, 2.0, 1.0, 0.5), "hinge", 1e-6, ["a", "b"],
+                                      measurements, neighbours=2)
+    assert [m["problem"] for m in nearest] == ["p1", "p2"]
+    # a: 1/1 on p1, censored (2 x cap = 4 s) / 1 on p2; b: 4/1 on p1, 1/1 on p2
+    assert scores["a"] == pytest.approx(math.sqrt(1.0 * 4.0))
+    assert scores["b"] == pytest.approx(math.sqrt(4.0 * 1.0))
+    assert effective_seconds({"seconds": None, "cap": 3.0}) == 6.0
+    # the held-back filter drops measured problems; the squared hinge has no measurements here
+    scores, nearest = rank_candidates((3.0, 2.0, 1.0, 0.5), "hinge", 1e-6, ["a", "b"],
+                                      measurements, exclude=lambda m: m["dataset"] == "d1")
+    assert "p1" not in [m["problem"] for m in nearest]
+    assert rank_candidates((0, 0, 0, 0), "squared_hinge", 1e-6, ["a"], measurements) == ({}, [])
+
+
+def test_auto_trains_with_the_choice_and_reports_it():
+    """On a real dataset: the result's parameters are the chosen solver's, with the gap
+    tolerance asked of auto; the objective is that solver's own at those parameters; the
+    model's metadata and the message say what was chosen and why."""
+    dataset = load("australian_scale")
+    result = solvers.train(dataset, solver="auto", loss="hinge", C=1.0, tol=1e-6)
+    choice = result.choice
+    assert choice is not None and result.params.solver == choice.solver != "auto"
+    assert choice.candidate in {c.name for c in CANDIDATES}
+    assert choice.candidate in result.message and "nearest" in choice.reason
+    assert choice.scores[choice.candidate] == min(choice.scores.values())
+    assert result.model.metadata["auto"]["candidate"] == choice.candidate
+    assert result.model.metadata["solver"] == choice.solver
+    direct = solvers.train(dataset, solver=choice.solver, loss="hinge", C=1.0,
+                           **choice.settings)
+    assert result.objective == pytest.approx(direct.objective, rel=1e-9)
+    # the certified tolerance holds against the stored certified optimum of this problem
+    reference = load_references()["australian_scale/hinge/regularized/C=1"]["objective"] \
+        if "australian_scale/hinge/regularized/C=1" in load_references() else None
+    if reference is not None:
+        assert (result.objective - reference) / reference <= 1e-6
+
+
+@pytest.mark.parametrize(("params", "solver"), [
+    ({"loss": "least_squares", "bias": "free"}, "lssvm"),
+    ({"loss": "least_squares"}, "proximal_svm"),
+    ({"loss": "modified_huber"}, "mfn"),
+])
+def test_a_loss_with_one_solver_gets_it(params, solver):
+    dataset = load("heart_scale")
+    result = solvers.train(dataset, solver="auto", **params)
+    assert result.params.solver == solver and result.status == "converged"
+    assert result.choice.reason.startswith("the only solver")
+
+
+def test_an_unmeasured_loss_gets_the_first_candidate_and_says_so():
+    """lp has two candidates (alm's variants) and no measurements: the first, saying why."""
+    result = solvers.train(load("heart_scale"), solver="auto", loss="lp", p=1.5, bias="free")
+    assert result.choice.candidate == "alm(variant=exact)" and result.status == "converged"
+    assert result.choice.reason.startswith("no measurements for loss='lp'")
+
+
+def test_tasks_narrow_the_candidates():
+    dna = load("dna.scale")
+    native = solvers.train(dna.subset(np.arange(600)), solver="auto", loss="hinge",
+                           multiclass="crammer_singer")
+    assert native.params.solver == "cutting_plane"  # the one Crammer-Singer solver
+    with pytest.raises(InvalidParametersError, match="no solver solves"):
+        solvers.train(load("heart_scale"), solver="auto", loss="hinge", task="ordinal")
+
+
+def test_choice_needs_only_the_shape_and_depends_on_it():
+    """The service checks a job from the dataset's row (no arrays); C moves the choice where
+    the measurements say so (cutting planes slow down with C)."""
+    params = AutoParams(loss="hinge", C=1.0)
+    heart = load("heart_scale")
+    choice, spec, chosen = choose(DatasetShape.of(heart), params, get_solver, supports_task)
+    assert spec.name == choice.solver and chosen.solver == choice.solver
+    assert chosen.C == 1.0 and chosen.loss == "hinge"
+    large_C = choose(DatasetShape.of(heart), AutoParams(loss="hinge", C=100.0), get_solver,
+                     supports_task)[0]
+    assert large_C.reason != choice.reason
+
+
+def test_cross_validation_with_auto_chooses_once_and_says_so():
+    dataset = load("heart_scale")
+    result = cross_validate(dataset, "auto", C=[0.1, 1.0, 10.0], folds=3, loss="hinge")
+    assert result.solver != "auto" and result.choice["solver"] == result.solver
+    assert result.summary()["auto"]["candidate"] == result.choice["candidate"]
+    assert result.params["solver"] == result.solver
+
+
+def test_a_candidate_past_the_dense_limit_is_left_out():
+    """news20's shape: the interior-point method would factorize a 62,062-square system (it
+    refuses past MAX_DENSE_SIDE), so auto does not consider it."""
+    news20 = DatasetShape(n_samples=19996, n_features=62061, nnz=1_355_191, n_classes=2)
+    eligible = eligible_candidates(AutoParams(loss="hinge"), news20, get_solver, supports_task)
+    assert "interior_point" not in {candidate.solver for candidate, _, _ in eligible}
+    assert {candidate.solver for candidate, _, _ in eligible} >= {"mfn", "cutting_plane"}
+    a9a = DatasetShape(n_samples=32561, n_features=123, nnz=451592, n_classes=2)
+    eligible = eligible_candidates(AutoParams(loss="hinge"), a9a, get_solver, supports_task)
+    assert "interior_point" in {candidate.solver for candidate, _, _ in eligible}
