@@ -126,7 +126,7 @@ export function el(tag, attrs = {}, ...children) {
 
 export function content(...nodes) {
   const box = document.getElementById("content");
-  box.replaceChildren(...nodes.flat());
+  box.replaceChildren(...nodes.flat(Infinity).filter((n) => n != null && n !== false));
   return box;
 }
 

@@ -64,7 +64,7 @@ async function load(summary, box, rebuild) {
   if (first && first.problem_key && logs.same_problem) {
     summary.append(el("div", { class: "actions" }, el("button", { type: "button", id: "race", onclick: async (e) => {
       e.target.disabled = true;
-      const { queued } = await race(first);
+      const { queued } = await race(first, []);
       location.href = `/ui/compare?jobs=${[...ids, ...queued.map((j) => j.id)].join(",")}`;
     } }, "Race every solver again")));
   }

@@ -27,17 +27,17 @@ async function render() {
         onchange: () => { xAxis = value; redraw(true); } }), value === "time" ? "time (s)" : "iterations")));
   const gapBox = el("div", { class: "plot", id: "plot-gap" });
   const objBox = el("div", { class: "plot", id: "plot-objective" });
+  facts.classList.add("wide");
   content(
-    el("div", { class: "columns" },
-      el("section", {}, el("h2", {}, "Status"), facts, actions),
-      el("section", {}, el("h2", {}, "Parameters"), params)),
-    el("h2", {}, "Convergence"),
+    el("section", {}, facts, actions),
+    el("h2", { id: "convergence" }, "Convergence"),
     el("p", { class: "legend-note", id: "plot-note" }),
     axis,
-    el("p", { class: "plot-title" }, "Relative gap (f − f*) / |f*| and the solver's optimality measure (log scale)"),
-    gapBox,
-    el("p", { class: "plot-title" }, "Primal objective f"),
-    objBox);
+    el("div", { class: "columns" },
+      el("div", {}, el("p", { class: "plot-title" }, "Relative gap (f − f*) / |f*| and the solver's optimality measure (log scale)"),
+        gapBox),
+      el("div", {}, el("p", { class: "plot-title" }, "Primal objective f"), objBox)),
+    el("h2", {}, "Parameters"), params);
   showFacts(facts, actions, dataset);
   await findReference();
   if (FINISHED.has(job.status)) {

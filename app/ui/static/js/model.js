@@ -11,7 +11,7 @@ async function render() {
   const facts = [
     ["Solver", model.solver], ["Kind", model.kind], ["Classes", model.classes.join(", ")],
     ["Features", fmt(model.n_features)], ["Objective", fmt(model.objective, 12)],
-    ["Solver status", `${model.solver_status}: ${model.message}`], ["Iterations", fmt(model.iterations)],
+    ["Solver status", model.solver_status], ["Message", model.message], ["Iterations", fmt(model.iterations)],
     ["Training time", seconds(model.training_seconds)],
     ["Dataset", names[model.dataset_id] || model.dataset_id],
     ["Training job", model.job_id ? el("a", { href: `/ui/jobs/${model.job_id}` }, shortId(model.job_id)) : "– (deleted)"],
@@ -52,7 +52,7 @@ async function render() {
       el("section", {}, el("h2", {}, "Parameters"), el("dl", { class: "facts" },
         Object.entries(model.params).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v == null ? "none" : String(v))])))),
     model.validation ? [el("h2", {}, "Validation (at training)"), showEvaluation(model.validation)] : null,
-    el("h2", {}, "Evaluate on a stored dataset"), evalForm, evaluation,
+    el("h2", { id: "evaluation-heading" }, "Evaluate on a stored dataset"), evalForm, evaluation,
     el("h2", {}, "Predict one example"), predictForm, predicted);
 }
 

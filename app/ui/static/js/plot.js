@@ -5,7 +5,7 @@ const DASHES = [[], [10, 5], [2, 4], [12, 4, 2, 4], [6, 3], [1, 3], [16, 6], [4,
 
 export function seriesStyle(i) {
   return { stroke: PALETTE[i % PALETTE.length], dash: DASHES[i % DASHES.length], width: 2,
-           points: { show: true, size: 4 + (i % 3) * 2, fill: i % 2 ? "#fff" : PALETTE[i % PALETTE.length] } };
+           points: { size: 5 + (i % 3) * 2, fill: i % 2 ? "#fff" : PALETTE[i % PALETTE.length] } };
 }
 
 // Time along the whole run: `elapsed` restarts with each one-vs-rest subproblem.
@@ -27,7 +27,8 @@ export function makePlot(box, { xLabel, yLabel, logY = false, series, data, heig
   const opts = {
     width, height,
     scales: { x: { time: false }, y: logY ? { distr: 3, log: 10 } : {} },
-    axes: [{ label: xLabel, size: 40 }, { label: yLabel, size: 72, values: (u, ticks) => ticks.map(tick) }],
+    axes: [{ label: xLabel, size: 40 },
+      logY ? { label: yLabel, size: 72, values: (u, ticks) => ticks.map(tick) } : { label: yLabel, size: 90 }],
     series: [{ label: xLabel, value: (u, v) => (v == null ? "–" : tick(v)) },
       ...series.map((s, i) => ({ spanGaps: true, value: (u, v) => (v == null ? "–" : tick(v)), ...seriesStyle(i), ...s }))],
     legend: { live: true },

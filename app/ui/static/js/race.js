@@ -35,12 +35,14 @@ export function paramsFor(solver, problem) {
   return params;
 }
 
-// Queue the race for `job`; returns {queued: [job], refused: [{solver, message}]}.
-export async function race(job) {
+// Queue the race for `job` (every solver but those in `skip`, the job's own by default);
+// returns {queued: [job], refused: [{solver, message}]}.
+export async function race(job, skip = [job.solver]) {
   const solvers = (await api("/solvers")).data;
   const queued = [];
   const refused = [];
   for (const solver of solvers) {
+    if (skip.includes(solver.name)) continue;
     const params = paramsFor(solver, job.problem);
     if (!params) continue;
     try {
