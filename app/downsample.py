@@ -16,6 +16,7 @@ down-sampled log reaches 0 where the full one does.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -84,3 +85,13 @@ def downsample_indices(objective: Sequence[float | None], optimality: Sequence[f
             chosen[nearest] = best
             chosen.sort()
     return chosen
+
+
+def sample_rows(rows: list[Any], points: int | None) -> list[Any]:
+    """Log rows (with ``objective`` and ``optimality``) down-sampled to at most ``points``;
+    all of them without ``points``."""
+    if points is None or len(rows) <= points:
+        return rows
+    chosen = downsample_indices([r.objective for r in rows], [r.optimality for r in rows],
+                                points)
+    return [rows[i] for i in chosen]

@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app import ui
 from app.api.errors import install_error_handlers
-from app.api.routes import datasets, health, jobs, models, solvers
+from app.api.routes import datasets, health, jobs, logs, models, solvers
 from app.core.config import Settings
 from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize
 from app.db.migrate import upgrade_database
@@ -143,7 +143,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=[API_KEY_HEADER, "Content-Type", "Accept", "Last-Event-ID"],
             expose_headers=["Location", "Retry-After"])
-    for module in (datasets, jobs, models, solvers, health):
+    for module in (datasets, jobs, logs, models, solvers, health):
         app.include_router(module.router)
     ui.install(app)
 

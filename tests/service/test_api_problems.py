@@ -100,8 +100,10 @@ def test_jobs_carry_their_key_and_filter_by_it(api, heart):
     assert all(j["problem_key"] == hinge["problem_key"] for j in listed["data"])
     tuning = create_job(api, heart, {"solver": "mfn"}, tuning={"C": [1.0], "folds": 2})
     assert tuning["problem_key"] is None and tuning["problem"] is None
-    too_long = api.get("/api/v1/jobs", params={"problem_key": "x" * 513})
-    assert too_long.status_code == 422
+    for bad in ("x" * 513, "dataset=\x00"):
+        response = api.get("/api/v1/jobs", params={"problem_key": bad})
+        assert response.status_code == 422
+        assert response.json()["detail"]["errors"][0]["loc"] == ["query", "problem_key"]
     for created in (hinge, ocas, other, tuning):
         wait_job(api, created["id"])
 
@@ -158,7 +160,7 @@ def test_multi_job_logs_for_a_comparison(api, heart):
            create_job(api, heart, {"solver": "interior_point", "bias": "regularized"})["id"]]
     for job_id in ids:
         assert wait_job(api, job_id)["status"] == "succeeded"
-    response = api.get("/api/v1/jobs/logs", params={"job_id": ids, "points": 8})
+    response = api.get("/api/v1/logs", params={"job_id": ids, "points": 8})
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["count"] == 3 and [s["job"]["id"] for s in body["data"]] == ids
@@ -168,14 +170,14 @@ def test_multi_job_logs_for_a_comparison(api, heart):
         assert series["count"] == len(records) and 0 < len(series["data"]) <= 8
         assert series["best_objective"] == min(r["objective"] for r in records)
     assert body["best_objective"] == min(s["best_objective"] for s in body["data"])
-    mixed = api.get("/api/v1/jobs/logs",
+    mixed = api.get("/api/v1/logs",
                     params={"job_id": [ids[0], create_job(api, heart, {"solver": "mfn"})["id"]]})
     assert not mixed.json()["same_problem"]
-    missing = api.get("/api/v1/jobs/logs", params={"job_id": [ids[0], str(uuid.uuid4())]})
+    missing = api.get("/api/v1/logs", params={"job_id": [ids[0], str(uuid.uuid4())]})
     assert missing.status_code == 422 and "not found" in missing.json()["detail"]["message"]
-    assert api.get("/api/v1/jobs/logs").status_code == 422
-    assert api.get("/api/v1/jobs/logs", params={"job_id": "nope"}).status_code == 422
-    assert api.get("/api/v1/jobs/logs",
+    assert api.get("/api/v1/logs").status_code == 422
+    assert api.get("/api/v1/logs", params={"job_id": "nope"}).status_code == 422
+    assert api.get("/api/v1/logs",
                    params={"job_id": [ids[0]] * 21}).status_code == 422
 
 

@@ -33,21 +33,18 @@ from app.api.deps import (
 from app.api.errors import (
     Conflict,
     NotFound,
-    Unprocessable,
     responses,
 )
 from app.core.security import ADMIN, READ, TRAIN, TrainKey
 from app.crud import jobs as crud_jobs
 from app.db.models import Job, JobStatus
 from app.db.session import Sessions
-from app.downsample import downsample_indices
+from app.downsample import sample_rows
 from app.jobs.state import delete_finished_job, request_cancel
 from app.problem import MAX_KEY_LENGTH
 from app.schemas import (
     JobCreate,
     JobLogPublic,
-    JobLogSeries,
-    JobLogsPublic,
     JobPublic,
     JobsPublic,
     LogRecordPublic,
@@ -63,9 +60,6 @@ STREAM_BATCH = 1000
 CSV_BATCH = 5000
 CSV_COLUMNS = ("iteration", "elapsed", "objective", "optimality", "extras")
 
-MAX_LOGS_JOBS = 20
-"""Most jobs one ``GET /jobs/logs`` fetches."""
-DEFAULT_COMPARE_POINTS = 500
 PointsQuery = Annotated[int | None, Query(
     ge=3, le=10000,
     description="Down-sample the log to at most this many records (first, last and lowest "
@@ -95,8 +89,9 @@ def list_jobs(
     status_filter: Annotated[JobStatus | None, Query(alias="status")] = None,
     dataset_id: uuid.UUID | None = None,
     problem_key: Annotated[str | None, Query(
-        max_length=MAX_KEY_LENGTH,
-        description="Only the jobs of this problem (a job's problem_key).")] = None,
+        max_length=MAX_KEY_LENGTH, pattern=r"^[ -~]*$",
+        description="Only the jobs of this problem (a job's problem_key: printable ASCII).")]
+        = None,
     offset: OffsetQuery = 0,
     limit: LimitQuery = 100,
 ) -> JobsPublic:
@@ -105,46 +100,6 @@ def list_jobs(
     rows, count = crud_jobs.list_page(session, status_filter, dataset_id, offset, limit,
                                       problem_key)
     return JobsPublic(data=[JobPublic.from_row(job) for job in rows], count=count)
-
-
-@router.get("/logs", name="logs", response_model=JobLogsPublic, responses=responses(422))
-def get_job_logs(
-    sessions: SessionsDep,
-    job_id: Annotated[list[uuid.UUID], Query(
-        min_length=1, max_length=MAX_LOGS_JOBS,
-        description=f"The jobs (repeat the parameter; at most {MAX_LOGS_JOBS}).")],
-    points: PointsQuery = DEFAULT_COMPARE_POINTS,
-) -> JobLogsPublic:
-    """Several jobs' convergence logs at once, each down-sampled to at most ``points``
-    records, with the lowest objective any of them reached: what a comparison of solvers on
-    one problem plots.  A job that does not exist is a 422 naming it."""
-    series = []
-    for one in dict.fromkeys(job_id):
-        with sessions.read() as session:
-            job = session.get(Job, one)
-            if job is None:
-                raise Unprocessable(f"job_id: job {one} not found")
-            public = JobPublic.from_row(job)
-        rows = [row for batch in crud_jobs.log_batches(sessions, one, 0, CSV_BATCH)
-                for row in batch]
-        objectives = [row.objective for row in rows if row.objective is not None]
-        series.append(JobLogSeries(
-            job=public, data=[LogRecordPublic.from_row(r) for r in _sampled(rows, points)],
-            count=len(rows), best_objective=min(objectives) if objectives else None))
-    bests = [s.best_objective for s in series if s.best_objective is not None]
-    keys = {s.job.problem_key for s in series}
-    return JobLogsPublic(data=series, count=len(series),
-                         best_objective=min(bests) if bests else None,
-                         same_problem=len(keys) == 1 and None not in keys)
-
-
-def _sampled(rows: list, points: int | None) -> list:
-    """``rows`` down-sampled to at most ``points`` (all of them without ``points``)."""
-    if points is None or len(rows) <= points:
-        return rows
-    chosen = downsample_indices([r.objective for r in rows], [r.optimality for r in rows],
-                                points)
-    return [rows[i] for i in chosen]
 
 
 @router.get("/{job_id}", name="get", response_model=JobPublic, responses=responses(404, 422))
@@ -211,7 +166,7 @@ def get_job_log(
     if points is not None:
         rows = [row for batch in crud_jobs.log_batches(sessions, job.id, after, CSV_BATCH)
                 for row in batch]
-        sampled = _sampled(rows, points)
+        sampled = sample_rows(rows, points)
         if not csv_wanted:
             count = crud_jobs.log_count(session, job.id)
             return JobLogPublic(data=[LogRecordPublic.from_row(r) for r in sampled],

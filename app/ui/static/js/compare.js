@@ -30,7 +30,7 @@ async function render() {
 
 async function load(summary, box, rebuild) {
   const query = ids.map((id) => `job_id=${encodeURIComponent(id)}`).join("&");
-  const logs = await api(`/jobs/logs?${query}&points=800`);
+  const logs = await api(`/logs?${query}&points=800`);
   const best = logs.best_objective;
   const series = logs.data.map((s) => {
     const xs = xAxis === "time" ? runTimes(s.data) : s.data.map((r) => r.iteration);
