@@ -23,8 +23,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
+from app import ui
 from app.api.errors import install_error_handlers
-from app.api.routes import datasets, health, jobs, models, solvers
+from app.api.routes import datasets, health, jobs, logs, models, solvers
 from app.core.config import Settings
 from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize
 from app.db.migrate import upgrade_database
@@ -42,7 +43,8 @@ logger = logging.getLogger("svmsvc")
 DESCRIPTION = """\
 Train support vector machines on uploaded SVMlight datasets and serve their predictions.
 
-Every resource is under `/api/v1`; the probes, `/metrics` and these docs are at the root.
+Every resource is under `/api/v1`; the probes, `/metrics` and these docs are at the root, and
+a web dashboard built on this API at `/ui/`.
 Upload a dataset (`POST /datasets`), queue a training job with a solver from `GET /solvers`
 (`POST /jobs`), follow its convergence (`GET /jobs/{job_id}/log`, or live from
 `/jobs/{job_id}/log/stream`), then predict with the model it produced (`/models/{model_id}/...`).
@@ -141,8 +143,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=[API_KEY_HEADER, "Content-Type", "Accept", "Last-Event-ID"],
             expose_headers=["Location", "Retry-After"])
-    for module in (datasets, jobs, models, solvers, health):
+    for module in (datasets, jobs, logs, models, solvers, health):
         app.include_router(module.router)
+    ui.install(app)
 
     async def prometheus_metrics(request: Request) -> Response:
         if not settings.metrics_public:

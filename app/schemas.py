@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, NonNegativeInt
 
 import solvers
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus, TrainedModel
+from app.problem import key_fields
 
 
 def _solver_params_union():
@@ -188,6 +189,15 @@ class JobPublic(BaseModel):
     tuning: TuningSpec | None = Field(None, description="A tuning job's grid and folds.")
     cross_validation: CrossValidationPublic | None = Field(
         None, description="A tuning job's table, once it ran.")
+    problem_key: str | None = Field(
+        None, description="The problem the job solves, normalized: dataset, task, multiclass "
+                          "strategy, loss (p for lp), C, bias mode (bias_scale when "
+                          "regularized), kernel and its parameters; jobs with equal keys "
+                          "solve the same problem whatever their solver (filter GET /jobs by "
+                          "it). None for a tuning job.")
+    problem: dict[str, Any] | None = Field(
+        None, description="The fields of problem_key (dataset, task, multiclass, loss, C, "
+                          "bias, ...).")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -207,6 +217,8 @@ class JobPublic(BaseModel):
             progress=progress, solver_status=job.solver_status, message=job.message,
             error=job.error, model_id=job.model.id if job.model is not None else None,
             tuning=job.tuning, cross_validation=_cross_validation(job.cross_validation),
+            problem_key=job.problem_key,
+            problem=None if job.problem_key is None else key_fields(job.problem_key),
             created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at,
         )
 
@@ -251,6 +263,28 @@ class JobLogPublic(BaseModel):
     count: int = Field(description="Records stored for the job in all.")
     has_more: bool = Field(description="Whether records follow this page "
                                        "(ask again with after = the last iteration).")
+
+
+class JobLogSeries(BaseModel):
+    """One job of a multi-job log fetch: the job and its (down-sampled) log."""
+
+    job: JobPublic
+    data: list[LogRecordPublic] = Field(description="The records, oldest first.")
+    count: int = Field(description="Records stored for the job in all.")
+    best_objective: float | None = Field(
+        description="The lowest objective in the job's whole log (kept by the down-sampling).")
+
+
+class JobLogsPublic(BaseModel):
+    """Several jobs' logs, for laying their convergence over each other."""
+
+    data: list[JobLogSeries] = Field(description="In the order the jobs were asked for.")
+    count: int
+    best_objective: float | None = Field(
+        description="The lowest objective any of the jobs reached: the reference of the "
+                    "relative gap (f - best) / |best| when they share a problem.")
+    same_problem: bool = Field(
+        description="Whether every job has the same (non-null) problem key.")
 
 
 # -- models ---------------------------------------------------------------------------------

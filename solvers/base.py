@@ -73,6 +73,23 @@ class SolverParams(BaseModel):
         """p of the lp loss (2 unless the solver's parameters have one)."""
         return 2.0
 
+    def problem_fields(self) -> dict[str, Any]:
+        """The optimization problem these parameters pose (section 2 of ``design.md``),
+        without the algorithm's own settings: two runs with equal fields on the same data solve
+        the same problem, so their objectives compare.  Normalized: ``lp`` with p = 1 or 2 is
+        ``hinge`` or ``squared_hinge``; ``bias_scale`` only with a regularized bias; ``p`` only
+        for ``lp``."""
+        loss, p = self.loss, self.loss_exponent
+        if loss == "lp" and p in (1.0, 2.0):
+            loss = "hinge" if p == 1.0 else "squared_hinge"
+        fields: dict[str, Any] = {"task": self.task, "multiclass": self.multiclass,
+                                  "loss": loss, "C": float(self.C), "bias": self.bias}
+        if loss == "lp":
+            fields["p"] = float(p)
+        if self.bias == "regularized":
+            fields["bias_scale"] = float(self.bias_scale)
+        return fields
+
     def binary_problem(self, X, y, sample_weight=None) -> BinaryProblem:
         """The problem these parameters describe, on labels ``y`` in {-1, +1}."""
         return BinaryProblem(X, y, C=self.C, loss=self.loss, bias=self.bias,

@@ -15,6 +15,7 @@ from app.crud.pages import page
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus
 from app.db.session import Sessions
 from app.jobs.admission import check_job
+from app.problem import problem_key
 
 
 def create(session: Session, body, owner: str | None, settings: Settings) -> Job:
@@ -46,6 +47,8 @@ def create(session: Session, body, owner: str | None, settings: Settings) -> Job
         status=JobStatus.queued,
         owner=owner,
         tuning=None if body.tuning is None else body.tuning.model_dump(mode="json"),
+        problem_key=None if body.tuning is not None else problem_key(body.dataset_id,
+                                                                     body.params),
     )
     session.add(job)
     session.commit()
@@ -53,13 +56,16 @@ def create(session: Session, body, owner: str | None, settings: Settings) -> Job
 
 
 def list_page(session: Session, status: JobStatus | None, dataset_id: uuid.UUID | None,
-              offset: int, limit: int) -> tuple[list[Job], int]:
-    """Jobs, newest first, optionally only those in one state or on one dataset."""
+              offset: int, limit: int, key: str | None = None) -> tuple[list[Job], int]:
+    """Jobs, newest first, optionally only those in one state, on one dataset or of one
+    problem key."""
     query = select(Job)
     if status is not None:
         query = query.where(Job.status == status)
     if dataset_id is not None:
         query = query.where(Job.dataset_id == dataset_id)
+    if key is not None:
+        query = query.where(Job.problem_key == key)
     return page(session, query, (Job.created_at.desc(), Job.id), offset, limit)
 
 
@@ -69,12 +75,17 @@ def _records_after(job_id: uuid.UUID, after: int, limit: int):
             .order_by(JobLogEntry.iteration).limit(limit))
 
 
+def log_count(session: Session, job_id: uuid.UUID) -> int:
+    """How many records the job's log holds."""
+    return session.scalar(select(func.count()).select_from(JobLogEntry)
+                          .where(JobLogEntry.job_id == job_id))
+
+
 def log_page(session: Session, job_id: uuid.UUID, after: int,
              limit: int) -> tuple[list[JobLogEntry], int, bool]:
     """Up to ``limit`` records after iteration ``after``, the number of records in all, and
     whether more follow."""
-    count = session.scalar(select(func.count()).select_from(JobLogEntry)
-                           .where(JobLogEntry.job_id == job_id))
+    count = log_count(session, job_id)
     rows = list(session.scalars(_records_after(job_id, after, limit + 1)))
     return rows[:limit], count, len(rows) > limit
 

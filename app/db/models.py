@@ -111,7 +111,8 @@ class Job(Base):
     the digest of the API key that queued the job (quotas); ``heartbeat_at`` is the lease of a
     running attempt, renewed by its worker.  A tuning job (``tuning`` set) cross-validates the
     solver over a grid, stores the table in ``cross_validation`` and the model refitted at the
-    best point.
+    best point.  ``problem_key`` (:mod:`app.problem`) groups the jobs that solve the same
+    problem on the same dataset, whatever their solver.
     """
 
     __tablename__ = "jobs"
@@ -143,6 +144,8 @@ class Job(Base):
     heartbeat_at: Mapped[datetime | None]  # renewed by the running attempt's worker
     tuning: Mapped[dict[str, Any] | None]  # a tuning job's grid and folds (None: training)
     cross_validation: Mapped[dict[str, Any] | None]  # a tuning job's table, once it ran
+    # dataset + the problem the parameters pose (app.problem); None for a tuning job
+    problem_key: Mapped[str | None] = mapped_column(String(512), index=True)
 
     model: Mapped[TrainedModel | None] = relationship(
         back_populates="job", uselist=False, lazy="selectin")

@@ -3,7 +3,7 @@ choices)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -81,6 +81,17 @@ class ALMParams(SolverParams):
         if self.loss == "squared_hinge":
             return 2.0
         return self.p
+
+    @model_validator(mode="before")
+    @classmethod
+    def _p_follows_loss(cls, data: Any) -> Any:
+        """hinge and squared_hinge fix p: set it, so that the parameters dumped (a stored
+        job's) validate again (a default p = 2 beside loss hinge would not)."""
+        if isinstance(data, dict) and "p" not in data:
+            fixed = {"hinge": 1.0, "squared_hinge": 2.0}.get(data.get("loss"))
+            if fixed is not None:
+                data = {**data, "p": fixed}
+        return data
 
     @model_validator(mode="after")
     def _p_matches_loss(self):

@@ -34,6 +34,18 @@ class KernelSolverParams(SolverParams):
     def kernel_function(self) -> Kernel:
         return Kernel(self.kernel, self.gamma, self.degree, self.coef0)
 
+    def problem_fields(self) -> dict[str, Any]:
+        """The base fields plus the kernel and its parameters; the linear kernel adds none
+        (it poses the linear problem the other families solve)."""
+        fields = super().problem_fields()
+        if self.kernel != "linear":
+            fields["kernel"] = self.kernel
+            fields["gamma"] = float(self.gamma)
+            if self.kernel == "polynomial":
+                fields["degree"] = self.degree
+                fields["coef0"] = float(self.coef0)
+        return fields
+
 
 class SystemParams(KernelSolverParams):
     method: Method = Field(
@@ -116,6 +128,17 @@ class RelaxedLSSVMParams(KernelSolverParams):
             raise ValueError("relaxed_lssvm weighs the bias by A (A = 1/bias_scale^2): set A "
                              "instead of bias_scale")
         return self
+
+    def problem_fields(self) -> dict[str, Any]:
+        """(13) as design.md's regularized bias with bias_scale = 1/sqrt(A); with SUMT, the
+        free-bias LS-SVM its rounds drive towards."""
+        fields = super().problem_fields()
+        if self.sumt:
+            fields["bias"] = "free"
+            del fields["bias_scale"]
+        else:
+            fields["bias_scale"] = float(1.0 / np.sqrt(self.A))
+        return fields
 
     def binary_problem(self, X, y, sample_weight=None) -> BinaryProblem:
         """(13) is ``design.md``'s regularized bias with bias_scale = 1/sqrt(A) (without SUMT;

@@ -24,9 +24,9 @@ schema = schemathesis.openapi.from_dict(create_app(Settings(data_dir="unused")).
 SEMANTIC_422 = {("POST", "/api/v1/datasets"), ("POST", "/api/v1/jobs"),
                 ("POST", "/api/v1/models/{model_id}/evaluate"),
                 ("GET", "/api/v1/models/{model_id}/predict"),
-                ("POST", "/api/v1/models/{model_id}/predict")}
+                ("POST", "/api/v1/models/{model_id}/predict"), ("GET", "/api/v1/logs")}
 """Operations whose 422s the schema cannot express: the content of an uploaded file, a dataset
-id that must exist, a feature index within the model's features."""
+or job id that must exist, a feature index within the model's features."""
 
 
 def _as_file(value):

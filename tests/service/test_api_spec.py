@@ -28,6 +28,7 @@ OPERATION_IDS = {
     ("get", "/api/v1/models/{model_id}/predict"): "models-predict",
     ("post", "/api/v1/models/{model_id}/predict"): "models-predict-batch",
     ("post", "/api/v1/models/{model_id}/evaluate"): "models-evaluate",
+    ("get", "/api/v1/logs"): "jobs-logs",
     ("get", "/api/v1/solvers"): "solvers-list",
     ("get", "/healthz"): "health-live",
     ("get", "/readyz"): "health-ready",

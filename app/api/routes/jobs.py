@@ -7,7 +7,7 @@ import csv
 import io
 import json
 import uuid
-from collections.abc import AsyncIterable, Iterator
+from collections.abc import AsyncIterable, Iterable, Iterator
 from typing import Annotated
 
 import anyio
@@ -39,8 +39,16 @@ from app.core.security import ADMIN, READ, TRAIN, TrainKey
 from app.crud import jobs as crud_jobs
 from app.db.models import Job, JobStatus
 from app.db.session import Sessions
+from app.downsample import sample_rows
 from app.jobs.state import delete_finished_job, request_cancel
-from app.schemas import JobCreate, JobLogPublic, JobPublic, JobsPublic, LogRecordPublic
+from app.problem import MAX_KEY_LENGTH
+from app.schemas import (
+    JobCreate,
+    JobLogPublic,
+    JobPublic,
+    JobsPublic,
+    LogRecordPublic,
+)
 
 router = APIRouter(prefix=f"{API_PREFIX}/jobs", tags=["jobs"],
                    dependencies=[READ], responses=responses(401, 403, 503))
@@ -51,6 +59,11 @@ STREAM_POLL_S = 0.25
 STREAM_BATCH = 1000
 CSV_BATCH = 5000
 CSV_COLUMNS = ("iteration", "elapsed", "objective", "optimality", "extras")
+
+PointsQuery = Annotated[int | None, Query(
+    ge=3, le=10000,
+    description="Down-sample the log to at most this many records (first, last and lowest "
+                "objective kept; largest-triangle-three-buckets on the log gap between).")]
 
 
 @router.post("", name="create", status_code=status.HTTP_202_ACCEPTED,
@@ -75,11 +88,17 @@ def list_jobs(
     session: SessionDep,
     status_filter: Annotated[JobStatus | None, Query(alias="status")] = None,
     dataset_id: uuid.UUID | None = None,
+    problem_key: Annotated[str | None, Query(
+        max_length=MAX_KEY_LENGTH, pattern=r"^[ -~]*$",
+        description="Only the jobs of this problem (a job's problem_key: printable ASCII).")]
+        = None,
     offset: OffsetQuery = 0,
     limit: LimitQuery = 100,
 ) -> JobsPublic:
-    """Jobs, newest first, optionally only those in one state or on one dataset."""
-    rows, count = crud_jobs.list_page(session, status_filter, dataset_id, offset, limit)
+    """Jobs, newest first, optionally only those in one state, on one dataset or solving one
+    problem."""
+    rows, count = crud_jobs.list_page(session, status_filter, dataset_id, offset, limit,
+                                      problem_key)
     return JobsPublic(data=[JobPublic.from_row(job) for job in rows], count=count)
 
 
@@ -134,22 +153,41 @@ def get_job_log(
     sessions: SessionsDep,
     after: AfterQuery = 0,
     limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
+    points: PointsQuery = None,
 ):
-    """The convergence log: one record per solver iteration, oldest first."""
-    if "text/csv" in request.headers.get("accept", ""):
-        return StreamingResponse(
-            _csv_rows(sessions, job.id, after), media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="job-{job.id}-log.csv"'})
-    rows, count, has_more = crud_jobs.log_page(session, job.id, after, limit)
-    return JobLogPublic(data=[LogRecordPublic.from_row(r) for r in rows], count=count,
-                        has_more=has_more)
+    """The convergence log: one record per solver iteration, oldest first.
+
+    With ``points``, every record after ``after`` down-sampled to at most that many for a
+    plot (``limit`` does not apply, ``has_more`` is false): largest-triangle-three-buckets on
+    the log of the objective's distance to its lowest value, keeping the first record, the
+    last and the lowest objective.
+    """
+    csv_wanted = "text/csv" in request.headers.get("accept", "")
+    if points is not None:
+        rows = [row for batch in crud_jobs.log_batches(sessions, job.id, after, CSV_BATCH)
+                for row in batch]
+        sampled = sample_rows(rows, points)
+        if not csv_wanted:
+            count = crud_jobs.log_count(session, job.id)
+            return JobLogPublic(data=[LogRecordPublic.from_row(r) for r in sampled],
+                                count=count, has_more=False)
+        batches: Iterable[list] = [sampled]
+    elif csv_wanted:
+        batches = crud_jobs.log_batches(sessions, job.id, after, CSV_BATCH)
+    else:
+        rows, count, has_more = crud_jobs.log_page(session, job.id, after, limit)
+        return JobLogPublic(data=[LogRecordPublic.from_row(r) for r in rows], count=count,
+                            has_more=has_more)
+    return StreamingResponse(
+        _csv_rows(batches), media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="job-{job.id}-log.csv"'})
 
 
-def _csv_rows(sessions: Sessions, job_id: uuid.UUID, after: int) -> Iterator[str]:
+def _csv_rows(batches: Iterable[list]) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for rows in crud_jobs.log_batches(sessions, job_id, after, CSV_BATCH):
+    for rows in batches:
         for row in rows:
             writer.writerow((row.iteration, repr(row.elapsed), _number(row.objective),
                              _number(row.optimality), json.dumps(row.extras, sort_keys=True)))

@@ -1,0 +1,57 @@
+// Convergence plots with uPlot (vendored, global `uPlot`).  Curves differ by dash pattern and
+// point marks as well as colour (Okabe-Ito palette), so they read without colour.
+const PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
+const DASHES = [[], [10, 5], [2, 4], [12, 4, 2, 4], [6, 3], [1, 3], [16, 6], [4, 2, 1, 2]];
+
+export function seriesStyle(i) {
+  return { stroke: PALETTE[i % PALETTE.length], dash: DASHES[i % DASHES.length], width: 2,
+           points: { size: 5 + (i % 3) * 2, fill: i % 2 ? "#fff" : PALETTE[i % PALETTE.length] } };
+}
+
+// Time along the whole run: `elapsed` restarts with each one-vs-rest subproblem.
+export function runTimes(records) {
+  const out = [];
+  let offset = 0;
+  let previous = 0;
+  for (const r of records) {
+    if (r.elapsed < previous) offset += previous;
+    previous = r.elapsed;
+    out.push(offset + r.elapsed);
+  }
+  return out;
+}
+
+// A uPlot in `box` that follows its width.  `series`: [{label, ...style}], `data`: [x, y1, ...].
+export function makePlot(box, { xLabel, yLabel, logY = false, series, data, height = 260 }) {
+  const width = Math.max(260, box.clientWidth || 600);
+  const opts = {
+    width, height,
+    scales: { x: { time: false }, y: logY ? { distr: 3, log: 10 } : {} },
+    axes: [{ label: xLabel, size: 40 },
+      logY ? { label: yLabel, size: 72, values: (u, ticks) => ticks.map(tick) } : { label: yLabel, size: 90 }],
+    series: [{ label: xLabel, value: (u, v) => (v == null ? "–" : tick(v)) },
+      ...series.map((s, i) => ({ spanGaps: true, value: (u, v) => (v == null ? "–" : tick(v)), ...seriesStyle(i), ...s }))],
+    legend: { live: true },
+    cursor: { drag: { x: true, y: false } },
+  };
+  const plot = new uPlot(opts, data, box);
+  new ResizeObserver(() => {
+    const w = Math.max(260, box.clientWidth);
+    if (Math.abs(w - plot.width) > 4) plot.setSize({ width: w, height });
+  }).observe(box);
+  return plot;
+}
+
+function tick(v) {
+  if (v == null) return "";
+  const a = Math.abs(v);
+  if (a !== 0 && (a < 1e-3 || a >= 1e5)) return v.toExponential(0);
+  return String(Number(v.toPrecision(4)));
+}
+
+// Relative gap (f - best) / |best|; null where it is not positive (a log axis cannot show 0).
+export function relativeGap(objective, best) {
+  if (objective == null || best == null) return null;
+  const gap = (objective - best) / Math.max(Math.abs(best), 1e-300);
+  return gap > 0 ? gap : null;
+}

@@ -1,0 +1,111 @@
+// Train: a form generated from GET /solvers (each solver's parameter JSON schema, the API's
+// own source of truth), defaults filled in, each parameter's description shown.
+import { api, apiAll, content, el, fmt, notice, start } from "./common.js";
+
+const query = new URLSearchParams(location.search);
+
+async function render() {
+  const [solvers, datasets] = await Promise.all([api("/solvers"), apiAll("/datasets")]);
+  if (!datasets.length) {
+    content(el("p", {}, "Upload a dataset first: ", el("a", { href: "/ui/datasets" }, "Datasets")));
+    return;
+  }
+  const dataset = el("select", { id: "train-dataset", name: "dataset_id", required: true },
+    datasets.map((d) => el("option", { value: d.id, selected: d.id === query.get("dataset") },
+      `${d.name} (${fmt(d.n_samples)} × ${fmt(d.n_features)})`)));
+  const solver = el("select", { id: "train-solver", name: "solver" },
+    solvers.data.map((s) => el("option", { value: s.name, selected: s.name === (query.get("solver") || "mfn") }, s.name)));
+  const validation = el("select", { id: "train-validation" }, el("option", { value: "" }, "none"),
+    datasets.map((d) => el("option", { value: d.id }, d.name)));
+  const timeLimit = el("input", { id: "train-time-limit", type: "number", min: "0", step: "any", placeholder: "none" });
+  const about = el("p", { id: "solver-about" });
+  const fields = el("div", { id: "solver-fields", class: "params" });
+  const form = el("form", { id: "train-form", novalidate: true },
+    el("div", { class: "toolbar" }, el("label", {}, "Dataset", dataset), el("label", {}, "Solver", solver),
+      el("label", {}, "Validation dataset", validation), el("label", {}, "Time limit (s)", timeLimit)),
+    about, el("h2", {}, "Parameters"), fields,
+    el("div", { class: "actions" }, el("button", { type: "submit", class: "primary", id: "train-submit" }, "Queue job")));
+  const show = () => {
+    const spec = solvers.data.find((s) => s.name === solver.value);
+    about.replaceChildren(el("strong", {}, spec.name), `: ${spec.description} `, el("span", { class: "muted" }, spec.reference),
+      el("br"), `Losses: ${spec.losses.join(", ")}; bias: ${spec.bias_modes.join(", ")}; tasks: ${spec.tasks.join(", ")}.`);
+    fields.replaceChildren(...Object.entries(spec.params_schema.properties || {})
+      .filter(([name]) => name !== "solver").map(([name, schema]) => field(name, schema)));
+  };
+  solver.addEventListener("change", show);
+  show();
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const spec = solvers.data.find((s) => s.name === solver.value);
+    const params = { solver: spec.name };
+    try {
+      for (const [name, schema] of Object.entries(spec.params_schema.properties || {})) {
+        if (name === "solver") continue;
+        const value = read(name, schema);
+        if (value !== undefined && JSON.stringify(value) !== JSON.stringify(schema.default)) params[name] = value;
+      }
+    } catch (error) { notice(error.message); return; }
+    const body = { dataset_id: dataset.value, params };
+    if (validation.value) body.validation_dataset_id = validation.value;
+    if (timeLimit.value) body.time_limit_s = Number(timeLimit.value);
+    try {
+      const job = await api("/jobs", { method: "POST", json: body });
+      location.href = `/ui/jobs/${job.id}`;
+    } catch (error) {
+      notice(`Not queued: ${error.describe ? error.describe() : error}`);
+    }
+  });
+  content(form);
+}
+
+function kinds(schema) {  // the JSON types a field takes (anyOf of a number and null, ...)
+  const options = schema.anyOf || [schema];
+  return options.map((o) => (o.const !== undefined ? `const:${o.const}` : o.enum ? "enum" : o.type));
+}
+
+function field(name, schema) {
+  const id = `param-${name}`;
+  const types = kinds(schema);
+  const label = el("label", { for: id }, schema.title || name, " ", el("code", {}, name));
+  const help = el("small", { id: `${id}-help` }, schema.description || "", schema.default !== undefined
+    ? ` Default: ${schema.default === null ? "none" : schema.default}.` : "");
+  let input;
+  if (schema.enum || schema.const !== undefined) {
+    const choices = schema.enum || [schema.const];
+    input = el("select", { id, name }, choices.map((c) => el("option", { value: c, selected: c === schema.default }, c)));
+  } else if (types.length === 1 && types[0] === "boolean") {
+    input = el("input", { id, name, type: "checkbox", checked: schema.default === true });
+    return el("div", { class: "field check" }, input, label, help);
+  } else if (types.length === 1 && (types[0] === "number" || types[0] === "integer")) {
+    input = el("input", { id, name, type: "number", step: types[0] === "integer" ? "1" : "any",
+      value: schema.default ?? "", min: schema.minimum ?? schema.exclusiveMinimum, max: schema.maximum ?? schema.exclusiveMaximum });
+  } else {  // a union (number or null, number or "auto"): typed as text
+    const shown = schema.default === null ? "" : schema.default ?? "";
+    input = el("input", { id, name, type: "text", value: String(shown),
+      placeholder: types.includes("null") ? "none" : types.filter((t) => t.startsWith("const:")).map((t) => t.slice(6)).join(" | ") });
+  }
+  input.setAttribute("aria-describedby", `${id}-help`);
+  return el("div", { class: "field" }, label, input, help);
+}
+
+function read(name, schema) {
+  const input = document.getElementById(`param-${name}`);
+  const types = kinds(schema);
+  if (input.type === "checkbox") return input.checked;
+  const text = input.value.trim();
+  if (input.tagName === "SELECT") return text;
+  if (text === "") {
+    if (types.includes("null")) return null;
+    return undefined;  // left empty: the default
+  }
+  const constant = types.find((t) => t === `const:${text}`);
+  if (constant) return text;
+  if (types.includes("number") || types.includes("integer")) {
+    const value = Number(text);
+    if (!Number.isFinite(value)) throw new Error(`${name}: "${text}" is not a number`);
+    return value;
+  }
+  return text;
+}
+
+start(render);

@@ -1,0 +1,288 @@
+"""The web dashboard in a real browser: headless Chromium driven by Selenium through the
+system chromedriver (Debian's ``chromium`` and ``chromium-driver``), against a real
+``svmsvc serve`` with an API key, entered once through the page like a user would.
+
+Skipped, saying why, where Selenium, Chromium or chromedriver is missing.  With
+``SVMSVC_SCREENSHOTS=DIR`` the tests save a screenshot of every page to ``DIR`` (the ones in
+``docs/dashboard.md`` come from ``SVMSVC_SCREENSHOTS=docs/img/dashboard``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import SQLiteBackend
+from servicetools import (
+    LONG_PARAMS,
+    PATIENCE_S,
+    ServerProcess,
+    data_path,
+    wait_for,
+)
+
+pytestmark = pytest.mark.browser
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+from selenium.common.exceptions import WebDriverException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))
+                 if p), None)
+CHROMEDRIVER = shutil.which("chromedriver")
+if CHROMIUM is None or CHROMEDRIVER is None:
+    pytest.skip("no Chromium or chromedriver on PATH (apt-get install chromium "
+                "chromium-driver)", allow_module_level=True)
+
+ADMIN_KEY = "dashboard-admin-key"
+DESKTOP = (1280, 800)
+PHONE = (390, 844)
+SCREENSHOTS = os.environ.get("SVMSVC_SCREENSHOTS")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("dashboard")
+    server = ServerProcess(directory, SQLiteBackend().database_url(directory), workers=2,
+                           api_keys=f"admin:{ADMIN_KEY}")
+    try:
+        server.wait_ready()
+        server.client.headers["X-API-Key"] = ADMIN_KEY
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                     "--disable-gpu", f"--window-size={DESKTOP[0]},{DESKTOP[1]}"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    try:
+        driver = webdriver.Chrome(options=options,
+                                  service=webdriver.ChromeService(CHROMEDRIVER))
+    except WebDriverException as exc:
+        pytest.skip(f"Chromium does not start here: {exc.msg}")
+    driver.set_window_size(*DESKTOP)
+    driver.get(f"{server.url}/ui/jobs")
+    driver.find_element(By.ID, "api-key").send_keys(ADMIN_KEY)  # once, kept for the session
+    driver.find_element(By.CSS_SELECTOR, "#key-form button").click()
+    wait_for(lambda: driver.find_element(By.ID, "key-state").text == "key set", PATIENCE_S,
+             what="the key to be kept")
+    driver.get_log("browser")  # start the console log afresh
+    yield driver
+    driver.quit()
+
+
+class Page:
+    """The browser on one page of the dashboard."""
+
+    def __init__(self, driver, server):
+        self.driver, self.server = driver, server
+
+    def open(self, path: str) -> None:
+        self.driver.get(f"{self.server.url}{path}")
+
+    def find(self, selector: str):
+        return self.driver.find_element(By.CSS_SELECTOR, selector)
+
+    def all(self, selector: str):
+        return self.driver.find_elements(By.CSS_SELECTOR, selector)
+
+    def wait(self, condition, what: str, timeout: float = PATIENCE_S):
+        def check():
+            try:
+                return condition()
+            except WebDriverException:  # not there yet, or replaced while read
+                return None
+        return wait_for(check, timeout, interval=0.1, what=what)
+
+    def wait_text(self, selector: str, text: str, timeout: float = PATIENCE_S):
+        return self.wait(lambda: text in self.find(selector).text,
+                         f"{text!r} in {selector}", timeout)
+
+    def console_errors(self) -> list[dict]:
+        return [e for e in self.driver.get_log("browser") if e["level"] == "SEVERE"]
+
+    def screenshot(self, name: str, at: str | None = None) -> None:
+        """Save the window (scrolled to the element ``at``) when SVMSVC_SCREENSHOTS says where."""
+        if SCREENSHOTS:
+            if at is not None:
+                self.driver.execute_script("arguments[0].scrollIntoView()", self.find(at))
+            Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+            self.driver.save_screenshot(str(Path(SCREENSHOTS) / f"{name}.png"))
+
+
+@pytest.fixture
+def page(browser, server):
+    return Page(browser, server)
+
+
+def _upload(server, path: Path) -> str:
+    with path.open("rb") as file:
+        response = server.client.post("/api/v1/datasets",
+                                       files={"file": (path.name, file, "text/plain")})
+    assert response.status_code in (200, 201), response.text
+    return response.json()["id"]
+
+
+def _job(server, dataset_id: str, params: dict) -> dict:
+    response = server.client.post("/api/v1/jobs", json={"dataset_id": dataset_id,
+                                                        "params": params})
+    assert response.status_code == 202, response.text
+    return response.json()
+
+
+def _finished(server, job_id: str) -> dict:
+    def done():
+        job = server.client.get(f"/api/v1/jobs/{job_id}").json()
+        return job if job["status"] in ("succeeded", "failed", "cancelled") else None
+    return wait_for(done, PATIENCE_S, interval=0.1, what=f"job {job_id}")
+
+
+def test_a_file_uploaded_through_the_page_is_listed(page):
+    page.open("/ui/datasets")
+    page.wait(lambda: page.find("#dropzone"), "the drop zone")
+    page.find("#upload-file").send_keys(str(data_path("heart_scale")))
+    page.wait_text("#upload-status", "heart_scale")
+    page.wait_text("#dataset-list", "heart_scale")
+    row = next(r for r in page.all("#dataset-list tbody tr") if "heart_scale" in r.text)
+    assert "270" in row.text and ": 120" in row.text and ": 150" in row.text  # class counts
+    page.screenshot("datasets")
+
+
+def test_a_malformed_file_dropped_on_the_page_shows_its_line(page):
+    page.open("/ui/datasets")
+    page.wait(lambda: page.find("#dropzone"), "the drop zone")
+    # a real drop event, carrying a file made in the page (line 3 has a bad value)
+    page.driver.execute_script("""
+        const file = new File(["+1 1:0.5 2:1\\n-1 1:0.25\\n+1 1:abc\\n"], "broken.svm");
+        const data = new DataTransfer();
+        data.items.add(file);
+        const zone = document.getElementById("dropzone");
+        const init = {dataTransfer: data, bubbles: true, cancelable: true};
+        zone.dispatchEvent(new DragEvent("dragover", init));
+        zone.dispatchEvent(new DragEvent("drop", init));
+    """)
+    error = page.wait(lambda: page.find("#upload-error"), "the upload error")
+    assert error.get_attribute("data-line") == "3"
+    assert "line 3" in error.text and "abc" in error.text
+    page.screenshot("datasets-malformed")
+
+
+def test_the_job_page_plots_records_as_they_stream_in_and_cancels(page, server):
+    a9a = _upload(server, data_path("a9a"))
+    job = _job(server, a9a, LONG_PARAMS)
+    page.open(f"/ui/jobs/{job['id']}")
+
+    def records() -> int:
+        return int(page.find("body").get_attribute("data-records") or 0)
+
+    first = page.wait(lambda: records() >= 3 and records(), "the first records")
+    page.wait(lambda: records() >= first + 5, "more records, live")
+    assert len(page.all("#plot-gap canvas")) == 1 and len(page.all("#plot-objective canvas")) == 1
+    assert "live" in page.find("#plot-note").text
+    legend = page.find("#plot-gap .u-legend").text
+    assert "relative gap" in legend and "optimality" in legend
+    page.screenshot("job-running", at="#convergence")
+    page.find("#cancel").click()
+    page.wait_text("[data-fact=status]", "cancelled")
+    assert _finished(server, job["id"])["status"] == "cancelled"
+    page.find("input[name=x][value=iterations]").click()
+    page.wait(lambda: "iteration" in page.find("#plot-gap").text, "the iteration axis")
+
+
+def test_a_race_of_the_solvers_draws_one_curve_each(page, server):
+    heart = _upload(server, data_path("heart_scale"))
+    job = _job(server, heart, {"solver": "mfn", "loss": "hinge"})
+    _finished(server, job["id"])
+    page.open(f"/ui/jobs/{job['id']}")
+    page.wait(lambda: page.find("#race"), "the race button").click()
+    page.wait(lambda: "/ui/compare?jobs=" in page.driver.current_url, "the comparison")
+    ids = page.driver.current_url.split("jobs=")[1].split(",")
+    # mfn, cutting_plane, interior_point and alm solve the hinge loss with a regularized bias
+    raced = [_finished(server, job_id)["solver"] for job_id in ids]
+    assert len(set(raced)) == len(ids) >= 4, raced  # each solver once, the first one too
+    for job_id in ids:
+        finished = _finished(server, job_id)
+        assert finished["status"] == "succeeded", (finished["solver"], finished["error"])
+    box = "#plot-compare"
+    page.wait(lambda: page.find(box).get_attribute("data-series") == str(len(ids)) and
+              all("succeeded" in r.text for r in page.all("#compare-summary tbody tr")),
+              "every job finished on the page")
+    assert int(page.find(box).get_attribute("data-curves")) >= 3
+    legend_rows = page.all(f"{box} .u-legend .u-series")
+    assert len(legend_rows) == len(ids) + 1  # the x series, then one per job
+    assert "same problem" in page.find("#compare-note").text
+    page.screenshot("compare")
+
+
+def test_the_train_form_from_the_schemas_queues_a_job_whose_model_evaluates(page, server):
+    heart = _upload(server, data_path("heart_scale"))
+    page.open(f"/ui/train?dataset={heart}")
+    page.wait(lambda: page.find("#param-C"), "the generated form")
+    assert page.find("#param-C").get_attribute("value") == "1"
+    assert "Weight of the loss term" in page.find("#param-C-help").text
+    page.find("#train-solver option[value=cutting_plane]").click()
+    page.wait(lambda: page.find("#param-method"), "the cutting-plane form")
+    assert page.find("#param-method").get_attribute("value") == "ocas"
+    page.screenshot("train")
+    page.find("#param-C").clear()
+    page.find("#param-C").send_keys("2")
+    page.find("#train-submit").click()
+    page.wait(lambda: "/ui/jobs/" in page.driver.current_url, "the job page")
+    job_id = page.driver.current_url.rsplit("/", 1)[1]
+    job = _finished(server, job_id)
+    assert job["status"] == "succeeded" and job["params"]["C"] == 2.0
+    assert job["params"]["solver"] == "cutting_plane"
+    page.open(f"/ui/models/{job['model_id']}")
+    page.wait(lambda: page.find("#evaluate-dataset"), "the model page").submit()
+    accuracy = page.wait_text("#evaluation", "Accuracy")
+    assert accuracy
+    assert "Confusion matrix" in page.find("#evaluation").text
+    page.find("#predict-x").send_keys("1:0.5 3:-1")
+    page.find("#predict-x").submit()
+    page.wait_text("#prediction", "Label")
+    page.screenshot("model-evaluated", at="#evaluation-heading")
+
+
+def test_no_console_errors_at_desktop_and_phone_width(page, server):
+    heart = _upload(server, data_path("heart_scale"))
+    jobs = [_job(server, heart, {"solver": solver, "C": 0.5})
+            for solver in ("mfn", "cutting_plane")]
+    done = [_finished(server, j["id"]) for j in jobs]
+    model = next(j["model_id"] for j in done if j["model_id"])
+    pages = {"datasets": "/ui/datasets", "jobs": "/ui/jobs", "job": f"/ui/jobs/{jobs[0]['id']}",
+             "compare-pick": "/ui/compare",
+             "compare-two": f"/ui/compare?jobs={jobs[0]['id']},{jobs[1]['id']}",
+             "models": "/ui/models", "model": f"/ui/models/{model}", "train": "/ui/train"}
+    page.console_errors()
+    for width, height in (DESKTOP, PHONE):
+        page.driver.set_window_size(width, height)
+        for name, path in pages.items():
+            page.open(path)
+            page.wait(lambda: "Loading" not in page.find("#content").text, f"{path} loaded")
+            assert page.find("#notice").get_attribute("hidden") is not None, \
+                page.find("#notice").text
+            errors = page.console_errors()
+            assert not errors, f"{path}: {errors}"
+            overflow = page.driver.execute_script(
+                "return document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 1, f"{path} is wider than a {width} px window"
+            page.screenshot(name if width == DESKTOP[0] else f"{name}-phone")
+    page.driver.set_window_size(*DESKTOP)
+
+
+def test_pages_ask_for_the_key_they_lack(server):
+    response = httpx.get(f"{server.url}/ui/datasets")
+    assert response.status_code == 200 and "<main" in response.text
+    api_without_key = httpx.get(f"{server.url}/api/v1/datasets")
+    assert api_without_key.status_code == 401
+    assert httpx.get(f"{server.url}/ui/jobs/not-a-uuid").status_code == 422
+    assert httpx.get(f"{server.url}/ui/static/vendor/uPlot.LICENSE").status_code == 200
