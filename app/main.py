@@ -24,6 +24,7 @@ from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
 from app.api.errors import install_error_handlers
+from app.api.log_streams import LogStreams
 from app.api.routes import datasets, health, jobs, models, solvers
 from app.core.config import Settings
 from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize
@@ -103,6 +104,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics.watch(sessions, pool)
         app.state.sessions = sessions
         app.state.pool = pool
+        app.state.log_streams.sessions = sessions
         pool.start()
         threading.Thread(target=_warm_serial_kernels, name="svmsvc-warm-up",
                          daemon=True).start()
@@ -119,6 +121,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            app.state.log_streams.close()
             pool.stop()
             engine.dispose()
 
@@ -133,6 +136,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.api_keys = ApiKeys.from_settings(settings)
     app.state.store = DatasetStore(settings.datasets_dir)
     app.state.model_cache = ModelCache(settings.model_cache_bytes)
+    app.state.log_streams = LogStreams(None, settings.max_log_streams,
+                                       settings.max_log_streams_per_key)
     install_error_handlers(app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     if settings.cors_origin_list:

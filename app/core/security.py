@@ -142,9 +142,12 @@ def require(needed: Scope):
     return check
 
 
+_require_read = require(Scope.read)
 _require_train = require(Scope.train)
-READ = Security(require(Scope.read))
+READ = Security(_require_read)
 TRAIN = Security(_require_train)
 ADMIN = Security(require(Scope.admin))
+ReadKey = Annotated[str | None, Security(_require_read)]
+"""The digest of a read-scope key (None when the service is open), for per-key caps."""
 TrainKey = Annotated[str | None, Security(_require_train)]
 """The digest of a train-scope key (None when the service is open), for per-key quotas."""
