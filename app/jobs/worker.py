@@ -18,6 +18,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,12 @@ from app.jobs.state import finish_job
 from app.storage import DatasetStore
 
 logger = logging.getLogger("svmsvc.worker")
+
+
+HANG_WARM_UP_VARIABLE = "SVMSVC_TESTING_HANG_WARM_UP"
+"""A testing hook: when this environment variable names a file, a worker starting while the
+file exists waits, before its warm-up, until the file is removed (so the tests can make a
+worker that hangs while warming up).  Not a setting: never set it in production."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,10 @@ def worker_main(config: WorkerConfig, connection) -> None:
     logging.basicConfig(
         level=config.log_level.upper(),
         format=f"%(asctime)s worker-{config.index}[%(process)d] %(levelname)s %(message)s")
+
+    hang = os.environ.get(HANG_WARM_UP_VARIABLE)
+    while hang and os.path.exists(hang):  # the testing hook: a worker hung in its warm-up
+        time.sleep(0.1)
 
     from solvers import warm_up
 
