@@ -133,6 +133,11 @@ class JobCreate(BaseModel):
         None, description="Make this a tuning job: cross-validation over a grid, then the "
                           "model refitted at the best point. Its log holds one record per "
                           "(fold, grid point): the fold's score as the optimality.")
+    keep_last_good: bool = Field(
+        False, description="When the solver fails but keeps its last good point (mfn does), "
+                           "store that point as the model: the job then succeeds with "
+                           "solver_status 'failed' and a message saying so. Default: the job "
+                           "fails without a model.")
 
 
 class CrossValidationRow(BaseModel):
@@ -188,6 +193,8 @@ class JobPublic(BaseModel):
     tuning: TuningSpec | None = Field(None, description="A tuning job's grid and folds.")
     cross_validation: CrossValidationPublic | None = Field(
         None, description="A tuning job's table, once it ran.")
+    keep_last_good: bool = Field(
+        False, description="Whether a failed solver's last good point is kept as the model.")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -207,6 +214,7 @@ class JobPublic(BaseModel):
             progress=progress, solver_status=job.solver_status, message=job.message,
             error=job.error, model_id=job.model.id if job.model is not None else None,
             tuning=job.tuning, cross_validation=_cross_validation(job.cross_validation),
+            keep_last_good=bool(job.keep_last_good),
             created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at,
         )
 

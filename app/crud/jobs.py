@@ -46,6 +46,7 @@ def create(session: Session, body, owner: str | None, settings: Settings) -> Job
         status=JobStatus.queued,
         owner=owner,
         tuning=None if body.tuning is None else body.tuning.model_dump(mode="json"),
+        keep_last_good=body.keep_last_good,
     )
     session.add(job)
     session.commit()

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -111,7 +113,8 @@ class Job(Base):
     the digest of the API key that queued the job (quotas); ``heartbeat_at`` is the lease of a
     running attempt, renewed by its worker.  A tuning job (``tuning`` set) cross-validates the
     solver over a grid, stores the table in ``cross_validation`` and the model refitted at the
-    best point.
+    best point.  ``keep_last_good``: when the solver fails but returns its last good point
+    (mfn does), that point is stored as the model and the job succeeds, saying so.
     """
 
     __tablename__ = "jobs"
@@ -143,6 +146,8 @@ class Job(Base):
     heartbeat_at: Mapped[datetime | None]  # renewed by the running attempt's worker
     tuning: Mapped[dict[str, Any] | None]  # a tuning job's grid and folds (None: training)
     cross_validation: Mapped[dict[str, Any] | None]  # a tuning job's table, once it ran
+    keep_last_good: Mapped[bool] = mapped_column(Boolean, default=False,
+                                                 server_default=false())
 
     model: Mapped[TrainedModel | None] = relationship(
         back_populates="job", uselist=False, lazy="selectin")
