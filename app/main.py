@@ -33,6 +33,7 @@ from app.db.models import Dataset
 from app.db.session import Sessions, create_db_engine
 from app.jobs.pool import WorkerPool
 from app.jobs.state import recover_interrupted_jobs
+from app.memory import ReleaseMemoryMiddleware, configure_allocator
 from app.metrics import MetricsMiddleware, ServiceMetrics
 from app.prediction import ModelCache
 from app.schemas import DatasetUpload, ErrorResponse, PredictBatchRequest
@@ -84,6 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
+        configure_allocator()
         engine = create_db_engine(settings.sqlalchemy_url)
         revision = await run_in_threadpool(upgrade_database, engine)
         sessions = Sessions(engine)
@@ -140,6 +142,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                        settings.max_log_streams_per_key)
     install_error_handlers(app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(ReleaseMemoryMiddleware)
     if settings.cors_origin_list:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origin_list,
