@@ -133,7 +133,8 @@ def require(needed: Scope):
     """A dependency (use with ``Security``) that lets through keys of scope ``needed`` or
     higher; it returns the key's digest (None when the service is open), for quotas."""
 
-    def check(request: Request, key: str | None = Security(_api_key)) -> str | None:
+    async def check(request: Request, key: str | None = Security(_api_key)) -> str | None:
+        # async: a few microseconds of hashing, not worth a hop to the thread pool
         keys: ApiKeys = request.app.state.api_keys
         authorize(keys, key, needed)
         return key_digest(key) if keys.enabled else None
