@@ -194,7 +194,7 @@ class LogStreams:
         if self._closed:
             return
         feed = self._feeds.get(job_id)
-        if feed is None:
+        if feed is None or (feed.ended and not feed.done):  # none, or its poller failed
             feed = self._feeds[job_id] = _Feed(job_id)
             feed.task = asyncio.create_task(self._poll(feed), name=f"log-feed-{job_id}")
         feed.subscribers += 1
