@@ -45,8 +45,18 @@ def serve(args: argparse.Namespace) -> int:
         sys.stderr.write(f"svmsvc: error: {refusal}\n")
         return 2
     _apply_migrations(settings)  # prestart: the schema is current before the app starts
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                log_level=settings.log_level.lower())
+    app = create_app(settings)
+
+    class Server(uvicorn.Server):
+        """Ends the live log streams as soon as the server is told to stop: uvicorn waits
+        for every open response to end before the application's shutdown runs."""
+
+        def handle_exit(self, sig, frame) -> None:
+            super().handle_exit(sig, frame)
+            app.state.log_streams.close_threadsafe()
+
+    Server(uvicorn.Config(app, host=settings.host, port=settings.port,
+                          log_level=settings.log_level.lower())).run()
     return 0
 
 

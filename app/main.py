@@ -25,6 +25,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app import ui
 from app.api.errors import install_error_handlers
+from app.api.log_streams import LogStreams
 from app.api.routes import datasets, health, jobs, logs, models, solvers
 from app.core.config import Settings
 from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize
@@ -33,6 +34,7 @@ from app.db.models import Dataset
 from app.db.session import Sessions, create_db_engine
 from app.jobs.pool import WorkerPool
 from app.jobs.state import recover_interrupted_jobs
+from app.memory import ReleaseMemoryMiddleware, configure_allocator
 from app.metrics import MetricsMiddleware, ServiceMetrics
 from app.prediction import ModelCache
 from app.schemas import DatasetUpload, ErrorResponse, PredictBatchRequest
@@ -85,6 +87,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
+        configure_allocator()
         engine = create_db_engine(settings.sqlalchemy_url)
         revision = await run_in_threadpool(upgrade_database, engine)
         sessions = Sessions(engine)
@@ -105,6 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics.watch(sessions, pool)
         app.state.sessions = sessions
         app.state.pool = pool
+        app.state.log_streams.sessions = sessions
         pool.start()
         threading.Thread(target=_warm_serial_kernels, name="svmsvc-warm-up",
                          daemon=True).start()
@@ -121,6 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            app.state.log_streams.close()
             pool.stop()
             engine.dispose()
 
@@ -135,8 +140,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.api_keys = ApiKeys.from_settings(settings)
     app.state.store = DatasetStore(settings.datasets_dir)
     app.state.model_cache = ModelCache(settings.model_cache_bytes)
+    app.state.log_streams = LogStreams(None, settings.max_log_streams,
+                                       settings.max_log_streams_per_key)
     install_error_handlers(app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(ReleaseMemoryMiddleware)
     if settings.cors_origin_list:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origin_list,

@@ -96,9 +96,9 @@ def label_unlabelled_lines(body: bytes) -> bytes:
 
 def predictions(model, X) -> list[dict[str, Any]]:
     """Label and decision values of each row of ``X`` (serial kernels)."""
-    scores = np.asarray(model.decision_function(X, parallel=False), dtype=np.float64)
-    labels = model.predict(X, parallel=False)
-    scores = scores.reshape(X.shape[0], -1)
+    raw = model.decision_function(X, parallel=False)
+    labels = model.labels_from_scores(raw)  # scored once, not again by predict()
+    scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
     return [
         {"label": float(label), "decision_values": [float(v) for v in row]}
         for label, row in zip(labels, scores, strict=True)

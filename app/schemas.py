@@ -134,6 +134,11 @@ class JobCreate(BaseModel):
         None, description="Make this a tuning job: cross-validation over a grid, then the "
                           "model refitted at the best point. Its log holds one record per "
                           "(fold, grid point): the fold's score as the optimality.")
+    keep_last_good: bool = Field(
+        False, description="When the solver fails but keeps its last good point (mfn does), "
+                           "store that point as the model: the job then succeeds with "
+                           "solver_status 'failed' and a message saying so. Default: the job "
+                           "fails without a model.")
 
 
 class CrossValidationRow(BaseModel):
@@ -198,6 +203,8 @@ class JobPublic(BaseModel):
     problem: dict[str, Any] | None = Field(
         None, description="The fields of problem_key (dataset, task, multiclass, loss, C, "
                           "bias, ...).")
+    keep_last_good: bool = Field(
+        False, description="Whether a failed solver's last good point is kept as the model.")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -219,6 +226,7 @@ class JobPublic(BaseModel):
             tuning=job.tuning, cross_validation=_cross_validation(job.cross_validation),
             problem_key=job.problem_key,
             problem=None if job.problem_key is None else key_fields(job.problem_key),
+            keep_last_good=bool(job.keep_last_good),
             created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at,
         )
 

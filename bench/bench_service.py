@@ -2,6 +2,7 @@
 
     python -m bench.bench_service cancel [--trials 10] [--database-url URL]
     python -m bench.bench_service load [--clients 20] [--seconds 60] [--database-url URL]
+    python -m bench.bench_service memory [--rounds 6] [--database-url URL]
 
 ``cancel``: how long a running job takes to end after ``POST /jobs/{id}/cancel`` (until
 ``GET /jobs/{id}`` reports ``cancelled``), on a9a with parameters that never converge; the
@@ -16,7 +17,12 @@ error, or unexpected status) and "database is locked" in the service's log.  The
 latency while large evaluations (a9a, 32,561 rows) run.  The load generator shares the
 machine with the service.
 
-The server runs with one worker (``cancel``) or two (``load``), its data in a temporary
+``memory``: the web process's resident memory (``VmRSS``) idle, then after each of
+``--rounds`` large uploads (ijcnn1.t four times over, 57 MB of text, fresh content each time,
+deleted after), and after as many batch predictions with a 12 MB JSON body; the peak is sampled
+every 20 ms.  What the process keeps once a large request is over is what it holds idle.
+
+The server runs with one worker (``cancel``, ``memory``) or two (``load``), its data in a temporary
 directory, SQLite unless ``--database-url`` is given, with an admin API key made up here.
 """
 
@@ -259,6 +265,66 @@ def healthz_during_evaluation(server: Server, evaluations: int = 4) -> dict:
             "healthz_max_ms": 1e3 * max(probes)}
 
 
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process, in MB (Linux ``/proc``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def memory(server: Server, rounds: int) -> dict:
+    """The web process's idle RSS before and after large uploads and large predictions."""
+    import json
+    import threading
+
+    pid = server.process.pid
+    peak = [0.0]
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.wait(0.02):
+            peak[0] = max(peak[0], rss_mb(pid))
+
+    def idle() -> float:
+        time.sleep(2.0)  # let the request's threads finish and the allocator settle
+        return rss_mb(pid)
+
+    text = (DATA_DIR / "ijcnn1.t").read_bytes() * 4
+    figures: dict = {"upload_mb": len(text) / 1e6}
+    with server.client() as client:
+        heart = upload(client, DATA_DIR / "heart_scale")
+        job = client.post("/api/v1/jobs", json={"dataset_id": heart,
+                                                "params": {"solver": "mfn", "C": 1.0}}).json()
+        job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded")
+        model = job["model_id"]
+        client.get(f"/api/v1/models/{model}/predict", params={"x": "1:0.5"}).raise_for_status()
+        figures["idle_before_mb"] = idle()
+        threading.Thread(target=sample, daemon=True).start()
+        after_uploads = []
+        for round_ in range(rounds):
+            content = text + f"1 1:{round_ + 1}e-3\n".encode()
+            response = client.post("/api/v1/datasets",
+                                   files={"file": (f"big-{round_}.svm", content)})
+            response.raise_for_status()
+            client.delete(f"/api/v1/datasets/{response.json()['id']}").raise_for_status()
+            after_uploads.append(idle())
+        figures["idle_after_each_upload_mb"] = after_uploads
+        rows = [{str(j): round(0.001 * ((k * 7 + j) % 1000), 3) for j in range(1, 14)}
+                for k in range(60000)]
+        body = json.dumps({"rows": rows}).encode()
+        figures["predict_body_mb"] = len(body) / 1e6
+        after_predictions = []
+        for _ in range(rounds):
+            client.post(f"/api/v1/models/{model}/predict", content=body,
+                        headers={"Content-Type": "application/json"}).raise_for_status()
+            after_predictions.append(idle())
+        figures["idle_after_each_prediction_mb"] = after_predictions
+        sampling.set()
+    figures["peak_mb"] = peak[0]
+    return figures
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -267,11 +333,13 @@ def main(argv: list[str] | None = None) -> None:
     mixed = commands.add_parser("load", help="mixed load from concurrent clients")
     mixed.add_argument("--clients", type=int, default=20)
     mixed.add_argument("--seconds", type=float, default=60.0)
-    for command in (cancel, mixed):
+    resident = commands.add_parser("memory", help="idle memory after large requests")
+    resident.add_argument("--rounds", type=int, default=6)
+    for command in (cancel, mixed, resident):
         command.add_argument("--database-url", default=None)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
-        server = Server(Path(directory), workers=1 if args.command == "cancel" else 2,
+        server = Server(Path(directory), workers=2 if args.command == "load" else 1,
                         database_url=args.database_url, max_queued_jobs_per_key=10**6)
         try:
             server.wait_ready()
@@ -282,6 +350,12 @@ def main(argv: list[str] | None = None) -> None:
                       f"load average {os.getloadavg()[0]:.2f}): "
                       f"median {statistics.median(latencies):.3f} s, "
                       f"min {min(latencies):.3f} s, max {max(latencies):.3f} s")
+            elif args.command == "memory":
+                import json
+
+                print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+                      f"{os.getloadavg()[0]:.2f}")
+                print(json.dumps(memory(server, args.rounds), indent=1))
             else:
                 import json
 

@@ -1,6 +1,8 @@
 """Injected dependencies as ``Annotated`` aliases.
 
-Sessions are function-scoped: the transaction ends when the path operation returns, before
+The getters of application state are ``async def``: FastAPI runs a plain ``def`` dependency
+in the thread pool, a hop that cost more than a whole single-example prediction.  Sessions
+are function-scoped: the transaction ends when the path operation returns, before
 the response is sent.  ``SessionDep`` reads; ``WriteSessionDep`` is for path operations that
 change rows, which look their rows up in that same session (:func:`fetch`).  The
 ``DatasetDep`` / ``JobDep`` / ``ModelDep`` lookups (404 when missing) are for reads.
@@ -36,12 +38,12 @@ AfterQuery = Annotated[int, Query(ge=0, le=MAX_POSITION,
                                   description="Records after this iteration.")]
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     """The application's settings."""
     return request.app.state.settings
 
 
-def get_sessions(request: Request) -> Sessions:
+async def get_sessions(request: Request) -> Sessions:
     """The session factories, for path operations that open their own short sessions."""
     return request.app.state.sessions
 
@@ -58,17 +60,17 @@ def get_write_session(request: Request) -> Iterator[Session]:
         yield session
 
 
-def get_store(request: Request) -> DatasetStore:
+async def get_store(request: Request) -> DatasetStore:
     """The dataset file store."""
     return request.app.state.store
 
 
-def get_pool(request: Request) -> WorkerPool:
+async def get_pool(request: Request) -> WorkerPool:
     """The worker pool (to wake its dispatcher, or to inspect it)."""
     return request.app.state.pool
 
 
-def get_model_cache(request: Request) -> ModelCache:
+async def get_model_cache(request: Request) -> ModelCache:
     """The cache of loaded models."""
     return request.app.state.model_cache
 

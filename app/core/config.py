@@ -81,6 +81,17 @@ class Settings(BaseSettings):
     max_queued_jobs_per_key: int = Field(
         100, ge=1, description="Jobs one API key may have queued at once (all requests share "
                                "one quota when the service is open).")
+    worker_warm_up_timeout_s: float = Field(
+        600.0, gt=0, description="Seconds a worker process may take from its start to ready "
+                                 "(imports and the Numba warm-up); one still not ready is "
+                                 "deemed hung, killed and replaced.")
+    max_log_streams: int = Field(
+        256, ge=1, description="Live log streams open at once in the service; more is a 503 "
+                               "with Retry-After.")
+    max_log_streams_per_key: int = Field(
+        32, ge=1, description="Live log streams one API key (or, without keys, one client "
+                              "address) may hold open at once; more is a 429 with "
+                              "Retry-After.")
 
     @property
     def cors_origin_list(self) -> list[str]:

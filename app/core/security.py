@@ -133,7 +133,8 @@ def require(needed: Scope):
     """A dependency (use with ``Security``) that lets through keys of scope ``needed`` or
     higher; it returns the key's digest (None when the service is open), for quotas."""
 
-    def check(request: Request, key: str | None = Security(_api_key)) -> str | None:
+    async def check(request: Request, key: str | None = Security(_api_key)) -> str | None:
+        # async: a few microseconds of hashing, not worth a hop to the thread pool
         keys: ApiKeys = request.app.state.api_keys
         authorize(keys, key, needed)
         return key_digest(key) if keys.enabled else None
@@ -142,9 +143,12 @@ def require(needed: Scope):
     return check
 
 
+_require_read = require(Scope.read)
 _require_train = require(Scope.train)
-READ = Security(require(Scope.read))
+READ = Security(_require_read)
 TRAIN = Security(_require_train)
 ADMIN = Security(require(Scope.admin))
+ReadKey = Annotated[str | None, Security(_require_read)]
+"""The digest of a read-scope key (None when the service is open), for per-key caps."""
 TrainKey = Annotated[str | None, Security(_require_train)]
 """The digest of a train-scope key (None when the service is open), for per-key quotas."""

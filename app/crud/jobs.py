@@ -49,6 +49,7 @@ def create(session: Session, body, owner: str | None, settings: Settings) -> Job
         tuning=None if body.tuning is None else body.tuning.model_dump(mode="json"),
         problem_key=None if body.tuning is not None else problem_key(body.dataset_id,
                                                                      body.params),
+        keep_last_good=body.keep_last_good,
     )
     session.add(job)
     session.commit()
@@ -112,3 +113,22 @@ def with_records(sessions: Sessions, job_id: uuid.UUID, after: int,
         if job is None:
             return None, []
         return job, list(session.scalars(_records_after(job_id, after, limit)))
+
+
+def with_last_iteration(sessions: Sessions, job_id: uuid.UUID) -> tuple[Job | None, int]:
+    """The job and the newest iteration of its log (0 when none), read in one snapshot."""
+    with sessions.read() as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            return None, 0
+        last = session.scalar(select(func.max(JobLogEntry.iteration))
+                              .where(JobLogEntry.job_id == job_id))
+        return job, last or 0
+
+
+def records_between(sessions: Sessions, job_id: uuid.UUID, after: int, upto: int,
+                    limit: int) -> list[JobLogEntry]:
+    """Up to ``limit`` records with ``after < iteration <= upto``, oldest first."""
+    with sessions.read() as session:
+        return list(session.scalars(_records_after(job_id, after, limit)
+                                    .where(JobLogEntry.iteration <= upto)))

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -113,6 +115,8 @@ class Job(Base):
     solver over a grid, stores the table in ``cross_validation`` and the model refitted at the
     best point.  ``problem_key`` (:mod:`app.problem`) groups the jobs that solve the same
     problem on the same dataset, whatever their solver.
+    best point.  ``keep_last_good``: when the solver fails but returns its last good point
+    (mfn does), that point is stored as the model and the job succeeds, saying so.
     """
 
     __tablename__ = "jobs"
@@ -146,6 +150,8 @@ class Job(Base):
     cross_validation: Mapped[dict[str, Any] | None]  # a tuning job's table, once it ran
     # dataset + the problem the parameters pose (app.problem); None for a tuning job
     problem_key: Mapped[str | None] = mapped_column(String(512), index=True)
+    keep_last_good: Mapped[bool] = mapped_column(Boolean, default=False,
+                                                 server_default=false())
 
     model: Mapped[TrainedModel | None] = relationship(
         back_populates="job", uselist=False, lazy="selectin")

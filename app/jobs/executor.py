@@ -103,6 +103,8 @@ class _Worker:
     connection: Connection
     ready: bool = False
     assignment: Assignment | None = None
+    started: float = field(default_factory=time.monotonic)
+    hung: bool = False  # killed for not getting ready within the warm-up deadline
 
 
 class ProcessExecutor:
@@ -187,6 +189,7 @@ class ProcessExecutor:
 
     def wait(self, timeout: float, wake: Connection) -> list[Ended]:
         self._respawn()
+        self._kill_hung()
         by_connection = {w.connection: w for w in self._workers}
         by_sentinel = {w.process.sentinel: w for w in self._workers}
         ready = wait([wake, *by_connection, *by_sentinel], timeout)
@@ -200,6 +203,25 @@ class ProcessExecutor:
             if worker is not None:
                 ended += self._exited(worker)
         return ended
+
+    def _kill_hung(self) -> None:
+        """Kill the workers still not ready ``worker_warm_up_timeout_s`` after they started
+        (hung in their imports or warm-up); their exit replaces them like any death before
+        ready."""
+        limit = self._settings.worker_warm_up_timeout_s
+        now = time.monotonic()
+        for worker in self._workers:
+            if worker.ready or worker.hung or now - worker.started <= limit:
+                continue
+            self._receive(worker)  # a "ready" that arrived just now
+            if worker.ready or not worker.process.is_alive():
+                continue
+            worker.hung = True
+            logger.error("worker %d (pid %d) is not ready %.0f s after it started: hung in its "
+                         "warm-up (limit SVMSVC_WORKER_WARM_UP_TIMEOUT_S = %g s); killing and "
+                         "replacing it", worker.index, worker.process.pid, now - worker.started,
+                         limit)
+            worker.process.kill()
 
     def _spawn(self, index: int) -> _Worker:
         config = WorkerConfig(
@@ -244,7 +266,12 @@ class ProcessExecutor:
         worker.process.join()
         exit_code = worker.process.exitcode
         assignment = worker.assignment
-        reason = "killed" if assignment is not None and assignment.killed_for else "crashed"
+        if worker.hung:
+            reason = "hung"
+        elif assignment is not None and assignment.killed_for:
+            reason = "killed"
+        else:
+            reason = "crashed"
         logger.warning("worker %d (pid %d) exited with code %s%s", worker.index,
                        worker.process.pid, exit_code,
                        f" while running job {assignment.job_id}" if assignment else "")

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import multiprocessing
 import os
 import signal
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,12 @@ from app.jobs.state import finish_job
 from app.storage import DatasetStore
 
 logger = logging.getLogger("svmsvc.worker")
+
+
+HANG_WARM_UP_VARIABLE = "SVMSVC_TESTING_HANG_WARM_UP"
+"""A testing hook: when this environment variable names a file, a worker starting while the
+file exists waits, before its warm-up, until the file is removed (so the tests can make a
+worker that hangs while warming up).  Not a setting: never set it in production."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,10 @@ def worker_main(config: WorkerConfig, connection) -> None:
     logging.basicConfig(
         level=config.log_level.upper(),
         format=f"%(asctime)s worker-{config.index}[%(process)d] %(levelname)s %(message)s")
+
+    hang = os.environ.get(HANG_WARM_UP_VARIABLE)
+    while hang and os.path.exists(hang):  # the testing hook: a worker hung in its warm-up
+        time.sleep(0.1)
 
     from solvers import warm_up
 
@@ -96,6 +108,7 @@ class JobSpec:
     validation_dataset_id: uuid.UUID | None
     validation_digest: str | None
     tuning: dict | None = None
+    keep_last_good: bool = False
 
 
 def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec | None:
@@ -113,6 +126,7 @@ def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec 
         validation_dataset_id=job.validation_dataset_id,
         validation_digest=None if validation is None else validation.sha256,
         tuning=job.tuning,
+        keep_last_good=bool(job.keep_last_good),
     )
 
 
@@ -166,16 +180,22 @@ def run_job(sessions: Sessions, store: DatasetStore, job_id: uuid.UUID,
                               message=result.message)
             return finish(JobStatus.cancelled, solver_status=result.status,
                           message=f"cancelled by request after {result.iterations} iterations")
+        message = result.message
         if result.status == "failed":
-            return finish(JobStatus.failed, solver_status=result.status, error=result.message,
-                          message=result.message)
+            if not (spec.keep_last_good and keeps_last_good(result)):
+                return finish(JobStatus.failed, solver_status=result.status,
+                              error=result.message, message=result.message)
+            message = (f"the solver failed; its last good point is the model "
+                       f"(keep_last_good): {result.message}")
+            logger.warning("job %s attempt %d: the solver failed; keeping its last good point "
+                           "as asked", job_id, attempt)
         validation = None
         if spec.validation_digest is not None:
             validation = evaluate(result.model, store.load(spec.validation_digest),
                                   parallel=True)
             validation["dataset_id"] = str(spec.validation_dataset_id)
         return finish(JobStatus.succeeded, solver_status=result.status,
-                      message=result.message,
+                      message=message,
                       model=trained_model_row(spec, result, dataset, validation),
                       cross_validation=cross_validation)
     except Exception as exc:  # anything a solver raises fails its job, never the worker
@@ -183,6 +203,16 @@ def run_job(sessions: Sessions, store: DatasetStore, job_id: uuid.UUID,
         if not monitor.writable:
             return None
         return finish(JobStatus.failed, error=describe_exception(exc))
+
+
+def keeps_last_good(result) -> bool:
+    """Whether a failed run returned a point worth storing: a model and a finite objective
+    (the library's ``failed`` means "broke down; the last good point is returned")."""
+    try:
+        objective = float(result.objective)
+    except (TypeError, ValueError):
+        return False
+    return result.model is not None and math.isfinite(objective)
 
 
 def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:

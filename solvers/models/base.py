@@ -71,7 +71,11 @@ class Model(ABC):
         """
 
     def predict(self, X, *, parallel: bool = False) -> np.ndarray:
-        scores = self.decision_function(X, parallel=parallel)
+        return self.labels_from_scores(self.decision_function(X, parallel=parallel))
+
+    def labels_from_scores(self, scores: np.ndarray) -> np.ndarray:
+        """The labels of rows whose ``decision_function`` is ``scores`` (so a caller that
+        wants both scores the rows once)."""
         if scores.ndim == 1:
             return np.where(scores > 0, self.classes_[1], self.classes_[0])
         return self.classes_[np.argmax(scores, axis=1)]

@@ -58,11 +58,13 @@ class OrdinalModel(Model):
 
     def predict_rank(self, X, *, parallel: bool = False) -> np.ndarray:
         """0-based bin of each score: the number of thresholds strictly below it."""
-        scores = self.decision_function(X, parallel=parallel)
+        return self._ranks(self.decision_function(X, parallel=parallel))
+
+    def _ranks(self, scores: np.ndarray) -> np.ndarray:
         return np.sum(scores[:, None] > self.thresholds_[None, :], axis=1)
 
-    def predict(self, X, *, parallel: bool = False) -> np.ndarray:
-        return self.classes_[self.predict_rank(X, parallel=parallel)]
+    def labels_from_scores(self, scores: np.ndarray) -> np.ndarray:
+        return self.classes_[self._ranks(scores)]
 
     def _fields(self):
         return {}, {"coef": self.coef_, "thresholds": self.thresholds_}

@@ -148,6 +148,33 @@ def test_a_failing_solver_fails_its_job_with_the_reason(api):
     assert done["model_id"] is None
 
 
+HOMOTOPY_FAILURE = {"solver": "mfn", "loss": "hinge", "C": 100.0, "hinge_gap_tolerance": 1e-15,
+                    "hinge_max_rounds": 60}
+"""On heart_scale mfn's hinge homotopy drives tau down to 2^-43, where the least-squares
+problem is singular in floating point: the run fails and keeps its last good point."""
+
+
+def test_a_failed_run_keeps_its_last_good_point_only_when_asked(api, heart):
+    plain = wait_job(api, create_job(api, heart, HOMOTOPY_FAILURE)["id"])
+    assert plain["status"] == "failed" and plain["solver_status"] == "failed"
+    assert "no finite step" in plain["error"]
+    assert plain["model_id"] is None and plain["keep_last_good"] is False
+
+    kept = wait_job(api, create_job(api, heart, HOMOTOPY_FAILURE, keep_last_good=True)["id"])
+    assert kept["status"] == "succeeded" and kept["solver_status"] == "failed"
+    assert kept["keep_last_good"] is True and kept["error"] is None
+    assert kept["message"] == ("the solver failed; its last good point is the model "
+                               f"(keep_last_good): {plain['message']}")
+    model = api.get(f"/api/v1/models/{kept['model_id']}").json()
+    assert model["solver_status"] == "failed" and model["message"] == plain["message"]
+    # the last good point: no worse than any iterate the run reported
+    objectives = [r["objective"] for r in full_log(api, kept["id"])]
+    assert model["objective"] <= min(objectives) * (1 + 1e-9)
+    evaluation = api.post(f"/api/v1/models/{model['id']}/evaluate",
+                          json={"dataset_id": heart}).json()
+    assert evaluation["accuracy"] > 0.8
+
+
 @pytest.mark.parametrize("content, params, fragment", [
     (b"1 1:0.5\n1 2:0.25\n", QUICK_PARAMS,
      "dataset_id: training needs at least two distinct labels in the dataset; it has only "

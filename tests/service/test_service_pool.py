@@ -23,9 +23,12 @@ from servicetools import (
     random_svmlight,
     upload,
     uploaded_id,
+    wait_for,
     wait_job,
     wait_process_gone,
 )
+
+from app.jobs.worker import HANG_WARM_UP_VARIABLE
 
 pytestmark = pytest.mark.slow
 
@@ -262,3 +265,31 @@ def test_two_services_on_one_database_never_take_each_others_live_jobs(server_fa
     assert done["status"] == "succeeded" and done["attempts"] == 2, done
     assert "jobs whose lease expired (their service or worker is gone): 1 re-queued" \
         in survivor.log()
+
+
+WARM_UP_LIMIT_S = 45.0
+"""The warm-up deadline of the hung-worker test: long enough for a real worker to start on a
+busy machine (the replacement must not be taken for hung too)."""
+
+
+def test_a_worker_hung_in_its_warm_up_is_killed_and_replaced(server_factory, tmp_path,
+                                                             monkeypatch):
+    hang = tmp_path / "hang-warm-up"
+    hang.touch()  # workers starting while it exists hang before their warm-up
+    monkeypatch.setenv(HANG_WARM_UP_VARIABLE, str(hang))
+    server = server_factory(workers=1, worker_warm_up_timeout_s=WARM_UP_LIMIT_S)
+    line = wait_for(lambda: next((text for text in server.log().splitlines()
+                                  if "hung in its warm-up" in text), None),
+                    WARM_UP_LIMIT_S + PATIENCE_S, what="the hung worker to be noticed")
+    hung_pid = int(line.split("(pid ")[1].split(")")[0])
+    assert f"limit SVMSVC_WORKER_WARM_UP_TIMEOUT_S = {WARM_UP_LIMIT_S:g} s" in line
+    state = server.readiness()
+    assert state["status"] == "unavailable"
+    assert not any(w["ready"] for w in state["workers"])
+    wait_process_gone(hung_pid)
+    hang.unlink()  # the replacements warm up normally
+    state = server.wait_ready()
+    assert [w["pid"] for w in state["workers"]] != [hung_pid]
+    assert 'svmsvc_worker_restarts_total{reason="hung"} 1.0' in server.client.get(
+        "/metrics").text
+    assert "Traceback" not in server.log()

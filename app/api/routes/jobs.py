@@ -7,14 +7,12 @@ import csv
 import io
 import json
 import uuid
-from collections.abc import AsyncIterable, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Annotated
 
-import anyio
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
-from starlette.concurrency import run_in_threadpool
 
 from app.api import API_PREFIX
 from app.api.deps import (
@@ -35,10 +33,10 @@ from app.api.errors import (
     NotFound,
     responses,
 )
-from app.core.security import ADMIN, READ, TRAIN, TrainKey
+from app.api.log_streams import LogStreams
+from app.core.security import ADMIN, READ, TRAIN, ReadKey, TrainKey
 from app.crud import jobs as crud_jobs
 from app.db.models import Job, JobStatus
-from app.db.session import Sessions
 from app.downsample import sample_rows
 from app.jobs.state import delete_finished_job, request_cancel
 from app.problem import MAX_KEY_LENGTH
@@ -53,10 +51,6 @@ from app.schemas import (
 router = APIRouter(prefix=f"{API_PREFIX}/jobs", tags=["jobs"],
                    dependencies=[READ], responses=responses(401, 403, 503))
 
-STREAM_POLL_S = 0.25
-"""How often the live log stream looks for new records."""
-
-STREAM_BATCH = 1000
 CSV_BATCH = 5000
 CSV_COLUMNS = ("iteration", "elapsed", "objective", "optimality", "extras")
 
@@ -210,11 +204,24 @@ def existing_job_id(job_id: Annotated[uuid.UUID, Path()],
     return job_id
 
 
+async def stream_slot(request: Request, key: ReadKey) -> AsyncIterator[None]:
+    """A live-stream slot for the request's key (its client address when the service has no
+    keys), held until the stream has ended: 429 / 503 past the caps."""
+    streams: LogStreams = request.app.state.log_streams
+    owner = key if key is not None else (
+        f"client:{request.client.host}" if request.client else "client:unknown")
+    streams.acquire(owner)
+    try:
+        yield
+    finally:
+        streams.release(owner)
+
+
 @router.get("/{job_id}/log/stream", name="log-stream", response_class=EventSourceResponse,
-            responses=responses(404, 422))
+            dependencies=[Depends(stream_slot)], responses=responses(404, 422, 429))
 async def stream_job_log(
+    request: Request,
     job_id: Annotated[uuid.UUID, Depends(existing_job_id)],
-    sessions: SessionsDep,
     after: AfterQuery = 0,
     last_event_id: Annotated[int | None, Header(
         ge=0, le=MAX_POSITION,
@@ -222,29 +229,10 @@ async def stream_job_log(
 ) -> AsyncIterable[ServerSentEvent]:
     """Server-sent events while the job runs: ``record`` (a log record, id = iteration),
     ``status`` (the job, whenever its state changes) and finally ``end`` (the finished job).
+
+    At most ``SVMSVC_MAX_LOG_STREAMS_PER_KEY`` streams per API key (429) and
+    ``SVMSVC_MAX_LOG_STREAMS`` in all (503) are open at once, both with ``Retry-After``.
     """
-    last = max(after, last_event_id or 0)
-    last_status = None
-    while True:
-        job, records = await run_in_threadpool(_job_and_records, sessions, job_id, last)
-        if job is None:
-            return
-        for record in records:
-            yield ServerSentEvent(event="record", id=str(record.iteration), data=record)
-            last = record.iteration
-        if job.status != last_status:
-            yield ServerSentEvent(event="status", data=job)
-            last_status = job.status
-        if len(records) < STREAM_BATCH:
-            if job.status.finished:
-                yield ServerSentEvent(event="end", data=job)
-                return
-            await anyio.sleep(STREAM_POLL_S)
-
-
-def _job_and_records(sessions: Sessions, job_id: uuid.UUID,
-                     after: int) -> tuple[JobPublic | None, list[LogRecordPublic]]:
-    job, rows = crud_jobs.with_records(sessions, job_id, after, STREAM_BATCH)
-    if job is None:
-        return None, []
-    return JobPublic.from_row(job), [LogRecordPublic.from_row(row) for row in rows]
+    streams: LogStreams = request.app.state.log_streams
+    async for event in streams.follow(job_id, max(after, last_event_id or 0)):
+        yield event
