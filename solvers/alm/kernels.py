@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 from numba import njit, prange
 
 from solvers import config
+from solvers.core.linalg import gram_cost, gram_update
 from solvers.losses.kernels import prox_value
 
 
@@ -68,8 +70,19 @@ def multiplier_and_e_step(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, 
 
 
 def warm_up() -> None:
+    """The fused pass for the three loss codes, and the Gram matrix and its cost (the
+    factorized (w, b)-step) for both index widths of the data."""
     y = np.array([1.0, -1.0, 1.0])
     for code, p in ((0, 1.0), (1, 2.0), (2, 1.5)):
         for kernel in (_pass_serial, _pass_parallel):
             kernel(code, p, y, np.ones(3), np.array([0.5, 0.2, -1.0]), np.zeros(3),
                    np.zeros(3), np.empty(3), 1.0, 2.0, True)
+    dense = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0]])
+    for width in (np.int32, np.int64):
+        X = sp.csr_matrix(dense)
+        X.indices = X.indices.astype(width)
+        X.indptr = X.indptr.astype(width)
+        gram_cost(X.indptr, np.arange(3))
+        for parallel in (False, True):
+            gram_update(X, np.arange(3), np.ones(3), np.zeros((4, 4)), extra_value=1.0,
+                        parallel=parallel)

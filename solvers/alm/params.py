@@ -55,6 +55,19 @@ class ALMParams(SolverParams):
         1.0, ge=0,
         description="exact: the CGLS tolerance follows this multiple of the relative gap "
                     "(0: cgls_tol throughout).")
+    w_solver: Literal["auto", "cholesky", "cgls"] = Field(
+        "auto",
+        description="exact: how (14) is solved.  cholesky: a Cholesky factor of X~'X~ + D / mu "
+                    "(the Gram matrix formed once; refactorized only when mu changes), two "
+                    "sparse products per step; cgls: warm-started CGLS to the tolerance "
+                    "below; auto: cholesky where the factorization and the Gram matrix are "
+                    "cheap (config.ALM_AUTO_CHOLESKY_*), else cgls.")
+    gap_every: int = Field(
+        5, ge=1,
+        description="Evaluate the dual point (one product X~'(alpha y) and, for the free bias, "
+                    "the balancing sort) at the first and every gap_every-th iteration; the "
+                    "relative gap of the other iterations is taken against the best dual value "
+                    "so far (still an upper bound on the relative suboptimality).")
     max_cgls_iter: int = Field(1000, ge=1,
                                description="exact: CGLS iteration cap per (w, b)-step.")
     initial_w: Literal["zero", "one"] = Field(
