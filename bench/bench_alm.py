@@ -1,7 +1,7 @@
 """``python -m bench.bench_alm``: SVM-ALM (Nie et al. 2014) against LIBLINEAR, in one run.
 
-    python -m bench.bench_alm [--part tables|scaling|figure2|start|verify|all] [--limit S]
-                              [--out DIR]
+    python -m bench.bench_alm [--part tables|scaling|figure2|start|verify|speed|all]
+                              [--limit S] [--repeats R] [--out DIR]
 
 * ``tables`` -- the paper's Tables 1-2 where the data is here: ijcnn1 and w8a at C = 1, p = 1
   (hinge) and p = 2 (squared hinge), the paper's free bias.  Time to relative gaps 1e-2 (the
@@ -21,6 +21,9 @@
   on ijcnn1 (its test file), both stopped by the paper's rules (gradient 0.01, objective
   change 1e-4, 100 iterations).
 * ``start`` -- w = 0 against the paper's w = 1: iterations and time to a 1e-6 gap.
+* ``speed`` -- the issue's speed goal: time to 1e-2, 1e-3 and 1e-6 of the free-bias squared
+  hinge optimum on ijcnn1, a9a, w8a at C in {0.01, 1, 100}, ``alm`` (both variants) against
+  LIBLINEAR ``-s 2 -B 1 -R`` in the same process, ``--repeats`` interleaved rounds, medians.
 * ``verify`` -- the issue's bar on a9a, w8a, ijcnn1 at C in {0.01, 1, 100}: squared hinge,
   free bias, both variants to a 1e-8 gap within ``--limit`` seconds, against LIBLINEAR
   ``-s 2 -B 1 -R`` (what ``tests/test_alm_large.py`` runs where it is fast enough).
@@ -263,6 +266,51 @@ def verify(limit: float, log) -> list[dict]:
     return out
 
 
+def speed(limit: float, log, repeats: int = 3) -> list[dict]:
+    """The issue's speed goal: time to relative objective errors 1e-2, 1e-3, 1e-6 for ``alm``
+    (both variants, defaults, ``tol=1e-7``) and LIBLINEAR ``-s 2 -B 1 -R`` (the free-bias
+    squared hinge exactly; one run per eps, the time to an error is that of the fastest run
+    reaching it), squared hinge, free bias, on ijcnn1, a9a and w8a at C in {0.01, 1, 100}.
+    ``repeats`` rounds, the runners interleaved within each; medians."""
+    out = []
+    log("| data | C | runner | t(1e-2) s | t(1e-3) s | t(1e-6) s | ratio to LIBLINEAR at "
+        "1e-2 / 1e-3 / 1e-6 | iterations |")
+    log("|---|---|---|---|---|---|---|---|")
+    for name in ("ijcnn1", "a9a", "w8a"):
+        for C in (0.01, 1.0, 100.0):
+            problem = problem_of(name, "squared_hinge", "free", C)
+            optimum = liblinear_free_optimum(problem)
+            times = {"liblinear -s 2 -B 1 -R": [], "alm exact": [], "alm inexact": []}
+            iterations = {"alm exact": [], "alm inexact": []}
+            for _ in range(repeats):
+                trace = run_liblinear(problem, "-s 2 -B 1 -R", problem)
+                times["liblinear -s 2 -B 1 -R"].append(
+                    [min((t for t, o in trace if (o - optimum) / optimum <= g), default=None)
+                     for g in GAPS])
+                for variant in ("exact", "inexact"):
+                    trace, _, sol = run_alm(problem, limit, variant=variant, tol=1e-7)
+                    times[f"alm {variant}"].append([first_time(trace, optimum, g)
+                                                    for g in GAPS])
+                    iterations[f"alm {variant}"].append(sol.iterations)
+            medians = {}
+            for runner, runs in times.items():
+                medians[runner] = [None if any(r[k] is None for r in runs)
+                                   else float(np.median([r[k] for r in runs]))
+                                   for k in range(len(GAPS))]
+            anchor = medians["liblinear -s 2 -B 1 -R"]
+            for runner, med in medians.items():
+                cells = " | ".join("-" if t is None else f"{t:.3f}" for t in med)
+                ratios = " / ".join("-" if t is None or a is None else f"{t / a:.1f}"
+                                    for t, a in zip(med, anchor, strict=True))
+                its = iterations.get(runner)
+                log(f"| {name} | {C:g} | {runner} | {cells} | "
+                    f"{ratios if runner.startswith('alm') else ''} | "
+                    f"{'' if its is None else int(np.median(its))} |")
+                out.append({"data": name, "C": C, "runner": runner, "times": med,
+                            "runs": times[runner]})
+    return out
+
+
 def start(limit: float, log) -> list[dict]:
     out = []
     log("| problem | start | iterations | seconds | status |")
@@ -282,14 +330,16 @@ def start(limit: float, log) -> list[dict]:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_alm")
     parser.add_argument("--part", default="all",
-                        choices=("tables", "scaling", "figure2", "start", "verify", "all"))
+                        choices=("tables", "scaling", "figure2", "start", "verify", "speed",
+                                 "all"))
     parser.add_argument("--limit", type=float, default=60.0)
     parser.add_argument("--out", default="bench/results/alm")
     parser.add_argument("--data", default=None,
                         help="scaling: comma-separated data sets (default: all)")
+    parser.add_argument("--repeats", type=int, default=3, help="speed: rounds (medians)")
     args = parser.parse_args(argv)
     parts = {"tables": tables, "scaling": scaling, "figure2": figure2, "start": start,
-             "verify": verify}
+             "verify": verify, "speed": lambda limit, log: speed(limit, log, args.repeats)}
     chosen = list(parts) if args.part == "all" else [args.part]
     results = {"machine": machine_description(), "load_start": os.getloadavg()}
     alm.warm_up()

@@ -30,7 +30,8 @@ class ALMParams(SolverParams):
                     "inexact: Algorithm 2, one steepest-descent step with the exact step "
                     "length (16)-(18).")
     mu0: float | None = Field(
-        None, gt=0, description="Penalty mu of the first iteration (None: C, measured best "
+        None, gt=0, description="Penalty mu of the first iteration (None: C 5^-(p - 1), i.e. "
+                                "C / 5 for the squared hinge and C for the hinge, measured "
                                 "among fixed multiples of C; see the package docstring).")
     rho: float = Field(1.0, ge=1.0,
                        description="Growth factor: mu <- min(rho mu, mu_max) after every "

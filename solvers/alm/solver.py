@@ -92,8 +92,9 @@ def scaled_dual_value(problem: BinaryProblem, alpha: np.ndarray) -> float:
 
 
 def initial_mu(problem: BinaryProblem) -> float:
-    """mu_1 when ``mu0`` is not given: C / 5 (the package docstring: measured)."""
-    return 0.2 * problem.C
+    """mu_1 when ``mu0`` is not given: C 5^-(p - 1), i.e. C / 5 for the squared hinge and C
+    for the hinge, geometric in between (the package docstring: measured at p = 1, 1.5, 2)."""
+    return problem.C * 5.0 ** -(problem.loss_function.p - 1.0)
 
 
 class _Iterate:
