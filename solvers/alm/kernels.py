@@ -21,7 +21,7 @@ from numba import njit, prange
 
 from solvers import config
 from solvers.core.linalg import gram_cost, gram_update
-from solvers.losses.kernels import prox_value
+from solvers.losses.kernels import HINGE, LP, SQUARED_HINGE, prox_value
 
 
 @njit(cache=True, inline="always")
@@ -42,22 +42,47 @@ def _example(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update, i):
     return r * r
 
 
-@njit(cache=True, nogil=True)
-def _pass_serial(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+@njit(cache=True, inline="always")
+def _serial_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update):
     residual = 0.0
-    inv_mu = 1.0 / mu_new
     for i in range(y.shape[0]):
         residual += _example(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update, i)
     return residual
 
 
-@njit(cache=True, parallel=True)
-def _pass_parallel(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+@njit(cache=True, inline="always")
+def _parallel_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update):
     residual = 0.0
-    inv_mu = 1.0 / mu_new
     for i in prange(y.shape[0]):
         residual += _example(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update, i)
     return residual
+
+
+# The loop is unswitched on the loss: each call below passes the code (and p) as a constant,
+# so the inlined prox is the loss's closed form alone.  With the code a run-time value the
+# pass took 1.05 ms on 50,000 examples against 0.27 ms for the same arithmetic specialized
+# (squared hinge, one thread; 2026-11-23).
+
+@njit(cache=True, nogil=True)
+def _pass_serial(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+    inv_mu = 1.0 / mu_new
+    if code == HINGE or (code == LP and p == 1.0):
+        return _serial_loop(HINGE, 1.0, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
+    if code == SQUARED_HINGE or (code == LP and p == 2.0):
+        return _serial_loop(SQUARED_HINGE, 2.0, y, cost, outputs, e, lam, z, mu_old, inv_mu,
+                            update)
+    return _serial_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
+
+
+@njit(cache=True, parallel=True)
+def _pass_parallel(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+    inv_mu = 1.0 / mu_new
+    if code == HINGE or (code == LP and p == 1.0):
+        return _parallel_loop(HINGE, 1.0, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
+    if code == SQUARED_HINGE or (code == LP and p == 2.0):
+        return _parallel_loop(SQUARED_HINGE, 2.0, y, cost, outputs, e, lam, z, mu_old, inv_mu,
+                              update)
+    return _parallel_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
 
 
 def multiplier_and_e_step(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
