@@ -152,6 +152,16 @@ def warm_up() -> None:
     _warm_kernels()
 
 
+def dense_system(params: ALMParams, n_samples: int, n_features: int) -> tuple[str, int] | None:
+    """The spec's ``dense_system``: ``w_solver="cholesky"`` (exact variant) factorizes X~'X~ +
+    D / mu, (n_features + 1)^2; "auto" does so only where that is cheap (at most
+    ``config.ALM_AUTO_CHOLESKY_MAX_PARAMS`` parameters)."""
+    if params.variant != "exact" or params.w_solver != "cholesky":
+        return None
+    return ("the (w, b)-step's normal equations of w_solver='cholesky' (a dense "
+            "(n_features + 1)^2 matrix)", n_features + 1)
+
+
 SPECS = (
     SolverSpec(
         name="alm",
@@ -164,7 +174,9 @@ SPECS = (
                   "computational cost for big data classifications, ICML 2014.",
         tasks=("binary", "multiclass"),
         warm_up=warm_up,
+        dense_system=dense_system,
     ),
 )
 
-__all__ = ["SPECS", "ALMParams", "multiplier_and_e_step", "run", "solve", "warm_up"]
+__all__ = ["SPECS", "ALMParams", "dense_system", "multiplier_and_e_step", "run", "solve",
+           "warm_up"]
