@@ -35,6 +35,18 @@ MFN_AUTO_CHOLESKY_PASSES = 40
 # linear_solver="cholesky" refuses problems with more parameters (dense n^2 memory per thread).
 MFN_CHOLESKY_MAX_PARAMS = 8192
 
+# -- alm's exact (w, b)-step (solvers/alm) -----------------------------------------------------
+
+# w_solver="auto" solves (14) by a Cholesky factor of X~'X~ + D / mu (formed once: mu is fixed
+# by default) under the same cost rule as mfn's "auto" above: at most this many parameters,
+# and the factorization and the Gram matrix each at most this many passes over the stored
+# entries (one exact step by the factor costs two passes; by CGLS two per CG iteration).
+ALM_AUTO_CHOLESKY_MAX_PARAMS = 2048
+ALM_AUTO_CHOLESKY_PASSES = 40
+
+# w_solver="cholesky" refuses problems with more parameters (a dense n^2 matrix).
+ALM_CHOLESKY_MAX_PARAMS = 8192
+
 # preconditioning="auto": alpha of M = lambda I + alpha diag(X_I'X_I).  LIBLINEAR's trust-region
 # Newton mixes its diagonal preconditioner with the identity in the same proportion (Hsia,
 # Chiang & Lin, ACML 2018).  It pays wherever the active rows outnumber the parameters (CG

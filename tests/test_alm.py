@@ -222,12 +222,18 @@ def test_every_logged_gap_bounds_the_suboptimality(loss, p, variant):
 
 
 def test_warm_start_from_a_solution_is_immediate():
+    """From the solution (w, b) the multipliers it implies certify it at once.  ``w_guess``
+    carries no bias (b = 0: on australian the optimal b is 2.2), so it is a start near the
+    solution, not at it: it must reach the same optimum (measured 2026-11-23: 95 iterations
+    against 90 cold at the default mu = C / 5, fewer than cold at mu = C)."""
     problem = small_problem("australian_scale", "squared_hinge", "free", 1.0)
     first = solve(problem, tol=1e-9)
-    again = alm.solve(problem, ALMParams(loss="squared_hinge", tol=1e-8),
-                      w_guess=first.beta[:-1])
+    again = alm.solve(problem, ALMParams(loss="squared_hinge", tol=1e-8), beta0=first.beta)
     assert again.status == "converged"
-    assert again.iterations < first.iterations
+    assert again.iterations <= 2
+    guessed = alm.solve(problem, ALMParams(loss="squared_hinge", tol=1e-9),
+                        w_guess=first.beta[:-1])
+    assert_close(guessed, first.objective)
     with pytest.raises(ValueError, match="w_guess"):
         alm.solve(problem, w_guess=np.ones(3))
 

@@ -8,8 +8,8 @@ in a worker (or kill it) and can be known from the dataset rows and the paramete
 * parameters that allocate are bounded by settings: the kernel-row cache
   (``SVMSVC_MAX_KERNEL_CACHE_MB``) and the dense square matrix a solver factorizes, as its
   spec's ``dense_system`` reports it for these parameters and this data (the kernel system of
-  a direct LS-SVM solve, n_samples^2; the normal equations of mfn's Cholesky step or of the
-  interior-point method, (n_features + 1)^2), at most ``SVMSVC_MAX_DIRECT_ROWS`` rows.
+  a direct LS-SVM solve, n_samples^2; the normal equations of mfn's or alm's Cholesky step or
+  of the interior-point method, (n_features + 1)^2), at most ``SVMSVC_MAX_DIRECT_ROWS`` rows.
 
 Each refusal is a :class:`~app.api.errors.Unprocessable` (422) naming the field.
 """

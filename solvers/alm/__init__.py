@@ -20,14 +20,30 @@ Lagrangian (7)-(8) with multipliers lambda and penalty mu.  One outer iteration:
    (12)-(13) solve.
 2. (w, b)-step (14): min 1/(2 mu) ||beta||_D^2 + 1/2 ||X~ beta - z||^2, z = y - e - lambda/mu
    (D = diag(1, .., 1, r): the free bias is not regularized; (14) is the paper's G divided by
-   two).  ``variant="exact"`` (Algorithm 1): the core's CGLS (``cgls_compact`` with reg_bias =
-   r) warm-started from the previous beta, to the relative rule ||grad|| <= eps ||residual||
-   with eps = min(``cgls_tol`` = 1e-3, ``cgls_gap_factor`` = 1 x the current relative gap)
-   (the paper says LSQR, the same Krylov method as CGLS).  The tightening is needed: with a
-   fixed eps the warm start soon meets the rule, CGLS makes no iteration, w stops and the
-   gap stalls (measured: w8a, C = 0.01, at 1.7e-8; ijcnn1, C = 1, at 2.9e-6).  Factor 1
-   against 0.1: ijcnn1, C = 1, the same 103 outer iterations with 1003 instead of 1306 CG
-   iterations; w8a, C = 0.01, 1.3e-8 instead of 3.3e-6 above the optimum after 60 s.
+   two).  ``variant="exact"`` (Algorithm 1) solves it exactly, ``w_solver``:
+
+   * ``"cholesky"``: (X~'X~ + D / mu) beta = X~'z by a Cholesky factor.  The paper leaves the
+     solver of (14) open ("many standard libraries such as ... LSQR", and notes LSQR costs
+     O(n d^2), "as costly as computing matrix inverse"); with mu fixed (the default) the
+     Gram matrix X~'X~ (sum of L^2/2 per row of L entries: linear in n) is formed and
+     factorized once per solve, and a step costs two sparse products, X~'z and X~ beta.
+     mu changes (``rho`` > 1, residual balancing) refactorize (n^3 / 3).  Measured
+     2026-11-23 (a9a, C = 1, cProfile): the CGLS step took 60 CG iterations, 285 ms of every
+     outer iteration; the factorized one 2 products, 14 ms at load ~19.
+   * ``"cgls"``: the core's CGLS (``cgls_compact`` with reg_bias = r) warm-started from the
+     previous beta, to the relative rule ||grad|| <= eps ||residual|| with eps = min(``cgls_tol``
+     = 1e-3, ``cgls_gap_factor`` = 1 x the current relative gap) (the paper says LSQR, the same
+     Krylov method as CGLS): an inexact inner solve with its tolerance tied to the outer
+     gap.  The tightening is needed: with a fixed eps the warm start soon meets the rule, CGLS
+     makes no iteration, w stops and the gap stalls (measured: w8a, C = 0.01, at 1.7e-8;
+     ijcnn1, C = 1, at 2.9e-6).  Factor 1 against 0.1: ijcnn1, C = 1, the same 103 outer
+     iterations with 1003 instead of 1306 CG iterations; w8a, C = 0.01, 1.3e-8 instead of
+     3.3e-6 above the optimum after 60 s.
+   * ``"auto"`` (default): cholesky where the factorization and the Gram matrix each cost at
+     most 40 passes over the stored entries and there are at most 2048 parameters
+     (``config.ALM_AUTO_CHOLESKY_*``, mfn's rule): a9a, w8a, ijcnn1 and the small sets; cgls
+     on text (news20, the synthetic problem).
+
    ``variant="inexact"`` (Algorithm 2): one steepest-descent step with the exact step length,
    gradient (16) and step (18); it costs two sparse products, not the paper's three: X~ beta
    at the new point is the old outputs minus step times X~ g, which (18)'s denominator needs
@@ -39,7 +55,8 @@ Steps 3 and 1 of the next iteration are one pass over the examples
 sparse products go through the core's row kernels (``CompactRows``, one block per thread).
 
 The penalty mu.  The paper gives no start and no growth rule, caps mu at 1e5 and its
-theorems need mu -> infinity.  Here mu_1 = ``mu0`` (default C) and mu_{k+1} = min(``rho``
+theorems need mu -> infinity.  Here mu_1 = ``mu0`` (default C 5^-(p - 1): C / 5 for the
+squared hinge, C for the hinge) and mu_{k+1} = min(``rho``
 mu_k, ``mu_max``) (default rho = 1: fixed mu, i.e. ADMM, which converges for any fixed mu
 with the exact step), or ``residual_balancing`` (Boyd et al. 2011, 3.4.1: primal residual
 ||X~ beta + e - y||, dual residual mu ||X~ (beta_k - beta_{k-1})||).  Measured on 2026-11-23
@@ -49,11 +66,27 @@ with the exact step), or ``residual_balancing`` (Boyd et al. 2011, 3.4.1: primal
   mu = 1e5 in 30 iterations and then sits 8.7% above the optimum (relative gap ~20) for 500
   iterations: with mu huge the e-step pins e to the current residual and lambda moves by
   tiny steps;
-* with fixed mu the iteration count depends on mu / C, not on C: ijcnn1, relative gap 1e-8,
-  exact: mu = C takes 42 / 103 / 115 iterations at C = 0.01 / 1 / 100; at C = 1, mu = 0.01,
-  0.1, 10 take >1300, 191, >600; on australian (hinge, gap 1e-7) mu / C = 0.1, 0.3, 1, 3, 10
-  take 18643, 6298, 2158, 4236, 6102.  Hence mu0 = C.  (a9a at C = 1 prefers mu = 0.3: 100
-  against 108 iterations, with fewer CG iterations.)
+* with fixed mu the iteration count depends on mu / C, hardly on C (ijcnn1 and a9a take the
+  same iterations at C = 1 and 100 for every mu / C).  Exact steps, squared hinge, free bias,
+  iterations to an objective 1e-3 above the optimum at C = 0.01 / 1 / 100 for mu / C = 0.1,
+  0.2, 0.3, 0.5, 1: ijcnn1 18/6/6, 10/7/7, 8/8/8, 7/9/9, 9/18/18; a9a 13/16/16, 6/15/15,
+  6/6/6, 7/7/7, 10/11/11; w8a 32/30/32, 17/42/49, 18/70/85, 27/131/156, 60/274/-.  The small
+  sets prefer a larger mu (iterations to a 1e-6 gap at C = 1, mu / C = 0.1, 0.2, 0.3, 0.5,
+  1: heart 90, 46, 33, 25, 20; australian 98, 50, 35, 31, 21; breast-cancer 120, 90, 79, 69,
+  119; svmguide1 324, 193, 167, 420, 919).  mu0 = C / 5 is the compromise: at most 1.6x the
+  best fixed choice on the three large sets at 1e-3, 3x on the small ones.  No data-scaled
+  rule beat it: residual balancing on relative residuals (Wohlberg 2017) was tried (mixed:
+  w8a 42 -> 29 iterations to 1e-3 at C = 1, ijcnn1 7 -> 21) and not kept; the optimum seems
+  to follow the share of examples at the loss's kink or flat part (w8a, 97% one class,
+  wants the smallest mu), which is not known before the solve.
+* the hinge wants a larger mu: iterations to a 1e-5 gap, C = 0.1 / 1, mu / C = 0.2, 0.5, 1,
+  2: heart 545/340, 250/451, 190/462, 204/645; australian 4640/2187, 1888/945, 1060/647,
+  625/600; diabetes 436/610, 332/355, 280/375, 200/665.  So mu0 = C there (the earlier
+  default, also measured best on australian against 0.1, 0.3, 3 and 10 C: 2158 iterations to
+  a 1e-7 gap against 18643, 6298, 4236, 6102).  p = 1.5 sits between (heart, australian,
+  diabetes at C = 0.1 / 1, mu / C = 0.2, 0.5, 1, 2: 58/100, 26/35, 30/45, 30/50; 75/70, 40/50,
+  25/40, 25/45; 68/75, 37/40, 30/25, 20/35), hence the geometric interpolation in p
+  (0.45 C at p = 1.5).
 * residual balancing (unnormalized, as Boyd et al. write it) moves mu the wrong way when C is
   far from 1 (ijcnn1, C = 0.01: 265 iterations against 42; C = 100: 1.6e-3 above the optimum
   after 60 s): an option, not the default.
@@ -61,17 +94,29 @@ with the exact step), or ``residual_balancing`` (Boyd et al. 2011, 3.4.1: primal
 Stopping.  The default is a certificate: at the (w, b)-step's optimum w = -X lambda and, for
 the free bias, 1'lambda = 0, so alpha = -y lambda is a dual point of ``solvers.problems``
 (clipped to the loss's dual range, then balanced by :meth:`BinaryProblem.balance` for the
-free bias); ``tol`` bounds (P - D) / P, which bounds the relative suboptimality.  It costs
-one product X'(alpha y) per iteration.  ``stop_rule="paper"`` is section 4's: ||grad obj|| <=
+free bias), scaled by the theta >= 0 that maximizes D(theta alpha) (closed form for p = 1, 2;
+scaling keeps it feasible and costs three sums: :func:`solvers.alm.solver.scaled_dual_value`);
+``tol`` bounds (P - D) / P, which bounds the relative suboptimality.  A dual point costs one
+product X'(alpha y) and the balancing sort, as much as the exact step itself, so it is
+evaluated at the first and every ``gap_every``-th (5) iteration; every other iteration's gap
+is P(beta_k) - D_best, the best dual value so far, which bounds P(beta_k) - P* just as well
+(any dual value is below P*).  Measured before (a9a, C = 1, inexact, cProfile): the
+certificate took 16 of 25 ms per iteration (product 8, argsort 4, a Python loop over the
+breakpoints 3.5; that loop is now vectorized in the problem layer).  The multipliers lag the
+primal iterate: the certified gap reaches a tolerance some iterations after the objective
+does (a9a, C = 1, mu = 0.3 C: the objective is within 1e-3 at iteration 6, the gap below
+1e-2 at 16).
+``stop_rule="paper"`` is section 4's: ||grad obj|| <=
 ``grad_tol`` ||grad obj(start)|| (LIBLINEAR's relative form, which the paper says it is
 compatible with; a subgradient for p = 1) or a relative objective change below 1e-4; the
 paper's 100-iteration limit is ``max_iter=100`` (the default, 20000, lets the gap rule reach
 ``tol``).  Records carry the objective, the relative gap, the primal and dual residuals, mu
-and (exact) the CGLS iterations of the step.
+and (exact) the CGLS iterations of the step (0 when the Cholesky factor solves it).
 
 Start: w = 0, b = 0, lambda = 0.  ``initial_w="one"`` is Algorithms 1-2's w = 1, which the
 paper does not justify (the all-ones w has nothing to do with the data's scale or sign) and
-which measured no better (relative gap 1e-6, C = 1; iterations w = 0 / w = 1): squared hinge
+which measured no better (relative gap 1e-6, C = 1, with mu = C and CGLS steps, the defaults
+then; iterations w = 0 / w = 1): squared hinge
 heart 20 / 38, australian 21 / 35, ijcnn1 72 / 73; hinge heart 736 / 679, australian 1647 /
 3031; a9a after 30 s: 50 / 39 (squared hinge) and 40 / 31 (hinge) iterations, neither done.
 Zero is the default: it is the natural cold start and never worse by much.  A warm start
@@ -80,14 +125,17 @@ Multi-class: one-vs-rest through ``solvers.multiclass``.
 
 Verified (``tests/test_alm.py``, ``tests/test_alm_large.py``; 1e-6 relative on the objective):
 squared hinge with the free bias against LIBLINEAR ``-s 2 -B 1 -R`` on heart, australian,
-breast-cancer, diabetes (both variants), ijcnn1 at C = 0.01, 1, 100 (exact) and the cases of
-a9a and w8a that finish in seconds; hinge and p = 1.5 with the free bias against Clarabel;
-the regularized and no-bias modes against LIBLINEAR ``-s 2`` and Clarabel (``-s 3`` stops
-2e-4 to 1e-3 above the hinge optimum there; alm ends below it); every logged gap bounds the
-true suboptimality.  Where it is slow: ADMM's rate depends on the conditioning of X~, and on
-w8a (C = 1, 100) and a9a (C = 100) neither variant reaches 1e-6 in a minute; on svmguide1
-(unscaled features up to ~1e3) the squared hinge stalls at a relative gap of ~2e-2 and the
-hinge reaches 1e-6 of the optimum only after 20000 iterations (``bench/README.md``, ALM).
+breast-cancer, diabetes (both variants), ijcnn1 at C = 0.01, 1, 100 and a9a at all three
+(exact), w8a at C = 0.01 (exact) and the inexact cases that finish in seconds; hinge and p =
+1.5 with the free bias against Clarabel; the regularized and no-bias modes against LIBLINEAR
+``-s 2`` and Clarabel (``-s 3`` stops 2e-4 to 1e-3 above the hinge optimum there; alm ends
+below it); every logged gap bounds the true suboptimality.  Where it is slow: ADMM's rate
+depends on the conditioning of X~ and on mu; on w8a at C = 1 and 100 the exact variant is
+5.5e-6 and 1.7e-5 above the optimum after ~500 iterations, the inexact variant slower still
+(``tests/test_alm_large.py`` lists the cases).  svmguide1 (unscaled features up to ~1e3),
+squared hinge, C = 1, where the unscaled certificate sat at a relative gap of 1.9e-2 for
+20000 iterations with mu = C, now certifies 1e-6 in 193 iterations at mu = C / 5 (919 at
+mu = C): the stall was mostly the certificate's (``bench/README.md``, ALM).
 """
 
 from __future__ import annotations
@@ -104,6 +152,16 @@ def warm_up() -> None:
     _warm_kernels()
 
 
+def dense_system(params: ALMParams, n_samples: int, n_features: int) -> tuple[str, int] | None:
+    """The spec's ``dense_system``: ``w_solver="cholesky"`` (exact variant) factorizes X~'X~ +
+    D / mu, (n_features + 1)^2; "auto" does so only where that is cheap (at most
+    ``config.ALM_AUTO_CHOLESKY_MAX_PARAMS`` parameters)."""
+    if params.variant != "exact" or params.w_solver != "cholesky":
+        return None
+    return ("the (w, b)-step's normal equations of w_solver='cholesky' (a dense "
+            "(n_features + 1)^2 matrix)", n_features + 1)
+
+
 SPECS = (
     SolverSpec(
         name="alm",
@@ -116,7 +174,9 @@ SPECS = (
                   "computational cost for big data classifications, ICML 2014.",
         tasks=("binary", "multiclass"),
         warm_up=warm_up,
+        dense_system=dense_system,
     ),
 )
 
-__all__ = ["SPECS", "ALMParams", "multiplier_and_e_step", "run", "solve", "warm_up"]
+__all__ = ["SPECS", "ALMParams", "dense_system", "multiplier_and_e_step", "run", "solve",
+           "warm_up"]

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 from numba import njit, prange
 
 from solvers import config
-from solvers.losses.kernels import prox_value
+from solvers.core.linalg import gram_cost, gram_update
+from solvers.losses.kernels import HINGE, LP, SQUARED_HINGE, prox_value
 
 
 @njit(cache=True, inline="always")
@@ -40,22 +42,47 @@ def _example(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update, i):
     return r * r
 
 
-@njit(cache=True, nogil=True)
-def _pass_serial(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+@njit(cache=True, inline="always")
+def _serial_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update):
     residual = 0.0
-    inv_mu = 1.0 / mu_new
     for i in range(y.shape[0]):
         residual += _example(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update, i)
     return residual
 
 
-@njit(cache=True, parallel=True)
-def _pass_parallel(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+@njit(cache=True, inline="always")
+def _parallel_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update):
     residual = 0.0
-    inv_mu = 1.0 / mu_new
     for i in prange(y.shape[0]):
         residual += _example(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update, i)
     return residual
+
+
+# The loop is unswitched on the loss: each call below passes the code (and p) as a constant,
+# so the inlined prox is the loss's closed form alone.  With the code a run-time value the
+# pass took 1.05 ms on 50,000 examples against 0.27 ms for the same arithmetic specialized
+# (squared hinge, one thread; 2026-11-23).
+
+@njit(cache=True, nogil=True)
+def _pass_serial(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+    inv_mu = 1.0 / mu_new
+    if code == HINGE or (code == LP and p == 1.0):
+        return _serial_loop(HINGE, 1.0, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
+    if code == SQUARED_HINGE or (code == LP and p == 2.0):
+        return _serial_loop(SQUARED_HINGE, 2.0, y, cost, outputs, e, lam, z, mu_old, inv_mu,
+                            update)
+    return _serial_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
+
+
+@njit(cache=True, parallel=True)
+def _pass_parallel(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+    inv_mu = 1.0 / mu_new
+    if code == HINGE or (code == LP and p == 1.0):
+        return _parallel_loop(HINGE, 1.0, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
+    if code == SQUARED_HINGE or (code == LP and p == 2.0):
+        return _parallel_loop(SQUARED_HINGE, 2.0, y, cost, outputs, e, lam, z, mu_old, inv_mu,
+                              update)
+    return _parallel_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
 
 
 def multiplier_and_e_step(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
@@ -68,8 +95,19 @@ def multiplier_and_e_step(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, 
 
 
 def warm_up() -> None:
+    """The fused pass for the three loss codes, and the Gram matrix and its cost (the
+    factorized (w, b)-step) for both index widths of the data."""
     y = np.array([1.0, -1.0, 1.0])
     for code, p in ((0, 1.0), (1, 2.0), (2, 1.5)):
         for kernel in (_pass_serial, _pass_parallel):
             kernel(code, p, y, np.ones(3), np.array([0.5, 0.2, -1.0]), np.zeros(3),
                    np.zeros(3), np.empty(3), 1.0, 2.0, True)
+    dense = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0]])
+    for width in (np.int32, np.int64):
+        X = sp.csr_matrix(dense)
+        X.indices = X.indices.astype(width)
+        X.indptr = X.indptr.astype(width)
+        gram_cost(X.indptr, np.arange(3))
+        for parallel in (False, True):
+            gram_update(X, np.arange(3), np.ones(3), np.zeros((4, 4)), extra_value=1.0,
+                        parallel=parallel)

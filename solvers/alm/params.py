@@ -30,7 +30,8 @@ class ALMParams(SolverParams):
                     "inexact: Algorithm 2, one steepest-descent step with the exact step "
                     "length (16)-(18).")
     mu0: float | None = Field(
-        None, gt=0, description="Penalty mu of the first iteration (None: C, measured best "
+        None, gt=0, description="Penalty mu of the first iteration (None: C 5^-(p - 1), i.e. "
+                                "C / 5 for the squared hinge and C for the hinge, measured "
                                 "among fixed multiples of C; see the package docstring).")
     rho: float = Field(1.0, ge=1.0,
                        description="Growth factor: mu <- min(rho mu, mu_max) after every "
@@ -55,6 +56,19 @@ class ALMParams(SolverParams):
         1.0, ge=0,
         description="exact: the CGLS tolerance follows this multiple of the relative gap "
                     "(0: cgls_tol throughout).")
+    w_solver: Literal["auto", "cholesky", "cgls"] = Field(
+        "auto",
+        description="exact: how (14) is solved.  cholesky: a Cholesky factor of X~'X~ + D / mu "
+                    "(the Gram matrix formed once; refactorized only when mu changes), two "
+                    "sparse products per step; cgls: warm-started CGLS to the tolerance "
+                    "below; auto: cholesky where the factorization and the Gram matrix are "
+                    "cheap (config.ALM_AUTO_CHOLESKY_*), else cgls.")
+    gap_every: int = Field(
+        5, ge=1,
+        description="Evaluate the dual point (one product X~'(alpha y) and, for the free bias, "
+                    "the balancing sort) at the first and every gap_every-th iteration; the "
+                    "relative gap of the other iterations is taken against the best dual value "
+                    "so far (still an upper bound on the relative suboptimality).")
     max_cgls_iter: int = Field(1000, ge=1,
                                description="exact: CGLS iteration cap per (w, b)-step.")
     initial_w: Literal["zero", "one"] = Field(

@@ -80,17 +80,21 @@ def balancing_shift(alpha: np.ndarray, y: np.ndarray, lower: np.ndarray,
     changes = np.concatenate((np.ones(enter.size), -np.ones(leave.size)))
     order = np.argsort(events, kind="stable")
     events, changes = events[order], changes[order]
-    # |g| falls at rate `slope` between events: distance left to cover is |g0|
+    # |g| falls at rate slopes[k] on the segment (t_k, t_{k+1}) of t_0 = 0 < events: the
+    # distance covered by the end of each segment is a cumulative sum; the root lies on the
+    # first segment (of positive slope) whose end covers |g0|
     remaining = abs(g0)
-    t = 0.0
-    for event, change in zip(events, changes, strict=True):
-        if slope > 0.0 and slope * (event - t) >= remaining:
-            return direction * (t + remaining / slope)
-        remaining -= slope * (event - t)
-        t = event
-        slope += change
-    if slope > 0.0:  # unbounded terms (least squares): linear past the last event
-        return direction * (t + remaining / slope)
+    starts = np.concatenate(([0.0], events))
+    slopes = slope + np.concatenate(([0.0], np.cumsum(changes)))
+    covered = np.cumsum(slopes[:-1] * np.diff(starts))
+    reached = np.flatnonzero((slopes[:-1] > 0.0) & (covered >= remaining))
+    if reached.size:
+        k = int(reached[0])
+        before = float(covered[k - 1]) if k > 0 else 0.0
+        return direction * (starts[k] + (remaining - before) / slopes[k])
+    if slopes[-1] > 0.0:  # unbounded terms (least squares): linear past the last event
+        before = float(covered[-1]) if covered.size else 0.0
+        return direction * (starts[-1] + (remaining - before) / slopes[-1])
     return None
 
 

@@ -297,6 +297,7 @@ def test_delete_a_finished_job_and_its_log_in_batches(api, heart, a9a):
 
 
 @pytest.mark.parametrize("params", [{"solver": "mfn", "linear_solver": "cholesky"},
+                                    {"solver": "alm", "w_solver": "cholesky"},
                                     {"solver": "interior_point"}])
 def test_a_dense_system_past_the_size_cap_is_refused(api, params):
     """Each solver's spec says which dense matrix it will factorize (here the
