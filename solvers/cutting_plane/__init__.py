@@ -22,10 +22,12 @@ ours (:mod:`solvers.cutting_plane.qp`).
 One iteration (libocas' ``svm_ocas_solver`` / ``msvm_ocas_solver`` loop):
 
 1. add the newest cut R(v) >= a . v + b to the buffer, one row of the Gram matrix;
-2. solve the reduced dual over the simplex with slack by warm-started pairwise SMO
-   (:mod:`solvers.cutting_plane.qp`); its value F_t(w_t) is a certified lower bound on the
-   optimum (its alpha is a dual feasible point of the full problem with that value), so
-   F(w_best) - F_t(w_t) is a duality gap; prune cuts inactive for ``max_inactive`` solves;
+2. solve the reduced dual over the simplex with slack, warm-started: by a primal active-set
+   method (``qp_solver="active_set"``, our choice) or libocas' pairwise SMO
+   (``qp_solver="smo"``; :mod:`solvers.cutting_plane.qp`); its value F_t(w_t) is a certified
+   lower bound on the optimum (its alpha is a dual feasible point of the full problem with that
+   value), so F(w_best) - F_t(w_t) is a duality gap; prune cuts inactive for ``max_inactive``
+   solves;
 3. one pass over the data: the outputs at w_t (:mod:`solvers.problems.oracles`);
 4. choose mu >= 0 and move w_best <- w_best + mu (w_t - w_best), its outputs alike
    (interpolated, as libocas does):
@@ -46,10 +48,11 @@ One iteration (libocas' ``svm_ocas_solver`` / ``msvm_ocas_solver`` loop):
 
 Each iteration reports F(w_best) (``design.md``'s objective, from the outputs by the problem
 layer) and the relative gap (F(w_best) - F_t(w_t)) / |F(w_best)| as ``relative_duality_gap``,
-with extras ``lower_bound`` (F_t(w_t)), ``cuts``, ``nnz_alpha``, ``mu``, ``smo_steps``,
-``qp_gap`` and the seconds of the iteration in the oracle, the QP and the line search
-(``time_oracle``, ``time_qp``, ``time_line_search``; the solution's extras sum them).
-Measured against LIBLINEAR, Clarabel and ``mfn``, and Arnosti's experiments: ``bench/README.md``.
+with extras ``lower_bound`` (F_t(w_t)), ``cuts``, ``nnz_alpha``, ``mu``, ``qp_steps`` (active-
+set iterations plus SMO steps), ``qp_gap`` and the seconds of the iteration in the oracle, the
+QP and the line search (``time_oracle``, ``time_qp``, ``time_line_search``; the solution's
+extras sum them). Measured against LIBLINEAR, Clarabel and ``mfn``, and Arnosti's experiments:
+``bench/README.md``.
 
 Arnosti section V's fix of the mu = 0 trap is an option: ``force_mu_iterations`` (mu = 0.02
 in the first 5 iterations on Poker) and ``force_mu_when_zero`` (mu = 0.02 whenever the search
