@@ -6,9 +6,11 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from solvers import config
 from solvers.base import Solution, Termination
+from solvers.core.linalg import dot
 from solvers.core.sparse import TimedChoice
 from solvers.cutting_plane.params import CuttingPlaneParams
 from solvers.cutting_plane.qp import CutBuffer
@@ -83,7 +85,20 @@ class CrammerSingerGeometry(_Geometry):
 
     def objective(self, W, outputs) -> float:
         loss, _ = self.problem.violations_from_scores(outputs)
-        return self.problem.regularizer(W) + float(self.problem.cost @ loss)
+        return self.problem.regularizer(W) + dot(self.problem.cost, loss)
+
+
+@njit(cache=True, nogil=True)
+def _on_ray_kernel(a, b, t, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] + t * (b[i] - a[i])
+
+
+def _on_ray(a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:
+    """a + t (b - a) in one pass on the calling thread (points and outputs on the ray)."""
+    out = np.empty_like(a)
+    _on_ray_kernel(a.ravel(), b.ravel(), float(t), out.ravel())
+    return out
 
 
 @dataclass
@@ -143,7 +158,7 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
             risk, cut, ot = geometry.oracle(wt)
             t_oracle = time.perf_counter() - t0
             Ft = geometry.objective(wt, ot)
-            offset = risk - float(cut.ravel() @ wt.ravel())
+            offset = risk - dot(cut.ravel(), wt.ravel())
             mu = 1.0 if Ft < Fb else 0.0  # CPA's point is w_t; w_best keeps the best seen
             if Ft < Fb:
                 wb, ob, Fb = wt, ot, Ft
@@ -154,9 +169,9 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
             t_oracle = time.perf_counter() - t0
             t0 = time.perf_counter()
             diff = wt - wb
-            ray = Ray(geometry.kind, ob, ot, cost, geometry.labels,
-                      float(np.vdot(wb, wb)), float(np.vdot(wb, diff)), float(np.vdot(diff, diff)),
-                      geometry.search_choice)
+            wb_flat, diff_flat = wb.ravel(), diff.ravel()
+            ray = Ray(geometry.kind, ob, ot, cost, geometry.labels, dot(wb_flat, wb_flat),
+                      dot(wb_flat, diff_flat), dot(diff_flat, diff_flat), geometry.search_choice)
             if params.method == "ocas":
                 mu = ray.exact()
             else:
@@ -171,13 +186,13 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
             # the cut at w_c = (1 - c) w_best_new + c w_t (libocas: mu_c = mu + 0.1 (1 - mu))
             mu_c = mu + params.cut_point * (1.0 - mu)
             t0 = time.perf_counter()
-            wc = wb + mu_c * diff
-            oc = ob + mu_c * (ot - ob)
+            wc = _on_ray(wb, wt, mu_c)
+            oc = _on_ray(ob, ot, mu_c)
             risk_c, cut, _ = geometry.oracle(wc, oc)
-            offset = risk_c - float(cut.ravel() @ wc.ravel())
+            offset = risk_c - dot(cut.ravel(), wc.ravel())
             t_oracle += time.perf_counter() - t0
-            wb = wb + mu * diff
-            ob = ob + mu * (ot - ob)
+            wb = _on_ray(wb, wt, mu)
+            ob = _on_ray(ob, ot, mu)
             Fb = geometry.objective(wb, ob)
         mus.append(mu)
         timers.oracle += t_oracle

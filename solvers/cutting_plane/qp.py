@@ -48,6 +48,9 @@ from numba import njit
 
 from solvers import config
 
+# qp_solver="active_set" first tries this many SMO steps per cut (module docstring)
+SMO_STEPS_BEFORE_ACTIVE_SET = 2
+
 
 @njit(cache=True, nogil=True)
 def simplex_smo(H, b, alpha, m, tol_rel, tol_abs, max_steps):
@@ -298,9 +301,17 @@ class CutBuffer:
         steps = 0
         done = False
         if self.solver == "active_set":
-            f, gap, steps, done = simplex_active_set(self.H, self.b, self.alpha, m, tol_rel,
-                                                     tol_abs, 3 * m + 20, self.max_free)
-            self.active_set_iterations += steps
+            # a few SMO steps first: from a warm start close to the optimum (most solves at a
+            # loose outer gap) they are cheaper than one dense system
+            budget = SMO_STEPS_BEFORE_ACTIVE_SET * m
+            f, gap, steps = simplex_smo(self.H, self.b, self.alpha, m, tol_rel, tol_abs, budget)
+            self.smo_steps += steps
+            done = steps < budget
+            if not done:
+                f, gap, iterations, done = simplex_active_set(
+                    self.H, self.b, self.alpha, m, tol_rel, tol_abs, 3 * m + 20, self.max_free)
+                self.active_set_iterations += iterations
+                steps += iterations
         if not done:
             f, gap, smo = simplex_smo(self.H, self.b, self.alpha, m, tol_rel, tol_abs,
                                       max_steps)

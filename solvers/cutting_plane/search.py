@@ -141,8 +141,26 @@ def crammer_singer_ray_breakpoints(Sb, St, labels, cost, parallel=None):
     parallel = parallel and numba.get_num_threads() > 1
     (_cs_envelopes_parallel if parallel else _cs_envelopes_serial)(
         Sb, St, labels, cost, bp, jump, counts, slope0)
-    mask = np.arange(bp.shape[1])[None, :] < counts[:, None]
-    return float(slope0.sum()), bp[mask], jump[mask]
+    return _compact_breakpoints(bp, jump, counts, slope0)
+
+
+@njit(cache=True, nogil=True)
+def _compact_breakpoints(bp, jump, counts, slope0):
+    """(sum of slope0, the first counts[i] entries of each row of bp and jump, flat)."""
+    total = 0
+    slope = 0.0
+    for i in range(counts.shape[0]):
+        total += counts[i]
+        slope += slope0[i]
+    flat_bp = np.empty(total)
+    flat_jump = np.empty(total)
+    c = 0
+    for i in range(counts.shape[0]):
+        for t in range(counts[i]):
+            flat_bp[c] = bp[i, t]
+            flat_jump[c] = jump[i, t]
+            c += 1
+    return slope, flat_bp, flat_jump
 
 
 def crammer_singer_ray_values(Sb, St, labels, cost, mus, out):
