@@ -2,6 +2,7 @@
 
     python bench/ab_cutting_plane.py --before DIR --after DIR [--rounds R] [--cases a,b]
                                      [--out FILE]
+    python bench/ab_cutting_plane.py --summarize FILE.json
 
 ``DIR`` is a source tree of the project (e.g. ``git archive <commit> | tar -x -C DIR``).  For
 every round and case the parent starts one child process per tree, alternating which goes
@@ -12,13 +13,13 @@ LIBLINEAR run.  Only APIs present in both trees are used (``solve``, ``solve_cra
 ``CuttingPlaneParams``, the solution's ``time_*`` extras).
 
 Cases: ``<dataset>:<C>[:<method>...]`` binary hinge with a regularized bias (``-B 1``; f* the
-certified stored optimum of ``bench/reference_optima.json``), ``cs-<file>:<C>`` Crammer-Singer
-(f* the best objective any run reached). Ours (unless methods are named): cpa, ocas, gca2, tca
-at tol 1e-6 (Crammer-Singer: ocas, gca2 and tca at tol 1e-3), stopped after ``TIME_LIMIT`` s;
-LIBLINEAR ``-s 3`` / ``-s 4`` once per eps of a schedule (time to a gap: the first run of the
-schedule that reaches it, as :mod:`bench.harness`). Reported per case: medians over the rounds
-of the time to relative gaps 1e-2 and 1e-3 (and 1e-6, binary), the best method's profile
-(oracle, QP, line search) and the ratio best-of-ours / LIBLINEAR.
+certified stored optimum of ``bench/reference_optima.json``, else the best objective reached),
+``cs-<file>:<C>`` Crammer-Singer (f* the best objective any run reached). Ours (unless methods
+are named): cpa, ocas, gca2, tca at tol 1e-6 (Crammer-Singer: ocas, gca2 and tca at tol 1e-3),
+stopped after ``TIME_LIMIT`` s; LIBLINEAR ``-s 3`` / ``-s 4`` once per eps of a schedule (time
+to a gap: the first run of the schedule that reaches it, as :mod:`bench.harness`). Reported per
+case: medians over the rounds of the time to relative gaps 1e-2 and 1e-3 (and 1e-6, binary), the
+best method's profile (oracle, QP, line search) and the ratio best-of-ours / LIBLINEAR.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def _child(case: str) -> dict:
 
             def ll_objective(model):
                 return problem.objective(liblinear_beta(model, problem.n_features))
-        runner(problem, CuttingPlaneParams(C=C, max_iter=3))  # compile / load the cache
+        # compile / load the cache of every kernel (the QP solvers too) before timing
+        runner(problem, CuttingPlaneParams(C=C, max_iter=30))
         for method in (only or methods):
             monitor = ListMonitor(time_limit=TIME_LIMIT)
             start = time.perf_counter()
@@ -132,19 +134,22 @@ def summarize(results: dict, references: dict) -> str:
     lines = []
     for case in next(iter(results.values())):
         runs = {tree: results[tree][case] for tree in results}
+        if not all(runs.values()):
+            continue  # a run cut short before this case
         binary = not case.startswith("cs-")
-        if binary:
-            name, C = case.split(":")[:2]
-            key = f"{name}/hinge/regularized/C={float(C):g}"
-            fstar = references[key]["objective"]
+        name, C = case.split(":")[:2]
+        key = f"{name}/hinge/regularized/C={float(C):g}"
+        if binary and key in references:
+            fstar, source = references[key]["objective"], "stored"
         else:
             fstar = min(obj for rs in runs.values() for run in rs
                         for trace in [run["liblinear"]] + [m["trace"] for m in
                                                            run["ours"].values()]
                         for _, obj in trace)
+            source = "best reached"
         gaps = GAPS if binary else GAPS[:2]
         loads = [run["load"] for rs in runs.values() for run in rs]
-        lines.append(f"**{case}** (f* {fstar:.10g}; load average {min(loads):.1f}-"
+        lines.append(f"**{case}** (f* {fstar:.10g}, {source}; load average {min(loads):.1f}-"
                      f"{max(loads):.1f})")
         lines.append("")
         lines.append("| tree | runner | " + " | ".join(f"t({g:g}) s" for g in gaps)
@@ -188,9 +193,16 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES))
     parser.add_argument("--out", default=None)
+    parser.add_argument("--summarize", help="a JSON file of an earlier (partial) run")
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(_child(args.child)))
+        return 0
+    if args.summarize:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from bench.references import load_references
+
+        print(summarize(json.loads(Path(args.summarize).read_text()), load_references()))
         return 0
     trees = {"before": Path(args.before).resolve(), "after": Path(args.after).resolve()}
     cases = args.cases.split(",")
@@ -210,6 +222,8 @@ def main(argv=None) -> int:
                 best = min(m["seconds"] for m in out["ours"].values())
                 print(f"round {rnd} {case} {tree}: fastest method {best:.3f} s, load "
                       f"{out['load']:.1f}", file=sys.stderr, flush=True)
+                if args.out:  # what is done so far, in case the run is cut short
+                    Path(args.out).with_suffix(".json").write_text(json.dumps(results) + "\n")
     sys.path.insert(0, str(trees["after"]))
     from bench.references import load_references
 
@@ -219,7 +233,6 @@ def main(argv=None) -> int:
     print(text)
     if args.out:
         Path(args.out).write_text(text + "\n")
-        Path(args.out).with_suffix(".json").write_text(json.dumps(results) + "\n")
     return 0
 
 

@@ -85,7 +85,7 @@ from solvers.base import Fit, Solution, SolverSpec, SubproblemResult, Terminatio
 from solvers.core.linesearch import piecewise_linear_root_jumps
 from solvers.cutting_plane.engine import BinaryGeometry, CrammerSingerGeometry, solve_geometry
 from solvers.cutting_plane.params import CuttingPlaneParams
-from solvers.cutting_plane.qp import CutBuffer, simplex_smo
+from solvers.cutting_plane.qp import CutBuffer, simplex_active_set, simplex_smo
 from solvers.cutting_plane.search import (
     GridSearch,
     Ray,
@@ -136,7 +136,8 @@ def fit_crammer_singer(dataset: Dataset, spec: SolverSpec, params: CuttingPlaneP
 
 
 def warm_up() -> None:
-    """Compile the family's kernels (oracles, SMO, Gram upkeep, ray searches) on a few rows."""
+    """Compile the family's kernels (oracles, SMO, active set, Gram upkeep, ray searches) on
+    a few rows."""
     X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0],
                                 [0.0, 1.0, 1.0]]))
     params = CuttingPlaneParams(C=1.0, max_iter=3)
@@ -145,6 +146,9 @@ def warm_up() -> None:
         solve(BinaryProblem(X, np.array([1.0, -1.0, 1.0, -1.0]), C=1.0, loss="hinge"), p)
         solve_crammer_singer(CrammerSingerProblem(X, np.array([0, 1, 2, 1]), 3), p)
     piecewise_linear_root_jumps(-1.0, 1.0, np.array([0.5]), np.array([1.0]), np.array([1.0]))
+    # the active-set QP runs only once the SMO's budget is spent: compile it directly
+    H = np.array([[2.0, 1.0], [1.0, 2.0]])
+    simplex_active_set(H, np.array([1.0, 0.5]), np.zeros(2), 2, 1e-12, 0.0, 10, 10)
 
 
 SPECS = (

@@ -29,9 +29,14 @@ that the ratio test cuts).  It is our choice, which the papers leave open: SVMpe
 use their own SMO-like solvers (libocas: ``libqp_splx``, below), and at large C the SMO took
 most of the time: a9a at C = 100 (OCAS, tol 1e-6, 300 iterations, the same warm starts
 replayed on 2026-11-23): SMO 5.7 s in all (up to 95,000 pairwise steps per solve on a Gram
-matrix of 16-165 cuts), the active-set method 0.49 s (median 20 iterations per solve).  When
-it gives up (more free cuts than ``config.CUTTING_PLANE_ACTIVE_SET_MAX_FREE``, cycling, or
-rounding undoing a decrease) the SMO finishes from its feasible point.
+matrix of 16-165 cuts), the active-set method 0.49 s (median 20 iterations per solve).  Its
+dense solves cost O(s^3) for s free cuts, so each solve first takes up to
+``config.CUTTING_PLANE_SMO_STEPS_BEFORE_ACTIVE_SET`` m SMO steps, which finish most solves at
+a loose outer gap from a close warm start: on dna (Crammer-Singer, up to 250 free cuts, tol
+1e-4, load average 18) the QP took 2.3-2.6 s so, 3.2-3.8 s with the active-set method alone,
+2.5-3.2 s with the SMO alone (three runs each); on the a9a replay above 0.95 s.  When the
+active-set method gives up (more free cuts than ``config.CUTTING_PLANE_ACTIVE_SET_MAX_FREE``,
+cycling, or rounding undoing a decrease) the SMO finishes from its feasible point.
 
 :func:`simplex_smo` (``qp_solver="smo"``, and the fall-back) solves the dual by pairwise (SMO)
 steps on the simplex with slack (libqp's ``libqp_splx``, Franc & Hlavac 2006): the slack is a
@@ -47,9 +52,6 @@ import numpy as np
 from numba import njit
 
 from solvers import config
-
-# qp_solver="active_set" first tries this many SMO steps per cut (module docstring)
-SMO_STEPS_BEFORE_ACTIVE_SET = 2
 
 
 @njit(cache=True, nogil=True)
@@ -303,7 +305,7 @@ class CutBuffer:
         if self.solver == "active_set":
             # a few SMO steps first: from a warm start close to the optimum (most solves at a
             # loose outer gap) they are cheaper than one dense system
-            budget = SMO_STEPS_BEFORE_ACTIVE_SET * m
+            budget = config.CUTTING_PLANE_SMO_STEPS_BEFORE_ACTIVE_SET * m
             f, gap, steps = simplex_smo(self.H, self.b, self.alpha, m, tol_rel, tol_abs, budget)
             self.smo_steps += steps
             done = steps < budget
