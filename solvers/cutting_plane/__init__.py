@@ -22,12 +22,12 @@ ours (:mod:`solvers.cutting_plane.qp`).
 One iteration (libocas' ``svm_ocas_solver`` / ``msvm_ocas_solver`` loop):
 
 1. add the newest cut R(v) >= a . v + b to the buffer, one row of the Gram matrix;
-2. solve the reduced dual over the simplex with slack, warm-started: by a primal active-set
-   method (``qp_solver="active_set"``, our choice) or libocas' pairwise SMO
-   (``qp_solver="smo"``; :mod:`solvers.cutting_plane.qp`); its value F_t(w_t) is a certified
-   lower bound on the optimum (its alpha is a dual feasible point of the full problem with that
-   value), so F(w_best) - F_t(w_t) is a duality gap; prune cuts inactive for ``max_inactive``
-   solves;
+2. solve the reduced dual over the simplex with slack, warm-started: by a few SMO steps and then
+   a primal active-set method (``qp_solver="active_set"``, our choice) or by libocas' pairwise
+   SMO alone (``qp_solver="smo"``; :mod:`solvers.cutting_plane.qp`); its value F_t(w_t) is a
+   certified lower bound on the optimum (its alpha is a dual feasible point of the full problem
+   with that value), so F(w_best) - F_t(w_t) is a duality gap; prune cuts inactive for
+   ``max_inactive`` solves;
 3. one pass over the data: the outputs at w_t (:mod:`solvers.problems.oracles`);
 4. choose mu >= 0 and move w_best <- w_best + mu (w_t - w_best), its outputs alike
    (interpolated, as libocas does):
