@@ -1,8 +1,8 @@
 """``python -m bench.bench_cutting_plane``: the cutting-plane family against its anchors, in one
 run, and Arnosti's experiments.
 
-    python -m bench.bench_cutting_plane [--parts binary,cs,arnosti] [--repeats R] [--quick]
-                                        [--out DIR]
+    python -m bench.bench_cutting_plane [--parts binary,cs,arnosti,scaling] [--repeats R]
+                                        [--quick] [--out DIR]
 
 * binary: the hinge loss with a regularized bias (``-B 1``), ``design.md``'s C, C in
   {0.01, 1} on a9a, w8a, ijcnn1 and mushrooms (quick: C = 1 on a9a and mushrooms) through
@@ -24,6 +24,8 @@ run, and Arnosti's experiments.
   share of the line search, oracle and QP, for OCAS, GCA2, TCA, and OCAS with section V's
   fixes (mu = 0.02 in the first 5 iterations; mu = 0.02 whenever the search returns 0); the
   same on the binary sets (C = 1).
+* scaling: nested subsets of a9a and ijcnn1 (:func:`run_scaling`), OCAS and TCA against
+  LIBLINEAR ``-s 3``; not in the default ``--parts``.
 
 Writes ``cutting_plane.json`` and ``cutting_plane.md`` to ``--out`` (default
 bench/results/cutting_plane) and prints the Markdown.  Load averages at start and end are
@@ -52,6 +54,7 @@ from bench.anchors import (
 from bench.harness import GAPS, as_json, machine_description, measure_problem, time_to_gap
 from bench.problems import DATA_DIR, BenchProblem
 from solvers.cutting_plane import CuttingPlaneParams, solve, solve_crammer_singer
+from solvers.monitor import ListMonitor
 from solvers.problems import CrammerSingerProblem
 
 METHODS = ("ocas", "gca2", "tca", "cpa")
@@ -148,8 +151,6 @@ CS_TIME_LIMIT = 60.0  # seconds per run of ours (news20.t does not reach 1e-6 in
 
 
 def ours_cs_run(problem, params):
-    from solvers.monitor import ListMonitor
-
     monitor = ListMonitor(time_limit=CS_TIME_LIMIT)
     start = time.perf_counter()
     solution = solve_crammer_singer(problem, params, monitor)
@@ -272,6 +273,79 @@ def arnosti_table(rows) -> str:
     return "\n".join(lines)
 
 
+# -- scaling on nested subsets ------------------------------------------------------------------
+
+
+SCALING_SETS = {"a9a": (1000, 2000, 4000, 8000, 16000, 32561),
+                "ijcnn1": (1562, 3125, 6250, 12500, 25000, 49990)}
+SCALING_METHODS = ("ocas", "tca")
+
+
+def run_scaling(quick: bool, repeats: int, log) -> list:
+    """Nested subsets (the first n rows of one seeded permutation, ``BenchProblem.n_rows``),
+    Joachims' convention of a fixed C_s = C n (here C = n_full / n: C = 1 on the whole set,
+    the same per-example weight C_s / n as in the papers' scaling experiments), hinge with a
+    regularized bias.  f* of each subset: the smaller of our tol = 1e-6 run's objective
+    (certified within 1e-6) and LIBLINEAR's at eps = 1e-8; times to 1e-2 and 1e-3 from our
+    monitor's curve and LIBLINEAR's eps schedule, medians of ``repeats`` interleaved rounds."""
+    rows = []
+    sets = {"a9a": SCALING_SETS["a9a"][1::2]} if quick else SCALING_SETS
+    liblinear = Liblinear(3)
+    for name, sizes in sets.items():
+        n_full = SCALING_SETS[name][-1]
+        for n in sizes:
+            problem = BenchProblem(name, "hinge", "regularized", n_full / n,
+                                   n_rows=None if n == n_full else n)
+            bp = problem.binary_problem()
+            traces: dict[str, list] = {}
+            iterations: dict[str, list] = {}
+            bounds = []
+            for repeat in range(repeats + 1):  # the first round warms up
+                for method in SCALING_METHODS:
+                    monitor = ListMonitor(time_limit=CS_TIME_LIMIT)
+                    solution = solve(bp, CuttingPlaneParams(C=problem.C, method=method,
+                                                            tol=1e-6), monitor)
+                    bounds.append(solution.extras["lower_bound"])
+                    if repeat:
+                        traces.setdefault(method, []).append(
+                            [(r.elapsed, r.objective) for r in monitor.records])
+                        iterations.setdefault(method, []).append(solution.iterations)
+                if repeat:
+                    traces.setdefault("liblinear -s 3", []).append(liblinear.run(problem).trace)
+            best = min(obj for runs in traces.values() for tr in runs for _, obj in tr)
+            row = {"set": name, "n": n, "C": problem.C, "best_objective": best,
+                   "certified_gap": (best - max(bounds)) / best}
+            for runner, runs in traces.items():
+                for g in GAPS[:2]:
+                    reached = [t for t in (time_to_gap(tr, best, g) for tr in runs)
+                               if t is not None]
+                    row[f"{runner} t({g:g})"] = statistics.median(reached) \
+                        if len(reached) * 2 > len(runs) else None
+                if runner in iterations:
+                    row[f"{runner} iterations"] = statistics.median(iterations[runner])
+            rows.append(row)
+            log(f"  {name}[:{n}] C={problem.C:.4g}: " + ", ".join(
+                f"{k} {_fmt(v)}" for k, v in row.items() if " t(" in k))
+    return rows
+
+
+def scaling_table(rows) -> str:
+    runners = list(SCALING_METHODS) + ["liblinear -s 3"]
+    lines = ["| set | n | C | " + " | ".join(f"{r} t(1e-2) / t(1e-3) s" for r in runners)
+             + " | ocas iterations | best / LIBLINEAR at 1e-2 |",
+             "|---|---:|---:|" + "---|" * len(runners) + "---:|---:|"]
+    for row in rows:
+        cells = [f"{_fmt(row.get(f'{r} t(0.01)'))} / {_fmt(row.get(f'{r} t(0.001)'))}"
+                 for r in runners]
+        ours = [row.get(f"{m} t(0.01)") for m in SCALING_METHODS]
+        ours = [t for t in ours if t is not None]
+        ll = row.get("liblinear -s 3 t(0.01)")
+        ratio = f"{min(ours) / ll:.2f}" if ours and ll else "-"
+        lines.append(f"| {row['set']} | {row['n']} | {row['C']:.3g} | " + " | ".join(cells)
+                     + f" | {_fmt(row.get('ocas iterations'))} | {ratio} |")
+    return "\n".join(lines)
+
+
 def _fmt(value) -> str:
     return "-" if value is None else f"{value:.3g}"
 
@@ -305,6 +379,10 @@ def main(argv=None) -> int:
         rows = run_arnosti(args.quick, args.repeats, log)
         record["arnosti"] = rows
         md += ["## Arnosti's experiments (eps = 0.01)", "", arnosti_table(rows), ""]
+    if "scaling" in parts:
+        rows = run_scaling(args.quick, args.repeats, log)
+        record["scaling"] = rows
+        md += ["## Scaling on nested subsets (C = n_full / n)", "", scaling_table(rows), ""]
     record["load_average_at_end"] = os.getloadavg()[0]
     md += [f"load average at end {record['load_average_at_end']:.1f}"]
     out = Path(args.out)

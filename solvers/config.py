@@ -11,6 +11,21 @@ what is here are implementation thresholds that a user should never need to touc
 # (sum of medians 1.62-1.90 s against 2.06-2.32 s, three interleaved runs, 2026-11-21).
 PARALLEL_MIN_NNZ = 50_000
 
+# A kernel timed by solvers.core.sparse.TimedChoice tries its parallel form only once its
+# serial form takes this long: a parallel call that loses costs 2-10 ms on the loaded 2-core VM
+# (2026-11-23), as much as a whole cutting-plane solve of mushrooms.
+TIMED_CHOICE_MIN_SECONDS = 0.002
+
+# The cutting planes' reduced QP (solvers/cutting_plane/qp.py): the active-set method solves a
+# dense system of (free cuts + 2) per iteration, O(s^3); past this many free variables the
+# pairwise SMO alone is used (at 300, one system is ~9M multiply-adds, a few ms).
+CUTTING_PLANE_ACTIVE_SET_MAX_FREE = 300
+# ... and each solve first takes up to this many SMO steps per cut (cheaper from a close warm
+# start).  2 was best on dna (Crammer-Singer, tol 1e-4, load 18: QP 2.3-2.6 s against 2.5-3.0
+# with 1, 2.7-2.9 with 5, 3.2-3.8 with 0); on a9a at C = 100 (replayed solves) 0 was best,
+# 0.72-0.85 s against 0.95 s, both far below the SMO alone (5.7 s).
+CUTTING_PLANE_SMO_STEPS_BEFORE_ACTIVE_SET = 2
+
 # X'z in parallel keeps one accumulator of length n_features per thread; past this ratio of
 # (threads * n_features) to the stored entries touched, the serial kernel is cheaper.
 PARALLEL_MAX_BUFFER_RATIO = 0.5

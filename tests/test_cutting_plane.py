@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from solvers.core.linesearch import piecewise_linear_root_jumps
+from solvers.core.sparse import TimedChoice
 from solvers.cutting_plane import CutBuffer, GridSearch, Ray, ThreePointSearch, simplex_smo
+from solvers.cutting_plane.qp import simplex_active_set
 from solvers.problems import BinaryProblem, CrammerSingerProblem
 from solvers.train import InvalidParametersError, validate_params
 from tests.shared_data import load, random_csr
@@ -226,6 +228,77 @@ def test_smo_with_slack_active_and_warm_start():
     f_warm, _, _ = simplex_smo(H, b, warm, 8, 1e-14, 0.0, 10_000_000)
     assert f_warm == pytest.approx(f_cold, rel=1e-10)
     assert f_cold == pytest.approx(clarabel_simplex_qp(H, b), rel=1e-8)
+
+
+@pytest.mark.parametrize(("m", "dim", "seed"), [(5, 40, 0), (30, 10, 1), (60, 25, 2),
+                                                (12, 3, 3), (40, 40, 4)])
+def test_active_set_reaches_the_qp_optimum(m, dim, seed):
+    """Cold and warm starts, dependent cuts (m > dim: H singular), against Clarabel."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((m, dim)) * rng.exponential(1.0, (m, 1))
+    H = A @ A.T
+    b = rng.exponential(1.0, m) * rng.choice([1.0, 3.0], m)
+    optimum = clarabel_simplex_qp(H, b)
+    for start in (np.zeros(m), np.full(m, 1.0 / m), rng.dirichlet(np.ones(m)) * 0.5):
+        alpha = start.copy()
+        f, gap, _, done = simplex_active_set(H, b, alpha, m, 1e-13, 1e-15, 10 * m, 1000)
+        if not done:  # the caller's fall-back
+            f, gap, _ = simplex_smo(H, b, alpha, m, 1e-13, 1e-15, 10_000_000)
+        assert alpha.min() >= 0 and alpha.sum() <= 1.0
+        assert f == pytest.approx(0.5 * alpha @ H @ alpha - b @ alpha, rel=1e-10, abs=1e-12)
+        assert f == pytest.approx(optimum, rel=1e-8, abs=1e-10)
+
+
+def test_active_set_with_the_slack_active():
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((8, 6)) * 10
+    H = A @ A.T
+    b = rng.exponential(0.1, 8)
+    alpha = np.full(8, 0.125)  # sum 1: the slack starts at 0 and must take mass
+    f, _, _, done = simplex_active_set(H, b, alpha, 8, 1e-14, 0.0, 100, 1000)
+    assert done and alpha.sum() < 1.0
+    assert f == pytest.approx(clarabel_simplex_qp(H, b), rel=1e-8)
+
+
+@pytest.mark.parametrize("solver", ["active_set", "smo"])
+def test_cut_buffer_solvers_agree(solver):
+    rng = np.random.default_rng(11)
+    buffer = CutBuffer(15, solver=solver)
+    for _ in range(25):
+        buffer.add(rng.standard_normal(15) * (rng.random(15) < 0.6), rng.exponential())
+    bound, _, _ = buffer.solve(1e-13)
+    H = buffer.H[:25, :25]
+    assert -bound == pytest.approx(clarabel_simplex_qp(H, buffer.b[:25]), rel=1e-8)
+
+
+def test_timed_choice_keeps_the_faster_form_and_rechecks_the_other():
+    """The choice logic on recorded times (no clock involved)."""
+    choice = TimedChoice(True, recheck=4)
+    choice.allowed = True  # as on a machine with two threads
+    assert choice.choose() is False  # serial first
+    choice.record(False, 0.0001)
+    # serial below TIMED_CHOICE_MIN_SECONDS: parallel is never tried
+    for _ in range(20):
+        assert choice.choose() is False
+        choice.record(False, 0.0001)
+    slow = TimedChoice(True, recheck=4)
+    slow.allowed = True
+    slow.record(False, 0.01)  # a slow serial call: parallel is tried next
+    assert slow.choose() is True
+    slow.record(True, 0.004)  # and wins
+    assert slow.choose() is True and slow.current is True
+    for _ in range(4):
+        slow.record(slow.choose(), 0.004)
+    assert slow.choose() is False  # the serial form is re-timed after `recheck` calls
+    slow.record(False, 0.01)  # loses again: its next probe waits twice as long
+    probes = []
+    for _ in range(20):
+        parallel = slow.choose()
+        probes.append(parallel)
+        slow.record(parallel, 0.004 if parallel else 0.01)
+    assert probes.index(False) == 8
+    serial = TimedChoice(False)
+    assert serial.choose() is False
 
 
 def test_cut_buffer_prunes_and_aggregates_without_changing_the_bound():

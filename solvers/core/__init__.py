@@ -18,6 +18,7 @@ from solvers.core.linalg import (
 from solvers.core.linesearch import piecewise_linear_root
 from solvers.core.sparse import (
     CompactRows,
+    TimedChoice,
     csr_matmat,
     csr_matvec,
     csr_matvec_rows,
@@ -32,6 +33,7 @@ __all__ = [
     "CompactRows",
     "Kernel",
     "KernelCache",
+    "TimedChoice",
     "TrackedOperator",
     "cgls",
     "cgls_compact",

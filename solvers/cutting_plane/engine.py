@@ -6,8 +6,12 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
+from solvers import config
 from solvers.base import Solution, Termination
+from solvers.core.linalg import dot
+from solvers.core.sparse import TimedChoice
 from solvers.cutting_plane.params import CuttingPlaneParams
 from solvers.cutting_plane.qp import CutBuffer
 from solvers.cutting_plane.search import GridSearch, Ray, ThreePointSearch
@@ -15,7 +19,28 @@ from solvers.monitor import Monitor, Reporter
 from solvers.problems import BinaryProblem, CrammerSingerProblem
 
 
-class BinaryGeometry:
+class _Geometry:
+    """What both problems share: the oracle's serial or parallel form, chosen by timing
+    (:class:`solvers.core.sparse.TimedChoice`), one choice per kind of call (outputs computed
+    or given, cut wanted or not: their costs differ), and one for the line search's
+    Crammer-Singer envelopes."""
+
+    def _init_choices(self):
+        allowed = self.problem.oracle_parallel_allowed()
+        self.choices = {key: TimedChoice(allowed) for key in
+                        ((True, True), (True, False), (False, True), (False, False))}
+
+    def _run_oracle(self, point, outputs, want_cut):
+        return self.choices[(outputs is None, want_cut)].run(
+            lambda parallel: self.problem.risk_oracle(point, outputs, want_cut, parallel))
+
+    @property
+    def parallel_calls(self) -> int:
+        """Oracle calls that ran in the parallel form."""
+        return sum(c.parallel_calls for c in self.choices.values())
+
+
+class BinaryGeometry(_Geometry):
     """The binary hinge problem seen by the loop: parameters beta = (w, b), outputs the
     margins y_i x~_i . beta."""
 
@@ -30,16 +55,17 @@ class BinaryGeometry:
         self.problem = problem
         self.shape = (problem.n_features + 1,)
         self.labels = None
+        self._init_choices()
+        self.search_choice = None
 
     def oracle(self, beta, outputs=None, want_cut=True):
-        risk, cut, margins = self.problem.risk_oracle(beta, outputs, want_cut)
-        return risk, cut, margins
+        return self._run_oracle(beta, outputs, want_cut)
 
     def objective(self, beta, outputs) -> float:
         return self.problem.objective_from_margins(beta, outputs)
 
 
-class CrammerSingerGeometry:
+class CrammerSingerGeometry(_Geometry):
     """The Crammer-Singer problem seen by the loop: parameters W (n_classes, n_features + 1),
     outputs the scores w_m . x~_i."""
 
@@ -49,14 +75,30 @@ class CrammerSingerGeometry:
         self.problem = problem
         self.shape = (problem.n_classes, problem.n_features + 1)
         self.labels = problem.labels
+        self._init_choices()
+        n, k = problem.n_samples, problem.n_classes
+        self.search_choice = TimedChoice(n * k * k >= config.KERNEL_PARALLEL_MIN_WORK)
 
     def oracle(self, W, outputs=None, want_cut=True):
-        risk, cut, scores, _ = self.problem.risk_oracle(W, outputs, want_cut)
+        risk, cut, scores, _ = self._run_oracle(W, outputs, want_cut)
         return risk, cut, scores
 
     def objective(self, W, outputs) -> float:
         loss, _ = self.problem.violations_from_scores(outputs)
-        return self.problem.regularizer(W) + float(self.problem.cost @ loss)
+        return self.problem.regularizer(W) + dot(self.problem.cost, loss)
+
+
+@njit(cache=True, nogil=True)
+def _on_ray_kernel(a, b, t, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] + t * (b[i] - a[i])
+
+
+def _on_ray(a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:
+    """a + t (b - a) in one pass on the calling thread (points and outputs on the ray)."""
+    out = np.empty_like(a)
+    _on_ray_kernel(a.ravel(), b.ravel(), float(t), out.ravel())
+    return out
 
 
 @dataclass
@@ -84,7 +126,7 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
     cost = geometry.problem.cost
     shape = geometry.shape
     dim = int(np.prod(shape))
-    buffer = CutBuffer(dim, params.cut_buffer, params.max_inactive)
+    buffer = CutBuffer(dim, params.cut_buffer, params.max_inactive, params.qp_solver)
     search = _mu_search(params)
     timers = Timers()
 
@@ -104,7 +146,7 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
         t0 = time.perf_counter()
         buffer.add(cut.ravel(), offset)
         qp_tol = params.qp_tolerance_ratio * max(params.tol, min(gap, 1.0))
-        bound, qp_gap, smo_steps = buffer.solve(qp_tol, 0.0)
+        bound, qp_gap, qp_steps = buffer.solve(qp_tol, 0.0)
         wt = buffer.weights().reshape(shape)
         n_cuts, nnz_alpha = buffer.m, buffer.nnz_alpha
         buffer.prune()
@@ -116,7 +158,7 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
             risk, cut, ot = geometry.oracle(wt)
             t_oracle = time.perf_counter() - t0
             Ft = geometry.objective(wt, ot)
-            offset = risk - float(cut.ravel() @ wt.ravel())
+            offset = risk - dot(cut.ravel(), wt.ravel())
             mu = 1.0 if Ft < Fb else 0.0  # CPA's point is w_t; w_best keeps the best seen
             if Ft < Fb:
                 wb, ob, Fb = wt, ot, Ft
@@ -127,8 +169,9 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
             t_oracle = time.perf_counter() - t0
             t0 = time.perf_counter()
             diff = wt - wb
-            ray = Ray(geometry.kind, ob, ot, cost, geometry.labels,
-                      float(np.vdot(wb, wb)), float(np.vdot(wb, diff)), float(np.vdot(diff, diff)))
+            wb_flat, diff_flat = wb.ravel(), diff.ravel()
+            ray = Ray(geometry.kind, ob, ot, cost, geometry.labels, dot(wb_flat, wb_flat),
+                      dot(wb_flat, diff_flat), dot(diff_flat, diff_flat), geometry.search_choice)
             if params.method == "ocas":
                 mu = ray.exact()
             else:
@@ -143,13 +186,13 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
             # the cut at w_c = (1 - c) w_best_new + c w_t (libocas: mu_c = mu + 0.1 (1 - mu))
             mu_c = mu + params.cut_point * (1.0 - mu)
             t0 = time.perf_counter()
-            wc = wb + mu_c * diff
-            oc = ob + mu_c * (ot - ob)
+            wc = _on_ray(wb, wt, mu_c)
+            oc = _on_ray(ob, ot, mu_c)
             risk_c, cut, _ = geometry.oracle(wc, oc)
-            offset = risk_c - float(cut.ravel() @ wc.ravel())
+            offset = risk_c - dot(cut.ravel(), wc.ravel())
             t_oracle += time.perf_counter() - t0
-            wb = wb + mu * diff
-            ob = ob + mu * (ot - ob)
+            wb = _on_ray(wb, wt, mu)
+            ob = _on_ray(ob, ot, mu)
             Fb = geometry.objective(wb, ob)
         mus.append(mu)
         timers.oracle += t_oracle
@@ -157,7 +200,7 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
         timers.line_search += t_search
         gap = (Fb - lower) / max(abs(Fb), 1e-300)
         if reporter(iteration, Fb, gap, lower_bound=lower, relative_gap=gap, cuts=n_cuts,
-                    nnz_alpha=nnz_alpha, mu=mu, smo_steps=smo_steps, qp_gap=qp_gap,
+                    nnz_alpha=nnz_alpha, mu=mu, qp_steps=qp_steps, qp_gap=qp_gap,
                     time_oracle=t_oracle, time_qp=t_qp, time_line_search=t_search):
             status, message = Termination.STOPPED, reporter.stop_message
             break
@@ -174,9 +217,12 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
         "cuts": buffer.m,
         "cuts_removed": buffer.removed,
         "aggregations": buffer.aggregations,
+        "qp_active_set_iterations": buffer.active_set_iterations,
+        "qp_smo_steps": buffer.smo_steps,
         "time_oracle": timers.oracle,
         "time_qp": timers.qp,
         "time_line_search": timers.line_search,
         "mu_zero_iterations": int(sum(1 for m in mus if m == 0.0)),
+        "parallel_oracle_calls": geometry.parallel_calls,
     }
     return Solution(wb, Fb, status, message, iteration, extras)

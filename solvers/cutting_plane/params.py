@@ -47,6 +47,12 @@ class CuttingPlaneParams(SolverParams):
         50, ge=1,
         description="A cut whose dual weight stayed 0 this many consecutive QP solves is "
                     "removed (SVMperf's rule).")
+    qp_solver: Literal["active_set", "smo"] = Field(
+        "active_set",
+        description="The reduced QP's solver: active_set (up to 2 SMO steps per cut, then a "
+                    "warm-started primal active-set method, finished by the SMO when it gives "
+                    "up; our choice) or smo (the pairwise SMO over the simplex alone, libocas' "
+                    "libqp_splx).")
     qp_tolerance_ratio: float = Field(
         0.5, gt=0, le=1,
         description="The reduced QP is solved to a relative gap of this times the current "

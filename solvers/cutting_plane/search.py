@@ -128,19 +128,39 @@ def _cs_envelopes_parallel(Sb, St, labels, cost, bp, jump, counts, slope0):
         _cs_envelope(Sb, St, labels, cost, bp, jump, counts, slope0, i, u, v)
 
 
-def crammer_singer_ray_breakpoints(Sb, St, labels, cost):
+def crammer_singer_ray_breakpoints(Sb, St, labels, cost, parallel=None):
     """(slope of the loss sum at 0+, breakpoints, jumps) of sum_i C_i max_m(...) along the
-    ray of scores Sb + mu (St - Sb)."""
+    ray of scores Sb + mu (St - Sb); ``parallel`` the kernel's form (None: by the work)."""
     n, k = Sb.shape
     bp = np.empty((n, max(k - 1, 1)))
     jump = np.empty((n, max(k - 1, 1)))
     counts = np.empty(n, dtype=np.int64)
     slope0 = np.empty(n)
-    parallel = n * k * k >= config.KERNEL_PARALLEL_MIN_WORK and numba.get_num_threads() > 1
+    if parallel is None:
+        parallel = n * k * k >= config.KERNEL_PARALLEL_MIN_WORK
+    parallel = parallel and numba.get_num_threads() > 1
     (_cs_envelopes_parallel if parallel else _cs_envelopes_serial)(
         Sb, St, labels, cost, bp, jump, counts, slope0)
-    mask = np.arange(bp.shape[1])[None, :] < counts[:, None]
-    return float(slope0.sum()), bp[mask], jump[mask]
+    return _compact_breakpoints(bp, jump, counts, slope0)
+
+
+@njit(cache=True, nogil=True)
+def _compact_breakpoints(bp, jump, counts, slope0):
+    """(sum of slope0, the first counts[i] entries of each row of bp and jump, flat)."""
+    total = 0
+    slope = 0.0
+    for i in range(counts.shape[0]):
+        total += counts[i]
+        slope += slope0[i]
+    flat_bp = np.empty(total)
+    flat_jump = np.empty(total)
+    c = 0
+    for i in range(counts.shape[0]):
+        for t in range(counts[i]):
+            flat_bp[c] = bp[i, t]
+            flat_jump[c] = jump[i, t]
+            c += 1
+    return slope, flat_bp, flat_jump
 
 
 def crammer_singer_ray_values(Sb, St, labels, cost, mus, out):
@@ -156,10 +176,12 @@ def crammer_singer_ray_values(Sb, St, labels, cost, mus, out):
 class Ray:
     """f(mu) on w_b + mu (w_t - w_b) from the stored outputs (module docstring)."""
 
-    def __init__(self, kind: str, ob, ot, cost, labels, nb: float, B0: float, A0: float):
+    def __init__(self, kind: str, ob, ot, cost, labels, nb: float, B0: float, A0: float,
+                 choice=None):
         self.kind = kind
         self.ob, self.ot, self.cost, self.labels = ob, ot, cost, labels
         self.nb, self.B0, self.A0 = nb, B0, A0
+        self.choice = choice  # a TimedChoice for the Crammer-Singer envelopes, or None
         self.evaluations = 0
 
     def values(self, mus) -> np.ndarray:
@@ -183,8 +205,12 @@ class Ray:
         if self.kind == "binary":
             slope, bp, jump = hinge_ray_breakpoints(self.ob, self.ot, self.cost)
         else:
-            slope, bp, jump = crammer_singer_ray_breakpoints(self.ob, self.ot, self.labels,
-                                                             self.cost)
+            def envelopes(parallel):
+                return crammer_singer_ray_breakpoints(self.ob, self.ot, self.labels,
+                                                      self.cost, parallel)
+
+            slope, bp, jump = envelopes(None) if self.choice is None else \
+                self.choice.run(envelopes)
         l0 = self.B0 + slope
         mu = piecewise_linear_root_jumps(l0, l0 + self.A0, bp, jump, jump)
         return float(mu) if np.isfinite(mu) else 0.0

@@ -265,15 +265,22 @@ class BinaryProblem:
         return out
 
     def risk_oracle(self, beta: np.ndarray, margins: np.ndarray | None = None,
-                    want_cut: bool = True) -> tuple[float, np.ndarray | None, np.ndarray]:
-        """(R(beta), a, margins) in one parallel pass over the rows
+                    want_cut: bool = True, parallel: bool | None = None
+                    ) -> tuple[float, np.ndarray | None, np.ndarray]:
+        """(R(beta), a, margins) in one pass over the rows
         (:func:`solvers.problems.oracles.binary_oracle`): the risk, the cut of
         :meth:`risk_subgradient` and the margins y_i (x~_i . beta); with ``margins`` given
-        (the margins at beta, e.g. interpolated) only R and the cut are computed."""
+        (the margins at beta, e.g. interpolated) only R and the cut are computed.
+        ``parallel``: the kernel's form; None chooses by :meth:`oracle_parallel_allowed`."""
         s = self.effective_bias_scale
+        if parallel is None:
+            parallel = self.oracle_parallel_allowed()
         return binary_oracle(self.X, self.y, self.cost, self.loss_function.code,
-                             self.loss_function.p, s, beta, margins, want_cut,
-                             use_parallel(self.X.nnz, self.n_features + 1))
+                             self.loss_function.p, s, beta, margins, want_cut, parallel)
+
+    def oracle_parallel_allowed(self) -> bool:
+        """Whether the parallel oracle may pay (:func:`solvers.core.sparse.use_parallel`)."""
+        return use_parallel(self.X.nnz, self.n_features + 1)
 
     def gradient(self, beta: np.ndarray) -> np.ndarray:
         """Gradient (for hinge and lp with p = 1, a subgradient) of the objective."""

@@ -88,14 +88,21 @@ class CrammerSingerProblem:
         return loss, k
 
     def risk_oracle(self, W: np.ndarray, scores: np.ndarray | None = None,
-                    want_cut: bool = True):
-        """(R(W), G, scores, k) in one parallel pass over the rows
+                    want_cut: bool = True, parallel: bool | None = None):
+        """(R(W), G, scores, k) in one pass over the rows
         (:func:`solvers.problems.oracles.crammer_singer_oracle`): the risk, the cut of
         :meth:`risk_subgradient`, the scores w_m . x~_i and the maximizing classes; with
-        ``scores`` given (the scores at W, e.g. interpolated) they are not recomputed."""
+        ``scores`` given (the scores at W, e.g. interpolated) they are not recomputed.
+        ``parallel``: the kernel's form; None chooses by :meth:`oracle_parallel_allowed`."""
+        if parallel is None:
+            parallel = self.oracle_parallel_allowed()
         return crammer_singer_oracle(
             self.X, self.labels, self.cost, self.effective_bias_scale, W, scores, want_cut,
-            use_parallel(self.X.nnz, self.n_classes * (self.n_features + 1)))
+            parallel)
+
+    def oracle_parallel_allowed(self) -> bool:
+        """Whether the parallel oracle may pay (:func:`solvers.core.sparse.use_parallel`)."""
+        return use_parallel(self.X.nnz, self.n_classes * (self.n_features + 1))
 
     def regularizer(self, W: np.ndarray) -> float:
         return 0.5 * float(np.sum(W * W))
