@@ -1,6 +1,7 @@
 """``python -m bench.bench_mfn``: L2-SVM-MFN against LIBLINEAR -s 1 and -s 2, in one run.
 
-    python -m bench.bench_mfn [--quick] [--repeats R] [--out DIR]
+    python -m bench.bench_mfn [--quick] [--repeats R] [--out DIR] [--only KEYS]
+                              [--no-appendix-a] [--no-profile]
 
 Problems: the squared hinge with a regularized bias (``-B 1``), ``design.md``'s C.
 
@@ -22,12 +23,17 @@ Runners:
   already holds every Newton iterate, and a schedule of runs at eps = 1e-2, 1e-3, 1e-4, 1e-6
   reached 1e-6 only 0-20% sooner (a9a, w8a, ijcnn1, mushrooms at C = 1) for four times the
   benchmark time.
-* ``mfn cgls`` (where "auto" factorizes): the defaults with step 3 by CGLS
-  (``linear_solver="cgls"``).
+* ``mfn cgls``: the defaults with step 3 by CGLS throughout (``linear_solver="cgls"``): where
+  "auto" factorizes, the factorization's gain; on news20 and the synthetic problem, the
+  default before the row-space step 3 (``linear_solver="dual_cg"``, which "auto" takes there
+  per Newton step).
 * ``mfn appendix A``: Appendix A as written: CGLS unpreconditioned, from zero at every C
   (``linear_solver="cgls", preconditioning=0, c_path_start=None``).
 * LIBLINEAR ``-s 1`` (dual coordinate descent) and ``-s 2`` (trust-region Newton with
-  preconditioned CG) through :class:`bench.anchors.Liblinear`: black boxes, one run from
+  preconditioned CG) through :class:`bench.anchors.Liblinear`, and the same two of the
+  multi-core build at ``-m 1`` and ``-m 2`` (:class:`bench.liblinear_multicore.
+  LiblinearMulticore`, its own environment, left out where it cannot be made): black boxes,
+  one run from
   scratch per eps in 1e-1..1e-8; the time to a gap is that of the first eps whose objective
   reaches it; data conversion happens once, outside the timing.
 
@@ -53,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import fnmatch
 import json
 import os
 import pstats
@@ -64,6 +71,7 @@ import numpy as np
 
 from bench.anchors import Liblinear, Run
 from bench.harness import GAPS, as_json, machine_description, measure_problem
+from bench.liblinear_multicore import LiblinearMulticore
 from bench.problems import BenchProblem
 from bench.report import convergence_plot, markdown_table, slug
 from solvers import mfn
@@ -74,6 +82,7 @@ REAL = ("a9a", "w8a", "ijcnn1", "mushrooms", "news20-binary")
 SHORT_LIBLINEAR_SCHEDULE = (1e-1, 1e-2, 1e-3)
 DEFAULT_TIME_LIMIT = 120.0  # seconds, mfn's default run on news20 at C = 100
 CGLS_BY_DEFAULT = ("news20-binary", SYNTHETIC)  # too many features to factorize
+MULTICORE_THREADS = (1, 2)  # liblinear-multicore's -m (its own environment, made on first use)
 
 
 class MFNRunner:
@@ -148,27 +157,38 @@ def profile(problem: BenchProblem) -> dict:
     }
 
 
-def suite(quick: bool) -> list[tuple[BenchProblem, int | None]]:
-    """(problem, repeats override) pairs."""
+def suite(quick: bool, only: str | None = None) -> list[tuple[BenchProblem, int | None]]:
+    """(problem, repeats override) pairs; ``only`` keeps the problems whose key matches one of
+    its comma-separated shell patterns (e.g. "news20*,w8a/*/C=1")."""
     if quick:
-        return [(BenchProblem(d, C=1.0), None) for d in REAL[:4]]
-    problems = [(BenchProblem(d, C=C), None) for d in REAL for C in (0.01, 1.0, 100.0)]
-    problems = [(p, 1 if (p.dataset == "news20-binary" and p.C == 100.0) else r)
-                for p, r in problems]
-    return problems + [(BenchProblem(SYNTHETIC, C=1.0), None)]
+        problems = [(BenchProblem(d, C=1.0), None) for d in REAL[:4]]
+    else:
+        problems = [(BenchProblem(d, C=C), None) for d in REAL for C in (0.01, 1.0, 100.0)]
+        problems = [(p, 1 if (p.dataset == "news20-binary" and p.C == 100.0) else r)
+                    for p, r in problems]
+        problems += [(BenchProblem(SYNTHETIC, C=1.0), None)]
+    if only:
+        parts = [part.strip() for part in only.split(",") if part.strip()]
+        problems = [(p, r) for p, r in problems
+                    if any(fnmatch.fnmatchcase(p.key, part) for part in parts)]
+    return problems
 
 
-def runners_for(problem: BenchProblem) -> list:
+def runners_for(problem: BenchProblem, appendix_a: bool = True) -> list:
     hard = problem.dataset == "news20-binary" and problem.C == 100.0
     schedule = SHORT_LIBLINEAR_SCHEDULE if hard else None
     limit = DEFAULT_TIME_LIMIT if hard else None
-    runners = [MFNRunner("mfn", time_limit=limit)]
-    if problem.dataset not in CGLS_BY_DEFAULT:
-        runners.append(MFNRunner("mfn cgls", time_limit=limit, linear_solver="cgls"))
-    runners.append(MFNRunner("mfn appendix A", time_limit=limit, linear_solver="cgls",
-                             preconditioning=0.0, c_path_start=None))
+    runners = [MFNRunner("mfn", time_limit=limit),
+               MFNRunner("mfn cgls", time_limit=limit, linear_solver="cgls")]
+    if appendix_a:
+        runners.append(MFNRunner("mfn appendix A", time_limit=limit, linear_solver="cgls",
+                                 preconditioning=0.0, c_path_start=None))
     anchors = [Liblinear(s, schedule) if schedule else Liblinear(s) for s in (1, 2)]
-    return [r for r in runners if r.supports(problem)] + anchors
+    for threads in MULTICORE_THREADS:
+        anchors += [LiblinearMulticore(s, threads, schedule) if schedule
+                    else LiblinearMulticore(s, threads) for s in (1, 2)]
+    return [r for r in runners if r.supports(problem)] + \
+        [a for a in anchors if a.supports(problem)]
 
 
 def profile_table(profiles: list[dict]) -> str:
@@ -193,6 +213,13 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=None,
                         help="timed rounds per problem (default 3, quick 2)")
     parser.add_argument("--out", default="bench/results/mfn", help="output directory")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated shell patterns of the problem keys to keep, "
+                             "e.g. 'news20*,w8a/*/C=1'")
+    parser.add_argument("--no-appendix-a", action="store_true",
+                        help="leave out the 'mfn appendix A' runner")
+    parser.add_argument("--no-profile", action="store_true",
+                        help="skip the cProfile run of each problem")
     args = parser.parse_args(argv)
     repeats = args.repeats or (2 if args.quick else 3)
     out = Path(args.out)
@@ -200,9 +227,11 @@ def main(argv=None) -> int:
     machine = machine_description()
     print(f"load average at start {os.getloadavg()}")
     results, profiles = [], []
-    for problem, override in suite(args.quick):
-        results.append(measure_problem(problem, runners_for(problem), override or repeats))
-        profiles.append(profile(problem))
+    for problem, override in suite(args.quick, args.only):
+        results.append(measure_problem(problem, runners_for(problem, not args.no_appendix_a),
+                                       override or repeats))
+        if not args.no_profile:
+            profiles.append(profile(problem))
         convergence_plot(results[-1], out / f"convergence-{slug(results[-1].problem)}.png")
     machine["load_average_at_end"] = os.getloadavg()[0]
     table = markdown_table(results) + "\n" + profile_table(profiles)

@@ -74,6 +74,23 @@ ALM_CHOLESKY_MAX_PARAMS = 8192
 MFN_AUTO_PRECONDITIONING = 0.01
 MFN_PRECONDITION_MAX_CV = 0.5
 
+# linear_solver="auto" without a factorization: step 3 runs CG in the active rows' space (row-
+# Jacobi preconditioned, solvers.core.linalg.cg_dual_compact) when the active rows are fewer
+# than the parameters and lambda is at most this times the median c_i ||x~_i||^2 of the active
+# rows.  Measured on news20 made binary (raw counts; CG iterations per Newton step, either form
+# throughout): at C = 1 (lambda = 0.5, about 0.011 of the active rows' median 46-48) the row
+# space needs fewer iterations at nearly every step after heuristic 1's, at the C path's stage
+# C = 0.1 (lambda = 5, 0.07-0.1 of the median) about as many, at C = 0.01 (lambda = 50, about
+# 0.8 of it) more at every step (767 against 586 in all).  bench/README.md (section MFN).
+MFN_ROW_SPACE_MAX_LAMBDA = 0.03
+# ... and only in rounds of Appendix A whose eps is at most this (heuristic 2's second round, not
+# its first or the C path's stages at eps = 1e-2).  In the loose rounds a row-space solve stops
+# at a point shaped by its start u^0 = z^0 / lambda, far from beta in the directions of large
+# curvature when lambda is small: a first version that took the row space in every round
+# reached news20 at C = 1 in 21 Newton iterations (25 with CGLS) but spent 123 at C = 100 and
+# ended one run on itermax.
+MFN_ROW_SPACE_MAX_EPSILON = 1e-4
+
 # -- kernels and the least-squares SVM family (solvers/core/kernels.py, solvers/lssvm.py) ----
 
 # Default memory of the kernel-row cache, MiB (LIBSVM's default is 100, scikit-learn's 200).

@@ -118,3 +118,34 @@ def test_mfn_profile_splits_time_into_named_phases():
     assert result["linear_solver"] == "cholesky"
     assert result["phases"]["factorization"] > 0.0
     assert result["phases"]["CGLS"] > 0.0  # heuristic 1's first call
+
+
+def test_mfn_suite_filter_keeps_the_named_problems():
+    """``--only`` keeps the problems whose key matches one of its patterns, in suite order,
+    with news20 at C = 100 still run once."""
+    from bench import bench_mfn
+
+    kept = bench_mfn.suite(False, "news20*, w8a/*/C=1")
+    keys = [problem.key for problem, _ in kept]
+    assert keys == ["w8a/squared_hinge/regularized/C=1",
+                    "news20-binary/squared_hinge/regularized/C=0.01",
+                    "news20-binary/squared_hinge/regularized/C=1",
+                    "news20-binary/squared_hinge/regularized/C=100"]
+    assert [repeats for _, repeats in kept] == [None, None, None, 1]
+    assert len(bench_mfn.suite(False)) == 16 and len(bench_mfn.suite(True)) == 4
+
+
+def test_mfn_anchors_include_both_liblinear_builds():
+    """Every squared-hinge problem is measured against LIBLINEAR -s 1 and -s 2 of the official
+    build and, where its environment exists, of the multi-core build at -m 1 and -m 2."""
+    from bench import bench_mfn
+    from bench.liblinear_multicore import LiblinearMulticore
+
+    runners = bench_mfn.runners_for(BenchProblem("news20-binary", C=100.0))
+    names = [runner.name for runner in runners]
+    assert {"liblinear -s 1", "liblinear -s 2"} <= set(names)
+    multicore = [r for r in runners if isinstance(r, LiblinearMulticore)]
+    if multicore:
+        assert sorted(r.name for r in multicore) == sorted(
+            f"liblinear-multicore -s {s} -m {m}" for s in (1, 2) for m in (1, 2))
+        assert all(r.eps_schedule == bench_mfn.SHORT_LIBLINEAR_SCHEDULE for r in multicore)

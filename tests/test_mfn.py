@@ -477,3 +477,71 @@ def test_one_vs_rest_matches_liblinear_per_class():
     assert accuracy > 0.9
     assert solvers.load_model(result.model.to_bytes()).predict(test.X).tolist() == \
         result.model.predict(test.X).tolist()
+
+
+# -- step 3 in the active rows' space (linear_solver="dual_cg", what "auto" picks on text) ------
+
+
+def _word_counts():
+    """Text-like: 2,000 rows of raw word counts over 20,000 features (row norms from 1 to
+    hundreds), more features than rows."""
+    rng = np.random.default_rng(4)
+    wide = random_csr(2000, 20000, 0.001, seed=4)
+    wide.data = np.floor(rng.pareto(1.0, wide.nnz) + 1.0)
+    labels = np.where(np.arange(2000) % 3 == 0, 1.0, -1.0)
+    return wide, labels
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "modified_huber"])
+def test_row_space_step_reaches_the_cgls_optimum(loss):
+    """At a large C on word counts "auto" solves step 3 in the active rows' space (after
+    heuristic 1's capped CGLS call) and ends at CGLS's optimum, with the record saying which
+    form each step took; "dual_cg" everywhere does too."""
+    X, y = _word_counts()
+    problem = BinaryProblem(X, y, C=10.0, loss=loss)
+    results = {}
+    for linear_solver in ("cgls", "auto", "dual_cg"):
+        monitor = ListMonitor()
+        solution = mfn.solve(problem, mfn.MFNParams(C=10.0, loss=loss,
+                                                    linear_solver=linear_solver), monitor)
+        assert solution.status == "converged", solution.message
+        assert monitor.records[-1].optimality <= 1e-9
+        results[linear_solver] = (solution, monitor.records)
+    cgls_solution, cgls_records = results["cgls"]
+    assert cgls_solution.extras["row_space_solves"] == 0
+    assert not any(r.extras["row_space"] for r in cgls_records)
+    for linear_solver in ("auto", "dual_cg"):
+        solution, records = results[linear_solver]
+        assert solution.extras["row_space_solves"] > 0
+        assert sum(r.extras["row_space"] for r in records) == \
+            solution.extras["row_space_solves"]
+        assert not records[0].extras["row_space"]  # heuristic 1's call stays CGLS
+        assert relative(solution.objective, cgls_solution.objective) == \
+            pytest.approx(0.0, abs=SAME_OPTIMUM_RTOL)
+    assert results["auto"][0].extras["cg_iterations"] < cgls_solution.extras["cg_iterations"]
+
+
+def test_auto_keeps_cgls_where_the_row_space_does_not_pay():
+    """"auto" keeps CGLS when lambda is large against the active rows' norms (small C), and
+    when the active rows outnumber the parameters (a9a with step 3 by CGLS)."""
+    X, y = _word_counts()
+    solution = mfn.solve(BinaryProblem(X, y, C=0.01), mfn.MFNParams(C=0.01))
+    assert solution.status == "converged"
+    assert solution.extras["row_space_solves"] == 0
+    X, y = binary("a9a")
+    problem = BinaryProblem(X, y, C=1.0)
+    solution = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls"))
+    assert solution.extras["row_space_solves"] == 0
+    # forced on more rows than parameters it is slower but reaches the same optimum
+    forced = mfn.solve(problem, mfn.MFNParams(linear_solver="dual_cg"))
+    assert forced.status == "converged"
+    assert forced.extras["row_space_solves"] > 0
+    reference = liblinear_optimum(problem, solver_type=2)
+    assert abs(relative(forced.objective, reference.objective)) <= OBJECTIVE_RTOL
+
+
+def test_dual_cg_is_refused_where_it_does_not_apply():
+    with pytest.raises(ValueError, match="dual_cg"):
+        mfn.MFNParams(task="ordinal", linear_solver="dual_cg")
+    with pytest.raises(ValueError, match="dual_cg"):
+        mfn.MFNParams(linear_solver="dual_cg", cgls_rule="gradient_bound")

@@ -8,7 +8,8 @@ import pytest
 from shared_data import random_csr
 
 from solvers.config import CGLS_PARALLEL_MIN_FEATURES
-from solvers.core.linalg import cgls, dot
+from solvers.core.linalg import cg_dual_compact, cgls, cgls_compact, dot
+from solvers.core.sparse import CompactRows
 
 SOLVE_ATOL = 1e-10
 
@@ -118,3 +119,77 @@ def test_dot_matches_numpy():
     rng = np.random.default_rng(19)
     a, b = rng.standard_normal(1001), rng.standard_normal(1001)
     assert dot(a, b) == pytest.approx(float(a @ b), rel=1e-12)
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2])
+@pytest.mark.parametrize("unit_values", [False, True], ids=["values", "unit"])
+@pytest.mark.parametrize("bias_scale", [1.0, 0.0])
+@pytest.mark.parametrize("n_features", [60, CGLS_PARALLEL_MIN_FEATURES])
+def test_row_space_cg_solves_the_least_squares_problem(n_blocks, unit_values, bias_scale,
+                                                       n_features, index_dtype):
+    """cg_dual_compact: from cgls_compact's warm start (z^0, r^0 at a point beta^0) to the
+    solution of the same problem, rule (13) met on the returned beta and z, and z the residual
+    of that beta; the rows fewer than the features and of very unequal norms."""
+    X = random_csr(200, n_features, min(0.5, 8.0 / n_features), seed=21,
+                   index_dtype=index_dtype)
+    rng = np.random.default_rng(22)
+    X.data = np.ones(X.nnz) if unit_values else np.floor(rng.pareto(1.0, X.nnz) + 1.0)
+    rows = np.sort(rng.choice(200, 50, replace=False)).astype(np.int64)
+    A = CompactRows(X, rows, n_blocks=n_blocks, unit_values=unit_values)
+    c = rng.uniform(0.5, 2.0, 50)
+    sqrt_c = np.sqrt(c)
+    t = rng.choice([-1.0, 1.0], size=50)
+    lam = 1e-2
+    dense = np.c_[X[rows].toarray(), np.full(50, bias_scale)]
+    expected = np.linalg.solve(lam * np.eye(n_features + 1) + dense.T @ (c[:, None] * dense),
+                               dense.T @ (c * t))
+    beta = 0.1 * rng.standard_normal(n_features + 1)
+    if bias_scale == 0.0:
+        beta[-1] = 0.0
+    z = sqrt_c * (t - dense @ beta)
+    gradient = dense.T @ (sqrt_c * z) - lam * beta
+    eps = 1e-8
+    iterations, optimal = cg_dual_compact(A, sqrt_c, beta, bias_scale=bias_scale, lam=lam,
+                                          eps=eps, residual=z, gradient=gradient)
+    assert optimal and iterations > 0
+    np.testing.assert_allclose(beta, expected, rtol=1e-6, atol=1e-7 * np.abs(expected).max())
+    # z is kept up to date, not recomputed: round-off relative to the size of A beta
+    scale = np.abs(sqrt_c * (dense @ beta)).max()
+    np.testing.assert_allclose(z, sqrt_c * (t - dense @ beta), atol=1e-6 * scale)
+    r = dense.T @ (sqrt_c * z) - lam * beta
+    assert np.linalg.norm(r) <= 1.01 * eps * np.linalg.norm(z)
+
+
+def test_row_space_cg_needs_fewer_iterations_than_cgls_on_rows_of_unequal_norms():
+    """Raw word counts (row norms over three orders of magnitude), fewer rows than features,
+    small lambda: the row-Jacobi preconditioned row system against CGLS, both from zero."""
+    X = random_csr(400, 3000, 0.01, seed=23)
+    rng = np.random.default_rng(24)
+    X.data = np.minimum(np.floor(rng.pareto(1.0, X.nnz) + 1.0), 300.0)
+    rows = np.arange(400, dtype=np.int64)
+    A = CompactRows(X, rows)
+    t = rng.choice([-1.0, 1.0], size=400)
+    counts, solutions = {}, {}
+    for name, solve in (("cgls", cgls_compact), ("rows", cg_dual_compact)):
+        beta = np.zeros(3001)
+        z = t.copy()
+        gradient = np.r_[A.rmatvec(z), z.sum()]
+        extra = {"t": None} if solve is cgls_compact else {}
+        counts[name], optimal = solve(A, np.ones(400), beta=beta, bias_scale=1.0, lam=1e-2,
+                                      eps=1e-6, residual=z, gradient=gradient, **extra)
+        assert optimal
+        solutions[name] = beta
+    np.testing.assert_allclose(solutions["rows"], solutions["cgls"], rtol=1e-5,
+                               atol=1e-7 * np.abs(solutions["cgls"]).max())
+    assert counts["rows"] < counts["cgls"] / 2
+
+
+def test_row_space_cg_refuses_a_bad_warm_start():
+    X = random_csr(10, 5, 0.5, seed=25)
+    A = CompactRows(X, np.arange(10, dtype=np.int64))
+    with pytest.raises(ValueError):
+        cg_dual_compact(A, np.ones(10), np.zeros(6), bias_scale=1.0, lam=1.0,
+                        residual=np.ones(9), gradient=np.zeros(6))
+    with pytest.raises(ValueError):
+        cg_dual_compact(A, np.ones(10), np.zeros(6), bias_scale=1.0, lam=0.0,
+                        residual=np.ones(10), gradient=np.zeros(6))

@@ -4,6 +4,10 @@
   rows, with the warm start of Frommer & Maass (1999, Algorithm 3) and the relative stopping
   rule (13) of Keerthi & DeCoste (2005).  It never forms X'X: each iteration costs one product
   with X and one with X' over the selected rows (Keerthi & DeCoste, section 4.3).
+* :func:`cg_dual_compact` -- the same problem (one row per term) solved in the space of its
+  rows, (A A' + lam I) u = b with beta = A'u, by CG with the row-Jacobi preconditioner: the
+  smaller system when the rows are fewer than the parameters, and one whose diagonal evens
+  out rows of very unequal norms.
 * :func:`gram_update` -- the Gram matrix sum_k w_k x~_k x~_k' of the same least-squares rows,
   kept up to date as rows enter and leave (a direct solve of the normal equations (12) when
   there are few features: Keerthi & DeCoste, section 4.3, "factorization methods").
@@ -382,6 +386,208 @@ def _cgls_kernel(indptr, indices, data, unit, blocks, pair_ptr, pair_col, extra_
             p[d + c] = value
             phi2 += reg_extra * value * value
     return max_iter, False
+
+
+# -- the same least-squares problem in the space of its rows ------------------------------------
+
+
+def cg_dual_compact(A: CompactRows, sqrt_c, beta, *, bias_scale, lam, eps=1e-6, max_iter=5000,
+                    residual, gradient) -> tuple[int, bool]:
+    """:func:`cgls_compact`'s problem (one least-squares row per selected row, D = I) solved in
+    the space of the rows, from the same warm start; ``beta`` is overwritten with the result.
+
+    With A the rows a_k = sqrt(c_k) x~_k and b their targets, the solution of
+    min lam/2 ||beta||^2 + 1/2 ||A beta - b||^2 is beta = A'u with (A A' + lam I) u = b
+    (u = z / lam at the solution, z = b - A beta).  When the rows are fewer than the
+    parameters this system is the smaller one, and its diagonal c_k ||x~_k||^2 + lam is
+    available: CG on it with that row-Jacobi preconditioner, which evens out rows of very
+    unequal norms (raw word counts) where the column-diagonal preconditioner of
+    :func:`cgls_compact` does not help.
+
+    The warm start is the caller's (``residual`` z^0 = b - A beta^0, overwritten with the final
+    z; ``gradient`` r^0 = A'z^0 - lam beta^0): u^0 = z^0 / lam, the row-space point the current
+    primal point implies, for which A'u^0 = (r^0 + lam beta^0) / lam needs no product and the
+    residual of the row system is s^0 = b - (A A' + lam I) u^0 = A (beta^0 - A'u^0), one
+    product.  Each iteration makes one product with A' (of the direction and, in the same
+    pass, of s) and one with A.  The stopping rule is :func:`cgls_compact`'s, on the primal
+    quantities of beta = A'u: r = A'z - lam beta = A's and z = s + lam u, so rule (13)
+    ||r|| <= eps ||z|| is checked exactly at every iterate.
+
+    Returns ``(iterations, optimal)``."""
+    n_features = A.n_features
+    n_rows = A.n_rows
+    if beta.shape[0] != n_features + 1 or sqrt_c.shape[0] != n_rows:
+        raise ValueError("beta needs n_features + 1 entries and sqrt_c one per row")
+    if residual.shape != (n_rows,) or gradient.shape != beta.shape:
+        raise ValueError("the warm start needs residual (one entry per row) and gradient (one "
+                         "per coordinate of beta)")
+    if not lam > 0.0:
+        raise ValueError("the row-space form needs lam > 0")
+    n_threads = A.n_blocks
+    with thread_count(n_threads):
+        iterations, optimal = _cg_dual_kernel(
+            *A.arrays(), float(bias_scale), np.ascontiguousarray(sqrt_c, dtype=np.float64),
+            beta, n_features, float(lam), float(eps), int(max_iter), residual,
+            np.ascontiguousarray(gradient, dtype=np.float64),
+            n_threads > 1 and n_features >= config.CGLS_PARALLEL_MIN_FEATURES,
+            padded_width(n_features))
+    return int(iterations), bool(optimal)
+
+
+@njit(cache=True, inline="always")
+def _two_adjoints(indptr, indices, data, unit, blocks, extra_value, sqrt_c, p, s, buffers,
+                  extra_buffers):
+    """A'p into ``buffers[2 b]`` and A's into ``buffers[2 b + 1]`` for each block b, in one
+    pass over the rows (their bias-column parts into ``extra_buffers[b, 0:2]``)."""
+    n_blocks = blocks.shape[0] - 1
+    for b in prange(n_blocks):
+        acc_p = buffers[2 * b]
+        acc_s = buffers[2 * b + 1]
+        acc_p[:] = 0.0
+        acc_s[:] = 0.0
+        ep = 0.0
+        es = 0.0
+        for j in range(blocks[b], blocks[b + 1]):
+            cp = sqrt_c[j] * p[j]
+            cs = sqrt_c[j] * s[j]
+            ep += cp
+            es += cs
+            if unit:
+                for k in range(_u(indptr[j]), _u(indptr[j + 1])):
+                    f = _u(indices[k])
+                    acc_p[f] += cp
+                    acc_s[f] += cs
+            else:
+                for k in range(_u(indptr[j]), _u(indptr[j + 1])):
+                    f = _u(indices[k])
+                    acc_p[f] += data[k] * cp
+                    acc_s[f] += data[k] * cs
+        extra_buffers[b, 0] = extra_value * ep
+        extra_buffers[b, 1] = extra_value * es
+
+
+@njit(cache=True, inline="always")
+def _sum_two(f, buffers, n_blocks, w):
+    """w_f = (A'p)_f from the blocks' buffers; returns (A's)_f^2."""
+    gp = 0.0
+    gs = 0.0
+    for b in range(n_blocks):
+        gp += buffers[2 * b, f]
+        gs += buffers[2 * b + 1, f]
+    w[f] = gp
+    return gs * gs
+
+
+@njit(cache=True, parallel=True)
+def _cg_dual_kernel(indptr, indices, data, unit, blocks, extra_value, sqrt_c, beta, n_features,
+                    lam, eps, max_iter, z, r0, parallel_features, width):
+    """The iteration of :func:`cg_dual_compact`: preconditioned CG on (A A' + lam I) u = b,
+    keeping v = A'u (beta) up to date from the products A'p the iteration makes anyway."""
+    d = n_features
+    m = sqrt_c.shape[0]
+    n_blocks = blocks.shape[0] - 1
+    no_pairs = np.empty(0, np.int64)
+    u = np.empty(m)
+    s = np.empty(m)
+    q = np.empty(m)
+    p = np.empty(m)
+    diag_inv = np.empty(m)
+    w = np.empty(d + 1)
+    v = np.empty(d + 1)
+    delta = np.empty(d + 1)
+    buffers = np.empty((2 * n_blocks, width))
+    extra_buffers = np.empty((n_blocks, _LINE))
+    partial = np.empty(n_blocks * _LINE)
+    # rule (13) already met at the warm start beta^0 itself: no iteration, beta unchanged
+    # (as in CGLS; A'u^0 below is another point, which a loose eps could also accept)
+    zz = 0.0
+    for j in range(m):
+        zz += z[j] * z[j]
+    rr = 0.0
+    for f in range(d + 1):
+        rr += r0[f] * r0[f]
+    if rr <= eps * eps * zz or rr == 0.0:
+        return 0, True
+    # u^0 = z^0 / lam; v = A'u^0 = (r^0 + lam beta^0) / lam; s^0 = A (beta^0 - v)
+    for f in range(d + 1):
+        v[f] = (r0[f] + lam * beta[f]) / lam
+        delta[f] = beta[f] - v[f]
+    _forward(indptr, indices, data, unit, blocks, no_pairs, no_pairs, False, extra_value,
+             sqrt_c, d, delta, s, partial)
+    for j in prange(m):
+        u[j] = z[j] / lam
+        # the row-Jacobi preconditioner: 1 / (c_j ||x~_j||^2 + lam)
+        norm = extra_value * extra_value
+        if unit:
+            norm += indptr[j + 1] - indptr[j]
+        else:
+            for k in range(_u(indptr[j]), _u(indptr[j + 1])):
+                norm += data[k] * data[k]
+        diag_inv[j] = 1.0 / (sqrt_c[j] * sqrt_c[j] * norm + lam)
+    rz = 0.0
+    for j in range(m):
+        p[j] = diag_inv[j] * s[j]
+        rz += s[j] * p[j]
+    iteration = 0
+    optimal = False
+    while True:
+        # w = A'p and A's in one pass; rule (13) on r = A's, z = s + lam u
+        _two_adjoints(indptr, indices, data, unit, blocks, extra_value, sqrt_c, p, s, buffers,
+                      extra_buffers)
+        rr = 0.0
+        if parallel_features:
+            for f in prange(d):
+                rr += _sum_two(f, buffers, n_blocks, w)
+        else:
+            for f in range(d):
+                rr += _sum_two(f, buffers, n_blocks, w)
+        ep = 0.0
+        es = 0.0
+        for b in range(n_blocks):
+            ep += extra_buffers[b, 0]
+            es += extra_buffers[b, 1]
+        w[d] = ep
+        rr += es * es
+        zz = 0.0
+        for j in range(m):
+            zj = s[j] + lam * u[j]
+            zz += zj * zj
+        if rr <= eps * eps * zz or rr == 0.0:
+            optimal = True
+            break
+        if iteration == max_iter:
+            break
+        # q = (A A' + lam I) p, the step, then the next direction
+        _forward(indptr, indices, data, unit, blocks, no_pairs, no_pairs, False, extra_value,
+                 sqrt_c, d, w, q, partial)
+        pq = 0.0
+        for j in range(m):
+            q[j] += lam * p[j]
+            pq += p[j] * q[j]
+        if not pq > 0.0:
+            break
+        alpha = rz / pq
+        iteration += 1
+        if parallel_features:
+            for f in prange(d + 1):
+                v[f] += alpha * w[f]
+        else:
+            for f in range(d + 1):
+                v[f] += alpha * w[f]
+        rz_next = 0.0
+        for j in range(m):
+            u[j] += alpha * p[j]
+            s[j] -= alpha * q[j]
+            rz_next += diag_inv[j] * s[j] * s[j]
+        omega = rz_next / rz
+        rz = rz_next
+        for j in range(m):
+            p[j] = diag_inv[j] * s[j] + omega * p[j]
+    for f in range(d + 1):
+        beta[f] = v[f]
+    for j in range(m):
+        z[j] = s[j] + lam * u[j]
+    return iteration, optimal
 
 
 # -- the Gram matrix of weighted least-squares rows --------------------------------------------

@@ -49,6 +49,11 @@ def warm_up(parallel: bool = True) -> float:
             everything.rmatvec(np.ones(3))
             linalg.cgls_compact(everything, np.ones(3), None, np.zeros(4), bias_scale=1.0,
                                 lam=1.0, residual=np.ones(3), gradient=np.ones(4))
+            # the row-space form on the same two kinds of rows
+            linalg.cg_dual_compact(everything, np.ones(3), np.zeros(4), bias_scale=1.0,
+                                   lam=1.0, residual=np.ones(3), gradient=np.ones(4))
+            linalg.cg_dual_compact(compact, np.ones(2), np.zeros(4), bias_scale=1.0, lam=1.0,
+                                   residual=np.ones(2), gradient=np.ones(4))
         # CGLS (one kernel serves serial and parallel, single and paired rows, with and
         # without a warm start given)
         linalg.cgls(X, rows, np.ones(2), np.ones(2), np.zeros(4), bias_scale=1.0, lam=1.0)

@@ -140,7 +140,8 @@ def _hinge_homotopy(engine: Engine, state: MFNState, params: MFNParams) -> tuple
 def solve_extras(engine: Engine, state: MFNState) -> dict:
     extras = {"cg_iterations": engine.count.cg_iterations, "runs": engine.count.runs,
               "linear_solver": "cgls" if engine.normal_equations is None else "cholesky",
-              "factorizations": engine.count.factorizations}
+              "factorizations": engine.count.factorizations,
+              "row_space_solves": engine.count.row_space_solves}
     if engine.hinge:
         xi = 1.0 - engine.t * state.outputs
         loss = smoothed_hinge(engine.count.runs[-1]["tau"])

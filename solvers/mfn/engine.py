@@ -10,7 +10,7 @@ import numpy as np
 from solvers import config
 from solvers.base import Termination
 from solvers.core.gram import NormalEquations
-from solvers.core.linalg import cgls_compact, dot, gram_cost
+from solvers.core.linalg import cg_dual_compact, cgls_compact, dot, gram_cost
 from solvers.core.linesearch import piecewise_linear_root
 from solvers.core.sparse import CompactRows
 from solvers.losses import ClippedLoss
@@ -45,6 +45,7 @@ class _Counters:
     iterations: int = 0  # Newton iterations over all runs (reported in the records)
     cg_iterations: int = 0
     factorizations: int = 0
+    row_space_solves: int = 0  # step 3 solved in the active rows' space
     runs: list = field(default_factory=list)  # one dict per run of Appendix A
 
 
@@ -79,12 +80,13 @@ class _Step3:
     n_saturated: int  # |I2| (modified Huber and the hinge homotopy)
     cg_iterations: int
     factorized: bool  # solved by Cholesky (CGLS then only checked rule (13))
+    row_space: bool  # solved by CG in the active rows' space (cg_dual_compact)
 
 
 def _choose_normal_equations(params: MFNParams, terms, weight: np.ndarray):
     """The :class:`NormalEquations` of ``linear_solver``, or None for CGLS alone."""
     choice = params.linear_solver
-    if choice == "cgls":
+    if choice in ("cgls", "dual_cg"):
         return None
     n = terms.n_params
     if choice == "cholesky":
@@ -228,6 +230,26 @@ class Engine:
                 return 0.0
         return config.MFN_AUTO_PRECONDITIONING
 
+    def _row_space(self, point: _NewtonPoint, lam: float, capped: bool, eps: float) -> bool:
+        """Whether step 3 runs CG in the active rows' space (:func:`cg_dual_compact`) rather
+        than CGLS: always with ``linear_solver="dual_cg"``; with "auto" (when not factorized)
+        in a round whose eps is at most ``MFN_ROW_SPACE_MAX_EPSILON`` (the solve is then close
+        to exact, so the start u^0 = z^0 / lambda does not shape the step), when the active
+        rows are fewer than the parameters and lambda is at most ``MFN_ROW_SPACE_MAX_LAMBDA``
+        times the median c_i ||x~_i||^2 of the active rows (see ``solvers/config.py``).  Never
+        for heuristic 1's capped first call, ordinal pairs or the 'gradient_bound' rule."""
+        choice = self.params.linear_solver
+        if choice not in ("auto", "dual_cg") or self.normal_equations is not None or capped \
+                or point.pair_ptr is not None or self.params.cgls_rule != "residual" \
+                or not point.active.size:
+            return False
+        if choice == "dual_cg":
+            return True
+        if eps > config.MFN_ROW_SPACE_MAX_EPSILON or point.active.size >= self.terms.n_params:
+            return False
+        norms = (self.weight * self.terms.square_norms())[point.active]
+        return lam <= config.MFN_ROW_SPACE_MAX_LAMBDA * float(np.median(norms))
+
     def _factorized_step(self, point: _NewtonPoint, lam: float, beta_bar: np.ndarray,
                          residual: np.ndarray, gradient: np.ndarray) -> bool:
         """Solve (lam I + A'A) delta = r^0 (the normal equations (12) at the warm start) by
@@ -294,13 +316,28 @@ class Engine:
             solved = False
             if self.normal_equations is not None and not heuristic_1:
                 solved = self._factorized_step(point, lam, beta_bar, residual, gradient)
-            cg_iters, optimal = cgls_compact(
-                point.A, self.sqrt_weight[point.active], None, beta_bar,
-                bias_scale=terms.extra_value, lam=lam, eps=eps, max_iter=cg_cap,
-                pair_ptr=point.pair_ptr, pair_col=point.pair_col,
-                precondition=self._preconditioning(point, solved), rho=self.data_norm(),
-                residual=residual, gradient=gradient)
-            if cg_iters == 0 and not solved:
+            row_space = not solved and self._row_space(point, lam, heuristic_1, eps)
+            optimal_at_start = False
+            if row_space:
+                start = beta_bar.copy()
+                # the same least-squares problem as (u = z / lambda, beta = A'u) over the
+                # active rows, from the same warm start
+                cg_iters, optimal = cg_dual_compact(
+                    point.A, self.sqrt_weight[point.active], beta_bar,
+                    bias_scale=terms.extra_value, lam=lam, eps=eps, max_iter=cg_cap,
+                    residual=residual, gradient=gradient)
+                self.count.row_space_solves += 1
+                # no iteration: either beta itself met rule (13) (left unchanged) or the
+                # row-space start A'u^0 did (beta_bar moved)
+                optimal_at_start = cg_iters == 0 and np.array_equal(beta_bar, start)
+            else:
+                cg_iters, optimal = cgls_compact(
+                    point.A, self.sqrt_weight[point.active], None, beta_bar,
+                    bias_scale=terms.extra_value, lam=lam, eps=eps, max_iter=cg_cap,
+                    pair_ptr=point.pair_ptr, pair_col=point.pair_col,
+                    precondition=self._preconditioning(point, solved), rho=self.data_norm(),
+                    residual=residual, gradient=gradient)
+            if cg_iters == 0 and not solved and (not row_space or optimal_at_start):
                 beta_bar = beta.copy()
                 outputs_bar = outputs.copy()
             else:
@@ -313,7 +350,8 @@ class Engine:
             cg_total += cg_iters
             newton += 1
             self.count.iterations += 1
-            step3 = _Step3(point.active.size, point.saturated.size, cg_iters, solved)
+            step3 = _Step3(point.active.size, point.saturated.size, cg_iters, solved,
+                           row_space)
 
             # Step 5: beta_bar is optimal if CGLS met (13) and no term changes set (within tol
             # in t_i y_i): (b) active terms keep xi >= -tol (and, with three sets, <= hi + tol),
@@ -413,6 +451,7 @@ class Engine:
             "active": int(step3.n_active),
             "cg_iterations": int(step3.cg_iterations),
             "factorized": step3.factorized,
+            "row_space": step3.row_space,
             "step": float(delta),
             "epsilon": float(eps),
         }

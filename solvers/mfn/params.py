@@ -33,15 +33,20 @@ class MFNParams(SolverParams):
         description="Heuristic 1: CGLS iteration cap of the first call after a crude start "
                     "(None: off).")
     max_cgls_iterations: int = Field(5000, ge=1, description="cgitermax of every other call.")
-    linear_solver: Literal["auto", "cgls", "cholesky"] = Field(
+    linear_solver: Literal["auto", "cgls", "cholesky", "dual_cg"] = Field(
         "auto",
         description="How step 3's least-squares problem is solved: 'cgls' is Appendix A "
                     "(CGLS from the current point); 'cholesky' factorizes the normal "
                     "equations of the active terms (Gram matrix kept up to date as terms "
                     "enter and leave) and lets CGLS check rule (13) from that solution; "
-                    "'auto' takes 'cholesky' when the dense factorization and the Gram "
-                    "matrix cost fewer operations than a few dozen passes over the data "
-                    "(few features), else 'cgls'.")
+                    "'dual_cg' solves the same problem in the active rows' space, (A A' + "
+                    "lambda I) u = b with beta = A'u, by CG with the row-Jacobi "
+                    "preconditioner, from the same warm start and to the same rule (13) "
+                    "(binary problems, 'residual' rule); 'auto' takes 'cholesky' when the "
+                    "dense factorization and the Gram matrix cost fewer operations than a few "
+                    "dozen passes over the data (few features), else at each Newton step "
+                    "'dual_cg' when the active rows are fewer than the parameters and lambda "
+                    "is small against their norms, 'cgls' otherwise.")
     cgls_rule: Literal["residual", "gradient_bound"] = Field(
         "residual",
         description="CGLS stopping rule: 'residual' is rule (13), ||r|| <= eps ||z||; "
@@ -86,6 +91,12 @@ class MFNParams(SolverParams):
                 raise ValueError("ordinal regression is solved for the squared hinge loss only")
             if self.bias != "regularized":
                 raise ValueError("ordinal regression needs its thresholds: bias='regularized'")
+            if self.linear_solver == "dual_cg":
+                raise ValueError("linear_solver='dual_cg' solves one least-squares row per "
+                                 "term; ordinal regression's pairs need 'cgls' or 'auto'")
+        if self.linear_solver == "dual_cg" and self.cgls_rule != "residual":
+            raise ValueError("linear_solver='dual_cg' stops on rule (13) only: "
+                             "cgls_rule='residual'")
         if self.dual_kkt_tolerance is not None and self.loss != "squared_hinge":
             raise ValueError("dual_kkt_tolerance (section 4.7) is for the squared hinge loss")
         return self
