@@ -35,7 +35,7 @@ from app.jobs.state import recover_interrupted_jobs
 from app.metrics import MetricsMiddleware, ServiceMetrics
 from app.prediction import ModelCache
 from app.schemas import DatasetUpload, ErrorResponse, PredictBatchRequest
-from app.storage import DatasetStore
+from app.storage import open_store
 
 logger = logging.getLogger("svmsvc")
 
@@ -131,7 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.api_keys = ApiKeys.from_settings(settings)
-    app.state.store = DatasetStore(settings.datasets_dir)
+    app.state.store = open_store(settings.dataset_location)
     app.state.model_cache = ModelCache(settings.model_cache_bytes)
     install_error_handlers(app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
