@@ -169,6 +169,7 @@ class DaskExecutor:
             duplex=False)
         self._lock = threading.Lock()
         self._warned_no_slots = False
+        self._stopped = False
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -179,6 +180,7 @@ class DaskExecutor:
                     self._settings.dask_scheduler, self._threads)
 
     def stop(self) -> list[Assignment]:
+        self._stopped = True
         with self._lock:
             running = [assignment for assignment, _ in self._active.values()]
             self._active.clear()
@@ -199,8 +201,8 @@ class DaskExecutor:
                    for info in self._workers.values())
 
     def idle(self) -> int:
-        if self._client is None:
-            return 0
+        if self._client is None or self._client.status != "running":
+            return 0  # not connected, or reconnecting after losing the scheduler
         slots = self._slots()
         if not slots and self._workers and not self._warned_no_slots:
             self._warned_no_slots = True
@@ -285,6 +287,8 @@ class DaskExecutor:
 
     # -- waiting ---------------------------------------------------------------------------
     def wait(self, timeout: float, wake: Connection) -> list[Ended]:
+        if self._stopped:  # the dispatcher outlived stop() (it was connecting)
+            return []
         self._maintain()
         ready = wait([wake, self._done_reader], timeout)
         if self._done_reader in ready:
@@ -324,6 +328,10 @@ class DaskExecutor:
 
                 reason = f"the Dask task failed: {describe_exception(exc)}"
             return [Ended(assignment, None, retry=True, reason=reason)]
+        # No new submissions until the scheduler describes its workers again: a job
+        # re-queued now must not be lost to the same outage.
+        self._workers = {}
+        self._next_info = 0.0
         return [Ended(assignment, None, retry=True, reason=(
             f"the Dask scheduler lost the task ({future.status}: scheduler restart or lost "
             f"connection)"))]
