@@ -127,10 +127,11 @@ def main() -> None:
             root = Path(directory)
             (root / "local").mkdir()
             (root / "dask").mkdir()
+            quota = {"max_queued_jobs_per_key": 2 * args.jobs}
             servers["local"] = Server(root / "local", workers=args.slots,
-                                      database_url=url("local"))
+                                      database_url=url("local"), **quota)
             servers["dask"] = Server(root / "dask", workers=args.slots,
-                                     database_url=url("dask"), executor="dask",
+                                     database_url=url("dask"), executor="dask", **quota,
                                      dask_scheduler=cluster.scheduler_address,
                                      dask_threads_per_job=1)
             datasets = {}
