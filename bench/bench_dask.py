@@ -120,7 +120,7 @@ def main() -> None:
                 f"?options=-csearch_path%3D{schema}")
 
     cluster = LocalCluster(n_workers=args.slots, threads_per_worker=1, processes=True,
-                           resources={"threads": 1}, dashboard_address=None, env=WORKER_ENV)
+                           resources={"threads": 1}, dashboard_address=":0", env=WORKER_ENV)
     servers: dict[str, Server] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="bench-dask-") as directory:

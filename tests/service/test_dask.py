@@ -65,7 +65,7 @@ class LocalClusterProcesses:
     def __init__(self):
         self.cluster = distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, resources={"threads": 1},
-            dashboard_address=None, env=WORKER_ENV)
+            dashboard_address=":0", env=WORKER_ENV)
         self.address = self.cluster.scheduler_address
 
     def close(self) -> None:
@@ -255,6 +255,20 @@ def test_a_restarted_scheduler_leaves_no_job_running(cluster, service, heart, a9
     wait_ready(service)
     after = wait_job(service, create_job(service, heart, {"solver": "mfn", "C": 1.0})["id"])
     assert after["status"] == "succeeded"
+
+
+def test_sqlite_serves_a_cluster_on_one_machine(cluster, tmp_path):
+    """SVMSVC_SINGLE_MACHINE=true: the Dask workers share the service's SQLite file and
+    dataset directory."""
+    from fastapi.testclient import TestClient
+
+    settings = Settings(data_dir=tmp_path, executor="dask", dask_scheduler=cluster.address,
+                        single_machine=True, dask_threads_per_job=1)
+    with TestClient(create_app(settings)) as client:
+        wait_ready(client)
+        dataset = uploaded_id(client, data_path("heart_scale"))
+        done = wait_job(client, create_job(client, dataset, {"solver": "mfn"})["id"])
+        assert done["status"] == "succeeded", done
 
 
 def test_sqlite_is_refused_unless_on_one_machine(tmp_path):
