@@ -9,7 +9,9 @@ was created or a cancel requested) and at least every :data:`TICK_S`
   cooperatively (the monitor sees the flag within 0.2 s), then has the executor kill them; a
   job past its time limit by more than the grace is killed the same way;
 * settles the jobs of attempts the executor reports ended (their worker died or was killed):
-  failed with the reason ("worker process died (exit code -9)"), or cancelled;
+  failed with the reason ("worker process died (exit code -9)"), or cancelled; an attempt a
+  cluster lost (``Ended.retry``: its Dask worker died) is re-queued while the job has attempts
+  left;
 * renews the leases of the jobs its executor runs (every third of ``lease_s``) and takes back
   the running jobs whose lease expired (every half), whichever service ran them.
 

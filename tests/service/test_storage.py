@@ -85,6 +85,11 @@ def s3(monkeypatch):
                         "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(name, value)
     import boto3
+    import s3fs
+
+    # fsspec caches file systems by their arguments, not by the environment they read: one
+    # made for an earlier test's server would be reused
+    s3fs.S3FileSystem.clear_instance_cache()
 
     bucket = f"svmsvc-{uuid.uuid4().hex[:8]}"
     boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
