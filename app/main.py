@@ -38,7 +38,7 @@ from app.memory import ReleaseMemoryMiddleware, configure_allocator
 from app.metrics import MetricsMiddleware, ServiceMetrics
 from app.prediction import ModelCache
 from app.schemas import DatasetUpload, ErrorResponse, PredictBatchRequest
-from app.storage import DatasetStore
+from app.storage import open_store
 
 logger = logging.getLogger("svmsvc")
 
@@ -138,7 +138,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.api_keys = ApiKeys.from_settings(settings)
-    app.state.store = DatasetStore(settings.datasets_dir)
+    app.state.store = open_store(settings.dataset_location)
     app.state.model_cache = ModelCache(settings.model_cache_bytes)
     app.state.log_streams = LogStreams(None, settings.max_log_streams,
                                        settings.max_log_streams_per_key)

@@ -1,4 +1,7 @@
-"""Content-addressed storage of dataset arrays under ``data_dir/datasets``.
+"""Content-addressed storage of dataset arrays, behind one interface (:class:`DatasetStorage`):
+a directory (:class:`DatasetStore`: ``data_dir/datasets`` by default, or a shared mount every
+cluster worker sees) or an object store through fsspec (:class:`ObjectDatasetStore`: S3 and
+whatever else fsspec reaches).  :func:`open_store` picks one from a location.
 
 A dataset is stored once, as an uncompressed ``.npz`` (CSR arrays, labels, optional query ids
 and sample weights; never pickled), named by the SHA-256 of its canonical arrays: the same
@@ -20,6 +23,7 @@ import threading
 import time
 from collections.abc import Container
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,6 +54,60 @@ def dataset_digest(dataset) -> str:
     return digest.hexdigest()
 
 
+class DatasetStorage(Protocol):
+    """What the service and the workers need from wherever dataset files live."""
+
+    lock: threading.Lock
+
+    def save(self, dataset, digest: str) -> tuple[int, bool]: ...
+
+    def load(self, digest: str): ...
+
+    def delete(self, digest: str) -> None: ...
+
+    def sweep(self, known_digests: Container[str], grace_s: float) -> tuple[int, int]: ...
+
+
+def open_store(location: str | Path) -> DatasetStorage:
+    """The store at ``location``: a directory path (or ``file://`` URL) is a
+    :class:`DatasetStore` (atomic renames, fsync: right for a local disk and for a shared POSIX
+    mount), any other URL (``s3://bucket/prefix``, ``memory://...``) an
+    :class:`ObjectDatasetStore` through fsspec."""
+    location = str(location)
+    if location.startswith("file://"):
+        location = location[len("file://"):]
+    if "://" not in location:
+        return DatasetStore(Path(location))
+    return ObjectDatasetStore(location)
+
+
+def _archive_arrays(dataset) -> dict[str, np.ndarray]:
+    arrays = {
+        "shape": np.asarray(dataset.X.shape, dtype=np.int64),
+        "indptr": dataset.X.indptr,
+        "indices": dataset.X.indices,
+        "data": dataset.X.data,
+        "y": dataset.y,
+    }
+    if dataset.qid is not None:
+        arrays["qid"] = dataset.qid
+    if dataset.sample_weight is not None:
+        arrays["sample_weight"] = dataset.sample_weight
+    return arrays
+
+
+def _dataset_from_archive(file):
+    from solvers import Dataset
+
+    with np.load(file, allow_pickle=False) as archive:
+        shape = tuple(int(n) for n in archive["shape"])
+        X = sp.csr_matrix((archive["data"], archive["indices"], archive["indptr"]),
+                          shape=shape)
+        qid = archive["qid"] if "qid" in archive.files else None
+        weights = archive["sample_weight"] if "sample_weight" in archive.files else None
+        return Dataset(X, archive["y"], qid=qid, sample_weight=weights)
+
+
 class DatasetStore:
     """Dataset files under ``root``, addressed by digest (``root/ab/abcdef....npz``)."""
 
@@ -72,17 +130,7 @@ class DatasetStore:
         if target.exists():
             return target.stat().st_size, False
         target.parent.mkdir(parents=True, exist_ok=True)
-        arrays = {
-            "shape": np.asarray(dataset.X.shape, dtype=np.int64),
-            "indptr": dataset.X.indptr,
-            "indices": dataset.X.indices,
-            "data": dataset.X.data,
-            "y": dataset.y,
-        }
-        if dataset.qid is not None:
-            arrays["qid"] = dataset.qid
-        if dataset.sample_weight is not None:
-            arrays["sample_weight"] = dataset.sample_weight
+        arrays = _archive_arrays(dataset)
         fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".upload-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as file:
@@ -98,15 +146,7 @@ class DatasetStore:
 
     def load(self, digest: str):
         """The stored :class:`solvers.Dataset`."""
-        from solvers import Dataset
-
-        with np.load(self.path(digest), allow_pickle=False) as archive:
-            shape = tuple(int(n) for n in archive["shape"])
-            X = sp.csr_matrix((archive["data"], archive["indices"], archive["indptr"]),
-                              shape=shape)
-            qid = archive["qid"] if "qid" in archive.files else None
-            weights = archive["sample_weight"] if "sample_weight" in archive.files else None
-            return Dataset(X, archive["y"], qid=qid, sample_weight=weights)
+        return _dataset_from_archive(self.path(digest))
 
     def delete(self, digest: str) -> None:
         """Remove the file (if it is there)."""
@@ -132,6 +172,93 @@ class DatasetStore:
             except FileNotFoundError:
                 pass  # removed meanwhile
         return removed[0], removed[1]
+
+
+class ObjectDatasetStore:
+    """Dataset files in an object store through fsspec, at ``url/ab/abcdef....npz``.
+
+    An object appears whole or not at all when its upload completes (S3 and its kin), so no
+    temporary name is needed; ``sweep`` removes objects without a dataset row, older than the
+    grace, when the store reports modification times.
+    """
+
+    def __init__(self, url: str, **storage_options):
+        from fsspec.core import url_to_fs
+
+        self.url = url.rstrip("/")
+        self.fs, self.root = url_to_fs(self.url, **storage_options)
+        self.root = self.root.rstrip("/")
+        self.lock = threading.Lock()
+
+    def key(self, digest: str) -> str:
+        """The object of the dataset with this digest (a path inside the file system)."""
+        return f"{self.root}/{digest[:2]}/{digest}.npz"
+
+    def save(self, dataset, digest: str) -> tuple[int, bool]:
+        """Upload the arrays unless an object with this digest exists."""
+        import io
+
+        key = self.key(digest)
+        if self.fs.exists(key):
+            return int(self.fs.size(key)), False
+        buffer = io.BytesIO()
+        np.savez(buffer, **_archive_arrays(dataset))
+        data = buffer.getvalue()
+        self.fs.makedirs(f"{self.root}/{digest[:2]}", exist_ok=True)
+        self.fs.pipe_file(key, data)
+        return len(data), True
+
+    def load(self, digest: str):
+        """The stored :class:`solvers.Dataset` (read whole, then parsed)."""
+        import io
+
+        return _dataset_from_archive(io.BytesIO(self.fs.cat_file(self.key(digest))))
+
+    def delete(self, digest: str) -> None:
+        """Remove the object (if it is there)."""
+        try:
+            self.fs.rm_file(self.key(digest))
+        except FileNotFoundError:
+            pass
+
+    def sweep(self, known_digests: Container[str], grace_s: float) -> tuple[int, int]:
+        """Remove objects without a dataset row older than ``grace_s`` seconds."""
+        if not self.fs.exists(self.root):
+            return 0, 0
+        cutoff = time.time() - grace_s
+        removed = 0
+        for key, info in self.fs.find(self.root, detail=True).items():
+            name = key.rsplit("/", 1)[-1]
+            if not name.endswith(".npz") or name[:-4] in known_digests:
+                continue
+            modified = _modified_time(info)
+            if modified is not None and modified < cutoff:
+                try:
+                    self.fs.rm_file(key)
+                    removed += 1
+                except FileNotFoundError:
+                    pass
+        return 0, removed
+
+
+def _modified_time(info: dict) -> float | None:
+    """An fsspec listing entry's modification time as a POSIX timestamp (the backends name
+    it differently: ``mtime``, ``LastModified``, ``created``); None when it has none."""
+    import datetime
+
+    for name in ("mtime", "LastModified", "last_modified", "created"):
+        value = info.get(name)
+        if value is None:
+            continue
+        if isinstance(value, datetime.datetime):
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=datetime.UTC)
+            return value.timestamp()
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            continue
+    return None
 
 
 def _sync_directory(directory: Path) -> None:

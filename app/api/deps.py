@@ -23,7 +23,7 @@ from app.db.models import Dataset, Job, TrainedModel
 from app.db.session import Sessions
 from app.jobs.pool import WorkerPool
 from app.prediction import ModelCache
-from app.storage import DatasetStore
+from app.storage import DatasetStorage
 
 Row = TypeVar("Row")
 
@@ -60,7 +60,7 @@ def get_write_session(request: Request) -> Iterator[Session]:
         yield session
 
 
-async def get_store(request: Request) -> DatasetStore:
+async def get_store(request: Request) -> DatasetStorage:
     """The dataset file store."""
     return request.app.state.store
 
@@ -79,7 +79,7 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 SessionsDep = Annotated[Sessions, Depends(get_sessions)]
 SessionDep = Annotated[Session, Depends(get_read_session, scope="function")]
 WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
-StoreDep = Annotated[DatasetStore, Depends(get_store)]
+StoreDep = Annotated[DatasetStorage, Depends(get_store)]
 PoolDep = Annotated[WorkerPool, Depends(get_pool)]
 ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
 

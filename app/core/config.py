@@ -3,15 +3,20 @@
 Every setting has an embedded default that needs nothing installed: the SQLite database,
 the dataset files and the worker pool all live under ``data_dir`` (``./var``).  Setting
 ``SVMSVC_DATABASE_URL`` (for example ``postgresql+psycopg://user@host/db``) moves the
-database to PostgreSQL; the datasets stay under ``data_dir``.
+database to PostgreSQL; the datasets stay under ``data_dir`` unless ``SVMSVC_DATASETS_URL``
+names a shared directory or an object store.  ``SVMSVC_EXECUTOR=dask`` runs the jobs on a Dask
+cluster (``SVMSVC_DASK_SCHEDULER``) instead of local worker processes; it needs a database
+every Dask worker reaches (PostgreSQL), and refuses SQLite unless ``SVMSVC_SINGLE_MACHINE``
+says every process runs on this machine.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -92,6 +97,52 @@ class Settings(BaseSettings):
         32, ge=1, description="Live log streams one API key (or, without keys, one client "
                               "address) may hold open at once; more is a 429 with "
                               "Retry-After.")
+
+    datasets_url: str | None = Field(
+        None, description="Where the dataset files live: a directory path (e.g. a shared mount, "
+                          "/mnt/svmsvc/datasets) or an fsspec URL (s3://bucket/prefix, "
+                          "file:///...); default: the directory datasets in data_dir.")
+    executor: Literal["local", "dask"] = Field(
+        "local", description="Where jobs run: local worker processes, or a Dask cluster.")
+    dask_scheduler: str | None = Field(
+        None, description="Address of the Dask scheduler (e.g. tcp://127.0.0.1:8786); "
+                          "needed with executor=dask.")
+    dask_threads_per_job: int | None = Field(
+        None, ge=1, description="Numba threads a job uses on a Dask worker, requested as the "
+                                "worker resource `threads` (start workers with --resources "
+                                "threads=N); default: threads_per_worker, else 1.")
+    single_machine: bool = Field(
+        False, description="Every process (service, Dask scheduler and workers) runs on this "
+                           "one machine: lets the Dask executor use SQLite and the local "
+                           "dataset directory.")
+
+    @model_validator(mode="after")
+    def _cluster_needs_shared_database(self) -> Settings:
+        if self.executor != "dask":
+            return self
+        if not self.dask_scheduler:
+            raise ValueError("SVMSVC_EXECUTOR=dask needs SVMSVC_DASK_SCHEDULER, the scheduler's "
+                             "address (e.g. tcp://127.0.0.1:8786)")
+        if self.sqlalchemy_url.startswith("sqlite") and not self.single_machine:
+            raise ValueError(
+                "SVMSVC_EXECUTOR=dask cannot use SQLite: Dask workers on other machines cannot "
+                "reach its file.  Set SVMSVC_DATABASE_URL to PostgreSQL "
+                "(postgresql+psycopg://user:password@host/db), or set SVMSVC_SINGLE_MACHINE=true "
+                "if the scheduler and every worker run on this machine")
+        return self
+
+    @property
+    def job_threads(self) -> int:
+        """Numba threads of one job on a Dask worker (its ``threads`` resource)."""
+        return self.dask_threads_per_job or self.threads_per_worker or 1
+
+    @property
+    def dataset_location(self) -> str:
+        """Where the dataset files live, as :func:`app.storage.open_store` takes it: an
+        absolute directory path or an fsspec URL."""
+        if self.datasets_url:
+            return self.datasets_url
+        return str(self.datasets_dir.resolve())
 
     @property
     def cors_origin_list(self) -> list[str]:

@@ -9,7 +9,7 @@ from app.api.errors import Conflict
 from app.crud.pages import page
 from app.db.models import Dataset, Job, JobStatus, TrainedModel
 from app.db.session import Sessions
-from app.storage import DatasetStore, dataset_digest
+from app.storage import DatasetStorage, dataset_digest
 
 
 def list_page(session: Session, offset: int, limit: int) -> tuple[list[Dataset], int]:
@@ -18,7 +18,7 @@ def list_page(session: Session, offset: int, limit: int) -> tuple[list[Dataset],
                 limit)
 
 
-def store(sessions: Sessions, files: DatasetStore, dataset, name: str,
+def store(sessions: Sessions, files: DatasetStorage, dataset, name: str,
           upload_bytes: int) -> tuple[Dataset, bool]:
     """The dataset row for these arrays: the existing one, or a new one (file written
     first, then the row; the file removed again if the row cannot be written).  Returns
@@ -49,7 +49,7 @@ def store(sessions: Sessions, files: DatasetStore, dataset, name: str,
         return row, True
 
 
-def delete_with_uses(session: Session, files: DatasetStore, dataset: Dataset,
+def delete_with_uses(session: Session, files: DatasetStorage, dataset: Dataset,
                      cascade: bool) -> list:
     """Delete a dataset (row and file), and with ``cascade`` the finished jobs and the models
     that use it; 409 while queued or running jobs use it, or other uses without ``cascade``.

@@ -11,7 +11,8 @@ executor only runs what it is given and reports what happened:
 * ``running()`` and ``snapshot()`` describe the slots.
 
 :class:`ProcessExecutor`, N long-lived spawned worker processes, is the first implementation;
-a cluster executor (Dask) is the same interface.
+:class:`~app.jobs.dask_executor.DaskExecutor` (``SVMSVC_EXECUTOR=dask``) is the same interface
+over a Dask cluster; :func:`create_executor` picks one from the settings.
 """
 
 from __future__ import annotations
@@ -57,10 +58,16 @@ class Assignment:
 @dataclass(frozen=True)
 class Ended:
     """An attempt whose slot ended without the attempt writing its own result (the worker
-    died, or was killed)."""
+    died, or was killed).
+
+    ``reason`` replaces the dispatcher's own wording of what happened (a cluster executor
+    knows better than an exit code); ``retry`` asks for the job to be re-queued while it has
+    attempts left (the attempt was lost with its cluster worker, not ended by the job)."""
 
     assignment: Assignment
     exit_code: int | None
+    reason: str | None = None
+    retry: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,15 @@ class Executor(Protocol):
     def snapshot(self) -> list[WorkerInfo]: ...
 
     def wait(self, timeout: float, wake: Connection) -> list[Ended]: ...
+
+
+def create_executor(settings: Settings, metrics: ServiceMetrics) -> Executor:
+    """The executor ``settings.executor`` names."""
+    if settings.executor == "dask":
+        from app.jobs.dask_executor import DaskExecutor
+
+        return DaskExecutor(settings, metrics)
+    return ProcessExecutor(settings, metrics)
 
 
 @dataclass
@@ -227,7 +243,7 @@ class ProcessExecutor:
         config = WorkerConfig(
             index=index,
             database_url=self._settings.sqlalchemy_url,
-            datasets_dir=self._settings.datasets_dir.resolve(),
+            datasets=self._settings.dataset_location,
             threads=self._settings.worker_threads,
             log_level=self._settings.log_level,
         )

@@ -9,7 +9,9 @@ was created or a cancel requested) and at least every :data:`TICK_S`
   cooperatively (the monitor sees the flag within 0.2 s), then has the executor kill them; a
   job past its time limit by more than the grace is killed the same way;
 * settles the jobs of attempts the executor reports ended (their worker died or was killed):
-  failed with the reason ("worker process died (exit code -9)"), or cancelled;
+  failed with the reason ("worker process died (exit code -9)"), or cancelled; an attempt a
+  cluster lost (``Ended.retry``: its Dask worker died) is re-queued while the job has attempts
+  left;
 * renews the leases of the jobs its executor runs (every third of ``lease_s``) and takes back
   the running jobs whose lease expired (every half), whichever service ran them.
 
@@ -29,7 +31,7 @@ from sqlalchemy import select
 from app.core.config import Settings
 from app.db.models import Job, JobStatus
 from app.db.session import Sessions
-from app.jobs.executor import Assignment, Ended, Executor, ProcessExecutor, WorkerInfo
+from app.jobs.executor import Assignment, Ended, Executor, WorkerInfo, create_executor
 from app.jobs.state import (
     claim_next_job,
     finish_job,
@@ -37,6 +39,7 @@ from app.jobs.state import (
     recover_interrupted_jobs,
     release_leases,
     renew_leases,
+    retry_or_fail,
 )
 from app.metrics import ServiceMetrics
 
@@ -59,7 +62,7 @@ class WorkerPool:
         self._settings = settings
         self._sessions = sessions
         self._metrics = metrics
-        self.executor = executor if executor is not None else ProcessExecutor(settings, metrics)
+        self.executor = executor if executor is not None else create_executor(settings, metrics)
         self._stopping = threading.Event()
         self._wake_reader, self._wake_writer = multiprocessing.get_context("spawn").Pipe(
             duplex=False)
@@ -154,6 +157,17 @@ class WorkerPool:
 
     def _settle_ended(self, ended: Ended) -> None:
         assignment, grace = ended.assignment, self._settings.cancel_grace_s
+        if ended.retry:
+            with self._sessions.write() as session:
+                written = retry_or_fail(session, assignment.job_id, assignment.attempt,
+                                        self._settings.max_attempts, ended.reason)
+            logger.warning("job %s attempt %d: %s -> %s", assignment.job_id,
+                           assignment.attempt, ended.reason, written or "lost")
+            if written is JobStatus.queued:
+                self.wake()
+            elif written is not None:
+                self._metrics.jobs_finished.labels(status=str(written)).inc()
+            return
         if assignment.killed_for == "cancel":
             status, fields = JobStatus.cancelled, {
                 "message": f"cancelled by request; the worker did not stop within {grace:g} s "
@@ -165,6 +179,8 @@ class WorkerPool:
         else:
             status, fields = JobStatus.failed, {
                 "error": f"worker process died (exit code {ended.exit_code})"}
+        if ended.reason is not None:
+            fields = {key: ended.reason for key in fields}
         with self._sessions.write() as session:
             written = finish_job(session, assignment.job_id, assignment.attempt, status,
                                  **fields)

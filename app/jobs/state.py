@@ -152,6 +152,59 @@ def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobSta
     return True
 
 
+def mark_started(session: Session, job_id: uuid.UUID, attempt: int,
+                 where: str) -> tuple[bool, str | None]:
+    """Record, in the job's message, where an attempt started (``where``), once.
+
+    A cluster may run one submission twice (Dask reschedules the task of a worker that died
+    on another worker); the second run must not start the attempt again but report the first
+    one lost.  The claim clears ``message``, so the first run of an attempt finds it empty.
+    Returns (whether this run owns the start, the message of the run that already started it
+    -- None when the attempt no longer owns the job, or when this run started it).
+    """
+    started = session.execute(
+        update(Job).where(*_owned(job_id, attempt), Job.message.is_(None))
+        .values(message=where, heartbeat_at=utcnow())
+    ).rowcount
+    if started == 1:
+        session.commit()
+        return True, None
+    row = session.execute(
+        select(Job.status, Job.attempts, Job.message).where(Job.id == job_id)).first()
+    session.rollback()
+    if row is None or row.status != JobStatus.running or row.attempts != attempt:
+        return False, None
+    return False, row.message
+
+
+def retry_or_fail(session: Session, job_id: uuid.UUID, attempt: int, max_attempts: int,
+                  reason: str) -> JobStatus | None:
+    """Settle an attempt whose executor lost it (a cluster worker died under it): the job goes
+    back to the queue while it has attempts left, is cancelled when a cancel was requested,
+    and fails with ``reason`` otherwise.  Returns the state written (None: the attempt no
+    longer owned the job)."""
+    row = session.execute(
+        select(Job.cancel_requested_at).where(*_owned(job_id, attempt))).first()
+    if row is None:
+        session.rollback()
+        return None
+    now = utcnow()
+    if row.cancel_requested_at is not None:
+        values = dict(status=JobStatus.cancelled, finished_at=now,
+                      message=f"cancelled by request; {reason}")
+    elif attempt < max_attempts:
+        values = dict(status=JobStatus.queued, started_at=None,
+                      message=f"re-queued: {reason} (attempt {attempt} of {max_attempts})")
+    else:
+        values = dict(status=JobStatus.failed, finished_at=now, message=None,
+                      error=f"{reason} (attempt {attempt} of {max_attempts})")
+    updated = session.execute(
+        update(Job).where(*_owned(job_id, attempt)).values(heartbeat_at=None, **values)
+    ).rowcount
+    session.commit()
+    return values["status"] if updated == 1 else None
+
+
 LOG_DELETE_BATCH = 5000
 """Log records deleted per transaction when a job is deleted (short write locks on SQLite)."""
 

@@ -22,7 +22,6 @@ import signal
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy.orm import Session
 
@@ -31,7 +30,7 @@ from app.db.session import Sessions, create_db_engine
 from app.evaluation import evaluate
 from app.jobs.monitor import DatabaseMonitor, StopCause, jsonable
 from app.jobs.state import finish_job
-from app.storage import DatasetStore
+from app.storage import DatasetStorage, open_store
 
 logger = logging.getLogger("svmsvc.worker")
 
@@ -48,7 +47,7 @@ class WorkerConfig:
 
     index: int
     database_url: str
-    datasets_dir: Path
+    datasets: str  # where the dataset files live (app.storage.open_store)
     threads: int
     log_level: str
 
@@ -71,7 +70,7 @@ def worker_main(config: WorkerConfig, connection) -> None:
     logger.info("ready (%d Numba threads, kernels warmed up in %.1f s)", config.threads, seconds)
     engine = create_db_engine(config.database_url, pool_size=1)
     sessions = Sessions(engine)
-    store = DatasetStore(config.datasets_dir)
+    store = open_store(config.datasets)
     parent = multiprocessing.parent_process()
     try:
         connection.send(("ready", os.getpid()))
@@ -130,7 +129,7 @@ def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec 
     )
 
 
-def run_job(sessions: Sessions, store: DatasetStore, job_id: uuid.UUID,
+def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
             attempt: int, parent_alive) -> str | None:
     """Run one attempt of a job to its end; returns the final status written (None when
     the attempt lost the job and wrote nothing)."""
