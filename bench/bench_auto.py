@@ -35,6 +35,7 @@ import json
 import math
 import statistics
 import time
+from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
@@ -264,10 +265,10 @@ def main(argv=None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     m = sub.add_parser("measure")
     m.add_argument("--datasets", default=",".join(DATASETS))
-    m.add_argument("--out", type=lambda s: __import__("pathlib").Path(s), default=MEASUREMENTS)
+    m.add_argument("--out", type=Path, default=MEASUREMENTS)
     m.add_argument("--resume", action="store_true")
     f = sub.add_parser("fit", help="choose k per loss again (measure does it at the end)")
-    f.add_argument("--measurements", type=lambda s: __import__("pathlib").Path(s),
+    f.add_argument("--measurements", type=Path,
                    default=MEASUREMENTS)
     c = sub.add_parser("check")
     c.add_argument("--measurements", default=str(MEASUREMENTS))

@@ -26,8 +26,9 @@ rests on, which the result carries (:class:`AutoChoice`).
 
 Bias modes: the measurements are of the regularized bias (the mode every candidate solves);
 a problem with a free or no bias is placed the same way among the candidates that support its
-mode.  Losses other than hinge and squared hinge have one solver each (lp: alm; modified
-Huber: mfn; least squares: lssvm for the free bias, proximal_svm for the regularized one).
+mode.  Losses other than hinge and squared hinge have one solver each (modified Huber: mfn;
+least squares: lssvm for the free bias, proximal_svm for the regularized one), or, for lp,
+one solver with two unmeasured variants: alm's exact one, the first candidate, saying so.
 """
 
 from __future__ import annotations

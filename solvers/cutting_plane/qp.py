@@ -55,17 +55,24 @@ from solvers import config
 
 
 @njit(cache=True, nogil=True)
+def _reduced_gradient(H, b, x, m, g):
+    """g[:m] = H[:m, :m] x[:m] - b[:m], skipping the zero entries of x (most cuts are
+    inactive)."""
+    for j in range(m):
+        acc = -b[j]
+        for k in range(m):
+            if x[k] != 0.0:
+                acc += H[j, k] * x[k]
+        g[j] = acc
+
+
+@njit(cache=True, nogil=True)
 def simplex_smo(H, b, alpha, m, tol_rel, tol_abs, max_steps):
     """Minimize f = 1/2 alpha' H alpha - b' alpha over alpha >= 0, sum alpha <= 1 (the first
     ``m`` entries; H may be larger, the leading m x m block is used).  ``alpha`` is the warm
     start (feasible) and is updated in place.  Returns (f, gap, steps)."""
     g = np.empty(m)
-    for j in range(m):
-        acc = -b[j]
-        for k in range(m):
-            if alpha[k] != 0.0:
-                acc += H[j, k] * alpha[k]
-        g[j] = acc
+    _reduced_gradient(H, b, alpha, m, g)
     slack = 1.0
     for j in range(m):
         slack -= alpha[j]
@@ -369,12 +376,7 @@ def simplex_active_set(H, b, alpha, m, tol_rel, tol_abs, max_iter, max_free):
         slack -= alpha[j]
     x[m] = slack if slack > 0.0 else 0.0
     g = np.zeros(n)
-    for j in range(m):
-        acc = -b[j]
-        for k in range(m):
-            if x[k] != 0.0:
-                acc += H[j, k] * x[k]
-        g[j] = acc
+    _reduced_gradient(H, b, x, m, g)
     free = np.zeros(n, dtype=np.bool_)
     for j in range(n):
         free[j] = x[j] > 0.0
