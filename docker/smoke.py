@@ -9,7 +9,9 @@ It checks, in order, printing each step and what it saw:
    the task says (with ``--executor dask``) -- and its model predicts the training rows;
 4. with ``--executor dask``: a long job is caught running on a worker, that worker's container
    is killed (SIGKILL), and the job must end -- retried on the other worker (``succeeded``
-   with ``attempts`` >= 2) or ``failed`` with a reason -- never stay ``running``.
+   with ``attempts`` >= 2) or ``failed`` with a reason -- never stay ``running``;
+5. with ``--scale N`` (and ``--executor dask``): ``compose up --scale worker=N`` on the running
+   stack, readiness lists N live workers, and N jobs queued at once run on N different workers.
 
 Exit status 0 when every check passed, 1 otherwise.
 """
@@ -38,6 +40,9 @@ JOB_PATIENCE_S = 900.0
 # bounded by max_iter (then it ends with max_iter, succeeded).
 LONG_JOB = {"solver": "lssvm", "C": 1.0, "kernel": "rbf", "gamma": 0.05,
             "method": "iterative", "tol": 1e-12, "max_iter": 20}
+# The jobs of the scale-out check: the same, shorter (each holds its worker for a few seconds,
+# long enough that jobs queued at once cannot share one).
+SCALE_JOB = {**LONG_JOB, "max_iter": 4}
 STARTED_ON = "running on Dask worker "  # the job's message while its attempt runs
 
 # Runs inside the scheduler's container (it has the project and distributed): which workers
@@ -262,6 +267,41 @@ def kill_worker_mid_job(api: Api, stack: Stack, dataset_path: Path, max_attempts
               f"the job failed with a reason: {job.get('error')!r}")
 
 
+def scale_workers(api: Api, stack: Stack, dataset_path: Path, replicas: int) -> None:
+    """``docker compose up --scale worker=N`` on the running stack: the API's readiness comes
+    to list N live Dask workers (one slot each with the compose defaults), and N jobs queued at
+    once all succeed, each on a worker of its own."""
+    subprocess.run([*stack.compose, "up", "-d", "--no-build", "--no-recreate", "--scale",
+                    f"worker={replicas}"], check=True, capture_output=True, text=True,
+                   timeout=START_PATIENCE_S)
+    check(len(stack.container_ids("worker")) == replicas,
+          f"{replicas} worker containers after --scale worker={replicas}")
+    deadline = time.monotonic() + START_PATIENCE_S
+    alive = 0
+    while time.monotonic() < deadline:
+        status, ready = api.request("GET", "/readyz", key=False)
+        alive = sum(w["alive"] for w in ready["workers"]) if status == 200 else 0
+        if alive >= replicas:
+            break
+        time.sleep(2)
+    check(alive >= replicas, f"readiness lists {alive} live Dask workers (>= {replicas})")
+    dataset = api.upload(dataset_path)
+    ids = []
+    for _ in range(replicas):
+        status, job = api.json("POST", f"{API}/jobs",
+                               {"dataset_id": dataset["id"], "params": SCALE_JOB})
+        check(status == 202, f"job {len(ids) + 1} of {replicas} queued (HTTP {status})")
+        ids.append(job["id"])
+    ran_on = set()
+    for job_id in ids:
+        job = wait_job(api, job_id, lambda j: j["status"] in TERMINAL, "finish")
+        check(job["status"] == "succeeded",
+              f"scaled job {job_id} {job['status']}: {job.get('message')!r}")
+        ran_on.update(stack.who_ran(f"svmsvc-job-{job_id}-{job['attempts']}")["ran"])
+    check(len(ran_on) == replicas,
+          f"the {replicas} jobs queued at once ran on {len(ran_on)} different Dask workers")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="the API's base URL")
@@ -270,6 +310,8 @@ def main() -> int:
     parser.add_argument("--executor", choices=("dask", "local"), default="dask")
     parser.add_argument("--dataset", type=Path, required=True, help="an SVMlight file")
     parser.add_argument("--max-attempts", type=int, default=2)
+    parser.add_argument("--scale", type=int, default=0,
+                        help="then scale the Dask workers to this many (0: no scale-out check)")
     args = parser.parse_args()
     api = Api(args.url, args.key)
     stack = Stack(shlex.split(args.compose))
@@ -284,6 +326,8 @@ def main() -> int:
         train_and_predict(api, stack, args.dataset, args.executor)
         if args.executor == "dask":
             kill_worker_mid_job(api, stack, args.dataset, args.max_attempts)
+            if args.scale:
+                scale_workers(api, stack, args.dataset, args.scale)
         else:
             say("executor local: no Dask worker to kill; the worker-death check is skipped")
     except SmokeFailure as exc:

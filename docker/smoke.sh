@@ -15,6 +15,7 @@
 #   SMOKE_DATASET         SVMlight file to upload (default: mushrooms from the shared data)
 #   SMOKE_SKIP_WHEELS=1   reuse dist/wheels as they are
 #   SMOKE_KEEP=1          leave the stack up afterwards (tear it down with the printed command)
+#   SMOKE_SCALE           Dask workers to scale out to at the end (default 3; 0: no scale-out)
 #   PYTHON                Python 3.11 with pip, for the wheels (default python3)
 # Exit status: 0 passed, 1 failed, 77 skipped (no Docker engine or no compose).
 set -eu
@@ -105,5 +106,5 @@ $DC up -d --no-build 2>&1 | grep -v '^$' | tail -n 6
 $DC ps
 python3 "$HERE/smoke.py" --url "http://127.0.0.1:$SVMSVC_PUBLISH_PORT" --key "$KEY" \
     --compose "$DC" --executor "$SVMSVC_EXECUTOR" --dataset "$DATASET" \
-    --max-attempts "$SVMSVC_MAX_ATTEMPTS"
+    --max-attempts "$SVMSVC_MAX_ATTEMPTS" --scale "${SMOKE_SCALE:-3}"
 echo "== smoke passed in $(( $(date +%s) - started )) s after up"
