@@ -159,13 +159,15 @@ Multi-class: one-vs-rest through ``solvers.multiclass``.
 
 Verified (``tests/test_alm.py``, ``tests/test_alm_large.py``; 1e-6 relative on the objective):
 squared hinge with the free bias against LIBLINEAR ``-s 2 -B 1 -R`` on heart, australian,
-breast-cancer, diabetes (both variants), ijcnn1 at C = 0.01, 1, 100 and a9a at all three
-(exact), w8a at C = 0.01 (exact) and the inexact cases that finish in seconds; hinge and p =
+breast-cancer, diabetes (both variants), ijcnn1, a9a and w8a at C = 0.01, 1, 100 (exact)
+and the inexact cases that finish in seconds; mushrooms (binary values) with mu_rule; hinge
+and p =
 1.5 with the free bias against Clarabel; the regularized and no-bias modes against LIBLINEAR
 ``-s 2`` and Clarabel (``-s 3`` stops 2e-4 to 1e-3 above the hinge optimum there; alm ends
 below it); every logged gap bounds the true suboptimality.  Where it is slow: ADMM's rate
-depends on the conditioning of X~ and on mu; on w8a at C = 1 and 100 the exact variant is
-5.5e-6 and 1.7e-5 above the optimum after ~500 iterations, the inexact variant slower still
+depends on the conditioning of X~ and on mu; on w8a at C = 1 and 100 the exact variant
+needs 1790 and 2730 iterations to a 1e-8 gap (with mu_rule; with mu fixed at C / 5 it was
+5.5e-6 and 1.7e-5 above the optimum after ~500), the inexact variant slower still
 (``tests/test_alm_large.py`` lists the cases).  svmguide1 (unscaled features up to ~1e3),
 squared hinge, C = 1, where the unscaled certificate sat at a relative gap of 1.9e-2 for
 20000 iterations with mu = C, now certifies 1e-6 in 193 iterations at mu = C / 5 (919 at
