@@ -19,6 +19,7 @@ from solvers.core.warmup import warm_up as warm_up_core
 from solvers.data import warm_up_parser
 from solvers.losses import get_loss
 from solvers.models import LinearModel, OrdinalModel
+from solvers.problems import balancing_shift
 from solvers.registry import list_solvers
 
 
@@ -36,6 +37,12 @@ def warm_up_losses() -> None:
     lp = get_loss("lp", 1.5)
     lp.sum(xi, weight)
     lp.prox(xi, weight)
+
+
+def warm_up_problems() -> None:
+    """The problem layer's kernels: the free bias's balancing shift."""
+    balancing_shift(np.array([0.5, 0.2, 0.0]), np.array([1.0, -1.0, -1.0]), np.zeros(3),
+                    np.ones(3))
 
 
 def warm_up_prediction(parallel: bool = True) -> None:
@@ -56,6 +63,7 @@ def warm_up(parallel: bool = True) -> float:
     warm_up_core(parallel=parallel)
     warm_up_parser()
     warm_up_losses()
+    warm_up_problems()
     warm_up_prediction(parallel)
     for spec in list_solvers():
         if spec.warm_up is not None:

@@ -27,7 +27,15 @@ Lagrangian (7)-(8) with multipliers lambda and penalty mu.  One outer iteration:
      O(n d^2), "as costly as computing matrix inverse"); with mu fixed (the default) the
      Gram matrix X~'X~ (sum of L^2/2 per row of L entries: linear in n) is formed and
      factorized once per solve, and a step costs two sparse products, X~'z and X~ beta.
-     mu changes (``rho`` > 1, residual balancing) refactorize (n^3 / 3).  Measured
+     mu changes (``rho`` > 1, residual balancing, ``mu_rule``) refactorize (n^3 / 3).  The
+     two products and the pass of steps 3 and 1 below are one sweep over the rows
+     (:func:`solvers.alm.kernels.fused_outputs_and_pass`: per row, the new output x~_i.beta,
+     the multiplier and e-step, and the row's share z_i x~_i of the next X~'z), except
+     with residual balancing, which picks the next mu from this step's residuals before the
+     pass.  Binary data (a9a, w8a, mushrooms) goes through the indices-only row kernels.
+     Measured 2026-11-23 (one thread, minimum of 40, load 10): the three sweeps took 1.61 ms
+     on w8a and 0.52 ms on a9a, the one sweep 1.11 and 0.46 ms (w8a with its values read,
+     as before: 1.82 ms).  Measured
      2026-11-23 (a9a, C = 1, cProfile): the CGLS step took 60 CG iterations, 285 ms of every
      outer iteration; the factorized one 2 products, 14 ms at load ~19.
    * ``"cgls"``: the core's CGLS (``cgls_compact`` with reg_bias = r) warm-started from the
@@ -51,8 +59,9 @@ Lagrangian (7)-(8) with multipliers lambda and penalty mu.  One outer iteration:
 3. multiplier step (9): lambda += mu (X~ beta + e - y).
 
 Steps 3 and 1 of the next iteration are one pass over the examples
-(:func:`solvers.alm.kernels.multiplier_and_e_step`, on the Numba threads for large n); the
-sparse products go through the core's row kernels (``CompactRows``, one block per thread).
+(:func:`solvers.alm.kernels.multiplier_and_e_step`, on the Numba threads for large n; fused
+with the products for the factorized step, above); the sparse products go through the core's
+row kernels (``CompactRows``, one block per thread).
 
 The penalty mu.  The paper gives no start and no growth rule, caps mu at 1e5 and its
 theorems need mu -> infinity.  Here mu_1 = ``mu0`` (default C 5^-(p - 1): C / 5 for the
@@ -90,6 +99,31 @@ with the exact step), or ``residual_balancing`` (Boyd et al. 2011, 3.4.1: primal
 * residual balancing (unnormalized, as Boyd et al. write it) moves mu the wrong way when C is
   far from 1 (ijcnn1, C = 0.01: 265 iterations against 42; C = 100: 1.6e-3 above the optimum
   after 60 s): an option, not the default.
+* why w8a wants a smaller mu.  Near the solution the rows where the loss is flat (margin
+  above 1) have lambda_i = 0 and e_i = y_i - x~_i.beta after every iteration, so in the next
+  (w, b)-step their targets are the previous outputs: they add (mu / 2) ||X~_I (beta -
+  beta_k)||^2 to (14), a proximal term that holds beta back, and it grows with mu and with
+  the share of X~ in the flat rows.  On w8a (97% one class) the active rows (margin below 1)
+  are 21% of the rows at C = 1 but hold only 7% of sum_i ||x~_i||^2 (many short rows among
+  them); on ijcnn1 and a9a 44% and 61% of the rows and 42% and 61% of it; mushrooms at C = 1:
+  6% and 6%.  The best fixed mu / C at 1e-3 (iterations of the squared hinge, exact, free
+  bias; 2026-11-23) follows that share roughly: w8a 0.1 (30 iterations at C = 1 against 42
+  at 0.2), mushrooms <= 0.05 (154 against 653 at 0.2), a9a 0.3-0.5, the small sets with 70-99%
+  active rows 0.5-1; but not closely (svmguide1: 12% of ||X~||^2 active, best 0.2;
+  australian at C = 100: 67%, best 0.05-0.1).  The share is not known before the solve: at
+  w = 0 every row is active.
+* ``mu_rule="active"`` (the default for the exact squared hinge, ``mu_rule="auto"``): at
+  iterations 10, 20, 40 and 80, mu is lowered to 1.5 C times the active rows' share of
+  ||X~||_F^2 (at least 0.01 C) when that is below mu / 1.5; a refactorization each time, at
+  most 4.  Only lowered and only from iteration 10: with checks from iteration 3 and raises
+  allowed, the rule cost iterations where the early active set misleads (svmguide1 18 -> 39
+  iterations to 1e-3, ijcnn1 at C = 1 7 -> 18; heart, australian and a9a gained).  As
+  adopted, iterations to 1e-2 / 1e-3 / 1e-6 (fixed C / 5 -> rule): w8a C = 1 19/42/953 ->
+  19/41/560, C = 100 21/49/1265 -> 21/45/734, mushrooms C = 1 237/653/2178 -> 134/353/1160;
+  identical on ijcnn1, a9a, svmguide1, breast-cancer, australian and heart at C in {0.01, 1,
+  100} and on w8a and mushrooms at C = 0.01 (mu is not lowered there).  So it helps the tail
+  where few rows are active, not the first digits: on w8a the iterations to 1e-2 and 1e-3
+  come before the active set is known well enough to act on.
 
 Stopping.  The default is a certificate: at the (w, b)-step's optimum w = -X lambda and, for
 the free bias, 1'lambda = 0, so alpha = -y lambda is a dual point of ``solvers.problems``
@@ -125,13 +159,15 @@ Multi-class: one-vs-rest through ``solvers.multiclass``.
 
 Verified (``tests/test_alm.py``, ``tests/test_alm_large.py``; 1e-6 relative on the objective):
 squared hinge with the free bias against LIBLINEAR ``-s 2 -B 1 -R`` on heart, australian,
-breast-cancer, diabetes (both variants), ijcnn1 at C = 0.01, 1, 100 and a9a at all three
-(exact), w8a at C = 0.01 (exact) and the inexact cases that finish in seconds; hinge and p =
+breast-cancer, diabetes (both variants), ijcnn1, a9a and w8a at C = 0.01, 1, 100 (exact)
+and the inexact cases that finish in seconds; mushrooms (binary values) with mu_rule; hinge
+and p =
 1.5 with the free bias against Clarabel; the regularized and no-bias modes against LIBLINEAR
 ``-s 2`` and Clarabel (``-s 3`` stops 2e-4 to 1e-3 above the hinge optimum there; alm ends
 below it); every logged gap bounds the true suboptimality.  Where it is slow: ADMM's rate
-depends on the conditioning of X~ and on mu; on w8a at C = 1 and 100 the exact variant is
-5.5e-6 and 1.7e-5 above the optimum after ~500 iterations, the inexact variant slower still
+depends on the conditioning of X~ and on mu; on w8a at C = 1 and 100 the exact variant
+needs 1790 and 2730 iterations to a 1e-8 gap (with mu_rule; with mu fixed at C / 5 it was
+5.5e-6 and 1.7e-5 above the optimum after ~500), the inexact variant slower still
 (``tests/test_alm_large.py`` lists the cases).  svmguide1 (unscaled features up to ~1e3),
 squared hinge, C = 1, where the unscaled certificate sat at a relative gap of 1.9e-2 for
 20000 iterations with mu = C, now certifies 1e-6 in 193 iterations at mu = C / 5 (919 at

@@ -21,6 +21,7 @@ from numba import njit, prange
 
 from solvers import config
 from solvers.core.linalg import gram_cost, gram_update
+from solvers.core.sparse import CompactRows, compact_row_axpy, compact_row_dot
 from solvers.losses.kernels import HINGE, LP, SQUARED_HINGE, prox_value
 
 
@@ -94,6 +95,104 @@ def multiplier_and_e_step(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, 
                   bool(update))
 
 
+# The factorized exact step in one pass over the rows.  Per row i, with beta the (w, b) just
+# solved for: o_i = x~_i . beta (the outputs), the pass above (9)-(10) on o_i, and the row's
+# share z_i x~_i of X~'z, the right-hand side of the next (w, b)-step.  Three sweeps (X~ beta,
+# the pass, X~'z) become one that reads each row once.  stats[b] collects, per block b:
+# ||o - o_old||^2 (the dual residual / mu), the squared primal residual, sum z (the bias entry
+# of X~'z) and the count of rows where the loss is active (u_i > 0 after the e-step).
+
+@njit(cache=True, inline="always")
+def _fused_block(code, p, indptr, indices, data, unit_values, blocks, b, w, intercept, y, cost,
+                 outputs, e, lam, z, mu_old, inv_mu, acc, stats):
+    acc[:] = 0.0
+    diff = 0.0
+    residual = 0.0
+    zsum = 0.0
+    active = 0.0
+    for i in range(blocks[b], blocks[b + 1]):
+        o = compact_row_dot(indptr, indices, data, unit_values, i, w) + intercept
+        d = o - outputs[i]
+        diff += d * d
+        outputs[i] = o
+        yi = y[i]
+        r = o - yi + e[i]
+        li = lam[i] + mu_old * r
+        lam[i] = li
+        residual += r * r
+        u = prox_value(code, p, 1.0 - yi * o - yi * li * inv_mu, cost[i] * inv_mu)
+        if u > 0.0:
+            active += 1.0
+        ei = yi * u
+        e[i] = ei
+        zi = yi - ei - li * inv_mu
+        z[i] = zi
+        zsum += zi
+        if zi != 0.0:
+            compact_row_axpy(indptr, indices, data, unit_values, i, zi, acc)
+    stats[b, 0] = diff
+    stats[b, 1] = residual
+    stats[b, 2] = zsum
+    stats[b, 3] = active
+
+
+@njit(cache=True, inline="always")
+def _fused_blocks(code, p, indptr, indices, data, unit_values, blocks, w, intercept, y, cost,
+                  outputs, e, lam, z, mu_old, inv_mu, buffers, stats):
+    for b in prange(blocks.shape[0] - 1):
+        _fused_block(code, p, indptr, indices, data, unit_values, blocks, b, w, intercept, y,
+                     cost, outputs, e, lam, z, mu_old, inv_mu, buffers[b], stats)
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _fused(code, p, indptr, indices, data, unit_values, blocks, w, intercept, y, cost, outputs,
+           e, lam, z, mu_old, mu_new, buffers, stats, rhs):
+    inv_mu = 1.0 / mu_new
+    if code == HINGE or (code == LP and p == 1.0):
+        _fused_blocks(HINGE, 1.0, indptr, indices, data, unit_values, blocks, w, intercept, y,
+                      cost, outputs, e, lam, z, mu_old, inv_mu, buffers, stats)
+    elif code == SQUARED_HINGE or (code == LP and p == 2.0):
+        _fused_blocks(SQUARED_HINGE, 2.0, indptr, indices, data, unit_values, blocks, w,
+                      intercept, y, cost, outputs, e, lam, z, mu_old, inv_mu, buffers, stats)
+    else:
+        _fused_blocks(code, p, indptr, indices, data, unit_values, blocks, w, intercept, y,
+                      cost, outputs, e, lam, z, mu_old, inv_mu, buffers, stats)
+    for f in range(rhs.shape[0]):
+        s = 0.0
+        for b in range(buffers.shape[0]):
+            s += buffers[b, f]
+        rhs[f] = s
+
+
+def fused_outputs_and_pass(code, p, rows, w, intercept, y, cost, outputs, e, lam, z, mu_old,
+                           mu_new, buffers, stats, rhs):
+    """The outputs X~ beta (w, ``intercept`` = s b), the pass (9)-(10) on them and X~'z (into
+    ``rhs``, the weights' part) in one sweep over the rows of ``rows`` (a ``CompactRows``;
+    ``buffers`` one accumulator per block).  Returns (||o - o_old||^2, ||primal residual||^2,
+    sum z, the count of active rows)."""
+    indptr, indices, data, unit_values, blocks = rows.arrays()
+    _fused(code, p, indptr, indices, data, unit_values, blocks, w, float(intercept), y, cost,
+           outputs, e, lam, z, float(mu_old), float(mu_new), buffers, stats, rhs)
+    totals = stats.sum(axis=0)
+    return float(totals[0]), float(totals[1]), float(totals[2]), int(totals[3])
+
+
+@njit(cache=True, nogil=True)
+def row_squares(indptr, data, unit_values, extra):
+    """||x_i||^2 + extra for every row of a CSR matrix (the row lengths for binary values)."""
+    n = indptr.shape[0] - 1
+    out = np.empty(n)
+    for i in range(n):
+        if unit_values:
+            acc = float(indptr[i + 1] - indptr[i])
+        else:
+            acc = 0.0
+            for k in range(indptr[i], indptr[i + 1]):
+                acc += data[k] * data[k]
+        out[i] = acc + extra
+    return out
+
+
 def warm_up() -> None:
     """The fused pass for the three loss codes, and the Gram matrix and its cost (the
     factorized (w, b)-step) for both index widths of the data."""
@@ -107,6 +206,14 @@ def warm_up() -> None:
         X = sp.csr_matrix(dense)
         X.indices = X.indices.astype(width)
         X.indptr = X.indptr.astype(width)
+        for unit in (False, True):
+            row_squares(X.indptr, X.data, unit, 1.0)
+            rows = CompactRows.all_rows(X, unit_values=unit)
+            for code, p in ((0, 1.0), (1, 2.0), (2, 1.5)):
+                fused_outputs_and_pass(code, p, rows, np.ones(3), 0.5, y, np.ones(3),
+                                       np.zeros(3), np.zeros(3), np.zeros(3), np.empty(3),
+                                       1.0, 2.0, np.zeros((1, 3)), np.zeros((1, 4)),
+                                       np.empty(3))
         gram_cost(X.indptr, np.arange(3))
         for parallel in (False, True):
             gram_update(X, np.arange(3), np.ones(3), np.zeros((4, 4)), extra_value=1.0,

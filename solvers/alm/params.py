@@ -33,6 +33,14 @@ class ALMParams(SolverParams):
         None, gt=0, description="Penalty mu of the first iteration (None: C 5^-(p - 1), i.e. "
                                 "C / 5 for the squared hinge and C for the hinge, measured "
                                 "among fixed multiples of C; see the package docstring).")
+    mu_rule: Literal["auto", "fixed", "active"] = Field(
+        "auto",
+        description="active: at iterations 10, 20, 40 and 80, lower mu to 1.5 C times the "
+                    "share of ||X~||_F^2 in the rows where the loss is active (at least "
+                    "0.01 C) when that is below mu / 1.5 (a refactorization each time); "
+                    "fixed: mu0 throughout (with rho); auto: active for the exact variant on "
+                    "the squared hinge (p = 2) when mu0 is not given, rho = 1 and residual "
+                    "balancing is off, else fixed.")
     rho: float = Field(1.0, ge=1.0,
                        description="Growth factor: mu <- min(rho mu, mu_max) after every "
                                    "iteration (1: fixed mu, i.e. ADMM).")

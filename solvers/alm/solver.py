@@ -8,12 +8,12 @@ import numba
 import numpy as np
 
 from solvers import config
-from solvers.alm.kernels import multiplier_and_e_step
+from solvers.alm.kernels import fused_outputs_and_pass, multiplier_and_e_step, row_squares
 from solvers.alm.params import ALMParams
 from solvers.base import Solution, Termination
 from solvers.core.gram import weighted_gram
 from solvers.core.linalg import cgls_compact, cholesky_factor, cholesky_factor_solve, dot, gram_cost
-from solvers.core.sparse import CompactRows, use_parallel
+from solvers.core.sparse import CompactRows, padded_width, thread_count, use_parallel
 from solvers.monitor import Monitor, Reporter
 from solvers.problems import BinaryProblem
 
@@ -48,7 +48,8 @@ def use_cholesky(params: ALMParams, X) -> bool:
             and build <= config.ALM_AUTO_CHOLESKY_PASSES * nnz)
 
 
-def scaled_dual_value(problem: BinaryProblem, alpha: np.ndarray) -> float:
+def scaled_dual_value(problem: BinaryProblem, alpha: np.ndarray,
+                      beta_alpha: np.ndarray | None = None) -> float:
     """max over theta >= 0 of D(theta alpha), theta alpha in the dual range: for a dual point
     alpha (in its box, balanced), D(theta alpha) = theta S - theta^2 R - theta^q K with S =
     sum alpha, R = the regularizer at beta(alpha), K = the loss conjugate's sum (homogeneous
@@ -57,7 +58,8 @@ def scaled_dual_value(problem: BinaryProblem, alpha: np.ndarray) -> float:
     dual value at least D(alpha) (theta = 1) for the price of three sums: far better early on,
     when ALM's multipliers are still off in scale (a9a, C = 1, mu = 0.3 C: relative gap 7.3
     unscaled at iteration 6, when the objective is within 1e-3 of the optimum)."""
-    beta_alpha = problem.primal_from_dual(alpha)
+    if beta_alpha is None:
+        beta_alpha = problem.primal_from_dual(alpha)
     S = float(alpha.sum())
     R = problem.regularizer(beta_alpha)
     K = problem.loss_function.conjugate_sum(alpha, problem.cost)
@@ -97,6 +99,37 @@ def initial_mu(problem: BinaryProblem) -> float:
     return problem.C * 5.0 ** -(problem.loss_function.p - 1.0)
 
 
+# mu_rule="active" (the package docstring gives the measurements): at these iterations, mu
+# is lowered to MU_ENERGY_FACTOR C x the share of ||X~||_F^2 in the rows where the loss is
+# active, when that is below mu / MU_CHANGE (a refactorization each time); never below
+# MU_FLOOR C.  Only lowered: raising it (or checking before iteration 10, when the active set
+# is still far from the final one) cost iterations on svmguide1 and australian.
+MU_CHECKS = (10, 20, 40, 80)
+MU_ENERGY_FACTOR = 1.5
+MU_CHANGE = 1.5
+MU_FLOOR = 0.01
+
+
+def adapts_mu(problem: BinaryProblem, params: ALMParams) -> bool:
+    """Whether mu is lowered from the active rows (``mu_rule``; "auto": the exact variant on
+    the squared hinge with the default mu0, a fixed rho = 1 and no residual balancing, where
+    it was measured)."""
+    if params.mu_rule == "fixed" or params.residual_balancing or params.rho != 1.0:
+        return False
+    if params.mu_rule == "active":
+        return True
+    return (problem.loss_function.p == 2.0 and params.mu0 is None
+            and params.variant == "exact")
+
+
+def active_mu(problem: BinaryProblem, energy: np.ndarray, e: np.ndarray) -> float:
+    """MU_ENERGY_FACTOR C E, E the share of sum_i ||x~_i||^2 in the rows where the loss is
+    active (y_i e_i > 0 after the e-step), at least MU_FLOOR C."""
+    total = float(energy.sum())
+    share = float(energy[problem.y * e > 0.0].sum()) / total if total > 0 else 1.0
+    return problem.C * max(MU_ENERGY_FACTOR * share, MU_FLOOR)
+
+
 class _Iterate:
     """(w, b), the outputs X~ beta, e, lambda and the targets z of (14), with the products
     through the core's row kernels (one block per Numba thread when that pays)."""
@@ -105,7 +138,9 @@ class _Iterate:
         self.problem = problem
         X = problem.X
         n_blocks = numba.get_num_threads() if use_parallel(X.nnz, X.shape[1]) else 1
-        self.rows = CompactRows.all_rows(X, n_blocks=n_blocks)
+        # binary data (a9a, w8a): the products read the column indices only
+        unit = X.nnz > 0 and bool(np.all(X.data == 1.0))
+        self.rows = CompactRows.all_rows(X, n_blocks=n_blocks, unit_values=unit)
         self.s = problem.effective_bias_scale
         self.r = problem.bias_regularization
         self.beta = beta
@@ -115,6 +150,10 @@ class _Iterate:
         self.gram = None  # X~'X~ (lower triangle) for the factorized exact step
         self.factor_mu = None
         self.factor = None
+        self.factorizations = 0
+        self.rhs = None  # X~'z for the factorized step, when the fused sweep has it
+        self.buffers = self.stats = None
+        self._row_energy = None
         self.refresh_outputs()
 
     def build_gram(self) -> None:
@@ -122,6 +161,15 @@ class _Iterate:
         mu, e or lambda."""
         X = self.problem.X
         self.gram = weighted_gram(X, np.ones(X.shape[0]), extra_value=self.s, mirror=False)
+
+    def row_energy(self) -> np.ndarray:
+        """||x~_i||^2 per row (the bias entry s^2 included), computed once, when first
+        asked for (at the first check of mu_rule="active", not before the first records)."""
+        if self._row_energy is None:
+            X = self.problem.X
+            self._row_energy = row_squares(X.indptr, X.data, self.rows.unit_values,
+                                           self.s * self.s)
+        return self._row_energy
 
     def refresh_outputs(self) -> None:
         self.outputs = self.rows.matvec(self.beta[:-1], self.s * self.beta[-1])
@@ -150,8 +198,13 @@ class _Iterate:
 
     def factorized_step(self, mu: float) -> None:
         """(14) exactly: (X~'X~ + D / mu) beta = X~'z by the Cholesky factor, refactorized
-        only when mu has changed (never with the default fixed mu).  Two products: X~'z and
-        the new outputs X~ beta."""
+        only when mu has changed.  Two products: X~'z and the new outputs X~ beta."""
+        self.rhs = self.adjoint(self.z)
+        self.factorized_beta(mu)
+        self.refresh_outputs()
+
+    def factorized_beta(self, mu: float) -> None:
+        """beta <- (X~'X~ + D / mu)^-1 rhs, refactorizing when mu has changed."""
         if self.factor_mu != mu:
             M = self.gram.copy()
             diagonal = np.einsum("ii->i", M)
@@ -163,13 +216,35 @@ class _Iterate:
             if self.factor is None:
                 raise FloatingPointError("the Cholesky factorization of X~'X~ + D / mu failed")
             self.factor_mu = mu
-        beta = cholesky_factor_solve(self.factor, self.adjoint(self.z))
+            self.factorizations += 1
+        beta = cholesky_factor_solve(self.factor, self.rhs)
         if beta is None:
             raise FloatingPointError("non-finite (w, b)-step")
         if self.s == 0.0:
             beta[-1] = 0.0
         self.beta[:] = beta
-        self.refresh_outputs()
+
+    def fused_step(self, mu: float, mu_next: float, loss) -> tuple[float, float]:
+        """The factorized (w, b)-step and the pass after it in one sweep over the rows
+        (:func:`solvers.alm.kernels.fused_outputs_and_pass`): beta from the factor and the
+        right-hand side X~'z the previous sweep accumulated, then the new outputs, the
+        multiplier step (9) with ``mu``, the e-step (10) with ``mu_next`` and the next X~'z.
+        Returns (||X~ beta - X~ beta_old||, ||primal residual||^2)."""
+        if self.rhs is None:
+            self.rhs = self.adjoint(self.z)
+        self.factorized_beta(mu)
+        if self.buffers is None:
+            self.buffers = np.empty((self.rows.n_blocks, padded_width(self.beta.shape[0] - 1)))
+            self.stats = np.empty((self.rows.n_blocks, 4))
+        rhs = np.empty(self.beta.shape[0] - 1)
+        problem = self.problem
+        with thread_count(self.rows.n_blocks):
+            diff, primal, zsum, _ = fused_outputs_and_pass(
+                loss.code, loss.p, self.rows, self.beta[:-1], self.s * self.beta[-1],
+                problem.y, problem.cost, self.outputs, self.e, self.lam, self.z, mu, mu_next,
+                self.buffers, self.stats, rhs)
+        self.rhs = np.append(rhs, self.s * zsum)
+        return math.sqrt(diff), primal
 
     def inexact_step(self, mu: float) -> None:
         """One steepest-descent step on (14) with the exact step length: the gradient (16)
@@ -260,11 +335,28 @@ def solve(problem: BinaryProblem, params: ALMParams | None = None,
     dual_evaluations = 0
     iteration = 0
     gap = math.inf
+    adapt = adapts_mu(problem, params)
+    fused = factorized and not params.residual_balancing
     for iteration in range(1, params.max_iter + 1):
+        # the next mu (residual balancing: after the step, from its residuals)
+        mu_next = min(mu * params.rho, params.mu_max)
+        if adapt and iteration in MU_CHECKS:
+            target = min(active_mu(problem, it.row_energy(), it.e), params.mu_max)
+            if target < mu_next / MU_CHANGE:
+                mu_next = target
         # (w, b)-step (14) with e fixed
         old_outputs = it.outputs
         cg = 0
-        if factorized:
+        if fused:
+            # the step, then the multiplier step (9) with mu and the e-step (10) with the
+            # next mu, in one sweep over the rows
+            try:
+                change, primal_sq = it.fused_step(mu, mu_next, loss)
+            except FloatingPointError as error:
+                status, message = Termination.NUMERICAL_ERROR, str(error)
+                break
+            dual_residual = mu * change
+        elif factorized:
             try:
                 it.factorized_step(mu)
             except FloatingPointError as error:
@@ -279,22 +371,21 @@ def solve(problem: BinaryProblem, params: ALMParams | None = None,
         else:
             it.outputs = old_outputs.copy()
             it.inexact_step(mu)
-        if not factorized and iteration % _REFRESH == 0:
-            it.refresh_outputs()
-        dual_residual = mu * float(np.linalg.norm(it.outputs - old_outputs))
-        # the next mu, then one pass: multiplier step (9) with mu, e-step (10) with the next mu
-        if params.residual_balancing:
-            primal = float(np.linalg.norm(it.outputs - y + it.e))
-            if primal > params.balance_ratio * dual_residual:
-                mu_next = min(mu * params.balance_factor, params.mu_max)
-            elif dual_residual > params.balance_ratio * primal:
-                mu_next = max(mu / params.balance_factor, mu_floor)
-            else:
-                mu_next = mu
-        else:
-            mu_next = min(mu * params.rho, params.mu_max)
-        primal_sq = multiplier_and_e_step(loss.code, loss.p, y, problem.cost, it.outputs,
-                                          it.e, it.lam, it.z, mu, mu_next, True)
+        if not fused:
+            if not factorized and iteration % _REFRESH == 0:
+                it.refresh_outputs()
+            dual_residual = mu * float(np.linalg.norm(it.outputs - old_outputs))
+            if params.residual_balancing:
+                primal = float(np.linalg.norm(it.outputs - y + it.e))
+                if primal > params.balance_ratio * dual_residual:
+                    mu_next = min(mu * params.balance_factor, params.mu_max)
+                elif dual_residual > params.balance_ratio * primal:
+                    mu_next = max(mu / params.balance_factor, mu_floor)
+                else:
+                    mu_next = mu
+            # one pass: multiplier step (9) with mu, e-step (10) with the next mu
+            primal_sq = multiplier_and_e_step(loss.code, loss.p, y, problem.cost, it.outputs,
+                                              it.e, it.lam, it.z, mu, mu_next, True)
         objective = problem.objective_from_slacks(it.beta, 1.0 - y * it.outputs)
         # the certificate: alpha = -y lambda in the dual range, balanced for the free bias, at
         # the first and every gap_every-th iteration; in between, the best dual value so far
@@ -303,7 +394,12 @@ def solve(problem: BinaryProblem, params: ALMParams | None = None,
             alpha = np.clip(-y * it.lam, lower, upper)
             if problem.bias == "free":
                 alpha = problem.balance(alpha)
-            best_dual = max(best_dual, scaled_dual_value(problem, alpha))
+            # beta(alpha) = X~'(alpha y) by the iterate's row kernels (binary values: indices
+            # only), as problem.primal_from_dual has it (no bias entry unless regularized)
+            beta_alpha = it.adjoint(alpha * y)
+            if problem.bias != "regularized":
+                beta_alpha[-1] = 0.0
+            best_dual = max(best_dual, scaled_dual_value(problem, alpha, beta_alpha))
             dual_evaluations += 1
         gap = (objective - best_dual) / max(abs(objective), 1e-300)
         if objective < best[0]:
@@ -338,7 +434,7 @@ def solve(problem: BinaryProblem, params: ALMParams | None = None,
     objective = problem.objective(final)
     extras = {"variant": params.variant, "relative_duality_gap": gap, "mu": mu,
               "w_solver": "cholesky" if factorized else ("cgls" if exact else "gradient"),
-              "dual_evaluations": dual_evaluations}
+              "dual_evaluations": dual_evaluations, "factorizations": it.factorizations}
     if exact:
         extras["cgls_iterations"] = total_cg
     return Solution(final, objective, status, message, iteration, extras)

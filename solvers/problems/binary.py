@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 from solvers.core.linalg import dot
 from solvers.core.sparse import csr_matvec, csr_rmatvec, use_parallel
@@ -64,38 +65,72 @@ def balancing_shift(alpha: np.ndarray, y: np.ndarray, lower: np.ndarray,
     piecewise linear with slope #{i: a_i < s < b_i}; the root is found on the sorted breakpoints
     on the side of 0 where g changes sign, exactly (no iteration).
     """
-    pos = y > 0
-    a = np.where(pos, lower - alpha, alpha - upper)
-    b = np.where(pos, upper - alpha, alpha - lower)
-    g0 = dot(y, np.clip(alpha, lower, upper))
+    alpha, y, lower, upper = (np.ascontiguousarray(v, dtype=np.float64)
+                              for v in (alpha, y, lower, upper))
+    g0, direction, slope, events, changes = _balancing_events(alpha, y, lower, upper)
     if g0 == 0.0:
         return 0.0
+    order = np.argsort(events)  # ties: zero-length segments, any order gives the root
+    s, found = _balancing_walk(abs(g0), direction, slope, events, changes, order)
+    return s if found else None
+
+
+# The NumPy version these replace built ten temporaries of n entries: 3.5 ms a call against
+# 1.1 ms for its sort on w8a (2026-11-23); NumPy's sort stays (Numba's argsort took longer).
+
+@njit(cache=True, nogil=True)
+def _balancing_events(alpha, y, lower, upper):
+    """g(0), the walking direction, the slope at 0 and the breakpoints with their slope
+    changes, in one pass."""
+    n = alpha.shape[0]
+    g0 = 0.0
+    for i in range(n):
+        g0 += y[i] * min(max(alpha[i], lower[i]), upper[i])
     direction = 1.0 if g0 < 0.0 else -1.0
     # walk s = direction * t, t >= 0; the term slopes in t are the same (+1 inside)
-    a_t, b_t = (a, b) if direction > 0 else (-b, -a)
-    slope = float(np.count_nonzero((a_t <= 0.0) & (b_t > 0.0)))
-    enter = a_t[(a_t > 0.0) & np.isfinite(a_t)]
-    leave = b_t[(b_t > 0.0) & np.isfinite(b_t)]
-    events = np.concatenate((enter, leave))
-    changes = np.concatenate((np.ones(enter.size), -np.ones(leave.size)))
-    order = np.argsort(events, kind="stable")
-    events, changes = events[order], changes[order]
-    # |g| falls at rate slopes[k] on the segment (t_k, t_{k+1}) of t_0 = 0 < events: the
-    # distance covered by the end of each segment is a cumulative sum; the root lies on the
-    # first segment (of positive slope) whose end covers |g0|
-    remaining = abs(g0)
-    starts = np.concatenate(([0.0], events))
-    slopes = slope + np.concatenate(([0.0], np.cumsum(changes)))
-    covered = np.cumsum(slopes[:-1] * np.diff(starts))
-    reached = np.flatnonzero((slopes[:-1] > 0.0) & (covered >= remaining))
-    if reached.size:
-        k = int(reached[0])
-        before = float(covered[k - 1]) if k > 0 else 0.0
-        return direction * (starts[k] + (remaining - before) / slopes[k])
-    if slopes[-1] > 0.0:  # unbounded terms (least squares): linear past the last event
-        before = float(covered[-1]) if covered.size else 0.0
-        return direction * (starts[-1] + (remaining - before) / slopes[-1])
-    return None
+    events = np.empty(2 * n)
+    changes = np.empty(2 * n)
+    m = 0
+    slope = 0.0
+    if g0 == 0.0:
+        return g0, direction, slope, events[:0], changes[:0]
+    for i in range(n):
+        if y[i] > 0.0:
+            a, b = lower[i] - alpha[i], upper[i] - alpha[i]
+        else:
+            a, b = alpha[i] - upper[i], alpha[i] - lower[i]
+        if direction < 0.0:
+            a, b = -b, -a
+        if a <= 0.0 and b > 0.0:
+            slope += 1.0
+        if a > 0.0 and np.isfinite(a):
+            events[m] = a
+            changes[m] = 1.0
+            m += 1
+        if b > 0.0 and np.isfinite(b):
+            events[m] = b
+            changes[m] = -1.0
+            m += 1
+    return g0, direction, slope, events[:m], changes[:m]
+
+
+@njit(cache=True, nogil=True)
+def _balancing_walk(remaining, direction, slope, events, changes, order):
+    """|g| falls at rate ``slope`` on each segment between consecutive breakpoints; the root
+    lies on the first segment (of positive slope) whose end covers |g(0)|."""
+    start = 0.0
+    covered = 0.0
+    for k in range(order.shape[0]):
+        t = events[order[k]]
+        segment = slope * (t - start)
+        if slope > 0.0 and covered + segment >= remaining:
+            return direction * (start + (remaining - covered) / slope), True
+        covered += segment
+        start = t
+        slope += changes[order[k]]
+    if slope > 0.0:  # unbounded terms (least squares): linear past the last event
+        return direction * (start + (remaining - covered) / slope), True
+    return 0.0, False
 
 
 @dataclass
