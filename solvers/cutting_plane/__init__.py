@@ -149,6 +149,13 @@ def warm_up() -> None:
     # the active-set QP runs only once the SMO's budget is spent: compile it directly
     H = np.array([[2.0, 1.0], [1.0, 2.0]])
     simplex_active_set(H, np.array([1.0, 0.5]), np.zeros(2), 2, 1e-12, 0.0, 10, 10)
+    # the cut buffer's compaction runs only once a cut has been inactive for max_inactive
+    # solves
+    buffer = CutBuffer(2, max_inactive=1)
+    buffer.add(np.array([1.0, 0.0]), 1.0)
+    buffer.add(np.array([0.0, -1.0]), -5.0)
+    buffer.solve(1e-6)
+    buffer.prune()
 
 
 SPECS = (

@@ -182,6 +182,35 @@ def _combine(ptr, idx, val, m, coef, out):
                 out[idx[k]] += c * val[k]
 
 
+@njit(cache=True, nogil=True)
+def _compact(H, b, alpha, inactive, ptr, idx, val, m, keep):
+    """Keep the cuts ``keep`` (sorted) of the m stored, in place: H's rows and columns, the
+    offsets, alpha, the inactivity counts and the entries (one Numba pass: the NumPy fancy
+    indexing and one arange per cut it replaces took about 1 ms per call on dna)."""
+    m_new = keep.shape[0]
+    for r in range(m_new):
+        kr = keep[r]
+        for c in range(m_new):
+            H[r, c] = H[kr, keep[c]]
+        b[r] = b[kr]
+        alpha[r] = alpha[kr]
+        inactive[r] = inactive[kr]
+    for r in range(m_new, m):
+        b[r] = 0.0
+        alpha[r] = 0.0
+        inactive[r] = 0
+    pos = 0
+    for r in range(m_new):
+        kr = keep[r]
+        start, stop = ptr[kr], ptr[kr + 1]
+        ptr[r] = pos  # ptr[kr] >= ptr[r] and the entries move left: no overwrite
+        for t in range(start, stop):
+            idx[pos] = idx[t]
+            val[pos] = val[t]
+            pos += 1
+    ptr[m_new] = pos
+
+
 class CutBuffer:
     """The cuts (a_j, b_j), their Gram matrix H and the dual alpha (module docstring)."""
 
@@ -260,20 +289,8 @@ class CutBuffer:
     def _keep(self, keep: np.ndarray):
         """Keep the cuts ``keep`` (sorted), compacting H, the offsets, alpha and the entries."""
         m_new = keep.shape[0]
-        self.H[:m_new, :m_new] = self.H[np.ix_(keep, keep)]
-        for name in ("b", "alpha", "inactive"):
-            arr = getattr(self, name)
-            arr[:m_new] = arr[keep]
-            arr[m_new:self.m] = 0
-        lengths = self.ptr[keep + 1] - self.ptr[keep]
-        starts = self.ptr[keep]
-        ptr = np.zeros(m_new + 1, dtype=np.int64)
-        np.cumsum(lengths, out=ptr[1:])
-        pieces = [np.arange(s, s + n) for s, n in zip(starts, lengths, strict=True)]
-        take = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
-        self.idx[:ptr[-1]] = self.idx[take]
-        self.val[:ptr[-1]] = self.val[take]
-        self.ptr[:m_new + 1] = ptr
+        _compact(self.H, self.b, self.alpha, self.inactive, self.ptr, self.idx, self.val,
+                 self.m, np.ascontiguousarray(keep, dtype=np.int64))
         self.removed += self.m - m_new
         self.m = m_new
 
