@@ -3,6 +3,8 @@
     python -m bench.bench_service cancel [--trials 10] [--database-url URL]
     python -m bench.bench_service load [--clients 20] [--seconds 60] [--database-url URL]
     python -m bench.bench_service memory [--rounds 6] [--database-url URL]
+    python -m bench.bench_service predict [--baseline SOURCE_TREE] [--rounds 5]
+        [--requests 2000] [--seconds 10] [--connections 8] [--database-url URL]
 
 ``cancel``: how long a running job takes to end after ``POST /jobs/{id}/cancel`` (until
 ``GET /jobs/{id}`` reports ``cancelled``), on a9a with parameters that never converge; the
@@ -21,6 +23,12 @@ machine with the service.
 ``--rounds`` large uploads (ijcnn1.t four times over, 57 MB of text, fresh content each time,
 deleted after), and after as many batch predictions with a 12 MB JSON body; the peak is sampled
 every 20 ms.  What the process keeps once a large request is over is what it holds idle.
+
+``predict``: GET predict of a linear model (mfn on a9a): ``--requests`` sequential requests
+from one client (p50/p99), then ``wrk`` (``apt-get install wrk``) with ``--connections`` for
+``--seconds`` (predictions/s, p50/p99), and the web process's CPU time per request; with
+``--baseline``, a second server runs that source tree (first on its ``PYTHONPATH``) and the two
+are measured in turn, round by round, the order alternating.
 
 The server runs with one worker (``cancel``, ``memory``) or two (``load``), its data in a temporary
 directory, SQLite unless ``--database-url`` is given, with an admin API key made up here.
