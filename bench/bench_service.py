@@ -401,18 +401,23 @@ def _wrk(server: Server, model: str, seconds: float, connections: int) -> dict:
             "server_cpu_ms_per_request": 1e3 * cpu / max(requests, 1)}
 
 
-def predict_ab(directory: Path, variants: dict[str, str | None], rounds: int, requests: int,
+def predict_ab(directory: Path, variants: dict, rounds: int, requests: int,
                seconds: float, connections: int, database_url: str | None) -> dict:
     """GET predict of a linear model (mfn on a9a), single client and under wrk, on one server
-    per variant (each variant a source tree put first on ``PYTHONPATH``, None: as installed),
+    per variant (each variant a source tree put first on ``PYTHONPATH``, None: as installed,
+    or (source tree, ``SVMSVC_X=value``) for a setting),
     the variants interleaved round by round, the order alternating."""
     servers = {}
     try:
-        for name, source in variants.items():
+        for number, (name, source) in enumerate(variants.items()):
+            source, setting = source if isinstance(source, tuple) else (source, None)
             env = {"PYTHONPATH": source} if source else {}
-            (directory / name).mkdir()
-            servers[name] = Server(directory / name, workers=1, database_url=database_url,
-                                   extra_env=env)
+            if setting:
+                key, _, value = setting.partition("=")
+                env[key] = value
+            (directory / str(number)).mkdir()
+            servers[name] = Server(directory / str(number), workers=1,
+                                   database_url=database_url, extra_env=env)
         models = {}
         for name, server in servers.items():
             server.wait_ready()
@@ -468,6 +473,8 @@ def main(argv: list[str] | None = None) -> None:
                          help="sequential requests per round")
     predict.add_argument("--seconds", type=float, default=10.0, help="wrk duration per round")
     predict.add_argument("--connections", type=int, default=8, help="wrk connections")
+    predict.add_argument("--also", action="append", default=[], metavar="SVMSVC_X=VALUE",
+                         help="also measure this tree with this setting (a third server)")
     predict.add_argument("--baseline", default=None,
                          help="a source tree (e.g. a worktree of main) to compare against, "
                               "run as a second server, interleaved")
@@ -481,6 +488,8 @@ def main(argv: list[str] | None = None) -> None:
         variants = {"this": here}
         if args.baseline:
             variants = {"baseline": str(Path(args.baseline).resolve()), "this": here}
+        for setting in args.also:
+            variants[f"this {setting}"] = (here, setting)
         with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
             print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                   f"{os.getloadavg()[0]:.2f}")
