@@ -56,7 +56,8 @@ def serve(args: argparse.Namespace) -> int:
             app.state.log_streams.close_threadsafe()
 
     Server(uvicorn.Config(app, host=settings.host, port=settings.port,
-                          log_level=settings.log_level.lower())).run()
+                          log_level=settings.log_level.lower(),
+                          access_log=settings.access_log)).run()
     return 0
 
 

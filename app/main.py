@@ -142,6 +142,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.model_cache = ModelCache(settings.model_cache_bytes)
     app.state.log_streams = LogStreams(None, settings.max_log_streams,
                                        settings.max_log_streams_per_key)
+    metrics.watch_log_streams(app.state.log_streams)
     install_error_handlers(app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(ReleaseMemoryMiddleware)

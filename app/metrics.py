@@ -4,6 +4,10 @@
   ``svmsvc_http_request_duration_seconds{method, route}`` (route = the path template);
 * ``svmsvc_jobs{status}``: jobs in each state, counted in the database at scrape time;
 * ``svmsvc_workers{state}``: worker processes ``busy``, ``idle`` or ``starting``;
+* ``svmsvc_log_streams_open``: live log streams open now, and
+  ``svmsvc_log_streams_open_by_owner{owner}`` per API key (``key:`` and the first 12 hex
+  digits of the key's SHA-256 digest) or per client address (``client:<address>``) when the
+  service has no keys;
 * ``svmsvc_jobs_finished_total{status}`` and ``svmsvc_worker_restarts_total{reason}``
   (``crashed`` or ``killed``) since the process started.
 """
@@ -44,6 +48,37 @@ class ServiceMetrics:
     def watch(self, sessions, pool) -> None:
         """Report job states (from the database) and worker states (from ``pool``)."""
         self.registry.register(_StateCollector(sessions, pool))
+
+    def watch_log_streams(self, streams) -> None:
+        """Report the live log streams open now (``streams``: the app's ``LogStreams``)."""
+        self.registry.register(_LogStreamCollector(streams))
+
+
+def owner_label(owner: str) -> str:
+    """The ``owner`` label of a stream owner: ``key:`` and the first 12 hex digits of the
+    key's SHA-256 digest (enough to tell keys apart, not the digest itself), or the client's
+    address as is (``client:<address>``) when the service has no keys."""
+    return owner if owner.startswith("client:") else f"key:{owner[:12]}"
+
+
+class _LogStreamCollector:
+    def __init__(self, streams):
+        self._streams = streams
+
+    def collect(self):
+        by_owner = self._streams.open_by_owner()  # a copy: read once
+        total = GaugeMetricFamily("svmsvc_log_streams_open",
+                                  "Live log streams open now.")
+        total.add_metric([], sum(by_owner.values()))
+        yield total
+        per_owner = GaugeMetricFamily(
+            "svmsvc_log_streams_open_by_owner",
+            "Live log streams open now per API key (key: and the first 12 hex digits of its "
+            "SHA-256 digest), or per client address when the service has no keys.",
+            labels=["owner"])
+        for owner, count in sorted(by_owner.items()):
+            per_owner.add_metric([owner_label(owner)], count)
+        yield per_owner
 
 
 class _StateCollector:

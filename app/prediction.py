@@ -6,6 +6,7 @@ kernels belong to the worker processes, never to request threads.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
@@ -30,7 +31,13 @@ class ExampleFormatError(ValueError):
 
 
 def parse_features(text: str, n_features: int, *, zero_based: bool = False) -> sp.csr_matrix:
-    """One example from SVMlight feature text (``"3:0.5 7:1"``) as a 1 x n_features row.
+    """One example from SVMlight feature text (``"3:0.5 7:1"``) as a 1 x n_features row
+    (see :func:`parse_columns`)."""
+    return rows_to_csr([parse_columns(text, n_features, zero_based=zero_based)], n_features)
+
+
+def parse_columns(text: str, n_features: int, *, zero_based: bool = False) -> dict[int, float]:
+    """One example from SVMlight feature text (``"3:0.5 7:1"``) as {column: value}.
 
     Strict: every token is ``index:value`` with a decimal index (>= 1, or >= 0 when
     ``zero_based``) and a finite decimal value, each index at most once, in any order, and no
@@ -53,7 +60,7 @@ def parse_features(text: str, n_features: int, *, zero_based: bool = False) -> s
         if column >= n_features:
             raise ExampleFormatError(beyond_message(index, n_features, zero_based), token)
         columns[column] = value
-    return rows_to_csr([columns], n_features)
+    return columns
 
 
 def beyond_message(index: int, n_features: int, zero_based: bool) -> str:
@@ -79,6 +86,71 @@ def rows_to_csr(rows: Sequence[dict[int, float]], n_features: int) -> sp.csr_mat
         shape=(len(rows), n_features))
 
 
+class NotPlainRows(ValueError):
+    """A JSON body that :func:`json_rows_to_csr` does not take (anything but plain rows of
+    digit keys and finite numbers): the caller validates it the slow way, which names the
+    error."""
+
+
+_NOT_PLAIN = NotPlainRows()
+
+
+def _reject_constant(name: str):
+    raise _NOT_PLAIN
+
+
+def json_rows_to_csr(body: bytes, n_features: int, *, zero_based: bool = False):
+    """The rows of a batch-prediction body ``{"rows": [{"3": 0.5, ...}, ...]}`` as the arrays
+    ``(indptr, indices as sent, values, row of each entry)``, read straight into arrays.
+
+    Each row object is turned into array entries as soon as the JSON decoder has read it, so
+    no list of 60,000 dicts (or of validated models) is ever built: those small objects left
+    the web process's small-object heap fragmented (idle memory crept up after every large
+    JSON prediction).  Raises :class:`NotPlainRows` for anything but an object whose only key
+    is ``rows``, a non-empty list of objects with decimal-digit keys (each at most once) and
+    finite numeric values: the caller then validates it with the request model, for its
+    messages.  Index bounds are not checked here.
+    """
+    from array import array
+
+    indptr = array("q", [0])
+    columns = array("q")
+    values = array("d")
+    row_marker = object()
+    top: dict = {}
+
+    def hook(pairs):
+        if len(pairs) == 1 and pairs[0][0] == "rows" and not isinstance(pairs[0][1], dict):
+            top["rows"] = pairs[0][1]
+            return top
+        start = len(columns)
+        for key, value in pairs:
+            if not (key.isdigit() and key.isascii()) or type(value) not in (float, int):
+                raise _NOT_PLAIN
+            columns.append(int(key))
+            values.append(value)  # an int too large for a double raises OverflowError
+        if len(columns) - start > 1 and len(set(columns[start:])) != len(columns) - start:
+            raise _NOT_PLAIN  # a feature given twice: the request model's rule decides
+        indptr.append(len(columns))
+        return row_marker
+
+    try:
+        parsed = json.loads(body, object_pairs_hook=hook, parse_constant=_reject_constant)
+    except (ValueError, OverflowError, RecursionError, TypeError):
+        raise _NOT_PLAIN from None
+    rows = top.get("rows")
+    if (parsed is not top or not isinstance(rows, list) or not rows
+            or len(rows) != len(indptr) - 1 or any(r is not row_marker for r in rows)):
+        raise _NOT_PLAIN
+    data = np.frombuffer(values, dtype=np.float64).copy()
+    if not np.all(np.isfinite(data)):
+        raise _NOT_PLAIN
+    sent = np.frombuffer(columns, dtype=np.int64).copy()
+    pointers = np.frombuffer(indptr, dtype=np.int64).copy()
+    row_of = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(pointers))
+    return pointers, sent, data, row_of
+
+
 def label_unlabelled_lines(body: bytes) -> bytes:
     """SVMlight text whose lines may omit the label: give such lines the label 0.
 
@@ -94,6 +166,21 @@ def label_unlabelled_lines(body: bytes) -> bytes:
     return b"\n".join(lines)
 
 
+def predictions_json(model, X) -> bytes | None:
+    """The JSON of :class:`app.schemas.PredictionsPublic` for the rows of ``X``, written
+    directly (no dict and no response model per row); None if a score is not finite (let
+    the response model say how it is sent)."""
+    raw = model.decision_function(X, parallel=False)
+    labels = np.asarray(model.labels_from_scores(raw), dtype=np.float64)
+    scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
+    if not (np.all(np.isfinite(scores)) and np.all(np.isfinite(labels))):
+        return None
+    parts = ",".join(
+        f'{{"label":{label!r},"decision_values":[{",".join(map(repr, row))}]}}'
+        for label, row in zip(labels.tolist(), scores.tolist(), strict=True))
+    return f'{{"data":[{parts}],"count":{X.shape[0]}}}'.encode()
+
+
 def predictions(model, X) -> list[dict[str, Any]]:
     """Label and decision values of each row of ``X`` (serial kernels)."""
     raw = model.decision_function(X, parallel=False)
@@ -103,6 +190,40 @@ def predictions(model, X) -> list[dict[str, Any]]:
         {"label": float(label), "decision_values": [float(v) for v in row]}
         for label, row in zip(labels, scores, strict=True)
     ]
+
+
+def predict_linear_one(model, columns: dict[int, float]) -> bytes | None:
+    """The JSON of :class:`app.schemas.PredictionPublic` for one example of a linear model,
+    scored by the library's own serial kernel on the example's arrays (the same arithmetic
+    as ``decision_function``, without building a SciPy matrix, which cost more than the rest
+    of a prediction); None when ``model`` is not linear (use :func:`predictions`).
+
+    Cheap enough for the event loop: its time is linear in the example's features, which the
+    query string bounds.
+    """
+    from solvers.core.sparse import matmat_serial, matvec_serial
+    from solvers.models.linear import LinearModel
+
+    if type(model) is not LinearModel:
+        return None
+    order = sorted(columns)
+    indptr = np.array([0, len(order)], dtype=np.int32)
+    indices = np.array(order, dtype=np.int32)
+    data = np.array([columns[c] for c in order], dtype=np.float64)
+    coef, intercept = model.coef_, model.intercept_
+    if coef.shape[0] == 1:
+        raw = np.empty(1)
+        matvec_serial(indptr, indices, data, coef[0], float(intercept[0]), raw)
+    else:
+        raw = np.empty((1, coef.shape[0]))
+        matmat_serial(indptr, indices, data, coef, intercept, raw)
+    label = float(model.labels_from_scores(raw)[0])
+    values = raw.ravel().tolist()
+    try:
+        return json.dumps({"label": label, "decision_values": values},
+                          allow_nan=False).encode()
+    except ValueError:  # a non-finite score: let the response model say how it is sent
+        return None
 
 
 class ModelCache:
@@ -122,6 +243,15 @@ class ModelCache:
     def size_bytes(self) -> int:
         """Bytes of the models held now."""
         return self._bytes
+
+    def peek(self, model_id: uuid.UUID):
+        """The model if it is cached (marked as used), else None; never loads."""
+        with self._lock:
+            entry = self._models.get(model_id)
+            if entry is None:
+                return None
+            self._models.move_to_end(model_id)
+            return entry[0]
 
     def get(self, model_id: uuid.UUID, load_bytes: Callable[[], bytes]):
         """The model, loaded from ``load_bytes()`` unless cached."""

@@ -3,6 +3,8 @@
     python -m bench.bench_service cancel [--trials 10] [--database-url URL]
     python -m bench.bench_service load [--clients 20] [--seconds 60] [--database-url URL]
     python -m bench.bench_service memory [--rounds 6] [--database-url URL]
+    python -m bench.bench_service predict [--baseline SOURCE_TREE] [--rounds 5]
+        [--requests 2000] [--seconds 10] [--connections 8] [--database-url URL]
 
 ``cancel``: how long a running job takes to end after ``POST /jobs/{id}/cancel`` (until
 ``GET /jobs/{id}`` reports ``cancelled``), on a9a with parameters that never converge; the
@@ -22,6 +24,12 @@ machine with the service.
 deleted after), and after as many batch predictions with a 12 MB JSON body; the peak is sampled
 every 20 ms.  What the process keeps once a large request is over is what it holds idle.
 
+``predict``: GET predict of a linear model (mfn on a9a): ``--requests`` sequential requests
+from one client (p50/p99), then ``wrk`` (``apt-get install wrk``) with ``--connections`` for
+``--seconds`` (predictions/s, p50/p99), and the web process's CPU time per request; with
+``--baseline``, a second server runs that source tree (first on its ``PYTHONPATH``) and the two
+are measured in turn, round by round, the order alternating.
+
 The server runs with one worker (``cancel``, ``memory``) or two (``load``), its data in a temporary
 directory, SQLite unless ``--database-url`` is given, with an admin API key made up here.
 """
@@ -29,6 +37,7 @@ directory, SQLite unless ``--database-url`` is given, with an admin API key made
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import statistics
@@ -50,7 +59,7 @@ class Server:
     """``svmsvc serve`` on a free port with its own data directory."""
 
     def __init__(self, directory: Path, *, workers: int = 1, database_url: str | None = None,
-                 **settings):
+                 extra_env: dict[str, str] | None = None, **settings):
         import socket
 
         with socket.socket() as sock:
@@ -62,6 +71,7 @@ class Server:
         if database_url:
             env["SVMSVC_DATABASE_URL"] = database_url
         env.update({f"SVMSVC_{k.upper()}": str(v) for k, v in settings.items()})
+        env.update(extra_env or {})
         self.log_path = directory / "server.log"
         self._log = open(self.log_path, "wb")
         svmsvc = Path(sys.executable).parent / "svmsvc"
@@ -325,6 +335,128 @@ def memory(server: Server, rounds: int) -> dict:
     return figures
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux ``/proc``), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+PREDICT_X = "3:1 11:1 14:1 19:1 39:1 42:1 55:1 64:1 67:1 73:1 75:1 76:1 80:1 83:1"
+"""The first example of a9a (14 features): GET predict's query."""
+
+
+def _sequential(server: Server, model: str, requests: int) -> dict:
+    """``requests`` GET predicts one after another on one keep-alive connection
+    (``http.client``: a lighter client than httpx, so its own time counts less)."""
+    import http.client
+    from urllib.parse import quote
+
+    path = f"/api/v1/models/{model}/predict?x={quote(PREDICT_X)}"
+    connection = http.client.HTTPConnection("127.0.0.1", server.port)
+    times = []
+    cpu = cpu_seconds(server.process.pid)
+    for _ in range(requests):
+        start = time.perf_counter()
+        connection.request("GET", path, headers=server.headers)
+        response = connection.getresponse()
+        response.read()
+        times.append(time.perf_counter() - start)
+        if response.status != 200:
+            raise SystemExit(f"GET predict: {response.status}")
+    cpu = cpu_seconds(server.process.pid) - cpu
+    connection.close()
+    return {"p50_ms": 1e3 * _percentile(times, 0.5), "p99_ms": 1e3 * _percentile(times, 0.99),
+            "server_cpu_ms_per_request": 1e3 * cpu / requests}
+
+
+def _wrk(server: Server, model: str, seconds: float, connections: int) -> dict:
+    """Throughput of GET predict under ``wrk`` (one thread, ``connections`` keep-alive
+    connections; wrk is C and event-driven, so it takes little of the cores itself)."""
+    import re
+    import shutil
+    from urllib.parse import quote
+
+    if shutil.which("wrk") is None:
+        return {"error": "wrk not installed (apt-get install wrk)"}
+    cpu = cpu_seconds(server.process.pid)
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency",
+         "-H", f"X-API-Key: {ADMIN_KEY}",
+         f"{server.url}/api/v1/models/{model}/predict?x={quote(PREDICT_X)}"],
+        capture_output=True, text=True, check=True).stdout
+    cpu = cpu_seconds(server.process.pid) - cpu
+
+    def ms(text: str) -> float:
+        value, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()
+        return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = re.search(r"Socket errors: (.*)", out)
+    return {"per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+            "p50_ms": ms(re.search(r"50%\s+(\S+)", out).group(1)),
+            "p99_ms": ms(re.search(r"99%\s+(\S+)", out).group(1)),
+            "non_2xx": int(bad.group(1)) if bad else 0,
+            "socket_errors": errors.group(1) if errors else "none",
+            "server_cpu_ms_per_request": 1e3 * cpu / max(requests, 1)}
+
+
+def predict_ab(directory: Path, variants: dict, rounds: int, requests: int,
+               seconds: float, connections: int, database_url: str | None) -> dict:
+    """GET predict of a linear model (mfn on a9a), single client and under wrk, on one server
+    per variant (each variant a source tree put first on ``PYTHONPATH``, None: as installed,
+    or (source tree, ``SVMSVC_X=value``) for a setting),
+    the variants interleaved round by round, the order alternating."""
+    servers = {}
+    try:
+        for number, (name, source) in enumerate(variants.items()):
+            source, setting = source if isinstance(source, tuple) else (source, None)
+            env = {"PYTHONPATH": source} if source else {}
+            if setting:
+                key, _, value = setting.partition("=")
+                env[key] = value
+            (directory / str(number)).mkdir()
+            servers[name] = Server(directory / str(number), workers=1,
+                                   database_url=database_url, extra_env=env)
+        models = {}
+        for name, server in servers.items():
+            server.wait_ready()
+            with server.client() as client:
+                a9a = upload(client, DATA_DIR / "a9a")
+                job = client.post("/api/v1/jobs", json={
+                    "dataset_id": a9a, "params": {"solver": "mfn", "C": 1.0}}).json()
+                job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded",
+                                  timeout=600)
+                models[name] = job["model_id"]
+            _sequential(server, models[name], 300)  # warm-up: kernels, cache, connections
+        results: dict = {name: [] for name in servers}
+        names = list(servers)
+        for round_ in range(rounds):
+            for name in (names if round_ % 2 == 0 else names[::-1]):
+                server = servers[name]
+                figures = {"utc": time.strftime("%H:%M:%S", time.gmtime()),
+                           "load": os.getloadavg()[0],
+                           "sequential": _sequential(server, models[name], requests),
+                           "wrk": _wrk(server, models[name], seconds, connections)}
+                results[name].append(figures)
+                print(name, json.dumps(figures), flush=True)
+        summary = {}
+        for name, runs in results.items():
+            summary[name] = {
+                "sequential_p50_ms": statistics.median(r["sequential"]["p50_ms"] for r in runs),
+                "sequential_p99_ms": statistics.median(r["sequential"]["p99_ms"] for r in runs),
+                "sequential_cpu_ms": statistics.median(
+                    r["sequential"]["server_cpu_ms_per_request"] for r in runs),
+                "wrk_per_s": statistics.median(r["wrk"].get("per_s", 0) for r in runs),
+                "wrk_p50_ms": statistics.median(r["wrk"].get("p50_ms", 0) for r in runs),
+                "wrk_cpu_ms": statistics.median(
+                    r["wrk"].get("server_cpu_ms_per_request", 0) for r in runs)}
+        return summary
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -335,9 +467,38 @@ def main(argv: list[str] | None = None) -> None:
     mixed.add_argument("--seconds", type=float, default=60.0)
     resident = commands.add_parser("memory", help="idle memory after large requests")
     resident.add_argument("--rounds", type=int, default=6)
-    for command in (cancel, mixed, resident):
+    predict = commands.add_parser("predict", help="GET predict: single client and wrk, A/B")
+    predict.add_argument("--rounds", type=int, default=5)
+    predict.add_argument("--requests", type=int, default=2000,
+                         help="sequential requests per round")
+    predict.add_argument("--seconds", type=float, default=10.0, help="wrk duration per round")
+    predict.add_argument("--connections", type=int, default=8, help="wrk connections")
+    predict.add_argument("--also", action="append", default=[], metavar="SVMSVC_X=VALUE",
+                         help="also measure this tree with this setting (a third server)")
+    predict.add_argument("--baseline", default=None,
+                         help="a source tree (e.g. a worktree of main) to compare against, "
+                              "run as a second server, interleaved")
+    for command in (cancel, mixed, resident, predict):
         command.add_argument("--database-url", default=None)
     args = parser.parse_args(argv)
+    if args.command == "predict":
+        import json
+
+        here = str(Path(__file__).resolve().parents[1])
+        variants = {"this": here}
+        if args.baseline:
+            variants = {"baseline": str(Path(args.baseline).resolve()), "this": here}
+        for setting in args.also:
+            variants[f"this {setting}"] = (here, setting)
+        with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
+            print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+                  f"{os.getloadavg()[0]:.2f}")
+            summary = predict_ab(Path(directory), variants, args.rounds, args.requests,
+                                 args.seconds, args.connections, args.database_url)
+            print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+                  f"{os.getloadavg()[0]:.2f}")
+            print(json.dumps(summary, indent=1))
+        return
     with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
         server = Server(Path(directory), workers=2 if args.command == "load" else 1,
                         database_url=args.database_url, max_queued_jobs_per_key=10**6)

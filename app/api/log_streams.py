@@ -133,6 +133,10 @@ class LogStreams:
         """Streams open now."""
         return sum(self._open.values())
 
+    def open_by_owner(self) -> dict[str, int]:
+        """Streams open now per owner (a key's digest, or ``client:<address>``)."""
+        return dict(self._open)
+
     @property
     def watched_jobs(self) -> int:
         """Jobs with a feed (a poller) now."""

@@ -62,6 +62,9 @@ class Settings(BaseSettings):
         256 * 2**20, ge=0, description="Bytes of models kept loaded in the web process for "
                                        "predictions (the sizes of their archives).")
     log_level: str = Field("info", description="Logging level of the service.")
+    access_log: bool = Field(
+        True, description="Log a line per HTTP request (uvicorn's access log); the requests "
+                          "are counted in /metrics either way.")
     orphan_grace_s: float = Field(
         3600.0, ge=0, description="At start-up, temporary upload files and stored dataset "
                                   "files without a database row older than this are removed.")

@@ -152,6 +152,30 @@ def test_metrics(api):
     assert 'svmsvc_jobs_finished_total{status="succeeded"}' in text
 
 
+def test_metrics_count_open_log_streams(api):
+    """The gauges of live log streams follow the slots taken and given back (in all and per
+    owner, a key shown only by a prefix of its digest)."""
+    from app.core.security import key_digest
+
+    streams = api.app.state.log_streams
+    digest = key_digest("some-key")
+    owners = [digest, digest, "client:10.0.0.7"]
+    for owner in owners:
+        streams.acquire(owner)
+    try:
+        text = api.get("/metrics").text
+        assert "svmsvc_log_streams_open 3.0" in text
+        assert f'svmsvc_log_streams_open_by_owner{{owner="key:{digest[:12]}"}} 2.0' in text
+        assert 'svmsvc_log_streams_open_by_owner{owner="client:10.0.0.7"} 1.0' in text
+        assert digest not in text
+    finally:
+        for owner in owners:
+            streams.release(owner)
+    text = api.get("/metrics").text
+    assert "svmsvc_log_streams_open 0.0" in text
+    assert "svmsvc_log_streams_open_by_owner{" not in text
+
+
 def test_a_database_outage_is_a_503_with_retry_after(api):
     """Requests that reach a database that does not answer get a 503 and a retry hint (not a
     500 with a traceback); the service answers again once the database is back."""

@@ -100,6 +100,11 @@ def test_many_streams_share_a_job_and_the_caps_refuse_more(server_factory):
     assert response.headers["retry-after"] == "10"
     assert "set by SVMSVC_MAX_LOG_STREAMS;" in response.json()["detail"]["message"]
 
+    metrics = server.client.get("/metrics").text
+    assert f"svmsvc_log_streams_open {float(TOTAL)}" in metrics
+    assert metrics.count("svmsvc_log_streams_open_by_owner{") == 2
+    assert f"}} {float(PER_KEY)}" in metrics and f"}} {float(TOTAL - PER_KEY)}" in metrics
+
     followers = many + few
     wait_for(lambda: all(len(f.iterations()) >= 20 for f in followers), PATIENCE_S,
              what="20 records on every stream")

@@ -10,6 +10,8 @@ import enum
 import uuid
 from typing import Annotated
 
+import numpy as np
+import scipy.sparse as sp
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import PlainTextResponse
 from pydantic import ValidationError
@@ -38,10 +40,14 @@ from app.evaluation import evaluate
 from app.prediction import (
     ExampleFormatError,
     ModelCache,
+    NotPlainRows,
     beyond_message,
+    json_rows_to_csr,
     label_unlabelled_lines,
-    parse_features,
+    parse_columns,
+    predict_linear_one,
     predictions,
+    predictions_json,
     rows_to_csr,
 )
 from app.schemas import (
@@ -146,21 +152,31 @@ def download_model(
 
 @router.get("/{model_id}/predict", name="predict", response_model=PredictionPublic,
             responses=responses(404, 422))
-def predict_one(
+async def predict_one(
     model_id: uuid.UUID,
-    cache: ModelCacheDep,
-    sessions: SessionsDep,
+    request: Request,
     x: Annotated[str, Query(description="One example as SVMlight features, e.g. "
                                         "'3:0.5 7:1' (space-separated index:value).")],
     zero_based: ZeroBased = False,
 ) -> PredictionPublic:
     """Label and decision value(s) of one example given in the query string."""
-    model = _load(cache, sessions, model_id)
+    # The hot path of the service: a cached linear model is scored on the event loop (tens
+    # of microseconds, bounded by the query string's length) and its JSON written directly;
+    # a model not cached is read in the thread pool, other models are scored there.
+    state = request.app.state
+    model = state.model_cache.peek(model_id)
+    if model is None:
+        model = await run_in_threadpool(_load, state.model_cache, state.sessions, model_id)
     try:
-        X = parse_features(x, model.n_features_in_, zero_based=zero_based)
+        columns = parse_columns(x, model.n_features_in_, zero_based=zero_based)
     except ExampleFormatError as exc:
         raise Unprocessable(f"x: {exc}", token=exc.token) from None
-    return PredictionPublic(**predictions(model, X)[0])
+    body = predict_linear_one(model, columns)
+    if body is not None:
+        return Response(body, media_type="application/json")
+    X = rows_to_csr([columns], model.n_features_in_)
+    result = await run_in_threadpool(predictions, model, X)
+    return PredictionPublic(**result[0])
 
 
 @router.post(
@@ -220,31 +236,55 @@ def _json_rows(body: bytes) -> list[dict[int, float]]:
 
 
 def _predict_batch(cache: ModelCache, sessions: Sessions, model_id: uuid.UUID, body: bytes,
-                   is_json: bool, zero_based: bool) -> PredictionsPublic:
+                   is_json: bool, zero_based: bool) -> Response | PredictionsPublic:
     """Predict the JSON rows of ``body``, or its SVMlight lines."""
     import solvers
 
-    rows = _json_rows(body) if is_json else None
     model = _load(cache, sessions, model_id)
     n_features = model.n_features_in_
-    if rows is not None:
-        offset = 0 if zero_based else 1
-        for number, row in enumerate(rows):
-            if offset and 0 in row:
-                raise Unprocessable(f"rows.{number}: feature indices start at 1")
-            beyond = [index for index in row if index - offset >= n_features]
-            if beyond:
-                raise Unprocessable(
-                    f"rows.{number}: {beyond_message(max(beyond), n_features, zero_based)}")
-        X = rows_to_csr([{index - offset: value for index, value in row.items()}
-                         for row in rows], n_features)
+    if is_json:
+        X = _json_rows_matrix(body, n_features, zero_based)
     else:
         parser = solvers.SVMLightStreamParser(n_features=n_features, zero_based=zero_based,
                                               decompress=None)
         parser.feed(label_unlabelled_lines(body))
         X = parser.finish().X
+    del body
+    encoded = predictions_json(model, X)
+    if encoded is not None:
+        return Response(encoded, media_type="application/json")
     results = predictions(model, X)
     return PredictionsPublic(data=[PredictionPublic(**r) for r in results], count=len(results))
+
+
+def _json_rows_matrix(body: bytes, n_features: int, zero_based: bool):
+    """The JSON rows as a CSR matrix: read straight into arrays when they are plain rows,
+    else validated by the request model (which names what is wrong); 422 for an index that
+    the model cannot take, naming the first row that has one."""
+    offset = 0 if zero_based else 1
+    try:
+        indptr, sent, data, row_of = json_rows_to_csr(body, n_features, zero_based=zero_based)
+    except NotPlainRows:
+        rows = _json_rows(body)  # 422 with the request model's message, or the rows
+        indptr = np.cumsum([0] + [len(row) for row in rows], dtype=np.int64)
+        sent = np.fromiter((i for row in rows for i in row), dtype=np.int64,
+                           count=int(indptr[-1]))
+        data = np.fromiter((v for row in rows for v in row.values()), dtype=np.float64,
+                           count=int(indptr[-1]))
+        row_of = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(indptr))
+        del rows
+    bad = (sent - offset >= n_features) | ((sent == 0) if offset else False)
+    if bad.any():
+        number = int(row_of[np.argmax(bad)])
+        in_row = sent[row_of == number]
+        if offset and (in_row == 0).any():
+            raise Unprocessable(f"rows.{number}: feature indices start at 1")
+        raise Unprocessable(
+            f"rows.{number}: {beyond_message(int(in_row.max()), n_features, zero_based)}")
+    X = sp.csr_matrix((data, (sent - offset).astype(np.int32), indptr.astype(np.int32)),
+                      shape=(len(indptr) - 1, n_features))
+    X.sort_indices()
+    return X
 
 
 @router.post("/{model_id}/evaluate", name="evaluate", response_model=EvaluationPublic,
