@@ -1,7 +1,8 @@
 """Measurements of a running service (``svmsvc serve`` as a subprocess), not timed tests.
 
     python -m bench.bench_service cancel [--trials 10] [--database-url URL]
-    python -m bench.bench_service load [--clients 20] [--seconds 60] [--database-url URL]
+    python -m bench.bench_service load [--clients 20] [--seconds 60] [--wrk-connections 0]
+        [--database-url URL]
     python -m bench.bench_service memory [--rounds 6] [--database-url URL]
     python -m bench.bench_service predict [--baseline SOURCE_TREE] [--rounds 5]
         [--requests 2000] [--seconds 10] [--connections 8] [--database-url URL]
@@ -17,7 +18,10 @@ a live log stream of a finished job 4 %, dataset uploads of fresh content 4 %, j
 2 %, list endpoints 4 %): throughput, p50/p99 latency per kind, errors (any 5xx, transport
 error, or unexpected status) and "database is locked" in the service's log.  Then /healthz
 latency while large evaluations (a9a, 32,561 rows) run.  The load generator shares the
-machine with the service.
+machine with the service.  With ``--wrk-connections N``, GET predict comes from N ``wrk``
+connections running beside the threads (which then run the rest of the mix): a Python client
+thread costs more CPU per request than the server does, so 20 of them measure mostly
+themselves.
 
 ``memory``: the web process's resident memory (``VmRSS``) idle, then after each of
 ``--rounds`` large uploads (ijcnn1.t four times over, 57 MB of text, fresh content each time,
@@ -153,8 +157,15 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def load(server: Server, clients: int, seconds: float) -> dict:
-    """Run the mixed load; returns the figures."""
+HEART_X = ("1:0.708333 2:1 3:1 4:-0.320755 5:-0.105023 6:-1 7:1 8:-0.419847 9:-1 "
+           "10:-0.225806 12:1 13:-1")
+"""The first example of heart_scale: GET predict's query under wrk in the mixed load."""
+
+
+def load(server: Server, clients: int, seconds: float, wrk_connections: int = 0) -> dict:
+    """Run the mixed load; returns the figures.  With ``wrk_connections``, GET predict comes
+    from that many ``wrk`` connections for the same ``seconds`` while the ``clients`` threads
+    run the rest of the mix (its other kinds, in the same proportions among themselves)."""
     import random
     import threading
 
@@ -164,7 +175,8 @@ def load(server: Server, clients: int, seconds: float) -> dict:
                                          "params": {"solver": "mfn", "C": 1.0}}).json()
         job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded")
         model, job_id = job["model_id"], job["id"]
-    kinds = [kind for kind, weight in MIX for _ in range(weight)]
+    kinds = [kind for kind, weight in MIX for _ in range(weight)
+             if not (wrk_connections and kind == "predict")]
     latencies: dict[str, list[float]] = {kind: [] for kind, _ in MIX}
     errors: list[str] = []
     refused = {"429": 0}
@@ -219,6 +231,10 @@ def load(server: Server, clients: int, seconds: float) -> dict:
                         latencies[kind].append(elapsed)
 
     threads = [threading.Thread(target=run, args=(seed,)) for seed in range(clients)]
+    wrk_result: dict = {}
+    if wrk_connections:
+        threads.append(threading.Thread(target=lambda: wrk_result.update(
+            _wrk(server, model, seconds, wrk_connections, x=HEART_X))))
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -235,6 +251,10 @@ def load(server: Server, clients: int, seconds: float) -> dict:
                     for kind, v in latencies.items()},
     }
     figures["predictions_per_s"] = len(latencies["predict"]) / seconds
+    if wrk_connections:
+        figures["wrk_connections"] = wrk_connections
+        figures["wrk_predict"] = wrk_result
+        figures["predictions_per_s"] = wrk_result.get("per_s")
     return figures
 
 
@@ -369,9 +389,11 @@ def _sequential(server: Server, model: str, requests: int) -> dict:
             "server_cpu_ms_per_request": 1e3 * cpu / requests}
 
 
-def _wrk(server: Server, model: str, seconds: float, connections: int) -> dict:
-    """Throughput of GET predict under ``wrk`` (one thread, ``connections`` keep-alive
-    connections; wrk is C and event-driven, so it takes little of the cores itself)."""
+def _wrk(server: Server, model: str, seconds: float, connections: int,
+         x: str = PREDICT_X) -> dict:
+    """Throughput of GET predict of the example ``x`` under ``wrk`` (one thread,
+    ``connections`` keep-alive connections; wrk is C and event-driven, so it takes little of
+    the cores itself)."""
     import re
     import shutil
     from urllib.parse import quote
@@ -382,7 +404,7 @@ def _wrk(server: Server, model: str, seconds: float, connections: int) -> dict:
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency",
          "-H", f"X-API-Key: {ADMIN_KEY}",
-         f"{server.url}/api/v1/models/{model}/predict?x={quote(PREDICT_X)}"],
+         f"{server.url}/api/v1/models/{model}/predict?x={quote(x)}"],
         capture_output=True, text=True, check=True).stdout
     cpu = cpu_seconds(server.process.pid) - cpu
 
@@ -465,6 +487,9 @@ def main(argv: list[str] | None = None) -> None:
     mixed = commands.add_parser("load", help="mixed load from concurrent clients")
     mixed.add_argument("--clients", type=int, default=20)
     mixed.add_argument("--seconds", type=float, default=60.0)
+    mixed.add_argument("--wrk-connections", type=int, default=0,
+                       help="GET predict from this many wrk connections instead of the "
+                            "client threads (which then run the rest of the mix)")
     resident = commands.add_parser("memory", help="idle memory after large requests")
     resident.add_argument("--rounds", type=int, default=6)
     predict = commands.add_parser("predict", help="GET predict: single client and wrk, A/B")
@@ -523,7 +548,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                       f"{os.getloadavg()[0]:.2f}, database "
                       f"{'PostgreSQL' if args.database_url else 'SQLite'}")
-                print(json.dumps(load(server, args.clients, args.seconds), indent=1))
+                print(json.dumps(load(server, args.clients, args.seconds,
+                                      args.wrk_connections), indent=1))
                 print(json.dumps(healthz_during_evaluation(server), indent=1))
         finally:
             server.stop()
