@@ -32,6 +32,14 @@ class MFNParams(SolverParams):
         10, ge=1,
         description="Heuristic 1: CGLS iteration cap of the first call after a crude start "
                     "(None: off).")
+    newton_forcing: float | None = Field(
+        0.5, gt=0, lt=1,
+        description="Inexact Newton far from the solution: in the C path's stages and in "
+                    "heuristic 2's first round after a crude start (for at most half of "
+                    "itermax Newton iterations there), CGLS also stops once ||r|| <= "
+                    "newton_forcing ||r^0||, r^0 the gradient at the current point (a forcing "
+                    "term; a round still ends only where rule (13) holds at its eps).  None: "
+                    "rule (13) alone, as in Appendix A.")
     max_cgls_iterations: int = Field(5000, ge=1, description="cgitermax of every other call.")
     linear_solver: Literal["auto", "cgls", "cholesky", "dual_cg"] = Field(
         "auto",
