@@ -10,11 +10,12 @@ from solvers.base import SolverParams
 
 
 class MFNParams(SolverParams):
-    """Parameters of ``mfn``.  The defaults are the paper's (Appendix A) except for three
-    measured departures, each explained in the module docstring: ``linear_solver="auto"``
-    (step 3 by factorization when that is cheap), ``preconditioning="auto"`` and
-    ``c_path_start`` (beta-seeding from a smaller C).  ``linear_solver="cgls",
-    preconditioning=0, c_path_start=None`` is Appendix A as written."""
+    """Parameters of ``mfn``.  The defaults are the paper's (Appendix A) except for measured
+    departures, each explained in the module docstring: ``linear_solver="auto"`` (step 3 by
+    factorization when that is cheap, in the rows' space in tight rounds on text),
+    ``preconditioning="auto"``, ``c_path_start`` (beta-seeding from a smaller C) and
+    ``newton_forcing`` (inexact Newton steps in the loose rounds).  ``linear_solver="cgls",
+    preconditioning=0, c_path_start=None, newton_forcing=None`` is Appendix A as written."""
 
     solver: Literal["mfn"] = "mfn"
     task: Literal["classification", "ordinal"] = Field(
