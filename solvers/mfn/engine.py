@@ -250,7 +250,8 @@ class Engine:
         norms = (self.weight * self.terms.square_norms())[point.active]
         return lam <= config.MFN_ROW_SPACE_MAX_LAMBDA * float(np.median(norms))
 
-    def _forcing(self, eps: float, crude_run: bool, newton: int, exempt: bool) -> float:
+    def _forcing(self, point: _NewtonPoint, eps: float, crude_run: bool, newton: int,
+                 exempt: bool) -> float:
         """CGLS's forcing term for the Newton iteration after ``newton`` of a run at ``eps``
         (0: rule (13) alone).  ``newton_forcing`` applies far from the solution only: in a
         stage of the C path (its result is only the next stage's seed) and in heuristic 2's
@@ -259,9 +260,13 @@ class Engine:
         1 then takes tiny steps and more CG work, and at forcing >= 0.3 ends on itermax), for
         heuristic 1's capped call or a factorized step's check.  It stops after half of
         itermax Newton iterations of a run, so a run that needs many ends with the paper's
-        steps."""
+        steps.  Only where the active rows are fewer than the parameters (text: rule (13)
+        then takes hundreds of CG iterations per step); with more rows (the synthetic
+        problem, preconditioned) a solve is 10-50 iterations and the forcing's extra Newton
+        iterations, each a few passes over all rows, cost about what it saves."""
         eta = self.params.newton_forcing
-        if eta is None or exempt or not eps > self.params.epsilon:
+        if eta is None or exempt or not eps > self.params.epsilon \
+                or point.active.size >= self.terms.n_params:
             return 0.0
         if (self.at_target and not crude_run) or 2 * newton >= self.params.max_iter:
             return 0.0
@@ -354,7 +359,8 @@ class Engine:
                     pair_ptr=point.pair_ptr, pair_col=point.pair_col,
                     precondition=self._preconditioning(point, solved), rho=self.data_norm(),
                     residual=residual, gradient=gradient,
-                    forcing=self._forcing(eps, crude_run, newton, solved or heuristic_1))
+                    forcing=self._forcing(point, eps, crude_run, newton,
+                                         solved or heuristic_1))
             if cg_iters == 0 and not solved and (not row_space or optimal_at_start):
                 beta_bar = beta.copy()
                 outputs_bar = outputs.copy()

@@ -37,7 +37,8 @@ class MFNParams(SolverParams):
         0.5, gt=0, lt=1,
         description="Inexact Newton far from the solution: in the C path's stages and in "
                     "heuristic 2's first round after a crude start (for at most half of "
-                    "itermax Newton iterations there), CGLS also stops once ||r|| <= "
+                    "itermax Newton iterations there), on fewer active rows than parameters, "
+                    "CGLS also stops once ||r|| <= "
                     "newton_forcing ||r^0||, r^0 the gradient at the current point (a forcing "
                     "term; a round still ends only where rule (13) holds at its eps).  None: "
                     "rule (13) alone, as in Appendix A.")
