@@ -27,8 +27,11 @@ Runners:
   "auto" factorizes, the factorization's gain; on news20 and the synthetic problem, the
   default before the row-space step 3 (``linear_solver="dual_cg"``, which "auto" takes there
   per Newton step).
+* ``mfn exact loose rounds``: the defaults without the inexact Newton steps of the loose
+  rounds (``newton_forcing=None``: rule (13) alone in every CGLS call), the default before
+  2026-11-23's forcing term.
 * ``mfn appendix A``: Appendix A as written: CGLS unpreconditioned, from zero at every C
-  (``linear_solver="cgls", preconditioning=0, c_path_start=None``).
+  (``linear_solver="cgls", preconditioning=0, c_path_start=None, newton_forcing=None``).
 * LIBLINEAR ``-s 1`` (dual coordinate descent) and ``-s 2`` (trust-region Newton with
   preconditioned CG) through :class:`bench.anchors.Liblinear`, and the same two of the
   multi-core build at ``-m 1`` and ``-m 2`` (:class:`bench.liblinear_multicore.
@@ -69,7 +72,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.anchors import Liblinear, Run
+from bench.anchors import LIBLINEAR_EPS_SCHEDULE, Liblinear, Run
 from bench.harness import GAPS, as_json, machine_description, measure_problem
 from bench.liblinear_multicore import LiblinearMulticore
 from bench.problems import BenchProblem
@@ -174,15 +177,19 @@ def suite(quick: bool, only: str | None = None) -> list[tuple[BenchProblem, int 
     return problems
 
 
-def runners_for(problem: BenchProblem, appendix_a: bool = True) -> list:
+def runners_for(problem: BenchProblem, appendix_a: bool = True,
+                eps_min: float | None = None) -> list:
     hard = problem.dataset == "news20-binary" and problem.C == 100.0
     schedule = SHORT_LIBLINEAR_SCHEDULE if hard else None
+    if eps_min is not None and not hard:
+        schedule = tuple(eps for eps in LIBLINEAR_EPS_SCHEDULE if eps >= eps_min)
     limit = DEFAULT_TIME_LIMIT if hard else None
     runners = [MFNRunner("mfn", time_limit=limit),
-               MFNRunner("mfn cgls", time_limit=limit, linear_solver="cgls")]
+               MFNRunner("mfn cgls", time_limit=limit, linear_solver="cgls"),
+               MFNRunner("mfn exact loose rounds", time_limit=limit, newton_forcing=None)]
     if appendix_a:
         runners.append(MFNRunner("mfn appendix A", time_limit=limit, linear_solver="cgls",
-                                 preconditioning=0.0, c_path_start=None))
+                                 preconditioning=0.0, c_path_start=None, newton_forcing=None))
     anchors = [Liblinear(s, schedule) if schedule else Liblinear(s) for s in (1, 2)]
     for threads in MULTICORE_THREADS:
         anchors += [LiblinearMulticore(s, threads, schedule) if schedule
@@ -218,6 +225,9 @@ def main(argv=None) -> int:
                              "e.g. 'news20*,w8a/*/C=1'")
     parser.add_argument("--no-appendix-a", action="store_true",
                         help="leave out the 'mfn appendix A' runner")
+    parser.add_argument("--eps-min", type=float, default=None,
+                        help="end LIBLINEAR's eps schedule here (e.g. 1e-6: the times to a "
+                             "1e-6 gap need no smaller eps; the default goes to 1e-8)")
     parser.add_argument("--no-profile", action="store_true",
                         help="skip the cProfile run of each problem")
     args = parser.parse_args(argv)
@@ -228,8 +238,8 @@ def main(argv=None) -> int:
     print(f"load average at start {os.getloadavg()}")
     results, profiles = [], []
     for problem, override in suite(args.quick, args.only):
-        results.append(measure_problem(problem, runners_for(problem, not args.no_appendix_a),
-                                       override or repeats))
+        runners = runners_for(problem, not args.no_appendix_a, args.eps_min)
+        results.append(measure_problem(problem, runners, override or repeats))
         if not args.no_profile:
             profiles.append(profile(problem))
         convergence_plot(results[-1], out / f"convergence-{slug(results[-1].problem)}.png")

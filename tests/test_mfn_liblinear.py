@@ -49,6 +49,22 @@ def test_default_mfn_reaches_the_certified_optimum(name, C):
     assert abs(difference) <= OBJECTIVE_RTOL, difference
 
 
+@pytest.mark.parametrize("C", [0.01, pytest.param(1.0, marks=pytest.mark.slow)])
+def test_newton_forcing_changes_the_path_not_the_optimum(C):
+    """news20 made binary, where step 3 runs CGLS: the default's inexact Newton steps in the
+    loose rounds (``newton_forcing``; the C path's stage at C = 1) and rule (13) alone
+    (``newton_forcing=None``) both reach the certified optimum, and the same objective."""
+    problem = BenchProblem("news20-binary", C=C)
+    optimum = certified_optimum(problem)
+    forced = mfn.solve(problem.binary_problem())
+    exact = mfn.solve(problem.binary_problem(), mfn.MFNParams(C=C, newton_forcing=None))
+    for solution in (forced, exact):
+        assert solution.status == "converged", solution.message
+        assert abs((solution.objective - optimum) / optimum) <= OBJECTIVE_RTOL
+    assert abs((forced.objective - exact.objective) / exact.objective) <= 1e-9
+    assert forced.extras["cg_iterations"] < exact.extras["cg_iterations"]
+
+
 @pytest.mark.parametrize("name", [d for d in DATASETS if d != "news20-binary"])
 @pytest.mark.parametrize("C", [0.01, 1.0, 100.0])
 def test_appendix_a_cgls_reaches_the_certified_optimum(name, C):

@@ -76,7 +76,7 @@ def cgls(X, rows, sqrt_c, t, beta, *, bias_scale, lam, reg_bias=1.0, eps=1e-6,
 
 def cgls_compact(A: CompactRows, sqrt_c, t, beta, *, bias_scale, lam, reg_bias=1.0, eps=1e-6,
                  max_iter=5000, pair_ptr=None, pair_col=None, precondition=0.0, rho=None,
-                 residual=None, gradient=None) -> tuple[int, bool]:
+                 residual=None, gradient=None, forcing=0.0) -> tuple[int, bool]:
     """CGLS on compacted rows ``A`` from the warm start ``beta`` (updated in place).
 
     Keerthi & DeCoste, Appendix A steps 3-4: z = t - X beta, r = X'z - lam beta, p = r; each
@@ -108,6 +108,11 @@ def cgls_compact(A: CompactRows, sqrt_c, t, beta, *, bias_scale, lam, reg_bias=1
     scale of this problem).  It changes the search directions only: the iterates converge to
     the same solution and rule (13) is still checked on the unpreconditioned gradient r.  It
     costs one more pass over the selected rows (for diag(A'A)).
+
+    ``forcing`` = eta in (0, 1) also stops the iteration once ||r|| <= eta ||r^0|| (r^0 the
+    gradient at the warm start): the forcing term of an inexact Newton method (Dembo,
+    Eisenstat & Steihaug 1982), for callers that do not need the least-squares solution to
+    rule (13)'s accuracy.  Such a stop returns ``optimal`` = False unless the rule holds too.
 
     The whole iteration runs in one compiled kernel (no Python and no BLAS call per
     iteration), with ``A``'s blocks on as many Numba threads.
@@ -149,7 +154,7 @@ def cgls_compact(A: CompactRows, sqrt_c, t, beta, *, bias_scale, lam, reg_bias=1
             float(lam), float(reg_bias), float(eps), int(max_iter), float(precondition),
             1.0 if rho is None else float(rho), 0.0 if rho is None else float(lam),
             n_threads > 1 and n_features >= config.CGLS_PARALLEL_MIN_FEATURES,
-            warm, z, r0, padded_width(n_features))
+            warm, z, r0, padded_width(n_features), float(forcing))
     return int(iterations), bool(optimal)
 
 
@@ -250,7 +255,7 @@ _LINE = CACHE_LINE_DOUBLES
 @njit(cache=True, parallel=True)
 def _cgls_kernel(indptr, indices, data, unit, blocks, pair_ptr, pair_col, extra_value, sqrt_c,
                  targets, beta, n_features, lam, reg_extra, eps, max_iter, mix, rho,
-                 beta_weight, parallel_features, warm, z, r0, width):
+                 beta_weight, parallel_features, warm, z, r0, width, forcing):
     """The CGLS iteration of :func:`cgls_compact`.
 
     Each iteration makes one product with the operator A (rows sqrt(c_k) x~_k) and one with A',
@@ -260,7 +265,8 @@ def _cgls_kernel(indptr, indices, data, unit, blocks, pair_ptr, pair_col, extra_
     Pass 0 computes the warm start's z and r (or, ``warm``, takes them as given).  With
     ``mix`` > 0, m_inv holds the inverse diagonal preconditioner and phi1 = r' M^{-1} r drives
     the CG coefficients while ||r||^2 decides the stopping rule
-    ||r|| <= eps (rho ||z|| + beta_weight ||beta||) (rule (13): rho = 1, beta_weight = 0).
+    ||r|| <= eps (rho ||z|| + beta_weight ||beta||) (rule (13): rho = 1, beta_weight = 0),
+    or, with ``forcing`` > 0, ||r|| <= forcing ||r^0|| (returned as not optimal).
     The two loops over the features are parallel only with ``parallel_features``.
     """
     d = n_features
@@ -308,6 +314,7 @@ def _cgls_kernel(indptr, indices, data, unit, blocks, pair_ptr, pair_col, extra_
     phi1 = 0.0  # r' M^{-1} r (||r||^2 without preconditioning)
     phi2 = 0.0  # ||p||_D^2
     gamma = 0.0
+    forced = 0.0  # forcing^2 ||r^0||^2
     for iteration in range(max_iter + 1):
         step = iteration > 0
         if warm and not step:
@@ -370,6 +377,10 @@ def _cgls_kernel(indptr, indices, data, unit, blocks, pair_ptr, pair_col, extra_
         bound = eps * (rho * np.sqrt(phi4) + beta_weight * np.sqrt(bb))
         if rr <= bound * bound or rr == 0.0:
             return iteration, True
+        if not step:
+            forced = forcing * forcing * rr
+        elif rr <= forced:
+            return iteration, False
         if iteration == max_iter:
             break
         omega = rmr / phi1 if step else 0.0

@@ -250,6 +250,28 @@ class Engine:
         norms = (self.weight * self.terms.square_norms())[point.active]
         return lam <= config.MFN_ROW_SPACE_MAX_LAMBDA * float(np.median(norms))
 
+    def _forcing(self, point: _NewtonPoint, eps: float, crude_run: bool, newton: int,
+                 exempt: bool) -> float:
+        """CGLS's forcing term for the Newton iteration after ``newton`` of a run at ``eps``
+        (0: rule (13) alone).  ``newton_forcing`` applies far from the solution only: in a
+        stage of the C path (its result is only the next stage's seed) and in heuristic 2's
+        first round after a crude start (ini = 0, ``crude_run``); never in a round at the
+        final eps, in the first round after a seed from a smaller C (measured: news20 at C =
+        1 then takes tiny steps and more CG work, and at forcing >= 0.3 ends on itermax), for
+        heuristic 1's capped call or a factorized step's check.  It stops after half of
+        itermax Newton iterations of a run, so a run that needs many ends with the paper's
+        steps.  Only where the active rows are fewer than the parameters (text: rule (13)
+        then takes hundreds of CG iterations per step); with more rows (the synthetic
+        problem, preconditioned) a solve is 10-50 iterations and the forcing's extra Newton
+        iterations, each a few passes over all rows, cost about what it saves."""
+        eta = self.params.newton_forcing
+        if eta is None or exempt or not eps > self.params.epsilon \
+                or point.active.size >= self.terms.n_params:
+            return 0.0
+        if (self.at_target and not crude_run) or 2 * newton >= self.params.max_iter:
+            return 0.0
+        return eta
+
     def _factorized_step(self, point: _NewtonPoint, lam: float, beta_bar: np.ndarray,
                          residual: np.ndarray, gradient: np.ndarray) -> bool:
         """Solve (lam I + A'A) delta = r^0 (the normal equations (12) at the warm start) by
@@ -285,7 +307,7 @@ class Engine:
         need_second_round = first_round and p.first_round_epsilon is not None \
             and p.first_round_epsilon > epsilon
         eps = p.first_round_epsilon if need_second_round else epsilon
-        first_call = state.crude
+        first_call = crude_run = state.crude
         state.crude = False
         beta, outputs = state.beta, state.outputs
         xi = np.empty_like(outputs)
@@ -336,7 +358,9 @@ class Engine:
                     bias_scale=terms.extra_value, lam=lam, eps=eps, max_iter=cg_cap,
                     pair_ptr=point.pair_ptr, pair_col=point.pair_col,
                     precondition=self._preconditioning(point, solved), rho=self.data_norm(),
-                    residual=residual, gradient=gradient)
+                    residual=residual, gradient=gradient,
+                    forcing=self._forcing(point, eps, crude_run, newton,
+                                         solved or heuristic_1))
             if cg_iters == 0 and not solved and (not row_space or optimal_at_start):
                 beta_bar = beta.copy()
                 outputs_bar = outputs.copy()

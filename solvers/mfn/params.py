@@ -10,11 +10,12 @@ from solvers.base import SolverParams
 
 
 class MFNParams(SolverParams):
-    """Parameters of ``mfn``.  The defaults are the paper's (Appendix A) except for three
-    measured departures, each explained in the module docstring: ``linear_solver="auto"``
-    (step 3 by factorization when that is cheap), ``preconditioning="auto"`` and
-    ``c_path_start`` (beta-seeding from a smaller C).  ``linear_solver="cgls",
-    preconditioning=0, c_path_start=None`` is Appendix A as written."""
+    """Parameters of ``mfn``.  The defaults are the paper's (Appendix A) except for measured
+    departures, each explained in the module docstring: ``linear_solver="auto"`` (step 3 by
+    factorization when that is cheap, in the rows' space in tight rounds on text),
+    ``preconditioning="auto"``, ``c_path_start`` (beta-seeding from a smaller C) and
+    ``newton_forcing`` (inexact Newton steps in the loose rounds).  ``linear_solver="cgls",
+    preconditioning=0, c_path_start=None, newton_forcing=None`` is Appendix A as written."""
 
     solver: Literal["mfn"] = "mfn"
     task: Literal["classification", "ordinal"] = Field(
@@ -32,6 +33,15 @@ class MFNParams(SolverParams):
         10, ge=1,
         description="Heuristic 1: CGLS iteration cap of the first call after a crude start "
                     "(None: off).")
+    newton_forcing: float | None = Field(
+        0.5, gt=0, lt=1,
+        description="Inexact Newton far from the solution: in the C path's stages and in "
+                    "heuristic 2's first round after a crude start (for at most half of "
+                    "itermax Newton iterations there), on fewer active rows than parameters, "
+                    "CGLS also stops once ||r|| <= "
+                    "newton_forcing ||r^0||, r^0 the gradient at the current point (a forcing "
+                    "term; a round still ends only where rule (13) holds at its eps).  None: "
+                    "rule (13) alone, as in Appendix A.")
     max_cgls_iterations: int = Field(5000, ge=1, description="cgitermax of every other call.")
     linear_solver: Literal["auto", "cgls", "cholesky", "dual_cg"] = Field(
         "auto",
