@@ -194,29 +194,20 @@ def predictions(model, X) -> list[dict[str, Any]]:
 
 def predict_linear_one(model, columns: dict[int, float]) -> bytes | None:
     """The JSON of :class:`app.schemas.PredictionPublic` for one example of a linear model,
-    scored by the library's own serial kernel on the example's arrays (the same arithmetic
-    as ``decision_function``, without building a SciPy matrix, which cost more than the rest
-    of a prediction); None when ``model`` is not linear (use :func:`predictions`).
+    scored by ``LinearModel.decision_example`` (the same serial kernels and arithmetic as
+    ``decision_function``, without building a SciPy matrix, which cost more than the rest of
+    a prediction); None when ``model`` is not linear (use :func:`predictions`).
 
     Cheap enough for the event loop: its time is linear in the example's features, which the
     query string bounds.
     """
-    from solvers.core.sparse import matmat_serial, matvec_serial
     from solvers.models.linear import LinearModel
 
     if type(model) is not LinearModel:
         return None
     order = sorted(columns)
-    indptr = np.array([0, len(order)], dtype=np.int32)
-    indices = np.array(order, dtype=np.int32)
-    data = np.array([columns[c] for c in order], dtype=np.float64)
-    coef, intercept = model.coef_, model.intercept_
-    if coef.shape[0] == 1:
-        raw = np.empty(1)
-        matvec_serial(indptr, indices, data, coef[0], float(intercept[0]), raw)
-    else:
-        raw = np.empty((1, coef.shape[0]))
-        matmat_serial(indptr, indices, data, coef, intercept, raw)
+    raw = model.decision_example(np.array(order, dtype=np.int32),
+                                 np.array([columns[c] for c in order], dtype=np.float64))
     label = float(model.labels_from_scores(raw)[0])
     values = raw.ravel().tolist()
     try:

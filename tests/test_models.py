@@ -52,6 +52,19 @@ def test_serial_and_parallel_prediction_agree():
                                rtol=1e-13)
 
 
+@pytest.mark.parametrize("name", ["heart_scale", "dna.scale"])
+def test_one_example_scores_as_its_row(name):
+    """``decision_example`` (one example, no matrix) gives exactly ``decision_function``'s
+    row, binary and one-vs-rest."""
+    ds = load(name)
+    model = solvers.train(ds, solver="mfn").model
+    expected = model.decision_function(ds.X[:5], parallel=False)
+    for i in range(5):
+        row = ds.X[i]
+        got = model.decision_example(row.indices.astype(np.int32), row.data)
+        assert np.array_equal(got, expected[i:i + 1])
+
+
 def test_round_trip_is_exact_and_keeps_metadata(tmp_path):
     model = _binary_model()
     model.metadata["params"] = {"C": 2.0}

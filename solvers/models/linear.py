@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.core.sparse import csr_matmat, csr_matvec
+from solvers.core.sparse import csr_matmat, csr_matvec, matmat_serial, matvec_serial
 from solvers.data.dataset import label_key
 from solvers.models.base import Model, as_feature_matrix, register_model_kind
 
@@ -45,6 +45,21 @@ class LinearModel(Model):
         if self.coef_.shape[0] == 1:
             return csr_matvec(X, self.coef_[0], self.intercept_[0], parallel=parallel)
         return csr_matmat(X, self.coef_, self.intercept_, parallel=parallel)
+
+    def decision_example(self, indices: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """The decision value(s) of one example given as its column ``indices`` (int32,
+        sorted, each below ``n_features_in_``) and ``values``: the row
+        ``decision_function`` gives for it (shape (1,) binary, (1, classes) one-vs-rest), by
+        the same serial kernels, without building a matrix (whose checks cost more than the
+        product for one example: the service's per-request prediction)."""
+        indptr = np.array([0, indices.shape[0]], dtype=np.int32)
+        if self.coef_.shape[0] == 1:
+            out = np.empty(1)
+            matvec_serial(indptr, indices, values, self.coef_[0], float(self.intercept_[0]), out)
+        else:
+            out = np.empty((1, self.coef_.shape[0]))
+            matmat_serial(indptr, indices, values, self.coef_, self.intercept_, out)
+        return out
 
     def _fields(self):
         return {}, {"coef": self.coef_, "intercept": self.intercept_}
