@@ -116,6 +116,16 @@ def upload(client: httpx.Client, path: Path) -> str:
     return response.json()["id"]
 
 
+def trained_model(client: httpx.Client, name: str, timeout: float = 120.0) -> tuple[str, dict]:
+    """Upload the shared dataset ``name`` and train ``mfn`` (C = 1) on it: (dataset id,
+    the succeeded job)."""
+    dataset = upload(client, DATA_DIR / name)
+    job = client.post("/api/v1/jobs", json={"dataset_id": dataset,
+                                            "params": {"solver": "mfn", "C": 1.0}}).json()
+    job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded", timeout=timeout)
+    return dataset, job
+
+
 def wait_job(client: httpx.Client, job_id: str, until, timeout: float = 120.0,
              interval: float = 0.01) -> tuple[dict, float]:
     """The job once ``until(job)`` holds, and the monotonic time it was seen."""
@@ -170,10 +180,7 @@ def load(server: Server, clients: int, seconds: float, wrk_connections: int = 0)
     import threading
 
     with server.client() as client:
-        heart = upload(client, DATA_DIR / "heart_scale")
-        job = client.post("/api/v1/jobs", json={"dataset_id": heart,
-                                         "params": {"solver": "mfn", "C": 1.0}}).json()
-        job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded")
+        heart, job = trained_model(client, "heart_scale")
         model, job_id = job["model_id"], job["id"]
     kinds = [kind for kind, weight in MIX for _ in range(weight)
              if not (wrk_connections and kind == "predict")]
@@ -264,10 +271,7 @@ def healthz_during_evaluation(server: Server, evaluations: int = 4) -> dict:
     import threading
 
     with server.client() as client:
-        a9a = upload(client, DATA_DIR / "a9a")
-        job = client.post("/api/v1/jobs", json={"dataset_id": a9a,
-                                         "params": {"solver": "mfn", "C": 1.0}}).json()
-        job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded")
+        a9a, job = trained_model(client, "a9a")
         model = job["model_id"]
         client.post(f"/api/v1/models/{model}/evaluate", json={"dataset_id": a9a}).raise_for_status()
         durations: list[float] = []
@@ -323,10 +327,7 @@ def memory(server: Server, rounds: int) -> dict:
     text = (DATA_DIR / "ijcnn1.t").read_bytes() * 4
     figures: dict = {"upload_mb": len(text) / 1e6}
     with server.client() as client:
-        heart = upload(client, DATA_DIR / "heart_scale")
-        job = client.post("/api/v1/jobs", json={"dataset_id": heart,
-                                                "params": {"solver": "mfn", "C": 1.0}}).json()
-        job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded")
+        _, job = trained_model(client, "heart_scale")
         model = job["model_id"]
         client.get(f"/api/v1/models/{model}/predict", params={"x": "1:0.5"}).raise_for_status()
         figures["idle_before_mb"] = idle()
@@ -444,12 +445,7 @@ def predict_ab(directory: Path, variants: dict, rounds: int, requests: int,
         for name, server in servers.items():
             server.wait_ready()
             with server.client() as client:
-                a9a = upload(client, DATA_DIR / "a9a")
-                job = client.post("/api/v1/jobs", json={
-                    "dataset_id": a9a, "params": {"solver": "mfn", "C": 1.0}}).json()
-                job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded",
-                                  timeout=600)
-                models[name] = job["model_id"]
+                models[name] = trained_model(client, "a9a", timeout=600)[1]["model_id"]
             _sequential(server, models[name], 300)  # warm-up: kernels, cache, connections
         results: dict = {name: [] for name in servers}
         names = list(servers)

@@ -126,6 +126,21 @@ def full_log(client, job_id: str) -> list[dict]:
         after = page["data"][-1]["iteration"]
 
 
+def sse_events(lines):
+    """The events of a text/event-stream, from its lines: one dict of fields (``event``,
+    ``data``, ``id``) per event, comment lines (``:``) skipped."""
+    event: dict = {}
+    for line in lines:
+        if line.startswith(":"):
+            continue
+        if line:
+            key, _, value = line.partition(": ")
+            event[key] = value
+        elif event:
+            yield event
+            event = {}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -16,6 +16,7 @@ from servicetools import (
     full_log,
     job,
     random_svmlight,
+    sse_events,
     uploaded_id,
     wait_job,
 )
@@ -86,18 +87,9 @@ def test_log_pages_after_an_iteration_and_as_csv(api, heart):
 def test_log_stream_sends_records_then_the_end(api, heart):
     job_id = create_job(api, heart, QUICK_PARAMS)["id"]
     wait_job(api, job_id)
-    events = []
     with api.stream("GET", f"/api/v1/jobs/{job_id}/log/stream", params={"after": 1}) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
-        event = {}
-        for line in response.iter_lines():
-            if not line:
-                if event:
-                    events.append(event)
-                event = {}
-            elif not line.startswith(":"):
-                key, _, value = line.partition(": ")
-                event[key] = value
+        events = list(sse_events(response.iter_lines()))
     kinds = [e["event"] for e in events]
     assert kinds[-2:] == ["status", "end"]
     records = [json.loads(e["data"]) for e in events if e["event"] == "record"]

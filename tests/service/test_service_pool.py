@@ -21,6 +21,7 @@ from servicetools import (
     full_log,
     job,
     random_svmlight,
+    sse_events,
     upload,
     uploaded_id,
     wait_for,
@@ -169,16 +170,8 @@ def test_the_live_log_stream_follows_a_running_job(server, a9a):
     events, cancelled = [], False
     with client.stream("GET", f"/api/v1/jobs/{job_id}/log/stream", timeout=PATIENCE_S) as response:
         assert response.status_code == 200
-        event = {}
-        for line in response.iter_lines():
-            if line.startswith(":"):
-                continue
-            if line:
-                key, _, value = line.partition(": ")
-                event[key] = value
-                continue
+        for event in sse_events(response.iter_lines()):
             events.append(event)
-            event = {}
             records = [e for e in events if e.get("event") == "record"]
             if len(records) >= 20 and not cancelled:
                 assert client.post(f"/api/v1/jobs/{job_id}/cancel").status_code == 202

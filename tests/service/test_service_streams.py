@@ -16,6 +16,7 @@ from servicetools import (
     create_job,
     data_path,
     full_log,
+    sse_events,
     uploaded_id,
     wait_for,
 )
@@ -43,16 +44,8 @@ class Follower(threading.Thread):
                     client.stream("GET", f"/api/v1/jobs/{self.job_id}/log/stream",
                                   headers={"X-API-Key": self.key}) as response:
                 self.status_code = response.status_code
-                event: dict = {}
-                for line in response.iter_lines():
-                    if line.startswith(":"):
-                        continue
-                    if line:
-                        key, _, value = line.partition(": ")
-                        event[key] = value
-                    elif event:
-                        self.events.append(event)
-                        event = {}
+                for event in sse_events(response.iter_lines()):
+                    self.events.append(event)
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             self.error = exc
 
