@@ -90,7 +90,8 @@ def run_candidate(candidate: Candidate, problem: BenchProblem, tol: float, cap: 
     start = time.perf_counter()
     result = solvers.train(problem.train_dataset(), solver=candidate.solver, C=problem.C,
                            loss=problem.loss, bias=problem.bias, monitor=monitor,
-                           **candidate.params_for(problem.loss, tol))
+                           **candidate.params_for(solvers.get_solver(candidate.solver),
+                                                  problem.loss, tol))
     total = time.perf_counter() - start
     trace = [(r.elapsed, r.objective) for r in result.log]
     return trace, total, str(result.status)

@@ -152,6 +152,9 @@ class SolverSpec:
     ``extras["seconds"]``).  ``dense_system(params, n_samples, n_features) -> (what, side) |
     None`` says which dense square matrix (side x side doubles) a run will form and factorize
     with these parameters, so a service can refuse it before it queues the job.
+    ``gap_parameters``: loss -> the parameter that stops a run once its certified relative
+    duality gap (P - D)/P is at most its value ("*": any loss); ``solver="auto"`` and
+    cross-validation's ``tol`` set it.
     """
 
     name: str
@@ -165,12 +168,19 @@ class SolverSpec:
     warm_start: bool = False
     path: Callable[..., list[Solution]] | None = None
     dense_system: Callable[[SolverParams, int, int], tuple[str, int] | None] | None = None
+    gap_parameters: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
         solver_field = self.params_model.model_fields["solver"]
         if typing.get_args(solver_field.annotation) != (self.name,):
             raise TypeError(f"{self.params_model.__name__}.solver must be "
                             f"Literal[{self.name!r}]")
+
+    def gap_parameter(self, loss: str) -> str | None:
+        """The parameter that stops a run on ``loss`` at a certified relative duality gap
+        (None: the solver has none for that loss)."""
+        by_loss = dict(self.gap_parameters)
+        return by_loss.get(loss, by_loss.get("*"))
 
     @property
     def losses(self) -> tuple[str, ...]:

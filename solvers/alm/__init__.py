@@ -211,6 +211,7 @@ SPECS = (
         tasks=("binary", "multiclass"),
         warm_up=warm_up,
         dense_system=dense_system,
+        gap_parameters=(("*", "tol"),),
     ),
 )
 

@@ -173,6 +173,7 @@ SPECS = (
         tasks=("binary", "multiclass"),
         fit_handlers={"multiclass:crammer_singer": fit_crammer_singer},
         warm_up=warm_up,
+        gap_parameters=(("*", "tol"),),
     ),
 )
 

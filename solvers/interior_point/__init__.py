@@ -125,6 +125,7 @@ SPECS = (
         tasks=("binary", "multiclass"),
         warm_up=None,  # only the shared core's kernels (solvers.core.warm_up)
         dense_system=dense_system,
+        gap_parameters=(("*", "gap_tolerance"),),
     ),
 )
 
