@@ -304,6 +304,53 @@ def test_dual_recovery_and_kkt_continuation():
     assert np.linalg.norm(difference) <= 1e-5 * np.linalg.norm(driven.beta)
 
 
+@pytest.mark.parametrize("linear_solver", ["auto", "cgls"])
+def test_gap_tolerance_stops_at_a_certified_gap(linear_solver):
+    """gap_tolerance ends a run at the first Newton iterate whose relative duality gap is
+    within it: that record's gap bounds the distance to the exact optimum, and it comes in
+    fewer Newton iterations than Appendix A's finite termination."""
+    X, y = binary("a9a")
+    problem = BinaryProblem(X, y, C=1.0)
+    exact = mfn.solve(problem, mfn.MFNParams(linear_solver=linear_solver))
+    monitor = ListMonitor()
+    tol = 1e-3
+    early = mfn.solve(problem, mfn.MFNParams(linear_solver=linear_solver, gap_tolerance=tol),
+                      monitor)
+    assert early.status == "converged" and "certified relative duality gap" in early.message
+    gaps = [r.optimality for r in monitor.records]
+    assert gaps[-1] <= tol and all(g > tol for g in gaps[:-1])
+    assert exact.objective <= early.objective <= exact.objective / (1 - gaps[-1])
+    assert early.iterations < exact.iterations
+    # the gap round runs rule (13) at min(1e-4, tol / 10), looser than epsilon = 1e-6
+    assert early.extras["runs"][-1]["epsilon"] in (1e-4, 1e-2)
+
+
+def test_a_gap_round_that_ends_above_the_gap_goes_on_at_epsilon(monkeypatch):
+    """Should the loose round end by Appendix A's own test (rule (13), stable sets) with the
+    gap still above the tolerance, a round at epsilon follows and ends at the exact optimum
+    (forced here by a gap test that never passes)."""
+    monkeypatch.setattr(mfn_engine.Engine, "_gap_met", lambda self: False)
+    X, y = binary("australian_scale")
+    problem = BinaryProblem(X, y, C=1.0)
+    exact = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls"))
+    monitor = ListMonitor()
+    result = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls", gap_tolerance=1e-2,
+                                              first_round_epsilon=None), monitor)
+    rounds = [r.extras["epsilon"] for r in monitor.records]
+    assert rounds[0] == 1e-4 and rounds[-1] == 1e-6 and rounds == sorted(rounds, reverse=True)
+    assert [run["epsilon"] for run in result.extras["runs"]] == [1e-6]
+    assert result.status == "converged" and "index sets are stable" in result.message
+    assert result.objective == pytest.approx(exact.objective, rel=1e-9)
+    assert result.iterations > 1
+
+
+def test_gap_tolerance_is_refused_beside_another_stopping_rule():
+    with pytest.raises(ValueError, match="hinge_gap_tolerance"):
+        mfn.MFNParams(loss="hinge", gap_tolerance=1e-3)
+    with pytest.raises(ValueError, match="give one"):
+        mfn.MFNParams(gap_tolerance=1e-3, dual_kkt_tolerance=1e-3)
+
+
 @pytest.mark.parametrize("options", [{"preconditioning": 0.01},
                                      {"cgls_rule": "gradient_bound", "epsilon": 1e-8}])
 def test_cgls_options_reach_the_optimum(options):

@@ -147,6 +147,11 @@ Extensions:
 * beta-seeding (section 4.1): :func:`seed_from_weights` rescales a weight guess by eqs.
   (8)-(9); :func:`solve_path` solves a list of C values, each started from the previous
   solution with ini = 1 (Table 1);
+* a stop at a certified gap (``gap_tolerance``, off by default): the run ends at the first
+  Newton iterate whose relative duality gap, recorded at every iteration anyway, is within it,
+  and its last round runs rule (13) at min(1e-4, gap_tolerance / 10) instead of eps (a round
+  at eps follows should that one end by Appendix A's test above the gap).  Cross-validation
+  sets it (``solvers.model_selection``): a fold's score needs predictions, not 1e-10 optima;
 * dual recovery and the maximum dual KKT violation (section 4.7, :func:`dual_kkt_violation`);
   with ``dual_kkt_tolerance`` the solution is continued with eps / 10, eps / 100, ... until
   the violation is within it (section 5's protocol: ``epsilon=1e-3, dual_kkt_tolerance=1e-3``);
@@ -253,6 +258,7 @@ SPECS = (
         warm_start=True,
         path=spec_path,
         dense_system=dense_system,
+        gap_parameters=(("hinge", "hinge_gap_tolerance"), ("*", "gap_tolerance")),
     ),
 )
 

@@ -125,6 +125,7 @@ class Engine:
         self.normal_equations = _choose_normal_equations(params, terms, self.weight)
         self._rho = None
         self._point: _NewtonPoint | None = None  # step 3's data at the state's current point
+        self.last_gap = float("inf")  # the relative duality gap of the last record
 
     @property
     def at_target(self) -> bool:
@@ -265,7 +266,9 @@ class Engine:
         problem, preconditioned) a solve is 10-50 iterations and the forcing's extra Newton
         iterations, each a few passes over all rows, cost about what it saves."""
         eta = self.params.newton_forcing
-        if eta is None or exempt or not eps > self.params.epsilon \
+        # the final round: at epsilon, or a gap tolerance's looser round
+        final_eps = self._gap_round_epsilon(self.params.epsilon)
+        if eta is None or exempt or not eps > final_eps \
                 or point.active.size >= self.terms.n_params:
             return 0.0
         if (self.at_target and not crude_run) or 2 * newton >= self.params.max_iter:
@@ -304,9 +307,14 @@ class Engine:
         # Step 1: ini = 0 (crude start) runs both heuristics; ini = 1 goes straight to eps.
         if first_round is None:
             first_round = state.crude
+        # With a gap tolerance the last round runs at a looser eps (the gap, not rule (13),
+        # ends it); should that round end by Appendix A's own test above the gap tolerance,
+        # a further round at ``epsilon`` follows.
+        final_eps = self._gap_round_epsilon(epsilon)
         need_second_round = first_round and p.first_round_epsilon is not None \
-            and p.first_round_epsilon > epsilon
-        eps = p.first_round_epsilon if need_second_round else epsilon
+            and p.first_round_epsilon > final_eps
+        eps = p.first_round_epsilon if need_second_round else final_eps
+        self.last_gap = float("inf")
         first_call = crude_run = state.crude
         state.crude = False
         beta, outputs = state.beta, state.outputs
@@ -391,10 +399,13 @@ class Engine:
                 if self._report(beta, xi, loss, lam, F, step3, 1.0, eps):
                     return self._finish(Termination.STOPPED, self.reporter.stop_message, loss,
                                         eps, newton, cg_total)
-                # Step 8: the second round of heuristic 2, or the end.
-                if need_second_round:
+                if self._gap_met():
+                    return self._gap_finish(loss, eps, newton, cg_total)
+                # Step 8: the second round of heuristic 2 (or the exact round after a gap
+                # round that ended above the gap tolerance), or the end.
+                if need_second_round or eps > epsilon:
+                    eps = final_eps if need_second_round else epsilon
                     need_second_round = False
-                    eps = epsilon
                     F_previous = F
                     continue
                 return self._finish(Termination.CONVERGED, (
@@ -437,10 +448,31 @@ class Engine:
             if self._report(beta, xi, loss, lam, F, step3, delta, eps):
                 return self._finish(Termination.STOPPED, self.reporter.stop_message, loss, eps,
                                     newton, cg_total)
+            if self._gap_met():
+                return self._gap_finish(loss, eps, newton, cg_total)
             if newton >= p.max_iter:
                 return self._finish(Termination.MAX_ITER, f"itermax={p.max_iter} Newton iterations "
                                     "reached", loss, eps, newton, cg_total)
             F_previous = F
+
+    def _gap_round_epsilon(self, epsilon: float) -> float:
+        """The eps of the last round: ``epsilon``, or with a gap tolerance (at the asked C,
+        not the hinge homotopy's) the looser ``min(MFN_GAP_ROUND_EPSILON, gap_tolerance /
+        10)``; step 3's relative error then sits well below the gap asked for."""
+        tol = self.params.gap_tolerance
+        if tol is None or self.hinge or not self.at_target:
+            return epsilon
+        return max(epsilon, min(config.MFN_GAP_ROUND_EPSILON, 0.1 * tol))
+
+    def _gap_met(self) -> bool:
+        tol = self.params.gap_tolerance
+        return tol is not None and not self.hinge and self.at_target and self.last_gap <= tol
+
+    def _gap_finish(self, loss, eps, newton, cg_total):
+        return self._finish(Termination.CONVERGED, (
+            f"converged: certified relative duality gap {self.last_gap:.3g} <= "
+            f"gap_tolerance={self.params.gap_tolerance:g} (rule (13) at eps={eps:g})"),
+            loss, eps, newton, cg_total)
 
     def _set_tolerance(self, loss: ClippedLoss) -> float:
         """Step 5's tol.  It is absolute in t_i y_i; a quadratic band narrower than it (the
@@ -471,6 +503,7 @@ class Engine:
         w_alpha = point.g if point.shift is None else point.g + lam * point.shift
         w_alpha = (loss.kappa * self.target_C) * w_alpha
         gap = (primal - self.dual_objective(xi, loss, cost, w_alpha)) / max(abs(primal), 1e-300)
+        self.last_gap = gap
         extras = {
             "active": int(step3.n_active),
             "cg_iterations": int(step3.cg_iterations),

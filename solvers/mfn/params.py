@@ -79,6 +79,15 @@ class MFNParams(SolverParams):
                     "eps, then C, with J the largest integer such that C / 10^J >= "
                     "c_path_start / mean_i c_i ||x~_i||^2 (None: Appendix A from zero at "
                     "every C).  The factorized step 3 always starts at C.")
+    gap_tolerance: float | None = Field(
+        None, gt=0, lt=1,
+        description="Also stop once the certified relative duality gap (P - D)/P of a "
+                    "Newton iterate at the asked C is at most this (None: Appendix A's "
+                    "finite termination alone, the exact optimum); the last round then "
+                    "runs rule (13) at eps = min(1e-4, gap_tolerance / 10), or epsilon if "
+                    "larger, and, should it end above the gap, once more at epsilon.  "
+                    "Squared hinge and modified Huber; the hinge homotopy has "
+                    "hinge_gap_tolerance.")
     tol: float = Field(
         1e-8, ge=0,
         description="Step 5's tolerance on t_i y_i around the set boundaries (capped at 1% of "
@@ -107,6 +116,12 @@ class MFNParams(SolverParams):
         if self.linear_solver == "dual_cg" and self.cgls_rule != "residual":
             raise ValueError("linear_solver='dual_cg' stops on rule (13) only: "
                              "cgls_rule='residual'")
+        if self.gap_tolerance is not None and self.loss == "hinge":
+            raise ValueError("the hinge homotopy stops on its gap: hinge_gap_tolerance, not "
+                             "gap_tolerance")
+        if self.gap_tolerance is not None and self.dual_kkt_tolerance is not None:
+            raise ValueError("gap_tolerance and dual_kkt_tolerance are two stopping rules: "
+                             "give one")
         if self.dual_kkt_tolerance is not None and self.loss != "squared_hinge":
             raise ValueError("dual_kkt_tolerance (section 4.7) is for the squared hinge loss")
         return self
