@@ -308,6 +308,7 @@ def cmd_cv(args, spec) -> int:
     total = args.folds * len(C) * (len(gamma) if gamma else 1)
     result = cross_validate(ds, spec.name, C=C, gamma=gamma, folds=args.folds, seed=args.seed,
                             refit=bool(args.model_out), progress=_ProgressBar(total, args.quiet),
+                            **({} if args.fit_gap is None else {"fit_gap": args.fit_gap or None}),
                             **params)
     if result.choice is not None:
         print(f"auto: {result.choice['reason']}", file=sys.stderr)
@@ -320,8 +321,11 @@ def cmd_cv(args, spec) -> int:
               f"{row.mean:20.6f} {row.std:8.4f} {row.objective:14.8g} {row.seconds:9.3f}")
     best = f"best C = {result.best_C:g}" + \
         ("" if result.best_gamma is None else f", gamma = {result.best_gamma:g}")
+    stop = (f"each fit to a certified relative gap of {result.fit_gap:g} "
+            f"({result.fit_gap_parameter})" if result.fit_gap_parameter is not None
+            else "each fit to the solver's own rule")
     print(f"{best} ({result.folds}-fold, {'warm-started' if result.warm_start else 'cold'} "
-          f"C path)")
+          f"C path, {stop})")
     if args.model_out:
         result.model.save(args.model_out)
         print(f"model refitted at the best point written to {args.model_out}",
@@ -436,6 +440,9 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
                     help="grid of the kernel's gamma (kernel solvers), as --C")
     cv.add_argument("--folds", type=int, default=5, help="number of folds (default 5)")
     cv.add_argument("--seed", type=int, default=0, help="seed of the stratified folds")
+    cv.add_argument("--fit-gap", type=float, default=None,
+                    help="certified relative duality gap every fold's fit stops at "
+                         "(default 1e-3; 0: the solver's own rule)")
     cv.add_argument("--model-out", help="refit at the best point and write the model here")
     cv.add_argument("--plot", help="write the cross-validation curve to this image file")
     cv.add_argument("--quiet", action="store_true", help="no progress bar")

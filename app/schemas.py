@@ -114,6 +114,13 @@ class TuningSpec(BaseModel):
         description="The grid of the kernel's gamma (kernel solvers only).")
     folds: int = Field(5, ge=2, le=20, description="Number of folds.")
     seed: int = Field(0, ge=0, le=2**31 - 1, description="Seed of the stratified folds.")
+    fit_gap: float | None = Field(
+        1e-3, gt=0, lt=1,
+        description="Every fold's fit stops at this certified relative duality gap, through "
+                    "the solver's gap parameter (mfn: gap_tolerance, alm and cutting_plane: "
+                    "tol, interior_point: gap_tolerance); null: each fit runs to the "
+                    "solver's own stopping rule as the params say. The refit uses the params "
+                    "as given.")
 
 
 class JobCreate(BaseModel):
@@ -157,6 +164,11 @@ class CrossValidationPublic(BaseModel):
     metric: str = Field(description="accuracy (higher is better) or mean_absolute_rank_error.")
     folds: int
     warm_start: bool = Field(description="Whether each fold's C path was warm-started.")
+    fit_gap: float | None = Field(
+        None, description="The certified relative duality gap every fit stopped at (null: "
+                          "each fit ran to the solver's own rule).")
+    fit_gap_parameter: str | None = Field(
+        None, description="The solver parameter that set fit_gap (e.g. mfn's gap_tolerance).")
     best_C: float | None
     best_gamma: float | None
     status: str
@@ -237,6 +249,7 @@ def _cross_validation(stored: dict[str, Any] | None) -> CrossValidationPublic | 
     best = stored.get("best_C")
     return CrossValidationPublic(
         metric=stored["metric"], folds=stored["folds"], warm_start=stored["warm_start"],
+        fit_gap=stored.get("fit_gap"), fit_gap_parameter=stored.get("fit_gap_parameter"),
         best_C=best if best is not None and best == best else None,  # NaN: nothing finished
         best_gamma=stored.get("best_gamma"), status=stored["status"],
         message=stored["message"], table=stored["table"])

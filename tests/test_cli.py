@@ -262,9 +262,14 @@ def test_cv_prints_the_table_refits_and_plots(tmp_path, capsys):
     assert lines[0].split()[:2] == ["C", "accuracy"]
     assert [float(line.split()[0]) for line in lines[1:4]] == [0.25, 0.5, 1.0]
     assert "warm-started" in lines[-1] and "best C =" in lines[-1]
+    assert "certified relative gap of 0.001 (gap_tolerance)" in lines[-1]
     assert "3/9" in captured.err and "9/9" in captured.err  # the progress bar
     assert model.stat().st_size > 0 and plot.stat().st_size > 0
     assert main(["predict", str(model), heart]) == 0
+    # --fit-gap 0: every fit to mfn's own (exact) rule
+    assert main(["cv", heart, "--solver", "mfn", "--C", "1", "--folds", "3", "--quiet",
+                 "--fit-gap", "0"]) == 0
+    assert "each fit to the solver's own rule" in capsys.readouterr().out
 
 
 def test_cv_refuses_a_gamma_grid_for_a_linear_solver(capsys):

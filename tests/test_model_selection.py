@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from shared_data import load
+from shared_data import data_path, load
 
 import solvers
+from bench.problems import BenchProblem
 from solvers.model_selection import cross_validate
 
 GRID = [0.01, 0.1, 1.0, 10.0]
@@ -22,11 +23,13 @@ def test_folds_are_checked():
 
 
 def test_warm_path_equals_cold_solves_fold_by_fold():
-    """mfn's beta-seeded path (warm) gives the fold accuracies and objectives of cold solves."""
+    """mfn's beta-seeded path (warm), every point exact (fit_gap=None), gives the fold accuracies
+    and objectives of cold solves."""
     dataset = load("a9a")
     folds = dataset.stratified_folds(3, seed=0)
-    result = cross_validate(dataset, "mfn", C=GRID, folds=3, seed=0)
+    result = cross_validate(dataset, "mfn", C=GRID, folds=3, seed=0, fit_gap=None)
     assert result.warm_start and result.metric == "accuracy"
+    assert result.fit_gap is None and result.fit_gap_parameter is None
     for row in result.scores:
         for fold, score in enumerate(row.fold_scores):
             cold = solvers.train(dataset.subset(folds != fold), solver="mfn", C=row.C)
@@ -37,6 +40,28 @@ def test_warm_path_equals_cold_solves_fold_by_fold():
                  for f in range(3)]
         assert row.objective == pytest.approx(np.mean(colds), rel=1e-6)
     assert result.best_C in GRID
+
+
+@pytest.mark.parametrize("name", ["a9a", "news20-binary"])
+def test_points_solved_to_a_certified_gap_score_as_exact_ones(name):
+    """The default fit_gap (1e-3): every fold's objective is within the certified gap of the
+    exact optimum (P <= P* / (1 - tol)), the fold accuracies are those of exact solves within
+    0.05 percentage points of the test fold (a handful of examples on the decision
+    boundary), and the best C is the same.  news20 made binary is the text case, where step 3
+    runs CG and the gap round's looser eps matters."""
+    data_path(name.removesuffix("-binary"))  # skips without ../shared/data
+    dataset = BenchProblem(name).train_dataset()  # news20's groups 1-10 against 11-20
+    grid = [0.03125, 0.25, 2.0]
+    loose = cross_validate(dataset, "mfn", C=grid, folds=3, seed=0)
+    exact = cross_validate(dataset, "mfn", C=grid, folds=3, seed=0, fit_gap=None)
+    assert (loose.fit_gap, loose.fit_gap_parameter) == (1e-3, "gap_tolerance")
+    folds = dataset.stratified_folds(3, seed=0)
+    for approximate, optimal in zip(loose.scores, exact.scores, strict=True):
+        assert optimal.objective <= approximate.objective <= optimal.objective / (1 - 1e-3)
+        for fold, (a, b) in enumerate(zip(approximate.fold_scores, optimal.fold_scores,
+                                          strict=True)):
+            assert abs(a - b) <= max(5e-4, 1.0 / np.sum(folds == fold)), (fold, a, b)
+    assert loose.best_C == exact.best_C
 
 
 def test_agrees_with_scikit_learn_linear_svc_on_the_same_folds():

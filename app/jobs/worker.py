@@ -220,7 +220,7 @@ def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:
     follow in the same log.  Returns (the refit's TrainResult or None when stopped, the table
     as JSON)."""
     import solvers
-    from solvers.model_selection import cross_validate
+    from solvers.model_selection import CV_FIT_GAP, cross_validate
 
     params = {key: value for key, value in spec.params.items() if key != "solver"}
     for grid in ("C", "gamma"):
@@ -228,7 +228,7 @@ def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:
     tuning = spec.tuning
     result = cross_validate(dataset, spec.solver, C=tuning["C"], gamma=tuning.get("gamma"),
                             folds=tuning["folds"], seed=tuning["seed"], monitor=monitor,
-                            **params)
+                            fit_gap=tuning.get("fit_gap", CV_FIT_GAP), **params)
     summary = jsonable(result.summary())
     if result.status == "stopped":
         return None, summary

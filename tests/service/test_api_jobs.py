@@ -312,13 +312,14 @@ def test_a_tuning_job_cross_validates_and_refits_at_the_best_point(api, heart):
     created = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": {"solver": "mfn"},
                                       "tuning": tuning})
     assert created.status_code == 202, created.text
-    assert created.json()["tuning"] == {**tuning, "gamma": None}
+    assert created.json()["tuning"] == {**tuning, "gamma": None, "fit_gap": 1e-3}
     done = wait_job(api, created.json()["id"])
     assert done["status"] == "succeeded", done
     cv = done["cross_validation"]
     expected = cross_validate(solvers.read_svmlight(data_path("heart_scale")), "mfn",
                               C=tuning["C"], folds=3, seed=2)
     assert cv["best_C"] == expected.best_C and cv["warm_start"] and cv["metric"] == "accuracy"
+    assert (cv["fit_gap"], cv["fit_gap_parameter"]) == (1e-3, "gap_tolerance")  # certified
     assert [row["mean"] for row in cv["table"]] == pytest.approx(
         [row.mean for row in expected.scores], abs=1e-12)
     model = api.get(f"/api/v1/models/{done['model_id']}").json()
