@@ -121,7 +121,8 @@ class MFNParams(SolverParams):
                              "gap_tolerance")
         if self.gap_tolerance is not None and self.dual_kkt_tolerance is not None:
             raise ValueError("gap_tolerance and dual_kkt_tolerance are two stopping rules: "
-                             "give one")
+                             "give one (cross-validation sets gap_tolerance from its "
+                             "fit_gap; fit_gap=None leaves it unset)")
         if self.dual_kkt_tolerance is not None and self.loss != "squared_hinge":
             raise ValueError("dual_kkt_tolerance (section 4.7) is for the squared hinge loss")
         return self
