@@ -9,8 +9,11 @@ the grid from the smallest C up.  Multi-class data are scored on one-vs-rest mod
 the warm-started binary problems; ordinal regression is scored by the mean absolute rank error
 (lower is better), classification by accuracy.
 
-The folds run one after another (running them in parallel was not tried: the solvers' kernels
-already use the Numba threads over rows, and worker processes would each pay a warm-up).
+The folds run one after another.  Running them in parallel was not tried: from Python threads
+it needs a thread-safe Numba threading layer, and worker processes must be spawned and each
+load the kernels, more than a small search's whole time.  It could pay on text: on news20 made
+binary the row-parallel CG kernels do not scale (the same search took 11.65 s on one Numba
+thread and 11.66 s on two; bench/README.md, section Cross-validation).
 """
 
 from __future__ import annotations
