@@ -2,19 +2,30 @@
 
 For each problem every runner is run once to warm up (compilation, caches; discarded), then
 ``repeats`` times, the order of the runners rotating from one repeat to the next so that no
-runner always runs first or after the same neighbour.  From each run's objective-versus-time
-trace the time to reach a relative gap g = (f - f*)/|f*| is the first trace time with gap <= g
-(missing when the run never gets there); the reported figure is the median over repeats.  f*
-is the stored reference optimum of the problem when there is one (see
-:mod:`bench.references`), otherwise the best objective any runner reached.
+runner always runs first.  A rotation keeps each runner's predecessor, so before every timed
+run both cores are kept busy for 0.1 s (:func:`settle`): a process idle for a second or more
+(while a subprocess anchor ran) made the next Numba-threaded run slower, whichever it was --
+measured 2026-11-24 on w8a at C = 1, mfn right after liblinear-multicore 0.059-0.092 s, after
+the settle 0.045-0.063 s, back to back 0.043-0.049 s; LIBLINEAR's single-threaded in-process
+runs did not move (0.070-0.085 s either way).  Before it, bench_mfn's default ``mfn`` runner
+always followed the multi-core anchor and carried that cost in every repeat.
+
+From each run's objective-versus-time trace the time to reach a relative gap
+g = (f - f*)/|f*| is the first trace time with gap <= g (missing when the run never gets
+there); the reported figure is the median over repeats.  f* is the stored reference optimum
+of the problem when there is one (see :mod:`bench.references`), otherwise the best objective
+any runner reached.
 """
 
 from __future__ import annotations
 
 import platform
 import statistics
+import time
 from dataclasses import asdict, dataclass
 
+import numba
+import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bench.anchors import Run
@@ -66,6 +77,24 @@ def time_to_gap(trace, reference: float, gap: float) -> float | None:
     return None
 
 
+@numba.njit(parallel=True, cache=True)
+def _spin(n: int, threads: int) -> float:
+    sums = np.zeros(threads)
+    for thread in numba.prange(sums.shape[0]):
+        acc = 0.0
+        for i in range(n):
+            acc += (i % 7) * 1e-9
+        sums[thread] = acc
+    return sums.sum()
+
+
+def settle(seconds: float = 0.1) -> None:
+    """Keep every Numba thread busy for ``seconds`` (the module docstring says why)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        _spin(1_000_000, numba.get_num_threads())
+
+
 def measure_problem(problem: BenchProblem, runners, repeats: int, log=print) -> ProblemResult:
     """Run ``runners`` on ``problem`` (see the module docstring) with BLAS on one thread.
 
@@ -86,6 +115,7 @@ def _measure_problem(problem: BenchProblem, runners, repeats: int, log) -> Probl
     for repeat in range(repeats):
         shift = repeat % len(runners)
         for r in runners[shift:] + runners[:shift]:
+            settle()
             run = r.run(problem)
             runs[r.name].append(run)
             log(f"  {problem.key:45s} {r.name:22s} {run.seconds:9.3f} s  "
