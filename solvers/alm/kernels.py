@@ -75,7 +75,7 @@ def _pass_serial(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
     return _serial_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _pass_parallel(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
     inv_mu = 1.0 / mu_new
     if code == HINGE or (code == LP and p == 1.0):

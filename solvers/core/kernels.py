@@ -148,14 +148,14 @@ def kernel_diagonal_values(Q, kernel, out):
 # -- blocks: K(Q, Z) -------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def kernel_block_serial(Q, Z, kernel, out):
     """out[i, j] = k(q_i, z_j)."""
     for i in range(out.shape[0]):
         _row_into(Q, i, Z, kernel, out[i])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def kernel_block_parallel(Q, Z, kernel, out, n_blocks):
     """Parallel form of :func:`kernel_block_serial` (``n_blocks`` blocks of rows)."""
     n = out.shape[0]
@@ -187,7 +187,7 @@ def kernel_decision_serial(Q, Z, kernel, coef, intercept, out):
         _decision_row(Q, i, Z, kernel, coef, intercept, out[i], buffer)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def kernel_decision_parallel(Q, Z, kernel, coef, intercept, out, n_blocks):
     """Parallel form of :func:`kernel_decision_serial`."""
     n = out.shape[0]
@@ -246,7 +246,7 @@ def _claim_slot(store, i):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cache_row(rows, columns, kernel, store, i):
     """The slot of ``store`` holding kernel row i of X (computed on a miss from X's
     :func:`row_operand` and :func:`column_operand`); the row becomes the most recently
@@ -265,7 +265,7 @@ def cache_row(rows, columns, kernel, store, i):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _reserve_free_slots(store, n_rows):
     """Map uncached rows 0, 1, ... to the free slots (no eviction); returns the rows and slots
     so that the caller can compute them (in parallel)."""
@@ -285,13 +285,13 @@ def _reserve_free_slots(store, n_rows):
     return rows[:count], targets[:count]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _compute_rows_serial(rows, columns, kernel, which, targets, slots):
     for k in range(which.shape[0]):
         _row_into(rows, which[k], columns, kernel, slots[targets[k]])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _compute_rows_parallel(rows, columns, kernel, which, targets, slots, n_blocks):
     n = which.shape[0]
     n_blocks = min(n, n_blocks)
@@ -315,14 +315,14 @@ def _matvec_row(rows, columns, kernel, slots, row_slot, v, i, buffer):
     return acc
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cached_matvec_serial(rows, columns, kernel, slots, row_slot, v, out):
     buffer = np.empty(v.shape[0])
     for i in range(out.shape[0]):
         out[i] = _matvec_row(rows, columns, kernel, slots, row_slot, v, i, buffer)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _cached_matvec_parallel(rows, columns, kernel, slots, row_slot, v, out, n_blocks):
     n = out.shape[0]
     n_blocks = min(n, n_blocks)

@@ -252,7 +252,7 @@ def _adjoint(indptr, indices, data, unit, blocks, pair_ptr, pair_col, paired, ex
 _LINE = CACHE_LINE_DOUBLES
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _cgls_kernel(indptr, indices, data, unit, blocks, pair_ptr, pair_col, extra_value, sqrt_c,
                  targets, beta, n_features, lam, reg_extra, eps, max_iter, mix, rho,
                  beta_weight, parallel_features, warm, z, r0, width, forcing):
@@ -489,7 +489,7 @@ def _sum_two(f, buffers, n_blocks, w):
     return gs * gs
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _cg_dual_kernel(indptr, indices, data, unit, blocks, extra_value, sqrt_c, beta, n_features,
                     lam, eps, max_iter, z, r0, parallel_features, width):
     """The iteration of :func:`cg_dual_compact`: preconditioned CG on (A A' + lam I) u = b,
@@ -731,7 +731,7 @@ def _blas_controller() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gram_cost(indptr, rows):
     """Multiply-adds of :func:`gram_update` over ``rows``: sum of L(L+1)/2, L stored entries."""
     total = 0
@@ -770,7 +770,7 @@ def _gram_row(indptr, indices, data, i, pair_ptr, pair_col, paired, j, weights, 
                 acc[fq, fp] += vp * data[q]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _gram_kernel(indptr, indices, data, rows, pair_ptr, pair_col, weights, extra_value, d,
                  blocks, G, buffers):
     """Block 0 accumulates into G, block b > 0 into buffers[b - 1]; then G += buffers."""
@@ -914,7 +914,7 @@ def monitored_conjugate_gradient(operator: TrackedOperator, rhs, *, rtol: float,
                               max_iter=max_iter, callback=callback)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dot(a, b):
     """a . b for 1-d float64 arrays, on the calling thread.
 

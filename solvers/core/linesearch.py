@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
     """The zero of a continuous, non-decreasing, piecewise-linear slope on delta >= 0.
 
@@ -110,7 +110,7 @@ def _swap3(x, y, z, i, j):
     z[i], z[j] = z[j], z[i]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def piecewise_linear_root_jumps(l0, r0, breakpoints, dl, dr):
     """The minimizer over delta >= 0 of a convex function whose slope is piecewise linear and
     may JUMP up at its breakpoints (a hinge along a ray: each example's term adds a constant

@@ -56,21 +56,21 @@ def matvec_serial(indptr, indices, data, w, intercept, out):
         out[i] = _row_dot(indptr, indices, data, i, w) + intercept
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def matvec_parallel(indptr, indices, data, w, intercept, out):
     """Parallel form of :func:`matvec_serial`."""
     for i in prange(out.shape[0]):
         out[i] = _row_dot(indptr, indices, data, i, w) + intercept
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def matvec_rows_serial(indptr, indices, data, rows, w, intercept, out):
     """out[k] = x_{rows[k]} . w + intercept."""
     for k in range(rows.shape[0]):
         out[k] = _row_dot(indptr, indices, data, rows[k], w) + intercept
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def matvec_rows_parallel(indptr, indices, data, rows, w, intercept, out):
     """Parallel form of :func:`matvec_rows_serial`."""
     for k in prange(rows.shape[0]):
@@ -80,7 +80,7 @@ def matvec_rows_parallel(indptr, indices, data, rows, w, intercept, out):
 # -- X' z -------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rmatvec_serial(indptr, indices, data, z, out):
     """out = X' z (out is overwritten)."""
     out[:] = 0.0
@@ -90,7 +90,7 @@ def rmatvec_serial(indptr, indices, data, z, out):
             _row_axpy(indptr, indices, data, i, zi, out)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rmatvec_rows_serial(indptr, indices, data, rows, z, out):
     """out = sum_k z[k] x_{rows[k]} (out is overwritten)."""
     out[:] = 0.0
@@ -100,7 +100,7 @@ def rmatvec_rows_serial(indptr, indices, data, rows, z, out):
             _row_axpy(indptr, indices, data, rows[k], zk, out)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _rmatvec_blocks(indptr, indices, data, rows, z, out, all_rows, n_threads):
     n_rows = z.shape[0]
     n_blocks = min(n_threads, max(1, n_rows))
@@ -180,7 +180,7 @@ def work_blocks(indptr, n_blocks: int) -> np.ndarray:
 _ROW_COST = 4
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _gather_rows(indptr, indices, data, rows, out_indptr, out_indices, out_data, blocks,
                  copy_data):
     for b in prange(blocks.shape[0] - 1):
@@ -193,7 +193,7 @@ def _gather_rows(indptr, indices, data, rows, out_indptr, out_indices, out_data,
                     out_data[target + k] = data[source + k]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _subset_indptr(indptr, rows, out):
     out[0] = 0
     for j in range(rows.shape[0]):
@@ -224,14 +224,14 @@ def compact_row_axpy(indptr, indices, data, unit_values, j, a, out):
             out[_u(indices[k])] += data[k] * a
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _compact_matvec(indptr, indices, data, unit_values, blocks, w, intercept, out):
     for b in prange(blocks.shape[0] - 1):
         for j in range(blocks[b], blocks[b + 1]):
             out[j] = compact_row_dot(indptr, indices, data, unit_values, j, w) + intercept
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _compact_rmatvec(indptr, indices, data, unit_values, blocks, z, buffers, out):
     n_blocks = blocks.shape[0] - 1
     for b in prange(n_blocks):
@@ -349,7 +349,7 @@ def matmat_serial(indptr, indices, data, W, intercepts, out):
             out[i, c] = _row_dot(indptr, indices, data, i, W[c]) + intercepts[c]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def matmat_parallel(indptr, indices, data, W, intercepts, out):
     """Parallel form of :func:`matmat_serial`."""
     n_classes = W.shape[0]
@@ -371,7 +371,7 @@ def row_norms_squared(indptr, indices, data, out):
         out[i] = s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rows_nnz(indptr, rows):
     """Number of stored entries in the selected rows."""
     total = 0

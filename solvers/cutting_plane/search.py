@@ -32,7 +32,7 @@ from solvers.problems.oracles import crammer_singer_risk_on_ray
 # -- binary hinge -------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def hinge_ray_breakpoints(mb, mt, cost):
     """(slope of the loss sum at 0+, breakpoints, jumps) of sum_i C_i max(0, 1 - m_i(mu)),
     m_i(mu) = mb_i + mu (mt_i - mb_i)."""
@@ -120,7 +120,7 @@ def _cs_envelopes_serial(Sb, St, labels, cost, bp, jump, counts, slope0):
         _cs_envelope(Sb, St, labels, cost, bp, jump, counts, slope0, i, u, v)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _cs_envelopes_parallel(Sb, St, labels, cost, bp, jump, counts, slope0):
     for i in prange(Sb.shape[0]):
         u = np.empty(Sb.shape[1])

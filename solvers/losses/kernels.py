@@ -27,7 +27,7 @@ LEAST_SQUARES = 4
 # -- slacks -------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def margin_slacks(labels, outputs, out):
     """out_i = 1 - t_i y_i."""
     for i in range(out.shape[0]):
@@ -69,7 +69,7 @@ def _derivative(code, p, xi):
     return 2.0 * xi  # LEAST_SQUARES
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def loss_sum(code, p, xi, weight):
     """sum_i weight_i L(xi_i)."""
     total = 0.0
@@ -78,13 +78,13 @@ def loss_sum(code, p, xi, weight):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def loss_values(code, p, xi, out):
     for i in range(xi.shape[0]):
         out[i] = _value(code, p, xi[i])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def loss_derivatives(code, p, xi, out):
     """out_i = L'(xi_i) (for the hinge, the subgradient 1 where xi > 0, else 0)."""
     for i in range(xi.shape[0]):
@@ -144,7 +144,7 @@ def prox_value(code, p, x, s):
     return 2.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def loss_prox(code, p, v, t, out):
     """out_i = argmin_u t_i L(u) + (u - v_i)^2 / 2, the proximal operator of t_i L at v_i.
 
@@ -157,7 +157,7 @@ def loss_prox(code, p, v, t, out):
         out[i] = prox_value(code, p, v[i], t[i])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def quadratic_conjugate_sum(alpha, cost, nonnegative, upper_factor, linear, quadratic):
     """sum_i C_i L*(alpha_i / C_i) for a loss whose conjugate is quadratic on its dual range,
     L*(v) = linear v + v^2 / quadratic on [0 or -inf, upper_factor] (``quadratic`` = inf: no
@@ -189,7 +189,7 @@ def quadratic_conjugate_sum(alpha, cost, nonnegative, upper_factor, linear, quad
 # (xi_lo, xi_lo + width) (I1, the least-squares rows), linear from xi_lo + width on (I2).
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def clipped_loss_breakpoints(xi0, xi1, weight, xi_lo, width):
     """Breakpoints of sum_i weight_i L(xi_i(delta)) on xi_i(delta) = xi0_i + delta (xi1_i - xi0_i)
     for a loss whose derivative is L'(xi) = clip(xi - xi_lo, 0, width) (``width`` may be inf).
@@ -268,7 +268,7 @@ def _piece_slope(piece, xi, xi_lo, width):
     return width
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def clipped_loss_sets(xi, xi_lo, width):
     """(I1, I2): the indices with xi_lo < xi < xi_lo + width and with xi >= xi_lo + width."""
     hi = xi_lo + width
@@ -296,7 +296,7 @@ def clipped_loss_sets(xi, xi_lo, width):
     return quadratic, linear
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def clipped_loss_sum(xi, weight, xi_lo, width):
     """sum_i weight_i L(xi_i) with L(xi) = u^2 / 2 + width (xi - xi_lo - width)_+,
     u = clip(xi - xi_lo, 0, width)."""
@@ -312,7 +312,7 @@ def clipped_loss_sum(xi, weight, xi_lo, width):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def clipped_loss_sets_hold(xi0, xi1, xi_lo, width, tol):
     """Whether every index keeps, within ``tol``, at ``xi1`` the set it has at ``xi0``
     (Keerthi & DeCoste, Appendix A step 5 (b)-(c), for three sets)."""

@@ -24,7 +24,7 @@ def _violation(g, lam, nonneg):
     return abs(g)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def max_violation(g, lam, nonneg):
     """(index, value) of the largest KKT violation."""
     best = 0
@@ -37,7 +37,7 @@ def max_violation(g, lam, nonneg):
     return best, worst
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def smo_updates(rows, columns, kernel, store, y, inv_cj, inv_a, q_diag, nonneg, lam, g, tol,
                 budget):
     """At most ``budget`` updates of the most violating multiplier (2SMO / SesquiSMO).
@@ -82,7 +82,7 @@ class _SMOState:
     worst: float = np.inf
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def exact_gradient(rows, columns, kernel, store, y, inv_cj, inv_a, lam, g):
     """g = Q lambda - e from scratch: y_i ((K (y lambda))_i + y'lambda / A) + lambda_i / C_J,i
     - 1, where K (y lambda) sums the kernel rows of the nonzero multipliers only (K is

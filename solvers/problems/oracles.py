@@ -65,7 +65,7 @@ def binary_oracle_serial(indptr, indices, data, y, cost, code, p, s, w, b, have_
                         margins, want_cut, cut, 0, y.shape[0])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def binary_oracle_parallel(indptr, indices, data, y, cost, code, p, s, w, b, have_outputs,
                            margins, want_cut, cut, n_blocks):
     """:func:`binary_oracle_serial` over ``n_blocks`` blocks of rows in parallel."""
@@ -181,7 +181,7 @@ def crammer_singer_oracle_serial(indptr, indices, data, labels, cost, s, W, have
                     want_cut, cut, 0, labels.shape[0])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def crammer_singer_oracle_parallel(indptr, indices, data, labels, cost, s, W, have_outputs,
                                    scores, k_out, want_cut, cut, n_blocks):
     """:func:`crammer_singer_oracle_serial` over ``n_blocks`` blocks of rows in parallel."""
