@@ -308,6 +308,7 @@ def cmd_cv(args, spec) -> int:
     total = args.folds * len(C) * (len(gamma) if gamma else 1)
     result = cross_validate(ds, spec.name, C=C, gamma=gamma, folds=args.folds, seed=args.seed,
                             refit=bool(args.model_out), progress=_ProgressBar(total, args.quiet),
+                            n_jobs=args.jobs,
                             **({} if args.fit_gap is None else {"fit_gap": args.fit_gap or None}),
                             **params)
     if result.choice is not None:
@@ -324,8 +325,9 @@ def cmd_cv(args, spec) -> int:
     stop = (f"each fit to a certified relative gap of {result.fit_gap:g} "
             f"({result.fit_gap_parameter})" if result.fit_gap_parameter is not None
             else "each fit to the solver's own rule")
+    at_once = f", {result.parallel_folds} folds at once" if result.parallel_folds > 1 else ""
     print(f"{best} ({result.folds}-fold, {'warm-started' if result.warm_start else 'cold'} "
-          f"C path, {stop})")
+          f"C path, {stop}{at_once})")
     if args.model_out:
         result.model.save(args.model_out)
         print(f"model refitted at the best point written to {args.model_out}",
@@ -440,6 +442,9 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
                     help="grid of the kernel's gamma (kernel solvers), as --C")
     cv.add_argument("--folds", type=int, default=5, help="number of folds (default 5)")
     cv.add_argument("--seed", type=int, default=0, help="seed of the stratified folds")
+    cv.add_argument("--jobs", type=int, default=None,
+                    help="folds fitted at once, one thread each (default: one per Numba "
+                         "thread; 1: one after another)")
     cv.add_argument("--fit-gap", type=float, default=None,
                     help="certified relative duality gap every fold's fit stops at "
                          "(default 1e-3; 0: the solver's own rule)")

@@ -169,6 +169,8 @@ class CrossValidationPublic(BaseModel):
                           "each fit ran to the solver's own rule).")
     fit_gap_parameter: str | None = Field(
         None, description="The solver parameter that set fit_gap (e.g. mfn's gap_tolerance).")
+    parallel_folds: int = Field(
+        1, description="How many folds were fitted at once (each in its own thread).")
     best_C: float | None
     best_gamma: float | None
     status: str
@@ -250,6 +252,7 @@ def _cross_validation(stored: dict[str, Any] | None) -> CrossValidationPublic | 
     return CrossValidationPublic(
         metric=stored["metric"], folds=stored["folds"], warm_start=stored["warm_start"],
         fit_gap=stored.get("fit_gap"), fit_gap_parameter=stored.get("fit_gap_parameter"),
+        parallel_folds=stored.get("parallel_folds", 1),
         best_C=best if best is not None and best == best else None,  # NaN: nothing finished
         best_gamma=stored.get("best_gamma"), status=stored["status"],
         message=stored["message"], table=stored["table"])

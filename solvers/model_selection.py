@@ -9,20 +9,26 @@ the grid from the smallest C up.  Multi-class data are scored on one-vs-rest mod
 the warm-started binary problems; ordinal regression is scored by the mean absolute rank error
 (lower is better), classification by accuracy.
 
-The folds run one after another.  Running them in parallel was not tried: from Python threads
-it needs a thread-safe Numba threading layer, and worker processes must be spawned and each
-load the kernels, more than a small search's whole time.  It could pay on text: on news20 made
-binary the row-parallel CG kernels do not scale (the same search took 11.65 s on one Numba
-thread and 11.66 s on two; bench/README.md, section Cross-validation).
+Folds run in parallel, one thread each, as many at once as the caller has Numba threads
+(``n_jobs``), each fold's kernels on its share of them: the kernels release the GIL, and the
+threading layer (OpenMP or TBB; never Numba's workqueue, which aborts on concurrent use, and
+then the folds run one after another) lets several Python threads start parallel regions.  It
+pays most on text, where the row-parallel CG kernels do not scale: news20 made binary's search
+took the same time on one Numba thread as on two, and 0.55-0.6 of it with two folds at once
+(bench/README.md, section Cross-validation).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
+import numba
 import numpy as np
 
 from solvers.base import SolverParams, SolverSpec
@@ -58,6 +64,8 @@ class CrossValidationResult:
     fit_gap: float | None
     fit_gap_parameter: str | None
     scores: list[GridPoint]
+    #: how many folds ran at once (1: one after another)
+    parallel_folds: int
     best_C: float
     best_gamma: float | None
     params: dict[str, Any]
@@ -76,7 +84,8 @@ class CrossValidationResult:
         """The result as JSON-ready data (the service stores it with a tuning job)."""
         return {"solver": self.solver, "metric": self.metric, "folds": self.folds,
                 "warm_start": self.warm_start, "fit_gap": self.fit_gap,
-                "fit_gap_parameter": self.fit_gap_parameter, "best_C": self.best_C,
+                "fit_gap_parameter": self.fit_gap_parameter,
+                "parallel_folds": self.parallel_folds, "best_C": self.best_C,
                 "best_gamma": self.best_gamma, "status": str(self.status),
                 "message": self.message, "table": self.table(),
                 **({"auto": self.choice} if self.choice is not None else {})}
@@ -132,6 +141,53 @@ class _WarmPath:
                  float(seconds[j])) for j in range(len(points))]
 
 
+@dataclass
+class _FoldFits:
+    """One fold's fits at one gamma: (C, test score, training objective, seconds) in grid
+    order, fewer than ``n_points`` when a stop was asked for between two fits."""
+
+    gamma: float | None
+    n_points: int
+    fits: list[tuple[float, float, float, float]]
+
+
+#: How often (seconds) the waiting thread asks the monitor whether to stop while folds run in
+#: parallel; the fold threads then end at their next fit.
+_MONITOR_POLL_S = 0.25
+
+#: Numba's threading layers that several Python threads may enter at once.
+_THREADSAFE_LAYERS = ("omp", "tbb")
+
+
+def threadsafe_threading_layer() -> bool:
+    """Whether Numba's threading layer in this process lets several threads run parallel
+    kernels at once (OpenMP, TBB; not the workqueue layer, which aborts the process on
+    concurrent use).  The layer is chosen at the first parallel kernel's launch; this runs a
+    tiny one if none has run yet."""
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel region has run in this process yet
+        from solvers.core.sparse import matvec_parallel
+
+        one = np.zeros(1)
+        matvec_parallel(np.array([0, 1]), np.array([0]), np.ones(1), one, 0.0, np.empty(1))
+        layer = numba.threading_layer()
+    return layer in _THREADSAFE_LAYERS
+
+
+def parallel_folds(folds: int, n_jobs: int | None = None) -> int:
+    """How many folds :func:`cross_validate` runs at once: ``n_jobs`` (None: the calling
+    thread's Numba threads), at most ``folds``, and 1 where the threading layer cannot take
+    several threads."""
+    if n_jobs is not None and n_jobs < 1:
+        raise ValueError(f"n_jobs must be at least 1, got {n_jobs}")
+    wanted = numba.get_num_threads() if n_jobs is None else n_jobs
+    wanted = min(wanted, folds)
+    if wanted <= 1 or not threadsafe_threading_layer():
+        return 1
+    return wanted
+
+
 def _grid(values, name: str) -> list[float]:
     grid = sorted({float(v) for v in values})
     if not grid or grid[0] <= 0:
@@ -151,7 +207,8 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                    folds: int = 5, seed: int = 0, gamma: Sequence[float] | None = None,
                    refit: bool = False, fit_gap: float | None = CV_FIT_GAP,
                    progress: Callable[[int, float, float | None, float], None] | None = None,
-                   monitor: Monitor | None = None, **params) -> CrossValidationResult:
+                   monitor: Monitor | None = None, n_jobs: int | None = None,
+                   **params) -> CrossValidationResult:
     """k-fold cross-validation of ``solver`` over the grid ``C`` (default 2^-5 .. 2^5) and, for
     kernel solvers, ``gamma``; other keyword arguments are the solver's parameters.
 
@@ -170,6 +227,13 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     every fit.  ``monitor`` gets one record per fit (fold, C, gamma: the fold's score as the
     optimality, the training objective as the objective) and may stop the search: the result
     then has status ``stopped`` and the table of the folds done (no refit).
+
+    ``n_jobs``: folds fitted at once, each in its own thread on its share of the Numba
+    threads (None: as many as the calling thread has Numba threads; 1: one after another;
+    always 1 under Numba's workqueue threading layer, see :func:`parallel_folds`).  The table
+    and the records are the same either way, in fold order; the monitor is then asked from
+    the calling thread only, between fits and while the folds run, and a stop ends the folds
+    still running at their next fit.  The result's ``parallel_folds`` says what applied.
     """
     C_grid = _grid(C if C is not None else 2.0 ** np.arange(-5, 6), "C")
     spec, base = validate_params(solver, params, C=C_grid[0])
@@ -194,48 +258,107 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     assignment = dataset.stratified_folds(folds, seed)
     warm = spec.warm_start and spec.run is not None and \
         fit_handler(spec, base, dataset) is fit_linear_one_vs_rest
+    n_jobs = parallel_folds(folds, n_jobs)
+    stop_asked = threading.Event()  # set by this thread: the monitor asked, or a fold failed
+    if n_jobs == 1:
+        def should_stop() -> bool:  # the monitor is asked from this thread only
+            return monitor is not None and monitor.stop_reason() is not None
+    else:
+        should_stop = stop_asked.is_set
+
+    def grid_points(g: float | None) -> list[SolverParams]:
+        points = []
+        for c in C_grid:
+            update = {"C": c} if g is None else {"C": c, "gamma": g}
+            if fit_gap_parameter is not None:
+                update[fit_gap_parameter] = fit_gap
+            points.append(validate_params(solver, base.model_dump(), **update)[1])
+        return points
+
+    def fit_fold(fold: int) -> list[_FoldFits]:
+        """The fold's fits over the grid and their test scores, one entry per gamma (the
+        last one short of the grid when a stop was asked for between two fits)."""
+        train_set = dataset.subset(np.flatnonzero(assignment != fold))
+        test_set = dataset.subset(np.flatnonzero(assignment == fold))
+        out = []
+        for g in gamma_grid:
+            points = grid_points(g)
+            fits = []
+            if warm:
+                fits = _WarmPath(spec, train_set).fit_grid(points)
+            else:
+                for point in points:
+                    if should_stop():
+                        break  # reported (and the search stopped) by the caller
+                    result = train(train_set, solver=solver, params=point)
+                    fits.append((result.model, result.objective, result.elapsed))
+            out.append(_FoldFits(g, len(points), [
+                (c, _score(model, test_set, ordinal), objective, elapsed)
+                for c, (model, objective, elapsed) in zip(C_grid, fits, strict=False)]))
+            if len(fits) < len(points) or should_stop():
+                break
+        return out
+
     scores = {(c, g): [] for c in C_grid for g in gamma_grid}
     objectives = {key: [] for key in scores}
     seconds = dict.fromkeys(scores, 0.0)
     reporter = Reporter(monitor, "fold_score")
     status = Termination.CONVERGED
-    for fold in range(folds):
-        if status == Termination.STOPPED:
-            break
-        train_set = dataset.subset(np.flatnonzero(assignment != fold))
-        test_set = dataset.subset(np.flatnonzero(assignment == fold))
-        for g in gamma_grid:
-            points = []
-            for c in C_grid:
-                update = {"C": c} if g is None else {"C": c, "gamma": g}
-                if fit_gap_parameter is not None:
-                    update[fit_gap_parameter] = fit_gap
-                points.append(validate_params(solver, base.model_dump(), **update)[1])
-            if warm:
-                fits = _WarmPath(spec, train_set).fit_grid(points)
-            else:
-                fits = []
-                for point in points:
-                    if monitor is not None and monitor.stop_reason() is not None:
-                        break  # reported (and the search stopped) below
-                    result = train(train_set, solver=solver, params=point)
-                    fits.append((result.model, result.objective, result.elapsed))
-            for c, (model, objective, elapsed) in zip(C_grid, fits, strict=False):
-                score = _score(model, test_set, ordinal)
-                scores[(c, g)].append(score)
-                objectives[(c, g)].append(objective)
-                seconds[(c, g)] += elapsed
+
+    def record(fold: int, fold_fits: list[_FoldFits]) -> bool:
+        """Tally and report one fold's fits in grid order; True once the search must stop."""
+        for entry in fold_fits:
+            for c, score, objective, elapsed in entry.fits:
+                scores[(c, entry.gamma)].append(score)
+                objectives[(c, entry.gamma)].append(objective)
+                seconds[(c, entry.gamma)] += elapsed
                 if progress is not None:
-                    progress(fold, c, g, score)
-                if reporter(reporter.records + 1, objective, score, fold=fold, C=c, gamma=g,
+                    progress(fold, c, entry.gamma, score)
+                if reporter(reporter.records + 1, objective, score, fold=fold, C=c,
+                            gamma=entry.gamma,
                             metric="accuracy" if not ordinal else "mean_absolute_rank_error"):
-                    status = Termination.STOPPED
-                    break
-            if len(fits) < len(points) and status != Termination.STOPPED:
-                status = Termination.STOPPED  # the monitor asked between two fits
-                reporter.stop_reason = monitor.stop_reason()
-            if status == Termination.STOPPED:
+                    return True
+            if len(entry.fits) < entry.n_points:  # the monitor asked between two fits
+                reporter.stop_reason = monitor.stop_reason() if monitor is not None else None
+                return True
+        return False
+
+    if n_jobs == 1:
+        for fold in range(folds):
+            if record(fold, fit_fold(fold)):
+                status = Termination.STOPPED
                 break
+    else:
+        threads_each = max(1, numba.get_num_threads() // n_jobs)
+
+        def fit_fold_in_thread(fold: int) -> list[_FoldFits]:
+            if stop_asked.is_set():
+                return []
+            numba.set_num_threads(threads_each)  # this thread's share (thread-local)
+            return fit_fold(fold)
+
+        with ThreadPoolExecutor(n_jobs, thread_name_prefix="cv-fold") as pool:
+            futures = [pool.submit(fit_fold_in_thread, fold) for fold in range(folds)]
+            try:
+                for fold, future in enumerate(futures):
+                    while True:  # the monitor is asked here, between waits, and nowhere else
+                        try:
+                            fold_fits = future.result(timeout=_MONITOR_POLL_S)
+                            break
+                        except FutureTimeout:
+                            if monitor is not None and monitor.stop_reason() is not None:
+                                stop_asked.set()
+                    if stop_asked.is_set() and not fold_fits:
+                        reporter.stop_reason = monitor.stop_reason() if monitor else None
+                        status = Termination.STOPPED
+                        break
+                    if record(fold, fold_fits):
+                        status = Termination.STOPPED
+                        break
+            finally:
+                stop_asked.set()  # the folds still running end at their next fit
+                for future in futures:
+                    future.cancel()
     rows = [GridPoint(c, g, float(np.mean(scores[(c, g)])), float(np.std(scores[(c, g)])),
                       tuple(scores[(c, g)]), float(np.mean(objectives[(c, g)])),
                       seconds[(c, g)])
@@ -244,7 +367,8 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
         return CrossValidationResult(
             solver=spec.name, metric="mean_absolute_rank_error" if ordinal else "accuracy",
             folds=folds, warm_start=warm, fit_gap=fit_gap,
-            fit_gap_parameter=fit_gap_parameter, scores=[], best_C=float("nan"), best_gamma=None,
+            fit_gap_parameter=fit_gap_parameter, scores=[], parallel_folds=n_jobs,
+            best_C=float("nan"), best_gamma=None,
             params=base.model_dump(mode="json"), status=status,
             message=f"stopped: {reporter.stop_reason}", choice=choice)
     sign = 1.0 if ordinal else -1.0
@@ -256,7 +380,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     result = CrossValidationResult(
         solver=spec.name, metric="mean_absolute_rank_error" if ordinal else "accuracy",
         folds=folds, warm_start=warm, fit_gap=fit_gap, fit_gap_parameter=fit_gap_parameter,
-        scores=rows, best_C=best.C, best_gamma=best.gamma,
+        scores=rows, parallel_folds=n_jobs, best_C=best.C, best_gamma=best.gamma,
         params=base.model_dump(mode="json"), status=status, message=message, choice=choice)
     if refit and status != Termination.STOPPED:
         update = {"C": best.C} if best.gamma is None else {"C": best.C, "gamma": best.gamma}

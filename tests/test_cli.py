@@ -270,6 +270,12 @@ def test_cv_prints_the_table_refits_and_plots(tmp_path, capsys):
     assert main(["cv", heart, "--solver", "mfn", "--C", "1", "--folds", "3", "--quiet",
                  "--fit-gap", "0"]) == 0
     assert "each fit to the solver's own rule" in capsys.readouterr().out
+    # --jobs 1: the folds one after another (the line then says nothing of folds at once)
+    assert main(["cv", heart, "--solver", "mfn", "--C", "1", "--folds", "3", "--quiet",
+                 "--jobs", "1"]) == 0
+    assert "at once" not in capsys.readouterr().out
+    assert main(["cv", heart, "--solver", "mfn", "--C", "1", "--jobs", "0"]) == 2
+    assert "n_jobs must be at least 1" in capsys.readouterr().err
 
 
 def test_cv_refuses_a_gamma_grid_for_a_linear_solver(capsys):

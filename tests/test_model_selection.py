@@ -3,13 +3,15 @@ learn's LinearSVC on the same folds, and cover multi-class, ordinal and kernel g
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from shared_data import data_path, load
 
 import solvers
 from bench.problems import BenchProblem
-from solvers.model_selection import cross_validate
+from solvers import model_selection
+from solvers.model_selection import cross_validate, parallel_folds, threadsafe_threading_layer
 
 GRID = [0.01, 0.1, 1.0, 10.0]
 
@@ -134,3 +136,81 @@ def test_a_monitor_sees_every_fit_and_can_stop_the_search():
     assert stopped.status == "stopped" and "enough" in stopped.message
     assert stopped.model is None and len(stopper.records) == 3
     assert all(len(row.fold_scores) <= 2 for row in stopped.scores)
+
+
+def _same_search(parallel, serial, fold_sizes):
+    """Folds fitted at once give the table of folds fitted one after another: the same
+    objectives to the last bits that a different number of threads per fold may change (sums
+    in another order), the same fold scores within an example, the same best point."""
+    assert len(parallel.scores) == len(serial.scores)
+    for a, b in zip(parallel.scores, serial.scores, strict=True):
+        assert (a.C, a.gamma) == (b.C, b.gamma)
+        assert a.objective == pytest.approx(b.objective, rel=1e-6)
+        for size, x, y in zip(fold_sizes, a.fold_scores, b.fold_scores, strict=True):
+            assert abs(x - y) <= 1.0 / size + 1e-12
+    assert (parallel.best_C, parallel.best_gamma) == (serial.best_C, serial.best_gamma)
+
+
+@pytest.mark.skipif(not threadsafe_threading_layer(),
+                    reason="Numba's workqueue threading layer: the folds run one at a time")
+def test_folds_fitted_at_once_give_the_serial_table():
+    """mfn's warm C paths (a9a) and the least-squares family's cold kernel fits (heart, a C x
+    gamma grid), two folds at a time against one after another."""
+    a9a = load("a9a")
+    sizes = np.bincount(a9a.stratified_folds(3, seed=0))
+    serial = cross_validate(a9a, "mfn", C=GRID, folds=3, n_jobs=1)
+    parallel = cross_validate(a9a, "mfn", C=GRID, folds=3, n_jobs=2)
+    assert (serial.parallel_folds, parallel.parallel_folds) == (1, 2)
+    assert parallel.summary()["parallel_folds"] == 2
+    _same_search(parallel, serial, sizes)
+    heart = load("heart_scale")
+    sizes = np.bincount(heart.stratified_folds(3, seed=0))
+    grid = {"C": [0.1, 1.0], "gamma": [0.1, 1.0], "folds": 3}
+    _same_search(cross_validate(heart, "lssvm", n_jobs=3, **grid),
+                 cross_validate(heart, "lssvm", n_jobs=1, **grid), sizes)
+
+
+def test_how_many_folds_run_at_once(monkeypatch):
+    """At most the folds, 1 when asked; None takes the Numba threads; the workqueue layer
+    (not thread-safe) always gets 1; below 1 is refused."""
+    assert parallel_folds(5, 1) == 1
+    assert parallel_folds(1, 4) == 1
+    monkeypatch.setattr(model_selection, "threadsafe_threading_layer", lambda: True)
+    assert parallel_folds(3, 8) == 3
+    assert parallel_folds(5, None) == min(5, numba.get_num_threads())
+    monkeypatch.setattr(model_selection, "threadsafe_threading_layer", lambda: False)
+    assert parallel_folds(5, 2) == 1
+    with pytest.raises(ValueError, match="n_jobs must be at least 1"):
+        parallel_folds(5, 0)
+
+
+@pytest.mark.skipif(not threadsafe_threading_layer(),
+                    reason="Numba's workqueue threading layer: the folds run one at a time")
+def test_a_stop_asked_while_folds_run_at_once():
+    """A monitor that asks to stop from the start: with the folds one after another nothing is
+    fitted; with two at a time the fits already under way finish, the first record asks the
+    monitor and the search ends there; either way the result is stopped, without a refit, and
+    the monitor was asked from the calling thread only."""
+    import threading
+
+    heart = load("heart_scale")
+    caller = threading.get_ident()
+
+    class Cancelled:
+        def __init__(self):
+            self.records, self.threads = [], set()
+
+        def report(self, record):
+            self.records.append(record)
+
+        def stop_reason(self):
+            self.threads.add(threading.get_ident())
+            return "cancelled"
+
+    for n_jobs in (1, 2):
+        monitor = Cancelled()
+        result = cross_validate(heart, "lssvm", C=[0.1, 1.0], folds=3, monitor=monitor,
+                                refit=True, n_jobs=n_jobs)
+        assert result.status == "stopped" and "cancelled" in result.message
+        assert result.model is None and len(monitor.records) <= 1
+        assert monitor.threads == {caller}
