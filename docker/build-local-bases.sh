@@ -12,6 +12,10 @@
 # into an image with `docker import`:
 #   - python:   Debian's python3 (3.11) and python3-venv; the project's Dockerfile makes its
 #               own virtual environment, so it works on python:3.11-slim and on this image.
+#               Also libgomp1, GNU OpenMP: with it Numba's threading layer is OpenMP, which
+#               several threads may use at once (cross-validation fits its folds in
+#               parallel); without it (python:3.11-slim) Numba falls back to its workqueue
+#               layer and the folds run one after another.
 #   - postgres: Debian's postgresql (15) plus docker/local-bases/postgres-entrypoint.sh, which
 #               behaves like the official image for what the compose file uses
 #               (POSTGRES_USER / POSTGRES_PASSWORD / POSTGRES_DB, data in
@@ -55,7 +59,7 @@ rootfs() {
 if have_image "$PYTHON_IMAGE"; then
     echo "$PYTHON_IMAGE exists (FORCE=1 rebuilds it)"
 else
-    rootfs python python3,python3-venv,ca-certificates,netbase
+    rootfs python python3,python3-venv,ca-certificates,netbase,libgomp1
     tar -C "$WORK/python" -c . | docker import \
         --change 'ENV LANG=C.UTF-8' \
         --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
