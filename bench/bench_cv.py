@@ -1,7 +1,8 @@
 """Cross-validation over a C grid: ``solvers.model_selection.cross_validate`` against
 LIBLINEAR's own warm-started C search (``-C``) and scikit-learn's ``GridSearchCV(LinearSVC)``.
 
-    python -m bench.bench_cv [--quick] [--folds 5] [--out bench/results/cv]
+    python -m bench.bench_cv [--quick] [--folds 5] [--repeats 1] [--liblinear-eps 0.01]
+                             [--fit-quality] [--out bench/results/cv]
 
 Squared hinge, regularized bias (LIBLINEAR -s 2 -B 1; LinearSVC's default), 5 folds, C = 2^-5
 .. 2^5 (11 values) on a9a, w8a, ijcnn1 and news20 made binary (``--quick``: a9a and w8a).
@@ -13,12 +14,16 @@ Squared hinge, regularized bias (LIBLINEAR -s 2 -B 1; LinearSVC's default), 5 fo
 * LIBLINEAR ``-s 2 -B 1 -C -v 5 -c 2^-5``: its own random folds, and its own grid: from the
   given start doubling up to C = 1024 (hard-coded in ``find_parameter_C``) until no fold's
   weights change for five C values in a row (the warm start already meets its eps), so it may
-  solve more or fewer C values than ours (the table says how many); its default eps (0.01);
+  solve more or fewer C values than ours (the table says how many); its default eps (0.01),
+  or each of ``--liblinear-eps``;
 * scikit-learn: ``GridSearchCV(LinearSVC(), {"C": grid}, cv=PredefinedSplit(our folds))``,
   cold fits, LinearSVC's defaults (tol 1e-4).
 
 Each is timed once per repeat, interleaved, in this process (BLAS held to one thread); the
 table gives medians, the best C each found and its CV accuracy.
+
+``--fit-quality`` times nothing: on the first fold, for every C, it gives how far above the
+optimum LIBLINEAR's fits (at each eps) and ours (at fit_gap) end, (P - P*) / P*.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import solvers
 from bench.harness import machine_description
 from bench.problems import BenchProblem
 from solvers.model_selection import CV_FIT_GAP, cross_validate
+from solvers.train import validate_params
 
 GRID = [2.0 ** k for k in range(-5, 6)]
 
@@ -59,12 +65,13 @@ def ours_one_fold_at_a_time(dataset, folds):
     return ours(dataset, folds, n_jobs=1)
 
 
-def liblinear_search(dataset, folds):
+def liblinear_search(dataset, folds, eps: float | None = None):
     from liblinear.liblinearutil import problem, train
 
     prob = problem(dataset.y, dataset.X)
     with _c_stdout() as printed:
-        best_C, _, best_rate = train(prob, f"-s 2 -B 1 -C -v {folds} -c {GRID[0]}")
+        best_C, _, best_rate = train(prob, f"-s 2 -B 1 -C -v {folds} -c {GRID[0]}"
+                                     + ("" if eps is None else f" -e {eps:g}"))
     # one line per C it cross-validated (it stops once no fold's weights change)
     return best_C, best_rate, printed().count("log2c=")
 
@@ -104,28 +111,89 @@ RUNNERS = {OURS: ours, "ours, one fold at a time (n_jobs=1)": ours_one_fold_at_a
            "LIBLINEAR -C": liblinear_search, "sklearn GridSearchCV": sklearn_search}
 
 
+def fit_quality(dataset, folds: int, liblinear_eps=(0.01,)) -> list[dict]:
+    """How close to the optimum each search's fits are: on the first of our folds, for every C
+    of the grid, the relative excess objective (P - P*) / P* of LIBLINEAR ``-s 2 -B 1`` at
+    each eps of ``liblinear_eps`` (0.01 is its default; cold: ``-C`` warm-starts its fits but
+    stops them by the same rule, the gradient's norm below eps times its norm at w = 0) and of
+    mfn at cross-validation's certified gap; P* is mfn's default solve (certified to
+    ~1e-10)."""
+    from liblinear.liblinearutil import problem, train
+
+    split = dataset.stratified_folds(folds, seed=0)
+    fold = dataset.subset(np.flatnonzero(split != 0))
+    y = np.where(fold.y == fold.classes[1], 1.0, -1.0)
+    anchor = problem(y, fold.X)
+    rows = []
+    for C in GRID:
+        best = solvers.train(fold, solver="mfn", C=C).objective
+        ours_fit = solvers.train(fold, solver="mfn", C=C, gap_tolerance=CV_FIT_GAP)
+        same_problem = validate_params("mfn", {}, C=C)[1].binary_problem(
+            fold.X, y, fold.sample_weight)  # the regularized bias of -B 1
+        row = {"C": C, "optimum": best, "ours": (ours_fit.objective - best) / best}
+        for eps in liblinear_eps:
+            model = train(anchor, f"-s 2 -B 1 -c {C} -e {eps:g} -q")
+            weights, bias = model.get_decfun()
+            if model.get_labels()[0] != 1:  # LIBLINEAR's first label is its positive class
+                weights, bias = [-v for v in weights], -bias
+            beta = same_problem.join(np.asarray(weights), bias)
+            row[eps] = (same_problem.objective(beta) - best) / best
+        rows.append(row)
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_cv")
     parser.add_argument("--quick", action="store_true", help="a9a and w8a only")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--out", default="bench/results/cv")
+    parser.add_argument("--liblinear-eps", default="0.01",
+                        help="LIBLINEAR's eps values, comma-separated (default its own, 0.01): "
+                             "one -C runner each, one column each of --fit-quality")
+    parser.add_argument("--fit-quality", action="store_true",
+                        help="instead of timing: how far above the optimum LIBLINEAR's fits "
+                             "(default eps) and ours (fit_gap) end, on the first fold")
     args = parser.parse_args(argv)
     names = ("a9a", "w8a") if args.quick else ("a9a", "w8a", "ijcnn1", "news20-binary")
     solvers.warm_up()
+    eps_values = [float(v) for v in args.liblinear_eps.split(",")]
+    runners = dict(RUNNERS)
+    if eps_values != [0.01]:
+        del runners["LIBLINEAR -C"]
+        at = runners.pop("sklearn GridSearchCV")
+        for eps in eps_values:
+            runners[f"LIBLINEAR -C -e {eps:g}"] = \
+                lambda dataset, folds, eps=eps: liblinear_search(dataset, folds, eps)
+        runners["sklearn GridSearchCV"] = at
+    if args.fit_quality:
+        lines = ["| problem | C | P* | " + " | ".join(
+            f"LIBLINEAR -s 2 -e {eps:g}" for eps in eps_values)
+            + f" | ours (fit_gap {CV_FIT_GAP:g}) |",
+            "|---|---:|---:|" + "---:|" * (len(eps_values) + 1)]
+        for name in names:
+            for row in fit_quality(BenchProblem(name).train_dataset(), args.folds,
+                                   eps_values):
+                lines.append(f"| {name} | {row['C']:g} | {row['optimum']:.6g} | " + " | ".join(
+                    f"{row[eps]:.2e}" for eps in eps_values) + f" | {row['ours']:.2e} |")
+                print(lines[-1], flush=True)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "cv_fit_quality.md").write_text("\n".join(lines) + "\n")
+        return 0
     rows = []
     with threadpool_limits(1):
         for name in names:
             dataset = BenchProblem(name).train_dataset()
-            times = {runner: [] for runner in RUNNERS}
+            times = {runner: [] for runner in runners}
             found = {}
             for _ in range(args.repeats):
-                for runner, run in RUNNERS.items():
+                for runner, run in runners.items():
                     start = time.perf_counter()
                     found[runner] = run(dataset, args.folds)
                     times[runner].append(time.perf_counter() - start)
             ours_time = float(np.median(times[OURS]))
-            for runner in RUNNERS:
+            for runner in runners:
                 seconds = float(np.median(times[runner]))
                 best_C, accuracy, n_C = found[runner]
                 rows.append({"problem": name, "runner": runner, "seconds": seconds,
