@@ -149,3 +149,19 @@ def test_mfn_anchors_include_both_liblinear_builds():
         assert sorted(r.name for r in multicore) == sorted(
             f"liblinear-multicore -s {s} -m {m}" for s in (1, 2) for m in (1, 2))
         assert all(r.eps_schedule == bench_mfn.SHORT_LIBLINEAR_SCHEDULE for r in multicore)
+
+
+def test_cv_fit_quality_measures_liblinear_and_ours_against_the_optimum():
+    """bench_cv --fit-quality: LIBLINEAR's fits read back with its label order and bias
+    mapped onto our problem (-s 2 -B 1 is the regularized bias), so a tighter eps ends no
+    further from the optimum and none ends below it; ours within the certified 1e-3."""
+    from shared_data import load
+
+    from bench.bench_cv import GRID, fit_quality
+
+    rows = fit_quality(load("heart_scale"), 3, liblinear_eps=(0.1, 1e-6))
+    assert [row["C"] for row in rows] == GRID
+    for row in rows:
+        assert -1e-9 <= row[1e-6] <= 1e-6, row
+        assert -1e-9 <= row[1e-6] <= row[0.1] + 1e-9, row
+        assert -1e-9 <= row["ours"] <= 1e-3, row
