@@ -320,13 +320,14 @@ def test_a_tuning_job_cross_validates_and_refits_at_the_best_point(api, heart):
                               C=tuning["C"], folds=3, seed=2)
     assert cv["best_C"] == expected.best_C and cv["warm_start"] and cv["metric"] == "accuracy"
     assert (cv["fit_gap"], cv["fit_gap_parameter"]) == (1e-3, "gap_tolerance")  # certified
+    assert 1 <= cv["parallel_folds"] <= 3  # folds at once in the worker, as its threads allow
     assert [row["mean"] for row in cv["table"]] == pytest.approx(
         [row.mean for row in expected.scores], abs=1e-12)
     model = api.get(f"/api/v1/models/{done['model_id']}").json()
     assert model["params"]["C"] == expected.best_C
     log = full_log(api, created.json()["id"])
     fits = [r for r in log if r["extras"].get("stage") != "refit"]
-    assert len(fits) == 6 and {r["extras"]["fold"] for r in fits} == {0, 1, 2}
+    assert [r["extras"]["fold"] for r in fits] == [0, 0, 1, 1, 2, 2]  # in fold order
     assert [r["iteration"] for r in log] == list(range(1, len(log) + 1))
     assert any(r["extras"].get("stage") == "refit" for r in log)
 
