@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 from solvers.base import SolverParams, SolverSpec
+from solvers.core.sparse import matvec_parallel
 from solvers.data.dataset import Dataset
 from solvers.models import LinearModel, Model
 from solvers.monitor import Monitor, NullMonitor, Reporter
@@ -167,8 +168,6 @@ def threadsafe_threading_layer() -> bool:
     try:
         layer = numba.threading_layer()
     except ValueError:  # no parallel region has run in this process yet
-        from solvers.core.sparse import matvec_parallel
-
         one = np.zeros(1)
         matvec_parallel(np.array([0, 1]), np.array([0]), np.ones(1), one, 0.0, np.empty(1))
         layer = numba.threading_layer()
