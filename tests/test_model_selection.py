@@ -3,6 +3,8 @@ learn's LinearSVC on the same folds, and cover multi-class, ordinal and kernel g
 
 from __future__ import annotations
 
+import os
+
 import numba
 import numpy as np
 import pytest
@@ -214,3 +216,20 @@ def test_a_stop_asked_while_folds_run_at_once():
         assert result.status == "stopped" and "cancelled" in result.message
         assert result.model is None and len(monitor.records) <= 1
         assert monitor.threads == {caller}
+
+
+def test_under_the_workqueue_layer_the_folds_run_one_after_another():
+    """Numba's workqueue layer aborts the process when two threads enter it: a search there
+    (a fresh process, the layer forced) runs its folds one at a time, and says so."""
+    import subprocess
+    import sys
+
+    script = ("import numba, solvers; from solvers.model_selection import cross_validate; "
+              f"data = solvers.read_svmlight({str(data_path('heart_scale'))!r}); "
+              "result = cross_validate(data, 'mfn', C=[0.1, 1.0], folds=3); "
+              "print(numba.threading_layer(), result.parallel_folds, len(result.scores))")
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["workqueue", "1", "2"]
