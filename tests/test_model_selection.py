@@ -233,3 +233,25 @@ def test_under_the_workqueue_layer_the_folds_run_one_after_another():
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["workqueue", "1", "2"]
+
+
+@pytest.mark.skipif(not threadsafe_threading_layer(),
+                    reason="Numba's workqueue threading layer: the folds run one at a time")
+def test_a_fold_that_fails_fails_the_search_with_its_error(monkeypatch):
+    """With folds at once, an error in one fold's thread reaches the caller as it is (the
+    other folds are abandoned at their next fit), as it would one fold after another."""
+    heart = load("heart_scale")
+    original = model_selection._WarmPath.fit_grid
+    calls = []
+
+    def failing(self, points):
+        calls.append(self.train_set.n_samples)
+        if len(calls) == 2:
+            raise FloatingPointError("fold blew up")
+        return original(self, points)
+
+    monkeypatch.setattr(model_selection._WarmPath, "fit_grid", failing)
+    for n_jobs in (1, 2):
+        calls.clear()
+        with pytest.raises(FloatingPointError, match="fold blew up"):
+            cross_validate(heart, "mfn", C=[0.1, 1.0], folds=3, n_jobs=n_jobs)
