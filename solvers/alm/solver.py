@@ -440,6 +440,8 @@ def solve(problem: BinaryProblem, params: ALMParams | None = None,
     return Solution(final, objective, status, message, iteration, extras)
 
 
-def run(problem: BinaryProblem, params: ALMParams, monitor: Monitor) -> Solution:
-    """The spec's entry point (binary problems; the multiclass layer does one-vs-rest)."""
-    return solve(problem, params, monitor)
+def run(problem: BinaryProblem, params: ALMParams, monitor: Monitor,
+        start: np.ndarray | None = None) -> Solution:
+    """The spec's entry point (binary problems; the multiclass layer does one-vs-rest);
+    ``start``: the parameter vector of a nearby problem (another C), taken as ``beta0``."""
+    return solve(problem, params, monitor, beta0=start)
