@@ -3,7 +3,8 @@
 LIBLINEAR's ``-C`` solves a C path per fold, each C started from the last solution; scikit-
 learn's grid search starts every fit from scratch.  :func:`cross_validate` does the former for
 every solver that can start from a given point (``SolverSpec.warm_start``: mfn by beta-seeding,
-section 4.1 of Keerthi & DeCoste; the least-squares family's primal CGLS) and solves the
+section 4.1 of Keerthi & DeCoste; alm from the last point and its KKT multipliers; the
+least-squares family's primal CGLS) and solves the
 others cold, saying which in the result.  Folds are stratified and seeded; every fold solves
 the grid from the smallest C up.  Multi-class data are scored on one-vs-rest models built from
 the warm-started binary problems; ordinal regression is scored by the mean absolute rank error
