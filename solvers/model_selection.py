@@ -15,7 +15,7 @@ Folds run in parallel, one thread each, as many at once as the caller has Numba 
 threading layer (OpenMP or TBB; never Numba's workqueue, which aborts on concurrent use, and
 then the folds run one after another) lets several Python threads start parallel regions.  It
 pays most on text, where the row-parallel CG kernels do not scale: news20 made binary's search
-took the same time on one Numba thread as on two, and 0.55-0.6 of it with two folds at once
+took the same time on one Numba thread as on two, and 0.58-0.59 of it with two folds at once
 (bench/README.md, section Cross-validation).
 """
 
@@ -33,7 +33,7 @@ import numba
 import numpy as np
 
 from solvers.base import SolverParams, SolverSpec
-from solvers.core.sparse import matvec_parallel
+from solvers.core.sparse import matvec_parallel, thread_count
 from solvers.data.dataset import Dataset
 from solvers.models import LinearModel, Model
 from solvers.monitor import Monitor, NullMonitor, Reporter
@@ -146,10 +146,9 @@ class _WarmPath:
 @dataclass
 class _FoldFits:
     """One fold's fits at one gamma: (C, test score, training objective, seconds) in grid
-    order, fewer than ``n_points`` when a stop was asked for between two fits."""
+    order, fewer than the grid when a stop was asked for between two fits."""
 
     gamma: float | None
-    n_points: int
     fits: list[tuple[float, float, float, float]]
 
 
@@ -292,7 +291,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                         break  # reported (and the search stopped) by the caller
                     result = train(train_set, solver=solver, params=point)
                     fits.append((result.model, result.objective, result.elapsed))
-            out.append(_FoldFits(g, len(points), [
+            out.append(_FoldFits(g, [
                 (c, _score(model, test_set, ordinal), objective, elapsed)
                 for c, (model, objective, elapsed) in zip(C_grid, fits, strict=False)]))
             if len(fits) < len(points) or should_stop():
@@ -318,7 +317,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                             gamma=entry.gamma,
                             metric="accuracy" if not ordinal else "mean_absolute_rank_error"):
                     return True
-            if len(entry.fits) < entry.n_points:  # the monitor asked between two fits
+            if len(entry.fits) < len(C_grid):  # the monitor asked between two fits
                 reporter.stop_reason = monitor.stop_reason() if monitor is not None else None
                 return True
         return False
@@ -333,9 +332,9 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
 
         def fit_fold_in_thread(fold: int) -> list[_FoldFits]:
             if stop_asked.is_set():
-                return []
-            numba.set_num_threads(threads_each)  # this thread's share (thread-local)
-            return fit_fold(fold)
+                return []  # stopped before this fold began
+            with thread_count(threads_each):  # this thread's share (Numba's mask is per thread)
+                return fit_fold(fold)
 
         with ThreadPoolExecutor(n_jobs, thread_name_prefix="cv-fold") as pool:
             futures = [pool.submit(fit_fold_in_thread, fold) for fold in range(folds)]
@@ -348,7 +347,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                         except FutureTimeout:
                             if monitor is not None and monitor.stop_reason() is not None:
                                 stop_asked.set()
-                    if stop_asked.is_set() and not fold_fits:
+                    if not fold_fits:  # stopped before the fold began
                         reporter.stop_reason = monitor.stop_reason() if monitor else None
                         status = Termination.STOPPED
                         break
