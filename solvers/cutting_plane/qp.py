@@ -66,6 +66,15 @@ def _reduced_gradient(H, b, x, m, g):
         g[j] = acc
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _sum_ceiling(m):
+    """The largest sum of m nonnegative alphas kept: 1 - 4 m u (u the unit roundoff), so that
+    their sum in floating point is at most 1 in any order of summation (an order errs by at
+    most (m - 1) u of the exact sum; a sequential sum of exactly 1 was seen to sum to
+    1 + 2e-16 pairwise, NumPy's order).  The bound D_t(alpha) must be at a feasible point."""
+    return 1.0 - 4.0 * m * 1.1102230246251565e-16
+
+
 @njit(cache=True, nogil=True)
 def simplex_smo(H, b, alpha, m, tol_rel, tol_abs, max_steps):
     """Minimize f = 1/2 alpha' H alpha - b' alpha over alpha >= 0, sum alpha <= 1 (the first
@@ -81,6 +90,8 @@ def simplex_smo(H, b, alpha, m, tol_rel, tol_abs, max_steps):
     steps = 0
     f = 0.0
     gap = np.inf
+    ag = 0.0
+    ab = 0.0
     while True:
         # f and the Frank-Wolfe gap
         ag = 0.0
@@ -158,6 +169,17 @@ def simplex_smo(H, b, alpha, m, tol_rel, tol_abs, max_steps):
                 delta -= H[j, v]
             g[j] += t * delta
         steps += 1
+    # the pairwise steps keep sum alpha <= 1 up to rounding: scale into the simplex (f from
+    # the loop's last sums: alpha' H alpha = ag + ab, so f(s alpha) needs no product)
+    total = 0.0
+    for j in range(m):
+        total += alpha[j]
+    ceiling = _sum_ceiling(m)
+    if total > ceiling:
+        scale = ceiling / total
+        for j in range(m):
+            alpha[j] *= scale
+        f = 0.5 * scale * scale * (ag + ab) - scale * ab
     return f, gap, steps
 
 
@@ -311,6 +333,22 @@ class CutBuffer:
         self.aggregations += 1
         self.add(a, offset)
         self.alpha[0] = total
+
+    def counters(self) -> dict[str, int]:
+        """The work done so far, under the names a run's extras give it."""
+        return {"cuts_removed": self.removed, "aggregations": self.aggregations,
+                "qp_active_set_iterations": self.active_set_iterations,
+                "qp_smo_steps": self.smo_steps}
+
+    def rescale(self, factor: float):
+        """Scale every cut (a_j, b_j) by ``factor`` > 0, and H by its square.  The risk is
+        linear in C (R = sum_i C_i loss_i with C_i = C sample_weight_i), so a cut of R at C
+        times C'/C is a cut of R at C': a C path carries its cuts this way.  alpha stays
+        feasible (the simplex does not depend on C) and warm-starts the next solve."""
+        m = self.m
+        self.val[:self.ptr[m]] *= factor
+        self.b[:m] *= factor
+        self.H[:m, :m] *= factor * factor
 
     def combine(self, coef: np.ndarray) -> np.ndarray:
         out = np.empty(self.dim)
@@ -501,12 +539,13 @@ def simplex_active_set(H, b, alpha, m, tol_rel, tol_abs, max_iter, max_free):
 
 @njit(cache=True, nogil=True)
 def _store_feasible(H, b, x, alpha, m):
-    """alpha <- x[:m], scaled into sum alpha <= 1 where rounding of the steps pushed the sum
-    past 1 (by ~1e-12: the bound D_t(alpha) must be at a feasible point); returns f(alpha)."""
+    """alpha <- x[:m], scaled into the simplex where rounding of the steps pushed the sum to
+    or past 1 (by ~1e-12; :func:`_sum_ceiling`); returns f(alpha)."""
     total = 0.0
     for j in range(m):
         total += x[j]
-    scale = 1.0 / total if total > 1.0 else 1.0
+    ceiling = _sum_ceiling(m)
+    scale = ceiling / total if total > ceiling else 1.0
     for j in range(m):
         alpha[j] = x[j] * scale
     f = 0.0
