@@ -2,7 +2,8 @@
 LIBLINEAR's own warm-started C search (``-C``) and scikit-learn's ``GridSearchCV(LinearSVC)``.
 
     python -m bench.bench_cv [--quick] [--folds 5] [--repeats 1] [--liblinear-eps 0.01]
-                             [--fit-quality] [--out bench/results/cv]
+                             [--loss squared_hinge|hinge] [--fit-quality]
+                             [--out bench/results/cv]
 
 Squared hinge, regularized bias (LIBLINEAR -s 2 -B 1; LinearSVC's default), 5 folds, C = 2^-5
 .. 2^5 (11 values) on a9a, w8a, ijcnn1 and news20 made binary (``--quick``: a9a and w8a).
@@ -18,6 +19,10 @@ Squared hinge, regularized bias (LIBLINEAR -s 2 -B 1; LinearSVC's default), 5 fo
   or each of ``--liblinear-eps``;
 * scikit-learn: ``GridSearchCV(LinearSVC(), {"C": grid}, cv=PredefinedSplit(our folds))``,
   cold fits, LinearSVC's defaults (tol 1e-4).
+
+``--loss hinge`` (LIBLINEAR's ``-C`` refuses ``-s 3``): the cutting planes (OCAS) with each
+fold's C path carrying its cuts, and every point cold (``warm_start=False``); mfn's Huber
+homotopy, seeded along C; scikit-learn's ``GridSearchCV(LinearSVC(loss="hinge"))``.
 
 Each is timed once per repeat, interleaved, in this process (BLAS held to one thread); the
 table gives medians, the best C each found and its CV accuracy.
@@ -51,19 +56,11 @@ from solvers.train import validate_params
 GRID = [2.0 ** k for k in range(-5, 6)]
 
 
-def ours(dataset, folds, fit_gap=CV_FIT_GAP, n_jobs=None):
-    result = cross_validate(dataset, "mfn", C=GRID, folds=folds, seed=0, fit_gap=fit_gap,
-                            n_jobs=n_jobs)
+def ours(dataset, folds, solver="mfn", fit_gap=CV_FIT_GAP, **options):
+    result = cross_validate(dataset, solver, C=GRID, folds=folds, seed=0, fit_gap=fit_gap,
+                            **options)
     best = max(result.scores, key=lambda r: (r.mean, -r.C))
     return result.best_C, best.mean, len(GRID)
-
-
-def ours_exact(dataset, folds):
-    return ours(dataset, folds, fit_gap=None)
-
-
-def ours_one_fold_at_a_time(dataset, folds):
-    return ours(dataset, folds, n_jobs=1)
 
 
 def liblinear_search(dataset, folds, eps: float = 0.01):
@@ -93,12 +90,12 @@ def _c_stdout():
             text = sink.read().decode(errors="replace")
 
 
-def sklearn_search(dataset, folds):
+def sklearn_search(dataset, folds, loss="squared_hinge"):
     from sklearn.model_selection import GridSearchCV, PredefinedSplit
     from sklearn.svm import LinearSVC
 
     split = PredefinedSplit(dataset.stratified_folds(folds, seed=0))
-    search = GridSearchCV(LinearSVC(), {"C": GRID}, cv=split, n_jobs=1)
+    search = GridSearchCV(LinearSVC(loss=loss), {"C": GRID}, cv=split, n_jobs=1)
     with warnings.catch_warnings():  # its default max_iter at large C on news20: known
         warnings.simplefilter("ignore")
         search.fit(dataset.X, dataset.y)
@@ -106,16 +103,25 @@ def sklearn_search(dataset, folds):
 
 
 OURS = f"ours (mfn, warm C path, fit_gap {CV_FIT_GAP:g})"
+OURS_HINGE = f"ours (cutting_plane ocas, warm C path, fit_gap {CV_FIT_GAP:g})"
 
 
-def runners(liblinear_eps=(0.01,)) -> dict:
-    """The timed runners, in order: ours three ways, LIBLINEAR's -C at each eps (0.01, its
-    default for -s 2, is labelled plain "LIBLINEAR -C"), scikit-learn."""
+def runners(liblinear_eps=(0.01,), loss="squared_hinge") -> dict:
+    """The timed runners, in order, the first the reference of the ratios.  Squared hinge: ours
+    three ways, LIBLINEAR's -C at each eps (0.01, its default for -s 2, is labelled plain
+    "LIBLINEAR -C"), scikit-learn.  Hinge (LIBLINEAR's -C refuses -s 3): the cutting planes
+    warm and cold, mfn's hinge homotopy, scikit-learn."""
+    if loss == "hinge":
+        return {OURS_HINGE: functools.partial(ours, solver="cutting_plane"),
+                "ours, cutting_plane every point cold (warm_start=False)":
+                    functools.partial(ours, solver="cutting_plane", warm_start=False),
+                "ours, mfn (hinge homotopy, warm C path)": functools.partial(ours, loss="hinge"),
+                "sklearn GridSearchCV": functools.partial(sklearn_search, loss="hinge")}
     anchors = {("LIBLINEAR -C" if eps == 0.01 else f"LIBLINEAR -C -e {eps:g}"):
                functools.partial(liblinear_search, eps=eps) for eps in liblinear_eps}
-    return {OURS: ours, "ours, one fold at a time (n_jobs=1)": ours_one_fold_at_a_time,
-            "ours, every point exact (fit_gap=None)": ours_exact, **anchors,
-            "sklearn GridSearchCV": sklearn_search}
+    return {OURS: ours, "ours, one fold at a time (n_jobs=1)": functools.partial(ours, n_jobs=1),
+            "ours, every point exact (fit_gap=None)": functools.partial(ours, fit_gap=None),
+            **anchors, "sklearn GridSearchCV": sklearn_search}
 
 
 def fit_quality(dataset, folds: int, liblinear_eps=(0.01,)) -> list[dict]:
@@ -158,6 +164,9 @@ def main(argv=None) -> int:
     parser.add_argument("--liblinear-eps", default="0.01",
                         help="LIBLINEAR's eps values, comma-separated (default its own, 0.01): "
                              "one -C runner each, one column each of --fit-quality")
+    parser.add_argument("--loss", choices=("squared_hinge", "hinge"), default="squared_hinge",
+                        help="hinge: the cutting planes warm and cold, mfn's homotopy and "
+                             "scikit-learn (LIBLINEAR's -C has no hinge)")
     parser.add_argument("--fit-quality", action="store_true",
                         help="instead of timing: how far above the optimum LIBLINEAR's fits "
                              "(default eps) and ours (fit_gap) end, on the first fold")
@@ -165,7 +174,8 @@ def main(argv=None) -> int:
     names = ("a9a", "w8a") if args.quick else ("a9a", "w8a", "ijcnn1", "news20-binary")
     solvers.warm_up()
     eps_values = [float(v) for v in args.liblinear_eps.split(",")]
-    timed = runners(eps_values)
+    timed = runners(eps_values, args.loss)
+    reference = next(iter(timed))
     if args.fit_quality:
         lines = ["| problem | C | P* | " + " | ".join(
             f"LIBLINEAR -s 2 -e {eps:g}" for eps in eps_values)
@@ -192,25 +202,27 @@ def main(argv=None) -> int:
                     start = time.perf_counter()
                     found[runner] = run(dataset, args.folds)
                     times[runner].append(time.perf_counter() - start)
-            ours_time = float(np.median(times[OURS]))
+            ours_time = float(np.median(times[reference]))
             for runner in timed:
                 seconds = float(np.median(times[runner]))
                 best_C, accuracy, n_C = found[runner]
                 rows.append({"problem": name, "runner": runner, "seconds": seconds,
                              "ours / this": ours_time / seconds, "best_C": best_C,
                              "cv_accuracy": accuracy, "C_values": n_C})
-                print(f"{name:14} {runner:36} {seconds:8.2f} s  best C {best_C:<8g} "
+                print(f"{name:14} {runner:58} {seconds:8.2f} s  best C {best_C:<8g} "
                       f"CV accuracy {100 * accuracy:.2f}%  ({n_C} C values)", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "cv.json").write_text(json.dumps({"machine": machine_description(), "rows": rows},
-                                            indent=1))
+    suffix = "" if args.loss == "squared_hinge" else f"_{args.loss}"
+    (out / f"cv{suffix}.json").write_text(
+        json.dumps({"machine": machine_description(), "loss": args.loss, "rows": rows},
+                   indent=1))
     lines = ["| problem | runner | seconds | ours / runner | C values | best C | CV accuracy |",
              "|---|---|---:|---:|---:|---:|---:|"]
     lines += [f"| {r['problem']} | {r['runner']} | {r['seconds']:.2f} | {r['ours / this']:.2f} "
               f"| {r['C_values']} | {r['best_C']:g} | {100 * r['cv_accuracy']:.2f}% |"
               for r in rows]
-    (out / "cv.md").write_text("\n".join(lines) + "\n")
+    (out / f"cv{suffix}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -4,6 +4,7 @@ LIBLINEAR's ``-C`` solves a C path per fold, each C started from the last soluti
 learn's grid search starts every fit from scratch.  :func:`cross_validate` does the former for
 every solver that can start from a given point (``SolverSpec.warm_start``: mfn by beta-seeding,
 section 4.1 of Keerthi & DeCoste; alm from the last point and its KKT multipliers; the
+cutting planes from the last point and all their cuts, rescaled to the new C; the
 least-squares family's primal CGLS) and solves the
 others cold, saying which in the result.  Folds are stratified and seeded; every fold solves
 the grid from the smallest C up.  Multi-class data are scored on one-vs-rest models built from
@@ -207,7 +208,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                    refit: bool = False, fit_gap: float | None = CV_FIT_GAP,
                    progress: Callable[[int, float, float | None, float], None] | None = None,
                    monitor: Monitor | None = None, n_jobs: int | None = None,
-                   **params) -> CrossValidationResult:
+                   warm_start: bool = True, **params) -> CrossValidationResult:
     """k-fold cross-validation of ``solver`` over the grid ``C`` (default 2^-5 .. 2^5) and, for
     kernel solvers, ``gamma``; other keyword arguments are the solver's parameters.
 
@@ -233,6 +234,9 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     and the records are the same either way, in fold order; the monitor is then asked from
     the calling thread only, between fits and while the folds run, and a stop ends the folds
     still running at their next fit.  The result's ``parallel_folds`` says what applied.
+
+    ``warm_start=False`` solves every point cold even where the solver could start from the
+    last one (to measure what the warm start buys); the result's ``warm_start`` says which.
     """
     C_grid = _grid(C if C is not None else 2.0 ** np.arange(-5, 6), "C")
     spec, base = validate_params(solver, params, C=C_grid[0])
@@ -255,7 +259,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
         raise ValueError(f"{folds} folds need at least {folds} examples, got "
                          f"{dataset.n_samples}")
     assignment = dataset.stratified_folds(folds, seed)
-    warm = spec.warm_start and spec.run is not None and \
+    warm = warm_start and spec.warm_start and spec.run is not None and \
         fit_handler(spec, base, dataset) is fit_linear_one_vs_rest
     n_jobs = parallel_folds(folds, n_jobs)
     stop_asked = threading.Event()  # set by this thread: the monitor asked, or a fold failed

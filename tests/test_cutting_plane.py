@@ -390,6 +390,50 @@ def test_lower_bound_is_the_full_dual_at_a_feasible_point():
     assert np.allclose(problem.primal_from_dual(alpha_full), buffer.weights())
 
 
+def test_rescaled_cuts_are_the_cuts_at_the_new_c():
+    """The risk is linear in C, so the buffer of cuts taken at C = 0.3, rescaled by 2 / 0.3,
+    holds the cuts taken at the same points at C = 2: the same entries, offsets, Gram matrix
+    and reduced-problem bound (C paths carry their cuts this way)."""
+    ds = load("heart_scale")
+    y = np.where(ds.y == ds.classes[1], 1.0, -1.0)
+    problem = BinaryProblem(ds.X, y, C=0.3, loss="hinge", sample_weight=np.linspace(0.5, 2, 270))
+    rng = np.random.default_rng(3)
+    points = [rng.standard_normal(problem.n_features + 1) * 0.2 for _ in range(5)]
+    buffers = {}
+    for C in (0.3, 2.0):
+        buffers[C] = CutBuffer(problem.n_features + 1)
+        for beta in points:
+            risk, cut, _ = problem.with_C(C).risk_oracle(beta)
+            buffers[C].add(cut, risk - cut @ beta)
+    buffers[0.3].solve(1e-14)  # a solved buffer keeps its alpha as the warm start
+    buffers[0.3].rescale(2.0 / 0.3)
+    carried, fresh = buffers[0.3], buffers[2.0]
+    assert np.allclose(carried.val[:carried.ptr[5]], fresh.val[:fresh.ptr[5]], rtol=1e-12)
+    assert np.allclose(carried.b[:5], fresh.b[:5], rtol=1e-12)
+    assert np.allclose(carried.H[:5, :5], fresh.H[:5, :5], rtol=1e-12)
+    assert carried.solve(1e-14)[0] == pytest.approx(fresh.solve(1e-14)[0], rel=1e-10)
+    assert np.allclose(carried.weights(), fresh.weights(), atol=1e-9)
+
+
+def test_a_start_point_is_where_the_run_begins():
+    """``start`` puts w_best (and the first cut) at a given point: from the optimum of the
+    same problem the first record is already at the optimal objective."""
+    from solvers.cutting_plane import solve
+    from solvers.cutting_plane.params import CuttingPlaneParams
+    from solvers.monitor import ListMonitor
+
+    ds = load("heart_scale")
+    y = np.where(ds.y == ds.classes[1], 1.0, -1.0)
+    problem = BinaryProblem(ds.X, y, C=1.0, loss="hinge")
+    params = CuttingPlaneParams(C=1.0, tol=1e-6)
+    optimum = solve(problem, params)
+    monitor = ListMonitor()
+    warm = solve(problem, params, monitor, start=optimum.beta)
+    assert warm.status == "converged"
+    assert monitor.records[0].objective <= optimum.objective * (1 + 1e-12)
+    assert warm.objective == pytest.approx(optimum.objective, rel=2e-6)
+
+
 @pytest.mark.parametrize("method", ["cpa", "ocas", "gca2", "tca"])
 def test_records_carry_the_certificate_and_the_timings(method):
     from solvers.cutting_plane import solve

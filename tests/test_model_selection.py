@@ -257,22 +257,25 @@ def test_a_fold_that_fails_fails_the_search_with_its_error(monkeypatch):
             cross_validate(heart, "mfn", C=[0.1, 1.0], folds=3, n_jobs=n_jobs)
 
 
-def test_alm_warm_starts_along_c_and_each_point_stays_certified():
+@pytest.mark.parametrize(("solver", "cold_tol"), [("alm", 1e-9), ("cutting_plane", 1e-8)])
+def test_warm_starts_along_c_and_each_point_stays_certified(solver, cold_tol):
     """alm's C path starts each C from the last solution (beta0 and the multipliers of its KKT
-    map): every fold's objective is within the certified 1e-3 of the cold optimum (alm to a
-    1e-9 gap), and the fold scores are those of the cold fits within a few examples."""
+    map), the cutting planes' from the last solution and every cut so far: every fold's
+    objective is within the certified 1e-3 of the cold optimum (to a ``cold_tol`` gap), and
+    the fold scores are those of the cold fits within a few examples."""
     dataset = load("australian_scale")
     folds = dataset.stratified_folds(3, seed=0)
-    result = cross_validate(dataset, "alm", C=GRID, folds=3, seed=0)
+    result = cross_validate(dataset, solver, C=GRID, folds=3, seed=0)
     assert result.warm_start and (result.fit_gap, result.fit_gap_parameter) == (1e-3, "tol")
     for row in result.scores:
         optima, accuracies = [], []
         for fold in range(3):
-            cold = solvers.train(dataset.subset(folds != fold), solver="alm", C=row.C, tol=1e-9)
+            cold = solvers.train(dataset.subset(folds != fold), solver=solver, C=row.C,
+                                 tol=cold_tol)
             test = dataset.subset(folds == fold)
             optima.append(cold.objective)
             accuracies.append(np.mean(cold.model.predict(test.X) == test.y))
-        assert np.mean(optima) * (1 - 1e-9) <= row.objective <= np.mean(optima) / (1 - 1e-3)
+        assert np.mean(optima) * (1 - cold_tol) <= row.objective <= np.mean(optima) / (1 - 1e-3)
         for fold, (score, cold_score) in enumerate(zip(row.fold_scores, accuracies,
                                                         strict=True)):
             assert abs(score - cold_score) <= 3.0 / np.sum(folds == fold), (row.C, fold)

@@ -119,24 +119,47 @@ def _mu_search(params: CuttingPlaneParams):
     return None
 
 
-def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None) -> Solution:
+@dataclass
+class PathCarry:
+    """What a C path carries from one C to the next (:func:`solve_geometry`'s ``carry``):
+    the cut buffer, the solution and the C they belong to.  Cuts of the risk at one C are,
+    rescaled by C'/C, cuts of the risk at C' (:meth:`CutBuffer.rescale`), so the next point
+    starts with the whole cutting-plane model built so far, not only from the last
+    solution."""
+
+    buffer: CutBuffer | None = None
+    beta: np.ndarray | None = None
+    C: float | None = None
+
+
+def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None,
+                   start: np.ndarray | None = None, carry: PathCarry | None = None) -> Solution:
     """Run the method of ``params`` on a binary or Crammer-Singer geometry (package
-    docstring)."""
+    docstring).  w_best starts at 0 (libocas), at ``start`` (the solution of a nearby
+    problem), or, with a filled ``carry``, at the carried solution with the carried cuts
+    rescaled to this C; ``carry`` is then left holding this run's cuts and solution."""
     reporter = Reporter(monitor, "relative_duality_gap")
     cost = geometry.problem.cost
+    C = geometry.problem.C
     shape = geometry.shape
     dim = int(np.prod(shape))
-    buffer = CutBuffer(dim, params.cut_buffer, params.max_inactive, params.qp_solver)
+    if carry is not None and carry.buffer is not None:
+        buffer = carry.buffer
+        buffer.rescale(C / carry.C)
+        start = carry.beta
+    else:
+        buffer = CutBuffer(dim, params.cut_buffer, params.max_inactive, params.qp_solver)
+    counted = buffer.counters()  # a carried buffer's counts so far (this run reports its own)
     search = _mu_search(params)
     timers = Timers()
 
-    # w_best = 0, and the first cut there (libocas starts the same way)
-    wb = np.zeros(shape)
+    # w_best = 0 and the first cut there (libocas starts the same way), or the given start
+    wb = np.zeros(shape) if start is None else np.array(start, dtype=np.float64).reshape(shape)
     t0 = time.perf_counter()
     risk, cut, ob = geometry.oracle(wb)
     timers.oracle += time.perf_counter() - t0
     Fb = geometry.objective(wb, ob)
-    offset = risk  # b = R(w_c) - a . w_c at w_c = 0
+    offset = risk - dot(cut.ravel(), wb.ravel())  # b = R(w_c) - a . w_c
     lower = 0.0
     gap = np.inf
     status, message = Termination.MAX_ITER, f"{params.max_iter} iterations without reaching tol"
@@ -210,15 +233,14 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
             status, message = Termination.CONVERGED, \
                 f"relative gap {gap:.3g} <= tol {params.tol:g}"
             break
+    if carry is not None:
+        carry.buffer, carry.beta, carry.C = buffer, wb, C
     extras = {
         "method": params.method,
         "lower_bound": lower,
         "relative_gap": gap,
         "cuts": buffer.m,
-        "cuts_removed": buffer.removed,
-        "aggregations": buffer.aggregations,
-        "qp_active_set_iterations": buffer.active_set_iterations,
-        "qp_smo_steps": buffer.smo_steps,
+        **{name: count - counted[name] for name, count in buffer.counters().items()},
         "time_oracle": timers.oracle,
         "time_qp": timers.qp,
         "time_line_search": timers.line_search,
