@@ -9,7 +9,9 @@ the families explicitly.  A spec's ``run(problem, params, monitor) -> Solution``
 linear binary problem (``solvers.problems.BinaryProblem``), which carries C, the loss and the
 bias mode: a solver reads them from the problem, never from ``params`` (``params`` built the
 problem, and holds the solver's own settings).  Other tasks and other model kinds go through
-``fit_handlers``: task -> ``fit(dataset, spec, params, monitor) -> Fit``.
+``fit_handlers``: task -> ``fit(dataset, spec, params, monitor) -> Fit``, and, for C paths
+of such a task, ``path_handlers``: task -> ``fit_path(dataset, spec, points) -> [(model,
+objective, seconds)]``.
 """
 
 from __future__ import annotations
@@ -132,6 +134,7 @@ class Fit:
 
 BinarySolver = Callable[[BinaryProblem, SolverParams, Any], Solution]
 FitHandler = Callable[..., Fit]
+PathHandler = Callable[..., list[tuple[Any, float, float]]]
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,10 @@ class SolverSpec:
     C), and starts from it (C paths and cross-validation use it).  ``path(problem, Cs,
     params) -> [Solution]``, when given, solves the problem along the C values in order, each
     from the last solution, sharing what does not depend on C (solutions carry
-    ``extras["seconds"]``).  ``dense_system(params, n_samples, n_features) -> (what, side) |
+    ``extras["seconds"]``).  ``path_handlers``: task -> ``fit_path(dataset, spec, points) ->
+    [(model, objective, seconds)]``, the C path of a task with its own fit handler
+    (``points``: the parameters at each C, in order, each fit from the last), which
+    cross-validation uses.  ``dense_system(params, n_samples, n_features) -> (what, side) |
     None`` says which dense square matrix (side x side doubles) a run will form and factorize
     with these parameters, so a service can refuse it before it queues the job.
     ``gap_parameters``: loss -> the parameter that stops a run once its certified relative
@@ -164,6 +170,7 @@ class SolverSpec:
     reference: str
     tasks: tuple[Capability, ...] = ("binary", "multiclass")
     fit_handlers: dict[str, FitHandler] = field(default_factory=dict)
+    path_handlers: dict[str, PathHandler] = field(default_factory=dict)
     warm_up: Callable[[], None] | None = None
     warm_start: bool = False
     path: Callable[..., list[Solution]] | None = None

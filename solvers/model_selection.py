@@ -4,8 +4,9 @@ LIBLINEAR's ``-C`` solves a C path per fold, each C started from the last soluti
 learn's grid search starts every fit from scratch.  :func:`cross_validate` does the former for
 every solver that can start from a given point (``SolverSpec.warm_start``: mfn by beta-seeding,
 section 4.1 of Keerthi & DeCoste; alm from the last point and its KKT multipliers; the
-cutting planes from the last point and all their cuts, rescaled to the new C; the
-least-squares family's primal CGLS) and solves the
+cutting planes from the last point and all their cuts, rescaled to the new C, binary and
+Crammer-Singer (``SolverSpec.path_handlers``); the least-squares family's primal CGLS) and
+solves the
 others cold, saying which in the result.  Folds are stratified and seeded; every fold solves
 the grid from the smallest C up.  Multi-class data are scored on one-vs-rest models built from
 the warm-started binary problems; ordinal regression is scored by the mean absolute rank error
@@ -40,7 +41,7 @@ from solvers.models import LinearModel, Model
 from solvers.monitor import Monitor, NullMonitor, Reporter
 from solvers.multiclass import binary_targets, fit_linear_one_vs_rest, n_score_rows
 from solvers.termination import Termination
-from solvers.train import TrainResult, fit_handler, resolve, train, validate_params
+from solvers.train import TrainResult, fit_handler, fit_task, resolve, train, validate_params
 
 
 @dataclass(frozen=True)
@@ -259,8 +260,12 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
         raise ValueError(f"{folds} folds need at least {folds} examples, got "
                          f"{dataset.n_samples}")
     assignment = dataset.stratified_folds(folds, seed)
-    warm = warm_start and spec.warm_start and spec.run is not None and \
-        fit_handler(spec, base, dataset) is fit_linear_one_vs_rest
+    # a task with its own fit handler is warm through its path handler, one-vs-rest through
+    # the binary solver's warm start
+    native_path = spec.path_handlers.get(fit_task(base, int(dataset.classes.shape[0])))
+    warm = warm_start and (native_path is not None or (
+        spec.warm_start and spec.run is not None
+        and fit_handler(spec, base, dataset) is fit_linear_one_vs_rest))
     n_jobs = parallel_folds(folds, n_jobs)
     stop_asked = threading.Event()  # set by this thread: the monitor asked, or a fold failed
     if n_jobs == 1:
@@ -287,7 +292,9 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
         for g in gamma_grid:
             points = grid_points(g)
             fits = []
-            if warm:
+            if warm and native_path is not None:
+                fits = native_path(train_set, spec, points)
+            elif warm:
                 fits = _WarmPath(spec, train_set).fit_grid(points)
             else:
                 for point in points:

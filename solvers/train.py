@@ -78,10 +78,17 @@ def fit_handler(spec: SolverSpec, params: SolverParams, dataset: Dataset):
     return _fit_handler(spec, params, int(dataset.classes.shape[0]))
 
 
-def _fit_handler(spec: SolverSpec, params: SolverParams, n_classes: int):
+def fit_task(params: SolverParams, n_classes: int) -> str:
+    """The task a fit handler is looked up by: ``params.task``, or ``"multiclass:" +
+    params.multiclass`` for a native multi-class strategy on more than two classes."""
     task = params.task
     if task == "classification" and n_classes > 2 and params.multiclass != "ovr":
         task = f"multiclass:{params.multiclass}"
+    return task
+
+
+def _fit_handler(spec: SolverSpec, params: SolverParams, n_classes: int):
+    task = fit_task(params, n_classes)
     handler = spec.fit_handlers.get(task)
     if handler is not None:
         return handler

@@ -99,6 +99,32 @@ def test_multiclass_ordinal_and_refit():
     assert ordinal.best_C == best.C
 
 
+def test_crammer_singer_warm_starts_along_c_through_its_path_handler():
+    """The cutting planes' Crammer-Singer C path (cuts carried, rescaled) serves the
+    multi-class search: every point within the certified 1e-3 of the cold optimum (to a 1e-8
+    gap), fold scores those of the cold fits within a few examples; warm_start=False solves
+    cold and says so."""
+    dna = load("dna.scale").subset(np.arange(600))
+    folds = dna.stratified_folds(3, seed=0)
+    grid = [0.01, 0.1, 1.0]
+    options = {"multiclass": "crammer_singer", "C": grid, "folds": 3, "seed": 0}
+    result = cross_validate(dna, "cutting_plane", **options)
+    assert result.warm_start and result.fit_gap == 1e-3
+    assert not cross_validate(dna, "cutting_plane", warm_start=False, **options).warm_start
+    for row in result.scores:
+        optima, accuracies = [], []
+        for fold in range(3):
+            cold = solvers.train(dna.subset(folds != fold), solver="cutting_plane", C=row.C,
+                                 multiclass="crammer_singer", tol=1e-8)
+            test = dna.subset(folds == fold)
+            optima.append(cold.objective)
+            accuracies.append(np.mean(cold.model.predict(test.X) == test.y))
+        assert np.mean(optima) * (1 - 1e-8) <= row.objective <= np.mean(optima) / (1 - 1e-3)
+        for fold, (score, cold_score) in enumerate(zip(row.fold_scores, accuracies,
+                                                        strict=True)):
+            assert abs(score - cold_score) <= 3.0 / np.sum(folds == fold), (row.C, fold)
+
+
 def test_kernel_grid_over_C_and_gamma():
     heart = load("heart_scale")
     result = cross_validate(heart, "lssvm", C=[0.1, 1.0], gamma=[0.1, 1.0], folds=3)

@@ -87,6 +87,8 @@ Misprints and gaps fixed (each noted where it is implemented):
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -162,21 +164,46 @@ def spec_path(problem: BinaryProblem, Cs, params: CuttingPlaneParams) -> list[So
     return solve_path(problem, Cs, params)
 
 
+def _crammer_singer_problem(dataset: Dataset, params: CuttingPlaneParams) -> CrammerSingerProblem:
+    labels = np.searchsorted(dataset.classes, dataset.y)
+    return CrammerSingerProblem(dataset.X, labels, dataset.classes.shape[0], C=params.C,
+                                bias=params.bias, bias_scale=params.bias_scale,
+                                sample_weight=dataset.sample_weight)
+
+
+def _crammer_singer_model(dataset: Dataset, problem: CrammerSingerProblem,
+                          W: np.ndarray) -> LinearModel:
+    return LinearModel(W[:, :-1], problem.effective_bias_scale * W[:, -1], dataset.classes)
+
+
 def fit_crammer_singer(dataset: Dataset, spec: SolverSpec, params: CuttingPlaneParams,
                        monitor: Monitor) -> Fit:
     """``train`` handler of task ``multiclass:crammer_singer``."""
-    classes = dataset.classes
-    labels = np.searchsorted(classes, dataset.y)
-    problem = CrammerSingerProblem(dataset.X, labels, classes.shape[0], C=params.C,
-                                   bias=params.bias, bias_scale=params.bias_scale,
-                                   sample_weight=dataset.sample_weight)
+    problem = _crammer_singer_problem(dataset, params)
     solution = solve_crammer_singer(problem, params, monitor)
-    W = solution.beta
-    model = LinearModel(W[:, :-1], problem.effective_bias_scale * W[:, -1], classes)
     summary = SubproblemResult("crammer_singer", solution.objective,
                                Termination(solution.status), solution.message,
                                solution.iterations, solution.extras)
-    return Fit(model, [summary])
+    return Fit(_crammer_singer_model(dataset, problem, solution.beta), [summary])
+
+
+def fit_crammer_singer_path(dataset: Dataset, spec: SolverSpec,
+                            points: list[CuttingPlaneParams]) -> list[tuple[LinearModel, float,
+                                                                            float]]:
+    """Path handler of task ``multiclass:crammer_singer``: the Crammer-Singer problem at each
+    point's C in order, each from the last solution with the cuts carried over and rescaled
+    (:class:`PathCarry`; the multi-class risk is linear in C too).  Returns (model, objective,
+    seconds) per point."""
+    problem = _crammer_singer_problem(dataset, points[0])
+    carry = PathCarry()
+    fits = []
+    for params in points:
+        clock = Stopwatch()
+        sub = dataclasses.replace(problem, C=float(params.C))
+        solution = solve_geometry(CrammerSingerGeometry(sub), params, None, carry=carry)
+        fits.append((_crammer_singer_model(dataset, sub, solution.beta), solution.objective,
+                     clock()))
+    return fits
 
 
 def warm_up() -> None:
@@ -216,6 +243,7 @@ SPECS = (
                   "linear SVMs, 2010.",
         tasks=("binary", "multiclass"),
         fit_handlers={"multiclass:crammer_singer": fit_crammer_singer},
+        path_handlers={"multiclass:crammer_singer": fit_crammer_singer_path},
         warm_up=warm_up,
         warm_start=True,
         path=spec_path,
@@ -233,6 +261,7 @@ __all__ = [
     "ThreePointSearch",
     "crammer_singer_ray_breakpoints",
     "fit_crammer_singer",
+    "fit_crammer_singer_path",
     "hinge_ray_breakpoints",
     "run",
     "simplex_smo",
