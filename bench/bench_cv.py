@@ -1,7 +1,8 @@
 """Cross-validation over a C grid: ``solvers.model_selection.cross_validate`` against
 LIBLINEAR's own warm-started C search (``-C``) and scikit-learn's ``GridSearchCV(LinearSVC)``.
 
-    python -m bench.bench_cv [--quick] [--folds 5] [--repeats 1] [--liblinear-eps 0.01]
+    python -m bench.bench_cv [--quick | --problems a9a,w8a] [--folds 5] [--repeats 1]
+                             [--liblinear-eps 0.01]
                              [--loss squared_hinge|hinge] [--fit-quality]
                              [--out bench/results/cv]
 
@@ -158,6 +159,9 @@ def fit_quality(dataset, folds: int, liblinear_eps=(0.01,)) -> list[dict]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_cv")
     parser.add_argument("--quick", action="store_true", help="a9a and w8a only")
+    parser.add_argument("--problems", default=None,
+                        help="comma-separated benchmark problems (default a9a, w8a, ijcnn1, "
+                             "news20-binary)")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--out", default="bench/results/cv")
@@ -172,6 +176,8 @@ def main(argv=None) -> int:
                              "(default eps) and ours (fit_gap) end, on the first fold")
     args = parser.parse_args(argv)
     names = ("a9a", "w8a") if args.quick else ("a9a", "w8a", "ijcnn1", "news20-binary")
+    if args.problems:
+        names = tuple(args.problems.split(","))
     solvers.warm_up()
     eps_values = [float(v) for v in args.liblinear_eps.split(",")]
     timed = runners(eps_values, args.loss)

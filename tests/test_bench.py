@@ -165,3 +165,21 @@ def test_cv_fit_quality_measures_liblinear_and_ours_against_the_optimum():
         assert -1e-9 <= row[1e-6] <= 1e-6, row
         assert -1e-9 <= row[1e-6] <= row[0.1] + 1e-9, row
         assert -1e-9 <= row["ours"] <= 1e-3, row
+
+
+def test_cv_hinge_runners_search_warm_and_cold_with_scikit_learn_beside():
+    """bench_cv --loss hinge: the cutting planes' warm path first (the ratios' reference), the
+    same search cold, mfn's homotopy and scikit-learn; each returns (best C, accuracy, how
+    many C values), the cold and warm searches scoring within a few examples of each other."""
+    from shared_data import load
+
+    from bench.bench_cv import GRID, OURS_HINGE, runners
+
+    timed = runners(loss="hinge")
+    assert next(iter(timed)) == OURS_HINGE and len(timed) == 4
+    heart = load("heart_scale")
+    found = {name: run(heart, 3) for name, run in timed.items()}
+    for best_C, accuracy, n_C in found.values():
+        assert best_C in GRID and 0.7 < accuracy <= 1.0 and n_C == len(GRID)
+    warm, cold = list(found.values())[:2]
+    assert abs(warm[1] - cold[1]) <= 3 / heart.n_samples
