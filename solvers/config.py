@@ -16,9 +16,11 @@ PARALLEL_MIN_NNZ = 50_000
 # (2026-11-23), as much as a whole cutting-plane solve of mushrooms.
 TIMED_CHOICE_MIN_SECONDS = 0.002
 
-# The cutting planes' reduced QP (solvers/cutting_plane/qp.py): the active-set method solves a
-# dense system of (free cuts + 2) per iteration, O(s^3); past this many free variables the
-# pairwise SMO alone is used (at 300, one system is ~9M multiply-adds, a few ms).
+# The cutting planes' reduced QP (solvers/cutting_plane/qp.py): the active-set method factorizes
+# the free cuts' block once per solve, O(s^3), and then updates the factor, O(s^2) per
+# iteration; past this many free variables the pairwise SMO alone is used (at 300 the
+# factorization is ~9M multiply-adds, a few ms).  1000 and 2000 changed nothing on a9a and
+# w8a at C = 100 (fewer free cuts than 300 there; 2026-11-25).
 CUTTING_PLANE_ACTIVE_SET_MAX_FREE = 300
 # ... and each solve first takes up to this many SMO steps per cut (cheaper from a close warm
 # start).  2 was best on dna (Crammer-Singer, tol 1e-4, load 18: QP 2.3-2.6 s against 2.5-3.0
