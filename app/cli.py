@@ -478,7 +478,8 @@ def cmd_solvers(args) -> int:
     for spec in solvers.list_solvers():
         print(f"{spec.name}: {spec.description}")
         print(f"    losses: {', '.join(spec.losses)}; bias: {', '.join(spec.bias_modes)}; "
-              f"tasks: {', '.join(spec.tasks)}")
+              f"tasks: {', '.join(spec.tasks)}; warm-started C paths: "
+              f"{', '.join(spec.warm_start_tasks()) or 'none'}")
     return 0
 
 

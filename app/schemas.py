@@ -430,6 +430,11 @@ class SolverPublic(BaseModel):
     losses: list[str]
     bias_modes: list[str]
     tasks: list[str]
+    warm_start_tasks: list[str] = Field(
+        default_factory=list,
+        description="Tasks whose C paths (cross-validation, tuning jobs) start each C from the "
+                    "last solution: 'classification' (binary and one-vs-rest), "
+                    "'multiclass:crammer_singer'; the other tasks solve each C cold.")
     params_schema: dict[str, Any] = Field(description="JSON schema of the parameters.")
 
 

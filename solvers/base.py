@@ -197,6 +197,15 @@ class SolverSpec:
     def bias_modes(self) -> tuple[str, ...]:
         return _literal_choices(self.params_model, "bias")
 
+    def warm_start_tasks(self) -> list[str]:
+        """The tasks (``train.fit_task``'s names) whose C paths start each C from the last
+        solution, as cross-validation solves them: "classification" when one-vs-rest runs
+        over a binary solver that can warm-start, and every task with a path handler."""
+        tasks = list(self.path_handlers)
+        if self.warm_start and self.run is not None and "classification" not in self.fit_handlers:
+            tasks.insert(0, "classification")
+        return tasks
+
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -205,6 +214,7 @@ class SolverSpec:
             "losses": list(self.losses),
             "bias_modes": list(self.bias_modes),
             "tasks": list(self.tasks),
+            "warm_start_tasks": self.warm_start_tasks(),
             "params_schema": self.params_model.model_json_schema(),
         }
 

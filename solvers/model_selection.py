@@ -2,14 +2,15 @@
 
 LIBLINEAR's ``-C`` solves a C path per fold, each C started from the last solution; scikit-
 learn's grid search starts every fit from scratch.  :func:`cross_validate` does the former for
-every solver that can start from a given point (``SolverSpec.warm_start``: mfn by beta-seeding,
-section 4.1 of Keerthi & DeCoste; alm from the last point and its KKT multipliers; the
-cutting planes from the last point and all their cuts, rescaled to the new C, binary and
-Crammer-Singer (``SolverSpec.path_handlers``); the least-squares family's primal CGLS) and
-solves the
-others cold, saying which in the result.  Folds are stratified and seeded; every fold solves
-the grid from the smallest C up.  Multi-class data are scored on one-vs-rest models built from
-the warm-started binary problems; ordinal regression is scored by the mean absolute rank error
+every solver and task that can start from a given point (``SolverSpec.warm_start_tasks``: mfn
+by beta-seeding, section 4.1 of Keerthi & DeCoste; alm from the last point and its KKT
+multipliers; the cutting planes from the last point and all their cuts, rescaled to the new
+C, binary and Crammer-Singer through ``SolverSpec.path_handlers``) and solves the others
+cold, saying which in the result (the least-squares family, whose classification goes
+through its kernel fit handler, and the interior-point method are cold).  Folds are
+stratified and seeded; every fold solves the grid from the smallest C up.  Multi-class data
+are scored on one-vs-rest models built from the warm-started binary problems (or on the
+Crammer-Singer models of its path); ordinal regression is scored by the mean absolute rank error
 (lower is better), classification by accuracy.
 
 Folds run in parallel, one thread each, as many at once as the caller has Numba threads
@@ -39,9 +40,9 @@ from solvers.core.sparse import matvec_parallel, thread_count
 from solvers.data.dataset import Dataset
 from solvers.models import LinearModel, Model
 from solvers.monitor import Monitor, NullMonitor, Reporter
-from solvers.multiclass import binary_targets, fit_linear_one_vs_rest, n_score_rows
+from solvers.multiclass import binary_targets, n_score_rows
 from solvers.termination import Termination
-from solvers.train import TrainResult, fit_handler, fit_task, resolve, train, validate_params
+from solvers.train import TrainResult, fit_task, resolve, train, validate_params
 
 
 @dataclass(frozen=True)
@@ -262,10 +263,9 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     assignment = dataset.stratified_folds(folds, seed)
     # a task with its own fit handler is warm through its path handler, one-vs-rest through
     # the binary solver's warm start
-    native_path = spec.path_handlers.get(fit_task(base, int(dataset.classes.shape[0])))
-    warm = warm_start and (native_path is not None or (
-        spec.warm_start and spec.run is not None
-        and fit_handler(spec, base, dataset) is fit_linear_one_vs_rest))
+    task = fit_task(base, int(dataset.classes.shape[0]))
+    native_path = spec.path_handlers.get(task)
+    warm = warm_start and task in spec.warm_start_tasks()
     n_jobs = parallel_folds(folds, n_jobs)
     stop_asked = threading.Event()  # set by this thread: the monitor asked, or a fold failed
     if n_jobs == 1:

@@ -82,7 +82,10 @@ def test_every_solvers_help_renders(solver, capsys):
 
 def test_solvers_listing(capsys):
     assert main(["solvers"]) == 0
-    assert "mfn:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "mfn:" in out
+    assert "warm-started C paths: classification, multiclass:crammer_singer" in out
+    assert "warm-started C paths: none" in out  # the interior-point method, the LS family
 
 
 # -- every option of every solver, from the command line to the validated parameters ------------

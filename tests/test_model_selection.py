@@ -125,6 +125,17 @@ def test_crammer_singer_warm_starts_along_c_through_its_path_handler():
             assert abs(score - cold_score) <= 3.0 / np.sum(folds == fold), (row.C, fold)
 
 
+def test_the_result_says_warm_exactly_where_the_spec_does():
+    """cross_validate is warm for the tasks of ``SolverSpec.warm_start_tasks`` and cold for the
+    rest (the least-squares family's kernel fit handler, the interior-point method)."""
+    heart = load("heart_scale")
+    for solver, options in (("mfn", {}), ("alm", {}), ("cutting_plane", {}),
+                            ("interior_point", {}), ("lssvm", {"kernel": "linear"})):
+        result = cross_validate(heart, solver, C=[0.1, 1.0], folds=3, **options)
+        assert result.warm_start == ("classification" in
+                                     solvers.get_solver(solver).warm_start_tasks()), solver
+
+
 def test_kernel_grid_over_C_and_gamma():
     heart = load("heart_scale")
     result = cross_validate(heart, "lssvm", C=[0.1, 1.0], gamma=[0.1, 1.0], folds=3)
