@@ -25,7 +25,6 @@ took the same time on one Numba thread as on two, and 0.58-0.59 of it with two f
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -35,12 +34,12 @@ from typing import Any
 import numba
 import numpy as np
 
-from solvers.base import SolverParams, SolverSpec
+from solvers.base import SolverParams
 from solvers.core.sparse import matvec_parallel, thread_count
 from solvers.data.dataset import Dataset
-from solvers.models import LinearModel, Model
-from solvers.monitor import Monitor, NullMonitor, Reporter
-from solvers.multiclass import binary_targets, n_score_rows
+from solvers.models import Model
+from solvers.monitor import Monitor, Reporter
+from solvers.multiclass import fit_linear_path
 from solvers.termination import Termination
 from solvers.train import TrainResult, fit_task, resolve, train, validate_params
 
@@ -104,46 +103,6 @@ def _score(model: Model, test: Dataset, ordinal: bool) -> float:
         truth = np.searchsorted(classes, test.y)
         return float(np.mean(np.abs(rank - truth)))
     return float(np.mean(predicted == test.y))
-
-
-class _WarmPath:
-    """One fold's one-vs-rest binary problems, each solved along the increasing C grid from
-    the last C's solution: through the spec's ``path`` (one engine for the whole path) when
-    it has one, else ``spec.run(..., start=previous)``.  Returns, per C, the model, the
-    training objective (summed over the binary problems) and the seconds."""
-
-    def __init__(self, spec: SolverSpec, train_set: Dataset):
-        self.spec = spec
-        self.train_set = train_set
-
-    def _path(self, problem, points: list[SolverParams]) -> list[tuple[np.ndarray, float, float]]:
-        if self.spec.path is not None:
-            solutions = self.spec.path(problem, [p.C for p in points], points[0])
-            return [(s.beta, s.objective, s.extras["seconds"]) for s in solutions]
-        out, start = [], None
-        for point in points:
-            clock = time.perf_counter()
-            solution = self.spec.run(problem.with_C(point.C), point, NullMonitor(), start=start)
-            start = solution.beta
-            out.append((solution.beta, solution.objective, time.perf_counter() - clock))
-        return out
-
-    def fit_grid(self, points: list[SolverParams]) -> list[tuple[Model, float, float]]:
-        data = self.train_set
-        rows = n_score_rows(data)
-        weights = np.zeros((len(points), rows, data.n_features))
-        intercepts = np.zeros((len(points), rows))
-        objectives = np.zeros(len(points))
-        seconds = np.zeros(len(points))
-        for k, (_, positive) in enumerate(binary_targets(data, self.spec)):
-            y = np.where(data.y == positive, 1.0, -1.0)
-            problem = points[0].binary_problem(data.X, y, data.sample_weight)
-            for j, (beta, objective, elapsed) in enumerate(self._path(problem, points)):
-                weights[j, k], intercepts[j, k] = problem.split(beta)
-                objectives[j] += objective
-                seconds[j] += elapsed
-        return [(LinearModel(weights[j], intercepts[j], data.classes), float(objectives[j]),
-                 float(seconds[j])) for j in range(len(points))]
 
 
 @dataclass
@@ -295,7 +254,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
             if warm and native_path is not None:
                 fits = native_path(train_set, spec, points)
             elif warm:
-                fits = _WarmPath(spec, train_set).fit_grid(points)
+                fits = fit_linear_path(train_set, spec, points)
             else:
                 for point in points:
                     if should_stop():

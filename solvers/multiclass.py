@@ -16,7 +16,7 @@ import numpy as np
 from solvers.base import Fit, SolverParams, SolverSpec, SubproblemResult, Termination
 from solvers.data.dataset import Dataset, label_key
 from solvers.models import LinearModel
-from solvers.monitor import IterationRecord, Monitor
+from solvers.monitor import IterationRecord, Monitor, NullMonitor, Stopwatch
 
 
 class SubproblemMonitor:
@@ -98,3 +98,43 @@ def fit_linear_one_vs_rest(dataset: Dataset, spec: SolverSpec, params: SolverPar
     for k, (_, (w, intercept)) in enumerate(results):
         weights[k], intercepts[k] = w, intercept
     return Fit(LinearModel(weights, intercepts, dataset.classes), [s for s, _ in results])
+
+
+def _binary_path(spec: SolverSpec, problem, points: list[SolverParams]) -> list[
+        tuple[np.ndarray, float, float]]:
+    """One binary problem along the points' C values, each from the last solution: through
+    the spec's ``path`` (one engine for the whole path) when it has one, else ``spec.run(...,
+    start=previous)``.  (beta, objective, seconds) per point."""
+    if spec.path is not None:
+        solutions = spec.path(problem, [p.C for p in points], points[0])
+        return [(s.beta, s.objective, s.extras["seconds"]) for s in solutions]
+    out, start = [], None
+    for point in points:
+        clock = Stopwatch()
+        solution = spec.run(problem.with_C(point.C), point, NullMonitor(), start=start)
+        start = solution.beta
+        out.append((solution.beta, solution.objective, clock()))
+    return out
+
+
+def fit_linear_path(dataset: Dataset, spec: SolverSpec,
+                    points: list[SolverParams]) -> list[tuple[LinearModel, float, float]]:
+    """The one-vs-rest binary problems of ``dataset``, each solved along the points' C values
+    (in order) from the last C's solution, for a spec that can warm-start.  Returns, per
+    point, the linear model, the training objective (summed over the binary problems) and the
+    seconds: the C path of cross-validation and of families whose fit handler comes back to
+    one-vs-rest."""
+    rows = n_score_rows(dataset)
+    weights = np.zeros((len(points), rows, dataset.n_features))
+    intercepts = np.zeros((len(points), rows))
+    objectives = np.zeros(len(points))
+    seconds = np.zeros(len(points))
+    for k, (_, positive) in enumerate(binary_targets(dataset, spec)):
+        y = np.where(dataset.y == positive, 1.0, -1.0)
+        problem = points[0].binary_problem(dataset.X, y, dataset.sample_weight)
+        for j, (beta, objective, elapsed) in enumerate(_binary_path(spec, problem, points)):
+            weights[j, k], intercepts[j, k] = problem.split(beta)
+            objectives[j] += objective
+            seconds[j] += elapsed
+    return [(LinearModel(weights[j], intercepts[j], dataset.classes), float(objectives[j]),
+             float(seconds[j])) for j in range(len(points))]

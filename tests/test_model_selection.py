@@ -278,16 +278,16 @@ def test_a_fold_that_fails_fails_the_search_with_its_error(monkeypatch):
     """With folds at once, an error in one fold's thread reaches the caller as it is (the
     other folds are abandoned at their next fit), as it would one fold after another."""
     heart = load("heart_scale")
-    original = model_selection._WarmPath.fit_grid
+    original = model_selection.fit_linear_path
     calls = []
 
-    def failing(self, points):
-        calls.append(self.train_set.n_samples)
+    def failing(train_set, spec, points):
+        calls.append(train_set.n_samples)
         if len(calls) == 2:
             raise FloatingPointError("fold blew up")
-        return original(self, points)
+        return original(train_set, spec, points)
 
-    monkeypatch.setattr(model_selection._WarmPath, "fit_grid", failing)
+    monkeypatch.setattr(model_selection, "fit_linear_path", failing)
     for n_jobs in (1, 2):
         calls.clear()
         with pytest.raises(FloatingPointError, match="fold blew up"):
