@@ -127,7 +127,7 @@ def test_crammer_singer_warm_starts_along_c_through_its_path_handler():
 
 def test_the_result_says_warm_exactly_where_the_spec_does():
     """cross_validate is warm for the tasks of ``SolverSpec.warm_start_tasks`` and cold for the
-    rest (the least-squares family's kernel fit handler, the interior-point method)."""
+    rest (the interior-point method)."""
     heart = load("heart_scale")
     for solver, options in (("mfn", {}), ("alm", {}), ("cutting_plane", {}),
                             ("interior_point", {}), ("lssvm", {"kernel": "linear"})):
@@ -136,10 +136,33 @@ def test_the_result_says_warm_exactly_where_the_spec_does():
                                      solvers.get_solver(solver).warm_start_tasks()), solver
 
 
+@pytest.mark.parametrize("solver", ["lssvm", "proximal_svm"])
+def test_least_squares_linear_path_starts_each_c_from_the_last(solver):
+    """The linear kernel's primal CGLS along C from the last solution: the objectives of cold
+    fits (both solved to the solver's tolerance) and the same fold scores."""
+    australian = load("australian_scale")
+    options = {"C": GRID, "folds": 3, "kernel": "linear"}
+    warm = cross_validate(australian, solver, **options)
+    cold = cross_validate(australian, solver, warm_start=False, **options)
+    assert warm.warm_start and not cold.warm_start
+    for row, cold_row in zip(warm.scores, cold.scores, strict=True):
+        assert row.fold_scores == cold_row.fold_scores
+        assert row.objective == pytest.approx(cold_row.objective, rel=1e-6)
+
+
 def test_kernel_grid_over_C_and_gamma():
+    """The least-squares family's path shares the kernel matrix across C (per gamma): the
+    direct solves give the table of cold fits."""
     heart = load("heart_scale")
     result = cross_validate(heart, "lssvm", C=[0.1, 1.0], gamma=[0.1, 1.0], folds=3)
-    assert not result.warm_start
+    assert result.warm_start
+    cold = cross_validate(heart, "lssvm", C=[0.1, 1.0], gamma=[0.1, 1.0], folds=3,
+                          warm_start=False)
+    assert not cold.warm_start
+    for row, cold_row in zip(result.scores, cold.scores, strict=True):
+        assert (row.C, row.gamma, row.fold_scores) == (cold_row.C, cold_row.gamma,
+                                                       cold_row.fold_scores)
+        assert row.objective == pytest.approx(cold_row.objective, rel=1e-9)
     assert {(row.C, row.gamma) for row in result.scores} == \
         {(0.1, 0.1), (1.0, 0.1), (0.1, 1.0), (1.0, 1.0)}
     best = max(result.scores, key=lambda r: r.mean)

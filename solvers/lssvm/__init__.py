@@ -100,7 +100,7 @@ import scipy.sparse as sp
 
 from solvers.base import SolverSpec
 from solvers.core.kernels import Kernel, KernelCache, kernel_decision, kernel_matrix
-from solvers.lssvm.fit import dense_system, fit_kernel
+from solvers.lssvm.fit import dense_system, fit_kernel, fit_kernel_path
 from solvers.lssvm.params import (
     KernelSolverParams,
     LSSVMParams,
@@ -153,6 +153,7 @@ SPECS = (
         reference=_SUYKENS + "; S. Joshi et al., Fast algorithms for least squares SVMs, "
                              "eq. (7).",
         fit_handlers={"classification": fit_kernel},
+        path_handlers={"classification": fit_kernel_path},
         warm_up=warm_up,
         dense_system=dense_system,
     ),
@@ -167,6 +168,7 @@ SPECS = (
                   "KDD 2001, 77-86; S. Joshi et al., Fast algorithms for least squares SVMs, "
                   "eqs. (9)-(12).",
         fit_handlers={"classification": fit_kernel},
+        path_handlers={"classification": fit_kernel_path},
         warm_up=warm_up,
         dense_system=dense_system,
     ),
@@ -179,6 +181,7 @@ SPECS = (
         reference="S. Joshi, Jayadeva, G. Ramakrishnan and S. Chandra, Fast algorithms for "
                   "least squares SVMs, eqs. (13)-(35) and section VI.",
         fit_handlers={"classification": fit_kernel},
+        path_handlers={"classification": fit_kernel_path},
         warm_up=warm_up,
         dense_system=dense_system,
     ),
@@ -192,6 +195,7 @@ __all__ = [
     "RelaxedLSSVMParams",
     "SystemParams",
     "fit_kernel",
+    "fit_kernel_path",
     "run_linear",
     "warm_up",
 ]

@@ -7,14 +7,24 @@ import numpy as np
 
 from solvers import config
 from solvers.base import Fit, SolverSpec
-from solvers.core.kernels import Kernel
 from solvers.core.sparse import csr_rmatvec
 from solvers.lssvm.params import KernelSolverParams
 from solvers.lssvm.smo import RelaxedSMO
-from solvers.lssvm.systems import LSSVMDirect, LSSVMIterative, ProximalDirect, ProximalIterative
-from solvers.models import KernelModel, LinearModel
-from solvers.monitor import Monitor
-from solvers.multiclass import fit_linear_one_vs_rest, n_score_rows, run_binary_subproblems
+from solvers.lssvm.systems import (
+    KernelWork,
+    LSSVMDirect,
+    LSSVMIterative,
+    ProximalDirect,
+    ProximalIterative,
+)
+from solvers.models import KernelModel, LinearModel, Model
+from solvers.monitor import Monitor, NullMonitor, Stopwatch
+from solvers.multiclass import (
+    fit_linear_one_vs_rest,
+    fit_linear_path,
+    n_score_rows,
+    run_binary_subproblems,
+)
 
 
 def _kernel_costs(dataset, C: float) -> np.ndarray:
@@ -47,33 +57,43 @@ def dense_system(params, n_samples: int, n_features: int) -> tuple[str, int] | N
             n_samples)
 
 
-def _build_system(params, X, kernel: Kernel, cost):
+def _build_system(params, work: KernelWork, cost):
     if params.solver == "relaxed_lssvm":
-        return RelaxedSMO(X, kernel, cost, params.cache_mb)
-    method = _resolve_method(params, X.shape[0])
+        return RelaxedSMO(work)
+    method = _resolve_method(params, work.X.shape[0])
     if params.solver == "lssvm":
         if method == "direct":
-            return LSSVMDirect(X, kernel, cost)
-        return LSSVMIterative(X, kernel, cost, params.cache_mb)
+            return LSSVMDirect(work, cost)
+        return LSSVMIterative(work, cost)
     if method == "direct":
-        return ProximalDirect(X, kernel, cost, params.bias_scale)
-    return ProximalIterative(X, kernel, cost, params.bias_scale, params.cache_mb)
+        return ProximalDirect(work, cost, params.bias_scale)
+    return ProximalIterative(work, cost, params.bias_scale)
 
 
-def fit_kernel(dataset, spec: SolverSpec, params: KernelSolverParams, monitor: Monitor) -> Fit:
+def _primal(params, n_samples: int) -> bool:
+    """The linear kernel solved iteratively goes to the primal CGLS (one-vs-rest over
+    ``run_linear``), except for the relaxed LS-SVM."""
+    return params.solver != "relaxed_lssvm" and params.kernel == "linear" and \
+        _resolve_method(params, n_samples) == "iterative"
+
+
+def fit_kernel(dataset, spec: SolverSpec, params: KernelSolverParams, monitor: Monitor,
+               work: KernelWork | None = None) -> Fit:
     """Classification with the solver's kernel problem, one-vs-rest for more classes.
 
     The kernel matrix, its factorization or its row cache is built once and shared by the
-    binary problems.  A KernelModel keeps the rows with a nonzero coefficient in some class;
-    with the linear kernel the weights w = sum_j coef_j x_j make a LinearModel instead.
+    binary problems (and, given ``work``, the kernel matrix and row cache by every C of a
+    path).  A KernelModel keeps the rows with a nonzero coefficient in some class; with the
+    linear kernel the weights w = sum_j coef_j x_j make a LinearModel instead.
     """
-    if params.solver != "relaxed_lssvm" and params.kernel == "linear" and \
-            _resolve_method(params, dataset.n_samples) == "iterative":
+    if _primal(params, dataset.n_samples):
         return fit_linear_one_vs_rest(dataset, spec, params, monitor)
     X = dataset.X
     kernel = params.kernel_function()
+    if work is None:
+        work = KernelWork(X, kernel, params.cache_mb)
     cost = _kernel_costs(dataset, params.C)
-    system = _build_system(params, X, kernel, cost)
+    system = _build_system(params, work, cost)
 
     def solve_one(y, sub_monitor):
         solution = system.solve(y, cost, params, sub_monitor)
@@ -93,3 +113,21 @@ def fit_kernel(dataset, spec: SolverSpec, params: KernelSolverParams, monitor: M
         keep = np.flatnonzero(np.any(coef != 0.0, axis=0))
         model = KernelModel(X[keep], coef[:, keep], intercept, classes, kernel)
     return Fit(model, [summary for summary, _ in results])
+
+
+def fit_kernel_path(dataset, spec: SolverSpec,
+                    points: list[KernelSolverParams]) -> list[tuple[Model, float, float]]:
+    """Path handler of task ``classification`` (cross-validation's C path; the points differ
+    in C only): the primal CGLS of the linear kernel warm-started from the last C's solution
+    (:func:`solvers.multiclass.fit_linear_path` over ``run_linear``), otherwise the kernel
+    matrix, its square and the row cache built once (:class:`KernelWork`) and each C's system
+    solved on them.  Returns (model, objective, seconds) per point."""
+    if _primal(points[0], dataset.n_samples):
+        return fit_linear_path(dataset, spec, points)
+    work = KernelWork(dataset.X, points[0].kernel_function(), points[0].cache_mb)
+    fits = []
+    for params in points:
+        clock = Stopwatch()
+        fit = fit_kernel(dataset, spec, params, NullMonitor(), work)
+        fits.append((fit.model, float(sum(s.objective for s in fit.subproblems)), clock()))
+    return fits

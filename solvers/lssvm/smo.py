@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from solvers.base import Termination
-from solvers.core.kernels import Kernel, KernelCache, cache_row
+from solvers.core.kernels import cache_row
 from solvers.lssvm.params import RelaxedLSSVMParams
 from solvers.lssvm.systems import KernelSolution
 from solvers.monitor import Monitor, Reporter
@@ -105,8 +105,8 @@ def exact_gradient(rows, columns, kernel, store, y, inv_cj, inv_a, lam, g):
 class RelaxedSMO:
     """2SMO / SesquiSMO (and the SUMT loop) on the rows of X, one cache for every class."""
 
-    def __init__(self, X, kernel: Kernel, cost, cache_mb: float):
-        self.cache = KernelCache(X, kernel, cache_mb)
+    def __init__(self, work):
+        self.cache = work.cache  # a solvers.lssvm.systems.KernelWork's row cache
 
     @staticmethod
     def _summary(state: _SMOState, problem: KernelProblem, inv_cj, A) -> tuple[float, dict]:

@@ -17,6 +17,38 @@ from solvers.monitor import Monitor, Reporter
 from solvers.problems import KernelProblem
 
 
+class KernelWork:
+    """What the systems build from the rows and the kernel alone, built on first use and kept
+    for as long as the caller keeps this: the dense kernel matrix K, its square K K (the
+    proximal SVM's G for a nonlinear kernel) and the kernel-row cache.  Only C changes along a
+    C path (the diagonal Lambda), so cross-validation's path builds these once per fold and
+    gamma instead of once per C."""
+
+    def __init__(self, X, kernel: Kernel, cache_mb: float):
+        self.X = X
+        self.kernel = kernel
+        self.cache_mb = cache_mb
+        self._matrix = self._square = self._cache = None
+
+    @property
+    def matrix(self) -> np.ndarray:
+        if self._matrix is None:
+            self._matrix = kernel_matrix(self.X, self.X, self.kernel)
+        return self._matrix
+
+    @property
+    def square(self) -> np.ndarray:
+        if self._square is None:
+            self._square = self.matrix @ self.matrix
+        return self._square
+
+    @property
+    def cache(self) -> KernelCache:
+        if self._cache is None:
+            self._cache = KernelCache(self.X, self.kernel, self.cache_mb)
+        return self._cache
+
+
 @dataclass(frozen=True)
 class KernelSolution:
     """One binary kernel problem solved: f(x) = sum_j coef_j k(x_j, x) + intercept over the
@@ -68,11 +100,11 @@ class LSSVMDirect:
     """(K + Lambda) factorized once for every binary problem on the same rows; Suykens et al.'s
     two systems (K + Lambda)[u, v] = [y, e], b = e'u / e'v, beta = u - b v solve (7)."""
 
-    def __init__(self, X, kernel: Kernel, cost):
-        self.K = kernel_matrix(X, X, kernel)
+    def __init__(self, work: KernelWork, cost):
+        self.K = work.matrix
         self.lam_diag = 1.0 / (2.0 * cost)
         self.factorization, self.factor = _factorize(self._matrix)
-        self.v = _solve_factored(self.factorization, self.factor, np.ones(X.shape[0]))
+        self.v = _solve_factored(self.factorization, self.factor, np.ones(self.K.shape[0]))
 
     def _matrix(self):
         M = self.K.copy()
@@ -100,8 +132,8 @@ class LSSVMDirect:
 class LSSVMIterative:
     """Projected CG on P (K + Lambda) P beta = P y, P = I - ee'/n, through the row cache."""
 
-    def __init__(self, X, kernel: Kernel, cost, cache_mb: float):
-        self.cache = KernelCache(X, kernel, cache_mb)
+    def __init__(self, work: KernelWork, cost):
+        self.cache = work.cache
         self.lam_diag = 1.0 / (2.0 * cost)
         self.jacobi = self.cache.diagonal + self.lam_diag
 
@@ -150,15 +182,16 @@ def _proximal_objective(problem: KernelProblem, z, Gz, s2) -> float:
 class ProximalDirect:
     """(12) as (G + s^2 ee' + Lambda) z = y, factorized once for every binary problem."""
 
-    def __init__(self, X, kernel: Kernel, cost, bias_scale: float):
-        self.K = kernel_matrix(X, X, kernel)
-        self.linear = kernel.name == "linear"
+    def __init__(self, work: KernelWork, cost, bias_scale: float):
+        self.work = work
+        self.K = work.matrix
+        self.linear = work.kernel.name == "linear"
         self.s2 = bias_scale * bias_scale
         self.lam_diag = 1.0 / (2.0 * cost)
         self.factorization, self.factor = _factorize(self._matrix)
 
     def _matrix(self):
-        M = self.K.copy() if self.linear else self.K @ self.K
+        M = (self.K if self.linear else self.work.square).copy()
         M += self.s2
         M[np.diag_indices_from(M)] += self.lam_diag
         return M
@@ -186,8 +219,8 @@ class ProximalDirect:
 class ProximalIterative:
     """CG on (K K + s^2 ee' + Lambda) z = y, two products with K per iteration."""
 
-    def __init__(self, X, kernel: Kernel, cost, bias_scale: float, cache_mb: float):
-        self.cache = KernelCache(X, kernel, cache_mb)
+    def __init__(self, work: KernelWork, cost, bias_scale: float):
+        self.cache = work.cache
         self.s2 = bias_scale * bias_scale
         self.lam_diag = 1.0 / (2.0 * cost)
 
