@@ -432,9 +432,10 @@ class SolverPublic(BaseModel):
     tasks: list[str]
     warm_start_tasks: list[str] = Field(
         default_factory=list,
-        description="Tasks whose C paths (cross-validation, tuning jobs) start each C from the "
-                    "last solution: 'classification' (binary and one-vs-rest), "
-                    "'multiclass:crammer_singer'; the other tasks solve each C cold.")
+        description="Tasks whose C paths (cross-validation, tuning jobs) share work along C "
+                    "(each C from the last solution, or one kernel matrix for every C): "
+                    "'classification' (binary and one-vs-rest), 'multiclass:crammer_singer'; "
+                    "the other tasks solve each C cold.")
     params_schema: dict[str, Any] = Field(description="JSON schema of the parameters.")
 
 

@@ -198,9 +198,10 @@ class SolverSpec:
         return _literal_choices(self.params_model, "bias")
 
     def warm_start_tasks(self) -> list[str]:
-        """The tasks (``train.fit_task``'s names) whose C paths start each C from the last
-        solution, as cross-validation solves them: "classification" when one-vs-rest runs
-        over a binary solver that can warm-start, and every task with a path handler."""
+        """The tasks (``train.fit_task``'s names) whose C paths share work along C (each C from
+        the last solution, or the least-squares family's kernel matrix built once), as
+        cross-validation solves them: "classification" when one-vs-rest runs over a binary
+        solver that can warm-start, and every task with a path handler."""
         tasks = list(self.path_handlers)
         if self.warm_start and self.run is not None and "classification" not in self.fit_handlers:
             tasks.insert(0, "classification")

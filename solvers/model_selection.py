@@ -2,12 +2,13 @@
 
 LIBLINEAR's ``-C`` solves a C path per fold, each C started from the last solution; scikit-
 learn's grid search starts every fit from scratch.  :func:`cross_validate` does the former for
-every solver and task that can start from a given point (``SolverSpec.warm_start_tasks``: mfn
-by beta-seeding, section 4.1 of Keerthi & DeCoste; alm from the last point and its KKT
+every solver and task that can share work along C (``SolverSpec.warm_start_tasks``: mfn by
+beta-seeding, section 4.1 of Keerthi & DeCoste; alm from the last point and its KKT
 multipliers; the cutting planes from the last point and all their cuts, rescaled to the new
-C, binary and Crammer-Singer through ``SolverSpec.path_handlers``) and solves the others
-cold, saying which in the result (the least-squares family, whose classification goes
-through its kernel fit handler, and the interior-point method are cold).  Folds are
+C, binary and Crammer-Singer through ``SolverSpec.path_handlers``; the least-squares family
+from the last point of its linear primal CGLS, or on one kernel matrix and row cache for
+every C) and solves the others cold, saying which in the result (the interior-point method,
+mfn's ordinal regression).  Folds are
 stratified and seeded; every fold solves the grid from the smallest C up.  Multi-class data
 are scored on one-vs-rest models built from the warm-started binary problems (or on the
 Crammer-Singer models of its path); ordinal regression is scored by the mean absolute rank error
