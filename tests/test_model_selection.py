@@ -13,7 +13,10 @@ from shared_data import data_path, load
 import solvers
 from bench.problems import BenchProblem
 from solvers import model_selection
+from solvers.lssvm.systems import KernelWork, LSSVMIterative, ProximalIterative
 from solvers.model_selection import cross_validate, parallel_folds, threadsafe_threading_layer
+from solvers.monitor import ListMonitor
+from solvers.train import validate_params
 
 GRID = [0.01, 0.1, 1.0, 10.0]
 
@@ -148,6 +151,39 @@ def test_least_squares_linear_path_starts_each_c_from_the_last(solver):
     for row, cold_row in zip(warm.scores, cold.scores, strict=True):
         assert row.fold_scores == cold_row.fold_scores
         assert row.objective == pytest.approx(cold_row.objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["lssvm", "proximal_svm"])
+def test_least_squares_iterative_kernel_path_starts_each_cg_from_the_last_c(solver):
+    """The iterative kernel systems along C share the row cache and start each C's CG from
+    the last C's solution: the objectives of cold fits to the CG's tolerance, the same fold
+    scores, fewer CG iterations in all."""
+    heart = load("heart_scale")
+    options = {"C": GRID, "gamma": [0.5], "folds": 3, "kernel": "rbf", "method": "iterative",
+               "tol": 1e-10}
+    results = {warm: cross_validate(heart, solver, warm_start=warm, **options)
+               for warm in (True, False)}
+    assert results[True].warm_start and not results[False].warm_start
+    for row, cold_row in zip(results[True].scores, results[False].scores, strict=True):
+        assert row.fold_scores == cold_row.fold_scores
+        assert row.objective == pytest.approx(cold_row.objective, rel=1e-8)
+    work = KernelWork(heart.X, validate_params(solver, kernel="rbf", gamma=0.5)[1]
+                      .kernel_function(), 16.0)
+    cold_iterations, warm_iterations = 0, 0
+    y = np.where(heart.y == heart.classes[1], 1.0, -1.0)
+    system_params = validate_params(solver, kernel="rbf", gamma=0.5, method="iterative",
+                                    tol=1e-10)[1]
+    start = None
+    for C in GRID:
+        system = (LSSVMIterative(work, np.full(heart.n_samples, C)) if solver == "lssvm" else
+                  ProximalIterative(work, np.full(heart.n_samples, C), 1.0))
+        cold_iterations += system.solve(y, np.full(heart.n_samples, C), system_params,
+                                        ListMonitor()).iterations
+        warm = system.solve(y, np.full(heart.n_samples, C), system_params, ListMonitor(),
+                            start=start)
+        warm_iterations += warm.iterations
+        start = warm.unknown
+    assert warm_iterations < cold_iterations
 
 
 def test_kernel_grid_over_C_and_gamma():

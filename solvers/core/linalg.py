@@ -871,7 +871,8 @@ class TrackedOperator:
     """v -> project(M v) for :func:`conjugate_gradient` that also keeps M x for the current
     iterate x without extra products: CG moves x along the vector it multiplied last,
     x_k = x_{k-1} + alpha p, so M x_k = M x_{k-1} + alpha M p (an objective in terms of M x
-    is then free at every iteration).  ``advance(x)`` is called with each new iterate."""
+    is then free at every iteration).  ``advance(x)`` is called with each new iterate;
+    ``start(x0)`` before a CG from x0, whose first product (the residual's, M x0) it keeps."""
 
     def __init__(self, product, project, n: int):
         self.product = product
@@ -881,10 +882,18 @@ class TrackedOperator:
         self.iterations = 0
         self._p = None
         self._Mp = None
+        self._starting = False
+
+    def start(self, x0) -> None:
+        self.x = np.array(x0, dtype=np.float64)
+        self._starting = True
 
     def __call__(self, p):
         self._p = p
         self._Mp = self.product(p)
+        if self._starting:  # the product of the start itself: M x0
+            self.Mx = self._Mp.copy()
+            self._starting = False
         return self.project(self._Mp)
 
     def advance(self, x) -> None:
@@ -896,8 +905,10 @@ class TrackedOperator:
 
 
 def monitored_conjugate_gradient(operator: TrackedOperator, rhs, *, rtol: float,
-                                 max_iter: int, on_iteration, precondition=None) -> CGResult:
-    """CG from 0 on a :class:`TrackedOperator`, with a say for the caller at every iteration.
+                                 max_iter: int, on_iteration, precondition=None,
+                                 x0=None) -> CGResult:
+    """CG from 0 (or ``x0``) on a :class:`TrackedOperator`, with a say for the caller at every
+    iteration.
 
     Contract: ``on_iteration(k, x, Mx, relative_residual) -> bool`` is called after iteration
     k with the iterate, M x (kept by the operator, no product) and ||r|| / ||rhs||; returning
@@ -910,7 +921,9 @@ def monitored_conjugate_gradient(operator: TrackedOperator, rhs, *, rtol: float,
         operator.advance(x)
         return on_iteration(k, operator.x, operator.Mx, residual_norm / rhs_norm)
 
-    return conjugate_gradient(operator, rhs, precondition=precondition, rtol=rtol,
+    if x0 is not None:
+        operator.start(x0)
+    return conjugate_gradient(operator, rhs, x0, precondition=precondition, rtol=rtol,
                               max_iter=max_iter, callback=callback)
 
 

@@ -3,6 +3,8 @@ class, and the model (kernel, or linear for the linear kernel)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from solvers import config
@@ -83,20 +85,27 @@ def fit_kernel(dataset, spec: SolverSpec, params: KernelSolverParams, monitor: M
 
     The kernel matrix, its factorization or its row cache is built once and shared by the
     binary problems (and, given ``work``, the kernel matrix and row cache by every C of a
-    path).  A KernelModel keeps the rows with a nonzero coefficient in some class; with the
-    linear kernel the weights w = sum_j coef_j x_j make a LinearModel instead.
+    path, whose iterative solves start from the last C's).  A KernelModel keeps the rows
+    with a nonzero coefficient in some class; with the linear kernel the weights w = sum_j
+    coef_j x_j make a LinearModel instead.
     """
     if _primal(params, dataset.n_samples):
         return fit_linear_one_vs_rest(dataset, spec, params, monitor)
     X = dataset.X
     kernel = params.kernel_function()
+    starts = None if work is None else work.starts  # a path's: the last C's solutions
     if work is None:
         work = KernelWork(X, kernel, params.cache_mb)
     cost = _kernel_costs(dataset, params.C)
     system = _build_system(params, work, cost)
+    position = itertools.count()
 
     def solve_one(y, sub_monitor):
-        solution = system.solve(y, cost, params, sub_monitor)
+        k = next(position)  # the one-vs-rest subproblems come in the same order at every C
+        solution = system.solve(y, cost, params, sub_monitor,
+                                start=None if starts is None else starts.get(k))
+        if starts is not None and solution.unknown is not None:
+            starts[k] = solution.unknown
         return solution, (solution.coef, solution.intercept)
 
     results = run_binary_subproblems(dataset, spec, monitor, solve_one)
@@ -121,7 +130,8 @@ def fit_kernel_path(dataset, spec: SolverSpec,
     in C only): the primal CGLS of the linear kernel warm-started from the last C's solution
     (:func:`solvers.multiclass.fit_linear_path` over ``run_linear``), otherwise the kernel
     matrix, its square and the row cache built once (:class:`KernelWork`) and each C's system
-    solved on them.  Returns (model, objective, seconds) per point."""
+    solved on them, the iterative ones by CG from the last C's solution.  Returns (model,
+    objective, seconds) per point."""
     if _primal(points[0], dataset.n_samples):
         return fit_linear_path(dataset, spec, points)
     work = KernelWork(dataset.X, points[0].kernel_function(), points[0].cache_mb)

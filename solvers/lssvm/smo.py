@@ -153,7 +153,9 @@ class RelaxedSMO:
             if state.worst <= params.tol:
                 return None
 
-    def solve(self, y, cost, params: RelaxedLSSVMParams, monitor: Monitor) -> KernelSolution:
+    def solve(self, y, cost, params: RelaxedLSSVMParams, monitor: Monitor,
+              start=None) -> KernelSolution:
+        """The SMO from alpha = 0 (``start`` is not used: the SUMT loop starts its own)."""
         n = y.shape[0]
         problem = KernelProblem(y, cost, params.loss)
         inv_cj = 1.0 / (2.0 * cost)

@@ -22,13 +22,16 @@ class KernelWork:
     for as long as the caller keeps this: the dense kernel matrix K, its square K K (the
     proximal SVM's G for a nonlinear kernel) and the kernel-row cache.  Only C changes along a
     C path (the diagonal Lambda), so cross-validation's path builds these once per fold and
-    gamma instead of once per C."""
+    gamma instead of once per C, and starts each C's CG from the last C's solution."""
 
     def __init__(self, X, kernel: Kernel, cache_mb: float):
         self.X = X
         self.kernel = kernel
         self.cache_mb = cache_mb
         self._matrix = self._square = self._cache = None
+        #: the iterative systems' last unknown per binary subproblem (in one-vs-rest order),
+        #: which the next C's CG starts from
+        self.starts: dict[int, np.ndarray] = {}
 
     @property
     def matrix(self) -> np.ndarray:
@@ -61,16 +64,20 @@ class KernelSolution:
     message: str
     iterations: int
     extras: dict[str, Any] = field(default_factory=dict)
+    #: the iterative systems' unknown (beta of (7), z of (12)): the start of the next C's CG
+    unknown: np.ndarray | None = None
 
 
 
 def _run_cg(operator: TrackedOperator, rhs, params: SystemParams, report: Reporter,
-            objective_of, precondition=None) -> tuple[np.ndarray, Termination, str]:
-    """CG from 0 on the tracked operator, one record per iteration with the objective
-    ``objective_of(x, Mx)`` and the relative residual.  Returns (x, status, message)."""
+            objective_of, precondition=None, x0=None) -> tuple[np.ndarray, Termination, str]:
+    """CG from 0 (or ``x0``) on the tracked operator, one record per iteration with the
+    objective ``objective_of(x, Mx)`` and the relative residual.  Returns (x, status,
+    message)."""
     result = monitored_conjugate_gradient(
         operator, rhs, rtol=params.tol, max_iter=params.max_iter, precondition=precondition,
-        on_iteration=lambda k, x, Mx, relative: report(k, objective_of(x, Mx), relative))
+        on_iteration=lambda k, x, Mx, relative: report(k, objective_of(x, Mx), relative),
+        x0=x0)
     if result.status == Termination.STOPPED:
         return result.x, result.status, report.stop_message
     return result.x, result.status, f"{result.message} after {result.iterations} CG iterations"
@@ -111,7 +118,8 @@ class LSSVMDirect:
         M[np.diag_indices_from(M)] += self.lam_diag
         return M
 
-    def solve(self, y, cost, params, monitor: Monitor) -> KernelSolution:
+    def solve(self, y, cost, params, monitor: Monitor, start=None) -> KernelSolution:
+        """(7) by the factorization (``start`` is not needed)."""
         report = Reporter(monitor, "relative_residual")
         u = _solve_factored(self.factorization, self.factor, y)
         b = float(u.sum() / self.v.sum())
@@ -147,7 +155,9 @@ class LSSVMIterative:
         Kbeta = Mbeta - self.lam_diag * beta
         return problem.objective(float(beta @ Kbeta), Kbeta + b), b
 
-    def solve(self, y, cost, params: SystemParams, monitor: Monitor) -> KernelSolution:
+    def solve(self, y, cost, params: SystemParams, monitor: Monitor,
+              start=None) -> KernelSolution:
+        """(7) by projected CG from 0, or from ``start`` (projected; a C path's last beta)."""
         report = Reporter(monitor, "relative_residual")
 
         def project(v):
@@ -159,14 +169,16 @@ class LSSVMIterative:
         beta, status, message = _run_cg(
             operator, project(y), params, report,
             lambda x, Mx: self._objective(problem, x, Mx)[0],
-            precondition=lambda r: project(r / jacobi))
+            precondition=lambda r: project(r / jacobi),
+            x0=None if start is None else project(start))
         Mbeta = self._product(beta)
         objective, b = self._objective(problem, beta, Mbeta)
         relative = float(np.linalg.norm(np.append(Mbeta + b - y, beta.sum()))
                          / np.linalg.norm(y))
         extras = {"method": "iterative", "cg_iterations": operator.iterations,
                   "relative_residual": relative, **self.cache.stats()}
-        return KernelSolution(beta, b, objective, status, message, operator.iterations, extras)
+        return KernelSolution(beta, b, objective, status, message, operator.iterations, extras,
+                              beta)
 
 
 # -- proximal_svm -------------------------------------------------------------------------------
@@ -199,7 +211,8 @@ class ProximalDirect:
     def _G(self, z):
         return self.K @ z if self.linear else self.K @ (self.K @ z)
 
-    def solve(self, y, cost, params, monitor: Monitor) -> KernelSolution:
+    def solve(self, y, cost, params, monitor: Monitor, start=None) -> KernelSolution:
+        """(12) by the factorization (``start`` is not needed)."""
         report = Reporter(monitor, "relative_residual")
         z = _solve_factored(self.factorization, self.factor, y)
         Gz = self._G(z)
@@ -230,13 +243,15 @@ class ProximalIterative:
     def _Gz(self, z, Mz):
         return Mz - self.s2 * z.sum() - self.lam_diag * z
 
-    def solve(self, y, cost, params: SystemParams, monitor: Monitor) -> KernelSolution:
+    def solve(self, y, cost, params: SystemParams, monitor: Monitor,
+              start=None) -> KernelSolution:
+        """(12) by CG from 0, or from ``start`` (a C path's last z)."""
         report = Reporter(monitor, "relative_residual")
         problem = KernelProblem(y, cost)
         operator = TrackedOperator(self._product, lambda v: v, y.shape[0])
         z, status, message = _run_cg(
             operator, y, params, report,
-            lambda x, Mx: _proximal_objective(problem, x, self._Gz(x, Mx), self.s2))
+            lambda x, Mx: _proximal_objective(problem, x, self._Gz(x, Mx), self.s2), x0=start)
         Mz = self._product(z)
         objective = _proximal_objective(problem, z, self._Gz(z, Mz), self.s2)
         relative = float(np.linalg.norm(Mz - y) / np.linalg.norm(y))
@@ -244,4 +259,4 @@ class ProximalIterative:
         extras = {"method": "iterative", "cg_iterations": operator.iterations,
                   "relative_residual": relative, **self.cache.stats()}
         return KernelSolution(coef, self.s2 * float(z.sum()), objective, status, message,
-                              operator.iterations, extras)
+                              operator.iterations, extras, z)
