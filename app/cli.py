@@ -308,7 +308,7 @@ def cmd_cv(args, spec) -> int:
     total = args.folds * len(C) * (len(gamma) if gamma else 1)
     result = cross_validate(ds, spec.name, C=C, gamma=gamma, folds=args.folds, seed=args.seed,
                             refit=bool(args.model_out), progress=_ProgressBar(total, args.quiet),
-                            n_jobs=args.jobs,
+                            n_jobs=args.jobs, warm_start=not args.cold,
                             **({} if args.fit_gap is None else {"fit_gap": args.fit_gap or None}),
                             **params)
     if result.choice is not None:
@@ -448,6 +448,9 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
     cv.add_argument("--fit-gap", type=float, default=None,
                     help="certified relative duality gap every fold's fit stops at "
                          "(default 1e-3; 0: the solver's own rule)")
+    cv.add_argument("--cold", action="store_true",
+                    help="solve every point from scratch, even where the solver shares work "
+                         "along C (to see what the warm path buys)")
     cv.add_argument("--model-out", help="refit at the best point and write the model here")
     cv.add_argument("--plot", help="write the cross-validation curve to this image file")
     cv.add_argument("--quiet", action="store_true", help="no progress bar")

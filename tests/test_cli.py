@@ -277,6 +277,10 @@ def test_cv_prints_the_table_refits_and_plots(tmp_path, capsys):
     assert main(["cv", heart, "--solver", "mfn", "--C", "1", "--folds", "3", "--quiet",
                  "--jobs", "1"]) == 0
     assert "at once" not in capsys.readouterr().out
+    # --cold: every point from scratch, and the last line says so
+    assert main(["cv", heart, "--solver", "cutting_plane", "--C", "0.5,1", "--folds", "3",
+                 "--quiet", "--cold"]) == 0
+    assert "(3-fold, cold C path" in capsys.readouterr().out
     assert main(["cv", heart, "--solver", "mfn", "--C", "1", "--jobs", "0"]) == 2
     assert "n_jobs must be at least 1" in capsys.readouterr().err
 
