@@ -3,16 +3,16 @@
 LIBLINEAR's ``-C`` solves a C path per fold, each C started from the last solution; scikit-
 learn's grid search starts every fit from scratch.  :func:`cross_validate` does the former for
 every solver and task that can share work along C (``SolverSpec.warm_start_tasks``: mfn by
-beta-seeding, section 4.1 of Keerthi & DeCoste; alm from the last point and its KKT
-multipliers; the cutting planes from the last point and all their cuts, rescaled to the new
-C, binary and Crammer-Singer through ``SolverSpec.path_handlers``; the least-squares family
-from the last point of its linear primal CGLS, or on one kernel matrix and row cache for
-every C) and solves the others cold, saying which in the result (the interior-point method,
-mfn's ordinal regression).  Folds are
-stratified and seeded; every fold solves the grid from the smallest C up.  Multi-class data
-are scored on one-vs-rest models built from the warm-started binary problems (or on the
-Crammer-Singer models of its path); ordinal regression is scored by the mean absolute rank error
-(lower is better), classification by accuracy.
+beta-seeding, section 4.1 of Keerthi & DeCoste, binary and ordinal; alm from the last point
+and its KKT multipliers; the cutting planes from the last point and all their cuts, rescaled
+to the new C, binary and Crammer-Singer; the least-squares family from the last point of its
+CGs, or on one kernel matrix and row cache for every C; the tasks with their own fit handler
+through ``SolverSpec.path_handlers``) and solves the others cold, saying which in the result
+(the interior-point method).  Folds are stratified and seeded; every fold solves the grid
+from the smallest C up.  Multi-class data are scored on one-vs-rest models built from the
+warm-started binary problems (or on the Crammer-Singer models of its path); ordinal
+regression is scored by the mean absolute rank error (lower is better), classification by
+accuracy.
 
 Folds run in parallel, one thread each, as many at once as the caller has Numba threads
 (``n_jobs``), each fold's kernels on its share of them: the kernels release the GIL, and the

@@ -97,9 +97,24 @@ def test_multiclass_ordinal_and_refit():
     assert 0.8 < max(row.mean for row in result.scores) <= 1.0
     diabetes = load("diabetes_scale")
     ordinal = cross_validate(diabetes, "mfn", C=[0.1, 1.0], folds=3, task="ordinal")
-    assert ordinal.metric == "mean_absolute_rank_error" and not ordinal.warm_start
+    assert ordinal.metric == "mean_absolute_rank_error" and ordinal.warm_start
     best = min(ordinal.scores, key=lambda r: r.mean)
     assert ordinal.best_C == best.C
+
+
+def test_ordinal_path_is_beta_seeded_and_stays_certified():
+    """mfn's ordinal C path (the path handler, beta-seeded like the binary one): every point
+    within the certified 1e-3 of the cold optimum (mfn's exact default), the fold scores those
+    of the cold search within a few examples."""
+    dna = load("dna.scale").subset(np.arange(600))  # three classes: ranks 1..3
+    options = {"C": GRID, "folds": 3, "task": "ordinal"}
+    warm = cross_validate(dna, "mfn", **options)
+    exact = cross_validate(dna, "mfn", warm_start=False, fit_gap=None, **options)
+    assert warm.warm_start and not exact.warm_start
+    for row, exact_row in zip(warm.scores, exact.scores, strict=True):
+        assert exact_row.objective * (1 - 1e-9) <= row.objective \
+            <= exact_row.objective / (1 - 1e-3)
+        assert row.mean == pytest.approx(exact_row.mean, abs=3 * 3 / 600)
 
 
 def test_crammer_singer_warm_starts_along_c_through_its_path_handler():

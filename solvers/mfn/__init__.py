@@ -207,7 +207,7 @@ from solvers.mfn.binary import (
 )
 from solvers.mfn.continuation import c_path_stages
 from solvers.mfn.engine import MFNState
-from solvers.mfn.ordinal import fit_ordinal, solve_ordinal
+from solvers.mfn.ordinal import fit_ordinal, fit_ordinal_path, solve_ordinal
 from solvers.mfn.params import MFNParams
 
 
@@ -254,6 +254,7 @@ SPECS = (
                   "solution of large scale linear SVMs, JMLR 6 (2005) 341-361.",
         tasks=("binary", "multiclass", "ordinal"),
         fit_handlers={"ordinal": fit_ordinal},
+        path_handlers={"ordinal": fit_ordinal_path},
         warm_up=warm_up,
         warm_start=True,
         path=spec_path,
@@ -270,6 +271,7 @@ __all__ = [
     "c_path_stages",
     "dual_kkt_violation",
     "fit_ordinal",
+    "fit_ordinal_path",
     "run",
     "seed_from_weights",
     "solve",

@@ -10,7 +10,7 @@ from solvers.data.dataset import Dataset
 from solvers.mfn.continuation import solve_extras, solve_terms
 from solvers.mfn.params import MFNParams
 from solvers.models.ordinal import OrdinalModel
-from solvers.monitor import Monitor, Reporter
+from solvers.monitor import Monitor, Reporter, Stopwatch
 from solvers.problems import OrdinalProblem
 
 
@@ -29,18 +29,43 @@ def solve_ordinal(problem: OrdinalProblem, params: MFNParams | None = None,
                     engine.count.iterations, solve_extras(engine, state))
 
 
-def fit_ordinal(dataset: Dataset, spec: SolverSpec, params: MFNParams, monitor: Monitor) -> Fit:
-    """``train`` handler of ``task="ordinal"``: the sorted distinct labels become ranks 1..p;
-    the model predicts the original labels."""
+def _ordinal_problem(dataset: Dataset, params: MFNParams) -> OrdinalProblem:
+    """The sorted distinct labels of ``dataset`` as ranks 1..p, at the parameters' C."""
     classes = dataset.classes
     if classes.shape[0] < 2:
         raise ValueError("ordinal regression needs at least two distinct labels")
     ranks = np.searchsorted(classes, dataset.y) + 1
-    problem = OrdinalProblem(dataset.X, ranks, classes.shape[0], C=params.C,
-                             bias_scale=params.bias_scale, sample_weight=dataset.sample_weight)
+    return OrdinalProblem(dataset.X, ranks, classes.shape[0], C=params.C,
+                          bias_scale=params.bias_scale, sample_weight=dataset.sample_weight)
+
+
+def _ordinal_model(dataset: Dataset, problem: OrdinalProblem, beta: np.ndarray) -> OrdinalModel:
+    w, thresholds = problem.split(beta)
+    return OrdinalModel(w, thresholds, dataset.classes)
+
+
+def fit_ordinal(dataset: Dataset, spec: SolverSpec, params: MFNParams, monitor: Monitor) -> Fit:
+    """``train`` handler of ``task="ordinal"``: the sorted distinct labels become ranks 1..p;
+    the model predicts the original labels."""
+    problem = _ordinal_problem(dataset, params)
     solution = solve_ordinal(problem, params, monitor)
-    w, thresholds = problem.split(solution.beta)
-    model = OrdinalModel(w, thresholds, classes)
     summary = SubproblemResult("ordinal", solution.objective, Termination(solution.status),
                                solution.message, solution.iterations, solution.extras)
-    return Fit(model, [summary])
+    return Fit(_ordinal_model(dataset, problem, solution.beta), [summary])
+
+
+def fit_ordinal_path(dataset: Dataset, spec: SolverSpec,
+                     points: list[MFNParams]) -> list[tuple[OrdinalModel, float, float]]:
+    """Path handler of ``task="ordinal"``: each point's C from the last solution by
+    beta-seeding (section 4.1, ini = 1), as the binary C path.  Returns (model, objective,
+    seconds) per point."""
+    fits = []
+    beta = None
+    for params in points:
+        clock = Stopwatch()
+        problem = _ordinal_problem(dataset, params)
+        solution = solve_ordinal(problem, params, None, beta0=beta,
+                                 continuation=beta is not None)
+        beta = solution.beta
+        fits.append((_ordinal_model(dataset, problem, beta), solution.objective, clock()))
+    return fits

@@ -94,7 +94,7 @@ def test_solvers_lists_the_registry(api):
     assert "squared_hinge" in mfn["losses"] and "binary" in mfn["tasks"]
     assert mfn["params_schema"]["properties"]["C"]["default"] == 1.0
     warm = {s["name"]: s["warm_start_tasks"] for s in body["data"]}
-    assert warm["mfn"] == ["classification"] and warm["interior_point"] == []
+    assert warm["mfn"] == ["classification", "ordinal"] and warm["interior_point"] == []
     assert warm["cutting_plane"] == ["classification", "multiclass:crammer_singer"]
 
 
