@@ -221,11 +221,12 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
         raise ValueError(f"{folds} folds need at least {folds} examples, got "
                          f"{dataset.n_samples}")
     assignment = dataset.stratified_folds(folds, seed)
-    # a task with its own fit handler is warm through its path handler, one-vs-rest through
-    # the binary solver's warm start
+    # the path of a warm task: its own path handler, or one-vs-rest over the binary solver's
+    # warm start (None: every point cold)
     task = fit_task(base, int(dataset.classes.shape[0]))
-    native_path = spec.path_handlers.get(task)
-    warm = warm_start and task in spec.warm_start_tasks()
+    warm_path = spec.path_handlers.get(task, fit_linear_path) \
+        if warm_start and task in spec.warm_start_tasks() else None
+    warm = warm_path is not None
     n_jobs = parallel_folds(folds, n_jobs)
     stop_asked = threading.Event()  # set by this thread: the monitor asked, or a fold failed
     if n_jobs == 1:
@@ -252,10 +253,8 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
         for g in gamma_grid:
             points = grid_points(g)
             fits = []
-            if warm and native_path is not None:
-                fits = native_path(train_set, spec, points)
-            elif warm:
-                fits = fit_linear_path(train_set, spec, points)
+            if warm_path is not None:
+                fits = warm_path(train_set, spec, points)
             else:
                 for point in points:
                     if should_stop():

@@ -100,6 +100,18 @@ def fit_linear_one_vs_rest(dataset: Dataset, spec: SolverSpec, params: SolverPar
     return Fit(LinearModel(weights, intercepts, dataset.classes), [s for s, _ in results])
 
 
+def timed_path(points: list[SolverParams], fit_point) -> list[tuple[Any, float, float]]:
+    """The loop of a C path: ``fit_point(params) -> (fit, objective)`` at each point in order
+    (it carries from one point to the next what it needs), timed.  Returns (fit, objective,
+    seconds) per point."""
+    fits = []
+    for params in points:
+        clock = Stopwatch()
+        fit, objective = fit_point(params)
+        fits.append((fit, float(objective), clock()))
+    return fits
+
+
 def _binary_path(spec: SolverSpec, problem, points: list[SolverParams]) -> list[
         tuple[np.ndarray, float, float]]:
     """One binary problem along the points' C values, each from the last solution: through
@@ -108,13 +120,15 @@ def _binary_path(spec: SolverSpec, problem, points: list[SolverParams]) -> list[
     if spec.path is not None:
         solutions = spec.path(problem, [p.C for p in points], points[0])
         return [(s.beta, s.objective, s.extras["seconds"]) for s in solutions]
-    out, start = [], None
-    for point in points:
-        clock = Stopwatch()
+    start = None
+
+    def fit_point(point):
+        nonlocal start
         solution = spec.run(problem.with_C(point.C), point, NullMonitor(), start=start)
         start = solution.beta
-        out.append((solution.beta, solution.objective, clock()))
-    return out
+        return solution.beta, solution.objective
+
+    return timed_path(points, fit_point)
 
 
 def fit_linear_path(dataset: Dataset, spec: SolverSpec,

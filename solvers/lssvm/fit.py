@@ -20,12 +20,13 @@ from solvers.lssvm.systems import (
     ProximalIterative,
 )
 from solvers.models import KernelModel, LinearModel, Model
-from solvers.monitor import Monitor, NullMonitor, Stopwatch
+from solvers.monitor import Monitor, NullMonitor
 from solvers.multiclass import (
     fit_linear_one_vs_rest,
     fit_linear_path,
     n_score_rows,
     run_binary_subproblems,
+    timed_path,
 )
 
 
@@ -135,9 +136,9 @@ def fit_kernel_path(dataset, spec: SolverSpec,
     if _primal(points[0], dataset.n_samples):
         return fit_linear_path(dataset, spec, points)
     work = KernelWork(dataset.X, points[0].kernel_function(), points[0].cache_mb)
-    fits = []
-    for params in points:
-        clock = Stopwatch()
+
+    def fit_point(params):
         fit = fit_kernel(dataset, spec, params, NullMonitor(), work)
-        fits.append((fit.model, float(sum(s.objective for s in fit.subproblems)), clock()))
-    return fits
+        return fit.model, sum(s.objective for s in fit.subproblems)
+
+    return timed_path(points, fit_point)

@@ -209,7 +209,7 @@ class ProximalDirect:
         return M
 
     def _G(self, z):
-        return self.K @ z if self.linear else self.K @ (self.K @ z)
+        return self.K @ z if self.linear else self.work.square @ z  # K K, formed for (12)
 
     def solve(self, y, cost, params, monitor: Monitor, start=None) -> KernelSolution:
         """(12) by the factorization (``start`` is not needed)."""

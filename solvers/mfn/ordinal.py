@@ -10,7 +10,8 @@ from solvers.data.dataset import Dataset
 from solvers.mfn.continuation import solve_extras, solve_terms
 from solvers.mfn.params import MFNParams
 from solvers.models.ordinal import OrdinalModel
-from solvers.monitor import Monitor, Reporter, Stopwatch
+from solvers.monitor import Monitor, Reporter
+from solvers.multiclass import timed_path
 from solvers.problems import OrdinalProblem
 
 
@@ -59,13 +60,14 @@ def fit_ordinal_path(dataset: Dataset, spec: SolverSpec,
     """Path handler of ``task="ordinal"``: each point's C from the last solution by
     beta-seeding (section 4.1, ini = 1), as the binary C path.  Returns (model, objective,
     seconds) per point."""
-    fits = []
     beta = None
-    for params in points:
-        clock = Stopwatch()
+
+    def fit_point(params):
+        nonlocal beta
         problem = _ordinal_problem(dataset, params)
         solution = solve_ordinal(problem, params, None, beta0=beta,
                                  continuation=beta is not None)
         beta = solution.beta
-        fits.append((_ordinal_model(dataset, problem, beta), solution.objective, clock()))
-    return fits
+        return _ordinal_model(dataset, problem, beta), solution.objective
+
+    return timed_path(points, fit_point)
