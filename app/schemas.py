@@ -434,8 +434,8 @@ class SolverPublic(BaseModel):
         default_factory=list,
         description="Tasks whose C paths (cross-validation, tuning jobs) share work along C "
                     "(each C from the last solution, or one kernel matrix for every C): "
-                    "'classification' (binary and one-vs-rest), 'multiclass:crammer_singer'; "
-                    "the other tasks solve each C cold.")
+                    "'classification' (binary and one-vs-rest), 'multiclass:crammer_singer', "
+                    "'ordinal'; the other tasks solve each C cold.")
     params_schema: dict[str, Any] = Field(description="JSON schema of the parameters.")
 
 

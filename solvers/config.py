@@ -19,8 +19,9 @@ TIMED_CHOICE_MIN_SECONDS = 0.002
 # The cutting planes' reduced QP (solvers/cutting_plane/qp.py): the active-set method factorizes
 # the free cuts' block once per solve, O(s^3), and then updates the factor, O(s^2) per
 # iteration; past this many free variables the pairwise SMO alone is used (at 300 the
-# factorization is ~9M multiply-adds, a few ms).  1000 and 2000 changed nothing on a9a and
-# w8a at C = 100 (fewer free cuts than 300 there; 2026-11-25).
+# factorization is ~9M multiply-adds, a few ms).  1000 and 2000 changed nothing measurable
+# (OCAS at C = 100, 2026-11-25, one run each: w8a to tol 1e-4 2.76 / 2.85 / 2.89 s at 300 /
+# 1000 / 2000, a9a to 1e-6 1.31 / 1.33 / 1.29 s).
 CUTTING_PLANE_ACTIVE_SET_MAX_FREE = 300
 # ... and each solve first takes up to this many SMO steps per cut (cheaper from a close warm
 # start).  2 was best on dna (Crammer-Singer, tol 1e-4, load 18: QP 2.3-2.6 s against 2.5-3.0

@@ -32,9 +32,11 @@ most of the time: a9a at C = 100 (OCAS, tol 1e-6, 300 iterations, the same warm 
 replayed on 2026-11-23): SMO 5.7 s in all (up to 95,000 pairwise steps per solve on a Gram
 matrix of 16-165 cuts), the active-set method 0.49 s (median 20 iterations per solve).  Until
 2026-11-25 each iteration factorized afresh, O(s^3) for s free cuts: a whole OCAS run on a9a
-at C = 100 to tol 1e-6 spent 4.2 of its 5.0 s in the QP; with the updated factor 0.55 of 1.3
-s.  The factorization at the start of a solve is still O(s^3), so each solve first takes up to
-``config.CUTTING_PLANE_SMO_STEPS_BEFORE_ACTIVE_SET`` m SMO steps, which finish most solves at
+at C = 100 to tol 1e-6 spent 4.2 of its 5.0 s in the QP with the gradient refresh below but
+the fresh factorizations, 0.54 of 1.28 s with the updated factor (2026-11-25, one run each;
+3.8 of 4.6 s before either).  The factorization at the start of a solve is still
+O(s^3), so each solve first takes up to ``config.CUTTING_PLANE_SMO_STEPS_BEFORE_ACTIVE_SET`` m
+SMO steps, which finish most solves at
 a loose outer gap from a close warm start: on dna (Crammer-Singer, up to 250 free cuts, tol
 1e-4, load average 18) the QP took 2.3-2.6 s so, 3.2-3.8 s with the active-set method alone,
 2.5-3.2 s with the SMO alone (three runs each); on the a9a replay above 0.95 s.  When the
@@ -517,7 +519,7 @@ def simplex_active_set(H, b, alpha, m, tol_rel, tol_abs, max_iter, max_free):
     The system is solved through a Cholesky factor L of H_FF + delta I that follows F: a
     variable that joins appends a row (one forward substitution), one that leaves is deleted
     by a rank-one update of the trailing block, so an iteration costs O(|F|^2), not the
-    O(|F|^3) of a fresh factorization (a9a at C = 100 spent 4 s of a 5 s run refactorizing);
+    O(|F|^3) of a fresh factorization (a9a at C = 100: QP 4.2 of 5.0 s, now 0.54 of 1.28 s);
     then p = -(M^{-1} g_F + l M^{-1} 1) with l = -1'M^{-1}g_F / 1'M^{-1}1.  A pivot that fails
     in floating point rebuilds the factor once; a second failure gives up."""
     n = m + 1  # the slack is variable m
