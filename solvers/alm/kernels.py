@@ -26,36 +26,53 @@ from solvers.losses.kernels import HINGE, LP, SQUARED_HINGE, prox_value
 
 
 @njit(cache=True, inline="always")
-def _example(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update, i):
-    """Example i of the pass; returns its squared primal residual (0 without ``update``)."""
-    yi = y[i]
-    o = outputs[i]
-    li = lam[i]
+def _example(code, p, yi, o, previous, ei, li, ci, mu_old, inv_mu, relax, update):
+    """One example of the pass, on scalars: o its new output, ``previous`` the output before
+    the (w, b)-step, ei and li its e and lambda.  Returns (lambda, u, e, z, primal residual).
+
+    With over-relaxation (``relax`` = alpha != 1) the step used e^ = alpha e + (1 - alpha)(y_i
+    - previous) in place of e, so (9) adds mu (o - y_i + e^), and the next step's target is
+    z_i = y_i - e^ - lambda_i / mu with e^ from the new e and o.  (Scalars in and out: the same
+    body taking the nine arrays ran 15x slower, 2.5 ms against 0.16 ms on 50,000 examples,
+    2026-11-25.)"""
     r = 0.0
     if update:
-        r = o - yi + e[i]
-        li += mu_old * r
-        lam[i] = li
-    u = prox_value(code, p, 1.0 - yi * o - yi * li * inv_mu, cost[i] * inv_mu)
+        r = o - yi + ei
+        li += mu_old * (r + (1.0 - relax) * (yi - previous - ei))
+    u = prox_value(code, p, 1.0 - yi * o - yi * li * inv_mu, ci * inv_mu)
     ei = yi * u
+    return li, u, ei, yi - relax * ei - (1.0 - relax) * (yi - o) - li * inv_mu, r
+
+
+@njit(cache=True, inline="always")
+def _example_at(code, p, y, cost, outputs, previous, e, lam, z, mu_old, inv_mu, relax, update,
+                i):
+    """Example i of the pass over the arrays; returns its squared primal residual."""
+    li, _, ei, zi, r = _example(code, p, y[i], outputs[i], previous[i], e[i], lam[i], cost[i],
+                                mu_old, inv_mu, relax, update)
+    lam[i] = li
     e[i] = ei
-    z[i] = yi - ei - li * inv_mu
+    z[i] = zi
     return r * r
 
 
 @njit(cache=True, inline="always")
-def _serial_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update):
+def _serial_loop(code, p, y, cost, outputs, previous, e, lam, z, mu_old, inv_mu, relax,
+                 update):
     residual = 0.0
     for i in range(y.shape[0]):
-        residual += _example(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update, i)
+        residual += _example_at(code, p, y, cost, outputs, previous, e, lam, z, mu_old,
+                                inv_mu, relax, update, i)
     return residual
 
 
 @njit(cache=True, inline="always")
-def _parallel_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update):
+def _parallel_loop(code, p, y, cost, outputs, previous, e, lam, z, mu_old, inv_mu, relax,
+                   update):
     residual = 0.0
     for i in prange(y.shape[0]):
-        residual += _example(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update, i)
+        residual += _example_at(code, p, y, cost, outputs, previous, e, lam, z, mu_old,
+                                inv_mu, relax, update, i)
     return residual
 
 
@@ -65,34 +82,46 @@ def _parallel_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
 # (squared hinge, one thread; 2026-11-23).
 
 @njit(cache=True, nogil=True)
-def _pass_serial(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+def _pass_serial(code, p, y, cost, outputs, previous, e, lam, z, mu_old, mu_new, relax, update):
     inv_mu = 1.0 / mu_new
     if code == HINGE or (code == LP and p == 1.0):
-        return _serial_loop(HINGE, 1.0, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
+        return _serial_loop(HINGE, 1.0, y, cost, outputs, previous, e, lam, z, mu_old, inv_mu,
+                            relax, update)
     if code == SQUARED_HINGE or (code == LP and p == 2.0):
-        return _serial_loop(SQUARED_HINGE, 2.0, y, cost, outputs, e, lam, z, mu_old, inv_mu,
-                            update)
-    return _serial_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
+        return _serial_loop(SQUARED_HINGE, 2.0, y, cost, outputs, previous, e, lam, z, mu_old,
+                            inv_mu, relax, update)
+    return _serial_loop(code, p, y, cost, outputs, previous, e, lam, z, mu_old, inv_mu, relax,
+                        update)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _pass_parallel(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+def _pass_parallel(code, p, y, cost, outputs, previous, e, lam, z, mu_old, mu_new, relax,
+                   update):
     inv_mu = 1.0 / mu_new
     if code == HINGE or (code == LP and p == 1.0):
-        return _parallel_loop(HINGE, 1.0, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
+        return _parallel_loop(HINGE, 1.0, y, cost, outputs, previous, e, lam, z, mu_old, inv_mu,
+                              relax, update)
     if code == SQUARED_HINGE or (code == LP and p == 2.0):
-        return _parallel_loop(SQUARED_HINGE, 2.0, y, cost, outputs, e, lam, z, mu_old, inv_mu,
-                              update)
-    return _parallel_loop(code, p, y, cost, outputs, e, lam, z, mu_old, inv_mu, update)
+        return _parallel_loop(SQUARED_HINGE, 2.0, y, cost, outputs, previous, e, lam, z, mu_old,
+                              inv_mu, relax, update)
+    return _parallel_loop(code, p, y, cost, outputs, previous, e, lam, z, mu_old, inv_mu, relax,
+                          update)
 
 
-def multiplier_and_e_step(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update):
+def multiplier_and_e_step(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, update,
+                          previous=None, relax=1.0):
     """The pass of the module docstring, on the Numba threads when the examples are many
-    (``config.PARALLEL_MIN_NNZ``: the threads' start-up costs more than a short pass)."""
+    (``config.PARALLEL_MIN_NNZ``: the threads' start-up costs more than a short pass).
+    ``previous``: the outputs X~ beta before the (w, b)-step (needed with ``update`` when
+    ``relax`` != 1)."""
+    if previous is None:
+        if update and relax != 1.0:
+            raise ValueError("the relaxed multiplier step needs the previous outputs")
+        previous = outputs
     kernel = _pass_parallel if (y.shape[0] >= config.PARALLEL_MIN_NNZ
                            and numba.get_num_threads() > 1) else _pass_serial
-    return kernel(code, p, y, cost, outputs, e, lam, z, float(mu_old), float(mu_new),
-                  bool(update))
+    return kernel(code, p, y, cost, outputs, previous, e, lam, z, float(mu_old), float(mu_new),
+                  float(relax), bool(update))
 
 
 # The factorized exact step in one pass over the rows.  Per row i, with beta the (w, b) just
@@ -104,7 +133,7 @@ def multiplier_and_e_step(code, p, y, cost, outputs, e, lam, z, mu_old, mu_new, 
 
 @njit(cache=True, inline="always")
 def _fused_block(code, p, indptr, indices, data, unit_values, blocks, b, w, intercept, y, cost,
-                 outputs, e, lam, z, mu_old, inv_mu, acc, stats):
+                 outputs, e, lam, z, mu_old, inv_mu, relax, acc, stats):
     acc[:] = 0.0
     diff = 0.0
     residual = 0.0
@@ -112,21 +141,18 @@ def _fused_block(code, p, indptr, indices, data, unit_values, blocks, b, w, inte
     active = 0.0
     for i in range(blocks[b], blocks[b + 1]):
         o = compact_row_dot(indptr, indices, data, unit_values, i, w) + intercept
-        d = o - outputs[i]
+        previous = outputs[i]
+        d = o - previous
         diff += d * d
         outputs[i] = o
-        yi = y[i]
-        r = o - yi + e[i]
-        li = lam[i] + mu_old * r
+        li, u, ei, zi, r = _example(code, p, y[i], o, previous, e[i], lam[i], cost[i], mu_old,
+                                    inv_mu, relax, True)
         lam[i] = li
+        e[i] = ei
+        z[i] = zi
         residual += r * r
-        u = prox_value(code, p, 1.0 - yi * o - yi * li * inv_mu, cost[i] * inv_mu)
         if u > 0.0:
             active += 1.0
-        ei = yi * u
-        e[i] = ei
-        zi = yi - ei - li * inv_mu
-        z[i] = zi
         zsum += zi
         if zi != 0.0:
             compact_row_axpy(indptr, indices, data, unit_values, i, zi, acc)
@@ -138,25 +164,25 @@ def _fused_block(code, p, indptr, indices, data, unit_values, blocks, b, w, inte
 
 @njit(cache=True, inline="always")
 def _fused_blocks(code, p, indptr, indices, data, unit_values, blocks, w, intercept, y, cost,
-                  outputs, e, lam, z, mu_old, inv_mu, buffers, stats):
+                  outputs, e, lam, z, mu_old, inv_mu, relax, buffers, stats):
     for b in prange(blocks.shape[0] - 1):
         _fused_block(code, p, indptr, indices, data, unit_values, blocks, b, w, intercept, y,
-                     cost, outputs, e, lam, z, mu_old, inv_mu, buffers[b], stats)
+                     cost, outputs, e, lam, z, mu_old, inv_mu, relax, buffers[b], stats)
 
 
 @njit(cache=True, parallel=True, nogil=True)
 def _fused(code, p, indptr, indices, data, unit_values, blocks, w, intercept, y, cost, outputs,
-           e, lam, z, mu_old, mu_new, buffers, stats, rhs):
+           e, lam, z, mu_old, mu_new, relax, buffers, stats, rhs):
     inv_mu = 1.0 / mu_new
     if code == HINGE or (code == LP and p == 1.0):
         _fused_blocks(HINGE, 1.0, indptr, indices, data, unit_values, blocks, w, intercept, y,
-                      cost, outputs, e, lam, z, mu_old, inv_mu, buffers, stats)
+                      cost, outputs, e, lam, z, mu_old, inv_mu, relax, buffers, stats)
     elif code == SQUARED_HINGE or (code == LP and p == 2.0):
         _fused_blocks(SQUARED_HINGE, 2.0, indptr, indices, data, unit_values, blocks, w,
-                      intercept, y, cost, outputs, e, lam, z, mu_old, inv_mu, buffers, stats)
+                      intercept, y, cost, outputs, e, lam, z, mu_old, inv_mu, relax, buffers, stats)
     else:
         _fused_blocks(code, p, indptr, indices, data, unit_values, blocks, w, intercept, y,
-                      cost, outputs, e, lam, z, mu_old, inv_mu, buffers, stats)
+                      cost, outputs, e, lam, z, mu_old, inv_mu, relax, buffers, stats)
     for f in range(rhs.shape[0]):
         s = 0.0
         for b in range(buffers.shape[0]):
@@ -165,14 +191,14 @@ def _fused(code, p, indptr, indices, data, unit_values, blocks, w, intercept, y,
 
 
 def fused_outputs_and_pass(code, p, rows, w, intercept, y, cost, outputs, e, lam, z, mu_old,
-                           mu_new, buffers, stats, rhs):
+                           mu_new, buffers, stats, rhs, relax=1.0):
     """The outputs X~ beta (w, ``intercept`` = s b), the pass (9)-(10) on them and X~'z (into
     ``rhs``, the weights' part) in one sweep over the rows of ``rows`` (a ``CompactRows``;
     ``buffers`` one accumulator per block).  Returns (||o - o_old||^2, ||primal residual||^2,
     sum z, the count of active rows)."""
     indptr, indices, data, unit_values, blocks = rows.arrays()
     _fused(code, p, indptr, indices, data, unit_values, blocks, w, float(intercept), y, cost,
-           outputs, e, lam, z, float(mu_old), float(mu_new), buffers, stats, rhs)
+           outputs, e, lam, z, float(mu_old), float(mu_new), float(relax), buffers, stats, rhs)
     totals = stats.sum(axis=0)
     return float(totals[0]), float(totals[1]), float(totals[2]), int(totals[3])
 
@@ -199,8 +225,9 @@ def warm_up() -> None:
     y = np.array([1.0, -1.0, 1.0])
     for code, p in ((0, 1.0), (1, 2.0), (2, 1.5)):
         for kernel in (_pass_serial, _pass_parallel):
-            kernel(code, p, y, np.ones(3), np.array([0.5, 0.2, -1.0]), np.zeros(3),
-                   np.zeros(3), np.empty(3), 1.0, 2.0, True)
+            outputs = np.array([0.5, 0.2, -1.0])
+            kernel(code, p, y, np.ones(3), outputs, outputs, np.zeros(3), np.zeros(3),
+                   np.empty(3), 1.0, 2.0, 1.5, True)
     dense = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0]])
     for width in (np.int32, np.int64):
         X = sp.csr_matrix(dense)

@@ -55,6 +55,12 @@ class ALMParams(SolverParams):
                                  "that triggers a change of mu.")
     balance_factor: float = Field(2.0, gt=1.0, description="Residual balancing: the factor "
                                   "mu is multiplied or divided by.")
+    relaxation: float | None = Field(
+        None, gt=0, lt=2,
+        description="Over-relaxation alpha: the multiplier step (9) and the (w, b)-step's "
+                    "targets (14) use alpha e + (1 - alpha)(y - X~ beta_old) in place of the "
+                    "e-step's e (1: the paper's step; None: the measured default of the "
+                    "variant, see the package docstring).")
     cgls_tol: float = Field(
         1e-3, gt=0, lt=1,
         description="exact: CGLS relative tolerance ||r|| <= eps ||z|| of the (w, b)-step, "
