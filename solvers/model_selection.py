@@ -6,13 +6,13 @@ every solver and task that can share work along C (``SolverSpec.warm_start_tasks
 beta-seeding, section 4.1 of Keerthi & DeCoste, binary and ordinal; alm from the last point
 and its KKT multipliers; the cutting planes from the last point and all their cuts, rescaled
 to the new C, binary and Crammer-Singer; the least-squares family from the last point of its
-CGs, or on one kernel matrix and row cache for every C; the tasks with their own fit handler
-through ``SolverSpec.path_handlers``) and solves the others cold, saying which in the result
-(the interior-point method).  Folds are stratified and seeded; every fold solves the grid
-from the smallest C up.  Multi-class data are scored on one-vs-rest models built from the
-warm-started binary problems (or on the Crammer-Singer models of its path); ordinal
-regression is scored by the mean absolute rank error (lower is better), classification by
-accuracy.
+CGs, or on one kernel matrix and row cache for every C; the interior-point method from an
+interior point near the last solution; the tasks with their own fit handler through
+``SolverSpec.path_handlers``) and solves the others cold, saying which in the result.
+Folds are stratified and seeded; every fold solves the grid from the smallest C up.
+Multi-class data are scored on one-vs-rest models built from the warm-started binary problems
+(or on the Crammer-Singer models of its path); ordinal regression is scored by the mean
+absolute rank error (lower is better), classification by accuracy.
 
 Folds run in parallel, one thread each, as many at once as the caller has Numba threads
 (``n_jobs``), each fold's kernels on its share of them: the kernels release the GIL, and the

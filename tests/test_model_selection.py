@@ -144,8 +144,8 @@ def test_crammer_singer_warm_starts_along_c_through_its_path_handler():
 
 
 def test_the_result_says_warm_exactly_where_the_spec_does():
-    """cross_validate is warm for the tasks of ``SolverSpec.warm_start_tasks`` and cold for the
-    rest (the interior-point method)."""
+    """cross_validate is warm for the tasks of ``SolverSpec.warm_start_tasks`` (every solver's
+    classification since the interior-point method's warm start) and cold for the rest."""
     heart = load("heart_scale")
     for solver, options in (("mfn", {}), ("alm", {}), ("cutting_plane", {}),
                             ("interior_point", {}), ("lssvm", {"kernel": "linear"})):
@@ -368,21 +368,25 @@ def test_a_fold_that_fails_fails_the_search_with_its_error(monkeypatch):
             cross_validate(heart, "mfn", C=[0.1, 1.0], folds=3, n_jobs=n_jobs)
 
 
-@pytest.mark.parametrize(("solver", "cold_tol"), [("alm", 1e-9), ("cutting_plane", 1e-8)])
-def test_warm_starts_along_c_and_each_point_stays_certified(solver, cold_tol):
+@pytest.mark.parametrize(("solver", "gap_parameter", "cold_tol"),
+                         [("alm", "tol", 1e-9), ("cutting_plane", "tol", 1e-8),
+                          ("interior_point", "gap_tolerance", 1e-8)])
+def test_warm_starts_along_c_and_each_point_stays_certified(solver, gap_parameter, cold_tol):
     """alm's C path starts each C from the last solution (beta0 and the multipliers of its KKT
-    map), the cutting planes' from the last solution and every cut so far: every fold's
-    objective is within the certified 1e-3 of the cold optimum (to a ``cold_tol`` gap), and
-    the fold scores are those of the cold fits within a few examples."""
+    map), the cutting planes' from the last solution and every cut so far, the interior-point
+    method's from an interior point near the last solution: every fold's objective is within
+    the certified 1e-3 of the cold optimum (to a ``cold_tol`` gap), and the fold scores are
+    those of the cold fits within a few examples."""
     dataset = load("australian_scale")
     folds = dataset.stratified_folds(3, seed=0)
     result = cross_validate(dataset, solver, C=GRID, folds=3, seed=0)
-    assert result.warm_start and (result.fit_gap, result.fit_gap_parameter) == (1e-3, "tol")
+    assert result.warm_start
+    assert (result.fit_gap, result.fit_gap_parameter) == (1e-3, gap_parameter)
     for row in result.scores:
         optima, accuracies = [], []
         for fold in range(3):
             cold = solvers.train(dataset.subset(folds != fold), solver=solver, C=row.C,
-                                 tol=cold_tol)
+                                 **{gap_parameter: cold_tol})
             test = dataset.subset(folds == fold)
             optima.append(cold.objective)
             accuracies.append(np.mean(cold.model.predict(test.X) == test.y))

@@ -293,6 +293,48 @@ def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:
     return x
 
 
+# A warm start's distance from the boundary (the measurements are in the package docstring):
+# the slacks s, z get WARM_PRIMAL_SHIFT added, and the multipliers v are kept within
+# [WARM_DUAL_MARGIN tau_i, (1 - WARM_DUAL_MARGIN) tau_i] (u = tau - v).
+WARM_PRIMAL_SHIFT = 0.01
+WARM_DUAL_MARGIN = 0.2
+
+
+def warm_starting_point(qp: SVMQP, start: np.ndarray) -> Iterate:
+    """An interior point near ``start``, design.md's (w, b) of a nearby problem (the same data
+    at another C): w and the bias from it, the slacks from its margins m_i (z_i = max(0, 1 -
+    m_i), s_i = max(0, m_i - 1), each plus WARM_PRIMAL_SHIFT), v from its KKT map (the problem
+    layer's ``dual_from_primal``, balanced for the free bias) held WARM_DUAL_MARGIN tau_i
+    inside the box [0, tau_i], u = tau - v (squared hinge: v >= WARM_DUAL_MARGIN tau_i, z =
+    max(0, 1 - m), no u).  The residuals r_w, rho_beta of the point are not zero; MPC takes
+    infeasible starts (OOQP's default start is infeasible too)."""
+    problem = qp.problem
+    start = np.asarray(start, dtype=np.float64)
+    if start.shape != (qp.op.dim,):
+        raise ValueError(f"start must have n_features + 1 = {qp.op.dim} entries")
+    beta = start.copy()
+    if problem.bias == "none":
+        beta[-1] = 0.0
+    w = beta.copy()
+    bias = 0.0
+    if qp.free:
+        bias = -w[-1]  # the paper's decision is x'w - beta
+    if problem.bias != "regularized":
+        w[-1] = 0.0
+    margins = qp.d * (qp.op.forward(w) - bias)
+    alpha = problem.dual_from_primal(beta)
+    if qp.free:
+        alpha = problem.balance(alpha)
+    tau = qp.tau
+    s = np.maximum(margins - 1.0, 0.0) + WARM_PRIMAL_SHIFT
+    z = np.maximum(1.0 - margins, 0.0)
+    if qp.hinge:
+        v = np.clip(alpha, WARM_DUAL_MARGIN * tau, (1.0 - WARM_DUAL_MARGIN) * tau)
+        return Iterate(w, bias, v, z + WARM_PRIMAL_SHIFT, tau - v, s)
+    v = np.maximum(alpha, WARM_DUAL_MARGIN * tau)
+    return Iterate(w, bias, v, z, np.zeros_like(v), s, hinge=False)
+
+
 class OOQPStatus:
     """OOQP's ``Solver::defaultStatus`` with the SVM module's tolerances: each call gets the
     iterate's mu, ||r||_inf and OOQP's duality gap, keeps their history and returns
@@ -356,15 +398,17 @@ _BEST_ITERATE = (Termination.MAX_ITER, Termination.INFEASIBLE, Termination.FAILE
 
 
 def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
-        monitor: Monitor | None = None) -> Solution:
+        monitor: Monitor | None = None, start: np.ndarray | None = None) -> Solution:
     """Solve the hinge-loss ``problem`` by Gertz & Griffin's interior-point method (BLAS
-    held to one thread: :func:`solvers.core.linalg.single_threaded_blas`)."""
+    held to one thread: :func:`solvers.core.linalg.single_threaded_blas`).  ``start``: the
+    parameter vector of a nearby problem (another C), from which :func:`warm_starting_point`
+    starts instead of ``params.start``."""
     with single_threaded_blas():
-        return _run(problem, params, monitor)
+        return _run(problem, params, monitor, start)
 
 
 def _run(problem: BinaryProblem, params: InteriorPointParams | None,
-         monitor: Monitor | None) -> Solution:
+         monitor: Monitor | None, start: np.ndarray | None = None) -> Solution:
     reporter = Reporter(monitor, "relative_duality_gap")
     params = params or InteriorPointParams(C=problem.C, bias=problem.bias,
                                            bias_scale=problem.bias_scale)
@@ -382,7 +426,8 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
     best_gap = np.inf
     try:
         linsys.start_iteration()
-        x = starting_point(qp, params, linsys)
+        x = (starting_point(qp, params, linsys) if start is None
+             else warm_starting_point(qp, start))
         pcg_total += linsys.iterations
         pcg_this = linsys.iterations
         iteration = 0
@@ -457,6 +502,6 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
         "relative_duality_gap": gap / max(abs(objective), 1e-300),
         "active_set": int(linsys.active_size),
         "gamma": float(linsys.gamma),
-        "start": params.start,
+        "start": params.start if start is None else "warm",
     }
     return Solution(beta, objective, status, message, iteration, extras)
