@@ -23,7 +23,9 @@ Squared hinge, regularized bias (LIBLINEAR -s 2 -B 1; LinearSVC's default), 5 fo
 
 ``--loss hinge`` (LIBLINEAR's ``-C`` refuses ``-s 3``): the cutting planes (OCAS) with each
 fold's C path carrying its cuts, and every point cold (``warm_start=False``); mfn's Huber
-homotopy, seeded along C; scikit-learn's ``GridSearchCV(LinearSVC(loss="hinge"))``.
+homotopy, seeded along C; the interior-point method (its default free bias) from an interior
+point near the last C's solution, and every point cold; scikit-learn's
+``GridSearchCV(LinearSVC(loss="hinge"))``.
 
 Each is timed once per repeat, interleaved, in this process (BLAS held to one thread); the
 table gives medians, the best C each found and its CV accuracy.
@@ -111,12 +113,17 @@ def runners(liblinear_eps=(0.01,), loss="squared_hinge") -> dict:
     """The timed runners, in order, the first the reference of the ratios.  Squared hinge: ours
     three ways, LIBLINEAR's -C at each eps (0.01, its default for -s 2, is labelled plain
     "LIBLINEAR -C"), scikit-learn.  Hinge (LIBLINEAR's -C refuses -s 3): the cutting planes
-    warm and cold, mfn's hinge homotopy, scikit-learn."""
+    warm and cold, mfn's hinge homotopy, the interior-point method warm and cold,
+    scikit-learn."""
     if loss == "hinge":
         return {OURS_HINGE: functools.partial(ours, solver="cutting_plane"),
                 "ours, cutting_plane every point cold (warm_start=False)":
                     functools.partial(ours, solver="cutting_plane", warm_start=False),
                 "ours, mfn (hinge homotopy, warm C path)": functools.partial(ours, loss="hinge"),
+                "ours, interior_point (warm C path, free bias)":
+                    functools.partial(ours, solver="interior_point"),
+                "ours, interior_point every point cold":
+                    functools.partial(ours, solver="interior_point", warm_start=False),
                 "sklearn GridSearchCV": functools.partial(sklearn_search, loss="hinge")}
     anchors = {("LIBLINEAR -C" if eps == 0.01 else f"LIBLINEAR -C -e {eps:g}"):
                functools.partial(liblinear_search, eps=eps) for eps in liblinear_eps}
@@ -169,8 +176,9 @@ def main(argv=None) -> int:
                         help="LIBLINEAR's eps values, comma-separated (default its own, 0.01): "
                              "one -C runner each, one column each of --fit-quality")
     parser.add_argument("--loss", choices=("squared_hinge", "hinge"), default="squared_hinge",
-                        help="hinge: the cutting planes warm and cold, mfn's homotopy and "
-                             "scikit-learn (LIBLINEAR's -C has no hinge)")
+                        help="hinge: the cutting planes and the interior-point method warm "
+                             "and cold, mfn's homotopy and scikit-learn (LIBLINEAR's -C has "
+                             "no hinge)")
     parser.add_argument("--fit-quality", action="store_true",
                         help="instead of timing: how far above the optimum LIBLINEAR's fits "
                              "(default eps) and ours (fit_gap) end, on the first fold")

@@ -169,17 +169,19 @@ def test_cv_fit_quality_measures_liblinear_and_ours_against_the_optimum():
 
 def test_cv_hinge_runners_search_warm_and_cold_with_scikit_learn_beside():
     """bench_cv --loss hinge: the cutting planes' warm path first (the ratios' reference), the
-    same search cold, mfn's homotopy and scikit-learn; each returns (best C, accuracy, how
-    many C values), the cold and warm searches scoring within a few examples of each other."""
+    same search cold, mfn's homotopy, the interior-point method warm and cold, and
+    scikit-learn; each returns (best C, accuracy, how many C values), each cold and warm pair
+    scoring within a few examples of each other."""
     from shared_data import load
 
     from bench.bench_cv import GRID, OURS_HINGE, runners
 
     timed = runners(loss="hinge")
-    assert next(iter(timed)) == OURS_HINGE and len(timed) == 4
+    assert next(iter(timed)) == OURS_HINGE and len(timed) == 6
     heart = load("heart_scale")
     found = {name: run(heart, 3) for name, run in timed.items()}
     for best_C, accuracy, n_C in found.values():
         assert best_C in GRID and 0.7 < accuracy <= 1.0 and n_C == len(GRID)
-    warm, cold = list(found.values())[:2]
-    assert abs(warm[1] - cold[1]) <= 3 / heart.n_samples
+    results = list(found.values())
+    for warm, cold in (results[0:2], results[3:5]):
+        assert abs(warm[1] - cold[1]) <= 3 / heart.n_samples
