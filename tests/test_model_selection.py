@@ -102,6 +102,22 @@ def test_multiclass_ordinal_and_refit():
     assert ordinal.best_C == best.C
 
 
+def test_interior_point_one_vs_rest_path_is_warm_and_scores_as_cold():
+    """Multi-class data through the interior-point method: each class's binary C path starts
+    from an interior point near its last solution, and the fold scores are those of every
+    point solved cold within a few examples (dna: the same table, measured 2026-11-25)."""
+    dna = load("dna.scale")
+    options = {"C": [2.0 ** -5, 2.0 ** -3, 2.0 ** -1], "folds": 3, "seed": 0}
+    warm = cross_validate(dna, "interior_point", **options)
+    cold = cross_validate(dna, "interior_point", warm_start=False, **options)
+    assert warm.warm_start and not cold.warm_start
+    fold_sizes = np.bincount(dna.stratified_folds(3, seed=0))
+    for row, cold_row in zip(warm.scores, cold.scores, strict=True):
+        for size, score, cold_score in zip(fold_sizes, row.fold_scores, cold_row.fold_scores,
+                                           strict=True):
+            assert abs(score - cold_score) <= 3.0 / size, row.C
+
+
 def test_ordinal_path_is_beta_seeded_and_stays_certified():
     """mfn's ordinal C path (the path handler, beta-seeded like the binary one): every point
     within the certified 1e-3 of the cold optimum (mfn's exact default), the fold scores those
