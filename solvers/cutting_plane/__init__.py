@@ -161,11 +161,6 @@ def run(problem: BinaryProblem, params: CuttingPlaneParams, monitor: Monitor,
     return solve(problem, params, monitor, start=start)
 
 
-def spec_path(problem: BinaryProblem, Cs, params: CuttingPlaneParams) -> list[Solution]:
-    """The spec's ``path`` (:func:`solve_path`)."""
-    return solve_path(problem, Cs, params)
-
-
 def _crammer_singer_problem(dataset: Dataset, params: CuttingPlaneParams) -> CrammerSingerProblem:
     labels = np.searchsorted(dataset.classes, dataset.y)
     return CrammerSingerProblem(dataset.X, labels, dataset.classes.shape[0], C=params.C,
@@ -247,7 +242,7 @@ SPECS = (
         path_handlers={"multiclass:crammer_singer": fit_crammer_singer_path},
         warm_up=warm_up,
         warm_start=True,
-        path=spec_path,
+        path=solve_path,
         gap_parameters=(("*", "tol"),),
     ),
 )
@@ -269,6 +264,5 @@ __all__ = [
     "solve",
     "solve_crammer_singer",
     "solve_path",
-    "spec_path",
     "warm_up",
 ]

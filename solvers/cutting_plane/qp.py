@@ -81,6 +81,16 @@ def _sum_ceiling(m):
     return 1.0 - 4.0 * m * 1.1102230246251565e-16
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _simplex_scale(x, m):
+    """The factor (at most 1) that brings sum x[:m] within :func:`_sum_ceiling`."""
+    total = 0.0
+    for j in range(m):
+        total += x[j]
+    ceiling = _sum_ceiling(m)
+    return ceiling / total if total > ceiling else 1.0
+
+
 @njit(cache=True, nogil=True)
 def simplex_smo(H, b, alpha, m, tol_rel, tol_abs, max_steps):
     """Minimize f = 1/2 alpha' H alpha - b' alpha over alpha >= 0, sum alpha <= 1 (the first
@@ -177,12 +187,8 @@ def simplex_smo(H, b, alpha, m, tol_rel, tol_abs, max_steps):
         steps += 1
     # the pairwise steps keep sum alpha <= 1 up to rounding: scale into the simplex (f from
     # the loop's last sums: alpha' H alpha = ag + ab, so f(s alpha) needs no product)
-    total = 0.0
-    for j in range(m):
-        total += alpha[j]
-    ceiling = _sum_ceiling(m)
-    if total > ceiling:
-        scale = ceiling / total
+    scale = _simplex_scale(alpha, m)
+    if scale < 1.0:
         for j in range(m):
             alpha[j] *= scale
         f = 0.5 * scale * scale * (ag + ab) - scale * ab
@@ -668,11 +674,7 @@ def simplex_active_set(H, b, alpha, m, tol_rel, tol_abs, max_iter, max_free):
 def _store_feasible(H, b, x, alpha, m):
     """alpha <- x[:m], scaled into the simplex where rounding of the steps pushed the sum to
     or past 1 (by ~1e-12; :func:`_sum_ceiling`); returns f(alpha)."""
-    total = 0.0
-    for j in range(m):
-        total += x[j]
-    ceiling = _sum_ceiling(m)
-    scale = ceiling / total if total > ceiling else 1.0
+    scale = _simplex_scale(x, m)
     for j in range(m):
         alpha[j] = x[j] * scale
     f = 0.0
