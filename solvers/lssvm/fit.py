@@ -93,19 +93,18 @@ def fit_kernel(dataset, spec: SolverSpec, params: KernelSolverParams, monitor: M
     if _primal(params, dataset.n_samples):
         return fit_linear_one_vs_rest(dataset, spec, params, monitor)
     X = dataset.X
-    kernel = params.kernel_function()
-    starts = None if work is None else work.starts  # a path's: the last C's solutions
     if work is None:
-        work = KernelWork(X, kernel, params.cache_mb)
+        work = KernelWork(X, params.kernel_function(), params.cache_mb)
+    kernel = work.kernel
+    starts = work.starts  # a path's last C's solutions (empty for a fresh work)
     cost = _kernel_costs(dataset, params.C)
     system = _build_system(params, work, cost)
     position = itertools.count()
 
     def solve_one(y, sub_monitor):
         k = next(position)  # the one-vs-rest subproblems come in the same order at every C
-        solution = system.solve(y, cost, params, sub_monitor,
-                                start=None if starts is None else starts.get(k))
-        if starts is not None and solution.unknown is not None:
+        solution = system.solve(y, cost, params, sub_monitor, start=starts.get(k))
+        if solution.unknown is not None:
             starts[k] = solution.unknown
         return solution, (solution.coef, solution.intercept)
 
