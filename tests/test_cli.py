@@ -85,7 +85,7 @@ def test_solvers_listing(capsys):
     out = capsys.readouterr().out
     assert "mfn:" in out
     assert "warm-started C paths: classification, multiclass:crammer_singer" in out
-    assert "warm-started C paths: none" in out  # the interior-point method, the LS family
+    assert "warm-started C paths: none" in out  # auto: a search resolves it to one solver
 
 
 # -- every option of every solver, from the command line to the validated parameters ------------
