@@ -321,7 +321,7 @@ def warm_starting_point(qp: SVMQP, start: np.ndarray) -> Iterate:
         bias = -w[-1]  # the paper's decision is x'w - beta
     if problem.bias != "regularized":
         w[-1] = 0.0
-    margins = qp.d * (qp.op.forward(w) - bias)
+    margins = problem.margins(beta)  # one product: the KKT map below reuses the outputs
     alpha = problem.dual_from_primal(beta)
     if qp.free:
         alpha = problem.balance(alpha)
