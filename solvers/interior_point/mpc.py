@@ -309,10 +309,9 @@ def warm_starting_point(qp: SVMQP, start: np.ndarray) -> Iterate:
     max(0, 1 - m), no u).  The residuals r_w, rho_beta of the point are not zero; MPC takes
     infeasible starts (OOQP's default start is infeasible too)."""
     problem = qp.problem
-    start = np.asarray(start, dtype=np.float64)
-    if start.shape != (qp.op.dim,):
+    beta = np.array(start, dtype=np.float64)  # a copy: the caller's start is not changed
+    if beta.shape != (qp.op.dim,):
         raise ValueError(f"start must have n_features + 1 = {qp.op.dim} entries")
-    beta = start.copy()
     if problem.bias == "none":
         beta[-1] = 0.0
     w = beta.copy()
