@@ -23,8 +23,9 @@ wins.  k is fitted per loss (``bench_auto fit``: the k whose choices, with each 
 out in turn, were fastest) and stored with the measurements.  The largest k tried, 34, is more
 than the 30 problems of a loss measured at a target, so every problem votes: the rule is then
 the loss's best single candidate over the benchmarks, and the fit takes it when no
-neighbourhood does better (on the quiet measurements of 2026-11-23 the datasets' winners were
-too mixed for a neighbourhood to beat it).  A nearest-neighbour rule assumes
+neighbourhood does better (on the measurements of 2026-11-26 it did so for the hinge, k = 21:
+the datasets' winners are too mixed there for a neighbourhood to beat always choosing OCAS;
+the squared hinge votes with k = 3).  A nearest-neighbour rule assumes
 no form for how time depends on the shape, and its reason can be stated in the measurements it
 rests on, which the result carries (:class:`AutoChoice`).
 
