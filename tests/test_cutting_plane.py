@@ -17,7 +17,14 @@ import pytest
 
 from solvers.core.linesearch import piecewise_linear_root_jumps
 from solvers.core.sparse import TimedChoice
-from solvers.cutting_plane import CutBuffer, GridSearch, Ray, ThreePointSearch, simplex_smo
+from solvers.cutting_plane import (
+    CutBuffer,
+    GridSearch,
+    Ray,
+    ThreePointSearch,
+    crammer_singer_ray_breakpoints,
+    simplex_smo,
+)
 from solvers.cutting_plane.qp import simplex_active_set
 from solvers.problems import BinaryProblem, CrammerSingerProblem
 from solvers.train import InvalidParametersError, validate_params
@@ -164,6 +171,20 @@ def test_crammer_singer_exact_line_search_is_the_brute_force_minimum(seed):
     mu = ray.exact()
     assert mu >= 0.0
     assert ray(mu) <= brute_force_min(ray, crossings(ray)) * (1 + 1e-13)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_crammer_singer_envelopes_in_parallel_are_the_serial_ones(seed):
+    """The parallel kernel packs each block of examples in its own share of the buffers and
+    moves the blocks together after: the same breakpoints and jumps in the same order, and
+    the slope at 0+ summed per block."""
+    ray = crammer_singer_case(seed, n=400, k=7)
+    serial = crammer_singer_ray_breakpoints(ray.ob, ray.ot, ray.labels, ray.cost, False)
+    parallel = crammer_singer_ray_breakpoints(ray.ob, ray.ot, ray.labels, ray.cost, True)
+    assert serial[1].size > 0
+    assert parallel[0] == pytest.approx(serial[0], rel=1e-12, abs=1e-12)
+    np.testing.assert_array_equal(serial[1], parallel[1])
+    np.testing.assert_array_equal(serial[2], parallel[2])
 
 
 def test_crammer_singer_line_search_at_zero():

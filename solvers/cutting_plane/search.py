@@ -70,12 +70,23 @@ def hinge_ray_values(mb, mt, cost, mus, out):
 
 
 @njit(cache=True, inline="always")
-def _cs_envelope(Sb, St, labels, cost, bp, jump, counts, slope0, i, u, v):
+def _cs_envelope(Sb, St, labels, cost, i, u, v, bp, jump, pos):
+    """Example i's envelope over mu >= 0 (module docstring): its breakpoints and jumps written
+    to bp[pos:], jump[pos:]; returns (how many, its slope at 0+).
+
+    The walk goes from the line highest at 0+ to the nearest crossing by a steeper line,
+    t_m = max(mu, (u_j - u_m) / (v_m - v_j)) (ties to the steepest).  The candidates are
+    compared as fractions, num_m den_best < num_best den_m (every den = v_m - v_j > 0), so a
+    step divides once, for the winner, not once per steeper line: the same breakpoints, 1.3-2.3x
+    faster on letter's rays (bench/README.md, Cutting planes)."""
     k = Sb.shape[1]
     y = labels[i]
+    sby = Sb[i, y]
+    dy = St[i, y] - sby
     for m in range(k):
-        u[m] = (0.0 if m == y else 1.0) + Sb[i, m] - Sb[i, y]
-        v[m] = (St[i, m] - Sb[i, m]) - (St[i, y] - Sb[i, y])
+        sbm = Sb[i, m]
+        u[m] = 1.0 + sbm - sby
+        v[m] = (St[i, m] - sbm) - dy
     u[y] = 0.0
     v[y] = 0.0
     # the highest line at 0, ties to the steepest (the envelope just right of 0)
@@ -88,79 +99,103 @@ def _cs_envelope(Sb, St, labels, cost, bp, jump, counts, slope0, i, u, v):
     mu = 0.0
     while True:
         nxt = -1
-        tbest = np.inf
+        best_num = 0.0
+        best_den = 1.0
+        uj = u[j]
+        vj = v[j]
         for m in range(k):
-            if v[m] > v[j]:
-                t = (u[j] - u[m]) / (v[m] - v[j])
-                if t < mu:
-                    t = mu
-                if t < tbest or (t == tbest and v[m] > v[nxt]):
-                    tbest = t
-                    nxt = m
+            den = v[m] - vj
+            if den > 0.0:
+                num = uj - u[m]
+                if num < mu * den:  # crossed before mu (rounding): t_m = mu
+                    num = mu * den
+                if nxt < 0:
+                    nxt, best_num, best_den = m, num, den
+                else:
+                    lhs = num * best_den
+                    rhs = best_num * den
+                    if lhs < rhs or (lhs == rhs and v[m] > v[nxt]):
+                        nxt, best_num, best_den = m, num, den
         if nxt < 0:
             break
-        jmp = cost[i] * (v[nxt] - v[j])
-        if tbest <= 0.0:
+        t = best_num / best_den
+        if t < mu:
+            t = mu
+        jmp = cost[i] * (v[nxt] - vj)
+        if t <= 0.0:
             s0 += jmp  # crossing at 0 (rounding): part of the slope at 0+
         else:
-            bp[i, c] = tbest
-            jump[i, c] = jmp
+            bp[pos + c] = t
+            jump[pos + c] = jmp
             c += 1
-        mu = tbest
+        mu = t
         j = nxt
-    counts[i] = c
-    slope0[i] = s0
+    return c, s0
 
 
 @njit(cache=True, nogil=True)
-def _cs_envelopes_serial(Sb, St, labels, cost, bp, jump, counts, slope0):
+def _cs_envelopes_serial(Sb, St, labels, cost, bp, jump):
+    """(slope at 0+, count): every example's breakpoints and jumps, packed at the front of
+    ``bp`` and ``jump`` (each of length n (k - 1), only the used front ever written)."""
     u = np.empty(Sb.shape[1])
     v = np.empty(Sb.shape[1])
+    total = 0
+    slope = 0.0
     for i in range(Sb.shape[0]):
-        _cs_envelope(Sb, St, labels, cost, bp, jump, counts, slope0, i, u, v)
+        c, s0 = _cs_envelope(Sb, St, labels, cost, i, u, v, bp, jump, total)
+        total += c
+        slope += s0
+    return slope, total
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _cs_envelopes_parallel(Sb, St, labels, cost, bp, jump, counts, slope0):
-    for i in prange(Sb.shape[0]):
-        u = np.empty(Sb.shape[1])
-        v = np.empty(Sb.shape[1])
-        _cs_envelope(Sb, St, labels, cost, bp, jump, counts, slope0, i, u, v)
+def _cs_envelopes_parallel(Sb, St, labels, cost, bp, jump, n_blocks):
+    """:func:`_cs_envelopes_serial` over ``n_blocks`` blocks of examples in parallel: block b
+    packs its breakpoints from the start of its own share of ``bp`` and ``jump`` (its first
+    example times k - 1), then the blocks are moved together in order."""
+    n, k = Sb.shape
+    stride = max(k - 1, 1)
+    step = (n + n_blocks - 1) // n_blocks
+    counts = np.zeros(n_blocks, dtype=np.int64)
+    slopes = np.zeros(n_blocks)
+    for blk in prange(n_blocks):
+        u = np.empty(k)
+        v = np.empty(k)
+        start = blk * step * stride
+        count = 0
+        slope = 0.0
+        for i in range(blk * step, min(n, (blk + 1) * step)):
+            c, s0 = _cs_envelope(Sb, St, labels, cost, i, u, v, bp, jump, start + count)
+            count += c
+            slope += s0
+        counts[blk] = count
+        slopes[blk] = slope
+    total = counts[0]
+    slope = slopes[0]
+    for blk in range(1, n_blocks):
+        start = blk * step * stride
+        for t in range(counts[blk]):
+            bp[total + t] = bp[start + t]
+            jump[total + t] = jump[start + t]
+        total += counts[blk]
+        slope += slopes[blk]
+    return slope, total
 
 
 def crammer_singer_ray_breakpoints(Sb, St, labels, cost, parallel=None):
     """(slope of the loss sum at 0+, breakpoints, jumps) of sum_i C_i max_m(...) along the
     ray of scores Sb + mu (St - Sb); ``parallel`` the kernel's form (None: by the work)."""
     n, k = Sb.shape
-    bp = np.empty((n, max(k - 1, 1)))
-    jump = np.empty((n, max(k - 1, 1)))
-    counts = np.empty(n, dtype=np.int64)
-    slope0 = np.empty(n)
+    bp = np.empty(n * max(k - 1, 1))
+    jump = np.empty(n * max(k - 1, 1))
     if parallel is None:
         parallel = n * k * k >= config.KERNEL_PARALLEL_MIN_WORK
-    parallel = parallel and numba.get_num_threads() > 1
-    (_cs_envelopes_parallel if parallel else _cs_envelopes_serial)(
-        Sb, St, labels, cost, bp, jump, counts, slope0)
-    return _compact_breakpoints(bp, jump, counts, slope0)
-
-
-@njit(cache=True, nogil=True)
-def _compact_breakpoints(bp, jump, counts, slope0):
-    """(sum of slope0, the first counts[i] entries of each row of bp and jump, flat)."""
-    total = 0
-    slope = 0.0
-    for i in range(counts.shape[0]):
-        total += counts[i]
-        slope += slope0[i]
-    flat_bp = np.empty(total)
-    flat_jump = np.empty(total)
-    c = 0
-    for i in range(counts.shape[0]):
-        for t in range(counts[i]):
-            flat_bp[c] = bp[i, t]
-            flat_jump[c] = jump[i, t]
-            c += 1
-    return slope, flat_bp, flat_jump
+    n_blocks = min(numba.get_num_threads(), n) if parallel else 1
+    if n_blocks > 1:
+        slope, total = _cs_envelopes_parallel(Sb, St, labels, cost, bp, jump, n_blocks)
+    else:
+        slope, total = _cs_envelopes_serial(Sb, St, labels, cost, bp, jump)
+    return slope, bp[:total], jump[:total]
 
 
 def crammer_singer_ray_values(Sb, St, labels, cost, mus, out):
