@@ -4,7 +4,8 @@
                                      [--out FILE]
     python bench/ab_cutting_plane.py --summarize FILE.json
 
-``DIR`` is a source tree of the project (e.g. ``git archive <commit> | tar -x -C DIR``).  For
+``DIR`` is a source tree of the project (e.g. ``git archive <commit> | tar -x -C DIR``); like
+a checkout it reads the datasets from ``DIR/../shared/data`` (link ``../shared`` beside it).  For
 every round and case the parent starts one child process per tree, alternating which goes
 first, with ``PYTHONPATH`` set to that tree; the child (this file, ``--child CASE``) imports
 the tree's ``solvers``, runs our methods and LIBLINEAR in the same process, and prints JSON.
@@ -204,8 +205,24 @@ def main(argv=None) -> int:
 
         print(summarize(json.loads(Path(args.summarize).read_text()), load_references()))
         return 0
+    if not (args.before and args.after):
+        parser.error("give --before and --after (source trees), or --child, or --summarize")
     trees = {"before": Path(args.before).resolve(), "after": Path(args.after).resolve()}
+    for name, tree in trees.items():
+        # each tree reads the datasets from its ../shared/data (bench/problems.py)
+        data = tree.parent / "shared" / "data"
+        if not (tree / "solvers").is_dir():
+            parser.error(f"--{name} {tree}: not a source tree of the project (no solvers/)")
+        if not data.is_dir():
+            parser.error(f"--{name} {tree}: the datasets are read from {data}, which does not "
+                         f"exist; link it: ln -s /path/to/shared {tree.parent / 'shared'}")
     cases = args.cases.split(",")
+    # the rounds so far as JSON (FILE.json) and the summary (FILE, or FILE.md when FILE is
+    # itself .json), so that neither overwrites the other
+    out_json = Path(args.out).with_suffix(".json") if args.out else None
+    out_text = None if not args.out else \
+        (Path(args.out).with_suffix(".md") if Path(args.out).suffix == ".json"
+         else Path(args.out))
     results: dict = {tree: {case: [] for case in cases} for tree in trees}
     start_load = os.getloadavg()[0]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -222,8 +239,8 @@ def main(argv=None) -> int:
                 best = min(m["seconds"] for m in out["ours"].values())
                 print(f"round {rnd} {case} {tree}: fastest method {best:.3f} s, load "
                       f"{out['load']:.1f}", file=sys.stderr, flush=True)
-                if args.out:  # what is done so far, in case the run is cut short
-                    Path(args.out).with_suffix(".json").write_text(json.dumps(results) + "\n")
+                if out_json:  # what is done so far, in case the run is cut short
+                    out_json.write_text(json.dumps(results) + "\n")
     sys.path.insert(0, str(trees["after"]))
     from bench.references import load_references
 
@@ -231,8 +248,8 @@ def main(argv=None) -> int:
             f"start, {os.getloadavg()[0]:.1f} at the end; {args.rounds} rounds, medians\n\n"
             + summarize(results, load_references()))
     print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    if out_text:
+        out_text.write_text(text + "\n")
     return 0
 
 
