@@ -198,6 +198,35 @@ def test_the_job_page_plots_records_as_they_stream_in_and_cancels(page, server):
     page.wait(lambda: "iteration" in page.find("#plot-gap").text, "the iteration axis")
 
 
+def test_a_tuning_job_page_shows_the_cross_validation_curve_and_table(page, server):
+    """The job's stored table, drawn: one point per C on the curve, one row per C in the
+    table with the best point (the API's best_C) marked."""
+    heart = _upload(server, data_path("heart_scale"))
+    grid = [0.25, 1.0, 4.0]
+    response = server.client.post("/api/v1/jobs", json={
+        "dataset_id": heart, "params": {"solver": "mfn"},
+        "tuning": {"C": grid, "folds": 3, "seed": 0}})
+    assert response.status_code == 202, response.text
+    job = _finished(server, response.json()["id"])
+    assert job["status"] == "succeeded", job
+    cv = job["cross_validation"]
+    page.console_errors()  # the browser's log so far (earlier tests' pages) is read and gone
+    page.open(f"/ui/jobs/{job['id']}")
+    page.wait(lambda: page.find("#plot-cv").get_attribute("data-points") == str(len(grid)),
+              "the cross-validation curve")
+    assert len(page.all("#plot-cv canvas")) == 1
+    assert "mean accuracy" in page.find("#plot-cv .u-legend").text
+    rows = page.all("#cv-table tbody tr")
+    assert len(rows) == len(grid)
+    best = [row for row in rows if row.text.startswith("best")]
+    assert len(best) == 1
+    best_row = cv["table"][[r["C"] for r in cv["table"]].index(cv["best_C"])]
+    assert f"{best_row['mean']:.4g}"[:4] in best[0].text
+    assert "3 folds" in page.find("#cv-note").text and "best C" in page.find("#cv-note").text
+    assert page.console_errors() == []
+    page.screenshot("job-tuning", at="#cross-validation")
+
+
 def test_a_race_of_the_solvers_draws_one_curve_each(page, server):
     heart = _upload(server, data_path("heart_scale"))
     job = _job(server, heart, {"solver": "mfn", "loss": "hinge"})

@@ -1,7 +1,9 @@
 // One job: parameters, status and message, the convergence plot updating live from the SSE
 // stream (relative gap on a log scale with the solver's own optimality measure, and the
-// objective, against time or iterations), cancel, race.
-import { FINISHED, api, content, el, fmt, jobElapsed, notice, seconds, setTitle, shortId, showError, start, statusBadge, streamLog, when } from "./common.js";
+// objective, against time or iterations), cancel, race; for a tuning job, once it has run,
+// the cross-validation curve (mean fold score against C, one curve per gamma, +- one
+// standard deviation) and its table.
+import { FINISHED, api, content, el, fmt, jobElapsed, notice, seconds, setTitle, shortId, showError, start, statusBadge, streamLog, table, when } from "./common.js";
 import { makePlot, relativeGap, runTimes } from "./plot.js";
 import { race } from "./race.js";
 
@@ -37,6 +39,7 @@ async function render() {
       el("div", {}, el("p", { class: "plot-title" }, "Relative gap (f − f*) / |f*| and the solver's optimality measure (log scale)"),
         gapBox),
       el("div", {}, el("p", { class: "plot-title" }, "Primal objective f"), objBox)),
+    el("section", { id: "cross-validation" }),
     el("h2", {}, "Parameters"), params);
   showFacts(facts, actions, dataset);
   await findReference();
@@ -122,6 +125,58 @@ function showFacts(facts, actions, dataset) {
     } }, "Race every solver on this problem"));
   }
   actions.replaceChildren(...buttons);
+  showCrossValidation();
+}
+
+// A tuning job's table (job.cross_validation, once it ran): the curve of the mean fold score
+// against C (log scale), one per gamma for a kernel grid, with mean +- std dashed, and the
+// rows with the best point marked.
+let cvShown = null;
+function showCrossValidation() {
+  const section = document.getElementById("cross-validation");
+  const cv = job.cross_validation;
+  if (!section || !cv || cvShown === cv) return;
+  cvShown = cv;
+  const accuracy = cv.metric === "accuracy";
+  const label = accuracy ? "mean accuracy" : "mean absolute rank error";
+  const Cs = [...new Set(cv.table.map((r) => r.C))].sort((a, b) => a - b);
+  const gammas = [...new Set(cv.table.map((r) => r.gamma))];
+  const series = [];
+  const data = [Cs];
+  const at = (gamma, C) => cv.table.find((r) => r.C === C && r.gamma === gamma);
+  for (const gamma of gammas) {
+    const name = gamma == null ? "" : ` (gamma ${fmt(gamma)})`;
+    data.push(Cs.map((C) => (at(gamma, C) ? at(gamma, C).mean : null)));
+    series.push({ label: label + name });
+    if (gammas.length === 1) {
+      data.push(Cs.map((C) => (at(gamma, C) ? at(gamma, C).mean - at(gamma, C).std : null)));
+      data.push(Cs.map((C) => (at(gamma, C) ? at(gamma, C).mean + at(gamma, C).std : null)));
+      series.push({ label: "− 1 std", width: 1, dash: [4, 4] }, { label: "+ 1 std", width: 1, dash: [4, 4] });
+    }
+  }
+  const best = (r) => r.C === cv.best_C && (r.gamma ?? null) === (cv.best_gamma ?? null);
+  const columns = [
+    { label: "", render: (r) => (best(r) ? el("strong", {}, "best") : "") },
+    { label: "C", num: true, render: (r) => fmt(r.C) },
+    ...(gammas.some((g) => g != null) ? [{ label: "gamma", num: true, render: (r) => fmt(r.gamma) }] : []),
+    { label: accuracy ? "mean accuracy" : "mean rank error", num: true, render: (r) => fmt(r.mean) },
+    { label: "std", num: true, render: (r) => fmt(r.std) },
+    { label: "mean objective", num: true, render: (r) => fmt(r.objective, 8) },
+    { label: "seconds", num: true, render: (r) => fmt(r.seconds) },
+  ];
+  const box = el("div", { class: "plot", id: "plot-cv" });
+  const bestText = cv.best_C == null ? "no best point (the search stopped before a full table)"
+    : `best C = ${fmt(cv.best_C)}${cv.best_gamma == null ? "" : `, gamma = ${fmt(cv.best_gamma)}`}`;
+  section.replaceChildren(
+    el("h2", {}, "Cross-validation"),
+    el("p", { class: "legend-note", id: "cv-note" },
+      `${cv.folds} folds, ${bestText}; ${cv.warm_start ? "warm-started C paths" : "every point solved cold"}` +
+      `${cv.fit_gap == null ? "" : `, each fit to a certified gap of ${fmt(cv.fit_gap)}`}.` +
+      `${cv.status === "stopped" ? ` ${cv.message}` : ""}`),
+    box,
+    el("div", { id: "cv-table" }, table(columns, cv.table)));
+  if (Cs.length) makePlot(box, { xLabel: "C", yLabel: label, logX: true, data, series });
+  box.dataset.points = String(Cs.length);
 }
 
 function redraw(rebuild) {
