@@ -219,10 +219,11 @@ def main(argv=None) -> int:
     cases = args.cases.split(",")
     # the rounds so far as JSON (FILE.json) and the summary (FILE, or FILE.md when FILE is
     # itself .json), so that neither overwrites the other
-    out_json = Path(args.out).with_suffix(".json") if args.out else None
-    out_text = None if not args.out else \
-        (Path(args.out).with_suffix(".md") if Path(args.out).suffix == ".json"
-         else Path(args.out))
+    out_json = out_text = None
+    if args.out:
+        out = Path(args.out)
+        out_json = out.with_suffix(".json")
+        out_text = out.with_suffix(".md") if out.suffix == ".json" else out
     results: dict = {tree: {case: [] for case in cases} for tree in trees}
     start_load = os.getloadavg()[0]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

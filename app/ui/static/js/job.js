@@ -143,18 +143,17 @@ function showCrossValidation() {
   const gammas = [...new Set(cv.table.map((r) => r.gamma))];
   const series = [];
   const data = [Cs];
-  const at = (gamma, C) => cv.table.find((r) => r.C === C && r.gamma === gamma);
   for (const gamma of gammas) {
+    const rows = Cs.map((C) => cv.table.find((r) => r.C === C && r.gamma === gamma));
     const name = gamma == null ? "" : ` (gamma ${fmt(gamma)})`;
-    data.push(Cs.map((C) => (at(gamma, C) ? at(gamma, C).mean : null)));
+    data.push(rows.map((r) => (r ? r.mean : null)));
     series.push({ label: label + name });
     if (gammas.length === 1) {
-      data.push(Cs.map((C) => (at(gamma, C) ? at(gamma, C).mean - at(gamma, C).std : null)));
-      data.push(Cs.map((C) => (at(gamma, C) ? at(gamma, C).mean + at(gamma, C).std : null)));
+      data.push(rows.map((r) => (r ? r.mean - r.std : null)), rows.map((r) => (r ? r.mean + r.std : null)));
       series.push({ label: "− 1 std", width: 1, dash: [4, 4] }, { label: "+ 1 std", width: 1, dash: [4, 4] });
     }
   }
-  const best = (r) => r.C === cv.best_C && (r.gamma ?? null) === (cv.best_gamma ?? null);
+  const best = (r) => r.C === cv.best_C && r.gamma === cv.best_gamma;
   const columns = [
     { label: "", render: (r) => (best(r) ? el("strong", {}, "best") : "") },
     { label: "C", num: true, render: (r) => fmt(r.C) },

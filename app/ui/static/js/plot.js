@@ -24,11 +24,12 @@ export function runTimes(records) {
 // A uPlot in `box` that follows its width.  `series`: [{label, ...style}], `data`: [x, y1, ...].
 export function makePlot(box, { xLabel, yLabel, logX = false, logY = false, series, data, height = 260 }) {
   const width = Math.max(260, box.clientWidth || 600);
+  const logTicks = (u, ticks) => ticks.map(tick);
   const opts = {
     width, height,
     scales: { x: logX ? { time: false, distr: 3, log: 2 } : { time: false }, y: logY ? { distr: 3, log: 10 } : {} },
-    axes: [logX ? { label: xLabel, size: 40, values: (u, ticks) => ticks.map(tick) } : { label: xLabel, size: 40 },
-      logY ? { label: yLabel, size: 72, values: (u, ticks) => ticks.map(tick) } : { label: yLabel, size: 90 }],
+    axes: [logX ? { label: xLabel, size: 40, values: logTicks } : { label: xLabel, size: 40 },
+      logY ? { label: yLabel, size: 72, values: logTicks } : { label: yLabel, size: 90 }],
     series: [{ label: xLabel, value: (u, v) => (v == null ? "–" : tick(v)) },
       ...series.map((s, i) => ({ spanGaps: true, value: (u, v) => (v == null ? "–" : tick(v)), ...seriesStyle(i), ...s }))],
     legend: { live: true },
