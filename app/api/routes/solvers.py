@@ -5,11 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 import solvers
-from solvers.registry import pose as pose_problem
 from app.api import API_PREFIX
 from app.api.errors import Unprocessable, responses
 from app.core.security import READ
 from app.schemas import PosedSolver, PosedSolvers, PoseRequest, SolverPublic, SolversPublic
+from solvers.registry import pose as pose_problem
 
 router = APIRouter(prefix=f"{API_PREFIX}/solvers", tags=["solvers"], dependencies=[READ],
                    responses=responses(401, 403))
