@@ -117,10 +117,9 @@ class TuningSpec(BaseModel):
     fit_gap: float | None = Field(
         1e-3, gt=0, lt=1,
         description="Every fold's fit stops at this certified relative duality gap, through "
-                    "the solver's gap parameter (mfn: gap_tolerance, alm and cutting_plane: "
-                    "tol, interior_point: gap_tolerance); null: each fit runs to the "
-                    "solver's own stopping rule as the params say. The refit uses the params "
-                    "as given.")
+                    "the solver's tol (every solver that certifies a gap has it; the "
+                    "least-squares family does not); null: each fit runs to the solver's own "
+                    "stopping rule as the params say. The refit uses the params as given.")
 
 
 class JobCreate(BaseModel):
@@ -168,7 +167,7 @@ class CrossValidationPublic(BaseModel):
         None, description="The certified relative duality gap every fit stopped at (null: "
                           "each fit ran to the solver's own rule).")
     fit_gap_parameter: str | None = Field(
-        None, description="The solver parameter that set fit_gap (e.g. mfn's gap_tolerance).")
+        None, description="The solver parameter that set fit_gap (tol; null without fit_gap).")
     parallel_folds: int = Field(
         1, description="How many folds were fitted at once (each in its own thread).")
     best_C: float | None
@@ -421,6 +420,15 @@ class EvaluateRequest(BaseModel):
 # -- solvers --------------------------------------------------------------------------------
 
 
+class SolverCombination(BaseModel):
+    """One (task, loss, bias) combination a solver solves."""
+
+    task: str = Field(description="binary, ovr (one-vs-rest), crammer_singer, ovo (one-vs-one) "
+                                  "or ordinal.")
+    loss: str
+    bias: str
+
+
 class SolverPublic(BaseModel):
     """A registered solver: what it solves and the parameters it takes."""
 
@@ -429,13 +437,16 @@ class SolverPublic(BaseModel):
     reference: str
     losses: list[str]
     bias_modes: list[str]
-    tasks: list[str]
+    tasks: list[str] = Field(description="The tasks it solves: binary, ovr (one-vs-rest), "
+                                         "crammer_singer, ovo (one-vs-one), ordinal.")
+    solves: list[SolverCombination] = Field(
+        description="Every (task, loss, bias) combination it solves (its declaration: the "
+                    "parameters refuse the others, saying why).")
     warm_start_tasks: list[str] = Field(
         default_factory=list,
         description="Tasks whose C paths (cross-validation, tuning jobs) share work along C "
-                    "(each C from the last solution, or one kernel matrix for every C): "
-                    "'classification' (binary and one-vs-rest), 'multiclass:crammer_singer', "
-                    "'ordinal'; the other tasks solve each C cold.")
+                    "(each C from the last solution, or one kernel matrix for every C); the "
+                    "other tasks solve each C cold.")
     params_schema: dict[str, Any] = Field(description="JSON schema of the parameters.")
 
 
@@ -443,6 +454,36 @@ class SolversPublic(BaseModel):
     """Every registered solver."""
 
     data: list[SolverPublic]
+    count: int
+
+
+class PoseRequest(BaseModel):
+    """A problem (the fields of a job's ``problem``) to pose to every solver."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    problem: dict[str, Any] = Field(
+        description="task, multiclass, loss (p for lp), C, bias (bias_scale when regularized) "
+                    "and a kernel's fields: a job's `problem`.")
+    tol: float | None = Field(
+        None, gt=0, lt=1,
+        description="The certified relative duality gap every solver that has one stops at "
+                    "(null: each solver's default, the same for all).")
+
+
+class PosedSolver(BaseModel):
+    """A solver's parameters for the posed problem, or why it does not solve it."""
+
+    solver: str
+    params: dict[str, Any] | None = Field(
+        None, description="Parameters that pose the problem (POST them as a job's params).")
+    reason: str | None = Field(None, description="Why the solver does not solve it.")
+
+
+class PosedSolvers(BaseModel):
+    """Every solver (but auto) with the parameters that pose one problem."""
+
+    data: list[PosedSolver]
     count: int
 
 

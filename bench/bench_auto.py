@@ -48,7 +48,6 @@ from solvers.auto import (
     MEASURED_TOLERANCES,
     MEASUREMENTS,
     NEIGHBOUR_CHOICES,
-    AutoParams,
     Candidate,
     DatasetShape,
     effective_seconds,
@@ -60,6 +59,8 @@ from solvers.auto import (
 )
 from solvers.monitor import ListMonitor
 from solvers.train import supports_task
+
+AutoParams = solvers.get_solver("auto").params_model
 
 DATASETS = ("heart_scale", "breast-cancer_scale", "australian_scale", "diabetes_scale",
             "svmguide1", "mushrooms", "a9a", "ijcnn1", "w8a", "news20-binary")
@@ -90,8 +91,7 @@ def run_candidate(candidate: Candidate, problem: BenchProblem, tol: float, cap: 
     start = time.perf_counter()
     result = solvers.train(problem.train_dataset(), solver=candidate.solver, C=problem.C,
                            loss=problem.loss, bias=problem.bias, monitor=monitor,
-                           **candidate.params_for(solvers.get_solver(candidate.solver),
-                                                  problem.loss, tol))
+                           **candidate.params_for(solvers.get_solver(candidate.solver), tol))
     total = time.perf_counter() - start
     trace = [(r.elapsed, r.objective) for r in result.log]
     return trace, total, str(result.status)

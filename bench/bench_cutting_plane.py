@@ -10,7 +10,7 @@ run, and Arnosti's experiments.
   runner order rotating; medians; f* the certified stored optimum).  Runners: our
   ``cutting_plane`` with each method at tol = 1e-6 (one run gives the whole curve: every
   iteration reports F(w_best)), LIBLINEAR ``-s 3`` (dual CD; eps schedule 1e-1..1e-8, one run
-  per eps), ``mfn`` on the hinge (Huber homotopy, ``hinge_gap_tolerance=1e-7`` so it reaches
+  per eps), ``mfn`` on the hinge (Huber homotopy, ``tol=1e-7`` so it reaches
   1e-6) and Clarabel through cvxpy (one run at tol 1e-7, its own solve time: its times to
   1e-2 and 1e-3 are that of the 1e-6 run, upper bounds).
 * cs: Crammer-Singer on dna (C = 1), letter (C = 1) and news20.t (C = 0.1; the 20-class test
@@ -65,7 +65,7 @@ METHODS = ("ocas", "gca2", "tca", "cpa")
 
 def binary_runners():
     ours = [ProjectSolver("cutting_plane", method=m, tol=1e-6) for m in METHODS]
-    return ours + [Liblinear(3), ProjectSolver("mfn", hinge_gap_tolerance=1e-7),
+    return ours + [Liblinear(3), ProjectSolver("mfn", tol=1e-7),
                    ClarabelHinge(tol_schedule=(1e-7,))]
 
 

@@ -148,7 +148,7 @@ def fit_quality(dataset, folds: int, liblinear_eps=(0.01,)) -> list[dict]:
     rows = []
     for C in GRID:
         best = solvers.train(fold, solver="mfn", C=C).objective
-        ours_fit = solvers.train(fold, solver="mfn", C=C, gap_tolerance=CV_FIT_GAP)
+        ours_fit = solvers.train(fold, solver="mfn", C=C, tol=CV_FIT_GAP)
         same_problem = validate_params("mfn", {}, C=C)[1].binary_problem(
             fold.X, y, fold.sample_weight)  # the regularized bias of -B 1
         row = {"C": C, "optimum": best, "ours": (ours_fit.objective - best) / best}

@@ -44,13 +44,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from solvers.base import InvalidParametersError, SolverParams, SolverSpec
+from solvers.base import (
+    BiasMode,
+    InvalidParametersError,
+    LossName,
+    MulticlassStrategy,
+    SolverParams,
+    SolverSpec,
+    Solves,
+    gap_tolerance_field,
+)
 from solvers.config import INTERIOR_POINT_MAX_DENSE_PARAMS
 from solvers.data.dataset import Dataset
+from solvers.losses import canonical
 
 MEASUREMENTS = Path(__file__).with_name("auto_measurements.json")
 
@@ -76,8 +86,6 @@ class Candidate:
 
     solver: str
     settings: tuple[tuple[str, Any], ...] = ()
-    #: losses on which ``auto`` leaves the solver to its own, exact, stopping rule
-    exact_on: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -89,17 +97,14 @@ class Candidate:
     def params(self) -> dict[str, Any]:
         return dict(self.settings)
 
-    def params_for(self, spec: SolverSpec, loss: str, tol: float) -> dict[str, Any]:
-        """The settings, and the gap tolerance ``tol`` where the solver (``spec``) has one for
-        ``loss`` (``SolverSpec.gap_parameter``) and the candidate does not run exact there."""
-        name = None if loss in self.exact_on else spec.gap_parameter(loss)
-        return {**self.params, name: tol} if name is not None else self.params
+    def params_for(self, spec: SolverSpec, tol: float) -> dict[str, Any]:
+        """The settings, and the gap tolerance ``tol`` where the solver (``spec``) certifies
+        one (``SolverSpec.certifies_gap``)."""
+        return {**self.params, "tol": tol} if spec.certifies_gap else self.params
 
 
 CANDIDATES: tuple[Candidate, ...] = (
-    # mfn ends at the optimum of the squared hinge in a few Newton steps past a 1e-3 gap; the
-    # measurements are of that exact run (its gap_tolerance is for cross-validation's points)
-    Candidate("mfn", (), ("squared_hinge", "modified_huber")),
+    Candidate("mfn"),
     Candidate("alm", (("variant", "exact"),)),
     Candidate("alm", (("variant", "inexact"),)),
     Candidate("interior_point"),
@@ -114,32 +119,48 @@ CANDIDATES: tuple[Candidate, ...] = (
 #: The gap targets the benchmark measures; ``tol`` uses the nearest (in log scale).
 MEASURED_TOLERANCES = (1e-3, 1e-6)
 
-AUTO_LOSSES = ("squared_hinge", "hinge", "lp", "modified_huber", "least_squares")
-
-
-class AutoParams(SolverParams):
+class AutoParamsBase(SolverParams):
     """Let the library choose the solver.  The problem is stated as for any solver (loss, bias
     mode, C, task); the solver and its settings are chosen from the dataset's shape by the
     rule fitted to the project's benchmarks (see :mod:`solvers.auto`), and the result says
-    which and why."""
+    which and why.  What it solves is what its candidates solve: the registry builds the
+    parameter model from their declarations (:func:`make_spec`; ``get_solver("auto").
+    params_model``), this is its base."""
 
     solver: Literal["auto"] = "auto"
-    loss: Literal[AUTO_LOSSES] = Field(  # type: ignore[valid-type]
-        "squared_hinge", description="The loss of design.md's objective.")
-    bias: Literal["regularized", "free", "none"] = Field(
+    loss: LossName = Field("squared_hinge", description="The loss of design.md's objective.")
+    bias: BiasMode = Field(
         "regularized", description="How the bias enters the problem (design.md).")
-    tol: float = Field(
-        1e-6, ge=1e-12, le=0.1,
-        description="Relative duality gap (P - D)/P to stop at, for every solver with a "
-                    "certified gap (mfn on the squared hinge ends at the optimum anyway).")
+    tol: float = gap_tolerance_field()
     p: float = Field(1.5, ge=1.0, le=2.0,
                      description="The exponent of loss='lp' (ignored by the other losses).")
     task: Literal["classification", "ordinal"] = Field(
         "classification",
         description="classification (binary or multi-class), or ordinal regression (ranks).")
-    multiclass: Literal["ovr", "crammer_singer"] = Field(
-        "ovr", description="Multi-class strategy: ovr (one-vs-rest) or crammer_singer (one "
-                           "joint problem).")
+    multiclass: MulticlassStrategy = Field(
+        "ovr", description="Multi-class strategy: ovr (one-vs-rest) or a native one "
+                           "(crammer_singer: one joint problem; ovo: one-vs-one).")
+
+    @property
+    def loss_exponent(self) -> float:
+        return self.p if self.loss == "lp" else canonical(self.loss)[1]
+
+
+def params_model(candidates: Solves) -> type[AutoParamsBase]:
+    """``auto``'s parameter model: the base with its choices narrowed to what the candidates
+    declare (``candidates``, the union of their :class:`~solvers.base.Solves`)."""
+
+    class AutoParams(AutoParamsBase):
+        __qualname__ = "AutoParams"
+        __doc__ = AutoParamsBase.__doc__
+        solves: ClassVar[Solves] = candidates
+        loss: candidates.choices("loss") = AutoParamsBase.model_fields["loss"]
+        bias: candidates.choices("bias") = AutoParamsBase.model_fields["bias"]
+        task: candidates.choices("task") = AutoParamsBase.model_fields["task"]
+        multiclass: candidates.choices("multiclass") = \
+            AutoParamsBase.model_fields["multiclass"]
+
+    return AutoParams
 
 
 @dataclass(frozen=True)
@@ -246,24 +267,21 @@ def rank_candidates(features: tuple[float, ...], loss: str, tol: float, names: l
 TaskCheck = Callable[[SolverSpec, SolverParams, int], bool]
 
 
-def eligible_candidates(params: AutoParams, shape: DatasetShape,
+def eligible_candidates(params: AutoParamsBase, shape: DatasetShape,
                         get_solver: Callable[[str], SolverSpec], supports_task: TaskCheck,
                         ) -> list[tuple[Candidate, SolverSpec, SolverParams]]:
     """The candidates that solve the problem ``params`` state, with their validated
     parameters."""
-    common = params.model_dump(exclude={"solver", "p", "tol"})
-    if params.loss == "lp":
-        common["p"] = params.p
+    problem = params.problem_fields()
+    task = params.posed_task(shape.n_classes)
     found = []
     for candidate in CANDIDATES:
         spec = get_solver(candidate.solver)
-        if params.loss not in spec.losses or params.bias not in spec.bias_modes:
+        if not spec.solves.allows(task, params.loss, params.bias, params.p):
             continue
         try:
-            chosen = spec.params_model.model_validate(
-                {**common, **candidate.params_for(spec, params.loss, params.tol),
-                 "solver": candidate.solver})
-        except ValidationError:
+            chosen = spec.params_model.posing(problem, **candidate.params_for(spec, params.tol))
+        except InvalidParametersError:
             continue
         dense = spec.dense_system(chosen, shape.n_samples, shape.n_features) \
             if spec.dense_system is not None else None
@@ -274,7 +292,7 @@ def eligible_candidates(params: AutoParams, shape: DatasetShape,
     return found
 
 
-def choose(shape: DatasetShape, params: AutoParams, get_solver: Callable[[str], SolverSpec],
+def choose(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[str], SolverSpec],
            supports_task: TaskCheck, measurements: list[dict[str, Any]] | None = None,
            ) -> tuple[AutoChoice, SolverSpec, SolverParams]:
     """The candidate to train a dataset of this ``shape`` with: (what was chosen and why, its
@@ -289,7 +307,7 @@ def choose(shape: DatasetShape, params: AutoParams, get_solver: Callable[[str], 
     def chosen(candidate: Candidate, spec: SolverSpec, reason: str, neighbours=(),
                scores=None) -> AutoChoice:
         return AutoChoice(candidate.name, candidate.solver,
-                          candidate.params_for(spec, params.loss, params.tol), reason,
+                          candidate.params_for(spec, params.tol), reason,
                           list(neighbours), dict(scores or {}))
 
     if len(eligible) == 1:
@@ -320,13 +338,16 @@ def choose(shape: DatasetShape, params: AutoParams, get_solver: Callable[[str], 
     return chosen(candidate, spec, reason, neighbours, ranked), spec, validated
 
 
-AUTO_SPEC = SolverSpec(
-    name="auto",
-    params_model=AutoParams,
-    run=None,
-    description="Chooses the solver and settings the project's benchmarks measured fastest for "
-                "the dataset's shape, the loss, the bias mode and C; the result says which "
-                "and why.",
-    reference="bench/bench_auto.py (the measurements it is fitted to)",
-    tasks=("binary", "multiclass", "ordinal"),
-)
+def make_spec(candidates: Solves) -> SolverSpec:
+    """The spec of ``auto`` over candidates that solve ``candidates`` (the registry calls it
+    once, with the union of their declarations)."""
+    return SolverSpec(
+        name="auto",
+        params_model=params_model(candidates),
+        run=None,
+        description="Chooses the solver and settings the project's benchmarks measured "
+                    "fastest for the dataset's shape, the loss, the bias mode and C; the "
+                    "result says which and why.",
+        reference="bench/bench_auto.py (the measurements it is fitted to)",
+        portfolio=True,
+    )

@@ -5,56 +5,265 @@ problems <- base types <- multiclass <- families <- registry <- train) and impor
 so a family imports it without a cycle.
 
 A family is a package exposing ``SPECS`` (a tuple of :class:`SolverSpec`); the registry lists
-the families explicitly.  A spec's ``run(problem, params, monitor) -> Solution`` solves one
-linear binary problem (``solvers.problems.BinaryProblem``), which carries C, the loss and the
-bias mode: a solver reads them from the problem, never from ``params`` (``params`` built the
-problem, and holds the solver's own settings).  Other tasks and other model kinds go through
-``fit_handlers``: task -> ``fit(dataset, spec, params, monitor) -> Fit``, and, for C paths
-of such a task, ``path_handlers``: task -> ``fit_path(dataset, spec, points) -> [(model,
-objective, seconds)]``.
+the families explicitly.  What a solver solves is declared once, as a :class:`Solves` (the (task,
+loss, bias) combinations, with the reason for each refusal): its parameter model takes its
+``loss`` and ``bias`` choices and its validation from it, the spec publishes it, the solver's
+own guard asks it, and ``auto``, the warm-up and the service's listing read it.  A spec's
+``run(problem, params, monitor) -> Solution`` solves one linear binary problem
+(``solvers.problems.BinaryProblem``), which carries C, the loss and the bias mode: a solver
+reads them from the problem, never from ``params`` (``params`` built the problem, and holds the
+solver's own settings).  Other tasks and other model kinds go through ``fit_handlers``: task ->
+``fit(dataset, spec, params, monitor) -> Fit``, and, for C paths of such a task,
+``path_handlers``: task -> ``fit_path(dataset, spec, points) -> [(model, objective, seconds)]``.
 """
 
 from __future__ import annotations
 
+import itertools
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from solvers.problems import BinaryProblem
+from solvers.losses import LOSSES, canonical
+from solvers.problems import BIAS_MODES, BinaryProblem
 from solvers.termination import Termination
 
-LossName = Literal["hinge", "squared_hinge", "lp", "modified_huber", "least_squares"]
-BiasMode = Literal["regularized", "free", "none"]
+LossName = Literal[LOSSES]  # type: ignore[valid-type]
+BiasMode = Literal[BIAS_MODES]  # type: ignore[valid-type]
 # What a user asks for (``params.task``): classification (binary, or multi-class by
-# ``params.multiclass``) or ordinal regression; what a solver can do (``SolverSpec.tasks``):
-# binary, multiclass, ordinal.
+# ``params.multiclass``) or ordinal regression.  What a solver declares (:class:`Solves`):
+# the task the data and those parameters pose, one of TASKS.
 TaskName = Literal["classification", "ordinal"]
-Capability = Literal["binary", "multiclass", "ordinal"]
-MulticlassStrategy = Literal["ovr", "crammer_singer"]
+MulticlassStrategy = Literal["ovr", "crammer_singer", "ovo"]
+#: binary: two labels; ovr: one binary problem per class against the rest; crammer_singer,
+#: ovo: the native multi-class strategies of that name; ordinal: ranks (Chu & Keerthi).
+TASKS = ("binary", "ovr", "crammer_singer", "ovo", "ordinal")
+
+#: The stopping rule every solver shares: the certified relative duality gap (P - D)/P at
+#: which a run ends (``SolverParams.tol``; solver-specific criteria are named options).
+DEFAULT_TOL = 1e-6
+
+
+def gap_tolerance_field(**overrides) -> Any:
+    """The field ``tol`` of every solver that certifies its stop: the relative duality gap
+    (P - D)/P, which bounds the relative suboptimality (P - P*)/P, at which a run ends."""
+    values = dict(default=DEFAULT_TOL, gt=0, lt=1,
+                  description="Stop once the certified relative duality gap (P - D)/P is at "
+                              "most this: the same rule, and the same default, for every "
+                              "solver that has it (solver-specific stopping rules are "
+                              "named options).")
+    values.update(overrides)
+    return Field(**values)
 
 
 class InvalidParametersError(ValueError):
     """Parameters a solver does not accept; the message lists every problem."""
 
 
+def _same_field(a: Any, b: Any) -> bool:
+    """Equal problem fields (numbers to a relative 1e-12: a scale round-tripped through a
+    solver's own parametrization, the relaxed LS-SVM's A = 1/s^2, moves in the last digit)."""
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return abs(a - b) <= 1e-12 * max(abs(a), abs(b))
+    return a == b
+
+
+def _validation_message(exc: ValidationError) -> str:
+    """A pydantic error as one line: each problem with its field."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'params'}: "
+                     f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+
+
 class UnknownSolverError(ValueError):
     pass
+
+
+def posed_task(task: str, multiclass: str, n_classes: int) -> str:
+    """The declared task (one of :data:`TASKS`) that ``params.task`` and
+    ``params.multiclass`` pose on data with ``n_classes`` labels."""
+    if task == "ordinal":
+        return "ordinal"
+    return "binary" if n_classes <= 2 else multiclass
+
+
+@dataclass(frozen=True)
+class Combination:
+    task: str
+    loss: str
+    bias: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"task": self.task, "loss": self.loss, "bias": self.bias}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a solver refuses the combinations that match (None matches anything)."""
+
+    reason: str
+    task: str | None = None
+    loss: str | None = None
+    bias: str | None = None
+
+    def matches(self, combination: Combination) -> bool:
+        return all(want is None or want == have for want, have in
+                   ((self.task, combination.task), (self.loss, combination.loss),
+                    (self.bias, combination.bias)))
+
+
+class Solves:
+    """The (task, loss, bias) combinations a solver solves, declared once.
+
+    Built from products, ``Solves.product(tasks, losses, biases)``, joined with ``|``, with
+    the reasons for refusals attached by :meth:`refusing`.  Losses are canonical
+    (``solvers.losses.canonical``: lp with p = 1 or 2 is the hinge or the squared hinge), so a
+    solver that declares lp solves those too and says so by declaring them.  Everything that
+    needs to know what a solver solves derives from this: the parameter model's ``loss`` and
+    ``bias`` choices (:meth:`choices`) and its validation (:meth:`refusal`), the solver's own
+    guard on a problem (:meth:`require_problem`), ``auto``'s candidates, the warm-up, the
+    service's solver listing and the dashboard's race (:meth:`as_list`)."""
+
+    def __init__(self, combinations: Iterable[Combination] = (),
+                 refusals: Iterable[Refusal] = ()):
+        self.combinations = tuple(dict.fromkeys(combinations))
+        self.refusals = tuple(refusals)
+        for combination in self.combinations:
+            if combination.task not in TASKS:
+                raise ValueError(f"unknown task {combination.task!r}")
+            if combination.loss not in LOSSES:
+                raise ValueError(f"unknown loss {combination.loss!r}")
+            if combination.bias not in BIAS_MODES:
+                raise ValueError(f"unknown bias mode {combination.bias!r}")
+        self._set = frozenset(self.combinations)
+
+    @classmethod
+    def product(cls, tasks: Iterable[str], losses: Iterable[str],
+                biases: Iterable[str]) -> Solves:
+        return cls(Combination(t, loss, b)
+                   for t, loss, b in itertools.product(tasks, losses, biases))
+
+    def __or__(self, other: Solves) -> Solves:
+        return Solves(self.combinations + other.combinations, self.refusals + other.refusals)
+
+    @classmethod
+    def union(cls, declarations: Iterable[Solves]) -> Solves:
+        total = cls()
+        for declaration in declarations:
+            total = total | Solves(declaration.combinations)
+        return total
+
+    def refusing(self, reason: str, *, task: str | None = None, loss: str | None = None,
+                 bias: str | None = None) -> Solves:
+        """The same declaration, with ``reason`` given for the combinations that match."""
+        return Solves(self.combinations, self.refusals + (Refusal(reason, task, loss, bias),))
+
+    def _ordered(self, attribute: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(getattr(c, attribute) for c in self.combinations))
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return self._ordered("task")
+
+    @property
+    def losses(self) -> tuple[str, ...]:
+        return self._ordered("loss")
+
+    @property
+    def bias_modes(self) -> tuple[str, ...]:
+        return self._ordered("bias")
+
+    def choices(self, name: str):
+        """The ``Literal`` of a parameter model's field, from the declaration: ``loss`` (the
+        declared losses), ``bias`` (the declared modes), ``task`` (classification when binary
+        problems are declared, ordinal when ordinal ones are) and ``multiclass`` (ovr and the
+        declared native strategies; ovr alone when the solver declares no multi-class task,
+        since it is the default of every model)."""
+        tasks = self.tasks
+        if name == "loss":
+            values = self.losses
+        elif name == "bias":
+            values = self.bias_modes
+        elif name == "task":
+            values = tuple(t for t, declared in (("classification", "binary" in tasks),
+                                                 ("ordinal", "ordinal" in tasks)) if declared)
+        elif name == "multiclass":
+            values = ("ovr",) + tuple(t for t in ("crammer_singer", "ovo") if t in tasks)
+        else:
+            raise ValueError(f"no declared choices for {name!r}")
+        return Literal[values]  # type: ignore[valid-type]
+
+    def allows(self, task: str, loss: str, bias: str, p: float | None = None) -> bool:
+        return Combination(task, canonical(loss, p)[0], bias) in self._set
+
+    def refusal(self, task: str, loss: str, bias: str, p: float | None = None,
+                solver: str = "this solver") -> str | None:
+        """None when the combination is declared, else why not (the declared reason, or the
+        combinations that are solved)."""
+        combination = Combination(task, canonical(loss, p)[0], bias)
+        if combination in self._set:
+            return None
+        for refusal in self.refusals:
+            if refusal.matches(combination):
+                return f"{solver} does not solve {_describe(combination)}: {refusal.reason}"
+        if task not in self.tasks:
+            return (f"{solver} does not solve {_TASK_TEXT[task]} problems (it solves: "
+                    f"{', '.join(_TASK_TEXT[t] for t in self.tasks)})")
+        same_task = [c for c in self.combinations if c.task == task]
+        losses = tuple(dict.fromkeys(c.loss for c in same_task))
+        biases = tuple(dict.fromkeys(c.bias for c in same_task))
+        if len(same_task) == len(losses) * len(biases):
+            options = (f"loss {' or '.join(map(repr, losses))} with bias "
+                       f"{' or '.join(map(repr, biases))}")
+        else:
+            options = "; ".join(f"loss {c.loss!r} with bias {c.bias!r}" for c in same_task)
+        return f"{solver} does not solve {_describe(combination)} (it solves: {options})"
+
+    def require(self, task: str, loss: str, bias: str, p: float | None = None,
+                solver: str = "this solver") -> None:
+        reason = self.refusal(task, loss, bias, p, solver)
+        if reason is not None:
+            raise InvalidParametersError(reason)
+
+    def require_problem(self, problem: BinaryProblem, solver: str) -> None:
+        """A family's guard on a binary problem handed to its engine directly."""
+        self.require("binary", problem.loss, problem.bias, problem.p, solver)
+
+    def as_list(self) -> list[dict[str, str]]:
+        return [c.as_dict() for c in self.combinations]
+
+    def __repr__(self) -> str:
+        return f"Solves({len(self.combinations)} combinations)"
+
+
+_TASK_TEXT = {"binary": "binary", "ovr": "one-vs-rest multi-class",
+              "crammer_singer": "Crammer-Singer multi-class", "ovo": "one-vs-one multi-class",
+              "ordinal": "ordinal regression"}
+
+
+def _describe(combination: Combination) -> str:
+    return (f"{_TASK_TEXT[combination.task]} problems with loss={combination.loss!r}, "
+            f"bias={combination.bias!r}")
 
 
 class SolverParams(BaseModel):
     """Parameters every solver shares (``design.md`` section 2).
 
-    Subclasses narrow ``loss``, ``bias``, ``task`` and ``multiclass`` to what the solver
-    supports (a ``Literal``), so an unsupported choice is a validation error, never a
-    different problem solved silently.  ``max_iter`` is each solver's own (its description
-    says what one iteration is).
+    Subclasses set ``solves`` (the solver's :class:`Solves`) and take their ``loss`` and
+    ``bias`` choices from it (``solves.choices("loss")``); the validation below refuses a
+    combination it does not declare, with the reason, so an unsupported choice is a
+    validation error, never a different problem solved silently.  ``tol`` is the one stopping
+    rule every solver shares (a certified relative duality gap); ``max_iter`` is each
+    solver's own (its description says what one iteration is).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: what the solver solves (None: this base model, which declares nothing)
+    solves: ClassVar[Solves | None] = None
 
     solver: str
     C: float = Field(1.0, gt=0, description="Weight of the loss term: 1/2||w||^2 + C sum loss.")
@@ -75,21 +284,133 @@ class SolverParams(BaseModel):
         """p of the lp loss (2 unless the solver's parameters have one)."""
         return 2.0
 
+    @model_validator(mode="before")
+    @classmethod
+    def _declared_choices(cls, data: Any) -> Any:
+        """Before the fields' own checks: a loss given as lp with p = 1 or 2 becomes its
+        canonical name where the solver has no lp of its own, and a task, multi-class
+        strategy, loss or bias mode the solver does not declare is refused with the
+        declaration's reason (not only the choices a ``Literal`` lists).  The check after the
+        fields (:meth:`_declared`) holds for input that is not a dict."""
+        solves = cls.solves
+        if solves is None or not isinstance(data, dict):
+            return data
+        defaults = cls.model_fields
+        loss = data.get("loss", defaults["loss"].default)
+        bias = data.get("bias", defaults["bias"].default)
+        if loss == "lp" and "lp" not in solves.losses and isinstance(data.get("p"),
+                                                                       (int, float)):
+            try:
+                name, _ = canonical("lp", data.get("p"))
+            except ValueError:
+                name = "lp"
+            if name in solves.losses:
+                data = {k: v for k, v in data.items() if k != "p"} | {"loss": name}
+                loss = name
+        if not (isinstance(loss, str) and loss in LOSSES and isinstance(bias, str)
+                and bias in BIAS_MODES):
+            return data  # the fields' own checks say what is wrong
+        tasks = ["ordinal"] if data.get("task") == "ordinal" else ["binary"]
+        multiclass = data.get("multiclass")
+        if tasks == ["binary"] and multiclass in TASKS and multiclass != "ovr":
+            tasks.append(multiclass)
+        solver = f"solver {data.get('solver', defaults['solver'].default)!r}"
+        for task in tasks:
+            reason = solves.refusal(task, loss, bias, data.get("p") if loss == "lp" else None,
+                                    solver)
+            if reason is not None:
+                raise ValueError(reason)
+        return data
+
+    @model_validator(mode="after")
+    def _declared(self):
+        """The (task, loss, bias) these parameters pose must be declared by the solver: for
+        classification the binary problem (the one two labels pose) and, for a native
+        multi-class strategy, that strategy (one-vs-rest is checked when the data's labels are
+        known: :func:`posed_task`)."""
+        solves = type(self).solves
+        if solves is None:
+            return self
+        tasks = ["ordinal"] if self.task == "ordinal" else ["binary"]
+        if self.task != "ordinal" and self.multiclass != "ovr":
+            tasks.append(self.multiclass)
+        for task in tasks:
+            reason = solves.refusal(task, self.loss, self.bias, self.loss_exponent,
+                                    f"solver {self.solver!r}")
+            if reason is not None:
+                raise ValueError(reason)
+        return self
+
+    def posed_task(self, n_classes: int) -> str:
+        """The declared task these parameters pose on data with ``n_classes`` labels."""
+        return posed_task(self.task, self.multiclass, n_classes)
+
     def problem_fields(self) -> dict[str, Any]:
         """The optimization problem these parameters pose (section 2 of ``design.md``),
         without the algorithm's own settings: two runs with equal fields on the same data solve
-        the same problem, so their objectives compare.  Normalized: ``lp`` with p = 1 or 2 is
-        ``hinge`` or ``squared_hinge``; ``bias_scale`` only with a regularized bias; ``p`` only
-        for ``lp``."""
-        loss, p = self.loss, self.loss_exponent
-        if loss == "lp" and p in (1.0, 2.0):
-            loss = "hinge" if p == 1.0 else "squared_hinge"
+        the same problem, so their objectives compare.  Normalized: the loss canonical
+        (``solvers.losses.canonical``: ``lp`` with p = 1 or 2 is ``hinge`` or
+        ``squared_hinge``); ``bias_scale`` only with a regularized bias; ``p`` only for
+        ``lp``."""
+        loss, p = canonical(self.loss, self.loss_exponent)
         fields: dict[str, Any] = {"task": self.task, "multiclass": self.multiclass,
                                   "loss": loss, "C": float(self.C), "bias": self.bias}
         if loss == "lp":
             fields["p"] = float(p)
         if self.bias == "regularized":
             fields["bias_scale"] = float(self.bias_scale)
+        return fields
+
+    @classmethod
+    def posing(cls, problem: dict[str, Any], **settings) -> SolverParams:
+        """The parameters of this solver that pose ``problem`` (the fields of
+        :meth:`problem_fields`: task, multiclass, loss, p, C, bias, bias_scale, and a
+        kernel's), with ``settings`` (the solver's own options, e.g. ``tol``).  Raises
+        :class:`InvalidParametersError` with the reason when the solver does not solve it
+        (``auto`` and the dashboard's race pose one problem to several solvers this way)."""
+        values = {name: value for name, value in cls._posing_values(problem).items()
+                  if name in cls.model_fields or (name == "p" and problem.get("loss") == "lp")}
+        values.update(settings)
+        values["solver"] = cls.model_fields["solver"].default
+        try:
+            params = cls.model_validate(values)
+        except ValidationError as exc:
+            raise InvalidParametersError(_validation_message(exc)) from None
+        posed = params.problem_fields()
+        wanted = cls._normalized(problem)
+        different = sorted(k for k in set(posed) | set(wanted)
+                           if not _same_field(posed.get(k), wanted.get(k)))
+        if different:
+            raise InvalidParametersError(
+                f"solver {values['solver']!r} poses another problem ("
+                + ", ".join(f"{k}: {posed.get(k)!r} instead of {wanted.get(k)!r}"
+                            for k in different) + ")")
+        return params
+
+    @classmethod
+    def _posing_values(cls, problem: dict[str, Any]) -> dict[str, Any]:
+        """The field values that pose ``problem`` (a family whose fields encode the problem
+        otherwise, the relaxed LS-SVM's A, overrides this)."""
+        return dict(problem)
+
+    @staticmethod
+    def _normalized(problem: dict[str, Any]) -> dict[str, Any]:
+        """``problem`` as :meth:`problem_fields` writes it (canonical loss, floats)."""
+        fields = dict(problem)
+        loss, p = canonical(fields["loss"], fields.get("p"))
+        fields["loss"] = loss
+        fields.pop("p", None)
+        if loss == "lp":
+            fields["p"] = float(p)
+        fields["C"] = float(fields["C"])
+        if fields.get("bias") != "regularized":
+            fields.pop("bias_scale", None)
+        elif "bias_scale" in fields:
+            fields["bias_scale"] = float(fields["bias_scale"])
+        else:
+            fields["bias_scale"] = 1.0
+        fields.setdefault("task", "classification")
+        fields.setdefault("multiclass", "ovr")
         return fields
 
     def binary_problem(self, X, y, sample_weight=None) -> BinaryProblem:
@@ -158,9 +479,8 @@ class SolverSpec:
     cross-validation uses.  ``dense_system(params, n_samples, n_features) -> (what, side) |
     None`` says which dense square matrix (side x side doubles) a run will form and factorize
     with these parameters, so a service can refuse it before it queues the job.
-    ``gap_parameters``: loss -> the parameter that stops a run once its certified relative
-    duality gap (P - D)/P is at most its value ("*": any loss); ``solver="auto"`` and
-    cross-validation's ``tol`` set it.
+    ``solves``: what the solver solves, its parameter model's declaration (:class:`Solves`).
+    ``fit_handlers`` and ``path_handlers`` are keyed by the declared task (:data:`TASKS`).
     """
 
     name: str
@@ -168,43 +488,70 @@ class SolverSpec:
     run: BinarySolver | None
     description: str
     reference: str
-    tasks: tuple[Capability, ...] = ("binary", "multiclass")
     fit_handlers: dict[str, FitHandler] = field(default_factory=dict)
     path_handlers: dict[str, PathHandler] = field(default_factory=dict)
     warm_up: Callable[[], None] | None = None
     warm_start: bool = False
     path: Callable[..., list[Solution]] | None = None
     dense_system: Callable[[SolverParams, int, int], tuple[str, int] | None] | None = None
-    gap_parameters: tuple[tuple[str, str], ...] = ()
+    #: a solver that chooses among others (``auto``): it has no fit of its own, and its
+    #: declaration is its candidates'
+    portfolio: bool = False
 
     def __post_init__(self):
         solver_field = self.params_model.model_fields["solver"]
         if typing.get_args(solver_field.annotation) != (self.name,):
             raise TypeError(f"{self.params_model.__name__}.solver must be "
                             f"Literal[{self.name!r}]")
+        if self.portfolio:
+            return
+        if self.params_model.solves is None:
+            raise TypeError(f"{self.params_model.__name__} declares nothing it solves "
+                            f"(set its 'solves')")
+        for choice in ("loss", "bias", "task", "multiclass"):
+            field_choices = _literal_choices(self.params_model, choice)
+            declared = typing.get_args(self.solves.choices(choice))
+            if set(field_choices) != set(declared):
+                raise TypeError(f"{self.params_model.__name__}.{choice} offers "
+                                f"{field_choices}, its declaration {declared}")
+        for task in list(self.fit_handlers) + list(self.path_handlers):
+            if task not in self.solves.tasks:
+                raise TypeError(f"{self.name}: a handler of undeclared task {task!r}")
+        for task in self.solves.tasks:
+            if task not in self.fit_handlers and (self.run is None
+                                                  or task not in ("binary", "ovr")):
+                raise TypeError(f"{self.name} declares task {task!r} but has no fit for it")
 
-    def gap_parameter(self, loss: str) -> str | None:
-        """The parameter that stops a run on ``loss`` at a certified relative duality gap
-        (None: the solver has none for that loss)."""
-        by_loss = dict(self.gap_parameters)
-        return by_loss.get(loss, by_loss.get("*"))
+    @property
+    def solves(self) -> Solves:
+        return self.params_model.solves
+
+    @property
+    def certifies_gap(self) -> bool:
+        """Whether a run stops on the certified relative duality gap ``tol``
+        (:func:`gap_tolerance_field`)."""
+        return "tol" in self.params_model.model_fields
 
     @property
     def losses(self) -> tuple[str, ...]:
-        return _literal_choices(self.params_model, "loss")
+        return self.solves.losses
 
     @property
     def bias_modes(self) -> tuple[str, ...]:
-        return _literal_choices(self.params_model, "bias")
+        return self.solves.bias_modes
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return self.solves.tasks
 
     def warm_start_tasks(self) -> list[str]:
-        """The tasks (``train.fit_task``'s names) whose C paths share work along C (each C from
-        the last solution, or the least-squares family's kernel matrix built once), as
-        cross-validation solves them: "classification" when one-vs-rest runs over a binary
-        solver that can warm-start, and every task with a path handler."""
-        tasks = list(self.path_handlers)
-        if self.warm_start and self.run is not None and "classification" not in self.fit_handlers:
-            tasks.insert(0, "classification")
+        """The declared tasks whose C paths share work along C (each C from the last solution,
+        or the least-squares family's kernel matrix built once), as cross-validation solves
+        them: binary and one-vs-rest when they run over a binary solver that can warm-start,
+        and every task with a path handler."""
+        tasks = [t for t in self.tasks if t in self.path_handlers
+                 or (t in ("binary", "ovr") and self.warm_start and self.run is not None
+                     and t not in self.fit_handlers)]
         return tasks
 
     def describe(self) -> dict[str, Any]:
@@ -215,6 +562,7 @@ class SolverSpec:
             "losses": list(self.losses),
             "bias_modes": list(self.bias_modes),
             "tasks": list(self.tasks),
+            "solves": self.solves.as_list(),
             "warm_start_tasks": self.warm_start_tasks(),
             "params_schema": self.params_model.model_json_schema(),
         }

@@ -94,7 +94,7 @@ MFN_ROW_SPACE_MAX_LAMBDA = 0.03
 # ended one run on itermax.
 MFN_ROW_SPACE_MAX_EPSILON = 1e-4
 
-#: mfn with a ``gap_tolerance``: the eps of rule (13) in the last round is at most this (and at
+#: mfn with a gap ``tol``: the eps of rule (13) in the last round is at most this (and at
 #: most a tenth of the gap tolerance).  On news20 made binary, a 5-fold C path (2^-5..2^5) to a
 #: certified 1e-3 gap took 3.2 s per fold at eps = 1e-6, 2.6 s at 1e-4, 3.2 s at 1e-5 and
 #: 5.2 s at 1e-3 (above 1e-4 step 3 leaves the row space for CGLS), against 5.8 s exact

@@ -175,12 +175,10 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     kernel solvers, ``gamma``; other keyword arguments are the solver's parameters.
 
     ``fit_gap``: every grid point's fit stops at this certified relative duality gap (P - D)/P,
-    through the solver's gap parameter (``SolverSpec.gap_parameter``: mfn's
-    ``gap_tolerance``, alm's and the cutting planes' ``tol``, the interior-point method's
-    ``gap_tolerance``; it replaces that parameter's value for the grid points); None, or a
-    solver without one (the least-squares family), leaves each fit to the solver's own rule
-    with the parameters as given.  The result says which applied.  The refit is trained with
-    the parameters as given.
+    through ``tol``, the gap every certifying solver stops on (``SolverSpec.certifies_gap``; it
+    replaces ``tol`` for the grid points); None, or a solver without one (the least-squares
+    family), leaves each fit to the solver's own rule with the parameters as given.  The result
+    says which applied.  The refit is trained with the parameters as given.
 
     Returns the table (one row per grid point: mean and std of the fold scores, the mean
     training objective and the time), the best point (highest accuracy, or lowest rank error
@@ -209,7 +207,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                                             dataset)
         choice = auto_choice.as_dict()
         solver, base = spec.name, chosen.model_copy(update={"C": C_grid[0]})
-    fit_gap_parameter = spec.gap_parameter(base.loss) if fit_gap is not None else None
+    fit_gap_parameter = "tol" if fit_gap is not None and spec.certifies_gap else None
     if fit_gap_parameter is None:
         fit_gap = None
     has_gamma = "gamma" in spec.params_model.model_fields

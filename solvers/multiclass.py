@@ -3,8 +3,9 @@
 Two labels: one binary problem, ``classes[1]`` the positive class (+1).  More: one-vs-rest,
 one binary problem per class, its records tagged with the class and numbered consecutively
 across the problems; the weights of every problem make one :class:`LinearModel`.  A natively
-multi-class method (Crammer-Singer) is a fit handler of task ``"multiclass:crammer_singer"``
-(``SolverSpec.fit_handlers``), chosen by ``params.multiclass``; ``train`` dispatches to it.
+multi-class method (Crammer-Singer) is a fit handler of its declared task
+(``SolverSpec.fit_handlers``, task ``"crammer_singer"``), chosen by ``params.multiclass``;
+``train`` dispatches to it.
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ def binary_targets(dataset: Dataset, spec: SolverSpec) -> list[tuple[str | None,
         raise ValueError("training needs at least two distinct labels in the dataset")
     if classes.shape[0] == 2:
         return [(None, classes[1])]
-    if "multiclass" not in spec.tasks:
-        raise ValueError(f"solver {spec.name!r} does not support multi-class problems")
+    if "ovr" not in spec.tasks:
+        raise ValueError(f"solver {spec.name!r} does not solve one-vs-rest multi-class "
+                         f"problems")
     return [(label_key(c), c) for c in classes]
 
 

@@ -10,13 +10,18 @@ OpenAPI spec.
 from __future__ import annotations
 
 import typing
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
-from solvers import alm, cutting_plane, interior_point, lssvm, mfn
-from solvers.auto import AUTO_SPEC
-from solvers.base import SolverParams, SolverSpec, UnknownSolverError
+from solvers import alm, auto, cutting_plane, interior_point, lssvm, mfn
+from solvers.base import (
+    InvalidParametersError,
+    SolverParams,
+    SolverSpec,
+    Solves,
+    UnknownSolverError,
+)
 
 # Every solver family of the library, in the order the catalogue lists them.
 FAMILIES = (mfn, lssvm, alm, interior_point, cutting_plane)
@@ -27,7 +32,9 @@ for _family in FAMILIES:
         if _spec.name in _REGISTRY:
             raise TypeError(f"solver {_spec.name!r} is defined twice")
         _REGISTRY[_spec.name] = _spec
-# ``auto`` chooses among the families' solvers (``solvers.train`` resolves it to one).
+# ``auto`` chooses among the families' solvers (``solvers.train`` resolves it to one) and
+# solves what they solve.
+AUTO_SPEC = auto.make_spec(Solves.union(_REGISTRY[c.solver].solves for c in auto.CANDIDATES))
 _REGISTRY[AUTO_SPEC.name] = AUTO_SPEC
 
 
@@ -43,6 +50,24 @@ def list_solvers() -> list[SolverSpec]:
     return [_REGISTRY[name] for name in sorted(_REGISTRY)]
 
 
+def pose(problem: dict[str, Any], **settings) -> list[tuple[SolverSpec, SolverParams | None,
+                                                                  str | None]]:
+    """Every solver (but ``auto``) with the parameters that pose ``problem`` (the fields of
+    ``SolverParams.problem_fields``) and ``settings`` it has (``tol``: only where the solver
+    certifies a gap), or None and the reason it does not solve it.  The dashboard's race
+    queues the solvers this way, all on one problem and at one ``tol``."""
+    out = []
+    for spec in list_solvers():
+        if spec.portfolio:
+            continue
+        own = {k: v for k, v in settings.items() if k in spec.params_model.model_fields}
+        try:
+            out.append((spec, spec.params_model.posing(problem, **own), None))
+        except InvalidParametersError as exc:
+            out.append((spec, None, str(exc)))
+    return out
+
+
 def params_union():
     """The discriminated union of every registered parameter model (for the API)."""
     models = tuple(spec.params_model for spec in list_solvers())
@@ -52,4 +77,4 @@ def params_union():
 
 
 __all__ = ["FAMILIES", "SolverParams", "UnknownSolverError", "get_solver", "list_solvers",
-           "params_union"]
+           "params_union", "pose"]

@@ -20,6 +20,7 @@ from solvers.base import (
     SolverSpec,
     SubproblemResult,
     Termination,
+    _validation_message,
 )
 from solvers.data.dataset import Dataset
 from solvers.models import Model
@@ -64,54 +65,44 @@ def validate_params(solver: str, params: SolverParams | dict | None = None,
     try:
         return spec, spec.params_model.model_validate(values)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InvalidParametersError(f"invalid parameters for solver {solver!r}: {problems}") \
-            from None
+        raise InvalidParametersError(
+            f"invalid parameters for solver {solver!r}: {_validation_message(exc)}") from None
 
 
 def fit_handler(spec: SolverSpec, params: SolverParams, dataset: Dataset):
-    """The fit procedure for what ``params`` ask of ``dataset``: the spec's handler of
-    ``params.task`` (or of the native multi-class strategy when there are more than two
-    classes), else one-vs-rest over ``spec.run``."""
+    """The fit procedure for what ``params`` ask of ``dataset``: the spec's handler of the
+    task they pose (``SolverParams.posed_task``), else one-vs-rest over ``spec.run``.  Raises
+    :class:`InvalidParametersError` with the declaration's reason when the solver does not
+    solve it."""
     return _fit_handler(spec, params, int(dataset.classes.shape[0]))
 
 
 def fit_task(params: SolverParams, n_classes: int) -> str:
-    """The task a fit handler is looked up by: ``params.task``, or ``"multiclass:" +
-    params.multiclass`` for a native multi-class strategy on more than two classes."""
-    task = params.task
-    if task == "classification" and n_classes > 2 and params.multiclass != "ovr":
-        task = f"multiclass:{params.multiclass}"
-    return task
+    """The declared task (``solvers.base.TASKS``) a fit handler is looked up by."""
+    return params.posed_task(n_classes)
 
 
 def _fit_handler(spec: SolverSpec, params: SolverParams, n_classes: int):
     task = fit_task(params, n_classes)
+    spec.solves.require(task, params.loss, params.bias, params.loss_exponent,
+                        f"solver {spec.name!r}")
     handler = spec.fit_handlers.get(task)
     if handler is not None:
         return handler
-    if task != "classification" or spec.run is None:
-        raise ValueError(f"solver {spec.name!r} does not support task {task!r}")
     return fit_linear_one_vs_rest
 
 
 def supports_task(spec: SolverSpec, params: SolverParams, n_classes: int) -> bool:
-    """Whether ``spec`` has a fit procedure for what ``params`` ask of data with
-    ``n_classes`` labels."""
-    try:
-        _fit_handler(spec, params, n_classes)
-    except ValueError:
-        return False
-    return True
+    """Whether ``spec`` solves what ``params`` ask of data with ``n_classes`` labels."""
+    return spec.solves.allows(fit_task(params, n_classes), params.loss, params.bias,
+                              params.loss_exponent)
 
 
 def resolve(spec: SolverSpec, params: SolverParams, data: Dataset | auto.DatasetShape
             ) -> tuple[SolverSpec, SolverParams, auto.AutoChoice | None]:
     """The solver that will train ``data``: ``auto``'s choice (see :mod:`solvers.auto`), or
     the named one.  ``data`` may be a dataset's shape alone (a service checking a job)."""
-    if not isinstance(params, auto.AutoParams):
+    if not isinstance(params, auto.AutoParamsBase):
         return spec, params, None
     shape = data if isinstance(data, auto.DatasetShape) else auto.DatasetShape.of(data)
     choice, spec, params = auto.choose(shape, params, get_solver, supports_task)

@@ -17,26 +17,23 @@ import numpy as np
 
 from solvers.core.warmup import warm_up as warm_up_core
 from solvers.data import warm_up_parser
-from solvers.losses import get_loss
+from solvers.losses import LOSSES, get_loss
 from solvers.models import LinearModel, OrdinalModel
 from solvers.problems import balancing_shift
 from solvers.registry import list_solvers
 
 
 def warm_up_losses() -> None:
-    """The loss layer's kernels, for every loss code."""
+    """The loss layer's kernels, for every registered loss (lp at p = 1.5: its own code)."""
     xi = np.array([-1.0, 0.5, 2.5])
     weight = np.ones(3)
-    for name in ("hinge", "squared_hinge", "modified_huber", "least_squares"):
-        loss = get_loss(name)
+    for name in LOSSES:
+        loss = get_loss(name, 1.5)
         loss.sum(xi, weight)
         loss.value(xi)
         loss.derivative(xi)
         loss.prox(xi, weight)
         loss.conjugate_sum(np.zeros(3), weight)
-    lp = get_loss("lp", 1.5)
-    lp.sum(xi, weight)
-    lp.prox(xi, weight)
 
 
 def warm_up_problems() -> None:

@@ -16,7 +16,6 @@ from bench.references import load_references
 from solvers.auto import (
     CANDIDATES,
     MEASURED_TOLERANCES,
-    AutoParams,
     DatasetShape,
     choose,
     effective_seconds,
@@ -29,6 +28,8 @@ from solvers.base import InvalidParametersError
 from solvers.model_selection import cross_validate
 from solvers.registry import get_solver
 from solvers.train import supports_task
+
+AutoParams = get_solver("auto").params_model
 
 
 def test_measurements_cover_every_candidate_and_target():
@@ -161,7 +162,10 @@ def test_tasks_narrow_the_candidates():
     native = solvers.train(dna.subset(np.arange(600)), solver="auto", loss="hinge",
                            multiclass="crammer_singer")
     assert native.params.solver == "cutting_plane"  # the one Crammer-Singer solver
-    with pytest.raises(InvalidParametersError, match="no solver solves"):
+    # auto declares what its candidates solve: the refusal names what it does solve
+    with pytest.raises(InvalidParametersError,
+                       match="auto' does not solve ordinal regression problems with "
+                             "loss='hinge'.*it solves: loss='squared_hinge'"):
         solvers.train(load("heart_scale"), solver="auto", loss="hinge", task="ordinal")
 
 

@@ -84,7 +84,7 @@ def test_solvers_listing(capsys):
     assert main(["solvers"]) == 0
     out = capsys.readouterr().out
     assert "mfn:" in out
-    assert "warm-started C paths: classification, multiclass:crammer_singer" in out
+    assert "warm-started C paths: binary, ovr, crammer_singer" in out
     assert "warm-started C paths: none" in out  # auto: a search resolves it to one solver
 
 
@@ -100,6 +100,7 @@ _INTEGERS = (2, 3, 1, 5, 100, 0, -1)
 # Values valid only together with another field's: (solver, field, value) -> other fields.
 _TOGETHER = {
     ("relaxed_lssvm", "loss", "squared_hinge"): {"variant": "sesquismo"},
+    ("auto", "multiclass", "crammer_singer"): {"loss": "hinge"},
 }
 # Fields whose only valid value is the default: another value must reach the model (which
 # rejects it), proving the option passed it on.
@@ -265,7 +266,7 @@ def test_cv_prints_the_table_refits_and_plots(tmp_path, capsys):
     assert lines[0].split()[:2] == ["C", "accuracy"]
     assert [float(line.split()[0]) for line in lines[1:4]] == [0.25, 0.5, 1.0]
     assert "warm-started" in lines[-1] and "best C =" in lines[-1]
-    assert "certified relative gap of 0.001 (gap_tolerance)" in lines[-1]
+    assert "certified relative gap of 0.001 (tol)" in lines[-1]
     assert "3/9" in captured.err and "9/9" in captured.err  # the progress bar
     assert model.stat().st_size > 0 and plot.stat().st_size > 0
     assert main(["predict", str(model), heart]) == 0

@@ -33,7 +33,7 @@ from solvers.problems import BinaryProblem
 OBJECTIVE_RTOL = 1e-6
 # Tighter than the paper's 1e-6 (an absolute mu: 2n mu bounds the gap, 1.9e-5 relative on
 # a9a at tau = 0.05) so that the objective meets the bar on every set.
-TIGHT = {"mu_tolerance": 1e-10, "residual_tolerance": 1e-8}
+TIGHT = {"stop_rule": "paper", "mu_tolerance": 1e-10, "residual_tolerance": 1e-8}
 
 SMALL_SETS = ["heart_scale", "australian_scale", "breast-cancer_scale", "diabetes_scale",
               "svmguide1", "mushrooms"]
@@ -144,7 +144,7 @@ def test_warm_start_along_c_reaches_the_optimum_in_fewer_iterations(loss, bias):
     iterations = {"cold": 0, "warm": 0}
     for C in grid:
         problem = BinaryProblem(X, y, C=C, loss=loss, bias=bias)
-        params = InteriorPointParams(C=C, loss=loss, bias=bias, gap_tolerance=1e-8)
+        params = InteriorPointParams(C=C, loss=loss, bias=bias, tol=1e-8)
         cold = run(problem, params)
         warm = run(problem, params, start=previous)
         assert cold.status == warm.status == "converged", (C, warm.message)
@@ -299,12 +299,12 @@ def test_one_vs_rest_through_train():
     assert accuracy > 0.9
 
 
-def test_gap_tolerance_certifies_the_objective():
+def test_tol_certifies_the_objective():
     """The paper's absolute mu test stops mushrooms (objective 7.57) well above 1e-6; the
     certified relative gap test reaches the bar."""
     reference = clarabel("mushrooms")
-    _, paper = solve("mushrooms", linear_solver="direct")
-    _, certified = solve("mushrooms", linear_solver="direct", gap_tolerance=1e-7)
+    _, paper = solve("mushrooms", linear_solver="direct", stop_rule="paper")
+    _, certified = solve("mushrooms", linear_solver="direct", tol=1e-7)
     assert certified.status == "converged"
     assert certified.extras["relative_duality_gap"] <= 1e-7
     assert 0 <= relative(certified.objective, reference["objective"]) <= 1e-7 + 1e-12
@@ -315,7 +315,7 @@ def test_a9a_at_the_papers_tau_is_certified():
     """Adult at the paper's tau = 0.05 (Table 2): the certified relative duality gap of the
     problem layer reaches 1e-7, so the objective is within 1e-7 of the optimum (Clarabel's,
     measured in bench/README.md, agrees to 2e-11)."""
-    problem, solution = solve("a9a", C=0.05, linear_solver="direct", gap_tolerance=1e-7)
+    problem, solution = solve("a9a", C=0.05, linear_solver="direct", tol=1e-7)
     assert solution.status == "converged", solution.message
     assert solution.extras["relative_duality_gap"] <= 1e-7
     assert solution.iterations <= 40
@@ -366,7 +366,7 @@ def test_squared_hinge_extension_matches_clarabel(bias):
     for linear_solver in ("direct", "pcg"):
         solution = run(problem, InteriorPointParams(loss="squared_hinge", bias=bias,
                                                     linear_solver=linear_solver,
-                                                    gap_tolerance=1e-9))
+                                                    tol=1e-9))
         assert solution.status == "converged", solution.message
         assert abs(relative(solution.objective, reference)) <= OBJECTIVE_RTOL
 

@@ -97,7 +97,7 @@ def test_lssvm_matches_system_7(name, n, kernel, method):
     K = _kernel(train, train, kernel)
     coef, b = naive.lssvm_classical(K, y, C_J)
     result = solvers.train(train, solver="lssvm", C=C, kernel=kernel, gamma=GAMMA,
-                           method=method, tol=CG_TOL)
+                           method=method, cg_tol=CG_TOL)
     assert result.status == "converged", result.message
     _check_decisions(result.model, train, test, kernel, coef, b)
     f = K @ coef + b
@@ -121,7 +121,7 @@ def test_lssvm_auto_picks_cgls_for_linear_and_direct_for_small_kernel_problems()
 
 def test_lssvm_cgls_runs_rounds_of_decreasing_tolerance():
     train, _ = _subset("mushrooms", 300)
-    result = solvers.train(train, solver="lssvm", kernel="linear", tol=1e-6)
+    result = solvers.train(train, solver="lssvm", kernel="linear", cg_tol=1e-6)
     epsilons = [r.extras["epsilon"] for r in result.log]
     assert epsilons == pytest.approx([1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6])
     assert result.log[-1].optimality < 1e-5
@@ -141,7 +141,7 @@ def test_lssvm_sample_weights_scale_the_costs(method):
     M[0, 1:] = M[1:, 0] = y
     M[1:, 1:] = np.outer(y, y) * K + np.diag(1.0 / (2 * C * weights))
     solution = np.linalg.solve(M, np.concatenate([[0.0], np.ones(n)]))
-    result = solvers.train(weighted, solver="lssvm", C=C, method=method, tol=CG_TOL)
+    result = solvers.train(weighted, solver="lssvm", C=C, method=method, cg_tol=CG_TOL)
     _check_decisions(result.model, train, test, "rbf", y * solution[1:], solution[0])
 
 
@@ -163,7 +163,7 @@ def test_proximal_matches_system_12(name, n, kernel, method):
     v, z = naive.proximal(G, y, C_J)
     coef = z if kernel == "linear" else K @ z  # (11): w = D K'D v, the intercept e'D v
     result = solvers.train(train, solver="proximal_svm", C=C, kernel=kernel, gamma=GAMMA,
-                           method=method, tol=CG_TOL)
+                           method=method, cg_tol=CG_TOL)
     assert result.status == "converged", result.message
     _check_decisions(result.model, train, test, kernel, coef, y @ v)
     u = z if kernel == "linear" else coef
@@ -198,7 +198,7 @@ def test_relaxed_matches_its_dual(name, n, kernel, variant):
     reference = naive.relaxed_2smo if variant == "2smo" else naive.relaxed_sesquismo
     coef, b, lam = reference(K, y, C_J, A)
     result = solvers.train(train, solver="relaxed_lssvm", C=C, kernel=kernel, gamma=GAMMA,
-                           variant=variant, tol=SMO_TOL, max_iter=100_000)
+                           variant=variant, kkt_tol=SMO_TOL, max_iter=100_000)
     assert result.status == "converged", result.message
     _check_decisions(result.model, train, test, kernel, coef, b)
     f = K @ coef + b
@@ -224,9 +224,9 @@ def test_sesquismo_is_sparser_and_keeps_multipliers_non_negative():
     """The inequality constraints (33) zero the multipliers of points beyond the margin (34);
     with equality constraints every multiplier is nonzero."""
     train, _ = _subset("breast-cancer_scale", 400)
-    two = solvers.train(train, solver="relaxed_lssvm", C=C, tol=SMO_TOL, max_iter=100_000)
+    two = solvers.train(train, solver="relaxed_lssvm", C=C, kkt_tol=SMO_TOL, max_iter=100_000)
     sesqui = solvers.train(train, solver="relaxed_lssvm", C=C, variant="sesquismo",
-                           tol=SMO_TOL, max_iter=100_000)
+                           kkt_tol=SMO_TOL, max_iter=100_000)
     assert two.model.n_support == train.n_samples
     assert sesqui.model.n_support < 0.6 * train.n_samples
     assert sesqui.params.loss == "squared_hinge"
@@ -242,8 +242,8 @@ def test_relaxed_with_a_equal_one_is_the_linear_proximal_svm():
     """(13) with A = 1 and the linear kernel is the linear PSVM (Joshi et al., section III)."""
     train, test = _subset("diabetes_scale", 300)
     relaxed = solvers.train(train, solver="relaxed_lssvm", kernel="linear", C=C, A=1.0,
-                            tol=SMO_TOL, max_iter=100_000)
-    proximal = solvers.train(train, solver="proximal_svm", kernel="linear", C=C, tol=1e-12)
+                            kkt_tol=SMO_TOL, max_iter=100_000)
+    proximal = solvers.train(train, solver="proximal_svm", kernel="linear", C=C, cg_tol=1e-12)
     assert _relative(relaxed.model.decision_function(test.X),
                      proximal.model.decision_function(test.X)) <= DECISION_RTOL
     assert relaxed.objective == pytest.approx(proximal.objective, rel=OBJECTIVE_RTOL)
@@ -255,7 +255,7 @@ def test_sesquismo_linear_is_the_l2_svm_that_mfn_solves():
     train, _ = _subset("breast-cancer_scale", 400)
     A = 4.0
     sesqui = solvers.train(train, solver="relaxed_lssvm", variant="sesquismo",
-                           kernel="linear", C=C, A=A, tol=SMO_TOL, max_iter=100_000)
+                           kernel="linear", C=C, A=A, kkt_tol=SMO_TOL, max_iter=100_000)
     mfn = solvers.train(train, solver="mfn", C=C, loss="squared_hinge",
                         bias_scale=1 / np.sqrt(A), epsilon=1e-10)
     assert sesqui.objective == pytest.approx(mfn.objective, rel=1e-8)
@@ -274,7 +274,7 @@ def test_sumt_drives_lambda_y_to_zero_and_reaches_the_classical_lssvm():
     rounds = 7  # A = 1e4, 1e3, ..., 1e-2
     distances, balances = [], []
     for r in range(1, rounds + 1):
-        result = solvers.train(train, solver="relaxed_lssvm", C=C, tol=SMO_TOL, sumt=True,
+        result = solvers.train(train, solver="relaxed_lssvm", C=C, kkt_tol=SMO_TOL, sumt=True,
                                sumt_factor=0.1, sumt_max_rounds=r, max_iter=100_000)
         history = result.subproblems[0].extras["sumt"]
         assert len(history) == r and history[-1]["A"] == pytest.approx(1e4 * 0.1 ** (r - 1))
@@ -293,7 +293,7 @@ def test_sumt_drives_lambda_y_to_zero_and_reaches_the_classical_lssvm():
     records = [r for r in result.log if "sumt_round" in r.extras]
     assert {r.extras["sumt_round"] for r in records} == set(range(1, rounds + 1))
     # the SUMT stopping rule
-    done = solvers.train(train, solver="relaxed_lssvm", C=C, tol=SMO_TOL, sumt=True,
+    done = solvers.train(train, solver="relaxed_lssvm", C=C, kkt_tol=SMO_TOL, sumt=True,
                          sumt_factor=0.1, sumt_tol=1e-4, max_iter=100_000)
     assert done.status == "converged" and "SUMT converged" in done.message
     last = done.subproblems[0].extras["sumt"][-1]
@@ -336,7 +336,7 @@ def test_one_vs_rest_on_dna(dna, solver, params):
 def test_one_vs_rest_classes_match_binary_dense_solves(dna):
     train = dna[0].subset(np.arange(300))
     result = solvers.train(train, solver="lssvm", C=0.05, gamma=0.02, method="iterative",
-                           tol=CG_TOL)
+                           cg_tol=CG_TOL)
     K = naive.kernel_matrix(train.X, train.X, "rbf", 0.02)
     for k, label in enumerate(train.classes):
         y = np.where(train.y == label, 1.0, -1.0)
@@ -401,7 +401,8 @@ def test_inconsistent_kernel_archives_are_refused():
 def test_monitor_can_stop_every_path(solver, params):
     train, _ = _subset("diabetes_scale", 300)
     monitor = ListMonitor(time_limit=0.0)
-    result = solvers.train(train, solver=solver, monitor=monitor, tol=1e-12, **params)
+    tol = {"kkt_tol": 1e-12} if solver == "relaxed_lssvm" else {"cg_tol": 1e-12}
+    result = solvers.train(train, solver=solver, monitor=monitor, **tol, **params)
     assert result.status == "stopped" and "time limit" in result.message
     assert len(monitor.records) == 1
 
@@ -415,7 +416,8 @@ def test_monitor_can_stop_every_path(solver, params):
 ])
 def test_iteration_limits_say_why_they_stopped(solver, params, message):
     train, _ = _subset("diabetes_scale", 300)
-    result = solvers.train(train, solver=solver, tol=1e-12, **params)
+    tol = {"kkt_tol": 1e-12} if solver == "relaxed_lssvm" else {"cg_tol": 1e-12}
+    result = solvers.train(train, solver=solver, **tol, **params)
     assert result.status == "max_iter" and message in result.message
 
 

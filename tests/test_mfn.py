@@ -75,9 +75,11 @@ def test_no_bias_and_sample_weights_match_lbfgs():
 
 def test_free_bias_and_other_losses_are_refused():
     X, y = binary("heart_scale")
-    with pytest.raises(ValueError, match="regularized-bias and no-bias"):
+    with pytest.raises(ValueError, match="mfn does not solve binary problems with "
+                                         "loss=.squared_hinge., bias=.free.: the paper "
+                                         "regularizes b"):
         mfn.solve(BinaryProblem(X, y, bias="free"))
-    with pytest.raises(ValueError, match="cannot solve loss"):
+    with pytest.raises(ValueError, match="mfn does not solve binary problems with loss="):
         mfn.solve(BinaryProblem(X, y, loss="least_squares"))
     ds = load("heart_scale")
     with pytest.raises(InvalidParametersError, match="bias"):
@@ -179,8 +181,7 @@ def test_hinge_homotopy_at_a_numerically_singular_tau_keeps_the_last_good_point(
     X, y = binary("heart_scale")
     problem = BinaryProblem(X, y, C=100.0, loss="hinge")
     monitor = ListMonitor()
-    solution = mfn.solve(problem, mfn.MFNParams(C=100.0, loss="hinge",
-                                                hinge_gap_tolerance=1e-15,
+    solution = mfn.solve(problem, mfn.MFNParams(C=100.0, loss="hinge", tol=1e-15,
                                                 hinge_max_rounds=60), monitor)
     assert solution.status in ("failed", "max_iter"), solution.message
     if solution.status == "failed":
@@ -252,7 +253,7 @@ def test_cold_start_at_a_large_c_goes_through_a_c_path():
     assert mfn.c_path_stages(100.0, terms, 0.5 * problem.cost, 10.0) == [10.0]
 
     monitor = ListMonitor()
-    path = mfn.solve(problem, mfn.MFNParams(C=100.0, linear_solver="cgls"), monitor)
+    path = mfn.solve(problem, mfn.MFNParams(C=100.0, linear_solver="cgls", tol=None), monitor)
     assert path.status == "converged"
     assert [run["C"] for run in path.extras["runs"]] == [1.0, 10.0, 100.0]
     assert [run["epsilon"] for run in path.extras["runs"]] == [1e-2, 1e-2, 1e-6]
@@ -267,7 +268,7 @@ def test_cold_start_at_a_large_c_goes_through_a_c_path():
     assert [r.iteration for r in monitor.records] == list(range(1, len(monitor.records) + 1))
 
     plain = mfn.solve(problem, mfn.MFNParams(C=100.0, c_path_start=None,
-                                             linear_solver="cgls"))
+                                             linear_solver="cgls", tol=None))
     assert [run["C"] for run in plain.extras["runs"]] == [100.0]
     assert abs(relative(path.objective, plain.objective)) <= SAME_OPTIMUM_RTOL
     # a given starting point is not replaced by the path
@@ -305,17 +306,16 @@ def test_dual_recovery_and_kkt_continuation():
 
 
 @pytest.mark.parametrize("linear_solver", ["auto", "cgls"])
-def test_gap_tolerance_stops_at_a_certified_gap(linear_solver):
-    """gap_tolerance ends a run at the first Newton iterate whose relative duality gap is
-    within it: that record's gap bounds the distance to the exact optimum, and it comes in
-    fewer Newton iterations than Appendix A's finite termination."""
+def test_tol_stops_at_a_certified_gap(linear_solver):
+    """tol ends a run at the first Newton iterate whose relative duality gap is within it:
+    that record's gap bounds the distance to the exact optimum, and it comes in fewer Newton
+    iterations than Appendix A's finite termination (tol=None)."""
     X, y = binary("a9a")
     problem = BinaryProblem(X, y, C=1.0)
-    exact = mfn.solve(problem, mfn.MFNParams(linear_solver=linear_solver))
+    exact = mfn.solve(problem, mfn.MFNParams(linear_solver=linear_solver, tol=None))
     monitor = ListMonitor()
     tol = 1e-3
-    early = mfn.solve(problem, mfn.MFNParams(linear_solver=linear_solver, gap_tolerance=tol),
-                      monitor)
+    early = mfn.solve(problem, mfn.MFNParams(linear_solver=linear_solver, tol=tol), monitor)
     assert early.status == "converged" and "certified relative duality gap" in early.message
     gaps = [r.optimality for r in monitor.records]
     assert gaps[-1] <= tol and all(g > tol for g in gaps[:-1])
@@ -332,9 +332,9 @@ def test_a_gap_round_that_ends_above_the_gap_goes_on_at_epsilon(monkeypatch):
     monkeypatch.setattr(mfn_engine.Engine, "_gap_met", lambda self: False)
     X, y = binary("australian_scale")
     problem = BinaryProblem(X, y, C=1.0)
-    exact = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls"))
+    exact = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls", tol=None))
     monitor = ListMonitor()
-    result = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls", gap_tolerance=1e-2,
+    result = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls", tol=1e-2,
                                               first_round_epsilon=None), monitor)
     rounds = [r.extras["epsilon"] for r in monitor.records]
     assert rounds[0] == 1e-4 and rounds[-1] == 1e-6 and rounds == sorted(rounds, reverse=True)
@@ -344,11 +344,13 @@ def test_a_gap_round_that_ends_above_the_gap_goes_on_at_epsilon(monkeypatch):
     assert result.iterations > 1
 
 
-def test_gap_tolerance_is_refused_beside_another_stopping_rule():
-    with pytest.raises(ValueError, match="hinge_gap_tolerance"):
-        mfn.MFNParams(loss="hinge", gap_tolerance=1e-3)
+def test_tol_is_refused_beside_another_stopping_rule():
+    with pytest.raises(ValueError, match="homotopy stops on its certified gap"):
+        mfn.MFNParams(loss="hinge", tol=None)
     with pytest.raises(ValueError, match="give one"):
-        mfn.MFNParams(gap_tolerance=1e-3, dual_kkt_tolerance=1e-3)
+        mfn.MFNParams(tol=1e-3, dual_kkt_tolerance=1e-3)
+    # dual_kkt_tolerance alone replaces the gap rule
+    assert mfn.MFNParams(dual_kkt_tolerance=1e-3).tol is None
 
 
 @pytest.mark.parametrize("options", [{"preconditioning": 0.01},
@@ -549,7 +551,7 @@ def test_row_space_step_reaches_the_cgls_optimum(loss):
     results = {}
     for linear_solver in ("cgls", "auto", "dual_cg"):
         monitor = ListMonitor()
-        solution = mfn.solve(problem, mfn.MFNParams(C=10.0, loss=loss,
+        solution = mfn.solve(problem, mfn.MFNParams(C=10.0, loss=loss, tol=None,
                                                     linear_solver=linear_solver), monitor)
         assert solution.status == "converged", solution.message
         assert monitor.records[-1].optimality <= 1e-9

@@ -1,7 +1,8 @@
 """Section 6 of Keerthi & DeCoste: the modified Huber loss and the hinge loss by the Huber
 homotopy, against independent optima on small real data.
 
-How close the hinge homotopy gets (default ``hinge_gap_tolerance`` = 1e-4, tau_j = 2^-j):
+How close the hinge homotopy gets (stopping at a certified gap ``tol`` = 1e-4, tau_j = 2^-j;
+the default is every solver's 1e-6):
 on heart_scale, australian_scale, breast-cancer_scale and diabetes_scale for C in
 {0.1, 1, 10} the objective is 8.6e-6 to 8.8e-5 above the optimum of an interior-point solve of
 the dual (itself certified to a relative gap of ~1e-12), always within the certified duality
@@ -25,7 +26,7 @@ from solvers.problems import BinaryProblem
 
 # modified Huber against a SciPy L-BFGS solve of the same objective
 HUBER_RTOL = 1e-7
-# the hinge homotopy's stopping rule (MFNParams.hinge_gap_tolerance, default)
+# the hinge homotopy's stopping rule these tests measure (MFNParams.tol; the default is 1e-6)
 HINGE_GAP = 1e-4
 # slack on "the true error is within the certified gap" (floating point in both solves)
 CERTIFICATE_SLACK = 1e-10
@@ -87,7 +88,7 @@ def test_hinge_homotopy_against_an_interior_point_optimum(name, C, linear_solver
     problem = BinaryProblem(X, y, C=C, loss="hinge")
     reference = hinge_dual_optimum(problem)
     assert reference.relative_gap <= 1e-10, reference
-    solution = mfn.solve(problem, mfn.MFNParams(C=C, loss="hinge",
+    solution = mfn.solve(problem, mfn.MFNParams(C=C, loss="hinge", tol=HINGE_GAP,
                                                 linear_solver=linear_solver))
     assert solution.status == "converged", solution.message
     certified = solution.extras["hinge_relative_gap"]
@@ -112,7 +113,7 @@ def test_hinge_not_worse_than_liblinear(name):
     for C in (0.1, 1.0):
         problem = BinaryProblem(X, y, C=C, loss="hinge")
         reference = liblinear_optimum(problem, solver_type=3)
-        solution = mfn.solve(problem, mfn.MFNParams(C=C, loss="hinge"))
+        solution = mfn.solve(problem, mfn.MFNParams(C=C, loss="hinge", tol=HINGE_GAP))
         assert relative(solution.objective, reference.objective) <= HINGE_GAP
 
 
@@ -122,8 +123,7 @@ def test_tighter_hinge_tolerance_gets_closer():
     reference = hinge_dual_optimum(problem)
     errors = []
     for tolerance in (1e-3, 1e-4, 1e-6):
-        solution = mfn.solve(problem, mfn.MFNParams(loss="hinge",
-                                                    hinge_gap_tolerance=tolerance))
+        solution = mfn.solve(problem, mfn.MFNParams(loss="hinge", tol=tolerance))
         assert solution.extras["hinge_relative_gap"] <= tolerance
         errors.append(relative(solution.objective, reference.objective))
     assert errors[0] > errors[1] > errors[2] >= -CERTIFICATE_SLACK
@@ -137,7 +137,7 @@ def test_hinge_homotopy_down_to_tau_below_step_5s_tol():
     X, y = binary("heart_scale")
     problem = BinaryProblem(X, y, C=1.0, loss="hinge")
     reference = hinge_dual_optimum(problem)
-    params = mfn.MFNParams(loss="hinge", hinge_gap_tolerance=1e-13, hinge_max_rounds=30)
+    params = mfn.MFNParams(loss="hinge", tol=1e-13, hinge_max_rounds=30)
     solution = mfn.solve(problem, params)
     assert solution.status == "max_iter"  # no round reaches a relative gap of 1e-13
     runs = solution.extras["runs"]

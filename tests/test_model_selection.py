@@ -161,12 +161,12 @@ def test_crammer_singer_warm_starts_along_c_through_its_path_handler():
 
 def test_the_result_says_warm_exactly_where_the_spec_does():
     """cross_validate is warm for the tasks of ``SolverSpec.warm_start_tasks`` (every solver's
-    classification since the interior-point method's warm start) and cold for the rest."""
+    binary problems since the interior-point method's warm start) and cold for the rest."""
     heart = load("heart_scale")
     for solver, options in (("mfn", {}), ("alm", {}), ("cutting_plane", {}),
                             ("interior_point", {}), ("lssvm", {"kernel": "linear"})):
         result = cross_validate(heart, solver, C=[0.1, 1.0], folds=3, **options)
-        assert result.warm_start == ("classification" in
+        assert result.warm_start == ("binary" in
                                      solvers.get_solver(solver).warm_start_tasks()), solver
 
 
@@ -386,7 +386,7 @@ def test_a_fold_that_fails_fails_the_search_with_its_error(monkeypatch):
 
 @pytest.mark.parametrize(("solver", "gap_parameter", "cold_tol"),
                          [("alm", "tol", 1e-9), ("cutting_plane", "tol", 1e-8),
-                          ("interior_point", "gap_tolerance", 1e-8)])
+                          ("interior_point", "tol", 1e-8)])
 def test_warm_starts_along_c_and_each_point_stays_certified(solver, gap_parameter, cold_tol):
     """alm's C path starts each C from the last solution (beta0 and the multipliers of its KKT
     map), the cutting planes' from the last solution and every cut so far, the interior-point

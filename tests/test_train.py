@@ -28,8 +28,12 @@ def test_unknown_solver_lists_the_known_ones():
 
 @pytest.mark.parametrize("params, message", [
     ({"C": -1}, "C: Input should be greater than 0"),
-    ({"loss": "least_squares"}, "loss: Input should be"),
-    ({"bias": "free"}, "bias: Input should be"),
+    ({"loss": "least_squares"}, "mfn' does not solve binary problems with "
+                                "loss='least_squares', bias='regularized' .it solves: loss "
+                                "'squared_hinge' or 'modified_huber' or 'hinge' with bias "
+                                "'regularized' or 'none'"),
+    ({"bias": "free"}, "bias='free': the paper regularizes b"),
+    ({"loss": "logistic"}, "loss: Input should be"),
     ({"colour": "red"}, "colour: Extra inputs are not permitted"),
     ({"max_iter": "many"}, "max_iter: Input should be a valid integer"),
 ])

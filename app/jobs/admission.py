@@ -55,16 +55,15 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     if len(labels) < 2:
         raise Unprocessable(f"dataset_id: training needs at least two distinct labels in the "
                             f"dataset; it has only {labels[0] if labels else 'no'} label")
-    if task == "ordinal":
-        if "ordinal" not in spec.tasks:
-            raise Unprocessable(f"params: solver {spec.name!r} does not support ordinal "
-                                f"regression")
-        if not all(math.isfinite(label) and label == int(label) for label in labels):
-            raise Unprocessable("dataset_id: ordinal regression needs ranks as labels "
-                                "(integers, e.g. 1..p)")
-    elif len(labels) > 2 and "multiclass" not in spec.tasks:
-        raise Unprocessable(f"params: solver {spec.name!r} does not support multi-class "
-                            f"problems; the dataset has {len(labels)} labels")
+    refusal = None if spec.portfolio else spec.solves.refusal(
+        params.posed_task(len(labels)), params.loss, params.bias, params.loss_exponent,
+        f"solver {spec.name!r}")
+    if refusal is not None:
+        raise Unprocessable(f"params: {refusal}; the dataset has {len(labels)} labels")
+    if task == "ordinal" and not all(math.isfinite(label) and label == int(label)
+                                     for label in labels):
+        raise Unprocessable("dataset_id: ordinal regression needs ranks as labels "
+                            "(integers, e.g. 1..p)")
     if validation is not None and validation.n_features > dataset.n_features:
         raise Unprocessable(f"validation_dataset_id: the validation dataset has "
                             f"{validation.n_features} features, the training dataset "

@@ -240,14 +240,12 @@ SPECS = (
                     "(one steepest-descent step) (w, b)-step.",
         reference="F. Nie, Y. Huang, X. Wang and H. Huang, New primal SVM solver with linear "
                   "computational cost for big data classifications, ICML 2014.",
-        tasks=("binary", "multiclass"),
         warm_up=warm_up,
         # a C path's next point from the last one (beta0, lambda from its KKT map): a 5-fold,
         # 11-C search at fit_gap 1e-3 took a9a 1.5 -> 0.81 s, w8a 11.9 -> 4.1 s, ijcnn1
         # 2.7 -> 1.5 s against every point cold (2026-11-25, medians of 3, load 1-2)
         warm_start=True,
         dense_system=dense_system,
-        gap_parameters=(("*", "tol"),),
     ),
 )
 

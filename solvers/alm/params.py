@@ -3,11 +3,16 @@ choices)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from solvers.base import SolverParams
+from solvers.base import SolverParams, Solves, gap_tolerance_field
+
+#: What alm solves: the Lp-loss SVM (problem (4), 1 <= p <= 2, whose ends are the hinge and
+#: the squared hinge), with the paper's free bias or LIBLINEAR's regularized one, or none.
+ALM_SOLVES = Solves.product(("binary", "ovr"), ("lp", "hinge", "squared_hinge"),
+                            ("free", "regularized", "none"))
 
 
 class ALMParams(SolverParams):
@@ -15,13 +20,15 @@ class ALMParams(SolverParams):
     relative duality gap ``tol``; ``stop_rule="paper"`` with ``max_iter=100`` is the paper's
     section 4 protocol."""
 
+    solves: ClassVar[Solves] = ALM_SOLVES
+
     solver: Literal["alm"] = "alm"
-    loss: Literal["lp", "hinge", "squared_hinge"] = Field(
+    loss: ALM_SOLVES.choices("loss") = Field(
         "lp", description="max(0, 1 - m)^p (problem (4)); hinge is p = 1, squared_hinge p = 2.")
     p: float = Field(2.0, ge=1.0, le=2.0,
                      description="Exponent of the lp loss, 1 <= p <= 2 (1 for hinge and 2 for "
                                  "squared_hinge, which fix it).")
-    bias: Literal["free", "regularized", "none"] = Field(
+    bias: ALM_SOLVES.choices("bias") = Field(
         "free", description="free: the paper's unregularized b (native); regularized: "
                             "LIBLINEAR's -B constant feature; none: b = 0.")
     variant: Literal["exact", "inexact"] = Field(
@@ -93,7 +100,9 @@ class ALMParams(SolverParams):
         description="gap: stop when the relative duality gap is at most tol; paper: stop when "
                     "||grad obj|| <= grad_tol ||grad obj(start)|| or the relative objective "
                     "change is below objective_change_tol (section 4).")
-    tol: float = Field(1e-6, ge=0, description="Relative duality gap (P - D) / P to stop at.")
+    tol: float = gap_tolerance_field(
+        description="stop_rule='gap': stop once the certified relative duality gap (P - D)/P "
+                    "is at most this (every solver's rule and default).")
     grad_tol: float = Field(0.01, gt=0, description="stop_rule='paper': the paper's epsilon.")
     objective_change_tol: float = Field(
         1e-4, gt=0, description="stop_rule='paper': relative change of the objective.")

@@ -9,7 +9,7 @@ import numpy as np
 
 from solvers import config
 from solvers.alm.kernels import fused_outputs_and_pass, multiplier_and_e_step, row_squares
-from solvers.alm.params import ALMParams
+from solvers.alm.params import ALM_SOLVES, ALMParams
 from solvers.base import Solution, Termination
 from solvers.core.gram import weighted_gram
 from solvers.core.linalg import cgls_compact, cholesky_factor, cholesky_factor_solve, dot, gram_cost
@@ -17,7 +17,6 @@ from solvers.core.sparse import CompactRows, padded_width, thread_count, use_par
 from solvers.monitor import Monitor, Reporter
 from solvers.problems import BinaryProblem
 
-ALM_LOSSES = ("hinge", "squared_hinge", "lp")
 _REFRESH = 50  # recompute the outputs exactly every this many iterations (updates drift)
 
 
@@ -316,9 +315,7 @@ def solve(problem: BinaryProblem, params: ALMParams | None = None,
     start ``w_guess`` (b = 0) / ``beta0``, with lambda = -y alpha, alpha the balanced KKT map
     of that point, unless ``lambda0`` is given.  C, the loss and the bias are the problem's.
     """
-    if problem.loss not in ALM_LOSSES:
-        raise ValueError(f"alm solves the lp losses (hinge, squared_hinge, lp), not "
-                         f"{problem.loss!r}")
+    ALM_SOLVES.require_problem(problem, "alm")
     params = params or default_params(problem)
     reporter = Reporter(monitor, "relative_duality_gap")
     loss = problem.loss_function

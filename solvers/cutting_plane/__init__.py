@@ -175,7 +175,7 @@ def _crammer_singer_model(dataset: Dataset, problem: CrammerSingerProblem,
 
 def fit_crammer_singer(dataset: Dataset, spec: SolverSpec, params: CuttingPlaneParams,
                        monitor: Monitor) -> Fit:
-    """``train`` handler of task ``multiclass:crammer_singer``."""
+    """``train`` handler of task ``crammer_singer``."""
     problem = _crammer_singer_problem(dataset, params)
     solution = solve_crammer_singer(problem, params, monitor)
     summary = SubproblemResult("crammer_singer", solution.objective,
@@ -187,7 +187,7 @@ def fit_crammer_singer(dataset: Dataset, spec: SolverSpec, params: CuttingPlaneP
 def fit_crammer_singer_path(dataset: Dataset, spec: SolverSpec,
                             points: list[CuttingPlaneParams]) -> list[tuple[LinearModel, float,
                                                                             float]]:
-    """Path handler of task ``multiclass:crammer_singer``: the Crammer-Singer problem at each
+    """Path handler of task ``crammer_singer``: the Crammer-Singer problem at each
     point's C in order, each from the last solution with the cuts carried over and rescaled
     (:class:`PathCarry`; the multi-class risk is linear in C too).  Returns (model, objective,
     seconds) per point."""
@@ -237,13 +237,11 @@ SPECS = (
                   "Sonnenburg, Optimized cutting plane algorithm for large-scale risk "
                   "minimization, JMLR 10 (2009); N. Arnosti, Reducing training time for "
                   "linear SVMs, 2010.",
-        tasks=("binary", "multiclass"),
-        fit_handlers={"multiclass:crammer_singer": fit_crammer_singer},
-        path_handlers={"multiclass:crammer_singer": fit_crammer_singer_path},
+        fit_handlers={"crammer_singer": fit_crammer_singer},
+        path_handlers={"crammer_singer": fit_crammer_singer_path},
         warm_up=warm_up,
         warm_start=True,
         path=solve_path,
-        gap_parameters=(("*", "tol"),),
     ),
 )
 

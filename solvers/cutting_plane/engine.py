@@ -12,7 +12,7 @@ from solvers import config
 from solvers.base import Solution, Termination
 from solvers.core.linalg import dot
 from solvers.core.sparse import TimedChoice
-from solvers.cutting_plane.params import CuttingPlaneParams
+from solvers.cutting_plane.params import CUTTING_PLANE_SOLVES, CuttingPlaneParams
 from solvers.cutting_plane.qp import CutBuffer
 from solvers.cutting_plane.search import GridSearch, Ray, ThreePointSearch
 from solvers.monitor import Monitor, Reporter
@@ -47,11 +47,7 @@ class BinaryGeometry(_Geometry):
     kind = "binary"
 
     def __init__(self, problem: BinaryProblem):
-        if problem.loss != "hinge":
-            raise ValueError("cutting_plane solves the hinge loss only")
-        if problem.bias == "free":
-            raise ValueError("cutting_plane does not solve the free bias (the first reduced "
-                             "problems would be unbounded); use 'regularized' or 'none'")
+        CUTTING_PLANE_SOLVES.require_problem(problem, "cutting_plane")
         self.problem = problem
         self.shape = (problem.n_features + 1,)
         self.labels = None

@@ -2,27 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from solvers.base import SolverParams
+from solvers.base import SolverParams, Solves, gap_tolerance_field
 
 Method = Literal["cpa", "ocas", "gca2", "tca"]
+
+#: What cutting_plane solves: the hinge loss, binary (one-vs-rest for more classes) and the
+#: Crammer-Singer problem natively, with a regularized bias or none.
+CUTTING_PLANE_SOLVES = Solves.product(
+    ("binary", "ovr", "crammer_singer"), ("hinge",), ("regularized", "none")
+).refusing("with an unregularized bias the first reduced problems are unbounded; use "
+           "'regularized' (a constant feature, as libocas and SVMperf) or 'none'", bias="free")
 
 
 class CuttingPlaneParams(SolverParams):
     """Parameters of ``cutting_plane``: Joachims' CPA, Franc & Sonnenburg's OCAS, Arnosti's
     GCA2 and TCA on the hinge loss (binary; Crammer-Singer natively or one-vs-rest)."""
 
+    solves: ClassVar[Solves] = CUTTING_PLANE_SOLVES
+
     solver: Literal["cutting_plane"] = "cutting_plane"
-    loss: Literal["hinge"] = Field("hinge", description="The hinge loss (L1-SVM) only.")
-    bias: Literal["regularized", "none"] = Field(
+    loss: CUTTING_PLANE_SOLVES.choices("loss") = Field(
+        "hinge", description="The hinge loss (L1-SVM) only.")
+    bias: CUTTING_PLANE_SOLVES.choices("bias") = Field(
         "regularized",
         description="regularized: a constant feature of value bias_scale (libocas' X0, "
                     "SVMperf's bias feature); none: no bias.  'free' is refused: an "
                     "unregularized bias makes the first reduced problems unbounded.")
-    multiclass: Literal["ovr", "crammer_singer"] = Field(
+    multiclass: CUTTING_PLANE_SOLVES.choices("multiclass") = Field(
         "ovr",
         description="More than two classes: crammer_singer solves the Crammer-Singer problem "
                     "natively (libocas' msvmocas, LIBLINEAR -s 4); ovr one binary problem per "
@@ -33,11 +43,11 @@ class CuttingPlaneParams(SolverParams):
                     "best point, the cut at w_t), ocas (exact line search, the cut at "
                     "0.9 w_best + 0.1 w_t), gca2 (Arnosti's grid search, Alg. 2), tca "
                     "(Arnosti's three-point search, Alg. 3).")
-    tol: float = Field(
-        1e-3, gt=0, lt=1,
+    tol: float = gap_tolerance_field(
         description="Stop when F(w_best) - F_t(w_t) <= tol |F(w_best)|: the relative gap to "
-                    "the cutting-plane lower bound, a certified duality gap (libocas' TolRel; "
-                    "its and Arnosti's default is 0.01).")
+                    "the cutting-plane lower bound, a certified duality gap -- every solver's "
+                    "rule and default (libocas' TolRel; its and Arnosti's default is 0.01, "
+                    "this family's own was 1e-3 until 2026-11-26).")
     max_iter: int = Field(
         10_000, ge=1,
         description="Iterations: one reduced QP solve and the passes over the data that add "
@@ -90,16 +100,6 @@ class CuttingPlaneParams(SolverParams):
     force_mu_when_zero: bool = Field(
         False, description="Arnosti section V: mu = forced_mu whenever the search returns 0.")
     forced_mu: float = Field(0.02, gt=0, le=1, description="The mu the two fixes force.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_free_bias(cls, values):
-        if isinstance(values, dict) and values.get("bias") == "free":
-            raise ValueError(
-                "cutting_plane does not solve bias='free': with an unregularized bias the "
-                "first reduced problems are unbounded; use 'regularized' (a constant feature, "
-                "as libocas and SVMperf) or 'none'")
-        return values
 
     @model_validator(mode="after")
     def _grid_thresholds(self):

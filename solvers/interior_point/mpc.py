@@ -18,7 +18,7 @@ from solvers.interior_point.linsys import (
     PCGSolver,
     SingularSystemError,
 )
-from solvers.interior_point.params import InteriorPointParams
+from solvers.interior_point.params import INTERIOR_POINT_SOLVES, InteriorPointParams
 from solvers.monitor import Monitor, Reporter
 from solvers.problems import BinaryProblem
 from solvers.termination import Termination
@@ -159,9 +159,7 @@ class SVMQP:
     and r_Omega = r_s + V^-1 r_v - r_z / (2 tau)."""
 
     def __init__(self, problem: BinaryProblem):
-        if problem.loss not in ("hinge", "squared_hinge"):
-            raise ValueError("interior_point solves the hinge loss (problem (1)) and the "
-                             "squared hinge")
+        INTERIOR_POINT_SOLVES.require_problem(problem, "interior_point")
         self.hinge = problem.loss == "hinge"
         self.problem = problem
         self.X = problem.X
@@ -417,7 +415,7 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
         choice = choose_linear_solver(problem.X, problem.bias == "regularized")
     linsys = make_linear_solver(qp, params, choice)
     status_test = OOQPStatus(qp.dnorm, params.mu_tolerance, params.residual_tolerance,
-                             params.max_iter, test_mu=params.gap_tolerance is None)
+                             params.max_iter, test_mu=params.stop_rule == "paper")
     pcg_total = 0
     status, message = None, ""
     alpha = sigma = float("nan")
@@ -443,10 +441,10 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
             relative_gap = gap / max(abs(objective), 1e-300)
             if relative_gap < best_gap:
                 best, best_gap = x.copy(), relative_gap
-            if params.gap_tolerance is not None and relative_gap <= params.gap_tolerance:
+            if params.stop_rule == "gap" and relative_gap <= params.tol:
                 status = Termination.CONVERGED
                 message = (f"converged: relative duality gap {relative_gap:.3g} <= "
-                           f"{params.gap_tolerance:g}")
+                           f"tol={params.tol:g}")
             stop = reporter(iteration, objective, relative_gap,
                             elapsed=elapsed, mu=mu, residual_norm=res.norm / qp.dnorm,
                             **res.norms(), duality_gap=gap, step_length=alpha, sigma=sigma,

@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from solvers.base import SolverParams
+from solvers.base import SolverParams, Solves, gap_tolerance_field
+
+#: What interior_point solves: the hinge-loss QP (1) of the paper with its free bias, and
+#: beside it no bias, the regularized bias, and the squared hinge (the extension).
+INTERIOR_POINT_SOLVES = Solves.product(("binary", "ovr"), ("hinge", "squared_hinge"),
+                                       ("free", "none", "regularized"))
 
 
 class InteriorPointParams(SolverParams):
     """Parameters of ``interior_point``: Gertz & Griffin's MPC method on the hinge loss
     (tau = C).  The defaults are the paper's (section 5, 6.1) except ``start`` (see the
-    package docstring: OOQP's default start shifts by a scale-blind 1e3)."""
+    package docstring: OOQP's default start shifts by a scale-blind 1e3) and the stopping
+    rule: every solver's certified gap ``tol`` (``stop_rule="paper"``: the paper's tests)."""
+
+    solves: ClassVar[Solves] = INTERIOR_POINT_SOLVES
 
     solver: Literal["interior_point"] = "interior_point"
-    loss: Literal["hinge", "squared_hinge"] = Field(
+    loss: INTERIOR_POINT_SOLVES.choices("loss") = Field(
         "hinge",
         description="hinge: problem (1), the paper's; squared_hinge: the extension with "
                     "penalty C z_i^2 (z free, no u: Omega = V^-1 S + 1/(2C)).")
-    bias: Literal["free", "none", "regularized"] = Field(
+    bias: INTERIOR_POINT_SOLVES.choices("bias") = Field(
         "free",
         description="free: the paper's unregularized beta (decision x'w - beta, b = -beta); "
                     "none: no bias (the beta row dropped, M = I + Y'Omega^-1 Y); "
@@ -32,18 +40,18 @@ class InteriorPointParams(SolverParams):
                     "cheaper by a cost model of forming M against the expected PCG work).")
     mu_tolerance: float = Field(
         1e-6, gt=0,
-        description="Stop when mu = (v's + u'z) / (2n) is at most this (paper: 1e-6) and the "
-                    "residual test holds.")
+        description="stop_rule='paper': stop when mu = (v's + u'z) / (2n) is at most this "
+                    "(paper: 1e-6) and the residual test holds.")
     residual_tolerance: float = Field(
         1e-6, gt=0,
-        description="Stop when ||(r_w, rho_beta, r_z, r_s)||_inf <= this * max_ij |x_ij| "
-                    "(paper: 1e-6) and the mu test holds.")
-    gap_tolerance: float | None = Field(
-        None, gt=0, lt=1,
-        description="Instead of the paper's mu and residual tests, stop (converged) once the "
-                    "relative duality gap of the records, (P(w, b) - D(alpha)) / P with "
-                    "alpha = clip(v, 0, tau) balanced, is at most this: a certificate on the "
-                    "objective whatever its scale (None: the paper's tests).")
+        description="stop_rule='paper': stop when ||(r_w, rho_beta, r_z, r_s)||_inf <= this "
+                    "* max_ij |x_ij| (paper: 1e-6) and the mu test holds.")
+    tol: float = gap_tolerance_field()
+    stop_rule: Literal["gap", "paper"] = Field(
+        "gap",
+        description="gap: stop on tol (a certified relative duality gap, scale-free); paper: "
+                    "stop on the paper's mu and residual tests (mu_tolerance, "
+                    "residual_tolerance; absolute, section 5).")
     max_iter: int = Field(
         100, ge=1,
         description="MPC iterations (one: a factorization or preconditioner, a predictor "

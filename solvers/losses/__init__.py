@@ -20,6 +20,14 @@ the conjugate term, the dual bounds, the proximal operator of t L (ALM's e-step)
 its Numba kernels dispatch on (:mod:`solvers.losses.kernels`).  The squared hinge, the modified
 Huber loss and the smoothed hinge form the clipped family L'(xi) = kappa clip(xi - xi_lo, 0,
 width) that L2-SVM-MFN's engine runs on (``kappa``, ``xi_lo``, ``width``).
+
+This package owns the losses as one concept: the names (:data:`LOSSES`, in the order of
+:data:`LOSS_TYPES`), the rule that names one loss two ways (:func:`canonical`: lp with p = 1
+is the hinge, with p = 2 the squared hinge) and the objects (:func:`get_loss`, always the
+canonical one, so a kernel never sees lp with p = 1 or 2).  A new loss is one class here
+(registered in :data:`LOSS_TYPES`) and one branch in :mod:`solvers.losses.kernels` (its code's
+value, derivative and proximal step); a solver family declares whether it solves it
+(``solvers.base.Solves``).
 """
 
 from __future__ import annotations
@@ -37,8 +45,6 @@ from solvers.losses.kernels import (
     SQUARED_HINGE,
 )
 
-LOSSES = ("hinge", "squared_hinge", "lp", "modified_huber", "least_squares")
-
 _DUAL_TOL = 1e-12  # relative slack on the dual bounds when checking a dual point
 
 
@@ -52,6 +58,19 @@ class Loss:
     name: str
     code: int
     p: float = 2.0
+    #: whether the loss takes the exponent p (lp); the others have theirs fixed
+    has_exponent: bool = False
+    #: k in C_i L*(alpha_i / C_i) = k alpha_i^2 / C_i on the dual range (the dual is then a
+    #: QP: :class:`solvers.problems.binary.DualQP`); None when L* is not quadratic
+    dual_quadratic: float | None = 0.25
+    #: the ``solver_type`` a LIBLINEAR model file names for this loss (prediction ignores it)
+    liblinear_solver_type: str = "L2R_L2LOSS_SVC"
+
+    @classmethod
+    def canonical_name(cls, p: float) -> str:
+        """The name of the loss this class denotes with exponent ``p`` (itself, but for
+        :class:`Lp` at p = 1 or 2)."""
+        return cls.name
 
     def value(self, xi) -> np.ndarray:
         xi = _as_array(xi)
@@ -122,6 +141,8 @@ class Hinge(Loss):
     name = "hinge"
     code = HINGE
     p = 1.0
+    dual_quadratic = 0.0
+    liblinear_solver_type = "L2R_L1LOSS_SVC_DUAL"
 
     def curvature(self, xi) -> np.ndarray:
         return np.zeros(np.shape(xi))
@@ -252,11 +273,22 @@ class Lp(Loss):
 
     name = "lp"
     code = LP
+    has_exponent = True
+    dual_quadratic = None
+
+    #: the losses lp is at the ends of its range (:func:`canonical`)
+    ALIASES = {1.0: "hinge", 2.0: "squared_hinge"}
 
     def __init__(self, p: float):
         if not 1.0 <= p <= 2.0:
             raise ValueError("p must lie in [1, 2]")
+        if p in self.ALIASES:
+            raise ValueError(f"lp with p = {p:g} is {self.ALIASES[p]!r}: use get_loss")
         self.p = float(p)
+
+    @classmethod
+    def canonical_name(cls, p: float) -> str:
+        return cls.ALIASES.get(float(p), cls.name)
 
     def __repr__(self) -> str:
         return f"Lp(p={self.p:g})"
@@ -269,22 +301,13 @@ class Lp(Loss):
 
     def curvature(self, xi) -> np.ndarray:
         xi = _as_array(xi)
-        if self.p == 1.0:
-            return np.zeros_like(xi)
         positive = np.maximum(xi, 0.0)
         with np.errstate(divide="ignore"):
             return np.where(xi > 0, self.p * (self.p - 1.0) * positive ** (self.p - 2.0), 0.0)
 
-    def dual_upper(self, cost) -> np.ndarray:
-        if self.p == 1.0:
-            return _as_array(cost)
-        return super().dual_upper(cost)
-
     def conjugate(self, v) -> np.ndarray:
         v = _as_array(v)
         p = self.p
-        if p == 1.0:
-            return np.zeros_like(v)
         return (p - 1.0) * (np.maximum(v, 0.0) / p) ** (p / (p - 1.0))
 
 
@@ -300,26 +323,55 @@ SQUARED_HINGE_LOSS = SquaredHinge()
 MODIFIED_HUBER_LOSS = ModifiedHuber()
 LEAST_SQUARES_LOSS = LeastSquares()
 
+#: Every loss of ``design.md`` by name, in the order the catalogue lists them.  A loss without
+#: an exponent has one instance, which :func:`get_loss` returns.
+LOSS_TYPES: dict[str, type[Loss]] = {
+    cls.name: cls for cls in (Hinge, SquaredHinge, Lp, ModifiedHuber, LeastSquares)
+}
+LOSSES = tuple(LOSS_TYPES)
+_INSTANCES: dict[str, Loss] = {
+    loss.name: loss
+    for loss in (HINGE_LOSS, SQUARED_HINGE_LOSS, MODIFIED_HUBER_LOSS, LEAST_SQUARES_LOSS)
+}
+
+
+def loss_type(name: str) -> type[Loss]:
+    try:
+        return LOSS_TYPES[name]
+    except KeyError:
+        raise ValueError(f"unknown loss {name!r}; expected one of {', '.join(LOSSES)}") \
+            from None
+
+
+def canonical(name: str, p: float | None = None) -> tuple[str, float]:
+    """The one name and exponent of the loss ``(name, p)`` denotes: lp with p = 1 is the
+    hinge, with p = 2 the squared hinge (the only loss named two ways); ``p`` matters for
+    lp alone (1 <= p <= 2, default 2) and is the loss's own exponent otherwise.  Every
+    comparison of losses (a solver's declaration, a problem key, ``auto``) goes through here."""
+    cls = loss_type(name)
+    if not cls.has_exponent:
+        return cls.name, cls.p
+    p = 2.0 if p is None else float(p)
+    if not 1.0 <= p <= 2.0:
+        raise ValueError("p must lie in [1, 2]")
+    name = cls.canonical_name(p)
+    return name, (p if name == cls.name else LOSS_TYPES[name].p)
+
 
 def get_loss(name: str, p: float = 2.0) -> Loss:
-    """The loss object of a ``design.md`` loss name (``p`` for ``lp``)."""
-    if name == "hinge":
-        return HINGE_LOSS
-    if name == "squared_hinge":
-        return SQUARED_HINGE_LOSS
-    if name == "modified_huber":
-        return MODIFIED_HUBER_LOSS
-    if name == "least_squares":
-        return LEAST_SQUARES_LOSS
-    if name == "lp":
-        return Lp(p)
-    raise ValueError(f"unknown loss {name!r}; expected one of {', '.join(LOSSES)}")
+    """The loss object of a ``design.md`` loss name (``p`` for ``lp``), canonical: lp with
+    p = 1 or 2 gives the hinge or the squared hinge object."""
+    name, p = canonical(name, p)
+    if name in _INSTANCES:
+        return _INSTANCES[name]
+    return LOSS_TYPES[name](p)
 
 
 __all__ = [
     "HINGE_LOSS",
     "LEAST_SQUARES_LOSS",
     "LOSSES",
+    "LOSS_TYPES",
     "MODIFIED_HUBER_LOSS",
     "SQUARED_HINGE_LOSS",
     "ClippedLoss",
@@ -329,6 +381,8 @@ __all__ = [
     "Lp",
     "ModifiedHuber",
     "SquaredHinge",
+    "canonical",
     "get_loss",
+    "loss_type",
     "smoothed_hinge",
 ]

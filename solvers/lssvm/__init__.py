@@ -18,7 +18,7 @@ m_i = y_i f(x_i)); the papers write C_J/2 q'q (Joshi) or gamma/2 e'e (Suykens), 
   with K as the label-scaled Omega_ij = y_i y_j k(x_i, x_j), as in Suykens & Vandewalle --
   is equivalent to (K + Lambda) beta + b e = y, e'beta = 0, Lambda = diag(1 / (2 C_i)).
   * linear kernel: the primal least-squares problem by CGLS (:func:`solvers.core.cgls`, never
-    forming X'X), in rounds of decreasing tolerance eps = 0.1, 0.01, ..., ``tol`` (rule (13)
+    forming X'X), in rounds of decreasing tolerance eps = 0.1, 0.01, ..., ``cg_tol`` (rule (13)
     of Keerthi & DeCoste: ||X'z - lambda beta|| <= eps ||z||), one monitor record per round;
   * ``direct``: one Cholesky factorization of K + Lambda and the two solves of Suykens et al.
     (1999): (K + Lambda) [u, v] = [y, e], b = e'u / e'v, beta = u - b v;
@@ -152,8 +152,8 @@ SPECS = (
                     "direct or projected-CG solve of the kernel system (7) otherwise.",
         reference=_SUYKENS + "; S. Joshi et al., Fast algorithms for least squares SVMs, "
                              "eq. (7).",
-        fit_handlers={"classification": fit_kernel},
-        path_handlers={"classification": fit_kernel_path},
+        fit_handlers={"binary": fit_kernel, "ovr": fit_kernel},
+        path_handlers={"binary": fit_kernel_path, "ovr": fit_kernel_path},
         warm_up=warm_up,
         dense_system=dense_system,
     ),
@@ -167,8 +167,8 @@ SPECS = (
         reference="G. Fung and O. L. Mangasarian, Proximal support vector machine classifiers, "
                   "KDD 2001, 77-86; S. Joshi et al., Fast algorithms for least squares SVMs, "
                   "eqs. (9)-(12).",
-        fit_handlers={"classification": fit_kernel},
-        path_handlers={"classification": fit_kernel_path},
+        fit_handlers={"binary": fit_kernel, "ovr": fit_kernel},
+        path_handlers={"binary": fit_kernel_path, "ovr": fit_kernel_path},
         warm_up=warm_up,
         dense_system=dense_system,
     ),
@@ -180,8 +180,8 @@ SPECS = (
                     "cache; optional SUMT loop driving A to 0 (the classical LS-SVM).",
         reference="S. Joshi, Jayadeva, G. Ramakrishnan and S. Chandra, Fast algorithms for "
                   "least squares SVMs, eqs. (13)-(35) and section VI.",
-        fit_handlers={"classification": fit_kernel},
-        path_handlers={"classification": fit_kernel_path},
+        fit_handlers={"binary": fit_kernel, "ovr": fit_kernel},
+        path_handlers={"binary": fit_kernel_path, "ovr": fit_kernel_path},
         warm_up=warm_up,
         dense_system=dense_system,
     ),

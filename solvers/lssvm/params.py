@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from solvers import config
-from solvers.base import SolverParams
+from solvers.base import SolverParams, Solves
 from solvers.core.kernels import Kernel
 from solvers.problems import BinaryProblem
 
 KernelName = Literal["linear", "rbf", "polynomial"]
 Method = Literal["auto", "direct", "iterative"]
+
+
+#: What the family's three solvers solve (binary, one-vs-rest): the LS-SVM's least squares
+#: with its free bias, the proximal SVM's with a regularized one, the relaxed LS-SVM's (13)
+#: (a regularized bias weighted by A) with least squares (2SMO) or the squared hinge
+#: (SesquiSMO).
+LSSVM_SOLVES = Solves.product(("binary", "ovr"), ("least_squares",), ("free",))
+PROXIMAL_SVM_SOLVES = Solves.product(("binary", "ovr"), ("least_squares",), ("regularized",))
+RELAXED_LSSVM_SOLVES = Solves.product(("binary", "ovr"), ("least_squares", "squared_hinge"),
+                                      ("regularized",))
 
 
 class KernelSolverParams(SolverParams):
@@ -30,6 +40,11 @@ class KernelSolverParams(SolverParams):
     cache_mb: float = Field(config.KERNEL_CACHE_MB, gt=0,
                             description="Memory of the kernel-row cache in MiB (at least one "
                                         "row is kept).")
+
+    @classmethod
+    def _posing_values(cls, problem: dict[str, Any]) -> dict[str, Any]:
+        """A problem without a kernel is the linear kernel's."""
+        return {"kernel": "linear", **problem}
 
     def kernel_function(self) -> Kernel:
         return Kernel(self.kernel, self.gamma, self.degree, self.coef0)
@@ -54,10 +69,12 @@ class SystemParams(KernelSolverParams):
                     "gradients (CGLS on the primal for the linear kernel, a kernel operator "
                     "through the row cache otherwise); auto: iterative for the linear kernel, "
                     "direct up to a size threshold otherwise.")
-    tol: float = Field(1e-6, gt=0, lt=1,
-                       description="iterative: relative residual at which CG stops (for the "
-                                   "linear kernel, CGLS rule (13) ||X'z - lambda beta|| <= "
-                                   "tol ||z||).")
+    cg_tol: float = Field(1e-6, gt=0, lt=1,
+                          description="iterative: relative residual at which CG stops (for "
+                                      "the linear kernel, CGLS rule (13) ||X'z - lambda "
+                                      "beta|| <= cg_tol ||z||).  The least-squares family "
+                                      "stops on its residuals, not on a certified gap (it "
+                                      "has no tol).")
     max_iter: int = Field(10000, ge=1, description="iterative: conjugate-gradient iterations "
                                                    "(one kernel or data product each).")
 
@@ -65,15 +82,20 @@ class SystemParams(KernelSolverParams):
 class LSSVMParams(SystemParams):
     """Parameters of ``lssvm`` (Suykens' gamma = 2 C)."""
 
+    solves: ClassVar[Solves] = LSSVM_SOLVES
+
     solver: Literal["lssvm"] = "lssvm"
-    bias: Literal["free"] = Field("free", description="The LS-SVM bias is free (unregularized).")
+    bias: LSSVM_SOLVES.choices("bias") = Field(
+        "free", description="The LS-SVM bias is free (unregularized).")
 
 
 class ProximalSVMParams(SystemParams):
     """Parameters of ``proximal_svm`` (Fung & Mangasarian's nu = 2 C)."""
 
+    solves: ClassVar[Solves] = PROXIMAL_SVM_SOLVES
+
     solver: Literal["proximal_svm"] = "proximal_svm"
-    bias: Literal["regularized"] = Field(
+    bias: PROXIMAL_SVM_SOLVES.choices("bias") = Field(
         "regularized", description="The proximal SVM regularizes the bias: 1/2 b~^2 with "
                                    "intercept bias_scale * b~.")
 
@@ -81,13 +103,15 @@ class ProximalSVMParams(SystemParams):
 class RelaxedLSSVMParams(KernelSolverParams):
     """Parameters of ``relaxed_lssvm`` (Joshi's C = 2 C; ``A`` weighs the bias)."""
 
+    solves: ClassVar[Solves] = RELAXED_LSSVM_SOLVES
+
     solver: Literal["relaxed_lssvm"] = "relaxed_lssvm"
-    loss: Literal["least_squares", "squared_hinge"] = Field(
+    loss: RELAXED_LSSVM_SOLVES.choices("loss") = Field(
         "least_squares",
         description="least_squares for variant 2smo (equality constraints (6)); "
                     "squared_hinge for sesquismo (inequality constraints (33) make the error "
                     "max(0, 1 - m)); follows the variant when not given.")
-    bias: Literal["regularized"] = Field(
+    bias: RELAXED_LSSVM_SOLVES.choices("bias") = Field(
         "regularized", description="The bias enters as A/2 b^2 (13) (design.md's regularized "
                                    "bias with bias_scale = 1/sqrt(A)); set A, not bias_scale.")
     variant: Literal["2smo", "sesquismo"] = Field(
@@ -95,9 +119,11 @@ class RelaxedLSSVMParams(KernelSolverParams):
                             "inequality constraints (32)-(35), multipliers >= 0.")
     A: float = Field(1e4, gt=0, description="Weight of A/2 b^2 in (13); Joshi et al. chose "
                                             "1e4. With sumt, the starting value.")
-    tol: float = Field(1e-3, gt=0,
-                       description="Stop when the largest KKT violation of (18) (or (34)-(35))"
-                                   ", in units of the margin, is at most tol.")
+    kkt_tol: float = Field(1e-3, gt=0,
+                           description="Stop when the largest KKT violation of (18) (or "
+                                       "(34)-(35)), in units of the margin, is at most this "
+                                       "(the family stops on its KKT conditions, not on a "
+                                       "certified gap: it has no tol).")
     max_iter: int = Field(1000, ge=1, description="Epochs of n multiplier updates each (over "
                                                   "all SUMT rounds).")
     sumt: bool = Field(False, description="Section VI: drive A towards 0 over rounds to "
@@ -114,8 +140,13 @@ class RelaxedLSSVMParams(KernelSolverParams):
     @model_validator(mode="before")
     @classmethod
     def _loss_follows_variant(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("variant") == "sesquismo" and "loss" not in data:
-            data = {**data, "loss": "squared_hinge"}
+        """The variant and the loss name one another: either given alone sets the other
+        (so each declared loss trains by its name alone)."""
+        if isinstance(data, dict):
+            if data.get("variant") == "sesquismo" and "loss" not in data:
+                data = {**data, "loss": "squared_hinge"}
+            elif data.get("loss") == "squared_hinge" and "variant" not in data:
+                data = {**data, "variant": "sesquismo"}
         return data
 
     @model_validator(mode="after")
@@ -128,6 +159,21 @@ class RelaxedLSSVMParams(KernelSolverParams):
             raise ValueError("relaxed_lssvm weighs the bias by A (A = 1/bias_scale^2): set A "
                              "instead of bias_scale")
         return self
+
+    @classmethod
+    def _posing_values(cls, problem: dict[str, Any]) -> dict[str, Any]:
+        """(13) poses design.md's regularized bias of scale s with A = 1/s^2, and the free
+        bias through SUMT (its rounds drive A to 0)."""
+        values = super()._posing_values(problem)
+        bias = values.pop("bias", None)
+        scale = values.pop("bias_scale", 1.0)
+        if bias == "free":
+            values["sumt"] = True
+        elif bias == "regularized":
+            values["A"] = 1.0 / float(scale) ** 2
+        else:
+            values["bias"] = bias  # refused by the declaration, with its reason
+        return values
 
     def problem_fields(self) -> dict[str, Any]:
         """(13) as design.md's regularized bias with bias_scale = 1/sqrt(A); with SUMT, the

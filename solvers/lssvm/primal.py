@@ -47,7 +47,7 @@ def run_linear(problem: BinaryProblem, params: SystemParams,
     parallel = use_parallel(X.nnz, problem.n_features)
     beta = problem.zeros()
     grad0 = max(float(np.linalg.norm(problem.gradient(beta))), 1e-300)
-    schedule = _eps_schedule(params.tol)
+    schedule = _eps_schedule(params.cg_tol)
     if start is not None:  # a nearby problem's solution: CGLS from there, at the final eps
         beta = np.array(start, dtype=np.float64)
         if problem.bias == "none":
@@ -69,7 +69,7 @@ def run_linear(problem: BinaryProblem, params: SystemParams,
             break
         if not optimal:
             break
-        if eps == params.tol:
+        if eps == params.cg_tol:
             status, message = Termination.CONVERGED, (
                 f"converged: CGLS rule (13) met at eps={eps:g} after {used} iterations")
     return Solution(beta, problem.objective(beta), status, message, used,

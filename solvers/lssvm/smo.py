@@ -138,10 +138,10 @@ class RelaxedSMO:
                     f"{state.worst:.3g} (A={A:g})")
             done, state.worst = smo_updates(cache.rows, cache.columns, cache.kernel_params,
                                             cache.store, y, inv_cj, inv_a, q_diag, nonneg,
-                                            state.lam, state.g, params.tol, y.shape[0])
+                                            state.lam, state.g, params.kkt_tol, y.shape[0])
             state.updates += done
             state.epochs += 1
-            if state.worst <= params.tol:
+            if state.worst <= params.kkt_tol:
                 exact_gradient(cache.rows, cache.columns, cache.kernel_params, cache.store, y,
                                inv_cj, inv_a, state.lam, state.g)
                 state.worst = max_violation(state.g, state.lam, nonneg)[1]
@@ -150,7 +150,7 @@ class RelaxedSMO:
                 extras["sumt_round"] = sumt_round
             if report(state.epochs, primal, state.worst, **extras):
                 return Termination.STOPPED, report.stop_message
-            if state.worst <= params.tol:
+            if state.worst <= params.kkt_tol:
                 return None
 
     def solve(self, y, cost, params: RelaxedLSSVMParams, monitor: Monitor,
@@ -179,7 +179,7 @@ class RelaxedSMO:
             if not params.sumt:
                 status, message = Termination.CONVERGED, (
                     f"converged: largest KKT violation {state.worst:.3g} <= "
-                    f"tol={params.tol:g} after {state.updates} updates")
+                    f"kkt_tol={params.kkt_tol:g} after {state.updates} updates")
                 break
             if abs(balance) <= params.sumt_tol * scale:
                 status, message = Termination.CONVERGED, (

@@ -75,7 +75,7 @@ def _run_cg(operator: TrackedOperator, rhs, params: SystemParams, report: Report
     objective ``objective_of(x, Mx)`` and the relative residual.  Returns (x, status,
     message)."""
     result = monitored_conjugate_gradient(
-        operator, rhs, rtol=params.tol, max_iter=params.max_iter, precondition=precondition,
+        operator, rhs, rtol=params.cg_tol, max_iter=params.max_iter, precondition=precondition,
         on_iteration=lambda k, x, Mx, relative: report(k, objective_of(x, Mx), relative),
         x0=x0)
     if result.status == Termination.STOPPED:

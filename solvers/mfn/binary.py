@@ -11,16 +11,13 @@ from solvers.core.rows import BinaryRows
 from solvers.core.sparse import csr_matvec, csr_rmatvec_rows
 from solvers.losses import get_loss
 from solvers.mfn.continuation import solve_extras, solve_terms
-from solvers.mfn.params import MFNParams
+from solvers.mfn.params import MFN_SOLVES, MFNParams
 from solvers.monitor import Monitor, Reporter, Stopwatch
 from solvers.problems import BinaryProblem
 
 
 def binary_terms(problem: BinaryProblem) -> BinaryRows:
-    if problem.bias == "free":
-        raise ValueError("mfn solves the regularized-bias and no-bias problems only")
-    if problem.loss not in ("squared_hinge", "modified_huber", "hinge"):
-        raise ValueError(f"mfn cannot solve loss {problem.loss!r}")
+    MFN_SOLVES.require_problem(problem, "mfn")
     return BinaryRows(problem.X, problem.y, problem.cost, problem.effective_bias_scale)
 
 

@@ -116,7 +116,7 @@ def _drive_dual_kkt(engine: Engine, state: MFNState, params: MFNParams, loss: Cl
 
 def _hinge_homotopy(engine: Engine, state: MFNState, params: MFNParams) -> tuple[Termination, str]:
     """Section 6: solve with tau_j = 2^-j, j = 0, 1, ..., each seeded with the last, until the
-    hinge duality gap relative to the hinge objective is at most ``hinge_gap_tolerance``."""
+    hinge duality gap relative to the hinge objective is at most ``tol``."""
     gap = np.inf
     for j in range(params.hinge_max_rounds + 1):
         tau = 2.0 ** (-j)
@@ -127,10 +127,10 @@ def _hinge_homotopy(engine: Engine, state: MFNState, params: MFNParams) -> tuple
         xi = 1.0 - engine.t * state.outputs
         primal = engine.problem_objective(state.beta, xi)
         gap = (primal - engine.dual_objective(xi, loss)) / max(abs(primal), 1e-300)
-        if gap <= params.hinge_gap_tolerance:
+        if gap <= params.tol:
             return Termination.CONVERGED, (
                 f"converged: hinge duality gap {gap:.3g} (relative) <= "
-                f"{params.hinge_gap_tolerance:g} after tau=2^-{j}"
+                f"{params.tol:g} after tau=2^-{j}"
             )
     return Termination.MAX_ITER, (
         f"hinge homotopy ended at tau=2^-{params.hinge_max_rounds} with relative gap {gap:.3g}"

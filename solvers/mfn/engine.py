@@ -457,28 +457,28 @@ class Engine:
 
     def _gap_round_epsilon(self, epsilon: float) -> float:
         """The eps of the last round: ``epsilon``, or with a gap tolerance (at the asked C,
-        not the hinge homotopy's) the looser ``min(MFN_GAP_ROUND_EPSILON, gap_tolerance /
-        10)``; step 3's relative error then sits well below the gap asked for."""
-        tol = self.params.gap_tolerance
+        not the hinge homotopy's) the looser ``min(MFN_GAP_ROUND_EPSILON, tol / 10)``; step
+        3's relative error then sits well below the gap asked for."""
+        tol = self.params.tol
         if tol is None or self.hinge or not self.at_target:
             return epsilon
         return max(epsilon, min(config.MFN_GAP_ROUND_EPSILON, 0.1 * tol))
 
     def _gap_met(self) -> bool:
-        tol = self.params.gap_tolerance
+        tol = self.params.tol
         return tol is not None and not self.hinge and self.at_target and self.last_gap <= tol
 
     def _gap_finish(self, loss, eps, newton, cg_total):
         return self._finish(Termination.CONVERGED, (
             f"converged: certified relative duality gap {self.last_gap:.3g} <= "
-            f"gap_tolerance={self.params.gap_tolerance:g} (rule (13) at eps={eps:g})"),
+            f"tol={self.params.tol:g} (rule (13) at eps={eps:g})"),
             loss, eps, newton, cg_total)
 
     def _set_tolerance(self, loss: ClippedLoss) -> float:
         """Step 5's tol.  It is absolute in t_i y_i; a quadratic band narrower than it (the
         hinge homotopy's 2 tau past tau = 2^-26) would let a term cross the whole band
         unnoticed, so it is capped at a fraction of a finite band's width."""
-        return min(self.params.tol, _SET_TOL_PER_BAND * loss.width)
+        return min(self.params.set_tol, _SET_TOL_PER_BAND * loss.width)
 
     def _finish(self, status, message, loss, eps, newton, cg_total):
         self.count.runs.append({"tau": -loss.xi_lo if self.hinge else None, "C": self.C,

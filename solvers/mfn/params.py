@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from solvers.base import SolverParams
+from solvers.base import SolverParams, Solves, gap_tolerance_field
+
+#: What mfn solves: the clipped losses of one engine (squared hinge; modified Huber, section
+#: 6; the hinge by section 6's homotopy), binary and one-vs-rest, and ordinal regression
+#: (section 7) on the squared hinge with its thresholds.
+MFN_SOLVES = (
+    Solves.product(("binary", "ovr"), ("squared_hinge", "modified_huber", "hinge"),
+                   ("regularized", "none"))
+    | Solves.product(("ordinal",), ("squared_hinge",), ("regularized",))
+).refusing("the thresholds of ordinal regression (section 7) are its bias: it needs the "
+           "squared hinge loss and bias='regularized'", task="ordinal"
+).refusing("the paper regularizes b like a weight (its b^2/2 term, LIBLINEAR's -B); a free "
+           "bias would need the equality constraint its least-squares steps do not keep",
+           bias="free")
 
 
 class MFNParams(SolverParams):
@@ -17,13 +30,15 @@ class MFNParams(SolverParams):
     ``newton_forcing`` (inexact Newton steps in the loose rounds).  ``linear_solver="cgls",
     preconditioning=0, c_path_start=None, newton_forcing=None`` is Appendix A as written."""
 
+    solves: ClassVar[Solves] = MFN_SOLVES
+
     solver: Literal["mfn"] = "mfn"
-    task: Literal["classification", "ordinal"] = Field(
+    task: MFN_SOLVES.choices("task") = Field(
         "classification",
         description="classification (binary, one-vs-rest for more classes) or ordinal "
                     "regression over the sorted labels (section 7; squared hinge only).")
-    loss: Literal["squared_hinge", "modified_huber", "hinge"] = "squared_hinge"
-    bias: Literal["regularized", "none"] = "regularized"
+    loss: MFN_SOLVES.choices("loss") = "squared_hinge"
+    bias: MFN_SOLVES.choices("bias") = "regularized"
     epsilon: float = Field(1e-6, gt=0, lt=1,
                            description="CGLS relative tolerance, rule (13), of the final round.")
     first_round_epsilon: float | None = Field(
@@ -79,16 +94,16 @@ class MFNParams(SolverParams):
                     "eps, then C, with J the largest integer such that C / 10^J >= "
                     "c_path_start / mean_i c_i ||x~_i||^2 (None: Appendix A from zero at "
                     "every C).  The factorized step 3 always starts at C.")
-    gap_tolerance: float | None = Field(
-        None, gt=0, lt=1,
-        description="Also stop once the certified relative duality gap (P - D)/P of a "
-                    "Newton iterate at the asked C is at most this (None: Appendix A's "
-                    "finite termination alone, the exact optimum); the last round then "
-                    "runs rule (13) at eps = min(1e-4, gap_tolerance / 10), or epsilon if "
-                    "larger, and, should it end above the gap, once more at epsilon.  "
-                    "Squared hinge and modified Huber; the hinge homotopy has "
-                    "hinge_gap_tolerance.")
-    tol: float = Field(
+    tol: float | None = gap_tolerance_field(
+        description="Stop once the certified relative duality gap (P - D)/P is at most this "
+                    "(the rule, and the default, of every solver).  Squared hinge and "
+                    "modified Huber: the first Newton iterate at the asked C within it ends "
+                    "the run, and the last round runs rule (13) at eps = min(1e-4, tol / "
+                    "10), or epsilon if larger (once more at epsilon should it end above "
+                    "the gap); None: Appendix A's finite termination alone, the exact "
+                    "optimum.  Hinge: the tau = 2^-j homotopy stops once the hinge duality "
+                    "gap is within it (None is refused: the homotopy has no other end).")
+    set_tol: float = Field(
         1e-8, ge=0,
         description="Step 5's tolerance on t_i y_i around the set boundaries (capped at 1% of "
                     "the quadratic band's width: modified Huber's 2, the hinge homotopy's "
@@ -96,33 +111,35 @@ class MFNParams(SolverParams):
     dual_kkt_tolerance: float | None = Field(
         None, gt=0,
         description="Section 4.7: continue with smaller eps until the maximum dual KKT "
-                    "violation is at most this (None: no such requirement; squared hinge).")
-    hinge_gap_tolerance: float = Field(
-        1e-4, gt=0, lt=1,
-        description="hinge only: stop the tau = 2^-j homotopy once the hinge duality gap "
-                    "relative to the objective is at most this.")
+                    "violation is at most this (None: no such requirement; squared hinge).  "
+                    "A stopping rule of its own: given, it replaces tol's (tol is then None "
+                    "unless given too, which is refused).")
     hinge_max_rounds: int = Field(30, ge=1, description="hinge only: largest j in tau = 2^-j.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_stopping_rule(cls, data):
+        """dual_kkt_tolerance replaces the gap rule unless tol is given too."""
+        if isinstance(data, dict) and data.get("dual_kkt_tolerance") is not None \
+                and "tol" not in data:
+            data = {**data, "tol": None}
+        return data
 
     @model_validator(mode="after")
     def _ordinal_problem(self):
         if self.task == "ordinal":
-            if self.loss != "squared_hinge":
-                raise ValueError("ordinal regression is solved for the squared hinge loss only")
-            if self.bias != "regularized":
-                raise ValueError("ordinal regression needs its thresholds: bias='regularized'")
             if self.linear_solver == "dual_cg":
                 raise ValueError("linear_solver='dual_cg' solves one least-squares row per "
                                  "term; ordinal regression's pairs need 'cgls' or 'auto'")
         if self.linear_solver == "dual_cg" and self.cgls_rule != "residual":
             raise ValueError("linear_solver='dual_cg' stops on rule (13) only: "
                              "cgls_rule='residual'")
-        if self.gap_tolerance is not None and self.loss == "hinge":
-            raise ValueError("the hinge homotopy stops on its gap: hinge_gap_tolerance, not "
-                             "gap_tolerance")
-        if self.gap_tolerance is not None and self.dual_kkt_tolerance is not None:
-            raise ValueError("gap_tolerance and dual_kkt_tolerance are two stopping rules: "
-                             "give one (cross-validation sets gap_tolerance from its "
-                             "fit_gap; fit_gap=None leaves it unset)")
+        if self.tol is None and self.loss == "hinge":
+            raise ValueError("the hinge homotopy stops on its certified gap: tol must be a "
+                             "number")
+        if self.tol is not None and self.dual_kkt_tolerance is not None:
+            raise ValueError("tol and dual_kkt_tolerance are two stopping rules: give one "
+                             "(tol=None with dual_kkt_tolerance)")
         if self.dual_kkt_tolerance is not None and self.loss != "squared_hinge":
             raise ValueError("dual_kkt_tolerance (section 4.7) is for the squared hinge loss")
         return self

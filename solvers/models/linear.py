@@ -8,6 +8,7 @@ import numpy as np
 
 from solvers.core.sparse import csr_matmat, csr_matvec, matmat_serial, matvec_serial
 from solvers.data.dataset import label_key
+from solvers.losses import get_loss
 from solvers.models.base import Model, as_feature_matrix, register_model_kind
 
 
@@ -81,8 +82,9 @@ class LinearModel(Model):
         has_bias = bool(np.any(self.intercept_ != 0.0)) or (
             self.metadata.get("params", {}).get("bias", "regularized") != "none"
         )
-        loss = self.metadata.get("params", {}).get("loss", "squared_hinge")
-        solver_type = "L2R_L1LOSS_SVC_DUAL" if loss == "hinge" else "L2R_L2LOSS_SVC"
+        params = self.metadata.get("params", {})
+        solver_type = get_loss(params.get("loss", "squared_hinge"),
+                               params.get("p", 2.0)).liblinear_solver_type
         # LIBLINEAR's label order puts the positive class first for binary problems.
         order = [1, 0] if self.n_classes == 2 else list(range(self.n_classes))
         labels = " ".join(label_key(self.classes_[i]) for i in order)

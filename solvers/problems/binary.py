@@ -43,7 +43,7 @@ from numba import njit
 from solvers.core.linalg import dot
 from solvers.core.sparse import csr_matvec, csr_rmatvec, use_parallel
 from solvers.data.dataset import as_csr
-from solvers.losses import LOSSES, Loss, get_loss
+from solvers.losses import Loss, canonical, get_loss
 from solvers.problems.oracles import binary_oracle
 
 BIAS_MODES = ("regularized", "free", "none")
@@ -160,16 +160,17 @@ class BinaryProblem:
     loss_function: Loss = field(init=False, repr=False)
 
     def __post_init__(self):
-        if self.loss not in LOSSES:
-            raise ValueError(f"unknown loss {self.loss!r}; expected one of {', '.join(LOSSES)}")
+        if not 1.0 <= self.p <= 2.0:
+            raise ValueError("p must lie in [1, 2]")
+        # one name per loss: lp at p = 1 or 2 is the hinge or the squared hinge (raises for an
+        # unknown loss)
+        self.loss, self.p = canonical(self.loss, self.p)
         if self.bias not in BIAS_MODES:
             raise ValueError(
                 f"unknown bias mode {self.bias!r}; expected one of {', '.join(BIAS_MODES)}"
             )
         if not self.C > 0:
             raise ValueError("C must be positive")
-        if not 1.0 <= self.p <= 2.0:
-            raise ValueError("p must lie in [1, 2]")
         self.X = as_csr(self.X)
         y = np.asarray(self.y, dtype=np.float64)
         if y.shape != (self.X.shape[0],):
@@ -423,14 +424,16 @@ class DualQP:
     """
 
     def __init__(self, problem: BinaryProblem):
-        if problem.loss == "lp" and problem.p not in (1.0, 2.0):
-            raise ValueError("the lp dual with 1 < p < 2 is not a QP")
+        quadratic = problem.loss_function.dual_quadratic
+        if quadratic is None:
+            raise ValueError(f"the dual of loss {problem.loss!r} (p = {problem.p:g}) is not a "
+                             f"QP")
         self.problem = problem
         self.lower, self.upper = problem.dual_bounds()
-        linear = problem.loss == "hinge" or (problem.loss == "lp" and problem.p == 1.0)
-        # C_i L*(alpha_i / C_i) = alpha_i^2 / (4 C_i) for the quadratic losses
-        self.diagonal_shift = np.zeros(problem.n_samples) if linear else \
-            1.0 / (2.0 * problem.cost)
+        # C_i L*(alpha_i / C_i) = k alpha_i^2 / C_i: 2 k / C_i on Q's diagonal (k = 0 for the
+        # hinge, 1/4 for the quadratic losses)
+        self.diagonal_shift = np.zeros(problem.n_samples) if quadratic == 0.0 else \
+            2.0 * quadratic / problem.cost
         self.equality = problem.bias == "free"
 
     def matvec(self, v: np.ndarray) -> np.ndarray:

@@ -140,7 +140,7 @@ def test_a_failing_solver_fails_its_job_with_the_reason(api):
     assert done["model_id"] is None
 
 
-HOMOTOPY_FAILURE = {"solver": "mfn", "loss": "hinge", "C": 100.0, "hinge_gap_tolerance": 1e-15,
+HOMOTOPY_FAILURE = {"solver": "mfn", "loss": "hinge", "C": 100.0, "tol": 1e-15,
                     "hinge_max_rounds": 60}
 """On heart_scale mfn's hinge homotopy drives tau down to 2^-43, where the least-squares
 problem is singular in floating point: the run fails and keeps its last good point."""
@@ -306,7 +306,7 @@ def test_a_dense_system_past_the_size_cap_is_refused(api, params):
 
 
 @pytest.mark.parametrize(("solver", "gap_parameter"),
-                         [("mfn", "gap_tolerance"), ("cutting_plane", "tol")])
+                         [("mfn", "tol"), ("cutting_plane", "tol")])
 def test_a_tuning_job_cross_validates_and_refits_at_the_best_point(api, heart, solver,
                                                                     gap_parameter):
     """The table equals the library's cross-validation on the same folds (warm: mfn's

@@ -93,12 +93,34 @@ def test_solvers_lists_the_registry(api):
     mfn = next(s for s in body["data"] if s["name"] == "mfn")
     assert "squared_hinge" in mfn["losses"] and "binary" in mfn["tasks"]
     assert mfn["params_schema"]["properties"]["C"]["default"] == 1.0
+    assert {"task": "ordinal", "loss": "squared_hinge", "bias": "regularized"} in mfn["solves"]
+    assert mfn["solves"] == solvers.get_solver("mfn").solves.as_list()
     warm = {s["name"]: s["warm_start_tasks"] for s in body["data"]}
-    assert warm["mfn"] == ["classification", "ordinal"]
-    assert warm["interior_point"] == ["classification"]
+    assert warm["mfn"] == ["binary", "ovr", "ordinal"]
+    assert warm["interior_point"] == ["binary", "ovr"]
     # auto has no run of its own: a search resolves it to one solver and warm-starts that one
     assert warm["auto"] == []
-    assert warm["cutting_plane"] == ["classification", "multiclass:crammer_singer"]
+    assert warm["cutting_plane"] == ["binary", "ovr", "crammer_singer"]
+
+
+def test_pose_gives_every_solver_the_parameters_of_one_problem(api):
+    """The library's rule (the one auto uses) served: the parameters that pose one problem to
+    each solver at one tol, or why a solver does not solve it."""
+    problem = {"task": "classification", "multiclass": "ovr", "loss": "hinge", "C": 2.0,
+               "bias": "regularized", "bias_scale": 1.0}
+    body = api.post("/api/v1/solvers/pose", json={"problem": problem, "tol": 1e-4}).json()
+    posed = {entry["solver"]: entry for entry in body["data"]}
+    assert "auto" not in posed and body["count"] == len(posed)
+    for name in ("mfn", "alm", "interior_point", "cutting_plane"):
+        params = posed[name]["params"]
+        assert params["loss"] == "hinge" and params["C"] == 2.0 and params["tol"] == 1e-4, name
+    assert posed["alm"]["params"]["p"] == 1.0  # alm's lp at p = 1
+    assert posed["lssvm"]["params"] is None and "does not solve" in posed["lssvm"]["reason"]
+    free = api.post("/api/v1/solvers/pose", json={"problem": {**problem, "bias": "free"}}).json()
+    refusal = next(e for e in free["data"] if e["solver"] == "cutting_plane")["reason"]
+    assert "unbounded" in refusal
+    missing = api.post("/api/v1/solvers/pose", json={"problem": {"loss": "hinge"}})
+    assert missing.status_code == 422
 
 
 def test_unknown_paths_and_methods_are_json_errors(api):

@@ -6,9 +6,10 @@ from fastapi import APIRouter
 
 import solvers
 from app.api import API_PREFIX
-from app.api.errors import responses
+from app.api.errors import Unprocessable, responses
 from app.core.security import READ
-from app.schemas import SolverPublic, SolversPublic
+from app.schemas import PosedSolver, PosedSolvers, PoseRequest, SolverPublic, SolversPublic
+from solvers.registry import pose as pose_problem
 
 router = APIRouter(prefix=f"{API_PREFIX}/solvers", tags=["solvers"], dependencies=[READ],
                    responses=responses(401, 403))
@@ -19,3 +20,19 @@ def list_solvers() -> SolversPublic:
     """Every registered solver with the JSON schema of its parameters."""
     data = [SolverPublic.model_validate(spec.describe()) for spec in solvers.list_solvers()]
     return SolversPublic(data=data, count=len(data))
+
+
+@router.post("/pose", name="pose", response_model=PosedSolvers, responses=responses(422))
+def pose(request: PoseRequest) -> PosedSolvers:
+    """The parameters that pose one problem to every solver (the dashboard's race queues them,
+    all at one ``tol``), or the reason a solver does not solve it: the library's rule, the
+    same ``auto`` uses."""
+    settings = {} if request.tol is None else {"tol": request.tol}
+    try:
+        posed = pose_problem(request.problem, **settings)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise Unprocessable(f"problem: {exc}") from None
+    data = [PosedSolver(solver=spec.name,
+                        params=None if params is None else params.model_dump(mode="json"),
+                        reason=reason) for spec, params, reason in posed]
+    return PosedSolvers(data=data, count=len(data))
