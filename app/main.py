@@ -32,7 +32,7 @@ from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize
 from app.db.migrate import upgrade_database
 from app.db.models import Dataset
 from app.db.session import Sessions, create_db_engine
-from app.jobs.pool import WorkerPool
+from app.jobs.dispatcher import Dispatcher
 from app.jobs.state import recover_interrupted_jobs
 from app.memory import ReleaseMemoryMiddleware, configure_allocator
 from app.metrics import MetricsMiddleware, ServiceMetrics
@@ -104,12 +104,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if requeued or cancelled or failed:
             logger.warning("jobs left running by the previous process: %d re-queued, "
                            "%d cancelled, %d failed", requeued, cancelled, failed)
-        pool = WorkerPool(settings, sessions, metrics)
-        metrics.watch(sessions, pool)
+        dispatcher = Dispatcher(settings, sessions, metrics)
+        metrics.watch(sessions, dispatcher)
         app.state.sessions = sessions
-        app.state.pool = pool
+        app.state.dispatcher = dispatcher
         app.state.log_streams.sessions = sessions
-        pool.start()
+        dispatcher.start()
         threading.Thread(target=_warm_serial_kernels, name="svmsvc-warm-up",
                          daemon=True).start()
         logger.info("svmsvc ready: database %s at revision %s, data in %s",
@@ -126,7 +126,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             app.state.log_streams.close()
-            pool.stop()
+            dispatcher.stop()
             engine.dispose()
 
     app = FastAPI(

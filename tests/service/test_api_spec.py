@@ -213,7 +213,7 @@ def test_a_dead_worker_is_never_shown_ready():
     worker as ready."""
     from types import SimpleNamespace
 
-    from app.jobs.executor import ProcessExecutor, _Worker
+    from app.jobs.executors.local import ProcessExecutor, _Worker
     from app.metrics import ServiceMetrics
 
     executor = ProcessExecutor(Settings(data_dir="unused"), metrics=ServiceMetrics())

@@ -18,10 +18,10 @@ from app.api import API_PREFIX
 from app.api.deps import (
     MAX_POSITION,
     AfterQuery,
+    DispatcherDep,
     JobDep,
     LimitQuery,
     OffsetQuery,
-    PoolDep,
     SessionDep,
     SessionsDep,
     SettingsDep,
@@ -62,8 +62,8 @@ PointsQuery = Annotated[int | None, Query(
 
 @router.post("", name="create", status_code=status.HTTP_202_ACCEPTED,
              response_model=JobPublic, responses=responses(400, 422, 429))
-def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep, settings: SettingsDep,
-               owner: TrainKey, response: Response) -> JobPublic:
+def create_job(body: JobCreate, session: WriteSessionDep, dispatcher: DispatcherDep,
+               settings: SettingsDep, owner: TrainKey, response: Response) -> JobPublic:
     """Queue a training job; the worker pool runs queued jobs in order.
 
     A job that cannot succeed on its dataset (one label, more labels than the solver handles,
@@ -72,7 +72,7 @@ def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep, setting
     A key with ``SVMSVC_MAX_QUEUED_JOBS_PER_KEY`` jobs queued gets a 429.
     """
     job = crud_jobs.create(session, body, owner, settings)
-    pool.wake()
+    dispatcher.wake()
     response.headers["Location"] = f"{API_PREFIX}/jobs/{job.id}"
     return JobPublic.from_row(job)
 
@@ -105,14 +105,14 @@ def get_job(job: JobDep) -> JobPublic:
 @router.post("/{job_id}/cancel", name="cancel", status_code=status.HTTP_202_ACCEPTED,
              dependencies=[TRAIN],
              response_model=JobPublic, responses=responses(404, 409, 422))
-def cancel_job(job_id: uuid.UUID, session: WriteSessionDep, pool: PoolDep) -> JobPublic:
+def cancel_job(job_id: uuid.UUID, session: WriteSessionDep, dispatcher: DispatcherDep) -> JobPublic:
     """Cancel a job: a queued one at once; a running one within about a second (its worker
     stops cooperatively, or is killed after the grace period)."""
     job = fetch(session, Job, job_id, "job")
     if JobStatus(job.status).finished:
         raise Conflict(f"job {job.id} has already {job.status}")
     request_cancel(session, job)
-    pool.wake()
+    dispatcher.wake()
     return JobPublic.from_row(job)
 
 
