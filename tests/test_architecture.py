@@ -273,6 +273,27 @@ def test_no_import_cycle(package):
     assert not cycles, "\n".join(" <-> ".join(cycle) for cycle in cycles)
 
 
+WEB_FREE_SERVICE_MODULES = ("app.errors", "app.crud", "app.jobs.admission", "app.evaluation",
+                            "app.prediction")
+"""The service's domain layers: they raise domain errors and know nothing of HTTP (the routes
+and ``app.api.errors`` do that)."""
+
+
+def test_the_service_domain_layers_import_no_web_framework():
+    graph_modules = _package_modules("app")
+    problems = []
+    for name, path in graph_modules.items():
+        if not any(name == m or name.startswith(m + ".") for m in WEB_FREE_SERVICE_MODULES):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            problems += [f"{name} imports {n}" for n in names
+                         if n.split(".")[0] in ("fastapi", "starlette") or n == "app.api"
+                         or n.startswith("app.api.")]
+    assert not problems, "\n".join(problems)
+
+
 def _linear_options(spec) -> dict:
     """A linear model from every solver (the least-squares family defaults to RBF)."""
     return {"kernel": "linear"} if "kernel" in spec.params_model.model_fields else {}

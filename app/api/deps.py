@@ -17,10 +17,10 @@ from typing import Annotated, TypeVar
 from fastapi import Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
-from app.api.errors import NotFound
 from app.core.config import Settings
 from app.db.models import Dataset, Job, TrainedModel
 from app.db.session import Sessions
+from app.errors import NotFound
 from app.jobs.dispatcher import Dispatcher
 from app.prediction import ModelCache
 from app.storage import DatasetStorage

@@ -5,10 +5,10 @@ from __future__ import annotations
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
-from app.api.errors import Conflict
 from app.crud.pages import page
 from app.db.models import Dataset, Job, JobStatus, TrainedModel
 from app.db.session import Sessions
+from app.errors import Conflict
 from app.storage import DatasetStorage, dataset_digest
 
 

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.api.errors import TooManyRequests, Unprocessable, over_limit
 from app.core.config import Settings
 from app.crud.pages import page
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus
 from app.db.session import Sessions
+from app.errors import InvalidRequest, QuotaExceeded, limit_exceeded
 from app.jobs.admission import check_job
 from app.problem import problem_key
 
@@ -28,16 +28,16 @@ def create(session: Session, body, owner: str | None, settings: Settings) -> Job
         if dataset_id is not None:
             datasets[field] = session.get(Dataset, dataset_id)
             if datasets[field] is None:
-                raise Unprocessable(f"{field}: dataset {dataset_id} not found")
+                raise InvalidRequest(f"{field}: dataset {dataset_id} not found")
     check_job(body.params, datasets["dataset_id"], datasets.get("validation_dataset_id"),
               settings, body.tuning)
     queued = session.scalar(select(func.count()).select_from(Job).where(
         Job.owner.is_(None) if owner is None else Job.owner == owner,
         Job.status == JobStatus.queued))
     if queued >= settings.max_queued_jobs_per_key:
-        raise over_limit("the jobs queued for this API key", "max_queued_jobs_per_key",
-                         settings.max_queued_jobs_per_key, "jobs", actual=queued,
-                         error=TooManyRequests)
+        raise limit_exceeded("the jobs queued for this API key", "max_queued_jobs_per_key",
+                             settings.max_queued_jobs_per_key, "jobs", actual=queued,
+                             error=QuotaExceeded)
     job = Job(
         dataset_id=body.dataset_id,
         validation_dataset_id=body.validation_dataset_id,

@@ -21,10 +21,11 @@ from app.api.deps import (
     WriteSessionDep,
     fetch,
 )
-from app.api.errors import Unprocessable, over_limit, responses
+from app.api.errors import responses
 from app.core.security import ADMIN, READ, TRAIN
 from app.crud import datasets as crud_datasets
 from app.db.models import Dataset
+from app.errors import LimitExceeded, limit_exceeded
 from app.schemas import DatasetPublic, DatasetsPublic
 from app.uploads import UploadLimits, receive_svmlight_upload
 
@@ -65,8 +66,8 @@ async def upload_dataset(
     entries, features) is a 413 naming the setting; nothing is stored then.
     """
     if n_features is not None and n_features > settings.max_features:
-        raise over_limit("n_features", "max_features", settings.max_features, "features",
-                         actual=n_features, error=Unprocessable)
+        raise limit_exceeded("n_features", "max_features", settings.max_features, "features",
+                             actual=n_features, error=LimitExceeded)
     upload = await receive_svmlight_upload(
         request, UploadLimits.from_settings(settings), n_features=n_features,
         zero_based=zero_based)

@@ -28,16 +28,13 @@ from app.api.deps import (
     WriteSessionDep,
     fetch,
 )
-from app.api.errors import (
-    Conflict,
-    NotFound,
-    responses,
-)
+from app.api.errors import responses
 from app.api.log_streams import LogStreams
 from app.core.security import ADMIN, READ, TRAIN, ReadKey, TrainKey
 from app.crud import jobs as crud_jobs
 from app.db.models import Job, JobStatus
 from app.downsample import sample_rows
+from app.errors import Conflict, NotFound
 from app.jobs.state import delete_finished_job, request_cancel
 from app.problem import MAX_KEY_LENGTH
 from app.schemas import (

@@ -13,11 +13,12 @@ from fastapi import APIRouter, Query
 
 from app.api import API_PREFIX
 from app.api.deps import SessionsDep
-from app.api.errors import Unprocessable, responses
+from app.api.errors import responses
 from app.core.security import READ
 from app.crud import jobs as crud_jobs
 from app.db.models import Job
 from app.downsample import sample_rows
+from app.errors import InvalidRequest
 from app.schemas import JobLogSeries, JobLogsPublic, JobPublic, LogRecordPublic
 
 router = APIRouter(prefix=f"{API_PREFIX}/logs", tags=["jobs"],
@@ -49,7 +50,7 @@ def get_job_logs(
         with sessions.read() as session:
             job = session.get(Job, one)
             if job is None:
-                raise Unprocessable(f"job_id: job {one} not found")
+                raise InvalidRequest(f"job_id: job {one} not found")
             public = JobPublic.from_row(job)
         rows = [row for batch in crud_jobs.log_batches(sessions, one, 0, READ_BATCH)
                 for row in batch]

@@ -31,11 +31,20 @@ from app.api.deps import (
     WriteSessionDep,
     fetch,
 )
-from app.api.errors import BadRequest, Conflict, NotFound, Unprocessable, over_limit, responses
+from app.api.errors import responses
 from app.core.security import ADMIN, READ
 from app.crud import models as crud_models
 from app.db.models import Dataset, TrainedModel
 from app.db.session import Sessions
+from app.errors import (
+    Conflict,
+    ContentTooLarge,
+    InvalidRequest,
+    MalformedInput,
+    NotFound,
+    UnreadableBody,
+    limit_exceeded,
+)
 from app.evaluation import evaluate
 from app.prediction import (
     ExampleFormatError,
@@ -170,7 +179,7 @@ async def predict_one(
     try:
         columns = parse_columns(x, model.n_features_in_, zero_based=zero_based)
     except ExampleFormatError as exc:
-        raise Unprocessable(f"x: {exc}", token=exc.token) from None
+        raise MalformedInput(f"x: {exc}", token=exc.token) from None
     body = predict_linear_one(model, columns)
     if body is not None:
         return Response(body, media_type="application/json")
@@ -208,20 +217,22 @@ async def predict_batch(
     """
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/json" and content_type not in SVMLIGHT_BODY_TYPES:
-        raise Unprocessable(f"send SVMlight lines as text/plain or application/octet-stream, "
+        raise InvalidRequest(f"send SVMlight lines as text/plain or application/octet-stream, "
                             f"or JSON rows as application/json, not {content_type}")
     limit = settings.max_predict_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise over_limit("the body", "max_predict_bytes", limit, "bytes")
+        raise limit_exceeded("the body", "max_predict_bytes", limit, "bytes",
+                             error=ContentTooLarge)
     body = bytearray()
     try:
         async for chunk in request.stream():
             body += chunk
             if len(body) > limit:
-                raise over_limit("the body", "max_predict_bytes", limit, "bytes")
+                raise limit_exceeded("the body", "max_predict_bytes", limit, "bytes",
+                             error=ContentTooLarge)
     except ClientDisconnect:
-        raise BadRequest("the request body was cut off before its end") from None
+        raise UnreadableBody("the request body was cut off before its end") from None
     return await run_in_threadpool(_predict_batch, cache, sessions, model_id, bytes(body),
                                    content_type == "application/json", zero_based)
 
@@ -230,7 +241,7 @@ def _json_rows(body: bytes) -> list[dict[int, float]]:
     try:
         return PredictBatchRequest.model_validate_json(body).rows
     except ValidationError as exc:
-        raise Unprocessable("; ".join(
+        raise InvalidRequest("; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
             for e in exc.errors(include_url=False))) from None
 
@@ -278,8 +289,8 @@ def _json_rows_matrix(body: bytes, n_features: int, zero_based: bool):
         number = int(row_of[np.argmax(bad)])
         in_row = sent[row_of == number]
         if offset and (in_row == 0).any():
-            raise Unprocessable(f"rows.{number}: feature indices start at 1")
-        raise Unprocessable(
+            raise InvalidRequest(f"rows.{number}: feature indices start at 1")
+        raise InvalidRequest(
             f"rows.{number}: {beyond_message(int(in_row.max()), n_features, zero_based)}")
     X = sp.csr_matrix((data, (sent - offset).astype(np.int32), indptr.astype(np.int32)),
                       shape=(len(indptr) - 1, n_features))
@@ -301,7 +312,7 @@ def evaluate_model(
     A dataset with more features than the model (another feature space) is a 422.
     """
     model = _load(cache, sessions, model_id)
-    missing = Unprocessable(f"dataset_id: dataset {body.dataset_id} not found")
+    missing = InvalidRequest(f"dataset_id: dataset {body.dataset_id} not found")
     with sessions.read() as session:
         dataset = session.get(Dataset, body.dataset_id)
         if dataset is None:
@@ -309,7 +320,7 @@ def evaluate_model(
         digest = dataset.sha256
         n_features = dataset.n_features
     if n_features > model.n_features_in_:
-        raise Unprocessable(f"dataset_id: the dataset has {n_features} features, the model "
+        raise InvalidRequest(f"dataset_id: the dataset has {n_features} features, the model "
                             f"{model.n_features_in_}: it belongs to another feature space")
     try:
         data = store.load(digest)
