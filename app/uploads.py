@@ -1,4 +1,6 @@
-"""Streaming dataset uploads: multipart body -> decompression -> SVMlight parser, chunk by chunk.
+"""Request bodies received while they stream: dataset uploads (multipart body ->
+decompression -> SVMlight parser, chunk by chunk) and bounded plain bodies
+(:func:`receive_body`, batch predictions).
 
 The request body is never buffered whole: each chunk received goes through the multipart
 parser (``python-multipart``); the bytes of the ``file`` field go, a megabyte at a time, into a
@@ -67,6 +69,11 @@ class ParsedUpload:
     dataset: object  # solvers.Dataset
     filename: str
     size: int
+
+    @property
+    def name(self) -> str:
+        """The name to store: the base of the client's file name, at most 255 characters."""
+        return self.filename.replace("\\", "/").rsplit("/", 1)[-1][:255] or "upload"
 
 
 class _MultipartFile:
@@ -179,6 +186,24 @@ _CAPS = {
     "features": ("the dataset's number of features (the largest feature index)",
                  "max_features", "features"),
 }
+
+
+async def receive_body(request: Request, limit: int, setting: str) -> bytes:
+    """The whole body of a request, refused (:class:`ContentTooLarge` naming ``setting``) as
+    soon as its declared length, or what has arrived, exceeds ``limit`` bytes;
+    :class:`UnreadableBody` when the client cuts it off."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise limit_exceeded("the body", setting, limit, "bytes", error=ContentTooLarge)
+    body = bytearray()
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise limit_exceeded("the body", setting, limit, "bytes", error=ContentTooLarge)
+    except ClientDisconnect:
+        raise UnreadableBody("the request body was cut off before its end") from None
+    return bytes(body)
 
 
 async def receive_svmlight_upload(request: Request, limits: UploadLimits, *,

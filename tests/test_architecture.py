@@ -294,6 +294,18 @@ def test_the_service_domain_layers_import_no_web_framework():
     assert not problems, "\n".join(problems)
 
 
+def test_a_worker_process_imports_no_numba_before_it_sets_its_threads():
+    """A spawned worker imports ``app.jobs.worker`` (unpickling its entry point) before it
+    sets ``NUMBA_NUM_THREADS``: nothing that module imports may load Numba (the solver
+    library, or ``app.schemas``, which builds the solvers' parameter union)."""
+    check = ("import sys, app.jobs.worker; "
+             "print(sorted(m for m in ('numba', 'solvers') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                          timeout=300, cwd=REPOSITORY)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]"
+
+
 def _linear_options(spec) -> dict:
     """A linear model from every solver (the least-squares family defaults to RBF)."""
     return {"kernel": "linear"} if "kernel" in spec.params_model.model_fields else {}
