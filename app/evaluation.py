@@ -1,14 +1,19 @@
 """A model's predictions on a labelled dataset: accuracy, per-class counts, confusion matrix.
 
-Shared by ``POST /models/{id}/evaluate`` (serial kernels, in the web process) and the workers
-(validation datasets, parallel kernels).
+Shared by ``POST /models/{id}/evaluate`` (:func:`evaluate_on_dataset`: serial kernels, in the
+web process) and the workers (validation datasets, parallel kernels).
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import numpy as np
+
+from app.crud import datasets as crud_datasets
+from app.errors import InvalidRequest
+from app.prediction import ModelCache, load_model
 
 
 def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
@@ -46,3 +51,26 @@ def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
         "confusion_matrix": confusion.tolist(),
         "per_class": per_class,
     }
+
+
+def evaluate_on_dataset(cache: ModelCache, sessions, store, model_id: uuid.UUID,
+                        dataset_id: uuid.UUID) -> dict[str, Any]:
+    """The evaluation of a stored model on a stored dataset (the fields of
+    ``EvaluationPublic``): :class:`~app.errors.NotFound` for the model,
+    :class:`~app.errors.InvalidRequest` for a dataset that does not exist or belongs to
+    another feature space (more features than the model)."""
+    model = load_model(cache, sessions, model_id)
+    missing = InvalidRequest(f"dataset_id: dataset {dataset_id} not found")
+    with sessions.read() as session:
+        dataset = crud_datasets.get(session, dataset_id)
+        if dataset is None:
+            raise missing
+        digest, n_features = dataset.sha256, dataset.n_features
+    if n_features > model.n_features_in_:
+        raise InvalidRequest(f"dataset_id: the dataset has {n_features} features, the model "
+                             f"{model.n_features_in_}: it belongs to another feature space")
+    try:
+        data = store.load(digest)
+    except FileNotFoundError:  # deleted meanwhile
+        raise missing from None
+    return {"dataset_id": dataset_id, **evaluate(model, data, parallel=False)}

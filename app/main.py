@@ -32,12 +32,12 @@ from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize
 from app.db.migrate import upgrade_database
 from app.db.models import Dataset
 from app.db.session import Sessions, create_db_engine
-from app.jobs.pool import WorkerPool
+from app.jobs.dispatcher import Dispatcher
 from app.jobs.state import recover_interrupted_jobs
 from app.memory import ReleaseMemoryMiddleware, configure_allocator
 from app.metrics import MetricsMiddleware, ServiceMetrics
 from app.prediction import ModelCache
-from app.schemas import DatasetUpload, ErrorResponse, PredictBatchRequest
+from app.schemas import DatasetUpload, PredictBatchRequest, Problem
 from app.storage import open_store
 
 logger = logging.getLogger("svmsvc")
@@ -50,13 +50,14 @@ a web dashboard built on this API at `/ui/`.
 Upload a dataset (`POST /datasets`), queue a training job with a solver from `GET /solvers`
 (`POST /jobs`), follow its convergence (`GET /jobs/{job_id}/log`, or live from
 `/jobs/{job_id}/log/stream`), then predict with the model it produced (`/models/{model_id}/...`).
-Errors are `{"detail": {"message": ...}}`.  When the service has API keys, every route but
-`/healthz` and `/readyz` needs one in the `X-API-Key` header: scope `read` for GETs and
-predictions, `train` for uploads and jobs, `admin` for deletions (401 without a valid key, 403
-with a key of too low a scope).
+Errors are RFC 9457 problems (`application/problem+json`: `type`, `title`, `status`,
+`detail`, `instance`, and `line`, `token`, `errors` or `setting` where they apply).
+When the service has API keys, every route but `/healthz` and `/readyz` needs one in the
+`X-API-Key` header: scope `read` for GETs and predictions, `train` for uploads and jobs,
+`admin` for deletions (401 without a valid key, 403 with a key of too low a scope).
 """
 
-EXTRA_SCHEMAS = (DatasetUpload, ErrorResponse, PredictBatchRequest)
+EXTRA_SCHEMAS = (DatasetUpload, PredictBatchRequest, Problem)
 """Models referenced by hand-written parts of the spec (error responses, request bodies)."""
 
 
@@ -104,12 +105,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if requeued or cancelled or failed:
             logger.warning("jobs left running by the previous process: %d re-queued, "
                            "%d cancelled, %d failed", requeued, cancelled, failed)
-        pool = WorkerPool(settings, sessions, metrics)
-        metrics.watch(sessions, pool)
+        dispatcher = Dispatcher(settings, sessions, metrics)
+        metrics.watch(sessions, dispatcher)
         app.state.sessions = sessions
-        app.state.pool = pool
+        app.state.dispatcher = dispatcher
         app.state.log_streams.sessions = sessions
-        pool.start()
+        dispatcher.start()
         threading.Thread(target=_warm_serial_kernels, name="svmsvc-warm-up",
                          daemon=True).start()
         logger.info("svmsvc ready: database %s at revision %s, data in %s",
@@ -126,7 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             app.state.log_streams.close()
-            pool.stop()
+            dispatcher.stop()
             engine.dispose()
 
     app = FastAPI(

@@ -45,9 +45,9 @@ class ServiceMetrics:
             "svmsvc_worker_restarts", "Worker processes replaced.", ["reason"],
             registry=self.registry)
 
-    def watch(self, sessions, pool) -> None:
-        """Report job states (from the database) and worker states (from ``pool``)."""
-        self.registry.register(_StateCollector(sessions, pool))
+    def watch(self, sessions, dispatcher) -> None:
+        """Report job states (from the database) and worker states (from ``dispatcher``)."""
+        self.registry.register(_StateCollector(sessions, dispatcher))
 
     def watch_log_streams(self, streams) -> None:
         """Report the live log streams open now (``streams``: the app's ``LogStreams``)."""
@@ -82,9 +82,9 @@ class _LogStreamCollector:
 
 
 class _StateCollector:
-    def __init__(self, sessions, pool):
+    def __init__(self, sessions, dispatcher):
         self._sessions = sessions
-        self._pool = pool
+        self._dispatcher = dispatcher
 
     def collect(self):
         jobs = GaugeMetricFamily("svmsvc_jobs", "Jobs in each state.", labels=["status"])
@@ -99,7 +99,7 @@ class _StateCollector:
             logger.warning("metrics: cannot count jobs: %s", exc)
         workers = GaugeMetricFamily("svmsvc_workers", "Worker processes by state.",
                                     labels=["state"])
-        snapshot = self._pool.snapshot()
+        snapshot = self._dispatcher.snapshot()
         states = {"busy": 0, "idle": 0, "starting": 0}
         for worker in snapshot:
             if worker.job_id is not None:

@@ -1,7 +1,10 @@
-"""Predictions in the web process: parsing examples, a cache of loaded models, scoring.
+"""Predictions in the web process: parsing examples and batches, a cache of loaded models,
+scoring, and the JSON of the answers.
 
 The web process only ever calls the serial kernels (``parallel=False``): Numba's parallel
-kernels belong to the worker processes, never to request threads.
+kernels belong to the worker processes, never to request threads.  The routes validate the
+request, call :func:`predict_batch` (in a worker thread) or the single-example functions, and
+send the bytes these return.
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from pydantic import ValidationError
+
+from app.crud import models as crud_models
+from app.errors import InvalidRequest, MalformedInput, NotFound
 
 _INDEX = re.compile(r"\d+")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -274,3 +281,105 @@ class ModelCache:
             entry = self._models.pop(model_id, None)
             if entry is not None:
                 self._bytes -= entry[1]
+
+
+# -- the operations the routes call ----------------------------------------------------------
+
+def load_model(cache: ModelCache, sessions, model_id: uuid.UUID):
+    """The model object, from the cache or from its archive in the database
+    (:class:`NotFound` when there is no such model)."""
+
+    def read_artifact() -> bytes:
+        artifact = crud_models.artifact(sessions, model_id)
+        if artifact is None:
+            raise NotFound(f"model {model_id} not found")
+        return artifact
+
+    return cache.get(model_id, read_artifact)
+
+
+def example_columns(model, x: str, zero_based: bool) -> dict[int, float]:
+    """The example of ``GET /models/{id}/predict`` (``x``) for ``model``: :class:`MalformedInput`
+    naming the token at fault."""
+    try:
+        return parse_columns(x, model.n_features_in_, zero_based=zero_based)
+    except ExampleFormatError as exc:
+        raise MalformedInput(f"x: {exc}", token=exc.token) from None
+
+
+def example_json(model, columns: dict[int, float]) -> bytes:
+    """The JSON of :class:`app.schemas.PredictionPublic` for one example of any model (serial
+    kernels; call it off the event loop, :func:`predict_linear_one` is the fast path)."""
+    # app.schemas imports the solver registry (and so Numba): not at module level, since a
+    # spawned worker imports this module (through app.evaluation) before it sets its threads.
+    from app.schemas import PredictionPublic
+
+    result = predictions(model, rows_to_csr([columns], model.n_features_in_))[0]
+    return PredictionPublic(**result).model_dump_json().encode()
+
+
+def predict_batch(cache: ModelCache, sessions, model_id: uuid.UUID, body: bytes, is_json: bool,
+                  zero_based: bool) -> bytes:
+    """The JSON of :class:`app.schemas.PredictionsPublic` for a batch: the JSON rows of
+    ``body`` (``{"rows": [...]}``) or its SVMlight lines (labels optional)."""
+    import solvers
+
+    model = load_model(cache, sessions, model_id)
+    n_features = model.n_features_in_
+    if is_json:
+        X = json_rows_matrix(body, n_features, zero_based)
+    else:
+        parser = solvers.SVMLightStreamParser(n_features=n_features, zero_based=zero_based,
+                                              decompress=None)
+        parser.feed(label_unlabelled_lines(body))
+        X = parser.finish().X
+    del body
+    encoded = predictions_json(model, X)
+    if encoded is not None:
+        return encoded
+    from app.schemas import PredictionPublic, PredictionsPublic
+
+    results = predictions(model, X)
+    return PredictionsPublic(data=[PredictionPublic(**r) for r in results],
+                             count=len(results)).model_dump_json().encode()
+
+
+def _validated_json_rows(body: bytes) -> list[dict[int, float]]:
+    from app.schemas import PredictBatchRequest
+
+    try:
+        return PredictBatchRequest.model_validate_json(body).rows
+    except ValidationError as exc:
+        raise InvalidRequest("; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+            for e in exc.errors(include_url=False))) from None
+
+
+def json_rows_matrix(body: bytes, n_features: int, zero_based: bool) -> sp.csr_matrix:
+    """The JSON rows as a CSR matrix: read straight into arrays when they are plain rows,
+    else validated by the request model (which names what is wrong); :class:`InvalidRequest`
+    for an index that the model cannot take, naming the first row that has one."""
+    offset = 0 if zero_based else 1
+    try:
+        indptr, sent, data, row_of = json_rows_to_csr(body, n_features, zero_based=zero_based)
+    except NotPlainRows:
+        rows = _validated_json_rows(body)  # the request model's message, or the rows
+        indptr = np.cumsum([0] + [len(row) for row in rows], dtype=np.int64)
+        sent = np.fromiter((i for row in rows for i in row), dtype=np.int64,
+                           count=int(indptr[-1]))
+        data = np.fromiter((v for row in rows for v in row.values()), dtype=np.float64,
+                           count=int(indptr[-1]))
+        row_of = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(indptr))
+        del rows
+    bad = (sent - offset >= n_features) | ((sent == 0) if offset else False)
+    if bad.any():
+        number = int(row_of[np.argmax(bad)])
+        in_row = sent[row_of == number]
+        if offset and (in_row == 0).any():
+            raise InvalidRequest(f"rows.{number}: feature indices start at 1")
+        raise InvalidRequest(
+            f"rows.{number}: {beyond_message(int(in_row.max()), n_features, zero_based)}")
+    X = sp.csr_matrix((data, (sent - offset).astype(np.int32), indptr.astype(np.int32)),
+                      shape=(len(indptr) - 1, n_features))
+    X.sort_indices()
+    return X

@@ -39,19 +39,25 @@ class FieldError(BaseModel):
     type: str
 
 
-class ErrorDetail(BaseModel):
-    """What went wrong, for people (``message``) and programs (the other fields)."""
+class Problem(BaseModel):
+    """The body of every error response (4xx and 5xx): an RFC 9457 problem, sent as
+    ``application/problem+json``, with this service's extension members."""
 
-    message: str
+    type: str = Field(
+        "about:blank",
+        description="The problem type: urn:svmsvc:problem:<slug> (docs/service.md lists them), "
+                    "or about:blank when the status says it all (unknown path, wrong method).")
+    title: str = Field(description="A short summary of the problem type; the same for every "
+                                   "occurrence of the type.")
+    status: int = Field(description="The HTTP status code.")
+    detail: str = Field(description="What went wrong in this occurrence, for people.")
+    instance: str | None = Field(None, description="The path of the request that failed.")
     line: int | None = Field(None, description="SVMlight input: 1-based line of the error.")
     token: str | None = Field(None, description="The offending token, when there is one.")
     errors: list[FieldError] | None = Field(None, description="Request validation problems.")
-
-
-class ErrorResponse(BaseModel):
-    """The body of every error response (4xx and 500)."""
-
-    detail: ErrorDetail
+    setting: str | None = Field(
+        None, description="The setting (environment variable) whose limit the request "
+                          "exceeds, e.g. SVMSVC_MAX_UPLOAD_BYTES.")
 
 
 # -- datasets -------------------------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""Streaming dataset uploads: multipart body -> decompression -> SVMlight parser, chunk by chunk.
+"""Request bodies received while they stream: dataset uploads (multipart body ->
+decompression -> SVMlight parser, chunk by chunk) and bounded plain bodies
+(:func:`receive_body`, batch predictions).
 
 The request body is never buffered whole: each chunk received goes through the multipart
 parser (``python-multipart``); the bytes of the ``file`` field go, a megabyte at a time, into a
@@ -28,7 +30,13 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 
-from app.api.errors import BadRequest, Unprocessable, over_limit
+from app.errors import (
+    ContentTooLarge,
+    InvalidRequest,
+    MalformedInput,
+    UnreadableBody,
+    limit_exceeded,
+)
 
 FILE_FIELD = "file"
 FEED_BYTES = 1 << 20
@@ -61,6 +69,11 @@ class ParsedUpload:
     dataset: object  # solvers.Dataset
     filename: str
     size: int
+
+    @property
+    def name(self) -> str:
+        """The name to store: the base of the client's file name, at most 255 characters."""
+        return self.filename.replace("\\", "/").rsplit("/", 1)[-1][:255] or "upload"
 
 
 class _MultipartFile:
@@ -110,7 +123,7 @@ class _MultipartFile:
             return  # other fields are ignored
         self.files_seen += 1
         if self.files_seen > 1:
-            raise Unprocessable(f"send one multipart field {FILE_FIELD!r}, not several")
+            raise InvalidRequest(f"send one multipart field {FILE_FIELD!r}, not several")
         self._in_file = True
         self.filename = options.get(b"filename", b"upload").decode("utf-8", "replace")
 
@@ -119,7 +132,8 @@ class _MultipartFile:
             return
         self.size += end - start
         if self.size > self.limits.max_bytes:
-            raise over_limit("the file", "max_upload_bytes", self.limits.max_bytes, "bytes")
+            raise limit_exceeded("the file", "max_upload_bytes", self.limits.max_bytes, "bytes",
+                                 error=ContentTooLarge)
         self._pending += data[start:end]
 
     def _on_part_end(self) -> None:
@@ -131,7 +145,7 @@ class _MultipartFile:
         try:
             self._multipart.write(chunk)
         except MultipartParseError as exc:
-            raise Unprocessable(f"malformed multipart body: {exc}") from None
+            raise MalformedInput(f"malformed multipart body: {exc}") from None
         if len(self._pending) >= FEED_BYTES:
             self._feed()
 
@@ -140,9 +154,9 @@ class _MultipartFile:
         try:
             self._multipart.finalize()
         except MultipartParseError as exc:
-            raise Unprocessable(f"malformed multipart body: {exc}") from None
+            raise MalformedInput(f"malformed multipart body: {exc}") from None
         if self.files_seen == 0:
-            raise Unprocessable(f"the multipart field {FILE_FIELD!r} is missing")
+            raise InvalidRequest(f"the multipart field {FILE_FIELD!r} is missing")
         self._feed()
         return self._capped(self.parser.finish)
 
@@ -159,8 +173,9 @@ class _MultipartFile:
             return step(*args)
         except SVMLightLimitError as exc:
             what, setting, unit = _CAPS[exc.limit]
-            raise over_limit(what, setting, exc.cap, unit,
-                             actual=None if exc.limit == "text_bytes" else exc.actual) from None
+            raise limit_exceeded(what, setting, exc.cap, unit, error=ContentTooLarge,
+                                 actual=None if exc.limit == "text_bytes" else exc.actual
+                                 ) from None
 
 
 # The parser's caps (SVMLightLimitError.limit): what the message calls it, the setting, the unit.
@@ -173,13 +188,32 @@ _CAPS = {
 }
 
 
+async def receive_body(request: Request, limit: int, setting: str) -> bytes:
+    """The whole body of a request, refused (:class:`ContentTooLarge` naming ``setting``) as
+    soon as its declared length, or what has arrived, exceeds ``limit`` bytes;
+    :class:`UnreadableBody` when the client cuts it off."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise limit_exceeded("the body", setting, limit, "bytes", error=ContentTooLarge)
+    body = bytearray()
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise limit_exceeded("the body", setting, limit, "bytes", error=ContentTooLarge)
+    except ClientDisconnect:
+        raise UnreadableBody("the request body was cut off before its end") from None
+    return bytes(body)
+
+
 async def receive_svmlight_upload(request: Request, limits: UploadLimits, *,
                                   n_features: int | None,
                                   zero_based: bool) -> ParsedUpload:
     """Parse the SVMlight file of a ``multipart/form-data`` request while it streams in.
 
-    Raises ``PayloadTooLarge`` past a limit, ``Unprocessable`` for a body that is not a
-    multipart upload with one ``file`` field, ``BadRequest`` for a body cut off by the
+    Raises ``ContentTooLarge`` past a limit, ``InvalidRequest`` for a body that is not a
+    multipart upload with one ``file`` field (``MalformedInput`` for a malformed one),
+    ``UnreadableBody`` for a body cut off by the
     client, and ``solvers.SVMLightFormatError`` for a malformed file.
     """
     import solvers
@@ -187,13 +221,14 @@ async def receive_svmlight_upload(request: Request, limits: UploadLimits, *,
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     boundary = options.get(b"boundary")
     if content_type != b"multipart/form-data" or not boundary:
-        raise Unprocessable(f"send the dataset as multipart/form-data with a field "
+        raise InvalidRequest(f"send the dataset as multipart/form-data with a field "
                             f"{FILE_FIELD!r}")
     max_bytes = limits.max_bytes
     body_limit = max_bytes + ENVELOPE_BYTES
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > body_limit:
-        raise over_limit("the request", "max_upload_bytes", max_bytes, "bytes")
+        raise limit_exceeded("the request", "max_upload_bytes", max_bytes, "bytes",
+                             error=ContentTooLarge)
     parser = solvers.SVMLightStreamParser(
         n_features=n_features, zero_based=zero_based, decompress="auto", piece_size=FEED_BYTES,
         max_text_bytes=limits.max_bytes, max_rows=limits.max_rows, max_entries=limits.max_nnz,
@@ -205,13 +240,14 @@ async def receive_svmlight_upload(request: Request, limits: UploadLimits, *,
         async for chunk in request.stream():
             received += len(chunk)
             if received > body_limit:
-                raise over_limit("the request", "max_upload_bytes", max_bytes, "bytes")
+                raise limit_exceeded("the request", "max_upload_bytes", max_bytes, "bytes",
+                             error=ContentTooLarge)
             batch += chunk
             if len(batch) >= FEED_BYTES:
                 data, batch = bytes(batch), bytearray()
                 await run_in_threadpool(upload.consume, data)
     except ClientDisconnect:
-        raise BadRequest("the request body was cut off before its end") from None
+        raise UnreadableBody("the request body was cut off before its end") from None
     if batch:
         await run_in_threadpool(upload.consume, bytes(batch))
     dataset = await run_in_threadpool(upload.finish)

@@ -17,11 +17,11 @@ from typing import Annotated, TypeVar
 from fastapi import Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
-from app.api.errors import NotFound
 from app.core.config import Settings
 from app.db.models import Dataset, Job, TrainedModel
 from app.db.session import Sessions
-from app.jobs.pool import WorkerPool
+from app.errors import NotFound
+from app.jobs.dispatcher import Dispatcher
 from app.prediction import ModelCache
 from app.storage import DatasetStorage
 
@@ -65,9 +65,9 @@ async def get_store(request: Request) -> DatasetStorage:
     return request.app.state.store
 
 
-async def get_pool(request: Request) -> WorkerPool:
-    """The worker pool (to wake its dispatcher, or to inspect it)."""
-    return request.app.state.pool
+async def get_dispatcher(request: Request) -> Dispatcher:
+    """The dispatcher (to wake it, or to inspect its executor's slots)."""
+    return request.app.state.dispatcher
 
 
 async def get_model_cache(request: Request) -> ModelCache:
@@ -80,7 +80,7 @@ SessionsDep = Annotated[Sessions, Depends(get_sessions)]
 SessionDep = Annotated[Session, Depends(get_read_session, scope="function")]
 WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
 StoreDep = Annotated[DatasetStorage, Depends(get_store)]
-PoolDep = Annotated[WorkerPool, Depends(get_pool)]
+DispatcherDep = Annotated[Dispatcher, Depends(get_dispatcher)]
 ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
 
 

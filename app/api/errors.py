@@ -1,16 +1,27 @@
-"""Errors as JSON: ``{"detail": {"message": ..., ...}}`` for every failure, never a traceback.
+"""Every error answered as an RFC 9457 problem (``application/problem+json``), never a
+traceback: the one place where the service's errors become HTTP.
 
-Routes raise :class:`ApiError` (or one of its named subclasses); request validation errors,
-malformed SVMlight input (with ``line`` and ``token``), Starlette's own HTTP errors (unknown
-path, wrong method) and unexpected exceptions are turned into the same
-:class:`~app.schemas.ErrorResponse` shape by the handlers installed with
-:func:`install_error_handlers`.
+* :class:`app.errors.ServiceError` and its subclasses (the domain errors the query layer,
+  admission, uploads, predictions and security raise) get their status from
+  :data:`STATUS_OF`, their ``type`` (``urn:svmsvc:problem:<slug>``) and ``title`` from their
+  class, their ``detail`` and extension members (``line``, ``token``, ``setting``) from the
+  instance, and ``Retry-After`` / ``WWW-Authenticate`` headers where they apply;
+* request validation errors are a 422 whose ``errors`` member lists every problem;
+* malformed SVMlight input from the library is a 422 with ``line`` and ``token``;
+* Starlette's own errors (unknown path, wrong method, a body not parseable) keep their status,
+  with ``type`` ``about:blank``;
+* a database that does not answer is a 503 with ``Retry-After``; anything else a 500 whose
+  detail says nothing of the internals (they go to the log).
+
+``instance`` is the request's path.  :func:`responses` documents the error statuses of an
+operation in the OpenAPI spec, all with the :class:`~app.schemas.Problem` schema.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -19,115 +30,83 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.schemas import ErrorDetail, ErrorResponse, FieldError
+from app.errors import (
+    PROBLEM_TYPE_PREFIX,
+    CapacityExceeded,
+    Conflict,
+    ContentTooLarge,
+    Forbidden,
+    InvalidRequest,
+    LimitExceeded,
+    NotFound,
+    QuotaExceeded,
+    ServiceError,
+    Unauthenticated,
+    UnreadableBody,
+)
+from app.schemas import FieldError, Problem
 from solvers import SVMLightFormatError
 
 logger = logging.getLogger("svmsvc.api")
 
-ERROR_SCHEMA_REF = "#/components/schemas/ErrorResponse"
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+PROBLEM_SCHEMA_REF = "#/components/schemas/Problem"
+
+STATUS_OF: dict[type[ServiceError], int] = {
+    InvalidRequest: 422,
+    UnreadableBody: 400,
+    Unauthenticated: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    LimitExceeded: 422,
+    ContentTooLarge: 413,
+    QuotaExceeded: 429,
+    CapacityExceeded: 503,
+    ServiceError: 422,
+}
+"""The HTTP status of each domain error (the nearest class in its MRO decides)."""
+
+AUTHENTICATE_CHALLENGES = 'Bearer realm="svmsvc", X-API-Key'
+"""The ``WWW-Authenticate`` of a 401: the key as a bearer token, or in the X-API-Key header."""
+
+DATABASE_RETRY_AFTER_S = 5
 
 
-class ApiError(Exception):
-    """An error with an HTTP status and a message for the client."""
-
-    status_code = 400
-
-    def __init__(self, message: str, *, line: int | None = None, token: str | None = None,
-                 headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.detail = ErrorDetail(message=message, line=line, token=token)
-        self.headers = headers
+def status_of(error: ServiceError) -> int:
+    """The HTTP status of a domain error."""
+    for kind in type(error).__mro__:
+        if kind in STATUS_OF:
+            return STATUS_OF[kind]
+    raise TypeError(f"{type(error).__name__} is not a ServiceError")
 
 
-class BadRequest(ApiError):
-    """400: the body could not be read (not decodable, or cut off)."""
-
-    status_code = 400
-
-
-class Unauthorized(ApiError):
-    """401: no API key, or an unknown one."""
-
-    status_code = 401
-
-
-class Forbidden(ApiError):
-    """403: the API key's scope does not allow the request."""
-
-    status_code = 403
-
-
-class TooManyRequests(ApiError):
-    """429: a quota is reached."""
-
-    status_code = 429
-
-
-class ServiceUnavailable(ApiError):
-    """503: the database cannot be reached; retry later."""
-
-    status_code = 503
-
-
-class NotFound(ApiError):
-    """404: the resource in the path does not exist."""
-
-    status_code = 404
-
-
-class Conflict(ApiError):
-    """409: the request conflicts with the resource's state."""
-
-    status_code = 409
-
-
-class PayloadTooLarge(ApiError):
-    """413: the body is past the upload limit."""
-
-    status_code = 413
-
-
-class Unprocessable(ApiError):
-    """422: the request is invalid."""
-
-    status_code = 422
-
-
-def setting_variable(setting: str) -> str:
-    """The environment variable of a setting (``max_upload_bytes`` -> SVMSVC_MAX_UPLOAD_BYTES)."""
-    return f"SVMSVC_{setting.upper()}"
-
-
-def over_limit(what: str, setting: str, limit: int | float, unit: str, *,
-               actual: int | None = None, error: type[ApiError] = PayloadTooLarge) -> ApiError:
-    """The error for a request past a configured cap: names the cap and how to raise it."""
-    found = f" ({actual} {unit})" if actual is not None else ""
-    return error(f"{what}{found} exceeds the limit of {limit} {unit} set by "
-                 f"{setting_variable(setting)}; the operator can raise that setting")
-
-
-def error_response(status_code: int, detail: ErrorDetail,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
-    """An ``ErrorResponse`` body with this status."""
-    body = ErrorResponse(detail=detail).model_dump(mode="json", exclude_none=True)
-    return JSONResponse(body, status_code=status_code, headers=headers)
+def problem_response(request: Request, status: int, title: str, detail: str, *,
+                     type_: str = "about:blank", headers: dict[str, str] | None = None,
+                     **members: Any) -> JSONResponse:
+    """A ``Problem`` body with this status (members that are None are left out)."""
+    body = Problem(type=type_, title=title, status=status, detail=detail,
+                   instance=request.url.path, **members)
+    return JSONResponse(body.model_dump(mode="json", exclude_none=True), status_code=status,
+                        headers=headers, media_type=PROBLEM_MEDIA_TYPE)
 
 
 def responses(*status_codes: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` entries documenting these error statuses (always JSON, also on
-    routes whose success is a stream or a file)."""
+    """OpenAPI ``responses`` entries documenting these error statuses (always problem
+    details, also on routes whose success is a stream or a file)."""
     descriptions = {
         400: "Body not readable (not UTF-8 where text is expected, or cut off)",
         401: "Missing or unknown API key",
         403: "The API key's scope does not allow this",
-        404: "Not found",
+        404: "Not found (or another owner's)",
         409: "Conflict with the resource's state",
-        413: "Body or content past a configured limit (the message names the setting)",
-        422: "Invalid request",
-        429: "Quota reached (the message names the setting)",
-        503: "Database unavailable; retry after the Retry-After seconds",
+        413: "Content past a configured limit (the `setting` member names it)",
+        422: "Invalid request, or a limit exceeded (the `setting` member names it)",
+        429: "Quota reached (the `setting` member names it)",
+        503: "Database unavailable, or the service at capacity; retry after Retry-After "
+             "seconds",
     }
-    content = {"application/json": {"schema": {"$ref": ERROR_SCHEMA_REF}}}
+    content = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": PROBLEM_SCHEMA_REF}}}
     return {code: {"description": descriptions[code], "content": content}
             for code in status_codes}
 
@@ -136,8 +115,16 @@ def _location(loc: tuple[Any, ...]) -> str:
     return ".".join(str(part) for part in loc)
 
 
-async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-    return error_response(exc.status_code, exc.detail, exc.headers)
+async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+    status = status_of(exc)
+    headers = {}
+    if exc.retry_after_s is not None:
+        headers["Retry-After"] = str(exc.retry_after_s)
+    if status == 401:
+        headers["WWW-Authenticate"] = AUTHENTICATE_CHALLENGES
+    return problem_response(request, status, exc.title, exc.detail, type_=exc.type,
+                            headers=headers or None, line=exc.line, token=exc.token,
+                            setting=exc.setting)
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -146,19 +133,26 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
                    type=error.get("type", "value_error"))
         for error in exc.errors()
     ]
-    message = "; ".join(f"{_location(tuple(e.loc))}: {e.message}" for e in errors)
-    return error_response(422, ErrorDetail(message=message or "invalid request", errors=errors))
+    detail = "; ".join(f"{_location(tuple(e.loc))}: {e.message}" for e in errors)
+    return problem_response(request, 422, InvalidRequest.title, detail or "invalid request",
+                            type_=PROBLEM_TYPE_PREFIX + InvalidRequest.slug, errors=errors)
 
 
 async def _svmlight_error(request: Request, exc: SVMLightFormatError) -> JSONResponse:
-    return error_response(422, ErrorDetail(message=str(exc), line=exc.line, token=exc.token))
+    return problem_response(request, 422, "Malformed input", str(exc),
+                            type_=PROBLEM_TYPE_PREFIX + "malformed-input", line=exc.line,
+                            token=exc.token)
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     headers = getattr(exc, "headers", None)
     if exc.status_code == 405:
         headers = {**(headers or {}), "Allow": ", ".join(_allowed_methods(request))}
-    return error_response(exc.status_code, ErrorDetail(message=str(exc.detail)), headers)
+    try:
+        title = HTTPStatus(exc.status_code).phrase
+    except ValueError:
+        title = "Error"
+    return problem_response(request, exc.status_code, title, str(exc.detail), headers=headers)
 
 
 def _allowed_methods(request: Request) -> list[str]:
@@ -177,25 +171,25 @@ def _allowed_methods(request: Request) -> list[str]:
     return sorted({m for regex, methods in table if regex.match(path) for m in methods})
 
 
-DATABASE_RETRY_AFTER_S = 5
-
-
 async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
     logger.warning("database unavailable in %s %s: %s", request.method, request.url.path,
                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    return error_response(503, ErrorDetail(message="the database is unavailable; retry "
-                                                   f"in {DATABASE_RETRY_AFTER_S} s"),
-                          {"Retry-After": str(DATABASE_RETRY_AFTER_S)})
+    return problem_response(
+        request, 503, "Database unavailable",
+        f"the database is unavailable; retry in {DATABASE_RETRY_AFTER_S} s",
+        type_=PROBLEM_TYPE_PREFIX + "database-unavailable",
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)})
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     logger.error("unhandled error in %s %s", request.method, request.url.path, exc_info=exc)
-    return error_response(500, ErrorDetail(message="internal error"))
+    return problem_response(request, 500, "Internal error", "internal error",
+                            type_=PROBLEM_TYPE_PREFIX + "internal-error")
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Make every error of ``app`` an ``ErrorResponse``."""
-    app.add_exception_handler(ApiError, _api_error)
+    """Make every error of ``app`` a problem."""
+    app.add_exception_handler(ServiceError, _service_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(SVMLightFormatError, _svmlight_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

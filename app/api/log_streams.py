@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from fastapi.sse import ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
-from app.api.errors import ServiceUnavailable, TooManyRequests, over_limit
 from app.crud import jobs as crud_jobs
 from app.db.models import JobStatus
 from app.db.session import Sessions
+from app.errors import CapacityExceeded, QuotaExceeded, limit_exceeded
 from app.schemas import JobPublic, LogRecordPublic
 
 logger = logging.getLogger("svmsvc.api")
@@ -145,21 +145,17 @@ class LogStreams:
     def acquire(self, owner: str) -> None:
         """Take a stream slot for ``owner`` (a key digest or a client address), or raise
         503 (the process's cap) / 429 (the owner's cap), both with ``Retry-After``."""
-        headers = {"Retry-After": str(STREAM_RETRY_AFTER_S)}
         total = self.open_streams
         if total >= self.max_streams:
-            error = over_limit("the live log streams open in the service", "max_log_streams",
-                               self.max_streams, "streams", actual=total,
-                               error=ServiceUnavailable)
-            error.headers = headers
-            raise error
+            raise limit_exceeded("the live log streams open in the service", "max_log_streams",
+                                 self.max_streams, "streams", actual=total,
+                                 error=CapacityExceeded, retry_after_s=STREAM_RETRY_AFTER_S)
         mine = self._open.get(owner, 0)
         if mine >= self.max_per_owner:
-            error = over_limit("the live log streams open for this API key",
-                               "max_log_streams_per_key", self.max_per_owner, "streams",
-                               actual=mine, error=TooManyRequests)
-            error.headers = headers
-            raise error
+            raise limit_exceeded("the live log streams open for this API key",
+                                 "max_log_streams_per_key", self.max_per_owner, "streams",
+                                 actual=mine, error=QuotaExceeded,
+                                 retry_after_s=STREAM_RETRY_AFTER_S)
         self._open[owner] = mine + 1
 
     def release(self, owner: str) -> None:

@@ -24,6 +24,8 @@ from typing import Annotated
 from fastapi import Request, Security
 from fastapi.security import APIKeyHeader
 
+from app.errors import Forbidden, Unauthenticated
+
 API_KEY_HEADER = "X-API-Key"
 
 _api_key = APIKeyHeader(
@@ -115,15 +117,13 @@ def authorize(keys: ApiKeys, key: str | None, needed: Scope) -> Scope | None:
 
     Returns None (allowed) when no key is configured.
     """
-    from app.api.errors import Forbidden, Unauthorized
-
     if not keys.enabled:
         return None
     scope = keys.scope_of(key)
     if scope is None:
         message = (f"missing API key: send it in the {API_KEY_HEADER} header" if not key
                    else "unknown API key")
-        raise Unauthorized(message, headers={"WWW-Authenticate": API_KEY_HEADER})
+        raise Unauthenticated(message)
     if scope < needed:
         raise Forbidden(f"this API key has scope {scope.name}; this needs {needed.name}")
     return scope

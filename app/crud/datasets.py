@@ -1,14 +1,16 @@
-"""Datasets: list, lookup by content, create (file then row), delete (with what uses them)."""
+"""Datasets: list, get, lookup by content, create (file then row), delete (with what uses
+them)."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete as delete_rows
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from app.api.errors import Conflict
 from app.crud.pages import page
 from app.db.models import Dataset, Job, JobStatus, TrainedModel
 from app.db.session import Sessions
+from app.errors import Conflict, NotFound
 from app.storage import DatasetStorage, dataset_digest
 
 
@@ -16,6 +18,22 @@ def list_page(session: Session, offset: int, limit: int) -> tuple[list[Dataset],
     """Datasets, newest first."""
     return page(session, select(Dataset), (Dataset.created_at.desc(), Dataset.id), offset,
                 limit)
+
+
+def get(session: Session, dataset_id) -> Dataset | None:
+    """The dataset, or None."""
+    return session.get(Dataset, dataset_id)
+
+
+def delete(session: Session, files: DatasetStorage, dataset_id, cascade: bool) -> list:
+    """Delete a dataset (row and file; :class:`NotFound` if there is none), and with
+    ``cascade`` the finished jobs and the models that use it (:func:`delete_with_uses`).
+    Returns the ids of the models deleted (for the model cache)."""
+    with files.lock:
+        dataset = get(session, dataset_id)
+        if dataset is None:
+            raise NotFound(f"dataset {dataset_id} not found")
+        return delete_with_uses(session, files, dataset, cascade)
 
 
 def store(sessions: Sessions, files: DatasetStorage, dataset, name: str,
@@ -69,9 +87,9 @@ def delete_with_uses(session: Session, files: DatasetStorage, dataset: Dataset,
                        f"{len(model_ids)} model(s); delete with cascade=true to remove them "
                        f"too")
     if model_ids:
-        session.execute(delete(TrainedModel).where(TrainedModel.id.in_(model_ids)))
+        session.execute(delete_rows(TrainedModel).where(TrainedModel.id.in_(model_ids)))
     if job_ids:
-        session.execute(delete(Job).where(Job.id.in_(job_ids)))
+        session.execute(delete_rows(Job).where(Job.id.in_(job_ids)))
     digest = dataset.sha256
     session.delete(dataset)
     session.commit()

@@ -1,5 +1,5 @@
-"""Jobs and their convergence logs: create (checked, within the queue quota), list, log pages
-and batches, the job with its newest records (live stream)."""
+"""Jobs and their convergence logs: create (checked, within the queue quota), list, get,
+cancel, delete, log pages and batches, the job with its newest records (live stream)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from collections.abc import Iterator
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.api.errors import TooManyRequests, Unprocessable, over_limit
 from app.core.config import Settings
 from app.crud.pages import page
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus
 from app.db.session import Sessions
+from app.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded, limit_exceeded
 from app.jobs.admission import check_job
+from app.jobs.state import delete_finished_job, request_cancel
 from app.problem import problem_key
 
 
@@ -28,16 +29,16 @@ def create(session: Session, body, owner: str | None, settings: Settings) -> Job
         if dataset_id is not None:
             datasets[field] = session.get(Dataset, dataset_id)
             if datasets[field] is None:
-                raise Unprocessable(f"{field}: dataset {dataset_id} not found")
+                raise InvalidRequest(f"{field}: dataset {dataset_id} not found")
     check_job(body.params, datasets["dataset_id"], datasets.get("validation_dataset_id"),
               settings, body.tuning)
     queued = session.scalar(select(func.count()).select_from(Job).where(
         Job.owner.is_(None) if owner is None else Job.owner == owner,
         Job.status == JobStatus.queued))
     if queued >= settings.max_queued_jobs_per_key:
-        raise over_limit("the jobs queued for this API key", "max_queued_jobs_per_key",
-                         settings.max_queued_jobs_per_key, "jobs", actual=queued,
-                         error=TooManyRequests)
+        raise limit_exceeded("the jobs queued for this API key", "max_queued_jobs_per_key",
+                             settings.max_queued_jobs_per_key, "jobs", actual=queued,
+                             error=QuotaExceeded)
     job = Job(
         dataset_id=body.dataset_id,
         validation_dataset_id=body.validation_dataset_id,
@@ -54,6 +55,38 @@ def create(session: Session, body, owner: str | None, settings: Settings) -> Job
     session.add(job)
     session.commit()
     return job
+
+
+def get(session: Session, job_id: uuid.UUID) -> Job | None:
+    """The job, or None."""
+    return session.get(Job, job_id)
+
+
+def _existing(session: Session, job_id: uuid.UUID) -> Job:
+    job = get(session, job_id)
+    if job is None:
+        raise NotFound(f"job {job_id} not found")
+    return job
+
+
+def cancel(session: Session, job_id: uuid.UUID) -> Job:
+    """Cancel a job (a queued one at once, a running one flagged for its worker):
+    :class:`NotFound`, or :class:`Conflict` when it has already finished."""
+    job = _existing(session, job_id)
+    if JobStatus(job.status).finished:
+        raise Conflict(f"job {job.id} has already {job.status}")
+    request_cancel(session, job)
+    return job
+
+
+def delete(sessions: Sessions, job_id: uuid.UUID) -> None:
+    """Delete a finished job and its log (its model stays): :class:`NotFound`, or
+    :class:`Conflict` while it is queued or running."""
+    with sessions.read() as session:
+        status = JobStatus(_existing(session, job_id).status)
+    if not status.finished:
+        raise Conflict(f"job {job_id} is {status}; cancel it first")
+    delete_finished_job(sessions, job_id)
 
 
 def list_page(session: Session, status: JobStatus | None, dataset_id: uuid.UUID | None,

@@ -1,4 +1,4 @@
-"""Trained models: list, their stored archives."""
+"""Trained models: list, get, delete, their stored archives."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from app.crud.pages import page
 from app.db.models import TrainedModel
 from app.db.session import Sessions
+from app.errors import NotFound
 
 
 def list_page(session: Session, dataset_id: uuid.UUID | None, solver: str | None,
@@ -28,3 +29,12 @@ def artifact(sessions: Sessions, model_id: uuid.UUID) -> bytes | None:
     """The model's ``.npz`` archive (None if there is no such model)."""
     with sessions.read() as session:
         return session.scalar(select(TrainedModel.artifact).where(TrainedModel.id == model_id))
+
+
+def delete(session: Session, model_id: uuid.UUID) -> None:
+    """Delete a model (its job stays, without a model); :class:`NotFound` if there is none."""
+    model = session.get(TrainedModel, model_id)
+    if model is None:
+        raise NotFound(f"model {model_id} not found")
+    session.delete(model)
+    session.commit()

@@ -11,16 +11,17 @@ in a worker (or kill it) and can be known from the dataset rows and the paramete
   a direct LS-SVM solve, n_samples^2; the normal equations of mfn's or alm's Cholesky step or
   of the interior-point method, (n_features + 1)^2), at most ``SVMSVC_MAX_DIRECT_ROWS`` rows.
 
-Each refusal is a :class:`~app.api.errors.Unprocessable` (422) naming the field.
+Each refusal is an :class:`~app.errors.InvalidJob` naming the field, or a
+:class:`~app.errors.LimitExceeded` naming the setting (both answered 422).
 """
 
 from __future__ import annotations
 
 import math
 
-from app.api.errors import Unprocessable, over_limit
 from app.core.config import Settings
 from app.db.models import Dataset
+from app.errors import InvalidJob, LimitExceeded, limit_exceeded
 
 
 def _labels(dataset: Dataset) -> list[float]:
@@ -29,8 +30,8 @@ def _labels(dataset: Dataset) -> list[float]:
 
 def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Settings,
               tuning=None) -> None:
-    """Raise a 422 for a job that cannot succeed, or that asks for more memory than allowed
-    (a tuning job: at every point of its grid)."""
+    """Raise :class:`InvalidJob` for a job that cannot succeed, :class:`LimitExceeded` for one
+    that asks for more memory than allowed (a tuning job: at every point of its grid)."""
     import solvers
     from solvers.auto import DatasetShape
     from solvers.train import resolve
@@ -42,39 +43,40 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         try:
             spec, params, _ = resolve(spec, params, shape)
         except solvers.InvalidParametersError as exc:
-            raise Unprocessable(f"params: {exc}") from None
+            raise InvalidJob(f"params: {exc}") from None
     if tuning is not None:
         if tuning.gamma is not None and "gamma" not in spec.params_model.model_fields:
-            raise Unprocessable(f"tuning.gamma: solver {spec.name!r} has no kernel gamma to "
+            raise InvalidJob(f"tuning.gamma: solver {spec.name!r} has no kernel gamma to "
                                 f"search")
         if tuning.folds > dataset.n_samples:
-            raise Unprocessable(f"tuning.folds: {tuning.folds} folds need at least "
+            raise InvalidJob(f"tuning.folds: {tuning.folds} folds need at least "
                                 f"{tuning.folds} examples; the dataset has {dataset.n_samples}")
     labels = _labels(dataset)
     task = getattr(params, "task", "classification")
     if len(labels) < 2:
-        raise Unprocessable(f"dataset_id: training needs at least two distinct labels in the "
+        raise InvalidJob(f"dataset_id: training needs at least two distinct labels in the "
                             f"dataset; it has only {labels[0] if labels else 'no'} label")
     refusal = None if spec.portfolio else spec.solves.refusal(
         params.posed_task(len(labels)), params.loss, params.bias, params.loss_exponent,
         f"solver {spec.name!r}")
     if refusal is not None:
-        raise Unprocessable(f"params: {refusal}; the dataset has {len(labels)} labels")
+        raise InvalidJob(f"params: {refusal}; the dataset has {len(labels)} labels")
     if task == "ordinal" and not all(math.isfinite(label) and label == int(label)
                                      for label in labels):
-        raise Unprocessable("dataset_id: ordinal regression needs ranks as labels "
-                            "(integers, e.g. 1..p)")
+        raise InvalidJob("dataset_id: ordinal regression needs ranks as labels "
+                         "(integers, e.g. 1..p)")
     if validation is not None and validation.n_features > dataset.n_features:
-        raise Unprocessable(f"validation_dataset_id: the validation dataset has "
+        raise InvalidJob(f"validation_dataset_id: the validation dataset has "
                             f"{validation.n_features} features, the training dataset "
                             f"{dataset.n_features}: another feature space")
     cache_mb = getattr(params, "cache_mb", None)
     if cache_mb is not None and cache_mb > settings.max_kernel_cache_mb:
-        raise over_limit("params.cache_mb", "max_kernel_cache_mb", settings.max_kernel_cache_mb,
-                         "MiB", actual=cache_mb, error=Unprocessable)
+        raise limit_exceeded("params.cache_mb", "max_kernel_cache_mb",
+                             settings.max_kernel_cache_mb, "MiB", actual=cache_mb,
+                             error=LimitExceeded)
     system = spec.dense_system(params, dataset.n_samples, dataset.n_features) \
         if spec.dense_system is not None else None
     if system is not None and system[1] > settings.max_direct_rows:
         what, side = system
-        raise over_limit(f"params: {what}", "max_direct_rows", settings.max_direct_rows,
-                         "rows", actual=side, error=Unprocessable)
+        raise limit_exceeded(f"params: {what}", "max_direct_rows", settings.max_direct_rows,
+                             "rows", actual=side, error=LimitExceeded)

@@ -112,5 +112,5 @@ def test_generated_client_runs_the_whole_workflow(live_server, client_package):
         assert evaluation.n_samples == 270 and 0.8 < evaluation.accuracy <= 1.0
 
         missing = jobs_get.sync(client=client, job_id=uuid.uuid4())
-        assert isinstance(missing, models.ErrorResponse)
-        assert missing.detail.message.endswith("not found")
+        assert isinstance(missing, models.Problem)
+        assert missing.status == 404 and missing.detail.endswith("not found")

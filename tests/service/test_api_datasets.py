@@ -21,7 +21,7 @@ from servicetools import (
 from starlette.requests import Request
 
 import solvers
-from app.api.errors import PayloadTooLarge
+from app.errors import ContentTooLarge
 from app.uploads import ENVELOPE_BYTES, UploadLimits, receive_svmlight_upload
 
 
@@ -73,7 +73,7 @@ def test_upload_options_widen_and_shift_features(api):
     assert body["n_features"] == 10 and body["nnz"] == 3
     rejected = upload(api, text)
     assert rejected.status_code == 422
-    assert rejected.json()["detail"]["token"] == "0:1.5"
+    assert rejected.json()["token"] == "0:1.5"
 
 
 @pytest.mark.parametrize("content, line, token", [
@@ -86,10 +86,11 @@ def test_a_malformed_file_is_a_422_naming_line_and_token(api, content, line, tok
     files_before = stored_files(api)
     response = upload(api, content)
     assert response.status_code == 422
-    detail = response.json()["detail"]
-    assert detail["line"] == line and detail["token"] == token
-    assert detail["message"].startswith(f"line {line}:")
-    assert token in detail["message"]
+    problem = response.json()
+    assert problem["line"] == line and problem["token"] == token
+    assert problem["detail"].startswith(f"line {line}:")
+    assert token in problem["detail"]
+    assert problem["type"] == "urn:svmsvc:problem:malformed-input"
     assert api.get("/api/v1/datasets").json()["count"] == before
     assert stored_files(api) == files_before
 
@@ -98,10 +99,10 @@ def test_malformed_compressed_and_empty_uploads(api):
     corrupt = gzip.compress(random_svmlight(seed=5))[:-12]
     response = upload(api, corrupt, filename="cut.gz")
     assert response.status_code == 422
-    assert "gzip" in response.json()["detail"]["message"]
+    assert "gzip" in response.json()["detail"]
     empty = upload(api, b"")
     assert empty.status_code == 422
-    assert empty.json()["detail"]["message"] == "no data lines"
+    assert empty.json()["detail"] == "no data lines"
 
 
 @pytest.mark.parametrize("excess", [1000, ENVELOPE_BYTES + 1000],
@@ -114,7 +115,7 @@ def test_an_oversized_upload_is_a_413_and_leaves_nothing(api, excess):
     big = line * ((limit + excess) // len(line) + 1)
     response = upload(api, big)
     assert response.status_code == 413
-    assert str(limit) in response.json()["detail"]["message"]
+    assert str(limit) in response.json()["detail"]
     assert api.get("/api/v1/datasets").json()["count"] == before
     assert stored_files(api) == files_before
 
@@ -138,7 +139,7 @@ def test_an_oversized_streamed_upload_is_refused_while_it_streams():
     scope = {"type": "http", "method": "POST", "path": "/api/v1/datasets", "query_string": b"",
              "headers": [(b"content-type", b"multipart/form-data; boundary=" + boundary)]}
     request = Request(scope, receive)
-    with pytest.raises(PayloadTooLarge):
+    with pytest.raises(ContentTooLarge):
         anyio.run(lambda: receive_svmlight_upload(
             request, UploadLimits(limit, 10**9, 10**9, 10**9), n_features=None,
             zero_based=False))
@@ -149,14 +150,14 @@ def test_upload_needs_a_multipart_file_field(api):
     response = api.post("/api/v1/datasets", content=b"1 1:1\n",
                         headers={"content-type": "text/plain"})
     assert response.status_code == 422
-    assert "multipart/form-data" in response.json()["detail"]["message"]
+    assert "multipart/form-data" in response.json()["detail"]
     response = api.post("/api/v1/datasets", files={"other": ("x.svm", b"1 1:1\n")})
     assert response.status_code == 422
-    assert "'file'" in response.json()["detail"]["message"]
+    assert "'file'" in response.json()["detail"]
     response = api.post("/api/v1/datasets", files=[("file", ("a.svm", b"1 1:1\n")),
                                             ("file", ("b.svm", b"-1 1:2\n"))])
     assert response.status_code == 422
-    assert "not several" in response.json()["detail"]["message"]
+    assert "not several" in response.json()["detail"]
 
 
 def test_list_is_paginated_newest_first(api):
@@ -174,10 +175,14 @@ def test_get_and_delete_unknown_datasets(api):
     for method in ("get", "delete"):
         response = getattr(api, method)(f"/api/v1/datasets/{missing}")
         assert response.status_code == 404
-        assert response.json() == {"detail": {"message": f"dataset {missing} not found"}}
+        assert response.headers["content-type"] == "application/problem+json"
+        assert response.json() == {
+            "type": "urn:svmsvc:problem:not-found", "title": "Not found", "status": 404,
+            "detail": f"dataset {missing} not found",
+            "instance": f"/api/v1/datasets/{missing}"}
     response = api.get("/api/v1/datasets/not-a-uuid")
     assert response.status_code == 422
-    assert response.json()["detail"]["errors"][0]["loc"] == ["path", "dataset_id"]
+    assert response.json()["errors"][0]["loc"] == ["path", "dataset_id"]
 
 
 def test_delete_is_refused_while_jobs_or_models_use_the_dataset(api):
@@ -186,7 +191,7 @@ def test_delete_is_refused_while_jobs_or_models_use_the_dataset(api):
     assert finished["status"] == "succeeded"
     refused = api.delete(f"/api/v1/datasets/{dataset_id}")
     assert refused.status_code == 409
-    assert "cascade=true" in refused.json()["detail"]["message"]
+    assert "cascade=true" in refused.json()["detail"]
     cascaded = api.delete(f"/api/v1/datasets/{dataset_id}", params={"cascade": "true"})
     assert cascaded.status_code == 204
     assert api.get(f"/api/v1/datasets/{dataset_id}").status_code == 404

@@ -12,7 +12,7 @@ import pytest
 from servicetools import QUICK_PARAMS, create_job, data_path, upload, uploaded_id, wait_job
 from starlette.requests import Request
 
-from app.api.errors import PayloadTooLarge
+from app.errors import ContentTooLarge
 from app.uploads import UploadLimits, receive_svmlight_upload
 
 HUGE = [2**31, 2**63, 2**64]
@@ -34,7 +34,7 @@ def test_a_huge_offset_is_a_422(api, path):
     for offset in HUGE:
         response = api.get(path, params={"offset": offset})
         assert response.status_code == 422, (offset, response.text)
-        assert response.json()["detail"]["errors"][0]["loc"] == ["query", "offset"]
+        assert response.json()["errors"][0]["loc"] == ["query", "offset"]
     assert api.get(path, params={"offset": 2**31 - 1}).json()["data"] == []
 
 
@@ -43,7 +43,7 @@ def test_a_huge_after_on_the_log_is_a_422_in_every_form(api, finished_job):
     for after in HUGE:
         assert api.get(log, params={"after": after}).status_code == 422
         csv = api.get(log, params={"after": after}, headers={"accept": "text/csv"})
-        assert csv.status_code == 422 and csv.json()["detail"]["message"]
+        assert csv.status_code == 422 and csv.json()["detail"]
         assert api.get(f"{log}/stream", params={"after": after}).status_code == 422
         assert api.get(f"{log}/stream", headers={"last-event-id": str(after)}).status_code \
             == 422
@@ -54,14 +54,14 @@ def test_n_features_past_the_cap_is_a_422_naming_the_setting(api):
     for n_features in HUGE:
         response = upload(api, b"1 1:1\n-1 2:1\n", n_features=n_features)
         assert response.status_code == 422
-        assert "SVMSVC_MAX_FEATURES" in response.json()["detail"]["message"]
+        assert "SVMSVC_MAX_FEATURES" in response.json()["detail"]
 
 
 def test_a_huge_feature_index_is_a_413_before_any_weight_vector(api):
     before = stored_files(api)
     response = upload(api, b"1 8589934592:1\n-1 1:1\n")
     assert response.status_code == 413
-    message = response.json()["detail"]["message"]
+    message = response.json()["detail"]
     assert "8589934592 features" in message and "SVMSVC_MAX_FEATURES" in message
     assert stored_files(api) == before
 
@@ -75,9 +75,11 @@ def test_a_compression_bomb_is_refused_on_its_decompressed_size(api, compress):
     before = stored_files(api), api.get("/api/v1/datasets").json()["count"]
     response = upload(api, bomb)
     assert response.status_code == 413
-    message = response.json()["detail"]["message"]
+    message = response.json()["detail"]
     assert message.startswith("the decompressed file exceeds the limit of "
                               f"{limit} bytes set by SVMSVC_MAX_UPLOAD_BYTES")
+    assert response.json()["setting"] == "SVMSVC_MAX_UPLOAD_BYTES"
+    assert response.json()["type"] == "urn:svmsvc:problem:content-too-large"
     assert (stored_files(api), api.get("/api/v1/datasets").json()["count"]) == before
 
 
@@ -85,7 +87,7 @@ def test_a_truncated_compressed_stream_is_a_422(api):
     whole = gzip.compress(b"1 1:1\n-1 2:1\n" * 1000)
     response = upload(api, whole[: len(whole) // 2])
     assert response.status_code == 422
-    assert response.json()["detail"]["message"] == "truncated gzip data (the stream ends early)"
+    assert response.json()["detail"] == "truncated gzip data (the stream ends early)"
 
 
 def test_concatenated_compressed_streams_are_one_file(api):
@@ -121,9 +123,9 @@ def _stream_upload(text: bytes, limits: UploadLimits):
 def test_each_cap_of_an_upload_names_its_setting(limits, fragment):
     text = b"1 1:1 2:1\n-1 3:1 4:1\n1 1:1 2:1\n"
     assert _stream_upload(text, UploadLimits(2**20, 100, 100, 100)).dataset.n_samples == 3
-    with pytest.raises(PayloadTooLarge) as error:
+    with pytest.raises(ContentTooLarge) as error:
         _stream_upload(text, limits)
-    assert fragment in error.value.detail.message
+    assert fragment in error.value.detail
 
 
 def test_a_malformed_multipart_part_header_is_a_422(api):
@@ -131,14 +133,15 @@ def test_a_malformed_multipart_part_header_is_a_422(api):
     response = api.post("/api/v1/datasets", content=body,
                         headers={"content-type": "multipart/form-data; boundary=b"})
     assert response.status_code == 422
-    assert response.json()["detail"]["message"].startswith("malformed multipart body: ")
+    assert response.json()["detail"].startswith("malformed multipart body: ")
 
 
 def test_a_body_that_is_not_utf8_is_a_documented_400(api, finished_job):
     response = api.post("/api/v1/jobs", content=b'{"dataset_id": "\xff"}',
                         headers={"content-type": "application/json"})
     assert response.status_code == 400
-    assert response.json() == {"detail": {"message": "There was an error parsing the body"}}
+    assert response.json()["detail"] == "There was an error parsing the body"
+    assert response.json()["title"] == "Bad Request"
     spec = api.get("/openapi.json").json()
     assert "400" in spec["paths"]["/api/v1/jobs"]["post"]["responses"]
 
@@ -150,4 +153,4 @@ def test_a_prediction_body_past_its_own_limit_is_a_413(api, finished_job):
     response = api.post(f"/api/v1/models/{finished_job['model_id']}/predict", content=body,
                         headers={"content-type": "text/plain"})
     assert response.status_code == 413
-    assert "SVMSVC_MAX_PREDICT_BYTES" in response.json()["detail"]["message"]
+    assert "SVMSVC_MAX_PREDICT_BYTES" in response.json()["detail"]

@@ -58,3 +58,7 @@ def test_every_operation_conforms_to_the_spec(case, api):
     if (case.method.upper(), case.path) in SEMANTIC_422:
         excluded.append(positive_data_acceptance)
     case.validate_response(response, transport_kwargs=kwargs, excluded_checks=excluded)
+    if response.status_code >= 400:  # every error is an RFC 9457 problem
+        assert response.headers["content-type"] == "application/problem+json", response.text
+        problem = response.json()
+        assert problem["status"] == response.status_code and problem["detail"], problem

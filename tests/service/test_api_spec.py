@@ -55,15 +55,22 @@ def test_operation_ids_are_tag_dash_name(spec):
 
 
 def test_errors_are_typed_in_the_spec(spec):
-    error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
+    """Every error status of every operation is an RFC 9457 problem, with the extension
+    members declared, so generated clients type them."""
+    problem_ref = {"$ref": "#/components/schemas/Problem"}
     statuses = set()
     for (_, path), operation in operations(spec):
         for status, response in operation["responses"].items():
             if status[0] in "45" and not (path == "/readyz" and status == "503"):
                 statuses.add(status)
-                assert response["content"]["application/json"]["schema"] == error_ref
+                assert response["content"] == {"application/problem+json": {
+                    "schema": problem_ref}}, (path, status)
     assert statuses == {"400", "401", "403", "404", "409", "413", "422", "429", "503"}
     assert "HTTPValidationError" not in spec["components"]["schemas"]
+    problem = spec["components"]["schemas"]["Problem"]
+    assert set(problem["properties"]) == {"type", "title", "status", "detail", "instance",
+                                          "line", "token", "errors", "setting"}
+    assert set(problem["required"]) == {"title", "status", "detail"}
 
 
 def test_job_parameters_are_a_discriminated_union_of_the_registry(spec):
@@ -126,20 +133,25 @@ def test_pose_gives_every_solver_the_parameters_of_one_problem(api):
 def test_unknown_paths_and_methods_are_json_errors(api):
     response = api.get("/no/such/path")
     assert response.status_code == 404
-    assert response.json() == {"detail": {"message": "Not Found"}}
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json() == {"type": "about:blank", "title": "Not Found", "status": 404,
+                               "detail": "Not Found", "instance": "/no/such/path"}
     response = api.put("/api/v1/datasets")
     assert response.status_code == 405
-    assert response.json() == {"detail": {"message": "Method Not Allowed"}}
+    assert response.json() == {"type": "about:blank", "title": "Method Not Allowed",
+                               "status": 405, "detail": "Method Not Allowed",
+                               "instance": "/api/v1/datasets"}
 
 
 def test_validation_errors_list_every_problem(api):
     response = api.post("/api/v1/jobs", json={"params": {"solver": "mfn", "C": "lots"}})
     assert response.status_code == 422
-    detail = response.json()["detail"]
-    locations = [tuple(e["loc"]) for e in detail["errors"]]
+    problem = response.json()
+    assert problem["type"] == "urn:svmsvc:problem:invalid-request"
+    locations = [tuple(e["loc"]) for e in problem["errors"]]
     assert ("body", "dataset_id") in locations
     assert ("body", "params", "mfn", "C") in locations
-    assert "body.dataset_id: Field required" in detail["message"]
+    assert "body.dataset_id: Field required" in problem["detail"]
 
 
 def test_an_unexpected_error_is_a_500_without_traceback(api):
@@ -152,7 +164,9 @@ def test_an_unexpected_error_is_a_500_without_traceback(api):
     finally:
         api.app.router.routes.pop()
     assert response.status_code == 500
-    assert response.json() == {"detail": {"message": "internal error"}}
+    assert response.json() == {"type": "urn:svmsvc:problem:internal-error",
+                               "title": "Internal error", "status": 500,
+                               "detail": "internal error", "instance": "/test-broken"}
     assert "secret" not in response.text and "Traceback" not in response.text
 
 
@@ -221,8 +235,10 @@ def test_a_database_outage_is_a_503_with_retry_after(api):
             response = getattr(api, method)(path, **kwargs)
             assert response.status_code == 503, (path, response.text)
             assert response.headers["retry-after"] == "5"
-            assert response.json() == {"detail": {
-                "message": "the database is unavailable; retry in 5 s"}}
+            assert response.json() == {
+                "type": "urn:svmsvc:problem:database-unavailable",
+                "title": "Database unavailable", "status": 503,
+                "detail": "the database is unavailable; retry in 5 s", "instance": path}
         assert api.get("/readyz").json()["database"] is False
     finally:
         api.app.state.sessions = working
@@ -235,7 +251,7 @@ def test_a_dead_worker_is_never_shown_ready():
     worker as ready."""
     from types import SimpleNamespace
 
-    from app.jobs.executor import ProcessExecutor, _Worker
+    from app.jobs.executors.local import ProcessExecutor, _Worker
     from app.metrics import ServiceMetrics
 
     executor = ProcessExecutor(Settings(data_dir="unused"), metrics=ServiceMetrics())

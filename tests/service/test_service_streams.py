@@ -86,12 +86,12 @@ def test_many_streams_share_a_job_and_the_caps_refuse_more(server_factory):
     response = refusal(server, job_id, KEYS["many"])
     assert response.status_code == 429
     assert response.headers["retry-after"] == "10"
-    assert "SVMSVC_MAX_LOG_STREAMS_PER_KEY" in response.json()["detail"]["message"]
+    assert "SVMSVC_MAX_LOG_STREAMS_PER_KEY" in response.json()["detail"]
     few = follow(server, job_id, KEYS["few"], TOTAL - PER_KEY)
     response = refusal(server, job_id, KEYS["few"])
     assert response.status_code == 503
     assert response.headers["retry-after"] == "10"
-    assert "set by SVMSVC_MAX_LOG_STREAMS;" in response.json()["detail"]["message"]
+    assert "set by SVMSVC_MAX_LOG_STREAMS;" in response.json()["detail"]
 
     metrics = server.client.get("/metrics").text
     assert f"svmsvc_log_streams_open {float(TOTAL)}" in metrics

@@ -19,12 +19,11 @@ from app.api.deps import (
     SettingsDep,
     StoreDep,
     WriteSessionDep,
-    fetch,
 )
-from app.api.errors import Unprocessable, over_limit, responses
+from app.api.errors import responses
 from app.core.security import ADMIN, READ, TRAIN
 from app.crud import datasets as crud_datasets
-from app.db.models import Dataset
+from app.errors import LimitExceeded, limit_exceeded
 from app.schemas import DatasetPublic, DatasetsPublic
 from app.uploads import UploadLimits, receive_svmlight_upload
 
@@ -65,23 +64,18 @@ async def upload_dataset(
     entries, features) is a 413 naming the setting; nothing is stored then.
     """
     if n_features is not None and n_features > settings.max_features:
-        raise over_limit("n_features", "max_features", settings.max_features, "features",
-                         actual=n_features, error=Unprocessable)
+        raise limit_exceeded("n_features", "max_features", settings.max_features, "features",
+                             actual=n_features, error=LimitExceeded)
     upload = await receive_svmlight_upload(
         request, UploadLimits.from_settings(settings), n_features=n_features,
         zero_based=zero_based)
     dataset, created = await run_in_threadpool(
-        crud_datasets.store, sessions, store, upload.dataset, _base_name(upload.filename),
-        upload.size)
+        crud_datasets.store, sessions, store, upload.dataset, upload.name, upload.size)
     if created:
         response.headers["Location"] = f"{API_PREFIX}/datasets/{dataset.id}"
     else:
         response.status_code = status.HTTP_200_OK
     return DatasetPublic.from_row(dataset)
-
-
-def _base_name(filename: str) -> str:
-    return filename.replace("\\", "/").rsplit("/", 1)[-1][:255] or "upload"
 
 
 @router.get("", name="list", response_model=DatasetsPublic, responses=responses(422))
@@ -119,8 +113,5 @@ def delete_dataset(
     Refused (409) while jobs or models use it, unless ``cascade``; jobs still queued or
     running always block it (cancel them first).
     """
-    with store.lock:
-        dataset = fetch(session, Dataset, dataset_id, "dataset")
-        model_ids = crud_datasets.delete_with_uses(session, store, dataset, cascade)
-    for model_id in model_ids:
+    for model_id in crud_datasets.delete(session, store, dataset_id, cascade):
         model_cache.discard(model_id)

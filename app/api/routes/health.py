@@ -8,7 +8,7 @@ import logging
 from fastapi import APIRouter, Response, status
 from sqlalchemy import text
 
-from app.api.deps import PoolDep, SessionsDep
+from app.api.deps import DispatcherDep, SessionsDep
 from app.schemas import HealthPublic, ReadinessPublic, WorkerPublic
 
 router = APIRouter(tags=["health"])
@@ -23,7 +23,7 @@ def healthz() -> HealthPublic:
 
 @router.get("/readyz", name="ready", response_model=ReadinessPublic,
             responses={503: {"model": ReadinessPublic, "description": "Not ready"}})
-def readyz(sessions: SessionsDep, pool: PoolDep, response: Response) -> ReadinessPublic:
+def readyz(sessions: SessionsDep, dispatcher: DispatcherDep, response: Response) -> ReadinessPublic:
     """Readiness: the database answers and the pool can run jobs (per-worker details)."""
     try:
         with sessions.read() as session:
@@ -33,10 +33,10 @@ def readyz(sessions: SessionsDep, pool: PoolDep, response: Response) -> Readines
         logger.warning("readiness: database unreachable: %s", exc)
         database = False
     workers = [WorkerPublic(index=w.index, pid=w.pid, alive=w.alive, ready=w.ready,
-                            job_id=w.job_id) for w in pool.snapshot()]
-    dispatcher = pool.dispatching
-    ready = database and dispatcher and any(w.alive and w.ready for w in workers)
+                            job_id=w.job_id) for w in dispatcher.snapshot()]
+    dispatching = dispatcher.dispatching
+    ready = database and dispatching and any(w.alive and w.ready for w in workers)
     if not ready:
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     return ReadinessPublic(status="ready" if ready else "unavailable", database=database,
-                           dispatcher=dispatcher, workers=workers)
+                           dispatcher=dispatching, workers=workers)

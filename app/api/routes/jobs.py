@@ -3,56 +3,44 @@ CSV, live server-sent events)."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
+from app import job_logs
 from app.api import API_PREFIX
 from app.api.deps import (
     MAX_POSITION,
     AfterQuery,
+    DispatcherDep,
     JobDep,
     LimitQuery,
     OffsetQuery,
-    PoolDep,
     SessionDep,
     SessionsDep,
     SettingsDep,
     WriteSessionDep,
-    fetch,
 )
-from app.api.errors import (
-    Conflict,
-    NotFound,
-    responses,
-)
+from app.api.errors import responses
 from app.api.log_streams import LogStreams
 from app.core.security import ADMIN, READ, TRAIN, ReadKey, TrainKey
 from app.crud import jobs as crud_jobs
-from app.db.models import Job, JobStatus
-from app.downsample import sample_rows
-from app.jobs.state import delete_finished_job, request_cancel
+from app.db.models import JobStatus
+from app.errors import NotFound
 from app.problem import MAX_KEY_LENGTH
 from app.schemas import (
     JobCreate,
     JobLogPublic,
     JobPublic,
     JobsPublic,
-    LogRecordPublic,
 )
 
 router = APIRouter(prefix=f"{API_PREFIX}/jobs", tags=["jobs"],
                    dependencies=[READ], responses=responses(401, 403, 503))
-
-CSV_BATCH = 5000
-CSV_COLUMNS = ("iteration", "elapsed", "objective", "optimality", "extras")
 
 PointsQuery = Annotated[int | None, Query(
     ge=3, le=10000,
@@ -62,8 +50,8 @@ PointsQuery = Annotated[int | None, Query(
 
 @router.post("", name="create", status_code=status.HTTP_202_ACCEPTED,
              response_model=JobPublic, responses=responses(400, 422, 429))
-def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep, settings: SettingsDep,
-               owner: TrainKey, response: Response) -> JobPublic:
+def create_job(body: JobCreate, session: WriteSessionDep, dispatcher: DispatcherDep,
+               settings: SettingsDep, owner: TrainKey, response: Response) -> JobPublic:
     """Queue a training job; the worker pool runs queued jobs in order.
 
     A job that cannot succeed on its dataset (one label, more labels than the solver handles,
@@ -72,7 +60,7 @@ def create_job(body: JobCreate, session: WriteSessionDep, pool: PoolDep, setting
     A key with ``SVMSVC_MAX_QUEUED_JOBS_PER_KEY`` jobs queued gets a 429.
     """
     job = crud_jobs.create(session, body, owner, settings)
-    pool.wake()
+    dispatcher.wake()
     response.headers["Location"] = f"{API_PREFIX}/jobs/{job.id}"
     return JobPublic.from_row(job)
 
@@ -105,14 +93,12 @@ def get_job(job: JobDep) -> JobPublic:
 @router.post("/{job_id}/cancel", name="cancel", status_code=status.HTTP_202_ACCEPTED,
              dependencies=[TRAIN],
              response_model=JobPublic, responses=responses(404, 409, 422))
-def cancel_job(job_id: uuid.UUID, session: WriteSessionDep, pool: PoolDep) -> JobPublic:
+def cancel_job(job_id: uuid.UUID, session: WriteSessionDep,
+               dispatcher: DispatcherDep) -> JobPublic:
     """Cancel a job: a queued one at once; a running one within about a second (its worker
     stops cooperatively, or is killed after the grace period)."""
-    job = fetch(session, Job, job_id, "job")
-    if JobStatus(job.status).finished:
-        raise Conflict(f"job {job.id} has already {job.status}")
-    request_cancel(session, job)
-    pool.wake()
+    job = crud_jobs.cancel(session, job_id)
+    dispatcher.wake()
     return JobPublic.from_row(job)
 
 
@@ -123,12 +109,7 @@ def delete_job(job_id: uuid.UUID, sessions: SessionsDep) -> None:
 
     Refused (409) while the job is queued or running: cancel it first.
     """
-    with sessions.read() as session:
-        job = fetch(session, Job, job_id, "job")
-        job_status = JobStatus(job.status)
-    if not job_status.finished:
-        raise Conflict(f"job {job_id} is {job_status}; cancel it first")
-    delete_finished_job(sessions, job_id)
+    crud_jobs.delete(sessions, job_id)
 
 
 @router.get(
@@ -156,42 +137,13 @@ def get_job_log(
     the log of the objective's distance to its lowest value, keeping the first record, the
     last and the lowest objective.
     """
-    csv_wanted = "text/csv" in request.headers.get("accept", "")
+    if "text/csv" in request.headers.get("accept", ""):
+        return StreamingResponse(
+            job_logs.csv_text(sessions, job.id, after, points), media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="job-{job.id}-log.csv"'})
     if points is not None:
-        rows = [row for batch in crud_jobs.log_batches(sessions, job.id, after, CSV_BATCH)
-                for row in batch]
-        sampled = sample_rows(rows, points)
-        if not csv_wanted:
-            count = crud_jobs.log_count(session, job.id)
-            return JobLogPublic(data=[LogRecordPublic.from_row(r) for r in sampled],
-                                count=count, has_more=False)
-        batches: Iterable[list] = [sampled]
-    elif csv_wanted:
-        batches = crud_jobs.log_batches(sessions, job.id, after, CSV_BATCH)
-    else:
-        rows, count, has_more = crud_jobs.log_page(session, job.id, after, limit)
-        return JobLogPublic(data=[LogRecordPublic.from_row(r) for r in rows], count=count,
-                            has_more=has_more)
-    return StreamingResponse(
-        _csv_rows(batches), media_type="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="job-{job.id}-log.csv"'})
-
-
-def _csv_rows(batches: Iterable[list]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for rows in batches:
-        for row in rows:
-            writer.writerow((row.iteration, repr(row.elapsed), _number(row.objective),
-                             _number(row.optimality), json.dumps(row.extras, sort_keys=True)))
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-
-
-def _number(value: float | None) -> str:
-    return "" if value is None else repr(value)
+        return job_logs.sampled(sessions, job.id, after, points)
+    return job_logs.page(session, job.id, after, limit)
 
 
 def existing_job_id(job_id: Annotated[uuid.UUID, Path()],
@@ -199,7 +151,7 @@ def existing_job_id(job_id: Annotated[uuid.UUID, Path()],
     """The job id, if the job exists (checked in a session closed at once: a stream must not
     hold a transaction open)."""
     with sessions.read() as session:
-        if session.get(Job, job_id) is None:
+        if crud_jobs.get(session, job_id) is None:
             raise NotFound(f"job {job_id} not found")
     return job_id
 

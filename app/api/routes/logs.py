@@ -11,14 +11,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from app import job_logs
 from app.api import API_PREFIX
 from app.api.deps import SessionsDep
-from app.api.errors import Unprocessable, responses
+from app.api.errors import responses
 from app.core.security import READ
-from app.crud import jobs as crud_jobs
-from app.db.models import Job
-from app.downsample import sample_rows
-from app.schemas import JobLogSeries, JobLogsPublic, JobPublic, LogRecordPublic
+from app.schemas import JobLogsPublic
 
 router = APIRouter(prefix=f"{API_PREFIX}/logs", tags=["jobs"],
                    dependencies=[READ], responses=responses(401, 403, 503))
@@ -26,7 +24,6 @@ router = APIRouter(prefix=f"{API_PREFIX}/logs", tags=["jobs"],
 MAX_JOBS = 20
 """Most jobs one request fetches."""
 DEFAULT_POINTS = 500
-READ_BATCH = 5000
 
 
 @router.get("", name="logs", response_model=JobLogsPublic, responses=responses(422))
@@ -44,21 +41,4 @@ def get_job_logs(
     """Several jobs' convergence logs at once, each down-sampled to at most ``points``
     records, with the lowest objective any of them reached: what a comparison of solvers on
     one problem plots.  A job that does not exist is a 422 naming it."""
-    series = []
-    for one in dict.fromkeys(job_id):
-        with sessions.read() as session:
-            job = session.get(Job, one)
-            if job is None:
-                raise Unprocessable(f"job_id: job {one} not found")
-            public = JobPublic.from_row(job)
-        rows = [row for batch in crud_jobs.log_batches(sessions, one, 0, READ_BATCH)
-                for row in batch]
-        objectives = [row.objective for row in rows if row.objective is not None]
-        series.append(JobLogSeries(
-            job=public, data=[LogRecordPublic.from_row(r) for r in sample_rows(rows, points)],
-            count=len(rows), best_objective=min(objectives) if objectives else None))
-    bests = [s.best_objective for s in series if s.best_objective is not None]
-    keys = {s.job.problem_key for s in series}
-    return JobLogsPublic(data=series, count=len(series),
-                         best_objective=min(bests) if bests else None,
-                         same_problem=len(keys) == 1 and None not in keys)
+    return job_logs.compare(sessions, job_id, points)

@@ -1,7 +1,8 @@
 """``/models``: list, get, delete, download, predict (one example or a batch), evaluate.
 
-Predictions run in the web process with the serial kernels, on models kept in a small LRU
-cache; a model's bytes are read from the database only when it is not cached.
+Predictions run in the web process with the serial kernels (:mod:`app.prediction`), on models
+kept in a small LRU cache; a model's bytes are read from the database only when it is not
+cached.
 """
 
 from __future__ import annotations
@@ -10,13 +11,9 @@ import enum
 import uuid
 from typing import Annotated
 
-import numpy as np
-import scipy.sparse as sp
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import PlainTextResponse
-from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect
 
 from app.api import API_PREFIX
 from app.api.deps import (
@@ -29,36 +26,28 @@ from app.api.deps import (
     SettingsDep,
     StoreDep,
     WriteSessionDep,
-    fetch,
 )
-from app.api.errors import BadRequest, Conflict, NotFound, Unprocessable, over_limit, responses
+from app.api.errors import responses
 from app.core.security import ADMIN, READ
 from app.crud import models as crud_models
-from app.db.models import Dataset, TrainedModel
-from app.db.session import Sessions
-from app.evaluation import evaluate
+from app.errors import Conflict, InvalidRequest
+from app.evaluation import evaluate_on_dataset
 from app.prediction import (
-    ExampleFormatError,
-    ModelCache,
-    NotPlainRows,
-    beyond_message,
-    json_rows_to_csr,
-    label_unlabelled_lines,
-    parse_columns,
+    example_columns,
+    example_json,
+    load_model,
+    predict_batch,
     predict_linear_one,
-    predictions,
-    predictions_json,
-    rows_to_csr,
 )
 from app.schemas import (
     EvaluateRequest,
     EvaluationPublic,
     ModelPublic,
     ModelsPublic,
-    PredictBatchRequest,
     PredictionPublic,
     PredictionsPublic,
 )
+from app.uploads import receive_body
 
 router = APIRouter(prefix=f"{API_PREFIX}/models", tags=["models"],
                    dependencies=[READ], responses=responses(401, 403, 503))
@@ -73,18 +62,7 @@ class DownloadFormat(enum.StrEnum):
 
 SVMLIGHT_BODY_TYPES = ("text/plain", "application/octet-stream", "")
 ZeroBased = Annotated[bool, Query(description="Feature indices start at 0.")]
-
-
-def _load(cache: ModelCache, sessions: Sessions, model_id: uuid.UUID):
-    """The model object (from the cache, or its bytes from the database)."""
-
-    def read_artifact() -> bytes:
-        artifact = crud_models.artifact(sessions, model_id)
-        if artifact is None:
-            raise NotFound(f"model {model_id} not found")
-        return artifact
-
-    return cache.get(model_id, read_artifact)
+JSON = "application/json"
 
 
 @router.get("", name="list", response_model=ModelsPublic, responses=responses(422))
@@ -112,10 +90,8 @@ def get_model(model: ModelDep) -> ModelPublic:
                responses=responses(404, 422))
 def delete_model(model_id: uuid.UUID, session: WriteSessionDep, cache: ModelCacheDep) -> None:
     """Delete a model (its job stays, without a model)."""
-    model = fetch(session, TrainedModel, model_id, "model")
-    session.delete(model)
-    session.commit()
-    cache.discard(model.id)
+    crud_models.delete(session, model_id)
+    cache.discard(model_id)
 
 
 @router.get(
@@ -141,8 +117,7 @@ def download_model(
         return Response(
             model.artifact, media_type="application/octet-stream",
             headers={"Content-Disposition": f'attachment; filename="model-{model.id}.npz"'})
-    loaded = _load(cache, sessions, model.id)
-    to_liblinear = getattr(loaded, "to_liblinear", None)
+    to_liblinear = getattr(load_model(cache, sessions, model.id), "to_liblinear", None)
     if to_liblinear is None:
         raise Conflict(f"{model.kind} models have no LIBLINEAR form; download format=npz")
     return PlainTextResponse(
@@ -166,17 +141,13 @@ async def predict_one(
     state = request.app.state
     model = state.model_cache.peek(model_id)
     if model is None:
-        model = await run_in_threadpool(_load, state.model_cache, state.sessions, model_id)
-    try:
-        columns = parse_columns(x, model.n_features_in_, zero_based=zero_based)
-    except ExampleFormatError as exc:
-        raise Unprocessable(f"x: {exc}", token=exc.token) from None
+        model = await run_in_threadpool(load_model, state.model_cache, state.sessions,
+                                        model_id)
+    columns = example_columns(model, x, zero_based)
     body = predict_linear_one(model, columns)
-    if body is not None:
-        return Response(body, media_type="application/json")
-    X = rows_to_csr([columns], model.n_features_in_)
-    result = await run_in_threadpool(predictions, model, X)
-    return PredictionPublic(**result[0])
+    if body is None:
+        body = await run_in_threadpool(example_json, model, columns)
+    return Response(body, media_type=JSON)
 
 
 @router.post(
@@ -192,7 +163,7 @@ async def predict_one(
                            "and ignored. Also accepted as text/plain."}},
     }}},
 )
-async def predict_batch(
+async def predict_many(
     model_id: uuid.UUID,
     request: Request,
     cache: ModelCacheDep,
@@ -207,84 +178,13 @@ async def predict_batch(
     worker thread, never on the event loop.
     """
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type != "application/json" and content_type not in SVMLIGHT_BODY_TYPES:
-        raise Unprocessable(f"send SVMlight lines as text/plain or application/octet-stream, "
-                            f"or JSON rows as application/json, not {content_type}")
-    limit = settings.max_predict_bytes
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise over_limit("the body", "max_predict_bytes", limit, "bytes")
-    body = bytearray()
-    try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                raise over_limit("the body", "max_predict_bytes", limit, "bytes")
-    except ClientDisconnect:
-        raise BadRequest("the request body was cut off before its end") from None
-    return await run_in_threadpool(_predict_batch, cache, sessions, model_id, bytes(body),
-                                   content_type == "application/json", zero_based)
-
-
-def _json_rows(body: bytes) -> list[dict[int, float]]:
-    try:
-        return PredictBatchRequest.model_validate_json(body).rows
-    except ValidationError as exc:
-        raise Unprocessable("; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-            for e in exc.errors(include_url=False))) from None
-
-
-def _predict_batch(cache: ModelCache, sessions: Sessions, model_id: uuid.UUID, body: bytes,
-                   is_json: bool, zero_based: bool) -> Response | PredictionsPublic:
-    """Predict the JSON rows of ``body``, or its SVMlight lines."""
-    import solvers
-
-    model = _load(cache, sessions, model_id)
-    n_features = model.n_features_in_
-    if is_json:
-        X = _json_rows_matrix(body, n_features, zero_based)
-    else:
-        parser = solvers.SVMLightStreamParser(n_features=n_features, zero_based=zero_based,
-                                              decompress=None)
-        parser.feed(label_unlabelled_lines(body))
-        X = parser.finish().X
-    del body
-    encoded = predictions_json(model, X)
-    if encoded is not None:
-        return Response(encoded, media_type="application/json")
-    results = predictions(model, X)
-    return PredictionsPublic(data=[PredictionPublic(**r) for r in results], count=len(results))
-
-
-def _json_rows_matrix(body: bytes, n_features: int, zero_based: bool):
-    """The JSON rows as a CSR matrix: read straight into arrays when they are plain rows,
-    else validated by the request model (which names what is wrong); 422 for an index that
-    the model cannot take, naming the first row that has one."""
-    offset = 0 if zero_based else 1
-    try:
-        indptr, sent, data, row_of = json_rows_to_csr(body, n_features, zero_based=zero_based)
-    except NotPlainRows:
-        rows = _json_rows(body)  # 422 with the request model's message, or the rows
-        indptr = np.cumsum([0] + [len(row) for row in rows], dtype=np.int64)
-        sent = np.fromiter((i for row in rows for i in row), dtype=np.int64,
-                           count=int(indptr[-1]))
-        data = np.fromiter((v for row in rows for v in row.values()), dtype=np.float64,
-                           count=int(indptr[-1]))
-        row_of = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(indptr))
-        del rows
-    bad = (sent - offset >= n_features) | ((sent == 0) if offset else False)
-    if bad.any():
-        number = int(row_of[np.argmax(bad)])
-        in_row = sent[row_of == number]
-        if offset and (in_row == 0).any():
-            raise Unprocessable(f"rows.{number}: feature indices start at 1")
-        raise Unprocessable(
-            f"rows.{number}: {beyond_message(int(in_row.max()), n_features, zero_based)}")
-    X = sp.csr_matrix((data, (sent - offset).astype(np.int32), indptr.astype(np.int32)),
-                      shape=(len(indptr) - 1, n_features))
-    X.sort_indices()
-    return X
+    if content_type != JSON and content_type not in SVMLIGHT_BODY_TYPES:
+        raise InvalidRequest(f"send SVMlight lines as text/plain or application/octet-stream, "
+                             f"or JSON rows as application/json, not {content_type}")
+    body = await receive_body(request, settings.max_predict_bytes, "max_predict_bytes")
+    answer = await run_in_threadpool(predict_batch, cache, sessions, model_id, body,
+                                     content_type == JSON, zero_based)
+    return Response(answer, media_type=JSON)
 
 
 @router.post("/{model_id}/evaluate", name="evaluate", response_model=EvaluationPublic,
@@ -300,20 +200,5 @@ def evaluate_model(
 
     A dataset with more features than the model (another feature space) is a 422.
     """
-    model = _load(cache, sessions, model_id)
-    missing = Unprocessable(f"dataset_id: dataset {body.dataset_id} not found")
-    with sessions.read() as session:
-        dataset = session.get(Dataset, body.dataset_id)
-        if dataset is None:
-            raise missing
-        digest = dataset.sha256
-        n_features = dataset.n_features
-    if n_features > model.n_features_in_:
-        raise Unprocessable(f"dataset_id: the dataset has {n_features} features, the model "
-                            f"{model.n_features_in_}: it belongs to another feature space")
-    try:
-        data = store.load(digest)
-    except FileNotFoundError:  # deleted meanwhile
-        raise missing from None
-    return EvaluationPublic(dataset_id=body.dataset_id,
-                            **evaluate(model, data, parallel=False))
+    return EvaluationPublic(**evaluate_on_dataset(cache, sessions, store, model_id,
+                                                  body.dataset_id))

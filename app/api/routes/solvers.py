@@ -6,7 +6,8 @@ from fastapi import APIRouter
 
 import solvers
 from app.api import API_PREFIX
-from app.api.errors import Unprocessable, responses
+from app.api.errors import responses
+from app.errors import InvalidRequest
 from app.core.security import READ
 from app.schemas import PosedSolver, PosedSolvers, PoseRequest, SolverPublic, SolversPublic
 from solvers.registry import pose as pose_problem
@@ -31,7 +32,7 @@ def pose(request: PoseRequest) -> PosedSolvers:
     try:
         posed = pose_problem(request.problem, **settings)
     except (KeyError, TypeError, ValueError) as exc:
-        raise Unprocessable(f"problem: {exc}") from None
+        raise InvalidRequest(f"problem: {exc}") from None
     data = [PosedSolver(solver=spec.name,
                         params=None if params is None else params.model_dump(mode="json"),
                         reason=reason) for spec, params, reason in posed]

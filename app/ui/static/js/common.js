@@ -5,15 +5,18 @@ const KEY = "svmsvc-api-key";
 
 export function apiKey() { return sessionStorage.getItem(KEY) || ""; }
 
+// An error answered by the API: an RFC 9457 problem (detail, and line, token, errors, setting
+// where they apply).
 export class ApiError extends Error {
-  constructor(status, detail) {
-    super((detail && detail.message) || `HTTP ${status}`);
+  constructor(status, problem) {
+    const body = problem && typeof problem === "object" ? problem : {};
+    super(body.detail || body.title || `HTTP ${status}`);
     this.status = status;
-    this.detail = detail || {};
+    this.problem = body;
   }
   // The message with the line of a malformed SVMlight file and the field of a bad request.
   describe() {
-    const d = this.detail;
+    const d = this.problem;
     let text = this.message;
     if (d.line != null && !/\bline\b/i.test(text)) text = `line ${d.line}: ${text}`;
     if (d.errors && d.errors.length) {
@@ -43,7 +46,7 @@ export async function api(path, { method = "GET", json, body, headers: extra } =
   const type = response.headers.get("content-type") || "";
   const data = type.includes("json") ? await response.json() : await response.text();
   if (!response.ok) {
-    const error = new ApiError(response.status, data && data.detail);
+    const error = new ApiError(response.status, data);
     if (response.status === 401) askForKey(error.message);
     throw error;
   }
@@ -66,7 +69,7 @@ export async function download(path, filename) {
   const response = await fetch(API + path, { headers: headers() });
   if (!response.ok) {
     const data = await response.json().catch(() => ({}));
-    throw new ApiError(response.status, data.detail);
+    throw new ApiError(response.status, data);
   }
   const url = URL.createObjectURL(await response.blob());
   const a = el("a", { href: url, download: filename });
@@ -83,7 +86,7 @@ export async function streamLog(jobId, after, onEvent, signal) {
     { headers: headers({ Accept: "text/event-stream" }), signal });
   if (!response.ok) {
     const data = await response.json().catch(() => ({}));
-    throw new ApiError(response.status, data.detail);
+    throw new ApiError(response.status, data);
   }
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";

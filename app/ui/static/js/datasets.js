@@ -9,7 +9,7 @@ async function upload(file, status) {
   const response = await fetch(`${API}/datasets`, {
     method: "POST", body: form, headers: apiKey() ? { "X-API-Key": apiKey() } : {} });
   const data = await response.json().catch(() => ({}));
-  if (!response.ok) throw new ApiError(response.status, data.detail);
+  if (!response.ok) throw new ApiError(response.status, data);
   return { dataset: data, created: response.status === 201 };
 }
 
@@ -33,7 +33,7 @@ async function render() {
       await refresh();
     } catch (error) {
       const text = error instanceof ApiError ? error.describe() : String(error);
-      const line = error.detail && error.detail.line != null ? error.detail.line : null;
+      const line = error.problem && error.problem.line != null ? error.problem.line : null;
       status.replaceChildren(el("p", { class: "error", id: "upload-error", "data-line": line }, `Upload refused: ${text}`));
     }
   };

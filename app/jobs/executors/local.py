@@ -1,18 +1,7 @@
-"""Where job attempts run, behind one interface: :class:`Executor`.
-
-The dispatcher (:mod:`app.jobs.pool`) decides *what* runs: it claims queued jobs, enforces
-cancellations and time limits, keeps leases and settles the jobs of attempts that died.  An
-executor only runs what it is given and reports what happened:
-
-* ``submit(claim)`` starts an attempt on an idle slot (``idle()`` says how many there are);
-* ``kill(assignment, reason)`` ends an attempt that did not stop by itself;
-* ``wait(timeout, wake)`` blocks until something happens (or the dispatcher's ``wake``
-  connection is poked) and returns the attempts whose slot ended them abnormally;
-* ``running()`` and ``snapshot()`` describe the slots.
-
-:class:`ProcessExecutor`, N long-lived spawned worker processes, is the first implementation;
-:class:`~app.jobs.dask_executor.DaskExecutor` (``SVMSVC_EXECUTOR=dask``) is the same interface
-over a Dask cluster; :func:`create_executor` picks one from the settings.
+"""The local executor: :class:`ProcessExecutor`, N long-lived worker processes on this
+machine, spawned (never forked), one attempt each at a time (the default,
+``SVMSVC_EXECUTOR=local``).  The interface it implements is
+:class:`~app.jobs.executors.interface.Executor`.
 """
 
 from __future__ import annotations
@@ -22,12 +11,11 @@ import multiprocessing
 import os
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Protocol
 
 from app.core.config import Settings
+from app.jobs.executors.interface import Assignment, Ended, WorkerInfo
 from app.jobs.state import Claim
 from app.jobs.worker import WorkerConfig, worker_main
 from app.metrics import ServiceMetrics
@@ -41,75 +29,6 @@ such death in a row (a worker that cannot start), up to :data:`MAX_RESPAWN_DELAY
 MAX_RESPAWN_DELAY_S = 60.0
 
 STOP_TIMEOUT_S = 5.0
-
-
-@dataclass
-class Assignment:
-    """A job attempt running on a slot of an executor, as the dispatcher tracks it."""
-
-    job_id: uuid.UUID
-    attempt: int
-    time_limit_s: float | None
-    started: float = field(default_factory=time.monotonic)
-    cancel_deadline: float | None = None
-    killed_for: str | None = None  # "cancel" or "time_limit" once the dispatcher killed it
-
-
-@dataclass(frozen=True)
-class Ended:
-    """An attempt whose slot ended without the attempt writing its own result (the worker
-    died, or was killed).
-
-    ``reason`` replaces the dispatcher's own wording of what happened (a cluster executor
-    knows better than an exit code); ``retry`` asks for the job to be re-queued while it has
-    attempts left (the attempt was lost with its cluster worker, not ended by the job)."""
-
-    assignment: Assignment
-    exit_code: int | None
-    reason: str | None = None
-    retry: bool = False
-
-
-@dataclass(frozen=True)
-class WorkerInfo:
-    """A snapshot of one slot for health checks and metrics."""
-
-    index: int
-    pid: int | None
-    alive: bool
-    ready: bool
-    job_id: uuid.UUID | None
-
-
-class Executor(Protocol):
-    """What the dispatcher needs from wherever attempts run."""
-
-    def start(self) -> None: ...
-
-    def stop(self) -> list[Assignment]:
-        """Stop every slot; returns the attempts that were still running."""
-
-    def idle(self) -> int:
-        """How many attempts could start now."""
-
-    def submit(self, claim: Claim) -> None: ...
-
-    def kill(self, assignment: Assignment) -> None: ...
-
-    def running(self) -> list[Assignment]: ...
-
-    def snapshot(self) -> list[WorkerInfo]: ...
-
-    def wait(self, timeout: float, wake: Connection) -> list[Ended]: ...
-
-
-def create_executor(settings: Settings, metrics: ServiceMetrics) -> Executor:
-    """The executor ``settings.executor`` names."""
-    if settings.executor == "dask":
-        from app.jobs.dask_executor import DaskExecutor
-
-        return DaskExecutor(settings, metrics)
-    return ProcessExecutor(settings, metrics)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Jobs on a Dask cluster: :class:`DaskExecutor`, the executor of ``SVMSVC_EXECUTOR=dask``.
 
-The dispatcher (:mod:`app.jobs.pool`) claims a job in the database exactly as for the local
+The dispatcher (:mod:`app.jobs.dispatcher`) claims a job in the database exactly as for the local
 pool and hands the claim to this executor, which submits :func:`run_dask_job` to the scheduler
 at ``SVMSVC_DASK_SCHEDULER``.  On a Dask worker the task
 
@@ -43,7 +43,7 @@ from multiprocessing.connection import Connection, wait
 from distributed import Client, WorkerPlugin
 
 from app.core.config import Settings
-from app.jobs.executor import Assignment, Ended, WorkerInfo
+from app.jobs.executors.interface import Assignment, Ended, WorkerInfo
 from app.jobs.state import Claim
 from app.metrics import ServiceMetrics
 

@@ -1,5 +1,6 @@
-"""The dispatcher: one thread in the web process that feeds an :class:`~app.jobs.executor.
-Executor` (by default the local process pool, :class:`~app.jobs.executor.ProcessExecutor`).
+"""The dispatcher: one thread in the web process that feeds an executor
+(:class:`~app.jobs.executors.interface.Executor`; by default the local process pool,
+:class:`~app.jobs.executors.local.ProcessExecutor`).
 
 It loops on the executor's ``wait`` (which also returns when the wake-up pipe is poked: a job
 was created or a cancel requested) and at least every :data:`TICK_S`
@@ -31,7 +32,7 @@ from sqlalchemy import select
 from app.core.config import Settings
 from app.db.models import Job, JobStatus
 from app.db.session import Sessions
-from app.jobs.executor import Assignment, Ended, Executor, WorkerInfo, create_executor
+from app.jobs.executors import Assignment, Ended, Executor, WorkerInfo, create_executor
 from app.jobs.state import (
     claim_next_job,
     finish_job,
@@ -50,10 +51,10 @@ TICK_S = 0.5
 
 STOP_TIMEOUT_S = 5.0
 
-__all__ = ["WorkerPool", "WorkerInfo", "TICK_S"]
+__all__ = ["Dispatcher", "WorkerInfo", "TICK_S"]
 
 
-class WorkerPool:
+class Dispatcher:
     """The dispatcher thread and the executor it feeds (the routes' view of job execution:
     ``wake()``, ``snapshot()``, ``dispatching``)."""
 
