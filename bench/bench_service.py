@@ -55,7 +55,7 @@ import httpx
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 LONG_PARAMS = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iterations": 300,
-               "max_iter": 100000, "c_path_start": None}
+               "max_iter": 100000, "c_path_start": None, "tol": None}
 ADMIN_KEY = "bench-admin-key"
 
 

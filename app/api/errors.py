@@ -129,7 +129,8 @@ async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = [
-        FieldError(loc=list(error.get("loc", ())), message=error.get("msg", "invalid"),
+        FieldError(loc=list(error.get("loc", ())),
+                   message=error.get("msg", "invalid").removeprefix("Value error, "),
                    type=error.get("type", "value_error"))
         for error in exc.errors()
     ]

@@ -178,7 +178,7 @@ def test_a_failed_run_keeps_its_last_good_point_only_when_asked(api, heart):
      "params.cache_mb (1000000.0 MiB) exceeds the limit of 1024.0 MiB set by "
      "SVMSVC_MAX_KERNEL_CACHE_MB"),
     (b"1 1:1\n2 2:1\n", {"solver": "auto", "loss": "hinge", "task": "ordinal"},
-     "params: no solver solves loss='hinge' with bias='regularized' for task 'ordinal'"),
+     "solver 'auto' does not solve ordinal regression problems with loss='hinge'"),
 ], ids=["one-class", "ordinal-not-ranks", "ordinal-unsupported", "kernel-cache", "auto-none"])
 def test_a_job_that_cannot_succeed_is_refused_before_it_is_queued(api, content, params,
                                                                   fragment):

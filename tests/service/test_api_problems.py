@@ -56,7 +56,7 @@ def test_kernel_fields_enter_the_key_and_a_linear_kernel_is_the_linear_problem()
     linear = _params(solver="proximal_svm", kernel="linear", gamma=5.0)
     assert "kernel" not in problem_key(dataset, linear)
     assert problem_key(dataset, linear) == problem_key(
-        dataset, _params(solver="proximal_svm", kernel="linear", gamma=1.0, tol=1e-3))
+        dataset, _params(solver="proximal_svm", kernel="linear", gamma=1.0, cg_tol=1e-3))
     rbf = problem_key(dataset, _params(solver="lssvm", kernel="rbf", gamma=0.5))
     assert rbf.endswith("kernel=rbf;gamma=0.5") and "degree" not in rbf
     poly = problem_key(dataset, _params(solver="lssvm", kernel="polynomial", degree=2))

@@ -30,6 +30,7 @@ OPERATION_IDS = {
     ("post", "/api/v1/models/{model_id}/evaluate"): "models-evaluate",
     ("get", "/api/v1/logs"): "jobs-logs",
     ("get", "/api/v1/solvers"): "solvers-list",
+    ("post", "/api/v1/solvers/pose"): "solvers-pose",
     ("get", "/healthz"): "health-live",
     ("get", "/readyz"): "health-ready",
 }
