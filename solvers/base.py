@@ -51,11 +51,11 @@ DEFAULT_TOL = 1e-6
 def gap_tolerance_field(**overrides) -> Any:
     """The field ``tol`` of every solver that certifies its stop: the relative duality gap
     (P - D)/P, which bounds the relative suboptimality (P - P*)/P, at which a run ends."""
-    values = dict(default=DEFAULT_TOL, gt=0, lt=1,
+    values = dict(default=DEFAULT_TOL, ge=0, lt=1,
                   description="Stop once the certified relative duality gap (P - D)/P is at "
                               "most this: the same rule, and the same default, for every "
                               "solver that has it (solver-specific stopping rules are "
-                              "named options).")
+                              "named options; 0: never on the gap).")
     values.update(overrides)
     return Field(**values)
 

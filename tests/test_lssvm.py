@@ -422,12 +422,15 @@ def test_iteration_limits_say_why_they_stopped(solver, params, message):
 
 
 @pytest.mark.parametrize("solver, params, message", [
-    ("lssvm", {"loss": "hinge"}, "loss: Input should be 'least_squares'"),
-    ("lssvm", {"bias": "regularized"}, "bias: Input should be 'free'"),
-    ("proximal_svm", {"bias": "free"}, "bias: Input should be 'regularized'"),
-    ("proximal_svm", {"loss": "squared_hinge"}, "loss: Input should be 'least_squares'"),
-    ("relaxed_lssvm", {"bias": "none"}, "bias: Input should be 'regularized'"),
-    ("relaxed_lssvm", {"loss": "hinge"}, "loss: Input should be"),
+    ("lssvm", {"loss": "hinge"}, "lssvm' does not solve binary problems with loss='hinge', "
+                                 "bias='free' .it solves: loss 'least_squares' with bias 'free'"),
+    ("lssvm", {"bias": "regularized"}, "it solves: loss 'least_squares' with bias 'free'"),
+    ("proximal_svm", {"bias": "free"}, "it solves: loss 'least_squares' with bias 'regularized'"),
+    ("proximal_svm", {"loss": "squared_hinge"}, "does not solve binary problems with "
+                                                "loss='squared_hinge'"),
+    ("relaxed_lssvm", {"bias": "none"}, "relaxed_lssvm' does not solve binary problems with "
+                                        "loss='least_squares', bias='none'"),
+    ("relaxed_lssvm", {"loss": "hinge"}, "it solves: loss 'least_squares' or 'squared_hinge'"),
     ("relaxed_lssvm", {"variant": "2smo", "loss": "squared_hinge"},
      "variant '2smo' solves loss 'least_squares'"),
     ("relaxed_lssvm", {"bias_scale": 2.0}, "set A instead of bias_scale"),
@@ -469,7 +472,9 @@ def test_registry_describes_the_family():
         spec = get_solver(name)
         assert spec.losses == losses and spec.bias_modes == bias
         schema = spec.describe()["params_schema"]["properties"]
-        for key in ("kernel", "gamma", "degree", "coef0", "cache_mb", "tol", "max_iter"):
+        stop = "kkt_tol" if name == "relaxed_lssvm" else "cg_tol"
+        for key in ("kernel", "gamma", "degree", "coef0", "cache_mb", stop, "max_iter"):
             assert schema[key]["description"]
+        assert not spec.certifies_gap and "tol" not in schema
     assert solvers.train(_subset("heart_scale", 80)[0], solver="relaxed_lssvm",
                          variant="sesquismo").params.loss == "squared_hinge"

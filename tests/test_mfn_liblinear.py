@@ -56,8 +56,9 @@ def test_newton_forcing_changes_the_path_not_the_optimum(C):
     (``newton_forcing=None``) both reach the certified optimum, and the same objective."""
     problem = BenchProblem("news20-binary", C=C)
     optimum = certified_optimum(problem)
-    forced = mfn.solve(problem.binary_problem())
-    exact = mfn.solve(problem.binary_problem(), mfn.MFNParams(C=C, newton_forcing=None))
+    forced = mfn.solve(problem.binary_problem(), mfn.MFNParams(C=C, tol=None))
+    exact = mfn.solve(problem.binary_problem(), mfn.MFNParams(C=C, newton_forcing=None,
+                                                             tol=None))
     for solution in (forced, exact):
         assert solution.status == "converged", solution.message
         assert abs((solution.objective - optimum) / optimum) <= OBJECTIVE_RTOL

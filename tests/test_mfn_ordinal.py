@@ -53,7 +53,7 @@ def test_ordinal_matches_lbfgs(name, C, linear_solver):
     x, reference = lbfgs_optimum(lambda b: (problem.objective(b), problem.gradient(b)),
                                  np.zeros(problem.n_features + problem.n_levels - 1))
     monitor = ListMonitor()
-    solution = mfn.solve_ordinal(problem, mfn.MFNParams(C=C, task="ordinal",
+    solution = mfn.solve_ordinal(problem, mfn.MFNParams(C=C, task="ordinal", tol=None,
                                                         linear_solver=linear_solver), monitor)
     assert solution.extras["linear_solver"] == linear_solver
     assert solution.status == "converged", solution.message
@@ -85,7 +85,7 @@ def test_two_levels_is_the_binary_l2_svm():
     """With p = 2 the single threshold is minus the bias: the optimum is LIBLINEAR's."""
     ds = load("heart_scale")
     problem = ordinal_problem(ds, 1.0)
-    solution = mfn.solve_ordinal(problem)
+    solution = mfn.solve_ordinal(problem, mfn.MFNParams(task="ordinal", tol=None))
     binary = BinaryProblem(ds.X, np.where(ds.y == ds.classes[1], 1.0, -1.0), C=1.0)
     reference = liblinear_optimum(binary, solver_type=2)
     assert abs(solution.objective - reference.objective) / reference.objective \

@@ -60,8 +60,8 @@ def test_points_solved_to_a_certified_gap_score_as_exact_ones(name):
     dataset = BenchProblem(name).train_dataset()  # news20's groups 1-10 against 11-20
     grid = [0.03125, 0.25, 2.0]
     loose = cross_validate(dataset, "mfn", C=grid, folds=3, seed=0)
-    exact = cross_validate(dataset, "mfn", C=grid, folds=3, seed=0, fit_gap=None)
-    assert (loose.fit_gap, loose.fit_gap_parameter) == (1e-3, "gap_tolerance")
+    exact = cross_validate(dataset, "mfn", C=grid, folds=3, seed=0, fit_gap=None, tol=None)
+    assert (loose.fit_gap, loose.fit_gap_parameter) == (1e-3, "tol")
     folds = dataset.stratified_folds(3, seed=0)
     for approximate, optimal in zip(loose.scores, exact.scores, strict=True):
         assert optimal.objective <= approximate.objective <= optimal.objective / (1 - 1e-3)
@@ -191,7 +191,7 @@ def test_least_squares_iterative_kernel_path_starts_each_cg_from_the_last_c(solv
     scores, fewer CG iterations in all."""
     heart = load("heart_scale")
     options = {"C": GRID, "gamma": [0.5], "folds": 3, "kernel": "rbf", "method": "iterative",
-               "tol": 1e-10}
+               "cg_tol": 1e-10}
     results = {warm: cross_validate(heart, solver, warm_start=warm, **options)
                for warm in (True, False)}
     assert results[True].warm_start and not results[False].warm_start
@@ -203,7 +203,7 @@ def test_least_squares_iterative_kernel_path_starts_each_cg_from_the_last_c(solv
     cold_iterations, warm_iterations = 0, 0
     y = np.where(heart.y == heart.classes[1], 1.0, -1.0)
     system_params = validate_params(solver, kernel="rbf", gamma=0.5, method="iterative",
-                                    tol=1e-10)[1]
+                                    cg_tol=1e-10)[1]
     start = None
     for C in GRID:
         system = (LSSVMIterative(work, np.full(heart.n_samples, C)) if solver == "lssvm" else
