@@ -46,6 +46,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+import numpy as np
 from pydantic import Field
 
 from solvers.base import (
@@ -188,10 +189,15 @@ class AutoChoice:
     reason: str
     neighbours: list[dict[str, Any]] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
+    #: how the candidates ran (solvers.portfolio): "single", "race" or "cap-and-switch"
+    strategy: str | None = None
+    #: one entry per candidate that ran: candidate, solver, seconds, iterations, status,
+    #: objective, threads, outcome (why it ended: won, stopped, budget spent)
+    runs: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"candidate": self.candidate, "solver": self.solver, "settings": self.settings,
-                "reason": self.reason,
+                "reason": self.reason, "strategy": self.strategy, "runs": self.runs,
                 "neighbours": self.neighbours, "scores": self.scores}
 
 
@@ -292,50 +298,102 @@ def eligible_candidates(params: AutoParamsBase, shape: DatasetShape,
     return found
 
 
-def choose(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[str], SolverSpec],
-           supports_task: TaskCheck, measurements: list[dict[str, Any]] | None = None,
-           ) -> tuple[AutoChoice, SolverSpec, SolverParams]:
-    """The candidate to train a dataset of this ``shape`` with: (what was chosen and why, its
-    spec, its validated parameters).  ``supports_task(spec, params, n_classes)`` says whether
-    a solver has a fit procedure for the task (``solvers.train`` gives it)."""
+@dataclass
+class Entrant:
+    """A candidate that solves the asked problem, with its validated parameters and what the
+    measurements say of it here: ``score`` (its time over the fastest's on the neighbours,
+    geometric mean; None unmeasured) and ``predicted`` (seconds: its median time on the
+    neighbours, scaled by the stored entries)."""
+
+    candidate: Candidate
+    spec: SolverSpec
+    params: SolverParams
+    score: float | None = None
+    predicted: float | None = None
+
+
+@dataclass
+class Ranking:
+    """The eligible candidates, most promising first, and why."""
+
+    entrants: list[Entrant]
+    reason: str
+    neighbours: list[dict[str, Any]] = field(default_factory=list)
+
+    def choice(self, tol: float, entrant: Entrant | None = None) -> AutoChoice:
+        """The choice of ``entrant`` (the first by default) with the ranking's reason."""
+        entrant = entrant or self.entrants[0]
+        scores = {e.candidate.name: round(e.score, 3) for e in self.entrants
+                  if e.score is not None}
+        return AutoChoice(entrant.candidate.name, entrant.candidate.solver,
+                          entrant.candidate.params_for(entrant.spec, tol), self.reason,
+                          list(self.neighbours), scores)
+
+
+def predicted_seconds(name: str, nearest: list[dict[str, Any]], nnz: int) -> float | None:
+    """The median over the measured neighbours of the candidate's time there, scaled by the
+    ratio of stored entries (the passes over the data scale with them)."""
+    times = [effective_seconds(m["runs"][name]) * nnz / max(m["nnz"], 1)
+             for m in nearest if name in m["runs"]]
+    return float(np.median(times)) if times else None
+
+
+def rank(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[str], SolverSpec],
+         supports_task: TaskCheck, measurements: list[dict[str, Any]] | None = None,
+         ) -> Ranking:
+    """Every candidate that solves the problem ``params`` state on a dataset of this
+    ``shape``, ordered by the measured rule (the module docstring): scored candidates by score,
+    then the unmeasured ones in :data:`CANDIDATES` order.  ``supports_task(spec, params,
+    n_classes)`` says whether a solver has a fit procedure for the task (``solvers.train``
+    gives it)."""
     eligible = eligible_candidates(params, shape, get_solver, supports_task)
     if not eligible:
         raise InvalidParametersError(
             f"no solver solves loss={params.loss!r} with bias={params.bias!r} for task "
             f"{params.task!r} on this dataset")
-
-    def chosen(candidate: Candidate, spec: SolverSpec, reason: str, neighbours=(),
-               scores=None) -> AutoChoice:
-        return AutoChoice(candidate.name, candidate.solver,
-                          candidate.params_for(spec, params.tol), reason,
-                          list(neighbours), dict(scores or {}))
-
-    if len(eligible) == 1:
-        candidate, spec, validated = eligible[0]
-        return (chosen(candidate, spec, f"the only solver for loss={params.loss!r}, "
-                                  f"bias={params.bias!r}, task={params.task!r}"),
-                spec, validated)
+    entrants = [Entrant(candidate, spec, validated) for candidate, spec, validated in eligible]
+    if len(entrants) == 1:
+        return Ranking(entrants, f"the only solver for loss={params.loss!r}, "
+                                 f"bias={params.bias!r}, task={params.task!r}")
     measurements = load_measurements() if measurements is None else measurements
     features = problem_features(shape.n_samples, shape.n_features, shape.nnz, params.C)
-    by_name = {candidate.name: (candidate, spec, validated)
-               for candidate, spec, validated in eligible}
-    scores, nearest = rank_candidates(features, params.loss, params.tol, list(by_name),
-                                      measurements, fitted_neighbours(params.loss))
+    names = [e.candidate.name for e in entrants]
+    scores, nearest = rank_candidates(features, params.loss, params.tol, names, measurements,
+                                      fitted_neighbours(params.loss))
     if not scores:
-        candidate, spec, validated = eligible[0]
-        return (chosen(candidate, spec, f"no measurements for loss={params.loss!r}: the first "
-                                  f"candidate ({candidate.name})"), spec, validated)
-    best = min(scores, key=scores.get)
-    candidate, spec, validated = by_name[best]
+        return Ranking(entrants, f"no measurements for loss={params.loss!r}: the candidates "
+                                 f"in their listed order ({names[0]} first)")
+    key = tolerance_key(measured_tolerance(params.tol))
+    near = [{"nnz": m.get("nnz") or _measured_nnz(m["problem"], measurements),
+             "runs": m["runs"]} for m in nearest]
+    for entrant in entrants:
+        entrant.score = scores.get(entrant.candidate.name)
+        entrant.predicted = predicted_seconds(entrant.candidate.name, near, shape.nnz)
+    entrants.sort(key=lambda e: (e.score is None, e.score if e.score is not None else 0.0))
+    best = entrants[0].candidate.name
     neighbours = [{"problem": m["problem"],
-                   "seconds": {n: m["runs"][n]["seconds"] for n in by_name if n in m["runs"]}}
+                   "seconds": {n: m["runs"][n]["seconds"] for n in names if n in m["runs"]}}
                   for m in nearest]
-    reason = (f"{best} was fastest to a certified {measured_tolerance(params.tol):g} gap "
-              f"(its time over the fastest's, geometric mean: {scores[best]:.2f}) on the "
-              f"{len(nearest)} measured {params.loss} problems nearest in shape and C: "
+    reason = (f"{best} was fastest to a certified {float(key):g} gap (its time over the "
+              f"fastest's, geometric mean: {scores[best]:.2f}) on the {len(nearest)} measured "
+              f"{params.loss} problems nearest in shape and C: "
               + ", ".join(m["problem"] for m in nearest))
-    ranked = {n: round(v, 3) for n, v in sorted(scores.items(), key=lambda kv: kv[1])}
-    return chosen(candidate, spec, reason, neighbours, ranked), spec, validated
+    return Ranking(entrants, reason, neighbours)
+
+
+def _measured_nnz(problem: str, measurements: list[dict[str, Any]]) -> int:
+    return next(m["nnz"] for m in measurements if m["problem"] == problem)
+
+
+def choose(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[str], SolverSpec],
+           supports_task: TaskCheck, measurements: list[dict[str, Any]] | None = None,
+           ) -> tuple[AutoChoice, SolverSpec, SolverParams]:
+    """The most promising candidate (:func:`rank`'s first): what was chosen and why, its spec
+    and its validated parameters.  (A service checks an ``auto`` job with it; ``train`` runs
+    the ranking's first candidates as a portfolio, :mod:`solvers.portfolio`.)"""
+    ranking = rank(shape, params, get_solver, supports_task, measurements)
+    first = ranking.entrants[0]
+    return ranking.choice(params.tol), first.spec, first.params
 
 
 def make_spec(candidates: Solves) -> SolverSpec:

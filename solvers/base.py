@@ -275,6 +275,12 @@ class SolverParams(BaseModel):
         "classification",
         description="classification: binary for two labels, multi-class (see 'multiclass') "
                     "for more.")
+    scale: Literal["none", "maxabs", "standard"] = Field(
+        "none",
+        description="Feature scaling fitted on the training data, part of the model: maxabs "
+                    "(each column by its max |x_ij|, sparse stays sparse), standard (by the "
+                    "standard deviation, centered only for data stored dense), none.  A "
+                    "linear model folds it into its weights and predicts on raw inputs.")
     multiclass: Literal["ovr"] = Field(
         "ovr", description="Multi-class strategy: ovr, one binary problem per class against "
                            "the rest.")
@@ -359,6 +365,8 @@ class SolverParams(BaseModel):
             fields["p"] = float(p)
         if self.bias == "regularized":
             fields["bias_scale"] = float(self.bias_scale)
+        if self.scale != "none":
+            fields["scale"] = self.scale
         return fields
 
     @classmethod
@@ -411,6 +419,8 @@ class SolverParams(BaseModel):
             fields["bias_scale"] = 1.0
         fields.setdefault("task", "classification")
         fields.setdefault("multiclass", "ovr")
+        if fields.get("scale") == "none":
+            del fields["scale"]
         return fields
 
     def binary_problem(self, X, y, sample_weight=None) -> BinaryProblem:

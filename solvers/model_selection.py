@@ -36,11 +36,12 @@ import numba
 import numpy as np
 
 from solvers.base import SolverParams
-from solvers.core.sparse import matvec_parallel, thread_count
+from solvers.core.sparse import thread_count, threadsafe_threading_layer
 from solvers.data.dataset import Dataset
 from solvers.models import Model
 from solvers.monitor import Monitor, Reporter
 from solvers.multiclass import fit_linear_path
+from solvers.scaling import FeatureScaler
 from solvers.termination import Termination
 from solvers.train import TrainResult, fit_task, resolve, train, validate_params
 
@@ -118,24 +119,6 @@ class _FoldFits:
 #: How often (seconds) the waiting thread asks the monitor whether to stop while folds run in
 #: parallel; the fold threads then end at their next fit.
 _MONITOR_POLL_S = 0.25
-
-#: Numba's threading layers that several Python threads may enter at once.
-_THREADSAFE_LAYERS = ("omp", "tbb")
-
-
-def threadsafe_threading_layer() -> bool:
-    """Whether Numba's threading layer in this process lets several threads run parallel
-    kernels at once (OpenMP, TBB; not the workqueue layer, which aborts the process on
-    concurrent use).  The layer is chosen at the first parallel kernel's launch; this runs a
-    tiny one if none has run yet."""
-    try:
-        layer = numba.threading_layer()
-    except ValueError:  # no parallel region has run in this process yet
-        one = np.zeros(1)
-        matvec_parallel(np.array([0, 1]), np.array([0]), np.ones(1), one, 0.0, np.empty(1))
-        layer = numba.threading_layer()
-    return layer in _THREADSAFE_LAYERS
-
 
 def parallel_folds(folds: int, n_jobs: int | None = None) -> int:
     """How many folds :func:`cross_validate` runs at once: ``n_jobs`` (None: the calling
@@ -247,6 +230,10 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
         last one short of the grid when a stop was asked for between two fits)."""
         train_set = dataset.subset(np.flatnonzero(assignment != fold))
         test_set = dataset.subset(np.flatnonzero(assignment == fold))
+        if base.scale != "none":  # the scaler is fitted on the fold's training part alone
+            scaler = FeatureScaler.fit(train_set.X, base.scale)
+            train_set = scaler.transform_dataset(train_set)
+            test_set = scaler.transform_dataset(test_set)
         out = []
         for g in gamma_grid:
             points = grid_points(g)

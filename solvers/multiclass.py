@@ -85,12 +85,23 @@ def n_score_rows(dataset: Dataset) -> int:
 
 
 def fit_linear_one_vs_rest(dataset: Dataset, spec: SolverSpec, params: SolverParams,
-                           monitor: Monitor) -> Fit:
-    """The default task: linear binary problems through ``spec.run``, one per class."""
+                           monitor: Monitor, start_model: LinearModel | None = None) -> Fit:
+    """The default task: linear binary problems through ``spec.run``, one per class.
+    ``start_model`` (a linear model of the same classes and features, e.g. another solver's
+    point on the same problem) starts each binary problem from its row, for a solver that
+    warm-starts (``spec.warm_start``)."""
+    rows = iter(range(n_score_rows(dataset)))
 
     def solve_one(y, sub_monitor):
         problem = params.binary_problem(dataset.X, y, dataset.sample_weight)
-        solution = spec.run(problem, params, sub_monitor)
+        k = next(rows)
+        if start_model is None:
+            solution = spec.run(problem, params, sub_monitor)
+        else:
+            start = problem.join(start_model.coef_[k],
+                                 float(start_model.intercept_[k]) if problem.bias != "none"
+                                 else 0.0)
+            solution = spec.run(problem, params, sub_monitor, start=start)
         return solution, problem.split(solution.beta)
 
     results = run_binary_subproblems(dataset, spec, monitor, solve_one)

@@ -8,12 +8,12 @@ train through here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
-from solvers import auto
+from solvers import auto, portfolio
 from solvers.base import (
     InvalidParametersError,
     SolverParams,
@@ -27,6 +27,7 @@ from solvers.models import Model
 from solvers.monitor import IterationRecord, ListMonitor, Monitor, NullMonitor, Stopwatch, Tee
 from solvers.multiclass import fit_linear_one_vs_rest
 from solvers.registry import get_solver
+from solvers.scaling import FeatureScaler, scale_spread_warning
 
 
 @dataclass
@@ -40,6 +41,8 @@ class TrainResult:
     params: SolverParams
     subproblems: list[SubproblemResult]
     choice: auto.AutoChoice | None = None  # what solver="auto" chose, and why
+    #: what the user should know (features of very different scales, ...)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def iterations(self) -> int:
@@ -100,8 +103,10 @@ def supports_task(spec: SolverSpec, params: SolverParams, n_classes: int) -> boo
 
 def resolve(spec: SolverSpec, params: SolverParams, data: Dataset | auto.DatasetShape
             ) -> tuple[SolverSpec, SolverParams, auto.AutoChoice | None]:
-    """The solver that will train ``data``: ``auto``'s choice (see :mod:`solvers.auto`), or
-    the named one.  ``data`` may be a dataset's shape alone (a service checking a job)."""
+    """The solver that would train ``data``: ``auto``'s most promising candidate (see
+    :mod:`solvers.auto`; ``train`` runs its first candidates as a portfolio,
+    :mod:`solvers.portfolio`), or the named one.  ``data`` may be a dataset's shape alone (a
+    service checking a job); cross-validation resolves once for its whole grid."""
     if not isinstance(params, auto.AutoParamsBase):
         return spec, params, None
     shape = data if isinstance(data, auto.DatasetShape) else auto.DatasetShape.of(data)
@@ -120,11 +125,21 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     if not isinstance(dataset, Dataset):
         raise TypeError("dataset must be a solvers.Dataset")
     spec, params = validate_params(solver, params, **kwargs)
-    spec, params, choice = resolve(spec, params, dataset)
     collector = ListMonitor()
     sink = Tee(collector, monitor if monitor is not None else NullMonitor())
     clock = Stopwatch()
-    fit = fit_handler(spec, params, dataset)(dataset, spec, params, sink)
+    choice = None
+    if isinstance(params, auto.AutoParamsBase):
+        ranking = auto.rank(auto.DatasetShape.of(dataset), params, get_solver, supports_task)
+        scaler, work, warnings = prepare_features(dataset, params.scale)
+        outcome = portfolio.run(work, ranking, params.tol, sink,
+                                lambda s, p: fit_handler(s, p, dataset))
+        fit, spec, params, choice = (outcome.fit, outcome.entrant.spec,
+                                     outcome.entrant.params, outcome.choice)
+    else:
+        handler = fit_handler(spec, params, dataset)
+        scaler, work, warnings = prepare_features(dataset, params.scale)
+        fit = handler(work, spec, params, sink)
     subproblems = fit.subproblems
     status = Termination.worst(s.status for s in subproblems)
     if len(subproblems) == 1:
@@ -133,13 +148,35 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         message = "; ".join(f"class {s.label}: {s.message}" for s in subproblems)
     objective = float(sum(s.objective for s in subproblems))
     elapsed = clock()
-    model = fit.model
-    model.metadata = training_metadata(spec, params, dataset, objective, status, elapsed)
+    log = collector.records
+    if choice is not None and choice.strategy == "race":
+        # the result's log is the winner's; the caller's monitor saw every candidate's, tagged
+        log = [r for r in log if r.extras.get("candidate") == choice.candidate]
+    model = fit.model if scaler is None else scaler.scaled_model(fit.model)
+    model.metadata.update(training_metadata(spec, params, dataset, objective, status, elapsed))
+    if warnings:
+        model.metadata["warnings"] = warnings
     if choice is not None:
         model.metadata["auto"] = choice.as_dict()
-        message = f"{message} (auto chose {choice.candidate})"
-    return TrainResult(model, objective, collector.records, status, message, elapsed, params,
-                       subproblems, choice)
+        message = f"{message} (auto: {choice.candidate}, {choice.strategy})"
+    return TrainResult(model, objective, log, status, message, elapsed, params, subproblems,
+                       choice, warnings)
+
+
+def prepare_features(dataset: Dataset, scale: str
+                     ) -> tuple[FeatureScaler | None, Dataset, list[str]]:
+    """The scaler ``scale`` asks for (fitted on ``dataset``), the data the solver trains on,
+    and the warnings to pass on: with scaling, that sparse data were not centered; without,
+    that the columns' scales span more than three decades (:mod:`solvers.scaling`)."""
+    if scale == "none":
+        warning = scale_spread_warning(dataset.X)
+        return None, dataset, [warning] if warning else []
+    scaler = FeatureScaler.fit(dataset.X, scale)
+    warnings = []
+    if scale == "standard" and not scaler.centered:
+        warnings.append("scale='standard' divided the sparse columns by their standard "
+                        "deviation without centering them (centering would fill the matrix)")
+    return scaler, scaler.transform_dataset(dataset), warnings
 
 
 def training_metadata(spec: SolverSpec, params: SolverParams, dataset: Dataset,

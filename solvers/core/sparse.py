@@ -337,6 +337,24 @@ def thread_count(n_threads: int):
         numba.set_num_threads(previous)
 
 
+#: Numba's threading layers that several Python threads may enter at once.
+_THREADSAFE_LAYERS = ("omp", "tbb")
+
+
+def threadsafe_threading_layer() -> bool:
+    """Whether Numba's threading layer in this process lets several threads run parallel
+    kernels at once (OpenMP, TBB; not the workqueue layer, which aborts the process on
+    concurrent use).  The layer is chosen at the first parallel kernel's launch; this runs a
+    tiny one if none has run yet."""
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel region has run in this process yet
+        one = np.zeros(1)
+        matvec_parallel(np.array([0, 1]), np.array([0]), np.ones(1), one, 0.0, np.empty(1))
+        layer = numba.threading_layer()
+    return layer in _THREADSAFE_LAYERS
+
+
 # -- dense coefficient matrices (prediction with several classes) ----------------------------
 
 

@@ -1,0 +1,280 @@
+"""``solver="auto"`` at run time: its candidates as a portfolio.
+
+:mod:`solvers.auto` ranks the candidates that solve the asked problem by the project's
+measurements.  A ranking is a prediction, and predictions fail (an unscaled dataset, a shape
+no benchmark had): a portfolio bounds what a wrong prediction costs, the way Gurobi's
+concurrent optimizer and LIBLINEAR's cap-and-switch do.
+
+* **race** (two threads or more, and a Numba threading layer that lets threads run kernels
+  at once): the first ``min(threads, RACE_WIDTH)`` candidates run at once, each in its own
+  thread on its share of the Numba threads; the first to end *converged* (its certified gap
+  within ``tol``) wins, and the others stop at their next iteration through their monitors.
+* **cap-and-switch** (one thread): the first candidate runs alone with a budget of
+  ``BUDGET_FACTOR`` times its predicted time (at least ``MIN_BUDGET_S``); if it has not
+  converged by then, the next one takes over, started from the first one's point where it can
+  (every candidate solves the same problem, so a point of one is a start for any other that
+  warm-starts), and so on; the last one runs without a budget.
+* **single**: one candidate (the only one that solves the problem) runs as it is.
+
+Records reach the caller's monitor as they come, numbered consecutively across candidates and
+tagged ``extras["candidate"]``; the monitor's stop request (cancellation, a time limit) stops
+every candidate.  What ran, for how long, and which won is the choice's ``runs``.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+
+from solvers.auto import AutoChoice, Entrant, Ranking
+from solvers.base import Fit, SolverParams, SolverSpec, Termination
+from solvers.core.sparse import thread_count, threadsafe_threading_layer
+from solvers.data.dataset import Dataset
+from solvers.monitor import IterationRecord, Monitor, NullMonitor
+
+#: Candidates raced at once (at most one per thread).
+RACE_WIDTH = 2
+#: cap-and-switch: a candidate's budget is this many times its predicted seconds ...
+BUDGET_FACTOR = 3.0
+#: ... and at least this (a prediction is a median over other problems: small ones vary most).
+MIN_BUDGET_S = 0.5
+#: How often the calling thread forwards a race's records and asks its monitor (seconds).
+POLL_S = 0.02
+
+FitFor = Callable[[SolverSpec, SolverParams], Callable[..., Fit]]
+
+
+@dataclass
+class Outcome:
+    """What the portfolio ran and which candidate's fit stands."""
+
+    fit: Fit
+    entrant: Entrant
+    choice: AutoChoice
+
+
+class _Forward:
+    """Numbers the records of every candidate consecutively and tags them (the caller's
+    monitor sees one stream); only the calling thread forwards."""
+
+    def __init__(self, target: Monitor):
+        self.target = target
+        self.count = 0
+
+    def __call__(self, name: str, record: IterationRecord) -> None:
+        self.count += 1
+        extras = dict(record.extras)
+        extras["candidate"] = name
+        extras.setdefault("solver_iteration", record.iteration)
+        self.target.report(IterationRecord(self.count, record.elapsed, record.objective,
+                                           record.optimality, extras))
+
+
+class _Lane:
+    """The monitor of one candidate in a race: its records go to the calling thread through
+    ``records``; it stops once the race is decided or the caller's monitor asked."""
+
+    def __init__(self, name: str, records: queue.SimpleQueue, decided: threading.Event,
+                 stop: list[str | None]):
+        self.name = name
+        self.records = records
+        self.decided = decided
+        self.stop = stop
+
+    def report(self, record: IterationRecord) -> None:
+        self.records.put((self.name, record))
+
+    def stop_reason(self) -> str | None:
+        if self.stop[0] is not None:
+            return self.stop[0]
+        if self.decided.is_set():
+            return "another candidate certified the gap first"
+        return None
+
+
+class _Budget:
+    """The monitor of a capped candidate: forwards its records, stops it once its budget is
+    spent (or when the caller's monitor asks)."""
+
+    def __init__(self, name: str, forward: _Forward, budget: float | None):
+        self.name = name
+        self.forward = forward
+        self.deadline = None if budget is None else time.monotonic() + budget
+        self.budget = budget
+        self.spent = False
+
+    def report(self, record: IterationRecord) -> None:
+        self.forward(self.name, record)
+
+    def stop_reason(self) -> str | None:
+        reason = self.forward.target.stop_reason()
+        if reason is not None:
+            return reason
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.spent = True
+            return f"its budget of {self.budget:.3g} s was spent"
+        return None
+
+
+def _status(fit: Fit) -> Termination:
+    return Termination.worst(s.status for s in fit.subproblems)
+
+
+def _objective(fit: Fit) -> float:
+    return float(sum(s.objective for s in fit.subproblems))
+
+
+def _summary(entrant: Entrant, fit: Fit | None, seconds: float, threads: int,
+             outcome: str, error: str | None = None) -> dict[str, Any]:
+    summary = {"candidate": entrant.candidate.name, "solver": entrant.candidate.solver,
+               "seconds": round(seconds, 6), "threads": threads, "outcome": outcome,
+               "predicted_seconds": entrant.predicted}
+    if fit is not None:
+        summary.update(status=str(_status(fit)), objective=_objective(fit),
+                       iterations=sum(s.iterations for s in fit.subproblems))
+    if error is not None:
+        summary["error"] = error
+    return summary
+
+
+def run(dataset: Dataset, ranking: Ranking, tol: float, monitor: Monitor | None,
+        fit_for: FitFor, threads: int | None = None) -> Outcome:
+    """Train ``dataset`` with the ranking's candidates as a portfolio (module docstring) on
+    ``threads`` Numba threads (None: the calling thread's).  ``fit_for(spec, params)`` is the
+    fit procedure of a candidate (``solvers.train.fit_handler``'s)."""
+    monitor = monitor if monitor is not None else NullMonitor()
+    threads = numba.get_num_threads() if threads is None else threads
+    entrants = ranking.entrants
+    if len(entrants) == 1:
+        strategy = "single"
+    elif threads >= 2 and threadsafe_threading_layer():
+        strategy = "race"
+    else:
+        strategy = "cap-and-switch"
+    if strategy == "race":
+        fit, winner, runs = _race(dataset, entrants[:min(threads, RACE_WIDTH)], monitor,
+                                  fit_for, threads)
+    else:
+        fit, winner, runs = _cap_and_switch(dataset, entrants, monitor, fit_for, threads,
+                                            capped=strategy == "cap-and-switch")
+    choice = ranking.choice(tol, winner)
+    choice.strategy = strategy
+    choice.runs = runs
+    return Outcome(fit, winner, choice)
+
+
+def _race(dataset: Dataset, lanes: list[Entrant], monitor: Monitor, fit_for: FitFor,
+          threads: int) -> tuple[Fit, Entrant, list[dict[str, Any]]]:
+    records: queue.SimpleQueue = queue.SimpleQueue()
+    decided = threading.Event()
+    stop: list[str | None] = [None]
+    forward = _Forward(monitor)
+    each = max(1, threads // len(lanes))
+
+    def run_lane(entrant: Entrant) -> tuple[Fit, float]:
+        lane = _Lane(entrant.candidate.name, records, decided, stop)
+        start = time.perf_counter()
+        with thread_count(each):
+            fit = fit_for(entrant.spec, entrant.params)(dataset, entrant.spec, entrant.params,
+                                                        lane)
+        return fit, time.perf_counter() - start
+
+    def drain() -> None:
+        while True:
+            try:
+                name, record = records.get_nowait()
+            except queue.Empty:
+                return
+            forward(name, record)
+
+    finished: dict[int, tuple[Fit | None, float, BaseException | None]] = {}
+    winner: int | None = None
+    started = time.perf_counter()
+    with ThreadPoolExecutor(len(lanes), thread_name_prefix="auto-race") as pool:
+        futures = {pool.submit(run_lane, entrant): k for k, entrant in enumerate(lanes)}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
+            drain()
+            if stop[0] is None:
+                stop[0] = monitor.stop_reason()
+            for future in done:
+                k = futures[future]
+                try:
+                    fit, seconds = future.result()
+                except Exception as exc:  # noqa: BLE001 - a lane that broke loses the race
+                    finished[k] = (None, time.perf_counter() - started, exc)
+                    continue
+                finished[k] = (fit, seconds, None)
+                if winner is None and _status(fit) == Termination.CONVERGED:
+                    winner = k
+                    decided.set()
+        drain()
+    fits = {k: entry for k, entry in finished.items() if entry[0] is not None}
+    if not fits:  # every lane raised: the first one's error is the run's
+        raise next(entry[2] for _, entry in sorted(finished.items()))
+    if winner is None:  # nobody converged: the best status, then the lowest objective
+        order = list(Termination)
+        winner = min(fits, key=lambda k: (order.index(_status(fits[k][0])),
+                                          _objective(fits[k][0])))
+    runs = []
+    for k, entrant in enumerate(lanes):
+        fit, seconds, error = finished[k]
+        if k == winner:
+            outcome = "won" if _status(fit) == Termination.CONVERGED else \
+                "kept: no candidate converged"
+        elif error is not None:
+            outcome = "failed"
+        else:
+            outcome = "stopped: another candidate certified the gap first" \
+                if _status(fit) == Termination.STOPPED and stop[0] is None else \
+                f"ended {_status(fit)}"
+        runs.append(_summary(entrant, fit, seconds, each, outcome,
+                             None if error is None else f"{type(error).__name__}: {error}"))
+    return fits[winner][0], lanes[winner], runs
+
+
+def _cap_and_switch(dataset: Dataset, entrants: list[Entrant], monitor: Monitor,
+                    fit_for: FitFor, threads: int, capped: bool
+                    ) -> tuple[Fit, Entrant, list[dict[str, Any]]]:
+    forward = _Forward(monitor)
+    runs: list[dict[str, Any]] = []
+    start_model = None
+    for k, entrant in enumerate(entrants):
+        last = k == len(entrants) - 1 or not capped
+        budget = None if last else max(MIN_BUDGET_S, BUDGET_FACTOR * (entrant.predicted or 0.0))
+        lane = _Budget(entrant.candidate.name, forward, budget)
+        handler = fit_for(entrant.spec, entrant.params)
+        begin = time.perf_counter()
+        with thread_count(threads):
+            if start_model is not None and _warm_startable(entrant.spec):
+                fit = handler(dataset, entrant.spec, entrant.params, lane,
+                              start_model=start_model)
+            else:
+                fit = handler(dataset, entrant.spec, entrant.params, lane)
+        seconds = time.perf_counter() - begin
+        if not lane.spent or last:
+            outcome = "won" if _status(fit) == Termination.CONVERGED else f"ended {_status(fit)}"
+            if start_model is not None:
+                outcome += f" (started from {runs[-1]['candidate']}'s point)" \
+                    if _warm_startable(entrant.spec) else " (started cold)"
+            runs.append(_summary(entrant, fit, seconds, threads, outcome))
+            return fit, entrant, runs
+        runs.append(_summary(entrant, fit, seconds, threads,
+                             f"budget of {budget:.3g} s spent: switched to "
+                             f"{entrants[k + 1].candidate.name}"))
+        start_model = fit.model
+    raise AssertionError("unreachable: the last candidate has no budget")
+
+
+def _warm_startable(spec: SolverSpec) -> bool:
+    """Whether a candidate takes the previous one's model as its start: one-vs-rest over a
+    binary solver that warm-starts."""
+    return spec.warm_start and spec.run is not None and "binary" not in spec.fit_handlers
