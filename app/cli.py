@@ -234,6 +234,11 @@ def cmd_train(args, spec) -> int:
     result = solvers.train(ds, solver=spec.name, params=params, monitor=monitor)
     if result.choice is not None:
         print(f"auto: {result.choice.reason}", file=sys.stderr)
+        for run in result.choice.runs:
+            print(f"auto: {run['candidate']} ({run['threads']} thread(s)) {run['outcome']} "
+                  f"after {run['seconds']:.3g} s", file=sys.stderr)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     print(result.message, file=sys.stderr)
     print(f"objective {result.objective:.12g} after {result.iterations} iterations in "
           f"{result.elapsed:.3f} s", file=sys.stderr)

@@ -188,6 +188,8 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
                        f"(keep_last_good): {result.message}")
             logger.warning("job %s attempt %d: the solver failed; keeping its last good point "
                            "as asked", job_id, attempt)
+        if result.warnings:
+            message = f"{message} (warning: {'; '.join(result.warnings)})"
         validation = None
         if spec.validation_digest is not None:
             validation = evaluate(result.model, store.load(spec.validation_digest),
