@@ -304,8 +304,8 @@ class SolverParams(BaseModel):
         defaults = cls.model_fields
         loss = data.get("loss", defaults["loss"].default)
         bias = data.get("bias", defaults["bias"].default)
-        if loss == "lp" and "lp" not in solves.losses and isinstance(data.get("p"),
-                                                                       (int, float)):
+        if (loss == "lp" and "lp" not in solves.losses and isinstance(data.get("p"), (int, float))
+                and not isinstance(data.get("p"), bool)):
             try:
                 name, _ = canonical("lp", data.get("p"))
             except ValueError:
@@ -316,14 +316,17 @@ class SolverParams(BaseModel):
         if not (isinstance(loss, str) and loss in LOSSES and isinstance(bias, str)
                 and bias in BIAS_MODES):
             return data  # the fields' own checks say what is wrong
+        p = data.get("p") if loss == "lp" else None
+        if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float))
+                              or not 1.0 <= p <= 2.0):
+            return data  # the field's own check says what is wrong with p
         tasks = ["ordinal"] if data.get("task") == "ordinal" else ["binary"]
         multiclass = data.get("multiclass")
         if tasks == ["binary"] and multiclass in TASKS and multiclass != "ovr":
             tasks.append(multiclass)
         solver = f"solver {data.get('solver', defaults['solver'].default)!r}"
         for task in tasks:
-            reason = solves.refusal(task, loss, bias, data.get("p") if loss == "lp" else None,
-                                    solver)
+            reason = solves.refusal(task, loss, bias, p, solver)
             if reason is not None:
                 raise ValueError(reason)
         return data

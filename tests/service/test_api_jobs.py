@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import uuid
 
 import pytest
@@ -61,11 +62,14 @@ def test_an_auto_job_trains_with_the_solver_auto_chose(api, heart):
     assert done["status"] == "succeeded", done
     assert done["params"]["solver"] == "auto"
     model = api.get(f"/api/v1/models/{done['model_id']}").json()
+    assert model["solver"] == model["params"]["solver"] != "auto"
+    # the message names the candidate that ran and how auto ran it (a race's winner may differ
+    # from one run to the next: each stops at the certified gap, so the optima agree to ~tol)
+    said = re.search(r"\(auto: ((\w+).*), (race|cap-and-switch)\)$", model["message"])
+    assert said and said.group(2) == model["solver"], model["message"]
     local = solvers.train(solvers.read_svmlight(data_path("heart_scale")), **params)
-    assert model["solver"] == local.choice.solver != "auto"
-    assert model["params"]["solver"] == local.choice.solver
-    assert f"(auto chose {local.choice.candidate})" in model["message"]
-    assert model["objective"] == pytest.approx(local.objective, rel=1e-9)
+    assert local.choice.solver != "auto"
+    assert model["objective"] == pytest.approx(local.objective, rel=1e-5)
 
 
 def test_log_pages_after_an_iteration_and_as_csv(api, heart):
