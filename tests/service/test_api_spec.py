@@ -114,8 +114,10 @@ def test_solvers_lists_the_registry(api):
 def test_pose_gives_every_solver_the_parameters_of_one_problem(api):
     """The library's rule (the one auto uses) served: the parameters that pose one problem to
     each solver at one tol, or why a solver does not solve it."""
-    problem = {"task": "classification", "multiclass": "ovr", "loss": "hinge", "C": 2.0,
-               "bias": "regularized", "bias_scale": 1.0}
+    # a job's `problem`, as GET /jobs/{id} gives it (with its dataset: the race posts it so)
+    problem = {"dataset": "6bc76250-513e-4ba5-a470-d1d05b43a751", "task": "classification",
+               "multiclass": "ovr", "loss": "hinge", "C": 2.0, "bias": "regularized",
+               "bias_scale": 1.0}
     body = api.post("/api/v1/solvers/pose", json={"problem": problem, "tol": 1e-4}).json()
     posed = {entry["solver"]: entry for entry in body["data"]}
     assert "auto" not in posed and body["count"] == len(posed)

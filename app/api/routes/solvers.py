@@ -23,15 +23,19 @@ def list_solvers() -> SolversPublic:
     return SolversPublic(data=data, count=len(data))
 
 
-@router.post("/pose", name="pose", response_model=PosedSolvers, responses=responses(422))
+@router.post("/pose", name="pose", response_model=PosedSolvers, responses=responses(400, 422))
 def pose(request: PoseRequest) -> PosedSolvers:
     """The parameters that pose one problem to every solver (the dashboard's race queues them,
     all at one ``tol``), or the reason a solver does not solve it: the library's rule, the
     same ``auto`` uses."""
     settings = {} if request.tol is None else {"tol": request.tol}
+    # a job's `problem` names its dataset too, which no solver's parameters pose
+    problem = {name: value for name, value in request.problem.items() if name != "dataset"}
     try:
-        posed = pose_problem(request.problem, **settings)
-    except (KeyError, TypeError, ValueError) as exc:
+        posed = pose_problem(problem, **settings)
+    except KeyError as exc:
+        raise InvalidRequest(f"problem: the field {exc.args[0]!r} is required") from None
+    except (TypeError, ValueError) as exc:
         raise InvalidRequest(f"problem: {exc}") from None
     data = [PosedSolver(solver=spec.name,
                         params=None if params is None else params.model_dump(mode="json"),
