@@ -136,6 +136,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=operation_id,
+        docs_url=None,  # /docs and /redoc come from vendored bundles (app.ui.install), not a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.api_keys = ApiKeys.from_settings(settings)

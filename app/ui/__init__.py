@@ -6,6 +6,12 @@ the browser's session storage, sent as ``X-API-Key``).  So the pages and their s
 need no key, and the dashboard can do nothing a client of the API cannot.  The plots use
 uPlot, vendored as a pinned, minified file with its license (``static/vendor/``), so the
 pages work offline; there is no build step.
+
+The API documentation (``/docs``, Swagger UI; ``/redoc``, ReDoc) is served the same way: both
+bundles are vendored under ``static/vendor/`` with their licences (Apache-2.0 and MIT), and the
+pages carry a Content-Security-Policy that lets them load nothing from another origin (ReDoc's
+sidebar would fetch its maker's logo from a CDN), so the docs work on a machine without
+internet and no request leaves the host.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from functools import cache
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -24,6 +31,15 @@ UI_PREFIX = "/ui"
 
 UPLOT_VERSION = "1.6.32"
 """The vendored uPlot (``static/vendor/uPlot.iife.min.js``, MIT, ``uPlot.LICENSE``)."""
+SWAGGER_UI_VERSION = "5.32.0"
+"""The vendored swagger-ui-dist (``static/vendor/swagger-ui/``, Apache-2.0: LICENSE, NOTICE)."""
+REDOC_VERSION = "2.5.0"
+"""The vendored ReDoc standalone bundle (``static/vendor/redoc/``, MIT, its LICENSE)."""
+DOCS_POLICY = ("default-src 'self'; script-src 'self' 'unsafe-inline'; "
+               "style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
+               "worker-src 'self' blob:; connect-src 'self'")
+"""The docs pages' Content-Security-Policy: scripts, styles, images and fetches from this
+service only (the inline script is FastAPI's page, which points the bundle at /openapi.json)."""
 
 router = APIRouter(prefix=UI_PREFIX, tags=["ui"], include_in_schema=False)
 
@@ -80,6 +96,32 @@ def train_page() -> HTMLResponse:
 
 
 def install(app: FastAPI) -> None:
-    """Mount the dashboard's pages and static files on ``app``."""
+    """Mount the dashboard's pages and static files on ``app``, the API docs from the vendored
+    bundles (``FastAPI(docs_url=None, redoc_url=None)``: the defaults load from a CDN), and
+    ``/`` as a redirect to the dashboard."""
     app.include_router(router)
     app.mount(f"{UI_PREFIX}/static", StaticFiles(directory=STATIC_DIR), name="ui-static")
+    vendor = f"{UI_PREFIX}/static/vendor"
+
+    @app.get("/", tags=["ui"], include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse(f"{UI_PREFIX}/")
+
+    @app.get("/docs", tags=["ui"], include_in_schema=False)
+    def swagger_ui() -> HTMLResponse:
+        page = get_swagger_ui_html(
+            openapi_url=app.openapi_url, title=f"{app.title} - Swagger UI",
+            swagger_js_url=f"{vendor}/swagger-ui/swagger-ui-bundle.js?v={SWAGGER_UI_VERSION}",
+            swagger_css_url=f"{vendor}/swagger-ui/swagger-ui.css?v={SWAGGER_UI_VERSION}",
+            swagger_favicon_url=f"{vendor}/swagger-ui/favicon-32x32.png")
+        page.headers["Content-Security-Policy"] = DOCS_POLICY
+        return page
+
+    @app.get("/redoc", tags=["ui"], include_in_schema=False)
+    def redoc() -> HTMLResponse:
+        page = get_redoc_html(
+            openapi_url=app.openapi_url, title=f"{app.title} - ReDoc",
+            redoc_js_url=f"{vendor}/redoc/redoc.standalone.js?v={REDOC_VERSION}",
+            redoc_favicon_url=f"{vendor}/swagger-ui/favicon-32x32.png", with_google_fonts=False)
+        page.headers["Content-Security-Policy"] = DOCS_POLICY
+        return page

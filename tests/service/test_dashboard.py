@@ -249,6 +249,12 @@ def test_a_race_of_the_solvers_draws_one_curve_each(page, server):
     legend_rows = page.all(f"{box} .u-legend .u-series")
     assert len(legend_rows) == len(ids) + 1  # the x series, then one per job
     assert "same problem" in page.find("#compare-note").text
+    # every row says what it solved and where it stopped: one loss, one bias, one tol
+    heads = [th.text for th in page.all("#compare-summary thead th")]
+    rows = [[td.text for td in row.find_elements("css selector", "td")]
+            for row in page.all("#compare-summary tbody tr")]
+    for column, value in (("Loss", "hinge"), ("Bias", "regularized"), ("tol", "1.0e-6")):
+        assert {row[heads.index(column)] for row in rows} == {value}, (column, rows)
     page.screenshot("compare")
 
 
@@ -315,3 +321,24 @@ def test_pages_ask_for_the_key_they_lack(server):
     assert api_without_key.status_code == 401
     assert httpx.get(f"{server.url}/ui/jobs/not-a-uuid").status_code == 422
     assert httpx.get(f"{server.url}/ui/static/vendor/uPlot.LICENSE").status_code == 200
+
+
+@pytest.mark.parametrize(("path", "rendered"), [
+    ("/docs", ".swagger-ui .info .title"),   # Swagger UI drew the spec's title
+    ("/redoc", "#redoc-container h1, redoc h1, h1"),  # ReDoc drew it too
+])
+def test_the_api_docs_render_with_nothing_from_another_host(page, server, path, rendered):
+    """The docs bundles are served by the service itself: the page renders the spec and every
+    resource it loaded came from the service (its policy forbids any other origin)."""
+    page.open(path)
+    page.wait(lambda: "svmsvc" in page.find(rendered).text, f"the API title on {path}")
+    loaded = page.driver.execute_script(
+        "return performance.getEntriesByType('resource').map((e) => e.name)")
+    assert loaded and all(url.startswith(server.url) for url in loaded), loaded
+    assert not page.console_errors()
+    page.screenshot(path.strip("/"))
+
+
+def test_the_root_leads_to_the_dashboard(page, server):
+    page.open("/")
+    page.wait(lambda: page.driver.current_url.rstrip("/").endswith("/ui/jobs"), "the jobs page")

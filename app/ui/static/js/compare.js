@@ -54,6 +54,10 @@ async function load(summary, box, rebuild) {
     { label: "Curve", render: (s) => key(logs.data.indexOf(s)) },
     { label: "Job", render: (s) => el("a", { href: `/ui/jobs/${s.job.id}`, class: "mono" }, shortId(s.job.id)) },
     { label: "Solver", render: (s) => s.job.solver },
+    { label: "Loss", render: (s) => lossOf(s.job) },
+    { label: "Bias", render: (s) => (s.job.params && s.job.params.bias) || "–" },
+    { label: "C", num: true, render: (s) => fmt(s.job.params && s.job.params.C) },
+    { label: "tol", num: true, render: (s) => tolOf(s.job) },
     { label: "Status", render: (s) => statusBadge(s.job.status) },
     { label: "Iterations", num: true, render: (s) => fmt(s.count) },
     { label: "Time (s)", num: true, render: (s) => (s.data.length ? seconds(runTimes(s.data).pop()) : "–") },
@@ -69,6 +73,18 @@ async function load(summary, box, rebuild) {
     } }, "Race every solver again")));
   }
   if (logs.data.some((s) => !FINISHED.has(s.job.status))) setTimeout(() => load(summary, box, false).catch(() => {}), 1500);
+}
+
+function lossOf(job) {  // lp names its exponent; lp at p = 1 or 2 is posed as hinge / squared_hinge
+  const p = job.params || {};
+  return p.loss === "lp" ? `lp (p = ${fmt(p.p)})` : (p.loss || "–");
+}
+
+function tolOf(job) {  // the certified-gap tolerance; a solver without one says which rule stopped it
+  const p = job.params || {};
+  if (typeof p.tol === "number") return fmt(p.tol, 2);
+  if (p.tol === null && "tol" in p) return "exact end";
+  return p.kkt_tol != null ? `kkt ${fmt(p.kkt_tol, 2)}` : (p.cg_tol != null ? `cg ${fmt(p.cg_tol, 2)}` : "own rule");
 }
 
 function key(i) {  // a swatch drawn like the curve: dash and mark, not colour alone
