@@ -28,7 +28,7 @@ from app.api.errors import install_error_handlers
 from app.api.log_streams import LogStreams
 from app.api.routes import datasets, health, jobs, logs, models, solvers
 from app.core.config import Settings
-from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize
+from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize, presented_key
 from app.db.migrate import upgrade_database
 from app.db.models import Dataset
 from app.db.session import Sessions, create_db_engine
@@ -52,9 +52,10 @@ Upload a dataset (`POST /datasets`), queue a training job with a solver from `GE
 `/jobs/{job_id}/log/stream`), then predict with the model it produced (`/models/{model_id}/...`).
 Errors are RFC 9457 problems (`application/problem+json`: `type`, `title`, `status`,
 `detail`, `instance`, and `line`, `token`, `errors` or `setting` where they apply).
-When the service has API keys, every route but `/healthz` and `/readyz` needs one in the
-`X-API-Key` header: scope `read` for GETs and predictions, `train` for uploads and jobs,
-`admin` for deletions (401 without a valid key, 403 with a key of too low a scope).
+When the service has API keys, every route but `/healthz` and `/readyz` needs one, in the
+`X-API-Key` header or as `Authorization: Bearer <key>` (a generated client's
+`AuthenticatedClient(token=key)`): scope `read` for GETs and predictions, `train` for uploads
+and jobs, `admin` for deletions (401 without a valid key, 403 with a key of too low a scope).
 """
 
 EXTRA_SCHEMAS = (DatasetUpload, PredictBatchRequest, Problem)
@@ -153,7 +154,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origin_list,
             allow_methods=["GET", "POST", "DELETE"],
-            allow_headers=[API_KEY_HEADER, "Content-Type", "Accept", "Last-Event-ID"],
+            allow_headers=[API_KEY_HEADER, "Authorization", "Content-Type", "Accept",
+                           "Last-Event-ID"],
             expose_headers=["Location", "Retry-After"])
     for module in (datasets, jobs, logs, models, solvers, health):
         app.include_router(module.router)
@@ -161,7 +163,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     async def prometheus_metrics(request: Request) -> Response:
         if not settings.metrics_public:
-            authorize(app.state.api_keys, request.headers.get(API_KEY_HEADER), Scope.read)
+            authorize(app.state.api_keys, presented_key(request.headers), Scope.read)
         body = await run_in_threadpool(generate_latest, metrics.registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 

@@ -4,7 +4,9 @@ Keys come from ``SVMSVC_API_KEYS`` (comma-separated ``scope:key`` pairs) and/or 
 by ``SVMSVC_API_KEYS_FILE`` (one ``scope:key`` pair a line, or ``scope:sha256:<hex digest of
 the key>`` so that the file need not hold the key itself; blank lines and ``#`` comments are
 skipped).  Only SHA-256 digests of the keys are kept in memory.  A request sends its key in the
-``X-API-Key`` header.
+``X-API-Key`` header or as a bearer token, ``Authorization: Bearer <key>`` (both are declared in
+the OpenAPI spec, so a generated client's ``AuthenticatedClient(token=key)`` works as it is);
+when both come, ``X-API-Key`` is the one checked.
 
 Scopes are ordered: ``read`` (GETs, predictions, evaluations) < ``train`` (uploads, jobs,
 cancellations) < ``admin`` (deletions); a key of a scope may do everything the lower scopes
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import Request, Security
-from fastapi.security import APIKeyHeader
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from app.errors import Forbidden, Unauthenticated
 
@@ -32,6 +34,10 @@ _api_key = APIKeyHeader(
     name=API_KEY_HEADER, scheme_name="ApiKey", auto_error=False,
     description="An API key of scope read (GETs, predictions), train (uploads, jobs) or admin "
                 "(deletions); configured with SVMSVC_API_KEYS or SVMSVC_API_KEYS_FILE.")
+
+_bearer = HTTPBearer(
+    scheme_name="Bearer", auto_error=False,
+    description="The same API key as a bearer token: Authorization: Bearer <key>.")
 
 _HASHED = re.compile(r"sha256:([0-9a-fA-F]{64})")
 
@@ -121,21 +127,35 @@ def authorize(keys: ApiKeys, key: str | None, needed: Scope) -> Scope | None:
         return None
     scope = keys.scope_of(key)
     if scope is None:
-        message = (f"missing API key: send it in the {API_KEY_HEADER} header" if not key
-                   else "unknown API key")
+        message = (f"missing API key: send it in the {API_KEY_HEADER} header or as "
+                   f"Authorization: Bearer <key>" if not key else "unknown API key")
         raise Unauthenticated(message)
     if scope < needed:
         raise Forbidden(f"this API key has scope {scope.name}; this needs {needed.name}")
     return scope
 
 
+def presented_key(headers) -> str | None:
+    """The key a request presents: its X-API-Key header, else its bearer token (for routes
+    outside the dependency system, such as /metrics)."""
+    key = headers.get(API_KEY_HEADER)
+    if key:
+        return key
+    scheme, _, token = (headers.get("Authorization") or "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
 def require(needed: Scope):
     """A dependency (use with ``Security``) that lets through keys of scope ``needed`` or
     higher; it returns the key's digest (None when the service is open), for quotas."""
 
-    async def check(request: Request, key: str | None = Security(_api_key)) -> str | None:
+    async def check(request: Request, key: Annotated[str | None, Security(_api_key)],
+                    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]
+                    ) -> str | None:
         # async: a few microseconds of hashing, not worth a hop to the thread pool
         keys: ApiKeys = request.app.state.api_keys
+        if not key and bearer is not None:
+            key = bearer.credentials
         authorize(keys, key, needed)
         return key_digest(key) if keys.enabled else None
 

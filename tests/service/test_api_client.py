@@ -14,7 +14,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from servicetools import FINISHED, PATIENCE_S, data_path
+from conftest import SQLiteBackend
+from servicetools import FINISHED, PATIENCE_S, ServerProcess, data_path
 
 pytestmark = pytest.mark.slow
 
@@ -34,8 +35,12 @@ def generator() -> str:
 @pytest.fixture
 def client_package(live_server, tmp_path):
     """Generate the client from ``GET /openapi.json`` and import it."""
+    yield from _generated(live_server.client.get("/openapi.json").json(), tmp_path)
+
+
+def _generated(spec_json: dict, tmp_path: Path):
     spec = tmp_path / "openapi.json"
-    spec.write_text(json.dumps(live_server.client.get("/openapi.json").json()))
+    spec.write_text(json.dumps(spec_json))
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"package_name_override": PACKAGE, "post_hooks": []}))
     subprocess.run(
@@ -114,3 +119,26 @@ def test_generated_client_runs_the_whole_workflow(live_server, client_package):
         missing = jobs_get.sync(client=client, job_id=uuid.uuid4())
         assert isinstance(missing, models.Problem)
         assert missing.status == 404 and missing.detail.endswith("not found")
+
+
+def test_a_generated_client_authenticates_with_its_token_as_it_is(tmp_path):
+    """With keys on, the generated ``AuthenticatedClient(token=key)`` (it sends
+    ``Authorization: Bearer <key>``) is let in with no other setting; no key is a 401 problem."""
+    key = "generated-client-read-key"
+    server = ServerProcess(tmp_path / "keyed", SQLiteBackend().database_url(tmp_path / "keyed"),
+                           workers=1, api_keys=f"read:{key}")
+    try:
+        server.wait_ready()
+        spec = server.client.get("/openapi.json", headers={"X-API-Key": key}).json()
+        for package in _generated(spec, tmp_path):
+            solvers_list = importlib.import_module(f"{PACKAGE}.api.solvers.solvers_list")
+            models = importlib.import_module(f"{PACKAGE}.models")
+            with package.AuthenticatedClient(base_url=server.url, token=key,
+                                             timeout=PATIENCE_S) as client:
+                assert "mfn" in [s.name for s in solvers_list.sync(client=client).data]
+            with package.AuthenticatedClient(base_url=server.url, token="wrong",
+                                             timeout=PATIENCE_S) as client:
+                refused = solvers_list.sync(client=client)
+                assert isinstance(refused, models.Problem) and refused.status == 401
+    finally:
+        server.stop()

@@ -42,10 +42,16 @@ def test_every_route_but_the_probes_needs_a_key_of_its_scope(api):
             assert response.status_code == 401, (method, path, headers)
             assert response.headers["www-authenticate"] == 'Bearer realm="svmsvc", X-API-Key'
             assert response.json()["detail"] in (
-                "missing API key: send it in the X-API-Key header", "unknown API key")
+                "missing API key: send it in the X-API-Key header or as Authorization: "
+                "Bearer <key>", "unknown API key")
+        bearer = {"X-API-Key": "", "Authorization": "Bearer not-a-key"}
+        assert api.request(method, url, headers=bearer).status_code == 401, (method, path)
         needed = needed_scope(method, path)
         for scope in Scope:
-            response = api.request(method, url, headers={"X-API-Key": API_KEYS[scope.name]})
+            # the key in its header, or as a bearer token (a generated client's way)
+            headers = ({"X-API-Key": API_KEYS[scope.name]} if scope % 2 else
+                       {"X-API-Key": "", "Authorization": f"Bearer {API_KEYS[scope.name]}"})
+            response = api.request(method, url, headers=headers)
             if scope < needed:
                 assert response.status_code == 403, (method, path, scope)
                 assert response.json()["detail"] == (
@@ -60,6 +66,9 @@ def test_probes_need_no_key_and_metrics_need_one(api):
     assert api.get("/metrics", headers={"X-API-Key": ""}).status_code == 401
     response = api.get("/metrics", headers={"X-API-Key": API_KEYS["read"]})
     assert response.status_code == 200 and "svmsvc_http_requests_total" in response.text
+    response = api.get("/metrics", headers={"X-API-Key": "",
+                                            "Authorization": f"Bearer {API_KEYS['read']}"})
+    assert response.status_code == 200
 
 
 def test_the_spec_declares_the_key_scheme_on_every_protected_operation(api):
@@ -67,12 +76,16 @@ def test_the_spec_declares_the_key_scheme_on_every_protected_operation(api):
     assert spec["components"]["securitySchemes"]["ApiKey"] == {
         "type": "apiKey", "in": "header", "name": "X-API-Key",
         "description": spec["components"]["securitySchemes"]["ApiKey"]["description"]}
+    assert spec["components"]["securitySchemes"]["Bearer"] == {
+        "type": "http", "scheme": "bearer",
+        "description": spec["components"]["securitySchemes"]["Bearer"]["description"]}
     for path, methods in spec["paths"].items():
         for method, operation in methods.items():
             if path in PROBES:
                 assert "security" not in operation
             else:
-                assert operation["security"] == [{"ApiKey": []}], (method, path)
+                # either scheme will do (two requirement objects: OR)
+                assert operation["security"] == [{"ApiKey": []}, {"Bearer": []}], (method, path)
                 assert {"401", "403"} <= set(operation["responses"]), (method, path)
 
 
