@@ -30,6 +30,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+import solvers
 from app.errors import (
     PROBLEM_TYPE_PREFIX,
     CapacityExceeded,
@@ -127,13 +128,24 @@ async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
                             setting=exc.setting)
 
 
+def _field_error(error: dict) -> FieldError:
+    """One validation error in the user's terms: pydantic's words for a missing or unknown
+    discriminator ("Unable to extract tag using discriminator 'solver'") become which field
+    is needed and what it may be."""
+    loc, kind = list(error.get("loc", ())), error.get("type", "value_error")
+    message = error.get("msg", "invalid").removeprefix("Value error, ")
+    tag = str((error.get("ctx") or {}).get("discriminator", "")).strip("'")
+    if tag == "solver" and kind in ("union_tag_not_found", "union_tag_invalid"):
+        names = ", ".join(spec.name for spec in solvers.list_solvers())
+        given = (error.get("ctx") or {}).get("tag")
+        message = (f"solver is required (one of {names})" if kind == "union_tag_not_found"
+                   else f"unknown solver {given!r} (one of {names})")
+        loc = [*loc, "solver"]
+    return FieldError(loc=loc, message=message, type=kind)
+
+
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-    errors = [
-        FieldError(loc=list(error.get("loc", ())),
-                   message=error.get("msg", "invalid").removeprefix("Value error, "),
-                   type=error.get("type", "value_error"))
-        for error in exc.errors()
-    ]
+    errors = [_field_error(error) for error in exc.errors()]
     detail = "; ".join(f"{_location(tuple(e.loc))}: {e.message}" for e in errors)
     return problem_response(request, 422, InvalidRequest.title, detail or "invalid request",
                             type_=PROBLEM_TYPE_PREFIX + InvalidRequest.slug, errors=errors)

@@ -107,8 +107,8 @@ def test_log_stream_sends_records_then_the_end(api, heart):
     ({"solver": "mfn", "C": -1}, "greater than 0"),
     ({"solver": "mfn", "loss": "lp"}, "loss"),
     ({"solver": "mfn", "nonsense": 1}, "nonsense"),
-    ({"solver": "no-such-solver"}, "no-such-solver"),
-    ({"C": 1.0}, "solver"),
+    ({"solver": "no-such-solver"}, "unknown solver 'no-such-solver' (one of alm, auto, "),
+    ({"C": 1.0}, "params.solver: solver is required (one of alm, auto, "),
 ])
 def test_invalid_parameters_are_a_422_with_the_reason(api, heart, params, fragment):
     response = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": params})
