@@ -256,6 +256,14 @@ def test_a_race_of_the_solvers_draws_one_curve_each(page, server):
     for column, value in (("Loss", "hinge"), ("Bias", "regularized"), ("tol", "1.0e-6")):
         assert {row[heads.index(column)] for row in rows} == {value}, (column, rows)
     page.screenshot("compare")
+    # the jobs page's solver filter offers every solver that ran, and filters by it
+    page.open("/ui/jobs")
+    page.wait(lambda: {"mfn", "cutting_plane"} <= {o.get_attribute("value") for o in
+                                                   page.all("#filter-solver option")},
+              "the raced solvers in the filter")
+    page.find("#filter-solver option[value=cutting_plane]").click()
+    page.wait(lambda: page.all("tbody tr") and all(
+        "cutting_plane" in row.text for row in page.all("tbody tr")), "only cutting_plane rows")
 
 
 def test_the_train_form_from_the_schemas_queues_a_job_whose_model_evaluates(page, server):

@@ -31,7 +31,7 @@ async function render() {
     const solvers = [...new Set(page.data.map((j) => j.solver))].sort();
     const chosen = solver.value;
     solver.replaceChildren(el("option", { value: "" }, "any"),
-      solvers.map((s) => el("option", { value: s, selected: s === chosen }, s)));
+      ...solvers.map((s) => el("option", { value: s, selected: s === chosen }, s)));
     const needle = text.value.trim().toLowerCase();
     const shown = page.data.filter((j) => (!solver.value || j.solver === solver.value) &&
       (!needle || searchable(j).includes(needle)));
