@@ -504,6 +504,11 @@ class WorkerPublic(BaseModel):
     alive: bool
     ready: bool = Field(description="Started and warmed up (Numba kernels compiled).")
     job_id: uuid.UUID | None
+    state: str | None = Field(
+        None, description="What a worker not yet ready is doing: 'warming up kernels: k of n "
+                          "(step)' (the first start on a machine compiles them, later ones "
+                          "load them from the cache), or waiting for another process that "
+                          "compiles them.")
 
 
 class HealthPublic(BaseModel):
@@ -519,3 +524,6 @@ class ReadinessPublic(BaseModel):
     database: bool
     dispatcher: bool
     workers: list[WorkerPublic]
+    message: str | None = Field(
+        None, description="Why the service is not ready yet, in words (e.g. the workers' "
+                          "warm-up progress).")

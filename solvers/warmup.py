@@ -7,11 +7,24 @@ hook: mfn's clipped-loss and Gram kernels, the least-squares family's kernel row
 SMO loops).  No solver is trained: each hook calls its kernels on a few rows.  The kernels are
 compiled with ``cache=True``, so after the first process on a machine this mostly loads
 machine code from ``__pycache__``.
+
+Once per machine, not once per process: :func:`warm_up` holds an exclusive file lock
+(:func:`compile_lock`) while it compiles, so that when a service starts its web process and
+its workers at once on a cold cache, one of them compiles and the others wait, then load what
+it wrote (seconds) instead of compiling the same kernels side by side on the same cores.  The
+waiters say that they wait, and everyone reports its steps (``progress(k, n, what)``), so a
+watchdog can tell a compiling or waiting process from a hung one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
+import tempfile
 import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 
@@ -54,15 +67,65 @@ def warm_up_prediction(parallel: bool = True) -> None:
             model.predict(X, parallel=flag)
 
 
-def warm_up(parallel: bool = True) -> float:
-    """Compile (or load from the on-disk cache) every kernel; returns the seconds it took."""
+Progress = Callable[[int, int, str], None]
+"""``progress(done, total, what)``: a warm-up's steps as they end (``done`` of ``total``), and
+``(0, total, "waiting ...")`` every few seconds while another process holds the lock."""
+
+#: How often a process waiting for the compile lock says so (seconds).
+WAIT_REPORT_S = 2.0
+
+
+def lock_path() -> Path:
+    """The lock file of this installation's kernels (one per package directory: the Numba
+    cache lives beside the sources, so that is what the lock guards)."""
+    package = str(Path(__file__).resolve().parent)
+    digest = hashlib.sha256(package.encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"svmsvc-kernels-{digest}.lock"
+
+
+@contextlib.contextmanager
+def compile_lock(total: int, progress: Progress | None = None) -> Iterator[None]:
+    """Hold the machine's compile lock (an exclusive ``flock``, released by the kernel when
+    its holder dies, so a killed compiler never blocks the others), reporting the wait."""
+    with open(lock_path(), "a+b") as handle:
+        waited_since = None
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                now = time.monotonic()
+                if progress is not None and (waited_since is None
+                                             or now - waited_since >= WAIT_REPORT_S):
+                    progress(0, total, "waiting for another process compiling the kernels")
+                    waited_since = now
+                time.sleep(0.1)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def warm_up_steps(parallel: bool = True) -> list[tuple[str, Callable[[], None]]]:
+    """The warm-up, step by step: the shared layers, then each solver's own kernels."""
+    steps = [("core kernels", lambda: warm_up_core(parallel=parallel)),
+             ("SVMlight parser", warm_up_parser),
+             ("losses", warm_up_losses),
+             ("problem layer", warm_up_problems),
+             ("prediction", lambda: warm_up_prediction(parallel))]
+    steps += [(f"solver {spec.name}", spec.warm_up) for spec in list_solvers()
+              if spec.warm_up is not None]
+    return steps
+
+
+def warm_up(parallel: bool = True, progress: Progress | None = None) -> float:
+    """Compile (or load from the on-disk cache) every kernel, under the machine's compile
+    lock; returns the seconds it took (the wait included).  ``progress`` hears each step."""
     start = time.perf_counter()
-    warm_up_core(parallel=parallel)
-    warm_up_parser()
-    warm_up_losses()
-    warm_up_problems()
-    warm_up_prediction(parallel)
-    for spec in list_solvers():
-        if spec.warm_up is not None:
-            spec.warm_up()
+    steps = warm_up_steps(parallel)
+    with compile_lock(len(steps), progress):
+        for done, (what, step) in enumerate(steps, start=1):
+            step()
+            if progress is not None:
+                progress(done, len(steps), what)
     return time.perf_counter() - start

@@ -66,7 +66,11 @@ def worker_main(config: WorkerConfig, connection) -> None:
 
     from solvers import warm_up
 
-    seconds = warm_up()
+    def progress(done: int, total: int, what: str) -> None:
+        # heard by the pool's watchdog (a worker that reports is not hung) and by /readyz
+        connection.send(("progress", done, total, what))
+
+    seconds = warm_up(progress=progress)
     logger.info("ready (%d Numba threads, kernels warmed up in %.1f s)", config.threads, seconds)
     engine = create_db_engine(config.database_url, pool_size=1)
     sessions = Sessions(engine)

@@ -271,14 +271,21 @@ def test_a_worker_hung_in_its_warm_up_is_killed_and_replaced(server_factory, tmp
     hang.touch()  # workers starting while it exists hang before their warm-up
     monkeypatch.setenv(HANG_WARM_UP_VARIABLE, str(hang))
     server = server_factory(workers=1, worker_warm_up_timeout_s=WARM_UP_LIMIT_S)
+    # while it hangs, /readyz says what the worker is doing (it has not reported a step)
+    waiting = wait_for(lambda: (s := server.readiness()) and s["workers"] and s, PATIENCE_S,
+                       what="the worker in /readyz")
+    assert waiting["status"] == "unavailable" and waiting["workers"][0]["state"] == "starting"
+    assert waiting["message"] == "worker 0: starting"
     line = wait_for(lambda: next((text for text in server.log().splitlines()
                                   if "hung in its warm-up" in text), None),
                     WARM_UP_LIMIT_S + PATIENCE_S, what="the hung worker to be noticed")
     hung_pid = int(line.split("(pid ")[1].split(")")[0])
     assert f"limit SVMSVC_WORKER_WARM_UP_TIMEOUT_S = {WARM_UP_LIMIT_S:g} s" in line
+    assert "reported no warm-up progress" in line
     state = server.readiness()
     assert state["status"] == "unavailable"
     assert not any(w["ready"] for w in state["workers"])
+    assert state["message"], state
     wait_process_gone(hung_pid)
     hang.unlink()  # the replacements warm up normally
     state = server.wait_ready()

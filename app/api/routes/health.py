@@ -33,10 +33,15 @@ def readyz(sessions: SessionsDep, dispatcher: DispatcherDep, response: Response)
         logger.warning("readiness: database unreachable: %s", exc)
         database = False
     workers = [WorkerPublic(index=w.index, pid=w.pid, alive=w.alive, ready=w.ready,
-                            job_id=w.job_id) for w in dispatcher.snapshot()]
+                            job_id=w.job_id, state=w.state) for w in dispatcher.snapshot()]
     dispatching = dispatcher.dispatching
     ready = database and dispatching and any(w.alive and w.ready for w in workers)
+    message = None
     if not ready:
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+        reasons = ([] if database else ["the database does not answer"]) + \
+                  ([] if dispatching else ["the dispatcher is not running"]) + \
+                  [f"worker {w.index}: {w.state}" for w in workers if w.state]
+        message = "; ".join(reasons) or "no worker is ready"
     return ReadinessPublic(status="ready" if ready else "unavailable", database=database,
-                           dispatcher=dispatching, workers=workers)
+                           dispatcher=dispatching, workers=workers, message=message)

@@ -59,6 +59,7 @@ class WorkerInfo:
     alive: bool
     ready: bool
     job_id: uuid.UUID | None
+    state: str | None = None  # what a worker not yet ready is doing (its warm-up's progress)
 
 
 class Executor(Protocol):

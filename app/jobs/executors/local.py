@@ -39,7 +39,9 @@ class _Worker:
     ready: bool = False
     assignment: Assignment | None = None
     started: float = field(default_factory=time.monotonic)
-    hung: bool = False  # killed for not getting ready within the warm-up deadline
+    heard: float = field(default_factory=time.monotonic)  # its warm-up's last progress report
+    state: str | None = "starting"  # its warm-up's progress, until it is ready
+    hung: bool = False  # killed for reporting no warm-up progress within the deadline
 
 
 class ProcessExecutor:
@@ -119,7 +121,8 @@ class ProcessExecutor:
             for w in self._workers:
                 alive = w.process.is_alive()  # a dead worker is never ready, reaped or not
                 infos.append(WorkerInfo(w.index, w.process.pid, alive, w.ready and alive,
-                                        w.assignment.job_id if w.assignment else None))
+                                        w.assignment.job_id if w.assignment else None,
+                                        None if w.ready else w.state))
             return infos
 
     def wait(self, timeout: float, wake: Connection) -> list[Ended]:
@@ -140,22 +143,25 @@ class ProcessExecutor:
         return ended
 
     def _kill_hung(self) -> None:
-        """Kill the workers still not ready ``worker_warm_up_timeout_s`` after they started
-        (hung in their imports or warm-up); their exit replaces them like any death before
-        ready."""
+        """Kill the workers not ready that reported no warm-up progress for
+        ``worker_warm_up_timeout_s`` (hung in their imports or warm-up; a worker compiling,
+        or waiting for another process's compilation, reports every step and every few
+        seconds, so it is never killed for being slow); their exit replaces them like any
+        death before ready."""
         limit = self._settings.worker_warm_up_timeout_s
         now = time.monotonic()
         for worker in self._workers:
-            if worker.ready or worker.hung or now - worker.started <= limit:
+            if worker.ready or worker.hung or now - worker.heard <= limit:
                 continue
-            self._receive(worker)  # a "ready" that arrived just now
-            if worker.ready or not worker.process.is_alive():
+            self._receive(worker)  # a report or a "ready" that arrived just now
+            if worker.ready or not worker.process.is_alive() or now - worker.heard <= limit:
                 continue
             worker.hung = True
-            logger.error("worker %d (pid %d) is not ready %.0f s after it started: hung in its "
-                         "warm-up (limit SVMSVC_WORKER_WARM_UP_TIMEOUT_S = %g s); killing and "
-                         "replacing it", worker.index, worker.process.pid, now - worker.started,
-                         limit)
+            logger.error("worker %d (pid %d) reported no warm-up progress for %.0f s (%.0f s "
+                         "after it started; last: %s): hung in its warm-up (limit "
+                         "SVMSVC_WORKER_WARM_UP_TIMEOUT_S = %g s); killing and replacing it",
+                         worker.index, worker.process.pid, now - worker.heard,
+                         now - worker.started, worker.state, limit)
             worker.process.kill()
 
     def _spawn(self, index: int) -> _Worker:
@@ -183,9 +189,16 @@ class ProcessExecutor:
         try:
             while worker.connection.poll():
                 message = worker.connection.recv()
-                if message[0] == "ready":
+                if message[0] == "progress":
+                    _, done, total, what = message
+                    with self._lock:
+                        worker.heard = time.monotonic()
+                        worker.state = (f"warming up kernels: {done} of {total} ({what})"
+                                        if done else what)
+                elif message[0] == "ready":
                     with self._lock:
                         worker.ready = True
+                        worker.state = None
                     self._failed_starts.pop(worker.index, None)
                     logger.info("worker %d ready (pid %d)", worker.index, message[1])
                 elif message[0] == "done":

@@ -1,0 +1,34 @@
+"""The warm-up compiles once per machine: a process that finds another compiling waits for it
+(saying so), then loads the cache; every step is reported."""
+
+from __future__ import annotations
+
+import threading
+
+from solvers.warmup import compile_lock, warm_up, warm_up_steps
+
+
+def test_a_second_warm_up_waits_for_the_first_and_says_so():
+    heard: list[tuple[int, int, str]] = []
+    acquired = threading.Event()
+
+    def second():
+        with compile_lock(7, lambda *report: heard.append(report)):
+            acquired.set()
+
+    with compile_lock(7):
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        waiter.join(timeout=1.0)  # held here: it cannot have the lock yet
+        assert not acquired.is_set()
+    waiter.join(timeout=600.0)
+    assert acquired.is_set()
+    assert heard and heard[0] == (0, 7, "waiting for another process compiling the kernels")
+
+
+def test_every_step_is_reported_in_order():
+    heard: list[tuple[int, int, str]] = []
+    warm_up(parallel=False, progress=lambda *report: heard.append(report))
+    steps = [what for what, _ in warm_up_steps(parallel=False)]
+    done = [report for report in heard if report[0] > 0]
+    assert done == [(k, len(steps), what) for k, what in enumerate(steps, start=1)]
