@@ -13,7 +13,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, NonNegativeInt
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, NonNegativeInt
 
 import solvers
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus, TrainedModel
@@ -402,12 +402,28 @@ class PredictionsPublic(BaseModel):
     count: int
 
 
+def _feature_index(key: Any) -> int:
+    """A JSON row's key, strictly: decimal digits (no sign, space or underscore, which
+    Python's int() would take) naming an index below 2^63."""
+    if not (isinstance(key, str) and key.isascii() and key.isdigit()):
+        raise ValueError(f"a feature index is decimal digits, not {str(key)[:20]!r}")
+    if len(key) > 18 and int(key) >= 2 ** 63:
+        raise ValueError(f"feature index {key[:30]} is out of range")
+    return int(key)
+
+
+FeatureIndex = Annotated[NonNegativeInt, BeforeValidator(_feature_index)]
+"""A batch row's key: a feature index written as decimal digits."""
+FeatureValue = Annotated[FiniteFloat, Field(strict=True)]
+"""A batch row's value: a finite JSON number (true, "1" and the like are refused)."""
+
+
 class PredictBatchRequest(BaseModel):
     """Examples as JSON: one object per example mapping feature index to value."""
 
     model_config = ConfigDict(extra="forbid")
 
-    rows: list[dict[NonNegativeInt, FiniteFloat]] = Field(
+    rows: list[dict[FeatureIndex, FeatureValue]] = Field(
         min_length=1, examples=[[{"3": 0.5, "7": 1.0}, {"1": -0.25}]],
         description="At least one example.",
         json_schema_extra={"items": {  # the keys are feature indices: say so in the spec

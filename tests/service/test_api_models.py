@@ -203,6 +203,13 @@ def test_predict_a_batch_of_json_rows(api, binary):
      "rows.1: feature index 14 is beyond the model's 13 features"),
     (b"1 1:1\n1 14:1\n", "text/plain", "line 2: feature index beyond n_features=13"),
     (b'{"rows": [{"1": 1.0}]}\xff', "application/json", "Invalid JSON"),
+    # keys are decimal digits and values JSON numbers, strictly (int() and pydantic's lax
+    # mode would read " 1", "+1" and "1_0" as features and true as 1; 2^63 was a 500)
+    (b'{"rows": [{" 1": 1.0}]}', "application/json", "decimal digits, not ' 1'"),
+    (b'{"rows": [{"+1": 1.0}]}', "application/json", "decimal digits, not '+1'"),
+    (b'{"rows": [{"1_0": 1.0}]}', "application/json", "decimal digits, not '1_0'"),
+    (b'{"rows": [{"1": true}]}', "application/json", "rows.0.1: Input should be a valid number"),
+    (b'{"rows": [{"9223372036854775808": 1}]}', "application/json", "out of range"),
     (b"<rows/>", "application/xml", "application/json"),
 ])
 def test_a_malformed_batch_is_a_422(api, binary, content, content_type, fragment):
