@@ -55,11 +55,12 @@ class UploadLimits:
     max_rows: int
     max_nnz: int
     max_features: int
+    max_classes: int
 
     @classmethod
     def from_settings(cls, settings) -> UploadLimits:
         return cls(settings.max_upload_bytes, settings.max_upload_rows,
-                   settings.max_upload_nnz, settings.max_features)
+                   settings.max_upload_nnz, settings.max_features, settings.max_classes)
 
 
 @dataclass
@@ -86,6 +87,7 @@ class _MultipartFile:
         self.filename: str | None = None
         self.size = 0
         self.files_seen = 0
+        self.complete = False  # the closing boundary arrived
         self._pending = bytearray()
         self._in_file = False
         self._header_field = bytearray()
@@ -99,6 +101,7 @@ class _MultipartFile:
             "on_headers_finished": self._on_headers_finished,
             "on_part_data": self._on_part_data,
             "on_part_end": self._on_part_end,
+            "on_end": self._on_end,
         })
 
     # callbacks of the multipart parser
@@ -139,6 +142,9 @@ class _MultipartFile:
     def _on_part_end(self) -> None:
         self._in_file = False
 
+    def _on_end(self) -> None:
+        self.complete = True
+
     # driven from a worker thread
     def consume(self, chunk: bytes) -> None:
         """Parse a piece of the body; feed the file bytes collected once there are enough."""
@@ -157,8 +163,17 @@ class _MultipartFile:
             raise MalformedInput(f"malformed multipart body: {exc}") from None
         if self.files_seen == 0:
             raise InvalidRequest(f"the multipart field {FILE_FIELD!r} is missing")
+        if not self.complete:  # a body cut short would otherwise store a truncated dataset
+            raise MalformedInput("malformed multipart body: it ends before its closing "
+                                 "boundary (the upload was cut short)")
         self._feed()
-        return self._capped(self.parser.finish)
+        dataset = self._capped(self.parser.finish)
+        classes = int(dataset.classes.shape[0])
+        if classes > self.limits.max_classes:
+            raise limit_exceeded("the dataset's distinct labels", "max_classes",
+                                 self.limits.max_classes, "labels", actual=classes,
+                                 error=ContentTooLarge)
+        return dataset
 
     def _feed(self) -> None:
         if self._pending:

@@ -44,6 +44,14 @@ class Settings(BaseSettings):
     max_features: int = Field(
         2**24, ge=1, description="Largest number of features (largest feature index) of a "
                                  "dataset; a model's weight vectors are this long.")
+    max_classes: int = Field(
+        1000, ge=2, description="Most distinct labels in a dataset (an upload with more is "
+                                "refused): a model has a weight vector, an evaluation a "
+                                "confusion-matrix row, per class.")
+    max_model_weights: int = Field(
+        2**25, ge=1, description="Most weights of a linear model a job may train (weight "
+                                 "vectors x (features + 1): one vector for two labels, one "
+                                 "per class beyond); 2^25 weights take 256 MiB.")
     max_predict_bytes: int = Field(
         16 * 2**20, ge=1, description="Largest body of a batch prediction.")
     max_kernel_cache_mb: float = Field(

@@ -9,7 +9,9 @@ in a worker (or kill it) and can be known from the dataset rows and the paramete
   (``SVMSVC_MAX_KERNEL_CACHE_MB``) and the dense square matrix a solver factorizes, as its
   spec's ``dense_system`` reports it for these parameters and this data (the kernel system of
   a direct LS-SVM solve, n_samples^2; the normal equations of mfn's or alm's Cholesky step or
-  of the interior-point method, (n_features + 1)^2), at most ``SVMSVC_MAX_DIRECT_ROWS`` rows.
+  of the interior-point method, (n_features + 1)^2), at most ``SVMSVC_MAX_DIRECT_ROWS`` rows;
+  the labels (``SVMSVC_MAX_CLASSES``) and a linear model's weights, classes x features
+  (``SVMSVC_MAX_MODEL_WEIGHTS``).
 
 Each refusal is an :class:`~app.errors.InvalidJob` naming the field, or a
 :class:`~app.errors.LimitExceeded` naming the setting (both answered 422).
@@ -69,6 +71,20 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         raise InvalidJob(f"validation_dataset_id: the validation dataset has "
                             f"{validation.n_features} features, the training dataset "
                             f"{dataset.n_features}: another feature space")
+    if len(labels) > settings.max_classes:  # stored before the cap, or under a higher one
+        raise limit_exceeded("dataset_id: the dataset's distinct labels", "max_classes",
+                             settings.max_classes, "labels", actual=len(labels),
+                             error=LimitExceeded)
+    if getattr(params, "kernel", "linear") == "linear":
+        # a linear model holds one weight vector per class (one for two labels or ranks),
+        # each n_features + 1 long: bounded before any worker allocates it
+        vectors = 1 if len(labels) == 2 or task == "ordinal" else len(labels)
+        weights = vectors * (dataset.n_features + 1)
+        if weights > settings.max_model_weights:
+            raise limit_exceeded(
+                f"the model ({vectors} weight vectors of {dataset.n_features + 1})",
+                "max_model_weights", settings.max_model_weights, "weights", actual=weights,
+                error=LimitExceeded)
     cache_mb = getattr(params, "cache_mb", None)
     if cache_mb is not None and cache_mb > settings.max_kernel_cache_mb:
         raise limit_exceeded("params.cache_mb", "max_kernel_cache_mb",

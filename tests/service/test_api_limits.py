@@ -113,19 +113,43 @@ def _stream_upload(text: bytes, limits: UploadLimits):
 
 
 @pytest.mark.parametrize("limits, fragment", [
-    (UploadLimits(2**20, 2, 100, 100), "the dataset's rows (3 rows) exceeds the limit of 2 rows "
-                                       "set by SVMSVC_MAX_UPLOAD_ROWS"),
-    (UploadLimits(2**20, 100, 5, 100), "the dataset's stored entries (6 entries) exceeds the "
+    (UploadLimits(2**20, 2, 100, 100, 100),
+     "the dataset's rows (3 rows) exceeds the limit of 2 rows set by SVMSVC_MAX_UPLOAD_ROWS"),
+    (UploadLimits(2**20, 100, 5, 100, 100), "the dataset's stored entries (6 entries) exceeds the "
                                        "limit of 5 entries set by SVMSVC_MAX_UPLOAD_NNZ"),
-    (UploadLimits(2**20, 100, 100, 3), "(4 features) exceeds the limit of 3 features set by "
+    (UploadLimits(2**20, 100, 100, 3, 100), "(4 features) exceeds the limit of 3 features set by "
                                        "SVMSVC_MAX_FEATURES"),
-], ids=["rows", "nnz", "features"])
+    (UploadLimits(2**20, 100, 100, 100, 2), "the dataset's distinct labels (3 labels) exceeds "
+                                           "the limit of 2 labels set by SVMSVC_MAX_CLASSES"),
+], ids=["rows", "nnz", "features", "classes"])
 def test_each_cap_of_an_upload_names_its_setting(limits, fragment):
-    text = b"1 1:1 2:1\n-1 3:1 4:1\n1 1:1 2:1\n"
-    assert _stream_upload(text, UploadLimits(2**20, 100, 100, 100)).dataset.n_samples == 3
+    text = b"1 1:1 2:1\n-1 3:1 4:1\n2 1:1 2:1\n"
+    assert _stream_upload(text, UploadLimits(2**20, 100, 100, 100, 100)).dataset.n_samples == 3
     with pytest.raises(ContentTooLarge) as error:
         _stream_upload(text, limits)
     assert fragment in error.value.detail
+
+
+def test_a_multipart_body_cut_before_its_closing_boundary_stores_nothing(api):
+    before = stored_files(api)
+    body = (b'--b\r\nContent-Disposition: form-data; name="file"; filename="x"\r\n\r\n'
+            b"1 1:1\n-1 2:1\n")
+    response = api.post("/api/v1/datasets", content=body,
+                        headers={"content-type": "multipart/form-data; boundary=b"})
+    assert response.status_code == 422
+    assert "ends before its closing boundary" in response.json()["detail"]
+    assert stored_files(api) == before
+
+
+def test_a_model_of_too_many_weights_is_refused_when_the_job_is_created(api):
+    """Three labels at feature index 2^24 (a 40-byte upload) would be a 400 MB model:
+    refused before any worker allocates it, naming the setting."""
+    dataset_id = uploaded_id(api, b"1 16777216:1\n2 1:1\n3 2:1\n")
+    response = api.post("/api/v1/jobs", json={"dataset_id": dataset_id,
+                                              "params": {"solver": "mfn"}})
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert "3 weight vectors of 16777217" in detail and "SVMSVC_MAX_MODEL_WEIGHTS" in detail
 
 
 def test_a_malformed_multipart_part_header_is_a_422(api):
