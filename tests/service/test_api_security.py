@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from pathlib import Path
 
 import pytest
 from conftest import API_KEYS
@@ -58,6 +59,22 @@ def test_every_route_but_the_probes_needs_a_key_of_its_scope(api):
                     f"this API key has scope {scope.name}; this needs {needed.name}")
             else:  # let through: the route itself answers (unknown ids, missing bodies)
                 assert response.status_code not in (401, 403, 500), (method, path, scope)
+
+
+OPEN_ROUTES = {"/healthz": "`/healthz`", "/readyz": "`/readyz`",
+               "/openapi.json": "`/openapi.json`", "/docs": "`/docs`", "/redoc": "`/redoc`",
+               "/ui/jobs": "`/ui/`", "/ui/static/js/common.js": "`/ui/`"}
+"""The routes open with keys on, and how docs/service.md, Security, names each."""
+
+
+@pytest.mark.parametrize("path", sorted(OPEN_ROUTES))
+def test_the_open_routes_are_the_documented_ones(api, path):
+    """The probes, the API's description and the dashboard's shells answer without a key (and
+    the docs say so); every operation of the spec needs one (the test above)."""
+    assert api.get(path, headers={"X-API-Key": ""}).status_code in (200, 503), path
+    security = (Path(__file__).resolve().parents[2] / "docs" / "service.md").read_text()
+    security = security[security.index("## Security"):security.index("## Endpoints")]
+    assert OPEN_ROUTES[path] in security, path
 
 
 def test_probes_need_no_key_and_metrics_need_one(api):
