@@ -77,7 +77,7 @@ def _package_version() -> str:
 def _warm_serial_kernels() -> None:
     from solvers import warm_up
 
-    seconds = warm_up(parallel=False)
+    seconds = warm_up(serving=True)  # parsing and serial prediction: the web process trains nothing
     logger.info("serial kernels ready for predictions (%.1f s)", seconds)
 
 

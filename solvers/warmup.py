@@ -27,7 +27,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
+from solvers.core.kernels import KERNEL_CODES, Kernel, column_operand, kernel_decision
 from solvers.core.warmup import warm_up as warm_up_core
 from solvers.data import warm_up_parser
 from solvers.losses import LOSSES, get_loss
@@ -106,6 +108,21 @@ def compile_lock(total: int, progress: Progress | None = None) -> Iterator[None]
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def warm_up_kernel_prediction() -> None:
+    """The kernel models' decision function, serial, for every kernel."""
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]))
+    for name in KERNEL_CODES:
+        kernel_decision(X, X, Kernel(name, 0.5, 2, 1.0), np.ones((1, 2)), np.zeros(1),
+                        parallel=False, Z_columns=column_operand(X))
+
+
+def serving_steps() -> list[tuple[str, Callable[[], None]]]:
+    """What a web process runs: parsing and serial prediction (no solver)."""
+    return [("SVMlight parser", warm_up_parser),
+            ("prediction", lambda: warm_up_prediction(parallel=False)),
+            ("kernel prediction", warm_up_kernel_prediction)]
+
+
 def warm_up_steps(parallel: bool = True) -> list[tuple[str, Callable[[], None]]]:
     """The warm-up, step by step: the shared layers, then each solver's own kernels."""
     steps = [("core kernels", lambda: warm_up_core(parallel=parallel)),
@@ -118,11 +135,13 @@ def warm_up_steps(parallel: bool = True) -> list[tuple[str, Callable[[], None]]]
     return steps
 
 
-def warm_up(parallel: bool = True, progress: Progress | None = None) -> float:
+def warm_up(parallel: bool = True, progress: Progress | None = None,
+            serving: bool = False) -> float:
     """Compile (or load from the on-disk cache) every kernel, under the machine's compile
-    lock; returns the seconds it took (the wait included).  ``progress`` hears each step."""
+    lock; returns the seconds it took (the wait included).  ``progress`` hears each step.
+    ``serving``: only what a web process runs (:func:`serving_steps`), not the solvers."""
     start = time.perf_counter()
-    steps = warm_up_steps(parallel)
+    steps = serving_steps() if serving else warm_up_steps(parallel)
     with compile_lock(len(steps), progress):
         for done, (what, step) in enumerate(steps, start=1):
             step()
