@@ -1,5 +1,5 @@
-"""Kernel models: support vectors, their coefficients, a bias and the kernel (binary and
-one-vs-rest)."""
+"""Kernel models: support vectors, their coefficients, a bias and the kernel (binary,
+one-vs-rest and one-vs-one)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,14 @@ class KernelModel(Model):
     score) and one column per support vector.  The coefficients include the labels: for the
     LS-SVM family coef_j = y_j alpha_j.  ``kernel`` is a :class:`solvers.core.kernels.Kernel`.
 
+    ``multiclass="ovo"`` (LIBSVM's one-vs-one, :mod:`solvers.smo`): one row per pair of
+    classes (a, b), a < b, in LIBSVM's order (0,1), (0,2), ..., (1,2), ...; a positive value
+    votes for a, otherwise for b.  :meth:`pairwise_decision` gives those values;
+    :meth:`decision_function` gives per class the votes plus the summed confidences mapped into
+    (-1/3, 1/3) (scikit-learn's ``decision_function_shape="ovr"``), so its largest entry is the
+    class with most votes, and :meth:`labels_from_scores` breaks ties as LIBSVM does (the
+    first class among those with most votes).
+
     Decision values are computed by the Numba kernels of :mod:`solvers.core.kernels`: the
     serial one by default (safe in request threads), the parallel one with ``parallel=True``.
     """
@@ -30,14 +38,17 @@ class KernelModel(Model):
     kind = "kernel"
 
     def __init__(self, support_vectors, coef, intercept, classes, kernel: Kernel,
-                 metadata: dict[str, Any] | None = None):
+                 metadata: dict[str, Any] | None = None, multiclass: str = "ovr"):
         support_vectors = as_csr(support_vectors)
         coef = np.atleast_2d(np.asarray(coef, dtype=np.float64))
         intercept = np.atleast_1d(np.asarray(intercept, dtype=np.float64))
         classes = np.asarray(classes, dtype=np.float64)
         if classes.shape[0] < 2:
             raise ValueError("a model needs at least two classes")
-        expected_rows = 1 if classes.shape[0] == 2 else classes.shape[0]
+        if multiclass not in ("ovr", "ovo"):
+            raise ValueError(f"unknown multi-class strategy {multiclass!r}")
+        k = classes.shape[0]
+        expected_rows = 1 if k == 2 else (k * (k - 1) // 2 if multiclass == "ovo" else k)
         if coef.shape != (expected_rows, support_vectors.shape[0]) or \
                 intercept.shape != (expected_rows,):
             raise ValueError(
@@ -55,6 +66,7 @@ class KernelModel(Model):
         self.intercept_ = intercept
         self.classes_ = classes
         self.kernel = kernel
+        self.multiclass = multiclass if classes.shape[0] > 2 else "ovr"
         self.n_features_in_ = support_vectors.shape[1]
         self.metadata = dict(metadata or {})
         self._columns = column_operand(support_vectors)
@@ -63,16 +75,46 @@ class KernelModel(Model):
     def n_support(self) -> int:
         return self.support_vectors_.shape[0]
 
-    def decision_function(self, X, *, parallel: bool = False) -> np.ndarray:
+    def pairwise_decision(self, X, *, parallel: bool = False) -> np.ndarray:
+        """The rows' values of every binary function (one column per row of ``coef_``)."""
         X = as_feature_matrix(X, self.n_features_in_)
-        scores = kernel_decision(X, self.support_vectors_, self.kernel, self.coef_,
-                                 self.intercept_, parallel=parallel, Z_columns=self._columns)
-        return scores[:, 0] if self.coef_.shape[0] == 1 else scores
+        return kernel_decision(X, self.support_vectors_, self.kernel, self.coef_,
+                               self.intercept_, parallel=parallel, Z_columns=self._columns)
+
+    def decision_function(self, X, *, parallel: bool = False) -> np.ndarray:
+        scores = self.pairwise_decision(X, parallel=parallel)
+        if self.coef_.shape[0] == 1:
+            return scores[:, 0]
+        if self.multiclass == "ovo":
+            return self._ovo_scores(scores)
+        return scores
+
+    def _ovo_scores(self, pairwise: np.ndarray) -> np.ndarray:
+        k = self.classes_.shape[0]
+        votes = np.zeros((pairwise.shape[0], k))
+        confidence = np.zeros((pairwise.shape[0], k))
+        p = 0
+        for a in range(k):
+            for b in range(a + 1, k):
+                d = pairwise[:, p]
+                positive = d > 0
+                votes[positive, a] += 1
+                votes[~positive, b] += 1
+                confidence[:, a] += d
+                confidence[:, b] -= d
+                p += 1
+        return votes + confidence / (3.0 * (np.abs(confidence) + 1.0))
+
+    def labels_from_scores(self, scores: np.ndarray) -> np.ndarray:
+        if scores.ndim == 2 and self.multiclass == "ovo":
+            return self.classes_[np.argmax(np.rint(scores), axis=1)]  # the votes; LIBSVM's ties
+        return super().labels_from_scores(scores)
 
     def describe(self) -> dict[str, Any]:
         description = super().describe()
         description.update(self.kernel.as_dict())
         description["n_support"] = self.n_support
+        description["multiclass"] = self.multiclass
         return description
 
     # -- serialization -----------------------------------------------------------------------
@@ -80,6 +122,7 @@ class KernelModel(Model):
         sv = self.support_vectors_
         fields = dict(self.kernel.as_dict())
         fields["n_features"] = int(sv.shape[1])
+        fields["multiclass"] = self.multiclass
         arrays = {
             "sv_indptr": sv.indptr.astype(np.int64),
             "sv_indices": sv.indices.astype(np.int64),
@@ -101,6 +144,6 @@ class KernelModel(Model):
             )
             support_vectors.check_format(full_check=True)
             return cls(support_vectors, arrays["coef"], arrays["intercept"], arrays["classes"],
-                       kernel)
+                       kernel, multiclass=fields.get("multiclass", "ovr"))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFormatError(f"inconsistent kernel model: {exc}") from None
