@@ -1,0 +1,287 @@
+"""``smo`` (C-SVC by SMO) against LIBSVM, through scikit-learn's ``SVC``, on real data.
+
+Both solutions are judged by one objective computed here, independently of either solver:
+the C-SVC dual D(beta) = sum_i |beta_i| - 1/2 beta'K beta at the dual coefficients
+beta_i = y_i alpha_i (scikit-learn's ``dual_coef_``, our model's ``coef_``), with K from
+scikit-learn's ``pairwise_kernels``.  LIBSVM runs with tol 1e-8 (its m - M); our SMO runs to a
+certified relative duality gap of GAP (so its dual is within GAP of the optimum, whatever its
+KKT violation); the duals must agree to DUAL_RTOL relative.  (At KKT tolerances near 1e-8 SMO
+can crawl on a degenerate problem, the linear kernel at C = 10 on diabetes: rank-8 Q; the
+gap certifies the objective long before.)
+
+LIBSVM keeps float32 kernel values (6e-8 relative), so its decision values carry errors of
+that order times the size of the sums that make them: they are compared within
+F_RTOL * max_i sum_j |beta_j K_ij|.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from shared_data import load
+from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.svm import SVC
+
+import solvers
+from solvers.base import InvalidParametersError
+from solvers.models import KernelModel, load_model
+from solvers.monitor import ListMonitor
+
+DUAL_RTOL = 1e-6
+KKT = 1e-8
+GAP = 1e-8
+F_RTOL = 1e-5
+_SKLEARN_KERNEL = {"linear": "linear", "rbf": "rbf", "polynomial": "poly",
+                   "sigmoid": "sigmoid"}
+
+
+@functools.cache
+def _data(name: str, rows: int | None = None):
+    """A shared dataset (a seeded subset of ``rows`` rows), its columns scaled to [-1, 1] by
+    their largest |x| (svmguide1 is published unscaled), labels as +-1 (classes[1] = +1)."""
+    ds = load(name)
+    if rows is not None and rows < ds.n_samples:
+        ds = ds.subset(np.sort(np.random.default_rng(0).permutation(ds.n_samples)[:rows]))
+    X = ds.X.tocsc()
+    peak = np.maximum(abs(X).max(axis=0).toarray().ravel(), 1e-300)
+    X = sp.csr_matrix(ds.X @ sp.diags(1.0 / peak))
+    X.sort_indices()
+    return solvers.Dataset(X, ds.y)
+
+
+def _targets(ds):
+    return np.where(ds.y == ds.classes[1], 1.0, -1.0)
+
+
+def _kernel_args(kernel: str, gamma: float) -> dict:
+    return {"kernel": kernel, "gamma": gamma, "degree": 3, "coef0": 1.0}
+
+
+def _kernel(X, Z, args):
+    name = _SKLEARN_KERNEL[args["kernel"]]
+    own = {"linear": (), "rbf": ("gamma",), "poly": ("gamma", "degree", "coef0"),
+           "sigmoid": ("gamma", "coef0")}[name]
+    return pairwise_kernels(X, Z, metric=name, **{k: args[k] for k in own})
+
+
+def _dual(X, beta, args) -> float:
+    """D(beta) = sum |beta_i| - 1/2 beta'K beta, K by scikit-learn over the support rows."""
+    support = np.flatnonzero(beta)
+    Xs = X[support]
+    K = _kernel(Xs, Xs, args)
+    b = beta[support]
+    return float(np.abs(b).sum() - 0.5 * b @ K @ b)
+
+
+def _libsvm(ds, C, args, tol=KKT, sample_weight=None):
+    svc = SVC(C=C, kernel=_SKLEARN_KERNEL[args["kernel"]], gamma=args["gamma"],
+              degree=args["degree"], coef0=args["coef0"], tol=tol, cache_size=500,
+              max_iter=-1)
+    svc.fit(ds.X, _targets(ds), sample_weight=sample_weight)
+    beta = np.zeros(ds.n_samples)
+    beta[svc.support_] = np.asarray(svc.dual_coef_.todense() if sp.issparse(svc.dual_coef_)
+                                    else svc.dual_coef_).ravel()
+    return svc, beta
+
+
+def _ours(ds, C, args, **params):
+    result = solvers.train(ds, solver="smo", C=C, **args, **params)
+    model = result.model
+    beta = np.zeros(ds.n_samples)
+    # the support vectors are rows of X in order: map them back by their position
+    support = _support_rows(ds.X, model.support_vectors_)
+    beta[support] = model.coef_[0]
+    return result, beta
+
+
+def _support_rows(X, support_vectors) -> np.ndarray:
+    """Row indices of X whose rows are the support vectors (kept in training order)."""
+    rows = []
+    i = 0
+    for k in range(support_vectors.shape[0]):
+        target = support_vectors[k]
+        while (X[i] != target).nnz:
+            i += 1
+        rows.append(i)
+        i += 1
+    return np.array(rows, dtype=np.int64)
+
+
+def _gamma(ds, kernel):
+    return 1.0 / (ds.n_features * ds.X.toarray().var()) if kernel != "linear" else 1.0
+
+
+CASES = [(name, rows, kernel, C)
+         for name, rows in (("heart_scale", None), ("breast-cancer_scale", None),
+                            ("diabetes_scale", None), ("svmguide1", 1000))
+         for kernel in ("rbf", "linear", "polynomial")
+         for C in (0.1, 1.0, 10.0)]
+
+
+@pytest.mark.parametrize(("name", "rows", "kernel", "C"), CASES,
+                         ids=[f"{n}-{k}-C{C:g}" for n, _, k, C in CASES])
+def test_dual_objective_and_predictions_match_libsvm(name, rows, kernel, C):
+    ds = _data(name, rows)
+    args = _kernel_args(kernel, _gamma(ds, kernel))
+    svc, beta_ref = _libsvm(ds, C, args)
+    result, beta = _ours(ds, C, args, tol=GAP)
+    assert result.status == "converged", result.message
+    extras = result.subproblems[0].extras
+    assert extras["relative_duality_gap"] <= GAP
+    reference = _dual(ds.X, beta_ref, args)
+    ours = _dual(ds.X, beta, args)
+    assert ours == pytest.approx(reference, rel=DUAL_RTOL)
+    # the reported dual is the model's; weak duality: LIBSVM's dual is below our primal
+    assert extras["dual_objective"] == pytest.approx(ours, rel=1e-9)
+    assert reference <= result.objective * (1 + 1e-12)
+    assert np.all(np.abs(beta) <= C * (1 + 1e-12)) and abs(beta.sum()) <= 1e-9 * C * len(beta)
+    # decision values within LIBSVM's float32 rounding; the same predictions wherever
+    # LIBSVM's value is clear of that rounding
+    scale = np.abs(_kernel(ds.X, ds.X, args)) @ np.abs(beta_ref)
+    atol = F_RTOL * max(1.0, scale.max())
+    f_ref = svc.decision_function(ds.X)
+    f = result.model.decision_function(ds.X)
+    np.testing.assert_allclose(f, f_ref, rtol=0, atol=atol)
+    clear = np.abs(f_ref) > atol
+    assert np.array_equal((f > 0)[clear], (f_ref > 0)[clear])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "polynomial"])
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+def test_a9a_subset_matches_libsvm(kernel, C):
+    ds = _data("a9a", 3000)
+    args = _kernel_args(kernel, _gamma(ds, kernel))
+    _, beta_ref = _libsvm(ds, C, args)
+    result, beta = _ours(ds, C, args, tol=GAP)
+    assert result.status == "converged", result.message
+    assert _dual(ds.X, beta, args) == pytest.approx(_dual(ds.X, beta_ref, args),
+                                                    rel=DUAL_RTOL)
+
+
+def test_sigmoid_kernel_with_the_tau_fix_matches_libsvm():
+    """The sigmoid kernel is indefinite: WSS 2's tau replaces a_ij <= 0 (Fan, Chen & Lin
+    eq. (13)), as in LIBSVM, so both stop at the same point."""
+    ds = _data("heart_scale")
+    args = {"kernel": "sigmoid", "gamma": 0.05, "degree": 3, "coef0": -0.5}
+    _, beta_ref = _libsvm(ds, 1.0, args)
+    result, beta = _ours(ds, 1.0, args, stop_rule="kkt", kkt_tol=KKT)
+    assert result.status == "converged", result.message
+    assert _dual(ds.X, beta, args) == pytest.approx(_dual(ds.X, beta_ref, args),
+                                                    rel=DUAL_RTOL)
+
+
+def test_shrinking_and_a_small_cache_reach_the_same_optimum():
+    """Shrinking on or off and a cache of a few rows (svmguide1: 1000 rows, each 7.8 KiB;
+    0.05 MiB holds 6) all reach LIBSVM's optimum; the small cache evicts and recomputes."""
+    ds = _data("svmguide1", 1000)
+    args = _kernel_args("rbf", _gamma(ds, "rbf"))
+    reference = _dual(ds.X, _libsvm(ds, 10.0, args)[1], args)
+    duals = []
+    for shrinking, cache_mb in ((True, 100.0), (False, 100.0), (True, 0.05), (False, 0.05)):
+        result, beta = _ours(ds, 10.0, args, stop_rule="kkt", kkt_tol=KKT,
+                             shrinking=shrinking, cache_mb=cache_mb)
+        assert result.status == "converged", result.message
+        extras = result.subproblems[0].extras
+        if cache_mb < 1:
+            assert extras["cache_rows"] == 6 and extras["cache_misses"] > 1000
+        duals.append(_dual(ds.X, beta, args))
+    np.testing.assert_allclose(duals, reference, rtol=DUAL_RTOL)
+
+
+def test_default_gap_rule_certifies_the_optimum():
+    """stop_rule="gap" (the default): the reported relative gap is at most tol, and the
+    reported primal and dual bracket LIBSVM's optimum (D <= D* = P* <= P)."""
+    ds = _data("diabetes_scale")
+    args = _kernel_args("rbf", _gamma(ds, "rbf"))
+    reference = _dual(ds.X, _libsvm(ds, 1.0, args)[1], args)
+    monitor = ListMonitor()
+    result = solvers.train(ds, solver="smo", C=1.0, **args, tol=1e-6, monitor=monitor)
+    assert result.status == "converged" and "relative duality gap" in result.message
+    extras = result.subproblems[0].extras
+    assert extras["relative_duality_gap"] <= 1e-6
+    assert extras["dual_objective"] <= reference * (1 + 1e-12)
+    assert result.objective >= reference * (1 - 1e-12)
+    assert (result.objective - reference) / result.objective <= 1e-6
+    # one record per chunk of SMO iterations, with the dual, the KKT violation and the gap
+    records = monitor.records
+    assert records and all(r.extras["optimality_measure"] == "kkt_violation" for r in records)
+    duals = [r.extras["dual_objective"] for r in records]
+    assert all(b >= a - 1e-9 * abs(a) for a, b in zip(duals, duals[1:], strict=False))  # ascends
+    assert all(r.objective >= r.extras["dual_objective"] - 1e-9 for r in records)
+    assert records[-1].extras["relative_duality_gap"] <= 1e-6
+
+
+def test_per_example_weights_are_libsvms():
+    """C_i = C * weight_i, as SVC's sample_weight; a zero weight leaves the row out (the
+    same optimum as without those rows)."""
+    ds = _data("heart_scale")
+    weights = np.random.default_rng(1).uniform(0.1, 3.0, ds.n_samples)
+    weighted = solvers.Dataset(ds.X, ds.y, sample_weight=weights)
+    args = _kernel_args("rbf", _gamma(ds, "rbf"))
+    _, beta_ref = _libsvm(ds, 2.0, args, sample_weight=weights)
+    result, beta = _ours(weighted, 2.0, args, tol=GAP)
+    assert np.all(np.abs(beta) <= 2.0 * weights * (1 + 1e-12))
+    assert _dual(ds.X, beta, args) == pytest.approx(_dual(ds.X, beta_ref, args),
+                                                    rel=DUAL_RTOL)
+    weights[:20] = 0.0
+    _, beta = _ours(solvers.Dataset(ds.X, ds.y, sample_weight=weights), 2.0, args, tol=GAP)
+    assert np.all(beta[:20] == 0.0)
+    rest = ds.subset(np.arange(20, ds.n_samples))
+    _, beta_rest = _libsvm(rest, 2.0, args, sample_weight=weights[20:])
+    assert _dual(ds.X, beta, args) == pytest.approx(_dual(rest.X, beta_rest, args),
+                                                    rel=DUAL_RTOL)
+
+
+@functools.cache
+def _dna():
+    train = load("dna.scale")
+    test = load("dna.scale.t", n_features=train.n_features)
+    rows = np.concatenate([np.flatnonzero(train.y == c)[:300] for c in train.classes])
+    return train.subset(np.sort(rows)), test
+
+
+def test_one_vs_one_predictions_are_libsvms_on_dna():
+    """LIBSVM's one-vs-one (a C-SVC per pair of classes, voting, ties to the first class):
+    the same predictions as SVC on dna's test set, for a model that survives serialization."""
+    train, test = _dna()
+    svc = SVC(C=1.0, gamma="scale", tol=1e-6).fit(train.X, train.y)
+    result = solvers.train(train, solver="smo", C=1.0, stop_rule="kkt", kkt_tol=1e-6)
+    model = result.model
+    assert isinstance(model, KernelModel) and model.multiclass == "ovo"
+    assert model.coef_.shape[0] == 3 and len(result.subproblems) == 3
+    assert model.kernel.gamma == pytest.approx(svc._gamma, rel=1e-12)
+    expected = svc.predict(test.X)
+    assert np.array_equal(model.predict(test.X), expected)
+    # the pairwise decision values are LIBSVM's (SVC's ovo shape, same pair order)
+    svc_ovo = SVC(C=1.0, gamma="scale", tol=1e-6, decision_function_shape="ovo").fit(
+        train.X, train.y)
+    np.testing.assert_allclose(model.pairwise_decision(test.X),
+                               svc_ovo.decision_function(test.X), atol=1e-4)
+    loaded = load_model(model.to_bytes())
+    assert loaded.multiclass == "ovo"
+    assert np.array_equal(loaded.predict(test.X), expected)
+
+
+def test_one_vs_rest_is_a_strategy_too():
+    train, test = _dna()
+    result = solvers.train(train, solver="smo", C=1.0, multiclass="ovr")
+    assert result.model.multiclass == "ovr" and result.model.coef_.shape[0] == 3
+    assert result.status == "converged"
+    assert np.mean(result.model.predict(test.X) == test.y) > 0.9
+
+
+def test_refusals_name_the_reason():
+    ds = _data("heart_scale")
+    with pytest.raises(InvalidParametersError, match="equality constraint"):
+        solvers.train(ds, solver="smo", bias="regularized")
+    with pytest.raises(InvalidParametersError, match="hinge loss's dual"):
+        solvers.train(ds, solver="smo", loss="squared_hinge")
+    with pytest.raises(InvalidParametersError, match="Crammer-Singer"):
+        solvers.train(ds, solver="smo", multiclass="crammer_singer")
+    with pytest.raises(InvalidParametersError, match="gamma must be positive"):
+        solvers.train(ds, solver="smo", gamma=0.0)
+    assert solvers.train(ds, solver="smo", kernel="poly").params.kernel == "polynomial"
