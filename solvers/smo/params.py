@@ -93,8 +93,9 @@ class SMOParams(SolverParams):
 
     @classmethod
     def _posing_values(cls, problem: dict[str, Any]) -> dict[str, Any]:
-        """A problem without a kernel is the linear kernel's."""
-        return {"kernel": "linear", **problem}
+        """A problem without a kernel is the linear kernel's; without a strategy, one-vs-rest
+        (the default of a posed problem, SolverParams._normalized)."""
+        return {"kernel": "linear", "multiclass": "ovr", **problem}
 
     def gamma_value(self, X) -> float:
         """The numeric gamma for training data X."""
