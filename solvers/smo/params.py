@@ -52,7 +52,7 @@ class SMOParams(SolverParams):
         "rbf", description="Kernel (LIBSVM's -t): linear x.z, rbf exp(-gamma ||x-z||^2), "
                            "polynomial (gamma x.z + coef0)^degree, sigmoid "
                            "tanh(gamma x.z + coef0); 'poly' is accepted for polynomial.")
-    gamma: float | Literal["scale", "auto"] = Field(
+    gamma: float | Literal["scale"] | Literal["auto"] = Field(
         "scale", description="Kernel gamma (LIBSVM's -g): a positive number, 'scale' = "
                              "1 / (n_features Var(X)) (scikit-learn's default) or 'auto' = "
                              "1 / n_features (LIBSVM's default).")
