@@ -285,3 +285,73 @@ def test_refusals_name_the_reason():
     with pytest.raises(InvalidParametersError, match="gamma must be positive"):
         solvers.train(ds, solver="smo", gamma=0.0)
     assert solvers.train(ds, solver="smo", kernel="poly").params.kernel == "polynomial"
+
+
+def _libsvm_predict(text: str, X) -> tuple[np.ndarray, np.ndarray]:
+    """LIBSVM's ``svm_predict_values`` on a model file, written from its format: the header,
+    the SVs grouped by class (``nr_sv``), k - 1 coefficients per SV (pair (i, j): class i's
+    in column j - 1, class j's in column i), decision sum coef k - rho, positive votes for i,
+    ties to the first label.  Returns (labels, pairwise decision values)."""
+    lines = text.splitlines()
+    header = {}
+    body = lines.index("SV")
+    for line in lines[:body]:
+        key, *values = line.split()
+        header[key] = values
+    k = int(header["nr_class"][0])
+    labels = np.array([float(v) for v in header["label"]])
+    nr_sv = [int(v) for v in header["nr_sv"]]
+    rho = np.array([float(v) for v in header["rho"]])
+    coef = np.zeros((len(lines) - body - 1, k - 1))
+    rows, cols, vals = [], [], []
+    for r, line in enumerate(lines[body + 1:]):
+        tokens = line.split()
+        coef[r] = [float(t) for t in tokens[:k - 1]]
+        for token in tokens[k - 1:]:
+            j, v = token.split(":")
+            rows.append(r)
+            cols.append(int(j) - 1)
+            vals.append(float(v))
+    sv = sp.csr_matrix((vals, (rows, cols)), shape=(coef.shape[0], X.shape[1]))
+    args = {"kernel": header["kernel_type"][0], "gamma": float(header.get("gamma", [1])[0]),
+            "degree": int(header.get("degree", [3])[0]),
+            "coef0": float(header.get("coef0", [0])[0])}
+    K = _kernel(X, sv, args)
+    start = np.concatenate([[0], np.cumsum(nr_sv)])
+    votes = np.zeros((X.shape[0], k), dtype=int)
+    decisions = []
+    p = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            si = slice(start[i], start[i + 1])
+            sj = slice(start[j], start[j + 1])
+            d = K[:, si] @ coef[si, j - 1] + K[:, sj] @ coef[sj, i] - rho[p]
+            votes[d > 0, i] += 1
+            votes[d <= 0, j] += 1
+            decisions.append(d)
+            p += 1
+    return labels[np.argmax(votes, axis=1)], np.column_stack(decisions)
+
+
+def test_libsvm_model_file_predicts_as_the_model_and_as_libsvm():
+    """The exported LIBSVM model file, read by LIBSVM's own prediction rule: the same labels
+    as our model and as SVC, one-vs-one (dna) and binary (heart, label order swapped so the
+    positive class comes first)."""
+    train, test = _dna()
+    result = solvers.train(train, solver="smo", C=1.0, stop_rule="kkt", kkt_tol=1e-6)
+    labels, decisions = _libsvm_predict(result.model.to_libsvm(), test.X)
+    assert np.array_equal(labels, result.model.predict(test.X))
+    np.testing.assert_allclose(decisions, result.model.pairwise_decision(test.X), atol=1e-10)
+    svc = SVC(C=1.0, gamma="scale", tol=1e-6).fit(train.X, train.y)
+    assert np.array_equal(labels, svc.predict(test.X))
+    heart = _data("heart_scale")
+    binary = solvers.train(heart, solver="smo", kernel="polynomial", coef0=1.0, C=0.5)
+    text = binary.model.to_libsvm()
+    assert "label 1 -1" in text and "kernel_type polynomial" in text
+    labels, decisions = _libsvm_predict(text, heart.X)
+    assert np.array_equal(labels, binary.model.predict(heart.X))
+    np.testing.assert_allclose(decisions[:, 0], binary.model.decision_function(heart.X),
+                               atol=1e-10)
+    ovr = solvers.train(train, solver="smo", multiclass="ovr", C=1.0)
+    with pytest.raises(ValueError, match="binary or one-vs-one"):
+        ovr.model.to_libsvm()

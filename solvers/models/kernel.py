@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.core.kernels import Kernel, column_operand, kernel_decision
-from solvers.data.dataset import as_csr
+from solvers.data.dataset import as_csr, label_key
 from solvers.models.base import Model, ModelFormatError, as_feature_matrix, register_model_kind
 
 
@@ -116,6 +116,76 @@ class KernelModel(Model):
         description["n_support"] = self.n_support
         description["multiclass"] = self.multiclass
         return description
+
+    # -- LIBSVM --------------------------------------------------------------------------------
+    def to_libsvm(self) -> str:
+        """The model in LIBSVM's model-file format (``svm-predict`` reads it): C-SVC models
+        (``solvers.smo``), binary or one-vs-one.
+
+        LIBSVM groups the support vectors by class, in its label order, and gives each k - 1
+        coefficients: for the pair (i, j), i < j, those of class i's vectors are in column
+        j - 1, those of class j's in column i; the pair's function is sum coef k - rho, positive
+        for i.  Here a pair (a, b) gives class a the label +1 (coef_ = alpha y), so a vector's
+        class is the sign of its nonzero coefficients, and rho = -intercept.  A binary model
+        is written with the labels (classes_[1], classes_[0]) (LIBSVM's first label is the
+        positive side).
+        """
+        if self.metadata.get("solver") != "smo" or (self.n_classes > 2
+                                                   and self.multiclass != "ovo"):
+            raise ValueError("LIBSVM's model format holds C-SVC models: binary or one-vs-one "
+                             "models trained by smo")
+        k = self.n_classes
+        coef = self.coef_
+        pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+        if k == 2:
+            order = [1, 0]  # LIBSVM's label order: the positive class first
+            owner = np.where(coef[0] > 0, 0, 1)  # position in ``order``
+            columns = coef.T  # (n_sv, 1)
+            rho = -self.intercept_
+        else:
+            order = list(range(k))
+            owner = np.full(self.n_support, -1)
+            columns = np.zeros((self.n_support, k - 1))
+            for p, (a, b) in enumerate(pairs):
+                positive = coef[p] > 0
+                negative = coef[p] < 0
+                owner[positive] = a
+                owner[negative] = b
+            for p, (a, b) in enumerate(pairs):
+                in_a = owner == a
+                in_b = owner == b
+                columns[in_a, b - 1] = coef[p, in_a]
+                columns[in_b, a] = coef[p, in_b]
+            rho = -self.intercept_
+        if np.any(owner < 0):
+            raise ValueError("a support vector without a nonzero coefficient")
+        kernel = self.kernel
+        header = ["svm_type c_svc", f"kernel_type {kernel.name}"]
+        if kernel.name == "polynomial":
+            header.append(f"degree {int(kernel.degree)}")
+        if kernel.name != "linear":
+            header.append(f"gamma {float(kernel.gamma)!r}")
+        if kernel.name in ("polynomial", "sigmoid"):
+            header.append(f"coef0 {float(kernel.coef0)!r}")
+        grouped = [np.flatnonzero(owner == c) for c in range(k)]
+        header += [
+            f"nr_class {k}",
+            f"total_sv {self.n_support}",
+            "rho " + " ".join(repr(float(r)) for r in rho),
+            "label " + " ".join(label_key(self.classes_[c]) for c in order),
+            "nr_sv " + " ".join(str(len(g)) for g in grouped),
+            "SV",
+        ]
+        sv = self.support_vectors_
+        lines = header
+        for group in grouped:
+            for i in group:
+                start, end = sv.indptr[i], sv.indptr[i + 1]
+                features = " ".join(f"{j + 1}:{float(v)!r}" for j, v in
+                                    zip(sv.indices[start:end], sv.data[start:end], strict=True))
+                values = " ".join(repr(float(c)) for c in columns[i])
+                lines.append(f"{values} {features} ".rstrip() + " ")
+        return "\n".join(lines) + "\n"
 
     # -- serialization -----------------------------------------------------------------------
     def _fields(self):
