@@ -27,8 +27,10 @@ from sklearn.svm import SVC
 
 import solvers
 from solvers.base import InvalidParametersError
+from solvers.core.kernels import KernelCache
 from solvers.models import KernelModel, load_model
 from solvers.monitor import ListMonitor
+from solvers.smo import CSVC
 
 DUAL_RTOL = 1e-6
 KKT = 1e-8
@@ -88,26 +90,15 @@ def _libsvm(ds, C, args, tol=KKT, sample_weight=None):
 
 
 def _ours(ds, C, args, **params):
+    """``train``'s result (model, records, extras) and the dual coefficients beta = y alpha of
+    the same solve run by the engine directly (a linear-kernel model keeps w, not beta)."""
     result = solvers.train(ds, solver="smo", C=C, **args, **params)
-    model = result.model
-    beta = np.zeros(ds.n_samples)
-    # the support vectors are rows of X in order: map them back by their position
-    support = _support_rows(ds.X, model.support_vectors_)
-    beta[support] = model.coef_[0]
-    return result, beta
-
-
-def _support_rows(X, support_vectors) -> np.ndarray:
-    """Row indices of X whose rows are the support vectors (kept in training order)."""
-    rows = []
-    i = 0
-    for k in range(support_vectors.shape[0]):
-        target = support_vectors[k]
-        while (X[i] != target).nnz:
-            i += 1
-        rows.append(i)
-        i += 1
-    return np.array(rows, dtype=np.int64)
+    p = result.params
+    cache = KernelCache(ds.X, p.kernel_function(ds.X), p.cache_mb, min_rows=2)
+    cost = C * (ds.sample_weight if ds.sample_weight is not None else np.ones(ds.n_samples))
+    solution = CSVC(cache).solve(_targets(ds), cost, p, None)
+    assert solution.extras["dual_objective"] == result.subproblems[0].extras["dual_objective"]
+    return result, solution.coef
 
 
 def _gamma(ds, kernel):

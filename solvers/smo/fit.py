@@ -7,8 +7,9 @@ import numpy as np
 
 from solvers.base import Fit, SolverSpec, SubproblemResult, Termination
 from solvers.core.kernels import KernelCache
+from solvers.core.sparse import csr_rmatvec
 from solvers.data.dataset import label_key
-from solvers.models import KernelModel
+from solvers.models import KernelModel, LinearModel
 from solvers.monitor import Monitor
 from solvers.multiclass import SubproblemMonitor, n_score_rows, run_binary_subproblems
 from solvers.smo.params import SMOParams
@@ -34,7 +35,9 @@ def _model(X, coef: np.ndarray, intercept: np.ndarray, classes, kernel,
 
 def fit_csvc(dataset, spec: SolverSpec, params: SMOParams, monitor: Monitor) -> Fit:
     """Binary C-SVC (``classes[1]`` is +1), or one-vs-rest for more classes; one kernel-row
-    cache serves every class."""
+    cache serves every class.  With the linear kernel the model is a LinearModel,
+    w = sum_j coef_j x_j (as the least-squares family's): the same function, predicted by one
+    product per row."""
     X = dataset.X
     kernel = params.kernel_function(X)
     cache = KernelCache(X, kernel, params.cache_mb, min_rows=2)
@@ -51,7 +54,11 @@ def fit_csvc(dataset, spec: SolverSpec, params: SMOParams, monitor: Monitor) -> 
     intercept = np.zeros(rows)
     for k, (_, (c, b)) in enumerate(results):
         coef[k], intercept[k] = c, b
-    model = _model(X, coef, intercept, dataset.classes, kernel, "ovr")
+    if kernel.name == "linear":
+        weights = np.vstack([csr_rmatvec(X, row) for row in coef])
+        model = LinearModel(weights, intercept, dataset.classes)
+    else:
+        model = _model(X, coef, intercept, dataset.classes, kernel, "ovr")
     return Fit(model, [summary for summary, _ in results])
 
 
