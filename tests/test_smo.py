@@ -106,14 +106,21 @@ def _gamma(ds, kernel):
 
 
 CASES = [(name, rows, kernel, C)
-         for name, rows in (("heart_scale", None), ("breast-cancer_scale", None),
-                            ("diabetes_scale", None), ("svmguide1", 1000))
+         for name, rows in (("heart_scale", None), ("australian_scale", None),
+                            ("breast-cancer_scale", None), ("diabetes_scale", None),
+                            ("svmguide1", 1000))
          for kernel in ("rbf", "linear", "polynomial")
          for C in (0.1, 1.0, 10.0)]
 
 
-@pytest.mark.parametrize(("name", "rows", "kernel", "C"), CASES,
-                         ids=[f"{n}-{k}-C{C:g}" for n, _, k, C in CASES])
+# LIBSVM needs 77M iterations (48 s) to reach m - M <= 1e-8 on australian with the linear
+# kernel at C = 10 (smo certifies a 1e-8 gap in 0.5M iterations, 1.5 s): slow
+_SLOW = {("australian_scale", "linear", 10.0)}
+
+
+@pytest.mark.parametrize(("name", "rows", "kernel", "C"), [
+    pytest.param(*case, marks=[pytest.mark.slow] if (case[0], case[2], case[3]) in _SLOW
+                 else [], id=f"{case[0]}-{case[2]}-C{case[3]:g}") for case in CASES])
 def test_dual_objective_and_predictions_match_libsvm(name, rows, kernel, C):
     ds = _data(name, rows)
     args = _kernel_args(kernel, _gamma(ds, kernel))
