@@ -353,3 +353,16 @@ def test_libsvm_model_file_predicts_as_the_model_and_as_libsvm():
     ovr = solvers.train(train, solver="smo", multiclass="ovr", C=1.0)
     with pytest.raises(ValueError, match="binary or one-vs-one"):
         ovr.model.to_libsvm()
+
+
+def test_a_monitor_stops_the_solve_at_the_next_record():
+    """A monitor that asks to stop (cancellation, a time limit) ends the solve at its next
+    record with status stopped and a feasible point whose gap is reported."""
+    ds = _data("svmguide1", 1000)
+    monitor = ListMonitor(time_limit=0.0)
+    result = solvers.train(ds, solver="smo", C=10.0, tol=1e-12, monitor=monitor)
+    assert result.status == "stopped" and "time limit" in result.message
+    assert len(monitor.records) == 1
+    extras = result.subproblems[0].extras
+    assert extras["relative_duality_gap"] > 0 and np.isfinite(result.objective)
+    assert extras["dual_objective"] <= result.objective
