@@ -19,8 +19,8 @@ cache keeps full rows of K in float64 (LIBSVM keeps float32 rows of the active p
 same budget holds half as many rows here, each exact to double precision).
 
 Algorithm (:mod:`solvers.smo.engine`): SMO with working set selection WSS 2 of Fan, Chen & Lin
-(Algorithm 2 with the second-order gain b^2/a of their eq. (11)-(12); a_ij <= 0 replaced by
-tau = 1e-12, their eq. (13), so the indefinite sigmoid kernel is handled), the exact
+(section 3: j maximizes the second-order gain b^2/a; a_ij <= 0 replaced by tau = 1e-12 as
+their section 4 does for non-positive-definite kernels, so the sigmoid kernel is handled), the exact
 two-variable update clipped to the box, shrinking every min(l, 1000) iterations with one
 unshrink (the gradient reconstructed from G_bar) the first time m - M <= 10 eps, LIBSVM's
 ``calculate_rho`` for the bias.

@@ -6,20 +6,22 @@ Dual (Fan, Chen & Lin 2005, eq. (1); Chang & Lin, LIBSVM, eq. (2))::
     subject to y'alpha = 0,  0 <= alpha_i <= C_i,        Q_ij = y_i y_j K(x_i, x_j)
 
 The gradient G = Q alpha - e is maintained.  Each iteration picks the working set {i, j} by
-WSS 2 (Fan, Chen & Lin, Algorithm 2 / eq. (11)-(12)): i maximizes -y_t G_t over I_up, j
-minimizes -b_it^2 / a_it over the t in I_low with -y_t G_t < -y_i G_i, where
-a_it = K_ii + K_tt - 2 K_it and b_it = -y_i G_i + y_t G_t; a non-positive a_it is replaced by
-tau = 1e-12 (their eq. (13), "WSS 2 with the tau fix": indefinite kernels such as the sigmoid).
-The two-variable subproblem is solved exactly and clipped to the box (LIBSVM's update).
-Stopping: m(alpha) - M(alpha) <= eps, the maximal violating pair (Keerthi et al.; Fan, Chen &
-Lin eq. (6)), LIBSVM's ``-e``.
+WSS 2, "working set selection using second order information" (Fan, Chen & Lin, section 3):
+i maximizes -y_t G_t over I_up, j minimizes -b_it^2 / a_it over the t in I_low with
+-y_t G_t < -y_i G_i, where a_it = K_ii + K_tt - 2 K_it and b_it = -y_i G_i + y_t G_t; a
+non-positive a_it is replaced by tau = 1e-12 (their treatment of non-positive-definite kernels,
+section 4, such as the sigmoid).  This is LIBSVM's ``Solver::select_working_set``.  The
+two-variable subproblem is solved exactly and clipped to the box (LIBSVM's update in
+``Solver::Solve``).  Stopping: m(alpha) - M(alpha) <= eps, the maximal violating pair
+(Keerthi et al. 2001; Fan, Chen & Lin's stopping condition), LIBSVM's ``-e``.
 
-Shrinking (Chang & Lin, LIBSVM section 5.1; Joachims 1999): every min(l, 1000) iterations the
-bounded variables whose gradient says they will stay bounded leave the active set; the first
-time m - M <= 10 eps the whole set is made active again and the gradient of the inactive
-variables reconstructed from G_bar_i = sum_{j: alpha_j = C_j} C_j Q_ij (maintained whenever a
-variable reaches or leaves its upper bound) and the free variables' rows.  On termination the
-whole set is reconstructed and checked again, so the answer is the full problem's.
+Shrinking (Chang & Lin, LIBSVM, section 5.1; Joachims 1999; LIBSVM's ``do_shrinking``): every
+min(l, 1000) iterations the bounded variables whose gradient says they will stay bounded leave
+the active set; the first time m - M <= 10 eps the whole set is made active again and the
+gradient of the inactive variables reconstructed from G_bar_i = sum_{j: alpha_j = C_j} C_j Q_ij
+(maintained whenever a variable reaches or leaves its upper bound) and the free variables' rows.
+On termination the whole set is reconstructed and checked again, so the answer is the full
+problem's.
 
 Kernel rows come from :func:`solvers.core.kernels.cache_row` (full rows of K in float64; the
 LRU cache keeps at least two rows, those of i and j).  Q_ij = y_i y_j K_ij is applied on the fly.
