@@ -225,6 +225,9 @@ def test_per_example_weights_are_libsvms():
     assert np.all(np.abs(beta) <= 2.0 * weights * (1 + 1e-12))
     assert _dual(ds.X, beta, args) == pytest.approx(_dual(ds.X, beta_ref, args),
                                                     rel=DUAL_RTOL)
+    only_one = np.where(ds.y == ds.classes[1], 0.0, 1.0)
+    with pytest.raises(ValueError, match="both classes with a positive weight"):
+        solvers.train(solvers.Dataset(ds.X, ds.y, sample_weight=only_one), solver="smo")
     weights[:20] = 0.0
     _, beta = _ours(solvers.Dataset(ds.X, ds.y, sample_weight=weights), 2.0, args, tol=GAP)
     assert np.all(beta[:20] == 0.0)

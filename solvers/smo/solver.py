@@ -87,6 +87,8 @@ class CSVC:
         G = -np.ones(n)
         G_bar = np.zeros(n)
         positive = cost > 0
+        if not (np.any(positive & (y > 0)) and np.any(positive & (y < 0))):
+            raise ValueError("C-SVC needs examples of both classes with a positive weight")
         order = np.concatenate([np.flatnonzero(positive), np.flatnonzero(~positive)]).astype(
             np.int64)
         length = int(positive.sum())
