@@ -390,9 +390,15 @@ def cmd_export(args) -> int:
     import solvers
 
     model = solvers.load_model(_existing(args.model))
-    if not hasattr(model, "to_liblinear"):
+    if hasattr(model, "to_libsvm"):  # a kernel model: LIBSVM's format (C-SVC, from smo)
+        try:
+            text = model.to_libsvm()
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
+    elif hasattr(model, "to_liblinear"):
+        text = model.to_liblinear()
+    else:
         raise CLIError(f"a {model.kind} model has no LIBLINEAR form")
-    text = model.to_liblinear()
     if args.output:
         Path(args.output).write_text(text)
     else:
@@ -469,7 +475,8 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
     predict.add_argument("--output", help="write one predicted label per line here")
     _data_options(predict, widen=False)
 
-    export = commands.add_parser("export", help="write a model in LIBLINEAR's format")
+    export = commands.add_parser("export", help="write a model in LIBLINEAR's format (a C-SVC "
+                                                  "kernel model from smo: LIBSVM's)")
     export.add_argument("model")
     export.add_argument("--output", help="file to write (default: stdout)")
 

@@ -22,6 +22,8 @@ def kernel_matrix(Q, Z, name, gamma=1.0, degree=3, coef0=0.0) -> np.ndarray:
             K[i] = Zd @ q
         elif name == "rbf":
             K[i] = np.exp(-gamma * np.sum((Zd - q) ** 2, axis=1))
+        elif name == "sigmoid":
+            K[i] = np.tanh(gamma * (Zd @ q) + coef0)
         else:
             K[i] = (gamma * (Zd @ q) + coef0) ** degree
     return K

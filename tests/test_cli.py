@@ -39,6 +39,17 @@ def test_train_predict_export_round_trip(tmp_path):
     assert done.returncode == 0 and done.stdout.startswith("solver_type L2R_L2LOSS_SVC")
 
 
+def test_an_smo_kernel_model_exports_to_libsvms_format(tmp_path, capsys):
+    model = tmp_path / "model.npz"
+    assert main(["train", str(data_path("heart_scale")), "--solver", "smo", "--kernel", "rbf",
+                 "--model-out", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["export", str(model)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("svm_type c_svc\nkernel_type rbf\ngamma ")
+    assert "label 1 -1" in text and "\nSV\n" in text
+
+
 def test_info_json(capsys):
     assert main(["info", str(data_path("heart_scale")), "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)

@@ -18,8 +18,9 @@ KERNELS = [
     Kernel("rbf", gamma=0.7),
     Kernel("polynomial", gamma=0.5, degree=3, coef0=1.0),
     Kernel("polynomial", gamma=2.0, degree=2, coef0=-0.5),
+    Kernel("sigmoid", gamma=0.3, coef0=-0.2),
 ]
-KERNEL_IDS = ["linear", "rbf", "poly3", "poly2-negative-coef0"]
+KERNEL_IDS = ["linear", "rbf", "poly3", "poly2-negative-coef0", "sigmoid"]
 
 
 def _naive(Q, Z, kernel: Kernel):
@@ -71,8 +72,8 @@ def test_shape_errors_and_bad_kernels():
         kernel_matrix(Q, Z, Kernel())
     with pytest.raises(ValueError, match="coef must have shape"):
         kernel_decision(Q, Q, Kernel(), np.ones((1, 3)), [0.0])
-    with pytest.raises(ValueError, match="unknown kernel 'sigmoid'"):
-        Kernel("sigmoid")
+    with pytest.raises(ValueError, match="unknown kernel 'laplacian'"):
+        Kernel("laplacian")
     with pytest.raises(ValueError, match="gamma"):
         Kernel("rbf", gamma=0.0)
     with pytest.raises(ValueError, match="degree"):
@@ -159,3 +160,12 @@ def test_no_support_vectors_leaves_the_intercept(parallel):
     out = kernel_decision(Q, Z, Kernel(), np.empty((2, 0)), [0.5, -1.0], parallel=parallel)
     np.testing.assert_array_equal(out, np.tile([0.5, -1.0], (6, 1)))
     assert kernel_matrix(Z, Q, Kernel(), parallel=parallel).shape == (0, 6)
+
+
+def test_scale_gamma_is_scikit_learns():
+    """gamma="scale" = 1 / (n_features * X.var()) over the dense matrix, as scikit-learn."""
+    from solvers.core.kernels import scale_gamma
+
+    X = load("heart_scale").X
+    dense = X.toarray()
+    assert scale_gamma(X) == pytest.approx(1.0 / (X.shape[1] * dense.var()), rel=1e-12)

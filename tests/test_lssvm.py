@@ -388,7 +388,7 @@ def test_inconsistent_kernel_archives_are_refused():
     with pytest.raises(solvers.ModelFormatError, match="inconsistent kernel model"):
         KernelModel._from_fields(fields, {**arrays, "classes": model.classes_})
     with pytest.raises(solvers.ModelFormatError, match="inconsistent kernel model"):
-        KernelModel._from_fields({**fields, "kernel": "sigmoid"},
+        KernelModel._from_fields({**fields, "kernel": "laplacian"},
                                  {**model._fields()[1], "classes": model.classes_})
 
 

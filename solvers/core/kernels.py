@@ -5,6 +5,10 @@ Kernels (``design.md`` section 2), for rows x, z of sparse matrices::
     linear       k(x, z) = x . z
     rbf          k(x, z) = exp(-gamma ||x - z||^2)       ||x - z||^2 = ||x||^2 + ||z||^2 - 2 x.z
     polynomial   k(x, z) = (gamma x . z + coef0)^degree
+    sigmoid      k(x, z) = tanh(gamma x . z + coef0)          (not positive semidefinite)
+
+gamma, coef0 and degree mean what they mean in LIBSVM (``-g``, ``-r``, ``-d``);
+:func:`scale_gamma` gives scikit-learn's ``gamma="scale"``, 1 / (n_features Var(X)).
 
 A kernel row k(q_i, z_j), j = 1..m, is computed from the stored entries of q_i (CSR) and a
 column-major (CSC) copy of Z: for each feature f of q_i, q_if z_jf is added to the j-th
@@ -45,7 +49,8 @@ from solvers.core.sparse import row_norms_squared
 LINEAR = 0
 RBF = 1
 POLYNOMIAL = 2
-KERNEL_CODES = {"linear": LINEAR, "rbf": RBF, "polynomial": POLYNOMIAL}
+SIGMOID = 3
+KERNEL_CODES = {"linear": LINEAR, "rbf": RBF, "polynomial": POLYNOMIAL, "sigmoid": SIGMOID}
 
 # Positions in KernelCache.state.
 _HEAD, _TAIL, _USED, _HITS, _MISSES = 0, 1, 2, 3, 4
@@ -53,8 +58,8 @@ _HEAD, _TAIL, _USED, _HITS, _MISSES = 0, 1, 2, 3, 4
 
 @dataclass(frozen=True)
 class Kernel:
-    """A kernel function and its parameters (``gamma`` > 0; ``degree`` >= 1 and ``coef0`` are
-    used by the polynomial kernel only)."""
+    """A kernel function and its parameters (``gamma`` > 0; ``degree`` >= 1 is used by the
+    polynomial kernel only, ``coef0`` by the polynomial and sigmoid kernels)."""
 
     name: str = "rbf"
     gamma: float = 1.0
@@ -81,6 +86,18 @@ class Kernel:
     def as_dict(self) -> dict:
         return {"kernel": self.name, "gamma": float(self.gamma), "degree": int(self.degree),
                 "coef0": float(self.coef0)}
+
+
+def scale_gamma(X) -> float:
+    """scikit-learn's ``gamma="scale"``: 1 / (n_features * Var(X)), the variance over every
+    entry of X (zeros included), 1.0 when that variance is 0."""
+    n, d = X.shape
+    total = float(n) * float(d)
+    if total == 0:
+        return 1.0
+    mean = float(X.data.sum()) / total
+    variance = float(np.dot(X.data, X.data)) / total - mean * mean
+    return 1.0 / (d * variance) if variance > 0 else 1.0
 
 
 def row_operand(X) -> tuple:
@@ -111,6 +128,8 @@ def _kernel_value(kernel, dot, sq_a, sq_b):
         return np.exp(-gamma * d2)
     if kind == POLYNOMIAL:
         return (gamma * dot + coef0) ** degree
+    if kind == SIGMOID:
+        return np.tanh(gamma * dot + coef0)
     return dot
 
 
@@ -403,11 +422,13 @@ class KernelCache:
     into the cache: valid until the next call), :meth:`matvec` returns K v.  ``hits`` and
     ``misses`` count row requests served from memory and rows computed (a row computed on the
     fly inside :meth:`matvec` counts as a miss).  ``parallel`` (default: when it pays) makes
-    :meth:`fill` and :meth:`matvec` use the parallel kernels.
+    :meth:`fill` and :meth:`matvec` use the parallel kernels.  ``min_rows`` raises the
+    capacity above the budget when a caller holds that many rows at once (SMO reads the
+    rows of both working-set indices: two).
     """
 
     def __init__(self, X, kernel: Kernel, cache_mb: float = config.KERNEL_CACHE_MB,
-                 parallel: bool | None = None):
+                 parallel: bool | None = None, min_rows: int = 1):
         if not cache_mb > 0:
             raise ValueError("cache_mb must be positive")
         self.X = X
@@ -416,7 +437,8 @@ class KernelCache:
         self.rows = row_operand(X)
         self.columns = column_operand(X)
         self.kernel_params = kernel.params
-        self.capacity = int(min(self.n, max(1, (cache_mb * 2**20) // (8 * max(self.n, 1)))))
+        self.capacity = int(min(self.n, max(min_rows,
+                                            (cache_mb * 2**20) // (8 * max(self.n, 1)))))
         self.cache_mb = float(cache_mb)
         slots = np.empty((self.capacity, self.n))
         slot_row = np.full(self.capacity, -1, np.int64)

@@ -1,5 +1,5 @@
-"""Kernel models: support vectors, their coefficients, a bias and the kernel (binary and
-one-vs-rest)."""
+"""Kernel models: support vectors, their coefficients, a bias and the kernel (binary,
+one-vs-rest and one-vs-one)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.core.kernels import Kernel, column_operand, kernel_decision
-from solvers.data.dataset import as_csr
+from solvers.data.dataset import as_csr, label_key
 from solvers.models.base import Model, ModelFormatError, as_feature_matrix, register_model_kind
 
 
@@ -23,6 +23,14 @@ class KernelModel(Model):
     score) and one column per support vector.  The coefficients include the labels: for the
     LS-SVM family coef_j = y_j alpha_j.  ``kernel`` is a :class:`solvers.core.kernels.Kernel`.
 
+    ``multiclass="ovo"`` (LIBSVM's one-vs-one, :mod:`solvers.smo`): one row per pair of
+    classes (a, b), a < b, in LIBSVM's order (0,1), (0,2), ..., (1,2), ...; a positive value
+    votes for a, otherwise for b.  :meth:`pairwise_decision` gives those values;
+    :meth:`decision_function` gives per class the votes plus the summed confidences mapped into
+    (-1/3, 1/3) (scikit-learn's ``decision_function_shape="ovr"``), so its largest entry is the
+    class with most votes, and :meth:`labels_from_scores` breaks ties as LIBSVM does (the
+    first class among those with most votes).
+
     Decision values are computed by the Numba kernels of :mod:`solvers.core.kernels`: the
     serial one by default (safe in request threads), the parallel one with ``parallel=True``.
     """
@@ -30,14 +38,17 @@ class KernelModel(Model):
     kind = "kernel"
 
     def __init__(self, support_vectors, coef, intercept, classes, kernel: Kernel,
-                 metadata: dict[str, Any] | None = None):
+                 metadata: dict[str, Any] | None = None, multiclass: str = "ovr"):
         support_vectors = as_csr(support_vectors)
         coef = np.atleast_2d(np.asarray(coef, dtype=np.float64))
         intercept = np.atleast_1d(np.asarray(intercept, dtype=np.float64))
         classes = np.asarray(classes, dtype=np.float64)
         if classes.shape[0] < 2:
             raise ValueError("a model needs at least two classes")
-        expected_rows = 1 if classes.shape[0] == 2 else classes.shape[0]
+        if multiclass not in ("ovr", "ovo"):
+            raise ValueError(f"unknown multi-class strategy {multiclass!r}")
+        k = classes.shape[0]
+        expected_rows = 1 if k == 2 else (k * (k - 1) // 2 if multiclass == "ovo" else k)
         if coef.shape != (expected_rows, support_vectors.shape[0]) or \
                 intercept.shape != (expected_rows,):
             raise ValueError(
@@ -55,6 +66,7 @@ class KernelModel(Model):
         self.intercept_ = intercept
         self.classes_ = classes
         self.kernel = kernel
+        self.multiclass = multiclass if classes.shape[0] > 2 else "ovr"
         self.n_features_in_ = support_vectors.shape[1]
         self.metadata = dict(metadata or {})
         self._columns = column_operand(support_vectors)
@@ -63,23 +75,124 @@ class KernelModel(Model):
     def n_support(self) -> int:
         return self.support_vectors_.shape[0]
 
-    def decision_function(self, X, *, parallel: bool = False) -> np.ndarray:
+    def pairwise_decision(self, X, *, parallel: bool = False) -> np.ndarray:
+        """The rows' values of every binary function (one column per row of ``coef_``)."""
         X = as_feature_matrix(X, self.n_features_in_)
-        scores = kernel_decision(X, self.support_vectors_, self.kernel, self.coef_,
-                                 self.intercept_, parallel=parallel, Z_columns=self._columns)
-        return scores[:, 0] if self.coef_.shape[0] == 1 else scores
+        return kernel_decision(X, self.support_vectors_, self.kernel, self.coef_,
+                               self.intercept_, parallel=parallel, Z_columns=self._columns)
+
+    def decision_function(self, X, *, parallel: bool = False) -> np.ndarray:
+        scores = self.pairwise_decision(X, parallel=parallel)
+        if self.coef_.shape[0] == 1:
+            return scores[:, 0]
+        if self.multiclass == "ovo":
+            return self._ovo_scores(scores)
+        return scores
+
+    def _ovo_scores(self, pairwise: np.ndarray) -> np.ndarray:
+        k = self.classes_.shape[0]
+        votes = np.zeros((pairwise.shape[0], k))
+        confidence = np.zeros((pairwise.shape[0], k))
+        p = 0
+        for a in range(k):
+            for b in range(a + 1, k):
+                d = pairwise[:, p]
+                positive = d > 0
+                votes[positive, a] += 1
+                votes[~positive, b] += 1
+                confidence[:, a] += d
+                confidence[:, b] -= d
+                p += 1
+        return votes + confidence / (3.0 * (np.abs(confidence) + 1.0))
+
+    def labels_from_scores(self, scores: np.ndarray) -> np.ndarray:
+        if scores.ndim == 2 and self.multiclass == "ovo":
+            return self.classes_[np.argmax(np.rint(scores), axis=1)]  # the votes; LIBSVM's ties
+        return super().labels_from_scores(scores)
 
     def describe(self) -> dict[str, Any]:
         description = super().describe()
         description.update(self.kernel.as_dict())
         description["n_support"] = self.n_support
+        description["multiclass"] = self.multiclass
         return description
+
+    # -- LIBSVM --------------------------------------------------------------------------------
+    def to_libsvm(self) -> str:
+        """The model in LIBSVM's model-file format (``svm-predict`` reads it): C-SVC models
+        (``solvers.smo``), binary or one-vs-one.
+
+        LIBSVM groups the support vectors by class, in its label order, and gives each k - 1
+        coefficients: for the pair (i, j), i < j, those of class i's vectors are in column
+        j - 1, those of class j's in column i; the pair's function is sum coef k - rho, positive
+        for i.  Here a pair (a, b) gives class a the label +1 (coef_ = alpha y), so a vector's
+        class is the sign of its nonzero coefficients, and rho = -intercept.  A binary model
+        is written with the labels (classes_[1], classes_[0]) (LIBSVM's first label is the
+        positive side).
+        """
+        if self.metadata.get("solver") != "smo" or (self.n_classes > 2
+                                                   and self.multiclass != "ovo"):
+            raise ValueError("LIBSVM's model format holds C-SVC models: binary or one-vs-one "
+                             "models trained by smo")
+        k = self.n_classes
+        coef = self.coef_
+        pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+        if k == 2:
+            order = [1, 0]  # LIBSVM's label order: the positive class first
+            owner = np.where(coef[0] > 0, 0, 1)  # position in ``order``
+            columns = coef.T  # (n_sv, 1)
+            rho = -self.intercept_
+        else:
+            order = list(range(k))
+            owner = np.full(self.n_support, -1)
+            columns = np.zeros((self.n_support, k - 1))
+            for p, (a, b) in enumerate(pairs):
+                positive = coef[p] > 0
+                negative = coef[p] < 0
+                owner[positive] = a
+                owner[negative] = b
+            for p, (a, b) in enumerate(pairs):
+                in_a = owner == a
+                in_b = owner == b
+                columns[in_a, b - 1] = coef[p, in_a]
+                columns[in_b, a] = coef[p, in_b]
+            rho = -self.intercept_
+        if np.any(owner < 0):
+            raise ValueError("a support vector without a nonzero coefficient")
+        kernel = self.kernel
+        header = ["svm_type c_svc", f"kernel_type {kernel.name}"]
+        if kernel.name == "polynomial":
+            header.append(f"degree {int(kernel.degree)}")
+        if kernel.name != "linear":
+            header.append(f"gamma {float(kernel.gamma)!r}")
+        if kernel.name in ("polynomial", "sigmoid"):
+            header.append(f"coef0 {float(kernel.coef0)!r}")
+        grouped = [np.flatnonzero(owner == c) for c in range(k)]
+        header += [
+            f"nr_class {k}",
+            f"total_sv {self.n_support}",
+            "rho " + " ".join(repr(float(r)) for r in rho),
+            "label " + " ".join(label_key(self.classes_[c]) for c in order),
+            "nr_sv " + " ".join(str(len(g)) for g in grouped),
+            "SV",
+        ]
+        sv = self.support_vectors_
+        lines = header
+        for group in grouped:
+            for i in group:
+                start, end = sv.indptr[i], sv.indptr[i + 1]
+                features = " ".join(f"{j + 1}:{float(v)!r}" for j, v in
+                                    zip(sv.indices[start:end], sv.data[start:end], strict=True))
+                values = " ".join(repr(float(c)) for c in columns[i])
+                lines.append(f"{values} {features} ".rstrip() + " ")
+        return "\n".join(lines) + "\n"
 
     # -- serialization -----------------------------------------------------------------------
     def _fields(self):
         sv = self.support_vectors_
         fields = dict(self.kernel.as_dict())
         fields["n_features"] = int(sv.shape[1])
+        fields["multiclass"] = self.multiclass
         arrays = {
             "sv_indptr": sv.indptr.astype(np.int64),
             "sv_indices": sv.indices.astype(np.int64),
@@ -101,6 +214,6 @@ class KernelModel(Model):
             )
             support_vectors.check_format(full_check=True)
             return cls(support_vectors, arrays["coef"], arrays["intercept"], arrays["classes"],
-                       kernel)
+                       kernel, multiclass=fields.get("multiclass", "ovr"))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFormatError(f"inconsistent kernel model: {exc}") from None

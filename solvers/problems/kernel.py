@@ -8,6 +8,12 @@ family is ``design.md``'s binary problem with the feature map of the kernel::
 where ``norm2`` is ||w||^2 plus the solver's bias term (0 for the free bias of the LS-SVM,
 b~^2 for the proximal SVM, A b^2 for the relaxed LS-SVM), which the solvers have from the
 quantities they maintain (K beta, K z, the multipliers and the gradient of the dual).
+
+The hinge loss with a free bias is C-SVC (``solvers.smo``): with alpha its dual variables and
+G = Q alpha - e the gradient of its dual (Q_ij = y_i y_j K_ij), the margins without the bias
+are y_i sum_j alpha_j y_j K_ij = G_i + 1 and ||w||^2 = alpha'Q alpha = sum_i alpha_i (G_i + 1),
+so the primal at the bias b and the dual objective come from G in O(n)
+(:meth:`KernelProblem.csvc_objectives`).
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ from solvers.losses import Loss, get_loss
 
 @dataclass
 class KernelProblem:
-    """Labels ``y`` (+-1), per-example costs C_i and the loss (least squares, or the squared
-    hinge of SesquiSMO)."""
+    """Labels ``y`` (+-1), per-example costs C_i and the loss (least squares, the squared
+    hinge of SesquiSMO, or the hinge of C-SVC)."""
 
     y: np.ndarray
     cost: np.ndarray
@@ -31,8 +37,8 @@ class KernelProblem:
     loss_function: Loss = field(init=False, repr=False)
 
     def __post_init__(self):
-        if self.loss not in ("least_squares", "squared_hinge"):
-            raise ValueError(f"the kernel least-squares problems have no loss {self.loss!r}")
+        if self.loss not in ("least_squares", "squared_hinge", "hinge"):
+            raise ValueError(f"the kernel problems have no loss {self.loss!r}")
         self.loss_function = get_loss(self.loss)
 
     def objective(self, norm2: float, outputs: np.ndarray) -> float:
@@ -47,3 +53,17 @@ class KernelProblem:
         """The relaxed LS-SVM's dual (20), max_lambda e'lambda - 1/2 lambda'Q lambda, from the
         multipliers and g = Q lambda - e: 1/2 (e'lambda - lambda'g)."""
         return 0.5 * (float(lam.sum()) - dot(lam, gradient))
+
+    def csvc_objectives(self, alpha: np.ndarray, gradient: np.ndarray,
+                        bias: float) -> tuple[float, float]:
+        """(primal, dual) of C-SVC (hinge loss, free bias) at the dual point ``alpha`` with
+        gradient G = Q alpha - e of its dual, and the bias ``bias``:
+        P = 1/2 sum alpha_i (G_i + 1) + sum_i C_i max(0, -G_i - y_i b) and
+        D = e'alpha - 1/2 alpha'Q alpha = 1/2 sum alpha_i (1 - G_i).  D <= P* <= P for
+        every feasible alpha (y'alpha = 0, 0 <= alpha <= C) and every b."""
+        if self.loss != "hinge":
+            raise ValueError("csvc_objectives is the hinge loss's (C-SVC)")
+        norm2 = dot(alpha, gradient) + float(alpha.sum())
+        primal = self.objective_from_margins(norm2, gradient + 1.0 + self.y * bias)
+        dual = 0.5 * (float(alpha.sum()) - dot(alpha, gradient))
+        return primal, dual

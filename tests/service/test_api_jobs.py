@@ -352,3 +352,25 @@ def test_a_tuning_job_that_cannot_run_is_refused(api, tuning, fragment):
                                        "tuning": tuning})
     assert response.status_code == 422
     assert fragment in json.dumps(response.json())
+
+
+def test_a_kernel_smo_job_runs_with_progress_and_serves_its_model(api):
+    """solver="smo" with a kernel through the service: the job records its SMO progress (the
+    KKT violation, the dual objective and the gap), and the one-vs-one kernel model it stores
+    predicts as the library's does."""
+    dataset_id = uploaded_id(api, data_path("dna.scale"))
+    params = {"solver": "smo", "kernel": "rbf", "gamma": 0.02, "C": 1.0}
+    done = wait_job(api, create_job(api, dataset_id, params)["id"])
+    assert done["status"] == "succeeded" and done["solver_status"] == "converged", done
+    records = full_log(api, done["id"])
+    assert records and all(r["extras"]["optimality_measure"] == "kkt_violation"
+                           for r in records)
+    assert {"dual_objective", "relative_duality_gap", "n_support"} <= set(records[-1]["extras"])
+    model = solvers.load_model(api.get(f"/api/v1/models/{done['model_id']}/download").content)
+    assert model.kind == "kernel" and model.multiclass == "ovo"
+    lines = data_path("dna.scale.t").read_text().splitlines()[:30]
+    served = api.post(f"/api/v1/models/{done['model_id']}/predict",
+                      content="\n".join(lines) + "\n",
+                      headers={"Content-Type": "text/plain"}).json()["data"]
+    local = solvers.read_svmlight(("\n".join(lines) + "\n").encode(), n_features=180)
+    assert [row["label"] for row in served] == model.predict(local.X).tolist()

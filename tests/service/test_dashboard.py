@@ -295,6 +295,32 @@ def test_the_train_form_from_the_schemas_queues_a_job_whose_model_evaluates(page
     page.screenshot("model-evaluated", at="#evaluation-heading")
 
 
+def test_the_train_form_lists_smos_kernel_fields_and_queues_a_kernel_job(page, server):
+    """The form is generated from smo's schema: its kernel choices, gamma as a number or
+    'scale' / 'auto' (left at 'scale'), the cache and the stopping rule; the job it queues
+    trains a kernel model."""
+    heart = _upload(server, data_path("heart_scale"))
+    page.open(f"/ui/train?dataset={heart}")
+    page.wait(lambda: page.find("#param-C"), "the generated form")
+    page.find("#train-solver option[value=smo]").click()
+    page.wait(lambda: page.find("#param-kernel"), "the smo form")
+    kernels = [o.get_attribute("value") for o in
+               page.find("#param-kernel").find_elements(By.TAG_NAME, "option")]
+    assert kernels == ["linear", "rbf", "polynomial", "sigmoid"]
+    assert page.find("#param-kernel").get_attribute("value") == "rbf"
+    assert page.find("#param-gamma").get_attribute("value") == "scale"
+    assert "scale | auto" in page.find("#param-gamma").get_attribute("placeholder")
+    for name in ("degree", "coef0", "cache_mb", "shrinking", "stop_rule", "kkt_tol", "tol"):
+        assert page.find(f"#param-{name}"), name
+    page.find("#train-submit").click()
+    page.wait(lambda: "/ui/jobs/" in page.driver.current_url, "the job page")
+    job = _finished(server, page.driver.current_url.rsplit("/", 1)[1])
+    assert job["status"] == "succeeded", job
+    assert job["params"]["solver"] == "smo" and job["params"]["gamma"] == "scale"
+    model = server.client.get(f"/api/v1/models/{job['model_id']}").json()
+    assert model["kind"] == "kernel"
+
+
 def test_no_console_errors_at_desktop_and_phone_width(page, server):
     heart = _upload(server, data_path("heart_scale"))
     jobs = [_job(server, heart, {"solver": solver, "C": 0.5})

@@ -1,0 +1,371 @@
+"""``smo`` (C-SVC by SMO) against LIBSVM, through scikit-learn's ``SVC``, on real data.
+
+Both solutions are judged by one objective computed here, independently of either solver:
+the C-SVC dual D(beta) = sum_i |beta_i| - 1/2 beta'K beta at the dual coefficients
+beta_i = y_i alpha_i (scikit-learn's ``dual_coef_``, our model's ``coef_``), with K from
+scikit-learn's ``pairwise_kernels``.  LIBSVM runs with tol 1e-8 (its m - M); our SMO runs to a
+certified relative duality gap of GAP (so its dual is within GAP of the optimum, whatever its
+KKT violation); the duals must agree to DUAL_RTOL relative.  (At KKT tolerances near 1e-8 SMO
+can crawl on a degenerate problem, the linear kernel at C = 10 on diabetes: rank-8 Q; the
+gap certifies the objective long before.)
+
+LIBSVM keeps float32 kernel values (6e-8 relative), so its decision values carry errors of
+that order times the size of the sums that make them: they are compared within
+F_RTOL * max_i sum_j |beta_j K_ij|.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from shared_data import load
+from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.svm import SVC
+
+import solvers
+from solvers.base import InvalidParametersError
+from solvers.core.kernels import KernelCache
+from solvers.models import KernelModel, load_model
+from solvers.monitor import ListMonitor
+from solvers.smo import CSVC
+
+DUAL_RTOL = 1e-6
+KKT = 1e-8
+GAP = 1e-8
+F_RTOL = 1e-5
+_SKLEARN_KERNEL = {"linear": "linear", "rbf": "rbf", "polynomial": "poly",
+                   "sigmoid": "sigmoid"}
+
+
+@functools.cache
+def _data(name: str, rows: int | None = None):
+    """A shared dataset (a seeded subset of ``rows`` rows), its columns scaled to [-1, 1] by
+    their largest |x| (svmguide1 is published unscaled), labels as +-1 (classes[1] = +1)."""
+    ds = load(name)
+    if rows is not None and rows < ds.n_samples:
+        ds = ds.subset(np.sort(np.random.default_rng(0).permutation(ds.n_samples)[:rows]))
+    X = ds.X.tocsc()
+    peak = np.maximum(abs(X).max(axis=0).toarray().ravel(), 1e-300)
+    X = sp.csr_matrix(ds.X @ sp.diags(1.0 / peak))
+    X.sort_indices()
+    return solvers.Dataset(X, ds.y)
+
+
+def _targets(ds):
+    return np.where(ds.y == ds.classes[1], 1.0, -1.0)
+
+
+def _kernel_args(kernel: str, gamma: float) -> dict:
+    return {"kernel": kernel, "gamma": gamma, "degree": 3, "coef0": 1.0}
+
+
+def _kernel(X, Z, args):
+    name = _SKLEARN_KERNEL[args["kernel"]]
+    own = {"linear": (), "rbf": ("gamma",), "poly": ("gamma", "degree", "coef0"),
+           "sigmoid": ("gamma", "coef0")}[name]
+    return pairwise_kernels(X, Z, metric=name, **{k: args[k] for k in own})
+
+
+def _dual(X, beta, args) -> float:
+    """D(beta) = sum |beta_i| - 1/2 beta'K beta, K by scikit-learn over the support rows."""
+    support = np.flatnonzero(beta)
+    Xs = X[support]
+    K = _kernel(Xs, Xs, args)
+    b = beta[support]
+    return float(np.abs(b).sum() - 0.5 * b @ K @ b)
+
+
+def _libsvm(ds, C, args, tol=KKT, sample_weight=None):
+    svc = SVC(C=C, kernel=_SKLEARN_KERNEL[args["kernel"]], gamma=args["gamma"],
+              degree=args["degree"], coef0=args["coef0"], tol=tol, cache_size=500,
+              max_iter=-1)
+    svc.fit(ds.X, _targets(ds), sample_weight=sample_weight)
+    beta = np.zeros(ds.n_samples)
+    beta[svc.support_] = np.asarray(svc.dual_coef_.todense() if sp.issparse(svc.dual_coef_)
+                                    else svc.dual_coef_).ravel()
+    return svc, beta
+
+
+def _ours(ds, C, args, **params):
+    """``train``'s result (model, records, extras) and the dual coefficients beta = y alpha of
+    the same solve run by the engine directly (a linear-kernel model keeps w, not beta)."""
+    result = solvers.train(ds, solver="smo", C=C, **args, **params)
+    p = result.params
+    cache = KernelCache(ds.X, p.kernel_function(ds.X), p.cache_mb, min_rows=2)
+    cost = C * (ds.sample_weight if ds.sample_weight is not None else np.ones(ds.n_samples))
+    solution = CSVC(cache).solve(_targets(ds), cost, p, None)
+    assert solution.extras["dual_objective"] == result.subproblems[0].extras["dual_objective"]
+    return result, solution.coef
+
+
+def _gamma(ds, kernel):
+    return 1.0 / (ds.n_features * ds.X.toarray().var()) if kernel != "linear" else 1.0
+
+
+CASES = [(name, rows, kernel, C)
+         for name, rows in (("heart_scale", None), ("australian_scale", None),
+                            ("breast-cancer_scale", None), ("diabetes_scale", None),
+                            ("svmguide1", 1000))
+         for kernel in ("rbf", "linear", "polynomial")
+         for C in (0.1, 1.0, 10.0)]
+
+
+# LIBSVM needs 77M iterations (48 s) to reach m - M <= 1e-8 on australian with the linear
+# kernel at C = 10 (smo certifies a 1e-8 gap in 0.5M iterations, 1.5 s): slow
+_SLOW = {("australian_scale", "linear", 10.0)}
+
+
+@pytest.mark.parametrize(("name", "rows", "kernel", "C"), [
+    pytest.param(*case, marks=[pytest.mark.slow] if (case[0], case[2], case[3]) in _SLOW
+                 else [], id=f"{case[0]}-{case[2]}-C{case[3]:g}") for case in CASES])
+def test_dual_objective_and_predictions_match_libsvm(name, rows, kernel, C):
+    ds = _data(name, rows)
+    args = _kernel_args(kernel, _gamma(ds, kernel))
+    svc, beta_ref = _libsvm(ds, C, args)
+    result, beta = _ours(ds, C, args, tol=GAP)
+    assert result.status == "converged", result.message
+    extras = result.subproblems[0].extras
+    assert extras["relative_duality_gap"] <= GAP
+    reference = _dual(ds.X, beta_ref, args)
+    ours = _dual(ds.X, beta, args)
+    assert ours == pytest.approx(reference, rel=DUAL_RTOL)
+    # the reported dual is the model's; weak duality: LIBSVM's dual is below our primal
+    assert extras["dual_objective"] == pytest.approx(ours, rel=1e-9)
+    assert reference <= result.objective * (1 + 1e-12)
+    assert np.all(np.abs(beta) <= C * (1 + 1e-12)) and abs(beta.sum()) <= 1e-9 * C * len(beta)
+    # decision values within LIBSVM's float32 rounding; the same predictions wherever
+    # LIBSVM's value is clear of that rounding
+    scale = np.abs(_kernel(ds.X, ds.X, args)) @ np.abs(beta_ref)
+    atol = F_RTOL * max(1.0, scale.max())
+    f_ref = svc.decision_function(ds.X)
+    f = result.model.decision_function(ds.X)
+    np.testing.assert_allclose(f, f_ref, rtol=0, atol=atol)
+    clear = np.abs(f_ref) > atol
+    assert np.array_equal((f > 0)[clear], (f_ref > 0)[clear])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "polynomial"])
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+def test_a9a_subset_matches_libsvm(kernel, C):
+    ds = _data("a9a", 3000)
+    args = _kernel_args(kernel, _gamma(ds, kernel))
+    _, beta_ref = _libsvm(ds, C, args)
+    result, beta = _ours(ds, C, args, tol=GAP)
+    assert result.status == "converged", result.message
+    assert _dual(ds.X, beta, args) == pytest.approx(_dual(ds.X, beta_ref, args),
+                                                    rel=DUAL_RTOL)
+
+
+def test_sigmoid_kernel_with_the_tau_fix_matches_libsvm():
+    """The sigmoid kernel is indefinite: WSS 2's tau replaces a_ij <= 0 (Fan, Chen & Lin
+    eq. (13)), as in LIBSVM, so both stop at the same point."""
+    ds = _data("heart_scale")
+    args = {"kernel": "sigmoid", "gamma": 0.05, "degree": 3, "coef0": -0.5}
+    _, beta_ref = _libsvm(ds, 1.0, args)
+    result, beta = _ours(ds, 1.0, args, stop_rule="kkt", kkt_tol=KKT)
+    assert result.status == "converged", result.message
+    assert _dual(ds.X, beta, args) == pytest.approx(_dual(ds.X, beta_ref, args),
+                                                    rel=DUAL_RTOL)
+
+
+def test_shrinking_and_a_small_cache_reach_the_same_optimum():
+    """Shrinking on or off and a cache of a few rows (svmguide1: 1000 rows, each 7.8 KiB;
+    0.05 MiB holds 6) all reach LIBSVM's optimum; the small cache evicts and recomputes."""
+    ds = _data("svmguide1", 1000)
+    args = _kernel_args("rbf", _gamma(ds, "rbf"))
+    reference = _dual(ds.X, _libsvm(ds, 10.0, args)[1], args)
+    duals = []
+    for shrinking, cache_mb in ((True, 100.0), (False, 100.0), (True, 0.05), (False, 0.05)):
+        result, beta = _ours(ds, 10.0, args, stop_rule="kkt", kkt_tol=KKT,
+                             shrinking=shrinking, cache_mb=cache_mb)
+        assert result.status == "converged", result.message
+        extras = result.subproblems[0].extras
+        if cache_mb < 1:
+            assert extras["cache_rows"] == 6 and extras["cache_misses"] > 1000
+        duals.append(_dual(ds.X, beta, args))
+    np.testing.assert_allclose(duals, reference, rtol=DUAL_RTOL)
+
+
+def test_default_gap_rule_certifies_the_optimum():
+    """stop_rule="gap" (the default): the reported relative gap is at most tol, and the
+    reported primal and dual bracket LIBSVM's optimum (D <= D* = P* <= P)."""
+    ds = _data("diabetes_scale")
+    args = _kernel_args("rbf", _gamma(ds, "rbf"))
+    reference = _dual(ds.X, _libsvm(ds, 1.0, args)[1], args)
+    monitor = ListMonitor()
+    result = solvers.train(ds, solver="smo", C=1.0, **args, tol=1e-6, monitor=monitor)
+    assert result.status == "converged" and "relative duality gap" in result.message
+    extras = result.subproblems[0].extras
+    assert extras["relative_duality_gap"] <= 1e-6
+    assert extras["dual_objective"] <= reference * (1 + 1e-12)
+    assert result.objective >= reference * (1 - 1e-12)
+    assert (result.objective - reference) / result.objective <= 1e-6
+    # one record per chunk of SMO iterations, with the dual, the KKT violation and the gap
+    records = monitor.records
+    assert records and all(r.extras["optimality_measure"] == "kkt_violation" for r in records)
+    duals = [r.extras["dual_objective"] for r in records]
+    assert all(b >= a - 1e-9 * abs(a) for a, b in zip(duals, duals[1:], strict=False))  # ascends
+    assert all(r.objective >= r.extras["dual_objective"] - 1e-9 for r in records)
+    assert records[-1].extras["relative_duality_gap"] <= 1e-6
+
+
+def test_per_example_weights_are_libsvms():
+    """C_i = C * weight_i, as SVC's sample_weight; a zero weight leaves the row out (the
+    same optimum as without those rows)."""
+    ds = _data("heart_scale")
+    weights = np.random.default_rng(1).uniform(0.1, 3.0, ds.n_samples)
+    weighted = solvers.Dataset(ds.X, ds.y, sample_weight=weights)
+    args = _kernel_args("rbf", _gamma(ds, "rbf"))
+    _, beta_ref = _libsvm(ds, 2.0, args, sample_weight=weights)
+    result, beta = _ours(weighted, 2.0, args, tol=GAP)
+    assert np.all(np.abs(beta) <= 2.0 * weights * (1 + 1e-12))
+    assert _dual(ds.X, beta, args) == pytest.approx(_dual(ds.X, beta_ref, args),
+                                                    rel=DUAL_RTOL)
+    only_one = np.where(ds.y == ds.classes[1], 0.0, 1.0)
+    with pytest.raises(ValueError, match="both classes with a positive weight"):
+        solvers.train(solvers.Dataset(ds.X, ds.y, sample_weight=only_one), solver="smo")
+    weights[:20] = 0.0
+    _, beta = _ours(solvers.Dataset(ds.X, ds.y, sample_weight=weights), 2.0, args, tol=GAP)
+    assert np.all(beta[:20] == 0.0)
+    rest = ds.subset(np.arange(20, ds.n_samples))
+    _, beta_rest = _libsvm(rest, 2.0, args, sample_weight=weights[20:])
+    assert _dual(ds.X, beta, args) == pytest.approx(_dual(rest.X, beta_rest, args),
+                                                    rel=DUAL_RTOL)
+
+
+@functools.cache
+def _dna():
+    train = load("dna.scale")
+    test = load("dna.scale.t", n_features=train.n_features)
+    rows = np.concatenate([np.flatnonzero(train.y == c)[:300] for c in train.classes])
+    return train.subset(np.sort(rows)), test
+
+
+def test_one_vs_one_predictions_are_libsvms_on_dna():
+    """LIBSVM's one-vs-one (a C-SVC per pair of classes, voting, ties to the first class):
+    the same predictions as SVC on dna's test set, for a model that survives serialization."""
+    train, test = _dna()
+    svc = SVC(C=1.0, gamma="scale", tol=1e-6).fit(train.X, train.y)
+    result = solvers.train(train, solver="smo", C=1.0, stop_rule="kkt", kkt_tol=1e-6)
+    model = result.model
+    assert isinstance(model, KernelModel) and model.multiclass == "ovo"
+    assert model.coef_.shape[0] == 3 and len(result.subproblems) == 3
+    assert model.kernel.gamma == pytest.approx(svc._gamma, rel=1e-12)
+    expected = svc.predict(test.X)
+    assert np.array_equal(model.predict(test.X), expected)
+    # the pairwise decision values are LIBSVM's (SVC's ovo shape, same pair order)
+    svc_ovo = SVC(C=1.0, gamma="scale", tol=1e-6, decision_function_shape="ovo").fit(
+        train.X, train.y)
+    np.testing.assert_allclose(model.pairwise_decision(test.X),
+                               svc_ovo.decision_function(test.X), atol=1e-4)
+    loaded = load_model(model.to_bytes())
+    assert loaded.multiclass == "ovo"
+    assert np.array_equal(loaded.predict(test.X), expected)
+
+
+def test_one_vs_rest_is_a_strategy_too():
+    train, test = _dna()
+    result = solvers.train(train, solver="smo", C=1.0, multiclass="ovr")
+    assert result.model.multiclass == "ovr" and result.model.coef_.shape[0] == 3
+    assert result.status == "converged"
+    assert np.mean(result.model.predict(test.X) == test.y) > 0.9
+
+
+def test_refusals_name_the_reason():
+    ds = _data("heart_scale")
+    with pytest.raises(InvalidParametersError, match="equality constraint"):
+        solvers.train(ds, solver="smo", bias="regularized")
+    with pytest.raises(InvalidParametersError, match="hinge loss's dual"):
+        solvers.train(ds, solver="smo", loss="squared_hinge")
+    with pytest.raises(InvalidParametersError, match="Crammer-Singer"):
+        solvers.train(ds, solver="smo", multiclass="crammer_singer")
+    with pytest.raises(InvalidParametersError, match="gamma must be positive"):
+        solvers.train(ds, solver="smo", gamma=0.0)
+    assert solvers.train(ds, solver="smo", kernel="poly").params.kernel == "polynomial"
+
+
+def _libsvm_predict(text: str, X) -> tuple[np.ndarray, np.ndarray]:
+    """LIBSVM's ``svm_predict_values`` on a model file, written from its format: the header,
+    the SVs grouped by class (``nr_sv``), k - 1 coefficients per SV (pair (i, j): class i's
+    in column j - 1, class j's in column i), decision sum coef k - rho, positive votes for i,
+    ties to the first label.  Returns (labels, pairwise decision values)."""
+    lines = text.splitlines()
+    header = {}
+    body = lines.index("SV")
+    for line in lines[:body]:
+        key, *values = line.split()
+        header[key] = values
+    k = int(header["nr_class"][0])
+    labels = np.array([float(v) for v in header["label"]])
+    nr_sv = [int(v) for v in header["nr_sv"]]
+    rho = np.array([float(v) for v in header["rho"]])
+    coef = np.zeros((len(lines) - body - 1, k - 1))
+    rows, cols, vals = [], [], []
+    for r, line in enumerate(lines[body + 1:]):
+        tokens = line.split()
+        coef[r] = [float(t) for t in tokens[:k - 1]]
+        for token in tokens[k - 1:]:
+            j, v = token.split(":")
+            rows.append(r)
+            cols.append(int(j) - 1)
+            vals.append(float(v))
+    sv = sp.csr_matrix((vals, (rows, cols)), shape=(coef.shape[0], X.shape[1]))
+    args = {"kernel": header["kernel_type"][0], "gamma": float(header.get("gamma", [1])[0]),
+            "degree": int(header.get("degree", [3])[0]),
+            "coef0": float(header.get("coef0", [0])[0])}
+    K = _kernel(X, sv, args)
+    start = np.concatenate([[0], np.cumsum(nr_sv)])
+    votes = np.zeros((X.shape[0], k), dtype=int)
+    decisions = []
+    p = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            si = slice(start[i], start[i + 1])
+            sj = slice(start[j], start[j + 1])
+            d = K[:, si] @ coef[si, j - 1] + K[:, sj] @ coef[sj, i] - rho[p]
+            votes[d > 0, i] += 1
+            votes[d <= 0, j] += 1
+            decisions.append(d)
+            p += 1
+    return labels[np.argmax(votes, axis=1)], np.column_stack(decisions)
+
+
+def test_libsvm_model_file_predicts_as_the_model_and_as_libsvm():
+    """The exported LIBSVM model file, read by LIBSVM's own prediction rule: the same labels
+    as our model and as SVC, one-vs-one (dna) and binary (heart, label order swapped so the
+    positive class comes first)."""
+    train, test = _dna()
+    result = solvers.train(train, solver="smo", C=1.0, stop_rule="kkt", kkt_tol=1e-6)
+    labels, decisions = _libsvm_predict(result.model.to_libsvm(), test.X)
+    assert np.array_equal(labels, result.model.predict(test.X))
+    np.testing.assert_allclose(decisions, result.model.pairwise_decision(test.X), atol=1e-10)
+    svc = SVC(C=1.0, gamma="scale", tol=1e-6).fit(train.X, train.y)
+    assert np.array_equal(labels, svc.predict(test.X))
+    heart = _data("heart_scale")
+    binary = solvers.train(heart, solver="smo", kernel="polynomial", coef0=1.0, C=0.5)
+    text = binary.model.to_libsvm()
+    assert "label 1 -1" in text and "kernel_type polynomial" in text
+    labels, decisions = _libsvm_predict(text, heart.X)
+    assert np.array_equal(labels, binary.model.predict(heart.X))
+    np.testing.assert_allclose(decisions[:, 0], binary.model.decision_function(heart.X),
+                               atol=1e-10)
+    ovr = solvers.train(train, solver="smo", multiclass="ovr", C=1.0)
+    with pytest.raises(ValueError, match="binary or one-vs-one"):
+        ovr.model.to_libsvm()
+
+
+def test_a_monitor_stops_the_solve_at_the_next_record():
+    """A monitor that asks to stop (cancellation, a time limit) ends the solve at its next
+    record with status stopped and a feasible point whose gap is reported."""
+    ds = _data("svmguide1", 1000)
+    monitor = ListMonitor(time_limit=0.0)
+    result = solvers.train(ds, solver="smo", C=10.0, tol=1e-12, monitor=monitor)
+    assert result.status == "stopped" and "time limit" in result.message
+    assert len(monitor.records) == 1
+    extras = result.subproblems[0].extras
+    assert extras["relative_duality_gap"] > 0 and np.isfinite(result.objective)
+    assert extras["dual_objective"] <= result.objective
