@@ -1,0 +1,136 @@
+"""Dual coordinate descent for linear SVMs: C.-J. Hsieh, K.-W. Chang, C.-J. Lin, S. S. Keerthi
+and S. Sundararajan, "A dual coordinate descent method for large-scale linear SVM", ICML 2008
+(LIBLINEAR's ``solve_l2r_l1l2_svc``, ``-s 3`` and ``-s 1``).
+
+Problem (``design.md``), C_i = C * sample_weight_i, x~_i = (x_i, s) with s = ``bias_scale``
+(bias ``regularized``, LIBLINEAR's ``-B s``) or x~_i = x_i (``none``)::
+
+    hinge           minimize 1/2 ||w~||^2 + sum_i C_i max(0, 1 - y_i w~ . x~_i)
+    squared_hinge   minimize 1/2 ||w~||^2 + sum_i C_i max(0, 1 - y_i w~ . x~_i)^2
+
+The paper's (1) is 1/2 w'w + C sum_i xi(w; x_i, y_i) with xi = max(0, 1 - y w'x) (L1-SVM) or
+max(0, 1 - y w'x)^2 (L2-SVM): **the same C** as ours and LIBLINEAR's for both losses (no 1/2
+on the squared hinge in either), with a bias only as the appended feature (section 1: "we
+do not consider the bias term ... one can augment each instance with an additional
+dimension"), exactly our ``regularized`` mode; per-example C_i replace C (LIBLINEAR's class
+weights ``-wi`` are C_i = C w_{y_i}).  The dual (4) is::
+
+    minimize f(alpha) = 1/2 alpha' Qbar alpha - e' alpha   s.t.  0 <= alpha_i <= U_i,
+    Qbar = Q + D,  Q_ij = y_i y_j x~_i . x~_j
+
+with U_i = C_i, D_ii = 0 (hinge) and U_i = inf, D_ii = 1/(2 C_i) (squared hinge), which is
+-D(alpha) of :class:`solvers.problems.BinaryProblem` (its conjugate term C_i L*(alpha_i/C_i) =
+alpha_i^2 / (4 C_i) is 1/2 D_ii alpha_i^2); U and D come from the loss layer (the loss's dual
+bounds and ``dual_quadratic``, :meth:`BinaryProblem.dual_qp`).  A free bias adds the
+constraint sum_i y_i alpha_i = 0, which a one-variable step cannot keep: it is refused
+(:data:`DUAL_CD_SOLVES`).
+
+The method (:func:`solvers.dual_cd.kernels.dcd_epochs`):
+
+* Algorithm 1: keep w = sum_i alpha_i y_i x~_i; for each i, G = y_i w . x~_i - 1 + D_ii
+  alpha_i (eq. (10)), the projected gradient PG (eq. (8)); if PG != 0 (|PG| > 1e-12 as in
+  LIBLINEAR), alpha_i <- min(max(alpha_i - G / Qbar_ii, 0), U_i) and w <- w + (alpha_i -
+  alpha_i^old) y_i x~_i;
+* section 3.1: a random permutation of the (active) examples every outer iteration
+  (reproducible: ``seed``);
+* Algorithm 3, shrinking (``shrinking``): M-bar, m-bar are the largest and smallest PG of the
+  last pass (+inf / -inf when that pass had M-bar <= 0 / m-bar >= 0); an example with
+  alpha_i = 0 and G > M-bar, or alpha_i = U_i and G < m-bar, leaves the active set (eq. (18));
+  once the active set's PG spread M - m is at most eps, the whole set is checked once more
+  (the bounds reset to +-inf) before stopping; the stop is the spread within eps on the full
+  set -- ``stop_rule="projected_gradient"`` with ``eps`` (LIBLINEAR's ``-e``, 0.1 by
+  default), an absolute, uncertified rule.
+
+Stopping (``stop_rule="gap"``, the default, every solver's rule): after the outer iteration
+at which the rows touched since the last check reach ``gap_check_work`` times the stored
+entries, one pass over the data gives P(w) (the margins) and D(alpha) (from w, sum alpha_i
+and the conjugate term; no pass): stop once (P - D)/P <= ``tol``.  The check costs one pass,
+an outer iteration over the full set about two (a dot and, for the moved alphas, an axpy per
+row), so with the default 1.0 checks take at most about half the time: every outer iteration
+while nothing is shrunk, every few once the active set is small.  Each check is a record:
+objective P(w), optimality the relative gap, extras the dual value, the PG spread of the last
+pass, the active set's size and eps.  In this mode eps is only Algorithm 3's first threshold:
+when the full set meets it with the gap still above tol, eps is divided by 10 and the descent
+goes on.  The final gap is recomputed with w = sum alpha_i y_i x~_i formed afresh (the w kept
+by the steps accumulates round-off).  ``max_iter`` counts outer iterations (LIBLINEAR's 1000).
+
+Warm starts:
+
+* from a dual point alpha (:func:`solve`'s ``alpha``): clipped into the box (any point of the
+  box is feasible), w recomputed from it;
+* from a primal point beta = (w, b) (:func:`solve`'s ``start``, the spec's warm start used by
+  C paths of other families, cap-and-switch and one-vs-rest starts): alpha_i = C_i L'(1 -
+  m_i), the loss's derivative at beta's margins (the KKT map), clipped, and w recomputed
+  from alpha, since the steps need w = sum alpha_i y_i x~_i.  Sound for the squared hinge (the
+  map is continuous and exact at the optimum); for the hinge it gives alpha_i in {0, C_i},
+  right off the margin and a guess on it (:func:`primal_start`);
+* a C path (:func:`solve_path`, the spec's ``path``): each point from the last alpha scaled by
+  C_new / C_old, which maps the box [0, C_i] onto the new one, and w scaled alike.
+
+Multi-class: one-vs-rest through the shared multiclass layer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.base import SolverSpec
+from solvers.dual_cd.kernels import dcd_epochs
+from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
+from solvers.dual_cd.solver import (
+    DualState,
+    dual_start,
+    primal_start,
+    run,
+    solve,
+    solve_path,
+    solve_state,
+)
+from solvers.problems import BinaryProblem
+
+
+def warm_up() -> None:
+    """Compile the coordinate-descent loop (both index widths of CSR) on a few rows."""
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0],
+                                [0.0, 1.0, 1.0]]))
+    y = np.array([1.0, -1.0, 1.0, -1.0])
+    for index_dtype in (np.int32, np.int64):
+        Xi = X.copy()
+        Xi.indices = Xi.indices.astype(index_dtype)
+        Xi.indptr = Xi.indptr.astype(index_dtype)
+        for loss in ("hinge", "squared_hinge"):
+            problem = BinaryProblem(Xi, y, C=1.0, loss=loss)
+            solve(problem, DualCDParams(C=1.0, loss=loss, max_iter=3))
+
+
+SPECS = (
+    SolverSpec(
+        name="dual_cd",
+        params_model=DualCDParams,
+        run=run,
+        description="Dual coordinate descent (LIBLINEAR -s 1 / -s 3) for the hinge and "
+                    "squared hinge losses, with random permutations and shrinking; a "
+                    "regularized bias or none.",
+        reference="C.-J. Hsieh, K.-W. Chang, C.-J. Lin, S. S. Keerthi and S. Sundararajan, A "
+                  "dual coordinate descent method for large-scale linear SVM, ICML 2008.",
+        warm_up=warm_up,
+        warm_start=True,
+        path=solve_path,
+    ),
+)
+
+__all__ = [
+    "DUAL_CD_SOLVES",
+    "SPECS",
+    "DualCDParams",
+    "DualState",
+    "dcd_epochs",
+    "dual_start",
+    "primal_start",
+    "run",
+    "solve",
+    "solve_path",
+    "solve_state",
+    "warm_up",
+]
