@@ -67,7 +67,17 @@ Warm starts:
 * a C path (:func:`solve_path`, the spec's ``path``): each point from the last alpha scaled by
   C_new / C_old, which maps the box [0, C_i] onto the new one, and w scaled alike.
 
-Multi-class: one-vs-rest through the shared multiclass layer.
+Multi-class: one-vs-rest through the shared multiclass layer, and ``multiclass=
+"crammer_singer"``: the Crammer-Singer problem (``design.md``, LIBLINEAR ``-s 4``'s, the same
+C; :class:`solvers.problems.CrammerSingerProblem`) by the sequential dual method of S. S.
+Keerthi, S. Sundararajan, K.-W. Chang, C.-J. Hsieh and C.-J. Lin, "A sequential dual method for
+large scale multi-class linear SVMs", KDD 2008 (:func:`solve_crammer_singer`): one dual block
+alpha_i (one entry per class, sum_m alpha_i^m = 0, alpha_i^m <= C_i [m = y_i]) at a time in a
+random order, its sub-problem solved exactly by sorting (their section 3, LIBLINEAR's
+``solve_sub_problem``).  LIBLINEAR's shrinking of classes and examples is not implemented:
+every pass visits every example and class.  Stops on the certified gap of the problem layer
+(``tol``), or with ``stop_rule="projected_gradient"`` on LIBLINEAR's rule (the largest
+max_m G_m - min_{m: alpha_i^m < bound} G_m of a pass below ``eps``).
 """
 
 from __future__ import annotations
@@ -76,18 +86,21 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.base import SolverSpec
-from solvers.dual_cd.kernels import dcd_epochs
+from solvers.dual_cd.kernels import crammer_singer_epochs, dcd_epochs
 from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
 from solvers.dual_cd.solver import (
     DualState,
+    crammer_singer_problem,
     dual_start,
+    fit_crammer_singer,
     primal_start,
     run,
     solve,
+    solve_crammer_singer,
     solve_path,
     solve_state,
 )
-from solvers.problems import BinaryProblem
+from solvers.problems import BinaryProblem, CrammerSingerProblem
 
 
 def warm_up() -> None:
@@ -102,6 +115,9 @@ def warm_up() -> None:
         for loss in ("hinge", "squared_hinge"):
             problem = BinaryProblem(Xi, y, C=1.0, loss=loss)
             solve(problem, DualCDParams(C=1.0, loss=loss, max_iter=3))
+        solve_crammer_singer(CrammerSingerProblem(Xi, np.array([0, 1, 2, 1]), 3),
+                             DualCDParams(loss="hinge", multiclass="crammer_singer",
+                                          max_iter=3))
 
 
 SPECS = (
@@ -114,6 +130,7 @@ SPECS = (
                     "regularized bias or none.",
         reference="C.-J. Hsieh, K.-W. Chang, C.-J. Lin, S. S. Keerthi and S. Sundararajan, A "
                   "dual coordinate descent method for large-scale linear SVM, ICML 2008.",
+        fit_handlers={"crammer_singer": fit_crammer_singer},
         warm_up=warm_up,
         warm_start=True,
         path=solve_path,
@@ -125,11 +142,15 @@ __all__ = [
     "SPECS",
     "DualCDParams",
     "DualState",
+    "crammer_singer_epochs",
+    "crammer_singer_problem",
     "dcd_epochs",
     "dual_start",
+    "fit_crammer_singer",
     "primal_start",
     "run",
     "solve",
+    "solve_crammer_singer",
     "solve_path",
     "solve_state",
     "warm_up",

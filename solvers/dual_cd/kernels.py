@@ -134,3 +134,102 @@ def dcd_epochs(indptr, indices, data, y, s, qd, diag, upper, alpha, w, index, is
     fstate[0] = pg_max_old
     fstate[1] = pg_min_old
     return epochs, converged, spread, work
+
+
+@njit(cache=True, nogil=True)
+def _crammer_singer_step(A, yi, C, B, D, out):
+    """The sub-problem of one example exactly (Keerthi et al. 2008, section 3; LIBLINEAR's
+    ``solve_sub_problem``): minimize 1/2 A sum_m a_m^2 + sum_m B_m a_m subject to sum_m a_m = 0,
+    a_{y_i} <= C, a_m <= 0 otherwise.  With D = B + A C e_{y_i} sorted in decreasing order,
+    beta is the mean of the largest D's while beta < r D_r (after removing A C from the
+    first), and a_m = min(bound_m, (beta - B_m) / A)."""
+    k = B.shape[0]
+    for m in range(k):
+        D[m] = B[m]
+    D[yi] += A * C
+    D.sort()  # increasing: D[k - 1 - r] is the r-th largest
+    beta = D[k - 1] - A * C
+    r = 1
+    while r < k and beta < r * D[k - 1 - r]:
+        beta += D[k - 1 - r]
+        r += 1
+    beta /= r
+    for m in range(k):
+        value = (beta - B[m]) / A
+        bound = C if m == yi else 0.0
+        out[m] = value if value < bound else bound
+
+
+@njit(cache=True, nogil=True)
+def crammer_singer_epochs(indptr, indices, data, labels, s, cost, sqnorm, alpha, W, index,
+                          rng, max_epochs, eps, work_budget):
+    """Outer iterations of the sequential dual method (Keerthi et al., KDD 2008; LIBLINEAR
+    ``-s 4`` without its shrinking): a random permutation of the examples, then for each
+    example i the gradient G_m = w_m . x~_i + [m != y_i] of its dual block, skipped when
+    max_m G_m - min_{m: alpha_i^m < bound} G_m <= 1e-12 (optimal already), else its
+    sub-problem solved exactly (:func:`_crammer_singer_step`) and the rows w_m updated.
+    Stops after ``max_epochs``, when the largest such violation of a pass is below ``eps``
+    (LIBLINEAR's stop; returns 1 then), or once ``work_budget`` stored entries were touched.
+
+    Returns (epochs run, 1 if the violation rule held, the last pass's largest violation,
+    the stored entries touched)."""
+    n = labels.shape[0]
+    k = W.shape[0]
+    d = W.shape[1] - 1
+    G = np.empty(k)
+    B = np.empty(k)
+    D = np.empty(k)
+    new = np.empty(k)
+    epochs = 0
+    work = 0
+    converged = 0
+    violation = np.inf
+    while epochs < max_epochs:
+        for q in range(n - 1):
+            j = q + _random_below(rng, n - q)
+            t = index[q]
+            index[q] = index[j]
+            index[j] = t
+        violation = 0.0
+        for q in range(n):
+            i = index[q]
+            A = sqnorm[i]
+            if A <= 0.0:
+                continue
+            yi = labels[i]
+            C = cost[i]
+            nnz = indptr[i + 1] - indptr[i] + 1
+            max_g = -np.inf
+            min_g = np.inf
+            for m in range(k):
+                g = row_dot(indptr, indices, data, i, W[m]) + s * W[m, d]
+                if m != yi:
+                    g += 1.0
+                G[m] = g
+                if g > max_g:
+                    max_g = g
+                bound = C if m == yi else 0.0
+                if alpha[i, m] < bound and g < min_g:
+                    min_g = g
+            work += k * nnz
+            if max_g - min_g > violation:
+                violation = max_g - min_g
+            if max_g - min_g <= 1e-12:
+                continue
+            for m in range(k):
+                B[m] = G[m] - A * alpha[i, m]
+            _crammer_singer_step(A, yi, C, B, D, new)
+            for m in range(k):
+                delta = new[m] - alpha[i, m]
+                if delta != 0.0:  # alpha and w together: w_m = sum_i alpha_i^m x~_i holds
+                    alpha[i, m] = new[m]
+                    row_axpy(indptr, indices, data, i, delta, W[m])
+                    W[m, d] += delta * s
+                    work += nnz
+        epochs += 1
+        if violation < eps:
+            converged = 1
+            break
+        if work >= work_budget:
+            break
+    return epochs, converged, violation, work

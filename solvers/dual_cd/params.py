@@ -10,8 +10,12 @@ from solvers.base import SolverParams, Solves, gap_tolerance_field
 
 #: What dual_cd solves: the hinge (L1-SVM) and squared hinge (L2-SVM) losses, binary and
 #: one-vs-rest, with a regularized bias (LIBLINEAR's -B) or none.
-DUAL_CD_SOLVES = Solves.product(
-    ("binary", "ovr"), ("hinge", "squared_hinge"), ("regularized", "none")
+DUAL_CD_SOLVES = (
+    Solves.product(("binary", "ovr"), ("hinge", "squared_hinge"), ("regularized", "none"))
+    | Solves.product(("crammer_singer",), ("hinge",), ("regularized", "none"))
+).refusing("the sequential dual method of Keerthi et al. (KDD 2008, LIBLINEAR -s 4) solves "
+           "the Crammer-Singer problem with its hinge loss only", task="crammer_singer",
+           loss="squared_hinge"
 ).refusing("a free (unregularized) bias adds the equality constraint sum_i y_i alpha_i = 0 "
            "to the dual, which a one-variable coordinate step cannot keep (it needs pairs, as "
            "SMO); use 'regularized' (a constant feature, LIBLINEAR's -B) or 'none'",
@@ -34,6 +38,11 @@ class DualCDParams(SolverParams):
         description="regularized: a constant feature of value bias_scale (LIBLINEAR's -B); "
                     "none: no bias.  'free' is refused: its dual has the equality constraint "
                     "sum_i y_i alpha_i = 0, which single-coordinate steps cannot keep.")
+    multiclass: DUAL_CD_SOLVES.choices("multiclass") = Field(
+        "ovr",
+        description="More than two classes: ovr, one binary problem per class against the "
+                    "rest; crammer_singer, the Crammer-Singer problem by the sequential dual "
+                    "method of Keerthi et al. (KDD 2008; LIBLINEAR -s 4; hinge only).")
     tol: float = gap_tolerance_field(
         description="stop_rule='gap': stop once the certified relative duality gap (P(w) - "
                     "D(alpha))/P(w) at the iterate (w = sum_i alpha_i y_i x~_i) is at most "

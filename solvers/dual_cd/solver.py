@@ -7,12 +7,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.base import Solution
+from solvers.base import Fit, Solution, SubproblemResult
 from solvers.core.sparse import csr_matvec
-from solvers.dual_cd.kernels import dcd_epochs
+from solvers.dual_cd.kernels import crammer_singer_epochs, dcd_epochs
 from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
+from solvers.models import LinearModel
 from solvers.monitor import Monitor, Reporter, Stopwatch
-from solvers.problems import BinaryProblem
+from solvers.problems import BinaryProblem, CrammerSingerProblem
 from solvers.termination import Termination
 
 
@@ -193,3 +194,86 @@ def solve_path(problem: BinaryProblem, Cs, params: DualCDParams | None = None,
             break
     return solutions
 
+
+
+# -- Crammer-Singer: the sequential dual method --------------------------------------------
+
+
+def crammer_singer_problem(dataset, params: DualCDParams) -> CrammerSingerProblem:
+    """The Crammer-Singer problem ``params`` pose on ``dataset`` (labels as class indices)."""
+    labels = np.searchsorted(dataset.classes, dataset.y)
+    return CrammerSingerProblem(dataset.X, labels, dataset.classes.shape[0], C=params.C,
+                                bias=params.bias, bias_scale=params.bias_scale,
+                                sample_weight=dataset.sample_weight)
+
+
+def solve_crammer_singer(problem: CrammerSingerProblem, params: DualCDParams | None = None,
+                         monitor: Monitor | None = None,
+                         alpha: np.ndarray | None = None) -> tuple[Solution, np.ndarray]:
+    """Solve a Crammer-Singer problem by the sequential dual method from alpha = 0 (or a
+    feasible ``alpha``, shape (n, n_classes)); returns the solution (``beta`` is W, shape
+    (n_classes, n_features + 1)) and the final alpha.  Records every gap check: P(W), the
+    relative gap (P(W) - D(alpha)) / P(W) (:class:`CrammerSingerProblem`)."""
+    params = params or DualCDParams(C=problem.C, loss="hinge", bias=problem.bias,
+                                    multiclass="crammer_singer")
+    reporter = Reporter(monitor, "relative_duality_gap")
+    X = problem.X
+    n, k = problem.n_samples, problem.n_classes
+    s = problem.effective_bias_scale
+    sqnorm = np.asarray(X.multiply(X).sum(axis=1)).ravel() + s * s
+    alpha = np.zeros((n, k)) if alpha is None else np.array(alpha, dtype=np.float64)
+    W = problem.zeros() if not alpha.any() else problem.primal_from_dual(alpha)
+    W = np.ascontiguousarray(W)
+    index = np.arange(n, dtype=np.int64)
+    rng = np.array([np.uint64(params.seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1)],
+                   dtype=np.uint64)
+    gap_rule = params.stop_rule == "gap"
+    budget = params.gap_check_work * k * max(X.nnz + n, 1)
+    rows = np.arange(n)
+    epochs = checks = 0
+    status = message = None
+    while True:
+        ran, met, violation, _ = crammer_singer_epochs(
+            X.indptr, X.indices, X.data, problem.labels, s, problem.cost, sqnorm, alpha, W,
+            index, rng, params.max_iter - epochs, params.eps if not gap_rule else 0.0,
+            budget if gap_rule else np.inf)
+        epochs += ran
+        elapsed = reporter.clock()
+        primal = problem.objective(W)
+        dual = -problem.regularizer(W) - (float(alpha.sum()) - float(alpha[rows,
+                                                                           problem.labels].sum()))
+        gap = (primal - dual) / max(abs(primal), 1e-300)
+        checks += 1
+        if gap_rule and gap <= params.tol:
+            status = Termination.CONVERGED
+            message = f"converged: relative duality gap {gap:.3g} <= tol={params.tol:g}"
+        elif not gap_rule and met:
+            status = Termination.CONVERGED
+            message = (f"converged: largest violation {violation:.3g} < eps={params.eps:g} "
+                       f"(LIBLINEAR's rule)")
+        elif epochs >= params.max_iter:
+            status = Termination.MAX_ITER
+            message = (f"max_iter={params.max_iter} outer iterations reached (relative "
+                       f"duality gap {gap:.3g})")
+        stop = reporter(epochs, primal, gap, elapsed=elapsed, dual_objective=dual,
+                        max_violation=float(violation))
+        if status is not None:
+            break
+        if stop:
+            status, message = Termination.STOPPED, reporter.stop_message
+            break
+    gap = (primal - problem.dual_objective(alpha)) / max(abs(primal), 1e-300)
+    extras = {"epochs": epochs, "gap_checks": checks, "relative_duality_gap": float(gap)}
+    return Solution(W.copy(), float(primal), status, message, epochs, extras), alpha
+
+
+def fit_crammer_singer(dataset, spec, params: DualCDParams, monitor: Monitor) -> Fit:
+    """``train`` handler of task ``crammer_singer``."""
+    problem = crammer_singer_problem(dataset, params)
+    solution, _ = solve_crammer_singer(problem, params, monitor)
+    summary = SubproblemResult("crammer_singer", solution.objective,
+                               Termination(solution.status), solution.message,
+                               solution.iterations, solution.extras)
+    W = solution.beta
+    model = LinearModel(W[:, :-1], problem.effective_bias_scale * W[:, -1], dataset.classes)
+    return Fit(model, [summary])
