@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,22 +88,29 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
                    dtype=np.uint64)
     gap_rule = params.stop_rule == "gap"
     eps = params.eps
-    budget = params.gap_check_work * max(X.nnz + n, 1)
+    budget = max(X.nnz + n, 1)  # the first check after one pass's worth of steps
     epochs = 0
     total_work = 0
     checks = 0
     status = message = None
     gap = np.inf
     while True:
+        started = time.perf_counter()
         ran, full_spread_met, spread, work = dcd_epochs(
             X.indptr, X.indices, X.data, problem.y, s, qd, diag, upper, alpha, beta, index,
             istate, fstate, rng, params.max_iter - epochs, eps, budget if gap_rule else np.inf,
             params.shrinking)
         epochs += ran
         total_work += work
+        descent_seconds = time.perf_counter() - started
         elapsed = reporter.clock()
         primal, dual, gap = _certificate(problem, state)
+        check_seconds = time.perf_counter() - started - descent_seconds
         checks += 1
+        # the next check once the descent has run gap_check_work times as long as this
+        # check took, at the rate (stored entries per second) the descent just had
+        rate = work / max(descent_seconds, 1e-9)
+        budget = max(params.gap_check_work * check_seconds * rate, 1.0)
         if gap_rule and gap <= params.tol:
             status = Termination.CONVERGED
             message = f"converged: relative duality gap {gap:.3g} <= tol={params.tol:g}"
@@ -228,21 +236,26 @@ def solve_crammer_singer(problem: CrammerSingerProblem, params: DualCDParams | N
     rng = np.array([np.uint64(params.seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1)],
                    dtype=np.uint64)
     gap_rule = params.stop_rule == "gap"
-    budget = params.gap_check_work * k * max(X.nnz + n, 1)
+    budget = k * max(X.nnz + n, 1)  # the first check after one pass's worth of steps
     rows = np.arange(n)
     epochs = checks = 0
     status = message = None
     while True:
-        ran, met, violation, _ = crammer_singer_epochs(
+        started = time.perf_counter()
+        ran, met, violation, work = crammer_singer_epochs(
             X.indptr, X.indices, X.data, problem.labels, s, problem.cost, sqnorm, alpha, W,
             index, rng, params.max_iter - epochs, params.eps if not gap_rule else 0.0,
             budget if gap_rule else np.inf)
         epochs += ran
+        descent_seconds = time.perf_counter() - started
         elapsed = reporter.clock()
         primal = problem.objective(W)
         dual = -problem.regularizer(W) - (float(alpha.sum()) - float(alpha[rows,
                                                                            problem.labels].sum()))
         gap = (primal - dual) / max(abs(primal), 1e-300)
+        check_seconds = time.perf_counter() - started - descent_seconds
+        budget = max(params.gap_check_work * check_seconds * work / max(descent_seconds, 1e-9),
+                     1.0)
         checks += 1
         if gap_rule and gap <= params.tol:
             status = Termination.CONVERGED
