@@ -46,6 +46,12 @@ def _row_axpy(indptr, indices, data, i, a, out):
         out[_u(indices[k])] += data[k] * a
 
 
+#: x_i . w and out += a x_i for one CSR row, inlined into the calling kernel: the public names
+#: of the two row primitives for the families' own coordinate loops (``solvers.dual_cd``).
+row_dot = _row_dot
+row_axpy = _row_axpy
+
+
 # -- X w + intercept -----------------------------------------------------------------------
 
 

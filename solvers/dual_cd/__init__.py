@@ -1,0 +1,158 @@
+"""Dual coordinate descent for linear SVMs: C.-J. Hsieh, K.-W. Chang, C.-J. Lin, S. S. Keerthi
+and S. Sundararajan, "A dual coordinate descent method for large-scale linear SVM", ICML 2008
+(LIBLINEAR's ``solve_l2r_l1l2_svc``, ``-s 3`` and ``-s 1``).
+
+Problem (``design.md``), C_i = C * sample_weight_i, x~_i = (x_i, s) with s = ``bias_scale``
+(bias ``regularized``, LIBLINEAR's ``-B s``) or x~_i = x_i (``none``)::
+
+    hinge           minimize 1/2 ||w~||^2 + sum_i C_i max(0, 1 - y_i w~ . x~_i)
+    squared_hinge   minimize 1/2 ||w~||^2 + sum_i C_i max(0, 1 - y_i w~ . x~_i)^2
+
+The paper's (1) is 1/2 w'w + C sum_i xi(w; x_i, y_i) with xi = max(0, 1 - y w'x) (L1-SVM) or
+max(0, 1 - y w'x)^2 (L2-SVM): **the same C** as ours and LIBLINEAR's for both losses (no 1/2
+on the squared hinge in either), with a bias only as the appended feature (section 1: "we
+do not consider the bias term ... one can augment each instance with an additional
+dimension"), exactly our ``regularized`` mode; per-example C_i replace C (LIBLINEAR's class
+weights ``-wi`` are C_i = C w_{y_i}).  The dual (4) is::
+
+    minimize f(alpha) = 1/2 alpha' Qbar alpha - e' alpha   s.t.  0 <= alpha_i <= U_i,
+    Qbar = Q + D,  Q_ij = y_i y_j x~_i . x~_j
+
+with U_i = C_i, D_ii = 0 (hinge) and U_i = inf, D_ii = 1/(2 C_i) (squared hinge), which is
+-D(alpha) of :class:`solvers.problems.BinaryProblem` (its conjugate term C_i L*(alpha_i/C_i) =
+alpha_i^2 / (4 C_i) is 1/2 D_ii alpha_i^2); U and D come from the loss layer (the loss's dual
+bounds and ``dual_quadratic``, :meth:`BinaryProblem.dual_qp`).  A free bias adds the
+constraint sum_i y_i alpha_i = 0, which a one-variable step cannot keep: it is refused
+(:data:`DUAL_CD_SOLVES`).
+
+The method (:func:`solvers.dual_cd.kernels.dcd_epochs`):
+
+* Algorithm 1: keep w = sum_i alpha_i y_i x~_i; for each i, G = y_i w . x~_i - 1 + D_ii
+  alpha_i (eq. (10)), the projected gradient PG (eq. (8)); if PG != 0 (|PG| > 1e-12 as in
+  LIBLINEAR), alpha_i <- min(max(alpha_i - G / Qbar_ii, 0), U_i) and w <- w + (alpha_i -
+  alpha_i^old) y_i x~_i;
+* section 3.1: a random permutation of the (active) examples every outer iteration
+  (reproducible: ``seed``);
+* Algorithm 3, shrinking (``shrinking``): M-bar, m-bar are the largest and smallest PG of the
+  last pass (+inf / -inf when that pass had M-bar <= 0 / m-bar >= 0); an example with
+  alpha_i = 0 and G > M-bar, or alpha_i = U_i and G < m-bar, leaves the active set (eq. (18));
+  once the active set's PG spread M - m is at most eps, the whole set is checked once more
+  (the bounds reset to +-inf) before stopping; the stop is the spread within eps on the full
+  set -- ``stop_rule="projected_gradient"`` with ``eps`` (LIBLINEAR's ``-e``, 0.1 by
+  default), an absolute, uncertified rule.
+
+Stopping (``stop_rule="gap"``, the default, every solver's rule): one pass over the data
+gives P(w) (the margins) and D(alpha) (from w, sum alpha_i and the conjugate term; no pass):
+stop once (P - D)/P <= ``tol``.  The first check follows one pass's worth of coordinate
+steps; each next one follows once the descent has run ``gap_check_work`` (2) times as long as
+the last check took, so checks take at most about a third of the run: every outer iteration
+while every example is active, every few once shrinking has made the passes cheap (a budget
+in passes over the data instead made checks 30-45% of the run on a9a and w8a, 2026-11-26).
+Each check is a record:
+objective P(w), optimality the relative gap, extras the dual value, the PG spread of the last
+pass, the active set's size and eps.  In this mode eps is only Algorithm 3's first threshold:
+when the full set meets it with the gap still above tol, eps is divided by 10 and the descent
+goes on.  The final gap is recomputed with w = sum alpha_i y_i x~_i formed afresh (the w kept
+by the steps accumulates round-off).  ``max_iter`` counts outer iterations (LIBLINEAR's 1000).
+
+Warm starts:
+
+* from a dual point alpha (:func:`solve`'s ``alpha``): clipped into the box (any point of the
+  box is feasible), w recomputed from it;
+* from a primal point beta = (w, b) (:func:`solve`'s ``start``, the spec's warm start used by
+  C paths of other families, cap-and-switch and one-vs-rest starts): alpha_i = C_i L'(1 -
+  m_i), the loss's derivative at beta's margins (the KKT map), clipped, and w recomputed
+  from alpha, since the steps need w = sum alpha_i y_i x~_i.  Sound for the squared hinge (the
+  map is continuous and exact at the optimum); for the hinge it gives alpha_i in {0, C_i},
+  right off the margin and a guess on it (:func:`primal_start`);
+* a C path (:func:`solve_path`, the spec's ``path``): each point from the last alpha scaled by
+  C_new / C_old, which maps the box [0, C_i] onto the new one, and w scaled alike.
+
+Multi-class: one-vs-rest through the shared multiclass layer, and ``multiclass=
+"crammer_singer"``: the Crammer-Singer problem (``design.md``, LIBLINEAR ``-s 4``'s, the same
+C; :class:`solvers.problems.CrammerSingerProblem`) by the sequential dual method of S. S.
+Keerthi, S. Sundararajan, K.-W. Chang, C.-J. Hsieh and C.-J. Lin, "A sequential dual method for
+large scale multi-class linear SVMs", KDD 2008 (:func:`solve_crammer_singer`): one dual block
+alpha_i (one entry per class, sum_m alpha_i^m = 0, alpha_i^m <= C_i [m = y_i]) at a time in a
+random order, its sub-problem solved exactly by sorting (their section 3, LIBLINEAR's
+``solve_sub_problem``).  LIBLINEAR's shrinking of classes and examples is not implemented:
+every pass visits every example and class.  Stops on the certified gap of the problem layer
+(``tol``), or with ``stop_rule="projected_gradient"`` on LIBLINEAR's rule (the largest
+max_m G_m - min_{m: alpha_i^m < bound} G_m of a pass below ``eps``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.base import SolverSpec
+from solvers.dual_cd.kernels import crammer_singer_epochs, dcd_epochs
+from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
+from solvers.dual_cd.solver import (
+    DualState,
+    crammer_singer_problem,
+    dual_start,
+    fit_crammer_singer,
+    primal_start,
+    run,
+    solve,
+    solve_crammer_singer,
+    solve_path,
+    solve_state,
+)
+from solvers.problems import BinaryProblem, CrammerSingerProblem
+
+
+def warm_up() -> None:
+    """Compile the coordinate-descent loop (both index widths of CSR) on a few rows."""
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0],
+                                [0.0, 1.0, 1.0]]))
+    y = np.array([1.0, -1.0, 1.0, -1.0])
+    for index_dtype in (np.int32, np.int64):
+        Xi = X.copy()
+        Xi.indices = Xi.indices.astype(index_dtype)
+        Xi.indptr = Xi.indptr.astype(index_dtype)
+        for loss in ("hinge", "squared_hinge"):
+            problem = BinaryProblem(Xi, y, C=1.0, loss=loss)
+            solve(problem, DualCDParams(C=1.0, loss=loss, max_iter=3))
+        solve_crammer_singer(CrammerSingerProblem(Xi, np.array([0, 1, 2, 1]), 3),
+                             DualCDParams(loss="hinge", multiclass="crammer_singer",
+                                          max_iter=3))
+
+
+SPECS = (
+    SolverSpec(
+        name="dual_cd",
+        params_model=DualCDParams,
+        run=run,
+        description="Dual coordinate descent (LIBLINEAR -s 1 / -s 3) for the hinge and "
+                    "squared hinge losses, with random permutations and shrinking; a "
+                    "regularized bias or none.",
+        reference="C.-J. Hsieh, K.-W. Chang, C.-J. Lin, S. S. Keerthi and S. Sundararajan, A "
+                  "dual coordinate descent method for large-scale linear SVM, ICML 2008.",
+        fit_handlers={"crammer_singer": fit_crammer_singer},
+        warm_up=warm_up,
+        warm_start=True,
+        path=solve_path,
+    ),
+)
+
+__all__ = [
+    "DUAL_CD_SOLVES",
+    "SPECS",
+    "DualCDParams",
+    "DualState",
+    "crammer_singer_epochs",
+    "crammer_singer_problem",
+    "dcd_epochs",
+    "dual_start",
+    "fit_crammer_singer",
+    "primal_start",
+    "run",
+    "solve",
+    "solve_crammer_singer",
+    "solve_path",
+    "solve_state",
+    "warm_up",
+]

@@ -1,0 +1,235 @@
+"""The Numba loop of dual coordinate descent: Hsieh et al. (ICML 2008), Algorithm 1 with the
+random permutation of section 3.1 and the shrinking of Algorithm 3 (LIBLINEAR's
+``solve_l2r_l1l2_svc``).  Serial (each update depends on the last), ``nogil`` so a portfolio
+can run it on a thread beside others; rows through the core's inlined row primitives.
+
+The dual it minimizes (the package docstring gives the mapping)::
+
+    f(alpha) = 1/2 alpha' Qbar alpha - e' alpha,   0 <= alpha_i <= U_i,
+    Qbar = Q + D,  Q_ij = y_i y_j x~_i . x~_j,  D = diag(diag_i)
+
+with w = sum_i alpha_i y_i x~_i kept up to date (its last entry the coefficient of the bias
+column of value ``s``; s = 0 without a bias).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from solvers.core.sparse import row_axpy, row_dot
+
+
+@njit(cache=True, nogil=True)
+def _random_below(rng, k):
+    """A pseudo-random integer in [0, k) (xorshift64*: reproducible from the seed, and
+    thread-safe as the state is the caller's)."""
+    x = rng[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    rng[0] = x
+    return np.int64((x * np.uint64(2685821657736338717)) >> np.uint64(11)) % k
+
+
+@njit(cache=True, nogil=True)
+def dcd_epochs(indptr, indices, data, y, s, qd, diag, upper, alpha, w, index, istate,
+               fstate, rng, max_epochs, eps, work_budget, shrinking):
+    """Outer iterations of Algorithm 3 until one of: ``max_epochs`` done; the projected
+    gradient's spread M-bar - m-bar over the full set is at most ``eps`` (LIBLINEAR's stop);
+    the rows touched since the call (in stored entries) reach ``work_budget`` (the caller then
+    checks the duality gap).
+
+    State kept across calls: ``index`` (the permutation; its first ``istate[0]`` entries are
+    the active set), ``fstate`` = (M-bar, m-bar) of the last pass (Algorithm 3's bounds:
+    +inf / -inf when unknown), ``rng`` the generator's state.  ``alpha`` and ``w`` are
+    updated in place.
+
+    Returns (epochs run, 1 if the spread rule held on the full set else 0, the last pass's
+    spread, the stored entries touched).
+    """
+    n = y.shape[0]
+    d = w.shape[0] - 1
+    active = istate[0]
+    pg_max_old = fstate[0]
+    pg_min_old = fstate[1]
+    work = 0
+    epochs = 0
+    converged = 0
+    spread = np.inf
+    while epochs < max_epochs:
+        pg_max_new = -np.inf
+        pg_min_new = np.inf
+        # section 3.1: a random permutation of the active set every outer iteration
+        for k in range(active - 1):
+            j = k + _random_below(rng, active - k)
+            t = index[k]
+            index[k] = index[j]
+            index[j] = t
+        k = 0
+        while k < active:
+            i = index[k]
+            yi = y[i]
+            start = indptr[i]
+            end = indptr[i + 1]
+            G = yi * (row_dot(indptr, indices, data, i, w) + s * w[d]) - 1.0 \
+                + alpha[i] * diag[i]
+            work += end - start + 1
+            u = upper[i]
+            pg = 0.0
+            a = alpha[i]
+            if a == 0.0:
+                if shrinking and G > pg_max_old:
+                    active -= 1
+                    index[k] = index[active]
+                    index[active] = i
+                    continue
+                elif G < 0.0:
+                    pg = G
+            elif a == u:
+                if shrinking and G < pg_min_old:
+                    active -= 1
+                    index[k] = index[active]
+                    index[active] = i
+                    continue
+                elif G > 0.0:
+                    pg = G
+            else:
+                pg = G
+            if pg > pg_max_new:
+                pg_max_new = pg
+            if pg < pg_min_new:
+                pg_min_new = pg
+            if abs(pg) > 1e-12:
+                if qd[i] > 0.0:
+                    new = min(max(a - G / qd[i], 0.0), u)
+                else:  # an empty row, no bias, the hinge: f is linear in alpha_i (G < 0)
+                    new = u
+                alpha[i] = new
+                delta = (new - a) * yi
+                row_axpy(indptr, indices, data, i, delta, w)
+                w[d] += delta * s
+                work += end - start + 1
+            k += 1
+        epochs += 1
+        spread = pg_max_new - pg_min_new
+        if spread <= eps:
+            if active == n:
+                converged = 1
+                pg_max_old = pg_max_new if pg_max_new > 0.0 else np.inf
+                pg_min_old = pg_min_new if pg_min_new < 0.0 else -np.inf
+                break
+            # Algorithm 3: the shrunk problem is solved; check the full set once more
+            active = n
+            pg_max_old = np.inf
+            pg_min_old = -np.inf
+            if work >= work_budget:
+                break
+            continue
+        pg_max_old = pg_max_new if pg_max_new > 0.0 else np.inf
+        pg_min_old = pg_min_new if pg_min_new < 0.0 else -np.inf
+        if work >= work_budget:
+            break
+    istate[0] = active
+    fstate[0] = pg_max_old
+    fstate[1] = pg_min_old
+    return epochs, converged, spread, work
+
+
+@njit(cache=True, nogil=True)
+def _crammer_singer_step(A, yi, C, B, D, out):
+    """The sub-problem of one example exactly (Keerthi et al. 2008, section 3; LIBLINEAR's
+    ``solve_sub_problem``): minimize 1/2 A sum_m a_m^2 + sum_m B_m a_m subject to sum_m a_m = 0,
+    a_{y_i} <= C, a_m <= 0 otherwise.  With D = B + A C e_{y_i} sorted in decreasing order,
+    beta is the mean of the largest D's while beta < r D_r (after removing A C from the
+    first), and a_m = min(bound_m, (beta - B_m) / A)."""
+    k = B.shape[0]
+    for m in range(k):
+        D[m] = B[m]
+    D[yi] += A * C
+    D.sort()  # increasing: D[k - 1 - r] is the r-th largest
+    beta = D[k - 1] - A * C
+    r = 1
+    while r < k and beta < r * D[k - 1 - r]:
+        beta += D[k - 1 - r]
+        r += 1
+    beta /= r
+    for m in range(k):
+        value = (beta - B[m]) / A
+        bound = C if m == yi else 0.0
+        out[m] = value if value < bound else bound
+
+
+@njit(cache=True, nogil=True)
+def crammer_singer_epochs(indptr, indices, data, labels, s, cost, sqnorm, alpha, W, index,
+                          rng, max_epochs, eps, work_budget):
+    """Outer iterations of the sequential dual method (Keerthi et al., KDD 2008; LIBLINEAR
+    ``-s 4`` without its shrinking): a random permutation of the examples, then for each
+    example i the gradient G_m = w_m . x~_i + [m != y_i] of its dual block, skipped when
+    max_m G_m - min_{m: alpha_i^m < bound} G_m <= 1e-12 (optimal already), else its
+    sub-problem solved exactly (:func:`_crammer_singer_step`) and the rows w_m updated.
+    Stops after ``max_epochs``, when the largest such violation of a pass is below ``eps``
+    (LIBLINEAR's stop; returns 1 then), or once ``work_budget`` stored entries were touched.
+
+    Returns (epochs run, 1 if the violation rule held, the last pass's largest violation,
+    the stored entries touched)."""
+    n = labels.shape[0]
+    k = W.shape[0]
+    d = W.shape[1] - 1
+    G = np.empty(k)
+    B = np.empty(k)
+    D = np.empty(k)
+    new = np.empty(k)
+    epochs = 0
+    work = 0
+    converged = 0
+    violation = np.inf
+    while epochs < max_epochs:
+        for q in range(n - 1):
+            j = q + _random_below(rng, n - q)
+            t = index[q]
+            index[q] = index[j]
+            index[j] = t
+        violation = 0.0
+        for q in range(n):
+            i = index[q]
+            A = sqnorm[i]
+            if A <= 0.0:
+                continue
+            yi = labels[i]
+            C = cost[i]
+            nnz = indptr[i + 1] - indptr[i] + 1
+            max_g = -np.inf
+            min_g = np.inf
+            for m in range(k):
+                g = row_dot(indptr, indices, data, i, W[m]) + s * W[m, d]
+                if m != yi:
+                    g += 1.0
+                G[m] = g
+                if g > max_g:
+                    max_g = g
+                bound = C if m == yi else 0.0
+                if alpha[i, m] < bound and g < min_g:
+                    min_g = g
+            work += k * nnz
+            if max_g - min_g > violation:
+                violation = max_g - min_g
+            if max_g - min_g <= 1e-12:
+                continue
+            for m in range(k):
+                B[m] = G[m] - A * alpha[i, m]
+            _crammer_singer_step(A, yi, C, B, D, new)
+            for m in range(k):
+                delta = new[m] - alpha[i, m]
+                if delta != 0.0:  # alpha and w together: w_m = sum_i alpha_i^m x~_i holds
+                    alpha[i, m] = new[m]
+                    row_axpy(indptr, indices, data, i, delta, W[m])
+                    W[m, d] += delta * s
+                    work += nnz
+        epochs += 1
+        if violation < eps:
+            converged = 1
+            break
+        if work >= work_budget:
+            break
+    return epochs, converged, violation, work
