@@ -116,7 +116,9 @@ KERNEL_BLOCKS_PER_THREAD = 4
 # A kernel row runs over a dense copy of the other matrix's columns (one contiguous,
 # vectorized loop per feature instead of a scatter of the stored entries) when at least this
 # fraction of its entries is stored and it has at most this many entries (8 bytes each).
-# Measured 2026-11-26 (loaded VM): ... (see solvers/core/kernels.py, column_operand).
+# Measured 2026-11-26 (loaded VM, Numba loop timings): a linear kernel row of svmguide1 (4
+# features, all stored) 42 -> 13 us, an RBF row of ijcnn1 (4,000 rows, 13 of 22 stored)
+# 263 -> 133 us; the values are bitwise the scatter's (solvers/core/kernels.py).
 KERNEL_DENSE_MIN_DENSITY = 0.25
 KERNEL_DENSE_MAX_ENTRIES = 2**23
 
