@@ -169,3 +169,21 @@ def test_scale_gamma_is_scikit_learns():
     X = load("heart_scale").X
     dense = X.toarray()
     assert scale_gamma(X) == pytest.approx(1.0 / (X.shape[1] * dense.var()), rel=1e-12)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=KERNEL_IDS)
+def test_dense_columns_give_the_scattered_rows_values(kernel, monkeypatch):
+    """A dense enough matrix runs kernel rows over its dense columns (config
+    KERNEL_DENSE_MIN_DENSITY); the products and their order are the scatter's, so the values
+    are identical, and a matrix below the density keeps the scatter."""
+    from solvers import config
+    from solvers.core.kernels import column_operand
+
+    X = load("heart_scale").X
+    Q = random_csr(7, X.shape[1], 0.6, seed=11)
+    assert column_operand(X)[4].shape == (X.shape[1], X.shape[0])
+    assert column_operand(random_csr(50, 40, 0.1, seed=12))[4].size == 0
+    dense = kernel_matrix(Q, X, kernel, parallel=False)
+    monkeypatch.setattr(config, "KERNEL_DENSE_MIN_DENSITY", 2.0)
+    assert column_operand(X)[4].size == 0
+    np.testing.assert_array_equal(kernel_matrix(Q, X, kernel, parallel=False), dense)

@@ -374,3 +374,7 @@ def test_a_kernel_smo_job_runs_with_progress_and_serves_its_model(api):
                       headers={"Content-Type": "text/plain"}).json()["data"]
     local = solvers.read_svmlight(("\n".join(lines) + "\n").encode(), n_features=180)
     assert [row["label"] for row in served] == model.predict(local.X).tolist()
+    exported = api.get(f"/api/v1/models/{done['model_id']}/download",
+                       params={"format": "libsvm"})
+    assert exported.status_code == 200 and exported.text == model.to_libsvm()
+    assert exported.text.startswith("svm_type c_svc\nkernel_type rbf\ngamma 0.02\n")

@@ -54,10 +54,12 @@ router = APIRouter(prefix=f"{API_PREFIX}/models", tags=["models"],
 
 
 class DownloadFormat(enum.StrEnum):
-    """npz: the library's model archive; liblinear: LIBLINEAR's model file (linear only)."""
+    """npz: the library's model archive; liblinear: LIBLINEAR's model file (linear only);
+    libsvm: LIBSVM's model file (C-SVC kernel models trained by smo)."""
 
     npz = "npz"
     liblinear = "liblinear"
+    libsvm = "libsvm"
 
 
 SVMLIGHT_BODY_TYPES = ("text/plain", "application/octet-stream", "")
@@ -102,7 +104,7 @@ def delete_model(model_id: uuid.UUID, session: WriteSessionDep, cache: ModelCach
                          "type": "string", "format": "binary"}},
                                  "text/plain": {"schema": {"type": "string"}}},
                      "description": "npz: the model archive; liblinear: LIBLINEAR's "
-                                    "model-file text"},
+                                    "model-file text; libsvm: LIBSVM's model-file text"},
                **responses(404, 409, 422)},
 )
 def download_model(
@@ -111,12 +113,23 @@ def download_model(
     sessions: SessionsDep,
     format: DownloadFormat = DownloadFormat.npz,
 ) -> Response:
-    """The model as an ``.npz`` archive (read back with ``solvers.load_model``), or in
-    LIBLINEAR's model-file format (linear models only)."""
+    """The model as an ``.npz`` archive (read back with ``solvers.load_model``), in
+    LIBLINEAR's model-file format (linear models only), or in LIBSVM's (C-SVC kernel models
+    trained by smo: ``svm-predict`` reads it)."""
     if format is DownloadFormat.npz:
         return Response(
             model.artifact, media_type="application/octet-stream",
             headers={"Content-Disposition": f'attachment; filename="model-{model.id}.npz"'})
+    if format is DownloadFormat.libsvm:
+        loaded = load_model(cache, sessions, model.id)
+        try:
+            text = loaded.to_libsvm()
+        except (AttributeError, ValueError):
+            raise Conflict(f"this {model.kind} model has no LIBSVM form (C-SVC models trained "
+                           f"by smo have); download format=npz") from None
+        return PlainTextResponse(
+            text,
+            headers={"Content-Disposition": f'attachment; filename="model-{model.id}.txt"'})
     to_liblinear = getattr(load_model(cache, sessions, model.id), "to_liblinear", None)
     if to_liblinear is None:
         raise Conflict(f"{model.kind} models have no LIBLINEAR form; download format=npz")
