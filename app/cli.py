@@ -381,7 +381,7 @@ def cmd_predict(args) -> int:
     predictions = model.predict(ds.X, parallel=True)
     if args.output:
         Path(args.output).write_text("".join(f"{label_key(p)}\n" for p in predictions))
-    correct = int(np.sum(predictions == ds.y))
+    correct = int(np.sum(predictions == ds.labels))
     print(f"accuracy: {100.0 * correct / max(ds.n_samples, 1):.4f}% ({correct}/{ds.n_samples})")
     return 0
 

@@ -14,6 +14,7 @@ import numpy as np
 from app.crud import datasets as crud_datasets
 from app.errors import InvalidRequest
 from app.prediction import ModelCache, load_model
+from solvers.data.dataset import label_value
 
 
 def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
@@ -22,9 +23,14 @@ def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
     Labels are ordered like ``model.classes_``, followed by any label only the dataset has
     (its examples are always misclassified).
     """
-    predicted = np.asarray(model.predict(dataset.X, parallel=parallel), dtype=np.float64)
-    truth = dataset.y
-    model_labels = np.asarray(model.classes_, dtype=np.float64)
+    predicted = np.asarray(model.predict(dataset.X, parallel=parallel))
+    truth = dataset.labels
+    model_labels = np.asarray(model.classes_)
+    if model_labels.dtype.kind != truth.dtype.kind and "U" not in (model_labels.dtype.kind,
+                                                                   truth.dtype.kind):
+        # ints against floats (a model written before labels kept their type): as numbers
+        truth, model_labels, predicted = (np.asarray(a, dtype=np.float64)
+                                          for a in (truth, model_labels, predicted))
     unseen = np.setdiff1d(np.unique(truth), model_labels)
     labels = np.concatenate([model_labels, unseen])
     order = np.argsort(labels, kind="stable")
@@ -37,7 +43,7 @@ def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
     correct = int(np.trace(confusion))
     per_class = [
         {
-            "label": float(label),
+            "label": label_value(label),
             "true_count": int(confusion[k].sum()),
             "predicted_count": int(confusion[:, k].sum()),
             "correct": int(confusion[k, k]),
@@ -47,7 +53,7 @@ def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
     return {
         "n_samples": n_samples,
         "accuracy": correct / n_samples if n_samples else 0.0,
-        "labels": [float(label) for label in labels],
+        "labels": [label_value(label) for label in labels],
         "confusion_matrix": confusion.tolist(),
         "per_class": per_class,
     }

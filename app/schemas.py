@@ -322,7 +322,7 @@ class JobLogsPublic(BaseModel):
 class ClassCounts(BaseModel):
     """How one label fared in an evaluation."""
 
-    label: float
+    label: int | float | str
     true_count: int = Field(description="Examples with this label.")
     predicted_count: int = Field(description="Examples predicted as this label.")
     correct: int = Field(description="Examples with this label predicted correctly.")
@@ -334,7 +334,7 @@ class EvaluationPublic(BaseModel):
     dataset_id: uuid.UUID
     n_samples: int
     accuracy: float
-    labels: list[float] = Field(
+    labels: list[int | float | str] = Field(
         description="The model's classes in order, then labels only the dataset has.")
     confusion_matrix: list[list[int]] = Field(
         description="Row i, column j: examples of labels[i] predicted as labels[j].")
@@ -360,7 +360,9 @@ class ModelPublic(BaseModel):
     solver: str
     params: dict[str, Any]
     kind: str = Field(description="Model kind (linear, kernel, ...).")
-    classes: list[float]
+    classes: list[int | float | str] = Field(
+        description="The labels in their own type: integers stay integers (an SVMlight "
+                    "file's 14 is 14, not 14.0).")
     n_features: int
     objective: float | None
     solver_status: str
@@ -389,7 +391,7 @@ class ModelsPublic(BaseModel):
 class PredictionPublic(BaseModel):
     """The prediction for one example."""
 
-    label: float
+    label: int | float | str
     decision_values: list[float] = Field(
         description="One score for a binary model (positive favours classes[1]), one per "
                     "class otherwise.")

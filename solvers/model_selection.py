@@ -43,7 +43,7 @@ from solvers.monitor import Monitor, Reporter
 from solvers.multiclass import fit_linear_path
 from solvers.scaling import FeatureScaler
 from solvers.termination import Termination
-from solvers.train import TrainResult, fit_task, resolve, train, validate_params
+from solvers.train import TrainResult, fit_task, resolve, train, validate_params, with_labels
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,9 @@ def _score(model: Model, test: Dataset, ordinal: bool) -> float:
     if ordinal:
         classes = model.classes_
         rank = np.searchsorted(classes, predicted)
-        truth = np.searchsorted(classes, test.y)
+        truth = np.searchsorted(classes, test.labels)
         return float(np.mean(np.abs(rank - truth)))
-    return float(np.mean(predicted == test.y))
+    return float(np.mean(predicted == test.labels))
 
 
 @dataclass
@@ -239,7 +239,8 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
             points = grid_points(g)
             fits = []
             if warm_path is not None:
-                fits = warm_path(train_set, spec, points)
+                fits = [(with_labels(model, train_set), objective, elapsed)
+                        for model, objective, elapsed in warm_path(train_set, spec, points)]
             else:
                 for point in points:
                     if should_stop():

@@ -125,6 +125,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     if not isinstance(dataset, Dataset):
         raise TypeError("dataset must be a solvers.Dataset")
     spec, params = validate_params(solver, params, **kwargs)
+    check_labels(params, dataset)
     collector = ListMonitor()
     sink = Tee(collector, monitor if monitor is not None else NullMonitor())
     clock = Stopwatch()
@@ -153,6 +154,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         # the result's log is the winner's; the caller's monitor saw every candidate's, tagged
         log = [r for r in log if r.extras.get("candidate") == choice.candidate]
     model = fit.model if scaler is None else scaler.scaled_model(fit.model)
+    with_labels(model, dataset)
     model.metadata.update(training_metadata(spec, params, dataset, objective, status, elapsed))
     if warnings:
         model.metadata["warnings"] = warnings
@@ -161,6 +163,21 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         message = f"{message} (auto: {choice.candidate}, {choice.strategy})"
     return TrainResult(model, objective, log, status, message, elapsed, params, subproblems,
                        choice, warnings)
+
+
+def with_labels(model: Model, dataset: Dataset) -> Model:
+    """``model`` with ``classes_`` in the labels' own type (the solvers trained on their float
+    values): ints stay ints, strings strings."""
+    if len(model.classes_) == len(dataset.classes):
+        model.classes_ = dataset.class_labels
+    return model
+
+
+def check_labels(params: SolverParams, dataset: Dataset) -> None:
+    """Ordinal regression ranks numbers: string labels have no order it may use."""
+    if params.task == "ordinal" and dataset.label_values is not None:
+        raise InvalidParametersError("task='ordinal' needs numeric labels (ranks); the "
+                                     "labels are strings")
 
 
 def prepare_features(dataset: Dataset, scale: str

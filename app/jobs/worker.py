@@ -31,6 +31,7 @@ from app.evaluation import evaluate
 from app.jobs.monitor import DatabaseMonitor, StopCause, jsonable
 from app.jobs.state import finish_job
 from app.storage import DatasetStorage, open_store
+from solvers.data.dataset import label_value
 
 logger = logging.getLogger("svmsvc.worker")
 
@@ -269,7 +270,7 @@ def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -
         solver=result.params.solver,  # the solver that ran (auto's choice for "auto")
         params=result.params.model_dump(mode="json"),
         kind=model.kind,
-        classes=[float(label) for label in model.classes_],
+        classes=[label_value(label) for label in model.classes_],
         n_features=int(model.n_features_in_),
         objective=jsonable(float(result.objective)),
         solver_status=result.status,

@@ -53,6 +53,18 @@ def as_feature_matrix(X, n_features: int) -> sp.csr_matrix:
     return X
 
 
+def model_classes(classes) -> np.ndarray:
+    """A model's ``classes_`` in the labels' own type: ints, floats or strings (an archive
+    holds each without pickling; models written before labels kept their type hold floats,
+    and predict floats)."""
+    classes = np.asarray(classes)
+    if classes.dtype.kind in "iub":
+        return classes.astype(np.int64)
+    if classes.dtype.kind in "USO":
+        return classes.astype(str)
+    return classes.astype(np.float64)
+
+
 class Model(ABC):
     """A trained classifier."""
 

@@ -9,7 +9,7 @@ import numpy as np
 from solvers.core.sparse import csr_matmat, csr_matvec, matmat_serial, matvec_serial
 from solvers.data.dataset import label_key
 from solvers.losses import get_loss
-from solvers.models.base import Model, as_feature_matrix, register_model_kind
+from solvers.models.base import Model, as_feature_matrix, model_classes, register_model_kind
 
 
 @register_model_kind
@@ -26,7 +26,7 @@ class LinearModel(Model):
     def __init__(self, coef, intercept, classes, metadata: dict[str, Any] | None = None):
         coef = np.atleast_2d(np.asarray(coef, dtype=np.float64))
         intercept = np.atleast_1d(np.asarray(intercept, dtype=np.float64))
-        classes = np.asarray(classes, dtype=np.float64)
+        classes = model_classes(classes)
         expected_rows = 1 if classes.shape[0] == 2 else classes.shape[0]
         if classes.shape[0] < 2:
             raise ValueError("a model needs at least two classes")
