@@ -43,7 +43,15 @@ from solvers.monitor import Monitor, Reporter
 from solvers.multiclass import fit_linear_path
 from solvers.scaling import FeatureScaler
 from solvers.termination import Termination
-from solvers.train import TrainResult, fit_task, resolve, train, validate_params, with_labels
+from solvers.train import (
+    TrainResult,
+    fit_task,
+    resolve,
+    train,
+    validate_params,
+    weighted,
+    with_labels,
+)
 
 
 @dataclass(frozen=True)
@@ -240,7 +248,8 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
             fits = []
             if warm_path is not None:
                 fits = [(with_labels(model, train_set), objective, elapsed)
-                        for model, objective, elapsed in warm_path(train_set, spec, points)]
+                        for model, objective, elapsed in
+                        warm_path(weighted(train_set, base), spec, points)]
             else:
                 for point in points:
                     if should_stop():

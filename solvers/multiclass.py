@@ -14,7 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from solvers.base import Fit, SolverParams, SolverSpec, SubproblemResult, Termination
+from solvers.base import (
+    Fit,
+    InvalidParametersError,
+    SolverParams,
+    SolverSpec,
+    SubproblemResult,
+    Termination,
+)
+from solvers.class_weights import subproblem_weight
 from solvers.data.dataset import Dataset, label_key
 from solvers.models import LinearModel
 from solvers.monitor import IterationRecord, Monitor, NullMonitor, Stopwatch
@@ -61,13 +69,21 @@ def binary_targets(dataset: Dataset, spec: SolverSpec) -> list[tuple[str | None,
 
 
 def run_binary_subproblems(dataset: Dataset, spec: SolverSpec, monitor: Monitor,
-                           solve_one) -> list[tuple[SubproblemResult, Any]]:
+                           solve_one, weighted: bool = False
+                           ) -> list[tuple[SubproblemResult, Any]]:
     """Run ``solve_one(y_pm, sub_monitor) -> (Solution-like, payload)`` for each binary
-    subproblem; stops early when one is stopped.  Returns (summary, payload) pairs."""
+    subproblem; stops early when one is stopped.  Returns (summary, payload) pairs.
+    ``weighted``: ``solve_one`` builds each problem's costs from
+    :func:`solvers.class_weights.subproblem_weight` (one-vs-rest class weights); a caller
+    that does not is refused data that carry them."""
     results = []
     counter = [0]
     for k, (tag, positive) in enumerate(binary_targets(dataset, spec)):
         y = np.where(dataset.y == positive, 1.0, -1.0)
+        if dataset.class_weight is not None and not weighted:
+            raise InvalidParametersError(
+                f"solver {spec.name!r} does not take one-vs-rest class weights (its "
+                f"one-vs-rest problems share one cost vector)")
         sub_monitor = SubproblemMonitor(monitor, counter, k, tag)
         solution, payload = solve_one(y, sub_monitor)
         summary = SubproblemResult(tag or label_key(positive), solution.objective,
@@ -91,9 +107,12 @@ def fit_linear_one_vs_rest(dataset: Dataset, spec: SolverSpec, params: SolverPar
     point on the same problem) starts each binary problem from its row, for a solver that
     warm-starts (``spec.warm_start``)."""
     rows = iter(range(n_score_rows(dataset)))
+    targets = [positive for _, positive in binary_targets(dataset, spec)]
+    order = iter(range(len(targets)))
 
     def solve_one(y, sub_monitor):
-        problem = params.binary_problem(dataset.X, y, dataset.sample_weight)
+        positive = targets[next(order)]
+        problem = params.binary_problem(dataset.X, y, subproblem_weight(dataset, positive))
         k = next(rows)
         if start_model is None:
             solution = spec.run(problem, params, sub_monitor)
@@ -104,7 +123,7 @@ def fit_linear_one_vs_rest(dataset: Dataset, spec: SolverSpec, params: SolverPar
             solution = spec.run(problem, params, sub_monitor, start=start)
         return solution, problem.split(solution.beta)
 
-    results = run_binary_subproblems(dataset, spec, monitor, solve_one)
+    results = run_binary_subproblems(dataset, spec, monitor, solve_one, weighted=True)
     n_rows = n_score_rows(dataset)
     weights = np.zeros((n_rows, dataset.n_features))
     intercepts = np.zeros(n_rows)
@@ -158,7 +177,7 @@ def fit_linear_path(dataset: Dataset, spec: SolverSpec,
     seconds = np.zeros(len(points))
     for k, (_, positive) in enumerate(binary_targets(dataset, spec)):
         y = np.where(dataset.y == positive, 1.0, -1.0)
-        problem = points[0].binary_problem(dataset.X, y, dataset.sample_weight)
+        problem = points[0].binary_problem(dataset.X, y, subproblem_weight(dataset, positive))
         for j, (beta, objective, elapsed) in enumerate(_binary_path(spec, problem, points)):
             weights[j, k], intercepts[j, k] = problem.split(beta)
             objectives[j] += objective

@@ -22,6 +22,7 @@ from solvers.base import (
     Termination,
     _validation_message,
 )
+from solvers.class_weights import apply_class_weight
 from solvers.data.dataset import Dataset
 from solvers.models import Model
 from solvers.monitor import IterationRecord, ListMonitor, Monitor, NullMonitor, Stopwatch, Tee
@@ -133,6 +134,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     if isinstance(params, auto.AutoParamsBase):
         ranking = auto.rank(auto.DatasetShape.of(dataset), params, get_solver, supports_task)
         scaler, work, warnings = prepare_features(dataset, params.scale)
+        work = weighted(work, params)
         outcome = portfolio.run(work, ranking, params.tol, sink,
                                 lambda s, p: fit_handler(s, p, dataset))
         fit, spec, params, choice = (outcome.fit, outcome.entrant.spec,
@@ -140,6 +142,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     else:
         handler = fit_handler(spec, params, dataset)
         scaler, work, warnings = prepare_features(dataset, params.scale)
+        work = weighted(work, params)
         fit = handler(work, spec, params, sink)
     subproblems = fit.subproblems
     status = Termination.worst(s.status for s in subproblems)
@@ -171,6 +174,13 @@ def with_labels(model: Model, dataset: Dataset) -> Model:
     if len(model.classes_) == len(dataset.classes):
         model.classes_ = dataset.class_labels
     return model
+
+
+def weighted(dataset: Dataset, params: SolverParams) -> Dataset:
+    """``dataset`` with ``params.class_weight`` applied for the task they pose
+    (:func:`solvers.class_weights.apply_class_weight`, the one place that applies them)."""
+    return apply_class_weight(dataset, params.class_weight,
+                              params.posed_task(int(dataset.classes.shape[0])))
 
 
 def check_labels(params: SolverParams, dataset: Dataset) -> None:

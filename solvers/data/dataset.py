@@ -145,7 +145,8 @@ class Dataset:
         Widen the matrix to this many columns.
     """
 
-    __slots__ = ("X", "y", "qid", "sample_weight", "_classes", "label_values", "label_dtype")
+    __slots__ = ("X", "y", "qid", "sample_weight", "_classes", "label_values", "label_dtype",
+                 "class_weight")
 
     def __init__(self, X, y, qid=None, sample_weight=None, n_features: int | None = None,
                  *, label_values=None, label_dtype=None):
@@ -179,6 +180,9 @@ class Dataset:
         self._classes = None
         self.label_values = label_values
         self.label_dtype = label_dtype
+        #: one-vs-rest class weights (one per class of ``classes``), attached by
+        #: ``solvers.class_weights.apply_class_weight`` for the shared one-vs-rest loop
+        self.class_weight: np.ndarray | None = None
 
     # -- basic properties ------------------------------------------------------------------
     @property
@@ -295,8 +299,27 @@ class Dataset:
     def with_X(self, X, n_features: int | None = None) -> Dataset:
         """The same labels, query ids and weights with another feature matrix (scaled,
         widened), the labels' type kept."""
-        return Dataset(X, self.y, self.qid, self.sample_weight, n_features=n_features,
-                       label_values=self.label_values, label_dtype=self.label_dtype)
+        out = Dataset(X, self.y, self.qid, self.sample_weight, n_features=n_features,
+                      label_values=self.label_values, label_dtype=self.label_dtype)
+        out.class_weight = self.class_weight
+        return out
+
+    def with_sample_weight(self, sample_weight) -> Dataset:
+        """The same data with other per-example cost factors."""
+        out = Dataset(self.X, self.y, self.qid, sample_weight, label_values=self.label_values,
+                      label_dtype=self.label_dtype)
+        out.class_weight = self.class_weight
+        return out
+
+    def with_class_weight(self, weights) -> Dataset:
+        """The same data with one-vs-rest class weights attached (one per class of
+        :attr:`classes`; see :mod:`solvers.class_weights`)."""
+        out = self.with_X(self.X)
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != self.classes.shape:
+            raise ValueError("one class weight per class")
+        out.class_weight = weights
+        return out
 
     def train_test_split(self, test_size: float = 0.25, seed: int = 0) -> tuple[Dataset, Dataset]:
         """A seeded stratified split: each class contributes ``round(test_size * count)`` rows
