@@ -66,7 +66,7 @@ def class_weight_vector(class_weight: Mapping[Any, float] | str | None,
         weights[k] = float(weight)
     if unknown:
         raise InvalidParametersError(
-            f"class_weight: {', '.join(map(repr, unknown))} "
+            f"class_weight: {', '.join(map(str, unknown))} "
             f"{'is no label' if len(unknown) == 1 else 'are no labels'} of the data (labels: "
             f"{', '.join(label_key(v) for v in labels)})")
     return weights

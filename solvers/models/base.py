@@ -135,9 +135,24 @@ class Model(ABC):
 
 
 def load_model(source: bytes | str | os.PathLike | BinaryIO) -> Model:
-    """Read a model written by :meth:`Model.to_bytes` / :meth:`Model.save`."""
-    if isinstance(source, bytes | bytearray | memoryview):
-        source = io.BytesIO(bytes(source))
+    """Read a model written by :meth:`Model.to_bytes` / :meth:`Model.save`, or a LIBLINEAR
+    model file (text starting ``solver_type``: ``LinearModel.from_liblinear``).  Anything
+    else is a :class:`ModelFormatError` that says what the file is not."""
+    if isinstance(source, str | os.PathLike):
+        with open(source, "rb") as f:
+            source = f.read()
+    elif not isinstance(source, bytes | bytearray | memoryview):
+        source = source.read()
+    source = bytes(source)
+    if source.startswith(b"solver_type "):
+        try:
+            text = source.decode("ascii")
+        except UnicodeDecodeError:
+            raise ModelFormatError("not a LIBLINEAR model: not ASCII text") from None
+        return _MODEL_KINDS["linear"].from_liblinear(text)
+    if not source.startswith(b"PK"):
+        raise ModelFormatError("not a model archive (nor a LIBLINEAR model file)")
+    source = io.BytesIO(source)
     try:
         with np.load(source, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
