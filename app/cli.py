@@ -351,11 +351,13 @@ def cmd_cv(args, spec) -> int:
     result = cross_validate(ds, spec.name, C=C, gamma=gamma, folds=args.folds, seed=args.seed,
                             refit=bool(args.model_out), progress=_ProgressBar(total, args.quiet),
                             n_jobs=args.jobs, warm_start=not args.cold,
+                            scoring=args.scoring,
                             **({} if args.fit_gap is None else {"fit_gap": args.fit_gap or None}),
                             **params)
     if result.choice is not None:
         print(f"auto: {result.choice['reason']}", file=sys.stderr)
-    metric = "accuracy" if result.metric == "accuracy" else "mean abs. rank error"
+    metric = "mean abs. rank error" if result.metric == "mean_absolute_rank_error" \
+        else result.metric
     header = f"{'C':>12} " + (f"{'gamma':>12} " if gamma else "") + \
         f"{metric:>20} {'std':>8} {'objective':>14} {'seconds':>9}"
     print(header)
@@ -436,11 +438,21 @@ def cmd_predict(args) -> int:
                        f"model file); usage: svmsvc predict TEST MODEL [OUTPUT]")
     model = solvers.load_model(model_path)
     ds = _read(test_path, zero_based=args.zero_based)
-    predictions = model.predict(ds.X, parallel=True)
+    from solvers.evaluate import evaluate
+
+    decision = model.decision_function(ds.X, parallel=True)
+    predictions = model.labels_from_scores(decision)
     if args.output:
         Path(args.output).write_text("".join(f"{label_key(p)}\n" for p in predictions))
     correct = int(np.sum(predictions == ds.labels))
     print(f"accuracy: {100.0 * correct / max(ds.n_samples, 1):.4f}% ({correct}/{ds.n_samples})")
+    report = evaluate(model, ds, parallel=True)
+    print(f"balanced accuracy: {100.0 * report['balanced_accuracy']:.4f}%")
+    print(f"macro F1: {report['f1_macro']:.6f}")
+    if report["roc_auc"] is not None:
+        print(f"ROC AUC: {report['roc_auc']:.6f}")
+    if report["average_precision"] is not None:
+        print(f"average precision: {report['average_precision']:.6f}")
     return 0
 
 
@@ -520,6 +532,11 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
     cv.add_argument("--gamma", default=None,
                     help="grid of the kernel's gamma (kernel solvers), as --C")
     cv.add_argument("--folds", type=int, default=5, help="number of folds (default 5)")
+    cv.add_argument("--scoring", default="accuracy",
+                    choices=("accuracy", "balanced_accuracy", "f1_macro", "precision_macro",
+                             "recall_macro", "roc_auc", "average_precision"),
+                    help="the fold score the best C maximizes (default accuracy; ordinal "
+                         "regression: the mean absolute rank error)")
     cv.add_argument("--seed", type=int, default=0, help="seed of the stratified folds")
     cv.add_argument("--jobs", type=int, default=None,
                     help="folds fitted at once, one thread each (default: one per Numba "

@@ -326,6 +326,9 @@ class ClassCounts(BaseModel):
     true_count: int = Field(description="Examples with this label.")
     predicted_count: int = Field(description="Examples predicted as this label.")
     correct: int = Field(description="Examples with this label predicted correctly.")
+    precision: float | None = Field(None, description="correct / predicted_count (0 if none).")
+    recall: float | None = Field(None, description="correct / true_count (0 if none).")
+    f1: float | None = Field(None, description="2 correct / (true_count + predicted_count).")
 
 
 class EvaluationPublic(BaseModel):
@@ -334,6 +337,16 @@ class EvaluationPublic(BaseModel):
     dataset_id: uuid.UUID
     n_samples: int
     accuracy: float
+    balanced_accuracy: float | None = Field(
+        None, description="Mean recall over the labels the dataset has.")
+    precision_macro: float | None = None
+    recall_macro: float | None = None
+    f1_macro: float | None = Field(
+        None, description="Mean F1 over the labels the dataset has or the model predicts.")
+    roc_auc: float | None = Field(
+        None, description="From the decision values: binary, or the mean one-vs-rest AUC "
+                          "of a multi-class model (null where undefined).")
+    average_precision: float | None = Field(None, description="Binary models only.")
     labels: list[int | float | str] = Field(
         description="The model's classes in order, then labels only the dataset has.")
     confusion_matrix: list[list[int]] = Field(
