@@ -36,6 +36,7 @@ from pydantic import (
     model_validator,
 )
 
+from solvers.data.dataset import label_key
 from solvers.losses import LOSSES, canonical
 from solvers.problems import BIAS_MODES, BinaryProblem
 from solvers.termination import Termination
@@ -470,8 +471,6 @@ def _normal_class_weight(class_weight):
     labels as text (as JSON has them), sorted, with float weights."""
     if isinstance(class_weight, str):
         return class_weight
-    from solvers.data.dataset import label_key
-
     return {key: float(w) for key, w in sorted(
         ((k if isinstance(k, str) else label_key(k)), w) for k, w in class_weight.items())}
 

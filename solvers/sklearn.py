@@ -24,6 +24,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from solvers.data.dataset import Dataset
+from solvers.train import train
 
 #: check_estimator's checks that this estimator is expected to fail, and why
 EXPECTED_FAILED_CHECKS: dict[str, str] = {}
@@ -71,8 +72,6 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y=None, sample_weight=None):
         """Train on (X, y) or on a :class:`solvers.Dataset` (its ``cost:`` weights, unless
         ``sample_weight`` is given)."""
-        from solvers.train import train
-
         if isinstance(X, Dataset):
             dataset = X
             if sample_weight is not None:

@@ -22,11 +22,10 @@ from solvers.base import (
     Termination,
     _validation_message,
 )
-from solvers.class_weights import apply_class_weight
 from solvers.data.dataset import Dataset
 from solvers.models import Model
 from solvers.monitor import IterationRecord, ListMonitor, Monitor, NullMonitor, Stopwatch, Tee
-from solvers.multiclass import fit_linear_one_vs_rest
+from solvers.multiclass import apply_class_weight, fit_linear_one_vs_rest
 from solvers.registry import get_solver
 from solvers.scaling import FeatureScaler, scale_spread_warning
 
@@ -178,7 +177,7 @@ def with_labels(model: Model, dataset: Dataset) -> Model:
 
 def weighted(dataset: Dataset, params: SolverParams) -> Dataset:
     """``dataset`` with ``params.class_weight`` applied for the task they pose
-    (:func:`solvers.class_weights.apply_class_weight`, the one place that applies them)."""
+    (:func:`solvers.multiclass.apply_class_weight`, the one place that applies them)."""
     return apply_class_weight(dataset, params.class_weight,
                               params.posed_task(int(dataset.classes.shape[0])))
 

@@ -1,6 +1,6 @@
 """Class weights (``class_weight``) multiply C per class exactly as LIBLINEAR's ``-wi``: the
 optimum of every task matches LIBLINEAR's on the same weighted problem, evaluated by the problem
-layer with the per-example costs written out here (not through ``solvers.class_weights``).
+layer with the per-example costs written out here (not through ``solvers.multiclass``).
 
 - binary, squared hinge: LIBLINEAR ``-s 1`` and ``-s 2`` (eps 1e-10, certified by their own
   duality gap) on a9a (76% one class) and w8a (97%), to 1e-6 relative;

@@ -181,7 +181,7 @@ class Dataset:
         self.label_values = label_values
         self.label_dtype = label_dtype
         #: one-vs-rest class weights (one per class of ``classes``), attached by
-        #: ``solvers.class_weights.apply_class_weight`` for the shared one-vs-rest loop
+        #: ``solvers.multiclass.apply_class_weight`` for the shared one-vs-rest loop
         self.class_weight: np.ndarray | None = None
 
     # -- basic properties ------------------------------------------------------------------
@@ -313,7 +313,7 @@ class Dataset:
 
     def with_class_weight(self, weights) -> Dataset:
         """The same data with one-vs-rest class weights attached (one per class of
-        :attr:`classes`; see :mod:`solvers.class_weights`)."""
+        :attr:`classes`; see :mod:`solvers.multiclass`, class weights)."""
         out = self.with_X(self.X)
         weights = np.asarray(weights, dtype=np.float64)
         if weights.shape != self.classes.shape:
