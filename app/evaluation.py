@@ -12,7 +12,6 @@ from typing import Any
 from app.crud import datasets as crud_datasets
 from app.errors import InvalidRequest
 from app.prediction import ModelCache, load_model
-from solvers.evaluate import evaluate as solvers_evaluate
 
 
 def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
@@ -22,6 +21,8 @@ def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
     Labels are ordered like ``model.classes_``, followed by any label only the dataset has
     (its examples are always misclassified).
     """
+    from solvers.evaluate import evaluate as solvers_evaluate  # not at import: see worker
+
     return solvers_evaluate(model, dataset, parallel=parallel)
 
 

@@ -24,7 +24,6 @@ from pydantic import ValidationError
 
 from app.crud import models as crud_models
 from app.errors import InvalidRequest, MalformedInput, NotFound
-from solvers.data.dataset import label_value
 
 _INDEX = re.compile(r"\d+")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -178,6 +177,8 @@ def predictions_json(model, X) -> bytes | None:
     """The JSON of :class:`app.schemas.PredictionsPublic` for the rows of ``X``, written
     directly (no dict and no response model per row); None if a score is not finite (let
     the response model say how it is sent)."""
+    from solvers.data.dataset import label_value
+
     raw = model.decision_function(X, parallel=False)
     labels = [json.dumps(label_value(v)) for v in model.labels_from_scores(raw)]
     scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
@@ -191,6 +192,8 @@ def predictions_json(model, X) -> bytes | None:
 
 def predictions(model, X) -> list[dict[str, Any]]:
     """Label and decision values of each row of ``X`` (serial kernels)."""
+    from solvers.data.dataset import label_value
+
     raw = model.decision_function(X, parallel=False)
     labels = model.labels_from_scores(raw)  # scored once, not again by predict()
     scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
@@ -216,6 +219,8 @@ def predict_linear_one(model, columns: dict[int, float]) -> bytes | None:
     order = sorted(columns)
     raw = model.decision_example(np.array(order, dtype=np.int32),
                                  np.array([columns[c] for c in order], dtype=np.float64))
+    from solvers.data.dataset import label_value
+
     label = label_value(model.labels_from_scores(raw)[0])
     values = raw.ravel().tolist()
     try:

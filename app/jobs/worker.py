@@ -31,7 +31,6 @@ from app.evaluation import evaluate
 from app.jobs.monitor import DatabaseMonitor, StopCause, jsonable
 from app.jobs.state import finish_job
 from app.storage import DatasetStorage, open_store
-from solvers.data.dataset import label_value
 
 logger = logging.getLogger("svmsvc.worker")
 
@@ -262,6 +261,8 @@ class _Refit:
 
 def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -> TrainedModel:
     """The database row of a training result (the model's ``.npz`` bytes included)."""
+    from solvers.data.dataset import label_value
+
     model = result.model
     artifact = model.to_bytes()
     return TrainedModel(
