@@ -183,8 +183,17 @@ def _option(field) -> tuple[Callable[[str], Any], str, str]:
 
 def _add_solver_options(parser: argparse.ArgumentParser, spec, exclude=()) -> None:
     group = parser.add_argument_group(f"parameters of solver {spec.name!r}")
+    if "class_weight" in spec.params_model.model_fields:
+        group.add_argument("-w", dest="class_weight_items", action="append",
+                           metavar="LABEL=WEIGHT", default=None,
+                           help="multiply C for the examples of LABEL by WEIGHT (LIBLINEAR's "
+                                "-wi; repeat for several labels; 2^k accepted; a negative "
+                                "label attached: -w-1=0.5)")
+        group.add_argument("--class-weight", dest="class_weight_mode", choices=("balanced",),
+                           default=None,
+                           help="balanced: weight each class by n / (k n_c)")
     for name, field in spec.params_model.model_fields.items():
-        if name == "solver" or name in exclude:
+        if name in ("solver", "class_weight") or name in exclude:
             continue
         parse, metavar, allowed = _option(field)
         description = (field.description or "").strip()
@@ -198,8 +207,31 @@ def _params_from_args(spec, args) -> dict:
     """The parameters given on the command line (an option not given is absent: an optional
     field given as ``none`` is None, not its default)."""
     given = vars(args)
-    return {name: given[f"param_{name}"] for name in spec.params_model.model_fields
-            if f"param_{name}" in given}
+    params = {name: given[f"param_{name}"] for name in spec.params_model.model_fields
+              if f"param_{name}" in given}
+    items, mode = given.get("class_weight_items"), given.get("class_weight_mode")
+    if items and mode:
+        raise CLIError("give -w LABEL=WEIGHT or --class-weight balanced, not both")
+    if mode:
+        params["class_weight"] = mode
+    elif items:
+        weights = {}
+        for item in items:
+            label, sep, weight = item.partition("=")
+            if not sep or not label.strip():
+                raise CLIError(f"-w {item!r}: write LABEL=WEIGHT, e.g. -w 1=10")
+            weights[label.strip()] = parse_number(weight)
+        params["class_weight"] = weights
+    return params
+
+
+def parse_number(text: str) -> float:
+    """A number, or a power of two written ``2^k``."""
+    item = text.strip()
+    try:
+        return 2.0 ** float(item[2:]) if item.startswith("2^") else float(item)
+    except ValueError:
+        raise CLIError(f"expected a number or 2^k, got {text!r}") from None
 
 
 def solver_params(spec, args):
@@ -242,6 +274,11 @@ def cmd_train(args, spec) -> int:
     print(result.message, file=sys.stderr)
     print(f"objective {result.objective:.12g} after {result.iterations} iterations in "
           f"{result.elapsed:.3f} s", file=sys.stderr)
+    model_out = args.model_out or args.model
+    if model_out is None:  # as LIBLINEAR does: the data file's base name plus .model, here
+        model_out = Path(args.file).name + ".model"
+        print(f"no --model-out: writing the model to {model_out}", file=sys.stderr)
+    args.model_out = model_out
     if args.model_out:
         if args.format == "liblinear":
             if not hasattr(result.model, "to_liblinear"):
@@ -314,11 +351,13 @@ def cmd_cv(args, spec) -> int:
     result = cross_validate(ds, spec.name, C=C, gamma=gamma, folds=args.folds, seed=args.seed,
                             refit=bool(args.model_out), progress=_ProgressBar(total, args.quiet),
                             n_jobs=args.jobs, warm_start=not args.cold,
+                            scoring=args.scoring,
                             **({} if args.fit_gap is None else {"fit_gap": args.fit_gap or None}),
                             **params)
     if result.choice is not None:
         print(f"auto: {result.choice['reason']}", file=sys.stderr)
-    metric = "accuracy" if result.metric == "accuracy" else "mean abs. rank error"
+    metric = "mean abs. rank error" if result.metric == "mean_absolute_rank_error" \
+        else result.metric
     header = f"{'C':>12} " + (f"{'gamma':>12} " if gamma else "") + \
         f"{metric:>20} {'std':>8} {'objective':>14} {'seconds':>9}"
     print(header)
@@ -370,19 +409,50 @@ def _plot_cv(result, path: str) -> None:
     plt.close(figure)
 
 
+def _is_model_file(path: str) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(12)
+    return head.startswith(b"PK") or head.startswith(b"solver_type ")
+
+
 def cmd_predict(args) -> int:
     import numpy as np
 
     import solvers
     from solvers.data.dataset import label_key
 
-    model = solvers.load_model(_existing(args.model))
-    ds = _read(args.file, zero_based=args.zero_based)
-    predictions = model.predict(ds.X, parallel=True)
+    first, second = _existing(args.first), _existing(args.second)
+    if len(args.rest) > 1:
+        raise CLIError("predict takes TEST MODEL [OUTPUT] (or MODEL TEST)")
+    if args.rest:
+        if args.output:
+            raise CLIError("give the output file once (OUTPUT or --output)")
+        args.output = args.rest[0]
+    # LIBLINEAR's order is TEST MODEL OUTPUT; this command's own was MODEL TEST
+    if _is_model_file(second):
+        model_path, test_path = second, first
+    elif _is_model_file(first):
+        model_path, test_path = first, second
+    else:
+        raise CLIError(f"{second}: not a model file (neither an svmsvc model nor a LIBLINEAR "
+                       f"model file); usage: svmsvc predict TEST MODEL [OUTPUT]")
+    model = solvers.load_model(model_path)
+    ds = _read(test_path, zero_based=args.zero_based)
+    from solvers.evaluate import evaluate
+
+    decision = model.decision_function(ds.X, parallel=True)
+    predictions = model.labels_from_scores(decision)
     if args.output:
         Path(args.output).write_text("".join(f"{label_key(p)}\n" for p in predictions))
-    correct = int(np.sum(predictions == ds.y))
+    correct = int(np.sum(predictions == ds.labels))
     print(f"accuracy: {100.0 * correct / max(ds.n_samples, 1):.4f}% ({correct}/{ds.n_samples})")
+    report = evaluate(model, ds, parallel=True)
+    print(f"balanced accuracy: {100.0 * report['balanced_accuracy']:.4f}%")
+    print(f"macro F1: {report['f1_macro']:.6f}")
+    if report["roc_auc"] is not None:
+        print(f"ROC AUC: {report['roc_auc']:.6f}")
+    if report["average_precision"] is not None:
+        print(f"average precision: {report['average_precision']:.6f}")
     return 0
 
 
@@ -423,8 +493,18 @@ def _data_options(parser: argparse.ArgumentParser, widen: bool = True) -> None:
                         help="feature indices in the file start at 0")
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("svmsvc")
+    except PackageNotFoundError:
+        return "0.1.0 (source tree)"
+
+
 def build_parser(solver_spec=None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="svmsvc", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"svmsvc {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     info = commands.add_parser("info", help="statistics of an SVMlight file")
@@ -434,8 +514,13 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train a model on an SVMlight file")
     train.add_argument("file")
-    train.add_argument("--solver", required=True, help="solver name (see 'svmsvc solvers')")
-    train.add_argument("--model-out", help="write the model here")
+    train.add_argument("model", nargs="?", default=None,
+                       help="write the model here (as LIBLINEAR's train FILE MODEL)")
+    train.add_argument("--solver", default="auto",
+                       help="solver name (see 'svmsvc solvers'; default auto)")
+    train.add_argument("--model-out",
+                       help="write the model here (default: MODEL, else FILE's base name "
+                            "plus .model in the current directory, as LIBLINEAR does)")
     train.add_argument("--format", choices=("npz", "liblinear"), default="npz",
                        help="model file format (default npz)")
     train.add_argument("--quiet", action="store_true", help="no per-iteration progress")
@@ -445,13 +530,19 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
 
     cv = commands.add_parser("cv", help="cross-validate a solver over a grid of C (and gamma)")
     cv.add_argument("file")
-    cv.add_argument("--solver", required=True, help="solver name (see 'svmsvc solvers')")
+    cv.add_argument("--solver", default="auto",
+                    help="solver name (see 'svmsvc solvers'; default auto)")
     cv.add_argument("--C", default="2^-5:2^5",
                     help="grid of C: numbers or 2^k separated by commas, or a range 2^a:2^b "
                          "(default 2^-5:2^5)")
     cv.add_argument("--gamma", default=None,
                     help="grid of the kernel's gamma (kernel solvers), as --C")
     cv.add_argument("--folds", type=int, default=5, help="number of folds (default 5)")
+    cv.add_argument("--scoring", default="accuracy",
+                    choices=("accuracy", "balanced_accuracy", "f1_macro", "precision_macro",
+                             "recall_macro", "roc_auc", "average_precision"),
+                    help="the fold score the best C maximizes (default accuracy; ordinal "
+                         "regression: the mean absolute rank error)")
     cv.add_argument("--seed", type=int, default=0, help="seed of the stratified folds")
     cv.add_argument("--jobs", type=int, default=None,
                     help="folds fitted at once, one thread each (default: one per Numba "
@@ -469,9 +560,12 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
     if solver_spec is not None:
         _add_solver_options(cv, solver_spec, exclude=("C", "gamma"))
 
-    predict = commands.add_parser("predict", help="predict an SVMlight file with a model")
-    predict.add_argument("model")
-    predict.add_argument("file")
+    predict = commands.add_parser(
+        "predict", help="predict an SVMlight file with a model: TEST MODEL [OUTPUT], as "
+                        "LIBLINEAR's predict (MODEL TEST also works)")
+    predict.add_argument("first", metavar="TEST")
+    predict.add_argument("second", metavar="MODEL")
+    predict.add_argument("rest", nargs="*", metavar="OUTPUT")
     predict.add_argument("--output", help="write one predicted label per line here")
     _data_options(predict, widen=False)
 
@@ -525,9 +619,10 @@ def _solver_spec_from_argv(argv: list[str]):
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--solver")
     known, _ = pre.parse_known_args(argv[1:])
-    if known.solver is None:
-        return None
     import solvers
+
+    if known.solver is None:
+        return solvers.get_solver("auto")
 
     return solvers.get_solver(known.solver)
 

@@ -9,48 +9,21 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import numpy as np
-
 from app.crud import datasets as crud_datasets
 from app.errors import InvalidRequest
 from app.prediction import ModelCache, load_model
 
 
 def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
-    """The evaluation as a JSON-able dict (the fields of ``EvaluationPublic`` but the id).
+    """The evaluation as a JSON-able dict (the fields of ``EvaluationPublic`` but the id):
+    :func:`solvers.evaluate.evaluate`'s metrics.
 
     Labels are ordered like ``model.classes_``, followed by any label only the dataset has
     (its examples are always misclassified).
     """
-    predicted = np.asarray(model.predict(dataset.X, parallel=parallel), dtype=np.float64)
-    truth = dataset.y
-    model_labels = np.asarray(model.classes_, dtype=np.float64)
-    unseen = np.setdiff1d(np.unique(truth), model_labels)
-    labels = np.concatenate([model_labels, unseen])
-    order = np.argsort(labels, kind="stable")
-    sorted_labels = labels[order]
-    true_index = order[np.searchsorted(sorted_labels, truth)]
-    predicted_index = order[np.searchsorted(sorted_labels, predicted)]
-    confusion = np.zeros((labels.size, labels.size), dtype=np.int64)
-    np.add.at(confusion, (true_index, predicted_index), 1)
-    n_samples = int(truth.size)
-    correct = int(np.trace(confusion))
-    per_class = [
-        {
-            "label": float(label),
-            "true_count": int(confusion[k].sum()),
-            "predicted_count": int(confusion[:, k].sum()),
-            "correct": int(confusion[k, k]),
-        }
-        for k, label in enumerate(labels)
-    ]
-    return {
-        "n_samples": n_samples,
-        "accuracy": correct / n_samples if n_samples else 0.0,
-        "labels": [float(label) for label in labels],
-        "confusion_matrix": confusion.tolist(),
-        "per_class": per_class,
-    }
+    from solvers.evaluate import evaluate as solvers_evaluate  # not at import: see worker
+
+    return solvers_evaluate(model, dataset, parallel=parallel)
 
 
 def evaluate_on_dataset(cache: ModelCache, sessions, store, model_id: uuid.UUID,

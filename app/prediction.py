@@ -177,24 +177,28 @@ def predictions_json(model, X) -> bytes | None:
     """The JSON of :class:`app.schemas.PredictionsPublic` for the rows of ``X``, written
     directly (no dict and no response model per row); None if a score is not finite (let
     the response model say how it is sent)."""
+    from solvers.data.dataset import label_value
+
     raw = model.decision_function(X, parallel=False)
-    labels = np.asarray(model.labels_from_scores(raw), dtype=np.float64)
+    labels = [json.dumps(label_value(v)) for v in model.labels_from_scores(raw)]
     scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
-    if not (np.all(np.isfinite(scores)) and np.all(np.isfinite(labels))):
+    if not np.all(np.isfinite(scores)):
         return None
     parts = ",".join(
-        f'{{"label":{label!r},"decision_values":[{",".join(map(repr, row))}]}}'
-        for label, row in zip(labels.tolist(), scores.tolist(), strict=True))
+        f'{{"label":{label},"decision_values":[{",".join(map(repr, row))}]}}'
+        for label, row in zip(labels, scores.tolist(), strict=True))
     return f'{{"data":[{parts}],"count":{X.shape[0]}}}'.encode()
 
 
 def predictions(model, X) -> list[dict[str, Any]]:
     """Label and decision values of each row of ``X`` (serial kernels)."""
+    from solvers.data.dataset import label_value
+
     raw = model.decision_function(X, parallel=False)
     labels = model.labels_from_scores(raw)  # scored once, not again by predict()
     scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
     return [
-        {"label": float(label), "decision_values": [float(v) for v in row]}
+        {"label": label_value(label), "decision_values": [float(v) for v in row]}
         for label, row in zip(labels, scores, strict=True)
     ]
 
@@ -215,7 +219,9 @@ def predict_linear_one(model, columns: dict[int, float]) -> bytes | None:
     order = sorted(columns)
     raw = model.decision_example(np.array(order, dtype=np.int32),
                                  np.array([columns[c] for c in order], dtype=np.float64))
-    label = float(model.labels_from_scores(raw)[0])
+    from solvers.data.dataset import label_value
+
+    label = label_value(model.labels_from_scores(raw)[0])
     values = raw.ravel().tolist()
     try:
         return json.dumps({"label": label, "decision_values": values},

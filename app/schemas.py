@@ -322,10 +322,13 @@ class JobLogsPublic(BaseModel):
 class ClassCounts(BaseModel):
     """How one label fared in an evaluation."""
 
-    label: float
+    label: int | float | str
     true_count: int = Field(description="Examples with this label.")
     predicted_count: int = Field(description="Examples predicted as this label.")
     correct: int = Field(description="Examples with this label predicted correctly.")
+    precision: float | None = Field(None, description="correct / predicted_count (0 if none).")
+    recall: float | None = Field(None, description="correct / true_count (0 if none).")
+    f1: float | None = Field(None, description="2 correct / (true_count + predicted_count).")
 
 
 class EvaluationPublic(BaseModel):
@@ -334,7 +337,17 @@ class EvaluationPublic(BaseModel):
     dataset_id: uuid.UUID
     n_samples: int
     accuracy: float
-    labels: list[float] = Field(
+    balanced_accuracy: float | None = Field(
+        None, description="Mean recall over the labels the dataset has.")
+    precision_macro: float | None = None
+    recall_macro: float | None = None
+    f1_macro: float | None = Field(
+        None, description="Mean F1 over the labels the dataset has or the model predicts.")
+    roc_auc: float | None = Field(
+        None, description="From the decision values: binary, or the mean one-vs-rest AUC "
+                          "of a multi-class model (null where undefined).")
+    average_precision: float | None = Field(None, description="Binary models only.")
+    labels: list[int | float | str] = Field(
         description="The model's classes in order, then labels only the dataset has.")
     confusion_matrix: list[list[int]] = Field(
         description="Row i, column j: examples of labels[i] predicted as labels[j].")
@@ -360,7 +373,9 @@ class ModelPublic(BaseModel):
     solver: str
     params: dict[str, Any]
     kind: str = Field(description="Model kind (linear, kernel, ...).")
-    classes: list[float]
+    classes: list[int | float | str] = Field(
+        description="The labels in their own type: integers stay integers (an SVMlight "
+                    "file's 14 is 14, not 14.0).")
     n_features: int
     objective: float | None
     solver_status: str
@@ -389,7 +404,7 @@ class ModelsPublic(BaseModel):
 class PredictionPublic(BaseModel):
     """The prediction for one example."""
 
-    label: float
+    label: int | float | str
     decision_values: list[float] = Field(
         description="One score for a binary model (positive favours classes[1]), one per "
                     "class otherwise.")

@@ -98,6 +98,7 @@ def _archive_arrays(dataset) -> dict[str, np.ndarray]:
 
 def _dataset_from_archive(file):
     from solvers import Dataset
+    from solvers.data.dataset import integral_labels
 
     with np.load(file, allow_pickle=False) as archive:
         shape = tuple(int(n) for n in archive["shape"])
@@ -105,7 +106,7 @@ def _dataset_from_archive(file):
                           shape=shape)
         qid = archive["qid"] if "qid" in archive.files else None
         weights = archive["sample_weight"] if "sample_weight" in archive.files else None
-        return Dataset(X, archive["y"], qid=qid, sample_weight=weights)
+        return Dataset(X, integral_labels(archive["y"]), qid=qid, sample_weight=weights)
 
 
 class DatasetStore:

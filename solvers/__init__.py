@@ -36,6 +36,7 @@ from solvers.data import (
     read_svmlight,
     write_svmlight,
 )
+from solvers.evaluate import evaluate  # noqa: E402  (the function: solvers.evaluate(model, ds))
 from solvers.models import LinearModel, Model, ModelFormatError, load_model
 from solvers.monitor import IterationRecord, ListMonitor, Monitor, Reporter
 from solvers.problems import BinaryProblem, CrammerSingerProblem, OrdinalProblem
@@ -67,6 +68,7 @@ __all__ = [
     "UnknownSolverError",
     "get_solver",
     "list_solvers",
+    "evaluate",
     "load_model",
     "read_svmlight",
     "train",

@@ -20,14 +20,23 @@ solver's own settings).  Other tasks and other model kinds go through ``fit_hand
 from __future__ import annotations
 
 import itertools
+import math
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from solvers.data.dataset import label_key
 from solvers.losses import LOSSES, canonical
 from solvers.problems import BIAS_MODES, BinaryProblem
 from solvers.termination import Termination
@@ -284,6 +293,24 @@ class SolverParams(BaseModel):
     multiclass: Literal["ovr"] = Field(
         "ovr", description="Multi-class strategy: ovr, one binary problem per class against "
                            "the rest.")
+    class_weight: dict[int | float | str, float] | Literal["balanced"] | None = Field(
+        None,
+        description="C multiplied per class, as LIBLINEAR's -wi: a mapping label -> weight "
+                    "(keys as the labels or their text, e.g. {\"1\": 10}; unlisted classes "
+                    "weigh 1), or 'balanced' (n / (k n_c)).  Composes with per-example cost: "
+                    "weights.  One-vs-rest weights each class's positives (the rest stay at "
+                    "C), as LIBLINEAR does; binary, Crammer-Singer, ordinal: each example by "
+                    "its class.")
+
+    @field_validator("class_weight")
+    @classmethod
+    def _positive_class_weights(cls, value):
+        if isinstance(value, dict):
+            bad = [k for k, w in value.items() if not (math.isfinite(w) and w > 0)]
+            if bad:
+                raise ValueError(f"class weights must be positive and finite (label "
+                                 f"{bad[0]!r}: {value[bad[0]]!r})")
+        return value
 
     @property
     def loss_exponent(self) -> float:
@@ -370,6 +397,8 @@ class SolverParams(BaseModel):
             fields["bias_scale"] = float(self.bias_scale)
         if self.scale != "none":
             fields["scale"] = self.scale
+        if self.class_weight is not None:
+            fields["class_weight"] = _normal_class_weight(self.class_weight)
         return fields
 
     @classmethod
@@ -424,6 +453,10 @@ class SolverParams(BaseModel):
         fields.setdefault("multiclass", "ovr")
         if fields.get("scale") == "none":
             del fields["scale"]
+        if fields.get("class_weight") is None:
+            fields.pop("class_weight", None)
+        else:
+            fields["class_weight"] = _normal_class_weight(fields["class_weight"])
         return fields
 
     def binary_problem(self, X, y, sample_weight=None) -> BinaryProblem:
@@ -431,6 +464,15 @@ class SolverParams(BaseModel):
         return BinaryProblem(X, y, C=self.C, loss=self.loss, bias=self.bias,
                              bias_scale=self.bias_scale, p=self.loss_exponent,
                              sample_weight=sample_weight)
+
+
+def _normal_class_weight(class_weight):
+    """Class weights as :meth:`SolverParams.problem_fields` writes them: 'balanced', or the
+    labels as text (as JSON has them), sorted, with float weights."""
+    if isinstance(class_weight, str):
+        return class_weight
+    return {key: float(w) for key, w in sorted(
+        ((k if isinstance(k, str) else label_key(k)), w) for k, w in class_weight.items())}
 
 
 @dataclass(frozen=True)

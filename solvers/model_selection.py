@@ -35,15 +35,25 @@ from typing import Any
 import numba
 import numpy as np
 
-from solvers.base import SolverParams
+from solvers.base import InvalidParametersError, SolverParams
 from solvers.core.sparse import thread_count, threadsafe_threading_layer
 from solvers.data.dataset import Dataset
+from solvers.evaluate import SCORES
+from solvers.evaluate import score as metric_score
 from solvers.models import Model
 from solvers.monitor import Monitor, Reporter
 from solvers.multiclass import fit_linear_path
 from solvers.scaling import FeatureScaler
 from solvers.termination import Termination
-from solvers.train import TrainResult, fit_task, resolve, train, validate_params
+from solvers.train import (
+    TrainResult,
+    fit_task,
+    resolve,
+    train,
+    validate_params,
+    weighted,
+    with_labels,
+)
 
 
 @dataclass(frozen=True)
@@ -97,14 +107,16 @@ class CrossValidationResult:
                 **({"auto": self.choice} if self.choice is not None else {})}
 
 
-def _score(model: Model, test: Dataset, ordinal: bool) -> float:
-    predicted = model.predict(test.X)
+def _score(model: Model, test: Dataset, ordinal: bool, scoring: str = "accuracy") -> float:
     if ordinal:
+        predicted = model.predict(test.X)
         classes = model.classes_
         rank = np.searchsorted(classes, predicted)
-        truth = np.searchsorted(classes, test.y)
+        truth = np.searchsorted(classes, test.labels)
         return float(np.mean(np.abs(rank - truth)))
-    return float(np.mean(predicted == test.y))
+    decision = model.decision_function(test.X)
+    return metric_score(scoring, test.labels, model.labels_from_scores(decision), decision,
+                        model.classes_)
 
 
 @dataclass
@@ -153,7 +165,8 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                    refit: bool = False, fit_gap: float | None = CV_FIT_GAP,
                    progress: Callable[[int, float, float | None, float], None] | None = None,
                    monitor: Monitor | None = None, n_jobs: int | None = None,
-                   warm_start: bool = True, **params) -> CrossValidationResult:
+                   warm_start: bool = True, scoring: str = "accuracy",
+                   **params) -> CrossValidationResult:
     """k-fold cross-validation of ``solver`` over the grid ``C`` (default 2^-5 .. 2^5) and, for
     kernel solvers, ``gamma``; other keyword arguments are the solver's parameters.
 
@@ -178,10 +191,17 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     the calling thread only, between fits and while the folds run, and a stop ends the folds
     still running at their next fit.  The result's ``parallel_folds`` says what applied.
 
+    ``scoring``: the fold score of a classification, one of :data:`solvers.evaluate.SCORES`
+    (accuracy, balanced_accuracy, f1_macro, precision_macro, recall_macro, roc_auc,
+    average_precision; higher is better); ordinal regression scores the mean absolute rank
+    error.
+
     ``warm_start=False`` solves every point cold even where the solver could start from the
     last one (to measure what the warm start buys); the result's ``warm_start`` says which.
     """
     C_grid = _grid(C if C is not None else 2.0 ** np.arange(-5, 6), "C")
+    if scoring not in SCORES:
+        raise InvalidParametersError(f"scoring: {scoring!r} is not one of {', '.join(SCORES)}")
     spec, base = validate_params(solver, params, C=C_grid[0])
     choice = None
     if spec.name == "auto":  # one choice for the whole search, made at the grid's middle C
@@ -198,6 +218,9 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
         raise ValueError(f"solver {solver!r} has no kernel gamma to search")
     gamma_grid: list[float | None] = _grid(gamma, "gamma") if gamma is not None else [None]
     ordinal = base.task == "ordinal"
+    if ordinal and scoring != "accuracy":
+        raise InvalidParametersError("scoring: ordinal regression is scored by the mean "
+                                     "absolute rank error")
     if folds > dataset.n_samples:
         raise ValueError(f"{folds} folds need at least {folds} examples, got "
                          f"{dataset.n_samples}")
@@ -239,7 +262,9 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
             points = grid_points(g)
             fits = []
             if warm_path is not None:
-                fits = warm_path(train_set, spec, points)
+                fits = [(with_labels(model, train_set), objective, elapsed)
+                        for model, objective, elapsed in
+                        warm_path(weighted(train_set, base), spec, points)]
             else:
                 for point in points:
                     if should_stop():
@@ -247,7 +272,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                     result = train(train_set, solver=solver, params=point)
                     fits.append((result.model, result.objective, result.elapsed))
             out.append(_FoldFits(g, [
-                (c, _score(model, test_set, ordinal), objective, elapsed)
+                (c, _score(model, test_set, ordinal, scoring), objective, elapsed)
                 for c, (model, objective, elapsed) in zip(C_grid, fits, strict=False)]))
             if len(fits) < len(points) or should_stop():
                 break
@@ -270,7 +295,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                     progress(fold, c, entry.gamma, score)
                 if reporter(reporter.records + 1, objective, score, fold=fold, C=c,
                             gamma=entry.gamma,
-                            metric="accuracy" if not ordinal else "mean_absolute_rank_error"):
+                            metric=scoring if not ordinal else "mean_absolute_rank_error"):
                     return True
             if len(entry.fits) < len(C_grid):  # the monitor asked between two fits
                 reporter.stop_reason = monitor.stop_reason() if monitor is not None else None
@@ -319,7 +344,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
             for g in gamma_grid for c in C_grid if scores[(c, g)]]
     if not rows:
         return CrossValidationResult(
-            solver=spec.name, metric="mean_absolute_rank_error" if ordinal else "accuracy",
+            solver=spec.name, metric="mean_absolute_rank_error" if ordinal else scoring,
             folds=folds, warm_start=warm, fit_gap=fit_gap,
             fit_gap_parameter=fit_gap_parameter, scores=[], parallel_folds=n_jobs,
             best_C=float("nan"), best_gamma=None,
@@ -332,7 +357,7 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     if status == Termination.STOPPED:
         message = f"stopped: {reporter.stop_reason} (the table holds the folds done)"
     result = CrossValidationResult(
-        solver=spec.name, metric="mean_absolute_rank_error" if ordinal else "accuracy",
+        solver=spec.name, metric="mean_absolute_rank_error" if ordinal else scoring,
         folds=folds, warm_start=warm, fit_gap=fit_gap, fit_gap_parameter=fit_gap_parameter,
         scores=rows, parallel_folds=n_jobs, best_C=best.C, best_gamma=best.gamma,
         params=base.model_dump(mode="json"), status=status, message=message, choice=choice)

@@ -113,8 +113,7 @@ class FeatureScaler:
         return scaled
 
     def transform_dataset(self, dataset: Dataset) -> Dataset:
-        return Dataset(self.transform(dataset.X), dataset.y, qid=dataset.qid,
-                       sample_weight=dataset.sample_weight, n_features=dataset.n_features)
+        return dataset.with_X(self.transform(dataset.X), n_features=dataset.n_features)
 
     def fold(self, coef: np.ndarray, intercept: np.ndarray | float) -> tuple[np.ndarray, Any]:
         """Weights and intercepts on raw inputs of a linear model trained on scaled ones:

@@ -25,7 +25,7 @@ from solvers.base import (
 from solvers.data.dataset import Dataset
 from solvers.models import Model
 from solvers.monitor import IterationRecord, ListMonitor, Monitor, NullMonitor, Stopwatch, Tee
-from solvers.multiclass import fit_linear_one_vs_rest
+from solvers.multiclass import apply_class_weight, fit_linear_one_vs_rest
 from solvers.registry import get_solver
 from solvers.scaling import FeatureScaler, scale_spread_warning
 
@@ -125,6 +125,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     if not isinstance(dataset, Dataset):
         raise TypeError("dataset must be a solvers.Dataset")
     spec, params = validate_params(solver, params, **kwargs)
+    check_labels(params, dataset)
     collector = ListMonitor()
     sink = Tee(collector, monitor if monitor is not None else NullMonitor())
     clock = Stopwatch()
@@ -132,6 +133,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     if isinstance(params, auto.AutoParamsBase):
         ranking = auto.rank(auto.DatasetShape.of(dataset), params, get_solver, supports_task)
         scaler, work, warnings = prepare_features(dataset, params.scale)
+        work = weighted(work, params)
         outcome = portfolio.run(work, ranking, params.tol, sink,
                                 lambda s, p: fit_handler(s, p, dataset))
         fit, spec, params, choice = (outcome.fit, outcome.entrant.spec,
@@ -139,6 +141,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     else:
         handler = fit_handler(spec, params, dataset)
         scaler, work, warnings = prepare_features(dataset, params.scale)
+        work = weighted(work, params)
         fit = handler(work, spec, params, sink)
     subproblems = fit.subproblems
     status = Termination.worst(s.status for s in subproblems)
@@ -153,6 +156,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         # the result's log is the winner's; the caller's monitor saw every candidate's, tagged
         log = [r for r in log if r.extras.get("candidate") == choice.candidate]
     model = fit.model if scaler is None else scaler.scaled_model(fit.model)
+    with_labels(model, dataset)
     model.metadata.update(training_metadata(spec, params, dataset, objective, status, elapsed))
     if warnings:
         model.metadata["warnings"] = warnings
@@ -161,6 +165,28 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         message = f"{message} (auto: {choice.candidate}, {choice.strategy})"
     return TrainResult(model, objective, log, status, message, elapsed, params, subproblems,
                        choice, warnings)
+
+
+def with_labels(model: Model, dataset: Dataset) -> Model:
+    """``model`` with ``classes_`` in the labels' own type (the solvers trained on their float
+    values): ints stay ints, strings strings."""
+    if len(model.classes_) == len(dataset.classes):
+        model.classes_ = dataset.class_labels
+    return model
+
+
+def weighted(dataset: Dataset, params: SolverParams) -> Dataset:
+    """``dataset`` with ``params.class_weight`` applied for the task they pose
+    (:func:`solvers.multiclass.apply_class_weight`, the one place that applies them)."""
+    return apply_class_weight(dataset, params.class_weight,
+                              params.posed_task(int(dataset.classes.shape[0])))
+
+
+def check_labels(params: SolverParams, dataset: Dataset) -> None:
+    """Ordinal regression ranks numbers: string labels have no order it may use."""
+    if params.task == "ordinal" and dataset.label_values is not None:
+        raise InvalidParametersError("task='ordinal' needs numeric labels (ranks); the "
+                                     "labels are strings")
 
 
 def prepare_features(dataset: Dataset, scale: str

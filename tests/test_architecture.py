@@ -31,6 +31,7 @@ LAYERS = {
     "solvers.data": 2,
     "solvers.losses": 2,
     "solvers.models": 3,
+    "solvers.evaluate": 3,  # metrics: labels and scores, nothing above the data
     "solvers.problems": 3,
     "solvers.base": 4,
     "solvers.multiclass": 5,
@@ -41,6 +42,8 @@ LAYERS = {
     "solvers.train": 8,
     "solvers.warmup": 8,
     "solvers.model_selection": 9,
+    "solvers.sklearn": 9,  # the scikit-learn estimator over train
+    "solvers.estimators": 10,  # its other name
     "solvers": 10,
 }
 FAMILY_LAYER = 6

@@ -61,7 +61,7 @@ def test_info_json(capsys):
     (["train", "MISSING", "--solver", "mfn"], "MISSING: no such file"),
     (["train", "{heart}", "--solver", "nope"], "unknown solver 'nope'"),
     (["train", "{heart}", "--solver", "mfn", "--C", "-3"], "C: Input should be greater than 0"),
-    (["predict", "{heart}", "{heart}"], "not a model archive"),
+    (["predict", "{heart}", "{heart}"], "not a model file"),
     (["info", "{bad}"], "line 2"),
 ])
 def test_errors_are_one_line_with_status_2(tmp_path, capsys, args, message):
@@ -162,7 +162,8 @@ def _valid(spec, values: dict) -> bool:
 def _fields(spec):
     """(name, field) of every parameter the command line sets for ``spec``."""
     return [(name, field) for name, field in spec.params_model.model_fields.items()
-            if name != "solver" and (spec.name, name) not in _ONLY_DEFAULT]
+            if name not in ("solver", "class_weight")  # -w / --class-weight: tested below
+            and (spec.name, name) not in _ONLY_DEFAULT]
 
 
 def _field_values(spec, name: str, field) -> list[tuple]:
@@ -220,7 +221,7 @@ def test_every_option_is_in_the_help_with_its_allowed_values(solver, capsys):
               for block in ("\n" + out.split(f"parameters of solver '{solver}':")[1])
               .split("\n  --")[1:]}
     for name, field in spec.params_model.model_fields.items():
-        if name == "solver":
+        if name in ("solver", "class_weight"):
             continue
         text = blocks[name.replace("_", "-")]
         assert "Allowed: " in text and "(default: " in text, text
@@ -244,9 +245,10 @@ def test_a_value_of_no_allowed_kind_is_refused_naming_the_allowed(args, message,
     assert message in capsys.readouterr().err
 
 
-def test_train_with_a_literal_member_of_a_numeric_union():
+def test_train_with_a_literal_member_of_a_numeric_union(tmp_path, monkeypatch):
     """The option that was refused: ``--preconditioning auto``, whose field is a number or
     'auto'."""
+    monkeypatch.chdir(tmp_path)  # without --model-out the model is written here
     heart = str(data_path("heart_scale"))
     assert main(["train", heart, "--solver", "mfn", "--preconditioning", "auto", "--quiet"]) == 0
     assert main(["train", heart, "--solver", "mfn", "--preconditioning", "0", "--quiet"]) == 0
@@ -301,3 +303,93 @@ def test_cv_refuses_a_gamma_grid_for_a_linear_solver(capsys):
     heart = str(data_path("heart_scale"))
     assert main(["cv", heart, "--solver", "mfn", "--gamma", "1"]) == 2
     assert "no kernel gamma" in capsys.readouterr().err
+
+
+# -- LIBLINEAR's habits ------------------------------------------------------------------------
+
+
+def _liblinear_predict(test, model_file) -> float:
+    from liblinear.liblinearutil import load_model, predict, svm_read_problem
+
+    y, x = svm_read_problem(str(test))
+    _, (accuracy, _, _), _ = predict(y, x, load_model(str(model_file)), "-q")
+    return accuracy
+
+
+def _correct(stdout: str) -> int:
+    """The examples predicted correctly, from 'accuracy: 84.9395% (13829/16281)'."""
+    return int(stdout.split("(")[1].split("/")[0])
+
+
+def test_liblinear_habits_as_a_user_types_them(tmp_path):
+    """``svmsvc train FILE`` writes FILE.model here (solver auto), ``svmsvc predict TEST MODEL
+    OUTPUT`` in LIBLINEAR's order, a ``--format liblinear`` model read back by ``predict`` and
+    by LIBLINEAR's own ``predict`` with the same accuracy, ``--version``, a clear error for a
+    file that is no model."""
+    train_file, test_file = data_path("a9a"), data_path("a9a.t")
+    done = _svmsvc("train", str(train_file), "--quiet", "--C", "1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "writing the model to a9a.model" in done.stderr
+    assert "auto:" in done.stderr  # --solver defaults to auto
+    assert (tmp_path / "a9a.model").stat().st_size > 0
+    out = tmp_path / "out.txt"
+    done = _svmsvc("predict", str(test_file), "a9a.model", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    npz_accuracy = float(done.stdout.split()[1].rstrip("%"))
+    assert set(out.read_text().split()) == {"-1", "1"} and len(out.read_text().split()) == 16281
+    # a LIBLINEAR-format model file: svmsvc's predict and LIBLINEAR's agree to the line
+    text_model = tmp_path / "a9a.liblinear"
+    done = _svmsvc("train", str(train_file), str(text_model), "--solver", "mfn", "--C", "1",
+                   "--format", "liblinear", "--quiet", "--tol", "1e-10")
+    assert done.returncode == 0, done.stderr
+    done = _svmsvc("predict", str(test_file), str(text_model), str(tmp_path / "o2"))
+    assert done.returncode == 0, done.stderr
+    accuracy = float(done.stdout.split()[1].rstrip("%"))
+    assert _correct(done.stdout) == round(_liblinear_predict(test_file, text_model) * 162.81)
+    assert accuracy == pytest.approx(npz_accuracy, abs=0.05)
+    # LIBLINEAR's own model file, read by svmsvc's predict: the same accuracy
+    from liblinear.liblinearutil import save_model, svm_read_problem
+    from liblinear.liblinearutil import train as ll_train
+
+    y, x = svm_read_problem(str(train_file))
+    theirs = tmp_path / "theirs.model"
+    save_model(str(theirs), ll_train(y, x, "-s 2 -B 1 -c 1 -q"))
+    done = _svmsvc("predict", str(test_file), str(theirs), str(tmp_path / "o3"))
+    assert done.returncode == 0, done.stderr
+    assert _correct(done.stdout) == round(_liblinear_predict(test_file, theirs) * 162.81)
+    # no model: a clear one-line error, no NumPy message about pickles
+    done = _svmsvc("predict", str(test_file), str(test_file), str(tmp_path / "o4"))
+    assert done.returncode == 2
+    assert "not a model file" in done.stderr and "pickle" not in done.stderr
+    done = _svmsvc("--version")
+    assert done.returncode == 0 and done.stdout.startswith("svmsvc ")
+
+
+def test_liblinear_multiclass_model_files_predict_as_liblinear(tmp_path):
+    from liblinear.liblinearutil import save_model, svm_read_problem
+    from liblinear.liblinearutil import train as ll_train
+
+    train_file, test_file = data_path("dna.scale"), data_path("dna.scale.t")
+    y, x = svm_read_problem(str(train_file))
+    for options in ("-s 1 -B 1 -c 0.1", "-s 4 -c 0.1", "-s 3 -c 0.1 -B 2"):
+        model_file = tmp_path / "m"
+        save_model(str(model_file), ll_train(y, x, options + " -q"))
+        assert main(["predict", str(test_file), str(model_file), str(tmp_path / "o")]) == 0
+        ours = (tmp_path / "o").read_text().split()
+        from liblinear.liblinearutil import load_model, predict
+
+        yt, xt = svm_read_problem(str(test_file))
+        labels, _, _ = predict(yt, xt, load_model(str(model_file)), "-q")
+        assert ours == [str(int(v)) for v in labels], options
+
+
+def test_class_weight_options(capsys):
+    spec = get_solver("mfn")
+    parser = build_parser(spec)
+    args = parser.parse_args(["train", "x", "--solver", "mfn", "-w", "1=2^3", "-w-1=0.5"])
+    assert solver_params(spec, args).class_weight == {"1": 8.0, "-1": 0.5}
+    args = parser.parse_args(["train", "x", "--solver", "mfn", "--class-weight", "balanced"])
+    assert solver_params(spec, args).class_weight == "balanced"
+    heart = str(data_path("heart_scale"))
+    assert main(["train", heart, "--solver", "mfn", "-w", "7=2", "--quiet"]) == 2
+    assert "7 is no label of the data" in capsys.readouterr().err

@@ -265,6 +265,8 @@ class _Refit:
 
 def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -> TrainedModel:
     """The database row of a training result (the model's ``.npz`` bytes included)."""
+    from solvers.data.dataset import label_value
+
     model = result.model
     artifact = model.to_bytes()
     return TrainedModel(
@@ -273,7 +275,7 @@ def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -
         solver=result.params.solver,  # the solver that ran (auto's choice for "auto")
         params=result.params.model_dump(mode="json"),
         kind=model.kind,
-        classes=[float(label) for label in model.classes_],
+        classes=[label_value(label) for label in model.classes_],
         n_features=int(model.n_features_in_),
         objective=jsonable(float(result.objective)),
         solver_status=result.status,

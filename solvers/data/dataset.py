@@ -71,10 +71,58 @@ class DatasetStats:
         }
 
 
-def label_key(label: float) -> str:
-    """A label as text: integers without a decimal point (``-1``, ``4``), others as repr."""
+def label_key(label) -> str:
+    """A label as text: integers without a decimal point (``-1``, ``4``), other numbers as
+    repr, strings as they are."""
+    if isinstance(label, (str, np.str_)):
+        return str(label)
     label = float(label)
     return str(int(label)) if label.is_integer() else repr(label)
+
+
+def label_value(label):
+    """A label as a JSON-able Python value of its own type: int, float or str."""
+    if isinstance(label, (str, np.str_)):
+        return str(label)
+    if isinstance(label, (int, np.integer)) and not isinstance(label, bool):
+        return int(label)
+    return float(label)
+
+
+def integral_labels(y) -> np.ndarray:
+    """Float labels that are all integers (an SVMlight file's ``1``, ``-1``, ``14``) as int64,
+    so a model trained on them predicts ``14``, not ``14.0``; anything else unchanged."""
+    y = np.asarray(y)
+    if (y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y))
+            and (y.size == 0 or np.max(np.abs(y)) < 2.0 ** 53)):
+        return y.astype(np.int64)
+    return y
+
+
+def _encode_labels(y) -> tuple[np.ndarray, np.ndarray | None, np.dtype]:
+    """(float64 values the solvers train on, the sorted distinct labels when they are not
+    numbers (the values are then their indices), the labels' own dtype)."""
+    y = np.asarray(y).ravel()
+    if y.dtype.kind == "O":
+        if all(isinstance(v, (str, np.str_)) for v in y):
+            y = y.astype(str)
+        else:
+            try:
+                y = y.astype(np.float64)
+            except (TypeError, ValueError):
+                y = y.astype(str)
+    if y.dtype.kind in "US":
+        y = y.astype(str)
+        values, codes = np.unique(y, return_inverse=True)
+        return codes.astype(np.float64), values, values.dtype
+    if y.dtype.kind == "b":
+        y = y.astype(np.int64)
+    if y.dtype.kind in "iu":
+        return y.astype(np.float64), None, np.dtype(np.int64)
+    try:
+        return y.astype(np.float64), None, np.dtype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("labels must be numbers or strings") from None
 
 
 class Dataset:
@@ -85,7 +133,10 @@ class Dataset:
     X : scipy sparse matrix or array-like, shape (n_samples, n_features)
         Converted to CSR with float64 values (see :func:`as_csr`).
     y : array-like, shape (n_samples,)
-        Labels as given (any finite floats: +1/-1, 0/1, 2/4, 1..p ...).
+        Labels as given: numbers (any finite floats or ints: +1/-1, 0/1, 2/4, 1..p ...) or
+        strings.  The solvers train on ``y`` as float64 (strings: their index among the sorted
+        distinct strings); :attr:`class_labels` and :attr:`labels` give them back in their own
+        type (ints stay ints, strings strings), and ``train`` gives the model those classes.
     qid : array-like of int64, optional
         SVMlight query ids (ranking / grouping information).
     sample_weight : array-like, optional
@@ -94,11 +145,20 @@ class Dataset:
         Widen the matrix to this many columns.
     """
 
-    __slots__ = ("X", "y", "qid", "sample_weight", "_classes")
+    __slots__ = ("X", "y", "qid", "sample_weight", "_classes", "label_values", "label_dtype",
+                 "class_weight")
 
-    def __init__(self, X, y, qid=None, sample_weight=None, n_features: int | None = None):
+    def __init__(self, X, y, qid=None, sample_weight=None, n_features: int | None = None,
+                 *, label_values=None, label_dtype=None):
         X = as_csr(X, n_features)
-        y = np.asarray(y, dtype=np.float64).ravel()
+        if label_values is not None:  # y: indices into label_values (a subset keeps them)
+            y = np.asarray(y, dtype=np.float64).ravel()
+            label_values = np.asarray(label_values)
+            label_dtype = label_values.dtype
+        else:
+            y, label_values, own_dtype = _encode_labels(y)
+            label_dtype = own_dtype if label_dtype is None or label_values is not None \
+                else np.dtype(label_dtype)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
         if not np.all(np.isfinite(y)):
@@ -118,6 +178,11 @@ class Dataset:
         self.qid = qid
         self.sample_weight = sample_weight
         self._classes = None
+        self.label_values = label_values
+        self.label_dtype = label_dtype
+        #: one-vs-rest class weights (one per class of ``classes``), attached by
+        #: ``solvers.multiclass.apply_class_weight`` for the shared one-vs-rest loop
+        self.class_weight: np.ndarray | None = None
 
     # -- basic properties ------------------------------------------------------------------
     @property
@@ -144,9 +209,39 @@ class Dataset:
             self._classes = np.unique(self.y)
         return self._classes
 
+    def to_labels(self, values) -> np.ndarray:
+        """Training values (``y``'s, ``classes``') as the labels they stand for, in the
+        labels' own type."""
+        values = np.asarray(values)
+        if self.label_values is not None:
+            return self.label_values[values.astype(np.int64)]
+        return values.astype(self.label_dtype)
+
+    def encode_labels(self, labels) -> np.ndarray:
+        """Labels of this dataset's kind as the float values ``y`` holds for them (NaN for a
+        string label it does not know)."""
+        labels = np.asarray(labels).ravel()
+        if self.label_values is None:
+            return labels.astype(np.float64)
+        labels = labels.astype(str)
+        index = np.searchsorted(self.label_values, labels)
+        index = np.minimum(index, self.label_values.size - 1)
+        return np.where(self.label_values[index] == labels, index, np.nan).astype(np.float64)
+
+    @property
+    def class_labels(self) -> np.ndarray:
+        """:attr:`classes` in the labels' own type (ints, floats or strings)."""
+        return self.to_labels(self.classes)
+
+    @property
+    def labels(self) -> np.ndarray:
+        """Each example's label in its own type."""
+        return self.to_labels(self.y)
+
     def class_counts(self) -> dict[str, int]:
         classes, counts = np.unique(self.y, return_counts=True)
-        return {label_key(c): int(k) for c, k in zip(classes, counts, strict=True)}
+        return {label_key(c): int(k)
+                for c, k in zip(self.to_labels(classes), counts, strict=True)}
 
     def stats(self) -> DatasetStats:
         return DatasetStats(
@@ -192,13 +287,39 @@ class Dataset:
             self.y[rows],
             qid=None if self.qid is None else self.qid[rows],
             sample_weight=None if self.sample_weight is None else self.sample_weight[rows],
+            label_values=self.label_values, label_dtype=self.label_dtype,
         )
 
     def with_n_features(self, n_features: int) -> Dataset:
         """The same rows with the matrix widened to ``n_features`` columns."""
         if n_features == self.n_features:
             return self
-        return Dataset(self.X, self.y, self.qid, self.sample_weight, n_features=n_features)
+        return self.with_X(self.X, n_features=n_features)
+
+    def with_X(self, X, n_features: int | None = None) -> Dataset:
+        """The same labels, query ids and weights with another feature matrix (scaled,
+        widened), the labels' type kept."""
+        out = Dataset(X, self.y, self.qid, self.sample_weight, n_features=n_features,
+                      label_values=self.label_values, label_dtype=self.label_dtype)
+        out.class_weight = self.class_weight
+        return out
+
+    def with_sample_weight(self, sample_weight) -> Dataset:
+        """The same data with other per-example cost factors."""
+        out = Dataset(self.X, self.y, self.qid, sample_weight, label_values=self.label_values,
+                      label_dtype=self.label_dtype)
+        out.class_weight = self.class_weight
+        return out
+
+    def with_class_weight(self, weights) -> Dataset:
+        """The same data with one-vs-rest class weights attached (one per class of
+        :attr:`classes`; see :mod:`solvers.multiclass`, class weights)."""
+        out = self.with_X(self.X)
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != self.classes.shape:
+            raise ValueError("one class weight per class")
+        out.class_weight = weights
+        return out
 
     def train_test_split(self, test_size: float = 0.25, seed: int = 0) -> tuple[Dataset, Dataset]:
         """A seeded stratified split: each class contributes ``round(test_size * count)`` rows

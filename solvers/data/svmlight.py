@@ -78,7 +78,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from solvers.data.dataset import Dataset
+from solvers.data.dataset import Dataset, integral_labels
 
 __all__ = ["SVMLightFormatError", "SVMLightStreamParser", "read_svmlight", "write_svmlight"]
 
@@ -1137,7 +1137,7 @@ class SVMLightStreamParser:
         self.sid = _grown(self._sids, rows) if state[_S_SID_ROWS] else None
         X = sp.csr_matrix((values, indices, indptr), shape=(rows, n_features), copy=False)
         X.has_canonical_format = True  # the kernel enforced strictly increasing indices
-        return Dataset(X, labels, qid=qid, sample_weight=sample_weight)
+        return Dataset(X, integral_labels(labels), qid=qid, sample_weight=sample_weight)
 
 
 # =============================================================================================

@@ -53,6 +53,18 @@ def as_feature_matrix(X, n_features: int) -> sp.csr_matrix:
     return X
 
 
+def model_classes(classes) -> np.ndarray:
+    """A model's ``classes_`` in the labels' own type: ints, floats or strings (an archive
+    holds each without pickling; models written before labels kept their type hold floats,
+    and predict floats)."""
+    classes = np.asarray(classes)
+    if classes.dtype.kind in "iub":
+        return classes.astype(np.int64)
+    if classes.dtype.kind in "USO":
+        return classes.astype(str)
+    return classes.astype(np.float64)
+
+
 class Model(ABC):
     """A trained classifier."""
 
@@ -123,9 +135,24 @@ class Model(ABC):
 
 
 def load_model(source: bytes | str | os.PathLike | BinaryIO) -> Model:
-    """Read a model written by :meth:`Model.to_bytes` / :meth:`Model.save`."""
-    if isinstance(source, bytes | bytearray | memoryview):
-        source = io.BytesIO(bytes(source))
+    """Read a model written by :meth:`Model.to_bytes` / :meth:`Model.save`, or a LIBLINEAR
+    model file (text starting ``solver_type``: ``LinearModel.from_liblinear``).  Anything
+    else is a :class:`ModelFormatError` that says what the file is not."""
+    if isinstance(source, str | os.PathLike):
+        with open(source, "rb") as f:
+            source = f.read()
+    elif not isinstance(source, bytes | bytearray | memoryview):
+        source = source.read()
+    source = bytes(source)
+    if source.startswith(b"solver_type "):
+        try:
+            text = source.decode("ascii")
+        except UnicodeDecodeError:
+            raise ModelFormatError("not a LIBLINEAR model: not ASCII text") from None
+        return _MODEL_KINDS["linear"].from_liblinear(text)
+    if not source.startswith(b"PK"):
+        raise ModelFormatError("not a model archive (nor a LIBLINEAR model file)")
+    source = io.BytesIO(source)
     try:
         with np.load(source, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}

@@ -10,7 +10,13 @@ import scipy.sparse as sp
 
 from solvers.core.kernels import Kernel, column_operand, kernel_decision
 from solvers.data.dataset import as_csr, label_key
-from solvers.models.base import Model, ModelFormatError, as_feature_matrix, register_model_kind
+from solvers.models.base import (
+    Model,
+    ModelFormatError,
+    as_feature_matrix,
+    model_classes,
+    register_model_kind,
+)
 
 
 @register_model_kind
@@ -42,7 +48,7 @@ class KernelModel(Model):
         support_vectors = as_csr(support_vectors)
         coef = np.atleast_2d(np.asarray(coef, dtype=np.float64))
         intercept = np.atleast_1d(np.asarray(intercept, dtype=np.float64))
-        classes = np.asarray(classes, dtype=np.float64)
+        classes = model_classes(classes)
         if classes.shape[0] < 2:
             raise ValueError("a model needs at least two classes")
         if multiclass not in ("ovr", "ovo"):

@@ -9,7 +9,13 @@ import numpy as np
 from solvers.core.sparse import csr_matmat, csr_matvec, matmat_serial, matvec_serial
 from solvers.data.dataset import label_key
 from solvers.losses import get_loss
-from solvers.models.base import Model, as_feature_matrix, register_model_kind
+from solvers.models.base import (
+    Model,
+    ModelFormatError,
+    as_feature_matrix,
+    model_classes,
+    register_model_kind,
+)
 
 
 @register_model_kind
@@ -26,7 +32,7 @@ class LinearModel(Model):
     def __init__(self, coef, intercept, classes, metadata: dict[str, Any] | None = None):
         coef = np.atleast_2d(np.asarray(coef, dtype=np.float64))
         intercept = np.atleast_1d(np.asarray(intercept, dtype=np.float64))
-        classes = np.asarray(classes, dtype=np.float64)
+        classes = model_classes(classes)
         expected_rows = 1 if classes.shape[0] == 2 else classes.shape[0]
         if classes.shape[0] < 2:
             raise ValueError("a model needs at least two classes")
@@ -70,6 +76,54 @@ class LinearModel(Model):
         return cls(arrays["coef"], arrays["intercept"], arrays["classes"])
 
     # -- LIBLINEAR -------------------------------------------------------------------------
+    @classmethod
+    def from_liblinear(cls, text: str) -> LinearModel:
+        """A LIBLINEAR model file (``train -s 0..7``, binary and one-vs-rest, ``-s 4``; also
+        what :meth:`to_liblinear` writes) as a linear model: the same decision values and
+        labels as LIBLINEAR's ``predict``.  Regression and one-class models are refused."""
+        lines = text.splitlines()
+        header: dict[str, str] = {}
+        for number, line in enumerate(lines):
+            if line.strip() == "w":
+                body = lines[number + 1:]
+                break
+            key, _, value = line.partition(" ")
+            header[key] = value.strip()
+        else:
+            raise ModelFormatError("not a LIBLINEAR model: no 'w' line")
+        try:
+            solver_type = header["solver_type"]
+            nr_class = int(header["nr_class"])
+            nr_feature = int(header["nr_feature"])
+            bias = float(header["bias"])
+            labels = [float(v) for v in header["label"].split()]
+        except (KeyError, ValueError) as exc:
+            raise ModelFormatError(f"not a LIBLINEAR model: bad header ({exc})") from None
+        if "SVR" in solver_type or "ONECLASS" in solver_type:
+            raise ModelFormatError(f"a LIBLINEAR {solver_type} model is not a classifier")
+        columns = 1 if nr_class == 2 else nr_class
+        rows = nr_feature + (1 if bias >= 0 else 0)
+        try:
+            w = np.array([[float(v) for v in line.split()] for line in body[:rows]])
+        except ValueError as exc:
+            raise ModelFormatError(f"not a LIBLINEAR model: bad weights ({exc})") from None
+        if w.shape != (rows, columns) or len(labels) != nr_class:
+            raise ModelFormatError(f"not a LIBLINEAR model: {rows} rows of {columns} weights "
+                                   f"and {nr_class} labels expected")
+        coef = w[:nr_feature].T
+        intercept = w[nr_feature] * bias if bias >= 0 else np.zeros(columns)
+        values = np.asarray(labels)
+        classes = values.astype(np.int64) if np.all(values == np.round(values)) else values
+        order = np.argsort(values)
+        if nr_class == 2:
+            sign = 1.0 if order[1] == 0 else -1.0  # LIBLINEAR: label[0] is the positive class
+            coef, intercept = sign * coef, sign * intercept
+        else:
+            coef, intercept = coef[order], intercept[order]
+        model = cls(coef, intercept, classes[order])
+        model.metadata = {"source": "liblinear", "solver_type": solver_type}
+        return model
+
     def to_liblinear(self, bias_scale: float | None = None) -> str:
         """The model in LIBLINEAR's model-file format (``predict`` reads it).
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from solvers.core.sparse import csr_matvec
-from solvers.models.base import Model, as_feature_matrix, register_model_kind
+from solvers.models.base import Model, as_feature_matrix, model_classes, register_model_kind
 
 
 @register_model_kind
@@ -31,7 +31,7 @@ class OrdinalModel(Model):
     def __init__(self, coef, thresholds, classes, metadata: dict[str, Any] | None = None):
         coef = np.asarray(coef, dtype=np.float64)
         thresholds = np.asarray(thresholds, dtype=np.float64)
-        classes = np.asarray(classes, dtype=np.float64)
+        classes = model_classes(classes)
         if coef.ndim != 1:
             raise ValueError(f"coef must be one weight vector, got shape {coef.shape}")
         if classes.ndim != 1 or classes.shape[0] < 2:

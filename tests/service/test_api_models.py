@@ -234,6 +234,26 @@ def test_evaluate_a_binary_model(api, binary):
     assert [c["true_count"] for c in body["per_class"]] == [150, 120]
     assert [c["predicted_count"] for c in body["per_class"]] == [
         int(np.sum(predicted == -1)), int(np.sum(predicted == 1))]
+    # the metrics of solvers.evaluate, ints kept
+    report = solvers.evaluate(model, data)
+    for name in ("balanced_accuracy", "f1_macro", "roc_auc", "average_precision"):
+        assert body[name] == pytest.approx(report[name], abs=1e-12)
+    assert all(type(v) is int for v in body["labels"])
+
+
+def test_class_weight_in_job_params_and_int_labels(api):
+    """A job's class_weight has JSON's string keys: they name the labels (-1, 1)."""
+    dataset_id = uploaded_id(api, data_path("heart_scale"))
+    params = dict(QUICK_PARAMS, class_weight={"1": 3.0, "-1": 0.5})
+    done = wait_job(api, create_job(api, dataset_id, params)["id"])
+    body = api.get(f"/api/v1/models/{done['model_id']}").json()
+    assert body["classes"] == [-1, 1] and all(type(v) is int for v in body["classes"])
+    model = solvers.load_model(api.get(f"/api/v1/models/{done['model_id']}/download").content)
+    data = solvers.read_svmlight(data_path("heart_scale"))
+    expected = solvers.train(data, **params).model
+    np.testing.assert_allclose(model.coef_, expected.coef_, rtol=1e-9, atol=1e-12)
+    served = api.get(f"/api/v1/models/{done['model_id']}/predict", params={"x": "1:1"}).json()
+    assert type(served["label"]) is int
 
 
 def test_evaluate_a_multiclass_model_with_a_label_it_never_saw(api, multiclass):
@@ -245,8 +265,9 @@ def test_evaluate_a_multiclass_model_with_a_label_it_never_saw(api, multiclass):
     extra = uploaded_id(api, b"1 1:1\n4 2:1\n")
     body = api.post(f"/api/v1/models/{model_id}/evaluate", json={"dataset_id": extra}).json()
     assert body["labels"] == [1.0, 2.0, 3.0, 4.0]
-    assert body["per_class"][3] == {"label": 4.0, "true_count": 1, "predicted_count": 0,
-                                    "correct": 0}
+    assert body["per_class"][3] == {"label": 4, "true_count": 1, "predicted_count": 0,
+                                    "correct": 0, "precision": 0.0, "recall": 0.0, "f1": 0.0}
+    assert body["labels"] == [1, 2, 3, 4] and all(type(v) is int for v in body["labels"])
     decision = api.get(f"/api/v1/models/{model_id}/predict", params={"x": "60:1"}).json()
     assert len(decision["decision_values"]) == 3
 

@@ -1,0 +1,156 @@
+"""Classification metrics, defined once: the service's evaluation, cross-validation's
+``scoring=``, the CLI's ``predict`` report and the scikit-learn estimator use them.
+
+:func:`evaluate` scores a model on a labelled dataset and returns one JSON-able dict:
+
+- ``accuracy``; ``balanced_accuracy`` (the mean recall over the labels the data have);
+- per class ``precision``, ``recall``, ``f1`` and their macro means (``precision_macro``,
+  ``recall_macro``, ``f1_macro``: over the labels the data have or the model predicts, a
+  zero where a ratio is 0/0, as scikit-learn's ``zero_division=0``);
+- ``confusion_matrix`` (row i, column j: examples of ``labels[i]`` predicted as ``labels[j]``;
+  ``labels``: the model's classes in order, then any label only the data have);
+- ``roc_auc`` from the decision values: binary, the probability that a positive example
+  (``classes_[1]``) outscores a negative one, ties counted half; multi-class, the macro mean of
+  each class's one-vs-rest AUC on its own column of scores (None where a class has no
+  examples or all examples are of it); ``average_precision`` (binary): sum over thresholds of
+  (R_n - R_{n-1}) P_n, as scikit-learn computes it.
+
+The functions below take arrays, so they serve any caller that has labels and scores.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.stats import rankdata
+
+from solvers.data.dataset import label_value
+
+#: the names cross-validation's ``scoring=`` accepts (higher is better for each)
+SCORES = ("accuracy", "balanced_accuracy", "f1_macro", "precision_macro", "recall_macro",
+          "roc_auc", "average_precision")
+
+
+def _comparable(*arrays):
+    """Label arrays of one kind: ints against floats compare as floats (a model written
+    before labels kept their type)."""
+    kinds = {np.asarray(a).dtype.kind for a in arrays}
+    if "U" in kinds or len(kinds) == 1:
+        return [np.asarray(a) for a in arrays]
+    return [np.asarray(a, dtype=np.float64) for a in arrays]
+
+
+def confusion(truth, predicted, classes) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, matrix): ``classes`` in order, then labels only ``truth`` has; matrix[i, j]
+    counts examples of labels[i] predicted as labels[j]."""
+    truth, predicted, classes = _comparable(truth, predicted, classes)
+    unseen = np.setdiff1d(np.unique(truth), classes)
+    labels = np.concatenate([classes, unseen])
+    order = np.argsort(labels, kind="stable")
+    sorted_labels = labels[order]
+    true_index = order[np.searchsorted(sorted_labels, truth)]
+    predicted_index = order[np.searchsorted(sorted_labels, predicted)]
+    matrix = np.zeros((labels.size, labels.size), dtype=np.int64)
+    np.add.at(matrix, (true_index, predicted_index), 1)
+    return labels, matrix
+
+
+def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.divide(a, b, out=np.zeros(a.shape), where=b > 0)
+
+
+def binary_roc_auc(positive: np.ndarray, scores: np.ndarray) -> float | None:
+    """The area under the ROC curve of ``scores`` for the boolean ``positive``: the
+    Mann-Whitney statistic with average ranks for ties (None without both kinds)."""
+    positive = np.asarray(positive, dtype=bool)
+    n_pos = int(np.count_nonzero(positive))
+    n_neg = positive.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return None
+    ranks = rankdata(scores)  # average ranks: a tie counts half
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def average_precision(positive: np.ndarray, scores: np.ndarray) -> float | None:
+    """Average precision of ``scores`` for the boolean ``positive``: sum_n (R_n - R_{n-1}) P_n
+    over the distinct thresholds, highest first (None without positives)."""
+    positive = np.asarray(positive, dtype=bool)
+    n_pos = int(np.count_nonzero(positive))
+    if n_pos == 0:
+        return None
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+    s, hits = np.asarray(scores, dtype=np.float64)[order], positive[order]
+    ends = np.r_[np.flatnonzero(np.diff(s) != 0), s.size - 1]  # last index of each threshold
+    tp = np.cumsum(hits)[ends]
+    fp = (ends + 1) - tp
+    precision = tp / (tp + fp)
+    recall = tp / n_pos
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+
+
+def scores_from(truth, predicted, decision, classes) -> dict[str, Any]:
+    """Every metric of the module docstring from labels, predictions and decision values
+    (shape (n,) for two classes, (n, k) otherwise; None to skip the ranking metrics)."""
+    classes = np.asarray(classes)
+    labels, matrix = confusion(truth, predicted, classes)
+    n = int(matrix.sum())
+    true_counts, predicted_counts = matrix.sum(axis=1), matrix.sum(axis=0)
+    tp = np.diag(matrix).astype(np.float64)
+    precision = _ratio(tp, predicted_counts.astype(np.float64))
+    recall = _ratio(tp, true_counts.astype(np.float64))
+    f1 = _ratio(2.0 * tp, (true_counts + predicted_counts).astype(np.float64))
+    present = (true_counts > 0) | (predicted_counts > 0)  # scikit-learn's label set
+    in_data = true_counts > 0
+    result: dict[str, Any] = {
+        "n_samples": n,
+        "accuracy": float(tp.sum() / n) if n else 0.0,
+        "balanced_accuracy": float(recall[in_data].mean()) if in_data.any() else 0.0,
+        "precision_macro": float(precision[present].mean()) if present.any() else 0.0,
+        "recall_macro": float(recall[present].mean()) if present.any() else 0.0,
+        "f1_macro": float(f1[present].mean()) if present.any() else 0.0,
+        "labels": [label_value(v) for v in labels],
+        "confusion_matrix": matrix.tolist(),
+        "per_class": [{"label": label_value(v), "true_count": int(true_counts[k]),
+                       "predicted_count": int(predicted_counts[k]), "correct": int(tp[k]),
+                       "precision": float(precision[k]), "recall": float(recall[k]),
+                       "f1": float(f1[k])} for k, v in enumerate(labels)],
+        "roc_auc": None,
+        "average_precision": None,
+    }
+    if decision is not None:
+        truth_c, classes_c = _comparable(truth, classes)
+        decision = np.asarray(decision, dtype=np.float64)
+        if decision.ndim == 1:
+            positive = truth_c == classes_c[1]
+            result["roc_auc"] = binary_roc_auc(positive, decision)
+            result["average_precision"] = average_precision(positive, decision)
+        else:
+            aucs = [binary_roc_auc(truth_c == c, decision[:, k])
+                    for k, c in enumerate(classes_c)]
+            aucs = [a for a in aucs if a is not None]
+            result["roc_auc"] = float(np.mean(aucs)) if aucs else None
+    return result
+
+
+def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
+    """Every metric of the module docstring for ``model`` on the labelled ``dataset`` (the
+    rows scored once)."""
+    decision = model.decision_function(dataset.X, parallel=parallel)
+    predicted = model.labels_from_scores(decision)
+    if getattr(model, "kind", None) == "ordinal":
+        decision = None  # one score, p ranks: not one-vs-rest scores
+    return scores_from(dataset.labels, predicted, decision, model.classes_)
+
+
+def score(name: str, truth, predicted, decision, classes) -> float:
+    """One of :data:`SCORES` (cross-validation's ``scoring=``); NaN where it is undefined
+    (an AUC on a fold with one class)."""
+    if name not in SCORES:
+        raise ValueError(f"unknown scoring {name!r}; expected one of {', '.join(SCORES)}")
+    if name == "accuracy":
+        truth, predicted = _comparable(truth, predicted)
+        return float(np.mean(truth == predicted))
+    value = scores_from(truth, predicted, decision if name in ("roc_auc", "average_precision")
+                        else None, classes)[name]
+    return float("nan") if value is None else float(value)

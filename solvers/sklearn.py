@@ -1,0 +1,124 @@
+"""A scikit-learn estimator over :func:`solvers.train`: ``SVMClassifier``.
+
+It fits through the same path as the service and the CLI (parameters validated by the solver's
+model, feature scaling, class weights, ``auto``), and keeps the labels' own type in
+``classes_`` and in ``predict`` (strings, ints).  It works in a ``Pipeline`` and in
+``GridSearchCV`` (its parameters are ``get_params``/``set_params`` ones), on dense and sparse
+input, and ``fit`` takes a :class:`solvers.Dataset` as well as (X, y).
+
+``solver_params`` (a dict) carries a solver's own settings (``{"max_iter": 50}``); scikit-learn
+clones an estimator from the arguments of ``__init__``, which must be named, so there is no
+``**solver_params``.
+
+``sklearn.utils.estimator_checks.check_estimator`` passes (``tests/test_sklearn.py`` runs it),
+except the checks listed in :data:`EXPECTED_FAILED_CHECKS`, each with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from solvers.data.dataset import Dataset
+from solvers.train import train
+
+#: check_estimator's checks that this estimator is expected to fail, and why
+EXPECTED_FAILED_CHECKS: dict[str, str] = {}
+
+
+class SVMClassifier(ClassifierMixin, BaseEstimator):
+    """A linear (or kernel) SVM classifier trained by :func:`solvers.train`.
+
+    Parameters
+    ----------
+    solver : str, default "auto"
+        A registered solver (``solvers.list_solvers()``), or "auto" to let the library choose.
+    C : float, default 1.0
+        1/2||w||^2 + C sum loss (``design.md``).
+    loss, bias, tol, scale, multiclass, class_weight :
+        As every solver's parameters (``solvers.base.SolverParams``); ``class_weight`` a
+        mapping label -> weight or "balanced".
+    solver_params : dict, optional
+        The solver's own settings, passed to it unchanged.
+    """
+
+    def __init__(self, solver: str = "auto", C: float = 1.0, loss: str = "squared_hinge",
+                 bias: str = "regularized", class_weight=None, tol: float = 1e-6,
+                 scale: str = "none", multiclass: str = "ovr",
+                 solver_params: dict[str, Any] | None = None):
+        self.solver = solver
+        self.C = C
+        self.loss = loss
+        self.bias = bias
+        self.class_weight = class_weight
+        self.tol = tol
+        self.scale = scale
+        self.multiclass = multiclass
+        self.solver_params = solver_params
+
+    def _params(self) -> dict[str, Any]:
+        params = dict(self.solver_params or {})
+        params.update(C=self.C, loss=self.loss, bias=self.bias, scale=self.scale,
+                      multiclass=self.multiclass, tol=self.tol)
+        if self.class_weight is not None:
+            params["class_weight"] = (self.class_weight if isinstance(self.class_weight, str)
+                                      else dict(self.class_weight))
+        return params
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Train on (X, y) or on a :class:`solvers.Dataset` (its ``cost:`` weights, unless
+        ``sample_weight`` is given)."""
+        if isinstance(X, Dataset):
+            dataset = X
+            if sample_weight is not None:
+                dataset = dataset.with_sample_weight(sample_weight)
+            self.n_features_in_ = dataset.n_features
+        else:
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+            check_classification_targets(y)
+            if sample_weight is not None:
+                sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+                if not np.any(sample_weight > 0):
+                    raise ValueError("sample_weight is zero for every example: nothing to fit")
+            dataset = Dataset(X, y, sample_weight=sample_weight)
+        if dataset.classes.shape[0] < 2:
+            raise ValueError("Classifier can't train when only one class is present.")
+        self.result_ = train(dataset, solver=self.solver, params=self._params())
+        self.model_ = self.result_.model
+        self.classes_ = np.asarray(self.model_.classes_)
+        if not isinstance(X, Dataset) and np.asarray(y).dtype.kind == "O":
+            self.classes_ = self.classes_.astype(object)
+        self.coef_ = getattr(self.model_, "coef_", None)
+        self.intercept_ = getattr(self.model_, "intercept_", None)
+        return self
+
+    def _features(self, X):
+        if isinstance(X, Dataset):
+            return X.X
+        return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Scores: (n,) for two classes (positive favours ``classes_[1]``), (n, k) otherwise."""
+        check_is_fitted(self, "model_")
+        return self.model_.decision_function(self._features(X))
+
+    def predict(self, X) -> np.ndarray:
+        """The labels, in their own type (``classes_``)."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(np.int64)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def score(self, X, y=None, sample_weight=None) -> float:
+        if isinstance(X, Dataset):
+            y = X.labels
+        return super().score(X, y, sample_weight=sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
