@@ -442,7 +442,16 @@ def cmd_predict(args) -> int:
 
     decision = model.decision_function(ds.X, parallel=True)
     predictions = model.labels_from_scores(decision)
-    if args.output:
+    if args.b == 1:  # LIBSVM's -b 1 output: a header of labels, then label and probabilities
+        if "platt" not in model.metadata:
+            raise CLIError("-b 1 needs a model trained with --probability true")
+        proba = model.predict_proba(ds.X, parallel=True)
+        lines = ["labels " + " ".join(label_key(c) for c in model.classes_) + "\n"]
+        lines += [f"{label_key(p)} " + " ".join(f"{v:g}" for v in row) + "\n"
+                  for p, row in zip(predictions, proba, strict=True)]
+        if args.output:
+            Path(args.output).write_text("".join(lines))
+    elif args.output:
         Path(args.output).write_text("".join(f"{label_key(p)}\n" for p in predictions))
     correct = int(np.sum(predictions == ds.labels))
     print(f"accuracy: {100.0 * correct / max(ds.n_samples, 1):.4f}% ({correct}/{ds.n_samples})")
@@ -567,6 +576,10 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
     predict.add_argument("first", metavar="TEST")
     predict.add_argument("second", metavar="MODEL")
     predict.add_argument("rest", nargs="*", metavar="OUTPUT")
+    predict.add_argument("-b", type=int, choices=(0, 1), default=0,
+                         help="1: write probabilities (LIBSVM's format: a 'labels ...' "
+                              "header, then the label and one probability per class); the "
+                              "model must have been trained with --probability true")
     predict.add_argument("--output", help="write one predicted label per line here")
     _data_options(predict, widen=False)
 

@@ -302,6 +302,11 @@ class SolverParams(BaseModel):
                     "C), as LIBLINEAR does; binary, Crammer-Singer, ordinal: each example by "
                     "its class.")
 
+    probability: bool = Field(
+        False,
+        description="Also fit Platt's sigmoid on 5-fold out-of-fold decision values (Lin, "
+                    "Lin & Weng 2007), so the model has predict_proba (5 more fits).")
+
     @field_validator("class_weight")
     @classmethod
     def _positive_class_weights(cls, value):

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._available_if import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -39,6 +40,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         A registered solver (``solvers.list_solvers()``), or "auto" to let the library choose.
     C : float, default 1.0
         1/2||w||^2 + C sum loss (``design.md``).
+    probability : bool, default False
+        Fit Platt's sigmoids (5 more fits) so that ``predict_proba`` exists.
     loss, bias, tol, scale, multiclass, class_weight :
         As every solver's parameters (``solvers.base.SolverParams``); ``class_weight`` a
         mapping label -> weight or "balanced".
@@ -48,7 +51,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, solver: str = "auto", C: float = 1.0, loss: str = "squared_hinge",
                  bias: str = "regularized", class_weight=None, tol: float = 1e-6,
-                 scale: str = "none", multiclass: str = "ovr",
+                 scale: str = "none", multiclass: str = "ovr", probability: bool = False,
                  solver_params: dict[str, Any] | None = None):
         self.solver = solver
         self.C = C
@@ -58,12 +61,14 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.tol = tol
         self.scale = scale
         self.multiclass = multiclass
+        self.probability = probability
         self.solver_params = solver_params
 
     def _params(self) -> dict[str, Any]:
         params = dict(self.solver_params or {})
         params.update(C=self.C, loss=self.loss, bias=self.bias, scale=self.scale,
-                      multiclass=self.multiclass, tol=self.tol)
+                      multiclass=self.multiclass, tol=self.tol,
+                      probability=bool(self.probability))
         if self.class_weight is not None:
             params["class_weight"] = (self.class_weight if isinstance(self.class_weight, str)
                                       else dict(self.class_weight))
@@ -112,6 +117,12 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(np.int64)]
         return self.classes_[np.argmax(scores, axis=1)]
+
+    @available_if(lambda self: self.probability)
+    def predict_proba(self, X) -> np.ndarray:
+        """Platt's probabilities (``probability=True``), columns in ``classes_``'s order."""
+        check_is_fitted(self, "model_")
+        return self.model_.predict_proba(self._features(X))
 
     def score(self, X, y=None, sample_weight=None) -> float:
         if isinstance(X, Dataset):

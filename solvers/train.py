@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from solvers import auto, portfolio
@@ -22,6 +23,7 @@ from solvers.base import (
     Termination,
     _validation_message,
 )
+from solvers.calibration import fit_platt
 from solvers.data.dataset import Dataset
 from solvers.models import Model
 from solvers.monitor import IterationRecord, ListMonitor, Monitor, NullMonitor, Stopwatch, Tee
@@ -157,6 +159,8 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         log = [r for r in log if r.extras.get("candidate") == choice.candidate]
     model = fit.model if scaler is None else scaler.scaled_model(fit.model)
     with_labels(model, dataset)
+    if params.probability:
+        model.metadata["platt"] = out_of_fold_platt(dataset, spec, params).tolist()
     model.metadata.update(training_metadata(spec, params, dataset, objective, status, elapsed))
     if warnings:
         model.metadata["warnings"] = warnings
@@ -165,6 +169,28 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         message = f"{message} (auto: {choice.candidate}, {choice.strategy})"
     return TrainResult(model, objective, log, status, message, elapsed, params, subproblems,
                        choice, warnings)
+
+
+def out_of_fold_platt(dataset: Dataset, spec: SolverSpec, params: SolverParams,
+                      folds: int = 5, seed: int = 0) -> np.ndarray:
+    """Platt's sigmoids (:func:`solvers.calibration.fit_platt`) fitted on the decision values
+    of ``folds`` stratified folds, each scored by a model trained on the others with the same
+    solver and parameters (LIBSVM's ``-b 1`` does the same)."""
+    if params.task == "ordinal":
+        raise InvalidParametersError("probability=True: an ordinal model has one score for "
+                                     "p ranks, not a sigmoid per class")
+    assignment = dataset.stratified_folds(folds, seed)
+    plain = params.model_copy(update={"probability": False})
+    decision = None
+    for fold in range(folds):
+        held_out = assignment == fold
+        model = train(dataset.subset(~held_out), solver=spec.name, params=plain).model
+        scores = model.decision_function(dataset.X[held_out])
+        if decision is None:
+            decision = np.zeros((dataset.n_samples,) + scores.shape[1:])
+        decision[held_out] = scores
+    return fit_platt(decision, np.searchsorted(dataset.classes, dataset.y),
+                     int(dataset.classes.shape[0]))
 
 
 def with_labels(model: Model, dataset: Dataset) -> Model:

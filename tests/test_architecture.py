@@ -32,6 +32,7 @@ LAYERS = {
     "solvers.losses": 2,
     "solvers.models": 3,
     "solvers.evaluate": 3,  # metrics: labels and scores, nothing above the data
+    "solvers.calibration": 2,  # Platt's sigmoid: arrays only
     "solvers.problems": 3,
     "solvers.base": 4,
     "solvers.multiclass": 5,

@@ -9,6 +9,7 @@ import sys
 import types
 import typing
 
+import numpy as np
 import pydantic
 import pytest
 from shared_data import data_path
@@ -394,3 +395,23 @@ def test_class_weight_options(capsys):
     heart = str(data_path("heart_scale"))
     assert main(["train", heart, "--solver", "mfn", "-w", "7=2", "--quiet"]) == 2
     assert "7 is no label of the data" in capsys.readouterr().err
+
+
+def test_predict_b1_writes_libsvm_probability_output(tmp_path):
+    heart = str(data_path("heart_scale"))
+    model = tmp_path / "m.npz"
+    assert main(["train", heart, str(model), "--solver", "mfn", "--probability", "true",
+                 "--quiet"]) == 0
+    out = tmp_path / "out"
+    assert main(["predict", "-b", "1", heart, str(model), str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "labels -1 1" and len(lines) == 271
+    import solvers
+
+    expected = solvers.load_model(model).predict_proba(solvers.read_svmlight(heart).X)
+    rows = np.array([[float(v) for v in line.split()[1:]] for line in lines[1:]])
+    np.testing.assert_allclose(rows, expected, rtol=1e-5)
+    assert main(["predict", "-b", "1", heart, str(tmp_path / "m.npz")]) == 0
+    plain = tmp_path / "plain.npz"
+    assert main(["train", heart, str(plain), "--solver", "mfn", "--quiet"]) == 0
+    assert main(["predict", "-b", "1", heart, str(plain)]) == 2

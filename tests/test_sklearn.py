@@ -74,3 +74,8 @@ def test_fit_on_a_dataset_and_auto():
     assert model.score(test) == pytest.approx(
         solvers.evaluate(model.model_, test)["accuracy"], abs=1e-12)
     assert model.n_features_in_ == 123 and model.score(test) > 0.84
+    assert not hasattr(model, "predict_proba")
+    calibrated = SVMClassifier(solver="mfn", probability=True).fit(train)
+    proba = calibrated.predict_proba(test.X)
+    np.testing.assert_allclose(proba, calibrated.model_.predict_proba(test.X), rtol=0)
+    assert proba.shape == (test.n_samples, 2)

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from solvers.calibration import probabilities
 from solvers.data.dataset import Dataset, as_csr, label_key
 
 FORMAT_NAME = "svmsvc-model"
@@ -91,6 +92,16 @@ class Model(ABC):
         if scores.ndim == 1:
             return np.where(scores > 0, self.classes_[1], self.classes_[0])
         return self.classes_[np.argmax(scores, axis=1)]
+
+    def predict_proba(self, X, *, parallel: bool = False) -> np.ndarray:
+        """(n, n_classes) probabilities from the Platt sigmoids ``train(...,
+        probability=True)`` fitted (``solvers.calibration``), columns in ``classes_``'s
+        order."""
+        platt = self.metadata.get("platt")
+        if platt is None:
+            raise ValueError("this model has no probabilities: train it with "
+                             "probability=True")
+        return probabilities(self.decision_function(X, parallel=parallel), np.asarray(platt))
 
     # -- serialization -----------------------------------------------------------------------
     @abstractmethod
