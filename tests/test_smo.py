@@ -369,3 +369,19 @@ def test_a_monitor_stops_the_solve_at_the_next_record():
     extras = result.subproblems[0].extras
     assert extras["relative_duality_gap"] > 0 and np.isfinite(result.objective)
     assert extras["dual_objective"] <= result.objective
+
+
+def test_one_vs_rest_class_weights_scale_each_problems_own_class():
+    """One-vs-rest with class weights (LIBLINEAR's rule, solvers.multiclass): the problem of
+    class c weights c's examples by w_c and leaves the rest at C; each subproblem's optimum is
+    the binary C-SVC's with those per-example weights."""
+    train, _ = _dna()
+    weights = {int(c): w for c, w in zip(train.classes, (3.0, 0.5, 1.5), strict=True)}
+    result = solvers.train(train, solver="smo", multiclass="ovr", kernel="rbf", gamma=0.02,
+                           C=1.0, class_weight=weights, tol=GAP)
+    for summary, c in zip(result.subproblems, train.classes, strict=True):
+        y = np.where(train.y == c, 1, -1)
+        factor = np.where(train.y == c, weights[int(c)], 1.0)
+        alone = solvers.train(solvers.Dataset(train.X, y, sample_weight=factor), solver="smo",
+                              kernel="rbf", gamma=0.02, C=1.0, tol=GAP)
+        assert summary.objective == pytest.approx(alone.objective, rel=1e-6), c

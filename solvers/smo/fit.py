@@ -11,14 +11,21 @@ from solvers.core.sparse import csr_rmatvec
 from solvers.data.dataset import label_key
 from solvers.models import KernelModel, LinearModel
 from solvers.monitor import Monitor
-from solvers.multiclass import SubproblemMonitor, n_score_rows, run_binary_subproblems
+from solvers.multiclass import (
+    SubproblemMonitor,
+    binary_targets,
+    n_score_rows,
+    run_binary_subproblems,
+    subproblem_weight,
+)
 from solvers.smo.params import SMOParams
 from solvers.smo.solver import CSVC
 
 
-def _costs(dataset, C: float) -> np.ndarray:
-    """C_i = C * sample_weight_i (a zero weight leaves the example out: alpha_i = 0)."""
-    weights = dataset.sample_weight
+def _costs(dataset, C: float, weights=None) -> np.ndarray:
+    """C_i = C * weight_i, the weights ``dataset.sample_weight`` unless given (a zero weight
+    leaves the example out: alpha_i = 0)."""
+    weights = dataset.sample_weight if weights is None else weights
     if weights is None:
         return np.full(dataset.n_samples, float(C))
     if np.any(weights < 0):
@@ -41,14 +48,18 @@ def fit_csvc(dataset, spec: SolverSpec, params: SMOParams, monitor: Monitor) -> 
     X = dataset.X
     kernel = params.kernel_function(X)
     cache = KernelCache(X, kernel, params.cache_mb, min_rows=2)
-    cost = _costs(dataset, params.C)
     system = CSVC(cache)
+    targets = iter([positive for _, positive in binary_targets(dataset, spec)])
 
     def solve_one(y, sub_monitor):
+        # each problem's own costs: one-vs-rest class weights scale its positive class only
+        # (LIBLINEAR's rule, solvers.multiclass.subproblem_weight)
+        weights = subproblem_weight(dataset, next(targets))
+        cost = _costs(dataset, params.C, weights)
         solution = system.solve(y, cost, params, sub_monitor)
         return solution, (solution.coef, solution.intercept)
 
-    results = run_binary_subproblems(dataset, spec, monitor, solve_one)
+    results = run_binary_subproblems(dataset, spec, monitor, solve_one, weighted=True)
     rows = n_score_rows(dataset)
     coef = np.zeros((rows, dataset.n_samples))
     intercept = np.zeros(rows)
