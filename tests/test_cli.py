@@ -101,6 +101,7 @@ _INTEGERS = (2, 3, 1, 5, 100, 0, -1)
 _TOGETHER = {
     ("relaxed_lssvm", "loss", "squared_hinge"): {"variant": "sesquismo"},
     ("auto", "multiclass", "crammer_singer"): {"loss": "hinge"},
+    ("dual_cd", "multiclass", "crammer_singer"): {"loss": "hinge"},
 }
 # Fields whose only valid value is the default: another value must reach the model (which
 # rejects it), proving the option passed it on.

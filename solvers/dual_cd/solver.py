@@ -27,6 +27,11 @@ class DualState:
     beta: np.ndarray
 
 
+def _generator(seed: int) -> np.ndarray:
+    """The state of the kernels' xorshift generator from a seed (never 0)."""
+    return np.array([(seed * 0x9E3779B97F4A7C15 + 1) % 2**64 or 1], dtype=np.uint64)
+
+
 def _problem_arrays(problem: BinaryProblem):
     qp = problem.dual_qp()  # the box [0, U_i] and D_ii = 2 k / C_i from the loss layer
     return qp.upper, qp.diagonal_shift, qp.diagonal()
@@ -84,8 +89,7 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
     index = np.arange(n, dtype=np.int64)
     istate = np.array([n], dtype=np.int64)
     fstate = np.array([np.inf, -np.inf])
-    rng = np.array([np.uint64(params.seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1)],
-                   dtype=np.uint64)
+    rng = _generator(params.permutation_seed)
     gap_rule = params.stop_rule == "gap"
     eps = params.eps
     budget = max(X.nnz + n, 1)  # the first check after one pass's worth of steps
@@ -233,8 +237,7 @@ def solve_crammer_singer(problem: CrammerSingerProblem, params: DualCDParams | N
     W = problem.zeros() if not alpha.any() else problem.primal_from_dual(alpha)
     W = np.ascontiguousarray(W)
     index = np.arange(n, dtype=np.int64)
-    rng = np.array([np.uint64(params.seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1)],
-                   dtype=np.uint64)
+    rng = _generator(params.permutation_seed)
     gap_rule = params.stop_rule == "gap"
     budget = k * max(X.nnz + n, 1)  # the first check after one pass's worth of steps
     rows = np.arange(n)
