@@ -185,37 +185,41 @@ def test_random_example_weights_match_clarabel(loss, bias):
 
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
 def test_warm_starts_reach_the_same_optimum_in_fewer_iterations(loss):
+    """Outer iterations compared under LIBLINEAR's rule (PG spread within 1e-3), whose stop
+    is deterministic (the gap checks are paced by time, so the iteration at which a run first
+    sees its gap within tol varies from run to run); the optimum compared under the gap rule.
+    Measured 2026-11-26 (a9a, C = 0.1): hinge cold 1851, C path 1447, from OCAS 1720; squared
+    hinge cold 37, C path 25, from mfn 20."""
     problem = BenchProblem("a9a", loss=loss, C=0.1).binary_problem()
-    params = DualCDParams(C=0.1, loss=loss, tol=1e-7, max_iter=100_000)
-    cold = dual_cd.solve(problem, params)
+    exact = DualCDParams(C=0.1, loss=loss, tol=1e-7, max_iter=100_000)
+    rule = DualCDParams(C=0.1, loss=loss, stop_rule="projected_gradient", eps=1e-3,
+                        max_iter=100_000)
+    cold = dual_cd.solve(problem, exact)
     assert cold.status == "converged", cold.message
+    cold_rule = dual_cd.solve(problem, rule)
     # a C path: C = 0.05 then C = 0.1 from its alpha scaled into the new box
-    path = dual_cd.solve_path(problem, [0.05, 0.1], params)
+    path = dual_cd.solve_path(problem, [0.05, 0.1], exact)
     assert [s.status for s in path] == ["converged", "converged"]
-    assert path[1].iterations < cold.iterations
     assert abs(path[1].objective - cold.objective) / cold.objective <= 1e-6
     assert path[1].extras["seconds"] > 0
+    assert dual_cd.solve_path(problem, [0.05, 0.1], rule)[1].iterations < cold_rule.iterations
     # a primal start: another solver's point at C = 0.1 to a loose gap (mfn's squared hinge,
     # the cutting planes' hinge), through the spec's warm start (the KKT map, then w from
     # alpha)
     other = "mfn" if loss == "squared_hinge" else "cutting_plane"
     loose = solvers.get_solver(other).params_model(C=0.1, loss=loss, tol=1e-3)
     start = solvers.get_solver(other).run(problem, loose, None).beta
-    warm = dual_cd.run(problem, params, None, start=start)
+    warm = dual_cd.run(problem, exact, None, start=start)
     assert warm.status == "converged", warm.message
-    if loss == "squared_hinge":
-        # the KKT map is continuous: a near-optimal w gives a near-optimal alpha
-        assert warm.iterations < cold.iterations
-    # (the hinge's map puts the examples on the margin at 0 or C_i: measured 2964 outer
-    # iterations from OCAS's point against 2868 cold -- sound, not faster; solvers.dual_cd)
     assert abs(warm.objective - cold.objective) / cold.objective <= 1e-6
+    assert dual_cd.run(problem, rule, None, start=start).iterations < cold_rule.iterations
     # a dual start outside the box is clipped into it
     alpha = np.full(problem.n_samples, 5.0)
     clipped = dual_cd.dual_start(problem, alpha)
     lower, upper = problem.dual_bounds()
     assert np.all(clipped.alpha >= lower) and np.all(clipped.alpha <= upper)
     np.testing.assert_allclose(clipped.beta, problem.primal_from_dual(clipped.alpha))
-    from_dual = dual_cd.solve(problem, params, alpha=alpha)
+    from_dual = dual_cd.solve(problem, exact, alpha=alpha)
     assert abs(from_dual.objective - cold.objective) / cold.objective <= 1e-6
 
 

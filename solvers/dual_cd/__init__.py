@@ -32,7 +32,7 @@ The method (:func:`solvers.dual_cd.kernels.dcd_epochs`):
   LIBLINEAR), alpha_i <- min(max(alpha_i - G / Qbar_ii, 0), U_i) and w <- w + (alpha_i -
   alpha_i^old) y_i x~_i;
 * section 3.1: a random permutation of the (active) examples every outer iteration
-  (reproducible: ``seed``);
+  (reproducible: ``permutation_seed``);
 * Algorithm 3, shrinking (``shrinking``): M-bar, m-bar are the largest and smallest PG of the
   last pass (+inf / -inf when that pass had M-bar <= 0 / m-bar >= 0); an example with
   alpha_i = 0 and G > M-bar, or alpha_i = U_i and G < m-bar, leaves the active set (eq. (18));

@@ -78,4 +78,4 @@ class DualCDParams(SolverParams):
                     "C = 1, w8a squared hinge C = 1, to tol 1e-6): checks after a fixed work "
                     "of one pass took 30-45% of the run, as each costs more than a pass over "
                     "a shrunk active set.")
-    seed: int = Field(0, ge=0, description="Seed of the random permutations.")
+    permutation_seed: int = Field(0, ge=0, description="Seed of the random permutations.")
