@@ -348,7 +348,7 @@ def cmd_cv(args, spec) -> int:
     gamma = parse_grid(args.gamma) if args.gamma else None
     ds = _read(args.file, args.n_features, args.zero_based)
     total = args.folds * len(C) * (len(gamma) if gamma else 1)
-    result = cross_validate(ds, spec.name, C=C, gamma=gamma, folds=args.folds, seed=args.fold_seed,
+    result = cross_validate(ds, spec.name, C=C, gamma=gamma, folds=args.folds, seed=args.seed,
                             refit=bool(args.model_out), progress=_ProgressBar(total, args.quiet),
                             n_jobs=args.jobs, warm_start=not args.cold,
                             scoring=args.scoring,
@@ -552,8 +552,7 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
                              "recall_macro", "roc_auc", "average_precision"),
                     help="the fold score the best C maximizes (default accuracy; ordinal "
                          "regression: the mean absolute rank error)")
-    cv.add_argument("--fold-seed", type=int, default=0,
-                    help="seed of the stratified folds (--seed is a solver's own, e.g. dual_cd's)")
+    cv.add_argument("--seed", type=int, default=0, help="seed of the stratified folds")
     cv.add_argument("--jobs", type=int, default=None,
                     help="folds fitted at once, one thread each (default: one per Numba "
                          "thread; 1: one after another)")
