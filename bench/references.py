@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
+from bench.anchors import Liblinear, hinge_clarabel
 from bench.problems import BenchProblem
 from solvers.problems import BinaryProblem
 
@@ -138,8 +139,6 @@ def compute_reference(problem: BenchProblem) -> dict:
 
 
 def _liblinear(problem: BenchProblem, solver_type: int) -> np.ndarray:
-    from bench.anchors import Liblinear
-
     return Liblinear(solver_type).fit(problem, TIGHT_EPS)[1]
 
 
@@ -296,38 +295,3 @@ def regenerate(problems=REFERENCE_PROBLEMS, log=print) -> list[dict]:
     return list(entries.values())
 
 
-def hinge_clarabel(bp: BinaryProblem, tol: float = 1e-12) -> dict:
-    """The hinge problem (any bias mode) as the QP 1/2 (||w||^2 + r b^2) + sum C_i xi_i,
-    y_i (x~_i w + s b) >= 1 - xi_i, xi >= 0, solved by Clarabel (a conic interior-point
-    method on the full KKT system) through cvxpy; the squared hinge likewise with
-    sum C_i xi_i^2.  Returns beta (design.md's layout), the objective evaluated by ``bp``,
-    the dual objective at Clarabel's multipliers (a certified lower bound), Clarabel's
-    iteration count and its own solve seconds (without cvxpy's canonicalization)."""
-    import cvxpy as cp
-
-    if bp.loss not in ("hinge", "squared_hinge"):
-        raise ValueError("hinge_clarabel solves the hinge and the squared hinge losses")
-    n, m = bp.X.shape
-    w = cp.Variable(m)
-    xi = cp.Variable(n)
-    s = bp.effective_bias_scale
-    b = cp.Variable() if bp.bias != "none" else 0.0
-    margins = cp.multiply(bp.y, bp.X @ w + s * b)
-    penalty = bp.cost @ xi if bp.loss == "hinge" else bp.cost @ cp.square(xi)
-    objective = 0.5 * cp.sum_squares(w) + penalty
-    if bp.bias == "regularized":
-        objective += 0.5 * cp.square(b)
-    problem = cp.Problem(cp.Minimize(objective), [margins >= 1 - xi, xi >= 0])
-    problem.solve(solver="CLARABEL", tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol,
-                  max_iter=500)
-    beta = np.r_[np.asarray(w.value, dtype=np.float64),
-                 float(b.value) if bp.bias != "none" else 0.0]
-    # the margin constraints' multipliers, put into the dual range (and balanced for the
-    # free bias): D(alpha) is a certified lower bound on the optimum
-    lower, upper = bp.dual_bounds()
-    alpha = np.clip(np.asarray(problem.constraints[0].dual_value, dtype=np.float64),
-                    lower, upper)
-    stats = problem.solver_stats
-    return {"beta": beta, "objective": bp.objective(beta),
-            "dual": bp.dual_objective(bp.balance(alpha)), "iterations": stats.num_iters,
-            "seconds": stats.solve_time, "status": problem.status}
