@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from pydantic import ValidationError
 
 from app.crud import models as crud_models
-from app.errors import InvalidRequest, MalformedInput, NotFound
+from app.errors import ContentTooLarge, InvalidRequest, MalformedInput, NotFound, limit_exceeded
 
 _INDEX = re.compile(r"\d+")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -324,21 +324,33 @@ def example_json(model, columns: dict[int, float]) -> bytes:
     return PredictionPublic(**result).model_dump_json().encode()
 
 
+def _too_many_rows(rows: int | None, max_rows: int) -> ContentTooLarge:
+    return limit_exceeded("the batch's rows", "max_predict_rows", max_rows, "rows",
+                          actual=rows, error=ContentTooLarge)
+
+
 def predict_batch(cache: ModelCache, sessions, model_id: uuid.UUID, body: bytes, is_json: bool,
-                  zero_based: bool) -> bytes:
+                  zero_based: bool, max_rows: int | None = None) -> bytes:
     """The JSON of :class:`app.schemas.PredictionsPublic` for a batch: the JSON rows of
-    ``body`` (``{"rows": [...]}``) or its SVMlight lines (labels optional)."""
+    ``body`` (``{"rows": [...]}``) or its SVMlight lines (labels optional), at most
+    ``max_rows`` of them (the answer grows with the rows, not the bytes: 16 MiB of lines
+    ``1`` were 8 million rows and a 424 MB answer)."""
     import solvers
 
     model = load_model(cache, sessions, model_id)
     n_features = model.n_features_in_
     if is_json:
         X = json_rows_matrix(body, n_features, zero_based)
+        if max_rows is not None and X.shape[0] > max_rows:
+            raise _too_many_rows(X.shape[0], max_rows)
     else:
         parser = solvers.SVMLightStreamParser(n_features=n_features, zero_based=zero_based,
-                                              decompress=None)
-        parser.feed(label_unlabelled_lines(body))
-        X = parser.finish().X
+                                              decompress=None, max_rows=max_rows)
+        try:
+            parser.feed(label_unlabelled_lines(body))
+            X = parser.finish().X
+        except solvers.SVMLightLimitError:  # the parser stops at the first row past the cap
+            raise _too_many_rows(None, max_rows) from None
     del body
     encoded = predictions_json(model, X)
     if encoded is not None:

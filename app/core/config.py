@@ -54,6 +54,9 @@ class Settings(BaseSettings):
                                  "per class beyond); 2^25 weights take 256 MiB.")
     max_predict_bytes: int = Field(
         16 * 2**20, ge=1, description="Largest body of a batch prediction.")
+    max_predict_rows: int = Field(
+        100_000, ge=1, description="Most rows (examples) in a batch prediction: its answer "
+                                   "grows with the rows (about 60 bytes each), not the body.")
     max_kernel_cache_mb: float = Field(
         1024.0, gt=0, description="Largest kernel-row cache (solver parameter cache_mb) a job "
                                   "may ask for, in MiB.")

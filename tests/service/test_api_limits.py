@@ -178,3 +178,23 @@ def test_a_prediction_body_past_its_own_limit_is_a_413(api, finished_job):
                         headers={"content-type": "text/plain"})
     assert response.status_code == 413
     assert "SVMSVC_MAX_PREDICT_BYTES" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["svmlight", "json"])
+def test_a_prediction_of_too_many_rows_is_a_413_however_small_its_body(api, finished_job,
+                                                                        as_json):
+    """Rows, not bytes, make an answer big (16 MiB of lines "1" were 8 million rows and a
+    424 MB answer): past SVMSVC_MAX_PREDICT_ROWS the batch is refused; at the cap it runs."""
+    cap = api.app.state.settings.max_predict_rows
+    url = f"/api/v1/models/{finished_job['model_id']}/predict"
+    for rows, status in ((cap + 1, 413), (cap, 200)):
+        if as_json:
+            response = api.post(url, content=b'{"rows": [' + b",".join([b"{}"] * rows) + b"]}",
+                                headers={"content-type": "application/json"})
+        else:
+            response = api.post(url, content=b"1:1\n" * rows,
+                                headers={"content-type": "text/plain"})
+        assert response.status_code == status, (rows, response.text[:300])
+    assert response.json()["count"] == cap
+    refused = api.post(url, content=b"1:1\n" * (cap + 1), headers={"content-type": "text/plain"})
+    assert "SVMSVC_MAX_PREDICT_ROWS" in refused.json()["detail"]

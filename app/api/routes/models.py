@@ -187,8 +187,9 @@ async def predict_many(
     """Predict a batch: SVMlight text (``text/plain`` or ``application/octet-stream``; labels
     optional) or JSON rows (``application/json``: ``{"rows": [{"3": 0.5, "7": 1.0}, ...]}``).
 
-    The body may not exceed ``SVMSVC_MAX_PREDICT_BYTES`` (413); it is parsed and scored in a
-    worker thread, never on the event loop.
+    The body may not exceed ``SVMSVC_MAX_PREDICT_BYTES`` nor its rows
+    ``SVMSVC_MAX_PREDICT_ROWS`` (413); it is parsed and scored in a worker thread, never on
+    the event loop.
     """
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != JSON and content_type not in SVMLIGHT_BODY_TYPES:
@@ -196,7 +197,7 @@ async def predict_many(
                              f"or JSON rows as application/json, not {content_type}")
     body = await receive_body(request, settings.max_predict_bytes, "max_predict_bytes")
     answer = await run_in_threadpool(predict_batch, cache, sessions, model_id, body,
-                                     content_type == JSON, zero_based)
+                                     content_type == JSON, zero_based, settings.max_predict_rows)
     return Response(answer, media_type=JSON)
 
 
