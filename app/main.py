@@ -9,6 +9,7 @@ generated clients get readable method names.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from contextlib import asynccontextmanager
@@ -93,13 +94,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = create_db_engine(settings.sqlalchemy_url)
         revision = await run_in_threadpool(upgrade_database, engine)
         sessions = Sessions(engine)
-        with sessions.read() as session:
-            digests = set(session.scalars(select(Dataset.sha256)))
-        temporary, orphans = await run_in_threadpool(app.state.store.sweep, digests,
-                                                     settings.orphan_grace_s)
-        if temporary or orphans:
-            logger.warning("removed %d temporary upload file(s) and %d stored dataset file(s) "
-                           "without a database row, left by a crash", temporary, orphans)
+
+        def sweep() -> None:
+            with sessions.read() as session:
+                digests = set(session.scalars(select(Dataset.sha256)))
+            temporary, orphans = app.state.store.sweep(digests, settings.orphan_grace_s)
+            if temporary or orphans:
+                logger.warning("removed %d temporary upload file(s) and %d stored dataset "
+                               "file(s) without a database row, left by a crash", temporary,
+                               orphans)
+
+        async def sweep_periodically() -> None:
+            # a crash of an upload's request (not of the process) leaves its temporary file
+            # too: sweep while running, not only at start
+            while True:
+                await asyncio.sleep(settings.orphan_sweep_interval_s)
+                try:
+                    await run_in_threadpool(sweep)
+                except Exception:  # a sweep that fails (a database hiccup) waits for the next
+                    logger.exception("the periodic sweep of orphaned files failed")
+
+        await run_in_threadpool(sweep)
         with sessions.write() as session:
             requeued, cancelled, failed = recover_interrupted_jobs(
                 session, settings.max_attempts, settings.lease_s)
@@ -124,9 +139,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             logger.warning("NO API KEYS CONFIGURED: THE SERVICE IS OPEN to anyone who can "
                            "reach %s:%d (set SVMSVC_API_KEYS or SVMSVC_API_KEYS_FILE)",
                            settings.host, settings.port)
+        sweeper = asyncio.get_running_loop().create_task(sweep_periodically())
         try:
             yield
         finally:
+            sweeper.cancel()
             app.state.log_streams.close()
             dispatcher.stop()
             engine.dispose()

@@ -77,8 +77,12 @@ class Settings(BaseSettings):
         True, description="Log a line per HTTP request (uvicorn's access log); the requests "
                           "are counted in /metrics either way.")
     orphan_grace_s: float = Field(
-        3600.0, ge=0, description="At start-up, temporary upload files and stored dataset "
-                                  "files without a database row older than this are removed.")
+        3600.0, ge=0, description="Temporary upload files and stored dataset files without a "
+                                  "database row older than this are removed (at start-up and "
+                                  "every orphan_sweep_interval_s).")
+    orphan_sweep_interval_s: float = Field(
+        600.0, gt=0, description="Seconds between two sweeps of orphaned files while the "
+                                 "service runs.")
     lease_s: float = Field(
         30.0, gt=0, description="A running job's lease: renewed by its service and worker "
                                 "(every third of it); a job whose lease is older is taken back "

@@ -125,3 +125,22 @@ def test_the_service_stores_and_trains_from_s3(s3, tmp_path):
                     solvers.read_svmlight(data_path("heart_scale")))
         done = wait_job(client, create_job(client, created["id"], {"solver": "mfn"})["id"])
         assert done["status"] == "succeeded", done
+
+
+def test_the_running_service_sweeps_orphaned_upload_files(backend, tmp_path):
+    """Not only at start: a temporary upload file left while the service runs (a request that
+    died mid-upload) goes at the next periodic sweep once older than the grace."""
+    from conftest import service_settings
+    from fastapi.testclient import TestClient
+    from servicetools import PATIENCE_S, wait_for
+
+    from app.main import create_app
+
+    settings = service_settings(tmp_path, backend, orphan_grace_s=0.0,
+                                orphan_sweep_interval_s=0.2)
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/healthz").status_code == 200
+        left = settings.datasets_dir / "ab" / ".upload-deadbeef.tmp"
+        left.parent.mkdir(parents=True, exist_ok=True)
+        left.write_bytes(b"1 1:1\n")
+        wait_for(lambda: not left.exists(), PATIENCE_S, what="the periodic sweep")
