@@ -276,6 +276,11 @@ def test_a_worker_hung_in_its_warm_up_is_killed_and_replaced(server_factory, tmp
                        what="the worker in /readyz")
     assert waiting["status"] == "unavailable" and waiting["workers"][0]["state"] == "starting"
     assert waiting["message"] == "worker 0: starting"
+    # a job queued meanwhile says what it waits for (its message was null)
+    queued = create_job(server.client, uploaded_id(server.client, data_path("heart_scale")),
+                        QUICK_PARAMS)
+    assert job(server.client, queued["id"])["message"] == (
+        "queued: no worker is ready yet (worker 0: starting)")
     line = wait_for(lambda: next((text for text in server.log().splitlines()
                                   if "hung in its warm-up" in text), None),
                     WARM_UP_LIMIT_S + PATIENCE_S, what="the hung worker to be noticed")
@@ -289,6 +294,7 @@ def test_a_worker_hung_in_its_warm_up_is_killed_and_replaced(server_factory, tmp
     wait_process_gone(hung_pid)
     hang.unlink()  # the replacements warm up normally
     state = server.wait_ready()
+    assert wait_job(server.client, queued["id"])["status"] == "succeeded"
     assert [w["pid"] for w in state["workers"]] != [hung_pid]
     assert 'svmsvc_worker_restarts_total{reason="hung"} 1.0' in server.client.get(
         "/metrics").text

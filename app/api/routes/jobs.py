@@ -68,6 +68,7 @@ def create_job(body: JobCreate, session: WriteSessionDep, dispatcher: Dispatcher
 @router.get("", name="list", response_model=JobsPublic, responses=responses(422))
 def list_jobs(
     session: SessionDep,
+    dispatcher: DispatcherDep,
     status_filter: Annotated[JobStatus | None, Query(alias="status")] = None,
     dataset_id: uuid.UUID | None = None,
     problem_key: Annotated[str | None, Query(
@@ -81,13 +82,35 @@ def list_jobs(
     problem."""
     rows, count = crud_jobs.list_page(session, status_filter, dataset_id, offset, limit,
                                       problem_key)
-    return JobsPublic(data=[JobPublic.from_row(job) for job in rows], count=count)
+    waiting = _queued_message(dispatcher)
+    return JobsPublic(data=[_public(job, waiting) for job in rows], count=count)
 
 
 @router.get("/{job_id}", name="get", response_model=JobPublic, responses=responses(404, 422))
-def get_job(job: JobDep) -> JobPublic:
-    """One job: state, progress, timestamps, the error or the model."""
-    return JobPublic.from_row(job)
+def get_job(job: JobDep, dispatcher: DispatcherDep) -> JobPublic:
+    """One job: state, progress, timestamps, the error or the model; a queued job's message
+    says what it waits for (a free worker, or workers still warming up)."""
+    return _public(job, _queued_message(dispatcher))
+
+
+def _queued_message(dispatcher) -> str:
+    """What a queued job waits for, from the pool's state: workers warming up (their
+    progress), every worker busy, or its turn."""
+    workers = dispatcher.snapshot()
+    ready = [w for w in workers if w.alive and w.ready]
+    if not ready:
+        states = "; ".join(f"worker {w.index}: {w.state}" for w in workers if w.state)
+        return "queued: no worker is ready yet" + (f" ({states})" if states else "")
+    if all(w.job_id is not None for w in ready):
+        return f"queued: waiting for a free worker (all {len(ready)} busy)"
+    return "queued: waiting for its turn"
+
+
+def _public(job, queued_message: str) -> JobPublic:
+    public = JobPublic.from_row(job)
+    if public.status == JobStatus.queued and public.message is None:
+        public.message = queued_message
+    return public
 
 
 @router.post("/{job_id}/cancel", name="cancel", status_code=status.HTTP_202_ACCEPTED,
