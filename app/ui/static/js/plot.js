@@ -24,12 +24,21 @@ export function runTimes(records) {
 // A uPlot in `box` that follows its width.  `series`: [{label, ...style}], `data`: [x, y1, ...].
 export function makePlot(box, { xLabel, yLabel, logX = false, logY = false, series, data, height = 260 }) {
   const width = Math.max(260, box.clientWidth || 600);
-  const logTicks = (u, ticks) => ticks.map(tick);
+  // A log axis labels its powers of the base only, and at most about eight of them (every
+  // k-th power): uPlot puts a tick at every multiple between powers, and a gap axis spans up
+  // to 16 decades, so labelling every tick printed a column of overlapping numbers.
+  const logTicks = (base) => (u, ticks) => {
+    const exponent = (t) => Math.log(t) / Math.log(base);
+    const isPower = (t) => t > 0 && Math.abs(exponent(t) - Math.round(exponent(t))) < 1e-9;
+    const powers = ticks.filter(isPower).length;
+    const every = Math.max(1, Math.ceil(powers / 8));
+    return ticks.map((t) => (isPower(t) && Math.round(exponent(t)) % every === 0 ? tick(t) : ""));
+  };
   const opts = {
     width, height,
     scales: { x: logX ? { time: false, distr: 3, log: 2 } : { time: false }, y: logY ? { distr: 3, log: 10 } : {} },
-    axes: [logX ? { label: xLabel, size: 40, values: logTicks } : { label: xLabel, size: 40 },
-      logY ? { label: yLabel, size: 72, values: logTicks } : { label: yLabel, size: 90 }],
+    axes: [logX ? { label: xLabel, size: 40, values: logTicks(2) } : { label: xLabel, size: 40 },
+      logY ? { label: yLabel, size: 72, values: logTicks(10) } : { label: yLabel, size: 90 }],
     series: [{ label: xLabel, value: (u, v) => (v == null ? "–" : tick(v)) },
       ...series.map((s, i) => ({ spanGaps: true, value: (u, v) => (v == null ? "–" : tick(v)), ...seriesStyle(i), ...s }))],
     legend: { live: true },
