@@ -264,6 +264,10 @@ def test_a_race_of_the_solvers_draws_one_curve_each(page, server):
     page.find("#filter-solver option[value=cutting_plane]").click()
     page.wait(lambda: page.all("tbody tr") and all(
         "cutting_plane" in row.text for row in page.all("tbody tr")), "only cutting_plane rows")
+    # the picker names each problem's dataset, not its UUID
+    page.open("/ui/compare")
+    page.wait(lambda: any(p.text.startswith("heart_scale: ") and "loss hinge" in p.text
+                          for p in page.all(".group .problem")), "the problem by its dataset")
 
 
 def test_the_train_form_from_the_schemas_queues_a_job_whose_model_evaluates(page, server):

@@ -98,8 +98,18 @@ function key(i) {  // a swatch drawn like the curve: dash and mark, not colour a
   return el("span", {}, svg, ` ${i + 1}`);
 }
 
+// A problem in words: its dataset by name (not its UUID) and the fields that pose it.
+function describeProblem(job, names) {
+  const p = job.problem || {};
+  const dataset = names.get(p.dataset) || (p.dataset ? shortId(p.dataset) : "?");
+  const parts = Object.entries(p).filter(([k]) => k !== "dataset").map(([k, v]) => `${k} ${v}`);
+  return `${dataset}: ${parts.join(", ")}`;
+}
+
 async function picker() {
-  const page = await api("/jobs?status=succeeded&limit=500");
+  const [page, datasets] = await Promise.all([api("/jobs?status=succeeded&limit=500"),
+    api("/datasets?limit=1000")]);
+  const names = new Map(datasets.data.map((d) => [d.id, d.name]));
   const groups = new Map();
   for (const job of page.data) {
     if (!job.problem_key) continue;
@@ -112,7 +122,8 @@ async function picker() {
   }
   content(el("p", {}, "Pick finished jobs on one problem (same dataset, loss, bias, C) and compare them."),
     [...groups.entries()].map(([problem, jobs]) => {
-      const form = el("form", { class: "group" }, el("h2", {}, `${jobs.length} job${jobs.length > 1 ? "s" : ""}`), el("p", {}, el("code", {}, problem)),
+      const form = el("form", { class: "group" }, el("h2", {}, `${jobs.length} job${jobs.length > 1 ? "s" : ""}`),
+        el("p", { class: "problem", title: problem }, describeProblem(jobs[0], names)),
         table([
           { label: "Pick", render: (j) => el("input", { type: "checkbox", name: "pick", value: j.id, checked: true, "aria-label": `pick job ${shortId(j.id)}` }) },
           { label: "Job", render: (j) => el("a", { href: `/ui/jobs/${j.id}`, class: "mono" }, shortId(j.id)) },
