@@ -184,10 +184,28 @@ def predictions_json(model, X) -> bytes | None:
     scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
     if not np.all(np.isfinite(scores)):
         return None
-    parts = ",".join(
-        f'{{"label":{label},"decision_values":[{",".join(map(repr, row))}]}}'
-        for label, row in zip(labels, scores.tolist(), strict=True))
+    chances = _probabilities(model, raw)
+    if chances is None:
+        parts = ",".join(
+            f'{{"label":{label},"decision_values":[{",".join(map(repr, row))}]}}'
+            for label, row in zip(labels, scores.tolist(), strict=True))
+    else:
+        parts = ",".join(
+            f'{{"label":{label},"decision_values":[{",".join(map(repr, row))}],'
+            f'"probabilities":[{",".join(map(repr, p))}]}}'
+            for label, row, p in zip(labels, scores.tolist(), chances.tolist(), strict=True))
     return f'{{"data":[{parts}],"count":{X.shape[0]}}}'.encode()
+
+
+def _probabilities(model, raw: np.ndarray) -> np.ndarray | None:
+    """The rows' class probabilities (columns in the model's classes order) when the model
+    was trained with ``probability=True`` (its Platt sigmoids), else None."""
+    platt = model.metadata.get("platt")
+    if platt is None:
+        return None
+    from solvers.calibration import probabilities
+
+    return probabilities(raw, np.asarray(platt))
 
 
 def predictions(model, X) -> list[dict[str, Any]]:
@@ -197,10 +215,15 @@ def predictions(model, X) -> list[dict[str, Any]]:
     raw = model.decision_function(X, parallel=False)
     labels = model.labels_from_scores(raw)  # scored once, not again by predict()
     scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
-    return [
+    out = [
         {"label": label_value(label), "decision_values": [float(v) for v in row]}
         for label, row in zip(labels, scores, strict=True)
     ]
+    chances = _probabilities(model, raw)
+    if chances is not None:
+        for entry, row in zip(out, chances.tolist(), strict=True):
+            entry["probabilities"] = row
+    return out
 
 
 def predict_linear_one(model, columns: dict[int, float]) -> bytes | None:
@@ -214,8 +237,8 @@ def predict_linear_one(model, columns: dict[int, float]) -> bytes | None:
     """
     from solvers.models.linear import LinearModel
 
-    if type(model) is not LinearModel:
-        return None
+    if type(model) is not LinearModel or "platt" in model.metadata:
+        return None  # the general path (it adds a calibrated model's probabilities)
     order = sorted(columns)
     raw = model.decision_example(np.array(order, dtype=np.int32),
                                  np.array([columns[c] for c in order], dtype=np.float64))

@@ -408,6 +408,10 @@ class PredictionPublic(BaseModel):
     decision_values: list[float] = Field(
         description="One score for a binary model (positive favours classes[1]), one per "
                     "class otherwise.")
+    probabilities: list[float] | None = Field(
+        None, description="Class probabilities, in the model's classes order: present when "
+                          "the model was trained with probability=true (Platt sigmoids "
+                          "fitted on out-of-fold decision values).")
 
 
 class PredictionsPublic(BaseModel):

@@ -343,3 +343,35 @@ def test_the_model_cache_is_bounded_in_bytes():
     small.get(ids[0], load(5))
     assert small.size_bytes == 0
     small.discard(ids[0])
+
+
+@pytest.mark.parametrize("dataset", ["heart_scale", "dna.scale"])
+def test_a_calibrated_model_serves_its_probabilities(api, dataset):
+    """A model trained with probability=true answers each prediction with its class
+    probabilities (the library's predict_proba, classes order), single and batch; a model
+    without them leaves the field out."""
+    dataset_id = uploaded_id(api, data_path(dataset))
+    done = wait_job(api, create_job(api, dataset_id, {**QUICK_PARAMS, "probability": True})["id"])
+    assert done["status"] == "succeeded", done
+    model_id = done["model_id"]
+    model = solvers.load_model(api.get(f"/api/v1/models/{model_id}/download").content)
+    X = solvers.read_svmlight(data_path(dataset)).X[:5]
+    expected = model.predict_proba(X)
+    lines = "\n".join(" ".join(f"{j + 1}:{float(v)!r}" for j, v in zip(row.indices, row.data,
+                                                                strict=True)) for row in X)
+    response = api.post(f"/api/v1/models/{model_id}/predict", content=lines.encode(),
+                        headers={"content-type": "text/plain"})
+    assert response.status_code == 200, response.text
+    batch = response.json()["data"]
+    first = X[0]
+    x = " ".join(f"{j + 1}:{float(v)!r}" for j, v in zip(first.indices, first.data, strict=True))
+    single = api.get(f"/api/v1/models/{model_id}/predict", params={"x": x}).json()
+    assert single["probabilities"] == pytest.approx(list(expected[0]), rel=1e-12)
+    for got, want in zip(batch, expected, strict=True):
+        assert got["probabilities"] == pytest.approx(list(want), rel=1e-12)
+        assert sum(got["probabilities"]) == pytest.approx(1.0)
+
+
+def test_a_model_without_probabilities_leaves_them_out(api, binary):
+    single = api.get(f"/api/v1/models/{binary[0]}/predict", params={"x": "1:0.5"}).json()
+    assert "probabilities" not in single or single["probabilities"] is None
