@@ -91,10 +91,12 @@ def label_value(label):
 
 def integral_labels(y) -> np.ndarray:
     """Float labels that are all integers (an SVMlight file's ``1``, ``-1``, ``14``) as int64,
-    so a model trained on them predicts ``14``, not ``14.0``; anything else unchanged."""
+    so a model trained on them predicts ``14``, not ``14.0``; anything else unchanged (a
+    label -0.0 too: an int would lose its sign, and the reader keeps every number's bits)."""
     y = np.asarray(y)
     if (y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y))
-            and (y.size == 0 or np.max(np.abs(y)) < 2.0 ** 53)):
+            and (y.size == 0 or np.max(np.abs(y)) < 2.0 ** 53)
+            and not np.any((y == 0) & np.signbit(y))):
         return y.astype(np.int64)
     return y
 
