@@ -114,21 +114,10 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
         # machine would otherwise space the next ones far apart)
         check_seconds = min(check_seconds, time.perf_counter() - started - descent_seconds)
         checks += 1
-        # the next check once the descent has run gap_check_work times as long as a check
-        # takes, at the rate (stored entries per second) the descent just had
-        rate = work / max(descent_seconds, 1e-9)
-        budget = max(params.gap_check_work * check_seconds * rate, 1.0)
-        if gap_rule and gap <= params.tol:
-            status = Termination.CONVERGED
-            message = f"converged: relative duality gap {gap:.3g} <= tol={params.tol:g}"
-        elif not gap_rule and full_spread_met:
-            status = Termination.CONVERGED
-            message = (f"converged: projected-gradient spread {spread:.3g} <= "
-                       f"eps={params.eps:g} (LIBLINEAR's rule)")
-        elif epochs >= params.max_iter:
-            status = Termination.MAX_ITER
-            message = (f"max_iter={params.max_iter} outer iterations reached (relative "
-                       f"duality gap {gap:.3g})")
+        budget = _next_budget(params, check_seconds, work, descent_seconds)
+        status, message = _verdict(
+            params, epochs, gap, gap_rule, full_spread_met,
+            f"projected-gradient spread {spread:.3g} <= eps={params.eps:g}")
         stop = reporter(epochs, primal, gap, elapsed=elapsed, dual_objective=dual,
                         projected_gradient_spread=float(spread), active_size=int(istate[0]),
                         eps=eps, work=int(work))
@@ -261,20 +250,10 @@ def solve_crammer_singer(problem: CrammerSingerProblem, params: DualCDParams | N
                                                                            problem.labels].sum()))
         gap = (primal - dual) / max(abs(primal), 1e-300)
         check_seconds = min(check_seconds, time.perf_counter() - started - descent_seconds)
-        budget = max(params.gap_check_work * check_seconds * work / max(descent_seconds, 1e-9),
-                     1.0)
+        budget = _next_budget(params, check_seconds, work, descent_seconds)
         checks += 1
-        if gap_rule and gap <= params.tol:
-            status = Termination.CONVERGED
-            message = f"converged: relative duality gap {gap:.3g} <= tol={params.tol:g}"
-        elif not gap_rule and met:
-            status = Termination.CONVERGED
-            message = (f"converged: largest violation {violation:.3g} < eps={params.eps:g} "
-                       f"(LIBLINEAR's rule)")
-        elif epochs >= params.max_iter:
-            status = Termination.MAX_ITER
-            message = (f"max_iter={params.max_iter} outer iterations reached (relative "
-                       f"duality gap {gap:.3g})")
+        status, message = _verdict(params, epochs, gap, gap_rule, met,
+                                   f"largest violation {violation:.3g} < eps={params.eps:g}")
         stop = reporter(epochs, primal, gap, elapsed=elapsed, dual_objective=dual,
                         max_violation=float(violation))
         if status is not None:
@@ -297,3 +276,26 @@ def fit_crammer_singer(dataset, spec, params: DualCDParams, monitor: Monitor) ->
     W = solution.beta
     model = LinearModel(W[:, :-1], problem.effective_bias_scale * W[:, -1], dataset.classes)
     return Fit(model, [summary])
+
+
+def _next_budget(params, check_seconds: float, work: float, descent_seconds: float) -> float:
+    """Stored entries to descend through before the next gap check: ``gap_check_work``
+    times as long as a check takes, at the rate the descent just had."""
+    rate = work / max(descent_seconds, 1e-9)
+    return max(params.gap_check_work * check_seconds * rate, 1.0)
+
+
+def _verdict(params, epochs: int, gap: float, gap_rule: bool, own_met: bool,
+             own_rule: str) -> tuple[Termination | None, str | None]:
+    """(status, message) after a check, or (None, None) to go on: the certified gap (``tol``)
+    or, with ``stop_rule`` LIBLINEAR's, its rule (``own_rule`` says it when met), then
+    ``max_iter``."""
+    if gap_rule and gap <= params.tol:
+        return Termination.CONVERGED, (f"converged: relative duality gap {gap:.3g} <= "
+                                       f"tol={params.tol:g}")
+    if not gap_rule and own_met:
+        return Termination.CONVERGED, f"converged: {own_rule} (LIBLINEAR's rule)"
+    if epochs >= params.max_iter:
+        return Termination.MAX_ITER, (f"max_iter={params.max_iter} outer iterations reached "
+                                      f"(relative duality gap {gap:.3g})")
+    return None, None

@@ -53,31 +53,40 @@ def _lower(alpha, t):
     return alpha[t] <= 0.0
 
 
-@njit(cache=True, nogil=True)
-def violation(y, alpha, cost, G, order, size):
-    """m(alpha) - M(alpha) over the first ``size`` indices of ``order``:
-    max_{I_up} -y_t G_t - min_{I_low} -y_t G_t."""
-    gmax = -INF
+@njit(cache=True, inline="always")
+def _extreme_violations(y, alpha, cost, G, order, size):
+    """(max_{I_up} -y_t G_t, max_{I_low} y_t G_t) over the first ``size`` indices of
+    ``order``: LIBSVM's Gmax1 and Gmax2, whose sum is m(alpha) - M(alpha)."""
+    gmax1 = -INF
     gmax2 = -INF
     for k in range(size):
         t = order[k]
         if y[t] > 0:
             if not _upper(alpha, cost, t):
-                gmax = max(gmax, -G[t])
+                gmax1 = max(gmax1, -G[t])
             if not _lower(alpha, t):
                 gmax2 = max(gmax2, G[t])
         else:
             if not _upper(alpha, cost, t):
                 gmax2 = max(gmax2, -G[t])
             if not _lower(alpha, t):
-                gmax = max(gmax, G[t])
-    return gmax + gmax2
+                gmax1 = max(gmax1, G[t])
+    return gmax1, gmax2
 
 
 @njit(cache=True, nogil=True)
-def reconstruct_gradient(rows, columns, kernel, store, y, alpha, cost, G, G_bar, order, state):
-    """G of the inactive variables from G_bar and the free variables' rows (LIBSVM's
-    ``reconstruct_gradient``), then every variable active."""
+def violation(y, alpha, cost, G, order, size):
+    """m(alpha) - M(alpha) over the first ``size`` indices of ``order``:
+    max_{I_up} -y_t G_t - min_{I_low} -y_t G_t."""
+    gmax1, gmax2 = _extreme_violations(y, alpha, cost, G, order, size)
+    return gmax1 + gmax2
+
+
+@njit(cache=True, nogil=True)
+def inactive_gradient(rows, columns, kernel, store, y, alpha, cost, G_bar, order, state, out):
+    """The gradient of the inactive (shrunk) variables into ``out``: G_bar_t - 1 plus the
+    free variables' rows (LIBSVM's ``reconstruct_gradient``); ``out`` of the active ones is
+    left as it is."""
     active = state[ACTIVE_SIZE]
     length = state[LENGTH]
     if active == length:
@@ -85,7 +94,7 @@ def reconstruct_gradient(rows, columns, kernel, store, y, alpha, cost, G, G_bar,
     slots = store[0]
     for k in range(active, length):
         t = order[k]
-        G[t] = G_bar[t] - 1.0
+        out[t] = G_bar[t] - 1.0
     for k in range(active):
         i = order[k]
         if 0.0 < alpha[i] < cost[i]:
@@ -93,8 +102,15 @@ def reconstruct_gradient(rows, columns, kernel, store, y, alpha, cost, G, G_bar,
             coef = y[i] * alpha[i]
             for m in range(active, length):
                 t = order[m]
-                G[t] += coef * y[t] * row[t]
-    state[ACTIVE_SIZE] = length
+                out[t] += coef * y[t] * row[t]
+
+
+@njit(cache=True, nogil=True)
+def reconstruct_gradient(rows, columns, kernel, store, y, alpha, cost, G, G_bar, order, state):
+    """G of the inactive variables reconstructed (:func:`inactive_gradient`), then every
+    variable active."""
+    inactive_gradient(rows, columns, kernel, store, y, alpha, cost, G_bar, order, state, G)
+    state[ACTIVE_SIZE] = state[LENGTH]
 
 
 @njit(cache=True, inline="always")
@@ -114,20 +130,7 @@ def _be_shrunk(y, alpha, cost, G, t, gmax1, gmax2):
 def do_shrinking(rows, columns, kernel, store, y, alpha, cost, G, G_bar, order, state, eps):
     """LIBSVM's ``do_shrinking``: unshrink once when m - M <= 10 eps, then move the variables
     that ``be_shrunk`` to the end of the active part of ``order``."""
-    gmax1 = -INF  # max { -y_i G_i | i in I_up }
-    gmax2 = -INF  # max { y_i G_i | i in I_low }
-    for k in range(state[ACTIVE_SIZE]):
-        t = order[k]
-        if y[t] > 0:
-            if not _upper(alpha, cost, t):
-                gmax1 = max(gmax1, -G[t])
-            if not _lower(alpha, t):
-                gmax2 = max(gmax2, G[t])
-        else:
-            if not _upper(alpha, cost, t):
-                gmax2 = max(gmax2, -G[t])
-            if not _lower(alpha, t):
-                gmax1 = max(gmax1, G[t])
+    gmax1, gmax2 = _extreme_violations(y, alpha, cost, G, order, state[ACTIVE_SIZE])
     if state[UNSHRINK] == 0 and gmax1 + gmax2 <= eps * 10.0:
         state[UNSHRINK] = 1
         reconstruct_gradient(rows, columns, kernel, store, y, alpha, cost, G, G_bar, order,

@@ -9,15 +9,15 @@ import numpy as np
 from numba import njit
 
 from solvers.base import Termination
-from solvers.core.kernels import KernelCache, cache_row
+from solvers.core.kernels import KernelCache
 from solvers.monitor import Monitor, Reporter
 from solvers.problems import KernelProblem
 from solvers.smo.engine import (
     ACTIVE_SIZE,
     ITERATIONS,
-    LENGTH,
     OPTIMAL,
     UNSHRINK,
+    inactive_gradient,
     reconstruct_gradient,
     rho_of,
     smo_iterations,
@@ -48,24 +48,9 @@ class CSVCSolution:
 @njit(cache=True, nogil=True)
 def full_gradient(rows, columns, kernel, store, y, alpha, cost, G, G_bar, order, state, out):
     """G of every variable into ``out`` without changing the solver's state: the active
-    ones as maintained, the inactive ones from G_bar and the free variables' rows."""
+    ones as maintained, the inactive ones reconstructed (:func:`inactive_gradient`)."""
     out[:] = G
-    active = state[ACTIVE_SIZE]
-    length = state[LENGTH]
-    if active == length:
-        return
-    slots = store[0]
-    for k in range(active, length):
-        t = order[k]
-        out[t] = G_bar[t] - 1.0
-    for k in range(active):
-        i = order[k]
-        if 0.0 < alpha[i] < cost[i]:
-            row = slots[cache_row(rows, columns, kernel, store, i)]
-            coef = y[i] * alpha[i]
-            for m in range(active, length):
-                t = order[m]
-                out[t] += coef * y[t] * row[t]
+    inactive_gradient(rows, columns, kernel, store, y, alpha, cost, G_bar, order, state, out)
 
 
 class CSVC:
