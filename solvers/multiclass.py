@@ -23,8 +23,9 @@ from solvers.base import (
     SubproblemResult,
     Termination,
 )
+from solvers.core.sparse import csr_rmatvec
 from solvers.data.dataset import Dataset, label_key
-from solvers.models import LinearModel
+from solvers.models import KernelModel, LinearModel
 from solvers.monitor import IterationRecord, Monitor, NullMonitor, Stopwatch
 
 
@@ -275,3 +276,21 @@ def subproblem_weight(dataset: Dataset, positive: float) -> np.ndarray | None:
     k = int(np.searchsorted(dataset.classes, positive))
     factor = np.where(dataset.y == positive, weights[k], 1.0)
     return factor if dataset.sample_weight is None else factor * dataset.sample_weight
+
+
+def kernel_expansion_model(X, results, dataset: Dataset, kernel) -> KernelModel | LinearModel:
+    """The model of binary or one-vs-rest kernel expansions f_k(x) = sum_j coef_kj K(x_j, x)
+    + b_k, one ``(summary, (coef, intercept))`` per problem of ``results``
+    (:func:`run_binary_subproblems`): for the linear kernel a LinearModel, w_k = sum_j
+    coef_kj x_j (the same function, one product per row), else a KernelModel of the rows some
+    coefficient uses."""
+    rows = n_score_rows(dataset)
+    coef = np.zeros((rows, dataset.n_samples))
+    intercept = np.zeros(rows)
+    for k, (_, (c, b)) in enumerate(results):
+        coef[k], intercept[k] = c, b
+    if kernel.name == "linear":
+        weights = np.vstack([csr_rmatvec(X, row) for row in coef])
+        return LinearModel(weights, intercept, dataset.classes)
+    keep = np.flatnonzero(np.any(coef != 0.0, axis=0))
+    return KernelModel(X[keep], coef[:, keep], intercept, dataset.classes, kernel)

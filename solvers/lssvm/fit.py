@@ -9,7 +9,6 @@ import numpy as np
 
 from solvers import config
 from solvers.base import Fit, SolverSpec
-from solvers.core.sparse import csr_rmatvec
 from solvers.lssvm.params import KernelSolverParams
 from solvers.lssvm.smo import RelaxedSMO
 from solvers.lssvm.systems import (
@@ -19,12 +18,12 @@ from solvers.lssvm.systems import (
     ProximalDirect,
     ProximalIterative,
 )
-from solvers.models import KernelModel, LinearModel, Model
+from solvers.models import Model
 from solvers.monitor import Monitor, NullMonitor
 from solvers.multiclass import (
     fit_linear_one_vs_rest,
     fit_linear_path,
-    n_score_rows,
+    kernel_expansion_model,
     run_binary_subproblems,
     timed_path,
 )
@@ -109,19 +108,8 @@ def fit_kernel(dataset, spec: SolverSpec, params: KernelSolverParams, monitor: M
         return solution, (solution.coef, solution.intercept)
 
     results = run_binary_subproblems(dataset, spec, monitor, solve_one)
-    classes = dataset.classes
-    n_rows = n_score_rows(dataset)
-    coef = np.zeros((n_rows, dataset.n_samples))
-    intercept = np.zeros(n_rows)
-    for k, (_, (c, b)) in enumerate(results):
-        coef[k], intercept[k] = c, b
-    if kernel.name == "linear":
-        weights = np.vstack([csr_rmatvec(X, row) for row in coef])
-        model = LinearModel(weights, intercept, classes)
-    else:
-        keep = np.flatnonzero(np.any(coef != 0.0, axis=0))
-        model = KernelModel(X[keep], coef[:, keep], intercept, classes, kernel)
-    return Fit(model, [summary for summary, _ in results])
+    return Fit(kernel_expansion_model(X, results, dataset, kernel),
+               [summary for summary, _ in results])
 
 
 def fit_kernel_path(dataset, spec: SolverSpec,

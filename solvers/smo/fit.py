@@ -7,14 +7,13 @@ import numpy as np
 
 from solvers.base import Fit, SolverSpec, SubproblemResult, Termination
 from solvers.core.kernels import KernelCache
-from solvers.core.sparse import csr_rmatvec
 from solvers.data.dataset import label_key
-from solvers.models import KernelModel, LinearModel
+from solvers.models import KernelModel
 from solvers.monitor import Monitor
 from solvers.multiclass import (
     SubproblemMonitor,
     binary_targets,
-    n_score_rows,
+    kernel_expansion_model,
     run_binary_subproblems,
     subproblem_weight,
 )
@@ -60,17 +59,8 @@ def fit_csvc(dataset, spec: SolverSpec, params: SMOParams, monitor: Monitor) -> 
         return solution, (solution.coef, solution.intercept)
 
     results = run_binary_subproblems(dataset, spec, monitor, solve_one, weighted=True)
-    rows = n_score_rows(dataset)
-    coef = np.zeros((rows, dataset.n_samples))
-    intercept = np.zeros(rows)
-    for k, (_, (c, b)) in enumerate(results):
-        coef[k], intercept[k] = c, b
-    if kernel.name == "linear":
-        weights = np.vstack([csr_rmatvec(X, row) for row in coef])
-        model = LinearModel(weights, intercept, dataset.classes)
-    else:
-        model = _model(X, coef, intercept, dataset.classes, kernel, "ovr")
-    return Fit(model, [summary for summary, _ in results])
+    return Fit(kernel_expansion_model(X, results, dataset, kernel),
+               [summary for summary, _ in results])
 
 
 def fit_one_vs_one(dataset, spec: SolverSpec, params: SMOParams, monitor: Monitor) -> Fit:
