@@ -178,32 +178,27 @@ def select_working_set(rows, columns, kernel, store, diag, y, alpha, cost, G, or
         kii = diag[i]
         for k in range(size):
             t = order[k]
+            # t in I_low: y_t = +1 and alpha_t > 0, or y_t = -1 and alpha_t < C_t; its
+            # violation is y_t G_t (LIBSVM's two branches, one with the sign folded in)
             if y[t] > 0:
-                if not _lower(alpha, t):
-                    grad_diff = gmax + G[t]
-                    if G[t] >= gmax2:
-                        gmax2 = G[t]
-                    if grad_diff > 0.0:
-                        quad = kii + diag[t] - 2.0 * row[t]
-                        if quad <= 0.0:
-                            quad = TAU
-                        obj_diff = -(grad_diff * grad_diff) / quad
-                        if obj_diff <= obj_diff_min:
-                            gmin_idx = t
-                            obj_diff_min = obj_diff
+                if _lower(alpha, t):
+                    continue
+                y_grad = G[t]
             else:
-                if not _upper(alpha, cost, t):
-                    grad_diff = gmax - G[t]
-                    if -G[t] >= gmax2:
-                        gmax2 = -G[t]
-                    if grad_diff > 0.0:
-                        quad = kii + diag[t] - 2.0 * row[t]
-                        if quad <= 0.0:
-                            quad = TAU
-                        obj_diff = -(grad_diff * grad_diff) / quad
-                        if obj_diff <= obj_diff_min:
-                            gmin_idx = t
-                            obj_diff_min = obj_diff
+                if _upper(alpha, cost, t):
+                    continue
+                y_grad = -G[t]
+            grad_diff = gmax + y_grad
+            if y_grad >= gmax2:
+                gmax2 = y_grad
+            if grad_diff > 0.0:
+                quad = kii + diag[t] - 2.0 * row[t]
+                if quad <= 0.0:
+                    quad = TAU
+                obj_diff = -(grad_diff * grad_diff) / quad
+                if obj_diff <= obj_diff_min:
+                    gmin_idx = t
+                    obj_diff_min = obj_diff
     else:
         for k in range(size):  # m(alpha) - M(alpha) still needs M
             t = order[k]
