@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import gc
 import logging
 import threading
 
@@ -68,14 +67,18 @@ _TRIMMING = threading.Lock()
 
 
 def release_memory() -> bool:
-    """Collect the garbage cycles (an upload's multipart parser and its callbacks form one,
-    which held the parsed arrays until the next full collection), then return the
-    allocator's free pages to the system (glibc's ``malloc_trim(0)``); False when there is no
-    such call here, or a release is already running."""
+    """Return the allocator's free pages to the system (glibc's ``malloc_trim(0)``, called
+    through ctypes, which lets go of the GIL meanwhile); False when there is no such call
+    here, or a release is already running.
+
+    No garbage collection: a full one walks the whole heap holding the GIL, and forced after
+    every large request it stalled the event loop (``/healthz`` p99 1,275 ms during ten
+    1.16 MB uploads, issue 35).  The cycle it was there for (an upload's multipart parser and
+    its callbacks, which kept the parsed arrays) is broken where it forms
+    (:meth:`app.uploads._MultipartFile.close`)."""
     if _MALLOC_TRIM is None or not _TRIMMING.acquire(blocking=False):
         return False
     try:
-        gc.collect()
         _MALLOC_TRIM(0)
         return True
     finally:

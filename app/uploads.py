@@ -175,6 +175,15 @@ class _MultipartFile:
                                  error=ContentTooLarge)
         return dataset
 
+    def close(self) -> None:
+        """Drop the parsers.  The multipart parser holds this object's bound methods as its
+        callbacks, a reference cycle: left to the garbage collector, it kept the SVMlight
+        parser's arrays alive until the next full collection (whose heap walk, holding the
+        GIL, stalled the event loop when it was forced after large uploads)."""
+        self._multipart = None
+        self.parser = None
+        self._pending = bytearray()
+
     def _feed(self) -> None:
         if self._pending:
             pending, self._pending = bytes(self._pending), bytearray()
@@ -249,21 +258,25 @@ async def receive_svmlight_upload(request: Request, limits: UploadLimits, *,
         max_text_bytes=limits.max_bytes, max_rows=limits.max_rows, max_entries=limits.max_nnz,
         max_features=limits.max_features)
     upload = _MultipartFile(boundary, parser, limits)
+    del parser
     received = 0
     batch = bytearray()
     try:
-        async for chunk in request.stream():
-            received += len(chunk)
-            if received > body_limit:
-                raise limit_exceeded("the request", "max_upload_bytes", max_bytes, "bytes",
-                             error=ContentTooLarge)
-            batch += chunk
-            if len(batch) >= FEED_BYTES:
-                data, batch = bytes(batch), bytearray()
-                await run_in_threadpool(upload.consume, data)
-    except ClientDisconnect:
-        raise UnreadableBody("the request body was cut off before its end") from None
-    if batch:
-        await run_in_threadpool(upload.consume, bytes(batch))
-    dataset = await run_in_threadpool(upload.finish)
-    return ParsedUpload(dataset, upload.filename or "upload", upload.size)
+        try:
+            async for chunk in request.stream():
+                received += len(chunk)
+                if received > body_limit:
+                    raise limit_exceeded("the request", "max_upload_bytes", max_bytes, "bytes",
+                                         error=ContentTooLarge)
+                batch += chunk
+                if len(batch) >= FEED_BYTES:
+                    data, batch = bytes(batch), bytearray()
+                    await run_in_threadpool(upload.consume, data)
+        except ClientDisconnect:
+            raise UnreadableBody("the request body was cut off before its end") from None
+        if batch:
+            await run_in_threadpool(upload.consume, bytes(batch))
+        dataset = await run_in_threadpool(upload.finish)
+        return ParsedUpload(dataset, upload.filename or "upload", upload.size)
+    finally:
+        upload.close()  # freed by reference counting, whatever happened
