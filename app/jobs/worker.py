@@ -50,6 +50,7 @@ class WorkerConfig:
     datasets: str  # where the dataset files live (app.storage.open_store)
     threads: int
     log_level: str
+    max_model_bytes: int | None = None  # SVMSVC_MODEL_CACHE_BYTES: larger models are refused
 
 
 def worker_main(config: WorkerConfig, connection) -> None:
@@ -83,7 +84,8 @@ def worker_main(config: WorkerConfig, connection) -> None:
             if message is None:
                 break
             _, job_id, attempt = message
-            status = run_job(sessions, store, uuid.UUID(job_id), attempt, parent.is_alive)
+            status = run_job(sessions, store, uuid.UUID(job_id), attempt, parent.is_alive,
+                             config.max_model_bytes)
             connection.send(("done", job_id, status))
     except (EOFError, OSError):
         pass  # the service went away: nothing left to report to
@@ -134,9 +136,11 @@ def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec 
 
 
 def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
-            attempt: int, parent_alive) -> str | None:
+            attempt: int, parent_alive, max_model_bytes: int | None = None) -> str | None:
     """Run one attempt of a job to its end; returns the final status written (None when
-    the attempt lost the job and wrote nothing)."""
+    the attempt lost the job and wrote nothing).  A trained model whose archive exceeds
+    ``max_model_bytes`` (the web process's model cache) fails the job, saying so: served, it
+    would be read from the database and loaded again for every prediction."""
     import solvers
 
     with sessions.read() as session:
@@ -199,10 +203,16 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
             validation = evaluate(result.model, store.load(spec.validation_digest),
                                   parallel=True)
             validation["dataset_id"] = str(spec.validation_dataset_id)
+        row = trained_model_row(spec, result, dataset, validation)
+        if max_model_bytes is not None and row.size_bytes > max_model_bytes:
+            return finish(JobStatus.failed, solver_status=result.status, error=(
+                f"the trained model's archive takes {row.size_bytes} bytes, more than the "
+                f"limit of {max_model_bytes} bytes set by SVMSVC_MODEL_CACHE_BYTES (the "
+                f"prediction cache, which a model must fit to be served without a reload per "
+                f"request); it was not stored: raise the setting, or train a smaller model "
+                f"(fewer support vectors: a smaller C; a linear or low-rank kernel model)"))
         return finish(JobStatus.succeeded, solver_status=result.status,
-                      message=message,
-                      model=trained_model_row(spec, result, dataset, validation),
-                      cross_validation=cross_validation)
+                      message=message, model=row, cross_validation=cross_validation)
     except Exception as exc:  # anything a solver raises fails its job, never the worker
         logger.exception("job %s attempt %d failed", job_id, attempt)
         if not monitor.writable:

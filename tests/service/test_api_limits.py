@@ -6,6 +6,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import uuid
 
 import anyio
 import pytest
@@ -150,6 +151,49 @@ def test_a_model_of_too_many_weights_is_refused_when_the_job_is_created(api):
     assert response.status_code == 422, response.text
     detail = response.json()["detail"]
     assert "3 weight vectors of 16777217" in detail and "SVMSVC_MAX_MODEL_WEIGHTS" in detail
+
+
+def test_a_model_over_the_prediction_cache_is_refused_before_it_trains(api, monkeypatch):
+    """A model larger than SVMSVC_MODEL_CACHE_BYTES would be read and loaded again for every
+    prediction (four concurrent predictions took 9 s each): a linear one is refused when the
+    job is created (8 bytes a weight)."""
+    settings = api.app.state.settings
+    # setitem on the state's dict: pytest's setattr would undo by deleting the attribute (it
+    # looks for the old value in the instance __dict__, where a Starlette State keeps none)
+    monkeypatch.setitem(api.app.state._state, "settings",
+                        settings.model_copy(update={"model_cache_bytes": 2**20}))
+    dataset_id = uploaded_id(api, b"1 200000:1\n-1 1:1\n")  # 200,001 weights: 1.6 MB
+    response = api.post("/api/v1/jobs", json={"dataset_id": dataset_id,
+                                              "params": {"solver": "mfn"}})
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert "1 weight vectors of 200001" in detail and "SVMSVC_MODEL_CACHE_BYTES" in detail
+    assert "(1600008 bytes)" in detail
+
+
+def test_a_trained_model_over_the_prediction_cache_fails_its_job_unstored(api):
+    """A model whose size is known only once trained (a kernel model's support vectors) and
+    whose archive exceeds the worker's limit (SVMSVC_MODEL_CACHE_BYTES) fails its job with
+    the reason, and nothing is stored."""
+    from app.db.models import Job, JobStatus, TrainedModel, utcnow
+    from app.jobs.worker import run_job
+
+    state = api.app.state
+    dataset_id = uploaded_id(api, data_path("heart_scale"))
+    with state.sessions.write() as session:  # a job as a worker's claim leaves it
+        job = Job(dataset_id=uuid.UUID(dataset_id), solver="smo",
+                  params={"solver": "smo", "kernel": "rbf"}, status=JobStatus.running,
+                  attempts=1, heartbeat_at=utcnow(), message="running in the test")
+        session.add(job)
+        session.commit()
+        job_id = job.id
+    assert run_job(state.sessions, state.store, job_id, 1, lambda: True,
+                   max_model_bytes=1000) == "failed"
+    done = api.get(f"/api/v1/jobs/{job_id}").json()
+    assert done["model_id"] is None
+    assert "more than the limit of 1000 bytes set by SVMSVC_MODEL_CACHE_BYTES" in done["error"]
+    with state.sessions.read() as session:
+        assert session.query(TrainedModel).filter_by(job_id=job_id).count() == 0
 
 
 def test_a_malformed_multipart_part_header_is_a_422(api):

@@ -73,6 +73,7 @@ class DaskTask:
     database_url: str
     datasets: str  # where the dataset files live (app.storage.open_store)
     threads: int
+    max_model_bytes: int | None = None  # SVMSVC_MODEL_CACHE_BYTES (app.jobs.worker.run_job)
 
 
 _warm_lock = threading.Lock()
@@ -143,7 +144,8 @@ def run_dask_job(task: DaskTask) -> dict:
     # worker process was started with (NUMBA_NUM_THREADS).
     numba.set_num_threads(max(1, min(task.threads, numba.config.NUMBA_NUM_THREADS)))
     status = run_job(sessions, store, task.job_id, task.attempt,
-                     lambda: worker.status in (Status.running, Status.paused))
+                     lambda: worker.status in (Status.running, Status.paused),
+                     task.max_model_bytes)
     return {"status": status, "rerun_after": None}
 
 
@@ -216,7 +218,8 @@ class DaskExecutor:
         assignment = Assignment(claim.job_id, claim.attempt, claim.time_limit_s)
         key = f"svmsvc-job-{claim.job_id}-{claim.attempt}"
         task = DaskTask(claim.job_id, claim.attempt, self._settings.sqlalchemy_url,
-                        self._settings.dataset_location, self._threads)
+                        self._settings.dataset_location, self._threads,
+                        self._settings.model_cache_bytes)
         try:
             future = self._client.submit(run_dask_job, task, key=key, pure=False, retries=0,
                                          resources={RESOURCE: self._threads})
