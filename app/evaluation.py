@@ -9,8 +9,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from app.core.principals import Principal
 from app.crud import datasets as crud_datasets
-from app.errors import InvalidRequest
+from app.errors import InvalidRequest, NotFound
 from app.prediction import ModelCache, load_model
 
 
@@ -27,17 +28,19 @@ def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
 
 
 def evaluate_on_dataset(cache: ModelCache, sessions, store, model_id: uuid.UUID,
-                        dataset_id: uuid.UUID) -> dict[str, Any]:
+                        dataset_id: uuid.UUID, principal: Principal) -> dict[str, Any]:
     """The evaluation of a stored model on a stored dataset (the fields of
     ``EvaluationPublic``): :class:`~app.errors.NotFound` for the model,
     :class:`~app.errors.InvalidRequest` for a dataset that does not exist or belongs to
-    another feature space (more features than the model)."""
-    model = load_model(cache, sessions, model_id)
+    another feature space (more features than the model); both must be ``principal``'s to
+    see."""
+    model = load_model(cache, sessions, model_id, principal)
     missing = InvalidRequest(f"dataset_id: dataset {dataset_id} not found")
     with sessions.read() as session:
-        dataset = crud_datasets.get(session, dataset_id)
-        if dataset is None:
-            raise missing
+        try:
+            dataset = crud_datasets.get(session, dataset_id, principal)
+        except NotFound:
+            raise missing from None
         digest, n_features = dataset.sha256, dataset.n_features
     if n_features > model.n_features_in_:
         raise InvalidRequest(f"dataset_id: the dataset has {n_features} features, the model "

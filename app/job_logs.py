@@ -16,10 +16,11 @@ from collections.abc import Iterable, Iterator
 
 from sqlalchemy.orm import Session
 
+from app.core.principals import Principal
 from app.crud import jobs as crud_jobs
 from app.db.session import Sessions
 from app.downsample import sample_rows
-from app.errors import InvalidRequest
+from app.errors import InvalidRequest, NotFound
 from app.schemas import JobLogPublic, JobLogSeries, JobLogsPublic, JobPublic, LogRecordPublic
 
 READ_BATCH = 5000
@@ -74,16 +75,18 @@ def _number(value: float | None) -> str:
     return "" if value is None else repr(value)
 
 
-def compare(sessions: Sessions, job_ids: Iterable[uuid.UUID], points: int) -> JobLogsPublic:
+def compare(sessions: Sessions, job_ids: Iterable[uuid.UUID], points: int,
+            principal: Principal) -> JobLogsPublic:
     """Several jobs' logs, each down-sampled to at most ``points`` records, with each job's
     lowest objective, the lowest of them all and whether they all solve one problem; a job
-    that does not exist is an :class:`InvalidRequest` naming it."""
+    that does not exist (for ``principal``) is an :class:`InvalidRequest` naming it."""
     series = []
     for job_id in dict.fromkeys(job_ids):
         with sessions.read() as session:
-            job = crud_jobs.get(session, job_id)
-            if job is None:
-                raise InvalidRequest(f"job_id: job {job_id} not found")
+            try:
+                job = crud_jobs.get(session, job_id, principal)
+            except NotFound:
+                raise InvalidRequest(f"job_id: job {job_id} not found") from None
             public = JobPublic.from_row(job)
         rows = _all_rows(sessions, job_id, 0)
         objectives = [row.objective for row in rows if row.objective is not None]

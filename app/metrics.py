@@ -5,9 +5,9 @@
 * ``svmsvc_jobs{status}``: jobs in each state, counted in the database at scrape time;
 * ``svmsvc_workers{state}``: worker processes ``busy``, ``idle`` or ``starting``;
 * ``svmsvc_log_streams_open``: live log streams open now, and
-  ``svmsvc_log_streams_open_by_owner{owner}`` per API key (``key:`` and the first 12 hex
-  digits of the key's SHA-256 digest) or per client address (``client:<address>``) when the
-  service has no keys;
+  ``svmsvc_log_streams_open_by_owner{owner}`` per owner (its name, or for a key that is
+  its own owner ``key:`` and 16 hex digits of a salted digest: :mod:`app.core.principals`)
+  or per client address (``client:<address>``) when the service has no keys;
 * ``svmsvc_jobs_finished_total{status}`` and ``svmsvc_worker_restarts_total{reason}``
   (``crashed`` or ``killed``) since the process started.
 """
@@ -55,10 +55,11 @@ class ServiceMetrics:
 
 
 def owner_label(owner: str) -> str:
-    """The ``owner`` label of a stream owner: ``key:`` and the first 12 hex digits of the
-    key's SHA-256 digest (enough to tell keys apart, not the digest itself), or the client's
-    address as is (``client:<address>``) when the service has no keys."""
-    return owner if owner.startswith("client:") else f"key:{owner[:12]}"
+    """The ``owner`` label of a stream owner: the owner as stored (a name, or ``key:`` and
+    a salted digest's prefix: never the key's digest), or the client's address
+    (``client:<address>``) when the service has no keys; ``""`` (an open service's owner)
+    shows as ``open``."""
+    return owner or "open"
 
 
 class _LogStreamCollector:
@@ -73,8 +74,8 @@ class _LogStreamCollector:
         yield total
         per_owner = GaugeMetricFamily(
             "svmsvc_log_streams_open_by_owner",
-            "Live log streams open now per API key (key: and the first 12 hex digits of its "
-            "SHA-256 digest), or per client address when the service has no keys.",
+            "Live log streams open now per owner (its name, or key: and a salted digest's "
+            "prefix), or per client address when the service has no keys.",
             labels=["owner"])
         for owner, count in sorted(by_owner.items()):
             per_owner.add_metric([owner_label(owner)], count)

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from pydantic import ValidationError
 
+from app.core.principals import Principal
 from app.crud import models as crud_models
 from app.errors import ContentTooLarge, InvalidRequest, MalformedInput, NotFound, limit_exceeded
 
@@ -257,12 +258,14 @@ class ModelCache:
     """A thread-safe LRU cache of loaded models, keyed by model id, bounded in bytes.
 
     A model's size is the length of its stored archive (the arrays it holds once loaded).
-    A model larger than the whole cache is loaded for the request and not kept.
+    A model larger than the whole cache is loaded for the request and not kept.  Each entry
+    keeps the model's owner, so that a cached model is answered to its owner only, as a
+    stored one is (:func:`load_model`).
     """
 
     def __init__(self, max_bytes: int):
         self._max_bytes = max_bytes
-        self._models: OrderedDict[uuid.UUID, tuple[Any, int]] = OrderedDict()
+        self._models: OrderedDict[uuid.UUID, tuple[Any, int, str]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -271,38 +274,38 @@ class ModelCache:
         """Bytes of the models held now."""
         return self._bytes
 
-    def peek(self, model_id: uuid.UUID):
-        """The model if it is cached (marked as used), else None; never loads."""
+    def peek(self, model_id: uuid.UUID) -> tuple[Any, str] | None:
+        """(model, owner) if the model is cached (marked as used), else None; never loads."""
         with self._lock:
             entry = self._models.get(model_id)
             if entry is None:
                 return None
             self._models.move_to_end(model_id)
-            return entry[0]
+            return entry[0], entry[2]
 
-    def get(self, model_id: uuid.UUID, load_bytes: Callable[[], bytes]):
-        """The model, loaded from ``load_bytes()`` unless cached."""
-        with self._lock:
-            entry = self._models.get(model_id)
-            if entry is not None:
-                self._models.move_to_end(model_id)
-                return entry[0]
+    def get(self, model_id: uuid.UUID,
+            load_bytes: Callable[[], tuple[bytes, str]]) -> tuple[Any, str]:
+        """(model, owner), loaded from ``load_bytes()`` (the archive and the owner) unless
+        cached."""
+        found = self.peek(model_id)
+        if found is not None:
+            return found
         import solvers
 
-        artifact = load_bytes()
+        artifact, owner = load_bytes()
         model = solvers.load_model(artifact)
         size = len(artifact)
         if size > self._max_bytes:
-            return model
+            return model, owner
         with self._lock:
             if model_id not in self._models:
-                self._models[model_id] = (model, size)
+                self._models[model_id] = (model, size, owner)
                 self._bytes += size
             self._models.move_to_end(model_id)
             while self._bytes > self._max_bytes:
-                _, (_, evicted) = self._models.popitem(last=False)
+                _, (_, evicted, _) = self._models.popitem(last=False)
                 self._bytes -= evicted
-        return model
+        return model, owner
 
     def discard(self, model_id: uuid.UUID) -> None:
         """Forget a model (it was deleted)."""
@@ -314,17 +317,20 @@ class ModelCache:
 
 # -- the operations the routes call ----------------------------------------------------------
 
-def load_model(cache: ModelCache, sessions, model_id: uuid.UUID):
+def load_model(cache: ModelCache, sessions, model_id: uuid.UUID, principal: Principal):
     """The model object, from the cache or from its archive in the database
-    (:class:`NotFound` when there is no such model)."""
+    (:class:`NotFound` when there is no such model for ``principal``)."""
 
-    def read_artifact() -> bytes:
-        artifact = crud_models.artifact(sessions, model_id)
-        if artifact is None:
+    def read_artifact() -> tuple[bytes, str]:
+        found = crud_models.artifact(sessions, model_id)
+        if found is None:
             raise NotFound(f"model {model_id} not found")
-        return artifact
+        return found
 
-    return cache.get(model_id, read_artifact)
+    model, owner = cache.get(model_id, read_artifact)
+    if not principal.may_see(owner):
+        raise NotFound(f"model {model_id} not found")
+    return model
 
 
 def example_columns(model, x: str, zero_based: bool) -> dict[int, float]:
@@ -352,15 +358,16 @@ def _too_many_rows(rows: int | None, max_rows: int) -> ContentTooLarge:
                           actual=rows, error=ContentTooLarge)
 
 
-def predict_batch(cache: ModelCache, sessions, model_id: uuid.UUID, body: bytes, is_json: bool,
-                  zero_based: bool, max_rows: int | None = None) -> bytes:
+def predict_batch(cache: ModelCache, sessions, model_id: uuid.UUID, principal: Principal,
+                  body: bytes, is_json: bool, zero_based: bool,
+                  max_rows: int | None = None) -> bytes:
     """The JSON of :class:`app.schemas.PredictionsPublic` for a batch: the JSON rows of
     ``body`` (``{"rows": [...]}``) or its SVMlight lines (labels optional), at most
     ``max_rows`` of them (the answer grows with the rows, not the bytes: 16 MiB of lines
     ``1`` were 8 million rows and a 424 MB answer)."""
     import solvers
 
-    model = load_model(cache, sessions, model_id)
+    model = load_model(cache, sessions, model_id, principal)
     n_features = model.n_features_in_
     if is_json:
         X = json_rows_matrix(body, n_features, zero_based)

@@ -4,28 +4,30 @@ The getters of application state are ``async def``: FastAPI runs a plain ``def``
 in the thread pool, a hop that cost more than a whole single-example prediction.  Sessions
 are function-scoped: the transaction ends when the path operation returns, before
 the response is sent.  ``SessionDep`` reads; ``WriteSessionDep`` is for path operations that
-change rows, which look their rows up in that same session (:func:`fetch`).  The
-``DatasetDep`` / ``JobDep`` / ``ModelDep`` lookups (404 when missing) are for reads.
+change rows, which look their rows up in that same session (through the query layer, for
+the caller's principal).  The ``DatasetDep`` / ``JobDep`` / ``ModelDep`` lookups (404 when
+missing or another owner's) are for reads.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 from fastapi import Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
 from app.core.config import Settings
+from app.core.security import PrincipalDep
+from app.crud import datasets as crud_datasets
+from app.crud import jobs as crud_jobs
+from app.crud import models as crud_models
 from app.db.models import Dataset, Job, TrainedModel
 from app.db.session import Sessions
-from app.errors import NotFound
 from app.jobs.dispatcher import Dispatcher
 from app.prediction import ModelCache
 from app.storage import DatasetStorage
-
-Row = TypeVar("Row")
 
 MAX_POSITION = 2**31 - 1
 """Largest ``offset`` / ``after`` accepted: iterations are 32-bit integer columns (on
@@ -84,27 +86,22 @@ DispatcherDep = Annotated[Dispatcher, Depends(get_dispatcher)]
 ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
 
 
-def fetch(session: Session, kind: type[Row], row_id: uuid.UUID, noun: str) -> Row:
-    """The row, or a 404 naming it."""
-    row = session.get(kind, row_id)
-    if row is None:
-        raise NotFound(f"{noun} {row_id} not found")
-    return row
+def get_dataset(dataset_id: Annotated[uuid.UUID, Path()], session: SessionDep,
+                principal: PrincipalDep) -> Dataset:
+    """The dataset named in the path (404 if none, or another owner's)."""
+    return crud_datasets.get(session, dataset_id, principal)
 
 
-def get_dataset(dataset_id: Annotated[uuid.UUID, Path()], session: SessionDep) -> Dataset:
-    """The dataset named in the path (404 if none)."""
-    return fetch(session, Dataset, dataset_id, "dataset")
+def get_job(job_id: Annotated[uuid.UUID, Path()], session: SessionDep,
+            principal: PrincipalDep) -> Job:
+    """The job named in the path (404 if none, or another owner's)."""
+    return crud_jobs.get(session, job_id, principal)
 
 
-def get_job(job_id: Annotated[uuid.UUID, Path()], session: SessionDep) -> Job:
-    """The job named in the path (404 if none)."""
-    return fetch(session, Job, job_id, "job")
-
-
-def get_model(model_id: Annotated[uuid.UUID, Path()], session: SessionDep) -> TrainedModel:
-    """The model named in the path (404 if none)."""
-    return fetch(session, TrainedModel, model_id, "model")
+def get_model(model_id: Annotated[uuid.UUID, Path()], session: SessionDep,
+              principal: PrincipalDep) -> TrainedModel:
+    """The model named in the path (404 if none, or another owner's)."""
+    return crud_models.get(session, model_id, principal)
 
 
 DatasetDep = Annotated[Dataset, Depends(get_dataset)]

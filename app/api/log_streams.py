@@ -152,7 +152,7 @@ class LogStreams:
                                  error=CapacityExceeded, retry_after_s=STREAM_RETRY_AFTER_S)
         mine = self._open.get(owner, 0)
         if mine >= self.max_per_owner:
-            raise limit_exceeded("the live log streams open for this API key",
+            raise limit_exceeded("the live log streams open for this owner",
                                  "max_log_streams_per_key", self.max_per_owner, "streams",
                                  actual=mine, error=QuotaExceeded,
                                  retry_after_s=STREAM_RETRY_AFTER_S)

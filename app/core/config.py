@@ -70,8 +70,9 @@ class Settings(BaseSettings):
         2.0, gt=0, description="Seconds a worker has to stop cooperatively after a cancel "
                                "request (or past a time limit) before it is killed.")
     model_cache_bytes: int = Field(
-        256 * 2**20, ge=0, description="Bytes of models kept loaded in the web process for "
-                                       "predictions (the sizes of their archives).")
+        256 * 2**20, ge=2**20, description="Bytes of models kept loaded in the web process "
+                                           "for predictions (the sizes of their archives); "
+                                           "also the largest model a job may store.")
     log_level: str = Field("info", description="Logging level of the service.")
     access_log: bool = Field(
         True, description="Log a line per HTTP request (uvicorn's access log); the requests "
@@ -88,11 +89,12 @@ class Settings(BaseSettings):
                                 "(every third of it); a job whose lease is older is taken back "
                                 "(re-queued or failed) by any service on the database.")
     api_keys: str | None = Field(
-        None, description="API keys as comma-separated scope:key pairs (scopes read, train, "
-                          "admin); none configured: the service is open.")
+        None, description="API keys as comma-separated scope:owner:key or scope:key entries "
+                          "(scopes read, train, admin; a key of its own is its own owner); "
+                          "none configured: the service is open.")
     api_keys_file: Path | None = Field(
-        None, description="File of API keys, one scope:key (or scope:sha256:<hex digest>) "
-                          "pair a line.")
+        None, description="File of API keys, one entry a line: scope:owner:key or "
+                          "scope:key, the key or sha256:<its hex digest>.")
     metrics_public: bool = Field(
         False, description="Serve /metrics without an API key even when keys are configured.")
     allow_open: bool = Field(
@@ -102,8 +104,8 @@ class Settings(BaseSettings):
         "", description="Origins allowed to call the API from a browser (CORS), comma-separated "
                         "(e.g. https://ui.example.org); empty: no CORS headers.")
     max_queued_jobs_per_key: int = Field(
-        100, ge=1, description="Jobs one API key may have queued at once (all requests share "
-                               "one quota when the service is open).")
+        100, ge=1, description="Jobs one owner (all its API keys together) may have queued at "
+                               "once (all requests share one quota when the service is open).")
     worker_warm_up_timeout_s: float = Field(
         600.0, gt=0, description="Seconds a worker process may take from its start to ready "
                                  "(imports and the Numba warm-up); one still not ready is "
@@ -112,7 +114,7 @@ class Settings(BaseSettings):
         256, ge=1, description="Live log streams open at once in the service; more is a 503 "
                                "with Retry-After.")
     max_log_streams_per_key: int = Field(
-        32, ge=1, description="Live log streams one API key (or, without keys, one client "
+        32, ge=1, description="Live log streams one owner (or, without keys, one client "
                               "address) may hold open at once; more is a 429 with "
                               "Retry-After.")
 

@@ -1,9 +1,21 @@
-"""API keys: who may call what.
+"""API keys: who may call what, and whose things they see.
 
-Keys come from ``SVMSVC_API_KEYS`` (comma-separated ``scope:key`` pairs) and/or the file named
-by ``SVMSVC_API_KEYS_FILE`` (one ``scope:key`` pair a line, or ``scope:sha256:<hex digest of
-the key>`` so that the file need not hold the key itself; blank lines and ``#`` comments are
-skipped).  Only SHA-256 digests of the keys are kept in memory.  A request sends its key in the
+Keys come from ``SVMSVC_API_KEYS`` (comma-separated entries) and/or the file named by
+``SVMSVC_API_KEYS_FILE`` (one entry a line; blank lines and ``#`` comments are skipped).  An
+entry is ``scope:owner:key`` (a key of the named owner: several keys, of any scopes, can share
+one owner) or ``scope:key`` (a key that is an owner of its own); in either, the key can be
+given as ``sha256:<hex digest of the key>`` so that the file need not hold the key itself.
+An owner's name is 1-64 letters, digits and ``_ . @ -``, starting with a letter or digit; a
+key that contains a colon needs the ``scope:owner:key`` form.  Only SHA-256 digests of the
+keys are kept in memory.
+
+**Tenants.** Every dataset, job and model belongs to the owner of the key that created it:
+other owners get a 404 for it and do not see it in listings; a key of scope ``admin`` sees and
+may act on everything.  The stored owner is the owner's name, or for a key that is its own
+owner ``key:`` and 16 hex digits of a salted digest of the key (:func:`own_owner`), never the
+key's bare hash.  With no key configured (one user on 127.0.0.1) there are no owners: things
+are stored with the empty owner ``""``, and when keys are turned on later only admins see
+them.  A request sends its key in the
 ``X-API-Key`` header or as a bearer token, ``Authorization: Bearer <key>`` (both are declared in
 the OpenAPI spec, so a generated client's ``AuthenticatedClient(token=key)`` works as it is);
 when both come, ``X-API-Key`` is the one checked.
@@ -16,16 +28,16 @@ configured the service is open (every request allowed), and says so at start-up.
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import hmac
 import re
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import Request, Security
+from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from app.core.principals import OPEN, Principal, Scope, own_owner
 from app.errors import Forbidden, Unauthenticated
 
 API_KEY_HEADER = "X-API-Key"
@@ -40,14 +52,7 @@ _bearer = HTTPBearer(
     description="The same API key as a bearer token: Authorization: Bearer <key>.")
 
 _HASHED = re.compile(r"sha256:([0-9a-fA-F]{64})")
-
-
-class Scope(enum.IntEnum):
-    """What a key may do; a higher scope includes the lower ones."""
-
-    read = 1
-    train = 2
-    admin = 3
+_OWNER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
 
 
 class KeyConfigError(ValueError):
@@ -59,80 +64,111 @@ def key_digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def _parse_pair(text: str, where: str) -> tuple[str, Scope]:
-    scope_name, colon, secret = text.strip().partition(":")
-    if not colon or not secret:
-        raise KeyConfigError(f"{where}: expected scope:key, got {text.strip()[:20]!r}...")
+def _parse_entry(text: str, where: str) -> tuple[str, Scope, str | None]:
+    """(key digest, scope, owner name or None for a key of its own) of one entry."""
+    scope_name, colon, rest = text.strip().partition(":")
+    if not colon or not rest.strip():
+        raise KeyConfigError(f"{where}: expected scope:key or scope:owner:key, got "
+                             f"{text.strip()[:20]!r}...")
     try:
         scope = Scope[scope_name.strip()]
     except KeyError:
         raise KeyConfigError(f"{where}: unknown scope {scope_name.strip()!r} "
                              f"(read, train or admin)") from None
-    hashed = _HASHED.fullmatch(secret.strip())
-    return (hashed.group(1).lower() if hashed else key_digest(secret.strip())), scope
+    rest = rest.strip()
+    owner: str | None = None
+    if not _HASHED.fullmatch(rest):
+        first, colon, second = rest.partition(":")
+        if colon:
+            if not _OWNER_NAME.fullmatch(first):
+                raise KeyConfigError(
+                    f"{where}: owner {first[:20]!r} is not a name of 1-64 letters, digits and "
+                    f"_ . @ - starting with a letter or digit")
+            if not second:
+                raise KeyConfigError(f"{where}: owner {first!r} has an empty key")
+            owner, rest = first, second
+    hashed = _HASHED.fullmatch(rest)
+    return (hashed.group(1).lower() if hashed else key_digest(rest)), scope, owner
 
 
 class ApiKeys:
-    """The configured keys, as digest -> scope."""
+    """The configured keys, as digest -> (scope, stored owner)."""
 
-    def __init__(self, scopes: dict[str, Scope]):
-        self._scopes = scopes
+    def __init__(self, keys: dict[str, tuple[Scope, str]]):
+        self._keys = keys
 
     @classmethod
     def from_settings(cls, settings) -> ApiKeys:
-        scopes: dict[str, Scope] = {}
+        entries: list[tuple[str, str]] = []
         if settings.api_keys:
-            for number, pair in enumerate(settings.api_keys.split(","), start=1):
-                if pair.strip():
-                    digest, scope = _parse_pair(pair, f"SVMSVC_API_KEYS pair {number}")
-                    scopes[digest] = max(scope, scopes.get(digest, scope))
+            entries += [(pair, f"SVMSVC_API_KEYS entry {number}") for number, pair
+                        in enumerate(settings.api_keys.split(","), start=1) if pair.strip()]
         if settings.api_keys_file is not None:
             path = Path(settings.api_keys_file)
             try:
                 lines = path.read_text().splitlines()
             except OSError as exc:
                 raise KeyConfigError(f"SVMSVC_API_KEYS_FILE: cannot read {path}: {exc}") from None
-            for number, line in enumerate(lines, start=1):
-                if line.strip() and not line.lstrip().startswith("#"):
-                    digest, scope = _parse_pair(line, f"{path} line {number}")
-                    scopes[digest] = max(scope, scopes.get(digest, scope))
-        return cls(scopes)
+            entries += [(line, f"{path} line {number}") for number, line
+                        in enumerate(lines, start=1)
+                        if line.strip() and not line.lstrip().startswith("#")]
+        keys: dict[str, tuple[Scope, str]] = {}
+        for text, where in entries:
+            digest, scope, name = _parse_entry(text, where)
+            owner = own_owner(digest) if name is None else name
+            if digest in keys:
+                known_scope, known_owner = keys[digest]
+                if known_owner != owner:
+                    raise KeyConfigError(f"{where}: this key is configured for two owners "
+                                         f"({known_owner!r} and {owner!r})")
+                scope = max(scope, known_scope)
+            keys[digest] = (scope, owner)
+        return cls(keys)
 
     @property
     def enabled(self) -> bool:
         """Whether any key is configured (otherwise the service is open)."""
-        return bool(self._scopes)
+        return bool(self._keys)
 
     def __len__(self) -> int:
-        return len(self._scopes)
+        return len(self._keys)
 
-    def scope_of(self, key: str | None) -> Scope | None:
-        """The scope of a presented key; None when it is missing or unknown."""
+    def principal_of(self, key: str | None) -> Principal | None:
+        """The principal of a presented key; None when it is missing or unknown."""
         if not key:
             return None
         presented = key_digest(key)
         found = None
-        for digest, scope in self._scopes.items():  # no early exit: the same work for any key
+        for digest, entry in self._keys.items():  # no early exit: the same work for any key
             if hmac.compare_digest(digest, presented):
-                found = scope
-        return found
+                found = entry
+        if found is None:
+            return None
+        scope, owner = found
+        return Principal(owner=owner, scope=scope, sees_all=scope is Scope.admin)
+
+    def scope_of(self, key: str | None) -> Scope | None:
+        """The scope of a presented key; None when it is missing or unknown."""
+        principal = self.principal_of(key)
+        return None if principal is None else principal.scope
 
 
-def authorize(keys: ApiKeys, key: str | None, needed: Scope) -> Scope | None:
-    """The key's scope if it may do what needs ``needed``; raises 401 / 403 otherwise.
+def authorize(keys: ApiKeys, key: str | None, needed: Scope) -> Principal:
+    """The key's principal if it may do what needs ``needed``; raises 401 / 403 otherwise.
 
-    Returns None (allowed) when no key is configured.
+    Returns :data:`OPEN` when no key is configured.
     """
     if not keys.enabled:
-        return None
-    scope = keys.scope_of(key)
-    if scope is None:
+        return OPEN
+    principal = keys.principal_of(key)
+    if principal is None:
         message = (f"missing API key: send it in the {API_KEY_HEADER} header or as "
                    f"Authorization: Bearer <key>" if not key else "unknown API key")
         raise Unauthenticated(message)
-    if scope < needed:
-        raise Forbidden(f"this API key has scope {scope.name}; this needs {needed.name}")
-    return scope
+    if principal.scope < needed:
+        raise Forbidden(f"this API key has scope {principal.scope.name}; this needs "
+                        f"{needed.name}")
+    return principal
 
 
 def presented_key(headers) -> str | None:
@@ -145,30 +181,35 @@ def presented_key(headers) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
+async def current_principal(
+        request: Request, key: Annotated[str | None, Security(_api_key)],
+        bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]) -> Principal:
+    """The request's principal (401 for a missing or unknown key); computed once a request
+    (FastAPI caches a dependency's value), however many dependencies ask for it."""
+    # async: a few microseconds of hashing, not worth a hop to the thread pool
+    if not key and bearer is not None:
+        key = bearer.credentials
+    return authorize(request.app.state.api_keys, key, Scope.read)
+
+
+PrincipalDep = Annotated[Principal, Depends(current_principal)]
+"""Who the request acts for (:data:`OPEN` when the service has no keys)."""
+
+
 def require(needed: Scope):
     """A dependency (use with ``Security``) that lets through keys of scope ``needed`` or
-    higher; it returns the key's digest (None when the service is open), for quotas."""
+    higher (403 otherwise); it returns the request's principal."""
 
-    async def check(request: Request, key: Annotated[str | None, Security(_api_key)],
-                    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]
-                    ) -> str | None:
-        # async: a few microseconds of hashing, not worth a hop to the thread pool
-        keys: ApiKeys = request.app.state.api_keys
-        if not key and bearer is not None:
-            key = bearer.credentials
-        authorize(keys, key, needed)
-        return key_digest(key) if keys.enabled else None
+    async def check(principal: PrincipalDep) -> Principal:
+        if principal.scope < needed:
+            raise Forbidden(f"this API key has scope {principal.scope.name}; this needs "
+                            f"{needed.name}")
+        return principal
 
     check.__name__ = f"require_{needed.name}"
     return check
 
 
-_require_read = require(Scope.read)
-_require_train = require(Scope.train)
-READ = Security(_require_read)
-TRAIN = Security(_require_train)
+READ = Security(require(Scope.read))
+TRAIN = Security(require(Scope.train))
 ADMIN = Security(require(Scope.admin))
-ReadKey = Annotated[str | None, Security(_require_read)]
-"""The digest of a read-scope key (None when the service is open), for per-key caps."""
-TrainKey = Annotated[str | None, Security(_require_train)]
-"""The digest of a train-scope key (None when the service is open), for per-key quotas."""

@@ -7,44 +7,48 @@ from sqlalchemy import delete as delete_rows
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from app.crud.pages import page
+from app.core.principals import Principal
+from app.crud.pages import owned, page, visible
 from app.db.models import Dataset, Job, JobStatus, TrainedModel
 from app.db.session import Sessions
-from app.errors import Conflict, NotFound
+from app.errors import Conflict
 from app.storage import DatasetStorage, dataset_digest
 
 
-def list_page(session: Session, offset: int, limit: int) -> tuple[list[Dataset], int]:
-    """Datasets, newest first."""
-    return page(session, select(Dataset), (Dataset.created_at.desc(), Dataset.id), offset,
-                limit)
+def list_page(session: Session, principal: Principal, offset: int,
+              limit: int) -> tuple[list[Dataset], int]:
+    """The datasets ``principal`` sees, newest first."""
+    return page(session, visible(select(Dataset), Dataset, principal),
+                (Dataset.created_at.desc(), Dataset.id), offset, limit)
 
 
-def get(session: Session, dataset_id) -> Dataset | None:
-    """The dataset, or None."""
-    return session.get(Dataset, dataset_id)
+def get(session: Session, dataset_id, principal: Principal) -> Dataset:
+    """The dataset, if ``principal`` sees it (:class:`NotFound` otherwise)."""
+    return owned(session, Dataset, dataset_id, "dataset", principal)
 
 
-def delete(session: Session, files: DatasetStorage, dataset_id, cascade: bool) -> list:
-    """Delete a dataset (row and file; :class:`NotFound` if there is none), and with
-    ``cascade`` the finished jobs and the models that use it (:func:`delete_with_uses`).
-    Returns the ids of the models deleted (for the model cache)."""
+def delete(session: Session, files: DatasetStorage, dataset_id, cascade: bool,
+           principal: Principal) -> list:
+    """Delete a dataset (row and file; :class:`NotFound` if there is none for
+    ``principal``), and with ``cascade`` the finished jobs and the models that use it
+    (:func:`delete_with_uses`).  Returns the ids of the models deleted (for the model
+    cache)."""
     with files.lock:
-        dataset = get(session, dataset_id)
-        if dataset is None:
-            raise NotFound(f"dataset {dataset_id} not found")
+        dataset = get(session, dataset_id, principal)
         return delete_with_uses(session, files, dataset, cascade)
 
 
 def store(sessions: Sessions, files: DatasetStorage, dataset, name: str,
-          upload_bytes: int) -> tuple[Dataset, bool]:
-    """The dataset row for these arrays: the existing one, or a new one (file written
-    first, then the row; the file removed again if the row cannot be written).  Returns
-    (row, whether it was created)."""
+          upload_bytes: int, owner: str) -> tuple[Dataset, bool]:
+    """``owner``'s dataset row for these arrays: the existing one, or a new one (file written
+    first unless another owner's row stored the same arrays, then the row; a file this call
+    wrote is removed again if the row cannot be written).  Returns (row, whether it was
+    created)."""
     digest = dataset_digest(dataset)
     with files.lock:
         with sessions.read() as session:
-            existing = session.scalar(select(Dataset).where(Dataset.sha256 == digest))
+            existing = session.scalar(select(Dataset).where(Dataset.sha256 == digest,
+                                                            Dataset.owner == owner))
             if existing is not None:
                 return existing, False
         stored_bytes, written = files.save(dataset, digest)
@@ -54,7 +58,7 @@ def store(sessions: Sessions, files: DatasetStorage, dataset, name: str,
             n_features=stats.n_features, nnz=stats.nnz, density=stats.density,
             class_counts=stats.class_counts, has_qid=dataset.qid is not None,
             has_sample_weight=dataset.sample_weight is not None, upload_bytes=upload_bytes,
-            stored_bytes=stored_bytes,
+            stored_bytes=stored_bytes, owner=owner,
         )
         try:
             with sessions.write() as session:
@@ -93,5 +97,8 @@ def delete_with_uses(session: Session, files: DatasetStorage, dataset: Dataset,
     digest = dataset.sha256
     session.delete(dataset)
     session.commit()
-    files.delete(digest)
+    # the arrays are stored once by content: other owners' rows of the same content keep them
+    if not session.scalar(select(func.count()).select_from(Dataset)
+                          .where(Dataset.sha256 == digest)):
+        files.delete(digest)
     return model_ids

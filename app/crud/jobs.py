@@ -10,33 +10,34 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.core.config import Settings
-from app.crud.pages import page
+from app.core.principals import Principal
+from app.crud.pages import owned, page, visible
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus
 from app.db.session import Sessions
-from app.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded, limit_exceeded
+from app.errors import Conflict, InvalidRequest, QuotaExceeded, limit_exceeded
 from app.jobs.admission import check_job
 from app.jobs.state import delete_finished_job, request_cancel
 from app.problem import problem_key
 
 
-def create(session: Session, body, owner: str | None, settings: Settings) -> Job:
-    """Queue the job of a ``JobCreate`` for the key ``owner`` (its digest; None when the
-    service is open): 422 for missing datasets or a job that cannot succeed
-    (:func:`~app.jobs.admission.check_job`), 429 past the key's queue quota."""
+def create(session: Session, body, principal: Principal, settings: Settings) -> Job:
+    """Queue the job of a ``JobCreate`` for ``principal``'s owner: 422 for datasets that do
+    not exist (for it) or a job that cannot succeed (:func:`~app.jobs.admission.check_job`),
+    429 past the owner's queue quota."""
     datasets = {}
     for field, dataset_id in (("dataset_id", body.dataset_id),
                               ("validation_dataset_id", body.validation_dataset_id)):
         if dataset_id is not None:
             datasets[field] = session.get(Dataset, dataset_id)
-            if datasets[field] is None:
+            if datasets[field] is None or not principal.may_see(datasets[field].owner):
                 raise InvalidRequest(f"{field}: dataset {dataset_id} not found")
     check_job(body.params, datasets["dataset_id"], datasets.get("validation_dataset_id"),
               settings, body.tuning)
+    owner = principal.owner
     queued = session.scalar(select(func.count()).select_from(Job).where(
-        Job.owner.is_(None) if owner is None else Job.owner == owner,
-        Job.status == JobStatus.queued))
+        Job.owner == owner, Job.status == JobStatus.queued))
     if queued >= settings.max_queued_jobs_per_key:
-        raise limit_exceeded("the jobs queued for this API key", "max_queued_jobs_per_key",
+        raise limit_exceeded("the jobs queued for this owner", "max_queued_jobs_per_key",
                              settings.max_queued_jobs_per_key, "jobs", actual=queued,
                              error=QuotaExceeded)
     job = Job(
@@ -57,43 +58,37 @@ def create(session: Session, body, owner: str | None, settings: Settings) -> Job
     return job
 
 
-def get(session: Session, job_id: uuid.UUID) -> Job | None:
-    """The job, or None."""
-    return session.get(Job, job_id)
+def get(session: Session, job_id: uuid.UUID, principal: Principal) -> Job:
+    """The job, if ``principal`` sees it (:class:`NotFound` otherwise)."""
+    return owned(session, Job, job_id, "job", principal)
 
 
-def _existing(session: Session, job_id: uuid.UUID) -> Job:
-    job = get(session, job_id)
-    if job is None:
-        raise NotFound(f"job {job_id} not found")
-    return job
-
-
-def cancel(session: Session, job_id: uuid.UUID) -> Job:
+def cancel(session: Session, job_id: uuid.UUID, principal: Principal) -> Job:
     """Cancel a job (a queued one at once, a running one flagged for its worker):
     :class:`NotFound`, or :class:`Conflict` when it has already finished."""
-    job = _existing(session, job_id)
+    job = get(session, job_id, principal)
     if JobStatus(job.status).finished:
         raise Conflict(f"job {job.id} has already {job.status}")
     request_cancel(session, job)
     return job
 
 
-def delete(sessions: Sessions, job_id: uuid.UUID) -> None:
+def delete(sessions: Sessions, job_id: uuid.UUID, principal: Principal) -> None:
     """Delete a finished job and its log (its model stays): :class:`NotFound`, or
     :class:`Conflict` while it is queued or running."""
     with sessions.read() as session:
-        status = JobStatus(_existing(session, job_id).status)
+        status = JobStatus(get(session, job_id, principal).status)
     if not status.finished:
         raise Conflict(f"job {job_id} is {status}; cancel it first")
     delete_finished_job(sessions, job_id)
 
 
-def list_page(session: Session, status: JobStatus | None, dataset_id: uuid.UUID | None,
-              offset: int, limit: int, key: str | None = None) -> tuple[list[Job], int]:
-    """Jobs, newest first, optionally only those in one state, on one dataset or of one
-    problem key."""
-    query = select(Job)
+def list_page(session: Session, principal: Principal, status: JobStatus | None,
+              dataset_id: uuid.UUID | None, offset: int, limit: int,
+              key: str | None = None) -> tuple[list[Job], int]:
+    """The jobs ``principal`` sees, newest first, optionally only those in one state, on one
+    dataset or of one problem key."""
+    query = visible(select(Job), Job, principal)
     if status is not None:
         query = query.where(Job.status == status)
     if dataset_id is not None:

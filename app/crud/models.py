@@ -7,16 +7,17 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.crud.pages import page
+from app.core.principals import Principal
+from app.crud.pages import owned, page, visible
 from app.db.models import TrainedModel
 from app.db.session import Sessions
-from app.errors import NotFound
 
 
-def list_page(session: Session, dataset_id: uuid.UUID | None, solver: str | None,
-              offset: int, limit: int) -> tuple[list[TrainedModel], int]:
-    """Models, newest first, optionally only those of one dataset or solver."""
-    query = select(TrainedModel)
+def list_page(session: Session, principal: Principal, dataset_id: uuid.UUID | None,
+              solver: str | None, offset: int, limit: int) -> tuple[list[TrainedModel], int]:
+    """The models ``principal`` sees, newest first, optionally only those of one dataset or
+    solver."""
+    query = visible(select(TrainedModel), TrainedModel, principal)
     if dataset_id is not None:
         query = query.where(TrainedModel.dataset_id == dataset_id)
     if solver is not None:
@@ -25,16 +26,21 @@ def list_page(session: Session, dataset_id: uuid.UUID | None, solver: str | None
                 limit)
 
 
-def artifact(sessions: Sessions, model_id: uuid.UUID) -> bytes | None:
-    """The model's ``.npz`` archive (None if there is no such model)."""
+def artifact(sessions: Sessions, model_id: uuid.UUID) -> tuple[bytes, str] | None:
+    """The model's ``.npz`` archive and its owner (None if there is no such model)."""
     with sessions.read() as session:
-        return session.scalar(select(TrainedModel.artifact).where(TrainedModel.id == model_id))
+        row = session.execute(select(TrainedModel.artifact, TrainedModel.owner)
+                              .where(TrainedModel.id == model_id)).first()
+        return None if row is None else (row.artifact, row.owner)
 
 
-def delete(session: Session, model_id: uuid.UUID) -> None:
-    """Delete a model (its job stays, without a model); :class:`NotFound` if there is none."""
-    model = session.get(TrainedModel, model_id)
-    if model is None:
-        raise NotFound(f"model {model_id} not found")
-    session.delete(model)
+def get(session: Session, model_id: uuid.UUID, principal: Principal) -> TrainedModel:
+    """The model, if ``principal`` sees it (:class:`NotFound` otherwise)."""
+    return owned(session, TrainedModel, model_id, "model", principal)
+
+
+def delete(session: Session, model_id: uuid.UUID, principal: Principal) -> None:
+    """Delete a model (its job stays, without a model); :class:`NotFound` if there is none
+    for ``principal``."""
+    session.delete(get(session, model_id, principal))
     session.commit()

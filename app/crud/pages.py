@@ -1,4 +1,4 @@
-"""Pagination shared by the list queries."""
+"""Pagination and tenancy shared by the queries."""
 
 from __future__ import annotations
 
@@ -6,6 +6,23 @@ from typing import Any
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
+
+from app.core.principals import Principal
+from app.errors import NotFound
+
+
+def visible(query: Select, row_kind, principal: Principal) -> Select:
+    """``query`` narrowed to the rows ``principal`` sees (its owner's, or all)."""
+    return query if principal.sees_all else query.where(row_kind.owner == principal.owner)
+
+
+def owned(session: Session, row_kind, row_id, noun: str, principal: Principal):
+    """The row if it exists for ``principal``; :class:`NotFound` naming it otherwise (another
+    owner's row is answered exactly as a row that does not exist)."""
+    row = session.get(row_kind, row_id)
+    if row is None or not principal.may_see(row.owner):
+        raise NotFound(f"{noun} {row_id} not found")
+    return row
 
 
 def page(session: Session, query: Select, order_by: tuple, offset: int,

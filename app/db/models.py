@@ -25,6 +25,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    UniqueConstraint,
     false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -88,10 +89,13 @@ class Dataset(Base):
     """An uploaded dataset; its arrays live once under ``data_dir`` by content hash."""
 
     __tablename__ = "datasets"
+    __table_args__ = (UniqueConstraint("owner", "sha256", name="uq_datasets_owner_sha256"),
+                      Index("ix_datasets_owner_created_at", "owner", "created_at"))
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     name: Mapped[str] = mapped_column(String(255))
-    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    sha256: Mapped[str] = mapped_column(String(64))
+    owner: Mapped[str] = mapped_column(String(64), default="", server_default="")
     n_samples: Mapped[int] = mapped_column(BigInteger)
     n_features: Mapped[int] = mapped_column(BigInteger)
     nnz: Mapped[int] = mapped_column(BigInteger)
@@ -110,13 +114,14 @@ class Job(Base):
     ``attempts`` counts the runs started (it fences writes: a worker only writes while the
     job is ``running`` with the attempt number it was given).  ``cancel_requested_at`` is
     set by a cancel request while the job runs; the worker's monitor polls it.  ``owner`` is
-    the digest of the API key that queued the job (quotas); ``heartbeat_at`` is the lease of a
-    running attempt, renewed by its worker.  A tuning job (``tuning`` set) cross-validates the
-    solver over a grid, stores the table in ``cross_validation`` and the model refitted at the
-    best point.  ``problem_key`` (:mod:`app.problem`) groups the jobs that solve the same
-    problem on the same dataset, whatever their solver.
-    best point.  ``keep_last_good``: when the solver fails but returns its last good point
-    (mfn does), that point is stored as the model and the job succeeds, saying so.
+    the owner of the API key that queued the job (:mod:`app.core.principals`; ``""`` when
+    the service was open): it sees the job, and its queue quota counts it.
+    ``heartbeat_at`` is the lease of a running attempt, renewed by its worker.  A tuning job
+    (``tuning`` set) cross-validates the solver over a grid, stores the table in
+    ``cross_validation`` and the model refitted at the best point.  ``problem_key``
+    (:mod:`app.problem`) groups the jobs that solve the same problem on the same dataset,
+    whatever their solver.  ``keep_last_good``: when the solver fails but returns its last
+    good point (mfn does), that point is stored as the model and the job succeeds, saying so.
     """
 
     __tablename__ = "jobs"
@@ -144,7 +149,7 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
-    owner: Mapped[str | None] = mapped_column(String(64))  # SHA-256 of the queuing API key
+    owner: Mapped[str] = mapped_column(String(64), default="", server_default="")
     heartbeat_at: Mapped[datetime | None]  # renewed by the running attempt's worker
     tuning: Mapped[dict[str, Any] | None]  # a tuning job's grid and folds (None: training)
     cross_validation: Mapped[dict[str, Any] | None]  # a tuning job's table, once it ran
@@ -175,10 +180,11 @@ class TrainedModel(Base):
     """A model produced by a successful job; ``artifact`` holds its ``.npz`` bytes.
 
     The bytes live in the database (loaded only on demand) so that a job's model and its
-    ``succeeded`` state are written in one transaction.
+    ``succeeded`` state are written in one transaction.  ``owner``: its job's.
     """
 
     __tablename__ = "models"
+    __table_args__ = (Index("ix_models_owner_created_at", "owner", "created_at"),)
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     job_id: Mapped[uuid.UUID | None] = mapped_column(
@@ -200,6 +206,7 @@ class TrainedModel(Base):
     validation: Mapped[dict[str, Any] | None]
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     artifact: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
+    owner: Mapped[str] = mapped_column(String(64), default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
 
     job: Mapped[Job | None] = relationship(back_populates="model")

@@ -147,6 +147,8 @@ def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobSta
         session.rollback()
         return False
     if model is not None:
+        # the model belongs to whoever owns its job (tenants: app.core.security)
+        model.owner = session.scalar(select(Job.owner).where(Job.id == job_id))
         session.add(model)
     session.commit()
     return True

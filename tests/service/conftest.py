@@ -112,7 +112,17 @@ def service_settings(directory: Path, backend, **overrides) -> Settings:
 
 
 API_KEYS = {"admin": "test-admin-key", "train": "test-train-key", "read": "test-read-key"}
-"""The keys of the in-process service, by scope."""
+"""The keys of the in-process service, by scope; all three are keys of one owner, ``tester``."""
+
+TENANT_KEYS = {"alice": "test-alice-key", "alice-read": "test-alice-read-key",
+               "bob": "test-bob-key", "own": "test-own-key"}
+"""More keys of the in-process service (tenancy): a train and a read key of the owner
+``alice``, a train key of ``bob``, and a train key that is an owner of its own."""
+
+API_KEY_ENTRIES = ",".join(
+    [f"{scope}:tester:{key}" for scope, key in API_KEYS.items()]
+    + [f"train:alice:{TENANT_KEYS['alice']}", f"read:alice:{TENANT_KEYS['alice-read']}",
+       f"train:bob:{TENANT_KEYS['bob']}", f"train:{TENANT_KEYS['own']}"])
 
 
 @pytest.fixture(scope="session")
@@ -121,7 +131,7 @@ def api(backend, tmp_path_factory):
     keys of every scope, and the client sends the admin key unless a test sends another."""
     settings = service_settings(
         tmp_path_factory.mktemp(f"api-{backend.name}"), backend,
-        api_keys=",".join(f"{scope}:{key}" for scope, key in API_KEYS.items()))
+        api_keys=API_KEY_ENTRIES)
     with TestClient(create_app(settings), raise_server_exceptions=False,
                     headers={"X-API-Key": API_KEYS["admin"]}) as client:
         yield client

@@ -330,7 +330,7 @@ def test_the_model_cache_is_bounded_in_bytes():
     loads = []
 
     def load(k):
-        return lambda: loads.append(k) or archive
+        return lambda: loads.append(k) or (archive, "tester")
 
     cache = ModelCache(2 * len(archive) + 10)
     for k, model_id in enumerate(ids):

@@ -7,12 +7,11 @@ import uuid
 
 import numpy as np
 import pytest
-from alembic import command
 from servicetools import create_job, data_path, full_log, uploaded_id, wait_job
 from sqlalchemy import MetaData, Table, select
 
 import solvers
-from app.db.migrate import _alembic_config
+from app.db.migrate import upgrade_database
 from app.db.models import Dataset, Job
 from app.db.session import Sessions, create_db_engine
 from app.downsample import downsample_indices, lttb
@@ -184,35 +183,34 @@ def test_multi_job_logs_for_a_comparison(api, heart):
 # -- the migration -----------------------------------------------------------------------------
 
 
+def table_at(row_kind, later: set[str]) -> Table:
+    """``row_kind``'s table without the columns a later revision added."""
+    return Table(row_kind.__tablename__, MetaData(),
+                 *(column._copy() for column in row_kind.__table__.columns
+                   if column.name not in later))
+
+
 def test_the_migration_backfills_the_keys_of_existing_jobs(backend, tmp_path):
     engine = create_db_engine(backend.database_url(tmp_path))
-    config = _alembic_config()
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0003")
+    upgrade_database(engine, "0003")
     dataset = uuid.uuid4()
     jobs = {"plain": ({"solver": "mfn", "loss": "hinge", "C": 2.0}, None),
             "tuning": ({"solver": "mfn"}, {"C": [1.0], "folds": 2, "seed": 0, "gamma": None}),
             "stale": ({"solver": "mfn", "retired_option": 1}, None)}
     ids = {name: uuid.uuid4() for name in jobs}
     with engine.begin() as connection:
-        connection.execute(Dataset.__table__.insert().values(
+        # the tables as revision 0003 left them (later columns with defaults, such as
+        # 0005's keep_last_good or 0006's owners, are not there yet)
+        connection.execute(table_at(Dataset, {"owner"}).insert().values(
             id=dataset, name="d", sha256="0" * 64, n_samples=1, n_features=1, nnz=1,
             density=1.0, class_counts={"1": 1}, has_qid=False, has_sample_weight=False,
             upload_bytes=1, stored_bytes=1))
-        # the jobs table as revision 0003 left it (later columns with defaults, such as
-        # 0005's keep_last_good, are not there yet)
-        later = {"problem_key", "keep_last_good"}
-        jobs_0003 = Table("jobs", MetaData(), *(column._copy() for column in
-                                                 Job.__table__.columns
-                                                 if column.name not in later))
+        jobs_0003 = table_at(Job, {"problem_key", "keep_last_good"})
         for name, (params, tuning) in jobs.items():
             connection.execute(jobs_0003.insert().values(
                 id=ids[name], dataset_id=dataset, solver=params["solver"], params=params,
                 status="succeeded", attempts=1, tuning=tuning))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+    upgrade_database(engine)
     sessions = Sessions(engine)
     with sessions.read() as session:
         keys = dict(session.execute(select(Job.id, Job.problem_key)).all())

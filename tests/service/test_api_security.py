@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import API_KEYS
+from conftest import API_KEYS, TENANT_KEYS
 
 from app.core.config import Settings
 from app.core.security import ApiKeys, KeyConfigError, Scope, key_digest
@@ -138,12 +138,12 @@ def test_serve_refuses_to_listen_open_beyond_loopback():
     assert open_service_refusal(Settings(host="0.0.0.0", api_keys="read:k")) is None
 
 
-def test_queued_jobs_are_limited_per_key(api):
+def test_queued_jobs_are_limited_per_owner(api):
     from app.db.models import Job, JobStatus
 
     sessions = api.app.state.sessions
     limit = api.app.state.settings.max_queued_jobs_per_key
-    owner = key_digest(API_KEYS["train"])
+    owner = "tester"  # the train key's owner (conftest)
     dataset_id = api.post("/api/v1/datasets",
                           files={"file": ("q.svm", b"1 1:1\n-1 2:1\n")}).json()["id"]
     with sessions.write() as session:  # a backlog for the train key, as if the pool were busy
@@ -159,7 +159,11 @@ def test_queued_jobs_are_limited_per_key(api):
         assert refused.json()["detail"].endswith(
             f"jobs) exceeds the limit of {limit} jobs set by SVMSVC_MAX_QUEUED_JOBS_PER_KEY; "
             f"the operator can raise that setting")
-        other = api.post("/api/v1/jobs", json=body)  # another key has its own quota
+        # another owner has its own quota
+        bobs = api.post("/api/v1/datasets", files={"file": ("q.svm", b"1 1:1\n-1 2:1\n")},
+                        headers={"X-API-Key": TENANT_KEYS["bob"]}).json()["id"]
+        other = api.post("/api/v1/jobs", json={**body, "dataset_id": bobs},
+                         headers={"X-API-Key": TENANT_KEYS["bob"]})
         assert other.status_code == 202
         api.post(f"/api/v1/jobs/{other.json()['id']}/cancel")
     finally:

@@ -200,19 +200,22 @@ def test_metrics(api):
 def test_metrics_count_open_log_streams(api):
     """The gauges of live log streams follow the slots taken and given back (in all and per
     owner, a key shown only by a prefix of its digest)."""
+    from app.core.principals import own_owner
     from app.core.security import key_digest
 
     streams = api.app.state.log_streams
     digest = key_digest("some-key")
-    owners = [digest, digest, "client:10.0.0.7"]
+    owners = [own_owner(digest), own_owner(digest), "client:10.0.0.7", "alice"]
     for owner in owners:
         streams.acquire(owner)
     try:
         text = api.get("/metrics").text
-        assert "svmsvc_log_streams_open 3.0" in text
-        assert f'svmsvc_log_streams_open_by_owner{{owner="key:{digest[:12]}"}} 2.0' in text
+        assert "svmsvc_log_streams_open 4.0" in text
+        assert (f'svmsvc_log_streams_open_by_owner{{owner="{own_owner(digest)}"}} 2.0'
+                in text)
         assert 'svmsvc_log_streams_open_by_owner{owner="client:10.0.0.7"} 1.0' in text
-        assert digest not in text
+        assert 'svmsvc_log_streams_open_by_owner{owner="alice"} 1.0' in text
+        assert digest not in text and digest[:12] not in text
     finally:
         for owner in owners:
             streams.release(owner)

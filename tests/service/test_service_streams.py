@@ -76,7 +76,9 @@ def refusal(server, job_id: str, key: str) -> httpx.Response:
 def test_many_streams_share_a_job_and_the_caps_refuse_more(server_factory):
     server = server_factory(
         workers=1, max_log_streams=TOTAL, max_log_streams_per_key=PER_KEY,
-        api_keys=f"read:{KEYS['many']},read:{KEYS['few']},admin:{KEYS['admin']}")
+        # owners (tenants): the job is the owner ops's (its admin key creates it); "many" is
+        # a read key of ops, "few" an admin key of its own (admins see every owner's jobs)
+        api_keys=f"read:ops:{KEYS['many']},admin:{KEYS['few']},admin:ops:{KEYS['admin']}")
     server.client.headers["X-API-Key"] = KEYS["admin"]
     server.wait_ready()
     a9a = uploaded_id(server.client, data_path("a9a"))

@@ -21,7 +21,7 @@ from app.api.deps import (
     WriteSessionDep,
 )
 from app.api.errors import responses
-from app.core.security import ADMIN, READ, TRAIN
+from app.core.security import ADMIN, READ, TRAIN, PrincipalDep
 from app.crud import datasets as crud_datasets
 from app.errors import LimitExceeded, limit_exceeded
 from app.schemas import DatasetPublic, DatasetsPublic
@@ -51,6 +51,7 @@ async def upload_dataset(
     settings: SettingsDep,
     sessions: SessionsDep,
     store: StoreDep,
+    principal: PrincipalDep,
     n_features: Annotated[int | None, Query(
         ge=1, description="Widen the feature matrix to this many columns.")] = None,
     zero_based: Annotated[bool, Query(
@@ -58,10 +59,11 @@ async def upload_dataset(
 ) -> DatasetPublic:
     """Upload an SVMlight file (multipart field ``file``); parsed while it streams in.
 
-    New content: 201 with ``Location``.  Content already stored (the same arrays, however
-    they were spelled or compressed): 200 with the existing dataset.  A malformed file is a
-    422 naming the line and the token; a file past a limit (decompressed bytes, rows, stored
-    entries, features) is a 413 naming the setting; nothing is stored then.
+    New content: 201 with ``Location``.  Content the caller's owner already stored (the same
+    arrays, however they were spelled or compressed): 200 with the existing dataset.  A
+    malformed file is a 422 naming the line and the token; a file past a limit (decompressed
+    bytes, rows, stored entries, features) is a 413 naming the setting; nothing is stored
+    then.
     """
     if n_features is not None and n_features > settings.max_features:
         raise limit_exceeded("n_features", "max_features", settings.max_features, "features",
@@ -70,7 +72,8 @@ async def upload_dataset(
         request, UploadLimits.from_settings(settings), n_features=n_features,
         zero_based=zero_based)
     dataset, created = await run_in_threadpool(
-        crud_datasets.store, sessions, store, upload.dataset, upload.name, upload.size)
+        crud_datasets.store, sessions, store, upload.dataset, upload.name, upload.size,
+        principal.owner)
     if created:
         response.headers["Location"] = f"{API_PREFIX}/datasets/{dataset.id}"
     else:
@@ -81,11 +84,12 @@ async def upload_dataset(
 @router.get("", name="list", response_model=DatasetsPublic, responses=responses(422))
 def list_datasets(
     session: SessionDep,
+    principal: PrincipalDep,
     offset: OffsetQuery = 0,
     limit: LimitQuery = 100,
 ) -> DatasetsPublic:
-    """Datasets, newest first."""
-    rows, count = crud_datasets.list_page(session, offset, limit)
+    """The caller's datasets (an admin's: all), newest first."""
+    rows, count = crud_datasets.list_page(session, principal, offset, limit)
     return DatasetsPublic(data=[DatasetPublic.from_row(r) for r in rows], count=count)
 
 
@@ -104,6 +108,7 @@ def delete_dataset(
     session: WriteSessionDep,
     store: StoreDep,
     model_cache: ModelCacheDep,
+    principal: PrincipalDep,
     cascade: Annotated[bool, Query(
         description="Also delete the finished jobs (with their logs) and the models that "
                     "use the dataset.")] = False,
@@ -113,5 +118,5 @@ def delete_dataset(
     Refused (409) while jobs or models use it, unless ``cascade``; jobs still queued or
     running always block it (cancel them first).
     """
-    for model_id in crud_datasets.delete(session, store, dataset_id, cascade):
+    for model_id in crud_datasets.delete(session, store, dataset_id, cascade, principal):
         model_cache.discard(model_id)

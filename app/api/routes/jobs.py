@@ -27,10 +27,9 @@ from app.api.deps import (
 )
 from app.api.errors import responses
 from app.api.log_streams import LogStreams
-from app.core.security import ADMIN, READ, TRAIN, ReadKey, TrainKey
+from app.core.security import ADMIN, READ, TRAIN, PrincipalDep
 from app.crud import jobs as crud_jobs
 from app.db.models import JobStatus
-from app.errors import NotFound
 from app.problem import MAX_KEY_LENGTH
 from app.schemas import (
     JobCreate,
@@ -48,18 +47,18 @@ PointsQuery = Annotated[int | None, Query(
                 "objective kept; largest-triangle-three-buckets on the log gap between).")]
 
 
-@router.post("", name="create", status_code=status.HTTP_202_ACCEPTED,
+@router.post("", name="create", status_code=status.HTTP_202_ACCEPTED, dependencies=[TRAIN],
              response_model=JobPublic, responses=responses(400, 422, 429))
 def create_job(body: JobCreate, session: WriteSessionDep, dispatcher: DispatcherDep,
-               settings: SettingsDep, owner: TrainKey, response: Response) -> JobPublic:
+               settings: SettingsDep, principal: PrincipalDep, response: Response) -> JobPublic:
     """Queue a training job; the worker pool runs queued jobs in order.
 
     A job that cannot succeed on its dataset (one label, more labels than the solver handles,
     ordinal regression on labels that are not ranks, a validation dataset of another feature
     space) or that asks for more memory than the settings allow is a 422, not a failed job.
-    A key with ``SVMSVC_MAX_QUEUED_JOBS_PER_KEY`` jobs queued gets a 429.
+    An owner with ``SVMSVC_MAX_QUEUED_JOBS_PER_KEY`` jobs queued gets a 429.
     """
-    job = crud_jobs.create(session, body, owner, settings)
+    job = crud_jobs.create(session, body, principal, settings)
     dispatcher.wake()
     response.headers["Location"] = f"{API_PREFIX}/jobs/{job.id}"
     return JobPublic.from_row(job)
@@ -69,6 +68,7 @@ def create_job(body: JobCreate, session: WriteSessionDep, dispatcher: Dispatcher
 def list_jobs(
     session: SessionDep,
     dispatcher: DispatcherDep,
+    principal: PrincipalDep,
     status_filter: Annotated[JobStatus | None, Query(alias="status")] = None,
     dataset_id: uuid.UUID | None = None,
     problem_key: Annotated[str | None, Query(
@@ -80,8 +80,8 @@ def list_jobs(
 ) -> JobsPublic:
     """Jobs, newest first, optionally only those in one state, on one dataset or solving one
     problem."""
-    rows, count = crud_jobs.list_page(session, status_filter, dataset_id, offset, limit,
-                                      problem_key)
+    rows, count = crud_jobs.list_page(session, principal, status_filter, dataset_id, offset,
+                                      limit, problem_key)
     waiting = _queued_message(dispatcher)
     return JobsPublic(data=[_public(job, waiting) for job in rows], count=count)
 
@@ -116,23 +116,23 @@ def _public(job, queued_message: str) -> JobPublic:
 @router.post("/{job_id}/cancel", name="cancel", status_code=status.HTTP_202_ACCEPTED,
              dependencies=[TRAIN],
              response_model=JobPublic, responses=responses(404, 409, 422))
-def cancel_job(job_id: uuid.UUID, session: WriteSessionDep,
-               dispatcher: DispatcherDep) -> JobPublic:
+def cancel_job(job_id: uuid.UUID, session: WriteSessionDep, dispatcher: DispatcherDep,
+               principal: PrincipalDep) -> JobPublic:
     """Cancel a job: a queued one at once; a running one within about a second (its worker
     stops cooperatively, or is killed after the grace period)."""
-    job = crud_jobs.cancel(session, job_id)
+    job = crud_jobs.cancel(session, job_id, principal)
     dispatcher.wake()
     return JobPublic.from_row(job)
 
 
 @router.delete("/{job_id}", name="delete", status_code=status.HTTP_204_NO_CONTENT,
                dependencies=[ADMIN], responses=responses(404, 409, 422))
-def delete_job(job_id: uuid.UUID, sessions: SessionsDep) -> None:
+def delete_job(job_id: uuid.UUID, sessions: SessionsDep, principal: PrincipalDep) -> None:
     """Delete a finished job and its convergence log (its model, if any, stays).
 
     Refused (409) while the job is queued or running: cancel it first.
     """
-    crud_jobs.delete(sessions, job_id)
+    crud_jobs.delete(sessions, job_id, principal)
 
 
 @router.get(
@@ -169,21 +169,21 @@ def get_job_log(
     return job_logs.page(session, job.id, after, limit)
 
 
-def existing_job_id(job_id: Annotated[uuid.UUID, Path()],
-                    sessions: SessionsDep) -> uuid.UUID:
-    """The job id, if the job exists (checked in a session closed at once: a stream must not
-    hold a transaction open)."""
+def existing_job_id(job_id: Annotated[uuid.UUID, Path()], sessions: SessionsDep,
+                    principal: PrincipalDep) -> uuid.UUID:
+    """The job id, if the job exists for the caller (checked in a session closed at once: a
+    stream must not hold a transaction open)."""
     with sessions.read() as session:
-        if crud_jobs.get(session, job_id) is None:
-            raise NotFound(f"job {job_id} not found")
+        crud_jobs.get(session, job_id, principal)
     return job_id
 
 
-async def stream_slot(request: Request, key: ReadKey) -> AsyncIterator[None]:
-    """A live-stream slot for the request's key (its client address when the service has no
-    keys), held until the stream has ended: 429 / 503 past the caps."""
+async def stream_slot(request: Request, principal: PrincipalDep) -> AsyncIterator[None]:
+    """A live-stream slot for the request's owner (its client address when the service has
+    no keys), held until the stream has ended: 429 / 503 past the caps."""
     streams: LogStreams = request.app.state.log_streams
-    owner = key if key is not None else (
+    keys_on = request.app.state.api_keys.enabled
+    owner = principal.owner if keys_on else (
         f"client:{request.client.host}" if request.client else "client:unknown")
     streams.acquire(owner)
     try:
@@ -205,7 +205,7 @@ async def stream_job_log(
     """Server-sent events while the job runs: ``record`` (a log record, id = iteration),
     ``status`` (the job, whenever its state changes) and finally ``end`` (the finished job).
 
-    At most ``SVMSVC_MAX_LOG_STREAMS_PER_KEY`` streams per API key (429) and
+    At most ``SVMSVC_MAX_LOG_STREAMS_PER_KEY`` streams per owner (429) and
     ``SVMSVC_MAX_LOG_STREAMS`` in all (503) are open at once, both with ``Retry-After``.
     """
     streams: LogStreams = request.app.state.log_streams

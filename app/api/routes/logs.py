@@ -15,7 +15,7 @@ from app import job_logs
 from app.api import API_PREFIX
 from app.api.deps import SessionsDep
 from app.api.errors import responses
-from app.core.security import READ
+from app.core.security import READ, PrincipalDep
 from app.schemas import JobLogsPublic
 
 router = APIRouter(prefix=f"{API_PREFIX}/logs", tags=["jobs"],
@@ -29,6 +29,7 @@ DEFAULT_POINTS = 500
 @router.get("", name="logs", response_model=JobLogsPublic, responses=responses(422))
 def get_job_logs(
     sessions: SessionsDep,
+    principal: PrincipalDep,
     job_id: Annotated[list[uuid.UUID], Query(
         min_length=1, max_length=MAX_JOBS,
         description=f"The jobs (repeat the parameter; at most {MAX_JOBS}).")],
@@ -41,4 +42,4 @@ def get_job_logs(
     """Several jobs' convergence logs at once, each down-sampled to at most ``points``
     records, with the lowest objective any of them reached: what a comparison of solvers on
     one problem plots.  A job that does not exist is a 422 naming it."""
-    return job_logs.compare(sessions, job_id, points)
+    return job_logs.compare(sessions, job_id, points, principal)

@@ -28,7 +28,7 @@ from app.api.deps import (
     WriteSessionDep,
 )
 from app.api.errors import responses
-from app.core.security import ADMIN, READ
+from app.core.security import ADMIN, READ, PrincipalDep
 from app.crud import models as crud_models
 from app.errors import Conflict, InvalidRequest
 from app.evaluation import evaluate_on_dataset
@@ -70,13 +70,15 @@ JSON = "application/json"
 @router.get("", name="list", response_model=ModelsPublic, responses=responses(422))
 def list_models(
     session: SessionDep,
+    principal: PrincipalDep,
     dataset_id: uuid.UUID | None = None,
     solver: str | None = None,
     offset: OffsetQuery = 0,
     limit: LimitQuery = 100,
 ) -> ModelsPublic:
-    """Models, newest first, optionally only those of one dataset or solver."""
-    rows, count = crud_models.list_page(session, dataset_id, solver, offset, limit)
+    """The caller's models (an admin's: all), newest first, optionally only those of one
+    dataset or solver."""
+    rows, count = crud_models.list_page(session, principal, dataset_id, solver, offset, limit)
     return ModelsPublic(data=[ModelPublic.from_row(row) for row in rows], count=count)
 
 
@@ -90,9 +92,10 @@ def get_model(model: ModelDep) -> ModelPublic:
 @router.delete("/{model_id}", name="delete", status_code=status.HTTP_204_NO_CONTENT,
                dependencies=[ADMIN],
                responses=responses(404, 422))
-def delete_model(model_id: uuid.UUID, session: WriteSessionDep, cache: ModelCacheDep) -> None:
+def delete_model(model_id: uuid.UUID, session: WriteSessionDep, cache: ModelCacheDep,
+                 principal: PrincipalDep) -> None:
     """Delete a model (its job stays, without a model)."""
-    crud_models.delete(session, model_id)
+    crud_models.delete(session, model_id, principal)
     cache.discard(model_id)
 
 
@@ -111,6 +114,7 @@ def download_model(
     model: ModelDep,
     cache: ModelCacheDep,
     sessions: SessionsDep,
+    principal: PrincipalDep,
     format: DownloadFormat = DownloadFormat.npz,
 ) -> Response:
     """The model as an ``.npz`` archive (read back with ``solvers.load_model``), in
@@ -121,7 +125,7 @@ def download_model(
             model.artifact, media_type="application/octet-stream",
             headers={"Content-Disposition": f'attachment; filename="model-{model.id}.npz"'})
     if format is DownloadFormat.libsvm:
-        loaded = load_model(cache, sessions, model.id)
+        loaded = load_model(cache, sessions, model.id, principal)
         try:
             text = loaded.to_libsvm()
         except (AttributeError, ValueError):
@@ -130,7 +134,8 @@ def download_model(
         return PlainTextResponse(
             text,
             headers={"Content-Disposition": f'attachment; filename="model-{model.id}.txt"'})
-    to_liblinear = getattr(load_model(cache, sessions, model.id), "to_liblinear", None)
+    to_liblinear = getattr(load_model(cache, sessions, model.id, principal), "to_liblinear",
+                           None)
     if to_liblinear is None:
         raise Conflict(f"{model.kind} models have no LIBLINEAR form; download format=npz")
     return PlainTextResponse(
@@ -143,6 +148,7 @@ def download_model(
 async def predict_one(
     model_id: uuid.UUID,
     request: Request,
+    principal: PrincipalDep,
     x: Annotated[str, Query(description="One example as SVMlight features, e.g. "
                                         "'3:0.5 7:1' (space-separated index:value).")],
     zero_based: ZeroBased = False,
@@ -152,10 +158,12 @@ async def predict_one(
     # of microseconds, bounded by the query string's length) and its JSON written directly;
     # a model not cached is read in the thread pool, other models are scored there.
     state = request.app.state
-    model = state.model_cache.peek(model_id)
-    if model is None:
+    cached = state.model_cache.peek(model_id)
+    if cached is not None and principal.may_see(cached[1]):
+        model = cached[0]
+    else:  # loaded (or answered 404 as a model of another owner is) in the thread pool
         model = await run_in_threadpool(load_model, state.model_cache, state.sessions,
-                                        model_id)
+                                        model_id, principal)
     columns = example_columns(model, x, zero_based)
     body = predict_linear_one(model, columns)
     if body is None:
@@ -182,6 +190,7 @@ async def predict_many(
     cache: ModelCacheDep,
     sessions: SessionsDep,
     settings: SettingsDep,
+    principal: PrincipalDep,
     zero_based: ZeroBased = False,
 ) -> PredictionsPublic:
     """Predict a batch: SVMlight text (``text/plain`` or ``application/octet-stream``; labels
@@ -196,7 +205,7 @@ async def predict_many(
         raise InvalidRequest(f"send SVMlight lines as text/plain or application/octet-stream, "
                              f"or JSON rows as application/json, not {content_type}")
     body = await receive_body(request, settings.max_predict_bytes, "max_predict_bytes")
-    answer = await run_in_threadpool(predict_batch, cache, sessions, model_id, body,
+    answer = await run_in_threadpool(predict_batch, cache, sessions, model_id, principal, body,
                                      content_type == JSON, zero_based, settings.max_predict_rows)
     return Response(answer, media_type=JSON)
 
@@ -209,10 +218,11 @@ def evaluate_model(
     cache: ModelCacheDep,
     sessions: SessionsDep,
     store: StoreDep,
+    principal: PrincipalDep,
 ) -> EvaluationPublic:
     """Accuracy, per-class counts and the confusion matrix of the model on a dataset.
 
     A dataset with more features than the model (another feature space) is a 422.
     """
     return EvaluationPublic(**evaluate_on_dataset(cache, sessions, store, model_id,
-                                                  body.dataset_id))
+                                                  body.dataset_id, principal))

@@ -12,6 +12,7 @@ from logging.config import fileConfig
 from alembic import context
 
 from app.core.config import Settings
+from app.db.migrate import migration_connection
 from app.db.models import Base
 from app.db.session import create_db_engine
 
@@ -41,7 +42,7 @@ def run_migrations_online() -> None:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     engine = create_db_engine(settings.sqlalchemy_url)
     try:
-        with engine.connect() as connection:
+        with migration_connection(engine) as connection:
             run_migrations(connection)
     finally:
         engine.dispose()
