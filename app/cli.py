@@ -443,7 +443,7 @@ def cmd_predict(args) -> int:
     decision = model.decision_function(ds.X, parallel=True)
     predictions = model.labels_from_scores(decision)
     if args.b == 1:  # LIBSVM's -b 1 output: a header of labels, then label and probabilities
-        if "platt" not in model.metadata:
+        if not model.calibrated:
             raise CLIError("-b 1 needs a model trained with --probability true")
         proba = model.predict_proba(ds.X, parallel=True)
         lines = ["labels " + " ".join(label_key(c) for c in model.classes_) + "\n"]

@@ -208,7 +208,7 @@ def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
     decision = model.decision_function(dataset.X, parallel=parallel)
     predicted = model.labels_from_scores(decision)
     proba = model.predict_proba(dataset.X, parallel=parallel) \
-        if getattr(model, "metadata", {}).get("platt") is not None else None
+        if getattr(model, "calibrated", False) else None
     if getattr(model, "kind", None) == "ordinal":
         decision = None  # one score, p ranks: not one-vs-rest scores
     return scores_from(dataset.labels, predicted, decision, model.classes_, proba)
