@@ -77,7 +77,7 @@ const METRICS = [
   ["f1_macro", "F1 (macro)", (v) => fmt(v)],
   ["roc_auc", "ROC AUC", (v) => fmt(v), "needs both labels in the data"],
   ["average_precision", "Average precision", (v) => fmt(v), "binary models only"],
-  ["log_loss", "Log loss", (v) => fmt(v), "the model has no probabilities (train with probability on)"],
+  ["log_loss", "Log loss", (v) => fmt(v), "no probabilities: train with probability on"],
 ];
 
 function percent(v) { return `${(100 * v).toFixed(2)} %`; }
