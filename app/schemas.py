@@ -16,9 +16,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, NonNegativeInt
 
 import solvers
-from solvers.evaluate import SCORES
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus, TrainedModel
 from app.problem import key_fields
+from solvers.evaluate import SCORES
 
 
 def _solver_params_union():

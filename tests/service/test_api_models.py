@@ -8,7 +8,6 @@ import uuid
 import numpy as np
 import pytest
 from servicetools import QUICK_PARAMS, create_job, data_path, uploaded_id, wait_job
-
 from sklearn.metrics import log_loss as sklearn_log_loss
 
 import solvers
