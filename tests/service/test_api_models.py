@@ -353,16 +353,20 @@ def test_the_model_cache_is_bounded_in_bytes():
     small.discard(ids[0])
 
 
-@pytest.mark.parametrize("dataset", ["heart_scale", "dna.scale"])
-def test_a_calibrated_model_serves_its_probabilities(api, dataset):
+@pytest.mark.parametrize(("dataset", "params"), [
+    ("heart_scale", QUICK_PARAMS), ("dna.scale", QUICK_PARAMS),
+    ("dna.scale", {"solver": "smo", "C": 1.0}),  # one-vs-one: the pairs' sigmoids, coupled
+])
+def test_a_calibrated_model_serves_its_probabilities(api, dataset, params):
     """A model trained with probability=true answers each prediction with its class
     probabilities (the library's predict_proba, classes order), single and batch; a model
     without them leaves the field out."""
     dataset_id = uploaded_id(api, data_path(dataset))
-    done = wait_job(api, create_job(api, dataset_id, {**QUICK_PARAMS, "probability": True})["id"])
+    done = wait_job(api, create_job(api, dataset_id, {**params, "probability": True})["id"])
     assert done["status"] == "succeeded", done
     model_id = done["model_id"]
     model = solvers.load_model(api.get(f"/api/v1/models/{model_id}/download").content)
+    assert ("pairwise_platt" in model.metadata) == (params["solver"] == "smo")
     X = solvers.read_svmlight(data_path(dataset)).X[:5]
     expected = model.predict_proba(X)
     lines = "\n".join(" ".join(f"{j + 1}:{float(v)!r}" for j, v in zip(row.indices, row.data,
