@@ -257,11 +257,135 @@ class _ProgressPrinter:
         return None
 
 
+@dataclass(frozen=True)
+class LiblinearType:
+    """What one of LIBLINEAR's ``-s`` solver types is here: the solver and the parameters
+    that pose the same problem (and, for dual_cd, LIBLINEAR's stopping rule)."""
+
+    solver: str
+    params: dict[str, Any]
+    describe: str
+    eps: bool  # whether -e maps (dual_cd's projected-gradient spread, LIBLINEAR's rule)
+
+
+#: LIBLINEAR's solver types that map cleanly onto a solver here (same problem; for dual_cd
+#: the same algorithm and stopping rule, Hsieh et al. 2008 and Keerthi et al. 2008).
+LIBLINEAR_TYPES: dict[int, LiblinearType] = {
+    1: LiblinearType("dual_cd", {"loss": "squared_hinge", "stop_rule": "projected_gradient"},
+                     "L2-regularized L2-loss SVC, dual (dual_cd, squared hinge)", True),
+    2: LiblinearType("mfn", {"loss": "squared_hinge"},
+                     "L2-regularized L2-loss SVC, primal (mfn, squared hinge: the same "
+                     "problem by another primal Newton method; -e does not map)", False),
+    3: LiblinearType("dual_cd", {"loss": "hinge", "stop_rule": "projected_gradient"},
+                     "L2-regularized L1-loss SVC, dual (dual_cd, hinge)", True),
+    4: LiblinearType("dual_cd", {"loss": "hinge", "multiclass": "crammer_singer",
+                                 "stop_rule": "projected_gradient"},
+                     "Crammer-Singer multi-class SVC (dual_cd, crammer_singer)", True),
+}
+
+#: LIBLINEAR's other types and why they are refused.
+LIBLINEAR_REFUSED: dict[int, str] = {
+    0: "L2-regularized logistic regression (primal): no solver here has the logistic loss",
+    5: "L1-regularized L2-loss SVC: no solver here has an L1 regularizer",
+    6: "L1-regularized logistic regression: no L1 regularizer nor logistic loss here",
+    7: "L2-regularized logistic regression (dual): no solver here has the logistic loss",
+    11: "L2-regularized L2-loss support vector regression: no regression here",
+    12: "L2-regularized L2-loss support vector regression (dual): no regression here",
+    13: "L2-regularized L1-loss support vector regression (dual): no regression here",
+    21: "one-class SVM: no one-class problem here",
+}
+
+
+def _number_option(text: str) -> float:
+    """An option's number, 2^k accepted (argparse's type: its error is a usage line)."""
+    try:
+        return parse_number(text)
+    except CLIError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def liblinear_type(number: int) -> LiblinearType:
+    """LIBLINEAR's ``-s number`` here, or a CLIError naming why not and what maps."""
+    if number in LIBLINEAR_TYPES:
+        return LIBLINEAR_TYPES[number]
+    mapped = ", ".join(f"-s {t}" for t in LIBLINEAR_TYPES)
+    reason = LIBLINEAR_REFUSED.get(number, "LIBLINEAR has no such solver type")
+    raise CLIError(f"-s {number}: {reason}; the types that map here are {mapped} "
+                   f"(see 'svmsvc train --help')")
+
+
+def liblinear_params(args, spec) -> dict[str, Any]:
+    """The parameters LIBLINEAR's short options set (to merge over the long options'): -s's
+    problem, -c, -e, -B; CLIError for a combination that does not map."""
+    params: dict[str, Any] = {}
+    kind = LIBLINEAR_TYPES.get(args.ll_type) if args.ll_type is not None else None
+    if kind is not None:
+        params.update(kind.params)
+        params["bias"] = "none"  # LIBLINEAR's default -B -1, unless -B says otherwise
+        if kind.eps:
+            params["eps"] = 0.1  # LIBLINEAR's default -e for the dual solvers
+    if args.ll_C is not None:
+        if args.ll_C <= 0:
+            raise CLIError(f"-c {args.ll_C:g}: C must be positive")
+        params["C"] = args.ll_C
+    if args.ll_eps is not None:
+        if kind is None and spec.name != "dual_cd":
+            raise CLIError("-e is LIBLINEAR's stopping rule of its dual solvers: give it "
+                           "with -s 1, 3 or 4 (or --solver dual_cd); other solvers stop on "
+                           "--tol")
+        if kind is not None and not kind.eps:
+            raise CLIError(f"-e with -s {args.ll_type}: LIBLINEAR's primal stopping rule "
+                           f"(the gradient's norm) has no equivalent in {kind.solver}; give "
+                           f"--tol, the certified relative duality gap")
+        if args.ll_eps <= 0:
+            raise CLIError(f"-e {args.ll_eps:g}: the tolerance must be positive")
+        params["eps"] = args.ll_eps
+        params["stop_rule"] = "projected_gradient"
+    if args.ll_bias is not None:
+        if args.ll_bias == 0:
+            raise CLIError("-B 0: a bias feature of value 0 is no bias; give -B -1 for none "
+                           "or a positive value for a regularized bias feature")
+        if args.ll_bias < 0:
+            params["bias"] = "none"
+        else:
+            params["bias"], params["bias_scale"] = "regularized", args.ll_bias
+    return params
+
+
+def _cross_validation_accuracy(ds, spec, params, folds: int, C: list[float]):
+    """(best C, pooled accuracy: correct over all examples, as LIBLINEAR's -v and -C print)
+    of a cross-validation at ``C`` with the solver's own stopping rule."""
+    import numpy as np
+
+    from solvers.model_selection import cross_validate
+
+    params = {key: value for key, value in params.items() if key not in ("C", "solver")}
+    if folds < 2:
+        raise CLIError(f"-v {folds}: cross-validation needs at least 2 folds")
+    result = cross_validate(ds, spec.name, C=C, folds=folds, fit_gap=None, **params)
+    sizes = np.bincount(ds.stratified_folds(folds, 0), minlength=folds)
+    best = max(result.scores, key=lambda row: (float(np.dot(row.fold_scores, sizes)), -row.C))
+    return best.C, float(np.dot(best.fold_scores, sizes) / ds.n_samples)
+
+
 def cmd_train(args, spec) -> int:
     import solvers
+    from solvers.train import validate_params
 
-    params = solver_params(spec, args)  # before a long read: a typo fails at once
+    params = {**_params_from_args(spec, args), **liblinear_params(args, spec)}
+    params = validate_params(spec.name, params)[1]  # before a long read: a typo fails at once
     ds = _read(args.file, args.n_features, args.zero_based)
+    if args.ll_search or args.ll_folds is not None:
+        folds = 5 if args.ll_folds is None else args.ll_folds
+        given = params.model_dump()
+        if args.ll_search:
+            grid = parse_grid(args.ll_grid or "2^-5:2^5")
+            best_C, accuracy = _cross_validation_accuracy(ds, spec, given, folds, grid)
+            print(f"Best C = {best_C:g}  CV accuracy = {100.0 * accuracy:g}%")
+        else:
+            _, accuracy = _cross_validation_accuracy(ds, spec, given, folds, [params.C])
+            print(f"Cross Validation Accuracy = {100.0 * accuracy:g}%")
+        return 0
     monitor = None if args.quiet else _ProgressPrinter()
     result = solvers.train(ds, solver=spec.name, params=params, monitor=monitor)
     if result.choice is not None:
@@ -443,7 +567,7 @@ def cmd_predict(args) -> int:
     decision = model.decision_function(ds.X, parallel=True)
     predictions = model.labels_from_scores(decision)
     if args.b == 1:  # LIBSVM's -b 1 output: a header of labels, then label and probabilities
-        if "platt" not in model.metadata:
+        if not model.calibrated:
             raise CLIError("-b 1 needs a model trained with --probability true")
         proba = model.predict_proba(ds.X, parallel=True)
         lines = ["labels " + " ".join(label_key(c) for c in model.classes_) + "\n"]
@@ -532,7 +656,37 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
                             "plus .model in the current directory, as LIBLINEAR does)")
     train.add_argument("--format", choices=("npz", "liblinear"), default="npz",
                        help="model file format (default npz)")
-    train.add_argument("--quiet", action="store_true", help="no per-iteration progress")
+    train.add_argument("--quiet", "-q", action="store_true",
+                       help="no per-iteration progress (-q: LIBLINEAR's)")
+    liblinear = train.add_argument_group(
+        "LIBLINEAR's options (docs/service.md, section 'svmsvc train with LIBLINEAR's "
+        "options'); numbers may be written 2^k")
+    liblinear.add_argument("-s", dest="ll_type", type=int, default=None, metavar="TYPE",
+                           help="LIBLINEAR's solver type: " + "; ".join(
+                               f"{t}: {m.describe}" for t, m in LIBLINEAR_TYPES.items()) +
+                                "; the others are refused, saying why (given: -B defaults "
+                                "to -1, no bias, as in LIBLINEAR)")
+    liblinear.add_argument("-c", dest="ll_C", type=_number_option, default=None,
+                           metavar="COST", help="C (LIBLINEAR's -c, default 1)")
+    liblinear.add_argument("-e", dest="ll_eps", type=_number_option, default=None,
+                           metavar="EPS", help="-s 1, 3, 4 (dual_cd): LIBLINEAR's stopping "
+                                               "rule, the projected gradient's spread at "
+                                               "most EPS (default 0.1)")
+    liblinear.add_argument("-B", dest="ll_bias", type=_number_option, default=None,
+                           metavar="BIAS", help="BIAS > 0: a constant feature of value BIAS "
+                                                "appended to every example, its weight "
+                                                "regularized as the others (bias="
+                                                "regularized, bias_scale=BIAS); BIAS < 0: "
+                                                "no bias (LIBLINEAR's default, -1)")
+    liblinear.add_argument("-v", dest="ll_folds", type=int, default=None, metavar="K",
+                           help="K-fold cross-validation at this C instead of training: "
+                                "prints 'Cross Validation Accuracy = x%%' (no model written)")
+    liblinear.add_argument("-C", dest="ll_search", action="store_true",
+                           help="search C by cross-validation (K folds of -v, default 5, over "
+                                "C = 2^-5 .. 2^5, or --C-grid): prints 'Best C = c  CV "
+                                "accuracy = x%%' (no model written)")
+    liblinear.add_argument("--C-grid", dest="ll_grid", default=None,
+                           help="-C's grid, as cv's --C (default 2^-5:2^5)")
     _data_options(train)
     if solver_spec is not None:
         _add_solver_options(train, solver_spec)
@@ -626,23 +780,53 @@ SERVICE_COMMANDS += [_add_serve_command, _add_migrate_command]
 
 
 def _solver_spec_from_argv(argv: list[str]):
-    """The solver named by ``--solver`` in a train or cv command line, if any and known."""
+    """The solver named by ``--solver`` (or, for train, LIBLINEAR's ``-s``) in a train or cv
+    command line, if any and known."""
     if not argv or argv[0] not in ("train", "cv"):
         return None
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--solver")
+    if argv[0] == "train":
+        pre.add_argument("-s", dest="ll_type")
     known, _ = pre.parse_known_args(argv[1:])
     import solvers
 
+    ll_type = getattr(known, "ll_type", None)
+    if ll_type is not None:
+        try:
+            number = int(ll_type)
+        except ValueError:
+            raise CLIError(f"-s {ll_type!r}: LIBLINEAR's solver type is a number") from None
+        if known.solver is not None:
+            raise CLIError("give LIBLINEAR's -s or --solver, not both")
+        return solvers.get_solver(liblinear_type(number).solver)
     if known.solver is None:
         return solvers.get_solver("auto")
 
     return solvers.get_solver(known.solver)
 
 
+def liblinear_argv(argv: list[str]) -> list[str]:
+    """LIBLINEAR's ``-wi WEIGHT`` (``-w1 2``, ``-w-1 0.5``: the label attached, the weight
+    the next word) as ``-wi=WEIGHT``; ``-w i=WEIGHT`` and ``-wi=WEIGHT`` stay as they are."""
+    out: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word.startswith("-w") and len(word) > 2 and "=" not in word:
+            weight = next(words, None)
+            if weight is None:
+                raise CLIError(f"{word}: give the weight after it, e.g. {word} 2")
+            out.append(f"-w{word[2:]}={weight}")  # attached: a label -1 is no option
+        else:
+            out.append(word)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv and argv[0] in ("train", "cv"):
+            argv = liblinear_argv(argv)
         spec = _solver_spec_from_argv(argv)
         args = build_parser(spec).parse_args(argv)
         if args.command == "info":

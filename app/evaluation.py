@@ -1,4 +1,4 @@
-"""A model's predictions on a labelled dataset: accuracy, per-class counts, confusion matrix.
+"""A model's predictions on a labelled dataset: :func:`solvers.evaluate.evaluate`'s metrics.
 
 Shared by ``POST /models/{id}/evaluate`` (:func:`evaluate_on_dataset`: serial kernels, in the
 web process) and the workers (validation datasets, parallel kernels).

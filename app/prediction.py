@@ -185,7 +185,7 @@ def predictions_json(model, X) -> bytes | None:
     scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
     if not np.all(np.isfinite(scores)):
         return None
-    chances = _probabilities(model, raw)
+    chances = _probabilities(model, raw, X)
     if chances is None:
         parts = ",".join(
             f'{{"label":{label},"decision_values":[{",".join(map(repr, row))}]}}'
@@ -198,11 +198,14 @@ def predictions_json(model, X) -> bytes | None:
     return f'{{"data":[{parts}],"count":{X.shape[0]}}}'.encode()
 
 
-def _probabilities(model, raw: np.ndarray) -> np.ndarray | None:
+def _probabilities(model, raw: np.ndarray, X) -> np.ndarray | None:
     """The rows' class probabilities (columns in the model's classes order) when the model
-    was trained with ``probability=True`` (its Platt sigmoids), else None."""
+    was trained with ``probability=True`` (its Platt sigmoids on ``raw``, the rows' decision
+    values; a one-vs-one model's coupled pairs, from the rows ``X``), else None."""
     platt = model.metadata.get("platt")
     if platt is None:
+        if "pairwise_platt" in model.metadata:
+            return model.predict_proba(X, parallel=False)  # needs the pairs' own values
         return None
     from solvers.calibration import probabilities
 
@@ -220,7 +223,7 @@ def predictions(model, X) -> list[dict[str, Any]]:
         {"label": label_value(label), "decision_values": [float(v) for v in row]}
         for label, row in zip(labels, scores, strict=True)
     ]
-    chances = _probabilities(model, raw)
+    chances = _probabilities(model, raw, X)
     if chances is not None:
         for entry, row in zip(out, chances.tolist(), strict=True):
             entry["probabilities"] = row
@@ -238,7 +241,7 @@ def predict_linear_one(model, columns: dict[int, float]) -> bytes | None:
     """
     from solvers.models.linear import LinearModel
 
-    if type(model) is not LinearModel or "platt" in model.metadata:
+    if type(model) is not LinearModel or model.calibrated:
         return None  # the general path (it adds a calibrated model's probabilities)
     order = sorted(columns)
     raw = model.decision_example(np.array(order, dtype=np.int32),

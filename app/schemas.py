@@ -11,13 +11,14 @@ import functools
 import operator
 import uuid
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, NonNegativeInt
 
 import solvers
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus, TrainedModel
 from app.problem import key_fields
+from solvers.evaluate import SCORES
 
 
 def _solver_params_union():
@@ -107,8 +108,8 @@ class TuningSpec(BaseModel):
     """Cross-validation over a grid (``solvers.model_selection.cross_validate``): stratified,
     seeded folds; every fold solves the C grid from small to large, warm-started where the
     solver can; kernel solvers also search ``gamma``.  The job then refits the solver on all
-    the data at the best point (highest mean accuracy; ordinal: lowest mean absolute rank
-    error), and that is the job's model."""
+    the data at the best point (highest mean ``scoring``, accuracy by default; ordinal:
+    lowest mean absolute rank error), and that is the job's model."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -126,6 +127,13 @@ class TuningSpec(BaseModel):
                     "the solver's tol (every solver that certifies a gap has it; the "
                     "least-squares family does not); null: each fit runs to the solver's own "
                     "stopping rule as the params say. The refit uses the params as given.")
+    scoring: Literal[SCORES] = Field(  # type: ignore[valid-type]
+        "accuracy",
+        description="The fold score the best point maximizes (solvers.evaluate.SCORES): "
+                    "accuracy, balanced_accuracy, f1_macro, precision_macro, recall_macro, "
+                    "roc_auc (binary, or the mean one-vs-rest AUC), average_precision (two "
+                    "labels only). Ordinal regression is scored by the mean absolute rank "
+                    "error only.")
 
 
 class JobCreate(BaseModel):
@@ -156,7 +164,8 @@ class JobCreate(BaseModel):
 class CrossValidationRow(BaseModel):
     C: float
     gamma: float | None
-    mean: float = Field(description="Mean fold score (accuracy, or mean absolute rank error).")
+    mean: float = Field(description="Mean fold score (the tuning's scoring, or the mean "
+                                    "absolute rank error).")
     std: float
     fold_scores: list[float]
     objective: float = Field(description="Mean training objective over the folds.")
@@ -166,7 +175,9 @@ class CrossValidationRow(BaseModel):
 class CrossValidationPublic(BaseModel):
     """A tuning job's result: the table and the best point."""
 
-    metric: str = Field(description="accuracy (higher is better) or mean_absolute_rank_error.")
+    metric: str = Field(description="The tuning's scoring (higher is better: accuracy, "
+                                    "balanced_accuracy, f1_macro, ...) or, for ordinal "
+                                    "regression, mean_absolute_rank_error (lower is better).")
     folds: int
     warm_start: bool = Field(description="Whether each fold's C path was warm-started.")
     fit_gap: float | None = Field(
@@ -331,6 +342,17 @@ class ClassCounts(BaseModel):
     f1: float | None = Field(None, description="2 correct / (true_count + predicted_count).")
 
 
+class RocCurve(BaseModel):
+    """Points of a binary model's ROC curve, those of ``sklearn.metrics.roc_curve``, at most
+    200 (evenly spaced along the curve past that, the first and last kept)."""
+
+    fpr: list[float] = Field(description="False positive rate at each threshold.")
+    tpr: list[float] = Field(description="True positive rate at each threshold.")
+    thresholds: list[float | None] = Field(
+        description="Decision-value thresholds, decreasing; the first (+infinity, no example "
+                    "positive) is null.")
+
+
 class EvaluationPublic(BaseModel):
     """A model's predictions on a dataset against its labels."""
 
@@ -347,6 +369,13 @@ class EvaluationPublic(BaseModel):
         None, description="From the decision values: binary, or the mean one-vs-rest AUC "
                           "of a multi-class model (null where undefined).")
     average_precision: float | None = Field(None, description="Binary models only.")
+    roc_curve: RocCurve | None = Field(
+        None, description="Binary models: the ROC curve from the decision values (null "
+                          "otherwise, or without both labels in the dataset).")
+    log_loss: float | None = Field(
+        None, description="Models trained with probability=true: the mean -log of the "
+                          "probability of each example's label (null otherwise, or when the "
+                          "dataset has a label the model does not know).")
     labels: list[int | float | str] = Field(
         description="The model's classes in order, then labels only the dataset has.")
     confusion_matrix: list[list[int]] = Field(

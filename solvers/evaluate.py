@@ -13,7 +13,13 @@
   (``classes_[1]``) outscores a negative one, ties counted half; multi-class, the macro mean of
   each class's one-vs-rest AUC on its own column of scores (None where a class has no
   examples or all examples are of it); ``average_precision`` (binary): sum over thresholds of
-  (R_n - R_{n-1}) P_n, as scikit-learn computes it.
+  (R_n - R_{n-1}) P_n, as scikit-learn computes it;
+- ``roc_curve`` (binary): the ROC curve's points ``fpr``, ``tpr`` and ``thresholds`` (the
+  first threshold, +infinity, as None), those of ``sklearn.metrics.roc_curve`` (with its
+  ``drop_intermediate``), at most :data:`ROC_POINTS` of them (:func:`roc_curve`);
+- ``log_loss`` for a model with probabilities (``probability=True``): the mean of
+  -log p(true label), each p clipped to [eps, 1 - eps] as scikit-learn does (None without
+  probabilities, or where the data have a label the model does not know).
 
 The functions below take arrays, so they serve any caller that has labels and scores.
 """
@@ -89,9 +95,62 @@ def average_precision(positive: np.ndarray, scores: np.ndarray) -> float | None:
     return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
 
 
-def scores_from(truth, predicted, decision, classes) -> dict[str, Any]:
+#: the most points :func:`roc_curve` returns (enough for a plot; a JSON answer stays small)
+ROC_POINTS = 200
+
+
+def roc_curve(positive: np.ndarray, scores: np.ndarray, max_points: int | None = ROC_POINTS
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(fpr, tpr, thresholds) of ``scores`` for the boolean ``positive``, as
+    ``sklearn.metrics.roc_curve`` computes them: one point per distinct threshold, highest
+    first, after a first point (0, 0) at threshold +infinity; the points inside a straight
+    run (collinear with their neighbours) dropped, as its ``drop_intermediate=True``.  Past
+    ``max_points`` (None: no cap), points evenly spaced along the curve's order are kept,
+    the first and the last always: every point returned is one of scikit-learn's.  None
+    without both kinds of examples."""
+    positive = np.asarray(positive, dtype=bool)
+    n_pos = int(np.count_nonzero(positive))
+    n_neg = positive.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return None
+    s = np.asarray(scores, dtype=np.float64)
+    order = np.argsort(-s, kind="mergesort")
+    s, hits = s[order], positive[order]
+    ends = np.r_[np.flatnonzero(np.diff(s) != 0), s.size - 1]
+    tps = np.cumsum(hits)[ends].astype(np.float64)
+    fps = (ends + 1) - tps
+    thresholds = s[ends]
+    if tps.size > 2:  # scikit-learn's drop_intermediate: keep the corners
+        keep = np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True]
+        tps, fps, thresholds = tps[keep], fps[keep], thresholds[keep]
+    tps, fps = np.r_[0.0, tps], np.r_[0.0, fps]
+    thresholds = np.r_[np.inf, thresholds]
+    fpr, tpr = fps / n_neg, tps / n_pos
+    if max_points is not None and fpr.size > max_points:
+        kept = np.unique(np.rint(np.linspace(0, fpr.size - 1, max_points)).astype(np.int64))
+        fpr, tpr, thresholds = fpr[kept], tpr[kept], thresholds[kept]
+    return fpr, tpr, thresholds
+
+
+def log_loss(truth_index: np.ndarray, proba: np.ndarray) -> float:
+    """Mean -log p of each row's true class (``truth_index`` into ``proba``'s columns), the
+    probabilities clipped to [eps, 1 - eps] (eps of float64), as scikit-learn's log_loss."""
+    eps = np.finfo(np.float64).eps
+    p = np.clip(np.asarray(proba, dtype=np.float64), eps, 1.0 - eps)
+    p = p / p.sum(axis=1, keepdims=True)  # scikit-learn renormalizes the clipped rows
+    return float(-np.mean(np.log(p[np.arange(p.shape[0]), truth_index])))
+
+
+def _index_in(classes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The position in ``classes`` (in any order) of each of ``values`` (all in it)."""
+    order = np.argsort(classes, kind="stable")
+    return order[np.searchsorted(classes[order], values)]
+
+
+def scores_from(truth, predicted, decision, classes, proba=None) -> dict[str, Any]:
     """Every metric of the module docstring from labels, predictions and decision values
-    (shape (n,) for two classes, (n, k) otherwise; None to skip the ranking metrics)."""
+    (shape (n,) for two classes, (n, k) otherwise; None to skip the ranking metrics) and, for
+    the log loss, class probabilities (n, k) in ``classes``' order (or None)."""
     classes = np.asarray(classes)
     labels, matrix = confusion(truth, predicted, classes)
     n = int(matrix.sum())
@@ -117,14 +176,24 @@ def scores_from(truth, predicted, decision, classes) -> dict[str, Any]:
                        "f1": float(f1[k])} for k, v in enumerate(labels)],
         "roc_auc": None,
         "average_precision": None,
+        "roc_curve": None,
+        "log_loss": None,
     }
+    truth_c, classes_c = _comparable(truth, classes)
+    if proba is not None and np.isin(truth_c, classes_c).all() and truth_c.size:
+        result["log_loss"] = log_loss(_index_in(classes_c, truth_c), proba)
     if decision is not None:
-        truth_c, classes_c = _comparable(truth, classes)
         decision = np.asarray(decision, dtype=np.float64)
         if decision.ndim == 1:
             positive = truth_c == classes_c[1]
             result["roc_auc"] = binary_roc_auc(positive, decision)
             result["average_precision"] = average_precision(positive, decision)
+            curve = roc_curve(positive, decision)
+            if curve is not None:
+                fpr, tpr, thresholds = curve
+                result["roc_curve"] = {
+                    "fpr": fpr.tolist(), "tpr": tpr.tolist(),
+                    "thresholds": [None if np.isinf(t) else float(t) for t in thresholds]}
         else:
             aucs = [binary_roc_auc(truth_c == c, decision[:, k])
                     for k, c in enumerate(classes_c)]
@@ -138,9 +207,11 @@ def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
     rows scored once)."""
     decision = model.decision_function(dataset.X, parallel=parallel)
     predicted = model.labels_from_scores(decision)
+    proba = model.predict_proba(dataset.X, parallel=parallel) \
+        if getattr(model, "calibrated", False) else None
     if getattr(model, "kind", None) == "ordinal":
         decision = None  # one score, p ranks: not one-vs-rest scores
-    return scores_from(dataset.labels, predicted, decision, model.classes_)
+    return scores_from(dataset.labels, predicted, decision, model.classes_, proba)
 
 
 def score(name: str, truth, predicted, decision, classes) -> float:

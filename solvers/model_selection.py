@@ -221,6 +221,9 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     if ordinal and scoring != "accuracy":
         raise InvalidParametersError("scoring: ordinal regression is scored by the mean "
                                      "absolute rank error")
+    if scoring == "average_precision" and dataset.classes.shape[0] != 2:
+        raise InvalidParametersError(f"scoring: average_precision is defined for two labels, "
+                                     f"the data have {dataset.classes.shape[0]}")
     if folds > dataset.n_samples:
         raise ValueError(f"{folds} folds need at least {folds} examples, got "
                          f"{dataset.n_samples}")

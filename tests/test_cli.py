@@ -415,3 +415,150 @@ def test_predict_b1_writes_libsvm_probability_output(tmp_path):
     plain = tmp_path / "plain.npz"
     assert main(["train", heart, str(plain), "--solver", "mfn", "--quiet"]) == 0
     assert main(["predict", "-b", "1", heart, str(plain)]) == 2
+
+
+# -- LIBLINEAR's short options of train ----------------------------------------------------------
+
+_LIBLINEAR_SCRIPT = """
+import sys
+from liblinear.liblinearutil import load_model, predict, save_model, svm_read_problem, train
+command, options, train_file = sys.argv[1], sys.argv[2], sys.argv[3]
+y, x = svm_read_problem(train_file)
+if command == "cv":
+    print(train(y, x, options + " -q"))
+else:
+    model_file, test_file = sys.argv[4], sys.argv[5]
+    save_model(model_file, train(y, x, options + " -q"))
+    yt, xt = svm_read_problem(test_file)
+    labels, _, _ = predict(yt, xt, load_model(model_file), "-q")
+    print(" ".join(str(int(v)) for v in labels))
+"""
+
+
+def _liblinear(*args) -> str:
+    """LIBLINEAR (liblinear-official's Python binding of its C library) in a subprocess, as its
+    own train/predict would run: the predicted labels, or the -v accuracy."""
+    done = subprocess.run([sys.executable, "-c", _LIBLINEAR_SCRIPT, *args],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize(("train_name", "test_name", "options"), [
+    ("a9a", "a9a.t", "-s 3 -c 1 -e 0.0001 -B 1"),  # hinge, regularized bias feature 1
+    ("a9a", "a9a.t", "-s 1 -c 2^-2 -e 0.0001"),  # squared hinge, no bias (LIBLINEAR's -B -1)
+    ("a9a", "a9a.t", "-s 3 -c 0.5 -e 0.0001 -B 4"),  # bias feature of value 4, regularized
+    ("a9a", "a9a.t", "-s 1 -c 1 -e 0.0001 -B 1 -w1 2"),  # -wi: C of label 1 doubled
+    ("dna.scale", "dna.scale.t", "-s 4 -c 0.1 -e 0.0001"),  # Crammer-Singer
+    ("dna.scale", "dna.scale.t", "-s 1 -c 0.1 -e 0.0001 -B 1"),  # one-vs-rest
+])
+def test_liblinear_short_options_train_what_liblinear_trains(tmp_path, train_name, test_name,
+                                                              options):
+    """``svmsvc train`` with LIBLINEAR's options solves LIBLINEAR's problem by the same dual
+    coordinate descent and stopping rule: at -e 1e-4 the accuracy on the test file is
+    LIBLINEAR's train/predict's on the same files to within two examples (measured: equal);
+    the two runs' random permutations stop at different points of the same tolerance, so a
+    few labels of examples near the boundary differ (a9a -s 3: 42 of 16,281; at most 0.5%)."""
+    train_file, test_file = str(data_path(train_name)), str(data_path(test_name))
+    model = tmp_path / "ours.model"
+    done = _svmsvc("train", *options.split(), "-q", train_file, str(model))
+    assert done.returncode == 0, done.stderr
+    done = _svmsvc("predict", test_file, str(model), str(tmp_path / "ours.out"))
+    assert done.returncode == 0, done.stderr
+    ours = (tmp_path / "ours.out").read_text().split()
+    plain = " ".join(repr(2.0 ** float(w[2:])) if w.startswith("2^") else w
+                     for w in options.split())  # LIBLINEAR reads no 2^k
+    theirs = _liblinear("train", plain, train_file, str(tmp_path / "theirs.model"),
+                        test_file).split()
+    truth = [line.split()[0].lstrip("+") for line in open(test_file)]
+    correct = lambda labels: sum(a == b for a, b in zip(labels, truth, strict=True))  # noqa: E731
+    differ = sum(a != b for a, b in zip(ours, theirs, strict=True))
+    print(options, correct(ours), correct(theirs), differ)  # the figures in docs/service.md
+    assert abs(correct(ours) - correct(theirs)) <= 2 and differ <= 0.005 * len(truth), (
+        correct(ours), correct(theirs), differ)
+
+
+def test_liblinear_v_and_C_print_liblinears_lines(tmp_path):
+    """-v k prints LIBLINEAR's line, the pooled accuracy (correct over all examples) of the
+    library's stratified folds; -C its "Best C" line; LIBLINEAR's own -v on other (random)
+    folds lands within two points."""
+    heart = str(data_path("heart_scale"))
+    done = _svmsvc("train", "-s", "3", "-c", "1", "-v", "5", "-q", heart, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.strip()
+    assert line.startswith("Cross Validation Accuracy = ") and line.endswith("%"), line
+    ours = float(line.split("= ")[1].rstrip("%"))
+    from solvers.model_selection import cross_validate
+
+    ds = solvers_read(heart)
+    expected = cross_validate(ds, "dual_cd", C=[1.0], folds=5, fit_gap=None, loss="hinge",
+                              bias="none", stop_rule="projected_gradient", eps=0.1)
+    sizes = np.bincount(ds.stratified_folds(5, 0), minlength=5)
+    assert ours == pytest.approx(100 * np.dot(expected.scores[0].fold_scores, sizes) / 270,
+                                 abs=1e-4)
+    theirs = float(_liblinear("cv", "-s 3 -c 1 -v 5", heart).splitlines()[-1])
+    assert abs(ours - theirs) <= 2.0, (ours, theirs)
+    assert list(tmp_path.iterdir()) == []  # -v writes no model
+    done = _svmsvc("train", "-s", "2", "-C", "--C-grid", "2^-3:2^1", "-q", heart, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    best = done.stdout.strip()
+    assert best.startswith("Best C = ") and "  CV accuracy = " in best and best.endswith("%")
+    assert float(best.split()[3]) in [2.0 ** k for k in range(-3, 2)]
+
+
+def solvers_read(path):
+    import solvers
+
+    return solvers.read_svmlight(path)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ("-s 0", "-s 0: L2-regularized logistic regression (primal): no solver here has the "
+             "logistic loss; the types that map here are -s 1, -s 2, -s 3, -s 4"),
+    ("-s 5", "-s 5: L1-regularized L2-loss SVC: no solver here has an L1 regularizer"),
+    ("-s 11", "no regression here"),
+    ("-s 99", "-s 99: LIBLINEAR has no such solver type"),
+    ("-s x", "LIBLINEAR's solver type is a number"),
+    ("-s 2 -e 0.01", "-e with -s 2: LIBLINEAR's primal stopping rule"),
+    ("-e 0.01 --solver mfn", "-e is LIBLINEAR's stopping rule of its dual solvers"),
+    ("-s 1 -B 0", "-B 0: a bias feature of value 0 is no bias"),
+    ("-s 1 --solver mfn", "give LIBLINEAR's -s or --solver, not both"),
+    ("-s 1 -c 0", "-c 0: C must be positive"),
+    ("-s 1 -c 2^x", "expected a number or 2^k"),
+    ("-s 1 -v 1", "-v 1: cross-validation needs at least 2 folds"),
+    ("-s 1 -w1", "-w1: give the weight after it"),
+])
+def test_liblinear_options_that_do_not_map_are_one_line_errors(capsys, options, message):
+    heart = str(data_path("heart_scale"))
+    try:
+        status = main(["train", heart, *options.split()])
+    except SystemExit as exc:  # argparse's own usage error (a bad number)
+        status = exc.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
+
+
+def test_liblinear_options_set_the_parameters():
+    """-s's problem, -c, -e, -B and -wi as the parameters they pose (2^k numbers accepted)."""
+    from app.cli import _solver_spec_from_argv, liblinear_argv, liblinear_params
+
+    argv = liblinear_argv(["train", "-s", "3", "-c", "2^3", "-e", "2^-10", "-B", "2",
+                           "-w1", "2", "-w-1", "0.5", "x"])
+    spec = _solver_spec_from_argv(argv)
+    args = build_parser(spec).parse_args(argv)
+    params = solver_params(spec, args).model_dump()
+    params.update(liblinear_params(args, spec))
+    assert spec.name == "dual_cd"
+    assert (params["loss"], params["stop_rule"], params["C"], params["eps"]) == (
+        "hinge", "projected_gradient", 8.0, 2.0 ** -10)
+    assert (params["bias"], params["bias_scale"]) == ("regularized", 2.0)
+    assert params["class_weight"] == {"1": 2.0, "-1": 0.5}
+    args = build_parser(spec).parse_args(["train", "-s", "3", "-B", "-1", "x"])
+    assert liblinear_params(args, spec)["bias"] == "none"
+    args = build_parser(spec).parse_args(["train", "-s", "3", "x"])
+    assert liblinear_params(args, spec)["bias"] == "none"  # LIBLINEAR's default -B -1
+    argv = ["train", "-s", "4", "x"]
+    spec = _solver_spec_from_argv(argv)
+    assert liblinear_params(build_parser(spec).parse_args(argv), spec)["multiclass"] == \
+        "crammer_singer"

@@ -9,7 +9,7 @@ import pytest
 from sklearn import metrics
 
 import solvers
-from solvers.evaluate import average_precision, binary_roc_auc
+from solvers.evaluate import ROC_POINTS, average_precision, binary_roc_auc, roc_curve
 from tests.shared_data import load
 
 
@@ -59,6 +59,46 @@ def test_binary_metrics_equal_sklearn(binary):
         metrics.average_precision_score(truth == 1, rounded), abs=1e-12)
 
 
+def _sklearn_points(positive, scores, drop_intermediate=True):
+    fpr, tpr, thresholds = metrics.roc_curve(positive, scores,
+                                             drop_intermediate=drop_intermediate)
+    return set(zip(fpr.tolist(), tpr.tolist(), thresholds.tolist(), strict=True))
+
+
+def test_roc_curve_points_are_sklearns(binary):
+    """Uncapped, the curve is scikit-learn's roc_curve exactly (drop_intermediate, ties);
+    capped at 200, every point kept is one of its points, the ends included."""
+    model, test = binary
+    positive, scores = test.labels == 1, model.decision_function(test.X)
+    for s in (scores, np.round(scores, 1), np.round(scores, 2)):
+        fpr, tpr, thresholds = roc_curve(positive, s, max_points=None)
+        want = metrics.roc_curve(positive, s)
+        for got, expected in zip((fpr, tpr, thresholds), want, strict=True):
+            np.testing.assert_array_equal(got, expected)
+        fpr, tpr, thresholds = roc_curve(positive, s)
+        assert len(fpr) == min(ROC_POINTS, len(want[0]))
+        points = set(zip(fpr.tolist(), tpr.tolist(), thresholds.tolist(), strict=True))
+        assert points <= _sklearn_points(positive, s)
+        assert (fpr[0], tpr[0], fpr[-1], tpr[-1]) == (0.0, 0.0, 1.0, 1.0)
+        assert np.all(np.diff(thresholds) < 0) and np.all(np.diff(fpr) >= 0)
+    assert len(metrics.roc_curve(positive, scores)[0]) > ROC_POINTS  # the cap was exercised
+    report = solvers.evaluate(model, test)["roc_curve"]
+    assert report["fpr"] == roc_curve(positive, scores)[0].tolist()
+    assert report["thresholds"][0] is None  # +infinity in JSON
+    assert roc_curve(np.ones(3, dtype=bool), np.arange(3.0)) is None
+
+
+def test_log_loss_of_a_calibrated_model_equals_sklearn(binary):
+    model, test = binary
+    assert solvers.evaluate(model, test)["log_loss"] is None  # no probabilities
+    train = load("heart_scale")
+    calibrated = solvers.train(train, solver="mfn", C=1.0, probability=True).model
+    report = solvers.evaluate(calibrated, train)
+    assert report["log_loss"] == pytest.approx(metrics.log_loss(
+        train.labels, calibrated.predict_proba(train.X), labels=calibrated.classes_),
+        rel=1e-12)
+
+
 def test_multiclass_metrics_equal_sklearn(multiclass):
     model, test = multiclass
     report = solvers.evaluate(model, test)
@@ -97,6 +137,8 @@ def test_cross_validation_scoring():
         assert b.mean < a.mean < c.mean  # a9a: 76% negatives; AUC above both
     with pytest.raises(solvers.InvalidParametersError, match="scoring"):
         cross_validate(ds, solver="mfn", C=[1.0], scoring="nope")
+    with pytest.raises(solvers.InvalidParametersError, match="two labels"):
+        cross_validate(load("dna.scale"), solver="mfn", C=[1.0], scoring="average_precision")
 
 
 def test_cli_predict_reports_the_metrics(tmp_path, capsys, binary):

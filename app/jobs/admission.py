@@ -55,6 +55,14 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
                                 f"{tuning.folds} examples; the dataset has {dataset.n_samples}")
     labels = _labels(dataset)
     task = getattr(params, "task", "classification")
+    scoring = getattr(tuning, "scoring", "accuracy")
+    if task == "ordinal" and scoring != "accuracy":
+        raise InvalidJob(f"tuning.scoring: ordinal regression is scored by the mean absolute "
+                         f"rank error, not {scoring}; leave scoring at its default")
+    if scoring == "average_precision" and len(labels) != 2:
+        raise InvalidJob(f"tuning.scoring: average_precision is defined for two labels; the "
+                         f"dataset has {len(labels)} (roc_auc, f1_macro or balanced_accuracy "
+                         f"score several)")
     if len(labels) < 2:
         raise InvalidJob(f"dataset_id: training needs at least two distinct labels in the "
                             f"dataset; it has only {labels[0] if labels else 'no'} label")

@@ -244,7 +244,8 @@ def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:
     tuning = spec.tuning
     result = cross_validate(dataset, spec.solver, C=tuning["C"], gamma=tuning.get("gamma"),
                             folds=tuning["folds"], seed=tuning["seed"], monitor=monitor,
-                            fit_gap=tuning.get("fit_gap", CV_FIT_GAP), **params)
+                            fit_gap=tuning.get("fit_gap", CV_FIT_GAP),
+                            scoring=tuning.get("scoring", "accuracy"), **params)
     summary = jsonable(result.summary())
     if result.status == "stopped":
         return None, summary

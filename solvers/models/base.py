@@ -93,6 +93,11 @@ class Model(ABC):
             return np.where(scores > 0, self.classes_[1], self.classes_[0])
         return self.classes_[np.argmax(scores, axis=1)]
 
+    @property
+    def calibrated(self) -> bool:
+        """Whether the model has probabilities (trained with ``probability=True``)."""
+        return "platt" in self.metadata or "pairwise_platt" in self.metadata
+
     def predict_proba(self, X, *, parallel: bool = False) -> np.ndarray:
         """(n, n_classes) probabilities from the Platt sigmoids ``train(...,
         probability=True)`` fitted (``solvers.calibration``), columns in ``classes_``'s

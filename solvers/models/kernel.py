@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from solvers.calibration import coupled_probabilities
 from solvers.core.kernels import Kernel, column_operand, kernel_decision
 from solvers.data.dataset import as_csr, label_key
 from solvers.models.base import (
@@ -115,6 +116,16 @@ class KernelModel(Model):
         if scores.ndim == 2 and self.multiclass == "ovo":
             return self.classes_[np.argmax(np.rint(scores), axis=1)]  # the votes; LIBSVM's ties
         return super().labels_from_scores(scores)
+
+    def predict_proba(self, X, *, parallel: bool = False) -> np.ndarray:
+        """(n, n_classes) probabilities: a one-vs-one model trained with probability=True
+        (``pairwise_platt``) couples its pairs' sigmoids (Wu, Lin & Weng 2004, method 2:
+        :func:`solvers.calibration.coupled_probabilities`); others as every model."""
+        pairs = self.metadata.get("pairwise_platt")
+        if pairs is None:
+            return super().predict_proba(X, parallel=parallel)
+        return coupled_probabilities(self.pairwise_decision(X, parallel=parallel),
+                                     np.asarray(pairs), self.classes_.shape[0])
 
     def describe(self) -> dict[str, Any]:
         description = super().describe()

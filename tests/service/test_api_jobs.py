@@ -320,7 +320,8 @@ def test_a_tuning_job_cross_validates_and_refits_at_the_best_point(api, heart, s
     created = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": {"solver": solver},
                                       "tuning": tuning})
     assert created.status_code == 202, created.text
-    assert created.json()["tuning"] == {**tuning, "gamma": None, "fit_gap": 1e-3}
+    assert created.json()["tuning"] == {**tuning, "gamma": None, "fit_gap": 1e-3,
+                                        "scoring": "accuracy"}
     done = wait_job(api, created.json()["id"])
     assert done["status"] == "succeeded", done
     cv = done["cross_validation"]
@@ -338,6 +339,50 @@ def test_a_tuning_job_cross_validates_and_refits_at_the_best_point(api, heart, s
     assert [r["extras"]["fold"] for r in fits] == [0, 0, 1, 1, 2, 2]  # in fold order
     assert [r["iteration"] for r in log] == list(range(1, len(log) + 1))
     assert any(r["extras"].get("stage") == "refit" for r in log)
+
+
+def test_a_tuning_job_maximizes_its_scoring(api, heart):
+    """scoring="roc_auc": the table holds the folds' AUCs (the library's on the same folds),
+    the best C is the one of highest mean AUC, and the job says which score it used."""
+    tuning = {"C": [0.01, 0.1, 1.0], "folds": 3, "seed": 1, "scoring": "roc_auc"}
+    created = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": {"solver": "mfn"},
+                                             "tuning": tuning})
+    assert created.status_code == 202, created.text
+    assert created.json()["tuning"]["scoring"] == "roc_auc"
+    done = wait_job(api, created.json()["id"])
+    assert done["status"] == "succeeded", done
+    assert done["tuning"]["scoring"] == "roc_auc"
+    cv = done["cross_validation"]
+    expected = cross_validate(solvers.read_svmlight(data_path("heart_scale")), "mfn",
+                              C=tuning["C"], folds=3, seed=1, scoring="roc_auc")
+    accuracy = cross_validate(solvers.read_svmlight(data_path("heart_scale")), "mfn",
+                              C=tuning["C"], folds=3, seed=1)
+    assert cv["metric"] == "roc_auc" and cv["best_C"] == expected.best_C
+    assert [row["mean"] for row in cv["table"]] == pytest.approx(
+        [row.mean for row in expected.scores], abs=1e-12)
+    assert [row["mean"] for row in cv["table"]] != pytest.approx(
+        [row.mean for row in accuracy.scores], abs=1e-6)  # not the accuracies
+    log = full_log(api, created.json()["id"])
+    assert {r["extras"]["metric"] for r in log if r["extras"].get("stage") != "refit"} == {
+        "roc_auc"}
+
+
+@pytest.mark.parametrize("labels, params, scoring, fragment", [
+    ("1 -1 1 -1", {"solver": "mfn"}, "auc",
+     "'accuracy', 'balanced_accuracy', 'f1_macro'"),  # the choices, named
+    ("1 2 3 1 2 3", {"solver": "mfn"}, "average_precision",
+     "tuning.scoring: average_precision is defined for two labels"),
+    ("1 2 3 1 2 3", {"solver": "mfn", "task": "ordinal"}, "f1_macro",
+     "tuning.scoring: ordinal regression is scored by the mean absolute rank error"),
+])
+def test_a_tuning_scoring_that_cannot_apply_is_a_422(api, labels, params, scoring, fragment):
+    lines = [f"{y} 1:{i} 2:{i % 3}" for i, y in enumerate(labels.split(), start=1)]
+    tiny = uploaded_id(api, ("\n".join(lines) + "\n").encode())
+    response = api.post("/api/v1/jobs", json={
+        "dataset_id": tiny, "params": params,
+        "tuning": {"C": [1.0], "folds": 2, "scoring": scoring}})
+    assert response.status_code == 422, response.text
+    assert fragment in json.dumps(response.json())
 
 
 @pytest.mark.parametrize("tuning, fragment", [

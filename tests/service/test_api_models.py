@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import numpy as np
 import pytest
 from servicetools import QUICK_PARAMS, create_job, data_path, uploaded_id, wait_job
+from sklearn.metrics import log_loss as sklearn_log_loss
 
 import solvers
 
@@ -239,6 +241,12 @@ def test_evaluate_a_binary_model(api, binary):
     for name in ("balanced_accuracy", "f1_macro", "roc_auc", "average_precision"):
         assert body[name] == pytest.approx(report[name], abs=1e-12)
     assert all(type(v) is int for v in body["labels"])
+    # the whole answer is the library's dict (JSON's round trip) with the dataset's id
+    assert body == {"dataset_id": dataset_id, **json.loads(json.dumps(report))}
+    curve = body["roc_curve"]
+    assert curve["thresholds"][0] is None and curve["fpr"][0] == curve["tpr"][0] == 0.0
+    assert curve["fpr"][-1] == curve["tpr"][-1] == 1.0 and len(curve["fpr"]) <= 200
+    assert body["log_loss"] is None  # not calibrated
 
 
 def test_class_weight_in_job_params_and_int_labels(api):
@@ -345,16 +353,20 @@ def test_the_model_cache_is_bounded_in_bytes():
     small.discard(ids[0])
 
 
-@pytest.mark.parametrize("dataset", ["heart_scale", "dna.scale"])
-def test_a_calibrated_model_serves_its_probabilities(api, dataset):
+@pytest.mark.parametrize(("dataset", "params"), [
+    ("heart_scale", QUICK_PARAMS), ("dna.scale", QUICK_PARAMS),
+    ("dna.scale", {"solver": "smo", "C": 1.0}),  # one-vs-one: the pairs' sigmoids, coupled
+])
+def test_a_calibrated_model_serves_its_probabilities(api, dataset, params):
     """A model trained with probability=true answers each prediction with its class
     probabilities (the library's predict_proba, classes order), single and batch; a model
     without them leaves the field out."""
     dataset_id = uploaded_id(api, data_path(dataset))
-    done = wait_job(api, create_job(api, dataset_id, {**QUICK_PARAMS, "probability": True})["id"])
+    done = wait_job(api, create_job(api, dataset_id, {**params, "probability": True})["id"])
     assert done["status"] == "succeeded", done
     model_id = done["model_id"]
     model = solvers.load_model(api.get(f"/api/v1/models/{model_id}/download").content)
+    assert ("pairwise_platt" in model.metadata) == (params["solver"] == "smo")
     X = solvers.read_svmlight(data_path(dataset)).X[:5]
     expected = model.predict_proba(X)
     lines = "\n".join(" ".join(f"{j + 1}:{float(v)!r}" for j, v in zip(row.indices, row.data,
@@ -370,6 +382,15 @@ def test_a_calibrated_model_serves_its_probabilities(api, dataset):
     for got, want in zip(batch, expected, strict=True):
         assert got["probabilities"] == pytest.approx(list(want), rel=1e-12)
         assert sum(got["probabilities"]) == pytest.approx(1.0)
+    # its evaluation carries the log loss of those probabilities, as the library's
+    evaluated = api.post(f"/api/v1/models/{model_id}/evaluate",
+                         json={"dataset_id": dataset_id}).json()
+    data = solvers.read_svmlight(data_path(dataset))
+    assert evaluated == {"dataset_id": dataset_id,
+                         **json.loads(json.dumps(solvers.evaluate(model, data)))}
+    assert evaluated["log_loss"] == pytest.approx(
+        sklearn_log_loss(data.labels, model.predict_proba(data.X), labels=model.classes_),
+        rel=1e-9)
 
 
 def test_a_model_without_probabilities_leaves_them_out(api, binary):

@@ -299,6 +299,57 @@ def test_the_train_form_from_the_schemas_queues_a_job_whose_model_evaluates(page
     page.screenshot("model-evaluated", at="#evaluation-heading")
 
 
+def test_a_tuning_job_from_the_form_scores_by_roc_auc_and_its_model_shows_metrics(page,
+                                                                                server):
+    """The Train form's tuning fields (a 2^a .. 2^b grid, folds, the scoring choices read
+    from the API's schema) queue a tuning job scored by ROC AUC, whose page says so; the
+    refitted, calibrated model's page shows the evaluate endpoint's metrics (log loss
+    included) and its ROC curve, one point per point the API sent."""
+    heart = _upload(server, data_path("heart_scale"))
+    page.console_errors()  # earlier pages' log: read and gone
+    page.open(f"/ui/train?dataset={heart}")
+    page.wait(lambda: page.find("#param-C"), "the generated form")
+    choices = [o.get_attribute("value") for o in page.all("#tune-scoring option")]
+    assert choices[:3] == ["accuracy", "balanced_accuracy", "f1_macro"] and "roc_auc" in choices
+    page.find("#param-probability").click()
+    page.find("#tune").click()
+    page.find("#tune-C").clear()
+    page.find("#tune-C").send_keys("2^-2 .. 2^2")
+    page.find("#tune-folds").clear()
+    page.find("#tune-folds").send_keys("3")
+    page.find("#tune-scoring option[value=roc_auc]").click()
+    page.screenshot("train-tuning", at="#tuning")
+    page.find("#train-submit").click()
+    page.wait(lambda: "/ui/jobs/" in page.driver.current_url, "the job page")
+    job = _finished(server, page.driver.current_url.rsplit("/", 1)[1])
+    assert job["status"] == "succeeded", job
+    assert job["tuning"]["C"] == [0.25, 0.5, 1.0, 2.0, 4.0] and job["tuning"]["folds"] == 3
+    assert job["tuning"]["scoring"] == "roc_auc" and job["params"]["probability"] is True
+    assert job["cross_validation"]["metric"] == "roc_auc"
+    page.wait(lambda: page.find("#plot-cv").get_attribute("data-points") == "5",
+              "the cross-validation curve")
+    assert "mean roc auc" in page.find("#plot-cv .u-legend").text
+    assert "scored by roc_auc (highest is best)" in page.find("#cv-note").text
+    page.open(f"/ui/models/{job['model_id']}")
+    page.wait(lambda: page.find("#evaluate-dataset"), "the model page").submit()
+    page.wait(lambda: page.find("#evaluation-roc").get_attribute("data-points"),
+              "the ROC curve")
+    expected = server.client.post(f"/api/v1/models/{job['model_id']}/evaluate",
+                                  json={"dataset_id": heart}).json()
+    shown = {dd.get_attribute("data-metric"): dd.text
+             for dd in page.all("#evaluation-metrics dd")}
+    assert shown["accuracy"] == f"{100 * expected['accuracy']:.2f} %"
+    assert shown["balanced_accuracy"] == f"{100 * expected['balanced_accuracy']:.2f} %"
+    for key in ("f1_macro", "roc_auc", "average_precision", "log_loss"):
+        assert expected[key] is not None and shown[key] == f"{expected[key]:.4g}", key
+    assert page.find("#evaluation-roc").get_attribute("data-points") == str(
+        len(expected["roc_curve"]["fpr"]))
+    assert len(page.all("#evaluation-roc canvas")) == 1
+    assert "ROC" in page.find("#evaluation-roc .u-legend").text
+    assert page.console_errors() == []
+    page.screenshot("model-metrics", at="#evaluation-heading")
+
+
 def test_the_train_form_lists_smos_kernel_fields_and_queues_a_kernel_job(page, server):
     """The form is generated from smo's schema: its kernel choices, gamma as a number or
     'scale' / 'auto' (left at 'scale'), the cache and the stopping rule; the job it queues

@@ -220,7 +220,10 @@ def evaluate_model(
     store: StoreDep,
     principal: PrincipalDep,
 ) -> EvaluationPublic:
-    """Accuracy, per-class counts and the confusion matrix of the model on a dataset.
+    """The metrics of ``solvers.evaluate`` for the model on a dataset: accuracy, balanced
+    accuracy, macro precision / recall / F1, ROC AUC, average precision and the ROC curve
+    (binary), the log loss (models trained with probability=true), per-class counts and the
+    confusion matrix: the same dict as ``solvers.evaluate(model, dataset)``.
 
     A dataset with more features than the model (another feature space) is a 422.
     """

@@ -137,8 +137,8 @@ function showCrossValidation() {
   const cv = job.cross_validation;
   if (!section || !cv || cvShown === cv) return;
   cvShown = cv;
-  const accuracy = cv.metric === "accuracy";
-  const label = accuracy ? "mean accuracy" : "mean absolute rank error";
+  const rankError = cv.metric === "mean_absolute_rank_error";
+  const label = rankError ? "mean absolute rank error" : `mean ${cv.metric.replaceAll("_", " ")}`;
   const Cs = [...new Set(cv.table.map((r) => r.C))].sort((a, b) => a - b);
   const gammas = [...new Set(cv.table.map((r) => r.gamma))];
   const series = [];
@@ -158,7 +158,7 @@ function showCrossValidation() {
     { label: "", render: (r) => (best(r) ? el("strong", {}, "best") : "") },
     { label: "C", num: true, render: (r) => fmt(r.C) },
     ...(gammas.some((g) => g != null) ? [{ label: "gamma", num: true, render: (r) => fmt(r.gamma) }] : []),
-    { label: accuracy ? "mean accuracy" : "mean rank error", num: true, render: (r) => fmt(r.mean) },
+    { label: rankError ? "mean rank error" : label, num: true, render: (r) => fmt(r.mean) },
     { label: "std", num: true, render: (r) => fmt(r.std) },
     { label: "mean objective", num: true, render: (r) => fmt(r.objective, 8) },
     { label: "seconds", num: true, render: (r) => fmt(r.seconds) },
@@ -169,7 +169,7 @@ function showCrossValidation() {
   section.replaceChildren(
     el("h2", {}, "Cross-validation"),
     el("p", { class: "legend-note", id: "cv-note" },
-      `${cv.folds} folds, ${bestText}; ${cv.warm_start ? "warm-started C paths" : "every point solved cold"}` +
+      `${cv.folds} folds scored by ${rankError ? "the mean absolute rank error (lowest is best)" : `${cv.metric} (highest is best)`}, ${bestText}; ${cv.warm_start ? "warm-started C paths" : "every point solved cold"}` +
       `${cv.fit_gap == null ? "" : `, each fit to a certified gap of ${fmt(cv.fit_gap)}`}.` +
       `${cv.status === "stopped" ? ` ${cv.message}` : ""}`),
     box,

@@ -1,6 +1,9 @@
-// One model: parameters, training job, evaluation on a stored dataset (accuracy, confusion
-// matrix), one example predicted, downloads (npz, LIBLINEAR).
+// One model: parameters, training job, evaluation on a stored dataset (the metrics of
+// solvers.evaluate: accuracy, balanced accuracy, F1 macro, ROC AUC, average precision, log
+// loss when calibrated; the ROC curve of a binary model; the confusion matrix), one example
+// predicted, downloads (npz, LIBLINEAR).
 import { api, apiAll, content, download, el, fmt, seconds, setTitle, shortId, showError, start, table } from "./common.js";
+import { makePlot } from "./plot.js";
 
 const modelId = location.pathname.split("/").filter(Boolean).pop();
 
@@ -30,7 +33,8 @@ async function render() {
     evaluation.replaceChildren(el("p", { class: "muted" }, "Evaluating…"));
     try {
       const result = await api(`/models/${model.id}/evaluate`, { method: "POST", json: { dataset_id: evalSelect.value } });
-      evaluation.replaceChildren(showEvaluation(result));
+      evaluation.replaceChildren(showEvaluation(result, "evaluation"));
+      drawRoc(result, "evaluation");
     } catch (error) { evaluation.replaceChildren(el("p", { class: "error" }, error.describe ? error.describe() : String(error))); }
   });
   const predicted = el("div", { id: "prediction", role: "status" });
@@ -51,9 +55,10 @@ async function render() {
       el("section", {}, el("h2", {}, "Model"), el("dl", { class: "facts" }, facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])), links),
       el("section", {}, el("h2", {}, "Parameters"), el("dl", { class: "facts" },
         Object.entries(model.params).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v == null ? "none" : String(v))])))),
-    model.validation ? [el("h2", {}, "Validation (at training)"), showEvaluation(model.validation)] : null,
+    model.validation ? [el("h2", {}, "Validation (at training)"), showEvaluation(model.validation, "validation")] : null,
     el("h2", { id: "evaluation-heading" }, "Evaluate on a stored dataset"), evalForm, evaluation,
     el("h2", {}, "Predict one example"), predictForm, predicted);
+  if (model.validation) drawRoc(model.validation, "validation");
 }
 
 function downloadLink(label, path, filename) {
@@ -63,14 +68,49 @@ function downloadLink(label, path, filename) {
   } }, label);
 }
 
-function showEvaluation(result) {
+// The metrics (null ones, e.g. AUC of a class-less fold or log loss of an uncalibrated model,
+// say why they are missing), the ROC curve's box (drawn by drawRoc once in the page) and the
+// confusion matrix.  `prefix` keeps the validation's and the evaluation's ids apart.
+const METRICS = [
+  ["accuracy", "Accuracy", percent],
+  ["balanced_accuracy", "Balanced accuracy", percent],
+  ["f1_macro", "F1 (macro)", (v) => fmt(v)],
+  ["roc_auc", "ROC AUC", (v) => fmt(v), "needs both labels in the data"],
+  ["average_precision", "Average precision", (v) => fmt(v), "binary models only"],
+  ["log_loss", "Log loss", (v) => fmt(v), "no probabilities: train with probability on"],
+];
+
+function percent(v) { return `${(100 * v).toFixed(2)} %`; }
+
+function showEvaluation(result, prefix) {
   const labels = result.labels;
   const matrix = result.confusion_matrix;
+  const metrics = el("dl", { class: "facts metrics", id: `${prefix}-metrics` }, METRICS.flatMap(([key, name, show, missing]) => [
+    el("dt", {}, name),
+    el("dd", { "data-metric": key }, result[key] == null ? el("span", { class: "muted" }, `– (${missing})`) : show(result[key]))]));
+  const roc = result.roc_curve
+    ? el("div", { class: "roc" }, el("div", { class: "plot", id: `${prefix}-roc` }),
+      el("p", { class: "legend-note" }, `ROC curve from the decision values: ${result.roc_curve.fpr.length} points ` +
+        `(at most 200, scikit-learn's roc_curve points); AUC ${fmt(result.roc_auc)}. The dashed diagonal is chance.`))
+    : null;
   return el("div", {},
-    el("p", {}, el("strong", { id: "accuracy" }, `Accuracy ${(100 * result.accuracy).toFixed(2)} %`), ` on ${fmt(result.n_samples)} examples.`),
+    el("p", {}, el("strong", { id: prefix === "evaluation" ? "accuracy" : `${prefix}-accuracy` }, `Accuracy ${percent(result.accuracy)}`), ` on ${fmt(result.n_samples)} examples.`),
+    el("div", { class: "columns" }, el("section", {}, metrics), roc ? el("section", {}, roc) : null),
     table([{ label: "true \\ predicted", render: (i) => el("strong", {}, String(labels[i])) },
       ...labels.map((l, j) => ({ label: String(l), num: true, render: (i) => (i === j ? el("strong", {}, fmt(matrix[i][j])) : fmt(matrix[i][j])) }))],
     labels.map((_, i) => i), { caption: "Confusion matrix: rows are the true labels, columns the predicted ones (diagonal in bold)" }));
+}
+
+// The ROC curve (true positive rate against false positive rate), drawn once its box is in
+// the page (uPlot measures the box's width).
+function drawRoc(result, prefix) {
+  const box = document.getElementById(`${prefix}-roc`);
+  if (!box || !result.roc_curve) return;
+  const { fpr, tpr } = result.roc_curve;
+  makePlot(box, { xLabel: "false positive rate", yLabel: "true positive rate", height: 300,
+    xRange: [0, 1], yRange: [0, 1], data: [fpr, tpr, fpr],
+    series: [{ label: "ROC", points: { show: false } }, { label: "chance", width: 1, dash: [4, 4], stroke: "#777", points: { show: false } }] });
+  box.dataset.points = String(fpr.length);
 }
 
 start(render);

@@ -1,11 +1,15 @@
 // Train: a form generated from GET /solvers (each solver's parameter JSON schema, the API's
-// own source of truth), defaults filled in, each parameter's description shown.
-import { api, apiAll, content, el, fmt, notice, start } from "./common.js";
+// own source of truth), defaults filled in, each parameter's description shown; optionally a
+// tuning job (cross-validation over a C grid, scored by one of the API's `scoring` choices,
+// read from its OpenAPI schema).
+import { api, apiAll, apiKey, content, el, fmt, notice, start } from "./common.js";
 
 const query = new URLSearchParams(location.search);
 
 async function render() {
-  const [solvers, datasets] = await Promise.all([api("/solvers"), apiAll("/datasets")]);
+  const [solvers, datasets, spec] = await Promise.all([api("/solvers"), apiAll("/datasets"),
+    fetch("/openapi.json", { headers: apiKey() ? { "X-API-Key": apiKey() } : {} }).then((r) => r.json())]);
+  const tuningSchema = spec.components.schemas.TuningSpec.properties;
   if (!datasets.length) {
     content(el("p", {}, "Upload a dataset first: ", el("a", { href: "/ui/datasets" }, "Datasets")));
     return;
@@ -20,10 +24,23 @@ async function render() {
   const timeLimit = el("input", { id: "train-time-limit", type: "number", min: "0", step: "any", placeholder: "none" });
   const about = el("p", { id: "solver-about" });
   const fields = el("div", { id: "solver-fields", class: "params" });
+  const tune = el("input", { id: "tune", type: "checkbox" });
+  const grid = el("input", { id: "tune-C", type: "text", size: 30, value: "2^-5 .. 2^5",
+    "aria-describedby": "tune-C-help" });
+  const folds = el("input", { id: "tune-folds", type: "number", min: String(tuningSchema.folds.minimum),
+    max: String(tuningSchema.folds.maximum), step: "1", value: String(tuningSchema.folds.default) });
+  const scoring = el("select", { id: "tune-scoring", "aria-describedby": "tune-scoring-help" },
+    tuningSchema.scoring.enum.map((s) => el("option", { value: s, selected: s === tuningSchema.scoring.default }, s)));
+  const tuning = el("fieldset", { id: "tuning" }, el("legend", {}, "Tuning"),
+    el("div", { class: "check" }, tune, el("label", { for: "tune" }, "Cross-validate over a grid of C, then refit at the best C (a tuning job)")),
+    el("div", { class: "toolbar" },
+      el("label", {}, "C grid", grid), el("label", {}, "Folds", folds), el("label", {}, "Scoring", scoring)),
+    el("small", { id: "tune-C-help" }, "C values separated by spaces or commas; 2^k is accepted, and 2^a .. 2^b is every power between. "),
+    el("small", { id: "tune-scoring-help" }, tuningSchema.scoring.description || ""));
   const form = el("form", { id: "train-form", novalidate: true },
     el("div", { class: "toolbar" }, el("label", {}, "Dataset", dataset), el("label", {}, "Solver", solver),
       el("label", {}, "Validation dataset", validation), el("label", {}, "Time limit (s)", timeLimit)),
-    about, el("h2", {}, "Parameters"), fields,
+    about, el("h2", {}, "Parameters"), fields, tuning,
     el("div", { class: "actions" }, el("button", { type: "submit", class: "primary", id: "train-submit" }, "Queue job")));
   const show = () => {
     const spec = solvers.data.find((s) => s.name === solver.value);
@@ -46,6 +63,11 @@ async function render() {
       }
     } catch (error) { notice(error.message); return; }
     const body = { dataset_id: dataset.value, params };
+    if (tune.checked) {
+      try {
+        body.tuning = { C: readGrid(grid.value), folds: Number(folds.value), scoring: scoring.value };
+      } catch (error) { notice(error.message); return; }
+    }
     if (validation.value) body.validation_dataset_id = validation.value;
     if (timeLimit.value) body.time_limit_s = Number(timeLimit.value);
     try {
@@ -56,6 +78,25 @@ async function render() {
     }
   });
   content(form);
+}
+
+// "0.1, 1 10", "2^-3 2^0", "2^-5 .. 2^5" (every power of 2 between): the C grid.
+function readGrid(text) {
+  const number = (t) => {
+    const power = /^2\^(-?\d+)$/.exec(t);
+    const value = power ? 2 ** Number(power[1]) : Number(t);
+    if (t === "" || !Number.isFinite(value) || value <= 0) throw new Error(`C grid: "${t}" is not a positive number`);
+    return value;
+  };
+  const range = /^\s*2\^(-?\d+)\s*\.\.\s*2\^(-?\d+)\s*$/.exec(text);
+  if (range) {
+    const [a, b] = [Number(range[1]), Number(range[2])];
+    if (b < a) throw new Error("C grid: the range's end is below its start");
+    return Array.from({ length: b - a + 1 }, (_, i) => 2 ** (a + i));
+  }
+  const values = text.split(/[\s,]+/).filter(Boolean).map(number);
+  if (!values.length) throw new Error("C grid: give at least one value");
+  return values;
 }
 
 function kinds(schema) {  // the JSON types a field takes (anyOf of a number and null, ...)
