@@ -34,7 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
-from bench.bench_service import DATA_DIR, Server
+from bench.bench_service import Server
+from bench.paths import DATA_DIR
 
 SMALL = {"solver": "mfn", "C": 1.0}
 LARGE = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iterations": 300,

@@ -46,6 +46,7 @@ from threadpoolctl import threadpool_limits
 import solvers
 from bench.anchors import Liblinear, SklearnLinearKernelSVC
 from bench.harness import GAPS, machine_description, relative_gap, time_to_gap
+from bench.paths import DATA_DIR
 from bench.problems import BenchProblem, load_dataset
 from bench.references import hinge_clarabel, reference_optimum
 from solvers import mfn
@@ -173,13 +174,11 @@ def solver_cases():
 
 
 def _dna():
-    return solvers.read_svmlight(Path(__file__).resolve().parents[2] / "shared" / "data"
-                                 / "dna.scale")
+    return solvers.read_svmlight(DATA_DIR / "dna.scale")
 
 
 def _letter():
-    return solvers.read_svmlight(Path(__file__).resolve().parents[2] / "shared" / "data"
-                                 / "letter.scale")
+    return solvers.read_svmlight(DATA_DIR / "letter.scale")
 
 
 def compare_solvers(log) -> dict:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+from bench.paths import DATA_DIR
 
 
 def data_path(name: str) -> Path:

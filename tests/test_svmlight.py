@@ -9,7 +9,6 @@ import lzma
 import math
 import pickle
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_svmlight import NaiveError, naive_read
+from shared_data import DATA_DIR
 
 from solvers.data import Dataset
 from solvers.data.svmlight import (
@@ -26,7 +26,6 @@ from solvers.data.svmlight import (
     write_svmlight,
 )
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 DATA_FILES = sorted(p.name for p in DATA_DIR.glob("*") if p.name != "README.md")
 needs_data = pytest.mark.skipif(
     not DATA_FILES, reason=f"the shared datasets are not available at {DATA_DIR}"

@@ -16,7 +16,8 @@ import httpx
 import numpy as np
 import pytest
 
-DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"
+from bench.paths import DATA_DIR
+
 FINISHED = {"succeeded", "failed", "cancelled"}
 
 QUICK_PARAMS = {"solver": "mfn", "C": 1.0}
