@@ -256,7 +256,7 @@ class ClarabelHinge:
     """Clarabel (interior point) through cvxpy on the hinge QP of
     :func:`bench.references.hinge_clarabel`: one run per tolerance of a schedule, timed by
     Clarabel's own solve time (cvxpy's canonicalization, seconds on a9a, is not counted).  The
-    1e-6 anchor for the binary hinge, where LIBLINEAR -s 3 stalls."""
+    1e-6 anchor for the binary hinge, where LIBLINEAR -s 3 stalls, with any bias mode."""
 
     anchor = True
     name = "clarabel (cvxpy)"
@@ -265,7 +265,7 @@ class ClarabelHinge:
         self.tol_schedule = tol_schedule
 
     def supports(self, problem: BenchProblem) -> bool:
-        return problem.loss == "hinge" and problem.bias != "free"
+        return problem.loss == "hinge"
 
     def trace(self, bp: BinaryProblem) -> list[tuple[float, float]]:
         """[(Clarabel's solve seconds, objective)] per tolerance, on any bias mode of ``bp``."""

@@ -19,16 +19,21 @@ any runner reached.
 
 from __future__ import annotations
 
+import datetime
+import os
 import platform
 import statistics
+import subprocess
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numba
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bench.anchors import Run
+from bench.paths import REPOSITORY
 from bench.problems import BenchProblem
 from bench.references import load_references
 
@@ -53,6 +58,14 @@ class ProblemResult:
     reference_objective: float
     reference_source: str
     summaries: list[RunnerSummary]
+
+    @classmethod
+    def from_json(cls, entry: dict) -> ProblemResult:
+        """A result back from a record (the inverse of :func:`as_json`)."""
+        summaries = [RunnerSummary(**{**s, "trace": [tuple(p) for p in s["trace"]]})
+                     for s in entry["summaries"]]
+        return cls(entry["problem"], entry["reference_objective"], entry["reference_source"],
+                   summaries)
 
     def ratio_to_best_anchor(self, runner: str, gap: float) -> float | None:
         """Our runner's time to ``gap`` divided by the fastest anchor's (None if either never
@@ -146,19 +159,40 @@ def _measure_problem(problem: BenchProblem, runners, repeats: int, log) -> Probl
     return ProblemResult(problem.key, reference, source, summaries)
 
 
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _git(*args: str) -> str | None:
+    try:
+        return subprocess.run(["git", *args], cwd=REPOSITORY, capture_output=True, text=True,
+                              check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def machine_description() -> dict:
-    import os
-
-    import numba
-    import numpy
-
+    """The fingerprint every record carries: when, which commit (and whether the tree had
+    uncommitted changes to tracked files), which CPU, how busy the machine was, which
+    versions."""
+    dirty = _git("status", "--porcelain", "--untracked-files=no")
     return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": None if dirty is None else bool(dirty),
+        "cpu_model": _cpu_model(),
         "machine": platform.machine(),
         "processor": platform.processor() or "unknown",
         "cpus": os.cpu_count(),
         "numba_threads": numba.get_num_threads(),
         "python": platform.python_version(),
-        "numpy": numpy.__version__,
+        "numpy": np.__version__,
         "numba": numba.__version__,
         "load_average_at_start": os.getloadavg()[0],
     }

@@ -84,7 +84,7 @@ MFN_PRECONDITION_MAX_CV = 0.5
 # throughout): at C = 1 (lambda = 0.5, about 0.011 of the active rows' median 46-48) the row
 # space needs fewer iterations at nearly every step after heuristic 1's, at the C path's stage
 # C = 0.1 (lambda = 5, 0.07-0.1 of the median) about as many, at C = 0.01 (lambda = 50, about
-# 0.8 of it) more at every step (767 against 586 in all).  bench/README.md (section MFN).
+# 0.8 of it) more at every step (767 against 586 in all).  bench/history/notebook.md (section MFN).
 MFN_ROW_SPACE_MAX_LAMBDA = 0.03
 # ... and only in rounds of Appendix A whose eps is at most this (heuristic 2's second round, not
 # its first or the C path's stages at eps = 1e-2).  In the loose rounds a row-space solve stops
@@ -143,7 +143,7 @@ INTERIOR_POINT_DIAGONAL_PCG_MAX_ITER = 1000
 # linear_solver="auto" (solvers/interior_point/auto.py): the cost model's constants.  PCG
 # iterations per MPC iteration measured 6.4-21.4 (13.4 on a9a, 15.0 on w8a: the paper's
 # 12.3-35.6), |A| 20-60% of the rows on a9a; a Gram entry and a product entry weighted alike.
-# With these "auto" chose the faster solver on all ten problems of bench/README.md
+# With these "auto" chose the faster solver on all ten problems of bench/history/notebook.md
 # (Interior point: a9a, w8a, mushrooms, dna, letter, dense synthetic rows with 50-400
 # features; 2026-11-23).
 INTERIOR_POINT_AUTO_PCG_ITERATIONS = 15.0

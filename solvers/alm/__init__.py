@@ -69,7 +69,7 @@ squared hinge, C for the hinge) and mu_{k+1} = min(``rho``
 mu_k, ``mu_max``) (default rho = 1: fixed mu, i.e. ADMM, which converges for any fixed mu
 with the exact step), or ``residual_balancing`` (Boyd et al. 2011, 3.4.1: primal residual
 ||X~ beta + e - y||, dual residual mu ||X~ (beta_k - beta_{k-1})||).  Measured on 2026-11-23
-(2 shared cores; ``bench/README.md``, section ALM):
+(2 shared cores; ``bench/history/notebook.md``, section ALM):
 
 * growing mu to the paper's cap stalls: ijcnn1, C = 1, exact, rho = 1.5 from mu = 1 reaches
   mu = 1e5 in 30 iterations and then sits 8.7% above the optimum (relative gap ~20) for 500
@@ -203,7 +203,7 @@ needs 1790 and 2730 iterations to a 1e-8 gap (with mu_rule; with mu fixed at C /
 (``tests/test_alm_large.py`` lists the cases).  svmguide1 (unscaled features up to ~1e3),
 squared hinge, C = 1, where the unscaled certificate sat at a relative gap of 1.9e-2 for
 20000 iterations with mu = C, now certifies 1e-6 in 193 iterations at mu = C / 5 (919 at
-mu = C): the stall was mostly the certificate's (``bench/README.md``, ALM).
+mu = C): the stall was mostly the certificate's (``bench/history/notebook.md``, ALM).
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ finds no finite step (the least-squares problem singular in floating point).
 What is not in Appendix A, and why.  Appendix A as written is ``linear_solver="cgls",
 preconditioning=0, c_path_start=None, newton_forcing=None``; the defaults add five things,
 each measured in
-``bench/README.md`` (section MFN) against LIBLINEAR in the same run.
+``bench/history/notebook.md`` (section MFN) against LIBLINEAR in the same run.
 
 * Step 3 by factorization (``linear_solver``, default "auto").  Section 4.3 names two ways to
   solve the least-squares problem (11)/(12), "factorization methods" and CG, and prefers CGLS
