@@ -379,10 +379,9 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="speed: rounds (medians)")
     parser.add_argument("--threads", type=int, default=None,
                         help="Numba threads (default: as configured).  1 compares with "
-                             "single-threaded LIBLINEAR on one core; on the shared VM at load "
-                             "~20 a two-thread product on ijcnn1 took 20 ms (median) against "
-                             "0.85 ms on one thread (2026-11-23): a parallel region waits for "
-                             "a descheduled worker")
+                             "single-threaded LIBLINEAR on one core; on a loaded machine a "
+                             "parallel region waits for a descheduled worker "
+                             "(bench/history/measurements.json, alm-threads)")
     args = parser.parse_args(argv)
     if args.threads is not None:
         numba.set_num_threads(args.threads)

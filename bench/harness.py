@@ -4,11 +4,8 @@ For each problem every runner is run once to warm up (compilation, caches; disca
 ``repeats`` times, the order of the runners rotating from one repeat to the next so that no
 runner always runs first.  A rotation keeps each runner's predecessor, so before every timed
 run both cores are kept busy for 0.1 s (:func:`settle`): a process idle for a second or more
-(while a subprocess anchor ran) made the next Numba-threaded run slower, whichever it was --
-measured 2026-11-24 on w8a at C = 1, mfn right after liblinear-multicore 0.059-0.092 s, after
-the settle 0.045-0.063 s, back to back 0.043-0.049 s; LIBLINEAR's single-threaded in-process
-runs did not move (0.070-0.085 s either way).  Before it, bench_mfn's default ``mfn`` runner
-always followed the multi-core anchor and carried that cost in every repeat.
+(while a subprocess anchor ran) made the next Numba-threaded run slower, whichever it was
+(the measurement: ``bench/history/measurements.json``, ``harness-settle``).
 
 From each run's objective-versus-time trace the time to reach a relative gap
 g = (f - f*)/|f*| is the first trace time with gap <= g (missing when the run never gets
@@ -114,8 +111,7 @@ def measure_problem(problem: BenchProblem, runners, repeats: int, log=print) -> 
     None of the runners needs BLAS threads (LIBLINEAR, LIBSVM and our linear solvers use none),
     but NumPy calls between runs (the anchors' objective evaluations) leave OpenBLAS's worker
     threads spinning for tens of milliseconds, on the core the next runner's second thread
-    needs: measured on the 2-core VM, mfn right after a LIBLINEAR run took 0.10-0.13 s on a9a
-    at C = 0.01 instead of 0.04 s."""
+    needs (``bench/history/measurements.json``, ``harness-blas-threads``)."""
     with threadpool_limits(limits=1, user_api="blas"):
         return _measure_problem(problem, runners, repeats, log)
 

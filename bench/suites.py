@@ -24,7 +24,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -78,10 +78,10 @@ class ScriptSuite:
     argv: tuple[str, ...] = ()
     out_flag: str | None = "--out"  # how the study is told where to write (None: it prints)
     out_is_file: bool = False
-    needs: tuple[str, ...] = field(default=())  # what it needs beyond the library, for the docs
+    directory: Path | None = None  # where the study writes (default bench/results/NAME)
 
     def run(self, extra: list[str], log=print) -> dict:
-        directory = RESULTS_DIR / self.name
+        directory = self.directory or RESULTS_DIR / self.name
         directory.mkdir(parents=True, exist_ok=True)
         argv = list(self.argv)
         if self.out_flag:
