@@ -282,7 +282,7 @@ def test_one_vs_rest_through_train():
 def test_regularized_bias_with_a_bias_scale():
     """The constant feature of value 2 (LIBLINEAR -B 2): the bias column enters CGLS and the
     inexact step with its scale."""
-    from tests.reference import liblinear_optimum
+    from bench.references import liblinear_optimum
 
     base = small_problem("heart_scale", "squared_hinge", "regularized", 1.0)
     problem = BinaryProblem(base.X, base.y, C=1.0, loss="squared_hinge", bias="regularized",

@@ -7,10 +7,10 @@ import naive
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from reference import binary_lbfgs_optimum, liblinear_optimum
 from shared_data import load, random_csr
 
 import solvers
+from bench.references import binary_lbfgs_optimum, liblinear_optimum
 from solvers import mfn
 from solvers.base import InvalidParametersError
 from solvers.core import gram
