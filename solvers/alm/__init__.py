@@ -33,11 +33,9 @@ Lagrangian (7)-(8) with multipliers lambda and penalty mu.  One outer iteration:
      the multiplier and e-step, and the row's share z_i x~_i of the next X~'z), except
      with residual balancing, which picks the next mu from this step's residuals before the
      pass.  Binary data (a9a, w8a, mushrooms) goes through the indices-only row kernels.
-     Measured 2026-11-23 (one thread, minimum of 40, load 10): the three sweeps took 1.61 ms
-     on w8a and 0.52 ms on a9a, the one sweep 1.11 and 0.46 ms (w8a with its values read,
-     as before: 1.82 ms).  Measured
-     2026-11-23 (a9a, C = 1, cProfile): the CGLS step took 60 CG iterations, 285 ms of every
-     outer iteration; the factorized one 2 products, 14 ms at load ~19.
+     The one sweep is 10-30% faster than three, and the factorized step some twenty times
+     cheaper than CGLS's on a9a (bench/history/measurements.json, alm-one-sweep and
+     alm-factorized-step).
    * ``"cgls"``: the core's CGLS (``cgls_compact`` with reg_bias = r) warm-started from the
      previous beta, to the relative rule ||grad|| <= eps ||residual|| with eps = min(``cgls_tol``
      = 1e-3, ``cgls_gap_factor`` = 1 x the current relative gap) (the paper says LSQR, the same
@@ -242,8 +240,8 @@ SPECS = (
                   "computational cost for big data classifications, ICML 2014.",
         warm_up=warm_up,
         # a C path's next point from the last one (beta0, lambda from its KKT map): a 5-fold,
-        # 11-C search at fit_gap 1e-3 took a9a 1.5 -> 0.81 s, w8a 11.9 -> 4.1 s, ijcnn1
-        # 2.7 -> 1.5 s against every point cold (2026-11-25, medians of 3, load 1-2)
+        # 11-C search took a third to a half of the time of every point cold
+        # (bench/history/measurements.json, alm-warm-start)
         warm_start=True,
         dense_system=dense_system,
     ),

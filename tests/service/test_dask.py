@@ -48,10 +48,7 @@ WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_TH
 
 @pytest.fixture(scope="module")
 def postgres():
-    try:
-        backend = PostgresBackend()
-    except Exception as exc:
-        pytest.skip(f"PostgreSQL at 127.0.0.1:5432 is not reachable: {exc}")
+    backend = PostgresBackend.or_skip()
     yield backend
     backend.close()
 
