@@ -16,7 +16,7 @@ import httpx
 import numpy as np
 import pytest
 
-from bench.paths import DATA_DIR
+from tests.shared_data import data_path
 
 FINISHED = {"succeeded", "failed", "cancelled"}
 
@@ -46,13 +46,6 @@ is generous so that a busy 2-core machine does not fail the suite."""
 START_PATIENCE_S = 300.0
 """Ceiling for a service to become ready: its workers compile (or load) the Numba kernels,
 which takes minutes on a fresh clone of a loaded machine."""
-
-
-def data_path(name: str) -> Path:
-    path = DATA_DIR / name
-    if not path.exists():
-        pytest.skip(f"shared dataset {name} not found at {path} (../shared/data is missing)")
-    return path
 
 
 def random_svmlight(n_rows: int = 40, n_features: int = 5, seed: int | None = None) -> bytes:
@@ -91,6 +84,16 @@ def uploaded_id(client, content: bytes | Path, **params) -> str:
     response = upload(client, content, **params)
     assert response.status_code in (200, 201), response.text
     return response.json()["id"]
+
+
+def uploaded_fixture(name: str, client: str):
+    """A module-scoped fixture: the id of the shared dataset ``name`` uploaded through the
+    client the fixture ``client`` gives."""
+    @pytest.fixture(scope="module")
+    def fixture(request):
+        return uploaded_id(request.getfixturevalue(client), data_path(name))
+
+    return fixture
 
 
 def create_job(client, dataset_id: str, params: dict, **fields) -> dict:
