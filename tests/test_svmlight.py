@@ -604,6 +604,7 @@ def datasets(draw) -> Dataset:
     return Dataset(X, y, qid=qid, sample_weight=sample_weight)
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=150)
 @given(ds=datasets(), zero_based=st.booleans())
 def test_write_read_round_trip(ds, zero_based):
@@ -738,6 +739,7 @@ def svmlight_lines(draw) -> bytes:
     return line + draw(st.sampled_from([b"\n", b"\n", b"\r\n"]))
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lines=st.lists(svmlight_lines(), max_size=8),

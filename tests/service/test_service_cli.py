@@ -24,6 +24,7 @@ def clean_environment() -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_migrate_creates_then_keeps_the_schema(backend, tmp_path):
     env = dict(clean_environment(), SVMSVC_DATABASE_URL=backend.database_url(tmp_path))
     command = [*svmsvc_command(), "migrate", "--data-dir", str(tmp_path)]
