@@ -315,6 +315,7 @@ def test_one_sweep_step_takes_the_same_iterates(name, C):
                                [r.objective for r in separate.records], rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_mu_rule_lowers_mu_where_few_rows_are_active():
     """mushrooms at C = 1: 6% of the rows are active at the optimum; the default rule lowers
     mu from C / 5 and reaches LIBLINEAR's optimum in fewer iterations than mu fixed at C / 5

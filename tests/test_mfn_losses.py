@@ -77,7 +77,9 @@ def test_smoothed_hinge_bounds():
 
 
 @pytest.mark.parametrize("linear_solver", LINEAR_SOLVERS)
-@pytest.mark.parametrize("name", SMALL_SETS)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow)
+                                  if name == "breast-cancer_scale" else name
+                                  for name in SMALL_SETS])  # breast-cancer's homotopy: long
 @pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
 def test_hinge_homotopy_against_an_interior_point_optimum(name, C, linear_solver):
     X, y = binary(name)

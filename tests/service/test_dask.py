@@ -219,6 +219,7 @@ def test_a_task_that_does_not_stop_is_abandoned_with_the_reason(cluster, service
     assert job(service, job_id)["message"] == done["message"]
 
 
+@pytest.mark.slow
 def test_a_killed_worker_requeues_its_job_then_fails_it(cluster, service, a9a):
     """max_attempts = 2: the first kill -9 re-queues the job, the second fails it."""
     job_id = create_job(service, a9a, LONG_PARAMS)["id"]
@@ -249,6 +250,7 @@ def test_a_restarted_scheduler_leaves_no_job_running(cluster, service, heart, a9
     assert after["status"] == "succeeded"
 
 
+@pytest.mark.slow
 def test_sqlite_serves_a_cluster_on_one_machine(cluster, tmp_path):
     """SVMSVC_SINGLE_MACHINE=true: the Dask workers share the service's SQLite file and
     dataset directory."""
