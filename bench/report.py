@@ -134,7 +134,11 @@ def history_table(records: list[dict]) -> str:
     """One row per record of a harness suite: our time to 1e-6 over the fastest anchor's."""
     columns = sorted({(problem, runner) for r in records
                       for problem, by_runner in r["ratios"].items() for runner in by_runner})
-    lines = ["| date | commit | load | " + " | ".join(f"{runner} on {problem.split('/')[0]}"
+    def label(problem: str, runner: str) -> str:
+        dataset, loss, bias, C = problem.split("/")
+        return f"{runner}: {dataset} {loss} {bias} {C}"
+
+    lines = ["| date | commit | load | " + " | ".join(label(problem, runner)
                                                       for problem, runner in columns) + " |",
              "|---|---|---|" + "---|" * len(columns)]
     for r in records:
