@@ -336,6 +336,7 @@ def test_mu_rule_lowers_mu_where_few_rows_are_active():
     assert solve(problem, mu0=0.2, max_iter=30, tol=0).extras["mu"] == 0.2
 
 
+@pytest.mark.slow
 def test_over_relaxation_reaches_the_optimum_in_fewer_iterations():
     """The exact variant over-relaxes by default (alpha = 1.8: ADMM's e^ = alpha e + (1 -
     alpha)(y - X~ beta_k) in (9) and (14)); alpha = 1 is the paper's step.  Both reach

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import pytest
 
-from tests.shared_data import data_path
+from tests.shared_data import data_path  # noqa: F401 (the service tests take it from here)
 
 FINISHED = {"succeeded", "failed", "cancelled"}
 
@@ -84,16 +83,6 @@ def uploaded_id(client, content: bytes | Path, **params) -> str:
     response = upload(client, content, **params)
     assert response.status_code in (200, 201), response.text
     return response.json()["id"]
-
-
-def uploaded_fixture(name: str, client: str):
-    """A module-scoped fixture: the id of the shared dataset ``name`` uploaded through the
-    client the fixture ``client`` gives."""
-    @pytest.fixture(scope="module")
-    def fixture(request):
-        return uploaded_id(request.getfixturevalue(client), data_path(name))
-
-    return fixture
 
 
 def create_job(client, dataset_id: str, params: dict, **fields) -> dict:

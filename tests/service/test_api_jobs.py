@@ -18,7 +18,6 @@ from servicetools import (
     job,
     random_svmlight,
     sse_events,
-    uploaded_fixture,
     uploaded_id,
     wait_job,
 )
@@ -26,8 +25,15 @@ from servicetools import (
 import solvers
 from solvers.model_selection import cross_validate
 
-heart = uploaded_fixture("heart_scale", "api")
-a9a = uploaded_fixture("a9a", "api")
+
+@pytest.fixture(scope="module")
+def heart(api):
+    return uploaded_id(api, data_path("heart_scale"))
+
+
+@pytest.fixture(scope="module")
+def a9a(api):
+    return uploaded_id(api, data_path("a9a"))
 
 
 def test_a_job_runs_to_a_model_with_its_whole_log(api, heart):

@@ -30,7 +30,6 @@ from servicetools import (  # noqa: E402
     data_path,
     free_port,
     job,
-    uploaded_fixture,
     uploaded_id,
     wait_for,
     wait_job,
@@ -155,8 +154,14 @@ def wait_ready(client) -> dict:
     return wait_for(ready, START_PATIENCE_S, interval=0.2, what="two Dask job slots")
 
 
-heart = uploaded_fixture("heart_scale", "service")
-a9a = uploaded_fixture("a9a", "service")
+@pytest.fixture(scope="module")
+def heart(service):
+    return uploaded_id(service, data_path("heart_scale"))
+
+
+@pytest.fixture(scope="module")
+def a9a(service):
+    return uploaded_id(service, data_path("a9a"))
 
 
 def running_with_progress(j: dict) -> bool:
