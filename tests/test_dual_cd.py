@@ -313,6 +313,7 @@ def _liblinear_crammer_singer(data, C: float) -> np.ndarray:
     return W
 
 
+@pytest.mark.slow
 def test_crammer_singer_gap_certifies_against_liblinear_s4():
     """The sequential dual method stopped at a 1e-4 certified gap on dna (C = 0.1): LIBLINEAR
     -s 4's point at eps 1e-10 lies between the dual value and dual_cd's objective."""
