@@ -199,8 +199,11 @@ def main(argv=None) -> int:
     if args.child:
         print(json.dumps(_child(args.child)))
         return 0
+    # this tree's bench package (the script runs as a file, not as a module)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench.paths import shared_data_dir
+
     if args.summarize:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from bench.references import load_references
 
         print(summarize(json.loads(Path(args.summarize).read_text()), load_references()))
@@ -209,8 +212,8 @@ def main(argv=None) -> int:
         parser.error("give --before and --after (source trees), or --child, or --summarize")
     trees = {"before": Path(args.before).resolve(), "after": Path(args.after).resolve()}
     for name, tree in trees.items():
-        # each tree reads the datasets from its ../shared/data (bench/problems.py)
-        data = tree.parent / "shared" / "data"
+        # each tree reads the datasets from its ../shared/data (bench/paths.py)
+        data = shared_data_dir(tree)
         if not (tree / "solvers").is_dir():
             parser.error(f"--{name} {tree}: not a source tree of the project (no solvers/)")
         if not data.is_dir():

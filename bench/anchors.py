@@ -103,15 +103,9 @@ class Liblinear:
 
     def fit(self, problem: BenchProblem, eps: float):
         """(seconds, beta, model) of one LIBLINEAR run at tolerance ``eps``."""
-        from liblinear.liblinear import parameter
-        from liblinear.liblinearutil import train as ll_train
-
-        prob = self._problem(problem)
         bias = problem.bias_scale if problem.bias == "regularized" else -1
-        param = parameter(f"-s {self.solver_type} -c {problem.C!r} -e {eps!r} -B {bias} -q")
-        start = time.perf_counter()
-        model = ll_train(prob, param)
-        seconds = time.perf_counter() - start
+        seconds, model = liblinear_train(
+            self._problem(problem), f"-s {self.solver_type} -c {problem.C!r} -e {eps!r} -B {bias}")
         return seconds, liblinear_beta(model, problem.train_dataset().n_features), model
 
     def run(self, problem: BenchProblem) -> Run:
@@ -133,6 +127,37 @@ class Liblinear:
 
         return Run(self.name, trace, trace[-1][0], trace[-1][1], _accuracy(predict, test),
                    f"eps schedule {self.eps_schedule[0]:g}..{self.eps_schedule[-1]:g}")
+
+
+def liblinear_train(prob, options: str):
+    """(seconds, model): one run of liblinear-official on its prepared ``problem`` structure
+    with the command-line ``options`` (quiet), timed alone -- the one place the anchors and the
+    bench scripts call LIBLINEAR."""
+    from liblinear.liblinear import parameter
+    from liblinear.liblinearutil import train as ll_train
+
+    param = parameter(f"{options} -q")
+    start = time.perf_counter()
+    model = ll_train(prob, param)
+    return time.perf_counter() - start, model
+
+
+def liblinear_trace(X, y, options: str, bias_scale: float | None, eps_schedule,
+                    objective) -> list[tuple[float, float]]:
+    """LIBLINEAR with ``options`` (``-s``, ``-c``, ``-B`` ...) once per eps of
+    ``eps_schedule`` on (X, y), each run timed from scratch: [(seconds, objective(model))].
+    The data are converted to LIBLINEAR's structures once, outside the timing, with the
+    constant feature ``bias_scale`` (None: no constant feature); ``objective`` evaluates each
+    model afterwards, untimed."""
+    from liblinear.liblinear import problem as ll_problem
+
+    prob = ll_problem(y, X)
+    prob.set_bias(-1 if bias_scale is None else bias_scale)
+    trace = []
+    for eps in eps_schedule:
+        seconds, model = liblinear_train(prob, f"{options} -e {eps!r}")
+        trace.append((seconds, objective(model)))
+    return trace
 
 
 def liblinear_beta(model, n_features: int) -> np.ndarray:
@@ -231,7 +256,7 @@ class ClarabelHinge:
     """Clarabel (interior point) through cvxpy on the hinge QP of
     :func:`bench.references.hinge_clarabel`: one run per tolerance of a schedule, timed by
     Clarabel's own solve time (cvxpy's canonicalization, seconds on a9a, is not counted).  The
-    1e-6 anchor for the binary hinge, where LIBLINEAR -s 3 stalls."""
+    1e-6 anchor for the binary hinge, where LIBLINEAR -s 3 stalls, with any bias mode."""
 
     anchor = True
     name = "clarabel (cvxpy)"
@@ -240,14 +265,18 @@ class ClarabelHinge:
         self.tol_schedule = tol_schedule
 
     def supports(self, problem: BenchProblem) -> bool:
-        return problem.loss == "hinge" and problem.bias != "free"
+        return problem.loss == "hinge"
 
-    def run(self, problem: BenchProblem) -> Run:
-        bp = problem.binary_problem()
+    def trace(self, bp: BinaryProblem) -> list[tuple[float, float]]:
+        """[(Clarabel's solve seconds, objective)] per tolerance, on any bias mode of ``bp``."""
         trace = []
         for tol in self.tol_schedule:
             result = hinge_clarabel(bp, tol)
             trace.append((result["seconds"], result["objective"]))
+        return trace
+
+    def run(self, problem: BenchProblem) -> Run:
+        trace = self.trace(problem.binary_problem())
         return Run(self.name, trace, trace[-1][0], trace[-1][1], None,
                    f"tol schedule {self.tol_schedule[0]:g}..{self.tol_schedule[-1]:g}")
 

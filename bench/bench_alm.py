@@ -47,6 +47,7 @@ import numba
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from bench.anchors import liblinear_trace
 from bench.harness import machine_description
 from bench.problems import BenchProblem
 from solvers import alm
@@ -84,26 +85,18 @@ def run_alm(problem: BinaryProblem, limit: float, **settings):
 def run_liblinear(problem: BinaryProblem, args: str, evaluate: BinaryProblem, scale=1.0):
     """One LIBLINEAR run per eps (constant feature ``scale`` with -B); the objective of (w,
     intercept) on ``evaluate``."""
-    from liblinear.liblinear import parameter
-    from liblinear.liblinear import problem as ll_problem
-    from liblinear.liblinearutil import train
 
-    prob = ll_problem(problem.y, problem.X)
-    prob.set_bias(scale if "-B" in args else -1)
-    trace = []
-    for eps in EPS:
-        param = parameter(f"{args} -c {problem.C!r} -e {eps!r} -q")
-        start = time.perf_counter()
-        model = train(prob, param)
-        seconds = time.perf_counter() - start
+    def objective(model):
         w, b = model.get_decfun()
         beta = np.r_[np.asarray(w, dtype=np.float64), b]
         if model.get_labels()[0] != 1:
             beta = -beta
         if "-B" not in args:
             beta[-1] = 0.0
-        trace.append((seconds, evaluate.objective(beta)))
-    return trace
+        return evaluate.objective(beta)
+
+    return liblinear_trace(problem.X, problem.y, f"{args} -c {problem.C!r}",
+                           scale if "-B" in args else None, EPS, objective)
 
 
 def liblinear_free_optimum(problem: BinaryProblem) -> float:
@@ -386,10 +379,9 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="speed: rounds (medians)")
     parser.add_argument("--threads", type=int, default=None,
                         help="Numba threads (default: as configured).  1 compares with "
-                             "single-threaded LIBLINEAR on one core; on the shared VM at load "
-                             "~20 a two-thread product on ijcnn1 took 20 ms (median) against "
-                             "0.85 ms on one thread (2026-11-23): a parallel region waits for "
-                             "a descheduled worker")
+                             "single-threaded LIBLINEAR on one core; on a loaded machine a "
+                             "parallel region waits for a descheduled worker "
+                             "(bench/history/measurements.json, alm-threads)")
     args = parser.parse_args(argv)
     if args.threads is not None:
         numba.set_num_threads(args.threads)

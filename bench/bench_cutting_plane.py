@@ -50,6 +50,7 @@ from bench.anchors import (
     Liblinear,
     ProjectSolver,
     liblinear_crammer_singer_weights,
+    liblinear_trace,
 )
 from bench.harness import GAPS, as_json, machine_description, measure_problem, time_to_gap
 from bench.problems import DATA_DIR, BenchProblem
@@ -112,21 +113,9 @@ def cs_problem(name: str, C: float) -> tuple[solvers.Dataset, CrammerSingerProbl
 
 
 def liblinear_cs_runs(ds, problem, C, eps_schedule=(1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-8)):
-    from liblinear.liblinear import parameter
-    from liblinear.liblinear import problem as ll_problem
-    from liblinear.liblinearutil import train as ll_train
-
-    prob = ll_problem(ds.y, ds.X)
-    prob.set_bias(1.0)
-    trace = []
-    for eps in eps_schedule:
-        param = parameter(f"-s 4 -c {C!r} -e {eps!r} -B 1 -q")
-        start = time.perf_counter()
-        model = ll_train(prob, param)
-        seconds = time.perf_counter() - start
-        W = liblinear_crammer_singer_weights(model, ds.classes, problem.n_features)
-        trace.append((seconds, problem.objective(W)))
-    return trace
+    return liblinear_trace(ds.X, ds.y, f"-s 4 -c {C!r} -B 1", 1.0, eps_schedule,
+                           lambda model: problem.objective(liblinear_crammer_singer_weights(
+                               model, ds.classes, problem.n_features)))
 
 
 def sklearn_cs_runs(ds, problem, C, tol_schedule=(1e-2, 1e-3, 1e-4, 1e-6)):

@@ -19,7 +19,8 @@ alternates between repeats), each repeat runs on each service:
 * one large job (``mfn`` on a9a, 80 Newton iterations of 300 CG iterations each,
   ``c_path_start`` off: about 3 s on an idle core): its claim-to-final-write time.
 
-Medians over the repeats.  Prints Markdown (what ``bench/README.md`` quotes) and the machine.
+Medians over the repeats.  Prints Markdown (what ``bench/history/notebook.md`` quotes) and the
+machine.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
-from bench.bench_service import DATA_DIR, Server
+from bench.bench_service import Server
+from bench.paths import DATA_DIR
 
 SMALL = {"solver": "mfn", "C": 1.0}
 LARGE = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iterations": 300,

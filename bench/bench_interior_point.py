@@ -44,8 +44,9 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import solvers
-from bench.anchors import Liblinear, SklearnLinearKernelSVC
+from bench.anchors import ClarabelHinge, Liblinear, SklearnLinearKernelSVC
 from bench.harness import GAPS, machine_description, relative_gap, time_to_gap
+from bench.paths import DATA_DIR
 from bench.problems import BenchProblem, load_dataset
 from bench.references import hinge_clarabel, reference_optimum
 from solvers import mfn
@@ -173,13 +174,11 @@ def solver_cases():
 
 
 def _dna():
-    return solvers.read_svmlight(Path(__file__).resolve().parents[2] / "shared" / "data"
-                                 / "dna.scale")
+    return solvers.read_svmlight(DATA_DIR / "dna.scale")
 
 
 def _letter():
-    return solvers.read_svmlight(Path(__file__).resolve().parents[2] / "shared" / "data"
-                                 / "letter.scale")
+    return solvers.read_svmlight(DATA_DIR / "letter.scale")
 
 
 def compare_solvers(log) -> dict:
@@ -212,28 +211,6 @@ def compare_solvers(log) -> dict:
     return {"results": out, "markdown": rows}
 
 
-class Clarabel:
-    """Clarabel through cvxpy on the same QP, one run per tolerance (gap and feasibility
-    tolerances both set), its solve time as reported by cvxpy (problem compilation
-    excluded)."""
-
-    name = "clarabel (cvxpy)"
-    anchor = True
-
-    def __init__(self, schedule=(1e-3, 1e-6, 1e-8)):
-        self.schedule = schedule
-
-    def run(self, bp: BinaryProblem):
-        trace = []
-        for tol in self.schedule:
-            start = time.perf_counter()
-            result = hinge_clarabel(bp, tol=tol)
-            wall = time.perf_counter() - start
-            trace.append((result["seconds"], result["objective"]))
-            self.wall = wall
-        return trace
-
-
 def anchors(log) -> dict:
     out = {}
     rows = ["| problem | solver | t(1e-2) s | t(1e-3) s | t(1e-6) s | final rel. gap |",
@@ -247,7 +224,7 @@ def anchors(log) -> dict:
                 f"interior_point (auto, bias={bias})": lambda bp=bp: [
                     (r.elapsed, r.objective)
                     for r in ours(bp, linear_solver="auto", **TIGHT)[1]],
-                "clarabel (cvxpy)": lambda bp=bp: Clarabel().run(bp),
+                "clarabel (cvxpy)": lambda bp=bp: ClarabelHinge((1e-3, 1e-6, 1e-8)).trace(bp),
             }
             if bias == "free":
                 svc = SklearnLinearKernelSVC(tol_schedule=(1e-1, 1e-3, 1e-5))

@@ -26,9 +26,8 @@ from pathlib import Path
 
 from sklearn.datasets import load_svmlight_file
 
+from bench.paths import DATA_DIR
 from solvers.data import read_svmlight
-
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def ours(path: Path) -> None:
@@ -123,7 +122,7 @@ def machine() -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="files to read (default: all of them)")
-    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, help="also write the results as JSON here")
     args = parser.parse_args(argv)

@@ -53,7 +53,8 @@ from pathlib import Path
 
 import httpx
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+from bench.paths import DATA_DIR
+
 LONG_PARAMS = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iterations": 300,
                "max_iter": 100000, "c_path_start": None, "tol": None}
 ADMIN_KEY = "bench-admin-key"

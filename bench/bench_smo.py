@@ -42,8 +42,8 @@ from sklearn.svm import SVC
 
 import solvers
 from bench.harness import machine_description
+from bench.paths import DATA_DIR
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 C = 1.0
 CACHE_MB = 200.0
 PROBLEMS = {  # name: (train file, rows (None: all), test file, n_features)

@@ -4,11 +4,8 @@ For each problem every runner is run once to warm up (compilation, caches; disca
 ``repeats`` times, the order of the runners rotating from one repeat to the next so that no
 runner always runs first.  A rotation keeps each runner's predecessor, so before every timed
 run both cores are kept busy for 0.1 s (:func:`settle`): a process idle for a second or more
-(while a subprocess anchor ran) made the next Numba-threaded run slower, whichever it was --
-measured 2026-11-24 on w8a at C = 1, mfn right after liblinear-multicore 0.059-0.092 s, after
-the settle 0.045-0.063 s, back to back 0.043-0.049 s; LIBLINEAR's single-threaded in-process
-runs did not move (0.070-0.085 s either way).  Before it, bench_mfn's default ``mfn`` runner
-always followed the multi-core anchor and carried that cost in every repeat.
+(while a subprocess anchor ran) made the next Numba-threaded run slower, whichever it was
+(the measurement: ``bench/history/measurements.json``, ``harness-settle``).
 
 From each run's objective-versus-time trace the time to reach a relative gap
 g = (f - f*)/|f*| is the first trace time with gap <= g (missing when the run never gets
@@ -19,16 +16,21 @@ any runner reached.
 
 from __future__ import annotations
 
+import datetime
+import os
 import platform
 import statistics
+import subprocess
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numba
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bench.anchors import Run
+from bench.paths import REPOSITORY
 from bench.problems import BenchProblem
 from bench.references import load_references
 
@@ -53,6 +55,14 @@ class ProblemResult:
     reference_objective: float
     reference_source: str
     summaries: list[RunnerSummary]
+
+    @classmethod
+    def from_json(cls, entry: dict) -> ProblemResult:
+        """A result back from a record (the inverse of :func:`as_json`)."""
+        summaries = [RunnerSummary(**{**s, "trace": [tuple(p) for p in s["trace"]]})
+                     for s in entry["summaries"]]
+        return cls(entry["problem"], entry["reference_objective"], entry["reference_source"],
+                   summaries)
 
     def ratio_to_best_anchor(self, runner: str, gap: float) -> float | None:
         """Our runner's time to ``gap`` divided by the fastest anchor's (None if either never
@@ -101,8 +111,7 @@ def measure_problem(problem: BenchProblem, runners, repeats: int, log=print) -> 
     None of the runners needs BLAS threads (LIBLINEAR, LIBSVM and our linear solvers use none),
     but NumPy calls between runs (the anchors' objective evaluations) leave OpenBLAS's worker
     threads spinning for tens of milliseconds, on the core the next runner's second thread
-    needs: measured on the 2-core VM, mfn right after a LIBLINEAR run took 0.10-0.13 s on a9a
-    at C = 0.01 instead of 0.04 s."""
+    needs (``bench/history/measurements.json``, ``harness-blas-threads``)."""
     with threadpool_limits(limits=1, user_api="blas"):
         return _measure_problem(problem, runners, repeats, log)
 
@@ -146,19 +155,40 @@ def _measure_problem(problem: BenchProblem, runners, repeats: int, log) -> Probl
     return ProblemResult(problem.key, reference, source, summaries)
 
 
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _git(*args: str) -> str | None:
+    try:
+        return subprocess.run(["git", *args], cwd=REPOSITORY, capture_output=True, text=True,
+                              check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def machine_description() -> dict:
-    import os
-
-    import numba
-    import numpy
-
+    """The fingerprint every record carries: when, which commit (and whether the tree had
+    uncommitted changes to tracked files), which CPU, how busy the machine was, which
+    versions."""
+    dirty = _git("status", "--porcelain", "--untracked-files=no")
     return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": None if dirty is None else bool(dirty),
+        "cpu_model": _cpu_model(),
         "machine": platform.machine(),
         "processor": platform.processor() or "unknown",
         "cpus": os.cpu_count(),
         "numba_threads": numba.get_num_threads(),
         "python": platform.python_version(),
-        "numpy": numpy.__version__,
+        "numpy": np.__version__,
         "numba": numba.__version__,
         "load_average_at_start": os.getloadavg()[0],
     }

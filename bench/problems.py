@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 import solvers
+from bench.paths import DATA_DIR
 from solvers.problems import BinaryProblem
-
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 # file, test file, n_features (to align train and test), binary labelling
 DATASETS = {

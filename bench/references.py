@@ -19,19 +19,26 @@ least squares, free      SciPy sparse direct solve of the normal equations  grad
 
 ``python -m bench references --regenerate`` recomputes them into ``reference_optima.json``.
 Tests read that file (a missing entry is computed on the fly by the same code).
+
+For the tests' own problems (any :class:`solvers.BinaryProblem`, weights and ordinal
+problems included) the same independent solvers, uncached, as a :class:`Reference`:
+:func:`liblinear_optimum` (LIBLINEAR at a tight tolerance with the duality gap of its
+solution), :func:`lbfgs_optimum` / :func:`binary_lbfgs_optimum` (SciPy's L-BFGS on a smooth
+primal) and :func:`hinge_dual_optimum` (the hinge dual by the interior-point method below).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
-from bench.anchors import Liblinear, hinge_clarabel
+from bench.anchors import Liblinear, hinge_clarabel, liblinear_beta, liblinear_train
 from bench.problems import BenchProblem
 from solvers.problems import BinaryProblem
 
@@ -295,3 +302,58 @@ def regenerate(problems=REFERENCE_PROBLEMS, log=print) -> list[dict]:
     return list(entries.values())
 
 
+
+
+@dataclass(frozen=True)
+class Reference:
+    beta: np.ndarray
+    objective: float
+    relative_gap: float  # certified (P - D) / P of the reference point (nan if unknown)
+    method: str
+
+
+def liblinear_optimum(problem: BinaryProblem, solver_type: int, eps: float = TIGHT_EPS
+                      ) -> Reference:
+    """LIBLINEAR ``-s solver_type -B bias_scale -c C -e eps`` on ``problem`` (regularized bias,
+    unit sample weights), with the relative duality gap of its solution (alpha from the KKT
+    map), which certifies how tight it is."""
+    from liblinear.liblinear import problem as ll_problem
+
+    if problem.bias != "regularized" or problem.sample_weight is not None:
+        raise ValueError("LIBLINEAR solves the regularized-bias, unweighted problem here")
+    prob = ll_problem(problem.y, problem.X)
+    prob.set_bias(problem.bias_scale)
+    _, model = liblinear_train(prob, f"-s {solver_type} -B {problem.bias_scale!r} "
+                                     f"-c {problem.C!r} -e {eps!r}")
+    beta = liblinear_beta(model, problem.n_features)
+    objective = problem.objective(beta)
+    gap = problem.duality_gap(beta) / objective
+    return Reference(beta, objective, gap, f"liblinear -s {solver_type} -e {eps:g}")
+
+
+def lbfgs_optimum(objective_and_gradient, x0: np.ndarray, gtol: float = 1e-10,
+                  max_iter: int = 50_000) -> tuple[np.ndarray, float]:
+    """L-BFGS on a smooth objective; returns (x, f(x))."""
+    result = minimize(objective_and_gradient, x0, jac=True, method="L-BFGS-B",
+                      options={"maxiter": max_iter, "maxfun": 2 * max_iter, "ftol": 1e-16,
+                               "gtol": gtol, "maxcor": 30})
+    return result.x, float(result.fun)
+
+
+def binary_lbfgs_optimum(problem: BinaryProblem) -> Reference:
+    """L-BFGS on a smooth binary problem (squared hinge, modified Huber)."""
+    def fg(beta):
+        return problem.objective(beta), problem.gradient(beta)
+
+    beta, objective = lbfgs_optimum(fg, problem.zeros())
+    return Reference(beta, objective, problem.duality_gap(beta) / objective, "L-BFGS primal")
+
+
+def hinge_dual_optimum(problem: BinaryProblem, relative_gap: float = 1e-12) -> Reference:
+    """The hinge optimum (regularized bias) from the interior-point solve of its dual that
+    the stored references use (:func:`hinge_dual_interior_point`)."""
+    if problem.bias != "regularized":
+        raise ValueError("the box-constrained dual needs the hinge loss with a regularized bias")
+    _, beta, dual = hinge_dual_interior_point(problem, relative_gap)
+    primal = problem.objective(beta)
+    return Reference(beta, primal, (primal - dual) / primal, "interior-point dual")

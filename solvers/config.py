@@ -8,20 +8,20 @@ what is here are implementation thresholds that a user should never need to touc
 # many stored entries; below it the cost of waking the thread pool outweighs the gain.  With
 # the bounded spin of solvers/__init__.py, 50,000 beat 200,000 (the threshold for a passive
 # wait alone) by ~20% over default mfn on a9a, w8a, ijcnn1 and mushrooms, C = 0.01, 1, 100
-# (sum of medians 1.62-1.90 s against 2.06-2.32 s, three interleaved runs, 2026-11-21).
+# (bench/history/measurements.json, config-parallel-min-nnz).
 PARALLEL_MIN_NNZ = 50_000
 
 # A kernel timed by solvers.core.sparse.TimedChoice tries its parallel form only once its
-# serial form takes this long: a parallel call that loses costs 2-10 ms on the loaded 2-core VM
-# (2026-11-23), as much as a whole cutting-plane solve of mushrooms.
+# serial form takes this long: a parallel call that loses costs milliseconds on a loaded machine,
+# as much as a whole cutting-plane solve of mushrooms (bench/history/measurements.json,
+# config-timed-choice).
 TIMED_CHOICE_MIN_SECONDS = 0.002
 
 # The cutting planes' reduced QP (solvers/cutting_plane/qp.py): the active-set method factorizes
 # the free cuts' block once per solve, O(s^3), and then updates the factor, O(s^2) per
 # iteration; past this many free variables the pairwise SMO alone is used (at 300 the
 # factorization is ~9M multiply-adds, a few ms).  1000 and 2000 changed nothing measurable
-# (OCAS at C = 100, 2026-11-25, one run each: w8a to tol 1e-4 2.76 / 2.85 / 2.89 s at 300 /
-# 1000 / 2000, a9a to 1e-6 1.31 / 1.33 / 1.29 s).
+# (bench/history/measurements.json, config-active-set-max-free).
 CUTTING_PLANE_ACTIVE_SET_MAX_FREE = 300
 # ... and each solve first takes up to this many SMO steps per cut (cheaper from a close warm
 # start).  2 was best on dna (Crammer-Singer, tol 1e-4, load 18: QP 2.3-2.6 s against 2.5-3.0
@@ -84,7 +84,7 @@ MFN_PRECONDITION_MAX_CV = 0.5
 # throughout): at C = 1 (lambda = 0.5, about 0.011 of the active rows' median 46-48) the row
 # space needs fewer iterations at nearly every step after heuristic 1's, at the C path's stage
 # C = 0.1 (lambda = 5, 0.07-0.1 of the median) about as many, at C = 0.01 (lambda = 50, about
-# 0.8 of it) more at every step (767 against 586 in all).  bench/README.md (section MFN).
+# 0.8 of it) more at every step (767 against 586 in all).  bench/history/notebook.md (section MFN).
 MFN_ROW_SPACE_MAX_LAMBDA = 0.03
 # ... and only in rounds of Appendix A whose eps is at most this (heuristic 2's second round, not
 # its first or the C path's stages at eps = 1e-2).  In the loose rounds a row-space solve stops
@@ -95,10 +95,9 @@ MFN_ROW_SPACE_MAX_LAMBDA = 0.03
 MFN_ROW_SPACE_MAX_EPSILON = 1e-4
 
 #: mfn with a gap ``tol``: the eps of rule (13) in the last round is at most this (and at
-#: most a tenth of the gap tolerance).  On news20 made binary, a 5-fold C path (2^-5..2^5) to a
-#: certified 1e-3 gap took 3.2 s per fold at eps = 1e-6, 2.6 s at 1e-4, 3.2 s at 1e-5 and
-#: 5.2 s at 1e-3 (above 1e-4 step 3 leaves the row space for CGLS), against 5.8 s exact
-#: (2026-11-23, one Numba thread, load 1-2).
+#: most a tenth of the gap tolerance).  1e-4 was the fastest on news20's 5-fold C path (above
+#: 1e-4 step 3 leaves the row space for CGLS; bench/history/measurements.json,
+#: config-mfn-gap-round-epsilon).
 MFN_GAP_ROUND_EPSILON = 1e-4
 
 # -- kernels and the least-squares SVM family (solvers/core/kernels.py, solvers/lssvm.py) ----
@@ -143,7 +142,7 @@ INTERIOR_POINT_DIAGONAL_PCG_MAX_ITER = 1000
 # linear_solver="auto" (solvers/interior_point/auto.py): the cost model's constants.  PCG
 # iterations per MPC iteration measured 6.4-21.4 (13.4 on a9a, 15.0 on w8a: the paper's
 # 12.3-35.6), |A| 20-60% of the rows on a9a; a Gram entry and a product entry weighted alike.
-# With these "auto" chose the faster solver on all ten problems of bench/README.md
+# With these "auto" chose the faster solver on all ten problems of bench/history/notebook.md
 # (Interior point: a9a, w8a, mushrooms, dna, letter, dense synthetic rows with 50-400
 # features; 2026-11-23).
 INTERIOR_POINT_AUTO_PCG_ITERATIONS = 15.0

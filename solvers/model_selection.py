@@ -20,7 +20,7 @@ threading layer (OpenMP or TBB; never Numba's workqueue, which aborts on concurr
 then the folds run one after another) lets several Python threads start parallel regions.  It
 pays most on text, where the row-parallel CG kernels do not scale: news20 made binary's search
 took the same time on one Numba thread as on two, and 0.58-0.59 of it with two folds at once
-(bench/README.md, section Cross-validation).
+(bench/history/notebook.md, section Cross-validation).
 """
 
 from __future__ import annotations
@@ -154,9 +154,9 @@ def _grid(values, name: str) -> list[float]:
 
 #: The certified relative duality gap of every grid point by default: a score needs the fold
 #: models' predictions, not optima to 1e-10.  On the benchmark searches (mfn, 5 folds, C =
-#: 2^-5..2^5; bench/README.md, section Cross-validation) the best C was the same as with every
-#: point exact and the mean accuracies within 0.02 percentage points on a9a, w8a, ijcnn1 and
-#: news20 made binary, in 1.4-1.5x less time.
+#: 2^-5..2^5; bench/history/notebook.md, section Cross-validation) the best C was the same as
+#: with every point exact and the mean accuracies within 0.02 percentage points on a9a, w8a,
+#: ijcnn1 and news20 made binary, in 1.4-1.5x less time.
 CV_FIT_GAP = 1e-3
 
 

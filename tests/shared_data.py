@@ -1,4 +1,5 @@
-"""Helpers for tests: the real datasets beside the repository, and small random matrices.
+"""Helpers for tests: the real datasets beside the repository, small random matrices, and
+the check that a solver reached a reference optimum.
 
 (A module with its own name: ``conftest`` is ambiguous once tests/service has its own.)
 """
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+from bench.paths import DATA_DIR
 
 
 def data_path(name: str) -> Path:
@@ -41,3 +42,15 @@ def random_csr(n_rows, n_cols, density, seed, index_dtype=np.int32):
     X.indices = X.indices.astype(index_dtype)
     X.indptr = X.indptr.astype(index_dtype)
     return X
+
+
+def assert_reaches(solution, objective, reference: float, rtol: float,
+                   linear_solver: str | None = None) -> None:
+    """``solution`` converged (with ``linear_solver`` where named), reports the objective of
+    its own point (``objective(beta)``), and is within ``rtol`` of ``reference`` either way."""
+    if linear_solver is not None:
+        assert solution.extras["linear_solver"] == linear_solver
+    assert solution.status == "converged", solution.message
+    assert solution.objective == pytest.approx(objective(solution.beta), rel=1e-12)
+    assert (solution.objective - reference) / abs(reference) <= rtol
+    assert (reference - solution.objective) / abs(reference) <= rtol

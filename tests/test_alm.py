@@ -282,7 +282,7 @@ def test_one_vs_rest_through_train():
 def test_regularized_bias_with_a_bias_scale():
     """The constant feature of value 2 (LIBLINEAR -B 2): the bias column enters CGLS and the
     inexact step with its scale."""
-    from tests.reference import liblinear_optimum
+    from bench.references import liblinear_optimum
 
     base = small_problem("heart_scale", "squared_hinge", "regularized", 1.0)
     problem = BinaryProblem(base.X, base.y, C=1.0, loss="squared_hinge", bias="regularized",
@@ -315,6 +315,7 @@ def test_one_sweep_step_takes_the_same_iterates(name, C):
                                [r.objective for r in separate.records], rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_mu_rule_lowers_mu_where_few_rows_are_active():
     """mushrooms at C = 1: 6% of the rows are active at the optimum; the default rule lowers
     mu from C / 5 and reaches LIBLINEAR's optimum in fewer iterations than mu fixed at C / 5
@@ -335,6 +336,7 @@ def test_mu_rule_lowers_mu_where_few_rows_are_active():
     assert solve(problem, mu0=0.2, max_iter=30, tol=0).extras["mu"] == 0.2
 
 
+@pytest.mark.slow
 def test_over_relaxation_reaches_the_optimum_in_fewer_iterations():
     """The exact variant over-relaxes by default (alpha = 1.8: ADMM's e^ = alpha e + (1 -
     alpha)(y - X~ beta_k) in (9) and (14)); alpha = 1 is the paper's step.  Both reach

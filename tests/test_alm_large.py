@@ -7,7 +7,7 @@ The exact variant runs to a relative gap of 1e-8, the inexact one to 1e-6 (which
 the 1e-6 bar; its last digits come slowly: one steepest-descent step per iteration).  Cases
 measured (2026-11-23, 2 shared cores) not to get there in 60 s, or only after hundreds of
 iterations, are listed in ``STALLS`` with how far they got, and are not run;
-``bench/README.md`` (ALM) has the table.
+``bench/history/notebook.md`` (ALM) has the table.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ RTOL = 1e-6
 # objective error against LIBLINEAR -R, relative gap), measured 2026-11-23 18:00 with the
 # defaults (mu0 = C / 5, the exact step by Cholesky) by a 60 s run of each case on the shared
 # VM at load average 21-23, two Numba threads (~100 ms an iteration there, against ~3 ms on a
-# quiet machine: see bench/README.md, ALM).  The exact variant on a9a (C = 1, 100) and w8a
+# quiet machine: see bench/history/notebook.md, ALM).  The exact variant on a9a (C = 1, 100) and w8a
 # (C = 0.01), listed here before, now converges in 145-305 iterations and is run; so does
 # the exact variant on w8a at C = 1 and 100 since mu_rule lowers mu there (2026-11-23 21:16,
 # load 10, two Numba threads: 1790 and 2730 iterations, 12.5 and 18.5 s, 1.3e-10 and 8.3e-12

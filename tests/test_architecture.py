@@ -188,6 +188,7 @@ print(json.dumps(results))
 """
 
 
+@pytest.mark.slow
 def test_every_module_imports_first_in_a_fresh_interpreter():
     """Each module imported first, alone, in a process that has loaded no module of the
     library: no cycle surfaces whatever the entry point, and none of them pulls in web or
@@ -390,6 +391,7 @@ print(",".join(new))
 """
 
 
+@pytest.mark.slow
 def test_warm_up_leaves_nothing_to_compile():
     """After a worker's ``solvers.warm_up()`` (which trains nothing), training and predicting
     with every solver -- binary, one-vs-rest, kernels -- compiles no new Numba specialization:

@@ -70,14 +70,14 @@ def _held_back_rows():
         reason="not met on the measurements of 2026-11-26: 9 of 12 held-back hinge problems "
                "within 20%, 1.26x in geometric mean (mfn's homotopy beats OCAS by 1.8x and "
                "4.3x on w8a at C = 1 and 100, which no rule fitted to the other datasets "
-               "predicts; always OCAS gives the same); bench/README.md, auto")),
+               "predicts; always OCAS gives the same); bench/history/notebook.md, auto")),
 ])
 def test_auto_is_near_the_fastest_on_held_back_problems(loss):
     """The issue's acceptance test, on the stored measurements: the rule fitted without the
     held-back datasets (their measurements and the choice of k) chooses, on their problems
     and targets, candidates whose measured time is within 20% of the fastest candidate's on
     at least 80% of them, and 1.2x the fastest's in geometric mean.  (Every one within 20%,
-    the issue's bar, does not hold: ``bench/README.md``, auto, lists the exceptions.)  It
+    the issue's bar, does not hold: ``bench/history/notebook.md``, auto, lists the exceptions.)  It
     holds for the squared hinge; for the hinge it is an expected failure (strict: should a
     new measurement meet it, the mark must go)."""
     _, rows = _held_back_rows()

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bench.anchors import Liblinear, ProjectSolver
-from bench.harness import measure_problem, relative_gap, time_to_gap
+from bench.harness import as_json, measure_problem, relative_gap, time_to_gap
 from bench.problems import BenchProblem
 from bench.references import (
     REFERENCE_FILE,
@@ -185,3 +185,92 @@ def test_cv_hinge_runners_search_warm_and_cold_with_scikit_learn_beside():
     results = list(found.values())
     for warm, cold in (results[0:2], results[3:5]):
         assert abs(warm[1] - cold[1]) <= 3 / heart.n_samples
+
+
+def _tiny_suite():
+    from bench.suites import Case, HarnessSuite
+
+    problem = BenchProblem("heart_scale", "squared_hinge", "regularized", 1.0)
+    return HarnessSuite("tiny", "mfn against LIBLINEAR -s 2 on heart",
+                        lambda: [Case(problem, lambda: [ProjectSolver("mfn"), Liblinear(2)])],
+                        repeats=1)
+
+
+def test_a_suite_writes_a_record_with_the_fingerprint_and_the_ratios(tmp_path):
+    from bench.suites import run_suite
+
+    out = run_suite("tiny", out=tmp_path / "tiny.json", log=lambda *_: None,
+                    suites={"tiny": _tiny_suite()})
+    record = json.loads(out.read_text())
+    assert record["suite"] == "tiny" and record["kind"] == "harness"
+    machine = record["machine"]
+    assert machine["date"].startswith("20") and machine["date"].endswith("Z")
+    assert len(machine["git_commit"]) == 40 and isinstance(machine["git_dirty"], bool)
+    assert machine["cpu_model"] and machine["cpus"] >= 1
+    assert machine["load_average_at_start"] >= 0 and record["load_average_at_end"] >= 0
+    assert record["seconds"] > 0
+    [problem] = record["problems"]
+    assert [s["runner"] for s in problem["summaries"]] == ["mfn", "liblinear -s 2"]
+    ratio = record["ratios"]["heart_scale/squared_hinge/regularized/C=1"]["mfn"]["1e-06"]
+    assert ratio > 0
+    assert "liblinear -s 2" not in record["ratios"][problem["problem"]]  # anchors have none
+
+
+def test_a_script_suite_records_what_its_study_wrote(tmp_path):
+    from bench.suites import ScriptSuite, run_suite
+
+    suite = ScriptSuite("parser", "the reader on heart", "bench.bench_parser",
+                        ("--repeats", "1", "heart_scale"), out_is_file=True,
+                        directory=tmp_path / "parser")
+    out = run_suite("parser", out=tmp_path / "parser.json", log=lambda *_: None,
+                    suites={"parser": suite})
+    record = json.loads(out.read_text())
+    assert record["kind"] == "script" and record["status"] == 0
+    assert record["argv"][-2:] == ["--out", str(tmp_path / "parser" / "parser.json")]
+    assert list(record["outputs"]) == ["parser.json"]
+    assert "heart_scale" in record["stdout"]
+
+
+def test_the_report_regenerates_the_readme_section_from_the_records(tmp_path):
+    """Two records of one suite: the section shows the later one's table and a history row
+    per record; rewriting again changes nothing (a function of the records alone)."""
+    from bench.harness import machine_description
+    from bench.report import BEGIN, END, update_readme
+    from bench.suites import ratios
+
+    problem = BenchProblem("heart_scale", "squared_hinge", "regularized", 1.0)
+    result = measure_problem(problem, [ProjectSolver("mfn"), Liblinear(2)], repeats=1,
+                             log=lambda *_: None)
+    results = tmp_path / "results"
+    results.mkdir()
+    for day, commit in (("2026-01-01", "a" * 40), ("2026-01-02", "b" * 40)):
+        machine = {**machine_description(), "date": f"{day}T00:00:00Z", "git_commit": commit}
+        record = {"suite": "tiny", "kind": "harness", "machine": machine, "repeats": 1,
+                  "problems": as_json([result]), "ratios": {result.problem: ratios(result)},
+                  "scaling": [], "seconds": 1.0, "load_average_at_end": 0.5}
+        (results / f"tiny-{day}.json").write_text(json.dumps(record))
+    (results / "unrelated.json").write_text("[1, 2]")  # not a record: passed over
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Bench\n\nprose\n\n{BEGIN}\nstale\n{END}\n\nafter\n")
+    assert update_readme(readme, results)
+    text = readme.read_text()
+    assert text.startswith("# Bench\n\nprose\n\n") and text.endswith(f"{END}\n\nafter\n")
+    assert "stale" not in text
+    assert "tiny-2026-01-02.json" in text and "bbbbbbbbbb" in text
+    ratio = ratios(result)["mfn"]["1e-06"]
+    history = [line for line in text.splitlines() if line.startswith("| 2026-01-0")]
+    assert len(history) == 2 and all(line.endswith(f"| {ratio:.2f} |") for line in history)
+    assert "| heart_scale/squared_hinge/regularized/C=1 | mfn |" in text
+    assert not update_readme(readme, results)
+    assert readme.read_text() == text
+
+
+def test_the_bench_readme_shows_the_committed_records():
+    """bench/README.md's results section is what ``python -m bench report`` makes of the
+    committed records (run it after adding one)."""
+    from bench.paths import REPOSITORY, RESULTS_DIR
+    from bench.report import BEGIN, END, load_records, results_section
+
+    text = (REPOSITORY / "bench" / "README.md").read_text()
+    section = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    assert section == f"\n\n{results_section(load_records(RESULTS_DIR))}\n"

@@ -97,6 +97,7 @@ def test_one_vs_rest_matches_liblinear_per_class():
         assert abs(problem.objective(ours) - optimum) / optimum <= RTOL
 
 
+@pytest.mark.slow
 def test_crammer_singer_matches_liblinear():
     ds, C = load("dna.scale"), 1.0
     weights = {1: 2.0, 2: 1.0, 3: 0.5}

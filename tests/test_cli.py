@@ -23,6 +23,7 @@ def _svmsvc(*args, **kwargs):
                           text=True, timeout=300, **kwargs)
 
 
+@pytest.mark.slow
 def test_train_predict_export_round_trip(tmp_path):
     train_file = data_path("heart_scale")
     model = tmp_path / "model.npz"
@@ -323,6 +324,7 @@ def _correct(stdout: str) -> int:
     return int(stdout.split("(")[1].split("/")[0])
 
 
+@pytest.mark.slow
 def test_liblinear_habits_as_a_user_types_them(tmp_path):
     """``svmsvc train FILE`` writes FILE.model here (solver auto), ``svmsvc predict TEST MODEL
     OUTPUT`` in LIBLINEAR's order, a ``--format liblinear`` model read back by ``predict`` and

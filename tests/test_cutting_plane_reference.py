@@ -151,7 +151,8 @@ def check_crammer_singer(problem, optimum, method, tol=RTOL):
     assert (solution.objective - optimum) / optimum <= tol
 
 
-@pytest.mark.parametrize("method", ["ocas", pytest.param("tca", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["ocas", "tca"])
 def test_crammer_singer_dna_against_clarabel_and_liblinear(method):
     problem = crammer_singer_problem("dna.scale", 1.0)
     optimum = clarabel_crammer_singer(problem)

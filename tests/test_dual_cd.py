@@ -94,7 +94,7 @@ HEAVY = pytest.mark.skipif(
     reason="minutes each (dual CD alone at large C, news20; bench/bench_dual_cd.py times "
            "them against LIBLINEAR): SVMSVC_HEAVY_TESTS=1 runs them")
 # not here: news20 at C = 1 (dual CD alone needs thousands of passes: 31 s to a 1e-2 gap on a
-# loaded machine, bench/README.md) and the hinge at C = 100 on a9a and w8a (no certified
+# loaded machine, bench/history/notebook.md) and the hinge at C = 100 on a9a and w8a (no certified
 # reference; 1e5 passes left a9a at a 4e-5 gap)
 ALL_CASES = [pytest.param(*c, id=f"{c[0]}-{c[1]}-C={c[2]:g}") for c in CASES] + \
     [pytest.param(*c, id=f"{c[0]}-{c[1]}-C={c[2]:g}", marks=pytest.mark.slow)
@@ -313,6 +313,7 @@ def _liblinear_crammer_singer(data, C: float) -> np.ndarray:
     return W
 
 
+@pytest.mark.slow
 def test_crammer_singer_gap_certifies_against_liblinear_s4():
     """The sequential dual method stopped at a 1e-4 certified gap on dna (C = 0.1): LIBLINEAR
     -s 4's point at eps 1e-10 lies between the dual value and dual_cd's objective."""

@@ -314,7 +314,7 @@ def test_tol_certifies_the_objective():
 def test_a9a_at_the_papers_tau_is_certified():
     """Adult at the paper's tau = 0.05 (Table 2): the certified relative duality gap of the
     problem layer reaches 1e-7, so the objective is within 1e-7 of the optimum (Clarabel's,
-    measured in bench/README.md, agrees to 2e-11)."""
+    measured in bench/history/notebook.md, agrees to 2e-11)."""
     problem, solution = solve("a9a", C=0.05, linear_solver="direct", tol=1e-7)
     assert solution.status == "converged", solution.message
     assert solution.extras["relative_duality_gap"] <= 1e-7

@@ -63,6 +63,18 @@ def _kernel(ds_a, ds_b, kernel):
     return _KERNELS[key]
 
 
+def each_dataset_and_kernel(test):
+    """Parametrize ``test`` over the datasets (name, n) and both kernels."""
+    test = pytest.mark.parametrize("kernel", ["rbf", "linear"])(test)
+    return pytest.mark.parametrize("name, n", DATASETS, ids=DATASET_IDS)(test)
+
+
+def _kernel_problem(name, n, kernel):
+    """(train, test, targets, the training kernel matrix) of a subset."""
+    train, test = _subset(name, n)
+    return train, test, _targets(train), _kernel(train, train, kernel)
+
+
 def _relative(values, reference):
     return float(np.max(np.abs(values - reference)) / np.max(np.abs(reference)))
 
@@ -88,13 +100,10 @@ def _check_records(result, measure):
 # -- lssvm ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, n", DATASETS, ids=DATASET_IDS)
-@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@each_dataset_and_kernel
 @pytest.mark.parametrize("method", ["direct", "iterative"])
 def test_lssvm_matches_system_7(name, n, kernel, method):
-    train, test = _subset(name, n)
-    y = _targets(train)
-    K = _kernel(train, train, kernel)
+    train, test, y, K = _kernel_problem(name, n, kernel)
     coef, b = naive.lssvm_classical(K, y, C_J)
     result = solvers.train(train, solver="lssvm", C=C, kernel=kernel, gamma=GAMMA,
                            method=method, cg_tol=CG_TOL)
@@ -148,8 +157,7 @@ def test_lssvm_sample_weights_scale_the_costs(method):
 # -- proximal_svm -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, n", DATASETS, ids=DATASET_IDS)
-@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@each_dataset_and_kernel
 @pytest.mark.parametrize("method", ["direct", "iterative"])
 def test_proximal_matches_system_12(name, n, kernel, method):
     train, test = _subset(name, n)
@@ -187,13 +195,10 @@ def test_proximal_bias_scale_is_the_constant_feature():
 # -- relaxed_lssvm ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, n", DATASETS, ids=DATASET_IDS)
-@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@each_dataset_and_kernel
 @pytest.mark.parametrize("variant", ["2smo", "sesquismo"])
 def test_relaxed_matches_its_dual(name, n, kernel, variant):
-    train, test = _subset(name, n)
-    y = _targets(train)
-    K = _kernel(train, train, kernel)
+    train, test, y, K = _kernel_problem(name, n, kernel)
     A = 1e4
     reference = naive.relaxed_2smo if variant == "2smo" else naive.relaxed_sesquismo
     coef, b, lam = reference(K, y, C_J, A)

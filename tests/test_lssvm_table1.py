@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from shared_data import load
 
 import solvers
+from bench import bench_lssvm
 
 PAPER_PARAMS = {"C": 0.5, "gamma": 1.0, "kernel": "rbf", "cache_mb": 512}
 METHODS = {
@@ -32,26 +32,14 @@ PAPER = {
     "pima": {"lssvm": 65.96, "2smo": 65.96, "sesquismo": 65.96},
     "breast-w": {"lssvm": 85.53, "2smo": 91.19, "sesquismo": 91.19},
 }
-# Pima's UCI ranges (min, max) per attribute, and the decimals each is recorded with.
-PIMA_RANGES = np.array([[0, 17], [0, 199], [0, 122], [0, 99], [0, 846], [0, 67.1],
-                        [0.078, 2.42], [21, 81]])
-PIMA_DECIMALS = [0, 0, 0, 0, 0, 1, 3, 0]
 
 
 def raw_pima() -> solvers.Dataset:
-    ds = load("diabetes_scale")
-    X = ds.X.toarray()
-    lo, hi = PIMA_RANGES[:, 0], PIMA_RANGES[:, 1]
-    raw = lo + (X + 1.0) / 2.0 * (hi - lo)
-    for j, decimals in enumerate(PIMA_DECIMALS):
-        raw[:, j] = np.round(raw[:, j], decimals)
-    return solvers.Dataset(sp.csr_matrix(raw), ds.y)
+    return bench_lssvm.raw_pima(load("diabetes_scale"))
 
 
 def raw_breast_w() -> solvers.Dataset:
-    ds = load("breast-cancer_scale")
-    X = ds.X.toarray()[:, 1:]
-    return solvers.Dataset(sp.csr_matrix(np.round(1.0 + (X + 1.0) * 4.5)), ds.y)
+    return bench_lssvm.raw_breast_w(load("breast-cancer_scale"))
 
 
 def cross_validate(ds: solvers.Dataset, n_folds: int = 10) -> dict[str, float]:

@@ -7,10 +7,10 @@ import naive
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from reference import binary_lbfgs_optimum, liblinear_optimum
 from shared_data import load, random_csr
 
 import solvers
+from bench.references import binary_lbfgs_optimum, liblinear_optimum
 from solvers import mfn
 from solvers.base import InvalidParametersError
 from solvers.core import gram
@@ -364,6 +364,7 @@ def test_cgls_options_reach_the_optimum(options):
     assert abs(relative(solution.objective, reference.objective)) <= OBJECTIVE_RTOL
 
 
+@pytest.mark.slow
 def test_auto_preconditioning(monkeypatch):
     """LIBLINEAR's alpha = 0.01 where the active rows outnumber the parameters (a9a) and on
     fewer rows of equal norms; none on fewer rows of unequal norms (raw word counts), none when

@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from reference import lbfgs_optimum, liblinear_optimum
-from shared_data import load
+from shared_data import assert_reaches, load
 
 import solvers
+from bench.references import lbfgs_optimum, liblinear_optimum
 from solvers import mfn
 from solvers.base import InvalidParametersError
 from solvers.models import OrdinalModel, load_model
@@ -55,11 +55,7 @@ def test_ordinal_matches_lbfgs(name, C, linear_solver):
     monitor = ListMonitor()
     solution = mfn.solve_ordinal(problem, mfn.MFNParams(C=C, task="ordinal", tol=None,
                                                         linear_solver=linear_solver), monitor)
-    assert solution.extras["linear_solver"] == linear_solver
-    assert solution.status == "converged", solution.message
-    assert solution.objective == pytest.approx(problem.objective(solution.beta), rel=1e-12)
-    assert (solution.objective - reference) / reference <= ORDINAL_RTOL
-    assert (reference - solution.objective) / reference <= ORDINAL_RTOL
+    assert_reaches(solution, problem.objective, reference, ORDINAL_RTOL, linear_solver)
     # the duality gap over the (example, threshold) pairs, reported per iteration
     assert monitor.records[-1].optimality <= 1e-9
     # Chu & Keerthi: the optimal thresholds come out ordered

@@ -49,7 +49,7 @@ def test_warm_path_equals_cold_solves_fold_by_fold():
     assert result.best_C in GRID
 
 
-@pytest.mark.parametrize("name", ["a9a", "news20-binary"])
+@pytest.mark.parametrize("name", ["a9a", pytest.param("news20-binary", marks=pytest.mark.slow)])
 def test_points_solved_to_a_certified_gap_score_as_exact_ones(name):
     """The default fit_gap (1e-3): every fold's objective is within the certified gap of the
     exact optimum (P <= P* / (1 - tol)), the fold accuracies are those of exact solves within
@@ -345,6 +345,7 @@ def test_a_stop_asked_while_folds_run_at_once():
         assert monitor.threads == {caller}
 
 
+@pytest.mark.slow
 def test_under_the_workqueue_layer_the_folds_run_one_after_another():
     """Numba's workqueue layer aborts the process when two threads enter it: a search there
     (a fresh process, the layer forced) runs its folds one at a time, and says so."""

@@ -257,6 +257,7 @@ print(json.dumps({"compiled": compiled, "after": after}))
 """
 
 
+@pytest.mark.slow
 def test_warm_up_parser_compiles_what_parsing_runs():
     """In a fresh interpreter, parsing input of every kind after the warm-up compiles
     nothing more."""

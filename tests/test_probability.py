@@ -17,6 +17,7 @@ from solvers.models import load_model
 from tests.shared_data import load
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("train_name", "test_name", "n_features", "C"),
                          [("a9a", "a9a.t", 123, 1.0), ("dna.scale", "dna.scale.t", 180, 0.1)])
 def test_log_loss_close_to_sklearn_calibration(train_name, test_name, n_features, C):

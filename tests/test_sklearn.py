@@ -52,6 +52,7 @@ def test_same_optimum_as_linear_svc():
     assert ours.classes_.dtype == np.int64 and ours.predict(X[:3]).dtype == np.int64
 
 
+@pytest.mark.slow
 def test_pipeline_and_grid_search_with_string_labels():
     ds = load("dna.scale")
     names = np.array(["EI", "IE", "N"], dtype=object)[ds.y.astype(int) - 1]

@@ -9,7 +9,6 @@ import lzma
 import math
 import pickle
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_svmlight import NaiveError, naive_read
+from shared_data import DATA_DIR
 
 from solvers.data import Dataset
 from solvers.data.svmlight import (
@@ -26,7 +26,6 @@ from solvers.data.svmlight import (
     write_svmlight,
 )
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 DATA_FILES = sorted(p.name for p in DATA_DIR.glob("*") if p.name != "README.md")
 needs_data = pytest.mark.skipif(
     not DATA_FILES, reason=f"the shared datasets are not available at {DATA_DIR}"
@@ -428,14 +427,19 @@ def test_first_error_wins_even_when_found_later():
         read_svmlight(b"1 1:1e999 2:x\n")
 
 
+def parse_in_two(content: bytes, split: int) -> Dataset:
+    """``content`` fed to a stream parser in two chunks, cut at ``split``."""
+    parser = SVMLightStreamParser()
+    parser.feed(content[:split])
+    parser.feed(content[split:])
+    return parser.finish()
+
+
 def test_error_straddling_every_chunk_boundary():
     content = b"1 1:1\n# comment\r\n\n-1 2:3 4:1.5e+x 5:1\n1 1:1\n"
     for split in range(len(content) + 1):
-        parser = SVMLightStreamParser()
         with pytest.raises(SVMLightFormatError) as caught:
-            parser.feed(content[:split])
-            parser.feed(content[split:])
-            parser.finish()
+            parse_in_two(content, split)
         assert (caught.value.line, caught.value.token) == (4, "4:1.5e+x"), split
 
 
@@ -443,21 +447,15 @@ def test_valid_input_split_at_every_boundary():
     content = b"1 qid:1 cost:2.5 1:1 22:0.123456789012345678\r\n# c\n-1 qid:2 3:1e-5\r\n"
     expected = read_svmlight(content)
     for split in range(len(content) + 1):
-        parser = SVMLightStreamParser()
-        parser.feed(content[:split])
-        parser.feed(content[split:])
-        assert_same_dataset(parser.finish(), expected)
+        assert_same_dataset(parse_in_two(content, split), expected)
 
 
 def test_long_tokens_straddling_chunk_boundaries():
     # "1...1e" is invalid only if nothing follows: a chunk may end right after the "e"
     content = b"1 1:1\n1 2:" + b"1" * 100 + b"e5\n2 " + b"3" * 100 + b"e\n"
     for split in range(len(content) + 1):
-        parser = SVMLightStreamParser()
         with pytest.raises(SVMLightFormatError) as caught:
-            parser.feed(content[:split])
-            parser.feed(content[split:])
-            parser.finish()
+            parse_in_two(content, split)
         assert (caught.value.line, caught.value.token) == (3, "3" * 80 + "..."), split
 
 
@@ -606,6 +604,7 @@ def datasets(draw) -> Dataset:
     return Dataset(X, y, qid=qid, sample_weight=sample_weight)
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=150)
 @given(ds=datasets(), zero_based=st.booleans())
 def test_write_read_round_trip(ds, zero_based):
@@ -740,6 +739,7 @@ def svmlight_lines(draw) -> bytes:
     return line + draw(st.sampled_from([b"\n", b"\n", b"\r\n"]))
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lines=st.lists(svmlight_lines(), max_size=8),

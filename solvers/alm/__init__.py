@@ -33,11 +33,9 @@ Lagrangian (7)-(8) with multipliers lambda and penalty mu.  One outer iteration:
      the multiplier and e-step, and the row's share z_i x~_i of the next X~'z), except
      with residual balancing, which picks the next mu from this step's residuals before the
      pass.  Binary data (a9a, w8a, mushrooms) goes through the indices-only row kernels.
-     Measured 2026-11-23 (one thread, minimum of 40, load 10): the three sweeps took 1.61 ms
-     on w8a and 0.52 ms on a9a, the one sweep 1.11 and 0.46 ms (w8a with its values read,
-     as before: 1.82 ms).  Measured
-     2026-11-23 (a9a, C = 1, cProfile): the CGLS step took 60 CG iterations, 285 ms of every
-     outer iteration; the factorized one 2 products, 14 ms at load ~19.
+     The one sweep is 10-30% faster than three, and the factorized step some twenty times
+     cheaper than CGLS's on a9a (bench/history/measurements.json, alm-one-sweep and
+     alm-factorized-step).
    * ``"cgls"``: the core's CGLS (``cgls_compact`` with reg_bias = r) warm-started from the
      previous beta, to the relative rule ||grad|| <= eps ||residual|| with eps = min(``cgls_tol``
      = 1e-3, ``cgls_gap_factor`` = 1 x the current relative gap) (the paper says LSQR, the same
@@ -69,7 +67,7 @@ squared hinge, C for the hinge) and mu_{k+1} = min(``rho``
 mu_k, ``mu_max``) (default rho = 1: fixed mu, i.e. ADMM, which converges for any fixed mu
 with the exact step), or ``residual_balancing`` (Boyd et al. 2011, 3.4.1: primal residual
 ||X~ beta + e - y||, dual residual mu ||X~ (beta_k - beta_{k-1})||).  Measured on 2026-11-23
-(2 shared cores; ``bench/README.md``, section ALM):
+(2 shared cores; ``bench/history/notebook.md``, section ALM):
 
 * growing mu to the paper's cap stalls: ijcnn1, C = 1, exact, rho = 1.5 from mu = 1 reaches
   mu = 1e5 in 30 iterations and then sits 8.7% above the optimum (relative gap ~20) for 500
@@ -203,7 +201,7 @@ needs 1790 and 2730 iterations to a 1e-8 gap (with mu_rule; with mu fixed at C /
 (``tests/test_alm_large.py`` lists the cases).  svmguide1 (unscaled features up to ~1e3),
 squared hinge, C = 1, where the unscaled certificate sat at a relative gap of 1.9e-2 for
 20000 iterations with mu = C, now certifies 1e-6 in 193 iterations at mu = C / 5 (919 at
-mu = C): the stall was mostly the certificate's (``bench/README.md``, ALM).
+mu = C): the stall was mostly the certificate's (``bench/history/notebook.md``, ALM).
 """
 
 from __future__ import annotations
@@ -242,8 +240,8 @@ SPECS = (
                   "computational cost for big data classifications, ICML 2014.",
         warm_up=warm_up,
         # a C path's next point from the last one (beta0, lambda from its KKT map): a 5-fold,
-        # 11-C search at fit_gap 1e-3 took a9a 1.5 -> 0.81 s, w8a 11.9 -> 4.1 s, ijcnn1
-        # 2.7 -> 1.5 s against every point cold (2026-11-25, medians of 3, load 1-2)
+        # 11-C search took a third to a half of the time of every point cold
+        # (bench/history/measurements.json, alm-warm-start)
         warm_start=True,
         dense_system=dense_system,
     ),

@@ -33,8 +33,8 @@ def _example(code, p, yi, o, previous, ei, li, ci, mu_old, inv_mu, relax, update
     With over-relaxation (``relax`` = alpha != 1) the step used e^ = alpha e + (1 - alpha)(y_i
     - previous) in place of e, so (9) adds mu (o - y_i + e^), and the next step's target is
     z_i = y_i - e^ - lambda_i / mu with e^ from the new e and o.  (Scalars in and out: the same
-    body taking the nine arrays ran 15x slower, 2.5 ms against 0.16 ms on 50,000 examples,
-    2026-11-25.)"""
+    body taking the nine arrays ran 15x slower; bench/history/measurements.json,
+    alm-scalar-pass.)"""
     r = 0.0
     if update:
         r = o - yi + ei

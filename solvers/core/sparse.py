@@ -416,11 +416,10 @@ class TimedChoice:
     """Serial or parallel for a kernel called many times on the same data, chosen by timing.
 
     Whether waking the thread pool pays depends on the work of a call and on the machine's
-    load, which a static threshold (:func:`use_parallel`) cannot know.  Measured on the shared
-    2-core VM on 2026-11-23 (load average 2-3, other engineers' processes keeping a core busy),
-    the cutting-plane risk oracle (:func:`solvers.problems.oracles.binary_oracle`) in parallel
-    against serial, medians of 30: a9a 7.8 against 0.85 ms, w8a 10.0 against 1.5 ms, news20
-    (1.3M entries) 19.9 against 9.3 ms; the parallel region waits for a core the scheduler
+    load, which a static threshold (:func:`use_parallel`) cannot know.  On a loaded machine the
+    cutting-plane risk oracle (:func:`solvers.problems.oracles.binary_oracle`) took two to
+    nine times its serial time in parallel (bench/history/measurements.json,
+    timed-choice-oracle): the parallel region waits for a core the scheduler
     gives to another process (the passive wait of ``solvers/__init__.py``), while on an idle
     machine it costs about a microsecond.  A caller that repeats a kernel hundreds of times
     (the cutting-plane loop) therefore times both forms.  A parallel call that loses can cost

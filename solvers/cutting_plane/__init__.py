@@ -52,7 +52,7 @@ with extras ``lower_bound`` (F_t(w_t)), ``cuts``, ``nnz_alpha``, ``mu``, ``qp_st
 set iterations plus SMO steps), ``qp_gap`` and the seconds of the iteration in the oracle, the
 QP and the line search (``time_oracle``, ``time_qp``, ``time_line_search``; the solution's
 extras sum them). Measured against LIBLINEAR, Clarabel and ``mfn``, and Arnosti's experiments:
-``bench/README.md``.
+``bench/history/notebook.md``.
 
 C paths (:func:`solve_path`, the spec's ``path``, which cross-validation uses).  The risk is
 linear in C (R = sum_i C sample_weight_i loss_i), so every cut of R at one C is, scaled by
@@ -60,7 +60,7 @@ C'/C, a cut of R at C' (:meth:`CutBuffer.rescale`; H by the square, alpha stays 
 Each point of a path starts at the last solution with the whole buffer of cuts carried over,
 a model of the risk that is already accurate around it: one a9a fold's 11-point grid
 (2^-5 .. 2^5, OCAS, tol 1e-3) took 123 iterations in all against 1110 from cold starts and 513
-from the last point alone (``bench/README.md``, Cross-validation, "Hinge").  This is the
+from the last point alone (``bench/history/notebook.md``, Cross-validation, "Hinge").  This is the
 cutting-plane form of warm starting that neither libocas nor SVMperf offers; a lone start
 point (``start=``, the spec's ``warm_start``) keeps w_best but no cuts.
 

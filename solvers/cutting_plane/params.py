@@ -71,7 +71,7 @@ class CuttingPlaneParams(SolverParams):
                     "loosely early gives a worse w_t and more iterations (mushrooms, C = "
                     "0.01: 148 iterations to tol 1e-6 at 0.5, 105 at 0.2, 90 solved exactly); "
                     "tighter than 0.2 the QP time grows on dna (Crammer-Singer) without "
-                    "fewer iterations (bench/README.md).")
+                    "fewer iterations (bench/history/notebook.md).")
     cut_point: float = Field(
         0.1, ge=0, le=1,
         description="ocas/gca2/tca: the new cut is taken at (1 - c) w_best + c w_t, c this "

@@ -28,15 +28,12 @@ free cuts through a Cholesky factor that is updated as cuts join and leave the f
 ridge of 1e-10 max H_jj makes a singular block give a long descent step that the ratio test
 cuts).  It is our choice, which the papers leave open: SVMperf and libocas
 use their own SMO-like solvers (libocas: ``libqp_splx``, below), and at large C the SMO took
-most of the time: a9a at C = 100 (OCAS, tol 1e-6, 300 iterations, the same warm starts
-replayed on 2026-11-23): SMO 5.7 s in all (up to 95,000 pairwise steps per solve on a Gram
-matrix of 16-165 cuts), the active-set method 0.49 s (median 20 iterations per solve).  Until
-2026-11-25 each iteration factorized afresh, O(s^3) for s free cuts: a whole OCAS run on a9a
-at C = 100 to tol 1e-6 spent 4.2 of its 5.0 s in the QP with the gradient refresh below but
-the fresh factorizations, 0.54 of 1.28 s with the updated factor (2026-11-25, one run each;
-3.8 of 4.6 s before either).  The factorization at the start of a solve is still
-O(s^3), so each solve first takes up to ``config.CUTTING_PLANE_SMO_STEPS_BEFORE_ACTIVE_SET`` m
-SMO steps, which finish most solves at
+most of the time: on a9a at C = 100 the active-set method solved the same QPs about ten
+times faster (bench/history/measurements.json, cutting-plane-qp-smo).  Each iteration used to
+factorize afresh, O(s^3) for s free cuts; updating the factor cut the QP's share of an OCAS
+run on a9a at C = 100 by a factor of eight (cutting-plane-qp-factor-update).  The
+factorization at the start of a solve is still O(s^3), so each solve first takes up to
+``config.CUTTING_PLANE_SMO_STEPS_BEFORE_ACTIVE_SET`` m SMO steps, which finish most solves at
 a loose outer gap from a close warm start: on dna (Crammer-Singer, up to 250 free cuts, tol
 1e-4, load average 18) the QP took 2.3-2.6 s so, 3.2-3.8 s with the active-set method alone,
 2.5-3.2 s with the SMO alone (three runs each); on the a9a replay above 0.95 s.  When the

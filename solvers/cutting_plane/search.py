@@ -79,7 +79,7 @@ def _cs_envelope(Sb, St, labels, cost, i, u, v, bp, jump, pos):
     compared as fractions, num_m den_best < num_best den_m (every den = v_m - v_j > 0), so a
     step divides once, for the winner, not once per steeper line: the same breakpoints, with
     the packing below 1.3-4x faster serially and 1.1-1.5x in parallel on letter's rays
-    (bench/README.md, Cutting planes, fourth pass)."""
+    (bench/history/notebook.md, Cutting planes, fourth pass)."""
     k = Sb.shape[1]
     y = labels[i]
     sby = Sb[i, y]

@@ -47,7 +47,8 @@ stop once (P - D)/P <= ``tol``.  The first check follows one pass's worth of coo
 steps; each next one follows once the descent has run ``gap_check_work`` (2) times as long as
 the last check took, so checks take at most about a third of the run: every outer iteration
 while every example is active, every few once shrinking has made the passes cheap (a budget
-in passes over the data instead made checks 30-45% of the run on a9a and w8a, 2026-11-26).
+in passes over the data instead made checks 30-45% of the run on a9a and w8a:
+bench/history/measurements.json, dual-cd-gap-checks).
 Each check is a record:
 objective P(w), optimality the relative gap, extras the dual value, the PG spread of the last
 pass, the active set's size and eps.  In this mode eps is only Algorithm 3's first threshold:

@@ -52,24 +52,18 @@ as (15) states it, which is also what Proposition 5's proof uses.
 Starting point: OOQP's default (``start="ooqp"``) takes the affine step from
 sqrt(max|x_ij|) and shifts every slack and multiplier by 1e3 + 2 * violation, blind to tau;
 ``start="scaled"`` (default) starts the multipliers v, u at tau/2 and shifts them by tau/2
-(slacks by 1) instead (``mpc.starting_point``).  Measured MPC iterations to the paper's
-stopping test (2026-11-23, direct solver, free bias), scaled / ooqp: heart 11 / 16,
-australian 30 / 31, breast-cancer 16 / 24, diabetes 14 / 17, svmguide1 33 / 36, mushrooms
-14 / 23 (C = 1); a9a at tau = 0.05 26 / 34 (the paper's Table 2: 35); w8a at tau = 1
-74 / 95 (the paper: 93).  With OOQP's start the counts are the paper's; the scaled start
-saves 1-21 iterations and was never worse.
+(slacks by 1) instead (``mpc.starting_point``).  With OOQP's start the MPC iteration counts
+are the paper's; the scaled start saved 1-21 iterations on eight sets and was never worse
+(bench/history/measurements.json, interior-point-start).
 
 Warm start (``run(..., start=beta)``, a C path's next point; not in the paper, which solves
 one problem): :func:`mpc.warm_starting_point` builds an interior point near design.md's
 (w, b) of the last C: the slacks from its margins plus 0.01, v from its KKT map held 0.2 tau_i
 inside the box [0, tau_i] (u = tau - v).  Interior-point methods are known to warm-start
-poorly from a point near the boundary; pushed this far in, they do well.  Measured 2026-11-25
-(australian, a9a, ijcnn1, w8a, svmguide1, heart; C = 2^-5 .. 2^5, each point to a 1e-3 gap,
-regularized bias; MPC iterations summed over the path, cold -> warm at (primal shift, dual
-margin) = (0.01, 0.2)): a9a 281 -> 139, ijcnn1 463 -> 274, w8a 733 -> 432, australian 172 ->
-66, svmguide1 290 -> 106, heart 92 -> 62; the squared hinge on a9a 93 -> 41.  Other pairs
-on a9a: (0.1, 0.1) 152, (0.01, 0.1) 126, (0.01, 0.3) 137, (0.1, 0.01) 181, (0.001, 0.001)
-225, (1, 0.1) 224; (0.01, 0.2) was the best or near it on every set.
+poorly from a point near the boundary; pushed this far in, they do well: over a C path the
+MPC iterations fell by a third to two thirds on six sets, and (0.01, 0.2) was the best pair
+(primal shift, dual margin) or near it on every set (bench/history/measurements.json,
+interior-point-warm-start).
 
 The paper's stopping test is absolute: mu <= 1e-6 bounds the duality gap by 2n 1e-6
 whatever the objective's size (on mushrooms at C = 1, objective 7.57, it stops 3.5e-5 above
@@ -92,11 +86,10 @@ Extension (the issue's optional item): the squared hinge, ``loss="squared_hinge"
 (design.md's C max(0, 1 - m)^2): penalty sum tau_i z_i^2 with z free, so (4c) becomes
 r_z = 2 tau z - v, the pair (z, u) and (4e) disappear, Omega = V^-1 S + 1/(2 tau) and
 mu = v's / n; the rest (reduction, both linear solvers, MPC) is unchanged.  Every bias mode,
-including the free bias that ``mfn`` does not solve.  Measured 2026-11-23 (regularized bias,
-C = 1, a 1e-6 gap, loaded 2-core VM): a9a 0.28 s in 10 MPC iterations, w8a 0.88 s in
-24, mushrooms 0.31 s in 16, all within 1.3e-9 of LIBLINEAR's certified optima; ``mfn`` solves
-the same problems in 0.10 s, 0.12 s and 0.05 s: for the squared hinge the finite Newton
-method is the better choice, and the interior-point method adds the free bias.
+including the free bias that ``mfn`` does not solve.  On a9a, w8a and mushrooms it reached
+LIBLINEAR's certified optima in 3-7 times ``mfn``'s time (bench/history/measurements.json,
+interior-point-squared-hinge): for the squared hinge the finite Newton method is the better
+choice, and the interior-point method adds the free bias.
 
 Multi-class: one-vs-rest through the shared multiclass layer.
 """

@@ -45,9 +45,8 @@ def linear_solver_costs(X, regularized_bias: bool) -> dict[str, float]:
 def choose_linear_solver(X, regularized_bias: bool) -> str:
     """'direct' or 'pcg' for linear_solver="auto"; a ValueError naming the limit beyond
     INTERIOR_POINT_MAX_DENSE_PARAMS parameters, where only the diagonal-preconditioned PCG
-    could run and was measured far too slow to choose by default (news20 made binary,
-    62,062 parameters, C = 1: a 1.6e-3 relative gap after 21 MPC iterations and 274 s, every
-    PCG solve at its 1,000-iteration cap from the 18th on, 2026-11-23)."""
+    could run and was measured far too slow to choose by default (news20 made binary:
+    bench/history/measurements.json, interior-point-diagonal-pcg)."""
     if X.shape[1] + 1 > config.INTERIOR_POINT_MAX_DENSE_PARAMS:
         raise ValueError(
             f"interior_point: {X.shape[1] + 1} parameters exceed the dense factorization "

@@ -30,7 +30,7 @@ so lambda = 1/(kappa C):
   P_hinge(beta) - D_hinge(alpha) bounds the distance to the hinge optimum, and the homotopy
   stops once it is at most ``tol`` (every solver's certified relative gap; default 1e-6, until
   2026-11-26 a hinge-only 1e-4) relative to P_hinge.  Measured against an interior-point solve of
-  the hinge dual (certified to ~1e-12, tests/reference.py), the same with either
+  the hinge dual (certified to ~1e-12, bench/references.py), the same with either
   ``linear_solver``: with the default the objective ends 8.6e-6 to 8.8e-5 above the optimum on
   four small UCI sets (C = 0.1, 1, 10; tau = 2^-6..2^-10) and 2.3e-5 / 3.1e-5 on a9a (C = 0.1 /
   1, tau = 2^-6), always inside the certified gap; ``tol=1e-6`` gives 5.9e-7 / 6.2e-7 on a9a
@@ -57,7 +57,7 @@ finds no finite step (the least-squares problem singular in floating point).
 What is not in Appendix A, and why.  Appendix A as written is ``linear_solver="cgls",
 preconditioning=0, c_path_start=None, newton_forcing=None``; the defaults add five things,
 each measured in
-``bench/README.md`` (section MFN) against LIBLINEAR in the same run.
+``bench/history/notebook.md`` (section MFN) against LIBLINEAR in the same run.
 
 * Step 3 by factorization (``linear_solver``, default "auto").  Section 4.3 names two ways to
   solve the least-squares problem (11)/(12), "factorization methods" and CG, and prefers CGLS

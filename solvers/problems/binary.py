@@ -75,8 +75,9 @@ def balancing_shift(alpha: np.ndarray, y: np.ndarray, lower: np.ndarray,
     return s if found else None
 
 
-# The NumPy version these replace built ten temporaries of n entries: 3.5 ms a call against
-# 1.1 ms for its sort on w8a (2026-11-23); NumPy's sort stays (Numba's argsort took longer).
+# The NumPy version these replace built ten temporaries of n entries, three times the cost of
+# its sort on w8a (bench/history/measurements.json, binary-threshold-kernels); NumPy's sort
+# stays (Numba's argsort took longer).
 
 @njit(cache=True, nogil=True)
 def _balancing_events(alpha, y, lower, upper):

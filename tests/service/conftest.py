@@ -66,6 +66,14 @@ class PostgresBackend:
         with psycopg.connect(POSTGRES_DSN, autocommit=True) as connection:
             connection.execute(f'CREATE DATABASE "{self.database}"')
 
+    @classmethod
+    def or_skip(cls) -> PostgresBackend:
+        """A new database, or the test skipped when the server cannot be reached."""
+        try:
+            return cls()
+        except Exception as exc:
+            pytest.skip(f"PostgreSQL at 127.0.0.1:5432 is not reachable: {exc}")
+
     def _connect(self, database: str):
         dsn = POSTGRES_DSN.replace("dbname=test", f"dbname={database}")
         return self._psycopg.connect(dsn, autocommit=True)
@@ -94,10 +102,7 @@ def backend(request):
     if request.param == "sqlite":
         instance = SQLiteBackend()
     else:
-        try:
-            instance = PostgresBackend()
-        except Exception as exc:
-            pytest.skip(f"PostgreSQL at 127.0.0.1:5432 is not reachable: {exc}")
+        instance = PostgresBackend.or_skip()
     yield instance
     instance.close()
 

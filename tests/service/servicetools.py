@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import pytest
 
-DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"
+from tests.shared_data import data_path  # noqa: F401 (the service tests take it from here)
+
 FINISHED = {"succeeded", "failed", "cancelled"}
 
 QUICK_PARAMS = {"solver": "mfn", "C": 1.0}
@@ -45,13 +45,6 @@ is generous so that a busy 2-core machine does not fail the suite."""
 START_PATIENCE_S = 300.0
 """Ceiling for a service to become ready: its workers compile (or load) the Numba kernels,
 which takes minutes on a fresh clone of a loaded machine."""
-
-
-def data_path(name: str) -> Path:
-    path = DATA_DIR / name
-    if not path.exists():
-        pytest.skip(f"shared dataset {name} not found at {path} (../shared/data is missing)")
-    return path
 
 
 def random_svmlight(n_rows: int = 40, n_features: int = 5, seed: int | None = None) -> bytes:

@@ -185,6 +185,7 @@ def test_get_and_delete_unknown_datasets(api):
     assert response.json()["errors"][0]["loc"] == ["path", "dataset_id"]
 
 
+@pytest.mark.slow
 def test_delete_is_refused_while_jobs_or_models_use_the_dataset(api):
     dataset_id = uploaded_id(api, random_svmlight(seed=300))
     finished = wait_job(api, create_job(api, dataset_id, QUICK_PARAMS)["id"])

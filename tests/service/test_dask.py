@@ -48,10 +48,7 @@ WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_TH
 
 @pytest.fixture(scope="module")
 def postgres():
-    try:
-        backend = PostgresBackend()
-    except Exception as exc:
-        pytest.skip(f"PostgreSQL at 127.0.0.1:5432 is not reachable: {exc}")
+    backend = PostgresBackend.or_skip()
     yield backend
     backend.close()
 
@@ -227,6 +224,7 @@ def test_a_task_that_does_not_stop_is_abandoned_with_the_reason(cluster, service
     assert job(service, job_id)["message"] == done["message"]
 
 
+@pytest.mark.slow
 def test_a_killed_worker_requeues_its_job_then_fails_it(cluster, service, a9a):
     """max_attempts = 2: the first kill -9 re-queues the job, the second fails it."""
     job_id = create_job(service, a9a, LONG_PARAMS)["id"]
@@ -257,6 +255,7 @@ def test_a_restarted_scheduler_leaves_no_job_running(cluster, service, heart, a9
     assert after["status"] == "succeeded"
 
 
+@pytest.mark.slow
 def test_sqlite_serves_a_cluster_on_one_machine(cluster, tmp_path):
     """SVMSVC_SINGLE_MACHINE=true: the Dask workers share the service's SQLite file and
     dataset directory."""

@@ -24,6 +24,7 @@ def clean_environment() -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_migrate_creates_then_keeps_the_schema(backend, tmp_path):
     env = dict(clean_environment(), SVMSVC_DATABASE_URL=backend.database_url(tmp_path))
     command = [*svmsvc_command(), "migrate", "--data-dir", str(tmp_path)]
@@ -34,12 +35,14 @@ def test_migrate_creates_then_keeps_the_schema(backend, tmp_path):
     assert again.stdout == f"database already at revision {head}\n"
 
 
+@pytest.mark.slow
 def test_entrypoint_passes_subcommands_through(tmp_path):
     result = subprocess.run(["sh", str(ENTRYPOINT), "solvers"], env=clean_environment(),
                             cwd=tmp_path, capture_output=True, text=True, check=True)
     assert "mfn:" in result.stdout
 
 
+@pytest.mark.slow
 def test_entrypoint_refuses_to_serve_open_on_all_interfaces(tmp_path):
     """The image listens on 0.0.0.0: without API keys (or the explicit opt-out) it refuses."""
     result = subprocess.run(["sh", str(ENTRYPOINT), "--port", str(free_port())],

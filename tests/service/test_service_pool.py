@@ -3,6 +3,7 @@ concurrent jobs, the live log stream, and restarts with jobs queued and running.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -36,6 +37,21 @@ pytestmark = pytest.mark.slow
 
 def running_with_progress(j: dict) -> bool:
     return j["status"] == "running" and j["progress"] is not None
+
+
+@contextlib.contextmanager
+def stopped_worker(server, job_id: str, killed_status: str):
+    """The worker of ``job_id``, seen running with progress, stopped (SIGSTOP: deaf to every
+    flag) for the block; resumed afterwards unless the service killed it, which ends the job
+    ``killed_status``."""
+    wait_job(server.client, job_id, until=running_with_progress)
+    worker = server.worker_of(job_id)
+    os.kill(worker["pid"], signal.SIGSTOP)
+    try:
+        yield worker
+    finally:
+        if job(server.client, job_id)["status"] != killed_status:
+            os.kill(worker["pid"], signal.SIGCONT)
 
 
 @pytest.fixture(scope="module")
@@ -82,17 +98,11 @@ def test_cancel_stops_a_running_job_cooperatively(server, a9a):
 def test_a_worker_that_does_not_stop_is_killed_and_replaced(server, a9a):
     client = server.client
     job_id = create_job(client, a9a, LONG_PARAMS)["id"]
-    wait_job(client, job_id, until=running_with_progress)
-    worker = server.worker_of(job_id)
-    os.kill(worker["pid"], signal.SIGSTOP)  # deaf to the cancel flag
-    try:
+    with stopped_worker(server, job_id, "cancelled") as worker:  # deaf to the cancel flag
         started = time.monotonic()
         assert client.post(f"/api/v1/jobs/{job_id}/cancel").status_code == 202
         done = wait_job(client, job_id)
         waited = time.monotonic() - started
-    finally:
-        if job(client, job_id)["status"] != "cancelled":
-            os.kill(worker["pid"], signal.SIGCONT)
     assert done["status"] == "cancelled"
     assert done["message"] == (f"cancelled by request; the worker did not stop within "
                                f"{LIVE_GRACE_S:g} s and was killed")
@@ -110,14 +120,8 @@ def test_a_time_limit_is_enforced_on_a_worker_that_does_not_stop(server, a9a):
     # before the test saw its first record, and the wait below never ended)
     limit = 10.0
     job_id = create_job(client, a9a, LONG_PARAMS, time_limit_s=limit)["id"]
-    wait_job(client, job_id, until=running_with_progress)
-    worker = server.worker_of(job_id)
-    os.kill(worker["pid"], signal.SIGSTOP)
-    try:
+    with stopped_worker(server, job_id, "failed") as worker:
         done = wait_job(client, job_id)
-    finally:
-        if job(client, job_id)["status"] != "failed":
-            os.kill(worker["pid"], signal.SIGCONT)
     assert done["status"] == "failed"
     assert done["error"] == (f"time limit of {limit:g} s reached; the worker did not stop "
                              f"within {LIVE_GRACE_S:g} s and was killed")

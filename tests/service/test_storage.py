@@ -109,6 +109,7 @@ def test_an_s3_store_on_a_moto_server(s3):
     assert store.sweep(set(), grace_s=0) == (0, 1)
 
 
+@pytest.mark.slow
 def test_the_service_stores_and_trains_from_s3(s3, tmp_path):
     """Upload into S3, a local worker process trains from it, the model predicts."""
     from conftest import SQLiteBackend, service_settings

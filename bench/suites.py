@@ -1,0 +1,258 @@
+"""The benchmark suites ``python -m bench run --suite NAME`` runs, each writing one JSON record.
+
+Two kinds:
+
+* harness suites (``quick``, ``linear``, ``scaling``, ``full``): problems measured side by side
+  by :func:`bench.harness.measure_problem`, each with the runners it lists (ours and the
+  anchors of :mod:`bench.anchors`); the record holds every summary and the ratio of each of
+  our solvers' time to a relative gap to the fastest anchor's, from the same run;
+* script suites (``mfn``, ``dual_cd``, ``alm``, ...): a family's own study, run through its
+  module's ``main`` with the arguments the suite names (extra arguments after ``--`` are
+  appended); the record holds the JSON files the study wrote and what it printed.
+
+Every record starts with the machine fingerprint of :func:`bench.harness.machine_description`
+(date, git commit, CPU model, load average) and the load average at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench.anchors import (
+    ClarabelHinge,
+    Liblinear,
+    ProjectSolver,
+    SklearnLinearKernelSVC,
+)
+from bench.harness import GAPS, as_json, machine_description, measure_problem, time_to_gap
+from bench.paths import RESULTS_DIR
+from bench.problems import BenchProblem, load_dataset
+from bench.report import scaling_plot
+from bench.runners import default_runners
+
+SYNTHETIC = "synthetic-300000x100000"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A problem and the runners measured on it (ours first, then the anchors)."""
+
+    problem: BenchProblem
+    runners: Callable[[], list]
+
+
+@dataclass(frozen=True)
+class HarnessSuite:
+    name: str
+    description: str
+    cases: Callable[[], list[Case]]
+    repeats: int
+    scaling: tuple[str, ...] = ()
+
+    def run(self, extra: list[str], log=print) -> dict:
+        if extra:
+            raise SystemExit(f"suite {self.name} takes no extra arguments: {extra}")
+        results = [measure_problem(case.problem, case.runners(), self.repeats, log)
+                   for case in self.cases()]
+        scaling = [scaling_study(dataset, default_runners(), log) for dataset in self.scaling]
+        return {"kind": "harness", "repeats": self.repeats, "problems": as_json(results),
+                "ratios": {r.problem: ratios(r) for r in results}, "scaling": scaling}
+
+
+@dataclass(frozen=True)
+class ScriptSuite:
+    name: str
+    description: str
+    module: str
+    argv: tuple[str, ...] = ()
+    out_flag: str | None = "--out"  # how the study is told where to write (None: it prints)
+    out_is_file: bool = False
+    directory: Path | None = None  # where the study writes (default bench/results/NAME)
+
+    def run(self, extra: list[str], log=print) -> dict:
+        directory = self.directory or RESULTS_DIR / self.name
+        directory.mkdir(parents=True, exist_ok=True)
+        argv = list(self.argv)
+        if self.out_flag:
+            argv += [self.out_flag,
+                     str(directory / f"{self.name}.json" if self.out_is_file else directory)]
+        argv += extra
+        log(f"python -m {self.module} {' '.join(argv)}")
+        started = time.time()
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(_Tee(printed, sys.stdout)):
+            main = importlib.import_module(self.module).main
+            status = main(argv) if argv else main()
+        outputs = {str(p.relative_to(directory)): json.loads(p.read_text())
+                   for p in sorted(directory.rglob("*.json")) if p.stat().st_mtime >= started}
+        return {"kind": "script", "module": self.module, "argv": argv,
+                "status": status or 0, "outputs": outputs, "stdout": printed.getvalue()}
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text):
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self):
+        for stream in self.streams:
+            stream.flush()
+
+
+def ratios(result) -> dict[str, dict[str, float | None]]:
+    """Each of our runners' time to each gap over the fastest anchor's, from one result."""
+    return {s.runner: {f"{g:g}": result.ratio_to_best_anchor(s.runner, g) for g in GAPS}
+            for s in result.summaries if not s.anchor}
+
+
+def scaling_study(dataset: str, runners, log) -> dict:
+    """Time to relative gap 1e-6 against n on nested subsets (1/8, 1/4, 1/2, all) of
+    ``dataset``, squared hinge, C = 1; the reference optimum of each subset is the best
+    objective any solver reached on it.  Slopes are least-squares fits in log-log."""
+    n_total = load_dataset(dataset).n_samples
+    points: dict[str, list[tuple[int, float]]] = {}
+    # one discarded run per runner first (Numba cache loads, first-call allocations), as in
+    # measure_problem: otherwise the smallest subset pays them
+    smallest = BenchProblem(dataset, "squared_hinge", "regularized", 1.0, n_rows=n_total // 8)
+    for r in runners:
+        if r.supports(smallest):
+            r.run(smallest)
+    for fraction in (8, 4, 2, 1):
+        problem = BenchProblem(dataset, "squared_hinge", "regularized", 1.0,
+                               n_rows=n_total // fraction)
+        runs = {r.name: r.run(problem) for r in runners if r.supports(problem)}
+        reference = min(run.objective for run in runs.values())
+        for runner, run in runs.items():
+            t = time_to_gap(run.trace, reference, 1e-6)
+            if t is not None:
+                points.setdefault(runner, []).append((problem.n_rows, t))
+        log(f"  scaling {problem.key}: " + ", ".join(
+            f"{name} {run.seconds:.3f}s" for name, run in runs.items()))
+    slopes = {runner: float(np.polyfit(np.log([p[0] for p in series]),
+                                       np.log([p[1] for p in series]), 1)[0])
+              for runner, series in points.items() if len(series) >= 2}
+    return {"title": f"nested subsets of {dataset}", "dataset": dataset, "points": points,
+            "slopes": slopes}
+
+
+def _ours(*names: str) -> list:
+    return [ProjectSolver(name) for name in names]
+
+
+def quick_cases() -> list[Case]:
+    """One small real problem per linear family, each against its single-core anchors."""
+    return [
+        Case(BenchProblem("a9a", "squared_hinge", "regularized", 1.0),
+             lambda: _ours("mfn") + [Liblinear(2)]),
+        Case(BenchProblem("w8a", "squared_hinge", "regularized", 0.01),
+             lambda: _ours("dual_cd", "mfn") + [Liblinear(1), Liblinear(2)]),
+        Case(BenchProblem("w8a", "hinge", "regularized", 0.01),
+             lambda: _ours("dual_cd", "cutting_plane") + [Liblinear(3)]),
+        Case(BenchProblem("mushrooms", "hinge", "regularized", 1.0),
+             lambda: _ours("cutting_plane", "interior_point", "mfn")
+             + [Liblinear(3), ClarabelHinge()]),
+        Case(BenchProblem("australian_scale", "hinge", "free", 1.0),
+             lambda: _ours("interior_point", "alm")
+             + [SklearnLinearKernelSVC(), ClarabelHinge()]),
+    ]
+
+
+def linear_cases() -> list[Case]:
+    return [Case(BenchProblem(d, "squared_hinge", "regularized", 1.0), default_runners)
+            for d in ("a9a", "w8a", "ijcnn1", "mushrooms")]
+
+
+def full_cases() -> list[Case]:
+    problems = ([BenchProblem(d, "squared_hinge", "regularized", C)
+                 for d in ("a9a", "w8a", "ijcnn1", "mushrooms", "news20-binary")
+                 for C in (0.01, 1.0, 100.0)]
+                + [BenchProblem(SYNTHETIC, "squared_hinge", "regularized", 1.0),
+                   BenchProblem("a9a", "hinge", "regularized", 1.0)])
+    return [Case(p, default_runners) for p in problems]
+
+
+SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
+    HarnessSuite("quick", "a minute or two: mfn against LIBLINEAR -s 2 on a9a (squared "
+                 "hinge, C = 1); dual_cd and mfn against -s 1/-s 2 on w8a (squared hinge, "
+                 "C = 0.01); dual_cd and cutting_plane against -s 3 on w8a "
+                 "(hinge, C = 0.01); cutting_plane, interior_point and mfn against -s 3 and "
+                 "Clarabel on mushrooms (hinge, C = 1); interior_point and alm against LIBSVM "
+                 "and Clarabel on australian (hinge, free bias, C = 1); 3 repeats",
+                 quick_cases, repeats=3),
+    HarnessSuite("linear", "a few minutes: every registered linear solver against LIBLINEAR "
+                 "(official and multi-core, -s 1/2/3) and scikit-learn, squared hinge, C = 1 on "
+                 "a9a, w8a, ijcnn1 and mushrooms; 3 repeats", linear_cases, repeats=3),
+    HarnessSuite("scaling", "a few minutes: time to 1e-6 against n on nested subsets of a9a "
+                 "and of the synthetic text-like problem", lambda: [], repeats=1,
+                 scaling=("a9a", SYNTHETIC)),
+    HarnessSuite("full", "hours: squared hinge for C in {0.01, 1, 100} on a9a, w8a, ijcnn1, "
+                 "mushrooms and news20 (groups 1-10 against 11-20), the synthetic problem of "
+                 "300,000 x 100,000 (~5.7M entries), the hinge at C = 1 on a9a, and the scaling "
+                 "study; 5 repeats", full_cases, repeats=5, scaling=("a9a", SYNTHETIC)),
+    ScriptSuite("mfn", "mfn against LIBLINEAR (both builds) on the paper's problems, with "
+                "its profile", "bench.bench_mfn", ("--quick",)),
+    ScriptSuite("dual_cd", "dual_cd against LIBLINEAR -s 1/-s 3 at the same stopping rule",
+                "bench.bench_dual_cd"),
+    ScriptSuite("cutting_plane", "cutting-plane methods against LIBLINEAR, scikit-learn and "
+                "Clarabel (binary, Crammer-Singer, Arnosti's variants)",
+                "bench.bench_cutting_plane", ("--quick",)),
+    ScriptSuite("interior_point", "interior_point against Clarabel, LIBSVM and LIBLINEAR",
+                "bench.bench_interior_point", ("tables", "anchors")),
+    ScriptSuite("alm", "alm against LIBLINEAR -R", "bench.bench_alm", ("--part", "speed")),
+    ScriptSuite("lssvm", "the least-squares family against dense direct solves and LIBSVM",
+                "bench.bench_lssvm", ("--quick",)),
+    ScriptSuite("smo", "smo against LIBSVM (scikit-learn SVC, RBF kernel)", "bench.bench_smo",
+                ("--quick",)),
+    ScriptSuite("cv", "cross-validated C search against LIBLINEAR -C and scikit-learn",
+                "bench.bench_cv", ("--quick",)),
+    ScriptSuite("auto", "the solver portfolio's measurements", "bench.bench_auto",
+                ("measure",)),
+    ScriptSuite("parser", "the SVMlight reader against scikit-learn's", "bench.bench_parser",
+                ("--repeats", "3"), out_is_file=True),
+    ScriptSuite("service", "the service under load (needs wrk for --wrk-connections)",
+                "bench.bench_service", ("load",), out_flag=None),
+    ScriptSuite("dask", "jobs through a Dask cluster (needs PostgreSQL and dask.distributed)",
+                "bench.bench_dask", (), out_flag=None),
+)}
+
+
+def record_path(suite: str, machine: dict) -> Path:
+    stamp = machine["date"].replace(":", "").replace("-", "")
+    return RESULTS_DIR / f"{suite}-{stamp}.json"
+
+
+def run_suite(name: str, extra: list[str] = (), out: Path | None = None, log=print,
+              suites=None) -> Path:
+    """Run suite ``name``; write its record (default ``bench/results/NAME-DATE.json``)."""
+    suite = (suites or SUITES)[name]
+    machine = machine_description()
+    log(f"suite {name}: {suite.description}; load average "
+        f"{machine['load_average_at_start']:.2f}")
+    start = time.perf_counter()
+    body = suite.run(list(extra), log)
+    record = {"suite": name, "machine": machine, **body,
+              "seconds": time.perf_counter() - start,
+              "load_average_at_end": os.getloadavg()[0]}
+    out = Path(out) if out is not None else record_path(name, machine)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1, default=str) + "\n")
+    for entry in record.get("scaling", []):
+        scaling_plot(entry["points"], entry["slopes"], entry["title"],
+                     out.with_name(f"{out.stem}-scaling-{entry['dataset']}.png"))
+    log(f"done in {record['seconds']:.0f} s; record {out}")
+    return out
