@@ -35,6 +35,7 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     """Raise :class:`InvalidJob` for a job that cannot succeed, :class:`LimitExceeded` for one
     that asks for more memory than allowed (a tuning job: at every point of its grid)."""
     import solvers
+    from solvers.approximation import Approximation
     from solvers.auto import DatasetShape
     from solvers.train import resolve
 
@@ -75,14 +76,17 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         raise limit_exceeded("dataset_id: the dataset's distinct labels", "max_classes",
                              settings.max_classes, "labels", actual=len(labels),
                              error=LimitExceeded)
-    if getattr(params, "kernel", "linear") == "linear":
+    # the features the solver trains on: the data's, or a low-rank factor's columns
+    features = params.solver_features(dataset.n_samples, dataset.n_features)
+    if not params.exact_kernel:
         # a linear model holds one weight vector per class (one for two labels or ranks),
-        # each n_features + 1 long: bounded before any worker allocates it
+        # each n_features + 1 long (a low-rank model as many coefficients over its
+        # landmarks): bounded before any worker allocates it
         vectors = 1 if len(labels) == 2 or task == "ordinal" else len(labels)
-        weights = vectors * (dataset.n_features + 1)
+        weights = vectors * (features + 1)
         if weights > settings.max_model_weights:
             raise limit_exceeded(
-                f"the model ({vectors} weight vectors of {dataset.n_features + 1})",
+                f"the model ({vectors} weight vectors of {features + 1})",
                 "max_model_weights", settings.max_model_weights, "weights", actual=weights,
                 error=LimitExceeded)
     cache_mb = getattr(params, "cache_mb", None)
@@ -90,7 +94,9 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         raise limit_exceeded("params.cache_mb", "max_kernel_cache_mb",
                              settings.max_kernel_cache_mb, "MiB", actual=cache_mb,
                              error=LimitExceeded)
-    system = spec.dense_system(params, dataset.n_samples, dataset.n_features) \
+    # with an approximation the solver runs on the factor with the linear kernel
+    system = spec.dense_system(Approximation.solver_params(params), dataset.n_samples,
+                               features) \
         if spec.dense_system is not None else None
     if system is not None and system[1] > settings.max_direct_rows:
         what, side = system
