@@ -51,6 +51,11 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         if tuning.gamma is not None and "gamma" not in spec.params_model.model_fields:
             raise InvalidJob(f"tuning.gamma: solver {spec.name!r} has no kernel gamma to "
                                 f"search")
+        if tuning.gamma is not None and not spec.params_model.own_kernel and \
+                params.approximation == "none":
+            raise InvalidJob(f"tuning.gamma: solver {spec.name!r} is linear: its gamma is "
+                             f"the kernel of approximation='nystrom' or 'icf', and none is "
+                             f"asked for")
         if tuning.folds > dataset.n_samples:
             raise InvalidJob(f"tuning.folds: {tuning.folds} folds need at least "
                                 f"{tuning.folds} examples; the dataset has {dataset.n_samples}")
