@@ -204,3 +204,18 @@ def test_approximation_is_refused_where_it_does_not_apply(heart):
                    dict(solver="mfn", task="ordinal")):
         with pytest.raises(solvers.InvalidParametersError, match="approximation|smo"):
             solvers.train(heart, approximation="icf", **params)
+
+
+def test_least_squares_kernel_path_fails_fast_past_its_practical_size():
+    """The least-squares family's kernel path refuses, at once, a problem whose kernel
+    matrix does not fit its row cache (5,792 rows at 256 MiB), naming the limit and the
+    low-rank path; the low-rank path trains the same job."""
+    ijcnn1 = load("ijcnn1").subset(np.arange(6000))
+    with pytest.raises(solvers.InvalidParametersError,
+                       match=r"practical limit of 5792 rows at cache_mb=256.*nystrom"):
+        solvers.train(ijcnn1, solver="lssvm", kernel="rbf", gamma=1.0)
+    with pytest.raises(solvers.InvalidParametersError, match="practical limit"):
+        solvers.train(ijcnn1, solver="relaxed_lssvm", kernel="rbf", gamma=1.0)
+    result = solvers.train(ijcnn1, solver="lssvm", kernel="rbf", gamma=1.0,
+                           approximation="nystrom", rank=100)
+    assert isinstance(result.model, KernelModel) and result.model.n_support == 100
