@@ -218,8 +218,9 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     if gamma is not None and not has_gamma:
         raise ValueError(f"solver {solver!r} has no kernel gamma to search")
     if gamma is not None and not spec.params_model.own_kernel and base.approximation == "none":
-        raise ValueError(f"solver {solver!r} is linear: its gamma is the kernel of "
-                         f"approximation='nystrom' or 'icf', and none is asked for")
+        raise ValueError(f"solver {solver!r} has no kernel gamma of its own: its gamma is "
+                         f"the kernel of approximation='nystrom' or 'icf', and none is asked "
+                         f"for")
     gamma_grid: list[float | None] = _grid(gamma, "gamma") if gamma is not None else [None]
     ordinal = base.task == "ordinal"
     if ordinal and scoring != "accuracy":

@@ -53,9 +53,9 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
                                 f"search")
         if tuning.gamma is not None and not spec.params_model.own_kernel and \
                 params.approximation == "none":
-            raise InvalidJob(f"tuning.gamma: solver {spec.name!r} is linear: its gamma is "
-                             f"the kernel of approximation='nystrom' or 'icf', and none is "
-                             f"asked for")
+            raise InvalidJob(f"tuning.gamma: solver {spec.name!r} has no kernel gamma of its "
+                             f"own: its gamma is the kernel of approximation='nystrom' or "
+                             f"'icf', and none is asked for")
         if tuning.folds > dataset.n_samples:
             raise InvalidJob(f"tuning.folds: {tuning.folds} folds need at least "
                                 f"{tuning.folds} examples; the dataset has {dataset.n_samples}")
