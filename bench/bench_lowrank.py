@@ -97,7 +97,8 @@ def run_lowrank(train, test, gamma: float, solver: str, approximation: str, rank
             "residual_trace": info["residual_trace"] / info["kernel_trace"]}
 
 
-def measure(name: str, quick: bool, ranks: list[int], log=print) -> dict:
+def measure(name: str, quick: bool, ranks: list[int], families=FAMILIES[1:],
+            variants=(("nystrom", "kmeans"), ("icf", "uniform")), log=print) -> dict:
     train, test = problem(name, quick)
     gamma = scale_gamma(train.X)
     log(f"{name}: {train.n_samples} rows, gamma={gamma:.6g}")
@@ -110,13 +111,13 @@ def measure(name: str, quick: bool, ranks: list[int], log=print) -> dict:
         log(f"  {row}")
         rows.append(row)
     top = ranks[-1]
-    for approximation, landmarks in (("nystrom", "kmeans"), ("icf", "uniform")):
+    for approximation, landmarks in variants:
         row = run_lowrank(train, test, gamma, "dual_cd", approximation, top, landmarks,
                           loss="hinge")
         log(f"  {row}")
         rows.append(row)
     middle = ranks[len(ranks) // 2]
-    for solver, params in FAMILIES[1:]:
+    for solver, params in families:
         row = run_lowrank(train, test, gamma, solver, "nystrom", middle, **params)
         log(f"  {row}")
         rows.append(row)
@@ -159,13 +160,23 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--problems", default="a9a,ijcnn1,letter")
     parser.add_argument("--ranks", default="256,512,1024")
+    parser.add_argument("--families", default=",".join(f for f, _ in FAMILIES[1:]),
+                        help="the linear families compared with dual_cd at the middle rank "
+                             "(comma-separated; empty: none)")
+    parser.add_argument("--variants", default="kmeans,icf",
+                        help="the landmark variants at the largest rank (kmeans, icf; empty: "
+                             "none)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "lowrank"))
     args = parser.parse_args(argv)
     ranks = sorted(int(r) for r in args.ranks.split(","))
     machine = machine_description()
     machine["load_average_at_start"] = os.getloadavg()[0]
     warm_up(args.problems.split(",")[0])
-    results = [measure(name, args.quick, ranks) for name in args.problems.split(",")]
+    families = [f for f in FAMILIES[1:] if f[0] in args.families.split(",")]
+    variants = [v for v in (("nystrom", "kmeans"), ("icf", "uniform"))
+                if (v[1] if v[0] == "nystrom" else v[0]) in args.variants.split(",")]
+    results = [measure(name, args.quick, ranks, families, variants)
+               for name in args.problems.split(",")]
     machine["load_average_at_end"] = os.getloadavg()[0]
     text = f"Machine: {machine}\n\n" + markdown(results)
     out = Path(args.out)
