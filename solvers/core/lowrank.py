@@ -45,10 +45,10 @@ from numba import njit, prange
 
 from solvers.core.kernels import (
     Kernel,
-    _row_into,
     column_operand,
     kernel_diagonal_values,
     kernel_matrix,
+    kernel_row,
     row_operand,
 )
 
@@ -133,11 +133,6 @@ def _icf_column_serial(G, j, p, row, d, pivot_value):
         d[t] -= value * value
 
 
-@njit(cache=True, nogil=True)
-def _kernel_row(rows, columns, kernel, i, out):
-    _row_into(rows, i, columns, kernel, out)
-
-
 def incomplete_cholesky(X, kernel: Kernel, rank: int, tol: float = 0.0,
                         *, parallel: bool | None = None) -> Factor:
     """Pivoted incomplete Cholesky of K(X, X) (module docstring): at most ``rank`` columns,
@@ -172,7 +167,7 @@ def incomplete_cholesky(X, kernel: Kernel, rank: int, tol: float = 0.0,
         if d[p] <= floor:
             break
         pivot_value = float(np.sqrt(d[p]))
-        _kernel_row(rows, columns, params, p, row)
+        kernel_row(rows, p, columns, params, row)
         step(G, j, p, row, d, pivot_value)
         d[p] = 0.0
         d[pivots[:j]] = 0.0  # pivots stay exact zeros (rounding would make them tiny)
