@@ -37,6 +37,8 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     import solvers
     from solvers.approximation import Approximation
     from solvers.auto import DatasetShape
+    from solvers.lssvm.fit import check_kernel_size, uses_kernel_path
+    from solvers.lssvm.params import KernelSolverParams
     from solvers.train import resolve
 
     spec = solvers.get_solver(params.solver)
@@ -81,6 +83,12 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         raise limit_exceeded("dataset_id: the dataset's distinct labels", "max_classes",
                              settings.max_classes, "labels", actual=len(labels),
                              error=LimitExceeded)
+    if isinstance(params, KernelSolverParams) and \
+            uses_kernel_path(params, dataset.n_samples):
+        try:  # the least-squares family's kernel path: refused now, not in the worker
+            check_kernel_size(params, dataset.n_samples)
+        except solvers.InvalidParametersError as exc:
+            raise InvalidJob(f"params: {exc}") from None
     # the features the solver trains on: the data's, or a low-rank factor's columns
     features = params.solver_features(dataset.n_samples, dataset.n_features)
     if not params.exact_kernel:

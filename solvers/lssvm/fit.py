@@ -60,6 +60,12 @@ def dense_system(params, n_samples: int, n_features: int) -> tuple[str, int] | N
             n_samples)
 
 
+def uses_kernel_path(params, n_samples: int) -> bool:
+    """Whether a run with these parameters goes through the kernel path (not the linear
+    kernel's primal CGLS), where :func:`check_kernel_size` applies."""
+    return params.approximation == "none" and not _primal(params, n_samples)
+
+
 def kernel_rows_limit(cache_mb: float) -> int:
     """The most training rows whose n x n kernel matrix fits in ``cache_mb`` MiB of float64:
     the practical limit of the family's kernel path (package docstring, "Practical size")."""

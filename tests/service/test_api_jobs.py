@@ -402,3 +402,15 @@ def test_a_low_rank_kernel_job_runs_and_serves_its_kernel_model(api):
     refused = api.post("/api/v1/jobs", json={"dataset_id": dataset_id,
                                              "params": {**params, "solver": "smo"}})
     assert refused.status_code == 422 and "exact kernel problem" in refused.text
+
+
+def test_a_least_squares_kernel_job_past_its_practical_size_is_refused_at_once(api, heart):
+    """The least-squares family's kernel path is practical while the kernel matrix fits
+    cache_mb: heart's 270 rows at 0.5 MiB (256 rows) are refused when the job is created,
+    naming the limit and the low-rank path, instead of failing in a worker."""
+    params = {"solver": "lssvm", "kernel": "rbf", "gamma": 0.1, "cache_mb": 0.5}
+    response = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": params})
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert "practical limit of 256 rows at cache_mb=0.5" in detail
+    assert "approximation='nystrom'" in detail
