@@ -91,6 +91,12 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
             raise InvalidJob(f"params: {exc}") from None
     # the features the solver trains on: the data's, or a low-rank factor's columns
     features = params.solver_features(dataset.n_samples, dataset.n_features)
+    if params.approximation != "none" and \
+            dataset.n_samples * features > settings.max_factor_entries:
+        raise limit_exceeded(f"params.rank: the low-rank factor ({dataset.n_samples} rows x "
+                             f"{features})", "max_factor_entries",
+                             settings.max_factor_entries, "entries",
+                             actual=dataset.n_samples * features, error=LimitExceeded)
     if not params.exact_kernel:
         # a linear model holds one weight vector per class (one for two labels or ranks),
         # each n_features + 1 long (a low-rank model as many coefficients over its

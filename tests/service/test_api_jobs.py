@@ -414,3 +414,15 @@ def test_a_least_squares_kernel_job_past_its_practical_size_is_refused_at_once(a
     detail = response.json()["detail"]
     assert "practical limit of 256 rows at cache_mb=0.5" in detail
     assert "approximation='nystrom'" in detail
+
+
+def test_a_low_rank_factor_past_its_cap_is_refused_when_the_job_is_created(api):
+    """The factor (n_samples x rank dense doubles) is bounded before a worker allocates it:
+    10,001 rows at rank 10,000 are 100,010,000 entries, past the default 10^8."""
+    rows = uploaded_id(api, random_svmlight(n_rows=10_001, n_features=2, seed=3))
+    params = {"solver": "dual_cd", "approximation": "nystrom", "rank": 10_000}
+    response = api.post("/api/v1/jobs", json={"dataset_id": rows, "params": params})
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert "low-rank factor (10001 rows x 10000) (100010000 entries)" in detail
+    assert "SVMSVC_MAX_FACTOR_ENTRIES" in detail
