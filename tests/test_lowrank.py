@@ -219,3 +219,21 @@ def test_least_squares_kernel_path_fails_fast_past_its_practical_size():
     result = solvers.train(ijcnn1, solver="lssvm", kernel="rbf", gamma=1.0,
                            approximation="nystrom", rank=100)
     assert isinstance(result.model, KernelModel) and result.model.n_support == 100
+
+
+def test_class_weights_and_probabilities_compose_with_the_factor(heart):
+    """The train steps every family shares apply on the factor: class weights change the
+    low-rank optimum (heavier positives: more of them predicted), and probability=True fits
+    Platt's sigmoid on out-of-fold low-rank models."""
+    common = dict(solver="dual_cd", C=C, loss="hinge", approximation="icf", rank=60,
+                  kernel="rbf", gamma=GAMMA)
+    plain = solvers.train(heart, **common)
+    weighted = solvers.train(heart, class_weight={1: 5.0}, **common)
+    assert weighted.objective != pytest.approx(plain.objective, rel=1e-3)
+    positive = heart.classes[1]
+    assert np.sum(weighted.model.predict(heart.X) == positive) > \
+        np.sum(plain.model.predict(heart.X) == positive)
+    calibrated = solvers.train(heart, probability=True, **common)
+    proba = calibrated.model.predict_proba(heart.X)
+    assert proba.shape == (heart.n_samples, 2)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
