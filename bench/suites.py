@@ -218,6 +218,8 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                 "bench.bench_lssvm", ("--quick",)),
     ScriptSuite("smo", "smo against LIBSVM (scikit-learn SVC, RBF kernel)", "bench.bench_smo",
                 ("--quick",)),
+    ScriptSuite("lowrank", "the low-rank kernel path (Nystrom, incomplete Cholesky) against "
+                "exact LIBSVM (scikit-learn SVC, RBF)", "bench.bench_lowrank", ("--quick",)),
     ScriptSuite("cv", "cross-validated C search against LIBLINEAR -C and scikit-learn",
                 "bench.bench_cv", ("--quick",)),
     ScriptSuite("auto", "the solver portfolio's measurements", "bench.bench_auto",

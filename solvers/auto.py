@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from solvers.base import (
     BiasMode,
@@ -150,6 +150,15 @@ class AutoParamsBase(SolverParams):
     @property
     def loss_exponent(self) -> float:
         return self.p if self.loss == "lp" else canonical(self.loss)[1]
+
+    @model_validator(mode="after")
+    def _no_approximation(self):
+        """The choice rule was fitted on the data's own shape, not on a low-rank factor's."""
+        if self.approximation != "none":
+            raise ValueError("approximation: auto's choice was measured on sparse data, not "
+                             "on a dense low-rank factor; name the linear solver (mfn, alm, "
+                             "cutting_plane, interior_point, dual_cd)")
+        return self
 
 
 def params_model(candidates: Solves) -> type[AutoParamsBase]:

@@ -36,6 +36,7 @@ from pydantic import (
     model_validator,
 )
 
+from solvers.core.kernels import Kernel, scale_gamma
 from solvers.data.dataset import label_key
 from solvers.losses import LOSSES, canonical
 from solvers.problems import BIAS_MODES, BinaryProblem
@@ -273,6 +274,9 @@ class SolverParams(BaseModel):
 
     #: what the solver solves (None: this base model, which declares nothing)
     solves: ClassVar[Solves | None] = None
+    #: whether the solver has kernels of its own (smo, the least-squares family): its
+    #: ``kernel`` and ``gamma`` mean its own kernel; elsewhere they are the approximation's
+    own_kernel: ClassVar[bool] = False
 
     solver: str
     C: float = Field(1.0, gt=0, description="Weight of the loss term: 1/2||w||^2 + C sum loss.")
@@ -302,6 +306,39 @@ class SolverParams(BaseModel):
                     "C), as LIBLINEAR does; binary, Crammer-Singer, ordinal: each example by "
                     "its class.")
 
+    approximation: Literal["none", "nystrom", "icf"] = Field(
+        "none",
+        description="Low-rank kernel path: nystrom (Nystrom on 'rank' landmarks) or icf "
+                    "(pivoted incomplete Cholesky, at most 'rank' pivots) factors the kernel "
+                    "matrix of 'kernel' as G G' (G: n x rank) and the solver trains a linear "
+                    "model on G; the model predicts with exact kernel rows against the "
+                    "landmarks or pivots.  The solver's certified gap is the gap of this "
+                    "low-rank problem, not of the exact kernel SVM.  none: the data as given.")
+    rank: int = Field(
+        256, ge=1,
+        description="approximation: the number of landmarks (nystrom) or the largest number "
+                    "of pivots (icf); the factor has at most this many columns.")
+    landmarks: Literal["uniform", "kmeans"] = Field(
+        "uniform",
+        description="approximation='nystrom': uniform (distinct training rows, seeded) or "
+                    "kmeans (the centroids of 10 Lloyd iterations started from uniform rows).")
+    approximation_seed: int = Field(
+        0, ge=0, description="approximation='nystrom': the seed of the landmarks' draw.")
+    icf_tol: float = Field(
+        1e-6, ge=0, lt=1,
+        description="approximation='icf': stop pivoting once the residual's trace "
+                    "trace(K - G G') is at most this times trace(K) (before 'rank' pivots).")
+    kernel: Literal["linear", "rbf", "polynomial"] = Field(
+        "rbf",
+        description="approximation: the kernel factored (linear x.z, rbf exp(-gamma "
+                    "||x-z||^2), polynomial (gamma x.z + coef0)^degree); used only with an "
+                    "approximation.")
+    gamma: float | Literal["scale"] | Literal["auto"] = Field(
+        "scale", description="approximation: kernel gamma, a positive number, 'scale' = "
+                             "1 / (n_features Var(X)) or 'auto' = 1 / n_features.")
+    degree: int = Field(3, ge=1, description="approximation: polynomial degree.")
+    coef0: float = Field(0.0, description="approximation: the polynomial kernel's constant.")
+
     probability: bool = Field(
         False,
         description="Also fit Platt's sigmoid on 5-fold out-of-fold decision values (Lin, "
@@ -316,6 +353,51 @@ class SolverParams(BaseModel):
                 raise ValueError(f"class weights must be positive and finite (label "
                                  f"{bad[0]!r}: {value[bad[0]]!r})")
         return value
+
+    @model_validator(mode="after")
+    def _approximation_applies(self):
+        """A positive gamma; the low-rank path builds classification kernel models on raw
+        inputs (no ordinal kernel model exists, and a scaler cannot be folded into a
+        kernel)."""
+        if not isinstance(self.gamma, str) and not self.gamma > 0:
+            raise ValueError("gamma must be positive, 'scale' or 'auto'")
+        if self.approximation == "none":
+            return self
+        if self.task == "ordinal":
+            raise ValueError("approximation: the low-rank kernel path builds classification "
+                             "models; ordinal regression has no kernel model")
+        if self.scale != "none":
+            raise ValueError("approximation: a kernel model predicts on raw inputs and a "
+                             "scaler cannot be folded into a kernel; scale the data before "
+                             "training (svm-scale) and keep scale='none'")
+        return self
+
+    @property
+    def exact_kernel(self) -> bool:
+        """Whether the solver itself trains a kernel model on these parameters (the kernel
+        families with a kernel other than linear; never the low-rank path, whose solver
+        trains a linear model on the factor)."""
+        return False
+
+    def solver_features(self, n_samples: int, n_features: int) -> int:
+        """The number of features the solver trains on: the factor's rank (at most
+        ``rank``, at most n_samples) with an approximation, else the data's."""
+        if self.approximation == "none":
+            return n_features
+        return min(self.rank, n_samples)
+
+    def gamma_value(self, X) -> float:
+        """The numeric kernel gamma for training data X ('scale': scikit-learn's, 'auto':
+        LIBSVM's default 1 / n_features)."""
+        if self.gamma == "scale":
+            return scale_gamma(X)
+        if self.gamma == "auto":
+            return 1.0 / max(X.shape[1], 1)
+        return float(self.gamma)
+
+    def approximation_kernel(self, X) -> Kernel:
+        """The kernel ``approximation`` factors on training data X."""
+        return Kernel(self.kernel, self.gamma_value(X), self.degree, self.coef0)
 
     @property
     def loss_exponent(self) -> float:
@@ -404,6 +486,27 @@ class SolverParams(BaseModel):
             fields["scale"] = self.scale
         if self.class_weight is not None:
             fields["class_weight"] = _normal_class_weight(self.class_weight)
+        if self.approximation != "none":
+            fields.update(self.approximation_fields())
+        return fields
+
+    def approximation_fields(self) -> dict[str, Any]:
+        """The low-rank problem's own fields: the method, its rank (and seed and landmarks,
+        or the trace tolerance) and the kernel it factors; {} without an approximation."""
+        if self.approximation == "none":
+            return {}
+        fields: dict[str, Any] = {"approximation": self.approximation, "rank": self.rank,
+                                  "kernel": self.kernel,
+                                  "gamma": self.gamma if isinstance(self.gamma, str)
+                                  else float(self.gamma)}
+        if self.kernel == "polynomial":
+            fields["degree"] = self.degree
+            fields["coef0"] = float(self.coef0)
+        if self.approximation == "nystrom":
+            fields["landmarks"] = self.landmarks
+            fields["approximation_seed"] = self.approximation_seed
+        else:
+            fields["icf_tol"] = float(self.icf_tol)
         return fields
 
     @classmethod

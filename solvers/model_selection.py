@@ -35,6 +35,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from solvers.approximation import approximate
 from solvers.base import InvalidParametersError, SolverParams
 from solvers.core.sparse import thread_count, threadsafe_threading_layer
 from solvers.data.dataset import Dataset
@@ -216,6 +217,10 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     has_gamma = "gamma" in spec.params_model.model_fields
     if gamma is not None and not has_gamma:
         raise ValueError(f"solver {solver!r} has no kernel gamma to search")
+    if gamma is not None and not spec.params_model.own_kernel and base.approximation == "none":
+        raise ValueError(f"solver {solver!r} has no kernel gamma of its own: its gamma is "
+                         f"the kernel of approximation='nystrom' or 'icf', and none is asked "
+                         f"for")
     gamma_grid: list[float | None] = _grid(gamma, "gamma") if gamma is not None else [None]
     ordinal = base.task == "ordinal"
     if ordinal and scoring != "accuracy":
@@ -265,9 +270,16 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
             points = grid_points(g)
             fits = []
             if warm_path is not None:
-                fits = [(with_labels(model, train_set), objective, elapsed)
+                # the low-rank path: one factor of the fold's rows for the whole C path
+                step = approximate(train_set, points[0])
+                fit_set, solver_points = train_set, points
+                if step is not None:
+                    fit_set = step.dataset(train_set)
+                    solver_points = [step.solver_params(p) for p in points]
+                fits = [(with_labels(model if step is None else step.kernel_model(model),
+                                     train_set), objective, elapsed)
                         for model, objective, elapsed in
-                        warm_path(weighted(train_set, base), spec, points)]
+                        warm_path(weighted(fit_set, base), spec, solver_points)]
             else:
                 for point in points:
                     if should_stop():

@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from solvers import auto, portfolio
+from solvers.approximation import approximate
 from solvers.base import (
     InvalidParametersError,
     SolverParams,
@@ -132,6 +133,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     sink = Tee(collector, monitor if monitor is not None else NullMonitor())
     clock = Stopwatch()
     choice = None
+    approximation = None
     if isinstance(params, auto.AutoParamsBase):
         ranking = auto.rank(auto.DatasetShape.of(dataset), params, get_solver, supports_task)
         scaler, work, warnings = prepare_features(dataset, params.scale)
@@ -143,8 +145,13 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     else:
         handler = fit_handler(spec, params, dataset)
         scaler, work, warnings = prepare_features(dataset, params.scale)
+        approximation = approximate(work, params)
+        solver_params = params
+        if approximation is not None:  # the factor is the solver's data
+            work = approximation.dataset(work)
+            solver_params = approximation.solver_params(params)
         work = weighted(work, params)
-        fit = handler(work, spec, params, sink)
+        fit = handler(work, spec, solver_params, sink)
     subproblems = fit.subproblems
     status = Termination.worst(s.status for s in subproblems)
     if len(subproblems) == 1:
@@ -158,6 +165,8 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         # the result's log is the winner's; the caller's monitor saw every candidate's, tagged
         log = [r for r in log if r.extras.get("candidate") == choice.candidate]
     model = fit.model if scaler is None else scaler.scaled_model(fit.model)
+    if approximation is not None:
+        model = approximation.kernel_model(model)
     with_labels(model, dataset)
     if params.probability:
         model.metadata.update(out_of_fold_calibration(dataset, spec, params))

@@ -37,6 +37,7 @@ LAYERS = {
     "solvers.base": 4,
     "solvers.multiclass": 5,
     "solvers.scaling": 5,
+    "solvers.approximation": 5,  # the low-rank kernel step of train, beside scaling
     "solvers.auto": 6,
     "solvers.registry": 7,
     "solvers.portfolio": 7,

@@ -118,7 +118,9 @@ _TOGETHER = {
 }
 # Fields whose only valid value is the default: another value must reach the model (which
 # rejects it), proving the option passed it on.
-_ONLY_DEFAULT = {("relaxed_lssvm", "bias_scale"): "set A instead of bias_scale"}
+_ONLY_DEFAULT = {("relaxed_lssvm", "bias_scale"): "set A instead of bias_scale",
+                 ("smo", "approximation"): "smo solves the exact kernel problem",
+                 ("auto", "approximation"): "auto's choice was measured on sparse data"}
 
 
 def _members(annotation) -> list[tuple]:

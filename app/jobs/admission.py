@@ -35,7 +35,10 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     """Raise :class:`InvalidJob` for a job that cannot succeed, :class:`LimitExceeded` for one
     that asks for more memory than allowed (a tuning job: at every point of its grid)."""
     import solvers
+    from solvers.approximation import Approximation
     from solvers.auto import DatasetShape
+    from solvers.lssvm.fit import check_kernel_size, uses_kernel_path
+    from solvers.lssvm.params import KernelSolverParams
     from solvers.train import resolve
 
     spec = solvers.get_solver(params.solver)
@@ -50,6 +53,11 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         if tuning.gamma is not None and "gamma" not in spec.params_model.model_fields:
             raise InvalidJob(f"tuning.gamma: solver {spec.name!r} has no kernel gamma to "
                                 f"search")
+        if tuning.gamma is not None and not spec.params_model.own_kernel and \
+                params.approximation == "none":
+            raise InvalidJob(f"tuning.gamma: solver {spec.name!r} has no kernel gamma of its "
+                             f"own: its gamma is the kernel of approximation='nystrom' or "
+                             f"'icf', and none is asked for")
         if tuning.folds > dataset.n_samples:
             raise InvalidJob(f"tuning.folds: {tuning.folds} folds need at least "
                                 f"{tuning.folds} examples; the dataset has {dataset.n_samples}")
@@ -83,14 +91,29 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         raise limit_exceeded("dataset_id: the dataset's distinct labels", "max_classes",
                              settings.max_classes, "labels", actual=len(labels),
                              error=LimitExceeded)
-    if getattr(params, "kernel", "linear") == "linear":
+    if isinstance(params, KernelSolverParams) and \
+            uses_kernel_path(params, dataset.n_samples):
+        try:  # the least-squares family's kernel path: refused now, not in the worker
+            check_kernel_size(params, dataset.n_samples)
+        except solvers.InvalidParametersError as exc:
+            raise InvalidJob(f"params: {exc}") from None
+    # the features the solver trains on: the data's, or a low-rank factor's columns
+    features = params.solver_features(dataset.n_samples, dataset.n_features)
+    if params.approximation != "none" and \
+            dataset.n_samples * features > settings.max_factor_entries:
+        raise limit_exceeded(f"params.rank: the low-rank factor ({dataset.n_samples} rows x "
+                             f"{features})", "max_factor_entries",
+                             settings.max_factor_entries, "entries",
+                             actual=dataset.n_samples * features, error=LimitExceeded)
+    if not params.exact_kernel:
         # a linear model holds one weight vector per class (one for two labels or ranks),
-        # each n_features + 1 long: bounded before any worker allocates it
+        # each n_features + 1 long (a low-rank model as many coefficients over its
+        # landmarks): bounded before any worker allocates it
         vectors = 1 if len(labels) == 2 or task == "ordinal" else len(labels)
-        weights = vectors * (dataset.n_features + 1)
+        weights = vectors * (features + 1)
         if weights > settings.max_model_weights:
             raise limit_exceeded(
-                f"the model ({vectors} weight vectors of {dataset.n_features + 1})",
+                f"the model ({vectors} weight vectors of {features + 1})",
                 "max_model_weights", settings.max_model_weights, "weights", actual=weights,
                 error=LimitExceeded)
         # its archive holds them as float64 (compressed, but a dense model does not shrink):
@@ -105,7 +128,9 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         raise limit_exceeded("params.cache_mb", "max_kernel_cache_mb",
                              settings.max_kernel_cache_mb, "MiB", actual=cache_mb,
                              error=LimitExceeded)
-    system = spec.dense_system(params, dataset.n_samples, dataset.n_features) \
+    # with an approximation the solver runs on the factor with the linear kernel
+    system = spec.dense_system(Approximation.solver_params(params), dataset.n_samples,
+                               features) \
         if spec.dense_system is not None else None
     if system is not None and system[1] > settings.max_direct_rows:
         what, side = system

@@ -16,6 +16,7 @@ from solvers.core.linalg import (
     monitored_conjugate_gradient,
 )
 from solvers.core.linesearch import piecewise_linear_root
+from solvers.core.lowrank import Factor, FeatureMap, incomplete_cholesky, nystrom
 from solvers.core.sparse import (
     CompactRows,
     TimedChoice,
@@ -31,6 +32,8 @@ from solvers.core.warmup import warm_up
 __all__ = [
     "CGResult",
     "CompactRows",
+    "Factor",
+    "FeatureMap",
     "Kernel",
     "KernelCache",
     "TimedChoice",
@@ -43,10 +46,12 @@ __all__ = [
     "csr_matvec_rows",
     "csr_rmatvec",
     "csr_rmatvec_rows",
+    "incomplete_cholesky",
     "kernel_decision",
     "kernel_diagonal",
     "kernel_matrix",
     "monitored_conjugate_gradient",
+    "nystrom",
     "piecewise_linear_root",
     "use_parallel",
     "warm_up",

@@ -169,6 +169,13 @@ def _row_into(Q, i, Z, kernel, out):
             out[j] = _kernel_value(kernel, out[j], sq_i, z_sq[j])
 
 
+@njit(cache=True, nogil=True)
+def kernel_row(Q, i, Z, kernel, out):
+    """out[j] = k(q_i, z_j): one kernel row, for callers outside this module (the incomplete
+    Cholesky of :mod:`solvers.core.lowrank` takes one per pivot)."""
+    _row_into(Q, i, Z, kernel, out)
+
+
 @njit(cache=True, inline="always")
 def _block_range(b, n_blocks, n):
     step = (n + n_blocks - 1) // n_blocks

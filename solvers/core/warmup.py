@@ -12,7 +12,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.core import linalg, linesearch, sparse
+from solvers.core import linalg, linesearch, lowrank, sparse
 
 
 def _tiny_matrices():
@@ -67,4 +67,5 @@ def warm_up(parallel: bool = True) -> float:
                            parallel=flag)
     linesearch.piecewise_linear_root(-1.0, 1.0, np.array([0.5]), np.array([0.1]),
                                      np.array([0.1]))
+    lowrank.warm_up()
     return time.perf_counter() - start

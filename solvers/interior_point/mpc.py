@@ -244,7 +244,7 @@ class SVMQP:
 def make_linear_solver(qp: SVMQP, params: InteriorPointParams, choice: str):
     if choice == "direct":
         return DirectSolver(qp.op)
-    return PCGSolver(qp.op, params.gamma)
+    return PCGSolver(qp.op, params.pcg_gamma)
 
 
 def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:

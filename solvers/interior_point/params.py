@@ -62,9 +62,10 @@ class InteriorPointParams(SolverParams):
                     "sqrt(max|x_ij|), then every slack and multiplier shifted by 1e3 + 2 "
                     "violation) or scaled (the same affine step, then the slacks s, z shifted "
                     "to the margin scale 1 and the multipliers v, u to tau's scale).")
-    gamma: float = Field(
+    pcg_gamma: float = Field(
         100.0, gt=0,
-        description="pcg: initial gamma of the selection rule (15), never increased.")
+        description="pcg: initial gamma of the selection rule (15), never increased (named "
+                    "pcg_gamma: gamma is the kernel's, as in every solver).")
     sigma_exponent: float = Field(
         3.0, gt=0, description="Mehrotra's centering sigma = (mu_aff / mu)^this (OOQP: 3).")
     step_factor: float = Field(

@@ -73,6 +73,21 @@ bias with bias_scale = 1/sqrt(A))::
   drift cannot fake it.  With the linear kernel the same algorithms run on linear kernel
   rows.
 
+Practical size
+--------------
+The kernel path (any kernel through ``fit_kernel``: the direct and iterative systems, 2SMO
+and SesquiSMO) is practical while the n x n kernel matrix fits the row cache: n <=
+sqrt(``cache_mb`` MiB / 8 bytes), **5,792 rows at the default 256 MiB** (8,192 at 512 MiB).
+Beyond it every CG iteration or SMO epoch recomputes most kernel rows: measured on ijcnn1
+(RBF, gamma = 1, C = 1, default cache, 2-core VM under load from other jobs, 2026-11-26),
+``lssvm`` took 4.5 s on 5,000 rows and 249 s on 10,000, ``relaxed_lssvm`` 1.2 s and 73 s.
+A larger job fails at once with :class:`~solvers.base.InvalidParametersError` naming the
+limit (:func:`solvers.lssvm.fit.check_kernel_size`), and points to
+``approximation="nystrom"`` (or ``"icf"``) with a ``rank``: the kernel is then factored as
+G G' (``solvers.approximation``) and the family solves its linear problem on G (the primal
+CGLS for ``lssvm`` and ``proximal_svm``), or to a larger ``cache_mb``.  The linear kernel's
+primal CGLS has no such limit.
+
 Methods and models
 ------------------
 ``method="auto"`` is CGLS for the linear kernel and, for the others, the dense factorization up

@@ -29,6 +29,8 @@ RELAXED_LSSVM_SOLVES = Solves.product(("binary", "ovr"), ("least_squares", "squa
 class KernelSolverParams(SolverParams):
     """Kernel and cache parameters shared by the LS-SVM family."""
 
+    own_kernel: ClassVar[bool] = True
+
     loss: Literal["least_squares"] = "least_squares"
     kernel: KernelName = Field(
         "rbf", description="Kernel: linear x.z, rbf exp(-gamma ||x-z||^2), polynomial "
@@ -45,6 +47,10 @@ class KernelSolverParams(SolverParams):
     def _posing_values(cls, problem: dict[str, Any]) -> dict[str, Any]:
         """A problem without a kernel is the linear kernel's."""
         return {"kernel": "linear", **problem}
+
+    @property
+    def exact_kernel(self) -> bool:
+        return self.kernel != "linear" and self.approximation == "none"
 
     def kernel_function(self) -> Kernel:
         return Kernel(self.kernel, self.gamma, self.degree, self.coef0)

@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from solvers import config
 from solvers.base import SolverParams, Solves, gap_tolerance_field
-from solvers.core.kernels import Kernel, scale_gamma
+from solvers.core.kernels import Kernel
 
 #: C-SVC: the hinge loss with a free bias (the equality constraint y'alpha = 0 of the dual is
 #: the free bias), binary, one-vs-one (LIBSVM's multi-class) and one-vs-rest.
@@ -38,6 +38,7 @@ class SMOParams(SolverParams):
     """Parameters of ``smo``: C-SVC with LIBSVM's kernels and stopping rule."""
 
     solves: ClassVar[Solves] = SMO_SOLVES
+    own_kernel: ClassVar[bool] = True
 
     solver: Literal["smo"] = "smo"
     loss: SMO_SOLVES.choices("loss") = Field("hinge", description="C-SVC's loss: the hinge.")
@@ -87,9 +88,11 @@ class SMOParams(SolverParams):
         return data
 
     @model_validator(mode="after")
-    def _positive_gamma(self):
-        if not isinstance(self.gamma, str) and not self.gamma > 0:
-            raise ValueError("gamma must be positive, 'scale' or 'auto'")
+    def _exact_kernel(self):
+        if self.approximation != "none":
+            raise ValueError("smo solves the exact kernel problem; approximation='nystrom' "
+                             "or 'icf' trains a linear solver on a low-rank factor (mfn, "
+                             "alm, cutting_plane, interior_point, dual_cd)")
         return self
 
     @classmethod
@@ -98,13 +101,9 @@ class SMOParams(SolverParams):
         (the default of a posed problem, SolverParams._normalized)."""
         return {"kernel": "linear", "multiclass": "ovr", **problem}
 
-    def gamma_value(self, X) -> float:
-        """The numeric gamma for training data X."""
-        if self.gamma == "scale":
-            return scale_gamma(X)
-        if self.gamma == "auto":
-            return 1.0 / max(X.shape[1], 1)
-        return float(self.gamma)
+    @property
+    def exact_kernel(self) -> bool:
+        return self.kernel != "linear" and self.approximation == "none"
 
     def kernel_function(self, X) -> Kernel:
         return Kernel(self.kernel, self.gamma_value(X), self.degree, self.coef0)

@@ -423,3 +423,51 @@ def test_a_kernel_smo_job_runs_with_progress_and_serves_its_model(api):
                        params={"format": "libsvm"})
     assert exported.status_code == 200 and exported.text == model.to_libsvm()
     assert exported.text.startswith("svm_type c_svc\nkernel_type rbf\ngamma 0.02\n")
+
+
+def test_a_low_rank_kernel_job_runs_and_serves_its_kernel_model(api):
+    """approximation="icf" on a linear solver through the service: the parameters pass the
+    job API as any other, the job trains on the factor, and the stored kernel model (the
+    pivots and their coefficients) predicts as the library's does; its export to LIBSVM's
+    format is refused (it is not a C-SVC model)."""
+    dataset_id = uploaded_id(api, data_path("dna.scale"))
+    params = {"solver": "dual_cd", "loss": "hinge", "C": 1.0, "approximation": "icf",
+              "rank": 120, "kernel": "rbf", "gamma": 0.01}
+    done = wait_job(api, create_job(api, dataset_id, params)["id"])
+    assert done["status"] == "succeeded" and done["solver_status"] == "converged", done
+    model = solvers.load_model(api.get(f"/api/v1/models/{done['model_id']}/download").content)
+    assert model.kind == "kernel" and model.n_support == 120
+    assert model.metadata["approximation"]["method"] == "icf"
+    lines = data_path("dna.scale.t").read_text().splitlines()[:30]
+    served = api.post(f"/api/v1/models/{done['model_id']}/predict",
+                      content="\n".join(lines) + "\n",
+                      headers={"Content-Type": "text/plain"}).json()["data"]
+    local = solvers.read_svmlight(("\n".join(lines) + "\n").encode(), n_features=180)
+    assert [row["label"] for row in served] == model.predict(local.X).tolist()
+    refused = api.post("/api/v1/jobs", json={"dataset_id": dataset_id,
+                                             "params": {**params, "solver": "smo"}})
+    assert refused.status_code == 422 and "exact kernel problem" in refused.text
+
+
+def test_a_least_squares_kernel_job_past_its_practical_size_is_refused_at_once(api, heart):
+    """The least-squares family's kernel path is practical while the kernel matrix fits
+    cache_mb: heart's 270 rows at 0.5 MiB (256 rows) are refused when the job is created,
+    naming the limit and the low-rank path, instead of failing in a worker."""
+    params = {"solver": "lssvm", "kernel": "rbf", "gamma": 0.1, "cache_mb": 0.5}
+    response = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": params})
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert "practical limit of 256 rows at cache_mb=0.5" in detail
+    assert "approximation='nystrom'" in detail
+
+
+def test_a_low_rank_factor_past_its_cap_is_refused_when_the_job_is_created(api):
+    """The factor (n_samples x rank dense doubles) is bounded before a worker allocates it:
+    10,001 rows at rank 10,000 are 100,010,000 entries, past the default 10^8."""
+    rows = uploaded_id(api, random_svmlight(n_rows=10_001, n_features=2, seed=3))
+    params = {"solver": "dual_cd", "approximation": "nystrom", "rank": 10_000}
+    response = api.post("/api/v1/jobs", json={"dataset_id": rows, "params": params})
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert "low-rank factor (10001 rows x 10000) (100010000 entries)" in detail
+    assert "SVMSVC_MAX_FACTOR_ENTRIES" in detail

@@ -1,0 +1,192 @@
+"""``python -m bench.bench_lowrank``: the low-rank kernel path (``approximation="nystrom" |
+"icf"`` under a linear solver) against exact LIBSVM (scikit-learn's SVC) at the same C and
+gamma, in one run.
+
+    python -m bench.bench_lowrank [--quick] [--problems a9a,ijcnn1,letter] [--ranks 256,512,1024]
+                                  [--out DIR]
+
+Problems: a9a (32,561 rows, 123 binary features), ijcnn1 (49,990 rows, 22 features in
+[-1, 1]) and letter (15,000 rows, 16 features, 26 classes), their shipped test files (a9a.t
+and ijcnn1.t: the first 10,000 rows); ``--quick``: seeded subsets of 5,000 training rows.
+RBF kernel, C = 1, gamma = scikit-learn's "scale" computed once on the training rows and passed
+as a number to both sides.
+
+* ``SVC``: scikit-learn's SVC (LIBSVM inside: the exact C-SVC, free bias, one-vs-one for
+  letter), ``tol=1e-3`` (LIBSVM's default), ``cache_size=200``;
+* the rank curve: ``dual_cd`` (hinge, regularized bias, certified relative gap ``tol=1e-3``)
+  on the Nystrom factor with uniform landmarks, at each rank of ``--ranks``;
+* at the largest rank: Nystrom with k-means landmarks, and the incomplete Cholesky (the
+  landmarks question of issue 33: which to use, measured);
+* at the middle rank (uniform Nystrom): every linear family on the same factor (mfn:
+  squared hinge, its native loss; alm, cutting_plane, interior_point, dual_cd: the hinge), to
+  say which is fastest on the factor.
+
+Every low-rank time is the whole ``solvers.train`` call (factor + solver + model) on
+the worker's threads; LIBSVM is single-threaded.  One run each (this is a curve, not a
+timing duel; the machine is shared: the load average at start and end is recorded).
+
+Writes ``lowrank.json`` and ``lowrank.md`` to ``--out`` (default bench/results/lowrank) and
+prints the Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.svm import SVC
+
+import solvers
+from bench.harness import machine_description
+from solvers.core.kernels import scale_gamma
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+C = 1.0
+PROBLEMS = {  # name: (train file, test file, n_features)
+    "a9a": ("a9a", "a9a.t", 123),
+    "ijcnn1": ("ijcnn1", "ijcnn1.t", 22),
+    "letter": ("letter.scale", "letter.scale.t", 16),
+}
+TEST_ROWS = 10_000
+QUICK_ROWS = 5_000
+LOWRANK_TOL = 1e-3
+FAMILIES = (("dual_cd", {"loss": "hinge"}), ("mfn", {"loss": "squared_hinge"}),
+            ("alm", {"loss": "hinge"}), ("cutting_plane", {"loss": "hinge"}),
+            ("interior_point", {"loss": "hinge"}))
+
+
+def problem(name: str, quick: bool):
+    file, test_file, d = PROBLEMS[name]
+    train = solvers.read_svmlight(DATA_DIR / file, n_features=d)
+    if quick and train.n_samples > QUICK_ROWS:
+        keep = np.sort(np.random.default_rng(0).permutation(train.n_samples)[:QUICK_ROWS])
+        train = train.subset(keep)
+    test = solvers.read_svmlight(DATA_DIR / test_file, n_features=d)
+    if test.n_samples > TEST_ROWS:
+        test = test.subset(np.arange(TEST_ROWS))
+    return train, test
+
+
+def run_svc(train, test, gamma: float) -> dict:
+    clock = time.perf_counter()
+    svc = SVC(C=C, kernel="rbf", gamma=gamma, tol=1e-3, cache_size=200)
+    svc.fit(train.X, train.y)
+    seconds = time.perf_counter() - clock
+    accuracy = float(np.mean(svc.predict(test.X) == test.y))
+    return {"runner": "SVC (LIBSVM)", "seconds": seconds, "accuracy": accuracy,
+            "n_support": int(svc.support_.shape[0])}
+
+
+def run_lowrank(train, test, gamma: float, solver: str, approximation: str, rank: int,
+                landmarks: str = "uniform", **params) -> dict:
+    clock = time.perf_counter()
+    result = solvers.train(train, solver=solver, C=C, approximation=approximation, rank=rank,
+                           landmarks=landmarks, kernel="rbf", gamma=gamma, tol=LOWRANK_TOL,
+                           **params)
+    seconds = time.perf_counter() - clock
+    accuracy = float(np.mean(result.model.predict(test.X) == test.y))
+    info = result.model.metadata["approximation"]
+    method = approximation if approximation == "icf" else f"nystrom/{landmarks}"
+    return {"runner": f"{solver} {params.get('loss', '')} on {method}".replace("  ", " "),
+            "rank": info["rank"], "seconds": seconds, "factor_seconds": info["seconds"],
+            "accuracy": accuracy, "status": str(result.status),
+            "residual_trace": info["residual_trace"] / info["kernel_trace"]}
+
+
+def measure(name: str, quick: bool, ranks: list[int], families=FAMILIES[1:],
+            variants=(("nystrom", "kmeans"), ("icf", "uniform")), log=print) -> dict:
+    train, test = problem(name, quick)
+    gamma = scale_gamma(train.X)
+    log(f"{name}: {train.n_samples} rows, gamma={gamma:.6g}")
+    rows = []
+    exact = run_svc(train, test, gamma)
+    log(f"  {exact}")
+    rows.append(exact)
+    for rank in ranks:
+        row = run_lowrank(train, test, gamma, "dual_cd", "nystrom", rank, loss="hinge")
+        log(f"  {row}")
+        rows.append(row)
+    top = ranks[-1]
+    for approximation, landmarks in variants:
+        row = run_lowrank(train, test, gamma, "dual_cd", approximation, top, landmarks,
+                          loss="hinge")
+        log(f"  {row}")
+        rows.append(row)
+    middle = ranks[len(ranks) // 2]
+    for solver, params in families:
+        row = run_lowrank(train, test, gamma, solver, "nystrom", middle, **params)
+        log(f"  {row}")
+        rows.append(row)
+    return {"problem": name, "n_samples": train.n_samples, "gamma": gamma, "rows": rows}
+
+
+def warm_up(name: str) -> None:
+    """Compile every runner's Numba code (one run each on 300 rows, discarded)."""
+    train, test = problem(name, True)
+    train, test = train.subset(np.arange(300)), test.subset(np.arange(300))
+    gamma = scale_gamma(train.X)
+    for approximation, landmarks in (("nystrom", "uniform"), ("nystrom", "kmeans"),
+                                     ("icf", "uniform")):
+        run_lowrank(train, test, gamma, "dual_cd", approximation, 50, landmarks, loss="hinge")
+    for solver, params in FAMILIES[1:]:
+        run_lowrank(train, test, gamma, solver, "nystrom", 50, **params)
+
+
+def markdown(results: list[dict]) -> str:
+    lines = []
+    for result in results:
+        exact = result["rows"][0]
+        lines += [f"**{result['problem']}** ({result['n_samples']} rows, gamma = "
+                  f"{result['gamma']:.4g}, C = {C:g})", "",
+                  "| runner | rank | seconds | x SVC time | accuracy | - SVC accuracy | "
+                  "trace(K - GG')/trace(K) |", "|---|---|---|---|---|---|---|"]
+        for row in result["rows"]:
+            rank = row.get("rank", "exact")
+            residual = f"{row['residual_trace']:.2e}" if "residual_trace" in row else ""
+            lines.append(f"| {row['runner']} | {rank} | {row['seconds']:.1f} | "
+                         f"{row['seconds'] / exact['seconds']:.2f} | {row['accuracy']:.4f} | "
+                         f"{100 * (row['accuracy'] - exact['accuracy']):+.2f} pt | "
+                         f"{residual} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--problems", default="a9a,ijcnn1,letter")
+    parser.add_argument("--ranks", default="256,512,1024")
+    parser.add_argument("--families", default=",".join(f for f, _ in FAMILIES[1:]),
+                        help="the linear families compared with dual_cd at the middle rank "
+                             "(comma-separated; empty: none)")
+    parser.add_argument("--variants", default="kmeans,icf",
+                        help="the landmark variants at the largest rank (kmeans, icf; empty: "
+                             "none)")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "lowrank"))
+    args = parser.parse_args(argv)
+    ranks = sorted(int(r) for r in args.ranks.split(","))
+    machine = machine_description()
+    machine["load_average_at_start"] = os.getloadavg()[0]
+    warm_up(args.problems.split(",")[0])
+    families = [f for f in FAMILIES[1:] if f[0] in args.families.split(",")]
+    variants = [v for v in (("nystrom", "kmeans"), ("icf", "uniform"))
+                if (v[1] if v[0] == "nystrom" else v[0]) in args.variants.split(",")]
+    results = [measure(name, args.quick, ranks, families, variants)
+               for name in args.problems.split(",")]
+    machine["load_average_at_end"] = os.getloadavg()[0]
+    text = f"Machine: {machine}\n\n" + markdown(results)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "lowrank.json").write_text(json.dumps({"machine": machine, "results": results},
+                                                 indent=1))
+    (out / "lowrank.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,269 @@
+"""Low-rank kernel factors: Nystrom and pivoted incomplete Cholesky (``design.md`` section 3).
+
+Both give a dense float64 factor G (n x r) with G G' ~ K, K_ij = k(x_i, x_j) the kernel of
+:mod:`solvers.core.kernels` (the same kernels, parameters and Numba row code as the exact
+kernel solvers), and a :class:`FeatureMap` that maps new rows x to g(x) = k(x, L) M: exact
+kernel rows against the m landmarks (or pivots) L, times an m x r map M.  A linear model on
+G, w.g + b, is then the kernel expansion f(x) = sum_j (M w)_j k(l_j, x) + b.
+
+**Nystrom** (Williams & Seeger 2001).  m landmarks L, C = K(X, L) (n x m), W = K(L, L) =
+U diag(s) U'.  M = U_k diag(s_k^{-1/2}) over the eigenvalues s_k > ``NYSTROM_EIGEN_RTOL``
+* max(s) (1e-10: the directions W cannot resolve in double precision -- a rounding error
+eps |C| in C is amplified by s_k^{-1/2} in G -- are dropped, the rest kept exactly), so
+G G' = C W^+ C' with W^+ the pseudo-inverse restricted to those directions; r <= m.
+Landmarks:
+
+* ``uniform``: m distinct training rows drawn uniformly without replacement (seeded);
+* ``kmeans``: the m centroids of Lloyd's k-means (``KMEANS_ITERATIONS`` iterations from m
+  uniform rows, empty clusters keep their centroid; Zhang, Tsang & Kwok 2008), distances
+  through the linear kernel's rows.
+
+**Pivoted incomplete Cholesky** (Fine & Scheinberg 2001, section 4).  Greedy: the residual
+diagonal d = diag(K - G G') starts as diag(K); step j takes the pivot p_j = argmax d, sets
+G[p_j, j] = sqrt(d[p_j]) and G[:, j] = (K[:, p_j] - G[:, :j] G[p_j, :j]') / G[p_j, j] (one
+exact kernel row), then d -= G[:, j]^2 (pivots' entries set to exactly 0).  It stops at
+``rank`` columns, or as soon as trace(K - G G') = sum(d) <= tol * trace(K) (checked before
+every step, on the maintained d, which is the residual's diagonal exactly: every entry of
+K - G G' is, for a PSD kernel, bounded by the diagonal), or when max(d) is below 1e-14 *
+max(diag K) (the kernel has numerical rank j).  The result equals Nystrom with the pivots
+as landmarks: G = K(X, P) L^{-T} with L = G[P, :] lower triangular, so M = L^{-T}.
+
+The factorizations run once per training job (``parallel`` Numba loops over the rows); the
+map of a trained model is applied through :func:`solvers.core.kernels.kernel_matrix`, serial
+by default (request threads).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from numba import njit, prange
+
+from solvers.core.kernels import (
+    Kernel,
+    column_operand,
+    kernel_diagonal_values,
+    kernel_matrix,
+    kernel_row,
+    row_operand,
+)
+
+#: Nystrom keeps the eigen-directions of K(L, L) with eigenvalue above this times the largest.
+NYSTROM_EIGEN_RTOL = 1e-10
+#: Lloyd iterations of the k-means landmarks.
+KMEANS_ITERATIONS = 10
+#: Incomplete Cholesky stops when the largest residual diagonal entry falls below this times
+#: the largest kernel diagonal entry (numerical rank reached; a smaller pivot divides noise).
+ICF_PIVOT_RTOL = 1e-14
+#: Rows per block when k-means computes distances (n x m would not fit for large n).
+_KMEANS_BLOCK_ROWS = 4096
+
+LANDMARKS = ("uniform", "kmeans")
+
+
+@dataclass
+class FeatureMap:
+    """g(x) = k(x, landmarks) @ map: the low-rank feature map of a factor.
+
+    ``landmarks`` is a CSR matrix (m rows, the training data's columns), ``map`` m x r."""
+
+    landmarks: sp.csr_matrix
+    kernel: Kernel
+    map: np.ndarray
+
+    @property
+    def rank(self) -> int:
+        return int(self.map.shape[1])
+
+    def transform(self, X, *, parallel: bool | None = False) -> np.ndarray:
+        """The factor rows of X (CSR with the landmarks' columns): n x r, dense."""
+        return kernel_matrix(X, self.landmarks, self.kernel, parallel=parallel) @ self.map
+
+
+@dataclass
+class Factor:
+    """G (n x r, dense, C order), its feature map and how it was obtained."""
+
+    G: np.ndarray
+    feature_map: FeatureMap
+    method: str
+    residual_trace: float  # trace(K - G G') (ICF: exact, maintained; Nystrom: computed)
+    kernel_trace: float    # trace(K)
+    pivots: np.ndarray | None = None  # ICF: the pivot rows, in order; Nystrom: landmark rows
+
+    @property
+    def rank(self) -> int:
+        return int(self.G.shape[1])
+
+
+# -- pivoted incomplete Cholesky ----------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _icf_column(G, j, p, row, d, pivot_value):
+    """G[:, j] = (row - G[:, :j] G[p, :j]') / pivot_value, d -= G[:, j]^2 (in parallel
+    over the rows)."""
+    n = G.shape[0]
+    gp = G[p, :j].copy()
+    for t in prange(n):
+        acc = row[t]
+        gt = G[t]
+        for k in range(j):
+            acc -= gt[k] * gp[k]
+        value = acc / pivot_value
+        gt[j] = value
+        d[t] -= value * value
+
+
+@njit(cache=True, nogil=True)
+def _icf_column_serial(G, j, p, row, d, pivot_value):
+    n = G.shape[0]
+    gp = G[p, :j].copy()
+    for t in range(n):
+        acc = row[t]
+        gt = G[t]
+        for k in range(j):
+            acc -= gt[k] * gp[k]
+        value = acc / pivot_value
+        gt[j] = value
+        d[t] -= value * value
+
+
+def incomplete_cholesky(X, kernel: Kernel, rank: int, tol: float = 0.0,
+                        *, parallel: bool | None = None) -> Factor:
+    """Pivoted incomplete Cholesky of K(X, X) (module docstring): at most ``rank`` columns,
+    fewer when trace(K - G G') <= ``tol`` * trace(K) first."""
+    if rank < 1:
+        raise ValueError("rank must be at least 1")
+    if not 0.0 <= tol < 1.0:
+        raise ValueError("tol must be in [0, 1)")
+    n = X.shape[0]
+    rank = min(int(rank), n)
+    rows, columns = row_operand(X), column_operand(X)
+    params = kernel.params
+    d = np.empty(n)
+    kernel_diagonal_values(rows, params, d)
+    if np.any(d < 0):
+        raise ValueError("the kernel has a negative diagonal entry: not positive semidefinite")
+    trace = float(d.sum())
+    floor = ICF_PIVOT_RTOL * float(d.max()) if n else 0.0
+    G = np.zeros((n, rank))
+    pivots = np.empty(rank, np.int64)
+    row = np.empty(n)
+    if parallel is None:
+        parallel = numba.get_num_threads() >= 2 and n * rank >= 200_000
+    step = _icf_column if parallel else _icf_column_serial
+    j = 0
+    residual = trace
+    while j < rank:
+        residual = float(d.sum())
+        if residual <= tol * trace:
+            break
+        p = int(np.argmax(d))
+        if d[p] <= floor:
+            break
+        pivot_value = float(np.sqrt(d[p]))
+        kernel_row(rows, p, columns, params, row)
+        step(G, j, p, row, d, pivot_value)
+        d[p] = 0.0
+        d[pivots[:j]] = 0.0  # pivots stay exact zeros (rounding would make them tiny)
+        pivots[j] = p
+        j += 1
+    else:
+        residual = float(d.sum())
+    pivots = pivots[:j].copy()
+    G = np.ascontiguousarray(G[:, :j])
+    L = G[pivots, :]  # lower triangular: row k has entries in columns 0..k
+    M = scipy.linalg.solve_triangular(L, np.eye(j), lower=True).T if j else np.zeros((0, 0))
+    landmarks = X[pivots]
+    landmarks.sort_indices()
+    return Factor(G, FeatureMap(sp.csr_matrix(landmarks), kernel, np.ascontiguousarray(M)),
+                  "icf", residual, trace, pivots)
+
+
+# -- Nystrom ------------------------------------------------------------------------------------
+
+
+def uniform_landmarks(n: int, m: int, seed: int) -> np.ndarray:
+    """m distinct rows of n, uniformly without replacement, sorted."""
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n, size=min(m, n), replace=False))
+
+
+def kmeans_centroids(X, m: int, seed: int, iterations: int = KMEANS_ITERATIONS
+                     ) -> sp.csr_matrix:
+    """Lloyd's k-means on the rows of X from m uniform rows (module docstring): the m
+    centroids as a CSR matrix with X's columns."""
+    X = sp.csr_matrix(X)
+    n = X.shape[0]
+    start = uniform_landmarks(n, m, seed)
+    centroids = X[start].toarray()
+    linear = Kernel("linear")
+    labels = np.full(n, -1, np.int64)
+    for _ in range(iterations):
+        C = sp.csr_matrix(centroids)
+        c_sq = np.einsum("ij,ij->i", centroids, centroids)
+        new = np.empty(n, np.int64)
+        for lo in range(0, n, _KMEANS_BLOCK_ROWS):
+            hi = min(n, lo + _KMEANS_BLOCK_ROWS)
+            dots = kernel_matrix(X[lo:hi], C, linear)
+            new[lo:hi] = np.argmin(c_sq[None, :] - 2.0 * dots, axis=1)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+        counts = np.bincount(labels, minlength=centroids.shape[0]).astype(np.float64)
+        member = sp.csr_matrix((np.ones(n), (labels, np.arange(n))),
+                               shape=(centroids.shape[0], n))
+        sums = np.asarray((member @ X).todense())
+        filled = counts > 0
+        centroids[filled] = sums[filled] / counts[filled, None]
+    return sp.csr_matrix(centroids)
+
+
+def nystrom(X, kernel: Kernel, rank: int, seed: int = 0, landmarks: str = "uniform",
+            *, parallel: bool | None = None) -> Factor:
+    """Nystrom factor of K(X, X) on ``rank`` landmarks (module docstring)."""
+    if rank < 1:
+        raise ValueError("rank must be at least 1")
+    if landmarks not in LANDMARKS:
+        raise ValueError(f"unknown landmarks {landmarks!r}; expected one of "
+                         f"{', '.join(LANDMARKS)}")
+    X = sp.csr_matrix(X)
+    n = X.shape[0]
+    if landmarks == "uniform":
+        chosen = uniform_landmarks(n, rank, seed)
+        L = X[chosen]
+    else:
+        chosen = None
+        L = kmeans_centroids(X, min(rank, n), seed)
+    L.sort_indices()
+    C = kernel_matrix(X, L, kernel, parallel=parallel)
+    W = kernel_matrix(L, L, kernel, parallel=False)
+    W = 0.5 * (W + W.T)
+    s, U = np.linalg.eigh(W)
+    keep = s > NYSTROM_EIGEN_RTOL * max(float(s.max()), 0.0) if s.size else s > 0
+    M = np.ascontiguousarray(U[:, keep] / np.sqrt(s[keep])[None, :])
+    G = np.ascontiguousarray(C @ M)
+    d = np.empty(n)
+    kernel_diagonal_values(row_operand(X), kernel.params, d)
+    trace = float(d.sum())
+    residual = float(trace - np.einsum("ij,ij->", G, G))
+    return Factor(G, FeatureMap(L, kernel, M), "nystrom", residual, trace, chosen)
+
+
+def warm_up() -> None:
+    """Compile the incomplete Cholesky's loops (serial and parallel) on a few rows."""
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0]]))
+    for name in ("linear", "rbf", "polynomial"):
+        kernel = Kernel(name, 0.5, 2, 1.0)
+        for parallel in (False, True):
+            incomplete_cholesky(X, kernel, 2, parallel=parallel)
+
+
+__all__ = ["ICF_PIVOT_RTOL", "KMEANS_ITERATIONS", "LANDMARKS", "NYSTROM_EIGEN_RTOL",
+           "Factor", "FeatureMap", "incomplete_cholesky", "kmeans_centroids", "nystrom",
+           "uniform_landmarks"]

@@ -1,0 +1,239 @@
+"""The low-rank kernel path (``approximation="nystrom" | "icf"``, issue 33) on real data.
+
+* the factors: ||K - G G'|| falls with the rank (the incomplete Cholesky's residual is PSD and
+  shrinks by a rank-one PSD term per pivot, so its Frobenius norm and trace fall at every
+  step), rank n reproduces K, and the residual-trace stopping rule stops at the first rank
+  where trace(K - G G') <= tol trace(K);
+* the feature map: exact kernel rows against the landmarks (pivots) times the map give the
+  training rows' factor back;
+* convergence to the exact kernel SVM.  The reference is ``smo``: C-SVC, the hinge loss with a
+  *free* (unregularized) bias b, LIBSVM's problem 1/2 ||f||_K^2 + C sum max(0, 1 - y_i (f(x_i)
+  + b)).  The low-rank problem is posed with the same loss and ``bias="free"`` (the
+  interior-point method solves it), so with G G' = K (rank n) it is the same problem: w =
+  G' beta gives ||w||^2 = beta'K beta and w.g_i = (K beta)_i.  (A regularized bias, LIBLINEAR's
+  -B 1, would add 1/2 b^2: the kernel K + 1, another problem.)  ICF factors are nested (the
+  rank-r factor is the first r columns of the rank-(r+1) one), so the low-rank optimum can
+  only fall with the rank, down to the exact optimum;
+* every linear family trains on the factor and they agree on its optimum; one-vs-rest through
+  the multiclass layer; the model round-trips through its npz bytes and predicts identically.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from shared_data import load
+
+import solvers
+from solvers.core.kernels import Kernel, kernel_matrix
+from solvers.core.lowrank import incomplete_cholesky, nystrom
+from solvers.models import KernelModel
+
+GAMMA = 0.1  # heart_scale: 13 features in [-1, 1]
+C = 1.0
+
+
+@pytest.fixture(scope="module")
+def heart():
+    return load("heart_scale")
+
+
+@pytest.fixture(scope="module")
+def heart_kernel(heart):
+    kernel = Kernel("rbf", GAMMA)
+    return kernel, kernel_matrix(heart.X, heart.X, kernel)
+
+
+def test_icf_residual_falls_with_rank_and_vanishes_at_full_rank(heart, heart_kernel):
+    kernel, K = heart_kernel
+    n = heart.n_samples
+    full = incomplete_cholesky(heart.X, kernel, n, tol=0.0)
+    norms, traces = [], []
+    for r in (5, 20, 60, 120, full.rank):
+        G = full.G[:, :r]  # the first r pivots are the rank-r factorization
+        R = K - G @ G.T
+        norms.append(np.linalg.norm(R))
+        traces.append(np.trace(R))
+    assert all(a > b for a, b in zip(norms, norms[1:], strict=False)), norms
+    assert all(a > b for a, b in zip(traces, traces[1:], strict=False)), traces
+    assert norms[-1] <= 1e-8 * np.linalg.norm(K)
+    # the rank-r run is the prefix of the full one (same pivots, same columns)
+    part = incomplete_cholesky(heart.X, kernel, 60, tol=0.0)
+    np.testing.assert_array_equal(part.pivots, full.pivots[:60])
+    np.testing.assert_allclose(part.G, full.G[:, :60], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("tol", [1e-1, 1e-2, 1e-3])
+def test_icf_trace_stopping_rule_is_exact(heart, heart_kernel, tol):
+    kernel, K = heart_kernel
+    factor = incomplete_cholesky(heart.X, kernel, heart.n_samples, tol=tol)
+    r = factor.rank
+    G = factor.G
+    trace = np.trace(K)
+    residual = np.trace(K - G @ G.T)
+    assert factor.kernel_trace == pytest.approx(trace, rel=1e-14)
+    assert factor.residual_trace == pytest.approx(residual, rel=1e-9, abs=1e-9)
+    assert residual <= tol * trace                               # stopped when met ...
+    before = np.trace(K - G[:, :r - 1] @ G[:, :r - 1].T)
+    assert before > tol * trace                                  # ... and not one pivot later
+
+
+@pytest.mark.parametrize("landmarks", ["uniform", "kmeans"])
+def test_nystrom_error_falls_with_rank_and_is_exact_at_full_rank(heart, heart_kernel,
+                                                                 landmarks):
+    kernel, K = heart_kernel
+    errors = []
+    for r in (10, 50, 150):
+        factor = nystrom(heart.X, kernel, r, seed=3, landmarks=landmarks)
+        assert factor.rank <= r
+        errors.append(np.linalg.norm(K - factor.G @ factor.G.T))
+        assert factor.residual_trace == pytest.approx(np.trace(K - factor.G @ factor.G.T),
+                                                      rel=1e-8)
+    assert errors[0] > errors[1] > errors[2], errors
+    full = nystrom(heart.X, kernel, heart.n_samples, seed=3, landmarks="uniform")
+    assert np.linalg.norm(K - full.G @ full.G.T) <= 1e-6 * np.linalg.norm(K)
+
+
+@pytest.mark.parametrize("method", ["nystrom", "icf"])
+def test_feature_map_gives_the_training_factor_back(heart, method):
+    kernel = Kernel("rbf", GAMMA)
+    factor = (nystrom(heart.X, kernel, 80, seed=1) if method == "nystrom"
+              else incomplete_cholesky(heart.X, kernel, 80))
+    mapped = factor.feature_map.transform(heart.X)
+    np.testing.assert_allclose(mapped, factor.G, rtol=0, atol=1e-9 * np.abs(factor.G).max())
+
+
+@pytest.fixture(scope="module")
+def exact_svm(heart):
+    """C-SVC on heart by smo (free bias), solved to a relative gap of 1e-10."""
+    return solvers.train(heart, solver="smo", C=C, kernel="rbf", gamma=GAMMA, tol=1e-10)
+
+
+def test_low_rank_svm_converges_to_the_exact_kernel_svm(heart, exact_svm):
+    """ICF objectives fall with the rank to the exact C-SVC's; at rank n the objective agrees
+    to 1e-6 relative and the decision values (bias included: both free) to 1e-3."""
+    exact = exact_svm.objective
+    objectives, deviations = [], []
+    scores = exact_svm.model.decision_function(heart.X)
+    for r in (10, 40, 120, heart.n_samples):
+        result = solvers.train(heart, solver="interior_point", C=C, loss="hinge", bias="free",
+                               approximation="icf", rank=r, icf_tol=0.0, kernel="rbf",
+                               gamma=GAMMA, tol=1e-10)
+        assert isinstance(result.model, KernelModel)
+        objectives.append(result.objective)
+        deviations.append(np.abs(result.model.decision_function(heart.X) - scores).max())
+    # nested factors: the optimum falls (to the solvers' 1e-10 gaps) down to the exact one
+    assert all(a >= b * (1 - 1e-8) for a, b in zip(objectives, objectives[1:], strict=False))
+    assert objectives[0] > exact * (1 + 1e-2)
+    assert objectives[-1] == pytest.approx(exact, rel=1e-6)
+    assert deviations[0] > deviations[-1]
+    assert deviations[-1] <= 1e-3, deviations
+
+
+def test_nystrom_at_full_rank_poses_the_exact_problem(heart, exact_svm):
+    result = solvers.train(heart, solver="interior_point", C=C, loss="hinge", bias="free",
+                           approximation="nystrom", rank=heart.n_samples, kernel="rbf",
+                           gamma=GAMMA, tol=1e-10)
+    assert result.objective == pytest.approx(exact_svm.objective, rel=1e-6)
+
+
+@pytest.fixture(scope="module")
+def australian():
+    return load("australian_scale")
+
+
+FAMILIES = [("mfn", {}), ("alm", {}), ("cutting_plane", {}), ("interior_point", {}),
+            ("dual_cd", {})]
+
+
+@pytest.mark.parametrize("solver,extra", FAMILIES, ids=[f for f, _ in FAMILIES])
+def test_every_linear_family_trains_on_the_factor(australian, solver, extra):
+    """The hinge loss with a regularized bias (LIBLINEAR -B 1 on the factor), which all five
+    linear families solve: each reaches the same low-rank optimum, that of dual_cd at a
+    relative gap of 1e-9, to its own certified gap of 1e-6."""
+    common = dict(C=C, loss="hinge", bias="regularized", approximation="nystrom", rank=100,
+                  approximation_seed=7, kernel="rbf", gamma="scale")
+    reference = solvers.train(australian, solver="dual_cd", tol=1e-9, **common)
+    result = solvers.train(australian, solver=solver, tol=1e-6, **common, **extra)
+    assert result.status == "converged", result.message
+    assert result.objective == pytest.approx(reference.objective, rel=2e-6)
+    assert result.model.metadata["approximation"]["method"] == "nystrom"
+    assert result.model.metadata["params"]["rank"] == 100
+    accuracy = np.mean(result.model.predict(australian.X) == australian.y)
+    assert accuracy > 0.85
+
+
+def test_one_vs_rest_through_the_multiclass_layer_and_round_trip(tmp_path):
+    train_set = load("dna.scale")
+    test_set = load("dna.scale.t", n_features=train_set.n_features)
+    result = solvers.train(train_set, solver="dual_cd", C=1.0, loss="hinge",
+                           approximation="icf", rank=300, kernel="rbf", gamma=0.01)
+    model = result.model
+    assert isinstance(model, KernelModel) and model.coef_.shape == (3, 300)
+    assert len(result.subproblems) == 3
+    accuracy = np.mean(model.predict(test_set.X) == test_set.y)
+    exact = solvers.train(train_set, solver="smo", C=1.0, kernel="rbf", gamma=0.01,
+                          multiclass="ovr").model
+    exact_accuracy = np.mean(exact.predict(test_set.X) == test_set.y)  # 0.948 measured
+    # rank 300 of 2,000 rows: 0.927 measured (rank 600: 0.939)
+    assert accuracy >= exact_accuracy - 0.03, (accuracy, exact_accuracy)
+    path = tmp_path / "dna.npz"
+    model.save(path)
+    loaded = solvers.load_model(path)
+    np.testing.assert_array_equal(loaded.decision_function(test_set.X),
+                                  model.decision_function(test_set.X))
+    np.testing.assert_array_equal(loaded.predict(test_set.X), model.predict(test_set.X))
+    assert loaded.metadata["approximation"]["rank"] == 300
+
+
+def test_decision_values_are_the_linear_model_on_the_factor(heart):
+    """The kernel model predicts with exact kernel rows against the landmarks: on the
+    training rows it gives G w + b of the linear model the solver trained on G."""
+    result = solvers.train(heart, solver="mfn", C=C, approximation="nystrom", rank=60,
+                           kernel="rbf", gamma=GAMMA, approximation_seed=2)
+    kernel = Kernel("rbf", GAMMA)
+    factor = nystrom(heart.X, kernel, 60, seed=2)
+    linear = solvers.train(heart.with_X(factor.G, n_features=factor.rank), solver="mfn", C=C)
+    np.testing.assert_allclose(result.model.decision_function(heart.X),
+                               linear.model.decision_function(factor.G), rtol=0, atol=1e-8)
+
+
+def test_approximation_is_refused_where_it_does_not_apply(heart):
+    for params in (dict(solver="smo"), dict(solver="auto"),
+                   dict(solver="mfn", scale="maxabs"),
+                   dict(solver="mfn", task="ordinal")):
+        with pytest.raises(solvers.InvalidParametersError, match="approximation|smo"):
+            solvers.train(heart, approximation="icf", **params)
+
+
+def test_least_squares_kernel_path_fails_fast_past_its_practical_size():
+    """The least-squares family's kernel path refuses, at once, a problem whose kernel
+    matrix does not fit its row cache (5,792 rows at 256 MiB), naming the limit and the
+    low-rank path; the low-rank path trains the same job."""
+    ijcnn1 = load("ijcnn1").subset(np.arange(6000))
+    with pytest.raises(solvers.InvalidParametersError,
+                       match=r"practical limit of 5792 rows at cache_mb=256.*nystrom"):
+        solvers.train(ijcnn1, solver="lssvm", kernel="rbf", gamma=1.0)
+    with pytest.raises(solvers.InvalidParametersError, match="practical limit"):
+        solvers.train(ijcnn1, solver="relaxed_lssvm", kernel="rbf", gamma=1.0)
+    result = solvers.train(ijcnn1, solver="lssvm", kernel="rbf", gamma=1.0,
+                           approximation="nystrom", rank=100)
+    assert isinstance(result.model, KernelModel) and result.model.n_support == 100
+
+
+def test_class_weights_and_probabilities_compose_with_the_factor(heart):
+    """The train steps every family shares apply on the factor: class weights change the
+    low-rank optimum (heavier positives: more of them predicted), and probability=True fits
+    Platt's sigmoid on out-of-fold low-rank models."""
+    common = dict(solver="dual_cd", C=C, loss="hinge", approximation="icf", rank=60,
+                  kernel="rbf", gamma=GAMMA)
+    plain = solvers.train(heart, **common)
+    weighted = solvers.train(heart, class_weight={1: 5.0}, **common)
+    assert weighted.objective != pytest.approx(plain.objective, rel=1e-3)
+    positive = heart.classes[1]
+    assert np.sum(weighted.model.predict(heart.X) == positive) > \
+        np.sum(plain.model.predict(heart.X) == positive)
+    calibrated = solvers.train(heart, probability=True, **common)
+    proba = calibrated.model.predict_proba(heart.X)
+    assert proba.shape == (heart.n_samples, 2)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
