@@ -17,7 +17,7 @@ import pytest
 from conftest import SQLiteBackend
 from servicetools import FINISHED, PATIENCE_S, ServerProcess, data_path
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.embedded_database_only]
 
 PACKAGE = "svmsvc_client"
 
