@@ -103,34 +103,33 @@ class Factor:
 # -- pivoted incomplete Cholesky ----------------------------------------------------------------
 
 
+@njit(cache=True, inline="always")
+def _icf_entry(G, t, j, gp, row, d, pivot_value):
+    """G[t, j] = (row[t] - G[t, :j] . gp) / pivot_value, and d[t] -= G[t, j]^2."""
+    gt = G[t]
+    acc = row[t]
+    for k in range(j):
+        acc -= gt[k] * gp[k]
+    value = acc / pivot_value
+    gt[j] = value
+    d[t] -= value * value
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _icf_column(G, j, p, row, d, pivot_value):
     """G[:, j] = (row - G[:, :j] G[p, :j]') / pivot_value, d -= G[:, j]^2 (in parallel
     over the rows)."""
-    n = G.shape[0]
     gp = G[p, :j].copy()
-    for t in prange(n):
-        acc = row[t]
-        gt = G[t]
-        for k in range(j):
-            acc -= gt[k] * gp[k]
-        value = acc / pivot_value
-        gt[j] = value
-        d[t] -= value * value
+    for t in prange(G.shape[0]):
+        _icf_entry(G, t, j, gp, row, d, pivot_value)
 
 
 @njit(cache=True, nogil=True)
 def _icf_column_serial(G, j, p, row, d, pivot_value):
-    n = G.shape[0]
+    """Serial form of :func:`_icf_column`."""
     gp = G[p, :j].copy()
-    for t in range(n):
-        acc = row[t]
-        gt = G[t]
-        for k in range(j):
-            acc -= gt[k] * gp[k]
-        value = acc / pivot_value
-        gt[j] = value
-        d[t] -= value * value
+    for t in range(G.shape[0]):
+        _icf_entry(G, t, j, gp, row, d, pivot_value)
 
 
 def incomplete_cholesky(X, kernel: Kernel, rank: int, tol: float = 0.0,
