@@ -413,16 +413,20 @@ def test_a_kernel_smo_job_runs_with_progress_and_serves_its_model(api):
     assert {"dual_objective", "relative_duality_gap", "n_support"} <= set(records[-1]["extras"])
     model = solvers.load_model(api.get(f"/api/v1/models/{done['model_id']}/download").content)
     assert model.kind == "kernel" and model.multiclass == "ovo"
-    lines = data_path("dna.scale.t").read_text().splitlines()[:30]
-    served = api.post(f"/api/v1/models/{done['model_id']}/predict",
-                      content="\n".join(lines) + "\n",
-                      headers={"Content-Type": "text/plain"}).json()["data"]
-    local = solvers.read_svmlight(("\n".join(lines) + "\n").encode(), n_features=180)
-    assert [row["label"] for row in served] == model.predict(local.X).tolist()
+    assert_served_as_the_library_predicts(api, done["model_id"], model)
     exported = api.get(f"/api/v1/models/{done['model_id']}/download",
                        params={"format": "libsvm"})
     assert exported.status_code == 200 and exported.text == model.to_libsvm()
     assert exported.text.startswith("svm_type c_svc\nkernel_type rbf\ngamma 0.02\n")
+
+
+def assert_served_as_the_library_predicts(api, model_id: str, model) -> None:
+    """The service's batch predictions of dna's first 30 test rows are the model's own."""
+    text = "\n".join(data_path("dna.scale.t").read_text().splitlines()[:30]) + "\n"
+    served = api.post(f"/api/v1/models/{model_id}/predict", content=text,
+                      headers={"Content-Type": "text/plain"}).json()["data"]
+    local = solvers.read_svmlight(text.encode(), n_features=180)
+    assert [row["label"] for row in served] == model.predict(local.X).tolist()
 
 
 def test_a_low_rank_kernel_job_runs_and_serves_its_kernel_model(api):
@@ -438,12 +442,7 @@ def test_a_low_rank_kernel_job_runs_and_serves_its_kernel_model(api):
     model = solvers.load_model(api.get(f"/api/v1/models/{done['model_id']}/download").content)
     assert model.kind == "kernel" and model.n_support == 120
     assert model.metadata["approximation"]["method"] == "icf"
-    lines = data_path("dna.scale.t").read_text().splitlines()[:30]
-    served = api.post(f"/api/v1/models/{done['model_id']}/predict",
-                      content="\n".join(lines) + "\n",
-                      headers={"Content-Type": "text/plain"}).json()["data"]
-    local = solvers.read_svmlight(("\n".join(lines) + "\n").encode(), n_features=180)
-    assert [row["label"] for row in served] == model.predict(local.X).tolist()
+    assert_served_as_the_library_predicts(api, done["model_id"], model)
     refused = api.post("/api/v1/jobs", json={"dataset_id": dataset_id,
                                              "params": {**params, "solver": "smo"}})
     assert refused.status_code == 422 and "exact kernel problem" in refused.text
