@@ -300,6 +300,47 @@ def healthz_during_evaluation(server: Server, evaluations: int = 4) -> dict:
             "healthz_max_ms": 1e3 * max(probes)}
 
 
+def healthz_during_uploads(server: Server, uploads: int = 10, rows: int = 14000) -> dict:
+    """/healthz latencies while ``uploads`` SVMlight files of about 1.4 MB (``rows`` rows of
+    8 features) are uploaded one after another: each is followed by the memory release
+    (:mod:`app.memory`), which must not stall the event loop (issue 35's goal: under 50 ms)."""
+    import io
+    import threading
+
+    import numpy as np
+
+    rng = np.random.default_rng(35)
+    files = []
+    for _ in range(uploads):
+        lines = [f"{1 if rng.random() < 0.5 else -1} " + " ".join(
+            f"{j}:{v:.6f}" for j, v in zip(np.sort(rng.choice(200, 8, replace=False)) + 1,
+                                          rng.random(8), strict=True)) for _ in range(rows)]
+        files.append(("\n".join(lines) + "\n").encode())
+    probes: list[float] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        with server.client() as own:
+            while not done.is_set():
+                started = time.perf_counter()
+                own.get("/healthz").raise_for_status()
+                probes.append(time.perf_counter() - started)
+                time.sleep(0.02)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    with server.client() as client:
+        for content in files:
+            client.post("/api/v1/datasets", files={"file": ("d.svm", io.BytesIO(content))}
+                        ).raise_for_status()
+    done.set()
+    prober.join()
+    return {"uploads": uploads, "upload_bytes": len(files[0]), "healthz_n": len(probes),
+            "healthz_p50_ms": 1e3 * _percentile(probes, 0.5),
+            "healthz_p99_ms": 1e3 * _percentile(probes, 0.99),
+            "healthz_max_ms": 1e3 * max(probes)}
+
+
 def rss_mb(pid: int) -> float:
     """Resident memory of a process, in MB (Linux ``/proc``)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -487,6 +528,7 @@ def main(argv: list[str] | None = None) -> None:
     mixed.add_argument("--wrk-connections", type=int, default=0,
                        help="GET predict from this many wrk connections instead of the "
                             "client threads (which then run the rest of the mix)")
+    commands.add_parser("uploads", help="/healthz latency while ~1.4 MB files are uploaded")
     resident = commands.add_parser("memory", help="idle memory after large requests")
     resident.add_argument("--rounds", type=int, default=6)
     predict = commands.add_parser("predict", help="GET predict: single client and wrk, A/B")
@@ -500,7 +542,7 @@ def main(argv: list[str] | None = None) -> None:
     predict.add_argument("--baseline", default=None,
                          help="a source tree (e.g. a worktree of main) to compare against, "
                               "run as a second server, interleaved")
-    for command in (cancel, mixed, resident, predict):
+    for command in (cancel, mixed, resident, predict, commands.choices["uploads"]):
         command.add_argument("--database-url", default=None)
     args = parser.parse_args(argv)
     if args.command == "predict":
@@ -533,6 +575,12 @@ def main(argv: list[str] | None = None) -> None:
                       f"load average {os.getloadavg()[0]:.2f}): "
                       f"median {statistics.median(latencies):.3f} s, "
                       f"min {min(latencies):.3f} s, max {max(latencies):.3f} s")
+            elif args.command == "uploads":
+                import json
+
+                print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+                      f"{os.getloadavg()[0]:.2f}")
+                print(json.dumps(healthz_during_uploads(server), indent=1))
             elif args.command == "memory":
                 import json
 
@@ -548,6 +596,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(json.dumps(load(server, args.clients, args.seconds,
                                       args.wrk_connections), indent=1))
                 print(json.dumps(healthz_during_evaluation(server), indent=1))
+                print(json.dumps(healthz_during_uploads(server), indent=1))
         finally:
             server.stop()
 
