@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from servicetools import random_svmlight, upload
+from servicetools import create_job, random_svmlight, upload, wait_job
 
 import app.memory
 
@@ -59,3 +59,48 @@ def test_an_upload_leaves_nothing_for_the_garbage_collector(api):
         gc.garbage.clear()
         gc.enable()
     assert not kinds & {"_MultipartFile", "MultipartParser", "SVMLightStreamParser"}, kinds
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The peak resident memory of a process so far (VmHWM), in MB."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM in /proc")
+
+
+PEAK_RSS_BOUND_MB = 1024
+"""The web process's peak through the hostile requests below.  Before their limits it reached
+5.26 GB (the 20,000-label evaluation, killed by the kernel), 3.29 GB (8 million rows to
+predict) and 2.45 GB (5.5 million JSON rows); started and idle it holds about 300 MB."""
+
+
+@pytest.mark.embedded_database_only
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_hostile_requests_leave_the_web_process_within_a_memory_bound(server_factory):
+    """Issue 35's reproducers against a real server process, each refused up front with the
+    setting it meets, and the process's peak resident memory stays bounded."""
+    server = server_factory(workers=1)
+    server.wait_ready()
+    client = server.client
+    labels = "".join(f"{k} 1:1\n" for k in range(20000)).encode()  # 189 KB, 20,000 labels
+    assert upload(client, labels).status_code == 413
+    wide = upload(client, b"1 16777216:1\n2 1:1\n3 2:1\n")  # 39 bytes, a 400 MB model
+    assert wide.status_code == 201, wide.text
+    refused = client.post("/api/v1/jobs", json={"dataset_id": wide.json()["id"],
+                                                "params": {"solver": "mfn"}})
+    assert refused.status_code == 422 and "SVMSVC_MAX_MODEL_WEIGHTS" in refused.text
+    small = upload(client, random_svmlight(n_rows=60, seed=17005)).json()["id"]
+    job = wait_job(client, create_job(client, small, {"solver": "mfn"})["id"])
+    url = f"/api/v1/models/{job['model_id']}/predict"
+    lines = client.post(url, content=b"1\n" * 2_000_000,  # 2 million rows, 4 MB
+                        headers={"content-type": "text/plain"})
+    assert lines.status_code == 413 and "SVMSVC_MAX_PREDICT_ROWS" in lines.text
+    rows = client.post(url, content=b'{"rows": [' + b",".join([b"{}"] * 1_000_000) + b"]}",
+                       headers={"content-type": "application/json"})
+    assert rows.status_code == 413 and "SVMSVC_MAX_PREDICT_ROWS" in rows.text
+    overflow = client.post(url, json={"rows": [{"9223372036854775808": 1}]})
+    assert overflow.status_code == 422, overflow.text
+    peak = peak_rss_mb(server.process.pid)
+    print(f"peak RSS of the web process: {peak:.0f} MB")
+    assert peak < PEAK_RSS_BOUND_MB
