@@ -127,7 +127,22 @@ def _encode_labels(y) -> tuple[np.ndarray, np.ndarray | None, np.dtype]:
         raise ValueError("labels must be numbers or strings") from None
 
 
-class Dataset:
+class RowMatrix:
+    """The shape of an object whose rows are ``self.X`` (a dataset, a problem posed on one)."""
+
+    __slots__ = ()  # a Dataset keeps its slots
+    X: sp.csr_matrix
+
+    @property
+    def n_samples(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+
+class Dataset(RowMatrix):
     """A labelled sparse dataset.
 
     Parameters
@@ -187,14 +202,6 @@ class Dataset:
         self.class_weight: np.ndarray | None = None
 
     # -- basic properties ------------------------------------------------------------------
-    @property
-    def n_samples(self) -> int:
-        return self.X.shape[0]
-
-    @property
-    def n_features(self) -> int:
-        return self.X.shape[1]
-
     @property
     def nnz(self) -> int:
         return int(self.X.nnz)

@@ -42,7 +42,7 @@ from numba import njit
 
 from solvers.core.linalg import dot
 from solvers.core.sparse import csr_matvec, csr_rmatvec, use_parallel
-from solvers.data.dataset import as_csr
+from solvers.data.dataset import RowMatrix, as_csr
 from solvers.losses import Loss, canonical, get_loss
 from solvers.problems.oracles import binary_oracle
 
@@ -135,7 +135,7 @@ def _balancing_walk(remaining, direction, slope, events, changes, order):
 
 
 @dataclass
-class BinaryProblem:
+class BinaryProblem(RowMatrix):
     """A linear binary problem of the form above.
 
     Parameters
@@ -188,14 +188,6 @@ class BinaryProblem:
         self._cache_outputs: np.ndarray | None = None
 
     # -- shape and parameter layout --------------------------------------------------------
-    @property
-    def n_samples(self) -> int:
-        return self.X.shape[0]
-
-    @property
-    def n_features(self) -> int:
-        return self.X.shape[1]
-
     @property
     def effective_bias_scale(self) -> float:
         """Value of the constant feature (0 when there is no bias)."""

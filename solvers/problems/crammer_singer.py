@@ -25,12 +25,12 @@ import scipy.sparse as sp
 
 from solvers.core.linalg import dot
 from solvers.core.sparse import csr_matmat, csr_rmatvec, use_parallel
-from solvers.data.dataset import as_csr
+from solvers.data.dataset import RowMatrix, as_csr
 from solvers.problems.oracles import crammer_singer_oracle, crammer_singer_violations
 
 
 @dataclass
-class CrammerSingerProblem:
+class CrammerSingerProblem(RowMatrix):
     """``labels`` are class indices 0..n_classes-1; parameters W have shape (n_classes,
     n_features + 1), the last column the bias coefficient (0 for ``bias="none"``)."""
 
@@ -56,14 +56,6 @@ class CrammerSingerProblem:
         self.labels = labels.astype(np.int64)
         weight = np.ones(labels.shape[0]) if self.sample_weight is None else self.sample_weight
         self.cost = self.C * np.asarray(weight, dtype=np.float64)
-
-    @property
-    def n_samples(self) -> int:
-        return self.X.shape[0]
-
-    @property
-    def n_features(self) -> int:
-        return self.X.shape[1]
 
     @property
     def effective_bias_scale(self) -> float:
