@@ -84,9 +84,9 @@ def fit_one_vs_one(dataset, spec: SolverSpec, params: SMOParams, monitor: Monito
             y = np.where(dataset.y[rows] == classes[a], 1.0, -1.0)
             tag = f"{label_key(classes[a])}-{label_key(classes[b])}"
             cache = KernelCache(X[rows], kernel, params.cache_mb, min_rows=2)
-            solution = CSVC(cache).solve(y, cost[rows], params,
-                                         SubproblemMonitor(monitor, counter, p, tag, k * (k - 1) // 2,
-                                                           clock, kind="pair"))
+            pair_monitor = SubproblemMonitor(monitor, counter, p, tag, k * (k - 1) // 2, clock,
+                                             kind="pair")
+            solution = CSVC(cache).solve(y, cost[rows], params, pair_monitor)
             coef[p, rows] = solution.coef
             intercept[p] = solution.intercept
             summaries.append(SubproblemResult(tag, solution.objective,
