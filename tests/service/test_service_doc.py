@@ -243,3 +243,32 @@ def test_the_curl_session_of_docs_service_md_answers_as_documented(session_dir, 
         return
     assert not failures, "docs/service.md's session answers otherwise now:\n" + \
         "\n".join(failures)
+
+
+def test_the_comparison_tells_a_changed_answer_from_other_values():
+    """What the session test accepts and refuses, on the doc's own answers: other ids, numbers
+    and timestamps pass; a field gone, added or retyped, another status or another line fail."""
+    text = DOC.read_text()
+    pairs = dict(parse_session(text[slice(*session_block(text))]))
+    job_cmd = next(c for c in pairs if c.startswith("curl -s $BASE/jobs/$JOB | jq"))
+    documented = json.loads(pairs[job_cmd])
+    same = json.loads(json.dumps(documented))
+    same["progress"]["iteration"] += 7
+    same["model_id"] = "00000000-0000-4000-8000-000000000000"
+    assert differences(job_cmd, pairs[job_cmd], json.dumps(same)) == []
+    for change in (lambda d: d["progress"].pop("stage"),
+                   lambda d: d.update(extra=1),
+                   lambda d: d.update(attempts="1"),
+                   lambda d: d.update(solver_status=None)):
+        changed = json.loads(json.dumps(documented))
+        change(changed)
+        assert differences(job_cmd, pairs[job_cmd], json.dumps(changed)), change
+    http = next(c for c in pairs if c.startswith("curl -s -i"))
+    assert differences(http, pairs[http], pairs[http]) == []
+    assert differences(http, pairs[http], pairs[http].replace("202 Accepted", "200 OK"))
+    csv_cmd = next(c for c in pairs if "text/csv" in c)
+    other_numbers = re.sub(r"\d", "7", pairs[csv_cmd])
+    assert differences(csv_cmd, pairs[csv_cmd], other_numbers) == []
+    assert differences(csv_cmd, pairs[csv_cmd], pairs[csv_cmd].replace("elapsed", "time"))
+    code = next(c for c in pairs if "%{http_code}" in c)
+    assert differences(code, pairs[code], "200") == [] and differences(code, pairs[code], "201")

@@ -285,8 +285,9 @@ function redraw(rebuild) {
       `${chosen.label}: ${part.length}${folds ? ` of ${folds}` : ""} fold fits${live}; ${records.length} records in all.`;
     gapData = [xs, part.map((r) => r.optimality)];
     objData = [xs, part.map((r) => r.objective)];
-    gapOptions = { xLabel: "fold", yLabel: metric, series: [{ label: `fold ${metric}` }] };
-    objOptions = { xLabel: "fold", yLabel: "objective", series: [{ label: "training objective" }] };
+    const foldAxis = { xLabel: "fold", xWhole: true, xRange: [0.8, Math.max(folds || xs.length, 1) + 0.2] };
+    gapOptions = { ...foldAxis, yLabel: metric, series: [{ label: `fold ${metric}` }] };
+    objOptions = { ...foldAxis, yLabel: "objective", series: [{ label: "training objective" }] };
   } else {
     const subproblem = part.length && part[0].extras && part[0].extras.solver_iteration != null;
     const xs = xAxis === "time" ? runTimes(part)
