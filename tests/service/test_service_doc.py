@@ -16,7 +16,8 @@ documented shape, ids and timings aside:
 
 A changed response (a field added, removed or retyped, a status, a header, a line) fails the
 test, naming the command.  Read-only commands are retried until their answer has its shape
-(a job that is still running answers nulls where the documented one has values).
+(a job that is still running answers nulls where the documented one has values) while their
+answer still changes.
 
 ``SVMSVC_DOC_SESSION=write`` rewrites the block with the live answers instead (review the diff:
 ids, timings and values then come from that run).
@@ -180,6 +181,10 @@ def differences(command: str, documented: str, live: str) -> list[str]:
 
 # -- running ---------------------------------------------------------------------------------
 
+RETRY_S = 30.0
+"""How long a read-only command is asked again while its answer still changes (a job that is
+finishing); an answer that comes back the same is final."""
+
 ASSIGNMENT = re.compile(r"^([A-Z][A-Z0-9_]*)=\$\(")
 
 
@@ -226,12 +231,15 @@ def test_the_curl_session_of_docs_service_md_answers_as_documented(session_dir, 
         env["PATH"] = f"{Path(server.process.args[0]).parent}:{env['PATH']}"  # svmsvc
         answers, failures = [], []
         for command, documented in pairs:
-            deadline = time.monotonic() + PATIENCE_S
+            deadline = time.monotonic() + RETRY_S
+            previous = None
             while True:
                 live = run(command, env, session_dir)
                 found = differences(command, documented, live)
-                if not found or not read_only(command) or time.monotonic() > deadline or WRITE:
-                    break
+                if (not found or not read_only(command) or live == previous
+                        or time.monotonic() > deadline or WRITE):
+                    break  # an answer that does not change is final
+                previous = live
                 time.sleep(0.5)  # a job still running: ask again until it has finished
             answers.append((command, live))
             failures += [f"$ {command}\n    {d}" for d in found]
