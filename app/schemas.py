@@ -201,6 +201,11 @@ class JobProgress(BaseModel):
     elapsed: float | None
     objective: float | None
     optimality: float | None
+    stage: str | None = Field(
+        None, description="Where the latest record stands: a one-vs-rest job's 'class 3 of "
+                          "26 (label C)', a one-vs-one job's 'pair 4 of 45 (3-7)', a tuning "
+                          "job's 'C 3 of 11, fold 2 of 5' then 'refit at the best point' "
+                          "(null for one binary problem).")
 
 
 class JobPublic(BaseModel):
@@ -245,7 +250,8 @@ class JobPublic(BaseModel):
         progress = None
         if job.iteration is not None:
             progress = JobProgress(iteration=job.iteration, elapsed=job.elapsed,
-                                   objective=job.objective, optimality=job.optimality)
+                                   objective=job.objective, optimality=job.optimality,
+                                   stage=job.progress_stage)
         return cls(
             id=job.id, dataset_id=job.dataset_id,
             validation_dataset_id=job.validation_dataset_id, solver=job.solver,

@@ -308,8 +308,11 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                 seconds[(c, entry.gamma)] += elapsed
                 if progress is not None:
                     progress(fold, c, entry.gamma, score)
+                # where the fit sits in the search ("C 3 of 11, fold 2 of 5")
                 if reporter(reporter.records + 1, objective, score, fold=fold, C=c,
-                            gamma=entry.gamma,
+                            gamma=entry.gamma, n_folds=folds, C_index=C_grid.index(c),
+                            n_C=len(C_grid), gamma_index=gamma_grid.index(entry.gamma),
+                            n_gamma=len(gamma_grid),
                             metric=scoring if not ordinal else "mean_absolute_rank_error"):
                     return True
             if len(entry.fits) < len(C_grid):  # the monitor asked between two fits

@@ -31,23 +31,42 @@ from solvers.monitor import IterationRecord, Monitor, NullMonitor, Stopwatch
 
 class SubproblemMonitor:
     """Numbers records consecutively across subproblems (``counter`` is shared by all the
-    subproblems of a run) and tags them with the subproblem's class."""
+    subproblems of a run) and tags them with the subproblem: ``subproblem`` (its index) and
+    ``class`` (its tag), and, given ``total`` (the run's number of subproblems),
+    ``n_subproblems``; a one-vs-rest subproblem (``kind="class"``) also carries
+    ``class_index`` and ``n_classes`` (so a log says "class k of K").  Given ``clock`` (one
+    Stopwatch for the whole run), ``elapsed`` is the run's time, monotonic across the
+    subproblems (each solver times its own subproblem from 0: that time stays in
+    ``extras["subproblem_elapsed"]``)."""
 
-    def __init__(self, target: Monitor, counter: list[int], subproblem: int, label: str | None):
+    def __init__(self, target: Monitor, counter: list[int], subproblem: int, label: str | None,
+                 total: int | None = None, clock: Stopwatch | None = None,
+                 kind: str = "class"):
         self.target = target
         self.counter = counter
         self.subproblem = subproblem
         self.label = label
+        self.total = total
+        self.kind = kind
+        self.offset = 0.0 if clock is None or label is None else clock()
 
     def report(self, record: IterationRecord) -> None:
         self.counter[0] += 1
         extras = dict(record.extras)
         extras["solver_iteration"] = record.iteration
+        elapsed = record.elapsed
         if self.label is not None:
             extras["subproblem"] = self.subproblem
             extras["class"] = self.label
+            if self.total is not None:
+                extras["n_subproblems"] = self.total
+                if self.kind == "class":
+                    extras["class_index"] = self.subproblem
+                    extras["n_classes"] = self.total
+            extras["subproblem_elapsed"] = record.elapsed
+            elapsed = self.offset + record.elapsed
         self.target.report(
-            IterationRecord(self.counter[0], record.elapsed, record.objective,
+            IterationRecord(self.counter[0], elapsed, record.objective,
                             record.optimality, extras)
         )
 
@@ -79,13 +98,15 @@ def run_binary_subproblems(dataset: Dataset, spec: SolverSpec, monitor: Monitor,
     that does not is refused data that carry them."""
     results = []
     counter = [0]
-    for k, (tag, positive) in enumerate(binary_targets(dataset, spec)):
+    clock = Stopwatch()  # the run's time: records' elapsed is monotonic across subproblems
+    targets = binary_targets(dataset, spec)
+    for k, (tag, positive) in enumerate(targets):
         y = np.where(dataset.y == positive, 1.0, -1.0)
         if dataset.class_weight is not None and not weighted:
             raise InvalidParametersError(
                 f"solver {spec.name!r} does not take one-vs-rest class weights (its "
                 f"one-vs-rest problems share one cost vector)")
-        sub_monitor = SubproblemMonitor(monitor, counter, k, tag)
+        sub_monitor = SubproblemMonitor(monitor, counter, k, tag, len(targets), clock)
         solution, payload = solve_one(y, sub_monitor)
         summary = SubproblemResult(tag or label_key(positive), solution.objective,
                                    Termination(solution.status), solution.message,

@@ -71,6 +71,15 @@ def test_one_vs_rest_numbers_records_consecutively():
     assert iterations == list(range(1, len(iterations) + 1))
     assert [r.iteration for r in monitor.records] == iterations
     assert {r.extras["class"] for r in result.log} == {"1", "2", "3"}
+    # each record names its class ("class k of K") and is timed on the run's clock
+    assert all(r.extras["n_classes"] == r.extras["n_subproblems"] == 3 for r in result.log)
+    assert [r.extras["class_index"] for r in result.log] == sorted(
+        r.extras["subproblem"] for r in result.log)
+    assert all(r.extras["class"] == str(r.extras["class_index"] + 1) for r in result.log)
+    elapsed = [r.elapsed for r in result.log]
+    assert elapsed == sorted(elapsed)
+    last = [r for r in result.log if r.extras["class_index"] == 2]
+    assert last[0].extras["subproblem_elapsed"] < last[0].elapsed  # its own clock restarted
     assert len(result.subproblems) == 3 and result.model.coef_.shape == (3, 180)
     assert result.objective == pytest.approx(sum(s.objective for s in result.subproblems))
     test = load("dna.scale.t")

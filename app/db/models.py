@@ -143,6 +143,8 @@ class Job(Base):
     elapsed: Mapped[float | None] = mapped_column(Float)
     objective: Mapped[float | None] = mapped_column(Float)
     optimality: Mapped[float | None] = mapped_column(Float)
+    # where the latest record stands: "class 3 of 26", "C 3 of 11, fold 2 of 5", "refit"
+    progress_stage: Mapped[str | None] = mapped_column(String(128))
     solver_status: Mapped[str | None] = mapped_column(String(16))
     message: Mapped[str | None] = mapped_column(Text)
     error: Mapped[str | None] = mapped_column(Text)

@@ -82,7 +82,8 @@ def claim_next_job(session: Session) -> Claim | None:
             .where(Job.id == row.id, Job.status == JobStatus.queued)
             .values(status=JobStatus.running, attempts=Job.attempts + 1, started_at=utcnow(),
                     cancel_requested_at=None, iteration=None, elapsed=None, objective=None,
-                    optimality=None, solver_status=None, message=None, error=None,
+                    optimality=None, progress_stage=None, solver_status=None, message=None,
+                    error=None,
                     heartbeat_at=utcnow())
         ).rowcount
         if claimed == 1:
@@ -103,6 +104,29 @@ def check_in(session: Session, job_id: uuid.UUID, attempt: int) -> Signal:
     return Signal.cancel if row.cancel_requested_at is not None else Signal.proceed
 
 
+def progress_stage(extras: dict[str, Any]) -> str | None:
+    """Where a record stands in its job, in words, from the tags the library puts in its
+    extras: a tuning job's fit ("C 3 of 11, fold 2 of 5", with "gamma 2 of 4" on a kernel
+    grid), its refit ("refit at the best point"), a one-vs-rest subproblem ("class 3 of 26
+    (label C)") or a one-vs-one pair ("pair 4 of 45 (3-7)"); None for a single binary
+    problem."""
+    parts = []
+    if extras.get("stage") == "refit":
+        parts.append("refit at the best point")
+    if "n_folds" in extras and "C_index" in extras:
+        parts.append(f"C {extras['C_index'] + 1} of {extras['n_C']}")
+        if extras.get("n_gamma", 1) > 1:
+            parts.append(f"gamma {extras['gamma_index'] + 1} of {extras['n_gamma']}")
+        parts.append(f"fold {extras['fold'] + 1} of {extras['n_folds']}")
+    if "n_classes" in extras:
+        parts.append(f"class {extras['class_index'] + 1} of {extras['n_classes']} "
+                     f"(label {extras.get('class')})")
+    elif "n_subproblems" in extras:
+        parts.append(f"pair {extras['subproblem'] + 1} of {extras['n_subproblems']} "
+                     f"({extras.get('class')})")
+    return ", ".join(parts)[:128] or None
+
+
 def record_progress(session: Session, job_id: uuid.UUID, attempt: int,
                     records: Sequence[dict[str, Any]]) -> Signal:
     """Append iteration records (dicts with the log columns) and update the job's progress.
@@ -117,7 +141,8 @@ def record_progress(session: Session, job_id: uuid.UUID, attempt: int,
     owned = session.execute(
         update(Job).where(*_owned(job_id, attempt)).values(
             iteration=last["iteration"], elapsed=last["elapsed"],
-            objective=last["objective"], optimality=last["optimality"], heartbeat_at=utcnow())
+            objective=last["objective"], optimality=last["optimality"],
+            progress_stage=progress_stage(last["extras"]), heartbeat_at=utcnow())
         .returning(Job.cancel_requested_at)
     ).all()
     if len(owned) != 1:

@@ -237,11 +237,13 @@ def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:
     as JSON)."""
     import solvers
     from solvers.model_selection import CV_FIT_GAP, cross_validate
+    from solvers.monitor import Stopwatch
 
     params = {key: value for key, value in spec.params.items() if key != "solver"}
     for grid in ("C", "gamma"):
         params.pop(grid, None)
     tuning = spec.tuning
+    clock = Stopwatch()  # the job's time: the refit's records go on from the search's
     result = cross_validate(dataset, spec.solver, C=tuning["C"], gamma=tuning.get("gamma"),
                             folds=tuning["folds"], seed=tuning["seed"], monitor=monitor,
                             fit_gap=tuning.get("fit_gap", CV_FIT_GAP),
@@ -253,21 +255,25 @@ def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:
     if result.best_gamma is not None:
         best["gamma"] = result.best_gamma
     refit = solvers.train(dataset, solver=spec.solver, params={**params, **best},
-                          monitor=_Refit(monitor, sum(len(r.fold_scores) for r in result.scores)))
+                          monitor=_Refit(monitor, sum(len(r.fold_scores) for r in result.scores),
+                                         clock()))
     return refit, summary
 
 
 class _Refit:
     """The refit's records follow the cross-validation's in the job's log (numbered on from
-    them, tagged ``stage: refit``)."""
+    them, timed on from them: ``elapsed_offset`` is the job's time when the refit began,
+    tagged ``stage: refit``)."""
 
-    def __init__(self, target, offset: int):
+    def __init__(self, target, offset: int, elapsed_offset: float = 0.0):
         self.target = target
         self.offset = offset
+        self.elapsed_offset = elapsed_offset
 
     def report(self, record) -> None:
         self.target.report(dataclasses.replace(
             record, iteration=record.iteration + self.offset,
+            elapsed=record.elapsed + self.elapsed_offset,
             extras={**record.extras, "stage": "refit"}))
 
     def stop_reason(self) -> str | None:

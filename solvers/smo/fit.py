@@ -9,7 +9,7 @@ from solvers.base import Fit, SolverSpec, SubproblemResult, Termination
 from solvers.core.kernels import KernelCache
 from solvers.data.dataset import label_key
 from solvers.models import KernelModel
-from solvers.monitor import Monitor
+from solvers.monitor import Monitor, Stopwatch
 from solvers.multiclass import (
     SubproblemMonitor,
     binary_targets,
@@ -75,6 +75,7 @@ def fit_one_vs_one(dataset, spec: SolverSpec, params: SMOParams, monitor: Monito
     coef = np.zeros((k * (k - 1) // 2, dataset.n_samples))
     intercept = np.zeros(k * (k - 1) // 2)
     counter = [0]
+    clock = Stopwatch()  # the run's time: records' elapsed is monotonic across the pairs
     summaries = []
     p = 0
     for a in range(k):
@@ -83,8 +84,9 @@ def fit_one_vs_one(dataset, spec: SolverSpec, params: SMOParams, monitor: Monito
             y = np.where(dataset.y[rows] == classes[a], 1.0, -1.0)
             tag = f"{label_key(classes[a])}-{label_key(classes[b])}"
             cache = KernelCache(X[rows], kernel, params.cache_mb, min_rows=2)
-            solution = CSVC(cache).solve(y, cost[rows], params,
-                                         SubproblemMonitor(monitor, counter, p, tag))
+            pair_monitor = SubproblemMonitor(monitor, counter, p, tag, k * (k - 1) // 2, clock,
+                                             kind="pair")
+            solution = CSVC(cache).solve(y, cost[rows], params, pair_monitor)
             coef[p, rows] = solution.coef
             intercept[p] = solution.intercept
             summaries.append(SubproblemResult(tag, solution.objective,

@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 from servicetools import (
+    FINISHED,
     LONG_PARAMS,
     QUICK_PARAMS,
     create_job,
@@ -470,3 +471,60 @@ def test_a_low_rank_factor_past_its_cap_is_refused_when_the_job_is_created(api):
     detail = response.json()["detail"]
     assert "low-rank factor (10001 rows x 10000) (100010000 entries)" in detail
     assert "SVMSVC_MAX_FACTOR_ENTRIES" in detail
+
+
+def test_a_one_vs_rest_job_says_class_k_of_K_and_times_the_whole_job(api):
+    """letter's 26 one-vs-rest subproblems: every record names its class (class_index,
+    n_classes), the job's progress says "class k of 26" while it runs and where it ended, and
+    the records' elapsed is the job's time (monotonic), each subproblem's own time kept in
+    subproblem_elapsed."""
+    letter = uploaded_id(api, data_path("letter.scale"))
+    # mfn at eps = 1e-15: a class takes seconds, the job a while; seen running, cancelled
+    running = create_job(api, letter, LONG_PARAMS)["id"]
+    seen = wait_job(api, running, until=lambda j: j["status"] in FINISHED or (
+        j["progress"] is not None and j["progress"]["stage"] is not None))
+    assert seen["status"] == "running", seen
+    assert re.fullmatch(r"class (\d+) of 26 \(label \1\)", seen["progress"]["stage"]), seen
+    assert api.post(f"/api/v1/jobs/{running}/cancel").status_code in (200, 202)
+    assert wait_job(api, running)["status"] == "cancelled"
+
+    done = wait_job(api, create_job(api, letter, {"solver": "dual_cd", "C": 1.0, "tol": 0.1})
+                    ["id"])
+    assert done["status"] == "succeeded", done
+    assert done["progress"]["stage"] == "class 26 of 26 (label 26)"
+    log = full_log(api, done["id"])
+    assert {r["extras"]["n_classes"] for r in log} == {26}
+    indices = [r["extras"]["class_index"] for r in log]
+    assert indices == sorted(indices) and set(indices) == set(range(26))
+    assert all(r["extras"]["class"] == str(r["extras"]["class_index"] + 1) for r in log)
+    elapsed = [r["elapsed"] for r in log]
+    assert elapsed == sorted(elapsed), "the job's elapsed time went back"
+    # each class's own clock starts again, and the job's time is the later one
+    firsts = [next(r for r in log if r["extras"]["class_index"] == k) for k in range(26)]
+    assert all(r["extras"]["subproblem_elapsed"] <= r["elapsed"] for r in log)
+    assert firsts[-1]["extras"]["subproblem_elapsed"] < firsts[-1]["elapsed"]
+    assert done["progress"]["elapsed"] == elapsed[-1]
+
+
+def test_a_tuning_jobs_records_say_where_the_search_is(api, heart):
+    """Each fit's record carries its place in the grid and the folds, the job's progress says
+    it in words ("C 2 of 3, fold 1 of 3", then "refit at the best point"), and the refit's
+    records are timed on from the search's."""
+    grid = [0.25, 1.0, 4.0]
+    created = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": {"solver": "mfn"},
+                                             "tuning": {"C": grid, "folds": 3, "seed": 0}})
+    assert created.status_code == 202, created.text
+    done = wait_job(api, created.json()["id"])
+    assert done["status"] == "succeeded", done
+    assert done["progress"]["stage"] == "refit at the best point"
+    log = full_log(api, done["id"])
+    fits = [r["extras"] for r in log if r["extras"].get("stage") != "refit"]
+    assert [(e["fold"], e["C_index"], e["C"]) for e in fits] == [
+        (fold, k, c) for fold in range(3) for k, c in enumerate(grid)]
+    assert {(e["n_folds"], e["n_C"], e["n_gamma"], e["gamma_index"]) for e in fits} == {
+        (3, 3, 1, 0)}
+    from app.jobs.state import progress_stage
+    assert progress_stage(fits[1]) == "C 2 of 3, fold 1 of 3"
+    assert progress_stage(fits[-1]) == "C 3 of 3, fold 3 of 3"
+    elapsed = [r["elapsed"] for r in log]
+    assert elapsed == sorted(elapsed), "the refit's time restarted"

@@ -10,6 +10,7 @@ Skipped, saying why, where Selenium, Chromium or chromedriver is missing.  With
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 from conftest import SQLiteBackend
 from servicetools import (
     LONG_PARAMS,
+    MEDIUM_PARAMS,
     PATIENCE_S,
     ServerProcess,
     data_path,
@@ -225,6 +227,107 @@ def test_a_tuning_job_page_shows_the_cross_validation_curve_and_table(page, serv
     assert "3 folds" in page.find("#cv-note").text and "best C" in page.find("#cv-note").text
     assert page.console_errors() == []
     page.screenshot("job-tuning", at="#cross-validation")
+
+
+def _log(server, job_id: str) -> list[dict]:
+    records, after = [], 0
+    while True:
+        page = server.client.get(f"/api/v1/jobs/{job_id}/log", params={"after": after}).json()
+        if not page["data"]:
+            return records
+        records += page["data"]
+        after = records[-1]["iteration"]
+
+
+def _fact(page, name: str) -> str:
+    return page.find(f"[data-fact={name}]").text
+
+
+def test_a_one_vs_rest_job_page_says_class_k_of_K_and_plots_one_class(page, server):
+    """letter's 26 classes: while the job runs the page says which class it is in; once it
+    has run, the View selector offers each class, the latest by default, and plots the chosen
+    class's records only."""
+    letter = _upload(server, data_path("letter.scale"))
+    running = _job(server, letter, LONG_PARAMS)  # a class takes seconds, the job a while
+    page.console_errors()  # earlier pages' log: read and gone
+    page.open(f"/ui/jobs/{running['id']}")
+    page.wait(lambda: re.fullmatch(r"class (\d+) of 26 \(label \1\)",
+                                _fact(page, "stage")), "class k of 26, live")
+    assert "running" in _fact(page, "status")
+    page.wait(lambda: int(page.find("#plot-gap").get_attribute("data-points")) >= 1,
+              "the class's records plotted")
+    assert page.find("#view-select").get_attribute("value").startswith("run:")
+    page.find("#cancel").click()
+    page.wait_text("[data-fact=status]", "cancelled")
+
+    done = _finished(server, _job(server, letter, {"solver": "dual_cd", "C": 1.0,
+                                                   "tol": 0.1})["id"])
+    assert done["status"] == "succeeded", done
+    log = _log(server, done["id"])
+    page.open(f"/ui/jobs/{done['id']}")
+    page.wait(lambda: len(page.all("#view-select option")) == 26, "a view per class")
+    labels = [o.text for o in page.all("#view-select option")]
+    assert labels[0] == "class 1 of 26 (label 1)" and labels[25] == "class 26 of 26 (label 26)"
+    assert page.find("body").get_attribute("data-view") == "run:25"  # the last class
+    assert page.find("#view-select").get_attribute("value") == "run:25"
+    assert _fact(page, "stage") == "class 26 of 26 (label 26)"
+    page.find("#view-select option[value='run:2']").click()
+    in_class_3 = sum(r["extras"]["class_index"] == 2 for r in log)
+    page.wait(lambda: page.find("body").get_attribute("data-view") == "run:2" and
+              page.find("#plot-gap").get_attribute("data-points") == str(in_class_3),
+              "class 3's records alone")
+    assert page.find("#plot-note").text.startswith(
+        f"class 3 of 26 (label 3): {in_class_3} of {len(log)} records")
+    legend = page.find("#plot-gap .u-legend").text
+    assert "relative gap" in legend and "optimality" in legend
+    page.find("input[name=x][value=iterations]").click()  # the class's own iterations
+    page.wait(lambda: "iteration" in page.find("#plot-gap").text, "the iteration axis")
+    assert page.find("#view-select").get_attribute("value") == "run:2"  # the choice stays
+    assert page.console_errors() == []
+    page.screenshot("job-multiclass", at="#convergence")
+
+
+def test_a_tuning_job_page_plots_one_grid_point_at_a_time(page, server):
+    """A running search says where it is ("C 2 of 3, fold 1 of 5"); a finished one offers a
+    view per grid point (its fold fits: score and objective against the fold) and the refit's
+    convergence, the refit by default."""
+    a9a = _upload(server, data_path("a9a"))
+    slow = server.client.post("/api/v1/jobs", json={  # a second or so a fit: seen running
+        "dataset_id": a9a, "params": {**MEDIUM_PARAMS, "max_iter": 20},
+        "tuning": {"C": [0.5, 1.0, 2.0], "folds": 5, "fit_gap": None}})
+    assert slow.status_code == 202, slow.text
+    page.console_errors()
+    page.open(f"/ui/jobs/{slow.json()['id']}")
+    stage = page.wait(lambda: (text := _fact(page, "stage")).startswith("C ") and text,
+                      "the search's place")
+    assert "running" in _fact(page, "status")
+    assert re.fullmatch(r"C [1-3] of 3, fold [1-5] of 5", stage), stage
+    page.find("#cancel").click()
+    page.wait_text("[data-fact=status]", "cancelled")
+
+    heart = _upload(server, data_path("heart_scale"))
+    response = server.client.post("/api/v1/jobs", json={
+        "dataset_id": heart, "params": {"solver": "mfn"},
+        "tuning": {"C": [0.25, 1.0, 4.0], "folds": 3, "seed": 0}})
+    assert response.status_code == 202, response.text
+    job = _finished(server, response.json()["id"])
+    assert job["status"] == "succeeded", job
+    page.open(f"/ui/jobs/{job['id']}")
+    page.wait(lambda: len(page.all("#view-select option")) == 4, "a view per grid point")
+    labels = [o.text for o in page.all("#view-select option")]
+    assert labels == ["C = 0.25 (C 1 of 3)", "C = 1 (C 2 of 3)", "C = 4 (C 3 of 3)",
+                      "refit at the best point"]
+    assert page.find("body").get_attribute("data-view") == "refit"
+    assert _fact(page, "stage") == "refit at the best point"
+    page.find("#view-select option[value='grid:1:null']").click()
+    page.wait(lambda: page.find("body").get_attribute("data-view") == "grid:1:null" and
+              page.find("#plot-gap").get_attribute("data-points") == "3", "C = 1's folds")
+    assert not page.find("#x-axis").is_displayed()  # folds, not time
+    assert "fold accuracy" in page.find("#plot-gap .u-legend").text
+    assert "Fold scores (accuracy) at C = 1" in page.find("#plot-gap-title").text
+    assert page.find("#plot-note").text.startswith("C = 1 (C 2 of 3): 3 of 3 fold fits")
+    assert page.console_errors() == []
+    page.screenshot("job-tuning-grid-point", at="#convergence")
 
 
 def test_a_race_of_the_solvers_draws_one_curve_each(page, server):

@@ -3,6 +3,12 @@
 // objective, against time or iterations), cancel, race; for a tuning job, once it has run,
 // the cross-validation curve (mean fold score against C, one curve per gamma, +- one
 // standard deviation) and its table.
+//
+// A job whose log has parts is plotted one part at a time, chosen in the "View" selector
+// (default: the part of the latest record, followed live until another is picked): a
+// one-vs-rest job's classes ("class 3 of 26"), a one-vs-one job's pairs, a tuning job's grid
+// points (C, gamma: the fold fits' scores and training objectives against the fold) and its
+// refit (a convergence, per class for several labels).
 import { FINISHED, api, content, el, fmt, jobElapsed, notice, seconds, setTitle, shortId, showError, start, statusBadge, streamLog, table, when } from "./common.js";
 import { makePlot, relativeGap, runTimes } from "./plot.js";
 import { race } from "./race.js";
@@ -14,6 +20,8 @@ let reference = null;  // the lowest objective known for the problem (other fini
 let plots = null;
 let xAxis = "time";
 let pending = false;
+let picked = null;  // the view chosen in the selector (null: follow the latest record's part)
+let shownKind = null;  // the kind of plots drawn ("run" or "grid"), rebuilt when it changes
 
 async function render() {
   job = await api(`/jobs/${jobId}`);
@@ -27,6 +35,8 @@ async function render() {
     ["time", "iterations"].map((value) => el("label", { style: "flex-direction:row;gap:.3rem" },
       el("input", { type: "radio", name: "x", value, checked: value === xAxis,
         onchange: () => { xAxis = value; redraw(true); } }), value === "time" ? "time (s)" : "iterations")));
+  const view = el("label", { id: "view", hidden: true }, "View",
+    el("select", { id: "view-select", onchange: (e) => { picked = e.target.value; redraw(true); } }));
   const gapBox = el("div", { class: "plot", id: "plot-gap" });
   const objBox = el("div", { class: "plot", id: "plot-objective" });
   facts.classList.add("wide");
@@ -34,11 +44,10 @@ async function render() {
     el("section", {}, facts, actions),
     el("h2", { id: "convergence" }, "Convergence"),
     el("p", { class: "legend-note", id: "plot-note" }),
-    axis,
+    el("div", { class: "toolbar" }, view, axis),
     el("div", { class: "columns" },
-      el("div", {}, el("p", { class: "plot-title" }, "Relative gap (f − f*) / |f*| and the solver's optimality measure (log scale)"),
-        gapBox),
-      el("div", {}, el("p", { class: "plot-title" }, "Primal objective f"), objBox)),
+      el("div", {}, el("p", { class: "plot-title", id: "plot-gap-title" }), gapBox),
+      el("div", {}, el("p", { class: "plot-title", id: "plot-objective-title" }), objBox)),
     el("section", { id: "cross-validation" }),
     el("h2", {}, "Parameters"), params);
   showFacts(facts, actions, dataset);
@@ -69,6 +78,9 @@ async function follow(facts, actions, dataset) {
     await streamLog(jobId, after, (type, data) => {
       if (type === "record") {
         records.push(data);
+        // the stream sends the job on a change of state only: its progress follows the records
+        job.progress = { iteration: data.iteration, elapsed: data.elapsed, objective: data.objective,
+          optimality: data.optimality, stage: stageOf(data.extras || {}) };
         schedule();
       } else {
         job = data;
@@ -84,7 +96,34 @@ async function follow(facts, actions, dataset) {
 function schedule() {  // redraw at most every 200 ms while records stream in
   if (pending) return;
   pending = true;
-  setTimeout(() => { pending = false; redraw(false); }, 200);
+  setTimeout(() => { pending = false; showProgress(); redraw(false); }, 200);
+}
+
+// Where a record stands, in the words of the API's progress.stage (app.jobs.state.progress_stage).
+function stageOf(e) {
+  const parts = [];
+  if (e.stage === "refit") parts.push("refit at the best point");
+  if (e.n_folds != null && e.C_index != null) {
+    parts.push(`C ${e.C_index + 1} of ${e.n_C}`);
+    if ((e.n_gamma || 1) > 1) parts.push(`gamma ${e.gamma_index + 1} of ${e.n_gamma}`);
+    parts.push(`fold ${e.fold + 1} of ${e.n_folds}`);
+  }
+  if (e.n_classes != null) parts.push(`class ${e.class_index + 1} of ${e.n_classes} (label ${e.class})`);
+  else if (e.n_subproblems != null) parts.push(`pair ${e.subproblem + 1} of ${e.n_subproblems} (${e.class})`);
+  return parts.join(", ") || null;
+}
+
+function showProgress() {  // the facts a record changes, in place (the buttons stay)
+  const p = job.progress;
+  const set = (name, text) => {
+    const dd = document.querySelector(`[data-fact=${name}]`);
+    if (dd) dd.textContent = text;
+  };
+  if (!p) return;
+  set("iterations", fmt(p.iteration));
+  set("objective", fmt(p.objective, 10));
+  set("optimality", fmt(p.optimality));
+  set("stage", p.stage || "–");
 }
 
 function showFacts(facts, actions, dataset) {
@@ -97,6 +136,7 @@ function showFacts(facts, actions, dataset) {
     ["Iterations", job.progress ? fmt(job.progress.iteration) : "–"],
     ["Objective", job.progress ? fmt(job.progress.objective, 10) : "–"],
     ["Optimality", job.progress ? fmt(job.progress.optimality) : "–"],
+    ["Stage", (job.progress && job.progress.stage) || "–"],
     ["Elapsed", seconds(jobElapsed(job))],
     ["Created", when(job.created_at)],
     ["Problem", job.problem_key ? el("code", {}, job.problem_key) : "– (tuning job)"],
@@ -178,33 +218,107 @@ function showCrossValidation() {
   box.dataset.points = String(Cs.length);
 }
 
+// The part of the job a record belongs to: a tuning job's grid point (its fold fits), the
+// refit, a one-vs-rest class or one-vs-one pair (of the run or of the refit), or the whole run.
+function partOf(r) {
+  const e = r.extras || {};
+  const refit = e.stage === "refit";
+  if (!refit && e.fold != null && e.C != null) {
+    return { key: `grid:${e.C}:${e.gamma}`, kind: "grid",
+      label: `C = ${fmt(e.C)}${e.gamma == null ? "" : `, gamma = ${fmt(e.gamma)}`}` +
+        (e.n_C != null ? ` (C ${e.C_index + 1} of ${e.n_C}${e.n_gamma > 1 ? `, gamma ${e.gamma_index + 1} of ${e.n_gamma}` : ""})` : "") };
+  }
+  let key = refit ? "refit" : "run";
+  let label = refit ? "refit at the best point" : "the whole run";
+  if (e.subproblem != null) {
+    const part = e.n_classes != null ? `class ${e.class_index + 1} of ${e.n_classes} (label ${e.class})`
+      : e.n_subproblems != null ? `pair ${e.subproblem + 1} of ${e.n_subproblems} (${e.class})`
+        : `class ${e.class}`;
+    key += `:${e.subproblem}`;
+    label = refit ? `refit, ${part}` : part;
+  }
+  return { key, kind: "run", label };
+}
+
+function parts() {  // key -> {key, kind, label, records}, in the order the log met them
+  const out = new Map();
+  for (const r of records) {
+    const part = partOf(r);
+    if (!out.has(part.key)) out.set(part.key, { ...part, records: [] });
+    out.get(part.key).records.push(r);
+  }
+  return out;
+}
+
+function showViews(all, chosen) {
+  const view = document.getElementById("view");
+  const select = document.getElementById("view-select");
+  view.hidden = all.size < 2 && chosen.kind !== "grid";
+  const keys = [...all.keys()];
+  if (select.options.length !== keys.length || [...select.options].some((o, i) => o.value !== keys[i])) {
+    select.replaceChildren(...keys.map((key) => el("option", { value: key }, all.get(key).label)));
+  }
+  select.value = chosen.key;
+}
+
 function redraw(rebuild) {
-  const xs = xAxis === "time" ? runTimes(records) : records.map((r) => r.iteration);
-  let best = reference;
-  for (const r of records) if (r.objective != null && (best == null || r.objective < best)) best = r.objective;
-  const gaps = records.map((r) => relativeGap(r.objective, best));
-  const optimality = records.map((r) => (r.optimality != null && r.optimality > 0 ? r.optimality : null));
-  const objective = records.map((r) => r.objective);
-  document.getElementById("plot-note").textContent = records.length
-    ? `${records.length} records${FINISHED.has(job.status) ? "" : " so far (live)"}; f* = ${fmt(best, 12)}, the lowest objective ${reference != null && reference <= best ? "of the finished jobs on this problem" : "of this job"}.`
-    : "No record yet.";
-  const xLabel = xAxis === "time" ? "time (s)" : "iteration";
-  const gapData = [xs, gaps, optimality];
-  const objData = [xs, objective];
+  const all = parts();
+  const last = records.length ? partOf(records[records.length - 1]).key : null;
+  const chosen = all.get(picked) || all.get(last) || { key: "run", kind: "run", label: "the whole run", records: [] };
+  const part = chosen.records;
+  const whole = all.size < 2 && chosen.kind === "run";  // one binary problem: as it always was
+  showViews(all, chosen);
+  document.getElementById("x-axis").hidden = chosen.kind === "grid";
+  if (chosen.kind !== shownKind) rebuild = true;
+  shownKind = chosen.kind;
+  const live = FINISHED.has(job.status) ? "" : " so far (live)";
+  const gapBox = document.getElementById("plot-gap");
+  const objBox = document.getElementById("plot-objective");
+  let gapData, objData, gapOptions, objOptions;
+  if (chosen.kind === "grid") {  // a grid point: its fold fits' scores and objectives
+    const xs = part.map((r) => r.extras.fold + 1);
+    const metric = (part[0] && part[0].extras.metric || "score").replaceAll("_", " ");
+    const folds = part[0] && part[0].extras.n_folds;
+    document.getElementById("plot-gap-title").textContent = `Fold scores (${metric}) at ${chosen.label}`;
+    document.getElementById("plot-objective-title").textContent = "Training objective of each fold's fit";
+    document.getElementById("plot-note").textContent =
+      `${chosen.label}: ${part.length}${folds ? ` of ${folds}` : ""} fold fits${live}; ${records.length} records in all.`;
+    gapData = [xs, part.map((r) => r.optimality)];
+    objData = [xs, part.map((r) => r.objective)];
+    const foldAxis = { xLabel: "fold", xWhole: true, xRange: [0.8, Math.max(folds || xs.length, 1) + 0.2] };
+    gapOptions = { ...foldAxis, yLabel: metric, series: [{ label: `fold ${metric}` }] };
+    objOptions = { ...foldAxis, yLabel: "objective", series: [{ label: "training objective" }] };
+  } else {
+    const subproblem = part.length && part[0].extras && part[0].extras.solver_iteration != null;
+    const xs = xAxis === "time" ? runTimes(part)
+      : part.map((r, i) => (subproblem ? r.extras.solver_iteration : whole ? r.iteration : i + 1));
+    let best = whole ? reference : null;
+    for (const r of part) if (r.objective != null && (best == null || r.objective < best)) best = r.objective;
+    document.getElementById("plot-gap-title").textContent =
+      "Relative gap (f − f*) / |f*| and the solver's optimality measure (log scale)";
+    document.getElementById("plot-objective-title").textContent = "Primal objective f";
+    document.getElementById("plot-note").textContent = !records.length ? "No record yet."
+      : whole ? `${records.length} records${live}; f* = ${fmt(best, 12)}, the lowest objective ${reference != null && reference <= best ? "of the finished jobs on this problem" : "of this job"}.`
+        : `${chosen.label}: ${part.length} of ${records.length} records${live}; f* = ${fmt(best, 12)}, the lowest objective of this part; time is the job's.`;
+    gapData = [xs, part.map((r) => relativeGap(r.objective, best)),
+      part.map((r) => (r.optimality != null && r.optimality > 0 ? r.optimality : null))];
+    objData = [xs, part.map((r) => r.objective)];
+    const xLabel = xAxis === "time" ? "time (s)" : "iteration";
+    gapOptions = { xLabel, yLabel: "relative gap / optimality", logY: true,
+      series: [{ label: "relative gap" }, { label: "optimality (solver's measure)" }] };
+    objOptions = { xLabel, yLabel: "objective", series: [{ label: "objective" }] };
+  }
   if (rebuild || !plots) {
-    const gapBox = document.getElementById("plot-gap");
-    const objBox = document.getElementById("plot-objective");
     gapBox.replaceChildren();
     objBox.replaceChildren();
-    plots = {
-      gap: makePlot(gapBox, { xLabel, yLabel: "relative gap / optimality", logY: true, data: gapData,
-        series: [{ label: "relative gap" }, { label: "optimality (solver's measure)" }] }),
-      objective: makePlot(objBox, { xLabel, yLabel: "objective", data: objData, series: [{ label: "objective" }] }),
-    };
+    plots = { gap: makePlot(gapBox, { ...gapOptions, data: gapData }),
+      objective: makePlot(objBox, { ...objOptions, data: objData }) };
   } else {
     plots.gap.setData(gapData);
     plots.objective.setData(objData);
   }
+  gapBox.dataset.points = String(part.length);
+  document.body.dataset.view = chosen.key;
   document.body.dataset.records = String(records.length);
 }
 

@@ -22,8 +22,9 @@ export function runTimes(records) {
 }
 
 // A uPlot in `box` that follows its width.  `series`: [{label, ...style}], `data`: [x, y1, ...].
-// `xRange` / `yRange` ([min, max]) fix a linear axis's range (a ROC curve's unit square).
-export function makePlot(box, { xLabel, yLabel, logX = false, logY = false, series, data, height = 260, xRange, yRange }) {
+// `xRange` / `yRange` ([min, max]) fix a linear axis's range (a ROC curve's unit square);
+// `xWhole`: the x values are counts (folds), ticked at whole numbers only.
+export function makePlot(box, { xLabel, yLabel, logX = false, logY = false, series, data, height = 260, xRange, yRange, xWhole = false }) {
   const width = Math.max(260, box.clientWidth || 600);
   // A log axis labels its powers of the base only, and at most about eight of them (every
   // k-th power): uPlot puts a tick at every multiple between powers, and a gap axis spans up
@@ -39,7 +40,8 @@ export function makePlot(box, { xLabel, yLabel, logX = false, logY = false, seri
     width, height,
     scales: { x: logX ? { time: false, distr: 3, log: 2 } : { time: false, ...(xRange ? { range: xRange } : {}) },
       y: logY ? { distr: 3, log: 10 } : (yRange ? { range: yRange } : {}) },
-    axes: [logX ? { label: xLabel, size: 40, values: logTicks(2) } : { label: xLabel, size: 40 },
+    axes: [logX ? { label: xLabel, size: 40, values: logTicks(2) }
+      : xWhole ? { label: xLabel, size: 40, incrs: [1, 2, 5, 10, 20] } : { label: xLabel, size: 40 },
       logY ? { label: yLabel, size: 72, values: logTicks(10) } : { label: yLabel, size: 90 }],
     series: [{ label: xLabel, value: (u, v) => (v == null ? "–" : tick(v)) },
       ...series.map((s, i) => ({ spanGaps: true, value: (u, v) => (v == null ? "–" : tick(v)), ...seriesStyle(i), ...s }))],

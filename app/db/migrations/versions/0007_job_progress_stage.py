@@ -1,0 +1,27 @@
+"""Jobs: ``progress_stage``, where a running job is ("class 3 of 26", "C 3 of 11, fold 2 of
+5"), from its latest record.
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-11-26
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0007"
+down_revision = "0006"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("jobs") as batch:
+        batch.add_column(sa.Column("progress_stage", sa.String(128), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("jobs") as batch:
+        batch.drop_column("progress_stage")
