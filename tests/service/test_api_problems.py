@@ -205,7 +205,7 @@ def test_the_migration_backfills_the_keys_of_existing_jobs(backend, tmp_path):
             id=dataset, name="d", sha256="0" * 64, n_samples=1, n_features=1, nnz=1,
             density=1.0, class_counts={"1": 1}, has_qid=False, has_sample_weight=False,
             upload_bytes=1, stored_bytes=1))
-        jobs_0003 = table_at(Job, {"problem_key", "keep_last_good"})
+        jobs_0003 = table_at(Job, {"problem_key", "keep_last_good", "progress_stage"})
         for name, (params, tuning) in jobs.items():
             connection.execute(jobs_0003.insert().values(
                 id=ids[name], dataset_id=dataset, solver=params["solver"], params=params,
