@@ -362,7 +362,16 @@ def _cross_validation_accuracy(ds, spec, params, folds: int, C: list[float]):
     params = {key: value for key, value in params.items() if key not in ("C", "solver")}
     if folds < 2:
         raise CLIError(f"-v {folds}: cross-validation needs at least 2 folds")
-    result = cross_validate(ds, spec.name, C=C, folds=folds, fit_gap=None, **params)
+    # the kernel's gamma is cross_validate's grid argument, not one of its solver parameters:
+    # a number set for a kernel (its own, or a low-rank factor's) is a grid of one; "scale"
+    # and "auto" are resolved on each fold as the solver would
+    gamma = params.pop("gamma", None)
+    kernel = spec.params_model.own_kernel or params.get("approximation", "none") != "none"
+    if isinstance(gamma, str) and gamma != spec.params_model.model_fields["gamma"].default:
+        raise CLIError(f"-v with gamma={gamma!r}: give the kernel's gamma as a number")
+    grid = [gamma] if kernel and isinstance(gamma, int | float) else None
+    result = cross_validate(ds, spec.name, C=C, folds=folds, fit_gap=None, gamma=grid,
+                            **params)
     sizes = np.bincount(ds.stratified_folds(folds, 0), minlength=folds)
     best = max(result.scores, key=lambda row: (float(np.dot(row.fold_scores, sizes)), -row.C))
     return best.C, float(np.dot(best.fold_scores, sizes) / ds.n_samples)
