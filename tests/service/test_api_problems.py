@@ -233,3 +233,29 @@ def test_stored_parameters_validate_again_for_every_loss(spec):
         assert spec.params_model.model_validate(dumped) == params
         assert stored_problem_key(uuid.UUID(int=0), spec.name, dumped, None) == \
             problem_key(uuid.UUID(int=0), params)
+
+
+def test_the_migration_renames_interior_points_stored_pcg_gamma(backend, tmp_path):
+    """Revision 0008: a stored interior_point job's ``gamma`` (its PCG parameter, before the
+    kernel's gamma joined every solver) becomes ``pcg_gamma``; other solvers' stay."""
+    engine = create_db_engine(backend.database_url(tmp_path))
+    upgrade_database(engine, "0007")
+    dataset, ip_job, smo_job = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    with engine.begin() as connection:
+        connection.execute(Dataset.__table__.insert().values(
+            id=dataset, name="d", sha256="0" * 64, n_samples=1, n_features=1, nnz=1,
+            density=1.0, class_counts={"1": 1}, has_qid=False, has_sample_weight=False,
+            upload_bytes=1, stored_bytes=1))
+        for job_id, params in ((ip_job, {"solver": "interior_point", "gamma": 0.5}),
+                               (smo_job, {"solver": "smo", "gamma": 0.5})):
+            connection.execute(Job.__table__.insert().values(
+                id=job_id, dataset_id=dataset, solver=params["solver"], params=params,
+                status="succeeded", attempts=1))
+    upgrade_database(engine)
+    with Sessions(engine).read() as session:
+        stored = dict(session.execute(select(Job.id, Job.params)).all())
+    assert stored[ip_job] == {"solver": "interior_point", "pcg_gamma": 0.5}
+    assert stored[smo_job] == {"solver": "smo", "gamma": 0.5}
+    spec = solvers.registry.get_solver("interior_point")
+    assert spec.params_model.model_validate(stored[ip_job]).pcg_gamma == 0.5
+    engine.dispose()
