@@ -154,10 +154,17 @@ def test_a_loss_with_one_solver_gets_it(params, solver):
 
 
 def test_an_unmeasured_loss_gets_the_first_candidate_and_says_so():
-    """lp has two candidates (alm's variants) and no measurements: the first, saying why."""
+    """lp has two candidates (alm's variants) and no measurements: they run in their listed
+    order, the first first, saying why.  Which one's fit stands depends on the strategy: run
+    alone, or capped and switched, the first's; raced on two threads, the first to finish
+    (on a busy machine either may be: the race is not asserted)."""
     result = solvers.train(load("heart_scale"), solver="auto", loss="lp", p=1.5, bias="free")
-    assert result.choice.candidate == "alm(variant=exact)" and result.status == "converged"
-    assert result.choice.reason.startswith("no measurements for loss='lp'")
+    assert result.status == "converged"
+    assert result.choice.reason == ("no measurements for loss='lp': the candidates in their "
+                                    "listed order (alm(variant=exact) first)")
+    assert [run["candidate"] for run in result.choice.runs][0] == "alm(variant=exact)"
+    if result.choice.strategy != "race":
+        assert result.choice.candidate == "alm(variant=exact)"
 
 
 def test_tasks_narrow_the_candidates():
