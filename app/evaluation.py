@@ -11,7 +11,7 @@ from typing import Any
 
 from app.core.principals import Principal
 from app.crud import datasets as crud_datasets
-from app.errors import InvalidRequest, NotFound
+from app.errors import InvalidRequest
 from app.prediction import ModelCache, load_model
 
 
@@ -37,10 +37,7 @@ def evaluate_on_dataset(cache: ModelCache, sessions, store, model_id: uuid.UUID,
     model = load_model(cache, sessions, model_id, principal)
     missing = InvalidRequest(f"dataset_id: dataset {dataset_id} not found")
     with sessions.read() as session:
-        try:
-            dataset = crud_datasets.get(session, dataset_id, principal)
-        except NotFound:
-            raise missing from None
+        dataset = crud_datasets.get(session, dataset_id, principal, field="dataset_id")
         digest, n_features = dataset.sha256, dataset.n_features
     if n_features > model.n_features_in_:
         raise InvalidRequest(f"dataset_id: the dataset has {n_features} features, the model "

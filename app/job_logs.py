@@ -20,7 +20,6 @@ from app.core.principals import Principal
 from app.crud import jobs as crud_jobs
 from app.db.session import Sessions
 from app.downsample import sample_rows
-from app.errors import InvalidRequest, NotFound
 from app.schemas import JobLogPublic, JobLogSeries, JobLogsPublic, JobPublic, LogRecordPublic
 
 READ_BATCH = 5000
@@ -83,10 +82,7 @@ def compare(sessions: Sessions, job_ids: Iterable[uuid.UUID], points: int,
     series = []
     for job_id in dict.fromkeys(job_ids):
         with sessions.read() as session:
-            try:
-                job = crud_jobs.get(session, job_id, principal)
-            except NotFound:
-                raise InvalidRequest(f"job_id: job {job_id} not found") from None
+            job = crud_jobs.get(session, job_id, principal, field="job_id")
             public = JobPublic.from_row(job)
         rows = _all_rows(sessions, job_id, 0)
         objectives = [row.objective for row in rows if row.objective is not None]

@@ -54,14 +54,6 @@ class ServiceMetrics:
         self.registry.register(_LogStreamCollector(streams))
 
 
-def owner_label(owner: str) -> str:
-    """The ``owner`` label of a stream owner: the owner as stored (a name, or ``key:`` and
-    a salted digest's prefix: never the key's digest), or the client's address
-    (``client:<address>``) when the service has no keys; ``""`` (an open service's owner)
-    shows as ``open``."""
-    return owner or "open"
-
-
 class _LogStreamCollector:
     def __init__(self, streams):
         self._streams = streams
@@ -78,7 +70,7 @@ class _LogStreamCollector:
             "prefix), or per client address when the service has no keys.",
             labels=["owner"])
         for owner, count in sorted(by_owner.items()):
-            per_owner.add_metric([owner_label(owner)], count)
+            per_owner.add_metric([owner], count)  # a name, key:<salted digest>, client:<address>
         yield per_owner
 
 

@@ -41,11 +41,15 @@ class Principal:
 
     owner: str
     scope: Scope
-    sees_all: bool
+
+    @property
+    def sees_all(self) -> bool:
+        """An admin key (and an open service, whose requests are admins) sees every owner's."""
+        return self.scope is Scope.admin
 
     def may_see(self, owner: str | None) -> bool:
         """Whether a row of ``owner`` exists for this principal (otherwise: 404)."""
         return self.sees_all or owner == self.owner
 
 
-OPEN = Principal(owner=NO_OWNER, scope=Scope.admin, sees_all=True)
+OPEN = Principal(owner=NO_OWNER, scope=Scope.admin)

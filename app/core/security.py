@@ -145,12 +145,15 @@ class ApiKeys:
         if found is None:
             return None
         scope, owner = found
-        return Principal(owner=owner, scope=scope, sees_all=scope is Scope.admin)
+        return Principal(owner=owner, scope=scope)
 
-    def scope_of(self, key: str | None) -> Scope | None:
-        """The scope of a presented key; None when it is missing or unknown."""
-        principal = self.principal_of(key)
-        return None if principal is None else principal.scope
+
+def check_scope(principal: Principal, needed: Scope) -> Principal:
+    """``principal`` if its scope allows what needs ``needed``; 403 otherwise."""
+    if principal.scope < needed:
+        raise Forbidden(f"this API key has scope {principal.scope.name}; this needs "
+                        f"{needed.name}")
+    return principal
 
 
 def authorize(keys: ApiKeys, key: str | None, needed: Scope) -> Principal:
@@ -165,10 +168,7 @@ def authorize(keys: ApiKeys, key: str | None, needed: Scope) -> Principal:
         message = (f"missing API key: send it in the {API_KEY_HEADER} header or as "
                    f"Authorization: Bearer <key>" if not key else "unknown API key")
         raise Unauthenticated(message)
-    if principal.scope < needed:
-        raise Forbidden(f"this API key has scope {principal.scope.name}; this needs "
-                        f"{needed.name}")
-    return principal
+    return check_scope(principal, needed)
 
 
 def presented_key(headers) -> str | None:
@@ -201,10 +201,7 @@ def require(needed: Scope):
     higher (403 otherwise); it returns the request's principal."""
 
     async def check(principal: PrincipalDep) -> Principal:
-        if principal.scope < needed:
-            raise Forbidden(f"this API key has scope {principal.scope.name}; this needs "
-                            f"{needed.name}")
-        return principal
+        return check_scope(principal, needed)
 
     check.__name__ = f"require_{needed.name}"
     return check

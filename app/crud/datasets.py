@@ -22,9 +22,9 @@ def list_page(session: Session, principal: Principal, offset: int,
                 (Dataset.created_at.desc(), Dataset.id), offset, limit)
 
 
-def get(session: Session, dataset_id, principal: Principal) -> Dataset:
-    """The dataset, if ``principal`` sees it (:class:`NotFound` otherwise)."""
-    return owned(session, Dataset, dataset_id, "dataset", principal)
+def get(session: Session, dataset_id, principal: Principal, field: str | None = None) -> Dataset:
+    """The dataset, if ``principal`` sees it (:func:`~app.crud.pages.owned`)."""
+    return owned(session, Dataset, dataset_id, "dataset", principal, field)
 
 
 def delete(session: Session, files: DatasetStorage, dataset_id, cascade: bool,

@@ -14,7 +14,7 @@ from app.core.principals import Principal
 from app.crud.pages import owned, page, visible
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus
 from app.db.session import Sessions
-from app.errors import Conflict, InvalidRequest, QuotaExceeded, limit_exceeded
+from app.errors import Conflict, QuotaExceeded, limit_exceeded
 from app.jobs.admission import check_job
 from app.jobs.state import delete_finished_job, request_cancel
 from app.problem import problem_key
@@ -28,9 +28,7 @@ def create(session: Session, body, principal: Principal, settings: Settings) -> 
     for field, dataset_id in (("dataset_id", body.dataset_id),
                               ("validation_dataset_id", body.validation_dataset_id)):
         if dataset_id is not None:
-            datasets[field] = session.get(Dataset, dataset_id)
-            if datasets[field] is None or not principal.may_see(datasets[field].owner):
-                raise InvalidRequest(f"{field}: dataset {dataset_id} not found")
+            datasets[field] = owned(session, Dataset, dataset_id, "dataset", principal, field)
     check_job(body.params, datasets["dataset_id"], datasets.get("validation_dataset_id"),
               settings, body.tuning)
     owner = principal.owner
@@ -58,9 +56,10 @@ def create(session: Session, body, principal: Principal, settings: Settings) -> 
     return job
 
 
-def get(session: Session, job_id: uuid.UUID, principal: Principal) -> Job:
-    """The job, if ``principal`` sees it (:class:`NotFound` otherwise)."""
-    return owned(session, Job, job_id, "job", principal)
+def get(session: Session, job_id: uuid.UUID, principal: Principal,
+        field: str | None = None) -> Job:
+    """The job, if ``principal`` sees it (:func:`~app.crud.pages.owned`)."""
+    return owned(session, Job, job_id, "job", principal, field)
 
 
 def cancel(session: Session, job_id: uuid.UUID, principal: Principal) -> Job:

@@ -8,7 +8,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from app.core.principals import Principal
-from app.errors import NotFound
+from app.errors import InvalidRequest, NotFound
 
 
 def visible(query: Select, row_kind, principal: Principal) -> Select:
@@ -16,12 +16,15 @@ def visible(query: Select, row_kind, principal: Principal) -> Select:
     return query if principal.sees_all else query.where(row_kind.owner == principal.owner)
 
 
-def owned(session: Session, row_kind, row_id, noun: str, principal: Principal):
-    """The row if it exists for ``principal``; :class:`NotFound` naming it otherwise (another
-    owner's row is answered exactly as a row that does not exist)."""
+def owned(session: Session, row_kind, row_id, noun: str, principal: Principal,
+          field: str | None = None):
+    """The row if it exists for ``principal``; otherwise :class:`NotFound` naming it, or for
+    an id the request names in ``field`` (a body or query field, not the path) an
+    :class:`InvalidRequest`.  Another owner's row is answered exactly as a missing one."""
     row = session.get(row_kind, row_id)
     if row is None or not principal.may_see(row.owner):
-        raise NotFound(f"{noun} {row_id} not found")
+        missing = f"{noun} {row_id} not found"
+        raise NotFound(missing) if field is None else InvalidRequest(f"{field}: {missing}")
     return row
 
 

@@ -112,10 +112,10 @@ def test_keys_from_the_environment_and_a_file_are_kept_hashed(tmp_path):
     keys = ApiKeys.from_settings(Settings(api_keys="read:r-key, train:r-key",
                                           api_keys_file=keys_file))
     assert len(keys) == 3
-    assert keys.scope_of("r-key") == Scope.train  # the higher scope of a key given twice
-    assert keys.scope_of("t-key") == Scope.train
-    assert keys.scope_of("a" * 8) == Scope.admin
-    assert keys.scope_of("unknown") is None and keys.scope_of(None) is None
+    assert keys.principal_of("r-key").scope == Scope.train  # the higher of a key given twice
+    assert keys.principal_of("t-key").scope == Scope.train
+    assert keys.principal_of("a" * 8).scope == Scope.admin
+    assert keys.principal_of("unknown") is None and keys.principal_of(None) is None
     assert "r-key" not in repr(vars(keys))
     assert not ApiKeys.from_settings(Settings()).enabled
 
