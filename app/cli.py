@@ -573,12 +573,11 @@ def cmd_predict(args) -> int:
     ds = _read(test_path, zero_based=args.zero_based)
     from solvers.evaluate import evaluate
 
-    decision = model.decision_function(ds.X, parallel=True)
+    decision, proba = model.scores_and_probabilities(ds.X, parallel=True)
     predictions = model.labels_from_scores(decision)
     if args.b == 1:  # LIBSVM's -b 1 output: a header of labels, then label and probabilities
-        if not model.calibrated:
+        if proba is None:
             raise CLIError("-b 1 needs a model trained with --probability true")
-        proba = model.predict_proba(ds.X, parallel=True)
         lines = ["labels " + " ".join(label_key(c) for c in model.classes_) + "\n"]
         lines += [f"{label_key(p)} " + " ".join(f"{v:g}" for v in row) + "\n"
                   for p, row in zip(predictions, proba, strict=True)]

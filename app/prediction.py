@@ -180,12 +180,11 @@ def predictions_json(model, X) -> bytes | None:
     the response model say how it is sent)."""
     from solvers.data.dataset import label_value
 
-    raw = model.decision_function(X, parallel=False)
+    raw, chances = model.scores_and_probabilities(X, parallel=False)
     labels = [json.dumps(label_value(v)) for v in model.labels_from_scores(raw)]
     scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
     if not np.all(np.isfinite(scores)):
         return None
-    chances = _probabilities(model, raw, X)
     if chances is None:
         parts = ",".join(
             f'{{"label":{label},"decision_values":[{",".join(map(repr, row))}]}}'
@@ -198,32 +197,17 @@ def predictions_json(model, X) -> bytes | None:
     return f'{{"data":[{parts}],"count":{X.shape[0]}}}'.encode()
 
 
-def _probabilities(model, raw: np.ndarray, X) -> np.ndarray | None:
-    """The rows' class probabilities (columns in the model's classes order) when the model
-    was trained with ``probability=True`` (its Platt sigmoids on ``raw``, the rows' decision
-    values; a one-vs-one model's coupled pairs, from the rows ``X``), else None."""
-    platt = model.metadata.get("platt")
-    if platt is None:
-        if "pairwise_platt" in model.metadata:
-            return model.predict_proba(X, parallel=False)  # needs the pairs' own values
-        return None
-    from solvers.calibration import probabilities
-
-    return probabilities(raw, np.asarray(platt))
-
-
 def predictions(model, X) -> list[dict[str, Any]]:
     """Label and decision values of each row of ``X`` (serial kernels)."""
     from solvers.data.dataset import label_value
 
-    raw = model.decision_function(X, parallel=False)
+    raw, chances = model.scores_and_probabilities(X, parallel=False)
     labels = model.labels_from_scores(raw)  # scored once, not again by predict()
     scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
     out = [
         {"label": label_value(label), "decision_values": [float(v) for v in row]}
         for label, row in zip(labels, scores, strict=True)
     ]
-    chances = _probabilities(model, raw, X)
     if chances is not None:
         for entry, row in zip(out, chances.tolist(), strict=True):
             entry["probabilities"] = row

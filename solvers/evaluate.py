@@ -205,10 +205,8 @@ def scores_from(truth, predicted, decision, classes, proba=None) -> dict[str, An
 def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
     """Every metric of the module docstring for ``model`` on the labelled ``dataset`` (the
     rows scored once)."""
-    decision = model.decision_function(dataset.X, parallel=parallel)
+    decision, proba = model.scores_and_probabilities(dataset.X, parallel=parallel)
     predicted = model.labels_from_scores(decision)
-    proba = model.predict_proba(dataset.X, parallel=parallel) \
-        if getattr(model, "calibrated", False) else None
     if getattr(model, "kind", None) == "ordinal":
         decision = None  # one score, p ranks: not one-vs-rest scores
     return scores_from(dataset.labels, predicted, decision, model.classes_, proba)

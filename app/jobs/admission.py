@@ -120,8 +120,8 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         # one over the prediction cache would be loaded again for every request
         if 8 * weights > settings.model_cache_bytes:
             raise limit_exceeded(
-                f"the model ({vectors} weight vectors of {dataset.n_features + 1}, 8 bytes "
-                f"a weight)", "model_cache_bytes", settings.model_cache_bytes, "bytes",
+                f"the model ({vectors} weight vectors of {features + 1}, 8 bytes a weight)",
+                "model_cache_bytes", settings.model_cache_bytes, "bytes",
                 actual=8 * weights, error=LimitExceeded)
     cache_mb = getattr(params, "cache_mb", None)
     if cache_mb is not None and cache_mb > settings.max_kernel_cache_mb:

@@ -99,14 +99,21 @@ class Model(ABC):
         return "platt" in self.metadata or "pairwise_platt" in self.metadata
 
     def predict_proba(self, X, *, parallel: bool = False) -> np.ndarray:
-        """(n, n_classes) probabilities from the Platt sigmoids ``train(...,
-        probability=True)`` fitted (``solvers.calibration``), columns in ``classes_``'s
-        order."""
-        platt = self.metadata.get("platt")
-        if platt is None:
+        """(n, n_classes) probabilities from the sigmoids ``train(..., probability=True)``
+        fitted (``solvers.calibration``), columns in ``classes_``'s order."""
+        proba = self.scores_and_probabilities(X, parallel=parallel)[1]
+        if proba is None:
             raise ValueError("this model has no probabilities: train it with "
                              "probability=True")
-        return probabilities(self.decision_function(X, parallel=parallel), np.asarray(platt))
+        return proba
+
+    def scores_and_probabilities(self, X, *,
+                                 parallel: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+        """(``decision_function(X)``, ``predict_proba(X)``, or None for a model without
+        probabilities), the rows scored once: for callers that report both."""
+        decision = self.decision_function(X, parallel=parallel)
+        platt = self.metadata.get("platt")
+        return decision, None if platt is None else probabilities(decision, np.asarray(platt))
 
     # -- serialization -----------------------------------------------------------------------
     @abstractmethod

@@ -89,7 +89,10 @@ class KernelModel(Model):
                                self.intercept_, parallel=parallel, Z_columns=self._columns)
 
     def decision_function(self, X, *, parallel: bool = False) -> np.ndarray:
-        scores = self.pairwise_decision(X, parallel=parallel)
+        return self._scores(self.pairwise_decision(X, parallel=parallel))
+
+    def _scores(self, scores: np.ndarray) -> np.ndarray:
+        """The decision values from the binary functions' values."""
         if self.coef_.shape[0] == 1:
             return scores[:, 0]
         if self.multiclass == "ovo":
@@ -117,15 +120,18 @@ class KernelModel(Model):
             return self.classes_[np.argmax(np.rint(scores), axis=1)]  # the votes; LIBSVM's ties
         return super().labels_from_scores(scores)
 
-    def predict_proba(self, X, *, parallel: bool = False) -> np.ndarray:
-        """(n, n_classes) probabilities: a one-vs-one model trained with probability=True
-        (``pairwise_platt``) couples its pairs' sigmoids (Wu, Lin & Weng 2004, method 2:
-        :func:`solvers.calibration.coupled_probabilities`); others as every model."""
+    def scores_and_probabilities(self, X, *,
+                                 parallel: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+        """A one-vs-one model trained with probability=True (``pairwise_platt``) couples its
+        pairs' sigmoids (Wu, Lin & Weng 2004, method 2:
+        :func:`solvers.calibration.coupled_probabilities`) on the pairs' values its votes are
+        counted from (the kernel rows computed once); others as every model."""
         pairs = self.metadata.get("pairwise_platt")
         if pairs is None:
-            return super().predict_proba(X, parallel=parallel)
-        return coupled_probabilities(self.pairwise_decision(X, parallel=parallel),
-                                     np.asarray(pairs), self.classes_.shape[0])
+            return super().scores_and_probabilities(X, parallel=parallel)
+        pairwise = self.pairwise_decision(X, parallel=parallel)
+        return self._scores(pairwise), coupled_probabilities(
+            pairwise, np.asarray(pairs), self.classes_.shape[0])
 
     def describe(self) -> dict[str, Any]:
         description = super().describe()
