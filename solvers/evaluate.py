@@ -147,10 +147,12 @@ def _index_in(classes: np.ndarray, values: np.ndarray) -> np.ndarray:
     return order[np.searchsorted(classes[order], values)]
 
 
-def scores_from(truth, predicted, decision, classes, proba=None) -> dict[str, Any]:
+def scores_from(truth, predicted, decision, classes, proba=None, *,
+                curve: bool = True) -> dict[str, Any]:
     """Every metric of the module docstring from labels, predictions and decision values
     (shape (n,) for two classes, (n, k) otherwise; None to skip the ranking metrics) and, for
-    the log loss, class probabilities (n, k) in ``classes``' order (or None)."""
+    the log loss, class probabilities (n, k) in ``classes``' order (or None).  ``curve=False``
+    leaves out the ROC curve's points (a score needs its area only)."""
     classes = np.asarray(classes)
     labels, matrix = confusion(truth, predicted, classes)
     n = int(matrix.sum())
@@ -188,9 +190,9 @@ def scores_from(truth, predicted, decision, classes, proba=None) -> dict[str, An
             positive = truth_c == classes_c[1]
             result["roc_auc"] = binary_roc_auc(positive, decision)
             result["average_precision"] = average_precision(positive, decision)
-            curve = roc_curve(positive, decision)
-            if curve is not None:
-                fpr, tpr, thresholds = curve
+            points = roc_curve(positive, decision) if curve else None
+            if points is not None:
+                fpr, tpr, thresholds = points
                 result["roc_curve"] = {
                     "fpr": fpr.tolist(), "tpr": tpr.tolist(),
                     "thresholds": [None if np.isinf(t) else float(t) for t in thresholds]}
@@ -221,5 +223,5 @@ def score(name: str, truth, predicted, decision, classes) -> float:
         truth, predicted = _comparable(truth, predicted)
         return float(np.mean(truth == predicted))
     value = scores_from(truth, predicted, decision if name in ("roc_auc", "average_precision")
-                        else None, classes)[name]
+                        else None, classes, curve=False)[name]
     return float("nan") if value is None else float(value)
