@@ -204,6 +204,10 @@ def test_approximation_is_refused_where_it_does_not_apply(heart):
                    dict(solver="mfn", task="ordinal")):
         with pytest.raises(solvers.InvalidParametersError, match="approximation|smo"):
             solvers.train(heart, approximation="icf", **params)
+    # the relaxed LS-SVM's dual is n x n whatever its kernel: no factor makes it smaller
+    with pytest.raises(solvers.InvalidParametersError,
+                       match="relaxed_lssvm solves its n x n dual.*does not make it smaller"):
+        solvers.train(heart, solver="relaxed_lssvm", approximation="nystrom", rank=10)
 
 
 def test_least_squares_kernel_path_fails_fast_past_its_practical_size():

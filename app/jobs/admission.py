@@ -37,7 +37,7 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     import solvers
     from solvers.approximation import Approximation
     from solvers.auto import DatasetShape
-    from solvers.lssvm.fit import check_kernel_size, uses_kernel_path
+    from solvers.lssvm.fit import check_kernel_size, uses_row_cache
     from solvers.lssvm.params import KernelSolverParams
     from solvers.train import resolve
 
@@ -91,10 +91,10 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         raise limit_exceeded("dataset_id: the dataset's distinct labels", "max_classes",
                              settings.max_classes, "labels", actual=len(labels),
                              error=LimitExceeded)
-    if isinstance(params, KernelSolverParams) and \
-            uses_kernel_path(params, dataset.n_samples):
+    run = Approximation.solver_params(params)  # on a low-rank factor: the linear kernel
+    if isinstance(run, KernelSolverParams) and uses_row_cache(run, dataset.n_samples):
         try:  # the least-squares family's kernel path: refused now, not in the worker
-            check_kernel_size(params, dataset.n_samples)
+            check_kernel_size(run, dataset.n_samples)
         except solvers.InvalidParametersError as exc:
             raise InvalidJob(f"params: {exc}") from None
     # the features the solver trains on: the data's, or a low-rank factor's columns
@@ -129,8 +129,7 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
                              settings.max_kernel_cache_mb, "MiB", actual=cache_mb,
                              error=LimitExceeded)
     # with an approximation the solver runs on the factor with the linear kernel
-    system = spec.dense_system(Approximation.solver_params(params), dataset.n_samples,
-                               features) \
+    system = spec.dense_system(run, dataset.n_samples, features) \
         if spec.dense_system is not None else None
     if system is not None and system[1] > settings.max_direct_rows:
         what, side = system

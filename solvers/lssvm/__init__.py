@@ -75,8 +75,9 @@ bias with bias_scale = 1/sqrt(A))::
 
 Practical size
 --------------
-The kernel path (any kernel through ``fit_kernel``: the direct and iterative systems, 2SMO
-and SesquiSMO) is practical while the n x n kernel matrix fits the row cache: n <=
+The kernel path through the row cache (``fit_kernel``'s iterative systems, 2SMO and
+SesquiSMO; a direct solve builds the dense matrix once, without it) is practical while the
+n x n kernel matrix fits the row cache: n <=
 sqrt(``cache_mb`` MiB / 8 bytes), **5,792 rows at the default 256 MiB** (8,192 at 512 MiB).
 Beyond it every CG iteration or SMO epoch recomputes most kernel rows: measured on ijcnn1
 (RBF, gamma = 1, C = 1, default cache, 2-core VM under load from other jobs, 2026-11-26),

@@ -60,10 +60,15 @@ def dense_system(params, n_samples: int, n_features: int) -> tuple[str, int] | N
             n_samples)
 
 
-def uses_kernel_path(params, n_samples: int) -> bool:
-    """Whether a run with these parameters goes through the kernel path (not the linear
-    kernel's primal CGLS), where :func:`check_kernel_size` applies."""
-    return params.approximation == "none" and not _primal(params, n_samples)
+def uses_row_cache(params, n_samples: int) -> bool:
+    """Whether a run with these parameters (those the solver runs with: on a low-rank factor,
+    the linear kernel's) computes kernel rows through the row cache, where
+    :func:`check_kernel_size` applies: the relaxed LS-SVM's SMO and the iterative kernel
+    systems; not the linear kernel's primal CGLS, nor a direct solve (one dense matrix,
+    bounded by the size of the direct solve)."""
+    if params.solver == "relaxed_lssvm":
+        return True
+    return not _primal(params, n_samples) and _resolve_method(params, n_samples) != "direct"
 
 
 def kernel_rows_limit(cache_mb: float) -> int:
@@ -119,10 +124,10 @@ def fit_kernel(dataset, spec: SolverSpec, params: KernelSolverParams, monitor: M
     """
     if _primal(params, dataset.n_samples):
         return fit_linear_one_vs_rest(dataset, spec, params, monitor)
-    if work is None:
-        check_kernel_size(params, dataset.n_samples)
     X = dataset.X
     if work is None:
+        if uses_row_cache(params, dataset.n_samples):
+            check_kernel_size(params, dataset.n_samples)
         work = KernelWork(X, params.kernel_function(), params.cache_mb)
     kernel = work.kernel
     starts = work.starts  # a path's last C's solutions (empty for a fresh work)
@@ -152,7 +157,8 @@ def fit_kernel_path(dataset, spec: SolverSpec,
     objective, seconds) per point."""
     if _primal(points[0], dataset.n_samples):
         return fit_linear_path(dataset, spec, points)
-    check_kernel_size(points[0], dataset.n_samples)
+    if uses_row_cache(points[0], dataset.n_samples):
+        check_kernel_size(points[0], dataset.n_samples)
     work = KernelWork(dataset.X, points[0].kernel_function(), points[0].cache_mb)
 
     def fit_point(params):

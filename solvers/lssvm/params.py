@@ -125,6 +125,16 @@ class RelaxedLSSVMParams(KernelSolverParams):
                             "inequality constraints (32)-(35), multipliers >= 0.")
     A: float = Field(1e4, gt=0, description="Weight of A/2 b^2 in (13); Joshi et al. chose "
                                             "1e4. With sumt, the starting value.")
+    @model_validator(mode="after")
+    def _no_approximation(self):
+        if self.approximation != "none":
+            raise ValueError("relaxed_lssvm solves its n x n dual through kernel rows whatever "
+                             "the kernel, so a low-rank factor does not make it smaller; "
+                             "approximation='nystrom' or 'icf' trains lssvm, proximal_svm or a "
+                             "linear solver (mfn, alm, cutting_plane, interior_point, dual_cd) "
+                             "on the factor")
+        return self
+
     kkt_tol: float = Field(1e-3, gt=0,
                            description="Stop when the largest KKT violation of (18) (or "
                                        "(34)-(35)), in units of the margin, is at most this "

@@ -199,10 +199,8 @@ def test_a_direct_solve_past_the_size_cap_is_refused(api):
     rows = api.app.state.settings.max_direct_rows + 1
     content = b"".join(b"%d 1:%d\n" % (1 if k % 2 else -1, k) for k in range(rows))
     dataset_id = uploaded_id(api, content)
-    # a kernel-row cache the n x n kernel matrix fits (763 MiB at 10,001 rows): otherwise the
-    # kernel path's practical limit refuses the job first
-    params = {"solver": "lssvm", "method": "direct", "cache_mb": 1024}
-    response = api.post("/api/v1/jobs", json={"dataset_id": dataset_id, "params": params})
+    response = api.post("/api/v1/jobs", json={"dataset_id": dataset_id,
+                                       "params": {"solver": "lssvm", "method": "direct"}})
     assert response.status_code == 422
     assert f"({rows} rows) exceeds the limit of {rows - 1} rows set by SVMSVC_MAX_DIRECT_ROWS" \
         in response.json()["detail"]
@@ -452,10 +450,13 @@ def test_a_low_rank_kernel_job_runs_and_serves_its_kernel_model(api):
 
 
 def test_a_least_squares_kernel_job_past_its_practical_size_is_refused_at_once(api, heart):
-    """The least-squares family's kernel path is practical while the kernel matrix fits
-    cache_mb: heart's 270 rows at 0.5 MiB (256 rows) are refused when the job is created,
-    naming the limit and the low-rank path, instead of failing in a worker."""
-    params = {"solver": "lssvm", "kernel": "rbf", "gamma": 0.1, "cache_mb": 0.5}
+    """The least-squares family's iterative kernel path is practical while the kernel matrix
+    fits cache_mb: heart's 270 rows at 0.5 MiB (256 rows) are refused when the job is
+    created, naming the limit and the low-rank path, instead of failing in a worker.  (A
+    direct solve builds the dense matrix once, without the row cache: SVMSVC_MAX_DIRECT_ROWS
+    bounds it instead.)"""
+    params = {"solver": "lssvm", "kernel": "rbf", "gamma": 0.1, "cache_mb": 0.5,
+              "method": "iterative"}
     response = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": params})
     assert response.status_code == 422, response.text
     detail = response.json()["detail"]
