@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import scipy.sparse as sp
 
 from solvers.base import SolverParams
@@ -47,8 +48,13 @@ class Approximation:
     requested_rank: int
 
     def dataset(self, dataset: Dataset) -> Dataset:
-        """``dataset`` with the factor's rows as its features (dense rows stored in CSR)."""
-        return dataset.with_X(sp.csr_matrix(self.factor.G), n_features=self.factor.rank)
+        """``dataset`` with the factor's rows as its features: a CSR matrix over G's own
+        buffer (every entry stored, rows of ``rank`` columns), not a copy of it."""
+        G = self.factor.G
+        n, r = G.shape
+        X = sp.csr_matrix((G.reshape(-1), np.tile(np.arange(r, dtype=np.int32), n),
+                           np.arange(0, n * r + 1, r, dtype=np.int64)), shape=(n, r))
+        return dataset.with_X(X, n_features=r)
 
     @staticmethod
     def solver_params(params: SolverParams) -> SolverParams:

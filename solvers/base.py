@@ -377,7 +377,7 @@ class SolverParams(BaseModel):
         """Whether the solver itself trains a kernel model on these parameters (the kernel
         families with a kernel other than linear; never the low-rank path, whose solver
         trains a linear model on the factor)."""
-        return False
+        return self.own_kernel and self.kernel != "linear" and self.approximation == "none"
 
     def solver_features(self, n_samples: int, n_features: int) -> int:
         """The number of features the solver trains on: the factor's rank (at most

@@ -65,9 +65,9 @@ class Settings(BaseSettings):
                                   "its n x n matrix takes 8 n^2 bytes (10,000: 800 MB).")
     max_factor_entries: int = Field(
         10**8, ge=1, description="Largest low-rank kernel factor (approximation: n_samples x "
-                                 "rank) a job may ask for; the solver trains on it stored "
-                                 "twice (dense and as its CSR data), about 20 bytes an entry "
-                                 "(10^8: 2 GB).")
+                                 "rank) a job may ask for; the solver trains on it as a "
+                                 "CSR matrix over the dense factor's own values, about 12 "
+                                 "bytes an entry with its column indices (10^8: 1.2 GB).")
     max_attempts: int = Field(
         2, ge=1, description="Runs a job may start; a job interrupted by a restart is re-queued "
                              "while it has attempts left.")

@@ -241,7 +241,8 @@ def nystrom(X, kernel: Kernel, rank: int, seed: int = 0, landmarks: str = "unifo
         L = kmeans_centroids(X, min(rank, n), seed)
     L.sort_indices()
     C = kernel_matrix(X, L, kernel, parallel=parallel)
-    W = kernel_matrix(L, L, kernel, parallel=False)
+    # uniform landmarks are training rows: K(L, L) is C's rows at them, computed already
+    W = C[chosen] if chosen is not None else kernel_matrix(L, L, kernel, parallel=False)
     W = 0.5 * (W + W.T)
     s, U = np.linalg.eigh(W)
     keep = s > NYSTROM_EIGEN_RTOL * max(float(s.max()), 0.0) if s.size else s > 0

@@ -48,10 +48,6 @@ class KernelSolverParams(SolverParams):
         """A problem without a kernel is the linear kernel's."""
         return {"kernel": "linear", **problem}
 
-    @property
-    def exact_kernel(self) -> bool:
-        return self.kernel != "linear" and self.approximation == "none"
-
     def kernel_function(self) -> Kernel:
         return Kernel(self.kernel, self.gamma, self.degree, self.coef0)
 

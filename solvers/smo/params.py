@@ -101,12 +101,9 @@ class SMOParams(SolverParams):
         (the default of a posed problem, SolverParams._normalized)."""
         return {"kernel": "linear", "multiclass": "ovr", **problem}
 
-    @property
-    def exact_kernel(self) -> bool:
-        return self.kernel != "linear" and self.approximation == "none"
-
     def kernel_function(self, X) -> Kernel:
-        return Kernel(self.kernel, self.gamma_value(X), self.degree, self.coef0)
+        """The kernel on training data X (gamma resolved on it): the base's."""
+        return self.approximation_kernel(X)
 
     def problem_fields(self) -> dict[str, Any]:
         """The base fields plus the kernel and its parameters (the linear kernel adds none:
