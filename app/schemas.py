@@ -17,6 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat,
 
 import solvers
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus, TrainedModel
+from app.jobs.state import progress_stage
 from app.problem import key_fields
 from solvers.evaluate import SCORES
 
@@ -291,15 +292,23 @@ class LogRecordPublic(BaseModel):
     """One solver iteration: numbered consecutively across one-vs-rest subproblems."""
 
     iteration: int
-    elapsed: float = Field(description="Seconds since the solver (or subproblem) started.")
+    elapsed: float = Field(description="Seconds since the job's run started (one clock across "
+                                       "its subproblems, folds and refit).")
     objective: float | None = Field(description="Primal objective (design.md section 2).")
     optimality: float | None = Field(description="The solver's own optimality measure.")
     extras: dict[str, Any]
+    stage: str | None = Field(
+        None, description="Where the record stands in its job, in words (a job's "
+                          "progress.stage at this record): 'class 3 of 26 (label 3)', 'C 2 of "
+                          "3, fold 1 of 5', 'refit at the best point'; null for a single "
+                          "binary problem.")
 
     @classmethod
     def from_row(cls, row: JobLogEntry) -> LogRecordPublic:
         """The public view of a database row."""
-        return cls.model_validate(row, from_attributes=True)
+        record = cls.model_validate(row, from_attributes=True)
+        record.stage = progress_stage(row.extras or {})
+        return record
 
 
 class JobLogPublic(BaseModel):

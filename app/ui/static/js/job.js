@@ -80,7 +80,7 @@ async function follow(facts, actions, dataset) {
         records.push(data);
         // the stream sends the job on a change of state only: its progress follows the records
         job.progress = { iteration: data.iteration, elapsed: data.elapsed, objective: data.objective,
-          optimality: data.optimality, stage: stageOf(data.extras || {}) };
+          optimality: data.optimality, stage: data.stage };
         schedule();
       } else {
         job = data;
@@ -97,20 +97,6 @@ function schedule() {  // redraw at most every 200 ms while records stream in
   if (pending) return;
   pending = true;
   setTimeout(() => { pending = false; showProgress(); redraw(false); }, 200);
-}
-
-// Where a record stands, in the words of the API's progress.stage (app.jobs.state.progress_stage).
-function stageOf(e) {
-  const parts = [];
-  if (e.stage === "refit") parts.push("refit at the best point");
-  if (e.n_folds != null && e.C_index != null) {
-    parts.push(`C ${e.C_index + 1} of ${e.n_C}`);
-    if ((e.n_gamma || 1) > 1) parts.push(`gamma ${e.gamma_index + 1} of ${e.n_gamma}`);
-    parts.push(`fold ${e.fold + 1} of ${e.n_folds}`);
-  }
-  if (e.n_classes != null) parts.push(`class ${e.class_index + 1} of ${e.n_classes} (label ${e.class})`);
-  else if (e.n_subproblems != null) parts.push(`pair ${e.subproblem + 1} of ${e.n_subproblems} (${e.class})`);
-  return parts.join(", ") || null;
 }
 
 function showProgress() {  // the facts a record changes, in place (the buttons stay)
