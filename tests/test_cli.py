@@ -120,6 +120,7 @@ _TOGETHER = {
 # rejects it), proving the option passed it on.
 _ONLY_DEFAULT = {("relaxed_lssvm", "bias_scale"): "set A instead of bias_scale",
                  ("smo", "approximation"): "smo solves the exact kernel problem",
+                 ("relaxed_lssvm", "approximation"): "a low-rank factor does not make it smaller",
                  ("auto", "approximation"): "auto's choice was measured on sparse data"}
 
 
