@@ -161,6 +161,29 @@ def _grid(values, name: str) -> list[float]:
 CV_FIT_GAP = 1e-3
 
 
+def check_search(spec, params, *, n_samples: int, n_labels: int, folds: int,
+                 gamma, scoring: str) -> None:
+    """Refuse, before any fit, a search that cannot run (the service checks a tuning job with
+    it when the job is created): :class:`InvalidParametersError` naming the field at fault
+    (``gamma``, ``scoring``, ``folds``)."""
+    if gamma is not None and not spec.params_model.own_kernel and \
+            params.approximation == "none":
+        raise InvalidParametersError(
+            f"gamma: solver {spec.name!r} has no kernel gamma of its own: its gamma is the "
+            f"kernel of approximation='nystrom' or 'icf', and none is asked for")
+    if params.task == "ordinal" and scoring != "accuracy":
+        raise InvalidParametersError(
+            f"scoring: ordinal regression is scored by the mean absolute rank error, not "
+            f"{scoring}; leave scoring at its default")
+    if scoring == "average_precision" and n_labels != 2:
+        raise InvalidParametersError(
+            f"scoring: average_precision is defined for two labels; the data have {n_labels} "
+            f"(roc_auc, f1_macro or balanced_accuracy score several)")
+    if folds > n_samples:
+        raise InvalidParametersError(f"folds: {folds} folds need at least {folds} examples; "
+                                     f"the data have {n_samples}")
+
+
 def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | None = None,
                    folds: int = 5, seed: int = 0, gamma: Sequence[float] | None = None,
                    refit: bool = False, fit_gap: float | None = CV_FIT_GAP,
@@ -214,24 +237,11 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     fit_gap_parameter = "tol" if fit_gap is not None and spec.certifies_gap else None
     if fit_gap_parameter is None:
         fit_gap = None
-    has_gamma = "gamma" in spec.params_model.model_fields
-    if gamma is not None and not has_gamma:
-        raise ValueError(f"solver {solver!r} has no kernel gamma to search")
-    if gamma is not None and not spec.params_model.own_kernel and base.approximation == "none":
-        raise ValueError(f"solver {solver!r} has no kernel gamma of its own: its gamma is "
-                         f"the kernel of approximation='nystrom' or 'icf', and none is asked "
-                         f"for")
+    check_search(spec, base, n_samples=dataset.n_samples,
+                 n_labels=int(dataset.classes.shape[0]), folds=folds, gamma=gamma,
+                 scoring=scoring)
     gamma_grid: list[float | None] = _grid(gamma, "gamma") if gamma is not None else [None]
     ordinal = base.task == "ordinal"
-    if ordinal and scoring != "accuracy":
-        raise InvalidParametersError("scoring: ordinal regression is scored by the mean "
-                                     "absolute rank error")
-    if scoring == "average_precision" and dataset.classes.shape[0] != 2:
-        raise InvalidParametersError(f"scoring: average_precision is defined for two labels, "
-                                     f"the data have {dataset.classes.shape[0]}")
-    if folds > dataset.n_samples:
-        raise ValueError(f"{folds} folds need at least {folds} examples, got "
-                         f"{dataset.n_samples}")
     assignment = dataset.stratified_folds(folds, seed)
     # the path of a warm task: its own path handler, or one-vs-rest over the binary solver's
     # warm start (None: every point cold)

@@ -39,6 +39,7 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     from solvers.auto import DatasetShape
     from solvers.lssvm.fit import check_kernel_size, uses_row_cache
     from solvers.lssvm.params import KernelSolverParams
+    from solvers.model_selection import check_search
     from solvers.train import resolve
 
     spec = solvers.get_solver(params.solver)
@@ -49,28 +50,14 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
             spec, params, _ = resolve(spec, params, shape)
         except solvers.InvalidParametersError as exc:
             raise InvalidJob(f"params: {exc}") from None
-    if tuning is not None:
-        if tuning.gamma is not None and "gamma" not in spec.params_model.model_fields:
-            raise InvalidJob(f"tuning.gamma: solver {spec.name!r} has no kernel gamma to "
-                                f"search")
-        if tuning.gamma is not None and not spec.params_model.own_kernel and \
-                params.approximation == "none":
-            raise InvalidJob(f"tuning.gamma: solver {spec.name!r} has no kernel gamma of its "
-                             f"own: its gamma is the kernel of approximation='nystrom' or "
-                             f"'icf', and none is asked for")
-        if tuning.folds > dataset.n_samples:
-            raise InvalidJob(f"tuning.folds: {tuning.folds} folds need at least "
-                                f"{tuning.folds} examples; the dataset has {dataset.n_samples}")
     labels = _labels(dataset)
     task = getattr(params, "task", "classification")
-    scoring = getattr(tuning, "scoring", "accuracy")
-    if task == "ordinal" and scoring != "accuracy":
-        raise InvalidJob(f"tuning.scoring: ordinal regression is scored by the mean absolute "
-                         f"rank error, not {scoring}; leave scoring at its default")
-    if scoring == "average_precision" and len(labels) != 2:
-        raise InvalidJob(f"tuning.scoring: average_precision is defined for two labels; the "
-                         f"dataset has {len(labels)} (roc_auc, f1_macro or balanced_accuracy "
-                         f"score several)")
+    if tuning is not None:  # the library's own refusals of a search, before any worker
+        try:
+            check_search(spec, params, n_samples=dataset.n_samples, n_labels=len(labels),
+                         folds=tuning.folds, gamma=tuning.gamma, scoring=tuning.scoring)
+        except solvers.InvalidParametersError as exc:
+            raise InvalidJob(f"tuning.{exc}") from None
     if len(labels) < 2:
         raise InvalidJob(f"dataset_id: training needs at least two distinct labels in the "
                             f"dataset; it has only {labels[0] if labels else 'no'} label")
