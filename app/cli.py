@@ -370,9 +370,10 @@ def _cross_validation_accuracy(ds, spec, params, folds: int, C: list[float]):
     if isinstance(gamma, str) and gamma != spec.params_model.model_fields["gamma"].default:
         raise CLIError(f"-v with gamma={gamma!r}: give the kernel's gamma as a number")
     grid = [gamma] if kernel and isinstance(gamma, int | float) else None
-    result = cross_validate(ds, spec.name, C=C, folds=folds, fit_gap=None, gamma=grid,
-                            **params)
-    sizes = np.bincount(ds.stratified_folds(folds, 0), minlength=folds)
+    seed = 0  # stratified, seeded folds (LIBLINEAR draws its own): their sizes weigh below
+    result = cross_validate(ds, spec.name, C=C, folds=folds, seed=seed, fit_gap=None,
+                            gamma=grid, **params)
+    sizes = np.bincount(ds.stratified_folds(folds, seed), minlength=folds)
     best = max(result.scores, key=lambda row: (float(np.dot(row.fold_scores, sizes)), -row.C))
     return best.C, float(np.dot(best.fold_scores, sizes) / ds.n_samples)
 
