@@ -129,6 +129,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         raise TypeError("dataset must be a solvers.Dataset")
     spec, params = validate_params(solver, params, **kwargs)
     check_labels(params, dataset)
+    probability = params.probability  # asked of the training, not of auto's chosen candidate
     collector = ListMonitor()
     sink = Tee(collector, monitor if monitor is not None else NullMonitor())
     clock = Stopwatch()
@@ -168,7 +169,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     if approximation is not None:
         model = approximation.kernel_model(model)
     with_labels(model, dataset)
-    if params.probability:
+    if probability:
         model.metadata.update(out_of_fold_calibration(dataset, spec, params))
     model.metadata.update(training_metadata(spec, params, dataset, objective, status, elapsed))
     if warnings:

@@ -167,3 +167,24 @@ def test_coupling_beats_normalized_sigmoids_on_dna():
                                                 labels=result.model.classes_)
     assert losses["ovo", True] < losses["ovr", False] < losses["ovo", False], losses
     assert losses["ovo", True] == pytest.approx(0.1321, abs=2e-3)
+
+
+@pytest.mark.parametrize("strategy_threads", [1, 2])
+def test_auto_calibrates_whichever_candidate_wins(strategy_threads):
+    """probability=True is asked of the training, not of a candidate: auto's candidates are
+    posed without it, and the model of whichever wins (raced on two threads, or capped and
+    switched on one) is calibrated (the CLI's `--probability true` with the default solver
+    once gave an uncalibrated model when alm won the race)."""
+    import numba
+
+    heart = load("heart_scale")
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(strategy_threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        result = solvers.train(heart, solver="auto", probability=True)
+    finally:
+        numba.set_num_threads(previous)
+    assert result.model.calibrated, result.choice.candidate
+    proba = result.model.predict_proba(heart.X)
+    assert proba.shape == (heart.n_samples, 2)
+    assert np.allclose(proba.sum(axis=1), 1.0)
