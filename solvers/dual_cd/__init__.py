@@ -76,10 +76,14 @@ Keerthi, S. Sundararajan, K.-W. Chang, C.-J. Hsieh and C.-J. Lin, "A sequential 
 large scale multi-class linear SVMs", KDD 2008 (:func:`solve_crammer_singer`): one dual block
 alpha_i (one entry per class, sum_m alpha_i^m = 0, alpha_i^m <= C_i [m = y_i]) at a time in a
 random order, its sub-problem solved exactly by sorting (their section 3, LIBLINEAR's
-``solve_sub_problem``).  LIBLINEAR's shrinking of classes and examples is not implemented:
-every pass visits every example and class.  Stops on the certified gap of the problem layer
-(``tol``), or with ``stop_rule="projected_gradient"`` on LIBLINEAR's rule (the largest
-max_m G_m - min_{m: alpha_i^m < bound} G_m of a pass below ``eps``).
+``solve_sub_problem``).  With ``shrinking`` (the default), LIBLINEAR's shrinking of
+``Solver_MCSVM_CS``: a class whose variable sits at its bound with a gradient below the
+smallest free one leaves the example's sub-problem, an example with one class left leaves the
+pass, and all come back when a pass's largest violation falls below a threshold that halves
+each time (from max(10 eps, 1) down to eps).  Stops on the certified gap of the problem layer
+(``tol``, computed on the whole W and alpha whatever is shrunk), or with
+``stop_rule="projected_gradient"`` on LIBLINEAR's rule (the largest max_m G_m - min_{m:
+alpha_i^m < bound} G_m of a pass below ``eps``, twice: once shrunk, once over everything).
 """
 
 from __future__ import annotations

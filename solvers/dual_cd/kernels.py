@@ -137,42 +137,68 @@ def dcd_epochs(indptr, indices, data, y, s, qd, diag, upper, alpha, w, index, is
 
 
 @njit(cache=True, nogil=True)
-def _crammer_singer_step(A, yi, C, B, D, out):
+def _crammer_singer_step(A, y_position, C, B, D, out, size):
     """The sub-problem of one example exactly (Keerthi et al. 2008, section 3; LIBLINEAR's
-    ``solve_sub_problem``): minimize 1/2 A sum_m a_m^2 + sum_m B_m a_m subject to sum_m a_m = 0,
-    a_{y_i} <= C, a_m <= 0 otherwise.  With D = B + A C e_{y_i} sorted in decreasing order,
-    beta is the mean of the largest D's while beta < r D_r (after removing A C from the
-    first), and a_m = min(bound_m, (beta - B_m) / A)."""
-    k = B.shape[0]
-    for m in range(k):
+    ``solve_sub_problem``) over its ``size`` active classes (positions 0..size-1 of B and
+    out; the shrunk ones sit at their bounds): minimize 1/2 A sum_m a_m^2 + sum_m B_m a_m
+    subject to sum_m a_m = -(the shrunk ones' sum: C if the example's own class is shrunk,
+    else 0), a_{y_i} <= C, a_m <= 0 otherwise.  With D = B + A C e_{y_i} sorted in
+    decreasing order, beta is the mean of the largest D's while beta < r D_r (after removing
+    A C from the first), and a_m = min(bound_m, (beta - B_m) / A).  ``y_position`` is the
+    own class's position, >= size when it is shrunk (at C: then A C is removed all the same,
+    as LIBLINEAR does, which keeps the constraint's right-hand side)."""
+    for m in range(size):
         D[m] = B[m]
-    D[yi] += A * C
-    D.sort()  # increasing: D[k - 1 - r] is the r-th largest
-    beta = D[k - 1] - A * C
+    if y_position < size:
+        D[y_position] += A * C
+    D[:size].sort()  # increasing: D[size - 1 - r] is the r-th largest
+    beta = D[size - 1] - A * C
     r = 1
-    while r < k and beta < r * D[k - 1 - r]:
-        beta += D[k - 1 - r]
+    while r < size and beta < r * D[size - 1 - r]:
+        beta += D[size - 1 - r]
         r += 1
     beta /= r
-    for m in range(k):
+    for m in range(size):
         value = (beta - B[m]) / A
-        bound = C if m == yi else 0.0
+        bound = C if m == y_position else 0.0
         out[m] = value if value < bound else bound
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _crammer_singer_shrinkable(alpha_value, at_own_class, C, g, min_g):
+    """LIBLINEAR's ``be_shrunk``: a dual variable at its bound (C for the example's own class,
+    0 for the others) whose gradient is below the smallest gradient of a free one."""
+    bound = C if at_own_class else 0.0
+    return alpha_value == bound and g < min_g
 
 
 @njit(cache=True, nogil=True)
 def crammer_singer_epochs(indptr, indices, data, labels, s, cost, sqnorm, alpha, W, index,
-                          rng, max_epochs, eps, work_budget):
+                          class_order, n_active_classes, y_position, istate, fstate,
+                          shrinking, rng, max_epochs, eps, work_budget):
     """Outer iterations of the sequential dual method (Keerthi et al., KDD 2008; LIBLINEAR
-    ``-s 4`` without its shrinking): a random permutation of the examples, then for each
-    example i the gradient G_m = w_m . x~_i + [m != y_i] of its dual block, skipped when
-    max_m G_m - min_{m: alpha_i^m < bound} G_m <= 1e-12 (optimal already), else its
-    sub-problem solved exactly (:func:`_crammer_singer_step`) and the rows w_m updated.
-    Stops after ``max_epochs``, when the largest such violation of a pass is below ``eps``
-    (LIBLINEAR's stop; returns 1 then), or once ``work_budget`` stored entries were touched.
+    ``-s 4``, ``Solver_MCSVM_CS::Solve``, its shrinking included): a random permutation of
+    the active examples, then for each example i the gradient G_m = w_m . x~_i + [m != y_i]
+    of its active classes; with ``shrinking``, a class whose variable sits at its bound with
+    G_m below the smallest G of a free variable leaves the example's active set (moved to
+    the end of ``class_order[i]``), and an example with at most one class left leaves the
+    pass; then the example is skipped when max_m G_m - min_{m: alpha_i^m < bound} G_m <=
+    1e-12 (optimal already), else its sub-problem is solved exactly
+    (:func:`_crammer_singer_step`) and the rows w_m updated.  When a pass's largest such
+    violation falls below the shrinking threshold (``fstate[0]``, LIBLINEAR's ``eps_shrink``,
+    starting at max(10 eps, 1)), every example and class is active again and the threshold
+    halves (not below ``eps``); it stops when that happens twice in a row below ``eps``
+    (LIBLINEAR's stop; returns 1 then; ``eps = 0`` never stops so).  Without shrinking a
+    pass below ``eps`` stops.  Also stops after ``max_epochs`` or once ``work_budget`` stored
+    entries were touched.
 
-    Returns (epochs run, 1 if the violation rule held, the last pass's largest violation,
-    the stored entries touched)."""
+    The state that carries over between calls: ``class_order`` (n, k), each example's class
+    permutation, its first ``n_active_classes[i]`` active; ``y_position[i]`` where the own
+    class sits in it; ``index[:istate[0]]`` the active examples; ``istate[1]`` whether the
+    last pass started from all of them; ``fstate[0]`` the shrinking threshold.
+
+    Returns (epochs run, 1 if the violation rule held, the last pass's largest violation
+    over its active variables, the stored entries touched)."""
     n = labels.shape[0]
     k = W.shape[0]
     d = W.shape[1] - 1
@@ -184,52 +210,108 @@ def crammer_singer_epochs(indptr, indices, data, labels, s, cost, sqnorm, alpha,
     work = 0
     converged = 0
     violation = np.inf
+    active = istate[0]
+    start_from_all = istate[1] == 1
+    eps_shrink = fstate[0]
     while epochs < max_epochs:
-        for q in range(n - 1):
-            j = q + _random_below(rng, n - q)
+        for q in range(active - 1):
+            j = q + _random_below(rng, active - q)
             t = index[q]
             index[q] = index[j]
             index[j] = t
         violation = 0.0
-        for q in range(n):
+        q = 0
+        while q < active:
             i = index[q]
             A = sqnorm[i]
             if A <= 0.0:
+                q += 1
                 continue
             yi = labels[i]
             C = cost[i]
             nnz = indptr[i + 1] - indptr[i] + 1
+            size = n_active_classes[i]
+            own = y_position[i]
             max_g = -np.inf
             min_g = np.inf
-            for m in range(k):
+            for p in range(size):
+                m = class_order[i, p]
                 g = row_dot(indptr, indices, data, i, W[m]) + s * W[m, d]
                 if m != yi:
                     g += 1.0
-                G[m] = g
+                G[p] = g
                 if g > max_g:
                     max_g = g
                 bound = C if m == yi else 0.0
                 if alpha[i, m] < bound and g < min_g:
                     min_g = g
-            work += k * nnz
+            work += size * nnz
+            if shrinking:
+                p = 0
+                while p < size:
+                    if _crammer_singer_shrinkable(alpha[i, class_order[i, p]], p == own, C,
+                                                  G[p], min_g):
+                        size -= 1
+                        while size > p:
+                            if not _crammer_singer_shrinkable(alpha[i, class_order[i, size]],
+                                                              size == own, C, G[size], min_g):
+                                t = class_order[i, p]
+                                class_order[i, p] = class_order[i, size]
+                                class_order[i, size] = t
+                                g = G[p]
+                                G[p] = G[size]
+                                G[size] = g
+                                if own == size:
+                                    own = p
+                                elif own == p:
+                                    own = size
+                                break
+                            size -= 1
+                    p += 1
+                n_active_classes[i] = size
+                y_position[i] = own
+                if size <= 1:  # nothing left to move: out of the pass
+                    active -= 1
+                    t = index[q]
+                    index[q] = index[active]
+                    index[active] = t
+                    continue
+            if max_g - min_g <= 1e-12:
+                q += 1
+                continue
             if max_g - min_g > violation:
                 violation = max_g - min_g
-            if max_g - min_g <= 1e-12:
-                continue
-            for m in range(k):
-                B[m] = G[m] - A * alpha[i, m]
-            _crammer_singer_step(A, yi, C, B, D, new)
-            for m in range(k):
-                delta = new[m] - alpha[i, m]
+            for p in range(size):
+                B[p] = G[p] - A * alpha[i, class_order[i, p]]
+            _crammer_singer_step(A, own, C, B, D, new, size)
+            for p in range(size):
+                m = class_order[i, p]
+                delta = new[p] - alpha[i, m]
                 if delta != 0.0:  # alpha and w together: w_m = sum_i alpha_i^m x~_i holds
-                    alpha[i, m] = new[m]
+                    alpha[i, m] = new[p]
                     row_axpy(indptr, indices, data, i, delta, W[m])
                     W[m, d] += delta * s
                     work += nnz
+            q += 1
         epochs += 1
-        if violation < eps:
+        if shrinking:
+            if violation < eps_shrink:
+                if violation < eps and start_from_all:
+                    converged = 1
+                    break
+                active = n  # every example and class again; the threshold halves
+                for i in range(n):
+                    n_active_classes[i] = k
+                eps_shrink = max(eps_shrink / 2.0, eps)
+                start_from_all = True
+            else:
+                start_from_all = False
+        elif violation < eps:
             converged = 1
             break
         if work >= work_budget:
             break
+    istate[0] = active
+    istate[1] = 1 if start_from_all else 0
+    fstate[0] = eps_shrink
     return epochs, converged, violation, work

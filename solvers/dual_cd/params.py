@@ -66,7 +66,8 @@ class DualCDParams(SolverParams):
                     "one coordinate step on each; LIBLINEAR's max_iter, 1000).")
     shrinking: bool = Field(
         True, description="Algorithm 3's shrinking (False: Algorithm 1, every example every "
-                          "pass).")
+                          "pass); for crammer_singer, LIBLINEAR -s 4's shrinking of classes "
+                          "and examples.")
     gap_check_work: float = Field(
         2.0, gt=0,
         description="stop_rule='gap': the duality gap (a pass over the data for P(w), and "

@@ -228,8 +228,15 @@ def solve_crammer_singer(problem: CrammerSingerProblem, params: DualCDParams | N
     W = problem.zeros() if not alpha.any() else problem.primal_from_dual(alpha)
     W = np.ascontiguousarray(W)
     index = np.arange(n, dtype=np.int64)
-    rng = _generator(params.permutation_seed)
+    # the shrinking's state (crammer_singer_epochs): every example and class active at first
+    class_order = np.tile(np.arange(k, dtype=np.int64), (n, 1))
+    n_active_classes = np.full(n, k, dtype=np.int64)
+    y_position = np.asarray(problem.labels, dtype=np.int64).copy()
+    istate = np.array([n, 0], dtype=np.int64)
     gap_rule = params.stop_rule == "gap"
+    eps = params.eps if not gap_rule else 0.0
+    fstate = np.array([max(10.0 * eps, 1.0)])  # LIBLINEAR's first eps_shrink
+    rng = _generator(params.permutation_seed)
     budget = k * max(X.nnz + n, 1)  # the first check after one pass's worth of steps
     check_seconds = np.inf
     rows = np.arange(n)
@@ -239,7 +246,8 @@ def solve_crammer_singer(problem: CrammerSingerProblem, params: DualCDParams | N
         started = time.perf_counter()
         ran, met, violation, work = crammer_singer_epochs(
             X.indptr, X.indices, X.data, problem.labels, s, problem.cost, sqnorm, alpha, W,
-            index, rng, params.max_iter - epochs, params.eps if not gap_rule else 0.0,
+            index, class_order, n_active_classes, y_position, istate, fstate,
+            params.shrinking, rng, params.max_iter - epochs, eps,
             budget if gap_rule else np.inf)
         epochs += ran
         descent_seconds = time.perf_counter() - started
