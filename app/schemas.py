@@ -581,13 +581,16 @@ class WorkerPublic(BaseModel):
     index: int
     pid: int | None
     alive: bool
-    ready: bool = Field(description="Started and warmed up (Numba kernels compiled).")
+    ready: bool = Field(description="Started, with the kernels every solver shares compiled: "
+                                    "it takes jobs.  Each solver's own kernels follow while "
+                                    "it is idle, or when a job asks for them.")
     job_id: uuid.UUID | None
     state: str | None = Field(
         None, description="What a worker not yet ready is doing: 'warming up kernels: k of n "
                           "(step)' (the first start on a machine compiles them, later ones "
                           "load them from the cache), or waiting for another process that "
-                          "compiles them.")
+                          "compiles them; of a ready worker, \"compiling solver NAME's kernels "
+                          "while idle\" (it takes no job until that solver is done).")
 
 
 class HealthPublic(BaseModel):

@@ -6,6 +6,7 @@
     python -m bench.bench_service memory [--rounds 6] [--database-url URL]
     python -m bench.bench_service predict [--baseline SOURCE_TREE] [--rounds 5]
         [--requests 2000] [--seconds 10] [--connections 8] [--database-url URL]
+    python -m bench.bench_service startup [--warm-runs 3]
 
 ``cancel``: how long a running job takes to end after ``POST /jobs/{id}/cancel`` (until
 ``GET /jobs/{id}`` reports ``cancelled``), on a9a with parameters that never converge; the
@@ -33,6 +34,11 @@ from one client (p50/p99), then ``wrk`` (``apt-get install wrk``) with ``--conne
 ``--seconds`` (predictions/s, p50/p99), and the web process's CPU time per request; with
 ``--baseline``, a second server runs that source tree (first on its ``PYTHONPATH``) and the two
 are measured in turn, round by round, the order alternating.
+
+``startup``: seconds from ``svmsvc serve`` (two workers) to ``/readyz`` ready, and to every
+worker having compiled (or loaded) every solver's own kernels, first on a cold Numba cache (a
+fresh ``NUMBA_CACHE_DIR``, as on a machine's first start), then ``--warm-runs`` times on the
+cache that run filled.
 
 The server runs with one worker (``cancel``, ``memory``) or two (``load``), its data in a temporary
 directory, SQLite unless ``--database-url`` is given, with an admin API key made up here.
@@ -517,6 +523,45 @@ def predict_ab(directory: Path, variants: dict, rounds: int, requests: int,
             server.stop()
 
 
+def startup(directory: Path, warm_runs: int, workers: int = 2) -> dict:
+    """Seconds from ``svmsvc serve`` to ``/readyz`` ready and to every worker idle with every
+    solver's kernels compiled: once on a cold cache (``NUMBA_CACHE_DIR``, a fresh directory:
+    the first start on a machine), then ``warm_runs`` times on the cache it filled."""
+    cache = directory / "numba-cache"
+    cache.mkdir()
+    runs = []
+    for run in range(1 + warm_runs):
+        data = directory / f"run-{run}"
+        data.mkdir()
+        started = time.monotonic()
+        server = Server(data, workers=workers, extra_env={"NUMBA_CACHE_DIR": str(cache)})
+        try:
+            server.wait_ready(timeout=3600.0)
+            ready = time.monotonic() - started
+            while True:  # then until no worker compiles (each solver's kernels, while idle)
+                body = httpx.get(f"{server.url}/readyz", timeout=30).json()
+                compiling = [w["state"] for w in body["workers"] if w["state"]]
+                if not compiling and not _solvers_left(server.log_path, workers):
+                    break
+                time.sleep(0.2)
+            everything = time.monotonic() - started
+        finally:
+            server.stop()
+        runs.append({"cache": "cold" if run == 0 else "warm", "ready_s": round(ready, 2),
+                     "all_kernels_s": round(everything, 2),
+                     "load_average": round(os.getloadavg()[0], 2)})
+        print(json.dumps(runs[-1]), flush=True)
+    return {"workers": workers, "runs": runs}
+
+
+def _solvers_left(log_path: Path, workers: int) -> bool:
+    """Whether some worker has not yet logged every solver's kernels as ready."""
+    from solvers.warmup import solver_steps
+
+    text = log_path.read_text(errors="replace")
+    return any(text.count(f"solver {name}'s kernels ready") < workers for name in solver_steps())
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -542,6 +587,8 @@ def main(argv: list[str] | None = None) -> None:
     predict.add_argument("--baseline", default=None,
                          help="a source tree (e.g. a worktree of main) to compare against, "
                               "run as a second server, interleaved")
+    started = commands.add_parser("startup", help="svmsvc serve to /readyz, cold and warm")
+    started.add_argument("--warm-runs", type=int, default=3)
     for command in (cancel, mixed, resident, predict, commands.choices["uploads"]):
         command.add_argument("--database-url", default=None)
     args = parser.parse_args(argv)
@@ -562,6 +609,12 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                   f"{os.getloadavg()[0]:.2f}")
             print(json.dumps(summary, indent=1))
+        return
+    if args.command == "startup":
+        with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
+            print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+                  f"{os.getloadavg()[0]:.2f}")
+            print(json.dumps(startup(Path(directory), args.warm_runs), indent=1))
         return
     with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
         server = Server(Path(directory), workers=2 if args.command == "load" else 1,

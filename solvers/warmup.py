@@ -108,6 +108,23 @@ def compile_lock(total: int, progress: Progress | None = None) -> Iterator[None]
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+@contextlib.contextmanager
+def compile_lock_if_free() -> Iterator[bool]:
+    """The machine's compile lock if no other process holds it (yields True, held for the
+    block), else at once False: for work that can wait, such as an idle worker compiling the
+    kernels of solvers no job has asked for yet."""
+    with open(lock_path(), "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def warm_up_kernel_prediction() -> None:
     """The kernel models' decision function, serial, for every kernel."""
     X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]))
@@ -123,25 +140,38 @@ def serving_steps() -> list[tuple[str, Callable[[], None]]]:
             ("kernel prediction", warm_up_kernel_prediction)]
 
 
+def shared_steps(parallel: bool = True) -> list[tuple[str, Callable[[], None]]]:
+    """The layers every solver runs on: the core, the parser, the losses, the problem layer
+    and prediction."""
+    return [("core kernels", lambda: warm_up_core(parallel=parallel)),
+            ("SVMlight parser", warm_up_parser),
+            ("losses", warm_up_losses),
+            ("problem layer", warm_up_problems),
+            ("prediction", lambda: warm_up_prediction(parallel))]
+
+
+def solver_steps() -> dict[str, Callable[[], None]]:
+    """Each registered solver's own kernels beyond the shared layers (its spec's ``warm_up``
+    hook), by solver name."""
+    return {spec.name: spec.warm_up for spec in list_solvers() if spec.warm_up is not None}
+
+
 def warm_up_steps(parallel: bool = True) -> list[tuple[str, Callable[[], None]]]:
     """The warm-up, step by step: the shared layers, then each solver's own kernels."""
-    steps = [("core kernels", lambda: warm_up_core(parallel=parallel)),
-             ("SVMlight parser", warm_up_parser),
-             ("losses", warm_up_losses),
-             ("problem layer", warm_up_problems),
-             ("prediction", lambda: warm_up_prediction(parallel))]
-    steps += [(f"solver {spec.name}", spec.warm_up) for spec in list_solvers()
-              if spec.warm_up is not None]
-    return steps
+    return shared_steps(parallel) + [(f"solver {name}", step)
+                                     for name, step in solver_steps().items()]
 
 
 def warm_up(parallel: bool = True, progress: Progress | None = None,
-            serving: bool = False) -> float:
+            serving: bool = False,
+            steps: list[tuple[str, Callable[[], None]]] | None = None) -> float:
     """Compile (or load from the on-disk cache) every kernel, under the machine's compile
     lock; returns the seconds it took (the wait included).  ``progress`` hears each step.
-    ``serving``: only what a web process runs (:func:`serving_steps`), not the solvers."""
+    ``serving``: only what a web process runs (:func:`serving_steps`), not the solvers;
+    ``steps``: these steps instead (a worker's shared layers, say)."""
     start = time.perf_counter()
-    steps = serving_steps() if serving else warm_up_steps(parallel)
+    if steps is None:
+        steps = serving_steps() if serving else warm_up_steps(parallel)
     with compile_lock(len(steps), progress):
         for done, (what, step) in enumerate(steps, start=1):
             step()

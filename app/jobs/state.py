@@ -152,6 +152,15 @@ def record_progress(session: Session, job_id: uuid.UUID, attempt: int,
     return Signal.cancel if owned[0].cancel_requested_at is not None else Signal.proceed
 
 
+def set_progress_stage(session: Session, job_id: uuid.UUID, attempt: int,
+                       stage: str | None) -> None:
+    """Say where a running attempt stands before its solver reports (a worker compiling the
+    solver's kernels); the first record's stage replaces it."""
+    session.execute(update(Job).where(*_owned(job_id, attempt)).values(
+        progress_stage=None if stage is None else stage[:128], heartbeat_at=utcnow()))
+    session.commit()
+
+
 def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobStatus, *,
                message: str | None = None, error: str | None = None,
                solver_status: str | None = None, model: TrainedModel | None = None,

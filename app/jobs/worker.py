@@ -4,7 +4,20 @@
 imported, compiles (or loads) the kernels once, then serves the dispatcher over a pipe::
 
     dispatcher -> worker   ("run", job_id, attempt)  |  None (stop)
-    worker -> dispatcher   ("ready", pid)  |  ("done", job_id, final status or None)
+    worker -> dispatcher   ("progress", done, total, what)  |  ("ready", pid)
+                           |  ("warming", solver)  |  ("idle",)
+                           |  ("training", job_id)  |  ("done", job_id, final status or None)
+
+Ready on the shared layers, each solver's own kernels later.  A worker says "ready" once the
+layers every solver runs on are compiled (core, parser, losses, problem layer, prediction).
+Each solver's own kernels (its spec's warm-up hook; ALM's alone took about three minutes of a
+cold six-minute warm-up on this 2-core machine under load) are compiled while the worker is
+idle, one solver at a time, only when no other process holds the machine's compile lock, with
+"warming" / "idle" around each so that the dispatcher gives it no job meanwhile; a job whose
+solver is not compiled yet compiles it first, saying so in the job's progress, and its time
+limit starts when training does ("training").  On a warm cache all of it loads in seconds.
+With one Numba thread the parallel forms of the shared kernels are not compiled at start: no
+solver runs them below two threads (``solvers.core.sparse.use_parallel``).
 
 For each job it loads the dataset arrays, runs ``solvers.train`` with a
 :class:`~app.jobs.monitor.DatabaseMonitor`, and writes the outcome itself: the model and the
@@ -21,6 +34,7 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -29,7 +43,7 @@ from app.db.models import Dataset, Job, JobStatus, TrainedModel
 from app.db.session import Sessions, create_db_engine
 from app.evaluation import evaluate
 from app.jobs.monitor import DatabaseMonitor, StopCause, jsonable
-from app.jobs.state import finish_job
+from app.jobs.state import finish_job, set_progress_stage
 from app.storage import DatasetStorage, open_store
 
 logger = logging.getLogger("svmsvc.worker")
@@ -65,32 +79,95 @@ def worker_main(config: WorkerConfig, connection) -> None:
     while hang and os.path.exists(hang):  # the testing hook: a worker hung in its warm-up
         time.sleep(0.1)
 
-    from solvers import warm_up
+    from solvers.warmup import shared_steps, warm_up
 
     def progress(done: int, total: int, what: str) -> None:
         # heard by the pool's watchdog (a worker that reports is not hung) and by /readyz
         connection.send(("progress", done, total, what))
 
-    seconds = warm_up(progress=progress)
-    logger.info("ready (%d Numba threads, kernels warmed up in %.1f s)", config.threads, seconds)
+    seconds = warm_up(progress=progress, steps=shared_steps(parallel=config.threads > 1))
+    logger.info("ready (%d Numba threads, shared kernels warmed up in %.1f s)", config.threads,
+                seconds)
     engine = create_db_engine(config.database_url, pool_size=1)
     sessions = Sessions(engine)
     store = open_store(config.datasets)
     parent = multiprocessing.parent_process()
+    solvers_left = SolverWarmUp()
     try:
         connection.send(("ready", os.getpid()))
         while True:
+            if solvers_left.pending and not connection.poll(IDLE_WARM_UP_POLL_S):
+                solvers_left.compile_one_while_idle(connection)
+                continue
             message = connection.recv()
             if message is None:
                 break
             _, job_id, attempt = message
             status = run_job(sessions, store, uuid.UUID(job_id), attempt, parent.is_alive,
-                             config.max_model_bytes)
+                             config.max_model_bytes,
+                             prepare=lambda spec: solvers_left.prepare_job(spec, sessions,
+                                                                           connection))
             connection.send(("done", job_id, status))
     except (EOFError, OSError):
         pass  # the service went away: nothing left to report to
     finally:
         engine.dispose()
+
+
+#: How long an idle worker with solvers left to compile listens for a job before it tries
+#: the next solver (seconds); it also waits this long when another process holds the lock.
+IDLE_WARM_UP_POLL_S = 1.0
+
+
+class SolverWarmUp:
+    """The solvers whose own kernels this worker has not compiled (or loaded) yet."""
+
+    def __init__(self):
+        from solvers.warmup import solver_steps
+
+        self.pending = solver_steps()
+
+    def compile_one_while_idle(self, connection) -> None:
+        """Compile the next solver's kernels if the machine's compile lock is free and no job
+        has come in; "warming" keeps the dispatcher from choosing this worker meanwhile (a
+        job sent just before it waits for the one solver)."""
+        from solvers.warmup import compile_lock_if_free
+
+        name = next(iter(self.pending))
+        with compile_lock_if_free() as acquired:
+            if not acquired:
+                return  # another process compiles: try again after the next poll
+            connection.send(("warming", name))
+            try:
+                if not connection.poll(0):
+                    started = time.perf_counter()
+                    self.pending.pop(name)()
+                    logger.info("solver %s's kernels ready (%.1f s, while idle)", name,
+                                time.perf_counter() - started)
+            finally:
+                connection.send(("idle",))
+
+    def prepare_job(self, spec: JobSpec, sessions: Sessions, connection) -> None:
+        """Before a job trains: compile what its solver needs that is not compiled yet (every
+        candidate for ``auto``), saying so in the job's progress, then tell the dispatcher
+        that training starts (the time limit counts from there)."""
+        from solvers.warmup import compile_lock
+
+        names = [name for name in self.pending if spec.solver in (name, "auto")]
+        if names:
+            stage = (f"compiling the kernels of {', '.join(names)} "
+                     f"(the first job on this machine)")
+            with sessions.write() as session:
+                set_progress_stage(session, spec.job_id, spec.attempt, stage)
+            with compile_lock(len(names)):
+                for name in names:
+                    started = time.perf_counter()
+                    self.pending.pop(name)()
+                    logger.info("solver %s's kernels ready (%.1f s, for job %s)", name,
+                                time.perf_counter() - started, spec.job_id)
+            with sessions.write() as session:
+                set_progress_stage(session, spec.job_id, spec.attempt, None)
+        connection.send(("training", str(spec.job_id)))
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -105,6 +182,7 @@ class JobSpec:
     """What a worker reads about a job before running it."""
 
     job_id: uuid.UUID
+    attempt: int
     solver: str
     params: dict
     time_limit_s: float | None
@@ -125,7 +203,7 @@ def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec 
     if job.validation_dataset_id is not None:
         validation = session.get(Dataset, job.validation_dataset_id)
     return JobSpec(
-        job_id=job.id, solver=job.solver, params=job.params,
+        job_id=job.id, attempt=attempt, solver=job.solver, params=job.params,
         time_limit_s=job.time_limit_s, dataset_id=job.dataset_id,
         dataset_digest=session.get(Dataset, job.dataset_id).sha256,
         validation_dataset_id=job.validation_dataset_id,
@@ -136,7 +214,8 @@ def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec 
 
 
 def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
-            attempt: int, parent_alive, max_model_bytes: int | None = None) -> str | None:
+            attempt: int, parent_alive, max_model_bytes: int | None = None,
+            prepare: Callable[[JobSpec], None] | None = None) -> str | None:
     """Run one attempt of a job to its end; returns the final status written (None when
     the attempt lost the job and wrote nothing).  A trained model whose archive exceeds
     ``max_model_bytes`` (the web process's model cache) fails the job, saying so: served, it
@@ -147,6 +226,8 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
         spec = load_job_spec(session, job_id, attempt)
     if spec is None:
         return None
+    if prepare is not None:
+        prepare(spec)  # the worker's: compile its solver's kernels if they are not yet
     monitor = DatabaseMonitor(sessions, job_id, attempt, spec.time_limit_s, parent_alive)
     logger.info("job %s attempt %d: %s on dataset %s", job_id, attempt, spec.solver,
                 spec.dataset_id)

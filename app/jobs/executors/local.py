@@ -42,6 +42,7 @@ class _Worker:
     heard: float = field(default_factory=time.monotonic)  # its warm-up's last progress report
     state: str | None = "starting"  # its warm-up's progress, until it is ready
     hung: bool = False  # killed for reporting no warm-up progress within the deadline
+    warming: str | None = None  # the solver whose kernels it compiles while idle
 
 
 class ProcessExecutor:
@@ -88,7 +89,8 @@ class ProcessExecutor:
 
     def _idle_workers(self) -> list[_Worker]:
         return [w for w in self._workers
-                if w.ready and w.assignment is None and w.process.is_alive()]
+                if w.ready and w.assignment is None and w.warming is None
+                and w.process.is_alive()]
 
     def idle(self) -> int:
         return len(self._idle_workers())
@@ -120,9 +122,12 @@ class ProcessExecutor:
             infos = []
             for w in self._workers:
                 alive = w.process.is_alive()  # a dead worker is never ready, reaped or not
+                state = w.state
+                if w.ready:
+                    state = (None if w.warming is None else
+                             f"compiling solver {w.warming}'s kernels while idle")
                 infos.append(WorkerInfo(w.index, w.process.pid, alive, w.ready and alive,
-                                        w.assignment.job_id if w.assignment else None,
-                                        None if w.ready else w.state))
+                                        w.assignment.job_id if w.assignment else None, state))
             return infos
 
     def wait(self, timeout: float, wake: Connection) -> list[Ended]:
@@ -202,6 +207,18 @@ class ProcessExecutor:
                         worker.state = None
                     self._failed_starts.pop(worker.index, None)
                     logger.info("worker %d ready (pid %d)", worker.index, message[1])
+                elif message[0] == "warming":
+                    with self._lock:
+                        worker.warming = message[1]
+                elif message[0] == "idle":
+                    with self._lock:
+                        worker.warming = None
+                elif message[0] == "training":
+                    # the job's kernels are compiled: its time limit starts now
+                    with self._lock:
+                        if worker.assignment is not None \
+                                and str(worker.assignment.job_id) == message[1]:
+                            worker.assignment.started = time.monotonic()
                 elif message[0] == "done":
                     _, job_id, status = message
                     with self._lock:

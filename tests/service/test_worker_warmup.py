@@ -1,0 +1,138 @@
+"""A worker is ready on the shared kernels and compiles each solver's own later: while idle
+(never holding up a job: the dispatcher gives a worker that says "warming" no job) or, for
+the solver a job asks for, before that job trains (the time limit starting after)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from types import SimpleNamespace
+
+import pytest
+
+from app.core.config import Settings
+from app.jobs import worker as worker_module
+from app.jobs.executors.interface import Assignment
+from app.jobs.executors.local import ProcessExecutor, _Worker
+from app.jobs.worker import JobSpec, SolverWarmUp
+from app.metrics import ServiceMetrics
+from solvers.warmup import compile_lock, solver_steps
+
+
+def drain(connection) -> list:
+    heard = []
+    while connection.poll(0):
+        heard.append(connection.recv())
+    return heard
+
+
+def warm_up_of(names: list[str], ran: list[str]) -> SolverWarmUp:
+    warm = SolverWarmUp()
+    warm.pending = {name: (lambda name=name: ran.append(name)) for name in names}
+    return warm
+
+
+def test_every_registered_solver_with_kernels_of_its_own_is_left_for_later():
+    assert set(SolverWarmUp().pending) == set(solver_steps())
+    assert {"alm", "smo", "lssvm"} <= set(solver_steps())
+
+
+def test_an_idle_worker_compiles_one_solver_at_a_time_saying_so():
+    dispatcher, worker = multiprocessing.Pipe()
+    ran: list[str] = []
+    warm = warm_up_of(["alm", "smo"], ran)
+    warm.compile_one_while_idle(worker)
+    assert ran == ["alm"] and list(warm.pending) == ["smo"]
+    assert drain(dispatcher) == [("warming", "alm"), ("idle",)]
+
+
+def test_it_leaves_the_lock_to_another_process_compiling():
+    dispatcher, worker = multiprocessing.Pipe()
+    ran: list[str] = []
+    warm = warm_up_of(["alm"], ran)
+    held, release = threading.Event(), threading.Event()
+
+    def other_process():  # flock conflicts between two opens of the file, threads included
+        with compile_lock(1):
+            held.set()
+            release.wait(600)
+
+    other = threading.Thread(target=other_process)
+    other.start()
+    try:
+        assert held.wait(600)
+        warm.compile_one_while_idle(worker)
+    finally:
+        release.set()
+        other.join(600)
+    assert ran == [] and list(warm.pending) == ["alm"] and drain(dispatcher) == []
+
+
+def test_a_job_that_came_in_goes_first():
+    dispatcher, worker = multiprocessing.Pipe()
+    ran: list[str] = []
+    warm = warm_up_of(["alm"], ran)
+    dispatcher.send(("run", str(uuid.uuid4()), 1))
+    warm.compile_one_while_idle(worker)
+    assert ran == [] and list(warm.pending) == ["alm"]
+    assert drain(dispatcher) == [("warming", "alm"), ("idle",)]
+    assert worker.recv()[0] == "run"  # still there for the worker's loop
+
+
+class _Sessions:
+    @contextmanager
+    def write(self):
+        yield None
+
+
+def job_spec(solver: str) -> JobSpec:
+    return JobSpec(job_id=uuid.uuid4(), attempt=1, solver=solver, params={}, time_limit_s=None,
+                   dataset_id=uuid.uuid4(), dataset_digest="0" * 64,
+                   validation_dataset_id=None, validation_digest=None)
+
+
+@pytest.mark.parametrize(("solver", "compiled"), [("mfn", ["mfn"]), ("alm", []),
+                                                  ("auto", ["mfn", "smo"])])
+def test_a_job_compiles_what_its_solver_needs_first(monkeypatch, solver, compiled):
+    stages: list[str | None] = []
+    monkeypatch.setattr(worker_module, "set_progress_stage",
+                        lambda session, job_id, attempt, stage: stages.append(stage))
+    dispatcher, worker = multiprocessing.Pipe()
+    ran: list[str] = []
+    warm = warm_up_of(["mfn", "smo"], ran)
+    spec = job_spec(solver)
+    warm.prepare_job(spec, _Sessions(), worker)
+    assert ran == compiled
+    assert set(warm.pending) == {"mfn", "smo"} - set(compiled)
+    if compiled:
+        assert stages == [f"compiling the kernels of {', '.join(compiled)} "
+                          f"(the first job on this machine)", None]
+    else:
+        assert stages == []
+    assert drain(dispatcher) == [("training", str(spec.job_id))]
+
+
+def test_the_pool_gives_no_job_to_a_worker_compiling_and_times_a_job_from_its_training():
+    executor = ProcessExecutor(Settings(data_dir="unused"), metrics=ServiceMetrics())
+    dispatcher, worker_end = multiprocessing.Pipe()
+    process = SimpleNamespace(pid=100, is_alive=lambda: True)
+    slot = _Worker(0, process, dispatcher, ready=True)
+    executor._workers.append(slot)
+    assert executor.idle() == 1
+
+    worker_end.send(("warming", "alm"))
+    executor._receive(slot)
+    assert executor.idle() == 0
+    assert executor.snapshot()[0].state == "compiling solver alm's kernels while idle"
+    worker_end.send(("idle",))
+    executor._receive(slot)
+    assert executor.idle() == 1 and executor.snapshot()[0].state is None
+
+    job_id = uuid.uuid4()
+    slot.assignment = Assignment(job_id, 1, time_limit_s=10.0, started=time.monotonic() - 100)
+    worker_end.send(("training", str(job_id)))
+    executor._receive(slot)
+    assert time.monotonic() - slot.assignment.started < 60  # the clock restarted
