@@ -8,10 +8,11 @@ SMO loops).  No solver is trained: each hook calls its kernels on a few rows.  T
 compiled with ``cache=True``, so after the first process on a machine this mostly loads
 machine code from ``__pycache__``.
 
-Once per machine, not once per process: :func:`warm_up` holds an exclusive file lock
-(:func:`compile_lock`) while it compiles, so that when a service starts its web process and
-its workers at once on a cold cache, one of them compiles and the others wait, then load what
-it wrote (seconds) instead of compiling the same kernels side by side on the same cores.  The
+Once per machine, not once per process: :func:`warm_up` holds an exclusive file lock per step
+(:func:`compile_lock`) while it compiles it, so that when a service starts its web process and
+its workers at once on a cold cache, each step is compiled by one of them while the others
+compile other steps or wait, then load what it wrote (seconds) instead of compiling the same
+kernels side by side on the same cores.  The
 waiters say that they wait, and everyone reports its steps (``progress(k, n, what)``), so a
 watchdog can tell a compiling or waiting process from a hung one.
 """
@@ -77,19 +78,22 @@ Progress = Callable[[int, int, str], None]
 WAIT_REPORT_S = 2.0
 
 
-def lock_path() -> Path:
-    """The lock file of this installation's kernels (one per package directory: the Numba
-    cache lives beside the sources, so that is what the lock guards)."""
+def lock_path(what: str = "") -> Path:
+    """The lock file of one warm-up step (``what``) of this installation's kernels (one set
+    per package directory: the Numba cache lives beside the sources, so that is what the
+    locks guard)."""
     package = str(Path(__file__).resolve().parent)
-    digest = hashlib.sha256(package.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"{package}\0{what}".encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"svmsvc-kernels-{digest}.lock"
 
 
 @contextlib.contextmanager
-def compile_lock(total: int, progress: Progress | None = None) -> Iterator[None]:
-    """Hold the machine's compile lock (an exclusive ``flock``, released by the kernel when
-    its holder dies, so a killed compiler never blocks the others), reporting the wait."""
-    with open(lock_path(), "a+b") as handle:
+def compile_lock(total: int, progress: Progress | None = None,
+                 what: str = "") -> Iterator[None]:
+    """Hold the machine's compile lock of step ``what`` (an exclusive ``flock``, released by
+    the kernel when its holder dies, so a killed compiler never blocks the others),
+    reporting the wait."""
+    with open(lock_path(what), "a+b") as handle:
         waited_since = None
         while True:
             try:
@@ -109,11 +113,10 @@ def compile_lock(total: int, progress: Progress | None = None) -> Iterator[None]
 
 
 @contextlib.contextmanager
-def compile_lock_if_free() -> Iterator[bool]:
-    """The machine's compile lock if no other process holds it (yields True, held for the
-    block), else at once False: for work that can wait, such as an idle worker compiling the
-    kernels of solvers no job has asked for yet."""
-    with open(lock_path(), "a+b") as handle:
+def compile_lock_if_free(what: str = "") -> Iterator[bool]:
+    """The compile lock of step ``what`` if no other process holds it (yields True, held for
+    the block), else at once False."""
+    with open(lock_path(what), "a+b") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -150,6 +153,18 @@ def shared_steps(parallel: bool = True) -> list[tuple[str, Callable[[], None]]]:
             ("prediction", lambda: warm_up_prediction(parallel))]
 
 
+def worker_steps(parallel: bool = True) -> list[tuple[str, Callable[[], None]]]:
+    """What a service's worker compiles before it takes jobs: the shared layers for int32
+    indices (what the parser gives unless a matrix has 2^31 entries or columns; int64 ones
+    compile when a job brings such data) and without the parser (a worker reads stored
+    arrays).  Each solver's own kernels come later (``app.jobs.worker``)."""
+    return [("core kernels (int32 indices)",
+             lambda: warm_up_core(parallel=parallel, index_widths=(32,))),
+            ("losses", warm_up_losses),
+            ("problem layer", warm_up_problems),
+            ("prediction", lambda: warm_up_prediction(parallel))]
+
+
 def solver_steps() -> dict[str, Callable[[], None]]:
     """Each registered solver's own kernels beyond the shared layers (its spec's ``warm_up``
     hook), by solver name."""
@@ -165,16 +180,31 @@ def warm_up_steps(parallel: bool = True) -> list[tuple[str, Callable[[], None]]]
 def warm_up(parallel: bool = True, progress: Progress | None = None,
             serving: bool = False,
             steps: list[tuple[str, Callable[[], None]]] | None = None) -> float:
-    """Compile (or load from the on-disk cache) every kernel, under the machine's compile
-    lock; returns the seconds it took (the wait included).  ``progress`` hears each step.
-    ``serving``: only what a web process runs (:func:`serving_steps`), not the solvers;
-    ``steps``: these steps instead (a worker's shared layers, say)."""
+    """Compile (or load from the on-disk cache) every kernel; returns the seconds it took
+    (the waits included).  ``progress`` hears each step.  ``serving``: only what a web
+    process runs (:func:`serving_steps`), not the solvers; ``steps``: these steps instead (a
+    worker's shared layers, say).
+
+    Each step has its own lock: a process takes the first step no other process is
+    compiling, so that a service starting on a cold cache compiles its steps side by side
+    in its processes, each step once; when every step left is another process's, it waits
+    for the first and then loads what that process wrote."""
     start = time.perf_counter()
     if steps is None:
         steps = serving_steps() if serving else warm_up_steps(parallel)
-    with compile_lock(len(steps), progress):
-        for done, (what, step) in enumerate(steps, start=1):
-            step()
-            if progress is not None:
-                progress(done, len(steps), what)
+    left = list(steps)
+    total = len(left)
+    while left:
+        for position, (what, step) in enumerate(left):
+            with compile_lock_if_free(what) as acquired:
+                if acquired:
+                    step()
+                    break
+        else:
+            position, (what, step) = 0, left[0]
+            with compile_lock(total, progress, what):
+                step()
+        del left[position]
+        if progress is not None:
+            progress(total - len(left), total, what)
     return time.perf_counter() - start

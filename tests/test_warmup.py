@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from solvers.warmup import compile_lock, warm_up, warm_up_steps
+from solvers.warmup import compile_lock, warm_up, warm_up_steps, worker_steps
 
 
 def test_a_second_warm_up_waits_for_the_first_and_says_so():
@@ -32,3 +32,35 @@ def test_every_step_is_reported_in_order():
     steps = [what for what, _ in warm_up_steps(parallel=False)]
     done = [report for report in heard if report[0] > 0]
     assert done == [(k, len(steps), what) for k, what in enumerate(steps, start=1)]
+
+
+def test_a_process_compiles_the_steps_no_other_process_is_compiling_first():
+    """Each step has its own lock: with step "a" held elsewhere, a warm-up does "b" first,
+    then waits for "a" (saying so) and runs it after the other process is done."""
+    ran: list[str] = []
+    heard: list[tuple[int, int, str]] = []
+    held, release = threading.Event(), threading.Event()
+
+    def other_process():
+        with compile_lock(2, what="a"):
+            held.set()
+            release.wait(600)
+
+    other = threading.Thread(target=other_process)
+    other.start()
+    assert held.wait(600)
+
+    def step_b():
+        ran.append("b")
+        release.set()  # the other process finishes "a" while this one compiles "b"
+
+    warm_up(steps=[("a", lambda: ran.append("a")), ("b", step_b)],
+            progress=lambda *report: heard.append(report))
+    other.join(600)
+    assert ran == ["b", "a"]
+    assert [report for report in heard if report[0] > 0] == [(1, 2, "b"), (2, 2, "a")]
+
+
+def test_a_worker_starts_on_int32_indices_without_the_parser():
+    steps = [what for what, _ in worker_steps(parallel=False)]
+    assert steps == ["core kernels (int32 indices)", "losses", "problem layer", "prediction"]

@@ -56,7 +56,7 @@ def test_it_leaves_the_lock_to_another_process_compiling():
     held, release = threading.Event(), threading.Event()
 
     def other_process():  # flock conflicts between two opens of the file, threads included
-        with compile_lock(1):
+        with compile_lock(1, what="solver alm"):
             held.set()
             release.wait(600)
 
