@@ -611,6 +611,8 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(summary, indent=1))
         return
     if args.command == "startup":
+        import json
+
         with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
             print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                   f"{os.getloadavg()[0]:.2f}")

@@ -223,7 +223,13 @@ def test_warm_starts_reach_the_same_optimum_in_fewer_iterations(loss):
     warm = dual_cd.run(problem, exact, None, start=start)
     assert warm.status == "converged", warm.message
     assert abs(warm.objective - cold.objective) / cold.objective <= 1e-6
-    assert dual_cd.run(problem, rule, None, start=start).iterations < cold_rule.iterations
+    if loss == "squared_hinge":
+        # the squared hinge's KKT map is exact (alpha_i = 2 C xi_i): a near-optimal w gives a
+        # near-optimal alpha.  The hinge's gives only bounds (alpha_i = C inside the margin, 0
+        # outside, nothing known on it), so from a loose point it may take longer than cold:
+        # seen 1720 and 2494 passes against 1851 (2026-11-26, 2026-11-27), by the cutting
+        # planes' point, whose last iterations a loaded machine's timing choices move.
+        assert dual_cd.run(problem, rule, None, start=start).iterations < cold_rule.iterations
     # a dual start outside the box is clipped into it
     alpha = np.full(problem.n_samples, 5.0)
     clipped = dual_cd.dual_start(problem, alpha)
