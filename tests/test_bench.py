@@ -135,6 +135,7 @@ def test_mfn_suite_filter_keeps_the_named_problems():
     assert len(bench_mfn.suite(False)) == 16 and len(bench_mfn.suite(True)) == 4
 
 
+@pytest.mark.slow
 def test_mfn_anchors_include_both_liblinear_builds():
     """Every squared-hinge problem is measured against LIBLINEAR -s 1 and -s 2 of the official
     build and, where its environment exists, of the multi-core build at -m 1 and -m 2."""

@@ -457,6 +457,7 @@ def _liblinear(*args) -> str:
     ("dna.scale", "dna.scale.t", "-s 4 -c 0.1 -e 0.0001"),  # Crammer-Singer
     ("dna.scale", "dna.scale.t", "-s 1 -c 0.1 -e 0.0001 -B 1"),  # one-vs-rest
 ])
+@pytest.mark.slow
 def test_liblinear_short_options_train_what_liblinear_trains(tmp_path, train_name, test_name,
                                                               options):
     """``svmsvc train`` with LIBLINEAR's options solves LIBLINEAR's problem by the same dual
@@ -483,6 +484,7 @@ def test_liblinear_short_options_train_what_liblinear_trains(tmp_path, train_nam
         correct(ours), correct(theirs), differ)
 
 
+@pytest.mark.slow
 def test_liblinear_v_and_C_print_liblinears_lines(tmp_path):
     """-v k prints LIBLINEAR's line, the pooled accuracy (correct over all examples) of the
     library's stratified folds; -C its "Best C" line; LIBLINEAR's own -v on other (random)

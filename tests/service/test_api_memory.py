@@ -75,6 +75,7 @@ PEAK_RSS_BOUND_MB = 1024
 predict) and 2.45 GB (5.5 million JSON rows); started and idle it holds about 300 MB."""
 
 
+@pytest.mark.slow
 @pytest.mark.embedded_database_only
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_hostile_requests_leave_the_web_process_within_a_memory_bound(server_factory):

@@ -7,6 +7,7 @@ cases are sent to the shared in-process service of each backend and validated ag
 
 from __future__ import annotations
 
+import pytest
 import schemathesis
 from conftest import API_KEYS
 from hypothesis import HealthCheck, settings
@@ -14,6 +15,9 @@ from schemathesis.specs.openapi.checks import ignored_auth, positive_data_accept
 
 from app.core.config import Settings
 from app.main import create_app
+
+# every operation against the spec, on both backends: minutes, so out of the quick tier
+pytestmark = pytest.mark.slow
 
 EXAMPLES_PER_OPERATION = 8
 """Kept small: the suite runs on 2 cores; every operation still gets its coverage cases."""

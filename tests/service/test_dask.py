@@ -175,6 +175,7 @@ def worker_pid(cluster, j: dict) -> int:
         return client.run(os.getpid, workers=[address])[address]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", FAMILIES)
 def test_a_job_of_every_family_matches_the_library(service, heart, solver):
     import solvers
@@ -241,6 +242,7 @@ def test_a_killed_worker_requeues_its_job_then_fails_it(cluster, service, a9a):
     wait_ready(service)
 
 
+@pytest.mark.slow
 def test_a_restarted_scheduler_leaves_no_job_running(cluster, service, heart, a9a):
     if not isinstance(cluster, SeparateProcesses):
         pytest.skip("the scheduler restart runs on the separately started scheduler")
