@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -71,19 +72,22 @@ def warm_up_prediction(parallel: bool = True) -> None:
 
 
 Progress = Callable[[int, int, str], None]
-"""``progress(done, total, what)``: a warm-up's steps as they end (``done`` of ``total``), and
-``(0, total, "waiting ...")`` every few seconds while another process holds the lock."""
+"""``progress(done, total, what)``: a warm-up's steps as they begin (``what`` is "compiling
+STEP", ``done`` the steps done before it) and as they end (``what`` the step, ``done`` counting
+it), and ``(done, total, "waiting ...")`` every few seconds while another process holds the
+step's lock."""
 
 #: How often a process waiting for the compile lock says so (seconds).
 WAIT_REPORT_S = 2.0
 
 
 def lock_path(what: str = "") -> Path:
-    """The lock file of one warm-up step (``what``) of this installation's kernels (one set
-    per package directory: the Numba cache lives beside the sources, so that is what the
-    locks guard)."""
+    """The lock file of one warm-up step (``what``) of this installation's kernels: one set
+    per package directory and Numba cache directory (the cache lives beside the sources
+    unless ``NUMBA_CACHE_DIR`` says otherwise), which is what the locks guard."""
     package = str(Path(__file__).resolve().parent)
-    digest = hashlib.sha256(f"{package}\0{what}".encode()).hexdigest()[:16]
+    cache = os.environ.get("NUMBA_CACHE_DIR", "")
+    digest = hashlib.sha256(f"{package}\0{cache}\0{what}".encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"svmsvc-kernels-{digest}.lock"
 
 
@@ -194,16 +198,22 @@ def warm_up(parallel: bool = True, progress: Progress | None = None,
         steps = serving_steps() if serving else warm_up_steps(parallel)
     left = list(steps)
     total = len(left)
+
+    def run(what: str, step: Callable[[], None]) -> None:
+        if progress is not None:  # a first step on a cold cache takes minutes: say which
+            progress(total - len(left), total, f"compiling {what}")
+        step()
+
     while left:
         for position, (what, step) in enumerate(left):
             with compile_lock_if_free(what) as acquired:
                 if acquired:
-                    step()
+                    run(what, step)
                     break
         else:
             position, (what, step) = 0, left[0]
             with compile_lock(total, progress, what):
-                step()
+                run(what, step)
         del left[position]
         if progress is not None:
             progress(total - len(left), total, what)
