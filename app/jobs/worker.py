@@ -132,24 +132,26 @@ class SolverWarmUp:
         self.pending = solver_steps()
 
     def compile_one_while_idle(self, connection) -> None:
-        """Compile the next solver's kernels if the machine's compile lock is free and no job
-        has come in; "warming" keeps the dispatcher from choosing this worker meanwhile (a
-        job sent just before it waits for the one solver)."""
+        """Compile the first solver's kernels that no other process is compiling (its lock
+        free), unless a job has come in; "warming" keeps the dispatcher from choosing this
+        worker meanwhile (a job sent just before it waits for the one solver).  When every
+        solver left is another process's, nothing: the next poll tries again."""
         from solvers.warmup import compile_lock_if_free
 
-        name = next(iter(self.pending))
-        with compile_lock_if_free(f"solver {name}") as acquired:
-            if not acquired:
-                return  # another process compiles: try again after the next poll
-            connection.send(("warming", name))
-            try:
-                if not connection.poll(0):
-                    started = time.perf_counter()
-                    self.pending.pop(name)()
-                    logger.info("solver %s's kernels ready (%.1f s, while idle)", name,
-                                time.perf_counter() - started)
-            finally:
-                connection.send(("idle",))
+        for name in list(self.pending):
+            with compile_lock_if_free(f"solver {name}") as acquired:
+                if not acquired:
+                    continue
+                connection.send(("warming", name))
+                try:
+                    if not connection.poll(0):
+                        started = time.perf_counter()
+                        self.pending.pop(name)()
+                        logger.info("solver %s's kernels ready (%.1f s, while idle)", name,
+                                    time.perf_counter() - started)
+                finally:
+                    connection.send(("idle",))
+                return
 
     def prepare_job(self, spec: JobSpec, sessions: Sessions, connection) -> None:
         """Before a job trains: compile what its solver needs that is not compiled yet (every
