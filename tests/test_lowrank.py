@@ -25,6 +25,7 @@ import pytest
 from shared_data import load
 
 import solvers
+from solvers.core import lowrank
 from solvers.core.kernels import Kernel, kernel_matrix
 from solvers.core.lowrank import incomplete_cholesky, nystrom
 from solvers.models import KernelModel
@@ -146,6 +147,41 @@ FAMILIES = [("mfn", {}), ("alm", {}), ("cutting_plane", {}), ("interior_point", 
             ("dual_cd", {})]
 
 
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_auto_factors_once_and_chooses_among_the_linear_solvers_on_the_factor(
+        australian, monkeypatch, loss):
+    """solver="auto" with an approximation: the kernel is factored once, the candidates run
+    on that one factor (dual_cd first: what bench_lowrank measured fastest on factors) as a
+    portfolio, and the winner's optimum is the explicit solver's on the same factor (dual_cd
+    at a relative gap of 1e-9) to the certified gap asked (1e-6).  The result and the model
+    say which solver ran, under which approximation."""
+    common = dict(C=C, loss=loss, bias="regularized", approximation="nystrom", rank=100,
+                  approximation_seed=7, kernel="rbf", gamma="scale")
+    reference = solvers.train(australian, solver="dual_cd", tol=1e-9, **common)
+    calls = []
+    factor = solvers.approximation.nystrom
+
+    def counted(*args, **kwargs):
+        calls.append(args[2])
+        return factor(*args, **kwargs)
+
+    monkeypatch.setattr(solvers.approximation, "nystrom", counted)
+    result = solvers.train(australian, solver="auto", tol=1e-6, **common)
+    assert calls == [100]  # one factorization, shared by every candidate that ran
+    assert result.status == "converged", result.message
+    assert result.objective == pytest.approx(reference.objective, rel=2e-6)
+    assert result.choice.reason.startswith("on a dense low-rank factor (690 x 100)")
+    ran = [run["candidate"] for run in result.choice.runs]
+    assert ran[0] == "dual_cd", result.choice.runs
+    assert isinstance(result.model, KernelModel) and result.model.n_support == 100
+    assert result.params.solver == result.choice.solver
+    assert result.params.approximation == "nystrom" and result.params.rank == 100
+    assert result.model.metadata["approximation"]["method"] == "nystrom"
+    np.testing.assert_allclose(result.model.decision_function(australian.X),
+                               reference.model.decision_function(australian.X),
+                               rtol=0, atol=5e-2)
+
+
 @pytest.mark.parametrize("solver,extra", FAMILIES, ids=[f for f, _ in FAMILIES])
 def test_every_linear_family_trains_on_the_factor(australian, solver, extra):
     """The hinge loss with a regularized bias (LIBLINEAR -B 1 on the factor), which all five
@@ -199,7 +235,7 @@ def test_decision_values_are_the_linear_model_on_the_factor(heart):
 
 
 def test_approximation_is_refused_where_it_does_not_apply(heart):
-    for params in (dict(solver="smo"), dict(solver="auto"),
+    for params in (dict(solver="smo"), dict(solver="auto", scale="maxabs"),
                    dict(solver="mfn", scale="maxabs"),
                    dict(solver="mfn", task="ordinal")):
         with pytest.raises(solvers.InvalidParametersError, match="approximation|smo"):
@@ -241,3 +277,95 @@ def test_class_weights_and_probabilities_compose_with_the_factor(heart):
     proba = calibrated.model.predict_proba(heart.X)
     assert proba.shape == (heart.n_samples, 2)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+
+
+# -- stopping and progress during the factorization ---------------------------------------------
+
+
+class StopOnAsk:
+    """A monitor that asks to stop from its ``limit``-th ``stop_reason`` call on (a job's
+    cancel flag raised while the factor is computed), counting the asks and keeping every
+    record."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.asks = 0
+        self.records = []
+
+    def report(self, record):
+        self.records.append(record)
+
+    def stop_reason(self):
+        self.asks += 1
+        return "cancelled by request" if self.asks >= self.limit else None
+
+
+@pytest.mark.parametrize("method", ["icf", "nystrom"])
+def test_a_stop_during_the_factorization_ends_the_run_within_one_block(method):
+    """A monitor that says stop while the factor is computed ends the run at the next
+    checkpoint (one pivot of the incomplete Cholesky, one block of Nystrom's kernel
+    columns), not after the whole factor: the result is ``stopped`` with the monitor's
+    reason and how far the factorization came, no solver ran (every record is the
+    factorization's), and the model is every solver's starting point, f = 0, whose
+    objective is C sum_i loss(0) = C n for the hinge loss."""
+    train_set = load("letter.scale")  # 15,000 rows
+    n = train_set.n_samples
+    monitor = StopOnAsk(limit=3)
+    result = solvers.train(train_set, solver="dual_cd", C=C, loss="hinge", approximation=method,
+                           rank=2000, kernel="rbf", gamma="scale", monitor=monitor)
+    assert result.status == "stopped"
+    assert result.message.startswith("stopped: cancelled by request (while factorizing")
+    (summary,) = result.subproblems
+    done = summary.extras["factorization"]["done"]
+    assert summary.iterations == 0 and result.log == []
+    # three asks: the third one stopped it, at a checkpoint after at most 3 blocks of work
+    block = 1 if method == "icf" else lowrank.column_block(n)
+    assert summary.extras["factorization"]["step"] == ("pivots" if method == "icf"
+                                                       else "kernel columns")
+    assert done <= 3 * block < 2000
+    assert monitor.records and all(r.extras["stage"] == "factorizing" for r in monitor.records)
+    assert [r.iteration for r in monitor.records] == list(range(1, len(monitor.records) + 1))
+    assert result.objective == pytest.approx(C * n, rel=1e-12)
+    assert np.all(result.model.decision_function(train_set.X) == 0.0)
+
+
+def test_a_time_limit_stops_the_factorization():
+    """ListMonitor's time limit (the library's): a limit already passed stops the
+    incomplete Cholesky after its first pivot."""
+    heart = load("heart_scale")
+    result = solvers.train(heart, solver="mfn", approximation="icf", rank=200, kernel="rbf",
+                           gamma=GAMMA, monitor=solvers.ListMonitor(time_limit=0.0))
+    assert result.status == "stopped"
+    assert "time limit of 0 s reached" in result.message
+    assert result.subproblems[0].extras["factorization"]["done"] == 1
+
+
+@pytest.mark.parametrize("method", ["icf", "nystrom"])
+def test_factorization_progress_comes_first_in_the_log_and_changes_nothing(heart, method):
+    """With a monitor that never stops, the factorization reports its progress (records
+    tagged ``stage: factorizing``, the last one the rank obtained), the solver's records are
+    numbered and timed after them, and the factor is the one computed without a monitor (the
+    checkpoints change no arithmetic: the same landmarks and residual to the last bit, the
+    same optimum to the solver's gap); the result's log is the solver's alone."""
+    common = dict(solver="dual_cd", C=C, loss="hinge", approximation=method, rank=120,
+                  kernel="rbf", gamma=GAMMA)
+    plain = solvers.train(heart, **common)
+    monitor = solvers.ListMonitor()
+    watched = solvers.train(heart, monitor=monitor, **common)
+    assert (watched.model.support_vectors_ != plain.model.support_vectors_).nnz == 0
+    assert watched.model.metadata["approximation"]["residual_trace"] == \
+        plain.model.metadata["approximation"]["residual_trace"]
+    assert watched.objective == pytest.approx(plain.objective, rel=2e-6)
+    records = monitor.records
+    factor = [r for r in records if r.extras.get("stage") == "factorizing"]
+    solver = records[len(factor):]
+    assert records[:len(factor)] == factor and solver
+    assert [r.iteration for r in records] == list(range(1, len(records) + 1))
+    assert factor[-1].extras["factor_step"] == "done"
+    assert factor[-1].extras["factor_done"] == plain.model.metadata["approximation"]["rank"]
+    assert factor[-1].extras["factor_total"] == 120
+    ratio = (watched.model.metadata["approximation"]["residual_trace"]
+             / watched.model.metadata["approximation"]["kernel_trace"])
+    assert factor[-1].optimality == pytest.approx(ratio, rel=1e-12)
+    assert solver[0].elapsed >= factor[-1].elapsed
+    assert [r.iteration for r in watched.log] == [r.iteration - len(factor) for r in solver]
