@@ -41,12 +41,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.base import SolverParams
+from solvers.base import PairwiseLinear, SolverParams
 from solvers.core.lowrank import Factor, FactorizationStopped, incomplete_cholesky, nystrom
 from solvers.data.dataset import Dataset
 from solvers.models import KernelModel, LinearModel
 from solvers.monitor import Monitor, NullMonitor, Reporter, Stopwatch
-from solvers.multiclass import PairwiseLinear
 
 #: The factorization reports a progress record at most this often (seconds).
 REPORT_INTERVAL_S = 0.25
@@ -140,7 +139,7 @@ class Approximation:
     def kernel_model(self, model: LinearModel | PairwiseLinear) -> KernelModel:
         """The kernel model a linear model on the factor is: coefficients (M w)' over the
         landmarks, the same intercepts and classes; one-vs-one weights
-        (:class:`~solvers.multiclass.PairwiseLinear`) make a one-vs-one kernel model, which
+        (:class:`~solvers.base.PairwiseLinear`) make a one-vs-one kernel model, which
         votes as LIBSVM's."""
         if isinstance(model, PairwiseLinear):
             coef, intercept, classes, metadata = (model.coef, model.intercept, model.classes,

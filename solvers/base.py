@@ -626,6 +626,21 @@ class Fit:
     subproblems: list[SubproblemResult]
 
 
+@dataclass
+class PairwiseLinear:
+    """The weights of one-vs-one linear problems on a low-rank factor, before the
+    approximation step folds them into a one-vs-one :class:`~solvers.models.KernelModel`
+    (:meth:`solvers.approximation.Approximation.kernel_model`): one row of ``coef`` and one
+    ``intercept`` per pair of classes (a, b), a < b, in LIBSVM's order (0,1), (0,2), ...,
+    (1,2), ..., positive for a.  Not a model of its own: a linear solver poses one-vs-one
+    only on a factor (``SolverParams``' check)."""
+
+    coef: np.ndarray
+    intercept: np.ndarray
+    classes: np.ndarray
+    multiclass: str = "ovo"
+
+
 BinarySolver = Callable[[BinaryProblem, SolverParams, Any], Solution]
 FitHandler = Callable[..., Fit]
 PathHandler = Callable[..., list[tuple[Any, float, float]]]

@@ -11,7 +11,6 @@ multi-class method (Crammer-Singer) is a fit handler of its declared task
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy as np
 from solvers.base import (
     Fit,
     InvalidParametersError,
+    PairwiseLinear,
     SolverParams,
     SolverSpec,
     SubproblemResult,
@@ -153,21 +153,6 @@ def fit_linear_one_vs_rest(dataset: Dataset, spec: SolverSpec, params: SolverPar
     for k, (_, (w, intercept)) in enumerate(results):
         weights[k], intercepts[k] = w, intercept
     return Fit(LinearModel(weights, intercepts, dataset.classes), [s for s, _ in results])
-
-
-@dataclass
-class PairwiseLinear:
-    """The weights of one-vs-one linear problems on a low-rank factor, before the
-    approximation step folds them into a one-vs-one :class:`KernelModel`
-    (:meth:`solvers.approximation.Approximation.kernel_model`): one row of ``coef`` and one
-    ``intercept`` per pair of classes (a, b), a < b, in LIBSVM's order (0,1), (0,2), ...,
-    (1,2), ..., positive for a.  Not a model of its own: a linear solver poses one-vs-one
-    only on a factor (``SolverParams``' check)."""
-
-    coef: np.ndarray
-    intercept: np.ndarray
-    classes: np.ndarray
-    multiclass: str = "ovo"
 
 
 def class_pairs(k: int) -> list[tuple[int, int]]:

@@ -369,3 +369,48 @@ def test_factorization_progress_comes_first_in_the_log_and_changes_nothing(heart
     assert factor[-1].optimality == pytest.approx(ratio, rel=1e-12)
     assert solver[0].elapsed >= factor[-1].elapsed
     assert [r.iteration for r in watched.log] == [r.iteration - len(factor) for r in solver]
+
+
+# -- one-vs-one on the factor -------------------------------------------------------------------
+
+
+def test_one_vs_one_on_the_factor_solves_each_pair_and_votes(tmp_path):
+    """multiclass="ovo" on a factor (dna: 3 classes, 2,000 rows): one binary problem per pair
+    of classes on that pair's rows of the one factor, each the problem dual_cd solves on
+    those rows of G alone (objective to its certified gap, against a run at 1e-9); the model
+    is a one-vs-one KernelModel whose pairwise values are the linear ones on G and whose
+    labels are LIBSVM's vote; it round-trips; linear solvers refuse ovo without a factor."""
+    train_set = load("dna.scale")
+    test_set = load("dna.scale.t", n_features=train_set.n_features)
+    common = dict(C=1.0, loss="hinge", approximation="nystrom", rank=200, approximation_seed=5,
+                  kernel="rbf", gamma=0.01)
+    result = solvers.train(train_set, solver="dual_cd", multiclass="ovo", tol=1e-6, **common)
+    model = result.model
+    assert isinstance(model, KernelModel) and model.multiclass == "ovo"
+    assert model.coef_.shape == (3, 200)
+    assert [s.label for s in result.subproblems] == ["1-2", "1-3", "2-3"]
+    factor = nystrom(train_set.X, Kernel("rbf", 0.01), 200, seed=5)
+    classes = train_set.classes
+    pairwise = model.pairwise_decision(train_set.X)
+    for p, (a, b) in enumerate([(0, 1), (0, 2), (1, 2)]):
+        rows = np.flatnonzero((train_set.y == classes[a]) | (train_set.y == classes[b]))
+        pair = solvers.Dataset(factor.G[rows], np.where(train_set.y[rows] == classes[a], 1, -1))
+        alone = solvers.train(pair, solver="dual_cd", C=1.0, loss="hinge", tol=1e-9)
+        assert result.subproblems[p].objective == pytest.approx(alone.objective, rel=2e-6)
+        # f_ab = +1 for a: the linear model on G, positive class +1 = a
+        np.testing.assert_allclose(pairwise[rows, p], alone.model.decision_function(pair.X),
+                                   rtol=0, atol=5e-2)
+    votes = np.zeros((train_set.n_samples, 3), dtype=int)
+    for p, (a, b) in enumerate([(0, 1), (0, 2), (1, 2)]):
+        votes[:, a] += pairwise[:, p] > 0
+        votes[:, b] += pairwise[:, p] <= 0
+    np.testing.assert_array_equal(model.predict(train_set.X), classes[np.argmax(votes, axis=1)])
+    accuracy = np.mean(model.predict(test_set.X) == test_set.y)
+    assert accuracy > 0.9, accuracy
+    path = tmp_path / "ovo.npz"
+    model.save(path)
+    np.testing.assert_array_equal(solvers.load_model(path).predict(test_set.X),
+                                  model.predict(test_set.X))
+    with pytest.raises(solvers.InvalidParametersError, match="'ovo' on a linear solver is the "
+                                                             "low-rank kernel path's strategy"):
+        solvers.train(train_set, solver="dual_cd", multiclass="ovo")
