@@ -19,7 +19,9 @@ problem).
 The model folds the map into the coefficients: w.g(x) = w.(k(x, L) M) = sum_j (M w)_j
 k(l_j, x), so the linear model on G becomes a :class:`~solvers.models.KernelModel` whose
 "support vectors" are the landmarks (or pivots) L and whose coefficients are (M w)' (one row
-per binary problem; one-vs-rest and Crammer-Singer keep their rows).  It predicts with exact
+per binary problem; one-vs-rest and Crammer-Singer keep their rows, one-vs-one's pairs make a
+one-vs-one kernel model that votes as LIBSVM's).  ``solver="auto"`` factors once too and its
+candidates race on the factor (``solvers.train``).  It predicts with exact
 kernel rows against L, serializes as any kernel model (npz, no pickle), and its metadata
 records the approximation (method, rank asked and obtained, residual trace, seconds).
 
