@@ -64,6 +64,38 @@ def test_icf_residual_falls_with_rank_and_vanishes_at_full_rank(heart, heart_ker
     np.testing.assert_allclose(part.G, full.G[:, :60], rtol=0, atol=1e-12)
 
 
+def textbook_pivoted_cholesky(K: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """Right-looking pivoted Cholesky on the dense K (Golub & Van Loan, Algorithm 4.2.4's
+    symmetric pivoting, stopped after ``rank`` steps): pivot = the largest diagonal entry of
+    the residual R, G[:, j] = R[:, p] / sqrt(R[p, p]), R -= G[:, j] G[:, j]'.  The same
+    factor as the left-looking incomplete Cholesky, by other arithmetic."""
+    R = K.copy()
+    G = np.zeros((K.shape[0], rank))
+    pivots = np.empty(rank, np.int64)
+    done = np.zeros(K.shape[0], bool)
+    for j in range(rank):
+        diagonal = np.where(done, -np.inf, np.diag(R))
+        p = int(np.argmax(diagonal))
+        G[:, j] = R[:, p] / np.sqrt(R[p, p])
+        R -= np.outer(G[:, j], G[:, j])
+        pivots[j], done[p] = p, True
+    return G, pivots
+
+
+@pytest.mark.parametrize("name,gamma", [("heart_scale", GAMMA), ("australian_scale", 0.2)])
+def test_icf_is_the_textbook_pivoted_cholesky(name, gamma):
+    """The incomplete Cholesky (a BLAS product per column over the columns so far) takes the
+    pivots of the textbook right-looking pivoted Cholesky of the full kernel matrix, in the
+    same order, and its factor agrees to rounding."""
+    data = load(name)
+    kernel = Kernel("rbf", gamma)
+    K = kernel_matrix(data.X, data.X, kernel)
+    factor = incomplete_cholesky(data.X, kernel, 150, tol=0.0)
+    G, pivots = textbook_pivoted_cholesky(K, 150)
+    np.testing.assert_array_equal(factor.pivots, pivots)
+    np.testing.assert_allclose(factor.G, G, rtol=0, atol=1e-10)
+
+
 @pytest.mark.parametrize("tol", [1e-1, 1e-2, 1e-3])
 def test_icf_trace_stopping_rule_is_exact(heart, heart_kernel, tol):
     kernel, K = heart_kernel

@@ -186,7 +186,15 @@ def incomplete_cholesky(X, kernel: Kernel, rank: int, tol: float = 0.0,
                         checkpoint: Checkpoint | None = None) -> Factor:
     """Pivoted incomplete Cholesky of K(X, X) (module docstring): at most ``rank`` columns,
     fewer when trace(K - G G') <= ``tol`` * trace(K) first.  ``checkpoint`` is asked after
-    every pivot (step "pivots", with the relative residual trace)."""
+    every pivot (step "pivots", with the relative residual trace).
+
+    Each step reads the n x j columns so far once (K[:, p] - G[:, :j] G[p, :j]'): O(n r^2)
+    in all and memory-bound.  The greedy pivot of step j + 1 needs column j's residual
+    diagonal, so steps cannot be batched into a matrix-matrix product without changing the
+    pivots; a BLAS matrix-vector product for the update (same pivots, factor within 3e-15)
+    measured 0.90x-1.29x of this loop's speed on ijcnn1 (n = 20,000 at rank 512, n = 49,990
+    at rank 384; 2026-11-27, load average 11-14), so the loop stays (it keeps to the
+    worker's Numba threads)."""
     if rank < 1:
         raise ValueError("rank must be at least 1")
     if not 0.0 <= tol < 1.0:
