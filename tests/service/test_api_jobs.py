@@ -557,3 +557,24 @@ def test_a_job_cancelled_while_factorizing_stops_there(api):
     assert all(r["extras"]["stage"] == "factorizing" for r in log)
     assert log[-1]["extras"]["factor_done"] < 3000
     assert log[-1]["objective"] is None  # no iterate: NaN in the library, null here
+
+
+def test_an_auto_job_on_a_factor_trains_a_one_vs_one_kernel_model(api):
+    """solver="auto" with an approximation and multiclass="ovo" through the service: the job
+    is admitted (auto's choice checked on the factor's shape), the worker factors once and
+    the chosen linear solver trains the pairs on the factor; the stored model is a
+    one-vs-one kernel model over the landmarks that predicts as the library's does, and the
+    stored parameters are the chosen solver's with the approximation."""
+    dataset_id = uploaded_id(api, data_path("dna.scale"))
+    params = {"solver": "auto", "loss": "hinge", "C": 1.0, "approximation": "nystrom",
+              "rank": 100, "kernel": "rbf", "gamma": 0.01, "multiclass": "ovo", "tol": 1e-3}
+    done = wait_job(api, create_job(api, dataset_id, params)["id"])
+    assert done["status"] == "succeeded" and done["solver_status"] == "converged", done
+    described = api.get(f"/api/v1/models/{done['model_id']}").json()
+    assert described["solver"] in ("dual_cd", "cutting_plane", "mfn"), described
+    assert described["params"]["approximation"] == "nystrom"
+    assert described["params"]["multiclass"] == "ovo"
+    model = solvers.load_model(api.get(f"/api/v1/models/{done['model_id']}/download").content)
+    assert model.kind == "kernel" and model.multiclass == "ovo" and model.n_support == 100
+    assert model.metadata["auto"]["reason"].startswith("on a dense low-rank factor")
+    assert_served_as_the_library_predicts(api, done["model_id"], model)
