@@ -3,7 +3,7 @@
 gamma, in one run.
 
     python -m bench.bench_lowrank [--quick] [--problems a9a,ijcnn1,letter] [--ranks 256,512,1024]
-                                  [--out DIR]
+                                  [--strategies ovo,crammer_singer] [--out DIR]
 
 Problems: a9a (32,561 rows, 123 binary features), ijcnn1 (49,990 rows, 22 features in
 [-1, 1]) and letter (15,000 rows, 16 features, 26 classes), their shipped test files (a9a.t
@@ -17,6 +17,9 @@ as a number to both sides.
   on the Nystrom factor with uniform landmarks, at each rank of ``--ranks``;
 * at the largest rank: Nystrom with k-means landmarks, and the incomplete Cholesky (the
   landmarks question of issue 33: which to use, measured);
+* on a multi-class problem (letter), at each rank: ``dual_cd`` with each multi-class strategy
+  of ``--strategies`` besides the curve's one-vs-rest (``ovo``: one-vs-one on the factor,
+  325 pairs for letter, as LIBSVM; ``crammer_singer``: dual_cd's native multi-class problem);
 * at the middle rank (uniform Nystrom): every linear family on the same factor (mfn:
   squared hinge, its native loss; alm, cutting_plane, interior_point, dual_cd: the hinge), to
   say which is fastest on the factor.
@@ -91,14 +94,17 @@ def run_lowrank(train, test, gamma: float, solver: str, approximation: str, rank
     accuracy = float(np.mean(result.model.predict(test.X) == test.y))
     info = result.model.metadata["approximation"]
     method = approximation if approximation == "icf" else f"nystrom/{landmarks}"
-    return {"runner": f"{solver} {params.get('loss', '')} on {method}".replace("  ", " "),
+    strategy = f" {params['multiclass']}" if "multiclass" in params else ""
+    return {"runner": f"{solver} {params.get('loss', '')}{strategy} on {method}"
+            .replace("  ", " "),
             "rank": info["rank"], "seconds": seconds, "factor_seconds": info["seconds"],
             "accuracy": accuracy, "status": str(result.status),
             "residual_trace": info["residual_trace"] / info["kernel_trace"]}
 
 
 def measure(name: str, quick: bool, ranks: list[int], families=FAMILIES[1:],
-            variants=(("nystrom", "kmeans"), ("icf", "uniform")), log=print) -> dict:
+            variants=(("nystrom", "kmeans"), ("icf", "uniform")), strategies=(),
+            log=print) -> dict:
     train, test = problem(name, quick)
     gamma = scale_gamma(train.X)
     log(f"{name}: {train.n_samples} rows, gamma={gamma:.6g}")
@@ -110,6 +116,11 @@ def measure(name: str, quick: bool, ranks: list[int], families=FAMILIES[1:],
         row = run_lowrank(train, test, gamma, "dual_cd", "nystrom", rank, loss="hinge")
         log(f"  {row}")
         rows.append(row)
+        for strategy in strategies if train.classes.shape[0] > 2 else ():
+            row = run_lowrank(train, test, gamma, "dual_cd", "nystrom", rank, loss="hinge",
+                              multiclass=strategy)
+            log(f"  {row}")
+            rows.append(row)
     top = ranks[-1]
     for approximation, landmarks in variants:
         row = run_lowrank(train, test, gamma, "dual_cd", approximation, top, landmarks,
@@ -134,6 +145,10 @@ def warm_up(name: str) -> None:
         run_lowrank(train, test, gamma, "dual_cd", approximation, 50, landmarks, loss="hinge")
     for solver, params in FAMILIES[1:]:
         run_lowrank(train, test, gamma, solver, "nystrom", 50, **params)
+    letter = problem("letter", True)[0].subset(np.arange(300))  # multi-class code paths
+    for strategy in ("ovo", "crammer_singer"):
+        run_lowrank(letter, letter, scale_gamma(letter.X), "dual_cd", "nystrom", 50,
+                    loss="hinge", multiclass=strategy)
 
 
 def markdown(results: list[dict]) -> str:
@@ -166,6 +181,10 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", default="kmeans,icf",
                         help="the landmark variants at the largest rank (kmeans, icf; empty: "
                              "none)")
+    parser.add_argument("--strategies", default="",
+                        help="multi-class strategies of dual_cd on the factor besides ovr, at "
+                             "every rank, on multi-class problems (comma-separated: ovo, "
+                             "crammer_singer; empty: none)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "lowrank"))
     args = parser.parse_args(argv)
     ranks = sorted(int(r) for r in args.ranks.split(","))
@@ -175,7 +194,8 @@ def main(argv=None) -> int:
     families = [f for f in FAMILIES[1:] if f[0] in args.families.split(",")]
     variants = [v for v in (("nystrom", "kmeans"), ("icf", "uniform"))
                 if (v[1] if v[0] == "nystrom" else v[0]) in args.variants.split(",")]
-    results = [measure(name, args.quick, ranks, families, variants)
+    strategies = [s for s in args.strategies.split(",") if s]
+    results = [measure(name, args.quick, ranks, families, variants, strategies)
                for name in args.problems.split(",")]
     machine["load_average_at_end"] = os.getloadavg()[0]
     text = f"Machine: {machine}\n\n" + markdown(results)

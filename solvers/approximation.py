@@ -19,33 +19,85 @@ problem).
 The model folds the map into the coefficients: w.g(x) = w.(k(x, L) M) = sum_j (M w)_j
 k(l_j, x), so the linear model on G becomes a :class:`~solvers.models.KernelModel` whose
 "support vectors" are the landmarks (or pivots) L and whose coefficients are (M w)' (one row
-per binary problem; one-vs-rest and Crammer-Singer keep their rows).  It predicts with exact
+per binary problem; one-vs-rest and Crammer-Singer keep their rows, one-vs-one's pairs make a
+one-vs-one kernel model that votes as LIBSVM's).  ``solver="auto"`` factors once too and its
+candidates race on the factor (``solvers.train``).  It predicts with exact
 kernel rows against L, serializes as any kernel model (npz, no pickle), and its metadata
 records the approximation (method, rank asked and obtained, residual trace, seconds).
+
+Given a monitor, the factorization reports its progress and may be stopped
+(:class:`FactorProgress`): it asks the monitor's ``stop_reason`` between blocks of its work
+(every pivot, every block of Nystrom's kernel columns: :mod:`solvers.core.lowrank`), so a
+cancelled job stops within a block's work, not after the whole factor, and it reports a record
+at most every :data:`REPORT_INTERVAL_S` tagged ``stage: "factorizing"`` (the job's progress
+reads "factorizing: 640 of 2000 pivots").  Its records come first in the job's log, numbered
+1, 2, ...; ``train`` numbers the solver's after them (:class:`solvers.monitor.Continued`).
 """
 
 from __future__ import annotations
 
-import time
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.base import SolverParams
-from solvers.core.lowrank import Factor, incomplete_cholesky, nystrom
+from solvers.base import PairwiseLinear, SolverParams
+from solvers.core.lowrank import Factor, FactorizationStopped, incomplete_cholesky, nystrom
 from solvers.data.dataset import Dataset
 from solvers.models import KernelModel, LinearModel
+from solvers.monitor import Monitor, NullMonitor, Reporter, Stopwatch
+
+#: The factorization reports a progress record at most this often (seconds).
+REPORT_INTERVAL_S = 0.25
+
+
+class FactorProgress:
+    """The checkpoint (:data:`solvers.core.lowrank.Checkpoint`) a factorization asks between
+    blocks of its work: it asks ``monitor.stop_reason()`` every time and reports a record
+    every :data:`REPORT_INTERVAL_S` and at the end of each step's work.  A record's
+    ``iteration`` counts the factorization's records (1, 2, ...), ``objective`` is NaN (no
+    iterate yet), ``optimality`` the relative residual trace trace(K - G G') / trace(K) when
+    known (the incomplete Cholesky's; NaN for Nystrom until its factor is complete), and
+    ``extras`` say ``stage="factorizing"``, ``factor_step`` (pivots, kernel columns, k-means
+    iterations, map rows; ``done`` for the last record, whose ``factor_done`` is the rank
+    obtained of ``factor_total`` asked), ``factor_done`` of ``factor_total``."""
+
+    def __init__(self, monitor: Monitor, method: str, clock: Stopwatch | None = None):
+        self.monitor = monitor
+        self.method = method
+        self.reporter = Reporter(monitor, "relative_residual_trace", clock)
+        self._last = -math.inf
+
+    @property
+    def records(self) -> int:
+        return self.reporter.records
+
+    def __call__(self, step: str, done: int, total: int, residual: float) -> str | None:
+        now = self.reporter.clock()
+        if done >= total or now - self._last >= REPORT_INTERVAL_S:
+            self._last = now
+            self.report(step, done, total, residual, elapsed=now)
+        return self.monitor.stop_reason()
+
+    def report(self, step: str, done: int, total: int, residual: float, **kwargs) -> None:
+        self.reporter(self.records + 1, math.nan, residual, stage="factorizing",
+                      factor_method=self.method, factor_step=step, factor_done=int(done),
+                      factor_total=int(total), **kwargs)
 
 
 @dataclass
 class Approximation:
     """A factor of the training rows' kernel matrix and how it was obtained."""
 
-    factor: Factor
+    factor: Factor | None  # None: stopped (``stopped``) before the factor was complete
     seconds: float
     requested_rank: int
+    #: the monitor's reason when it stopped the factorization, with how far it had come
+    stopped: FactorizationStopped | None = None
+    #: the records the factorization reported (the solver's are numbered after them)
+    records: int = 0
 
     def dataset(self, dataset: Dataset) -> Dataset:
         """``dataset`` with the factor's rows as its features: a CSR matrix over G's own
@@ -65,6 +117,19 @@ class Approximation:
             return params
         return params.model_copy(update={"approximation": "none", "kernel": "linear"})
 
+    @staticmethod
+    def with_approximation(params: SolverParams, source: SolverParams) -> SolverParams:
+        """``params`` (a solver's, posed on the factor without the approximation: ``auto``'s
+        chosen candidate) with ``source``'s approximation (method, rank, landmarks, seed,
+        trace tolerance, kernel): the parameters that train the low-rank problem asked
+        for, as a result and a model record them."""
+        if source.approximation == "none":
+            return params
+        fields = ("approximation", "rank", "landmarks", "approximation_seed", "icf_tol",
+                  "kernel", "gamma", "degree", "coef0")
+        values = {**params.model_dump(), **{name: getattr(source, name) for name in fields}}
+        return type(params).model_validate(values)
+
     def describe(self) -> dict[str, Any]:
         factor = self.factor
         return {"method": factor.method, "rank": factor.rank,
@@ -73,32 +138,56 @@ class Approximation:
                 "residual_trace": factor.residual_trace, "kernel_trace": factor.kernel_trace,
                 "seconds": self.seconds}
 
-    def kernel_model(self, model: LinearModel) -> KernelModel:
+    def kernel_model(self, model: LinearModel | PairwiseLinear) -> KernelModel:
         """The kernel model a linear model on the factor is: coefficients (M w)' over the
-        landmarks, the same intercepts and classes."""
-        if not isinstance(model, LinearModel):
+        landmarks, the same intercepts and classes; one-vs-one weights
+        (:class:`~solvers.base.PairwiseLinear`) make a one-vs-one kernel model, which
+        votes as LIBSVM's."""
+        if isinstance(model, PairwiseLinear):
+            coef, intercept, classes, metadata = (model.coef, model.intercept, model.classes,
+                                                  {})
+        elif isinstance(model, LinearModel):
+            coef, intercept, classes, metadata = (model.coef_, model.intercept_,
+                                                  model.classes_, dict(model.metadata))
+        else:
             raise TypeError(f"the low-rank path turns linear models into kernel models, not "
                             f"a {type(model).__name__}")
         feature_map = self.factor.feature_map
-        coef = model.coef_ @ feature_map.map.T
-        metadata = dict(model.metadata)
         metadata["approximation"] = self.describe()
-        return KernelModel(feature_map.landmarks, coef, model.intercept_, model.classes_,
-                           feature_map.kernel, metadata, multiclass="ovr")
+        return KernelModel(feature_map.landmarks, coef @ feature_map.map.T, intercept, classes,
+                           feature_map.kernel, metadata,
+                           multiclass=getattr(model, "multiclass", "ovr"))
 
 
-def approximate(dataset: Dataset, params: SolverParams) -> Approximation | None:
-    """The factor ``params`` ask for on ``dataset``'s rows (None: ``approximation="none"``)."""
+def approximate(dataset: Dataset, params: SolverParams, monitor: Monitor | None = None
+                ) -> Approximation | None:
+    """The factor ``params`` ask for on ``dataset``'s rows (None: ``approximation="none"``).
+    With a ``monitor``, the factorization reports its progress to it and stops when it asks
+    (:class:`FactorProgress`): the result then has no factor and says why
+    (``Approximation.stopped``)."""
     if params.approximation == "none":
         return None
-    start = time.perf_counter()
+    clock = Stopwatch()
     kernel = params.approximation_kernel(dataset.X)
-    if params.approximation == "nystrom":
-        factor = nystrom(dataset.X, kernel, params.rank, params.approximation_seed,
-                         params.landmarks)
-    else:
-        factor = incomplete_cholesky(dataset.X, kernel, params.rank, params.icf_tol)
-    return Approximation(factor, time.perf_counter() - start, int(params.rank))
+    progress = None
+    if monitor is not None and not isinstance(monitor, NullMonitor):
+        progress = FactorProgress(monitor, params.approximation, clock)
+    try:
+        if params.approximation == "nystrom":
+            factor = nystrom(dataset.X, kernel, params.rank, params.approximation_seed,
+                             params.landmarks, checkpoint=progress)
+        else:
+            factor = incomplete_cholesky(dataset.X, kernel, params.rank, params.icf_tol,
+                                         checkpoint=progress)
+    except FactorizationStopped as stopped:
+        return Approximation(None, clock(), int(params.rank), stopped,
+                             0 if progress is None else progress.records)
+    if progress is not None:  # the complete factor: its rank and residual, exactly
+        progress.report("done", factor.rank, int(params.rank),
+                        factor.residual_trace / factor.kernel_trace
+                        if factor.kernel_trace else 0.0)
+    return Approximation(factor, clock(), int(params.rank),
+                         records=0 if progress is None else progress.records)
 
 
-__all__ = ["Approximation", "approximate"]
+__all__ = ["REPORT_INTERVAL_S", "Approximation", "FactorProgress", "approximate"]

@@ -29,6 +29,11 @@ the squared hinge votes with k = 3).  A nearest-neighbour rule assumes
 no form for how time depends on the shape, and its reason can be stated in the measurements it
 rests on, which the result carries (:class:`AutoChoice`).
 
+On a low-rank factor (``approximation="nystrom" | "icf"``): ``train`` factors the kernel once
+and the candidates race (or cap-and-switch) on that one factor, a dense n x rank matrix, which
+the rule's measurements (sparse data) do not cover; they are ordered by what
+``bench/bench_lowrank.py`` measured on factors instead (:data:`FACTOR_ORDER`).
+
 Bias modes: the measurements are of the regularized bias (the mode every candidate solves);
 a problem with a free or no bias is placed the same way among the candidates that support its
 mode.  Losses other than hinge and squared hinge have one solver each (modified Huber: mfn;
@@ -47,7 +52,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from solvers.base import (
     BiasMode,
@@ -122,6 +127,14 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate("dual_cd"),
 )
 
+#: The candidates' order on a dense low-rank factor: ``bench/bench_lowrank.py``, every linear
+#: family on the same Nystrom factor (``bench/history/notebook.md``, "Low-rank kernels",
+#: 2026-11-26: ijcnn1, 5,000 rows at rank 512, seconds after the factor: dual_cd 1.0,
+#: cutting_plane 1.0, mfn 1.0 (squared hinge), alm 12.4, interior_point 10.1; full ijcnn1 at
+#: rank 512: dual_cd 19 s, mfn 59 s).  The first two race on two threads; the rest follow in
+#: :data:`CANDIDATES` order.
+FACTOR_ORDER = ("dual_cd", "cutting_plane(method=ocas)", "mfn")
+
 #: The gap targets the benchmark measures; ``tol`` uses the nearest (in log scale).
 MEASURED_TOLERANCES = (1e-3, 1e-6)
 
@@ -150,15 +163,6 @@ class AutoParamsBase(SolverParams):
     @property
     def loss_exponent(self) -> float:
         return self.p if self.loss == "lp" else canonical(self.loss)[1]
-
-    @model_validator(mode="after")
-    def _no_approximation(self):
-        """The choice rule was fitted on the data's own shape, not on a low-rank factor's."""
-        if self.approximation != "none":
-            raise ValueError("approximation: auto's choice was measured on sparse data, not "
-                             "on a dense low-rank factor; name the linear solver (mfn, alm, "
-                             "cutting_plane, interior_point, dual_cd)")
-        return self
 
 
 def params_model(candidates: Solves) -> type[AutoParamsBase]:
@@ -354,12 +358,14 @@ def predicted_seconds(name: str, nearest: list[dict[str, Any]], nnz: int) -> flo
 
 def rank(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[str], SolverSpec],
          supports_task: TaskCheck, measurements: list[dict[str, Any]] | None = None,
-         ) -> Ranking:
+         on_factor: bool = False) -> Ranking:
     """Every candidate that solves the problem ``params`` state on a dataset of this
     ``shape``, ordered by the measured rule (the module docstring): scored candidates by score,
     then the unmeasured ones in :data:`CANDIDATES` order.  ``supports_task(spec, params,
     n_classes)`` says whether a solver has a fit procedure for the task (``solvers.train``
-    gives it)."""
+    gives it).  ``on_factor``: ``params`` ask for a low-rank approximation and ``shape`` is
+    its dense factor's (n x rank; ``train`` computes it once, before the candidates, which
+    run on it): the candidates in :data:`FACTOR_ORDER`."""
     eligible = eligible_candidates(params, shape, get_solver, supports_task)
     if not eligible:
         raise InvalidParametersError(
@@ -369,6 +375,15 @@ def rank(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[str]
     if len(entrants) == 1:
         return Ranking(entrants, f"the only solver for loss={params.loss!r}, "
                                  f"bias={params.bias!r}, task={params.task!r}")
+    if on_factor:
+        def place(entrant: Entrant) -> int:
+            name = entrant.candidate.name
+            return FACTOR_ORDER.index(name) if name in FACTOR_ORDER else len(FACTOR_ORDER)
+
+        entrants.sort(key=place)  # stable: the rest keep CANDIDATES order
+        return Ranking(entrants, f"on a dense low-rank factor ({shape.n_samples} x "
+                                 f"{shape.n_features}): the order bench_lowrank measured on "
+                                 f"factors, {entrants[0].candidate.name} first")
     measurements = load_measurements() if measurements is None else measurements
     features = problem_features(shape.n_samples, shape.n_features, shape.nnz, params.C)
     names = [e.candidate.name for e in entrants]
@@ -401,11 +416,11 @@ def _measured_nnz(problem: str, measurements: list[dict[str, Any]]) -> int:
 
 def choose(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[str], SolverSpec],
            supports_task: TaskCheck, measurements: list[dict[str, Any]] | None = None,
-           ) -> tuple[AutoChoice, SolverSpec, SolverParams]:
+           on_factor: bool = False) -> tuple[AutoChoice, SolverSpec, SolverParams]:
     """The most promising candidate (:func:`rank`'s first): what was chosen and why, its spec
     and its validated parameters.  (A service checks an ``auto`` job with it; ``train`` runs
     the ranking's first candidates as a portfolio, :mod:`solvers.portfolio`.)"""
-    ranking = rank(shape, params, get_solver, supports_task, measurements)
+    ranking = rank(shape, params, get_solver, supports_task, measurements, on_factor)
     first = ranking.entrants[0]
     return ranking.choice(params.tol), first.spec, first.params
 

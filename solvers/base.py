@@ -259,6 +259,12 @@ def _describe(combination: Combination) -> str:
             f"bias={combination.bias!r}")
 
 
+#: The ``multiclass`` choices of a linear family that declares one-vs-rest and one-vs-one.
+OVR_OR_OVO = ("More than two classes: ovr, one binary problem per class against the rest; "
+              "ovo, one per pair of classes on their rows, the model voting as LIBSVM's (the "
+              "low-rank path only: approximation='nystrom' or 'icf').")
+
+
 class SolverParams(BaseModel):
     """Parameters every solver shares (``design.md`` section 2).
 
@@ -362,6 +368,10 @@ class SolverParams(BaseModel):
         if not isinstance(self.gamma, str) and not self.gamma > 0:
             raise ValueError("gamma must be positive, 'scale' or 'auto'")
         if self.approximation == "none":
+            if self.multiclass == "ovo" and not self.own_kernel:
+                raise ValueError("multiclass: 'ovo' on a linear solver is the low-rank kernel "
+                                 "path's strategy (its model is a one-vs-one kernel model): "
+                                 "ask for approximation='nystrom' or 'icf', or use 'ovr'")
             return self
         if self.task == "ordinal":
             raise ValueError("approximation: the low-rank kernel path builds classification "
@@ -616,6 +626,21 @@ class Fit:
     subproblems: list[SubproblemResult]
 
 
+@dataclass
+class PairwiseLinear:
+    """The weights of one-vs-one linear problems on a low-rank factor, before the
+    approximation step folds them into a one-vs-one :class:`~solvers.models.KernelModel`
+    (:meth:`solvers.approximation.Approximation.kernel_model`): one row of ``coef`` and one
+    ``intercept`` per pair of classes (a, b), a < b, in LIBSVM's order (0,1), (0,2), ...,
+    (1,2), ..., positive for a.  Not a model of its own: a linear solver poses one-vs-one
+    only on a factor (``SolverParams``' check)."""
+
+    coef: np.ndarray
+    intercept: np.ndarray
+    classes: np.ndarray
+    multiclass: str = "ovo"
+
+
 BinarySolver = Callable[[BinaryProblem, SolverParams, Any], Solution]
 FitHandler = Callable[..., Fit]
 PathHandler = Callable[..., list[tuple[Any, float, float]]]
@@ -680,9 +705,9 @@ class SolverSpec:
         for task in list(self.fit_handlers) + list(self.path_handlers):
             if task not in self.solves.tasks:
                 raise TypeError(f"{self.name}: a handler of undeclared task {task!r}")
-        for task in self.solves.tasks:
+        for task in self.solves.tasks:  # binary, ovr, ovo: the multiclass layer's over run
             if task not in self.fit_handlers and (self.run is None
-                                                  or task not in ("binary", "ovr")):
+                                                  or task not in ("binary", "ovr", "ovo")):
                 raise TypeError(f"{self.name} declares task {task!r} but has no fit for it")
 
     @property

@@ -91,6 +91,28 @@ class Tee:
         return None
 
 
+class Continued:
+    """The records of a later stage of one run, after ``offset`` records and
+    ``elapsed_offset`` seconds of earlier ones in the same log (a job's log is numbered and
+    timed across its stages): iteration numbers and elapsed times shifted by them, and the
+    extras tagged with ``tags``; stop requests are the target's."""
+
+    def __init__(self, target: Monitor, offset: int, elapsed_offset: float = 0.0,
+                 tags: dict[str, Any] | None = None):
+        self.target = target
+        self.offset = offset
+        self.elapsed_offset = elapsed_offset
+        self.tags = dict(tags or {})
+
+    def report(self, record: IterationRecord) -> None:
+        self.target.report(IterationRecord(
+            record.iteration + self.offset, record.elapsed + self.elapsed_offset,
+            record.objective, record.optimality, {**record.extras, **self.tags}))
+
+    def stop_reason(self) -> str | None:
+        return self.target.stop_reason()
+
+
 class Stopwatch:
     """Elapsed seconds since a solver started (monotonic clock)."""
 

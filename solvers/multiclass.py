@@ -18,6 +18,7 @@ import numpy as np
 from solvers.base import (
     Fit,
     InvalidParametersError,
+    PairwiseLinear,
     SolverParams,
     SolverSpec,
     SubproblemResult,
@@ -152,6 +153,47 @@ def fit_linear_one_vs_rest(dataset: Dataset, spec: SolverSpec, params: SolverPar
     for k, (_, (w, intercept)) in enumerate(results):
         weights[k], intercepts[k] = w, intercept
     return Fit(LinearModel(weights, intercepts, dataset.classes), [s for s, _ in results])
+
+
+def class_pairs(k: int) -> list[tuple[int, int]]:
+    """The pairs (a, b), a < b, of k classes in LIBSVM's order."""
+    return [(a, b) for a in range(k) for b in range(a + 1, k)]
+
+
+def fit_linear_one_vs_one(dataset: Dataset, spec: SolverSpec, params: SolverParams,
+                          monitor: Monitor) -> Fit:
+    """One-vs-one through ``spec.run`` (LIBSVM's strategy, for a linear solver on a low-rank
+    factor): for every pair of classes a < b, the binary problem of ``params`` on the rows of
+    a (+1) and b (-1) only, each example weighted by its ``sample_weight`` (class weights are
+    folded in there, as LIBSVM weights each pair's examples by their class:
+    :func:`apply_class_weight`).  Records are numbered across the pairs and tagged with the
+    pair (``kind="pair"``); a stopped pair ends the run.  Two classes: the binary problem."""
+    classes = dataset.classes
+    k = classes.shape[0]
+    if k <= 2:
+        return fit_linear_one_vs_rest(dataset, spec, params, monitor)
+    pairs = class_pairs(k)
+    coef = np.zeros((len(pairs), dataset.n_features))
+    intercept = np.zeros(len(pairs))
+    counter = [0]
+    clock = Stopwatch()  # the run's time: records' elapsed is monotonic across the pairs
+    summaries = []
+    for p, (a, b) in enumerate(pairs):
+        rows = np.flatnonzero((dataset.y == classes[a]) | (dataset.y == classes[b]))
+        y = np.where(dataset.y[rows] == classes[a], 1.0, -1.0)
+        weights = None if dataset.sample_weight is None else dataset.sample_weight[rows]
+        problem = params.binary_problem(dataset.X[rows], y, weights)
+        tag = f"{label_key(classes[a])}-{label_key(classes[b])}"
+        pair_monitor = SubproblemMonitor(monitor, counter, p, tag, len(pairs), clock,
+                                         kind="pair")
+        solution = spec.run(problem, params, pair_monitor)
+        coef[p], intercept[p] = problem.split(solution.beta)
+        summaries.append(SubproblemResult(tag, solution.objective, Termination(solution.status),
+                                          solution.message, solution.iterations,
+                                          solution.extras))
+        if solution.status == Termination.STOPPED:
+            break
+    return Fit(PairwiseLinear(coef, intercept, classes), summaries)
 
 
 def timed_path(points: list[SolverParams], fit_point) -> list[tuple[Any, float, float]]:

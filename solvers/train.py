@@ -15,8 +15,9 @@ import numpy as np
 from pydantic import ValidationError
 
 from solvers import auto, portfolio
-from solvers.approximation import approximate
+from solvers.approximation import Approximation, approximate
 from solvers.base import (
+    Fit,
     InvalidParametersError,
     SolverParams,
     SolverSpec,
@@ -25,10 +26,24 @@ from solvers.base import (
     _validation_message,
 )
 from solvers.calibration import fit_pairwise_platt, fit_platt
-from solvers.data.dataset import Dataset
-from solvers.models import Model
-from solvers.monitor import IterationRecord, ListMonitor, Monitor, NullMonitor, Stopwatch, Tee
-from solvers.multiclass import apply_class_weight, fit_linear_one_vs_rest
+from solvers.data.dataset import Dataset, label_key
+from solvers.models import LinearModel, Model
+from solvers.monitor import (
+    Continued,
+    IterationRecord,
+    ListMonitor,
+    Monitor,
+    NullMonitor,
+    Stopwatch,
+    Tee,
+)
+from solvers.multiclass import (
+    apply_class_weight,
+    fit_linear_one_vs_one,
+    fit_linear_one_vs_rest,
+    n_score_rows,
+    subproblem_weight,
+)
 from solvers.registry import get_solver
 from solvers.scaling import FeatureScaler, scale_spread_warning
 
@@ -77,9 +92,9 @@ def validate_params(solver: str, params: SolverParams | dict | None = None,
 
 def fit_handler(spec: SolverSpec, params: SolverParams, dataset: Dataset):
     """The fit procedure for what ``params`` ask of ``dataset``: the spec's handler of the
-    task they pose (``SolverParams.posed_task``), else one-vs-rest over ``spec.run``.  Raises
-    :class:`InvalidParametersError` with the declaration's reason when the solver does not
-    solve it."""
+    task they pose (``SolverParams.posed_task``), else one-vs-one or one-vs-rest over
+    ``spec.run``.  Raises :class:`InvalidParametersError` with the declaration's reason when
+    the solver does not solve it."""
     return _fit_handler(spec, params, int(dataset.classes.shape[0]))
 
 
@@ -95,7 +110,7 @@ def _fit_handler(spec: SolverSpec, params: SolverParams, n_classes: int):
     handler = spec.fit_handlers.get(task)
     if handler is not None:
         return handler
-    return fit_linear_one_vs_rest
+    return fit_linear_one_vs_one if task == "ovo" else fit_linear_one_vs_rest
 
 
 def supports_task(spec: SolverSpec, params: SolverParams, n_classes: int) -> bool:
@@ -113,8 +128,16 @@ def resolve(spec: SolverSpec, params: SolverParams, data: Dataset | auto.Dataset
     if not isinstance(params, auto.AutoParamsBase):
         return spec, params, None
     shape = data if isinstance(data, auto.DatasetShape) else auto.DatasetShape.of(data)
-    choice, spec, params = auto.choose(shape, params, get_solver, supports_task)
-    return spec, params, choice
+    if params.approximation == "none":
+        choice, spec, chosen = auto.choose(shape, params, get_solver, supports_task)
+        return spec, chosen, choice
+    # the low-rank path: the candidates run on the dense factor (n x rank), posed without
+    # the approximation (computed once, before them), and the choice keeps it
+    rank = params.solver_features(shape.n_samples, shape.n_features)
+    factor = auto.DatasetShape(shape.n_samples, rank, shape.n_samples * rank, shape.n_classes)
+    choice, spec, chosen = auto.choose(factor, params, get_solver, supports_task,
+                                       on_factor=True)
+    return spec, chosen, choice
 
 
 def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | None = None,
@@ -131,28 +154,41 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     check_labels(params, dataset)
     probability = params.probability  # asked of the training, not of auto's chosen candidate
     collector = ListMonitor()
-    sink = Tee(collector, monitor if monitor is not None else NullMonitor())
+    caller = monitor if monitor is not None else NullMonitor()
+    sink = Tee(collector, caller)
     clock = Stopwatch()
     choice = None
-    approximation = None
-    if isinstance(params, auto.AutoParamsBase):
-        ranking = auto.rank(auto.DatasetShape.of(dataset), params, get_solver, supports_task)
-        scaler, work, warnings = prepare_features(dataset, params.scale)
-        work = weighted(work, params)
-        outcome = portfolio.run(work, ranking, params.tol, sink,
-                                lambda s, p: fit_handler(s, p, dataset))
-        fit, spec, params, choice = (outcome.fit, outcome.entrant.spec,
-                                     outcome.entrant.params, outcome.choice)
+    portfolio_run = isinstance(params, auto.AutoParamsBase)
+    handler = None if portfolio_run else fit_handler(spec, params, dataset)
+    scaler, work, warnings = prepare_features(dataset, params.scale)
+    # the factorization reports to the caller's monitor, which may stop it; its records come
+    # first in that monitor's log, the solver's follow them (the result's log is the solver's)
+    approximation = approximate(work, params, monitor)
+    solver_params = params
+    if approximation is not None and approximation.stopped is not None:
+        fit = stopped_factorization(weighted(work, params), params, approximation)
+        approximation = None  # no factor: the model is the zero function on the data
     else:
-        handler = fit_handler(spec, params, dataset)
-        scaler, work, warnings = prepare_features(dataset, params.scale)
-        approximation = approximate(work, params)
-        solver_params = params
-        if approximation is not None:  # the factor is the solver's data
+        if approximation is not None:  # the factor is the solver's data (auto: all of theirs)
             work = approximation.dataset(work)
             solver_params = approximation.solver_params(params)
+            sink = Tee(collector, Continued(caller, approximation.records,
+                                            approximation.seconds))
         work = weighted(work, params)
-        fit = handler(work, spec, solver_params, sink)
+        if portfolio_run:
+            # the candidates are posed with the approximation (the problem asked) and run
+            # without it, on the one factor
+            ranking = auto.rank(auto.DatasetShape.of(work), params, get_solver, supports_task,
+                                on_factor=approximation is not None)
+            for entrant in ranking.entrants:
+                entrant.params = Approximation.solver_params(entrant.params)
+            outcome = portfolio.run(work, ranking, params.tol, sink,
+                                    lambda s, p: fit_handler(s, p, dataset))
+            fit, spec, choice = outcome.fit, outcome.entrant.spec, outcome.choice
+            # the winner's parameters, with the approximation it trained under
+            params = Approximation.with_approximation(outcome.entrant.params, params)
+        else:
+            fit = handler(work, spec, solver_params, sink)
     subproblems = fit.subproblems
     status = Termination.worst(s.status for s in subproblems)
     if len(subproblems) == 1:
@@ -169,7 +205,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     if approximation is not None:
         model = approximation.kernel_model(model)
     with_labels(model, dataset)
-    if probability:
+    if probability and status != Termination.STOPPED:  # a stopped run is not calibrated
         model.metadata.update(out_of_fold_calibration(dataset, spec, params))
     model.metadata.update(training_metadata(spec, params, dataset, objective, status, elapsed))
     if warnings:
@@ -179,6 +215,29 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         message = f"{message} (auto: {choice.candidate}, {choice.strategy})"
     return TrainResult(model, objective, log, status, message, elapsed, params, subproblems,
                        choice, warnings)
+
+
+def stopped_factorization(dataset: Dataset, params: SolverParams, approximation) -> Fit:
+    """The fit of a run whose monitor stopped the low-rank factorization (cancelled, a time
+    limit) before any solver started: every solver's starting point, w = 0 and b = 0, as a
+    linear model on the data's features (no factor, no landmarks), with status ``stopped``
+    and one subproblem, the first binary problem a solver would have posed (``classes[1]``
+    against ``classes[0]``, or the first class against the rest) and its objective at that
+    point, C sum_i s_i loss(0) in every family's convention, after no iterations."""
+    stopped = approximation.stopped
+    classes = dataset.classes
+    positive = classes[1] if classes.shape[0] == 2 else classes[0]
+    y = np.where(dataset.y == positive, 1.0, -1.0)
+    problem = params.binary_problem(dataset.X, y, subproblem_weight(dataset, positive))
+    zero = problem.join(np.zeros(dataset.n_features), 0.0)
+    rows = n_score_rows(dataset)
+    model = LinearModel(np.zeros((rows, dataset.n_features)), np.zeros(rows), classes)
+    summary = SubproblemResult(
+        label_key(positive), float(problem.objective(zero)), Termination.STOPPED,
+        f"stopped: {stopped}", 0,
+        {"factorization": {"step": stopped.step, "done": stopped.done, "total": stopped.total,
+                           "seconds": approximation.seconds}})
+    return Fit(model, [summary])
 
 
 #: How a one-vs-one model (smo's ``multiclass="ovo"``) gets probabilities: True (the

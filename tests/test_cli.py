@@ -115,13 +115,15 @@ _TOGETHER = {
     ("relaxed_lssvm", "loss", "squared_hinge"): {"variant": "sesquismo"},
     ("auto", "multiclass", "crammer_singer"): {"loss": "hinge"},
     ("dual_cd", "multiclass", "crammer_singer"): {"loss": "hinge"},
+    # a linear solver's one-vs-one is the low-rank path's strategy
+    **{(solver, "multiclass", "ovo"): {"approximation": "nystrom"}
+       for solver in ("mfn", "alm", "cutting_plane", "interior_point", "dual_cd", "auto")},
 }
 # Fields whose only valid value is the default: another value must reach the model (which
 # rejects it), proving the option passed it on.
 _ONLY_DEFAULT = {("relaxed_lssvm", "bias_scale"): "set A instead of bias_scale",
                  ("smo", "approximation"): "smo solves the exact kernel problem",
-                 ("relaxed_lssvm", "approximation"): "a low-rank factor does not make it smaller",
-                 ("auto", "approximation"): "auto's choice was measured on sparse data"}
+                 ("relaxed_lssvm", "approximation"): "a low-rank factor does not make it smaller"}
 
 
 def _members(annotation) -> list[tuple]:

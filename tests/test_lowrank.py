@@ -25,6 +25,7 @@ import pytest
 from shared_data import load
 
 import solvers
+from solvers.core import lowrank
 from solvers.core.kernels import Kernel, kernel_matrix
 from solvers.core.lowrank import incomplete_cholesky, nystrom
 from solvers.models import KernelModel
@@ -61,6 +62,38 @@ def test_icf_residual_falls_with_rank_and_vanishes_at_full_rank(heart, heart_ker
     part = incomplete_cholesky(heart.X, kernel, 60, tol=0.0)
     np.testing.assert_array_equal(part.pivots, full.pivots[:60])
     np.testing.assert_allclose(part.G, full.G[:, :60], rtol=0, atol=1e-12)
+
+
+def textbook_pivoted_cholesky(K: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """Right-looking pivoted Cholesky on the dense K (Golub & Van Loan, Algorithm 4.2.4's
+    symmetric pivoting, stopped after ``rank`` steps): pivot = the largest diagonal entry of
+    the residual R, G[:, j] = R[:, p] / sqrt(R[p, p]), R -= G[:, j] G[:, j]'.  The same
+    factor as the left-looking incomplete Cholesky, by other arithmetic."""
+    R = K.copy()
+    G = np.zeros((K.shape[0], rank))
+    pivots = np.empty(rank, np.int64)
+    done = np.zeros(K.shape[0], bool)
+    for j in range(rank):
+        diagonal = np.where(done, -np.inf, np.diag(R))
+        p = int(np.argmax(diagonal))
+        G[:, j] = R[:, p] / np.sqrt(R[p, p])
+        R -= np.outer(G[:, j], G[:, j])
+        pivots[j], done[p] = p, True
+    return G, pivots
+
+
+@pytest.mark.parametrize("name,gamma", [("heart_scale", GAMMA), ("australian_scale", 0.2)])
+def test_icf_is_the_textbook_pivoted_cholesky(name, gamma):
+    """The incomplete Cholesky (a BLAS product per column over the columns so far) takes the
+    pivots of the textbook right-looking pivoted Cholesky of the full kernel matrix, in the
+    same order, and its factor agrees to rounding."""
+    data = load(name)
+    kernel = Kernel("rbf", gamma)
+    K = kernel_matrix(data.X, data.X, kernel)
+    factor = incomplete_cholesky(data.X, kernel, 150, tol=0.0)
+    G, pivots = textbook_pivoted_cholesky(K, 150)
+    np.testing.assert_array_equal(factor.pivots, pivots)
+    np.testing.assert_allclose(factor.G, G, rtol=0, atol=1e-10)
 
 
 @pytest.mark.parametrize("tol", [1e-1, 1e-2, 1e-3])
@@ -146,6 +179,41 @@ FAMILIES = [("mfn", {}), ("alm", {}), ("cutting_plane", {}), ("interior_point", 
             ("dual_cd", {})]
 
 
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_auto_factors_once_and_chooses_among_the_linear_solvers_on_the_factor(
+        australian, monkeypatch, loss):
+    """solver="auto" with an approximation: the kernel is factored once, the candidates run
+    on that one factor (dual_cd first: what bench_lowrank measured fastest on factors) as a
+    portfolio, and the winner's optimum is the explicit solver's on the same factor (dual_cd
+    at a relative gap of 1e-9) to the certified gap asked (1e-6).  The result and the model
+    say which solver ran, under which approximation."""
+    common = dict(C=C, loss=loss, bias="regularized", approximation="nystrom", rank=100,
+                  approximation_seed=7, kernel="rbf", gamma="scale")
+    reference = solvers.train(australian, solver="dual_cd", tol=1e-9, **common)
+    calls = []
+    factor = solvers.approximation.nystrom
+
+    def counted(*args, **kwargs):
+        calls.append(args[2])
+        return factor(*args, **kwargs)
+
+    monkeypatch.setattr(solvers.approximation, "nystrom", counted)
+    result = solvers.train(australian, solver="auto", tol=1e-6, **common)
+    assert calls == [100]  # one factorization, shared by every candidate that ran
+    assert result.status == "converged", result.message
+    assert result.objective == pytest.approx(reference.objective, rel=2e-6)
+    assert result.choice.reason.startswith("on a dense low-rank factor (690 x 100)")
+    ran = [run["candidate"] for run in result.choice.runs]
+    assert ran[0] == "dual_cd", result.choice.runs
+    assert isinstance(result.model, KernelModel) and result.model.n_support == 100
+    assert result.params.solver == result.choice.solver
+    assert result.params.approximation == "nystrom" and result.params.rank == 100
+    assert result.model.metadata["approximation"]["method"] == "nystrom"
+    np.testing.assert_allclose(result.model.decision_function(australian.X),
+                               reference.model.decision_function(australian.X),
+                               rtol=0, atol=5e-2)
+
+
 @pytest.mark.parametrize("solver,extra", FAMILIES, ids=[f for f, _ in FAMILIES])
 def test_every_linear_family_trains_on_the_factor(australian, solver, extra):
     """The hinge loss with a regularized bias (LIBLINEAR -B 1 on the factor), which all five
@@ -199,7 +267,7 @@ def test_decision_values_are_the_linear_model_on_the_factor(heart):
 
 
 def test_approximation_is_refused_where_it_does_not_apply(heart):
-    for params in (dict(solver="smo"), dict(solver="auto"),
+    for params in (dict(solver="smo"), dict(solver="auto", scale="maxabs"),
                    dict(solver="mfn", scale="maxabs"),
                    dict(solver="mfn", task="ordinal")):
         with pytest.raises(solvers.InvalidParametersError, match="approximation|smo"):
@@ -241,3 +309,140 @@ def test_class_weights_and_probabilities_compose_with_the_factor(heart):
     proba = calibrated.model.predict_proba(heart.X)
     assert proba.shape == (heart.n_samples, 2)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+
+
+# -- stopping and progress during the factorization ---------------------------------------------
+
+
+class StopOnAsk:
+    """A monitor that asks to stop from its ``limit``-th ``stop_reason`` call on (a job's
+    cancel flag raised while the factor is computed), counting the asks and keeping every
+    record."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.asks = 0
+        self.records = []
+
+    def report(self, record):
+        self.records.append(record)
+
+    def stop_reason(self):
+        self.asks += 1
+        return "cancelled by request" if self.asks >= self.limit else None
+
+
+@pytest.mark.parametrize("method", ["icf", "nystrom"])
+def test_a_stop_during_the_factorization_ends_the_run_within_one_block(method):
+    """A monitor that says stop while the factor is computed ends the run at the next
+    checkpoint (one pivot of the incomplete Cholesky, one block of Nystrom's kernel
+    columns), not after the whole factor: the result is ``stopped`` with the monitor's
+    reason and how far the factorization came, no solver ran (every record is the
+    factorization's), and the model is every solver's starting point, f = 0, whose
+    objective is C sum_i loss(0) = C n for the hinge loss."""
+    train_set = load("letter.scale")  # 15,000 rows
+    n = train_set.n_samples
+    monitor = StopOnAsk(limit=3)
+    result = solvers.train(train_set, solver="dual_cd", C=C, loss="hinge", approximation=method,
+                           rank=2000, kernel="rbf", gamma="scale", monitor=monitor)
+    assert result.status == "stopped"
+    assert result.message.startswith("stopped: cancelled by request (while factorizing")
+    (summary,) = result.subproblems
+    done = summary.extras["factorization"]["done"]
+    assert summary.iterations == 0 and result.log == []
+    # three asks: the third one stopped it, at a checkpoint after at most 3 blocks of work
+    block = 1 if method == "icf" else lowrank.column_block(n)
+    assert summary.extras["factorization"]["step"] == ("pivots" if method == "icf"
+                                                       else "kernel columns")
+    assert done <= 3 * block < 2000
+    assert monitor.records and all(r.extras["stage"] == "factorizing" for r in monitor.records)
+    assert [r.iteration for r in monitor.records] == list(range(1, len(monitor.records) + 1))
+    assert result.objective == pytest.approx(C * n, rel=1e-12)
+    assert np.all(result.model.decision_function(train_set.X) == 0.0)
+
+
+def test_a_time_limit_stops_the_factorization():
+    """ListMonitor's time limit (the library's): a limit already passed stops the
+    incomplete Cholesky after its first pivot."""
+    heart = load("heart_scale")
+    result = solvers.train(heart, solver="mfn", approximation="icf", rank=200, kernel="rbf",
+                           gamma=GAMMA, monitor=solvers.ListMonitor(time_limit=0.0))
+    assert result.status == "stopped"
+    assert "time limit of 0 s reached" in result.message
+    assert result.subproblems[0].extras["factorization"]["done"] == 1
+
+
+@pytest.mark.parametrize("method", ["icf", "nystrom"])
+def test_factorization_progress_comes_first_in_the_log_and_changes_nothing(heart, method):
+    """With a monitor that never stops, the factorization reports its progress (records
+    tagged ``stage: factorizing``, the last one the rank obtained), the solver's records are
+    numbered and timed after them, and the factor is the one computed without a monitor (the
+    checkpoints change no arithmetic: the same landmarks and residual to the last bit, the
+    same optimum to the solver's gap); the result's log is the solver's alone."""
+    common = dict(solver="dual_cd", C=C, loss="hinge", approximation=method, rank=120,
+                  kernel="rbf", gamma=GAMMA)
+    plain = solvers.train(heart, **common)
+    monitor = solvers.ListMonitor()
+    watched = solvers.train(heart, monitor=monitor, **common)
+    assert (watched.model.support_vectors_ != plain.model.support_vectors_).nnz == 0
+    assert watched.model.metadata["approximation"]["residual_trace"] == \
+        plain.model.metadata["approximation"]["residual_trace"]
+    assert watched.objective == pytest.approx(plain.objective, rel=2e-6)
+    records = monitor.records
+    factor = [r for r in records if r.extras.get("stage") == "factorizing"]
+    solver = records[len(factor):]
+    assert records[:len(factor)] == factor and solver
+    assert [r.iteration for r in records] == list(range(1, len(records) + 1))
+    assert factor[-1].extras["factor_step"] == "done"
+    assert factor[-1].extras["factor_done"] == plain.model.metadata["approximation"]["rank"]
+    assert factor[-1].extras["factor_total"] == 120
+    ratio = (watched.model.metadata["approximation"]["residual_trace"]
+             / watched.model.metadata["approximation"]["kernel_trace"])
+    assert factor[-1].optimality == pytest.approx(ratio, rel=1e-12)
+    assert solver[0].elapsed >= factor[-1].elapsed
+    assert [r.iteration for r in watched.log] == [r.iteration - len(factor) for r in solver]
+
+
+# -- one-vs-one on the factor -------------------------------------------------------------------
+
+
+def test_one_vs_one_on_the_factor_solves_each_pair_and_votes(tmp_path):
+    """multiclass="ovo" on a factor (dna: 3 classes, 2,000 rows): one binary problem per pair
+    of classes on that pair's rows of the one factor, each the problem dual_cd solves on
+    those rows of G alone (objective to its certified gap, against a run at 1e-9); the model
+    is a one-vs-one KernelModel whose pairwise values are the linear ones on G and whose
+    labels are LIBSVM's vote; it round-trips; linear solvers refuse ovo without a factor."""
+    train_set = load("dna.scale")
+    test_set = load("dna.scale.t", n_features=train_set.n_features)
+    common = dict(C=1.0, loss="hinge", approximation="nystrom", rank=200, approximation_seed=5,
+                  kernel="rbf", gamma=0.01)
+    result = solvers.train(train_set, solver="dual_cd", multiclass="ovo", tol=1e-6, **common)
+    model = result.model
+    assert isinstance(model, KernelModel) and model.multiclass == "ovo"
+    assert model.coef_.shape == (3, 200)
+    assert [s.label for s in result.subproblems] == ["1-2", "1-3", "2-3"]
+    factor = nystrom(train_set.X, Kernel("rbf", 0.01), 200, seed=5)
+    classes = train_set.classes
+    pairwise = model.pairwise_decision(train_set.X)
+    for p, (a, b) in enumerate([(0, 1), (0, 2), (1, 2)]):
+        rows = np.flatnonzero((train_set.y == classes[a]) | (train_set.y == classes[b]))
+        pair = solvers.Dataset(factor.G[rows], np.where(train_set.y[rows] == classes[a], 1, -1))
+        alone = solvers.train(pair, solver="dual_cd", C=1.0, loss="hinge", tol=1e-9)
+        assert result.subproblems[p].objective == pytest.approx(alone.objective, rel=2e-6)
+        # f_ab = +1 for a: the linear model on G, positive class +1 = a
+        np.testing.assert_allclose(pairwise[rows, p], alone.model.decision_function(pair.X),
+                                   rtol=0, atol=5e-2)
+    votes = np.zeros((train_set.n_samples, 3), dtype=int)
+    for p, (a, b) in enumerate([(0, 1), (0, 2), (1, 2)]):
+        votes[:, a] += pairwise[:, p] > 0
+        votes[:, b] += pairwise[:, p] <= 0
+    np.testing.assert_array_equal(model.predict(train_set.X), classes[np.argmax(votes, axis=1)])
+    accuracy = np.mean(model.predict(test_set.X) == test_set.y)
+    assert accuracy > 0.9, accuracy
+    path = tmp_path / "ovo.npz"
+    model.save(path)
+    np.testing.assert_array_equal(solvers.load_model(path).predict(test_set.X),
+                                  model.predict(test_set.X))
+    with pytest.raises(solvers.InvalidParametersError, match="'ovo' on a linear solver is the "
+                                                             "low-rank kernel path's strategy"):
+        solvers.train(train_set, solver="dual_cd", multiclass="ovo")

@@ -107,12 +107,21 @@ def check_in(session: Session, job_id: uuid.UUID, attempt: int) -> Signal:
 def progress_stage(extras: dict[str, Any]) -> str | None:
     """Where a record stands in its job, in words, from the tags the library puts in its
     extras: a tuning job's fit ("C 3 of 11, fold 2 of 5", with "gamma 2 of 4" on a kernel
-    grid), its refit ("refit at the best point"), a one-vs-rest subproblem ("class 3 of 26
+    grid), its refit ("refit at the best point"), the low-rank factorization ("factorizing:
+    640 of 2000 pivots", then "factorized: rank 2000 of 2000";
+    :class:`solvers.approximation.FactorProgress`), a one-vs-rest subproblem ("class 3 of 26
     (label C)") or a one-vs-one pair ("pair 4 of 45 (3-7)"); None for a single binary
     problem."""
     parts = []
     if extras.get("stage") == "refit":
         parts.append("refit at the best point")
+    if "factor_step" in extras:
+        if extras["factor_step"] == "done":
+            parts.append(f"factorized: rank {extras['factor_done']} of "
+                         f"{extras['factor_total']}")
+        else:
+            parts.append(f"factorizing: {extras['factor_done']} of {extras['factor_total']} "
+                         f"{extras['factor_step']}")
     if "n_folds" in extras and "C_index" in extras:
         parts.append(f"C {extras['C_index'] + 1} of {extras['n_C']}")
         if extras.get("n_gamma", 1) > 1:

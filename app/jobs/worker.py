@@ -30,7 +30,6 @@ For each job it loads the dataset arrays, runs ``solvers.train`` with a
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import multiprocessing
@@ -272,6 +271,13 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
                 return finish(JobStatus.failed, solver_status=result.status,
                               error=f"time limit of {spec.time_limit_s:g} s reached",
                               message=result.message)
+            factorization = next((s.extras["factorization"] for s in result.subproblems
+                                  if "factorization" in s.extras), None)
+            if factorization is not None:  # stopped before the solver started
+                return finish(JobStatus.cancelled, solver_status=result.status, message=(
+                    f"cancelled by request while factorizing the kernel: "
+                    f"{factorization['step']} {factorization['done']} of "
+                    f"{factorization['total']}"))
             return finish(JobStatus.cancelled, solver_status=result.status,
                           message=f"cancelled by request after {result.iterations} iterations")
         message = result.message
@@ -324,7 +330,7 @@ def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:
     as JSON)."""
     import solvers
     from solvers.model_selection import CV_FIT_GAP, cross_validate
-    from solvers.monitor import Stopwatch
+    from solvers.monitor import Continued, Stopwatch
 
     params = {key: value for key, value in spec.params.items() if key != "solver"}
     for grid in ("C", "gamma"):
@@ -342,29 +348,12 @@ def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:
     if result.best_gamma is not None:
         best["gamma"] = result.best_gamma
     refit = solvers.train(dataset, solver=spec.solver, params={**params, **best},
-                          monitor=_Refit(monitor, sum(len(r.fold_scores) for r in result.scores),
-                                         clock()))
+                          # the refit's records follow the search's in the job's log,
+                          # numbered and timed on from them, tagged stage: refit
+                          monitor=Continued(monitor,
+                                            sum(len(r.fold_scores) for r in result.scores),
+                                            clock(), {"stage": "refit"}))
     return refit, summary
-
-
-class _Refit:
-    """The refit's records follow the cross-validation's in the job's log (numbered on from
-    them, timed on from them: ``elapsed_offset`` is the job's time when the refit began,
-    tagged ``stage: refit``)."""
-
-    def __init__(self, target, offset: int, elapsed_offset: float = 0.0):
-        self.target = target
-        self.offset = offset
-        self.elapsed_offset = elapsed_offset
-
-    def report(self, record) -> None:
-        self.target.report(dataclasses.replace(
-            record, iteration=record.iteration + self.offset,
-            elapsed=record.elapsed + self.elapsed_offset,
-            extras={**record.extras, "stage": "refit"}))
-
-    def stop_reason(self) -> str | None:
-        return self.target.stop_reason()
 
 
 def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -> TrainedModel:

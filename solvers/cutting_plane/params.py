@@ -13,7 +13,7 @@ Method = Literal["cpa", "ocas", "gca2", "tca"]
 #: What cutting_plane solves: the hinge loss, binary (one-vs-rest for more classes) and the
 #: Crammer-Singer problem natively, with a regularized bias or none.
 CUTTING_PLANE_SOLVES = Solves.product(
-    ("binary", "ovr", "crammer_singer"), ("hinge",), ("regularized", "none")
+    ("binary", "ovr", "ovo", "crammer_singer"), ("hinge",), ("regularized", "none")
 ).refusing("with an unregularized bias the first reduced problems are unbounded; use "
            "'regularized' (a constant feature, as libocas and SVMperf) or 'none'", bias="free")
 
@@ -36,7 +36,9 @@ class CuttingPlaneParams(SolverParams):
         "ovr",
         description="More than two classes: crammer_singer solves the Crammer-Singer problem "
                     "natively (libocas' msvmocas, LIBLINEAR -s 4); ovr one binary problem per "
-                    "class against the rest.")
+                    "class against the rest; ovo one per pair of classes on their rows, the "
+                    "model voting as LIBSVM's (the low-rank path only: approximation="
+                    "'nystrom' or 'icf').")
     method: Method = Field(
         "ocas",
         description="How the best-so-far point moves along [w_best, w_t]: cpa (Joachims: no "

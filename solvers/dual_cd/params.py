@@ -11,7 +11,8 @@ from solvers.base import SolverParams, Solves, gap_tolerance_field
 #: What dual_cd solves: the hinge (L1-SVM) and squared hinge (L2-SVM) losses, binary and
 #: one-vs-rest, with a regularized bias (LIBLINEAR's -B) or none.
 DUAL_CD_SOLVES = (
-    Solves.product(("binary", "ovr"), ("hinge", "squared_hinge"), ("regularized", "none"))
+    Solves.product(("binary", "ovr", "ovo"), ("hinge", "squared_hinge"),
+                   ("regularized", "none"))
     | Solves.product(("crammer_singer",), ("hinge",), ("regularized", "none"))
 ).refusing("the sequential dual method of Keerthi et al. (KDD 2008, LIBLINEAR -s 4) solves "
            "the Crammer-Singer problem with its hinge loss only", task="crammer_singer",
@@ -42,7 +43,9 @@ class DualCDParams(SolverParams):
         "ovr",
         description="More than two classes: ovr, one binary problem per class against the "
                     "rest; crammer_singer, the Crammer-Singer problem by the sequential dual "
-                    "method of Keerthi et al. (KDD 2008; LIBLINEAR -s 4; hinge only).")
+                    "method of Keerthi et al. (KDD 2008; LIBLINEAR -s 4; hinge only); ovo, one "
+                    "binary problem per pair of classes on their rows, the model voting as "
+                    "LIBSVM's (the low-rank path only: approximation='nystrom' or 'icf').")
     tol: float = gap_tolerance_field(
         description="stop_rule='gap': stop once the certified relative duality gap (P(w) - "
                     "D(alpha))/P(w) at the iterate (w = sum_i alpha_i y_i x~_i) is at most "

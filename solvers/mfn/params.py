@@ -6,13 +6,13 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from solvers.base import SolverParams, Solves, gap_tolerance_field
+from solvers.base import OVR_OR_OVO, SolverParams, Solves, gap_tolerance_field
 
 #: What mfn solves: the clipped losses of one engine (squared hinge; modified Huber, section
 #: 6; the hinge by section 6's homotopy), binary and one-vs-rest, and ordinal regression
 #: (section 7) on the squared hinge with its thresholds.
 MFN_SOLVES = (
-    Solves.product(("binary", "ovr"), ("squared_hinge", "modified_huber", "hinge"),
+    Solves.product(("binary", "ovr", "ovo"), ("squared_hinge", "modified_huber", "hinge"),
                    ("regularized", "none"))
     | Solves.product(("ordinal",), ("squared_hinge",), ("regularized",))
 ).refusing("the thresholds of ordinal regression (section 7) are its bias: it needs the "
@@ -33,6 +33,7 @@ class MFNParams(SolverParams):
     solves: ClassVar[Solves] = MFN_SOLVES
 
     solver: Literal["mfn"] = "mfn"
+    multiclass: MFN_SOLVES.choices("multiclass") = Field("ovr", description=OVR_OR_OVO)
     task: MFN_SOLVES.choices("task") = Field(
         "classification",
         description="classification (binary, one-vs-rest for more classes) or ordinal "

@@ -531,3 +531,50 @@ def test_a_tuning_jobs_records_say_where_the_search_is(api, heart):
     assert progress_stage(fits[-1]) == "C 3 of 3, fold 3 of 3"
     elapsed = [r["elapsed"] for r in log]
     assert elapsed == sorted(elapsed), "the refit's time restarted"
+
+
+def test_a_job_cancelled_while_factorizing_stops_there(api):
+    """The low-rank path's factorization (the incomplete Cholesky at rank 3,000 on letter's
+    15,000 rows: minutes of pivots) reports its progress ("factorizing: k of 3000 pivots")
+    and a cancel stops it at its next pivot: the job ends cancelled, saying so, and its log
+    holds the factorization's records only (no solver ran), numbered from 1, the last one
+    short of the rank."""
+    letter = uploaded_id(api, data_path("letter.scale"))
+    params = {"solver": "dual_cd", "loss": "hinge", "approximation": "icf", "rank": 3000,
+              "icf_tol": 0.0, "kernel": "rbf"}
+    running = create_job(api, letter, params)["id"]
+    seen = wait_job(api, running, until=lambda j: j["status"] in FINISHED or (
+        j["progress"] is not None and (j["progress"]["stage"] or "").startswith("factorizing")))
+    assert seen["status"] == "running", seen
+    assert re.fullmatch(r"factorizing: \d+ of 3000 pivots", seen["progress"]["stage"]), seen
+    assert api.post(f"/api/v1/jobs/{running}/cancel").status_code in (200, 202)
+    done = wait_job(api, running)
+    assert done["status"] == "cancelled", done
+    assert done["solver_status"] == "stopped"
+    assert "while factorizing the kernel: pivots" in done["message"], done["message"]
+    log = full_log(api, running)
+    assert [r["iteration"] for r in log] == list(range(1, len(log) + 1))
+    assert all(r["extras"]["stage"] == "factorizing" for r in log)
+    assert log[-1]["extras"]["factor_done"] < 3000
+    assert log[-1]["objective"] is None  # no iterate: NaN in the library, null here
+
+
+def test_an_auto_job_on_a_factor_trains_a_one_vs_one_kernel_model(api):
+    """solver="auto" with an approximation and multiclass="ovo" through the service: the job
+    is admitted (auto's choice checked on the factor's shape), the worker factors once and
+    the chosen linear solver trains the pairs on the factor; the stored model is a
+    one-vs-one kernel model over the landmarks that predicts as the library's does, and the
+    stored parameters are the chosen solver's with the approximation."""
+    dataset_id = uploaded_id(api, data_path("dna.scale"))
+    params = {"solver": "auto", "loss": "hinge", "C": 1.0, "approximation": "nystrom",
+              "rank": 100, "kernel": "rbf", "gamma": 0.01, "multiclass": "ovo", "tol": 1e-3}
+    done = wait_job(api, create_job(api, dataset_id, params)["id"])
+    assert done["status"] == "succeeded" and done["solver_status"] == "converged", done
+    described = api.get(f"/api/v1/models/{done['model_id']}").json()
+    assert described["solver"] in ("dual_cd", "cutting_plane", "mfn"), described
+    assert described["params"]["approximation"] == "nystrom"
+    assert described["params"]["multiclass"] == "ovo"
+    model = solvers.load_model(api.get(f"/api/v1/models/{done['model_id']}/download").content)
+    assert model.kind == "kernel" and model.multiclass == "ovo" and model.n_support == 100
+    assert model.metadata["auto"]["reason"].startswith("on a dense low-rank factor")
+    assert_served_as_the_library_predicts(api, done["model_id"], model)
