@@ -26,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app import ui
 from app.api.errors import install_error_handlers
+from app.api.fast_path import PredictFastPath
 from app.api.log_streams import LogStreams
 from app.api.routes import datasets, health, jobs, logs, models, solvers
 from app.core.config import Settings
@@ -165,6 +166,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                        settings.max_log_streams_per_key)
     metrics.watch_log_streams(app.state.log_streams)
     install_error_handlers(app)
+    # innermost first: the fast path of GET predict runs inside the metrics
+    app.add_middleware(PredictFastPath, route=next(
+        route for route in models.router.routes if route.name == "predict"))
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(ReleaseMemoryMiddleware)
     if settings.cors_origin_list:
