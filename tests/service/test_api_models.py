@@ -160,14 +160,15 @@ def _scope(api, path: str, query: str, method: str = "GET", headers=None) -> dic
 def test_get_predict_of_a_cached_model_is_answered_before_the_router(api, binary):
     """The fast path of app.api.fast_path answers GET predict of a cached linear model with
     the route's very bytes and headers, counted in /metrics under the route's template; what
-    it does not answer (not cached, another parameter, no key or a read key of another
-    owner, a malformed example ...) falls through to the route, whose answer it is."""
+    it does not answer (not cached, another parameter, no key or a key not configured, a
+    malformed example ...) falls through to the route, whose answer it is; with CORS
+    configured, so does a request with an Origin header."""
     from app.api.fast_path import PredictFastPath
     from app.api.routes.models import router
 
     model_id, _, _ = binary
     path = f"/api/v1/models/{model_id}/predict"
-    fast = PredictFastPath(None, route=next(r for r in router.routes if r.name == "predict"))
+    fast = PredictFastPath(None, next(r for r in router.routes if r.name == "predict"), None)
     api.app.state.model_cache.discard(uuid.UUID(model_id))
     assert fast.answer(_scope(api, path, "x=1:0.5+3:1")) is None  # not cached: the route's
     by_route = api.get(path, params={"x": "1:0.5 3:1"})  # loads the model into the cache
@@ -190,6 +191,12 @@ def test_get_predict_of_a_cached_model_is_answered_before_the_router(api, binary
         _scope(api, path, "x=1:0.5", headers={"X-API-Key": "not-a-key"}),
         _scope(api, path.replace("-", ""), "x=1:0.5"), _scope(api, path + "/", "x=1:0.5")]
     assert [fast.answer(scope) for scope in falls_through] == [None] * len(falls_through)
+    from_browser = _scope(api, path, "x=1:0.5+3:1")
+    from_browser["headers"].append((b"origin", b"http://localhost:5173"))
+    assert fast.answer(from_browser) == by_route.content
+    fast.cors = True
+    assert fast.answer(from_browser) is None
+    assert fast.answer(_scope(api, path, "x=1:0.5+3:1")) == by_route.content
     # and what the route makes of them
     assert api.get(path, params={"x": "1:0.5", "zero_based": "yes"}).json() == api.get(
         path, params={"x": "1:0.5", "zero_based": "true"}).json()
