@@ -180,9 +180,18 @@ def test_get_predict_of_a_cached_model_is_answered_before_the_router(api, binary
     zero = api.get(path, params={"x": "0:0.5 2:1", "zero_based": "true"})
     assert fast.answer(_scope(api, path, "x=0:0.5+2:1&zero_based=true")) == zero.content
     assert zero.content == by_route.content
-    text = api.get("/metrics").text
-    assert ('svmsvc_http_requests_total{method="GET",route="/api/v1/models/{model_id}/predict",'
-            'status="200"}') in text
+    series = ('svmsvc_http_requests_total{method="GET",route="/api/v1/models/{model_id}/predict",'
+              'status="200"} ')
+
+    def answered() -> float:
+        line = next(line for line in api.get("/metrics").text.splitlines()
+                    if line.startswith(series))
+        return float(line[len(series):])
+
+    before = answered()
+    assert api.get(path, params={"x": "1:0.5 3:1"}).content == by_route.content
+    assert answered() == before + 1
+    assert type(api.app.middleware_stack) is PredictFastPath  # around every other layer
     falls_through = [
         _scope(api, path, "x=1:0.5&y=1"), _scope(api, path, "x=1:0.5&x=2:1"),
         _scope(api, path, "x=1:0.5&zero_based=yes"), _scope(api, path, ""),
