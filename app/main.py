@@ -26,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app import ui
 from app.api.errors import install_error_handlers
+from app.api.fast_path import install as install_predict_fast_path
 from app.api.log_streams import LogStreams
 from app.api.routes import datasets, health, jobs, logs, models, solvers
 from app.core.config import Settings
@@ -176,6 +177,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             expose_headers=["Location", "Retry-After"])
     for module in (datasets, jobs, logs, models, solvers, health):
         app.include_router(module.router)
+    install_predict_fast_path(
+        app, next(route for route in models.router.routes if route.name == "predict"), metrics,
+        cors=bool(settings.cors_origin_list))
     ui.install(app)
 
     async def prometheus_metrics(request: Request) -> Response:

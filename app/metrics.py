@@ -45,6 +45,19 @@ class ServiceMetrics:
             "svmsvc_worker_restarts", "Worker processes replaced.", ["reason"],
             registry=self.registry)
 
+        self._children: dict[tuple[str, str, int], tuple] = {}
+
+    def record_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        """Count and time one answered request (the labelled series are looked up once)."""
+        key = (method, route, status)
+        children = self._children.get(key)
+        if children is None:
+            children = (self.requests.labels(method=method, route=route, status=str(status)),
+                        self.latency.labels(method=method, route=route))
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
+
     def watch(self, sessions, dispatcher) -> None:
         """Report job states (from the database) and worker states (from ``dispatcher``)."""
         self.registry.register(_StateCollector(sessions, dispatcher))
@@ -129,10 +142,6 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_with_status)
         finally:
-            route = scope.get("route")
-            path = getattr(route, "path", "unmatched")
-            method = scope["method"]
-            self.metrics.requests.labels(method=method, route=path,
-                                         status=str(status_code)).inc()
-            self.metrics.latency.labels(method=method, route=path).observe(
-                time.perf_counter() - start)
+            self.metrics.record_request(scope["method"],
+                                        getattr(scope.get("route"), "path", "unmatched"),
+                                        status_code, time.perf_counter() - start)

@@ -173,12 +173,15 @@ def _git(*args: str) -> str | None:
         return None
 
 
-def machine_description() -> dict:
+def machine_description(reference: bool = True) -> dict:
     """The fingerprint every record carries: when, which commit (and whether the tree had
-    uncommitted changes to tracked files), which CPU, how busy the machine was, which
-    versions."""
+    uncommitted changes to tracked files), which CPU and how many cores this process may use,
+    how busy the machine was, which versions, and (``reference``) the figures of the fixed
+    reference workloads of :func:`bench.fingerprint.reference_workloads` (a memory-bandwidth
+    pass, one LIBLINEAR run, a Python loop; measured once a process), by which
+    :mod:`bench.fingerprint` normalizes figures from different days and machines."""
     dirty = _git("status", "--porcelain", "--untracked-files=no")
-    return {
+    description = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": _git("rev-parse", "HEAD"),
         "git_dirty": None if dirty is None else bool(dirty),
@@ -186,12 +189,19 @@ def machine_description() -> dict:
         "machine": platform.machine(),
         "processor": platform.processor() or "unknown",
         "cpus": os.cpu_count(),
+        "cores_available": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
         "numba_threads": numba.get_num_threads(),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "numba": numba.__version__,
         "load_average_at_start": os.getloadavg()[0],
     }
+    if reference:
+        from bench.fingerprint import reference_workloads
+
+        description["reference"] = reference_workloads()
+    return description
 
 
 def as_json(results: list[ProblemResult]) -> list[dict]:

@@ -122,8 +122,30 @@ def _fingerprint(record: dict) -> str:
                                                        else "")
     end = record.get("load_average_at_end")
     load = f"{m['load_average_at_start']:.2f}" + ("" if end is None else f" -> {end:.2f}")
+    reference = m.get("reference")
+    measured = "" if not reference else (
+        f"; reference workloads: copy {reference['memory_bandwidth_gbs']:.2f} GB/s, LIBLINEAR "
+        f"{reference['liblinear_s']:.3f} s, Python {reference['python_s']:.3f} s")
     return (f"`{record['file']}`: {m['date']}, commit {commit}, {m.get('cpu_model', '?')} x "
-            f"{m.get('cpus', '?')}, load average {load}, {record['seconds']:.0f} s")
+            f"{m.get('cpus', '?')}, load average {load}, {record['seconds']:.0f} s{measured}")
+
+
+def _service_and_comparison(record: dict) -> str:
+    """The GET predict figures and the comparison with the previous record, if any."""
+    lines = []
+    for variant, figures in record.get("service_predict", {}).get("summary", {}).items():
+        lines.append(f"GET predict ({variant}): {figures['wrk_per_s']:.0f}/s under wrk, server "
+                     f"CPU {figures['wrk_cpu_ms']:.3f} ms a request (sequential: "
+                     f"{figures['sequential_cpu_ms']:.3f} ms, p50 "
+                     f"{figures['sequential_p50_ms']:.2f} ms)\n")
+    comparison = record.get("comparison")
+    if comparison:
+        lines.append(f"Against `{comparison['previous']}`: {comparison['compared']} normalized "
+                     f"figures compared, {len(comparison['moved'])} moved by more than "
+                     f"{100 * comparison['threshold']:.0f} %"
+                     + "".join(f"\n- {name}: {comparison['figures'][name]['ratio']:.2f}x"
+                               for name in comparison["moved"]) + "\n")
+    return "\n".join(lines)
 
 
 def _ratio_text(value: float | None) -> str:
@@ -165,6 +187,9 @@ def results_section(records: list[dict]) -> str:
             results = [ProblemResult.from_json(p) for p in record["problems"]]
             if results:
                 parts.append(markdown_table(results))
+            extra = _service_and_comparison(record)
+            if extra:
+                parts.append(extra)
             for entry in record.get("scaling", []):
                 parts.append(f"Scaling on {entry['title']}: fitted log-log slopes "
                              + ", ".join(f"{k} {v:.2f}" for k, v in sorted(entry["slopes"].items()))

@@ -35,13 +35,17 @@ from bench.anchors import (
     ProjectSolver,
     SklearnLinearKernelSVC,
 )
+from bench.fingerprint import MOVE_THRESHOLD, compare_records, last_of_suite, warnings
 from bench.harness import GAPS, as_json, machine_description, measure_problem, time_to_gap
 from bench.paths import RESULTS_DIR
 from bench.problems import BenchProblem, load_dataset
-from bench.report import scaling_plot
+from bench.report import load_records, scaling_plot
 from bench.runners import default_runners
 
 SYNTHETIC = "synthetic-300000x100000"
+SYNTHETIC_QUICK = "synthetic-100000x50000"
+"""The synthetic problem of issue 38 (400,000 x 200,000, squared hinge, C = 1) at a quarter of
+its rows and features: mfn against LIBLINEAR -s 2 in well under a minute."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class HarnessSuite:
     cases: Callable[[], list[Case]]
     repeats: int
     scaling: tuple[str, ...] = ()
+    service_predict: bool = False  # also GET predict against a server (see service_predict)
 
     def run(self, extra: list[str], log=print) -> dict:
         if extra:
@@ -66,8 +71,28 @@ class HarnessSuite:
         results = [measure_problem(case.problem, case.runners(), self.repeats, log)
                    for case in self.cases()]
         scaling = [scaling_study(dataset, default_runners(), log) for dataset in self.scaling]
-        return {"kind": "harness", "repeats": self.repeats, "problems": as_json(results),
+        body = {"kind": "harness", "repeats": self.repeats, "problems": as_json(results),
                 "ratios": {r.problem: ratios(r) for r in results}, "scaling": scaling}
+        if self.service_predict:
+            body["service_predict"] = service_predict(log)
+        return body
+
+
+def service_predict(log=print, requests: int = 2000, seconds: float = 5.0) -> dict:
+    """GET predict of a linear model (mfn on a9a) against ``svmsvc serve`` of this tree, one
+    round of :func:`bench.bench_service.predict_ab`: ``requests`` sequential requests, then
+    ``wrk`` (8 connections) for ``seconds``; the server's CPU time per request of each."""
+    import tempfile
+
+    from bench.bench_service import predict_ab
+    from bench.paths import REPOSITORY
+
+    with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
+        summary = predict_ab(Path(directory), {"this": str(REPOSITORY)}, rounds=1,
+                             requests=requests, seconds=seconds, connections=8,
+                             database_url=None)
+    log(f"  GET predict: {json.dumps(summary)}")
+    return {"requests": requests, "wrk_seconds": seconds, "summary": summary}
 
 
 @dataclass(frozen=True)
@@ -169,6 +194,8 @@ def quick_cases() -> list[Case]:
         Case(BenchProblem("australian_scale", "hinge", "free", 1.0),
              lambda: _ours("interior_point", "alm")
              + [SklearnLinearKernelSVC(), ClarabelHinge()]),
+        Case(BenchProblem(SYNTHETIC_QUICK, "squared_hinge", "regularized", 1.0),
+             lambda: _ours("mfn") + [Liblinear(2)]),
     ]
 
 
@@ -192,8 +219,10 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                  "C = 0.01); dual_cd and cutting_plane against -s 3 on w8a "
                  "(hinge, C = 0.01); cutting_plane, interior_point and mfn against -s 3 and "
                  "Clarabel on mushrooms (hinge, C = 1); interior_point and alm against LIBSVM "
-                 "and Clarabel on australian (hinge, free bias, C = 1); 3 repeats",
-                 quick_cases, repeats=3),
+                 "and Clarabel on australian (hinge, free bias, C = 1); mfn against -s 2 on "
+                 f"{SYNTHETIC_QUICK} (squared hinge, C = 1); 3 repeats; then GET predict "
+                 "against a server of this tree (one round of bench.bench_service predict)",
+                 quick_cases, repeats=3, service_predict=True),
     HarnessSuite("linear", "a few minutes: every registered linear solver against LIBLINEAR "
                  "(official and multi-core, -s 1/2/3) and scikit-learn, squared hinge, C = 1 on "
                  "a9a, w8a, ijcnn1 and mushrooms; 3 repeats", linear_cases, repeats=3),
@@ -253,6 +282,15 @@ def run_suite(name: str, extra: list[str] = (), out: Path | None = None, log=pri
               "seconds": time.perf_counter() - start,
               "load_average_at_end": os.getloadavg()[0]}
     out = Path(out) if out is not None else record_path(name, machine)
+    previous = last_of_suite([r for r in load_records(out.parent) if r["file"] != out.name],
+                             name)
+    if previous is not None:
+        record["comparison"] = compare_records(previous, record)
+        for line in warnings(record["comparison"]):
+            log(line)
+        log(f"compared {record['comparison']['compared']} normalized figures with "
+            f"{record['comparison']['previous']}: {len(record['comparison']['moved'])} moved "
+            f"by more than {100 * MOVE_THRESHOLD:.0f}%")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1, default=str) + "\n")
     for entry in record.get("scaling", []):

@@ -217,6 +217,89 @@ def test_a_suite_writes_a_record_with_the_fingerprint_and_the_ratios(tmp_path):
     assert "liblinear -s 2" not in record["ratios"][problem["problem"]]  # anchors have none
 
 
+def test_a_suite_compares_its_record_with_the_last_one_of_the_suite(tmp_path):
+    """A record carries the reference workloads it is normalized by, and the comparison with
+    the previous record of its suite in the same directory (which figures moved is a matter
+    of timing: tested on made-up records below)."""
+    from bench.suites import run_suite
+
+    first = json.loads(run_suite("tiny", out=tmp_path / "tiny-1.json", log=lambda *_: None,
+                                 suites={"tiny": _tiny_suite()}).read_text())
+    reference = first["machine"]["reference"]
+    assert reference["memory_bandwidth_gbs"] > 0 and reference["liblinear_s"] > 0
+    assert reference["python_s"] > 0 and "comparison" not in first
+    lines = []
+    second = json.loads(run_suite("tiny", out=tmp_path / "tiny-2.json", log=lines.append,
+                                  suites={"tiny": _tiny_suite()}).read_text())
+    comparison = second["comparison"]
+    assert comparison["previous"] == "tiny-1.json" and comparison["threshold"] == 0.25
+    assert comparison["compared"] >= 1 and set(comparison["moved"]) <= set(
+        comparison["figures"])
+    assert any(line.startswith("compared ") for line in lines)
+    warned = [line for line in lines if line.startswith("WARNING")]
+    assert len(warned) == len(comparison["moved"])
+
+
+def _record(liblinear_s: float, python_s: float, seconds: float, ratio: float,
+            cpu_ms: float, per_s: float) -> dict:
+    """A record with one problem (ours and an anchor), a ratio and a GET predict summary."""
+    summaries = [{"runner": "mfn", "median_seconds": seconds,
+                  "time_to_gap": {"0.01": seconds / 4, "1e-06": seconds}},
+                 {"runner": "liblinear -s 2", "median_seconds": 0.001,
+                  "time_to_gap": {"0.01": 0.001, "1e-06": None}}]
+    return {"suite": "quick", "file": f"quick-{seconds}.json",
+            "machine": {"date": "2026-01-01T00:00:00Z",
+                        "reference": {"liblinear_s": liblinear_s, "python_s": python_s}},
+            "problems": [{"problem": "a9a/squared_hinge/regularized/C=1",
+                          "summaries": summaries}],
+            "ratios": {"a9a/squared_hinge/regularized/C=1": {"mfn": {"1e-06": ratio}}},
+            "service_predict": {"summary": {"this": {"sequential_cpu_ms": cpu_ms,
+                                                     "wrk_cpu_ms": cpu_ms,
+                                                     "wrk_per_s": per_s}}}}
+
+
+def test_normalized_figures_divide_by_the_reference_workloads():
+    from bench.fingerprint import normalized_figures
+
+    figures = normalized_figures(_record(0.5, 0.01, 2.0, 0.8, 0.4, 2500.0))
+    key = "a9a/squared_hinge/regularized/C=1 mfn"
+    assert figures[f"{key} median_seconds / liblinear_s"] == pytest.approx(4.0)
+    assert figures[f"{key} time_to_1e-06 / liblinear_s"] == pytest.approx(4.0)
+    assert figures[f"{key} time to 1e-06 / fastest anchor's"] == pytest.approx(0.8)
+    assert figures["GET predict this sequential_cpu_ms / python_s"] == pytest.approx(0.04)
+    assert figures["GET predict this wrk_per_s * python_s"] == pytest.approx(25.0)
+    # the anchor's millisecond is noise (MIN_SECONDS), its missing time has no figure
+    assert not any("liblinear -s 2" in name for name in figures)
+    # a record without reference workloads (older ones) keeps only its ratios
+    bare = _record(0.5, 0.01, 2.0, 0.8, 0.4, 2500.0)
+    del bare["machine"]["reference"]
+    assert list(normalized_figures(bare)) == [f"{key} time to 1e-06 / fastest anchor's"]
+
+
+def test_a_figure_moves_when_its_normalized_ratio_leaves_the_threshold():
+    from bench.fingerprint import compare_records, last_of_suite, moved, warnings
+
+    before = _record(0.5, 0.01, 2.0, 0.8, 0.4, 2500.0)
+    # a machine twice as slow at everything: the normalized figures do not move
+    slow_machine = _record(1.0, 0.02, 4.0, 0.8, 0.8, 1250.0)
+    same = compare_records(before, slow_machine)
+    assert same["compared"] == 6 and same["moved"] == [] and warnings(same) == []
+    assert all(entry["ratio"] == pytest.approx(1.0) for entry in same["figures"].values())
+    # the same machine, mfn 1.3x slower and GET predict at 1.2x the CPU: only mfn moved
+    regressed = _record(0.5, 0.01, 2.6, 1.04, 0.48, 2500.0 / 1.2)
+    comparison = compare_records(before, regressed)
+    assert sorted(comparison["moved"]) == sorted(
+        [name for name in comparison["figures"] if name.startswith("a9a")])
+    lines = warnings(comparison)
+    assert len(lines) == 3 and all(line.startswith("WARNING: a9a") for line in lines)
+    assert "1.30x since quick-2.0.json" in lines[0]
+    assert moved(1.26) and moved(0.79) and not moved(1.25) and not moved(0.81)
+    older, newer = {"suite": "quick", "n": 1}, {"suite": "quick", "n": 2}
+    assert last_of_suite([older, {"suite": "mfn"}, newer, {"suite": "linear"}],
+                         "quick") is newer
+    assert last_of_suite([older], "mfn") is None
+
+
 def test_a_script_suite_records_what_its_study_wrote(tmp_path):
     from bench.suites import ScriptSuite, run_suite
 

@@ -7,6 +7,7 @@ import uuid
 
 import numpy as np
 import pytest
+from conftest import API_KEYS
 from servicetools import QUICK_PARAMS, create_job, data_path, uploaded_id, wait_job
 from sklearn.metrics import log_loss as sklearn_log_loss
 
@@ -146,6 +147,72 @@ def test_the_fast_prediction_paths_score_exactly_as_the_library(api, request, wh
     for got in (singles, batch["data"], text["data"]):
         assert [p["decision_values"] for p in got] == expected_scores
         assert [p["label"] for p in got] == expected_labels
+
+
+def _scope(api, path: str, query: str, method: str = "GET", headers=None) -> dict:
+    """The ASGI scope of a request to ``api``'s application."""
+    key = API_KEYS["admin"] if headers is None else headers.get("X-API-Key")
+    raw = [] if key is None else [(b"x-api-key", key.encode())]
+    return {"type": "http", "method": method, "path": path, "root_path": "",
+            "query_string": query.encode(), "headers": raw, "app": api.app}
+
+
+def test_get_predict_of_a_cached_model_is_answered_before_the_router(api, binary):
+    """The fast path of app.api.fast_path answers GET predict of a cached linear model with
+    the route's very bytes and headers, counted in /metrics under the route's template; what
+    it does not answer (not cached, another parameter, no key or a key not configured, a
+    malformed example ...) falls through to the route, whose answer it is; with CORS
+    configured, so does a request with an Origin header."""
+    from app.api.fast_path import PredictFastPath
+    from app.api.routes.models import router
+
+    model_id, _, _ = binary
+    path = f"/api/v1/models/{model_id}/predict"
+    fast = PredictFastPath(None, next(r for r in router.routes if r.name == "predict"), None)
+    api.app.state.model_cache.discard(uuid.UUID(model_id))
+    assert fast.answer(_scope(api, path, "x=1:0.5+3:1")) is None  # not cached: the route's
+    by_route = api.get(path, params={"x": "1:0.5 3:1"})  # loads the model into the cache
+    assert fast.answer(_scope(api, path, "x=1:0.5+3:1")) == by_route.content
+    answered = api.get(path, params={"x": "1:0.5 3:1"})
+    assert answered.status_code == 200 and answered.content == by_route.content
+    for header in ("content-type", "content-length"):
+        assert answered.headers[header] == by_route.headers[header]
+    zero = api.get(path, params={"x": "0:0.5 2:1", "zero_based": "true"})
+    assert fast.answer(_scope(api, path, "x=0:0.5+2:1&zero_based=true")) == zero.content
+    assert zero.content == by_route.content
+    series = ('svmsvc_http_requests_total{method="GET",route="/api/v1/models/{model_id}/predict",'
+              'status="200"} ')
+
+    def answered() -> float:
+        line = next(line for line in api.get("/metrics").text.splitlines()
+                    if line.startswith(series))
+        return float(line[len(series):])
+
+    before = answered()
+    assert api.get(path, params={"x": "1:0.5 3:1"}).content == by_route.content
+    assert answered() == before + 1
+    assert type(api.app.middleware_stack) is PredictFastPath  # around every other layer
+    falls_through = [
+        _scope(api, path, "x=1:0.5&y=1"), _scope(api, path, "x=1:0.5&x=2:1"),
+        _scope(api, path, "x=1:0.5&zero_based=yes"), _scope(api, path, ""),
+        _scope(api, path, "x=1:0.5", method="POST"), _scope(api, path, "x=1:oops"),
+        _scope(api, path, "x=1:0.5", headers={}),
+        _scope(api, path, "x=1:0.5", headers={"X-API-Key": "not-a-key"}),
+        _scope(api, path.replace("-", ""), "x=1:0.5"), _scope(api, path + "/", "x=1:0.5")]
+    assert [fast.answer(scope) for scope in falls_through] == [None] * len(falls_through)
+    from_browser = _scope(api, path, "x=1:0.5+3:1")
+    from_browser["headers"].append((b"origin", b"http://localhost:5173"))
+    assert fast.answer(from_browser) == by_route.content
+    fast.cors = True
+    assert fast.answer(from_browser) is None
+    assert fast.answer(_scope(api, path, "x=1:0.5+3:1")) == by_route.content
+    # and what the route makes of them
+    assert api.get(path, params={"x": "1:0.5", "zero_based": "yes"}).json() == api.get(
+        path, params={"x": "1:0.5", "zero_based": "true"}).json()
+    assert api.get(path, params={"x": "1:oops"}).status_code == 422
+    assert api.get(path, params={"x": "1:0.5"}, headers={"X-API-Key": ""}).status_code == 401
+    assert api.get(path.replace("-", ""), params={"x": "1:0.5"}).content == api.get(
+        path, params={"x": "1:0.5"}).content
 
 
 def test_a_json_batch_with_a_feature_given_twice_keeps_the_last_value(api, binary):
