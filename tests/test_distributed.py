@@ -117,7 +117,7 @@ def test_partitions_are_parsed_on_the_workers_and_only_summaries_come_back(clien
 MFN_EXACT = {"tol": None, "epsilon": 1e-10}
 
 
-@pytest.mark.parametrize("count", [2, 3, 7])
+@pytest.mark.parametrize("count", [2, 7])  # 3 shards: the one-vs-rest and Huber cases
 def test_mfn_binary_equals_the_single_machine_solve(client, files, count):
     local, data = _read(client, files, "a9a", count)
     one = solvers.train(local, solver="mfn", **MFN_EXACT)
@@ -201,7 +201,7 @@ def test_ocas_solved_to_tol_certifies_the_same_optimum(client, files):
 
 def test_ocas_one_vs_rest(client, files):
     local, data = _read(client, files, "dna", 7)
-    options = {"loss": "hinge", "max_iter": 8}
+    options = {"loss": "hinge", "max_iter": 5}
     one = solvers.train(local, solver="cutting_plane", **options)
     many = solvers.train(data, solver="cutting_plane", **options)
     assert [s.label for s in many.subproblems] == [s.label for s in one.subproblems]
