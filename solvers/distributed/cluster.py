@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -48,8 +49,7 @@ class Partition:
     """
 
     def __init__(self, source, n_features: int | None = None, zero_based: bool = False):
-        numba_threads = os.environ.get("NUMBA_NUM_THREADS")
-        self.numba_threads = int(numba_threads) if numba_threads else None
+        self.numba_threads = _numba_threads()
         if isinstance(source, tuple) and source and source[0] == "call":
             data = source[1](*source[2])
         else:
@@ -83,11 +83,31 @@ class Partition:
         """``function(self, *args)`` and the seconds it took (for the communication
         record)."""
         start = time.perf_counter()
+        if self.numba_threads is not None:
+            numba.set_num_threads(self.numba_threads)  # per thread: the actor's own
         result = function(self, *args)
         return result, time.perf_counter() - start
 
     def pid(self) -> int:
         return os.getpid()
+
+
+def _numba_threads() -> int | None:
+    """The Numba threads the worker was asked for (``NUMBA_NUM_THREADS`` in its environment,
+    e.g. a nanny's ``env``), applied per call with ``numba.set_num_threads``.
+
+    A nanny sets its ``env`` in the spawned worker after the client's ``__main__`` module has
+    been imported again there; when that module imports Numba, the thread pool was sized
+    from the environment without the variable.  Numba then refuses its next compilation
+    (the variable differs from the pool's size), so the variable is made to agree with the
+    pool and the count asked for is applied as the threads actually used."""
+    asked = os.environ.get("NUMBA_NUM_THREADS")
+    if not asked:
+        return None
+    pool = numba.config.NUMBA_NUM_THREADS
+    if int(asked) != pool:
+        os.environ["NUMBA_NUM_THREADS"] = str(pool)
+    return max(1, min(int(asked), pool))
 
 
 def _read_shard(source, n_features, zero_based) -> Dataset:
