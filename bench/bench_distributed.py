@@ -12,9 +12,12 @@ thread each).  Each side runs once to warm up (Numba's cached kernels load in ea
 first use) and then ``--repeats`` times; the medians are reported with the distributed
 run's communication record: rounds (reductions) and bytes moved per iteration, and the
 seconds per round beyond the slowest partition's own work (the client-to-worker round trip:
-actor calls go to the workers directly, not through the scheduler, so this is where Dask's
-time is).  ``news20-binary`` (groups 1-10 against 11-20) is written binary to a temporary
-file first; its d-vectors are 1.36 M doubles (10.9 MB a reduction per partition).
+actor calls go to the workers, not through the task graph, so this is where Dask's time
+is; the client uses ``direct_to_workers=True``, without which actor calls are proxied
+through the scheduler).  ``synthetic-400000x200000`` (the text-like set of
+:mod:`bench.synthetic`, about 8 M entries) and ``news20-binary`` (groups 1-10 against 11-20;
+its d-vectors are 1.36 M doubles, 10.9 MB a reduction per partition) are written to a
+temporary SVMlight file first.
 
 Prints Markdown and the machine (load average before and after: the figures scale with it).
 """
@@ -30,22 +33,26 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 import solvers
 from bench.harness import machine_description
 from bench.paths import DATA_DIR
 from bench.problems import news20_binary
+from bench.synthetic import synthetic_dataset
 
 SOLVERS = {
     "mfn": ("mfn", {}),
     "ocas": ("cutting_plane", {"loss": "hinge", "method": "ocas"}),
     "cpa": ("cutting_plane", {"loss": "hinge", "method": "cpa"}),
 }
-C = {"a9a": 1.0, "w8a": 0.01, "news20-binary": 1.0}
+C = {"a9a": 1.0, "w8a": 0.01, "news20-binary": 1.0, "synthetic-400000x200000": 1.0}
 
 
 def _source(name: str, workdir: Path) -> Path:
+    if name.startswith("synthetic"):
+        target = workdir / name
+        if not target.exists():
+            solvers.write_svmlight(synthetic_dataset(name), target)
+        return target
     if name == "news20-binary":
         target = workdir / "news20-binary"
         if not target.exists():
@@ -84,7 +91,7 @@ def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
         data.close()
     t1 = statistics.median(s for s, _ in single)
     t2 = statistics.median(s for s, _, _ in many)
-    _, result, comm = many[-1]
+    last_seconds, result, comm = many[-1]
     one = single[-1][1]
     iterations = max(len(result.log), 1)
     row = {
@@ -99,7 +106,8 @@ def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
         "round_seconds_per_reduction": comm["round_seconds"] / max(comm["reductions"], 1),
         "communication_seconds_per_reduction":
             comm["communication_seconds"] / max(comm["reductions"], 1),
-        "communication_share": comm["communication_seconds"] / t2,
+        "communication_share": comm["communication_seconds"] / last_seconds,
+        "linear_solver": result.subproblems[0].extras.get("linear_solver"),
     }
     log(f"{problem} {solver_key}: single {t1:.3f} s, distributed {t2:.3f} s "
         f"(ratio {row['ratio']:.2f}), {row['reductions_per_iteration']:.1f} reductions and "
@@ -145,7 +153,7 @@ def main(argv=None) -> int:
                                      env={"NUMBA_NUM_THREADS": "1",
                                           "OPENBLAS_NUM_THREADS": "1"},
                                      silence_logs=40) as cluster, \
-            distributed.Client(cluster) as client:
+            distributed.Client(cluster, direct_to_workers=True) as client:
         for problem in args.problems.split(","):
             for solver_key in args.solvers.split(","):
                 rows.append(measure(problem, solver_key, client, Path(tmp), args.repeats,

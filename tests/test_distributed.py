@@ -44,7 +44,8 @@ def _cluster(n_workers=2):
 
 @pytest.fixture(scope="module")
 def client():
-    with _cluster() as cluster, distributed.Client(cluster, timeout=TIMEOUT) as client:
+    with _cluster() as cluster, \
+            distributed.Client(cluster, timeout=TIMEOUT, direct_to_workers=True) as client:
         yield client
 
 
@@ -52,7 +53,7 @@ def _head(name: str, n_lines: int, out: Path) -> Path:
     """The first ``n_lines`` lines of a shared dataset (a subset that keeps the test short)."""
     target = out / f"{name}.head{n_lines}"
     with open(data_path(name), "rb") as source, open(target, "wb") as sink:
-        for _, line in zip(range(n_lines), source):
+        for _, line in zip(range(n_lines), source, strict=False):
             sink.write(line)
     return target
 
@@ -162,7 +163,7 @@ def test_mfn_with_the_defaults_reaches_the_same_certified_gap(client, files):
         assert abs(many.objective - one.objective) <= 2 * tol * one.objective
 
 
-# -- cutting planes: the same iterates --------------------------------------------------------------
+# -- cutting planes: the same iterates ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(("method", "count"), [("ocas", 2), ("ocas", 3), ("ocas", 7),
@@ -176,7 +177,7 @@ def test_cutting_plane_iterates_equal_the_single_machine(client, files, method, 
     one = solvers.train(local, solver="cutting_plane", **options)
     many = solvers.train(data, solver="cutting_plane", **options)
     assert len(many.log) == len(one.log) == 12
-    for a, b in zip(one.log, many.log):
+    for a, b in zip(one.log, many.log, strict=True):
         assert b.objective == pytest.approx(a.objective, rel=1e-9), a.iteration
         assert b.extras["lower_bound"] == pytest.approx(a.extras["lower_bound"], rel=1e-9)
         assert b.extras["mu"] == pytest.approx(a.extras["mu"], rel=1e-6, abs=1e-12)
@@ -205,7 +206,7 @@ def test_ocas_one_vs_rest(client, files):
     one = solvers.train(local, solver="cutting_plane", **options)
     many = solvers.train(data, solver="cutting_plane", **options)
     assert [s.label for s in many.subproblems] == [s.label for s in one.subproblems]
-    for a, b in zip(one.log, many.log):
+    for a, b in zip(one.log, many.log, strict=True):
         assert b.objective == pytest.approx(a.objective, rel=1e-9)
     assert _relative(_beta(one.model), _beta(many.model)) <= 1e-9
     assert list(many.model.classes_) == list(one.model.classes_)
@@ -230,7 +231,7 @@ def test_solvers_that_do_not_declare_distributed_data_are_refused_with_the_reaso
                       multiclass="crammer_singer")
 
 
-# -- a worker lost mid-training ---------------------------------------------------------------------
+# -- a worker lost mid-training ------------------------------------------------------------------
 
 
 class _KillAt:

@@ -10,9 +10,10 @@ driver reduces them.  A round is what the communication record counts: one reduc
 bytes sent (the arguments, once per partition) and received (the results), and the seconds
 the round took beyond the slowest partition's own work (the network and Dask's dispatch).
 
-Actors rather than tasks: an actor call goes from the client to the worker directly, not
-through the scheduler (a round trip of a few milliseconds against tens for a task graph), and
-its state is the natural home of the n-vectors that must not move.  The price is Dask's
+Actors rather than tasks: an actor call is one message to the worker and one back, no task
+graph (with ``Client(direct_to_workers=True)``; otherwise the scheduler relays it), a round
+trip of a few milliseconds on an idle machine, and its state is the natural home of the
+n-vectors that must not move.  The price is Dask's
 actor semantics: a partition lost with its worker is not recomputed by the scheduler; a round
 that meets a lost worker raises :class:`PartitionLostError` with the reason (the caller fails
 the job, or builds the dataset again from its shards and retries), and a round never waits
@@ -25,8 +26,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numba
 import numpy as np

@@ -88,7 +88,7 @@ def read_svmlight(client, paths, n_features: int | None = None, zero_based: bool
     placed = [addresses[k % len(addresses)] for k in range(len(sources))]
     futures = [client.submit(Partition, source, n_features, zero_based, actor=True,
                              workers=[where], allow_other_workers=False, pure=False)
-               for source, where in zip(sources, placed)]
+               for source, where in zip(sources, placed, strict=True)]
     actors = [f.result() for f in futures]
     group = PartitionGroup(client, actors, placed, sources)
     summaries = [a.summary() for a in actors]

@@ -15,6 +15,10 @@ value and the exact root of the line search's slope).  Per Newton iteration:
   search's step) and builds step 3's data there: the index sets, the compacted active rows,
   z^0 and g = A'z^0 (a d-vector), the loss and dual sums of the record, diag(A'A) for the
   preconditioner, the shift q of eq. (23) for saturated terms (modified Huber);
+* with the normal equations (the engine's ``linear_solver`` rule: few parameters against the
+  stored entries, or ``"cholesky"``), the point round also sums the Gram matrix of the active
+  rows ((d+1)^2 doubles a partition), the driver solves (lam I + A'A) delta = r^0 by
+  Cholesky, and one round brings z and A'z to the new point; CGLS then only checks rule (13);
 * one round per CGLS iteration: q = A p on the workers (kept), returning ||q||^2, z'q,
   ||z||^2 and A'q (a d-vector); the driver updates beta, r = r - gamma (A'q + lam D p) and
   ||z||^2 = ||z||^2 - 2 gamma z'q + gamma^2 ||q||^2 (the residual by recurrence: standard CG
@@ -26,9 +30,9 @@ value and the exact root of the line search's slope).  Per Newton iteration:
   (none when the breakpoints are few: they come back with the trial round).
 
 What the distributed driver does not do (each stated in ``extras``, never silently changing
-the problem): the hinge loss's homotopy (refused), the Cholesky and row-space solves of
-``linear_solver`` (``auto`` runs CGLS), the ``gradient_bound`` rule, the dual KKT
-continuation (refused when asked).  The defaults that shape the single machine's path are
+the problem): the hinge loss's homotopy (refused), the row-space solve of ``linear_solver``
+(``auto`` never chooses it here; ``dual_cg`` is refused), the ``gradient_bound`` rule, the
+dual KKT continuation (refused when asked).  The defaults that shape the single machine's path are
 kept: both of Appendix A's heuristics, the C path of a cold start at a large C, the forcing
 term, ``preconditioning="auto"``'s rule and the duality-gap stop.
 """
@@ -36,16 +40,18 @@ term, ``preconditioning="auto"``'s rule and the duality-gap stop.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from solvers import config
 from solvers.base import Solution, Termination
-from solvers.core.linalg import dot
+from solvers.core.linalg import cholesky_solve, dot, gram_cost
 from solvers.core.rows import BinaryRows
 from solvers.distributed import (
     DistributedBinaryProblem,
     Partition,
     breakpoint_root,
     keep_breakpoints,
+    reduce_sum,
 )
 from solvers.losses import get_loss
 from solvers.losses.kernels import (
@@ -72,10 +78,12 @@ def _start(part: Partition, beta):
     part.state["sqrt_weight"] = np.sqrt(part.state["weight"])
     part.state["outputs"] = terms.outputs(beta)
     square = part.state["weight"] * terms.square_norms()
-    return float(square.sum()), int(square.shape[0])
+    n = terms.X.shape[0]
+    return (float(square.sum()), int(n), int(terms.X.nnz) + n,
+            int(gram_cost(terms.X.indptr, np.arange(n))) + n)
 
 
-def _point(part: Partition, move, loss_name, precondition):
+def _point(part: Partition, move, loss_name, precondition, gram):
     """Move the outputs (``move``: None, "accept" or the step delta), then step 3's data at
     the point: (g, ||z^0||^2, |I1|, |I2|, loss sum, alpha sum, conjugate sum, shift part,
     diag(A'A), norm stats of the active rows)."""
@@ -106,17 +114,42 @@ def _point(part: Partition, move, loss_name, precondition):
     loss_sum = loss.sum(xi, cost)
     alpha = cost * loss.derivative(xi)
     conjugate = loss.conjugate_sum(alpha, cost)
-    diagonal = None
+    diagonal = G = None
+    weight = st["weight"][active]
+    s = terms.extra_value
     if precondition:
-        weight = st["weight"][active]
-        rows = terms.X[active]
+        # diag(A'A) = sum_k c_k x~_k^2 over the active rows, from the compacted arrays
+        lengths = np.diff(A.indptr)
+        values = np.repeat(weight, lengths)
+        if not A.unit_values:
+            values = values * A.data * A.data
         diagonal = np.zeros(terms.n_params)
-        diagonal[:-1] = np.asarray(rows.multiply(rows).T @ weight).ravel()
-        diagonal[-1] = terms.extra_value ** 2 * float(weight.sum())
+        diagonal[:-1] = np.bincount(A.indices, weights=values, minlength=terms.n_features)
+        diagonal[-1] = s * s * float(weight.sum())
+    if gram:
+        # sum_k c_k x~_k x~_k' over the active rows (the normal equations' Gram matrix)
+        rows = terms.X[active]
+        weighted = sp.diags(weight) @ rows
+        G = np.empty((terms.n_params, terms.n_params))
+        G[:-1, :-1] = (rows.T @ weighted).toarray()
+        G[:-1, -1] = G[-1, :-1] = s * np.asarray(weighted.sum(axis=0)).ravel()
+        G[-1, -1] = s * s * float(weight.sum())
     norms = (st["weight"] * terms.square_norms())[active]
     stats = (float(norms.sum()), float((norms * norms).sum()))
     return (g, float(dot(z, z)), int(active.size), int(saturated.size), float(loss_sum),
-            float(alpha.sum()), float(conjugate), shift, diagonal, stats)
+            float(alpha.sum()), float(conjugate), shift, diagonal, stats, G)
+
+
+def _factor_step(part: Partition, delta):
+    """Bring CGLS's z to beta_bar + delta (the factorized step): z -= sqrt(c) A~ delta;
+    returns (A'z, ||z||^2)."""
+    st = part.state
+    terms = st["terms"]
+    A, sqrt_c = st["A"], st["sqrt_c"]
+    st["z"] = st["z"] - sqrt_c * terms.compact_forward(A, delta)
+    st["q"] = None
+    z = st["z"]
+    return terms.compact_adjoint(A, sqrt_c * z), float(dot(z, z))
 
 
 def _final_loss_sum(part: Partition, beta):
@@ -179,6 +212,8 @@ class DistributedEngine:
         self.extra_value = problem.effective_bias_scale
         self.iterations = 0
         self.cg_iterations = 0
+        self.factorizations = 0
+        self.normal_equations = False
         self.runs: list[dict] = []
         self.last_gap = float("inf")
         self.pending = None  # how the workers' outputs move at the next point round
@@ -190,13 +225,33 @@ class DistributedEngine:
     # rounds
     def start(self, beta):
         sums = self.group.map(_start, beta)
-        self.scale_sum = sum(s for s, _ in sums)
-        self.n_terms = sum(n for _, n in sums)
+        self.scale_sum = sum(r[0] for r in sums)
+        self.n_terms = sum(r[1] for r in sums)
+        nnz = sum(r[2] for r in sums)
+        build = sum(r[3] for r in sums)
+        n = self.n_params
+        choice = self.params.linear_solver
+        if choice == "cholesky":
+            if n > config.MFN_CHOLESKY_MAX_PARAMS:
+                raise ValueError(
+                    f"linear_solver='cholesky' factorizes a dense {n} x {n} matrix; above "
+                    f"{config.MFN_CHOLESKY_MAX_PARAMS} parameters use 'cgls' or 'auto'")
+            self.normal_equations = True
+        else:
+            # the engine's rule (solvers.mfn.engine._choose_normal_equations) on the
+            # partitions' sums: then the Gram matrix of the active rows is one (d+1)^2
+            # reduction per Newton iteration and CGLS only checks rule (13)
+            self.normal_equations = choice == "auto" \
+                and n <= config.MFN_AUTO_CHOLESKY_MAX_PARAMS \
+                and n ** 3 / 3.0 <= config.MFN_AUTO_CHOLESKY_PASSES * nnz \
+                and build <= config.MFN_AUTO_CHOLESKY_PASSES * nnz
 
     def point(self, lam):
         loss = self.loss
         precondition = self.params.preconditioning != 0.0
-        results = self.group.map(_point, self.pending, self.problem.loss, precondition)
+        results = self.group.map(_point, self.pending, self.problem.loss,
+                                 precondition and not self.normal_equations,
+                                 self.normal_equations)
         self.pending = None
         g = np.zeros(self.n_params)
         shift = None
@@ -204,7 +259,10 @@ class DistributedEngine:
         zz = loss_sum = alpha_sum = conjugate = 0.0
         n_active = n_saturated = 0
         norm_sum = norm_square = 0.0
-        for (g_k, zz_k, na, ns, ls, al, cj, sh, dg, st) in results:
+        G = np.zeros((self.n_params, self.n_params)) if self.normal_equations else None
+        for (g_k, zz_k, na, ns, ls, al, cj, sh, dg, st, G_k) in results:
+            if G_k is not None:
+                G += G_k
             g += g_k
             zz += zz_k
             n_active += na
@@ -223,7 +281,7 @@ class DistributedEngine:
         return {"g": g, "zz": zz, "active": n_active, "saturated": n_saturated,
                 "loss_sum": loss_sum, "alpha_sum": alpha_sum, "conjugate": conjugate,
                 "shift": shift, "diagonal": diagonal, "norm_sum": norm_sum,
-                "norm_square": norm_square}
+                "norm_square": norm_square, "gram": G}
 
     def _preconditioning(self, point, lam) -> np.ndarray | None:
         """M^{-1} of the diagonal preconditioner, or None (the engine's "auto" rule)."""
@@ -243,11 +301,10 @@ class DistributedEngine:
         diagonal[-1] = lam + choice * point["diagonal"][-1]
         return np.where(diagonal > 0.0, 1.0 / diagonal, 1.0)
 
-    def cgls(self, point, beta_bar, lam, eps, max_iter, m_inv, forcing):
-        """CGLS from the warm start (module docstring); returns (iterations, optimal)."""
-        s = point["g"]  # A'z
+    def cgls(self, s, zz, beta_bar, lam, eps, max_iter, m_inv, forcing):
+        """CGLS from the warm start (module docstring): ``s`` = A'z and ``zz`` = ||z||^2 at
+        ``beta_bar`` (updated in place); returns (iterations, optimal)."""
         r = s - lam * beta_bar
-        zz = point["zz"]
         rr = dot(r, r)
         if rr <= (eps * np.sqrt(zz)) ** 2 or rr == 0.0:
             return 0, True
@@ -321,14 +378,28 @@ class DistributedEngine:
             if heuristic_1:
                 cap = p.initial_cgls_iterations
             first_call = False
-            forcing = self._forcing(point, eps, crude_run, newton, heuristic_1)
-            m_inv = self._preconditioning(point, lam)
-            cg_iters, optimal = self.cgls(point, beta_bar, lam, eps, cap, m_inv, forcing)
+            s_start, zz_start = point["g"], point["zz"]
+            solved = False
+            if self.normal_equations and not heuristic_1:
+                # (lam I + A'A) delta = r^0 by Cholesky on the driver (the engine's
+                # factorized step), then z and A'z at the new point in one round
+                M = point["gram"].copy()
+                M[np.diag_indices_from(M)] += lam
+                delta_bar = cholesky_solve(M, point["g"] - lam * beta_bar)
+                if delta_bar is not None:
+                    beta_bar += delta_bar
+                    s_start, zz_start = reduce_sum(self.group.map(_factor_step, delta_bar))
+                    self.factorizations += 1
+                    solved = True
+            forcing = self._forcing(point, eps, crude_run, newton, heuristic_1 or solved)
+            m_inv = None if solved else self._preconditioning(point, lam)
+            cg_iters, optimal = self.cgls(s_start, zz_start, beta_bar, lam, eps, cap, m_inv,
+                                          forcing)
             if point["shift"] is not None:
                 beta_bar += point["shift"]
             if self.extra_value == 0.0:
                 beta_bar[-1] = 0.0
-            if cg_iters == 0:
+            if cg_iters == 0 and not solved:
                 beta_bar = beta.copy()  # no CGLS step: the trial point is the point itself
             cg_total += cg_iters
             newton += 1
@@ -442,9 +513,9 @@ def refuse(params: MFNParams, loss: str) -> None:
     if loss == "hinge":
         raise ValueError("mfn on distributed data: the hinge loss's homotopy (section 6) is "
                          "not distributed; use cutting_plane (ocas) for the hinge")
-    if params.linear_solver in ("cholesky", "dual_cg"):
-        raise ValueError(f"mfn on distributed data: linear_solver={params.linear_solver!r} "
-                         f"is not distributed; use 'cgls' or 'auto' (CGLS)")
+    if params.linear_solver == "dual_cg":
+        raise ValueError("mfn on distributed data: linear_solver='dual_cg' (CG in the active "
+                         "rows' space) is not distributed; use 'cgls', 'cholesky' or 'auto'")
     if params.cgls_rule != "residual":
         raise ValueError("mfn on distributed data: cgls_rule='gradient_bound' is not "
                          "distributed; use 'residual' (rule (13))")
@@ -486,7 +557,8 @@ def solve(problem: DistributedBinaryProblem, params: MFNParams, monitor: Monitor
     loss_sum = float(sum(engine.group.map(_final_loss_sum, state["beta"])))
     objective = problem.regularizer(state["beta"]) + loss_sum
     extras = {"cg_iterations": engine.cg_iterations, "runs": engine.runs,
-              "linear_solver": "cgls", "distributed": True,
+              "linear_solver": "cholesky" if engine.normal_equations else "cgls",
+              "factorizations": engine.factorizations, "distributed": True,
               **problem.communication.totals()}
     return Solution(state["beta"].copy(), objective, Termination(status), message,
                     engine.iterations, extras)
