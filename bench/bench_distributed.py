@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 import solvers
 from bench.harness import machine_description
 from bench.paths import DATA_DIR
@@ -107,6 +109,9 @@ def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
         "communication_seconds_per_reduction":
             comm["communication_seconds"] / max(comm["reductions"], 1),
         "communication_share": comm["communication_seconds"] / last_seconds,
+        "partitions": shards,
+        "work_seconds_per_iteration":
+            (comm["round_seconds"] - comm["communication_seconds"]) / iterations,
         "linear_solver": result.subproblems[0].extras.get("linear_solver"),
     }
     log(f"{problem} {solver_key}: single {t1:.3f} s, distributed {t2:.3f} s "
@@ -130,6 +135,43 @@ def markdown(rows: list[dict]) -> str:
             f"{r['reductions_per_iteration']:.1f} | {r['bytes_per_iteration'] / 1e3:.1f} | "
             f"{1e3 * r['communication_seconds_per_reduction']:.2f} | "
             f"{100 * r['communication_share']:.0f}% |")
+    return "\n".join(lines)
+
+
+#: The cost model's assumptions (docs/distributed.md): a 10 Gb/s network, a round's fixed
+#: cost (an actor call's round trip, measured 2-3 ms here on an idle machine with 2
+#: partitions, plus the network's 0.1 ms), and the driver's cost per partition message.
+BANDWIDTH = 10e9 / 8
+ROUND_SECONDS = 3e-3
+MESSAGE_SECONDS = 0.25e-3
+
+
+def cost_model(row: dict, workers: int) -> dict:
+    """Seconds per iteration at ``workers`` partitions (one per worker) from a measured row:
+    the same rounds per iteration; each partition's bytes per round as measured (they are
+    d-vectors: they do not shrink with more workers); compute (the partitions' own work,
+    measured) divided over the workers.  Flat: the driver sends and receives every
+    partition's message itself (as implemented); tree: a binary reduction and broadcast
+    (2 log2 P hops of one message each, as MPI's allreduce or Spark's treeAggregate)."""
+    rounds = row["reductions_per_iteration"]
+    per_partition = row["bytes_per_iteration"] / max(rounds, 1e-300) / row["partitions"]
+    work = row["work_seconds_per_iteration"] * row["partitions"]  # one worker's, all rows
+    levels = max(np.log2(workers), 1.0)
+    flat = rounds * (ROUND_SECONDS + workers * (MESSAGE_SECONDS + per_partition / BANDWIDTH))
+    tree = rounds * (levels * ROUND_SECONDS + 2 * levels * per_partition / BANDWIDTH)
+    return {"workers": workers, "flat_seconds": flat, "tree_seconds": tree,
+            "compute_seconds": work / workers, "bytes_per_round": per_partition}
+
+
+def model_markdown(rows: list[dict]) -> str:
+    lines = ["| problem | solver | kB / partition / round | P | compute s / it | flat comm s / "
+             "it | tree comm s / it |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for workers in (16, 100):
+            m = cost_model(r, workers)
+            lines.append(f"| {r['problem']} | {r['solver']} | {m['bytes_per_round'] / 1e3:.1f} "
+                         f"| {workers} | {m['compute_seconds']:.2e} | {m['flat_seconds']:.3f} | "
+                         f"{m['tree_seconds']:.3f} |")
     return "\n".join(lines)
 
 
@@ -160,6 +202,8 @@ def main(argv=None) -> int:
                                     args.shards))
     report = {"machine": machine, "load_after": os.getloadavg(), "rows": rows}
     print(markdown(rows))
+    print()
+    print(model_markdown(rows))
     print(f"load average before {machine.get('load_average_at_start')}, after "
           f"{tuple(round(x, 2) for x in os.getloadavg())}")
     if args.out is not None:
