@@ -60,6 +60,12 @@ from solvers.losses.kernels import (
     clipped_loss_sets_hold,
     margin_slacks,
 )
+from solvers.mfn.engine import (
+    auto_preconditioning,
+    forcing_term,
+    gap_round_epsilon,
+    normal_equations_pay,
+)
 from solvers.mfn.params import MFNParams
 from solvers.monitor import Monitor, Reporter
 
@@ -238,13 +244,9 @@ class DistributedEngine:
                     f"{config.MFN_CHOLESKY_MAX_PARAMS} parameters use 'cgls' or 'auto'")
             self.normal_equations = True
         else:
-            # the engine's rule (solvers.mfn.engine._choose_normal_equations) on the
-            # partitions' sums: then the Gram matrix of the active rows is one (d+1)^2
-            # reduction per Newton iteration and CGLS only checks rule (13)
-            self.normal_equations = choice == "auto" \
-                and n <= config.MFN_AUTO_CHOLESKY_MAX_PARAMS \
-                and n ** 3 / 3.0 <= config.MFN_AUTO_CHOLESKY_PASSES * nnz \
-                and build <= config.MFN_AUTO_CHOLESKY_PASSES * nnz
+            # the engine's rule on the partitions' sums: then the Gram matrix of the active
+            # rows is one (d+1)^2 reduction per Newton iteration and CGLS only checks (13)
+            self.normal_equations = choice == "auto" and normal_equations_pay(n, nnz, build)
 
     def point(self, lam):
         loss = self.loss
@@ -287,18 +289,13 @@ class DistributedEngine:
         """M^{-1} of the diagonal preconditioner, or None (the engine's "auto" rule)."""
         choice = self.params.preconditioning
         if choice == "auto":
-            choice = config.MFN_AUTO_PRECONDITIONING
             n = point["active"]
-            if n < self.n_params:
-                mean = point["norm_sum"] / n if n else 0.0
-                var = point["norm_square"] / n - mean * mean if n else 0.0
-                if not mean > 0.0 or np.sqrt(max(var, 0.0)) > \
-                        config.MFN_PRECONDITION_MAX_CV * mean:
-                    return None
+            mean = point["norm_sum"] / n if n else 0.0
+            std = np.sqrt(max(point["norm_square"] / n - mean * mean, 0.0)) if n else 0.0
+            choice = auto_preconditioning(n, self.n_params, mean, std)
         if not choice:
             return None
         diagonal = lam + choice * point["diagonal"]
-        diagonal[-1] = lam + choice * point["diagonal"][-1]
         return np.where(diagonal > 0.0, 1.0 / diagonal, 1.0)
 
     def cgls(self, s, zz, beta_bar, lam, eps, max_iter, m_inv, forcing):
@@ -460,19 +457,12 @@ class DistributedEngine:
             F_previous = F
 
     def _forcing(self, point, eps, crude_run, newton, exempt) -> float:
-        eta = self.params.newton_forcing
         final_eps = self._gap_round_epsilon(self.params.epsilon)
-        if eta is None or exempt or not eps > final_eps or point["active"] >= self.n_params:
-            return 0.0
-        if (self.at_target and not crude_run) or 2 * newton >= self.params.max_iter:
-            return 0.0
-        return eta
+        return forcing_term(self.params, eps, final_eps, point["active"], self.n_params,
+                            self.at_target, crude_run, newton, exempt)
 
     def _gap_round_epsilon(self, epsilon: float) -> float:
-        tol = self.params.tol
-        if tol is None or not self.at_target:
-            return epsilon
-        return max(epsilon, min(config.MFN_GAP_ROUND_EPSILON, 0.1 * tol))
+        return gap_round_epsilon(self.params, epsilon, self.at_target)
 
     def _gap_met(self) -> bool:
         tol = self.params.tol
