@@ -32,6 +32,8 @@ from solvers.base import InvalidParametersError
 distributed = pytest.importorskip("distributed")
 sd = pytest.importorskip("solvers.distributed")
 
+pytestmark = pytest.mark.dask
+
 SHARDINGS = {2: [3, 1], 3: [1, 0, 2], 7: [5, 1, 0, 2, 3, 1, 4]}
 TIMEOUT = 120
 
@@ -109,6 +111,8 @@ def test_partitions_are_parsed_on_the_workers_and_only_summaries_come_back(clien
     # the rows live in the worker processes, not in this one
     pids = {a.pid().result(timeout=TIMEOUT) for a in data.partitions.actors}
     assert os.getpid() not in pids and len(pids) == 2
+    data.close()
+    assert data.partitions.actors == [] and data.partitions.futures == []
     assert data.square_norm_sum == pytest.approx(float(local.X.multiply(local.X).sum()),
                                                  rel=1e-12)
 

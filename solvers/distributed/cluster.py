@@ -183,9 +183,11 @@ class Communication:
 class PartitionGroup:
     """The actors of one dataset and the rounds over them."""
 
-    def __init__(self, client, actors: list, workers: list[str], sources: list):
+    def __init__(self, client, actors: list, workers: list[str], sources: list,
+                 futures: list | None = None):
         self.client = client
         self.actors = actors
+        self.futures = futures or []  # the actors' futures: releasing them frees the rows
         self.workers = workers  # the worker each actor lives on
         self.sources = sources
         self.communication = Communication()

@@ -58,12 +58,10 @@ class DistributedDataset:
 
     def close(self) -> None:
         """Release the partitions (the actors' memory on the workers)."""
-        for actor in self.partitions.actors:
-            try:
-                self.client.cancel(actor)
-            except Exception:  # already gone with its worker  # noqa: S110
-                pass
+        futures, self.partitions.futures = self.partitions.futures, []
         self.partitions.actors = []
+        if futures:
+            self.client.cancel(futures)
 
 
 def read_svmlight(client, paths, n_features: int | None = None, zero_based: bool = False,
@@ -90,7 +88,7 @@ def read_svmlight(client, paths, n_features: int | None = None, zero_based: bool
                              workers=[where], allow_other_workers=False, pure=False)
                for source, where in zip(sources, placed, strict=True)]
     actors = [f.result() for f in futures]
-    group = PartitionGroup(client, actors, placed, sources)
+    group = PartitionGroup(client, actors, placed, sources, futures)
     summaries = [a.summary() for a in actors]
     summaries = [s.result() for s in summaries]
     width = max(s["n_features"] for s in summaries)
