@@ -117,6 +117,18 @@ def test_partitions_are_parsed_on_the_workers_and_only_summaries_come_back(clien
                                                  rel=1e-12)
 
 
+def test_shards_from_urls_and_from_functions_run_on_the_workers(client, files):
+    """A shard may be an fsspec URL or a function the worker calls to make its rows (data
+    generated where it is held)."""
+    local = solvers.read_svmlight(files["dna"])
+    shards = _shards(files, "dna", 2)
+    sources = [f"file://{shards[0]}", ("call", solvers.read_svmlight, (str(shards[1]),))]
+    data = sd.read_svmlight(client, sources, n_features=local.n_features)
+    assert data.n_samples == local.n_samples and data.nnz == local.nnz
+    assert np.array_equal(data.classes, local.classes)
+    data.close()
+
+
 # -- mfn: the same optimum ------------------------------------------------------------------------
 
 MFN_EXACT = {"tol": None, "epsilon": 1e-10}
