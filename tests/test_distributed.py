@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -226,6 +228,43 @@ def test_ocas_one_vs_rest(client, files):
         assert b.objective == pytest.approx(a.objective, rel=1e-9)
     assert _relative(_beta(one.model), _beta(many.model)) <= 1e-9
     assert list(many.model.classes_) == list(one.model.classes_)
+
+
+def test_on_dask_scheduler_and_dask_worker_processes(files, tmp_path):
+    """The same solve on a cluster started as a deployment starts it: ``dask scheduler`` and
+    two ``dask worker`` processes (1 thread each), found through a scheduler file."""
+    scheduler_file = tmp_path / "scheduler.json"
+    env = {**os.environ, "NUMBA_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
+    started = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--port", "0",
+                                 "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not scheduler_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        started += [subprocess.Popen([sys.executable, "-m", "dask", "worker", "--nthreads",
+                                      "1", "--no-dashboard", "--scheduler-file",
+                                      str(scheduler_file)], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    for _ in range(2)]
+        with distributed.Client(scheduler_file=str(scheduler_file), timeout=TIMEOUT,
+                                direct_to_workers=True) as client:
+            client.wait_for_workers(2, timeout=TIMEOUT)
+            local, data = _read(client, files, "dna", 3)
+            one = solvers.train(local, solver="mfn", **MFN_EXACT)
+            many = solvers.train(data, solver="mfn", **MFN_EXACT)
+            assert many.objective == pytest.approx(one.objective, rel=1e-9)
+            assert _relative(_beta(one.model), _beta(many.model)) <= 1e-9
+            data.close()
+    finally:
+        for process in reversed(started):
+            process.terminate()
+        for process in reversed(started):
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=30)
 
 
 # -- what is refused ------------------------------------------------------------------------------
