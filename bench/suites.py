@@ -261,6 +261,10 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                 "bench.bench_service", ("startup",), out_flag=None),
     ScriptSuite("dask", "jobs through a Dask cluster (needs PostgreSQL and dask.distributed)",
                 "bench.bench_dask", (), out_flag=None),
+    ScriptSuite("distributed", "one model trained data-parallel on 2 Dask worker processes x 1 "
+                "thread against the single process with 2 threads (a9a, w8a; mfn and OCAS): "
+                "time ratio, reductions and bytes per iteration (needs dask.distributed)",
+                "bench.bench_distributed", (), out_is_file=True),
 )}
 
 

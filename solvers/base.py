@@ -685,6 +685,10 @@ class SolverSpec:
     #: a solver that chooses among others (``auto``): it has no fit of its own, and its
     #: declaration is its candidates'
     portfolio: bool = False
+    #: ``distributed(problem, params, monitor) -> Solution``: the binary solve on a
+    #: :class:`solvers.distributed.DistributedBinaryProblem` (rows on Dask workers); None:
+    #: ``train`` refuses a distributed dataset for this solver
+    distributed: Callable[..., Solution] | None = None
 
     def __post_init__(self):
         solver_field = self.params_model.model_fields["solver"]

@@ -148,3 +148,14 @@ INTERIOR_POINT_DIAGONAL_PCG_MAX_ITER = 1000
 INTERIOR_POINT_AUTO_PCG_ITERATIONS = 15.0
 INTERIOR_POINT_AUTO_ACTIVE_FRACTION = 0.2
 INTERIOR_POINT_AUTO_GRAM_WEIGHT = 1.0
+
+# -- distributed data (solvers.distributed) --------------------------------------------------
+#: Seconds a round over the partitions may take before the solve fails with the reason (a
+#: worker that died or hangs never makes a job wait for ever).
+DISTRIBUTED_ROUND_TIMEOUT = 600.0
+#: Pivots each partition proposes per round of the distributed exact line search
+#: (solvers.distributed.problem.breakpoint_root): more pivots, fewer rounds, more scalars.
+DISTRIBUTED_PIVOTS = 64
+#: Breakpoints (over all partitions) that a line search's bracket may hold for the driver to
+#: gather them and finish with the single machine's sweep (3 doubles each).
+DISTRIBUTED_GATHER_BREAKPOINTS = 4096

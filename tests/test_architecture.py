@@ -35,6 +35,7 @@ LAYERS = {
     "solvers.calibration": 2,  # Platt's sigmoid: arrays only
     "solvers.problems": 3,
     "solvers.base": 4,
+    "solvers.distributed": 4,  # the row operator over Dask partitions, behind the problems
     "solvers.multiclass": 5,
     "solvers.scaling": 5,
     "solvers.approximation": 5,  # the low-rank kernel step of train, beside scaling

@@ -95,6 +95,7 @@ import scipy.sparse as sp
 
 from solvers.base import Fit, Solution, SolverSpec, SubproblemResult, Termination
 from solvers.core.linesearch import piecewise_linear_root_jumps
+from solvers.cutting_plane.distributed import distributed_geometry
 from solvers.cutting_plane.engine import (
     BinaryGeometry,
     CrammerSingerGeometry,
@@ -159,6 +160,14 @@ def run(problem: BinaryProblem, params: CuttingPlaneParams, monitor: Monitor,
     """The spec's entry point (binary problems; one-vs-rest through the multiclass layer);
     ``start``: the solution of a nearby problem (the same data at another C)."""
     return solve(problem, params, monitor, start=start)
+
+
+def run_distributed(problem, params: CuttingPlaneParams, monitor: Monitor) -> Solution:
+    """The spec's solve on distributed data: the same loop on a geometry whose margins stay
+    on the workers (:mod:`solvers.cutting_plane.distributed`)."""
+    solution = solve_geometry(distributed_geometry(problem, params), params, monitor)
+    solution.extras.update(problem.communication.totals())
+    return solution
 
 
 def _crammer_singer_problem(dataset: Dataset, params: CuttingPlaneParams) -> CrammerSingerProblem:
@@ -242,6 +251,7 @@ SPECS = (
         warm_up=warm_up,
         warm_start=True,
         path=solve_path,
+        distributed=run_distributed,
     ),
 )
 

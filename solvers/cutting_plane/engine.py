@@ -39,6 +39,16 @@ class _Geometry:
         """Oracle calls that ran in the parallel form."""
         return sum(c.parallel_calls for c in self.choices.values())
 
+    def on_ray(self, a, b, t: float):
+        """a + t (b - a) of two points' outputs (the geometry says where outputs live: in
+        this process here, on the workers for distributed data)."""
+        return _on_ray(a, b, t)
+
+    def ray(self, ob, ot, nb: float, B0: float, A0: float) -> Ray:
+        """f(mu) on the ray from the outputs at w_best and w_t (:class:`Ray`)."""
+        return Ray(self.kind, ob, ot, self.problem.cost, self.labels, nb, B0, A0,
+                   self.search_choice)
+
 
 class BinaryGeometry(_Geometry):
     """The binary hinge problem seen by the loop: parameters beta = (w, b), outputs the
@@ -135,7 +145,6 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
     problem), or, with a filled ``carry``, at the carried solution with the carried cuts
     rescaled to this C; ``carry`` is then left holding this run's cuts and solution."""
     reporter = Reporter(monitor, "relative_duality_gap")
-    cost = geometry.problem.cost
     C = geometry.problem.C
     shape = geometry.shape
     dim = int(np.prod(shape))
@@ -189,8 +198,8 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
             t0 = time.perf_counter()
             diff = wt - wb
             wb_flat, diff_flat = wb.ravel(), diff.ravel()
-            ray = Ray(geometry.kind, ob, ot, cost, geometry.labels, dot(wb_flat, wb_flat),
-                      dot(wb_flat, diff_flat), dot(diff_flat, diff_flat), geometry.search_choice)
+            ray = geometry.ray(ob, ot, dot(wb_flat, wb_flat), dot(wb_flat, diff_flat),
+                               dot(diff_flat, diff_flat))
             if params.method == "ocas":
                 mu = ray.exact()
             else:
@@ -206,12 +215,12 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
             mu_c = mu + params.cut_point * (1.0 - mu)
             t0 = time.perf_counter()
             wc = _on_ray(wb, wt, mu_c)
-            oc = _on_ray(ob, ot, mu_c)
+            oc = geometry.on_ray(ob, ot, mu_c)
             risk_c, cut, _ = geometry.oracle(wc, oc)
             offset = risk_c - dot(cut.ravel(), wc.ravel())
             t_oracle += time.perf_counter() - t0
             wb = _on_ray(wb, wt, mu)
-            ob = _on_ray(ob, ot, mu)
+            ob = geometry.on_ray(ob, ot, mu)
             Fb = geometry.objective(wb, ob)
         mus.append(mu)
         timers.oracle += t_oracle

@@ -208,6 +208,7 @@ from solvers.mfn.binary import (
     spec_path,
 )
 from solvers.mfn.continuation import c_path_stages
+from solvers.mfn.distributed import solve as solve_distributed
 from solvers.mfn.engine import MFNState
 from solvers.mfn.ordinal import fit_ordinal, fit_ordinal_path, solve_ordinal
 from solvers.mfn.params import MFNParams
@@ -260,6 +261,7 @@ SPECS = (
         warm_start=True,
         path=spec_path,
         dense_system=dense_system,
+        distributed=solve_distributed,
     ),
 )
 

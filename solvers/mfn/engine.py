@@ -98,10 +98,49 @@ def _choose_normal_equations(params: MFNParams, terms, weight: np.ndarray):
     indptr = terms.X.indptr
     nnz = int(indptr[-1]) + terms.X.shape[0]  # with the bias column
     build = gram_cost(indptr, np.arange(terms.X.shape[0])) + terms.X.shape[0]
-    cheap = n <= config.MFN_AUTO_CHOLESKY_MAX_PARAMS \
-        and n ** 3 / 3.0 <= config.MFN_AUTO_CHOLESKY_PASSES * nnz \
+    return NormalEquations(terms, weight) if normal_equations_pay(n, nnz, build) else None
+
+
+def normal_equations_pay(n_params: int, nnz: int, build: int) -> bool:
+    """``linear_solver="auto"``'s rule: factorize the normal equations when the parameters
+    are few and a factorization (n^3 / 3) and the Gram matrix's build (``build`` multiply-
+    adds) each cost at most ``MFN_AUTO_CHOLESKY_PASSES`` passes over the ``nnz`` stored
+    entries (bias column included)."""
+    return n_params <= config.MFN_AUTO_CHOLESKY_MAX_PARAMS \
+        and n_params ** 3 / 3.0 <= config.MFN_AUTO_CHOLESKY_PASSES * nnz \
         and build <= config.MFN_AUTO_CHOLESKY_PASSES * nnz
-    return NormalEquations(terms, weight) if cheap else None
+
+
+def auto_preconditioning(n_active: int, n_params: int, mean: float, std: float) -> float:
+    """``preconditioning="auto"``'s alpha: LIBLINEAR's, unless the active least-squares rows
+    are fewer than the parameters and their weighted squared norms (``mean``, ``std``) vary
+    (see ``solvers/config.py``)."""
+    if n_active < n_params:
+        if not mean > 0.0 or std > config.MFN_PRECONDITION_MAX_CV * mean:
+            return 0.0
+    return config.MFN_AUTO_PRECONDITIONING
+
+
+def gap_round_epsilon(params: MFNParams, epsilon: float, gap_stop: bool) -> float:
+    """The eps of the last round: ``epsilon``, or with a gap tolerance (``gap_stop``: at the
+    asked C, not the hinge homotopy's) the looser ``min(MFN_GAP_ROUND_EPSILON, tol / 10)``;
+    step 3's relative error then sits well below the gap asked for."""
+    tol = params.tol
+    if tol is None or not gap_stop:
+        return epsilon
+    return max(epsilon, min(config.MFN_GAP_ROUND_EPSILON, 0.1 * tol))
+
+
+def forcing_term(params: MFNParams, eps: float, final_eps: float, n_active: int,
+                 n_params: int, at_target: bool, crude_run: bool, newton: int,
+                 exempt: bool) -> float:
+    """CGLS's forcing term (:meth:`Engine._forcing` says when it applies)."""
+    eta = params.newton_forcing
+    if eta is None or exempt or not eps > final_eps or n_active >= n_params:
+        return 0.0
+    if (at_target and not crude_run) or 2 * newton >= params.max_iter:
+        return 0.0
+    return eta
 
 
 class Engine:
@@ -224,12 +263,12 @@ class Engine:
             return choice
         if solved:
             return 0.0
+        mean = std = 0.0
         if point.active.size < self.terms.n_params:
             norms = (self.weight * self.terms.square_norms())[point.active]
             mean = float(norms.mean()) if norms.size else 0.0
-            if not mean > 0.0 or float(norms.std()) > config.MFN_PRECONDITION_MAX_CV * mean:
-                return 0.0
-        return config.MFN_AUTO_PRECONDITIONING
+            std = float(norms.std()) if norms.size else 0.0
+        return auto_preconditioning(point.active.size, self.terms.n_params, mean, std)
 
     def _row_space(self, point: _NewtonPoint, lam: float, capped: bool, eps: float) -> bool:
         """Whether step 3 runs CG in the active rows' space (:func:`cg_dual_compact`) rather
@@ -265,15 +304,10 @@ class Engine:
         then takes hundreds of CG iterations per step); with more rows (the synthetic
         problem, preconditioned) a solve is 10-50 iterations and the forcing's extra Newton
         iterations, each a few passes over all rows, cost about what it saves."""
-        eta = self.params.newton_forcing
         # the final round: at epsilon, or a gap tolerance's looser round
         final_eps = self._gap_round_epsilon(self.params.epsilon)
-        if eta is None or exempt or not eps > final_eps \
-                or point.active.size >= self.terms.n_params:
-            return 0.0
-        if (self.at_target and not crude_run) or 2 * newton >= self.params.max_iter:
-            return 0.0
-        return eta
+        return forcing_term(self.params, eps, final_eps, point.active.size,
+                            self.terms.n_params, self.at_target, crude_run, newton, exempt)
 
     def _factorized_step(self, point: _NewtonPoint, lam: float, beta_bar: np.ndarray,
                          residual: np.ndarray, gradient: np.ndarray) -> bool:
@@ -456,13 +490,7 @@ class Engine:
             F_previous = F
 
     def _gap_round_epsilon(self, epsilon: float) -> float:
-        """The eps of the last round: ``epsilon``, or with a gap tolerance (at the asked C,
-        not the hinge homotopy's) the looser ``min(MFN_GAP_ROUND_EPSILON, tol / 10)``; step
-        3's relative error then sits well below the gap asked for."""
-        tol = self.params.tol
-        if tol is None or self.hinge or not self.at_target:
-            return epsilon
-        return max(epsilon, min(config.MFN_GAP_ROUND_EPSILON, 0.1 * tol))
+        return gap_round_epsilon(self.params, epsilon, not self.hinge and self.at_target)
 
     def _gap_met(self) -> bool:
         tol = self.params.tol

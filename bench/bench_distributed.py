@@ -1,0 +1,215 @@
+"""One model trained data-parallel on a Dask cluster against the single process (a
+measurement, not a test).
+
+    python -m bench.bench_distributed [--problems a9a,w8a] [--solvers mfn,ocas]
+                                      [--repeats 2] [--shards 2] [--out FILE]
+
+Same data, same parameters, same machine: the single-process solver with 2 Numba threads
+(``solvers.train`` on the whole dataset) against ``solvers.train`` on a
+:class:`solvers.distributed.DistributedDataset` of ``--shards`` equal shards (split at line
+boundaries) on a ``distributed.LocalCluster`` of 2 worker processes x 1 thread (one Numba
+thread each).  Each side runs once to warm up (Numba's cached kernels load in each worker on
+first use) and then ``--repeats`` times; the medians are reported with the distributed
+run's communication record: rounds (reductions) and bytes moved per iteration, and the
+seconds per round beyond the slowest partition's own work (the client-to-worker round trip:
+actor calls go to the workers, not through the task graph, so this is where Dask's time
+is; the client uses ``direct_to_workers=True``, without which actor calls are proxied
+through the scheduler).  ``synthetic-400000x200000`` (the text-like set of
+:mod:`bench.synthetic`, about 8 M entries) and ``news20-binary`` (groups 1-10 against 11-20;
+its d-vectors are 1.36 M doubles, 10.9 MB a reduction per partition) are written to a
+temporary SVMlight file first.
+
+Prints Markdown and the machine (load average before and after: the figures scale with it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import solvers
+from bench.harness import machine_description
+from bench.paths import DATA_DIR
+from bench.problems import news20_binary
+from bench.synthetic import synthetic_dataset
+
+SOLVERS = {
+    "mfn": ("mfn", {}),
+    "ocas": ("cutting_plane", {"loss": "hinge", "method": "ocas"}),
+    "cpa": ("cutting_plane", {"loss": "hinge", "method": "cpa"}),
+}
+C = {"a9a": 1.0, "w8a": 0.01, "news20-binary": 1.0, "synthetic-400000x200000": 1.0}
+
+
+def _source(name: str, workdir: Path) -> Path:
+    if name.startswith("synthetic"):
+        target = workdir / name
+        if not target.exists():
+            solvers.write_svmlight(synthetic_dataset(name), target)
+        return target
+    if name == "news20-binary":
+        target = workdir / "news20-binary"
+        if not target.exists():
+            data = solvers.read_svmlight(DATA_DIR / "news20")
+            solvers.write_svmlight(solvers.Dataset(data.X, news20_binary(data.y)), target)
+        return target
+    return DATA_DIR / name
+
+
+def _timed(function):
+    start = time.perf_counter()
+    result = function()
+    return time.perf_counter() - start, result
+
+
+def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
+            shards: int, log=print) -> dict:
+    solver, options = SOLVERS[solver_key]
+    options = {**options, "C": C.get(problem, 1.0)}
+    path = _source(problem, workdir)
+    local = solvers.read_svmlight(path)
+    parts = solvers.distributed.split_svmlight(path, workdir / f"{problem}-{shards}",
+                                               n_shards=shards)
+    data = solvers.distributed.read_svmlight(client, parts, n_features=local.n_features)
+    try:
+        solvers.train(local, solver=solver, **options)  # warm-up
+        solvers.train(data, solver=solver, **options)
+        single, many = [], []
+        for _ in range(repeats):
+            single.append(_timed(lambda: solvers.train(local, solver=solver, **options)))
+            before = data.partitions.communication.totals()
+            seconds, result = _timed(lambda: solvers.train(data, solver=solver, **options))
+            after = data.partitions.communication.totals()
+            many.append((seconds, result, {k: after[k] - before[k] for k in after}))
+    finally:
+        data.close()
+    t1 = statistics.median(s for s, _ in single)
+    t2 = statistics.median(s for s, _, _ in many)
+    last_seconds, result, comm = many[-1]
+    one = single[-1][1]
+    iterations = max(len(result.log), 1)
+    row = {
+        "problem": problem, "solver": solver_key, "C": options["C"],
+        "n_samples": local.n_samples, "n_features": local.n_features, "nnz": local.nnz,
+        "single_seconds": t1, "distributed_seconds": t2, "ratio": t2 / t1,
+        "single_iterations": len(one.log), "distributed_iterations": len(result.log),
+        "objective_relative_difference": abs(result.objective - one.objective)
+        / abs(one.objective),
+        "reductions_per_iteration": comm["reductions"] / iterations,
+        "bytes_per_iteration": (comm["bytes_sent"] + comm["bytes_received"]) / iterations,
+        "round_seconds_per_reduction": comm["round_seconds"] / max(comm["reductions"], 1),
+        "communication_seconds_per_reduction":
+            comm["communication_seconds"] / max(comm["reductions"], 1),
+        "communication_share": comm["communication_seconds"] / last_seconds,
+        "partitions": shards,
+        "work_seconds_per_iteration":
+            (comm["round_seconds"] - comm["communication_seconds"]) / iterations,
+        "linear_solver": result.subproblems[0].extras.get("linear_solver"),
+    }
+    log(f"{problem} {solver_key}: single {t1:.3f} s, distributed {t2:.3f} s "
+        f"(ratio {row['ratio']:.2f}), {row['reductions_per_iteration']:.1f} reductions and "
+        f"{row['bytes_per_iteration'] / 1e3:.1f} kB per iteration, "
+        f"{1e3 * row['communication_seconds_per_reduction']:.2f} ms per round in "
+        f"communication")
+    return row
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = ["| problem | solver | single (2 threads) s | distributed (2 x 1) s | ratio | "
+             "iterations (1 / dist) | reductions / it | kB / it | ms / round (comm) | "
+             "comm share |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['problem']} | {r['solver']} | {r['single_seconds']:.3f} | "
+            f"{r['distributed_seconds']:.3f} | {r['ratio']:.2f} | "
+            f"{r['single_iterations']} / {r['distributed_iterations']} | "
+            f"{r['reductions_per_iteration']:.1f} | {r['bytes_per_iteration'] / 1e3:.1f} | "
+            f"{1e3 * r['communication_seconds_per_reduction']:.2f} | "
+            f"{100 * r['communication_share']:.0f}% |")
+    return "\n".join(lines)
+
+
+#: The cost model's assumptions (docs/distributed.md): a 10 Gb/s network, a round's fixed
+#: cost (an actor call's round trip, measured 2-3 ms here on an idle machine with 2
+#: partitions, plus the network's 0.1 ms), and the driver's cost per partition message.
+BANDWIDTH = 10e9 / 8
+ROUND_SECONDS = 3e-3
+MESSAGE_SECONDS = 0.25e-3
+
+
+def cost_model(row: dict, workers: int) -> dict:
+    """Seconds per iteration at ``workers`` partitions (one per worker) from a measured row:
+    the same rounds per iteration; each partition's bytes per round as measured (they are
+    d-vectors: they do not shrink with more workers); compute (the partitions' own work,
+    measured) divided over the workers.  Flat: the driver sends and receives every
+    partition's message itself (as implemented); tree: a binary reduction and broadcast
+    (2 log2 P hops of one message each, as MPI's allreduce or Spark's treeAggregate)."""
+    rounds = row["reductions_per_iteration"]
+    per_partition = row["bytes_per_iteration"] / max(rounds, 1e-300) / row["partitions"]
+    work = row["work_seconds_per_iteration"] * row["partitions"]  # one worker's, all rows
+    levels = max(np.log2(workers), 1.0)
+    flat = rounds * (ROUND_SECONDS + workers * (MESSAGE_SECONDS + per_partition / BANDWIDTH))
+    tree = rounds * (levels * ROUND_SECONDS + 2 * levels * per_partition / BANDWIDTH)
+    return {"workers": workers, "flat_seconds": flat, "tree_seconds": tree,
+            "compute_seconds": work / workers, "bytes_per_round": per_partition}
+
+
+def model_markdown(rows: list[dict]) -> str:
+    lines = ["| problem | solver | kB / partition / round | P | compute s / it | flat comm s / "
+             "it | tree comm s / it |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for workers in (16, 100):
+            m = cost_model(r, workers)
+            lines.append(f"| {r['problem']} | {r['solver']} | {m['bytes_per_round'] / 1e3:.1f} "
+                         f"| {workers} | {m['compute_seconds']:.2e} | {m['flat_seconds']:.3f} | "
+                         f"{m['tree_seconds']:.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", default="a9a,w8a")
+    parser.add_argument("--solvers", default="mfn,ocas")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--shards", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    import distributed  # noqa: PLC0415 (optional: the dask extra)
+    import numba  # noqa: PLC0415
+
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    machine = machine_description()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None,
+                                     env={"NUMBA_NUM_THREADS": "1",
+                                          "OPENBLAS_NUM_THREADS": "1"},
+                                     silence_logs=40) as cluster, \
+            distributed.Client(cluster, direct_to_workers=True) as client:
+        for problem in args.problems.split(","):
+            for solver_key in args.solvers.split(","):
+                rows.append(measure(problem, solver_key, client, Path(tmp), args.repeats,
+                                    args.shards))
+    report = {"machine": machine, "load_after": os.getloadavg(), "rows": rows}
+    print(markdown(rows))
+    print()
+    print(model_markdown(rows))
+    print(f"load average before {machine.get('load_average_at_start')}, after "
+          f"{tuple(round(x, 2) for x in os.getloadavg())}")
+    if args.out is not None:
+        args.out.write_text(json.dumps(report, indent=1, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""The cutting-plane loop on a distributed dataset: the same engine
+(:func:`solvers.cutting_plane.engine.solve_geometry`), a geometry whose outputs stay on the
+workers.
+
+Per iteration (``ocas``): the reduced QP on the driver (the cuts are d-vectors it holds), one
+round for the margins at w_t, the exact line search as rounds over the breakpoints the workers
+keep (:func:`solvers.distributed.breakpoint_root`: a bounded number of scalars each), one
+round moving the margins to the cut point and taking the cut there (a d-vector from each
+partition), one round moving w_best's margins and one for F(w_best).  ``cpa``: one round (the
+cut and margins at w_t) and one for F(w_t).  ``gca2`` and ``tca`` evaluate f(mu) by a round
+each.
+
+The engine needed one change to run here: it interpolated the stored outputs and built its
+line search itself (``_on_ray``, ``Ray``); it now asks the geometry (``on_ray``, ``ray``),
+whose single-machine forms are those same calls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solvers.cutting_plane.params import CUTTING_PLANE_SOLVES, CuttingPlaneParams
+from solvers.cutting_plane.search import hinge_ray_breakpoints, hinge_ray_values
+from solvers.distributed import DistributedBinaryProblem, Partition, reduce_sum
+
+
+def _ray_values(part: Partition, mb, mt, mus):
+    problem = part.state["problem"]
+    vectors = part.state["vectors"]
+    out = np.empty(mus.shape[0])
+    hinge_ray_values(vectors[mb], vectors[mt], problem.cost, mus, out)
+    return out
+
+
+class DistributedRay:
+    """f(mu) on the ray w_b + mu (w_t - w_b) from the margins on the workers (the
+    :class:`~solvers.cutting_plane.search.Ray` of distributed data)."""
+
+    def __init__(self, problem: DistributedBinaryProblem, ob, ot, nb, B0, A0):
+        self.problem, self.ob, self.ot = problem, ob, ot
+        self.nb, self.B0, self.A0 = nb, B0, A0
+        self.evaluations = 0
+
+    def values(self, mus) -> np.ndarray:
+        mus = np.ascontiguousarray(np.atleast_1d(np.asarray(mus, dtype=np.float64)))
+        p = self.problem
+        out = reduce_sum(p.round(_ray_values, self.ob.name, self.ot.name, mus))
+        self.evaluations += mus.shape[0]
+        return 0.5 * (self.nb + 2.0 * self.B0 * mus + self.A0 * mus * mus) + out
+
+    def __call__(self, mu: float) -> float:
+        return float(self.values(mu)[0])
+
+    def exact(self) -> float:
+        return self.problem.hinge_ray_exact(hinge_ray_breakpoints, self.ob, self.ot, self.B0,
+                                            self.A0)
+
+
+class DistributedBinaryGeometry:
+    """The binary hinge problem on distributed data, as the loop sees it (the interface of
+    :class:`~solvers.cutting_plane.engine.BinaryGeometry`)."""
+
+    kind = "binary"
+    labels = None
+    search_choice = None
+    parallel_calls = 0
+
+    def __init__(self, problem: DistributedBinaryProblem):
+        CUTTING_PLANE_SOLVES.require_problem(problem, "cutting_plane")
+        self.problem = problem
+        self.shape = (problem.n_features + 1,)
+
+    def oracle(self, beta, outputs=None, want_cut=True):
+        return self.problem.risk_oracle(beta, outputs, want_cut)
+
+    def objective(self, beta, outputs) -> float:
+        return self.problem.objective_from_margins(beta, outputs)
+
+    def on_ray(self, a, b, t: float):
+        return self.problem.on_ray(a, b, t)
+
+    def ray(self, ob, ot, nb, B0, A0) -> DistributedRay:
+        return DistributedRay(self.problem, ob, ot, nb, B0, A0)
+
+
+def distributed_geometry(problem: DistributedBinaryProblem, params: CuttingPlaneParams
+                         ) -> DistributedBinaryGeometry:
+    """The geometry of ``problem`` (refuses Crammer-Singer: its scores are n x k on the
+    workers, not done yet)."""
+    if params.multiclass == "crammer_singer":
+        raise ValueError("cutting_plane on distributed data: Crammer-Singer is not "
+                         "distributed (yet); use multiclass='ovr'")
+    return DistributedBinaryGeometry(problem)

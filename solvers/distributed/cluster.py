@@ -1,0 +1,284 @@
+"""Partitions held on Dask workers and the one way the driver talks to them.
+
+Each partition (one shard of a dataset) lives in a :class:`Partition`, a Dask *actor* pinned
+to one worker: its CSR rows, labels and weights, and every per-example vector a solve needs
+(outputs, margins, active sets, CGLS residuals, a line search's breakpoints) stay in that
+process.  The driver runs one *round* at a time (:meth:`PartitionGroup.map`): the same
+module-level function, with the same small arguments (d-vectors and scalars), is applied to
+every partition's state at once; the results (again d-vectors and scalars) come back and the
+driver reduces them.  A round is what the communication record counts: one reduction, the
+bytes sent (the arguments, once per partition) and received (the results), and the seconds
+the round took beyond the slowest partition's own work (the network and Dask's dispatch).
+
+Actors rather than tasks: an actor call is one message to the worker and one back, no task
+graph (with ``Client(direct_to_workers=True)``; otherwise the scheduler relays it), a round
+trip of a few milliseconds on an idle machine, and its state is the natural home of the
+n-vectors that must not move.  The price is Dask's
+actor semantics: a partition lost with its worker is not recomputed by the scheduler; a round
+that meets a lost worker raises :class:`PartitionLostError` with the reason (the caller fails
+the job, or builds the dataset again from its shards and retries), and a round never waits
+longer than :data:`solvers.config.DISTRIBUTED_ROUND_TIMEOUT` seconds.
+
+Dask is imported here and in :mod:`solvers.distributed.dataset` only.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from solvers import config
+from solvers.data.dataset import Dataset
+from solvers.data.svmlight import SVMLightFormatError, read_svmlight
+
+
+class PartitionLostError(RuntimeError):
+    """A partition's worker was lost (or a round timed out): the solve cannot go on."""
+
+
+class Partition:
+    """One shard of a distributed dataset, parsed and held on its worker (a Dask actor).
+
+    ``source`` is a local path every worker sees, an fsspec URL (``s3://...``) or, for
+    generated data, ``("call", function, args)``: the rows are made on the worker.
+    """
+
+    def __init__(self, source, n_features: int | None = None, zero_based: bool = False):
+        self.numba_threads = _numba_threads()
+        if isinstance(source, tuple) and source and source[0] == "call":
+            data = source[1](*source[2])
+        else:
+            data = _read_shard(source, n_features, zero_based)
+        if data.label_values is not None:
+            raise ValueError(f"shard {source!r} has string labels; a distributed dataset "
+                             f"needs numeric labels")
+        self.data: Dataset = data
+        self.state: dict[str, Any] = {}  # what solves keep here (problems, n-vectors)
+
+    def summary(self) -> dict:
+        """Shapes, the label set and sums: all the driver ever learns of the rows."""
+        d = self.data
+        classes, counts = np.unique(d.y, return_counts=True)
+        weight = d.sample_weight
+        return {"n_samples": d.n_samples, "n_features": d.n_features, "nnz": d.nnz,
+                "classes": classes, "class_counts": counts,
+                "weight_sum": float(d.n_samples if weight is None else weight.sum()),
+                "weighted": weight is not None,
+                "square_norm_sum": float(d.X.multiply(d.X).sum()) if d.nnz else 0.0}
+
+    def set_width(self, n_features: int) -> None:
+        """Widen the rows to the dataset's ``n_features`` columns (shards see fewer)."""
+        if n_features < self.data.n_features:
+            raise ValueError(f"a shard has {self.data.n_features} features, more than "
+                             f"n_features = {n_features}")
+        if n_features != self.data.n_features:
+            self.data = self.data.with_n_features(n_features)
+
+    def apply(self, function: Callable, *args):
+        """``function(self, *args)`` and the seconds it took (for the communication
+        record)."""
+        start = time.perf_counter()
+        if self.numba_threads is not None:
+            numba.set_num_threads(self.numba_threads)  # per thread: the actor's own
+        result = function(self, *args)
+        return result, time.perf_counter() - start
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def _numba_threads() -> int | None:
+    """The Numba threads the worker was asked for (``NUMBA_NUM_THREADS`` in its environment,
+    e.g. a nanny's ``env``), applied per call with ``numba.set_num_threads``.
+
+    A nanny sets its ``env`` in the spawned worker after the client's ``__main__`` module has
+    been imported again there; when that module imports Numba, the thread pool was sized
+    from the environment without the variable.  Numba then refuses its next compilation
+    (the variable differs from the pool's size), so the variable is made to agree with the
+    pool and the count asked for is applied as the threads actually used."""
+    asked = os.environ.get("NUMBA_NUM_THREADS")
+    if not asked:
+        return None
+    pool = numba.config.NUMBA_NUM_THREADS
+    if int(asked) != pool:
+        os.environ["NUMBA_NUM_THREADS"] = str(pool)
+    return max(1, min(int(asked), pool))
+
+
+def _read_shard(source, n_features, zero_based) -> Dataset:
+    """The shard's rows; a shard without data lines (an empty file: a split's share may be
+    empty) is a partition of no rows."""
+    try:
+        return _parse_shard(source, n_features, zero_based)
+    except SVMLightFormatError as exc:
+        if exc.description != "no data lines":
+            raise
+        return Dataset(sp.csr_matrix((0, n_features or 0)), np.zeros(0))
+
+
+def _parse_shard(source, n_features, zero_based) -> Dataset:
+    text = str(source)
+    if "://" in text and not text.startswith("file://"):
+        import fsspec  # noqa: PLC0415 (an optional dependency, for remote shards only)
+
+        with fsspec.open(text, "rb", compression="infer") as stream:
+            return read_svmlight(stream, n_features=n_features, zero_based=zero_based)
+    if text.startswith("file://"):
+        text = text[len("file://"):]
+    return read_svmlight(text, n_features=n_features, zero_based=zero_based)
+
+
+def payload_bytes(value) -> int:
+    """Bytes a value takes on the wire, counted as its arrays' and numbers' sizes (pickling
+    adds a small constant per message, left out)."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, (bool, int, float, np.number, type(None))):
+        return 8
+    if isinstance(value, (list, tuple)):
+        return sum(payload_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(payload_bytes(v) for v in value.values())
+    if isinstance(value, str):
+        return len(value)
+    if callable(value):
+        return 0  # a module-level function pickles by reference (its name)
+    return 8
+
+
+@dataclass
+class Communication:
+    """What the rounds cost: counted since the start, taken per iteration by
+    :meth:`take`."""
+
+    reductions: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    seconds: float = 0.0  # rounds' wall time
+    overhead_seconds: float = 0.0  # wall time beyond the slowest partition's work
+    _mark: dict = field(default_factory=dict)
+
+    def totals(self) -> dict:
+        return {"reductions": self.reductions, "bytes_sent": self.bytes_sent,
+                "bytes_received": self.bytes_received, "round_seconds": self.seconds,
+                "communication_seconds": self.overhead_seconds}
+
+    def take(self) -> dict:
+        """The counts since the last call (one iteration's), as record extras."""
+        now = self.totals()
+        delta = {key: now[key] - self._mark.get(key, 0) for key in now}
+        self._mark = now
+        return {"reductions": int(delta["reductions"]),
+                "bytes_moved": int(delta["bytes_sent"] + delta["bytes_received"]),
+                "communication_seconds": float(delta["communication_seconds"])}
+
+
+class PartitionGroup:
+    """The actors of one dataset and the rounds over them."""
+
+    def __init__(self, client, actors: list, workers: list[str], sources: list,
+                 futures: list | None = None):
+        self.client = client
+        self.actors = actors
+        self.futures = futures or []  # the actors' futures: releasing them frees the rows
+        self.workers = workers  # the worker each actor lives on
+        self.sources = sources
+        self.communication = Communication()
+
+    def __len__(self) -> int:
+        return len(self.actors)
+
+    def map(self, function: Callable, *args, per_partition: list | None = None) -> list:
+        """One round: ``function(partition, *args)`` on every partition (with
+        ``per_partition[k]`` appended for partition k when given); the results in partition
+        order."""
+        timeout = config.DISTRIBUTED_ROUND_TIMEOUT
+        start = time.perf_counter()
+        sent = payload_bytes(args) * len(self.actors)
+        try:
+            futures = []
+            for k, actor in enumerate(self.actors):
+                extra = () if per_partition is None else (per_partition[k],)
+                if per_partition is not None:
+                    sent += payload_bytes(per_partition[k])
+                futures.append(actor.apply(function, *args, *extra))
+            outcomes = [f.result(timeout=timeout) for f in futures]
+        except (TimeoutError, OSError) as exc:
+            raise PartitionLostError(self._lost_reason(function, exc)) from exc
+        except Exception as exc:  # a lost actor surfaces as Dask's own error types
+            if _is_lost(exc):
+                raise PartitionLostError(self._lost_reason(function, exc)) from exc
+            raise
+        elapsed = time.perf_counter() - start
+        results = [r for r, _ in outcomes]
+        work = max((s for _, s in outcomes), default=0.0)
+        c = self.communication
+        c.reductions += 1
+        c.bytes_sent += sent
+        c.bytes_received += payload_bytes(results)
+        c.seconds += elapsed
+        c.overhead_seconds += max(elapsed - work, 0.0)
+        return results
+
+    def _lost_reason(self, function, exc) -> str:
+        alive = set(self.client.scheduler_info().get("workers", {})) \
+            if self.client.status == "running" else set()
+        lost = sorted({w for w in self.workers if w not in alive})
+        where = f"worker(s) {', '.join(lost)} lost" if lost else "no answer"
+        return (f"a round of {getattr(function, '__name__', function)} over "
+                f"{len(self.actors)} partitions failed: {where} "
+                f"({type(exc).__name__}: {exc}); the partitions on a lost worker are gone "
+                f"with it: read the dataset again from its shards and retry")
+
+    def sum(self, function: Callable, *args) -> Any:
+        """One round whose results are summed (arrays elementwise, tuples item by item)."""
+        return reduce_sum(self.map(function, *args))
+
+
+def _is_lost(exc: BaseException) -> bool:
+    name = type(exc).__name__
+    text = str(exc)
+    return name in ("CommClosedError", "KilledWorker", "CancelledError", "FutureCancelledError",
+                    "StreamClosedError") or "lost" in text.lower() or "closed" in text.lower()
+
+
+def reduce_sum(results: list):
+    """Sum of per-partition results: numbers, arrays (elementwise), tuples item by item, None
+    items skipped."""
+    first = results[0]
+    if isinstance(first, tuple):
+        return tuple(reduce_sum([r[i] for r in results]) for i in range(len(first)))
+    present = [r for r in results if r is not None]
+    if not present:
+        return None
+    if isinstance(present[0], np.ndarray):
+        total = present[0].copy()
+        for r in present[1:]:
+            total += r
+        return total
+    return sum(present[1:], present[0])
+
+
+class CommunicationMonitor:
+    """A monitor that adds each iteration's communication to its record (extras
+    ``reductions``, ``bytes_moved``, ``communication_seconds``: the rounds since the last
+    record) and passes it on."""
+
+    def __init__(self, target, communication: Communication):
+        self.target = target
+        self.communication = communication
+        communication.take()  # what came before the first iteration counts for it
+
+    def report(self, record) -> None:
+        record.extras.update(self.communication.take())
+        self.target.report(record)
+
+    def stop_reason(self) -> str | None:
+        return self.target.stop_reason()

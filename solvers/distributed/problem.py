@@ -1,0 +1,305 @@
+"""The row operator of a binary problem over partitions (``design.md``: distributed data).
+
+:class:`DistributedBinaryProblem` is :class:`solvers.problems.BinaryProblem` posed on every
+partition of a :class:`~solvers.distributed.dataset.DistributedDataset`: each worker holds
+its partition's problem (labels +1/-1 for the class asked, costs C_i, the bias column of
+value s) and the per-example vectors of the solve, named by :class:`RemoteVector` handles.
+The driver holds parameter vectors (d + 1 entries) and scalars only.  Every evaluation is one
+round (:meth:`~solvers.distributed.cluster.PartitionGroup.map`): the same kernel the single
+machine runs, on each partition's rows, and a sum of the partitions' risks, cuts (d-vectors)
+or counts.  The problem is separable over examples, so these sums are the single machine's
+values up to the order of floating-point additions.
+
+The exact line searches (OCAS's over a hinge's jumps, Appendix A's over a piecewise-linear
+slope) are :func:`breakpoint_root`: a distributed selection over the breakpoints the workers
+keep, which moves a bounded number of scalars per round.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+
+import numpy as np
+
+from solvers import config
+from solvers.core.linesearch import piecewise_linear_root, piecewise_linear_root_jumps
+from solvers.distributed.cluster import Partition, PartitionGroup
+from solvers.distributed.dataset import DistributedDataset
+from solvers.problems import BinaryProblem
+
+_SLOTS = itertools.count()
+
+
+class RemoteVector:
+    """A per-example vector kept on the workers (one piece per partition), by name.  When the
+    handle is collected the pieces are dropped with the next round."""
+
+    def __init__(self, owner: DistributedBinaryProblem, name: str):
+        self.name = name
+        weakref.finalize(self, owner._dead.append, name)
+
+    def __repr__(self) -> str:
+        return f"RemoteVector({self.name!r})"
+
+
+# -- worker side ----------------------------------------------------------------------------
+
+
+def _pose(part: Partition, positive, C, loss, bias, bias_scale, p):
+    """The partition's BinaryProblem for class ``positive`` against the rest."""
+    data = part.data
+    y = np.where(data.y == positive, 1.0, -1.0)
+    part.state.clear()
+    part.state["problem"] = BinaryProblem(data.X, y, C=C, loss=loss, bias=bias,
+                                          bias_scale=bias_scale, p=p,
+                                          sample_weight=data.sample_weight)
+    part.state["vectors"] = {}
+    return int(y.shape[0])
+
+
+def _drop(part: Partition, names) -> None:
+    vectors = part.state.get("vectors", {})
+    for name in names:
+        vectors.pop(name, None)
+
+
+def _with_pending(part: Partition, drop, pending, function, *args):
+    """Drop the collected vectors, make the deferred ones (``on_ray``), then the round's
+    ``function``."""
+    _drop(part, drop)
+    vectors = part.state["vectors"]
+    for a, b, t, out in pending:
+        va, vb = vectors[a], vectors[b]
+        vectors[out] = va + t * (vb - va)
+    return function(part, *args)
+
+
+def _oracle(part: Partition, beta, given, want_cut, out):
+    """(R, cut) of the partition's rows at beta; its margins stored as ``out`` (or taken from
+    ``given``)."""
+    problem = part.state["problem"]
+    vectors = part.state["vectors"]
+    margins = vectors[given] if given is not None else None
+    risk, cut, margins = problem.risk_oracle(beta, margins, want_cut, parallel=False)
+    vectors[out] = margins
+    return risk, cut
+
+
+def _loss_sum(part: Partition, margins):
+    problem = part.state["problem"]
+    return problem.loss_function.sum(1.0 - part.state["vectors"][margins], problem.cost)
+
+
+def _hinge_ray(part: Partition, mb, mt, quantiles, small):
+    """OCAS's breakpoints on the ray between the margins ``mb`` and ``mt`` (the family's
+    kernel, passed in: :func:`solvers.cutting_plane.search.hinge_ray_breakpoints`), kept
+    here for :func:`breakpoint_root`; returns the slope at 0+ and the first round's
+    summary."""
+    kernel = part.state["ray_kernel"]
+    problem = part.state["problem"]
+    vectors = part.state["vectors"]
+    slope, bp, jump = kernel(vectors[mb], vectors[mt], problem.cost)
+    return slope, keep_breakpoints(part, bp, jump, jump, quantiles, small)
+
+
+def _set_ray_kernel(part: Partition, kernel) -> None:
+    part.state["ray_kernel"] = kernel
+
+
+def keep_breakpoints(part: Partition, bp, dl, dr, quantiles: int, small: int):
+    """Store breakpoints sorted with the prefix sums of their updates; return (count,
+    quantiles, or every breakpoint when there are at most ``small``)."""
+    order = np.argsort(bp, kind="stable")
+    bp, dl, dr = bp[order], dl[order], dr[order]
+    sums_l = np.concatenate(([0.0], np.cumsum(dl)))
+    sums_r = np.concatenate(([0.0], np.cumsum(dr)))
+    part.state["breakpoints"] = (bp, dl, dr, sums_l, sums_r)
+    n = bp.shape[0]
+    if n <= small:
+        return n, None, (bp, dl, dr)
+    return n, _quantiles(bp, 0, n, quantiles), None
+
+
+def _quantiles(bp, lo, hi, q):
+    if hi <= lo:
+        return np.empty(0)
+    picks = np.unique(np.linspace(lo, hi - 1, min(q, hi - lo)).astype(np.int64))
+    return bp[picks]
+
+
+def _bracket_stats(part: Partition, a, pivots):
+    """For each pivot p: the summed updates of the breakpoints in (a, p) and (a, p]."""
+    bp, _, _, sums_l, sums_r = part.state["breakpoints"]
+    start = np.searchsorted(bp, a, side="right")
+    left = np.searchsorted(bp, pivots, side="left")
+    right = np.searchsorted(bp, pivots, side="right")
+    return (sums_l[left] - sums_l[start], sums_r[left] - sums_r[start],
+            sums_l[right] - sums_l[start], sums_r[right] - sums_r[start])
+
+
+def _bracket_summary(part: Partition, a, b, quantiles, small):
+    """Count of the breakpoints in (a, b) and their quantiles (or all of them when few)."""
+    bp, dl, dr, _, _ = part.state["breakpoints"]
+    lo = np.searchsorted(bp, a, side="right")
+    hi = np.searchsorted(bp, b, side="left") if np.isfinite(b) else bp.shape[0]
+    if hi - lo <= small:
+        return hi - lo, None, (bp[lo:hi], dl[lo:hi], dr[lo:hi])
+    return hi - lo, _quantiles(bp, lo, hi, quantiles), None
+
+
+# -- driver side ----------------------------------------------------------------------------
+
+
+def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
+                    jumps: bool) -> float:
+    """The root over delta >= 0 of a non-decreasing piecewise-linear slope whose breakpoints
+    the partitions keep (:func:`keep_breakpoints`): what :func:`solvers.core.linesearch.
+    piecewise_linear_root` (``jumps`` False) or ``piecewise_linear_root_jumps`` returns on
+    all of them, found by selection.
+
+    The driver keeps a bracket (a, b) with every breakpoint <= a passed (its updates in the
+    line's ordinates l, r) and the root <= b.  A round sends pivots (the partitions'
+    quantiles of the breakpoints in the bracket, at most ``DISTRIBUTED_PIVOTS`` each) and gets
+    the summed updates below and at each: the first pivot whose left slope is >= 0 bounds the
+    root, the one before it is passed (or, for a jump over zero, is the root).  Once the
+    partitions hold at most ``DISTRIBUTED_GATHER_BREAKPOINTS`` in the bracket they send them
+    and the driver finishes with the single machine's sweep.  ``first``: each partition's
+    (count, quantiles, breakpoints-or-None) from the round that made them."""
+    finish = piecewise_linear_root_jumps if jumps else piecewise_linear_root
+    ls, rs = l0, r0
+    if ls >= 0.0:
+        return 0.0
+    a, b = 0.0, np.inf
+    q = config.DISTRIBUTED_PIVOTS
+    small = max(config.DISTRIBUTED_GATHER_BREAKPOINTS // max(len(group), 1), 1)
+    summaries = first
+    while True:
+        if all(s[2] is not None for s in summaries):
+            bp = np.concatenate([s[2][0] for s in summaries])
+            dl = np.concatenate([s[2][1] for s in summaries])
+            dr = np.concatenate([s[2][2] for s in summaries])
+            return float(finish(ls, rs, bp, dl, dr))
+        pivots = np.unique(np.concatenate(
+            [s[1] if s[1] is not None else s[2][0] for s in summaries]))
+        stats = group.sum(_bracket_stats, a, pivots)
+        lt_l, lt_r, le_l, le_r = stats
+        left = (ls + lt_l) + pivots * ((rs + lt_r) - (ls + lt_l))
+        nonneg = np.flatnonzero(left >= 0.0)
+        j = int(nonneg[0]) if nonneg.size else pivots.shape[0]
+        if j > 0:  # pass the pivot before: the root lies above it
+            p = float(pivots[j - 1])
+            right_l, right_r = ls + le_l[j - 1], rs + le_r[j - 1]
+            if jumps and right_l + p * (right_r - right_l) >= 0.0:
+                return p  # the slope jumps over zero at p
+            ls, rs, a = right_l, right_r, p
+        if j < pivots.shape[0]:
+            b = float(pivots[j])
+        summaries = group.map(_bracket_summary, a, b, q, small)
+
+
+class DistributedBinaryProblem:
+    """A binary problem (``design.md``) on a distributed dataset: class ``positive`` against
+    the rest, the same parameters as :class:`~solvers.problems.BinaryProblem`."""
+
+    def __init__(self, dataset: DistributedDataset, positive: float, C: float = 1.0,
+                 loss: str = "squared_hinge", bias: str = "regularized",
+                 bias_scale: float = 1.0, p: float = 2.0):
+        # the driver's copy: the same checks and the same parameter layout, on no rows
+        self.template = BinaryProblem(np.zeros((0, dataset.n_features)), np.zeros(0), C=C,
+                                      loss=loss, bias=bias, bias_scale=bias_scale, p=p)
+        self.dataset = dataset
+        self.group = dataset.partitions
+        self.positive = positive
+        self.C = float(C)
+        self.loss, self.bias, self.bias_scale, self.p = (self.template.loss, bias,
+                                                          bias_scale, self.template.p)
+        self.loss_function = self.template.loss_function
+        self._dead: list[str] = []
+        self._pending: list[tuple] = []  # on_ray made with the next round
+        self.group.map(_pose, positive, self.C, self.loss, bias, bias_scale, self.p)
+
+    # the layout of the single machine's problem
+    @property
+    def n_features(self) -> int:
+        return self.dataset.n_features
+
+    @property
+    def n_samples(self) -> int:
+        return self.dataset.n_samples
+
+    @property
+    def effective_bias_scale(self) -> float:
+        return self.template.effective_bias_scale
+
+    @property
+    def bias_regularization(self) -> float:
+        return self.template.bias_regularization
+
+    def zeros(self) -> np.ndarray:
+        return self.template.zeros()
+
+    def split(self, beta):
+        return self.template.split(beta)
+
+    def join(self, w, intercept):
+        return self.template.join(w, intercept)
+
+    def regularizer(self, beta) -> float:
+        return self.template.regularizer(beta)
+
+    @property
+    def communication(self):
+        return self.group.communication
+
+    def round(self, function, *args) -> list:
+        """One round of ``function(partition, *args)``, after the deferred element-wise
+        work and the drops of collected vectors (they ride with it: no round of their
+        own)."""
+        dead, self._dead = self._dead, []
+        pending, self._pending = self._pending, []
+        return self.group.map(_with_pending, dead, pending, function, *args)
+
+    def _new(self) -> RemoteVector:
+        return RemoteVector(self, f"v{next(_SLOTS)}")
+
+    # -- evaluations (one round each) ------------------------------------------------------------
+    def risk_oracle(self, beta, margins: RemoteVector | None = None, want_cut: bool = True
+                    ) -> tuple[float, np.ndarray | None, RemoteVector]:
+        """(R(beta), its cut, the margins at beta kept on the workers): the sum of the
+        partitions' :meth:`BinaryProblem.risk_oracle`."""
+        out = margins if margins is not None else self._new()
+        beta = np.ascontiguousarray(beta, dtype=np.float64)
+        results = self.round(_oracle, beta, None if margins is None else margins.name,
+                             want_cut, out.name)
+        risk = float(sum(r for r, _ in results))
+        cut = None
+        if want_cut:
+            cut = np.zeros(beta.shape[0])
+            for _, c in results:
+                cut += c
+        return risk, cut, out
+
+    def on_ray(self, a: RemoteVector, b: RemoteVector, t: float) -> RemoteVector:
+        """a + t (b - a), per example, on the workers (made with the next round)."""
+        out = self._new()
+        self._pending.append((a.name, b.name, float(t), out.name))
+        return out
+
+    def objective_from_margins(self, beta, margins: RemoteVector) -> float:
+        return self.regularizer(beta) + float(sum(self.round(_loss_sum, margins.name)))
+
+    def hinge_ray_exact(self, kernel, mb: RemoteVector, mt: RemoteVector, B0: float,
+                        A0: float) -> float:
+        """OCAS's exact mu (:meth:`solvers.cutting_plane.search.Ray.exact`) on the ray
+        between the margins ``mb`` and ``mt``: the breakpoints stay on the workers
+        (``kernel`` makes them there)."""
+        if not getattr(self, "_kernel_set", False):
+            self.group.map(_set_ray_kernel, kernel)
+            self._kernel_set = True
+        small = max(config.DISTRIBUTED_GATHER_BREAKPOINTS // max(len(self.group), 1), 1)
+        results = self.round(_hinge_ray, mb.name, mt.name, config.DISTRIBUTED_PIVOTS, small)
+        slope = float(sum(s for s, _ in results))
+        l0 = B0 + slope
+        mu = breakpoint_root(self.group, [r for _, r in results], l0, l0 + A0, jumps=True)
+        return float(mu) if np.isfinite(mu) else 0.0
