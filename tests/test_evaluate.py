@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.stats import rankdata
 from sklearn import metrics
 
 import solvers
-from solvers.evaluate import ROC_POINTS, average_precision, binary_roc_auc, roc_curve
+from solvers.evaluate import (
+    ROC_POINTS,
+    average_precision,
+    average_ranks,
+    binary_roc_auc,
+    roc_curve,
+)
 from tests.shared_data import load
 
 
@@ -167,3 +174,10 @@ def test_service_evaluation_has_the_metrics(multiclass):
     public = EvaluationPublic(dataset_id="00000000-0000-0000-0000-000000000000", **report)
     assert public.f1_macro == report["f1_macro"] and public.labels == [1, 2, 3]
     assert public.per_class[0].precision == report["per_class"][0]["precision"]
+
+
+def test_average_ranks_are_scipys_rankdata():
+    rng = np.random.default_rng(3)
+    for values in (rng.integers(0, 5, 200).astype(float), rng.standard_normal(50),
+                   np.array([2.0]), np.array([1.0, 1.0, 1.0]), np.array([], dtype=float)):
+        np.testing.assert_array_equal(average_ranks(values), rankdata(values))
