@@ -71,27 +71,65 @@ def log_shape(objective: Sequence[float | None],
 
 
 def downsample_indices(objective: Sequence[float | None], optimality: Sequence[float | None],
-                       points: int) -> np.ndarray:
+                       points: int, parts: Sequence[Any] | None = None) -> np.ndarray:
     """Sorted indices of at most ``points`` records of a log: LTTB on :func:`log_shape`, with
-    the first, the last and the lowest-objective record always among them."""
+    the first, the last and the lowest-objective record always among them.  ``parts``: each
+    record's part of the log (a one-vs-rest class, a one-vs-one pair; None for none): each
+    part's lowest-objective and last records are kept too, so that a gap plotted per part
+    (the dashboard's per-class views) reaches 0 where the full log's does; when they are more
+    than half of ``points``, only the whole log's lowest.  A kept record replaces the nearest
+    pick that is not itself kept, so there are exactly ``points`` of them."""
     chosen = lttb(log_shape(objective, optimality), points)
+    if len(chosen) == len(objective):
+        return chosen
     f = np.array([np.inf if v is None else v for v in objective], dtype=float)
     f[~np.isfinite(f)] = np.inf
-    if len(chosen) < len(f) and np.isfinite(f).any():
-        best = int(np.argmin(f))
-        if best not in chosen:  # replace the nearest interior pick (first and last stay)
-            interior = np.arange(1, len(chosen) - 1)
-            nearest = interior[np.argmin(np.abs(chosen[interior] - best))]
-            chosen[nearest] = best
-            chosen.sort()
-    return chosen
+    keep = [int(np.argmin(f))] if np.isfinite(f).any() else []
+    if parts is not None:
+        lowest: dict[Any, int] = {}
+        last: dict[Any, int] = {}
+        for index, part in enumerate(parts):
+            if part is None:
+                continue
+            last[part] = index
+            if np.isfinite(f[index]) and (part not in lowest or f[index] < f[lowest[part]]):
+                lowest[part] = index
+        per_part = list(lowest.values()) + list(last.values())
+        if len(per_part) <= points // 2:
+            keep += per_part
+    protected = np.zeros(len(chosen), dtype=bool)
+    protected[[0, -1]] = True  # the first and the last record stay
+    for index in keep:
+        at = np.flatnonzero(chosen == index)
+        if at.size:
+            protected[at] = True
+            continue
+        free = np.flatnonzero(~protected)
+        if not free.size:
+            break
+        nearest = free[np.argmin(np.abs(chosen[free] - index))]
+        chosen[nearest] = index
+        protected[nearest] = True
+    order = np.argsort(chosen)
+    return chosen[order]
+
+
+def part_of(extras: dict[str, Any] | None) -> tuple | None:
+    """The part of a job's log a record belongs to, from the tags the library puts in its
+    extras: a one-vs-rest class or one-vs-one pair (of the run or of a tuning job's refit);
+    None for a single binary problem's record or a cross-validation fold fit's."""
+    extras = extras or {}
+    if "subproblem" not in extras:
+        return None
+    return (extras.get("stage") == "refit", extras["subproblem"])
 
 
 def sample_rows(rows: list[Any], points: int | None) -> list[Any]:
-    """Log rows (with ``objective`` and ``optimality``) down-sampled to at most ``points``;
-    all of them without ``points``."""
+    """Log rows (with ``objective``, ``optimality`` and ``extras``) down-sampled to at most
+    ``points``, each part's lowest and last records kept (:func:`downsample_indices`); all of
+    them without ``points``."""
     if points is None or len(rows) <= points:
         return rows
     chosen = downsample_indices([r.objective for r in rows], [r.optimality for r in rows],
-                                points)
+                                points, [part_of(r.extras) for r in rows])
     return [rows[i] for i in chosen]

@@ -131,6 +131,27 @@ def test_downsampling_keeps_the_lowest_objective_and_tolerates_missing_values():
     assert len(downsample_indices([None] * 50, [1.0] * 50, 10)) == 10
 
 
+def test_downsampling_keeps_each_parts_lowest_and_last_record():
+    """A one-vs-rest log of three classes, each descending to its own optimum: down-sampled,
+    each class keeps its lowest and its last record (its gap reaches 0 per class)."""
+    rng = np.random.default_rng(1)
+    objective, parts = [], []
+    for k, optimum in enumerate((5.0, 1.0, 3.0)):
+        values = optimum + np.exp(-np.arange(400) / 40.0) + 1e-4 * rng.random(400)
+        values[-1] = values[-1] + 0.5  # the last record is not the lowest
+        objective += list(values)
+        parts += [(False, k)] * 400
+    chosen = downsample_indices(objective, [None] * len(objective), 40, parts)
+    assert len(chosen) == 40 and np.all(np.diff(chosen) > 0)
+    f = np.array(objective)
+    for k in range(3):
+        rows = np.arange(400 * k, 400 * (k + 1))
+        assert rows[np.argmin(f[rows])] in chosen and rows[-1] in chosen
+    # more parts than half the points: only the whole log's lowest is kept beyond LTTB's picks
+    many = downsample_indices(objective, [None] * len(objective), 10, parts)
+    assert len(many) == 10 and int(np.argmin(f)) in many
+
+
 def test_log_down_sampled_to_points(api, heart):
     job_id = create_job(api, heart, {"solver": "alm", "variant": "inexact"})["id"]
     wait_job(api, job_id)

@@ -373,6 +373,34 @@ def test_a_race_of_the_solvers_draws_one_curve_each(page, server):
                           for p in page.all(".group .problem")), "the problem by its dataset")
 
 
+def test_the_comparison_of_one_vs_rest_jobs_plots_one_class_at_a_time(page, server):
+    """Two solvers' one-vs-rest jobs on dna (3 classes): the View selector offers the whole run
+    and each class; a class's curves are its records in each job, against that class's lowest
+    objective among the jobs."""
+    dna = _upload(server, data_path("dna.scale"))
+    jobs = [_finished(server, _job(server, dna, {"solver": solver, "C": 1.0})["id"])
+            for solver in ("mfn", "dual_cd")]
+    assert [j["status"] for j in jobs] == ["succeeded", "succeeded"], jobs
+    page.console_errors()  # earlier pages' log: read and gone
+    page.open(f"/ui/compare?jobs={jobs[0]['id']},{jobs[1]['id']}")
+    page.wait(lambda: len(page.all("#compare-view-select option")) == 4, "a view per class")
+    labels = [o.text for o in page.all("#compare-view-select option")]
+    assert labels[0] == "the whole run" and labels[1].startswith("class 1 of 3")
+    assert "pick one in View" in page.find("#compare-note").text
+    page.find("#compare-view-select option[value='run:1']").click()
+    box = "#plot-compare"
+    page.wait(lambda: page.find(box).get_attribute("data-view") == "run:1" and
+              page.find(box).get_attribute("data-curves") == "2", "class 2's curves")
+    note = page.find("#compare-note").text
+    assert "class 2 of 3" in note and "the lowest objective of this part" in note
+    assert "class 2 of 3" in page.find("#compare-title").text
+    best = min(min(r["objective"] for r in _log(server, j["id"])
+                   if r["extras"].get("class_index") == 1) for j in jobs)
+    assert f"f* = {best:.12g}," in note  # the class's own optimum, from all of its records
+    assert page.console_errors() == []
+    page.screenshot("compare-class", at="#plot-compare")
+
+
 def test_the_train_form_from_the_schemas_queues_a_job_whose_model_evaluates(page, server):
     heart = _upload(server, data_path("heart_scale"))
     page.open(f"/ui/train?dataset={heart}")

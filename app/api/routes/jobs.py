@@ -44,7 +44,8 @@ router = APIRouter(prefix=f"{API_PREFIX}/jobs", tags=["jobs"],
 PointsQuery = Annotated[int | None, Query(
     ge=3, le=10000,
     description="Down-sample the log to at most this many records (first, last and lowest "
-                "objective kept; largest-triangle-three-buckets on the log gap between).")]
+                "objective kept, and each class's lowest and last; largest-triangle-three-"
+                "buckets on the log gap between).")]
 
 
 @router.post("", name="create", status_code=status.HTTP_202_ACCEPTED, dependencies=[TRAIN],

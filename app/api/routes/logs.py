@@ -36,8 +36,8 @@ def get_job_logs(
     points: Annotated[int, Query(
         ge=3, le=10000,
         description="Down-sample each log to at most this many records (first, last and "
-                    "lowest objective kept; largest-triangle-three-buckets on the log gap "
-                    "between).")] = DEFAULT_POINTS,
+                    "lowest objective kept, and each class's lowest and last; largest-"
+                    "triangle-three-buckets on the log gap between).")] = DEFAULT_POINTS,
 ) -> JobLogsPublic:
     """Several jobs' convergence logs at once, each down-sampled to at most ``points``
     records, with the lowest objective any of them reached: what a comparison of solvers on

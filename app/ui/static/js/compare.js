@@ -1,13 +1,17 @@
 // Compare: several jobs on one problem, each one curve of the relative gap to the lowest
 // objective any of them reached, against time (or iterations), as in the papers' figures.
-// Without ?jobs=, pick finished jobs grouped by problem.
+// Multi-class jobs (one-vs-rest classes, one-vs-one pairs) are compared one part at a time,
+// chosen in the "View" selector: each job's records of that class against the lowest
+// objective of that class among the jobs (the server's down-sampling keeps each part's
+// lowest and last records).  Without ?jobs=, pick finished jobs grouped by problem.
 import { FINISHED, api, content, el, fmt, notice, seconds, shortId, start, statusBadge, table } from "./common.js";
-import { makePlot, relativeGap, runTimes, seriesStyle } from "./plot.js";
+import { makePlot, partOf, relativeGap, runTimes, seriesStyle } from "./plot.js";
 import { race } from "./race.js";
 
 const ids = (new URLSearchParams(location.search).get("jobs") || "").split(",").map((s) => s.trim()).filter(Boolean);
 let xAxis = "time";
 let plot = null;
+let picked = "run";  // the part compared: "run" (every record) or a class's or pair's key
 
 async function render() {
   if (!ids.length) return picker();
@@ -22,34 +26,56 @@ async function render() {
     ["time", "iterations"].map((value) => el("label", { style: "flex-direction:row;gap:.3rem" },
       el("input", { type: "radio", name: "x", value, checked: value === xAxis,
         onchange: () => { xAxis = value; load(summary, box, true); } }), value === "time" ? "time (s)" : "iterations")));
-  content(el("p", { class: "legend-note", id: "compare-note" }), axis,
-    el("p", { class: "plot-title" }, "Relative gap (f − f*) / |f*|, f* the lowest objective of these jobs (log scale)"),
+  const view = el("label", { id: "compare-view", hidden: true }, "View",
+    el("select", { id: "compare-view-select",
+      onchange: (e) => { picked = e.target.value; load(summary, box, true); } }));
+  content(el("p", { class: "legend-note", id: "compare-note" }), el("div", { class: "toolbar" }, axis, view),
+    el("p", { class: "plot-title", id: "compare-title" }, "Relative gap (f − f*) / |f*|, f* the lowest objective of these jobs (log scale)"),
     box, summary);
   await load(summary, box, true);
 }
 
 async function load(summary, box, rebuild) {
   const query = ids.map((id) => `job_id=${encodeURIComponent(id)}`).join("&");
-  const logs = await api(`/logs?${query}&points=800`);
-  const best = logs.best_objective;
-  const series = logs.data.map((s) => {
-    const xs = xAxis === "time" ? runTimes(s.data) : s.data.map((r) => r.iteration);
-    return [xs, s.data.map((r) => relativeGap(r.objective, best))];
+  const logs = await api(`/logs?${query}&points=2000`);
+  const labels = showParts(logs);
+  const whole = picked === "run";
+  const partRecords = logs.data.map((s) => (whole ? s.data : s.data.filter((r) => partOf(r).key === picked)));
+  let best = whole ? logs.best_objective : null;
+  for (const part of whole ? [] : partRecords) {
+    for (const r of part) if (r.objective != null && (best == null || r.objective < best)) best = r.objective;
+  }
+  // a part's time is its own (from the class's start: one solver's classes need not take
+  // the same time, nor start at the same moment of the job), its iterations the solver's
+  const own = (r, key) => (r.extras && r.extras[key] != null ? r.extras[key] : null);
+  const series = partRecords.map((part) => {
+    const xs = xAxis === "time"
+      ? (whole || part.some((r) => own(r, "subproblem_elapsed") == null) ? runTimes(part) : part.map((r) => own(r, "subproblem_elapsed")))
+      : part.map((r, i) => (whole ? r.iteration : own(r, "solver_iteration") ?? i + 1));
+    return [xs, part.map((r) => relativeGap(r.objective, best))];
   });
+  const lowest = partRecords.map((part, i) => (whole ? logs.data[i].best_objective
+    : part.reduce((m, r) => (r.objective != null && (m == null || r.objective < m) ? r.objective : m), null)));
   const note = document.getElementById("compare-note");
-  note.textContent = `${logs.count} jobs; f* = ${fmt(best, 12)}.` +
-    (logs.same_problem ? " They solve the same problem." : " Warning: these jobs do not all solve the same problem, so their gaps do not compare.");
+  note.textContent = `${logs.count} jobs${whole ? "" : `, ${labels.get(picked)}`}; f* = ${fmt(best, 12)}` +
+    (whole ? "." : ", the lowest objective of this part among these jobs.") +
+    (logs.same_problem ? " They solve the same problem." : " Warning: these jobs do not all solve the same problem, so their gaps do not compare.") +
+    (whole && labels.size > 1 ? " Their logs have several parts (classes or pairs), each with its own optimum: pick one in View." : "");
+  document.getElementById("compare-title").textContent = whole
+    ? "Relative gap (f − f*) / |f*|, f* the lowest objective of these jobs (log scale)"
+    : `Relative gap (f − f*) / |f*| of ${labels.get(picked)}, f* its lowest objective among these jobs (log scale)`;
   const data = series.length ? uPlot.join(series) : [[]];
-  const labels = logs.data.map((s) => `${s.job.solver} ${shortId(s.job.id)}`);
+  const names = logs.data.map((s) => `${s.job.solver} ${shortId(s.job.id)}`);
   if (rebuild || !plot) {
     box.replaceChildren();
-    plot = makePlot(box, { xLabel: xAxis === "time" ? "time (s)" : "iteration", yLabel: "relative gap",
-      logY: true, data, height: 340, series: labels.map((label) => ({ label })) });
+    plot = makePlot(box, { xLabel: xAxis === "time" ? (whole ? "time (s)" : "time in this part (s)") : "iteration", yLabel: "relative gap",
+      logY: true, data, height: 340, series: names.map((label) => ({ label })) });
   } else {
     plot.setData(data);
   }
-  box.dataset.curves = String(logs.data.filter((s) => s.data.some((r) => relativeGap(r.objective, best) != null)).length);
+  box.dataset.curves = String(partRecords.filter((part) => part.some((r) => relativeGap(r.objective, best) != null)).length);
   box.dataset.series = String(logs.data.length);
+  box.dataset.view = picked;
   summary.replaceChildren(el("h2", {}, "Jobs"), table([
     { label: "Curve", render: (s) => key(logs.data.indexOf(s)) },
     { label: "Job", render: (s) => el("a", { href: `/ui/jobs/${s.job.id}`, class: "mono" }, shortId(s.job.id)) },
@@ -61,8 +87,9 @@ async function load(summary, box, rebuild) {
     { label: "Status", render: (s) => statusBadge(s.job.status) },
     { label: "Iterations", num: true, render: (s) => fmt(s.count) },
     { label: "Time (s)", num: true, render: (s) => (s.data.length ? seconds(runTimes(s.data).pop()) : "–") },
-    { label: "Lowest objective", num: true, render: (s) => fmt(s.best_objective, 12) },
-    { label: "Final gap", num: true, render: (s) => fmt(relativeGap(s.best_objective, best) ?? 0, 3) },
+    { label: whole ? "Lowest objective" : "Lowest objective (this part)", num: true, render: (s) => fmt(lowest[logs.data.indexOf(s)], 12) },
+    { label: "Final gap", num: true, render: (s) => (lowest[logs.data.indexOf(s)] == null ? "–"
+      : fmt(relativeGap(lowest[logs.data.indexOf(s)], best) ?? 0, 3)) },
   ], logs.data));
   const first = logs.data[0] && logs.data[0].job;
   if (first && first.problem_key && logs.same_problem) {
@@ -73,6 +100,28 @@ async function load(summary, box, rebuild) {
     } }, "Race every solver again")));
   }
   if (logs.data.some((s) => !FINISHED.has(s.job.status))) setTimeout(() => load(summary, box, false).catch(() => {}), 1500);
+}
+
+// The parts (one-vs-rest classes, one-vs-one pairs) the jobs' records fall in, offered in the
+// View selector after "the whole run"; returns key -> label (the whole run's included).
+function showParts(logs) {
+  const labels = new Map([["run", "the whole run"]]);
+  for (const s of logs.data) {
+    for (const r of s.data) {
+      const part = partOf(r);
+      if (part.kind === "run" && !labels.has(part.key)) labels.set(part.key, part.label);
+    }
+  }
+  if (!labels.has(picked)) picked = "run";
+  const view = document.getElementById("compare-view");
+  const select = document.getElementById("compare-view-select");
+  view.hidden = labels.size < 2;
+  const keys = [...labels.keys()];
+  if (select.options.length !== keys.length || [...select.options].some((o, i) => o.value !== keys[i])) {
+    select.replaceChildren(...keys.map((key) => el("option", { value: key }, labels.get(key))));
+  }
+  select.value = picked;
+  return labels;
 }
 
 function lossOf(job) {  // lp names its exponent; lp at p = 1 or 2 is posed as hinge / squared_hinge

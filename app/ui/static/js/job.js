@@ -10,7 +10,7 @@
 // points (C, gamma: the fold fits' scores and training objectives against the fold) and its
 // refit (a convergence, per class for several labels).
 import { FINISHED, api, content, el, fmt, jobElapsed, notice, seconds, setTitle, shortId, showError, start, statusBadge, streamLog, table, when } from "./common.js";
-import { makePlot, relativeGap, runTimes } from "./plot.js";
+import { makePlot, partOf, relativeGap, runTimes } from "./plot.js";
 import { race } from "./race.js";
 
 const jobId = location.pathname.split("/").filter(Boolean).pop();
@@ -202,28 +202,6 @@ function showCrossValidation() {
     el("div", { id: "cv-table" }, table(columns, cv.table)));
   if (Cs.length) makePlot(box, { xLabel: "C", yLabel: label, logX: true, data, series });
   box.dataset.points = String(Cs.length);
-}
-
-// The part of the job a record belongs to: a tuning job's grid point (its fold fits), the
-// refit, a one-vs-rest class or one-vs-one pair (of the run or of the refit), or the whole run.
-function partOf(r) {
-  const e = r.extras || {};
-  const refit = e.stage === "refit";
-  if (!refit && e.fold != null && e.C != null) {
-    return { key: `grid:${e.C}:${e.gamma}`, kind: "grid",
-      label: `C = ${fmt(e.C)}${e.gamma == null ? "" : `, gamma = ${fmt(e.gamma)}`}` +
-        (e.n_C != null ? ` (C ${e.C_index + 1} of ${e.n_C}${e.n_gamma > 1 ? `, gamma ${e.gamma_index + 1} of ${e.n_gamma}` : ""})` : "") };
-  }
-  let key = refit ? "refit" : "run";
-  let label = refit ? "refit at the best point" : "the whole run";
-  if (e.subproblem != null) {
-    const part = e.n_classes != null ? `class ${e.class_index + 1} of ${e.n_classes} (label ${e.class})`
-      : e.n_subproblems != null ? `pair ${e.subproblem + 1} of ${e.n_subproblems} (${e.class})`
-        : `class ${e.class}`;
-    key += `:${e.subproblem}`;
-    label = refit ? `refit, ${part}` : part;
-  }
-  return { key, kind: "run", label };
 }
 
 function parts() {  // key -> {key, kind, label, records}, in the order the log met them

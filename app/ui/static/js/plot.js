@@ -1,5 +1,7 @@
 // Convergence plots with uPlot (vendored, global `uPlot`).  Curves differ by dash pattern and
 // point marks as well as colour (Okabe-Ito palette), so they read without colour.
+import { fmt } from "./common.js";
+
 const PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
 const DASHES = [[], [10, 5], [2, 4], [12, 4, 2, 4], [6, 3], [1, 3], [16, 6], [4, 2, 1, 2]];
 
@@ -69,4 +71,26 @@ export function relativeGap(objective, best) {
   if (objective == null || best == null) return null;
   const gap = (objective - best) / Math.max(Math.abs(best), 1e-300);
   return gap > 0 ? gap : null;
+}
+
+// The part of the job a record belongs to: a tuning job's grid point (its fold fits), the
+// refit, a one-vs-rest class or one-vs-one pair (of the run or of the refit), or the whole run.
+export function partOf(r) {
+  const e = r.extras || {};
+  const refit = e.stage === "refit";
+  if (!refit && e.fold != null && e.C != null) {
+    return { key: `grid:${e.C}:${e.gamma}`, kind: "grid",
+      label: `C = ${fmt(e.C)}${e.gamma == null ? "" : `, gamma = ${fmt(e.gamma)}`}` +
+        (e.n_C != null ? ` (C ${e.C_index + 1} of ${e.n_C}${e.n_gamma > 1 ? `, gamma ${e.gamma_index + 1} of ${e.n_gamma}` : ""})` : "") };
+  }
+  let key = refit ? "refit" : "run";
+  let label = refit ? "refit at the best point" : "the whole run";
+  if (e.subproblem != null) {
+    const part = e.n_classes != null ? `class ${e.class_index + 1} of ${e.n_classes} (label ${e.class})`
+      : e.n_subproblems != null ? `pair ${e.subproblem + 1} of ${e.n_subproblems} (${e.class})`
+        : `class ${e.class}`;
+    key += `:${e.subproblem}`;
+    label = refit ? `refit, ${part}` : part;
+  }
+  return { key, kind: "run", label };
 }
