@@ -174,7 +174,8 @@ def history_table(records: list[dict]) -> str:
 
 def results_section(records: list[dict]) -> str:
     """The latest record of every suite as tables (harness suites: times to the gaps and the
-    ratio to the fastest anchor; script suites: the files they wrote), then the history of the
+    ratio to the fastest anchor; script suites: the files they wrote, or what they printed when
+    they wrote none), then the history of the
     harness suites' ratios, one row per record.  Deterministic: a function of the records."""
     latest = {}
     for record in records:
@@ -201,7 +202,10 @@ def results_section(records: list[dict]) -> str:
         else:
             parts.append(f"`python -m {record['module']} {' '.join(record['argv'])}` wrote: "
                          + (", ".join(f"`{name}`" for name in sorted(record["outputs"]))
-                            or "nothing (its figures are in the record's stdout)") + "\n")
+                            or "nothing; what it printed:") + "\n")
+            printed = record.get("stdout", "").strip()
+            if not record["outputs"] and printed:  # the figures are what it printed
+                parts.append(f"```\n{printed}\n```\n")
     return "\n".join(parts)
 
 
