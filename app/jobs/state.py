@@ -161,12 +161,13 @@ def record_progress(session: Session, job_id: uuid.UUID, attempt: int,
     return Signal.cancel if owned[0].cancel_requested_at is not None else Signal.proceed
 
 
-def set_progress_stage(session: Session, job_id: uuid.UUID, attempt: int,
-                       stage: str | None) -> None:
-    """Say where a running attempt stands before its solver reports (a worker compiling the
-    solver's kernels); the first record's stage replaces it."""
+def set_running_message(session: Session, job_id: uuid.UUID, attempt: int,
+                        message: str | None) -> None:
+    """Say what a running attempt does before its solver starts (a worker compiling the
+    solver's kernels on a machine's first job), in the job's ``message``; None clears it
+    (the solver's records then say where it is, and its end writes the final message)."""
     session.execute(update(Job).where(*_owned(job_id, attempt)).values(
-        progress_stage=None if stage is None else stage[:128], heartbeat_at=utcnow()))
+        message=message, heartbeat_at=utcnow()))
     session.commit()
 
 

@@ -46,7 +46,7 @@ from app.db.models import Dataset, Job, JobStatus, TrainedModel
 from app.db.session import Sessions, create_db_engine
 from app.evaluation import evaluate
 from app.jobs.monitor import DatabaseMonitor, StopCause, jsonable
-from app.jobs.state import finish_job, set_progress_stage
+from app.jobs.state import finish_job, set_running_message
 from app.storage import DatasetStorage, open_store
 
 logger = logging.getLogger("svmsvc.worker")
@@ -154,16 +154,16 @@ class SolverWarmUp:
 
     def prepare_job(self, spec: JobSpec, sessions: Sessions, connection) -> None:
         """Before a job trains: compile what its solver needs that is not compiled yet (every
-        candidate for ``auto``), saying so in the job's progress, then tell the dispatcher
+        candidate for ``auto``), saying so in the job's message, then tell the dispatcher
         that training starts (the time limit counts from there)."""
         from solvers.warmup import compile_lock
 
         names = [name for name in self.pending if spec.solver in (name, "auto")]
         if names:
-            stage = (f"compiling the kernels of {', '.join(names)} "
-                     f"(the first job on this machine)")
+            message = (f"compiling the kernels of {', '.join(names)} "
+                       f"(the first job on this machine)")
             with sessions.write() as session:
-                set_progress_stage(session, spec.job_id, spec.attempt, stage)
+                set_running_message(session, spec.job_id, spec.attempt, message)
             for name in names:
                 started = time.perf_counter()
                 with compile_lock(len(names), what=f"solver {name}"):
@@ -171,7 +171,7 @@ class SolverWarmUp:
                 logger.info("solver %s's kernels ready (%.1f s, for job %s)", name,
                             time.perf_counter() - started, spec.job_id)
             with sessions.write() as session:
-                set_progress_stage(session, spec.job_id, spec.attempt, None)
+                set_running_message(session, spec.job_id, spec.attempt, None)
         connection.send(("training", str(spec.job_id)))
 
 

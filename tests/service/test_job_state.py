@@ -19,6 +19,7 @@ from app.jobs.state import (
     record_progress,
     recover_interrupted_jobs,
     request_cancel,
+    set_running_message,
 )
 
 
@@ -177,3 +178,20 @@ def test_recovery_takes_back_only_jobs_whose_lease_expired(sessions, dataset_id)
     with sessions.write() as session:
         record_progress(session, claim.job_id, claim.attempt, [record(1)])
     assert reload(sessions, Job(id=claim.job_id)).heartbeat_at > utcnow() - timedelta(seconds=5)
+
+
+def test_a_running_attempt_says_what_it_does_before_its_solver_starts(sessions, dataset_id):
+    """A worker compiling the solver's kernels says so in the job's message, fenced by the
+    attempt like every write, and clears it when training starts."""
+    job = add_job(sessions, dataset_id)
+    with sessions.write() as session:
+        claim_next_job(session)
+    compiling = "compiling the kernels of alm (the first job on this machine)"
+    with sessions.write() as session:
+        set_running_message(session, job.id, 2, "a stale attempt")  # not the running one
+        set_running_message(session, job.id, 1, compiling)
+    assert reload(sessions, job).message == compiling
+    with sessions.write() as session:
+        set_running_message(session, job.id, 1, None)
+    running = reload(sessions, job)
+    assert running.status == JobStatus.running and running.message is None

@@ -99,9 +99,9 @@ def job_spec(solver: str) -> JobSpec:
 @pytest.mark.parametrize(("solver", "compiled"), [("mfn", ["mfn"]), ("alm", []),
                                                   ("auto", ["mfn", "smo"])])
 def test_a_job_compiles_what_its_solver_needs_first(monkeypatch, solver, compiled):
-    stages: list[str | None] = []
-    monkeypatch.setattr(worker_module, "set_progress_stage",
-                        lambda session, job_id, attempt, stage: stages.append(stage))
+    messages: list[str | None] = []
+    monkeypatch.setattr(worker_module, "set_running_message",
+                        lambda session, job_id, attempt, message: messages.append(message))
     dispatcher, worker = multiprocessing.Pipe()
     ran: list[str] = []
     warm = warm_up_of(["mfn", "smo"], ran)
@@ -110,10 +110,10 @@ def test_a_job_compiles_what_its_solver_needs_first(monkeypatch, solver, compile
     assert ran == compiled
     assert set(warm.pending) == {"mfn", "smo"} - set(compiled)
     if compiled:
-        assert stages == [f"compiling the kernels of {', '.join(compiled)} "
-                          f"(the first job on this machine)", None]
+        assert messages == [f"compiling the kernels of {', '.join(compiled)} "
+                            f"(the first job on this machine)", None]
     else:
-        assert stages == []
+        assert messages == []
     assert drain(dispatcher) == [("training", str(spec.job_id))]
 
 
