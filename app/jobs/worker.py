@@ -122,6 +122,10 @@ def worker_main(config: WorkerConfig, connection) -> None:
 IDLE_WARM_UP_POLL_S = 1.0
 
 
+#: The lock of compiling solvers' kernels while idle: one worker of the machine at a time.
+BACKGROUND_LOCK = "solvers while idle"
+
+
 class SolverWarmUp:
     """The solvers whose own kernels this worker has not compiled (or loaded) yet."""
 
@@ -133,24 +137,31 @@ class SolverWarmUp:
     def compile_one_while_idle(self, connection) -> None:
         """Compile the first solver's kernels that no other process is compiling (its lock
         free), unless a job has come in; "warming" keeps the dispatcher from choosing this
-        worker meanwhile (a job sent just before it waits for the one solver).  When every
-        solver left is another process's, nothing: the next poll tries again."""
+        worker meanwhile (a job sent just before it waits for the one solver).  One process
+        of the machine at a time does this (the ``BACKGROUND_LOCK``): the other workers stay
+        free for jobs, which compile what they need themselves (on a cold machine ALM's
+        kernels alone take a minute and a half; with every worker compiling while idle, the
+        first job waited in the queue that long).  When every solver left is another
+        process's, nothing: the next poll tries again."""
         from solvers.warmup import compile_lock_if_free
 
-        for name in list(self.pending):
-            with compile_lock_if_free(f"solver {name}") as acquired:
-                if not acquired:
-                    continue
-                connection.send(("warming", name))
-                try:
-                    if not connection.poll(0):
-                        started = time.perf_counter()
-                        self.pending.pop(name)()
-                        logger.info("solver %s's kernels ready (%.1f s, while idle)", name,
-                                    time.perf_counter() - started)
-                finally:
-                    connection.send(("idle",))
+        with compile_lock_if_free(BACKGROUND_LOCK) as ours:
+            if not ours:
                 return
+            for name in list(self.pending):
+                with compile_lock_if_free(f"solver {name}") as acquired:
+                    if not acquired:
+                        continue
+                    connection.send(("warming", name))
+                    try:
+                        if not connection.poll(0):
+                            started = time.perf_counter()
+                            self.pending.pop(name)()
+                            logger.info("solver %s's kernels ready (%.1f s, while idle)", name,
+                                        time.perf_counter() - started)
+                    finally:
+                        connection.send(("idle",))
+                    return
 
     def prepare_job(self, spec: JobSpec, sessions: Sessions, connection) -> None:
         """Before a job trains: compile what its solver needs that is not compiled yet (every

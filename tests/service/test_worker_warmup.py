@@ -17,7 +17,7 @@ from app.core.config import Settings
 from app.jobs import worker as worker_module
 from app.jobs.executors.interface import Assignment
 from app.jobs.executors.local import ProcessExecutor, _Worker
-from app.jobs.worker import JobSpec, SolverWarmUp
+from app.jobs.worker import BACKGROUND_LOCK, JobSpec, SolverWarmUp
 from app.metrics import ServiceMetrics
 from solvers.warmup import compile_lock, solver_steps
 
@@ -71,6 +71,30 @@ def test_it_leaves_a_solver_another_process_compiles_to_it(left, compiled):
         other.join(600)
     assert ran == compiled and list(warm.pending) == ["alm"]
     assert drain(dispatcher) == ([("warming", "smo"), ("idle",)] if compiled else [])
+
+
+def test_one_worker_of_the_machine_compiles_while_idle_the_others_stay_free():
+    dispatcher, worker = multiprocessing.Pipe()
+    ran: list[str] = []
+    warm = warm_up_of(["alm", "smo"], ran)
+    held, release = threading.Event(), threading.Event()
+
+    def other_worker():
+        with compile_lock(1, what=BACKGROUND_LOCK):
+            held.set()
+            release.wait(600)
+
+    other = threading.Thread(target=other_worker)
+    other.start()
+    try:
+        assert held.wait(600)
+        warm.compile_one_while_idle(worker)  # another worker compiles in the background
+    finally:
+        release.set()
+        other.join(600)
+    assert ran == [] and drain(dispatcher) == []
+    warm.compile_one_while_idle(worker)  # its turn now
+    assert ran == ["alm"]
 
 
 def test_a_job_that_came_in_goes_first():
