@@ -32,6 +32,7 @@ import numpy as np
 
 from solvers.data.dataset import label_value
 
+
 def average_ranks(values: np.ndarray) -> np.ndarray:
     """The 1-based ranks of ``values``, ties sharing their average rank (scipy.stats'
     ``rankdata`` with its default method; importing scipy.stats took half of the library's

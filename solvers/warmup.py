@@ -205,16 +205,18 @@ def warm_up(parallel: bool = True, progress: Progress | None = None,
         step()
 
     while left:
-        for position, (what, step) in enumerate(left):
+        free = None  # the first step no other process holds, run under its lock
+        for index, (what, step) in enumerate(left):
             with compile_lock_if_free(what) as acquired:
                 if acquired:
                     run(what, step)
+                    free = index
                     break
-        else:
-            position, (what, step) = 0, left[0]
+        if free is None:  # every step left is another process's: wait for the first
+            free, (what, step) = 0, left[0]
             with compile_lock(total, progress, what):
                 run(what, step)
-        del left[position]
+        del left[free]
         if progress is not None:
             progress(total - len(left), total, what)
     return time.perf_counter() - start

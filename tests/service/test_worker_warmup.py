@@ -49,15 +49,14 @@ def test_an_idle_worker_compiles_one_solver_at_a_time_saying_so():
     assert drain(dispatcher) == [("warming", "alm"), ("idle",)]
 
 
-@pytest.mark.parametrize(("left", "compiled"), [(["alm"], []), (["alm", "smo"], ["smo"])])
-def test_it_leaves_a_solver_another_process_compiles_to_it(left, compiled):
-    dispatcher, worker = multiprocessing.Pipe()
-    ran: list[str] = []
-    warm = warm_up_of(left, ran)
+@contextmanager
+def held_elsewhere(what: str):
+    """The compile lock ``what`` held by "another process" for the block (a thread: flock
+    conflicts between two opens of the file, threads included)."""
     held, release = threading.Event(), threading.Event()
 
-    def other_process():  # flock conflicts between two opens of the file, threads included
-        with compile_lock(1, what="solver alm"):
+    def other_process():
+        with compile_lock(1, what=what):
             held.set()
             release.wait(600)
 
@@ -65,10 +64,19 @@ def test_it_leaves_a_solver_another_process_compiles_to_it(left, compiled):
     other.start()
     try:
         assert held.wait(600)
-        warm.compile_one_while_idle(worker)
+        yield
     finally:
         release.set()
         other.join(600)
+
+
+@pytest.mark.parametrize(("left", "compiled"), [(["alm"], []), (["alm", "smo"], ["smo"])])
+def test_it_leaves_a_solver_another_process_compiles_to_it(left, compiled):
+    dispatcher, worker = multiprocessing.Pipe()
+    ran: list[str] = []
+    warm = warm_up_of(left, ran)
+    with held_elsewhere("solver alm"):
+        warm.compile_one_while_idle(worker)
     assert ran == compiled and list(warm.pending) == ["alm"]
     assert drain(dispatcher) == ([("warming", "smo"), ("idle",)] if compiled else [])
 
@@ -77,21 +85,8 @@ def test_one_worker_of_the_machine_compiles_while_idle_the_others_stay_free():
     dispatcher, worker = multiprocessing.Pipe()
     ran: list[str] = []
     warm = warm_up_of(["alm", "smo"], ran)
-    held, release = threading.Event(), threading.Event()
-
-    def other_worker():
-        with compile_lock(1, what=BACKGROUND_LOCK):
-            held.set()
-            release.wait(600)
-
-    other = threading.Thread(target=other_worker)
-    other.start()
-    try:
-        assert held.wait(600)
+    with held_elsewhere(BACKGROUND_LOCK):
         warm.compile_one_while_idle(worker)  # another worker compiles in the background
-    finally:
-        release.set()
-        other.join(600)
     assert ran == [] and drain(dispatcher) == []
     warm.compile_one_while_idle(worker)  # its turn now
     assert ran == ["alm"]
