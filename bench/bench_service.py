@@ -357,7 +357,6 @@ def rss_mb(pid: int) -> float:
 
 def memory(server: Server, rounds: int) -> dict:
     """The web process's idle RSS before and after large uploads and large predictions."""
-    import json
     import threading
 
     pid = server.process.pid
@@ -527,6 +526,9 @@ def startup(directory: Path, warm_runs: int, workers: int = 2) -> dict:
     """Seconds from ``svmsvc serve`` to ``/readyz`` ready and to every worker idle with every
     solver's kernels compiled: once on a cold cache (``NUMBA_CACHE_DIR``, a fresh directory:
     the first start on a machine), then ``warm_runs`` times on the cache it filled."""
+    from solvers.warmup import solver_steps
+
+    solvers = list(solver_steps())
     cache = directory / "numba-cache"
     cache.mkdir()
     runs = []
@@ -538,11 +540,9 @@ def startup(directory: Path, warm_runs: int, workers: int = 2) -> dict:
         try:
             server.wait_ready(timeout=3600.0)
             ready = time.monotonic() - started
-            while True:  # then until no worker compiles (each solver's kernels, while idle)
-                body = httpx.get(f"{server.url}/readyz", timeout=30).json()
-                compiling = [w["state"] for w in body["workers"] if w["state"]]
-                if not compiling and not _solvers_left(server.log_path, workers):
-                    break
+            # then until every worker has logged every solver's kernels ready (compiled by
+            # the one worker that compiles while idle, or loaded from the cache it filled)
+            while _solvers_left(server.log_path, solvers, workers):
                 time.sleep(0.2)
             everything = time.monotonic() - started
         finally:
@@ -554,12 +554,10 @@ def startup(directory: Path, warm_runs: int, workers: int = 2) -> dict:
     return {"workers": workers, "runs": runs}
 
 
-def _solvers_left(log_path: Path, workers: int) -> bool:
-    """Whether some worker has not yet logged every solver's kernels as ready."""
-    from solvers.warmup import solver_steps
-
+def _solvers_left(log_path: Path, solvers: list[str], workers: int) -> bool:
+    """Whether some worker has not yet logged one of ``solvers``' kernels as ready."""
     text = log_path.read_text(errors="replace")
-    return any(text.count(f"solver {name}'s kernels ready") < workers for name in solver_steps())
+    return any(text.count(f"solver {name}'s kernels ready") < workers for name in solvers)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -593,8 +591,6 @@ def main(argv: list[str] | None = None) -> None:
         command.add_argument("--database-url", default=None)
     args = parser.parse_args(argv)
     if args.command == "predict":
-        import json
-
         here = str(Path(__file__).resolve().parents[1])
         variants = {"this": here}
         if args.baseline:
@@ -611,8 +607,6 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(summary, indent=1))
         return
     if args.command == "startup":
-        import json
-
         with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
             print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                   f"{os.getloadavg()[0]:.2f}")
@@ -631,20 +625,14 @@ def main(argv: list[str] | None = None) -> None:
                       f"median {statistics.median(latencies):.3f} s, "
                       f"min {min(latencies):.3f} s, max {max(latencies):.3f} s")
             elif args.command == "uploads":
-                import json
-
                 print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                       f"{os.getloadavg()[0]:.2f}")
                 print(json.dumps(healthz_during_uploads(server), indent=1))
             elif args.command == "memory":
-                import json
-
                 print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                       f"{os.getloadavg()[0]:.2f}")
                 print(json.dumps(memory(server, args.rounds), indent=1))
             else:
-                import json
-
                 print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                       f"{os.getloadavg()[0]:.2f}, database "
                       f"{'PostgreSQL' if args.database_url else 'SQLite'}")
