@@ -187,3 +187,22 @@ def test_dense_columns_give_the_scattered_rows_values(kernel, monkeypatch):
     monkeypatch.setattr(config, "KERNEL_DENSE_MIN_DENSITY", 2.0)
     assert column_operand(X)[4].size == 0
     np.testing.assert_array_equal(kernel_matrix(Q, X, kernel, parallel=False), dense)
+
+
+def test_vectorized_exponential_is_within_one_ulp_of_the_c_library():
+    """The RBF kernel's exponential (solvers.core.exp) against NumPy's (the C library's) on
+    arguments spanning the whole range a kernel row meets, the underflow edge included."""
+    from solvers.core.exp import UNDERFLOW, rbf_from_dots
+
+    rng = np.random.default_rng(0)
+    x = -np.concatenate([rng.exponential(3.0, 200_000), rng.uniform(0.0, 800.0, 50_000),
+                         [0.0, 5e-324, 1e-300, 1e-16, np.log(2.0) / 2, 707.9, 708.0, 708.5,
+                          745.2, 1e6]])
+    # rbf_from_dots(out = dots, sq_i = 0, z_sq = 0, gamma = 0.5): exp(-0.5 * -2 x) = exp(x)
+    values = x.copy()
+    rbf_from_dots(values, 0.0, np.zeros_like(x), 0.5)
+    exact = np.exp(x)
+    normal = x >= UNDERFLOW
+    assert np.all(np.abs(values[normal] - exact[normal]) <= np.spacing(exact[normal]))
+    assert np.all(values[~normal] == 0.0) and np.all(exact[~normal] < 3.4e-308)
+    assert values[x == 0.0][0] == 1.0  # k(x, x) is exactly one

@@ -44,6 +44,7 @@ import numpy as np
 from numba import njit, prange
 
 from solvers import config
+from solvers.core.exp import exp_nonpositive, rbf_from_dots
 from solvers.core.sparse import row_norms_squared
 
 LINEAR = 0
@@ -137,7 +138,7 @@ def _kernel_value(kernel, dot, sq_a, sq_b):
         d2 = sq_a + sq_b - 2.0 * dot
         if d2 < 0.0:
             d2 = 0.0
-        return np.exp(-gamma * d2)
+        return exp_nonpositive(-gamma * d2)
     if kind == POLYNOMIAL:
         return (gamma * dot + coef0) ** degree
     if kind == SIGMOID:
@@ -163,7 +164,9 @@ def _row_into(Q, i, Z, kernel, out):
             v = data[k]
             for p in range(col_ptr[f], col_ptr[f + 1]):
                 out[row_idx[p]] += v * values[p]
-    if kernel[0] != LINEAR:
+    if kernel[0] == RBF:  # most of a row's cost on few features: a vectorized exponential
+        rbf_from_dots(out, q_sq[i], z_sq, kernel[1])
+    elif kernel[0] != LINEAR:
         sq_i = q_sq[i]
         for j in range(out.shape[0]):
             out[j] = _kernel_value(kernel, out[j], sq_i, z_sq[j])
