@@ -37,6 +37,7 @@ reads "factorizing: 640 of 2000 pivots").  Its records come first in the job's l
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,9 @@ from solvers.monitor import Monitor, NullMonitor, Reporter, Stopwatch
 
 #: The factorization reports a progress record at most this often (seconds).
 REPORT_INTERVAL_S = 0.25
+
+#: Why a factorization given ``should_stop`` (not a monitor) stopped.
+STOP_ASKED = "a stop was asked"
 
 
 class FactorProgress:
@@ -159,26 +163,31 @@ class Approximation:
                            multiclass=getattr(model, "multiclass", "ovr"))
 
 
-def approximate(dataset: Dataset, params: SolverParams, monitor: Monitor | None = None
-                ) -> Approximation | None:
+def approximate(dataset: Dataset, params: SolverParams, monitor: Monitor | None = None,
+                should_stop: Callable[[], bool] | None = None) -> Approximation | None:
     """The factor ``params`` ask for on ``dataset``'s rows (None: ``approximation="none"``).
     With a ``monitor``, the factorization reports its progress to it and stops when it asks
-    (:class:`FactorProgress`): the result then has no factor and says why
+    (:class:`FactorProgress`); with ``should_stop`` instead (cross-validation, whose log holds
+    fold scores, not a fold's factorization), it reports nothing and stops when that says
+    so.  A stopped factorization gives a result with no factor that says why
     (``Approximation.stopped``)."""
     if params.approximation == "none":
         return None
     clock = Stopwatch()
     kernel = params.approximation_kernel(dataset.X)
-    progress = None
+    progress = checkpoint = None
     if monitor is not None and not isinstance(monitor, NullMonitor):
-        progress = FactorProgress(monitor, params.approximation, clock)
+        progress = checkpoint = FactorProgress(monitor, params.approximation, clock)
+    elif should_stop is not None:
+        def checkpoint(step: str, done: int, total: int, residual: float) -> str | None:
+            return STOP_ASKED if should_stop() else None
     try:
         if params.approximation == "nystrom":
             factor = nystrom(dataset.X, kernel, params.rank, params.approximation_seed,
-                             params.landmarks, checkpoint=progress)
+                             params.landmarks, checkpoint=checkpoint)
         else:
             factor = incomplete_cholesky(dataset.X, kernel, params.rank, params.icf_tol,
-                                         checkpoint=progress)
+                                         checkpoint=checkpoint)
     except FactorizationStopped as stopped:
         return Approximation(None, clock(), int(params.rank), stopped,
                              0 if progress is None else progress.records)
@@ -190,4 +199,4 @@ def approximate(dataset: Dataset, params: SolverParams, monitor: Monitor | None 
                          records=0 if progress is None else progress.records)
 
 
-__all__ = ["REPORT_INTERVAL_S", "Approximation", "FactorProgress", "approximate"]
+__all__ = ["REPORT_INTERVAL_S", "STOP_ASKED", "Approximation", "FactorProgress", "approximate"]

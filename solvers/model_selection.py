@@ -281,7 +281,10 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
             fits = []
             if warm_path is not None:
                 # the low-rank path: one factor of the fold's rows for the whole C path
-                step = approximate(train_set, points[0])
+                step = approximate(train_set, points[0], should_stop=should_stop)
+                if step is not None and step.factor is None:  # stopped while factorizing
+                    out.append(_FoldFits(g, []))
+                    break
                 fit_set, solver_points = train_set, points
                 if step is not None:
                     fit_set = step.dataset(train_set)

@@ -411,3 +411,43 @@ def test_warm_starts_along_c_and_each_point_stays_certified(solver, gap_paramete
         for fold, (score, cold_score) in enumerate(zip(row.fold_scores, accuracies,
                                                         strict=True)):
             assert abs(score - cold_score) <= 3.0 / np.sum(folds == fold), (row.C, fold)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_stop_asked_while_a_fold_factorizes_ends_the_factorization(n_jobs, monkeypatch):
+    """The low-rank path factors each fold's rows once: a stop asked meanwhile ends the
+    factorization at its next checkpoint (not after it), nothing is fitted on the
+    unfinished factor, and the search says it stopped.  (Rank 1000 of a9a takes seconds,
+    longer than the 0.25 s folds run at once before the caller asks the monitor.)"""
+    if n_jobs > 1 and not threadsafe_threading_layer():
+        pytest.skip("Numba's workqueue threading layer: the folds run one at a time")
+    from solvers import approximation as approximation_module
+
+    factorizations = []
+
+    def recorded(*args, **kwargs):
+        factorizations.append(approximation_module.approximate(*args, **kwargs))
+        return factorizations[-1]
+
+    monkeypatch.setattr(model_selection, "approximate", recorded)
+
+    class Cancelled:
+        def __init__(self):
+            self.records = []
+
+        def report(self, record):
+            self.records.append(record)
+
+        def stop_reason(self):
+            return "cancelled"
+
+    a9a = load("a9a")
+    monitor = Cancelled()
+    result = cross_validate(a9a, "dual_cd", C=[0.1, 1.0], folds=3, monitor=monitor,
+                            n_jobs=n_jobs, approximation="nystrom", rank=1000, kernel="rbf")
+    assert result.status == "stopped" and "cancelled" in result.message
+    assert result.scores == [] and monitor.records == []
+    assert factorizations and all(step.factor is None for step in factorizations)
+    assert all(step.stopped.reason == approximation_module.STOP_ASKED
+               for step in factorizations)
+    assert all(step.stopped.done < step.stopped.total for step in factorizations)
