@@ -1,4 +1,5 @@
-"""``/datasets``: upload (streamed, content-addressed), list, get, delete."""
+"""``/datasets``: upload (streamed, content-addressed), register shards (read by the Dask
+workers where they are), list, get, delete."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from app.api.errors import responses
 from app.core.security import ADMIN, READ, TRAIN, PrincipalDep
 from app.crud import datasets as crud_datasets
 from app.errors import LimitExceeded, limit_exceeded
-from app.schemas import DatasetPublic, DatasetsPublic
+from app.schemas import DatasetPublic, DatasetShardedCreate, DatasetsPublic
+from app.shards import check_shards
 from app.uploads import UploadLimits, receive_svmlight_upload
 
 router = APIRouter(prefix=f"{API_PREFIX}/datasets", tags=["datasets"],
@@ -74,6 +76,47 @@ async def upload_dataset(
     dataset, created = await run_in_threadpool(
         crud_datasets.store, sessions, store, upload.dataset, upload.name, upload.size,
         principal.owner)
+    if created:
+        response.headers["Location"] = f"{API_PREFIX}/datasets/{dataset.id}"
+    else:
+        response.status_code = status.HTTP_200_OK
+    return DatasetPublic.from_row(dataset)
+
+
+@router.post(
+    "/sharded",
+    name="register_sharded",
+    status_code=status.HTTP_201_CREATED,
+    response_model=DatasetPublic,
+    dependencies=[TRAIN],
+    responses={200: {"model": DatasetPublic, "description": "The same shards, read the same "
+                                                            "way, exist: that dataset"},
+               **responses(422)},
+)
+def register_sharded_dataset(
+    body: DatasetShardedCreate,
+    response: Response,
+    settings: SettingsDep,
+    sessions: SessionsDep,
+    principal: PrincipalDep,
+) -> DatasetPublic:
+    """Register a dataset from SVMlight shards that the Dask workers parse where they are:
+    nothing is uploaded, and this process does not read them.
+
+    Each shard is an absolute local path every Dask worker sees, inside a directory of
+    ``SVMSVC_SHARD_ROOTS`` (a ``file://`` URL alike), or a URL of a scheme in
+    ``SVMSVC_SHARD_SCHEMES`` (``s3://bucket/part-0.svm``); anything else is a 422
+    (``invalid-shard``) naming the shard and the setting.  The statistics (rows, features,
+    labels) are null until a job reads the shards on the cluster (its jobs need
+    ``SVMSVC_EXECUTOR=dask``).  New: 201 with ``Location``; the same shards read the same way
+    already registered by the caller's owner: 200 with that dataset.
+    """
+    if body.n_features is not None and body.n_features > settings.max_features:
+        raise limit_exceeded("n_features", "max_features", settings.max_features, "features",
+                             actual=body.n_features, error=LimitExceeded)
+    shards = check_shards(body.shards, settings)
+    dataset, created = crud_datasets.register_sharded(
+        sessions, shards, body.name, body.n_features, body.zero_based, principal.owner)
     if created:
         response.headers["Location"] = f"{API_PREFIX}/datasets/{dataset.id}"
     else:
