@@ -262,9 +262,17 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
                 raise ValueError(f"dataset {spec.dataset_id} is sharded: its jobs run on a "
                                  f"Dask cluster (SVMSVC_EXECUTOR=dask), not on a local "
                                  f"worker")
+            count = len(spec.dataset_source["shards"])
+            with sessions.write() as session:
+                set_running_message(session, spec.job_id, spec.attempt,
+                                    f"reading {count} shard(s) on the Dask cluster")
             dataset = stack.enter_context(sharded(spec.dataset_source))
             with sessions.write() as session:
                 record_scan(session, spec.dataset_id, distributed_stats(dataset))
+                set_running_message(session, spec.job_id, spec.attempt, (
+                    f"training data-parallel: {dataset.n_samples} rows in "
+                    f"{dataset.n_partitions} partitions on "
+                    f"{len(set(dataset.partitions.workers))} Dask worker(s)"))
             return dataset
 
         return _run_job(sessions, store, spec, parent_alive, max_model_bytes, prepare,

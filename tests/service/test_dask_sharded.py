@@ -147,14 +147,28 @@ def test_cancel_stops_a_sharded_job(service, shard_root):
     dataset = register(service, shards(shard_root, "a9a"))
     assert dataset.status_code == 201, dataset.text
     job_id = create_job(service, dataset.json()["id"], LONG_PARAMS)["id"]
-    wait_job(service, job_id, until=lambda j: j["status"] == "running"
-             and j["progress"] is not None)
+    running = wait_job(service, job_id, until=lambda j: j["status"] == "running"
+                       and j["progress"] is not None)
+    assert running["message"] == ("training data-parallel: 32561 rows in 2 partitions on 2 "
+                                  "Dask worker(s)")
     assert service.post(f"/api/v1/jobs/{job_id}/cancel").status_code == 202
     done = wait_job(service, job_id)
     assert done["status"] == "cancelled" and done["solver_status"] == "stopped", done
     assert done["message"].startswith("cancelled by request after")
     assert done["model_id"] is None
     wait_ready(service)  # the slot is free again, the partitions released
+
+
+def test_a_shard_gone_since_registration_fails_its_job_with_the_reason(service, shard_root):
+    copy = shard_root / "gone.svm"
+    copy.write_bytes(data_path("heart_scale").read_bytes())
+    dataset = register(service, [shards(shard_root, "heart")[0], str(copy)])
+    assert dataset.status_code == 201, dataset.text
+    copy.unlink()
+    done = wait_job(service, create_job(service, dataset.json()["id"],
+                                        {"solver": "mfn"})["id"])
+    assert done["status"] == "failed" and str(copy) in done["error"], done
+    assert service.get(f"/api/v1/datasets/{dataset.json()['id']}").json()["n_samples"] is None
 
 
 def assert_problem(response, type_: str, *fragments: str, setting: str | None = None):
