@@ -268,11 +268,12 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
                                     f"reading {count} shard(s) on the Dask cluster")
             dataset = stack.enter_context(sharded(spec.dataset_source))
             with sessions.write() as session:
-                record_scan(session, spec.dataset_id, distributed_stats(dataset))
+                stats = distributed_stats(dataset)
+                record_scan(session, spec.dataset_id, stats)
                 set_running_message(session, spec.job_id, spec.attempt, (
                     f"training data-parallel: {dataset.n_samples} rows in "
-                    f"{dataset.n_partitions} partitions on "
-                    f"{len(set(dataset.partitions.workers))} Dask worker(s)"))
+                    f"{dataset.n_partitions} partitions on {stats['workers']} Dask "
+                    f"worker(s)"))
             return dataset
 
         return _run_job(sessions, store, spec, parent_alive, max_model_bytes, prepare,
@@ -290,7 +291,8 @@ def distributed_stats(dataset) -> dict:
             "class_counts": {label_key(label): int(count) for label, count in
                              zip(dataset.class_labels, dataset.class_counts, strict=True)},
             "has_sample_weight": bool(dataset.weighted),
-            "partitions": list(dataset.partition_sizes)}
+            "partitions": list(dataset.partition_sizes),
+            "workers": len(set(dataset.partitions.workers))}
 
 
 def _run_job(sessions: Sessions, store: DatasetStorage, spec: JobSpec, parent_alive,

@@ -118,6 +118,7 @@ def test_a_sharded_job_trains_data_parallel_as_one_machine(service, heart, param
     assert model["training_data"]["n_samples"] == 270
     assert sum(model["training_data"]["partitions"]) == 270
     assert len(model["training_data"]["partitions"]) == 3
+    assert model["training_data"]["workers"] == 2  # shard k on worker k mod 2
     # the communication record, per iteration, in the job's log
     log = full_log(service, done["id"])
     assert log and all(r["extras"]["reductions"] >= 1 and r["extras"]["bytes_moved"] > 0
