@@ -39,13 +39,22 @@ def _local(index: int, text: str, settings: Settings) -> str:
     if not os.path.isabs(text):
         raise InvalidShard(f"shards[{index}]: a local shard must be an absolute path, "
                            f"got {text!r}")
-    resolved = Path(text).resolve()
+    try:
+        resolved = Path(text).resolve()
+    except (OSError, RuntimeError) as exc:  # a name too long, a loop of symbolic links
+        raise InvalidShard(f"shards[{index}]: {text!r} cannot be resolved "
+                           f"({getattr(exc, 'strerror', None) or exc})") from None
     if not any(resolved.is_relative_to(root) for root in roots):
         raise InvalidShard(f"shards[{index}]: {text!r} is not inside a directory of "
                            f"{roots_variable} (the directories the operator allows shards "
                            f"in)", setting=roots_variable)
-    if not resolved.is_file():
+    try:
+        regular = resolved.is_file()
         what = "is not a regular file" if resolved.exists() else "does not exist"
+    except OSError as exc:
+        raise InvalidShard(f"shards[{index}]: {text!r} cannot be read "
+                           f"({exc.strerror or exc})") from None
+    if not regular:
         raise InvalidShard(f"shards[{index}]: {text!r} {what}")
     return str(resolved)
 

@@ -204,6 +204,14 @@ def test_bad_registrations_are_refused_with_the_reason(service, shard_root, tmp_
     assert_problem(register(service, ["http://169.254.169.254/latest"]), INVALID_SHARD,
                    "scheme 'http'", setting="SVMSVC_SHARD_SCHEMES")
     assert_problem(register(service, ["heart/heart_scale.0"]), INVALID_SHARD, "absolute")
+    assert_problem(register(service, [str(shard_root / ("x" * 300))]), INVALID_SHARD,
+                   "File name too long")
+    loop = shard_root / "loop"
+    loop.symlink_to(loop)
+    try:
+        assert_problem(register(service, [str(loop)]), INVALID_SHARD, "cannot be resolved")
+    finally:
+        loop.unlink()
     assert_problem(register(service, [inside, f"file://{inside}"]), INVALID_SHARD,
                    "listed twice")
     empty = service.post(SHARDED, json={"shards": []})
