@@ -270,6 +270,14 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
             with sessions.write() as session:
                 stats = distributed_stats(dataset)
                 record_scan(session, spec.dataset_id, stats)
+                validation = None if spec.validation_dataset_id is None else \
+                    session.get(Dataset, spec.validation_dataset_id)
+                if validation is not None and validation.n_features > dataset.n_features:
+                    # admission could not know the width before this read: refused now,
+                    # before training, rather than after it, with the model lost
+                    raise ValueError(f"validation_dataset_id: the validation dataset has "
+                                     f"{validation.n_features} features, the training "
+                                     f"dataset {dataset.n_features}: another feature space")
                 set_running_message(session, spec.job_id, spec.attempt, (
                     f"training data-parallel: {dataset.n_samples} rows in "
                     f"{dataset.n_partitions} partitions on {stats['workers']} Dask "

@@ -172,6 +172,22 @@ def test_a_shard_gone_since_registration_fails_its_job_with_the_reason(service, 
     assert service.get(f"/api/v1/datasets/{dataset.json()['id']}").json()["n_samples"] is None
 
 
+def test_a_validation_set_of_another_feature_space_fails_the_job_before_training(
+        service, shard_root):
+    """Admission cannot compare the widths before the shards were read: the job's read does,
+    and fails the job with admission's reason before any training."""
+    dataset = register(service, shards(shard_root, "heart")[:2])
+    assert dataset.status_code == 201, dataset.text
+    wide = service.post("/api/v1/datasets", files={"file": ("wide.svm", b"1 20:1\n-1 1:1\n")})
+    assert wide.status_code == 201, wide.text
+    done = wait_job(service, create_job(service, dataset.json()["id"], {"solver": "mfn"},
+                                        validation_dataset_id=wide.json()["id"])["id"])
+    assert done["status"] == "failed" and done["model_id"] is None, done
+    assert done["error"] == ("validation_dataset_id: the validation dataset has 20 features, "
+                             "the training dataset 13: another feature space")
+    assert full_log(service, done["id"]) == []
+
+
 def assert_problem(response, type_: str, *fragments: str, setting: str | None = None):
     assert response.status_code == 422, response.text
     assert response.headers["content-type"] == "application/problem+json"
