@@ -200,16 +200,22 @@ def check_quiet(condition: bool, text: str) -> None:
         raise SmokeFailure(text)
 
 
+def train_mfn(api: Api, dataset_id: str, what: str) -> dict:
+    """An ``mfn`` job at C = 1 on the dataset, queued and run to ``succeeded``."""
+    status, job = api.json("POST", f"{API}/jobs",
+                           {"dataset_id": dataset_id, "params": {"solver": "mfn", "C": 1.0}})
+    check(status == 202, f"{what} queued (HTTP {status})")
+    job = wait_job(api, job["id"], lambda j: j["status"] in TERMINAL, "finish")
+    check(job["status"] == "succeeded" and job["model_id"],
+          f"{what} succeeded with model {job['model_id']}")
+    return job
+
+
 def train_and_predict(api: Api, stack: Stack, dataset_path: Path, executor: str) -> dict:
     dataset = api.upload(dataset_path)
     say(f"dataset {dataset['id']}: {dataset['n_samples']} x {dataset['n_features']}, "
         f"classes {dataset['class_counts']}")
-    status, job = api.json("POST", f"{API}/jobs",
-                           {"dataset_id": dataset["id"], "params": {"solver": "mfn", "C": 1.0}})
-    check(status == 202, f"job queued (HTTP {status})")
-    job = wait_job(api, job["id"], lambda j: j["status"] in TERMINAL, "finish")
-    check(job["status"] == "succeeded" and job["model_id"],
-          f"training job succeeded with model {job['model_id']}")
+    job = train_mfn(api, dataset["id"], "training job")
     if executor == "dask":
         key = f"svmsvc-job-{job['id']}-{job['attempts']}"
         ran = stack.who_ran(key)
@@ -339,12 +345,7 @@ def train_sharded(api: Api, stack: Stack, dataset_path: Path, replicas: int,
     check(status in (200, 201) and dataset["kind"] == "sharded"
           and dataset["n_shards"] == replicas,
           f"sharded dataset registered from {replicas} shard paths (HTTP {status})")
-    status, job = api.json("POST", f"{API}/jobs",
-                           {"dataset_id": dataset["id"], "params": {"solver": "mfn", "C": 1.0}})
-    check(status == 202, f"data-parallel job queued (HTTP {status})")
-    job = wait_job(api, job["id"], lambda j: j["status"] in TERMINAL, "finish")
-    check(job["status"] == "succeeded" and job["model_id"],
-          f"data-parallel job succeeded with model {job['model_id']}")
+    job = train_mfn(api, dataset["id"], "data-parallel job")
     _, model = api.request("GET", f"{API}/models/{job['model_id']}")
     _, reference = api.request("GET", f"{API}/models/{uploaded_job['model_id']}")
     training = model["training_data"]

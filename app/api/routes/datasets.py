@@ -36,17 +36,33 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-dat
     "schema": {"$ref": "#/components/schemas/DatasetUpload"}}}}}
 
 
-@router.post(
-    "",
-    name="upload",
-    status_code=status.HTTP_201_CREATED,
-    response_model=DatasetPublic,
-    dependencies=[TRAIN],
-    responses={200: {"model": DatasetPublic, "description": "The same content exists: "
-                                                            "that dataset"},
-               **responses(400, 413, 422)},
-    openapi_extra=UPLOAD_BODY,
-)
+def creates_dataset(path: str, name: str, existing: str, *errors: int, **options):
+    """A ``POST`` that creates a dataset: 201 new, 200 with the dataset that already has what
+    was sent (``existing`` says what), for the ``train`` scope."""
+    return router.post(path, name=name, status_code=status.HTTP_201_CREATED,
+                       response_model=DatasetPublic, dependencies=[TRAIN],
+                       responses={200: {"model": DatasetPublic, "description": existing},
+                                  **responses(*errors)}, **options)
+
+
+def check_width(n_features: int | None, settings) -> None:
+    """A 422 naming ``SVMSVC_MAX_FEATURES`` for an ``n_features`` past it."""
+    if n_features is not None and n_features > settings.max_features:
+        raise limit_exceeded("n_features", "max_features", settings.max_features, "features",
+                             actual=n_features, error=LimitExceeded)
+
+
+def answer_created(response: Response, dataset, created: bool) -> DatasetPublic:
+    """201 with ``Location`` for a new dataset, 200 for an existing one."""
+    if created:
+        response.headers["Location"] = f"{API_PREFIX}/datasets/{dataset.id}"
+    else:
+        response.status_code = status.HTTP_200_OK
+    return DatasetPublic.from_row(dataset)
+
+
+@creates_dataset("", "upload", "The same content exists: that dataset", 400, 413, 422,
+                 openapi_extra=UPLOAD_BODY)
 async def upload_dataset(
     request: Request,
     response: Response,
@@ -67,32 +83,18 @@ async def upload_dataset(
     bytes, rows, stored entries, features) is a 413 naming the setting; nothing is stored
     then.
     """
-    if n_features is not None and n_features > settings.max_features:
-        raise limit_exceeded("n_features", "max_features", settings.max_features, "features",
-                             actual=n_features, error=LimitExceeded)
+    check_width(n_features, settings)
     upload = await receive_svmlight_upload(
         request, UploadLimits.from_settings(settings), n_features=n_features,
         zero_based=zero_based)
     dataset, created = await run_in_threadpool(
         crud_datasets.store, sessions, store, upload.dataset, upload.name, upload.size,
         principal.owner)
-    if created:
-        response.headers["Location"] = f"{API_PREFIX}/datasets/{dataset.id}"
-    else:
-        response.status_code = status.HTTP_200_OK
-    return DatasetPublic.from_row(dataset)
+    return answer_created(response, dataset, created)
 
 
-@router.post(
-    "/sharded",
-    name="register_sharded",
-    status_code=status.HTTP_201_CREATED,
-    response_model=DatasetPublic,
-    dependencies=[TRAIN],
-    responses={200: {"model": DatasetPublic, "description": "The same shards, read the same "
-                                                            "way, exist: that dataset"},
-               **responses(422)},
-)
+@creates_dataset("/sharded", "register_sharded",
+                 "The same shards, read the same way, exist: that dataset", 422)
 def register_sharded_dataset(
     body: DatasetShardedCreate,
     response: Response,
@@ -111,17 +113,11 @@ def register_sharded_dataset(
     ``SVMSVC_EXECUTOR=dask``).  New: 201 with ``Location``; the same shards read the same way
     already registered by the caller's owner: 200 with that dataset.
     """
-    if body.n_features is not None and body.n_features > settings.max_features:
-        raise limit_exceeded("n_features", "max_features", settings.max_features, "features",
-                             actual=body.n_features, error=LimitExceeded)
+    check_width(body.n_features, settings)
     shards = check_shards(body.shards, settings)
     dataset, created = crud_datasets.register_sharded(
         sessions, shards, body.name, body.n_features, body.zero_based, principal.owner)
-    if created:
-        response.headers["Location"] = f"{API_PREFIX}/datasets/{dataset.id}"
-    else:
-        response.status_code = status.HTTP_200_OK
-    return DatasetPublic.from_row(dataset)
+    return answer_created(response, dataset, created)
 
 
 @router.get("", name="list", response_model=DatasetsPublic, responses=responses(422))
