@@ -290,7 +290,8 @@ def test_the_migration_adds_sharded_datasets_and_takes_them_back(backend, tmp_pa
 def test_the_sharded_path_allows_what_it_documents(api):
     """``/datasets/sharded`` also matches the template ``/datasets/{dataset_id}``; its 405
     names its own methods (POST), not the template's too."""
-    response = api.request("OPTIONS", "/api/v1/datasets/sharded")
-    assert response.status_code == 405 and response.headers["Allow"] == "POST"
+    for method in ("OPTIONS", "GET", "DELETE", "PUT"):
+        response = api.request(method, "/api/v1/datasets/sharded")
+        assert response.status_code == 405 and response.headers["Allow"] == "POST", method
     response = api.request("PUT", "/api/v1/datasets/4b0c3f55-7d5f-4a70-8b0a-6d7d0f7e1e11")
     assert response.status_code == 405 and response.headers["Allow"] == "DELETE, GET"

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import API_PREFIX
 from app.api.deps import (
@@ -118,6 +119,15 @@ def register_sharded_dataset(
     dataset, created = crud_datasets.register_sharded(
         sessions, shards, body.name, body.n_features, body.zero_based, principal.owner)
     return answer_created(response, dataset, created)
+
+
+@router.api_route("/sharded", methods=["GET", "PUT", "PATCH", "DELETE"],
+                  include_in_schema=False)
+def sharded_other_methods() -> None:
+    """``sharded`` is this collection's registration, not a dataset's id: any other method is
+    a 405 (with ``Allow: POST``), not a 422 for an id that is not a UUID from the item
+    routes below, which the path would otherwise reach."""
+    raise StarletteHTTPException(status.HTTP_405_METHOD_NOT_ALLOWED)
 
 
 @router.get("", name="list", response_model=DatasetsPublic, responses=responses(422))
