@@ -264,8 +264,12 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
                                  f"worker")
             count = len(spec.dataset_source["shards"])
             with sessions.write() as session:
+                # the attempt's "running on Dask worker ..." stays at the front (where its
+                # task runs: the worker to look at), what it does follows
+                started = session.get(Job, spec.job_id).message or ""
+                where = f"{started}: " if started.startswith("running on") else ""
                 set_running_message(session, spec.job_id, spec.attempt,
-                                    f"reading {count} shard(s) on the Dask cluster")
+                                    f"{where}reading {count} shard(s) on the Dask cluster")
             dataset = stack.enter_context(sharded(spec.dataset_source))
             with sessions.write() as session:
                 stats = distributed_stats(dataset)
@@ -279,7 +283,7 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
                                      f"{validation.n_features} features, the training "
                                      f"dataset {dataset.n_features}: another feature space")
                 set_running_message(session, spec.job_id, spec.attempt, (
-                    f"training data-parallel: {dataset.n_samples} rows in "
+                    f"{where}training data-parallel: {dataset.n_samples} rows in "
                     f"{dataset.n_partitions} partitions on {stats['workers']} Dask "
                     f"worker(s)"))
             return dataset

@@ -11,6 +11,7 @@ objective on the same rows to 1e-6 relative, and predicts as it does."""
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -150,8 +151,9 @@ def test_cancel_stops_a_sharded_job(service, shard_root):
     job_id = create_job(service, dataset.json()["id"], LONG_PARAMS)["id"]
     running = wait_job(service, job_id, until=lambda j: j["status"] == "running"
                        and j["progress"] is not None)
-    assert running["message"] == ("training data-parallel: 32561 rows in 2 partitions on 2 "
-                                  "Dask worker(s)")
+    assert running["message"].startswith("running on Dask worker tcp://")
+    assert running["message"].endswith(": training data-parallel: 32561 rows in 2 partitions "
+                                       "on 2 Dask worker(s)")
     assert service.post(f"/api/v1/jobs/{job_id}/cancel").status_code == 202
     done = wait_job(service, job_id)
     assert done["status"] == "cancelled" and done["solver_status"] == "stopped", done
@@ -186,6 +188,32 @@ def test_a_validation_set_of_another_feature_space_fails_the_job_before_training
     assert done["error"] == ("validation_dataset_id: the validation dataset has 20 features, "
                              "the training dataset 13: another feature space")
     assert full_log(service, done["id"]) == []
+
+
+@pytest.mark.slow
+def test_a_lost_partition_fails_its_job_with_the_reason(cluster, service, shard_root):
+    """The worker that holds a partition but not the job's task is killed (SIGKILL) mid-solve:
+    the partition is gone with it (an actor is not recomputed), and the job fails, saying so,
+    within the rounds' timeout -- never left running.  (A killed worker that ran the task
+    itself is the executor's lost-attempt path, test_dask.py.)"""
+    dataset = register(service, shards(shard_root, "a9a"))
+    job_id = create_job(service, dataset.json()["id"], LONG_PARAMS)["id"]
+    running = wait_job(service, job_id, until=lambda j: j["status"] == "running"
+                       and j["progress"] is not None)
+    task_worker = running["message"].removeprefix("running on Dask worker ").split(":")[:3]
+    task_worker = ":".join(task_worker)
+    with distributed.Client(cluster.address, set_as_default=False) as client:
+        pids = client.run(os.getpid)
+    (other,) = [address for address in pids if address != task_worker]
+    os.kill(pids[other], signal.SIGKILL)
+    done = wait_job(service, job_id)
+    assert done["status"] == "failed" and done["model_id"] is None, done
+    assert done["error"].startswith("PartitionLostError: a round of ")
+    # the library names the worker once the scheduler has removed it; a round that fails
+    # before then says "no answer" with Dask's error (seen: "Unable to contact Actor's worker")
+    assert f"worker(s) {other} lost" in done["error"] or "no answer" in done["error"]
+    assert "read the dataset again from its shards" in done["error"]
+    wait_ready(service)  # the nanny brings the worker back; both slots ready again
 
 
 def assert_problem(response, type_: str, *fragments: str, setting: str | None = None):
