@@ -586,3 +586,40 @@ def test_the_api_docs_render_with_nothing_from_another_host(page, server, path, 
 def test_the_root_leads_to_the_dashboard(page, server):
     page.open("/")
     page.wait(lambda: page.driver.current_url.rstrip("/").endswith("/ui/jobs"), "the jobs page")
+
+
+@pytest.mark.slow
+@pytest.mark.dask
+def test_a_data_parallel_job_page_shows_what_its_iterations_cost(browser, tmp_path_factory):
+    """A service on a Dask cluster (a ``LocalCluster`` of 2 worker processes): a job on a
+    sharded dataset trains data-parallel, and its page says its mean reductions, bytes and
+    communication time per iteration, and names the dataset as sharded with its shape."""
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+    directory = tmp_path_factory.mktemp("dashboard-dask")
+    shards = split_svmlight(data_path("heart_scale"), directory / "shards", n_shards=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, resources={"threads": 1},
+                                  dashboard_address=":0",
+                                  env={"NUMBA_NUM_THREADS": "1"}) as cluster:
+        server = ServerProcess(directory, SQLiteBackend().database_url(directory), workers=2,
+                               api_keys=f"admin:{ADMIN_KEY}", executor="dask",
+                               dask_scheduler=cluster.scheduler_address, single_machine=True,
+                               dask_threads_per_job=1, shard_roots=directory / "shards")
+        try:
+            server.wait_ready()
+            server.client.headers["X-API-Key"] = ADMIN_KEY
+            dataset = server.client.post("/api/v1/datasets/sharded",
+                                         json={"shards": [str(p) for p in shards]}).json()
+            job = _finished(server, _job(server, dataset["id"], {"solver": "mfn"})["id"])
+            assert job["status"] == "succeeded", job
+            page = Page(browser, server)
+            page.open("/ui/jobs")  # another origin: the key is entered again
+            page.find("#api-key").send_keys(ADMIN_KEY)
+            page.find("#key-form button").click()
+            page.open(f"/ui/jobs/{job['id']}")
+            text = page.wait_text("#communication", "Data-parallel on the Dask cluster") and \
+                page.find("#communication").text
+            assert re.search(r"per iteration [\d.]+ reductions, [\d.]+ (B|KiB|MiB) moved", text)
+            assert page.find("[data-fact=dataset]").text == \
+                "heart_scale.0 (sharded in 2, 270 × 13)"
+        finally:
+            server.stop()
