@@ -65,6 +65,14 @@ class InvalidJob(InvalidRequest):
     title = "Job cannot succeed"
 
 
+class InvalidShard(InvalidRequest):
+    """A shard a sharded dataset names is not allowed (a path outside the directories the
+    operator allows, a URL scheme not allowed) or not there."""
+
+    slug = "invalid-shard"
+    title = "Shard not allowed"
+
+
 class UnreadableBody(ServiceError):
     """The body cannot be read at all: cut off before its end, or not decodable."""
 

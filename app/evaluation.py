@@ -11,6 +11,7 @@ from typing import Any
 
 from app.core.principals import Principal
 from app.crud import datasets as crud_datasets
+from app.db.models import DatasetKind
 from app.errors import InvalidRequest
 from app.prediction import ModelCache, load_model
 
@@ -38,6 +39,9 @@ def evaluate_on_dataset(cache: ModelCache, sessions, store, model_id: uuid.UUID,
     missing = InvalidRequest(f"dataset_id: dataset {dataset_id} not found")
     with sessions.read() as session:
         dataset = crud_datasets.get(session, dataset_id, principal, field="dataset_id")
+        if dataset.kind == DatasetKind.sharded:
+            raise InvalidRequest(f"dataset_id: dataset {dataset_id} is sharded: its rows stay "
+                                 f"on the Dask cluster; evaluate on an uploaded dataset")
         digest, n_features = dataset.sha256, dataset.n_features
     if n_features > model.n_features_in_:
         raise InvalidRequest(f"dataset_id: the dataset has {n_features} features, the model "

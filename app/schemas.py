@@ -72,27 +72,68 @@ class DatasetUpload(BaseModel):
                                     "compressed.")
 
 
+MAX_SHARDS = 10_000
+"""Most shards one sharded dataset may name."""
+
+
+class DatasetShardedCreate(BaseModel):
+    """A dataset registered from SVMlight shards that the Dask workers parse where they are
+    (nothing is uploaded; the API process does not read them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    shards: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(
+        min_length=1, max_length=MAX_SHARDS,
+        description="The shards, in order: absolute local paths every Dask worker sees "
+                    "(inside a directory of SVMSVC_SHARD_ROOTS; file:// URLs alike) or URLs "
+                    "of a scheme in SVMSVC_SHARD_SCHEMES (s3://bucket/part-0.svm).")
+    name: str | None = Field(None, max_length=255,
+                             description="A name; default: the first shard's file name.")
+    n_features: int | None = Field(
+        None, ge=1, description="The width of the feature matrix (default: the largest "
+                                "feature index over the shards).")
+    zero_based: bool = Field(False, description="Feature indices in the shards start at 0.")
+
+
 class DatasetPublic(BaseModel):
     """A stored dataset and its statistics."""
 
     id: uuid.UUID
     name: str = Field(description="File name of the first upload of this content.")
-    sha256: str = Field(description="SHA-256 of the canonical arrays (the content address).")
-    n_samples: int
-    n_features: int
-    nnz: int
-    density: float
-    class_counts: dict[str, int] = Field(description="Examples per label (labels as text).")
+    sha256: str = Field(description="SHA-256 of the canonical arrays (the content address); "
+                                    "a sharded dataset: of its shard list and options.")
+    kind: Literal["uploaded", "sharded"] = Field(
+        "uploaded", description="uploaded: arrays stored by the service; sharded: SVMlight "
+                                "shards read by the Dask workers where they are.")
+    shards: list[str] | None = Field(
+        None, description="A sharded dataset's shards, in order (null when uploaded).")
+    n_shards: int | None = Field(None, description="How many shards (null when uploaded).")
+    zero_based: bool | None = Field(None, description="A sharded dataset: feature indices "
+                                                      "start at 0.")
+    scanned_at: datetime | None = Field(
+        None, description="A sharded dataset: when a job last read its shards on the cluster "
+                          "(its statistics are theirs; all null before).")
+    n_samples: int | None
+    n_features: int | None
+    nnz: int | None
+    density: float | None
+    class_counts: dict[str, int] | None = Field(
+        description="Examples per label (labels as text).")
     has_qid: bool
     has_sample_weight: bool
-    upload_bytes: int = Field(description="Bytes of the first upload, as sent.")
-    stored_bytes: int = Field(description="Bytes of the stored arrays.")
+    upload_bytes: int = Field(description="Bytes of the first upload, as sent (0: sharded).")
+    stored_bytes: int = Field(description="Bytes of the stored arrays (0: sharded).")
     created_at: datetime
 
     @classmethod
     def from_row(cls, row: Dataset) -> DatasetPublic:
         """The public view of a database row."""
-        return cls.model_validate(row, from_attributes=True)
+        public = cls.model_validate(row, from_attributes=True)
+        if row.source is not None:
+            public.shards = list(row.source["shards"])
+            public.n_shards = len(public.shards)
+            public.zero_based = bool(row.source.get("zero_based", False))
+        return public
 
 
 class DatasetsPublic(BaseModel):

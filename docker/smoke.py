@@ -11,7 +11,12 @@ It checks, in order, printing each step and what it saw:
    is killed (SIGKILL), and the job must end -- retried on the other worker (``succeeded``
    with ``attempts`` >= 2) or ``failed`` with a reason -- never stay ``running``;
 5. with ``--scale N`` (and ``--executor dask``): ``compose up --scale worker=N`` on the running
-   stack, readiness lists N live workers, and N jobs queued at once run on N different workers.
+   stack, readiness lists N live workers, and N jobs queued at once run on N different workers;
+6. then one model data-parallel across the N workers: the dataset split into N shards in the
+   volume the API and the workers share (under ``SVMSVC_SHARD_ROOTS``), registered from their
+   paths (``/api/v1/datasets/sharded``, nothing uploaded), an ``mfn`` job whose partitions sit
+   on all N workers, whose objective is the uploaded dataset's job's to 1e-6 relative, and
+   whose model predicts the training rows.
 
 Exit status 0 when every check passed, 1 otherwise.
 """
@@ -195,24 +200,36 @@ def check_quiet(condition: bool, text: str) -> None:
         raise SmokeFailure(text)
 
 
-def train_and_predict(api: Api, stack: Stack, dataset_path: Path, executor: str) -> None:
+def train_mfn(api: Api, dataset_id: str, what: str) -> dict:
+    """An ``mfn`` job at C = 1 on the dataset, queued and run to ``succeeded``."""
+    status, job = api.json("POST", f"{API}/jobs",
+                           {"dataset_id": dataset_id, "params": {"solver": "mfn", "C": 1.0}})
+    check(status == 202, f"{what} queued (HTTP {status})")
+    job = wait_job(api, job["id"], lambda j: j["status"] in TERMINAL, "finish")
+    check(job["status"] == "succeeded" and job["model_id"],
+          f"{what} succeeded with model {job['model_id']}")
+    return job
+
+
+def train_and_predict(api: Api, stack: Stack, dataset_path: Path, executor: str) -> dict:
     dataset = api.upload(dataset_path)
     say(f"dataset {dataset['id']}: {dataset['n_samples']} x {dataset['n_features']}, "
         f"classes {dataset['class_counts']}")
-    status, job = api.json("POST", f"{API}/jobs",
-                           {"dataset_id": dataset["id"], "params": {"solver": "mfn", "C": 1.0}})
-    check(status == 202, f"job queued (HTTP {status})")
-    job = wait_job(api, job["id"], lambda j: j["status"] in TERMINAL, "finish")
-    check(job["status"] == "succeeded" and job["model_id"],
-          f"training job succeeded with model {job['model_id']}")
+    job = train_mfn(api, dataset["id"], "training job")
     if executor == "dask":
         key = f"svmsvc-job-{job['id']}-{job['attempts']}"
         ran = stack.who_ran(key)
         check(len(ran["ran"]) == 1,
               f"task {key} ran on Dask worker {ran['ran']} (the worker's own record)")
+    check_predictions(api, job["model_id"], dataset_path)
+    return job
+
+
+def check_predictions(api: Api, model_id: str, dataset_path: Path) -> None:
+    """The model predicts the first 500 training rows, at least 90% of them right."""
     lines = dataset_path.read_text().splitlines()[:500]
     truth = [float(line.split(None, 1)[0]) for line in lines]
-    status, predicted = api.request("POST", f"{API}/models/{job['model_id']}/predict",
+    status, predicted = api.request("POST", f"{API}/models/{model_id}/predict",
                                     "\n".join(lines).encode(), "text/plain")
     check(status == 200 and predicted["count"] == len(lines),
           f"batch prediction of {len(lines)} rows (HTTP {status})")
@@ -302,6 +319,51 @@ def scale_workers(api: Api, stack: Stack, dataset_path: Path, replicas: int) -> 
           f"the {replicas} jobs queued at once ran on {len(ran_on)} different Dask workers")
 
 
+SHARD_DIR = "/var/lib/svmsvc/shards/smoke"  # in the volume the API and the workers share
+
+
+def train_sharded(api: Api, stack: Stack, dataset_path: Path, replicas: int,
+                  uploaded_job: dict) -> None:
+    """The dataset in ``replicas`` shards written into the shared volume (through the API's
+    container: the file goes in on stdin, ``split_svmlight`` cuts it there), registered from
+    their paths, and one ``mfn`` job trained data-parallel on them: a partition on each worker
+    (shard k on worker k mod N), the objective of the job on the uploaded dataset."""
+    exec_api = [*stack.compose, "exec", "-T", "api"]
+    with dataset_path.open("rb") as source:
+        subprocess.run([*exec_api, "sh", "-c", f"mkdir -p {SHARD_DIR} && "
+                        f"cat > {SHARD_DIR}/whole.svm"], stdin=source, check=True,
+                       capture_output=True, timeout=START_PATIENCE_S)
+    split = ("import json; from solvers.distributed import split_svmlight; "
+             f"paths = split_svmlight('{SHARD_DIR}/whole.svm', '{SHARD_DIR}/parts', "
+             f"n_shards={replicas}); print(json.dumps([str(p) for p in paths]))")
+    out = subprocess.run([*exec_api, "sh", "-c", f"python -c \"{split}\" && "
+                          f"rm {SHARD_DIR}/whole.svm"], check=True, capture_output=True,
+                         text=True, timeout=START_PATIENCE_S).stdout
+    shards = json.loads(out.strip().splitlines()[-1])
+    status, dataset = api.json("POST", f"{API}/datasets/sharded",
+                               {"shards": shards, "name": f"{dataset_path.name} (sharded)"})
+    check(status in (200, 201) and dataset["kind"] == "sharded"
+          and dataset["n_shards"] == replicas,
+          f"sharded dataset registered from {replicas} shard paths (HTTP {status})")
+    job = train_mfn(api, dataset["id"], "data-parallel job")
+    _, model = api.request("GET", f"{API}/models/{job['model_id']}")
+    _, reference = api.request("GET", f"{API}/models/{uploaded_job['model_id']}")
+    training = model["training_data"]
+    check(training.get("workers") == replicas and len(training["partitions"]) == replicas,
+          f"its {len(training['partitions'])} partitions sat on {training.get('workers')} "
+          f"Dask workers (of {replicas}): sizes {training['partitions']}")
+    check(training["n_samples"] == reference["training_data"]["n_samples"],
+          f"it trained on all {training['n_samples']} rows")
+    relative = abs(model["objective"] - reference["objective"]) / abs(reference["objective"])
+    check(relative <= 1e-6, f"objective {model['objective']!r} is the uploaded dataset's "
+                            f"{reference['objective']!r} to {relative:.1e} relative (<= 1e-6)")
+    _, records = api.request("GET", f"{API}/jobs/{job['id']}/log?limit=1000")
+    moved = sum(r["extras"].get("bytes_moved", 0) for r in records["data"])
+    rounds = sum(r["extras"].get("reductions", 0) for r in records["data"])
+    check(rounds > 0, f"its log counts {rounds} reductions and {moved} bytes moved")
+    check_predictions(api, job["model_id"], dataset_path)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="the API's base URL")
@@ -323,11 +385,12 @@ def main() -> int:
                   "readiness lists the Dask workers")
         status, _ = api.request("GET", f"{API}/datasets", key=False)
         check(status == 401, f"a request without an API key is refused (HTTP {status})")
-        train_and_predict(api, stack, args.dataset, args.executor)
+        uploaded_job = train_and_predict(api, stack, args.dataset, args.executor)
         if args.executor == "dask":
             kill_worker_mid_job(api, stack, args.dataset, args.max_attempts)
             if args.scale:
                 scale_workers(api, stack, args.dataset, args.scale)
+                train_sharded(api, stack, args.dataset, args.scale, uploaded_job)
         else:
             say("executor local: no Dask worker to kill; the worker-death check is skipped")
     except SmokeFailure as exc:

@@ -3,7 +3,9 @@
 # whole stack up (API, Dask scheduler, two Dask workers, PostgreSQL), and runs docker/smoke.py
 # against it: upload a dataset, train on the Dask workers, predict, kill the worker container
 # that runs a long job and check the job is retried or failed with a reason, never stuck
-# running.  Then it tears everything down (containers, network, volumes), pass or fail.
+# running; scale the workers out, and train one model data-parallel across all of them on the
+# dataset registered from shards in the shared volume (issue 36).  Then it tears everything
+# down (containers, network, volumes), pass or fail.
 #
 #   docker/smoke.sh                       # python:3.11-slim and postgres:16 from a registry
 #   LOCAL_BASES=1 docker/smoke.sh         # no registry: build-local-bases.sh's Debian images
@@ -15,7 +17,8 @@
 #   SMOKE_DATASET         SVMlight file to upload (default: mushrooms from the shared data)
 #   SMOKE_SKIP_WHEELS=1   reuse dist/wheels as they are
 #   SMOKE_KEEP=1          leave the stack up afterwards (tear it down with the printed command)
-#   SMOKE_SCALE           Dask workers to scale out to at the end (default 3; 0: no scale-out)
+#   SMOKE_SCALE           Dask workers to scale out to at the end, then shards of the
+#                         data-parallel job (default 3; 0: neither)
 #   PYTHON                Python 3.11 with pip, for the wheels (default python3)
 # Exit status: 0 passed, 1 failed, 77 skipped (no Docker engine or no compose).
 set -eu

@@ -170,18 +170,25 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
 
 def _allowed_methods(request: Request) -> list[str]:
     """Every method the spec documents for the request's path (Starlette's 405 names only
-    those of the first route that matched the path)."""
+    those of the first route that matched the path).  A path the spec has as written
+    (``/datasets/sharded``) is that path's, not also a template's that would match it
+    (``/datasets/{dataset_id}``): the paths with the fewest parameters among those that
+    match."""
     app = request.app
     table = getattr(app.state, "allowed_methods", None)
     if table is None:
         table = []
         for template, operations in app.openapi()["paths"].items():
             pattern = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template))
-            table.append((re.compile(pattern + "$"),
+            table.append((re.compile(pattern + "$"), template.count("{"),
                           sorted(method.upper() for method in operations)))
         app.state.allowed_methods = table
     path = request.url.path
-    return sorted({m for regex, methods in table if regex.match(path) for m in methods})
+    matches = [(parameters, methods) for regex, parameters, methods in table
+               if regex.match(path)]
+    fewest = min((parameters for parameters, _ in matches), default=0)
+    return sorted({m for parameters, methods in matches if parameters == fewest
+                   for m in methods})
 
 
 async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:

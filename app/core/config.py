@@ -141,6 +141,15 @@ class Settings(BaseSettings):
                            "one machine: lets the Dask executor use SQLite and the local "
                            "dataset directory.")
 
+    shard_roots: str = Field(
+        "", description="Directories (absolute, comma-separated) whose files a sharded "
+                        "dataset may name as local shards (paths every Dask worker sees); "
+                        "empty: no local shards.")
+    shard_schemes: str = Field(
+        "s3,gs,gcs,abfs,az", description="URL schemes a sharded dataset may name as shards "
+                                         "(fsspec, read by the Dask workers with their "
+                                         "credentials), comma-separated; empty: none.")
+
     @model_validator(mode="after")
     def _cluster_needs_shared_database(self) -> Settings:
         if self.executor != "dask":
@@ -168,6 +177,18 @@ class Settings(BaseSettings):
         if self.datasets_url:
             return self.datasets_url
         return str(self.datasets_dir.resolve())
+
+    @property
+    def shard_root_list(self) -> list[Path]:
+        """The directories local shards may be in, resolved (symbolic links followed)."""
+        return [Path(root.strip()).resolve() for root in self.shard_roots.split(",")
+                if root.strip()]
+
+    @property
+    def shard_scheme_list(self) -> list[str]:
+        """The URL schemes allowed for shards, lower case."""
+        return [scheme.strip().lower() for scheme in self.shard_schemes.split(",")
+                if scheme.strip()]
 
     @property
     def cors_origin_list(self) -> list[str]:

@@ -3,15 +3,19 @@ them)."""
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from sqlalchemy import delete as delete_rows
 from sqlalchemy import func, or_, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.core.principals import Principal
 from app.crud.pages import owned, page, visible
-from app.db.models import Dataset, Job, JobStatus, TrainedModel
+from app.db.models import Dataset, DatasetKind, Job, JobStatus, TrainedModel, utcnow
 from app.db.session import Sessions
 from app.errors import Conflict
+from app.shards import shards_digest
 from app.storage import DatasetStorage, dataset_digest
 
 
@@ -71,6 +75,47 @@ def store(sessions: Sessions, files: DatasetStorage, dataset, name: str,
         return row, True
 
 
+def register_sharded(sessions: Sessions, shards: list[str], name: str | None,
+                     n_features: int | None, zero_based: bool,
+                     owner: str) -> tuple[Dataset, bool]:
+    """``owner``'s sharded dataset of these (checked) shards read this way: the existing row,
+    or a new one without statistics (a job fills them when it reads the shards on the
+    cluster).  Returns (row, whether it was created)."""
+    digest = shards_digest(shards, n_features, zero_based)
+    with sessions.write() as session:
+        existing = session.scalar(select(Dataset).where(Dataset.sha256 == digest,
+                                                        Dataset.owner == owner))
+        if existing is not None:
+            return existing, False
+        row = Dataset(
+            name=name or PurePosixPath(shards[0].rstrip("/")).name or shards[0],
+            sha256=digest, kind=DatasetKind.sharded,
+            source={"shards": shards, "n_features": n_features, "zero_based": zero_based},
+            n_features=n_features, has_qid=False, has_sample_weight=False, upload_bytes=0,
+            stored_bytes=0, owner=owner)
+        session.add(row)
+        try:
+            session.commit()
+        except IntegrityError:  # the same registration, concurrently: its row answers
+            session.rollback()
+            return session.scalar(select(Dataset).where(Dataset.sha256 == digest,
+                                                        Dataset.owner == owner)), False
+        return row, True
+
+
+def record_scan(session: Session, dataset_id, stats: dict) -> None:
+    """Write what a job's read of a sharded dataset's shards found (its statistics, the
+    time); the latest read is what the row says."""
+    dataset = session.get(Dataset, dataset_id)
+    if dataset is None:
+        return
+    for key in ("n_samples", "n_features", "nnz", "density", "class_counts",
+                "has_sample_weight"):
+        setattr(dataset, key, stats[key])
+    dataset.scanned_at = utcnow()
+    session.commit()
+
+
 def delete_with_uses(session: Session, files: DatasetStorage, dataset: Dataset,
                      cascade: bool) -> list:
     """Delete a dataset (row and file), and with ``cascade`` the finished jobs and the models
@@ -94,11 +139,12 @@ def delete_with_uses(session: Session, files: DatasetStorage, dataset: Dataset,
         session.execute(delete_rows(TrainedModel).where(TrainedModel.id.in_(model_ids)))
     if job_ids:
         session.execute(delete_rows(Job).where(Job.id.in_(job_ids)))
-    digest = dataset.sha256
+    digest, stored = dataset.sha256, dataset.kind == DatasetKind.uploaded
     session.delete(dataset)
     session.commit()
     # the arrays are stored once by content: other owners' rows of the same content keep them
-    if not session.scalar(select(func.count()).select_from(Dataset)
+    # (a sharded dataset has none: its shards are not the service's)
+    if stored and not session.scalar(select(func.count()).select_from(Dataset)
                           .where(Dataset.sha256 == digest)):
         files.delete(digest)
     return model_ids

@@ -85,8 +85,21 @@ class Base(DeclarativeBase):
     }
 
 
+class DatasetKind(enum.StrEnum):
+    """Where a dataset's rows are: ``uploaded`` (arrays stored by the service, by content
+    hash) or ``sharded`` (SVMlight shards the Dask workers parse where they are; see
+    :mod:`app.shards`)."""
+
+    uploaded = "uploaded"
+    sharded = "sharded"
+
+
 class Dataset(Base):
-    """An uploaded dataset; its arrays live once under ``data_dir`` by content hash."""
+    """An uploaded dataset, its arrays stored once under ``data_dir`` by content hash; or a
+    sharded one, its ``source`` the shards (``{"shards": [...], "n_features", "zero_based"}``)
+    and its ``sha256`` the digest of that source (:func:`app.shards.shards_digest`).  A sharded
+    dataset's statistics are None until a job reads its shards on the cluster
+    (``scanned_at``)."""
 
     __tablename__ = "datasets"
     __table_args__ = (UniqueConstraint("owner", "sha256", name="uq_datasets_owner_sha256"),
@@ -96,11 +109,15 @@ class Dataset(Base):
     name: Mapped[str] = mapped_column(String(255))
     sha256: Mapped[str] = mapped_column(String(64))
     owner: Mapped[str] = mapped_column(String(64), default="", server_default="")
-    n_samples: Mapped[int] = mapped_column(BigInteger)
-    n_features: Mapped[int] = mapped_column(BigInteger)
-    nnz: Mapped[int] = mapped_column(BigInteger)
-    density: Mapped[float] = mapped_column(Float)
-    class_counts: Mapped[dict[str, Any]]
+    kind: Mapped[str] = mapped_column(String(16), default=DatasetKind.uploaded,
+                                      server_default=DatasetKind.uploaded.value)
+    source: Mapped[dict[str, Any] | None]
+    scanned_at: Mapped[datetime | None]
+    n_samples: Mapped[int | None] = mapped_column(BigInteger)
+    n_features: Mapped[int | None] = mapped_column(BigInteger)
+    nnz: Mapped[int | None] = mapped_column(BigInteger)
+    density: Mapped[float | None] = mapped_column(Float)
+    class_counts: Mapped[dict[str, Any] | None]
     has_qid: Mapped[bool]
     has_sample_weight: Mapped[bool]
     upload_bytes: Mapped[int] = mapped_column(BigInteger)

@@ -13,6 +13,10 @@ in a worker (or kill it) and can be known from the dataset rows and the paramete
   the labels (``SVMSVC_MAX_CLASSES``) and a linear model's weights, classes x features
   (``SVMSVC_MAX_MODEL_WEIGHTS``).
 
+A job on a sharded dataset (:mod:`app.shards`) needs the Dask executor and a solver that
+trains on distributed data (:func:`check_sharded_job`); the checks above that need the data's
+statistics wait until a job has read its shards.
+
 Each refusal is an :class:`~app.errors.InvalidJob` naming the field, or a
 :class:`~app.errors.LimitExceeded` naming the setting (both answered 422).
 """
@@ -22,12 +26,35 @@ from __future__ import annotations
 import math
 
 from app.core.config import Settings
-from app.db.models import Dataset
-from app.errors import InvalidJob, LimitExceeded, limit_exceeded
+from app.db.models import Dataset, DatasetKind
+from app.errors import InvalidJob, LimitExceeded, limit_exceeded, setting_variable
 
 
 def _labels(dataset: Dataset) -> list[float]:
     return sorted(float(label) for label in dataset.class_counts)
+
+
+def check_sharded_job(spec, params, dataset: Dataset, settings: Settings, tuning) -> None:
+    """What a job on a sharded dataset needs: the Dask executor (its rows are read and kept
+    by the cluster's workers), no cross-validation, and a solver and parameters the library
+    trains on distributed data (``solvers.train.distributed_refusal``, with the dataset's
+    label count once a job read its shards; two before: the binary or one-vs-rest task is the
+    library's to check again then)."""
+    from solvers.train import distributed_refusal
+
+    if settings.executor != "dask":
+        variable = setting_variable("executor")
+        raise InvalidJob(f"dataset_id: dataset {dataset.id} is sharded: its jobs train "
+                         f"data-parallel on a Dask cluster, and this service runs jobs on local "
+                         f"worker processes; the operator must set {variable}=dask (with "
+                         f"SVMSVC_DASK_SCHEDULER)", setting=variable)
+    if tuning is not None:
+        raise InvalidJob("tuning: cross-validation does not run on a sharded dataset (its "
+                         "folds would need the rows in one process); train at one C")
+    labels = 2 if dataset.class_counts is None else len(dataset.class_counts)
+    refusal = distributed_refusal(spec, params, labels)
+    if refusal is not None:
+        raise InvalidJob(f"params: {refusal}")
 
 
 def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Settings,
@@ -43,6 +70,13 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     from solvers.train import resolve
 
     spec = solvers.get_solver(params.solver)
+    if validation is not None and validation.kind == DatasetKind.sharded:
+        raise InvalidJob("validation_dataset_id: a sharded dataset cannot validate a model "
+                         "(its rows stay on the cluster); validate on an uploaded dataset")
+    if dataset.kind == DatasetKind.sharded:
+        check_sharded_job(spec, params, dataset, settings, tuning)
+        if dataset.scanned_at is None:
+            return  # the rest needs its statistics: checked again when a job reads them
     if spec.name == "auto":  # check what the worker will run: auto's choice for this data
         shape = DatasetShape(dataset.n_samples, dataset.n_features, dataset.nnz,
                              len(dataset.class_counts))

@@ -30,6 +30,7 @@ For each job it loads the dataset arrays, runs ``solvers.train`` with a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import multiprocessing
@@ -38,11 +39,13 @@ import signal
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from app.db.models import Dataset, Job, JobStatus, TrainedModel
+from app.crud.datasets import record_scan
+from app.db.models import Dataset, DatasetKind, Job, JobStatus, TrainedModel
 from app.db.session import Sessions, create_db_engine
 from app.evaluation import evaluate
 from app.jobs.monitor import DatabaseMonitor, StopCause, jsonable
@@ -208,6 +211,7 @@ class JobSpec:
     validation_digest: str | None
     tuning: dict | None = None
     keep_last_good: bool = False
+    dataset_source: dict | None = None  # a sharded dataset's shards (app.shards)
 
 
 def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec | None:
@@ -218,10 +222,12 @@ def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec 
     validation = None
     if job.validation_dataset_id is not None:
         validation = session.get(Dataset, job.validation_dataset_id)
+    dataset = session.get(Dataset, job.dataset_id)
     return JobSpec(
         job_id=job.id, attempt=attempt, solver=job.solver, params=job.params,
         time_limit_s=job.time_limit_s, dataset_id=job.dataset_id,
-        dataset_digest=session.get(Dataset, job.dataset_id).sha256,
+        dataset_digest=dataset.sha256,
+        dataset_source=dataset.source if dataset.kind == DatasetKind.sharded else None,
         validation_dataset_id=job.validation_dataset_id,
         validation_digest=None if validation is None else validation.sha256,
         tuning=job.tuning,
@@ -231,17 +237,83 @@ def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec 
 
 def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
             attempt: int, parent_alive, max_model_bytes: int | None = None,
-            prepare: Callable[[JobSpec], None] | None = None) -> str | None:
+            prepare: Callable[[JobSpec], None] | None = None,
+            sharded: Callable[[dict], AbstractContextManager] | None = None) -> str | None:
     """Run one attempt of a job to its end; returns the final status written (None when
     the attempt lost the job and wrote nothing).  A trained model whose archive exceeds
     ``max_model_bytes`` (the web process's model cache) fails the job, saying so: served, it
-    would be read from the database and loaded again for every prediction."""
-    import solvers
+    would be read from the database and loaded again for every prediction.
 
+    A job on a sharded dataset trains on the rows its shards hold on a Dask cluster:
+    ``sharded(source)`` (the Dask executor's, :func:`app.jobs.executors.dask.sharded_dataset`)
+    is a context that reads them on the workers and releases them after; the statistics it
+    found are written on the dataset's row.  Without it (a local worker) such a job fails,
+    saying what it needs."""
     with sessions.read() as session:
         spec = load_job_spec(session, job_id, attempt)
     if spec is None:
         return None
+    if spec.dataset_source is None:
+        return _run_job(sessions, store, spec, parent_alive, max_model_bytes, prepare,
+                        lambda: store.load(spec.dataset_digest))
+    with contextlib.ExitStack() as stack:
+        def read_shards():
+            if sharded is None:
+                raise ValueError(f"dataset {spec.dataset_id} is sharded: its jobs run on a "
+                                 f"Dask cluster (SVMSVC_EXECUTOR=dask), not on a local "
+                                 f"worker")
+            count = len(spec.dataset_source["shards"])
+            with sessions.write() as session:
+                # the attempt's "running on Dask worker ..." stays at the front (where its
+                # task runs: the worker to look at), what it does follows
+                started = session.get(Job, spec.job_id).message or ""
+                where = f"{started}: " if started.startswith("running on") else ""
+                set_running_message(session, spec.job_id, spec.attempt,
+                                    f"{where}reading {count} shard(s) on the Dask cluster")
+            dataset = stack.enter_context(sharded(spec.dataset_source))
+            with sessions.write() as session:
+                stats = distributed_stats(dataset)
+                record_scan(session, spec.dataset_id, stats)
+                validation = None if spec.validation_dataset_id is None else \
+                    session.get(Dataset, spec.validation_dataset_id)
+                if validation is not None and validation.n_features > dataset.n_features:
+                    # admission could not know the width before this read: refused now,
+                    # before training, rather than after it, with the model lost
+                    raise ValueError(f"validation_dataset_id: the validation dataset has "
+                                     f"{validation.n_features} features, the training "
+                                     f"dataset {dataset.n_features}: another feature space")
+                set_running_message(session, spec.job_id, spec.attempt, (
+                    f"{where}training data-parallel: {dataset.n_samples} rows in "
+                    f"{dataset.n_partitions} partitions on {stats['workers']} Dask "
+                    f"worker(s)"))
+            return dataset
+
+        return _run_job(sessions, store, spec, parent_alive, max_model_bytes, prepare,
+                        read_shards)
+
+
+def distributed_stats(dataset) -> dict:
+    """A :class:`~solvers.distributed.DistributedDataset`'s statistics in the form of a
+    dataset row's (and a model's ``training_data``)."""
+    from solvers.data.dataset import label_key
+
+    cells = dataset.n_samples * dataset.n_features
+    return {"n_samples": dataset.n_samples, "n_features": dataset.n_features,
+            "nnz": dataset.nnz, "density": dataset.nnz / cells if cells else 0.0,
+            "class_counts": {label_key(label): int(count) for label, count in
+                             zip(dataset.class_labels, dataset.class_counts, strict=True)},
+            "has_sample_weight": bool(dataset.weighted),
+            "partitions": list(dataset.partition_sizes),
+            "workers": len(set(dataset.partitions.workers))}
+
+
+def _run_job(sessions: Sessions, store: DatasetStorage, spec: JobSpec, parent_alive,
+             max_model_bytes: int | None, prepare: Callable[[JobSpec], None] | None,
+             load: Callable[[], object]) -> str | None:
+    """:func:`run_job` once the job is read; ``load()`` gives its training data."""
+    import solvers
+
+    job_id, attempt = spec.job_id, spec.attempt
     if prepare is not None:
         prepare(spec)  # the worker's: compile its solver's kernels if they are not yet
     monitor = DatabaseMonitor(sessions, job_id, attempt, spec.time_limit_s, parent_alive)
@@ -255,7 +327,7 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
         return str(status) if written else None
 
     try:
-        dataset = store.load(spec.dataset_digest)
+        dataset = load()
         cross_validation = None
         if spec.tuning is None:
             result = solvers.train(dataset, solver=spec.solver, params=spec.params,
@@ -370,6 +442,7 @@ def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:
 def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -> TrainedModel:
     """The database row of a training result (the model's ``.npz`` bytes included)."""
     from solvers.data.dataset import label_value
+    from solvers.distributed import DistributedDataset
 
     model = result.model
     artifact = model.to_bytes()
@@ -386,7 +459,10 @@ def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -
         message=result.message,
         iterations=int(result.iterations),
         training_seconds=float(result.elapsed),
-        training_data=dataset.stats().as_dict(),
+        training_data=({key: value for key, value in distributed_stats(dataset).items()
+                        if key != "has_sample_weight"}
+                       if isinstance(dataset, DistributedDataset) else
+                       dataset.stats().as_dict()),
         subproblems=[
             {"label": s.label, "objective": jsonable(float(s.objective)), "status": s.status,
              "message": s.message, "iterations": int(s.iterations)}

@@ -244,3 +244,54 @@ def test_the_start_up_sweep_removes_what_a_crash_left(tmp_path):
     assert store.sweep({kept}, grace_s=3600) == (1, 1)
     assert store.path(kept).exists() and young.exists()
     assert not store.path(orphan).exists() and not temporary.exists()
+
+
+def test_the_migration_adds_sharded_datasets_and_takes_them_back(backend, tmp_path):
+    """Revision 0009: existing datasets become ``uploaded`` with their statistics; a sharded
+    one has none until a job reads its shards.  Downgraded, the sharded datasets go (the old
+    schema cannot hold a row without statistics) with their jobs, the uploaded ones stay."""
+    from sqlalchemy import select
+    from test_api_problems import SHARDED_COLUMNS, table_at
+
+    from app.db.migrate import downgrade_database, upgrade_database
+    from app.db.models import Dataset, DatasetKind, Job
+    from app.db.session import Sessions, create_db_engine
+
+    engine = create_db_engine(backend.database_url(tmp_path))
+    upgrade_database(engine, "0008")
+    uploaded, sharded = uuid.uuid4(), uuid.uuid4()
+    with engine.begin() as connection:
+        connection.execute(table_at(Dataset, SHARDED_COLUMNS).insert().values(
+            id=uploaded, name="d", sha256="0" * 64, n_samples=3, n_features=2, nnz=4,
+            density=0.5, class_counts={"1": 2, "-1": 1}, has_qid=False,
+            has_sample_weight=False, upload_bytes=10, stored_bytes=10))
+    upgrade_database(engine)
+    sessions = Sessions(engine)
+    with sessions.write() as session:
+        row = session.get(Dataset, uploaded)
+        assert row.kind == DatasetKind.uploaded and row.source is None
+        assert row.n_samples == 3 and row.class_counts == {"1": 2, "-1": 1}
+        session.add(Dataset(id=sharded, name="s", sha256="1" * 64, kind=DatasetKind.sharded,
+                            source={"shards": ["/data/a.svm"], "n_features": None,
+                                    "zero_based": False}, has_qid=False,
+                            has_sample_weight=False, upload_bytes=0, stored_bytes=0))
+        session.add(Job(dataset_id=sharded, solver="mfn", params={"solver": "mfn"},
+                        status="failed"))
+        session.commit()
+    downgrade_database(engine, "0008")
+    with engine.connect() as connection:
+        datasets = table_at(Dataset, SHARDED_COLUMNS)
+        assert list(connection.execute(select(datasets.c.id))) == [(uploaded,)]
+        assert connection.execute(select(Job.__table__.c.id)).all() == []
+    upgrade_database(engine)
+    engine.dispose()
+
+
+def test_the_sharded_path_allows_what_it_documents(api):
+    """``/datasets/sharded`` also matches the template ``/datasets/{dataset_id}``; its 405
+    names its own methods (POST), not the template's too."""
+    for method in ("OPTIONS", "GET", "DELETE", "PUT"):
+        response = api.request(method, "/api/v1/datasets/sharded")
+        assert response.status_code == 405 and response.headers["Allow"] == "POST", method
+    response = api.request("PUT", "/api/v1/datasets/4b0c3f55-7d5f-4a70-8b0a-6d7d0f7e1e11")
+    assert response.status_code == 405 and response.headers["Allow"] == "DELETE, GET"

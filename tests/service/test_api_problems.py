@@ -204,6 +204,11 @@ def test_multi_job_logs_for_a_comparison(api, heart):
 # -- the migration -----------------------------------------------------------------------------
 
 
+SHARDED_COLUMNS = {"kind", "source", "scanned_at"}
+"""The dataset columns of revision 0009 (sharded datasets): a table of an earlier revision has
+none of them (``kind``'s Python-side default would otherwise be inserted)."""
+
+
 def table_at(row_kind, later: set[str]) -> Table:
     """``row_kind``'s table without the columns a later revision added."""
     return Table(row_kind.__tablename__, MetaData(),
@@ -222,7 +227,7 @@ def test_the_migration_backfills_the_keys_of_existing_jobs(backend, tmp_path):
     with engine.begin() as connection:
         # the tables as revision 0003 left them (later columns with defaults, such as
         # 0005's keep_last_good or 0006's owners, are not there yet)
-        connection.execute(table_at(Dataset, {"owner"}).insert().values(
+        connection.execute(table_at(Dataset, {"owner", *SHARDED_COLUMNS}).insert().values(
             id=dataset, name="d", sha256="0" * 64, n_samples=1, n_features=1, nnz=1,
             density=1.0, class_counts={"1": 1}, has_qid=False, has_sample_weight=False,
             upload_bytes=1, stored_bytes=1))
@@ -263,7 +268,7 @@ def test_the_migration_renames_interior_points_stored_pcg_gamma(backend, tmp_pat
     upgrade_database(engine, "0007")
     dataset, ip_job, smo_job = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     with engine.begin() as connection:
-        connection.execute(Dataset.__table__.insert().values(
+        connection.execute(table_at(Dataset, SHARDED_COLUMNS).insert().values(
             id=dataset, name="d", sha256="0" * 64, n_samples=1, n_features=1, nnz=1,
             density=1.0, class_counts={"1": 1}, has_qid=False, has_sample_weight=False,
             upload_bytes=1, stored_bytes=1))

@@ -25,12 +25,14 @@ EXAMPLES_PER_OPERATION = 8
 schema = schemathesis.openapi.from_dict(create_app(Settings(data_dir="unused")).openapi())
 
 
-SEMANTIC_422 = {("POST", "/api/v1/datasets"), ("POST", "/api/v1/jobs"),
+SEMANTIC_422 = {("POST", "/api/v1/datasets"), ("POST", "/api/v1/datasets/sharded"),
+                ("POST", "/api/v1/jobs"),
                 ("POST", "/api/v1/models/{model_id}/evaluate"),
                 ("GET", "/api/v1/models/{model_id}/predict"),
                 ("POST", "/api/v1/models/{model_id}/predict"), ("GET", "/api/v1/logs"),
                 ("POST", "/api/v1/solvers/pose")}
-"""Operations whose 422s the schema cannot express: the content of an uploaded file, a dataset
+"""Operations whose 422s the schema cannot express: the content of an uploaded file, shards
+that must be files in an allowed directory (or URLs of an allowed scheme), a dataset
 or job id that must exist, a feature index within the model's features, the fields a problem
 needs (its loss)."""
 

@@ -11,6 +11,7 @@ from app.main import create_app
 
 OPERATION_IDS = {
     ("post", "/api/v1/datasets"): "datasets-upload",
+    ("post", "/api/v1/datasets/sharded"): "datasets-register_sharded",
     ("get", "/api/v1/datasets"): "datasets-list",
     ("get", "/api/v1/datasets/{dataset_id}"): "datasets-get",
     ("delete", "/api/v1/datasets/{dataset_id}"): "datasets-delete",

@@ -17,6 +17,7 @@ import pytest
 from conftest import API_KEYS, TENANT_KEYS
 from servicetools import QUICK_PARAMS, data_path, random_svmlight, wait_job
 from sqlalchemy import MetaData, Table, select
+from test_api_problems import SHARDED_COLUMNS, table_at
 
 from app.core.config import Settings
 from app.core.principals import own_owner
@@ -216,8 +217,7 @@ def test_the_migration_gives_existing_things_their_owners(backend, tmp_path):
     upgrade_database(engine, "0005")
 
     def table_at_0005(row_kind) -> Table:
-        return Table(row_kind.__tablename__, MetaData(),
-                     *(c._copy() for c in row_kind.__table__.columns if c.name != "owner"))
+        return table_at(row_kind, {"owner", *(SHARDED_COLUMNS if row_kind is Dataset else ())})
 
     digest = key_digest("an old key")
     used, unused = uuid.uuid4(), uuid.uuid4()

@@ -26,6 +26,8 @@ from servicetools import (
     wait_for,
 )
 
+from solvers.distributed import split_svmlight
+
 pytestmark = pytest.mark.browser
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
@@ -48,8 +50,10 @@ SCREENSHOTS = os.environ.get("SVMSVC_SCREENSHOTS")
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     directory = tmp_path_factory.mktemp("dashboard")
+    shards = directory / "shards"  # where the service allows a sharded dataset's shards
+    split_svmlight(data_path("heart_scale"), shards, fractions=[1, 2, 3])
     server = ServerProcess(directory, SQLiteBackend().database_url(directory), workers=2,
-                           api_keys=f"admin:{ADMIN_KEY}")
+                           api_keys=f"admin:{ADMIN_KEY}", shard_roots=shards)
     try:
         server.wait_ready()
         server.client.headers["X-API-Key"] = ADMIN_KEY
@@ -157,6 +161,24 @@ def test_a_file_uploaded_through_the_page_is_listed(page):
     row = next(r for r in page.all("#dataset-list tbody tr") if "heart_scale" in r.text)
     assert "270" in row.text and ": 120" in row.text and ": 150" in row.text  # class counts
     page.screenshot("datasets")
+
+
+def test_a_sharded_dataset_is_listed_with_its_shards_and_offered_for_training(page, server):
+    """Registered from shard paths (nothing uploaded), it is listed as sharded with its shard
+    count, its statistics not read yet; the train form offers it, saying so."""
+    paths = sorted(str(p) for p in (server.data_dir / "shards").iterdir())
+    response = server.client.post("/api/v1/datasets/sharded",
+                                  json={"shards": paths, "name": "heart in shards"})
+    assert response.status_code in (200, 201), response.text
+    page.open("/ui/datasets")
+    page.wait_text("#dataset-list", "heart in shards")
+    row = next(r for r in page.all("#dataset-list tbody tr") if "heart in shards" in r.text)
+    assert "sharded (3 shards)" in row.text and "not read yet" in row.text
+    assert row.find_element(By.CSS_SELECTOR, ".dataset-kind").get_attribute("title") == \
+        "\n".join(paths)
+    page.open(f"/ui/train?dataset={response.json()['id']}")
+    page.wait(lambda: page.find("#train-dataset option:checked").text ==
+              "heart in shards (sharded in 3, not read yet)", "the sharded dataset offered")
 
 
 def test_a_malformed_file_dropped_on_the_page_shows_its_line(page):
@@ -564,3 +586,40 @@ def test_the_api_docs_render_with_nothing_from_another_host(page, server, path, 
 def test_the_root_leads_to_the_dashboard(page, server):
     page.open("/")
     page.wait(lambda: page.driver.current_url.rstrip("/").endswith("/ui/jobs"), "the jobs page")
+
+
+@pytest.mark.slow
+@pytest.mark.dask
+def test_a_data_parallel_job_page_shows_what_its_iterations_cost(browser, tmp_path_factory):
+    """A service on a Dask cluster (a ``LocalCluster`` of 2 worker processes): a job on a
+    sharded dataset trains data-parallel, and its page says its mean reductions, bytes and
+    communication time per iteration, and names the dataset as sharded with its shape."""
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+    directory = tmp_path_factory.mktemp("dashboard-dask")
+    shards = split_svmlight(data_path("heart_scale"), directory / "shards", n_shards=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, resources={"threads": 1},
+                                  dashboard_address=":0",
+                                  env={"NUMBA_NUM_THREADS": "1"}) as cluster:
+        server = ServerProcess(directory, SQLiteBackend().database_url(directory), workers=2,
+                               api_keys=f"admin:{ADMIN_KEY}", executor="dask",
+                               dask_scheduler=cluster.scheduler_address, single_machine=True,
+                               dask_threads_per_job=1, shard_roots=directory / "shards")
+        try:
+            server.wait_ready()
+            server.client.headers["X-API-Key"] = ADMIN_KEY
+            dataset = server.client.post("/api/v1/datasets/sharded",
+                                         json={"shards": [str(p) for p in shards]}).json()
+            job = _finished(server, _job(server, dataset["id"], {"solver": "mfn"})["id"])
+            assert job["status"] == "succeeded", job
+            page = Page(browser, server)
+            page.open("/ui/jobs")  # another origin: the key is entered again
+            page.find("#api-key").send_keys(ADMIN_KEY)
+            page.find("#key-form button").click()
+            page.open(f"/ui/jobs/{job['id']}")
+            text = page.wait_text("#communication", "Data-parallel on the Dask cluster") and \
+                page.find("#communication").text
+            assert re.search(r"per iteration [\d.]+ reductions, [\d.]+ (B|KiB|MiB) moved", text)
+            assert page.find("[data-fact=dataset]").text == \
+                "heart_scale.0 (sharded in 2, 270 × 13)"
+        finally:
+            server.stop()

@@ -1,4 +1,5 @@
-"""``/datasets``: upload (streamed, content-addressed), list, get, delete."""
+"""``/datasets``: upload (streamed, content-addressed), register shards (read by the Dask
+workers where they are), list, get, delete."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import API_PREFIX
 from app.api.deps import (
@@ -24,7 +26,8 @@ from app.api.errors import responses
 from app.core.security import ADMIN, READ, TRAIN, PrincipalDep
 from app.crud import datasets as crud_datasets
 from app.errors import LimitExceeded, limit_exceeded
-from app.schemas import DatasetPublic, DatasetsPublic
+from app.schemas import DatasetPublic, DatasetShardedCreate, DatasetsPublic
+from app.shards import check_shards
 from app.uploads import UploadLimits, receive_svmlight_upload
 
 router = APIRouter(prefix=f"{API_PREFIX}/datasets", tags=["datasets"],
@@ -34,17 +37,33 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-dat
     "schema": {"$ref": "#/components/schemas/DatasetUpload"}}}}}
 
 
-@router.post(
-    "",
-    name="upload",
-    status_code=status.HTTP_201_CREATED,
-    response_model=DatasetPublic,
-    dependencies=[TRAIN],
-    responses={200: {"model": DatasetPublic, "description": "The same content exists: "
-                                                            "that dataset"},
-               **responses(400, 413, 422)},
-    openapi_extra=UPLOAD_BODY,
-)
+def creates_dataset(path: str, name: str, existing: str, *errors: int, **options):
+    """A ``POST`` that creates a dataset: 201 new, 200 with the dataset that already has what
+    was sent (``existing`` says what), for the ``train`` scope."""
+    return router.post(path, name=name, status_code=status.HTTP_201_CREATED,
+                       response_model=DatasetPublic, dependencies=[TRAIN],
+                       responses={200: {"model": DatasetPublic, "description": existing},
+                                  **responses(*errors)}, **options)
+
+
+def check_width(n_features: int | None, settings) -> None:
+    """A 422 naming ``SVMSVC_MAX_FEATURES`` for an ``n_features`` past it."""
+    if n_features is not None and n_features > settings.max_features:
+        raise limit_exceeded("n_features", "max_features", settings.max_features, "features",
+                             actual=n_features, error=LimitExceeded)
+
+
+def answer_created(response: Response, dataset, created: bool) -> DatasetPublic:
+    """201 with ``Location`` for a new dataset, 200 for an existing one."""
+    if created:
+        response.headers["Location"] = f"{API_PREFIX}/datasets/{dataset.id}"
+    else:
+        response.status_code = status.HTTP_200_OK
+    return DatasetPublic.from_row(dataset)
+
+
+@creates_dataset("", "upload", "The same content exists: that dataset", 400, 413, 422,
+                 openapi_extra=UPLOAD_BODY)
 async def upload_dataset(
     request: Request,
     response: Response,
@@ -65,20 +84,50 @@ async def upload_dataset(
     bytes, rows, stored entries, features) is a 413 naming the setting; nothing is stored
     then.
     """
-    if n_features is not None and n_features > settings.max_features:
-        raise limit_exceeded("n_features", "max_features", settings.max_features, "features",
-                             actual=n_features, error=LimitExceeded)
+    check_width(n_features, settings)
     upload = await receive_svmlight_upload(
         request, UploadLimits.from_settings(settings), n_features=n_features,
         zero_based=zero_based)
     dataset, created = await run_in_threadpool(
         crud_datasets.store, sessions, store, upload.dataset, upload.name, upload.size,
         principal.owner)
-    if created:
-        response.headers["Location"] = f"{API_PREFIX}/datasets/{dataset.id}"
-    else:
-        response.status_code = status.HTTP_200_OK
-    return DatasetPublic.from_row(dataset)
+    return answer_created(response, dataset, created)
+
+
+@creates_dataset("/sharded", "register_sharded",
+                 "The same shards, read the same way, exist: that dataset", 422)
+def register_sharded_dataset(
+    body: DatasetShardedCreate,
+    response: Response,
+    settings: SettingsDep,
+    sessions: SessionsDep,
+    principal: PrincipalDep,
+) -> DatasetPublic:
+    """Register a dataset from SVMlight shards that the Dask workers parse where they are:
+    nothing is uploaded, and this process does not read them.
+
+    Each shard is an absolute local path every Dask worker sees, inside a directory of
+    ``SVMSVC_SHARD_ROOTS`` (a ``file://`` URL alike), or a URL of a scheme in
+    ``SVMSVC_SHARD_SCHEMES`` (``s3://bucket/part-0.svm``); anything else is a 422
+    (``invalid-shard``) naming the shard and the setting.  The statistics (rows, features,
+    labels) are null until a job reads the shards on the cluster (its jobs need
+    ``SVMSVC_EXECUTOR=dask``).  New: 201 with ``Location``; the same shards read the same way
+    already registered by the caller's owner: 200 with that dataset.
+    """
+    check_width(body.n_features, settings)
+    shards = check_shards(body.shards, settings)
+    dataset, created = crud_datasets.register_sharded(
+        sessions, shards, body.name, body.n_features, body.zero_based, principal.owner)
+    return answer_created(response, dataset, created)
+
+
+@router.api_route("/sharded", methods=["GET", "PUT", "PATCH", "DELETE"],
+                  include_in_schema=False)
+def sharded_other_methods() -> None:
+    """``sharded`` is this collection's registration, not a dataset's id: any other method is
+    a 405 (with ``Allow: POST``), not a 422 for an id that is not a UUID from the item
+    routes below, which the path would otherwise reach."""
+    raise StarletteHTTPException(status.HTTP_405_METHOD_NOT_ALLOWED)
 
 
 @router.get("", name="list", response_model=DatasetsPublic, responses=responses(422))

@@ -14,7 +14,11 @@ at ``SVMSVC_DASK_SCHEDULER``.  On a Dask worker the task
 * runs the job body the local worker runs, :func:`app.jobs.worker.run_job` -- dataset from
   the shared store, ``solvers.train`` with the database monitor (log batches, cancel flag,
   time limit), model and final state written under the attempt fence -- with its Numba
-  threads set to the job's ``threads`` resource.
+  threads set to the job's ``threads`` resource;
+* for a job on a sharded dataset (:mod:`app.shards`), reads the shards on the cluster's
+  workers (:func:`sharded_dataset`: one partition actor per shard, over every worker) and
+  trains data-parallel on them with the same body, monitor and records (each iteration's
+  ``reductions``, ``bytes_moved`` and ``communication_seconds`` in its extras).
 
 A job asks for ``resources={"threads": k}`` (``SVMSVC_DASK_THREADS_PER_JOB``): a worker started
 with ``--resources threads=N`` runs at most ``N // k`` jobs at once, so two parallel solvers
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import multiprocessing
 import threading
@@ -122,6 +127,26 @@ class SvmsvcWorkerPlugin(WorkerPlugin):
             logger.info("worker %s: kernels warmed up in %.1f s", worker.address, seconds)
 
 
+@contextlib.contextmanager
+def sharded_dataset(source: dict):
+    """A sharded dataset's rows read on this cluster's workers for one job
+    (``solvers.distributed.read_svmlight``: a partition actor per shard, shards spread over
+    every worker) and released when the job ends.  The task leaves its worker's thread pool
+    meanwhile (``worker_client`` secedes): the partitions' actors are created on the workers'
+    threads, this one's included, and the task only drives their rounds."""
+    from distributed import worker_client
+
+    from solvers.distributed import read_svmlight
+
+    with worker_client() as client:
+        dataset = read_svmlight(client, source["shards"], n_features=source.get("n_features"),
+                                zero_based=bool(source.get("zero_based", False)))
+        try:
+            yield dataset
+        finally:
+            dataset.close()
+
+
 def run_dask_job(task: DaskTask) -> dict:
     """The task of one attempt: returns ``{"status": final status written or None,
     "rerun_after": None, or the message of the run that already started this attempt}``."""
@@ -145,7 +170,7 @@ def run_dask_job(task: DaskTask) -> dict:
     numba.set_num_threads(max(1, min(task.threads, numba.config.NUMBA_NUM_THREADS)))
     status = run_job(sessions, store, task.job_id, task.attempt,
                      lambda: worker.status in (Status.running, Status.paused),
-                     task.max_model_bytes)
+                     task.max_model_bytes, sharded=sharded_dataset)
     return {"status": status, "rerun_after": None}
 
 

@@ -192,6 +192,13 @@ export function bytes(n) {
   return `${i ? n.toFixed(1) : n} ${units[i]}`;
 }
 
+// A dataset in one line: its name and shape; a sharded one says so, with its shard count, and
+// "not read yet" until a job has read its shards on the cluster.
+export function datasetLine(d) {
+  const shape = d.n_samples == null ? "not read yet" : `${fmt(d.n_samples)} × ${fmt(d.n_features)}`;
+  return d.kind === "sharded" ? `${d.name} (sharded in ${d.n_shards}, ${shape})` : `${d.name} (${shape})`;
+}
+
 export function shortId(id) { return id ? id.slice(0, 8) : "–"; }
 
 export function jobElapsed(job) {

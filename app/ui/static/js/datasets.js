@@ -1,5 +1,6 @@
-// Datasets: the list (sizes, class counts, density), upload by drag and drop (the error of a
-// malformed file with its line), delete.
+// Datasets: the list (sizes, class counts, density; a sharded dataset's kind and shards, its
+// statistics once a job read them), upload by drag and drop (the error of a malformed file
+// with its line), delete.
 import { API, ApiError, api, apiAll, apiKey, bytes, content, el, fmt, notice, showError, start, table, when } from "./common.js";
 
 async function upload(file, status) {
@@ -14,6 +15,7 @@ async function upload(file, status) {
 }
 
 function classCounts(counts) {
+  if (counts == null) return el("span", { class: "muted" }, "not read yet (a job reads the shards)");
   return Object.entries(counts).map(([label, n]) => `${label}: ${n.toLocaleString("en-US")}`).join(", ");
 }
 
@@ -57,12 +59,15 @@ function fill(list, datasets) {
   }
   list.replaceChildren(table([
     { label: "Name", render: (d) => el("span", { class: "dataset-name" }, d.name) },
+    { label: "Kind", render: (d) => (d.kind === "sharded"
+      ? el("span", { class: "dataset-kind", title: d.shards.join("\n") }, `sharded (${d.n_shards} shard${d.n_shards === 1 ? "" : "s"})`)
+      : el("span", { class: "dataset-kind" }, "uploaded")) },
     { label: "Examples", num: true, render: (d) => fmt(d.n_samples) },
     { label: "Features", num: true, render: (d) => fmt(d.n_features) },
     { label: "Non-zeros", num: true, cls: "hide-narrow", render: (d) => fmt(d.nnz) },
     { label: "Density", num: true, render: (d) => fmt(d.density, 3) },
     { label: "Classes (examples each)", render: (d) => classCounts(d.class_counts) },
-    { label: "Stored", num: true, cls: "hide-narrow", render: (d) => bytes(d.stored_bytes) },
+    { label: "Stored", num: true, cls: "hide-narrow", render: (d) => (d.kind === "sharded" ? "on the workers" : bytes(d.stored_bytes)) },
     { label: "Uploaded", cls: "hide-narrow", render: (d) => when(d.created_at) },
     { label: "", render: (d) => el("span", {},
         el("a", { href: `/ui/train?dataset=${d.id}` }, "train"), " ",

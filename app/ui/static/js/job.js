@@ -9,7 +9,7 @@
 // one-vs-rest job's classes ("class 3 of 26"), a one-vs-one job's pairs, a tuning job's grid
 // points (C, gamma: the fold fits' scores and training objectives against the fold) and its
 // refit (a convergence, per class for several labels).
-import { FINISHED, api, content, el, fmt, jobElapsed, notice, seconds, setTitle, shortId, showError, start, statusBadge, streamLog, table, when } from "./common.js";
+import { FINISHED, api, bytes, content, datasetLine, el, fmt, jobElapsed, notice, seconds, setTitle, shortId, showError, start, statusBadge, streamLog, table, when } from "./common.js";
 import { makePlot, partOf, relativeGap, runTimes } from "./plot.js";
 import { race } from "./race.js";
 
@@ -44,6 +44,7 @@ async function render() {
     el("section", {}, facts, actions),
     el("h2", { id: "convergence" }, "Convergence"),
     el("p", { class: "legend-note", id: "plot-note" }),
+    el("p", { class: "legend-note", id: "communication", hidden: true }),
     el("div", { class: "toolbar" }, view, axis),
     el("div", { class: "columns" },
       el("div", {}, el("p", { class: "plot-title", id: "plot-gap-title" }), gapBox),
@@ -118,7 +119,7 @@ function showFacts(facts, actions, dataset) {
     ["Solver status", job.solver_status || "–"],
     ["Message", job.message || "–"],
     ["Error", job.error ? el("span", { class: "error" }, job.error) : "–"],
-    ["Dataset", dataset ? `${dataset.name} (${dataset.n_samples} × ${dataset.n_features})` : job.dataset_id],
+    ["Dataset", dataset ? datasetLine(dataset) : job.dataset_id],
     ["Iterations", job.progress ? fmt(job.progress.iteration) : "–"],
     ["Objective", job.progress ? fmt(job.progress.objective, 10) : "–"],
     ["Optimality", job.progress ? fmt(job.progress.optimality) : "–"],
@@ -282,8 +283,23 @@ function redraw(rebuild) {
     plots.objective.setData(objData);
   }
   gapBox.dataset.points = String(part.length);
+  showCommunication();
   document.body.dataset.view = chosen.key;
   document.body.dataset.records = String(records.length);
+}
+
+// A data-parallel job (a sharded dataset, on the Dask cluster): what its iterations cost in
+// communication, from the records' extras (reductions, bytes moved, seconds beyond the
+// partitions' own work), as means per record: a long finished log is down-sampled.
+function showCommunication() {
+  const box = document.getElementById("communication");
+  const rounds = records.filter((r) => r.extras && r.extras.reductions != null);
+  if (!box || !rounds.length) return;
+  const mean = (key) => rounds.reduce((sum, r) => sum + (r.extras[key] || 0), 0) / rounds.length;
+  box.hidden = false;
+  box.textContent = `Data-parallel on the Dask cluster: per iteration ${fmt(mean("reductions"), 3)} ` +
+    `reductions, ${bytes(Math.round(mean("bytes_moved")))} moved, ${seconds(mean("communication_seconds"))} ` +
+    `in communication (means over ${rounds.length} records).`;
 }
 
 start(render);

@@ -2,7 +2,7 @@
 // own source of truth), defaults filled in, each parameter's description shown; optionally a
 // tuning job (cross-validation over a C grid, scored by one of the API's `scoring` choices,
 // read from its OpenAPI schema).
-import { api, apiAll, apiKey, content, el, fmt, notice, start } from "./common.js";
+import { api, apiAll, apiKey, content, datasetLine, el, notice, start } from "./common.js";
 
 const query = new URLSearchParams(location.search);
 
@@ -16,7 +16,7 @@ async function render() {
   }
   const dataset = el("select", { id: "train-dataset", name: "dataset_id", required: true },
     datasets.map((d) => el("option", { value: d.id, selected: d.id === query.get("dataset") },
-      `${d.name} (${fmt(d.n_samples)} × ${fmt(d.n_features)})`)));
+      datasetLine(d))));
   const solver = el("select", { id: "train-solver", name: "solver" },
     solvers.data.map((s) => el("option", { value: s.name, selected: s.name === (query.get("solver") || "mfn") }, s.name)));
   const validation = el("select", { id: "train-validation" }, el("option", { value: "" }, "none"),
