@@ -7,6 +7,7 @@ when a command runs.  Command-line options override the ``SVMSVC_*`` environment
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -73,28 +74,44 @@ loaded 2-core machine, and the process may be the one running the worker pool)."
 
 def _serve_processes(settings) -> int:
     """``serve`` with several web processes (:mod:`app.web_processes`): uvicorn's supervisor
-    binds the socket and spawns them; each builds the application from the environment,
-    which carries the command line's settings."""
+    spawns them and replaces those that die; each listens on a socket of its own on the
+    service's port (``SO_REUSEPORT``: the kernel spreads the connections) and builds the
+    application from the environment, which carries the command line's settings."""
     import shutil
 
     import uvicorn
+    from uvicorn.supervisors import Multiprocess
 
-    from app.web_processes import METRICS_DIR
+    from app.web_processes import METRICS_DIR, listening_sockets
 
+    try:
+        reserved, sockets = listening_sockets(settings.host, settings.port)
+    except OSError as exc:
+        sys.stderr.write(f"svmsvc: error: cannot listen on {settings.host}:{settings.port}: "
+                         f"{exc}\n")
+        return 1
+    port = reserved.getsockname()[1]
     data_dir = settings.data_dir.resolve()
     metrics_dir = data_dir / METRICS_DIR
     shutil.rmtree(metrics_dir, ignore_errors=True)  # counts of a previous run
     metrics_dir.mkdir()
     os.environ.update({
-        "SVMSVC_HOST": settings.host, "SVMSVC_PORT": str(settings.port),
+        "SVMSVC_HOST": settings.host, "SVMSVC_PORT": str(port),
         "SVMSVC_DATA_DIR": str(data_dir), "SVMSVC_WORKERS": str(settings.workers),
         "SVMSVC_WEB_PROCESSES": str(settings.web_processes),
         "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)})
-    uvicorn.run("app.main:create_web_process_app", factory=True, host=settings.host,
-                port=settings.port, workers=settings.web_processes,
-                log_level=settings.log_level.lower(), access_log=settings.access_log,
-                log_config=_log_config_with_process_ids(),
-                timeout_worker_healthcheck=WORKER_HEALTHCHECK_S)
+    config = uvicorn.Config("app.main:create_web_process_app", factory=True,
+                            host=settings.host, port=port,
+                            workers=settings.web_processes,
+                            log_level=settings.log_level.lower(),
+                            access_log=settings.access_log,
+                            log_config=_log_config_with_process_ids(),
+                            timeout_worker_healthcheck=WORKER_HEALTHCHECK_S)
+    with reserved:
+        logging.getLogger("svmsvc").info(
+            "svmsvc on http://%s:%d with %d web processes (Press CTRL+C to quit)",
+            settings.host, port, settings.web_processes)
+        Multiprocess(config, sockets=sockets).run()
     return 0
 
 

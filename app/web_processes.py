@@ -77,6 +77,57 @@ POOL_FILE = "pool.json"
 METRICS_DIR = "prometheus"
 
 
+def _reuse_port_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port) with ``SO_REUSEPORT`` (not listening yet)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class OwnListeningSocket:
+    """What uvicorn's supervisor hands each web process as its listening socket, on Linux:
+    unpickled in the process (uvicorn pickles its sockets to the processes it spawns), it is
+    a socket of the process's own, bound to the service's address with ``SO_REUSEPORT``.
+
+    With one socket shared by every process, the process whose event loop wakes first
+    accepts every connection waiting (asyncio accepts in a loop), so a burst of new
+    connections (a client pool, ``wrk``) lands on one process (seen: 8 of 8, the other
+    process idle).  With a socket each, the kernel spreads the connections over the
+    processes by a hash of their addresses.  The supervisor holds a socket of the group that
+    never listens (:func:`reserve_port`): it keeps the port while processes are replaced and
+    receives no connection.  A process that dies loses the connections not yet accepted in
+    its queue (they are reset), as with any listener that closes."""
+
+    def __init__(self, host: str, port: int):
+        self.host = host
+        self.port = port
+
+    def __reduce__(self):
+        return _reuse_port_socket, (self.host, self.port)
+
+
+def listening_sockets(host: str, port: int) -> tuple[socket.socket, list]:
+    """The supervisor's socket and what it hands every web process: on Linux, a socket that
+    reserves the port and an :class:`OwnListeningSocket`; elsewhere (no load-balancing
+    ``SO_REUSEPORT``) one socket bound here that every process shares."""
+    if not sys.platform.startswith("linux"):
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.set_inheritable(True)
+        return sock, [sock]
+    reserved = _reuse_port_socket(host, port)
+    return reserved, [OwnListeningSocket(host, reserved.getsockname()[1])]
+
+
 class DispatcherLock:
     """The exclusive, non-blocking ``flock`` that makes its holder the dispatcher process;
     the file holds the holder's pid (for operators: ``cat dispatcher.lock``)."""

@@ -135,8 +135,13 @@ def test_two_web_processes_share_one_dispatcher(server):
     interrupted = create_job(client, a9a, MEDIUM_PARAMS)["id"]
     wait_job(client, interrupted, until=lambda j: j["status"] == "running"
              and j["progress"] is not None)
-    orphan = next(w["pid"] for w in client.get("/readyz").json()["workers"]
-                  if w["job_id"] == interrupted)
+
+    def worker_of_interrupted() -> int | None:
+        # /readyz of the process that does not dispatch shows the pool as last published
+        workers = client.get("/readyz").json()["workers"]
+        return next((w["pid"] for w in workers if w["job_id"] == interrupted), None)
+
+    orphan = wait_for(worker_of_interrupted, PATIENCE_S, what="the job's worker")
     os.kill(leader, signal.SIGKILL)
     wait_process_gone(orphan)  # its worker notices its parent is gone and stops
     survivor = next(pid for pid in processes if pid != leader)
