@@ -52,6 +52,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -429,6 +430,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_cpu_times() -> tuple[int, int]:
+    """(busy, total) clock ticks of all the machine's cores so far (``/proc/stat``): what
+    was left idle during a measurement says whether another process could have had it."""
+    # user nice system idle iowait irq softirq steal (guest time is counted in user)
+    ticks = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:9]]
+    idle = ticks[3] + ticks[4]
+    return sum(ticks) - idle, sum(ticks)
+
+
 def web_cpu_seconds(server: Server) -> dict[int, float]:
     """CPU time so far of each process of ``server`` that answers requests, by pid."""
     return {pid: cpu_seconds(pid) for pid in server.web_pids()}
@@ -474,12 +484,15 @@ def _wrk(server: Server, model: str, seconds: float, connections: int,
     if shutil.which("wrk") is None:
         return {"error": "wrk not installed (apt-get install wrk)"}
     cpu = web_cpu_seconds(server)
+    machine, load = machine_cpu_times(), resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency",
          "-H", f"X-API-Key: {ADMIN_KEY}",
          f"{server.url}/api/v1/models/{model}/predict?x={quote(x)}"],
         capture_output=True, text=True, check=True).stdout
     after = web_cpu_seconds(server)
+    generator = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy, total = (b - a for a, b in zip(machine, machine_cpu_times(), strict=True))
     by_process = {pid: after[pid] - cpu.get(pid, 0.0) for pid in after}
     cpu = sum(by_process.values())
 
@@ -499,7 +512,10 @@ def _wrk(server: Server, model: str, seconds: float, connections: int,
             "non_2xx": int(bad.group(1)) if bad else 0,
             "socket_errors": errors.group(1) if errors else "none",
             "server_cpu_ms_per_request": 1e3 * cpu / max(requests, 1),
-            "server_cpu_s_by_process": [round(seconds, 2) for seconds in by_process.values()]}
+            "server_cpu_s_by_process": [round(seconds, 2) for seconds in by_process.values()],
+            "wrk_cpu_s": round(generator.ru_utime + generator.ru_stime - load.ru_utime
+                               - load.ru_stime, 2),
+            "machine_idle_fraction": round(1 - busy / total, 3) if total else None}
 
 
 def predict_ab(directory: Path, variants: dict, rounds: int, requests: int,
