@@ -8,7 +8,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
+import subprocess
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -29,7 +33,16 @@ from servicetools import (
     wait_process_gone,
 )
 
-from app.web_processes import LOCK_FILE, POOL_FILE
+from app.web_processes import (
+    LOCK_FILE,
+    POOL_FILE,
+    STALE_S,
+    DispatcherLock,
+    SharedDispatcher,
+    WakeSocket,
+    send_wake,
+    wake_address,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -116,6 +129,17 @@ def test_two_web_processes_share_one_dispatcher(server):
     assert sum(counts.values()) == PREDICTIONS
     assert set(counts) == set(processes), counts  # both processes answered
 
+    # /metrics, whichever process answers, adds up what both counted
+    route = 'route="/api/v1/models/{model_id}/predict",status="200"'
+    for _ in range(6):
+        metrics = httpx.get(f"{server.url}/metrics", timeout=PATIENCE_S).text
+        served = [line for line in metrics.splitlines()
+                  if line.startswith("svmsvc_http_requests_total{") and route in line]
+        assert served and float(served[0].rsplit(" ", 1)[1]) >= PREDICTIONS, served
+        workers = [float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                   if line.startswith("svmsvc_workers{")]
+        assert sum(workers) == 1  # the published pool's one worker
+
     # a job created through the process that does not dispatch starts as promptly (it
     # wakes the dispatcher): create jobs on fresh connections until each process made one
     def creators() -> set[int]:
@@ -165,3 +189,51 @@ def test_a_second_service_on_the_same_data_directory_is_refused(server):
         assert "another svmsvc serve runs on the data directory" in other.log()
     finally:
         other.stop()
+
+
+def test_the_dispatcher_lock_has_one_holder_at_a_time(tmp_path):
+    first, second = (DispatcherLock(tmp_path / LOCK_FILE) for _ in range(2))
+    assert first.try_acquire() and first.held
+    assert not second.try_acquire()  # flock is per open file: refused in one process too
+    assert (tmp_path / LOCK_FILE).read_text().strip() == str(os.getpid())
+    first.release()
+    assert second.try_acquire()
+    second.release()
+
+
+def test_a_wake_reaches_the_dispatchers_socket_and_is_dropped_when_nobody_listens(tmp_path):
+    address = wake_address(tmp_path)
+    send_wake(address)  # nobody listens: dropped, no error
+    listener = WakeSocket(address)
+    try:
+        for _ in range(3):
+            send_wake(address)
+        assert select.select([listener], [], [], PATIENCE_S)[0] == [listener]
+        listener.drain()
+        assert select.select([listener], [], [], 0)[0] == []  # one drain reads them all
+    finally:
+        listener.close()
+    assert wake_address(tmp_path / "other") != address  # another data directory
+
+
+def test_the_published_pool_is_read_while_fresh_and_its_process_lives(tmp_path):
+    reader = SharedDispatcher(tmp_path)
+    assert reader.role == "serving" and not reader.dispatching and reader.snapshot() == []
+    worker = {"index": 0, "pid": 1234, "alive": True, "ready": True,
+              "job_id": "6f1c2a4e-8a0b-4d4e-9a39-3c2a1d5e7f00", "state": None}
+
+    def publish(**fields) -> None:
+        content = {"pid": os.getpid(), "time": time.time(), "dispatching": True,
+                   "workers": [worker]} | fields
+        (tmp_path / POOL_FILE).write_text(json.dumps(content))
+
+    publish()
+    assert reader.dispatching
+    [info] = reader.snapshot()
+    assert info.ready and str(info.job_id) == worker["job_id"] and info.pid == 1234
+    publish(time=time.time() - STALE_S - 1)  # its process stopped publishing
+    assert not reader.dispatching and reader.snapshot() == []
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    publish(pid=gone.pid)  # its process is gone
+    assert not reader.dispatching
