@@ -1,11 +1,12 @@
-"""Several web processes on one listening socket, sharing one dispatcher (issue 38).
+"""Several web processes on one port, sharing one dispatcher (issue 38).
 
 ``svmsvc serve --web-processes N`` (``SVMSVC_WEB_PROCESSES``) with N > 1 runs uvicorn's
 supervisor, which spawns N processes (the ``spawn`` start method: nothing is forked after
-Numba's threads started) that accept on the one socket it bound.  Every process serves every
-route; exactly one of them also runs what a service runs once: the dispatcher and the
-executor's worker pool, the lease renewal, the periodic sweep of orphaned files, and the
-recovery of the jobs a previous process left running.
+Numba's threads started) and replaces those that die; on Linux each listens on a socket of
+its own on the port (:class:`OwnListeningSocket`).  Every process serves every route;
+exactly one of them also runs what a service runs once: the dispatcher and the executor's
+worker pool, the lease renewal, the periodic sweep of orphaned files, and the recovery of the
+jobs a previous process left running.
 
 * **Who dispatches.**  The process that holds an exclusive ``flock`` on ``dispatcher.lock``
   in the data directory (so two services with different data directories never collide).
