@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
 import threading
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -41,6 +43,12 @@ from app.metrics import MetricsMiddleware, ServiceMetrics
 from app.prediction import ModelCache
 from app.schemas import DatasetUpload, PredictBatchRequest, Problem
 from app.storage import open_store
+from app.web_processes import (
+    CONTEND_INTERVAL_S,
+    MIGRATE_LOCK_FILE,
+    SharedDispatcher,
+    exclusively,
+)
 
 logger = logging.getLogger("svmsvc")
 
@@ -83,6 +91,23 @@ def _warm_serial_kernels() -> None:
     logger.info("serial kernels ready for predictions (%.1f s)", seconds)
 
 
+def configure_logging(settings: Settings) -> None:
+    """The service's log lines (with the process id when there are several web
+    processes)."""
+    process = " [%(process)d]" if settings.web_processes > 1 else ""
+    logging.basicConfig(level=settings.log_level.upper(),
+                        format=f"%(asctime)s %(levelname)s %(name)s{process}: %(message)s")
+
+
+def _upgrade(engine, settings: Settings) -> str:
+    """Apply the migrations; one process at a time when there are several (Alembic upgrading
+    one database from two processes at once fails on SQLite and PostgreSQL alike)."""
+    if settings.web_processes == 1:
+        return upgrade_database(engine)
+    with exclusively(settings.data_dir / MIGRATE_LOCK_FILE):
+        return upgrade_database(engine)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The application; nothing starts until its lifespan does (``svmsvc serve``)."""
     settings = settings or Settings()
@@ -93,7 +118,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         configure_allocator()
         engine = create_db_engine(settings.sqlalchemy_url)
-        revision = await run_in_threadpool(upgrade_database, engine)
+        shared = settings.web_processes > 1
+        revision = await run_in_threadpool(_upgrade, engine, settings)
         sessions = Sessions(engine)
 
         def sweep() -> None:
@@ -115,19 +141,50 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 except Exception:  # a sweep that fails (a database hiccup) waits for the next
                     logger.exception("the periodic sweep of orphaned files failed")
 
-        await run_in_threadpool(sweep)
-        with sessions.write() as session:
-            requeued, cancelled, failed = recover_interrupted_jobs(
-                session, settings.max_attempts, settings.lease_s)
-        if requeued or cancelled or failed:
-            logger.warning("jobs left running by the previous process: %d re-queued, "
-                           "%d cancelled, %d failed", requeued, cancelled, failed)
-        dispatcher = Dispatcher(settings, sessions, metrics)
-        metrics.watch(sessions, dispatcher)
+        def start_dispatcher(wake_socket=None) -> Dispatcher:
+            """What one process of the service does: sweep, take back the jobs a previous
+            process left running, start the dispatcher and its pool."""
+            sweep()
+            with sessions.write() as session:
+                requeued, cancelled, failed = recover_interrupted_jobs(
+                    session, settings.max_attempts, settings.lease_s)
+            if requeued or cancelled or failed:
+                logger.warning("jobs left running by the previous process: %d re-queued, "
+                               "%d cancelled, %d failed", requeued, cancelled, failed)
+            dispatcher = Dispatcher(settings, sessions, metrics, wake_socket=wake_socket)
+            dispatcher.start()
+            return dispatcher
+
+        loop = asyncio.get_running_loop()
+        background: list[asyncio.Task] = []
         app.state.sessions = sessions
-        app.state.dispatcher = dispatcher
         app.state.log_streams.sessions = sessions
-        dispatcher.start()
+        if shared:
+            dispatcher = SharedDispatcher(settings.data_dir.resolve())
+
+            async def contend() -> None:
+                # the dispatcher process may die (uvicorn replaces it): take over its role
+                while True:
+                    await asyncio.sleep(CONTEND_INTERVAL_S)
+                    try:
+                        if await run_in_threadpool(dispatcher.lead, start_dispatcher):
+                            break
+                    except Exception:
+                        logger.exception("could not take over the dispatcher; retrying")
+                logger.warning("web process %d took over the dispatcher", os.getpid())
+                background.append(loop.create_task(sweep_periodically()))
+
+            if await run_in_threadpool(dispatcher.lead, start_dispatcher):
+                background.append(loop.create_task(sweep_periodically()))
+            else:
+                logger.info("web process %d serves requests; another runs the dispatcher",
+                            os.getpid())
+                background.append(loop.create_task(contend()))
+        else:
+            dispatcher = await run_in_threadpool(start_dispatcher)
+            background.append(loop.create_task(sweep_periodically()))
+        metrics.watch(sessions, dispatcher)
+        app.state.dispatcher = dispatcher
         threading.Thread(target=_warm_serial_kernels, name="svmsvc-warm-up",
                          daemon=True).start()
         logger.info("svmsvc ready: database %s at revision %s, data in %s",
@@ -140,11 +197,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             logger.warning("NO API KEYS CONFIGURED: THE SERVICE IS OPEN to anyone who can "
                            "reach %s:%d (set SVMSVC_API_KEYS or SVMSVC_API_KEYS_FILE)",
                            settings.host, settings.port)
-        sweeper = asyncio.get_running_loop().create_task(sweep_periodically())
         try:
             yield
         finally:
-            sweeper.cancel()
+            for task in background:
+                task.cancel()
             app.state.log_streams.close()
             dispatcher.stop()
             engine.dispose()
@@ -185,7 +242,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def prometheus_metrics(request: Request) -> Response:
         if not settings.metrics_public:
             authorize(app.state.api_keys, presented_key(request.headers), Scope.read)
-        body = await run_in_threadpool(generate_latest, metrics.registry)
+        body = await run_in_threadpool(generate_latest, metrics.exposed)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     app.add_route("/metrics", prometheus_metrics, include_in_schema=False)
@@ -205,3 +262,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.openapi = openapi
     return app
+
+
+def create_web_process_app() -> FastAPI:
+    """The application of one of several web processes (``svmsvc serve --web-processes N``;
+    uvicorn's supervisor calls this in each process it spawns, settings from the
+    environment).  It ends the live log streams as soon as the process is told to stop, as
+    ``svmsvc serve``'s single server does: uvicorn waits for every open response to end
+    before the application's shutdown runs.  uvicorn loads the application after installing
+    its signal handlers, so the handlers found here are its own, and are chained."""
+    settings = Settings()
+    configure_logging(settings)
+    app = create_app(settings)
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(sig)
+            if callable(previous):
+                signal.signal(sig, _closing_log_streams(app, previous))
+    return app
+
+
+def _closing_log_streams(app: FastAPI, previous):
+    def handle(sig, frame) -> None:
+        previous(sig, frame)
+        app.state.log_streams.close_threadsafe()
+
+    return handle

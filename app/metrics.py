@@ -10,15 +10,22 @@
   or per client address (``client:<address>``) when the service has no keys;
 * ``svmsvc_jobs_finished_total{status}`` and ``svmsvc_worker_restarts_total{reason}``
   (``crashed`` or ``killed``) since the process started.
+
+With several web processes (:mod:`app.web_processes`) the counters and histograms are those of
+every process added up (since ``svmsvc serve`` started), the job and worker states are the
+service's, and the live log streams are those of the process that answers the scrape (each
+process holds its own).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import func, select
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -46,6 +53,16 @@ class ServiceMetrics:
             registry=self.registry)
 
         self._children: dict[tuple[str, str, int], tuple] = {}
+        directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        if directory:  # several web processes: /metrics adds up what every one counted
+            self.exposed = CollectorRegistry()
+            MultiProcessCollector(self.exposed, path=directory)
+        else:
+            self.exposed = self.registry
+        """What ``/metrics`` serves: :attr:`registry` itself, or with several web processes
+        every process's counters and histograms added up (prometheus_client's multi-process
+        mode, from the files of ``PROMETHEUS_MULTIPROC_DIR``), and the collectors of
+        :meth:`watch` and :meth:`watch_log_streams`."""
 
     def record_request(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count and time one answered request (the labelled series are looked up once)."""
@@ -60,11 +77,11 @@ class ServiceMetrics:
 
     def watch(self, sessions, dispatcher) -> None:
         """Report job states (from the database) and worker states (from ``dispatcher``)."""
-        self.registry.register(_StateCollector(sessions, dispatcher))
+        self.exposed.register(_StateCollector(sessions, dispatcher))
 
     def watch_log_streams(self, streams) -> None:
         """Report the live log streams open now (``streams``: the app's ``LogStreams``)."""
-        self.registry.register(_LogStreamCollector(streams))
+        self.exposed.register(_LogStreamCollector(streams))
 
 
 class _LogStreamCollector:

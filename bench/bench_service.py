@@ -5,7 +5,8 @@
         [--database-url URL]
     python -m bench.bench_service memory [--rounds 6] [--database-url URL]
     python -m bench.bench_service predict [--baseline SOURCE_TREE] [--rounds 5]
-        [--requests 2000] [--seconds 10] [--connections 8] [--database-url URL]
+        [--requests 2000] [--seconds 10] [--connections 8] [--web-processes N]
+        [--database-url URL]
     python -m bench.bench_service startup [--warm-runs 3]
 
 ``cancel``: how long a running job takes to end after ``POST /jobs/{id}/cancel`` (until
@@ -33,7 +34,9 @@ every 20 ms.  What the process keeps once a large request is over is what it hol
 from one client (p50/p99), then ``wrk`` (``apt-get install wrk``) with ``--connections`` for
 ``--seconds`` (predictions/s, p50/p99), and the web process's CPU time per request; with
 ``--baseline``, a second server runs that source tree (first on its ``PYTHONPATH``) and the two
-are measured in turn, round by round, the order alternating.
+are measured in turn, round by round, the order alternating; ``--web-processes N`` adds a
+server of this tree with N web processes (``svmsvc serve --web-processes N``), its CPU time
+that of all N (and each one's, which shows how the connections spread over them).
 
 ``startup``: seconds from ``svmsvc serve`` (two workers) to ``/readyz`` ready, and to every
 worker having compiled (or loaded) every solver's own kernels, first on a cold Numba cache (a
@@ -49,6 +52,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -83,6 +87,7 @@ class Server:
             env["SVMSVC_DATABASE_URL"] = database_url
         env.update({f"SVMSVC_{k.upper()}": str(v) for k, v in settings.items()})
         env.update(extra_env or {})
+        self.web_processes = int(env.get("SVMSVC_WEB_PROCESSES", "1"))
         self.log_path = directory / "server.log"
         self._log = open(self.log_path, "wb")
         svmsvc = Path(sys.executable).parent / "svmsvc"
@@ -90,6 +95,22 @@ class Server:
             [str(svmsvc), "serve", "--port", str(self.port), "--data-dir", str(directory),
              "--workers", str(workers)], stdout=self._log, stderr=subprocess.STDOUT, env=env)
         self.headers = {"X-API-Key": ADMIN_KEY}
+
+    def web_pids(self) -> list[int]:
+        """The processes that answer requests: the server's own, or with several web
+        processes the ones uvicorn's supervisor (the server process) spawned."""
+        if self.web_processes == 1:
+            return [self.process.pid]
+        pids = []
+        for entry in Path("/proc").iterdir():
+            try:
+                stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+                if stat and int(stat.rsplit(")", 1)[1].split()[1]) == self.process.pid \
+                        and b"spawn_main" in (entry / "cmdline").read_bytes():
+                    pids.append(int(entry.name))
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+        return sorted(pids)
 
     def client(self, **kwargs) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers=self.headers, timeout=120.0, **kwargs)
@@ -409,6 +430,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_cpu_times() -> tuple[int, int]:
+    """(busy, total) clock ticks of all the machine's cores so far (``/proc/stat``): what
+    was left idle during a measurement says whether another process could have had it."""
+    # user nice system idle iowait irq softirq steal (guest time is counted in user)
+    ticks = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:9]]
+    idle = ticks[3] + ticks[4]
+    return sum(ticks) - idle, sum(ticks)
+
+
+def web_cpu_seconds(server: Server) -> dict[int, float]:
+    """CPU time so far of each process of ``server`` that answers requests, by pid."""
+    return {pid: cpu_seconds(pid) for pid in server.web_pids()}
+
+
 PREDICT_X = "3:1 11:1 14:1 19:1 39:1 42:1 55:1 64:1 67:1 73:1 75:1 76:1 80:1 83:1"
 """The first example of a9a (14 features): GET predict's query."""
 
@@ -422,7 +457,7 @@ def _sequential(server: Server, model: str, requests: int) -> dict:
     path = f"/api/v1/models/{model}/predict?x={quote(PREDICT_X)}"
     connection = http.client.HTTPConnection("127.0.0.1", server.port)
     times = []
-    cpu = cpu_seconds(server.process.pid)
+    cpu = web_cpu_seconds(server)
     for _ in range(requests):
         start = time.perf_counter()
         connection.request("GET", path, headers=server.headers)
@@ -431,7 +466,7 @@ def _sequential(server: Server, model: str, requests: int) -> dict:
         times.append(time.perf_counter() - start)
         if response.status != 200:
             raise SystemExit(f"GET predict: {response.status}")
-    cpu = cpu_seconds(server.process.pid) - cpu
+    cpu = sum(web_cpu_seconds(server).values()) - sum(cpu.values())
     connection.close()
     return {"p50_ms": 1e3 * _percentile(times, 0.5), "p99_ms": 1e3 * _percentile(times, 0.99),
             "server_cpu_ms_per_request": 1e3 * cpu / requests}
@@ -448,17 +483,25 @@ def _wrk(server: Server, model: str, seconds: float, connections: int,
 
     if shutil.which("wrk") is None:
         return {"error": "wrk not installed (apt-get install wrk)"}
-    cpu = cpu_seconds(server.process.pid)
+    cpu = web_cpu_seconds(server)
+    machine, load = machine_cpu_times(), resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency",
          "-H", f"X-API-Key: {ADMIN_KEY}",
          f"{server.url}/api/v1/models/{model}/predict?x={quote(x)}"],
         capture_output=True, text=True, check=True).stdout
-    cpu = cpu_seconds(server.process.pid) - cpu
+    after = web_cpu_seconds(server)
+    generator = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy, total = (b - a for a, b in zip(machine, machine_cpu_times(), strict=True))
+    by_process = {pid: after[pid] - cpu.get(pid, 0.0) for pid in after}
+    cpu = sum(by_process.values())
 
     def ms(text: str) -> float:
-        value, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()
-        return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+        match = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", text)
+        if match is None:
+            raise SystemExit(f"cannot read the latency {text!r} in wrk's output:\n{out}")
+        value, unit = match.groups()
+        return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4, "h": 3.6e6}[unit]
 
     requests = int(re.search(r"(\d+) requests in", out).group(1))
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -468,7 +511,11 @@ def _wrk(server: Server, model: str, seconds: float, connections: int,
             "p99_ms": ms(re.search(r"99%\s+(\S+)", out).group(1)),
             "non_2xx": int(bad.group(1)) if bad else 0,
             "socket_errors": errors.group(1) if errors else "none",
-            "server_cpu_ms_per_request": 1e3 * cpu / max(requests, 1)}
+            "server_cpu_ms_per_request": 1e3 * cpu / max(requests, 1),
+            "server_cpu_s_by_process": [round(seconds, 2) for seconds in by_process.values()],
+            "wrk_cpu_s": round(generator.ru_utime + generator.ru_stime - load.ru_utime
+                               - load.ru_stime, 2),
+            "machine_idle_fraction": round(1 - busy / total, 3) if total else None}
 
 
 def predict_ab(directory: Path, variants: dict, rounds: int, requests: int,
@@ -580,6 +627,9 @@ def main(argv: list[str] | None = None) -> None:
                          help="sequential requests per round")
     predict.add_argument("--seconds", type=float, default=10.0, help="wrk duration per round")
     predict.add_argument("--connections", type=int, default=8, help="wrk connections")
+    predict.add_argument("--web-processes", type=int, action="append", default=[],
+                         metavar="N", help="also measure this tree served by N web "
+                                           "processes (svmsvc serve --web-processes N)")
     predict.add_argument("--also", action="append", default=[], metavar="SVMSVC_X=VALUE",
                          help="also measure this tree with this setting (a third server)")
     predict.add_argument("--baseline", default=None,
@@ -595,7 +645,7 @@ def main(argv: list[str] | None = None) -> None:
         variants = {"this": here}
         if args.baseline:
             variants = {"baseline": str(Path(args.baseline).resolve()), "this": here}
-        for setting in args.also:
+        for setting in args.also + [f"SVMSVC_WEB_PROCESSES={n}" for n in args.web_processes]:
             variants[f"this {setting}"] = (here, setting)
         with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
             print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "

@@ -257,6 +257,9 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                 ("--repeats", "3"), out_is_file=True),
     ScriptSuite("service", "the service under load (needs wrk for --wrk-connections)",
                 "bench.bench_service", ("load",), out_flag=None),
+    ScriptSuite("predict", "GET predict served by one web process and by two (svmsvc serve "
+                "--web-processes 2), interleaved round by round (needs wrk)",
+                "bench.bench_service", ("predict", "--web-processes", "2"), out_flag=None),
     ScriptSuite("startup", "svmsvc serve to /readyz ready, on a cold Numba cache and warm",
                 "bench.bench_service", ("startup",), out_flag=None),
     ScriptSuite("dask", "jobs through a Dask cluster (needs PostgreSQL and dask.distributed)",

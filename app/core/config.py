@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address `svmsvc serve` listens on.")
     port: int = Field(8000, ge=0, le=65535, description="Port `svmsvc serve` listens on.")
     workers: int = Field(2, ge=1, description="Worker processes that run training jobs.")
+    web_processes: int = Field(
+        1, ge=1, description="Web processes `svmsvc serve` runs on its one socket; one of them "
+                             "also runs the dispatcher and the worker pool, the others serve "
+                             "requests only (predictions scale with them).")
     threads_per_worker: int | None = Field(
         None, ge=1, description="Numba threads per worker; default: CPU cores // workers.")
     max_upload_bytes: int = Field(

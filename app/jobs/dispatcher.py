@@ -26,6 +26,7 @@ import logging
 import multiprocessing
 import threading
 import time
+from typing import Protocol
 
 from sqlalchemy import select
 
@@ -54,19 +55,54 @@ STOP_TIMEOUT_S = 5.0
 __all__ = ["Dispatcher", "WorkerInfo", "TICK_S"]
 
 
+class WakeSource(Protocol):
+    """What the dispatcher waits on besides its executor (``fileno``), pokes to wake itself
+    (``poke``: at most one pending) and drains after waking.  By default a pipe in its own
+    process; several web processes use a socket the others can reach
+    (:class:`app.web_processes.WakeSocket`)."""
+
+    def fileno(self) -> int: ...
+
+    def poke(self) -> None: ...
+
+    def drain(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _PipeWake:
+    """The wake of a dispatcher only its own process wakes."""
+
+    def __init__(self):
+        self._reader, self._writer = multiprocessing.get_context("spawn").Pipe(duplex=False)
+
+    def fileno(self) -> int:
+        return self._reader.fileno()
+
+    def poke(self) -> None:
+        self._writer.send_bytes(b"")
+
+    def drain(self) -> None:
+        if self._reader.poll():
+            self._reader.recv_bytes()
+
+    def close(self) -> None:
+        self._reader.close()
+        self._writer.close()
+
+
 class Dispatcher:
     """The dispatcher thread and the executor it feeds (the routes' view of job execution:
     ``wake()``, ``snapshot()``, ``dispatching``)."""
 
     def __init__(self, settings: Settings, sessions: Sessions, metrics: ServiceMetrics,
-                 executor: Executor | None = None):
+                 executor: Executor | None = None, wake_socket: WakeSource | None = None):
         self._settings = settings
         self._sessions = sessions
         self._metrics = metrics
         self.executor = executor if executor is not None else create_executor(settings, metrics)
         self._stopping = threading.Event()
-        self._wake_reader, self._wake_writer = multiprocessing.get_context("spawn").Pipe(
-            duplex=False)
+        self._wake = wake_socket if wake_socket is not None else _PipeWake()
         self._wake_lock = threading.Lock()
         self._wake_pending = False
         self._thread: threading.Thread | None = None
@@ -95,8 +131,7 @@ class Dispatcher:
                     release_leases(session, [(a.job_id, a.attempt) for a in running])
             except Exception:  # the database is gone: the leases expire by themselves
                 logger.exception("could not release the leases of %d job(s)", len(running))
-        self._wake_reader.close()
-        self._wake_writer.close()
+        self._wake.close()
         logger.info("worker pool stopped")
 
     def wake(self) -> None:
@@ -105,7 +140,7 @@ class Dispatcher:
             if self._wake_pending:
                 return
             try:
-                self._wake_writer.send_bytes(b"")
+                self._wake.poke()
                 self._wake_pending = True
             except OSError:
                 pass  # stopped
@@ -125,7 +160,7 @@ class Dispatcher:
         while not self._stopping.is_set():
             try:
                 self._dispatch()
-                for ended in self.executor.wait(TICK_S, self._wake_reader):
+                for ended in self.executor.wait(TICK_S, self._wake):
                     self._settle_ended(ended)
                 self._drain_wake()
                 if self._stopping.is_set():
@@ -138,9 +173,8 @@ class Dispatcher:
 
     def _drain_wake(self) -> None:
         with self._wake_lock:
-            if self._wake_reader.poll():
-                self._wake_reader.recv_bytes()
-                self._wake_pending = False
+            self._wake.drain()
+            self._wake_pending = False
 
     def _dispatch(self) -> None:
         idle = self.executor.idle()

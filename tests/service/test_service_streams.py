@@ -119,8 +119,11 @@ def test_many_streams_share_a_job_and_the_caps_refuse_more(server_factory):
              what="the stream slots to be released")
 
 
-def test_a_shutdown_with_open_streams_ends_them_without_tracebacks(server_factory):
-    server = server_factory(workers=1)
+@pytest.mark.parametrize("web_processes", [1, 2])
+def test_a_shutdown_with_open_streams_ends_them_without_tracebacks(server_factory,
+                                                                   web_processes):
+    """With two web processes (``create_web_process_app``), each ends its own streams."""
+    server = server_factory(workers=1, web_processes=web_processes)
     server.wait_ready()
     a9a = uploaded_id(server.client, data_path("a9a"))
     job_id = create_job(server.client, a9a, LONG_PARAMS)["id"]
@@ -133,5 +136,5 @@ def test_a_shutdown_with_open_streams_ends_them_without_tracebacks(server_factor
         assert not follower.is_alive() and follower.error is None
         assert "end" not in follower.kinds()  # ended by the service, not by the job
     log = server.log()
-    assert "Application shutdown complete" in log
+    assert log.count("Application shutdown complete") == web_processes
     assert "Traceback" not in log and "Cancel" not in log

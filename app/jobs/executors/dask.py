@@ -43,12 +43,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import wait
 
 from distributed import Client, WorkerPlugin
 
 from app.core.config import Settings
-from app.jobs.executors.interface import Assignment, Ended, WorkerInfo
+from app.jobs.executors.interface import Assignment, Ended, Waitable, WorkerInfo
 from app.jobs.state import Claim
 from app.metrics import ServiceMetrics
 
@@ -314,7 +314,7 @@ class DaskExecutor:
         return infos
 
     # -- waiting ---------------------------------------------------------------------------
-    def wait(self, timeout: float, wake: Connection) -> list[Ended]:
+    def wait(self, timeout: float, wake: Waitable) -> list[Ended]:
         if self._stopped:  # the dispatcher outlived stop() (it was connecting)
             return []
         self._maintain()

@@ -7,8 +7,8 @@ died.  An executor only runs what it is given and reports what happened:
 
 * ``submit(claim)`` starts an attempt on an idle slot (``idle()`` says how many there are);
 * ``kill(assignment)`` ends an attempt that did not stop by itself;
-* ``wait(timeout, wake)`` blocks until something happens (or the dispatcher's ``wake``
-  connection is poked) and returns the attempts whose slot ended them abnormally;
+* ``wait(timeout, wake)`` blocks until something happens (or the dispatcher's ``wake``, a
+  pipe or a socket, becomes readable) and returns the attempts whose slot ended them abnormally;
 * ``running()`` and ``snapshot()`` describe the slots.
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from typing import Protocol
 
 from app.jobs.state import Claim
@@ -62,6 +61,12 @@ class WorkerInfo:
     state: str | None = None  # what a worker not yet ready is doing (its warm-up's progress)
 
 
+class Waitable(Protocol):
+    """What ``multiprocessing.connection.wait`` waits on: a pipe's end, a socket."""
+
+    def fileno(self) -> int: ...
+
+
 class Executor(Protocol):
     """What the dispatcher needs from wherever attempts run."""
 
@@ -81,4 +86,4 @@ class Executor(Protocol):
 
     def snapshot(self) -> list[WorkerInfo]: ...
 
-    def wait(self, timeout: float, wake: Connection) -> list[Ended]: ...
+    def wait(self, timeout: float, wake: Waitable) -> list[Ended]: ...

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
 from app.core.config import Settings
-from app.jobs.executors.interface import Assignment, Ended, WorkerInfo
+from app.jobs.executors.interface import Assignment, Ended, Waitable, WorkerInfo
 from app.jobs.state import Claim
 from app.jobs.worker import WorkerConfig, worker_main
 from app.metrics import ServiceMetrics
@@ -130,7 +130,7 @@ class ProcessExecutor:
                                         w.assignment.job_id if w.assignment else None, state))
             return infos
 
-    def wait(self, timeout: float, wake: Connection) -> list[Ended]:
+    def wait(self, timeout: float, wake: Waitable) -> list[Ended]:
         self._respawn()
         self._kill_hung()
         by_connection = {w.connection: w for w in self._workers}
