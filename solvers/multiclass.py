@@ -10,7 +10,9 @@ multi-class method (Crammer-Singer) is a fit handler of its declared task
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import queue
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -24,7 +26,7 @@ from solvers.base import (
     SubproblemResult,
     Termination,
 )
-from solvers.core.sparse import csr_rmatvec
+from solvers.core.sparse import csr_rmatvec, thread_count
 from solvers.data.dataset import Dataset, label_key
 from solvers.models import KernelModel, LinearModel
 from solvers.monitor import IterationRecord, Monitor, NullMonitor, Stopwatch
@@ -116,6 +118,99 @@ def run_binary_subproblems(dataset: Dataset, spec: SolverSpec, monitor: Monitor,
         if solution.status == Termination.STOPPED:
             break
     return results
+
+
+#: How often the calling thread forwards the records of subproblems solved at once and asks
+#: its monitor (seconds).
+POLL_S = 0.02
+
+
+class _Lane:
+    """The monitor of a subproblem solved on a pool thread: its records, with the run time
+    at which the subproblem started, go to the calling thread through ``records``; it stops
+    once the calling thread saw its monitor ask (``stop[0]``)."""
+
+    def __init__(self, index: int, start: float, records: queue.SimpleQueue,
+                 stop: list[str | None]):
+        self.index = index
+        self.start = start
+        self.records = records
+        self.stop = stop
+
+    def report(self, record: IterationRecord) -> None:
+        self.records.put((self.index, self.start, record))
+
+    def stop_reason(self) -> str | None:
+        return self.stop[0]
+
+
+def solve_subproblems(count: int, solve: Callable[[int, Monitor, int], Any],
+                      monitor: Monitor, tagged: Callable[[int, Callable[[], float]], Monitor],
+                      threads: int = 1) -> list[Any]:
+    """``solve(p, sub_monitor, threads_each)`` for p = 0 .. count - 1, independent
+    subproblems (one-vs-one's pairs): one after another, or ``threads`` at a time on a pool of
+    threads, each subproblem on one of them (its kernels must release the GIL).  Returns the
+    solutions in order, stopping after the first whose ``status`` is STOPPED; a subproblem
+    that a stop request kept from starting is left out.
+
+    ``tagged(p, clock)`` is subproblem p's monitor on the caller's (a
+    :class:`SubproblemMonitor`; ``clock()`` at its construction is the run's time at which p
+    started, so that its records' ``elapsed`` is the run's time).  At once,
+    the records reach it from the calling thread only, as the race of :mod:`solvers.portfolio`
+    forwards them: every :data:`POLL_S` the calling thread forwards what the pool reported
+    (records of subproblems running at once interleave, each tagged with its own) and asks its
+    monitor, whose stop request ends every running subproblem at its next record."""
+    clock = Stopwatch()  # the run's time
+    if threads <= 1 or count <= 1:
+        solutions = []
+        for p in range(count):
+            solutions.append(solve(p, tagged(p, clock), 1))
+            if solutions[-1].status == Termination.STOPPED:
+                break
+        return solutions
+    records: queue.SimpleQueue = queue.SimpleQueue()
+    stop: list[str | None] = [None]
+    monitors: dict[int, Monitor] = {}
+
+    def run(p: int):
+        if stop[0] is not None:
+            return None  # a stop came before this subproblem began
+        lane = _Lane(p, clock(), records, stop)
+        with thread_count(1):
+            return solve(p, lane, 1)
+
+    def drain() -> None:
+        while True:
+            try:
+                p, start, record = records.get_nowait()
+            except queue.Empty:
+                return
+            if p not in monitors:
+                monitors[p] = tagged(p, lambda start=start: start)
+            monitors[p].report(record)
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="subproblem") as pool:
+        futures = [pool.submit(run, p) for p in range(count)]
+        pending = set(futures)
+        try:
+            while pending:
+                _, pending = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
+                drain()
+                if stop[0] is None:
+                    stop[0] = monitor.stop_reason()
+        finally:
+            if stop[0] is None and pending:  # an error in the loop: end the others too
+                stop[0] = "the run ended"
+        drain()
+    solutions = []
+    for future in futures:
+        solution = future.result()  # a subproblem's error is the run's
+        if solution is None:
+            break
+        solutions.append(solution)
+        if solution.status == Termination.STOPPED:
+            break
+    return solutions
 
 
 def n_score_rows(dataset: Dataset) -> int:

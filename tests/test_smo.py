@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -28,6 +29,7 @@ from sklearn.svm import SVC
 import solvers
 from solvers.base import InvalidParametersError
 from solvers.core.kernels import KernelCache
+from solvers.core.sparse import thread_count, threadsafe_threading_layer
 from solvers.models import KernelModel, load_model
 from solvers.monitor import ListMonitor
 from solvers.smo import CSVC
@@ -385,3 +387,41 @@ def test_one_vs_rest_class_weights_scale_each_problems_own_class():
         alone = solvers.train(solvers.Dataset(train.X, y, sample_weight=factor), solver="smo",
                               kernel="rbf", gamma=0.02, C=1.0, tol=GAP)
         assert summary.objective == pytest.approx(alone.objective, rel=1e-6), c
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2 or not threadsafe_threading_layer(),
+                    reason="pairs run at once on two Numba threads of a thread-safe layer")
+def test_pairs_solved_at_once_are_the_pairs_solved_one_after_another():
+    """One-vs-one on two threads (two pairs at a time) gives every pair's solution of one
+    thread, the same records (each tagged with its pair), and a stop asked from the caller's
+    thread ends the run: the pairs running stop at their next record, no other one starts."""
+    train, test = _dna()
+    runs = {}
+    for threads in (1, 2):
+        monitor = ListMonitor()
+        with thread_count(threads):
+            runs[threads] = (solvers.train(train, solver="smo", C=1.0, monitor=monitor),
+                             monitor.records)
+    (serial, serial_log), (concurrent, concurrent_log) = runs[1], runs[2]
+    assert np.array_equal(serial.model.coef_, concurrent.model.coef_)
+    assert np.array_equal(serial.model.intercept_, concurrent.model.intercept_)
+    assert [s.objective for s in serial.subproblems] == \
+        [s.objective for s in concurrent.subproblems]
+
+    def by_pair(log):
+        return sorted((r.extras["class"], r.extras["solver_iteration"], r.objective)
+                      for r in log)
+
+    assert by_pair(serial_log) == by_pair(concurrent_log)
+    assert [r.iteration for r in concurrent_log] == list(range(1, len(concurrent_log) + 1))
+
+    class StopAtFirstRecord(ListMonitor):
+        def stop_reason(self):
+            return "cancelled" if self.records else None
+
+    stopper = StopAtFirstRecord()
+    with thread_count(2):
+        stopped = solvers.train(train, solver="smo", C=1.0, monitor=stopper)
+    assert stopped.status == "stopped"
+    assert 1 <= len(stopped.subproblems) <= 2
+    assert stopped.subproblems[-1].status == "stopped"

@@ -3,18 +3,21 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from solvers.base import Fit, SolverSpec, SubproblemResult, Termination
 from solvers.core.kernels import KernelCache
+from solvers.core.sparse import threadsafe_threading_layer
 from solvers.data.dataset import label_key
 from solvers.models import KernelModel
-from solvers.monitor import Monitor, Stopwatch
+from solvers.monitor import Monitor
 from solvers.multiclass import (
     SubproblemMonitor,
     binary_targets,
     kernel_expansion_model,
     run_binary_subproblems,
+    solve_subproblems,
     subproblem_weight,
 )
 from solvers.smo.params import SMOParams
@@ -65,38 +68,50 @@ def fit_csvc(dataset, spec: SolverSpec, params: SMOParams, monitor: Monitor) -> 
 
 def fit_one_vs_one(dataset, spec: SolverSpec, params: SMOParams, monitor: Monitor) -> Fit:
     """LIBSVM's one-vs-one: for every pair of classes a < b (in sorted order) a C-SVC on the
-    rows of a (+1) and b (-1), each with its own kernel-row cache of ``cache_mb``; the model
-    votes.  gamma="scale" is computed once on the whole training set (as scikit-learn)."""
+    rows of a (+1) and b (-1), each with its own kernel-row cache; the model votes.
+    gamma="scale" is computed once on the whole training set (as scikit-learn).
+
+    The pairs are independent: with t > 1 Numba threads (and a threading layer that lets
+    threads run kernels at once) t of them are solved at a time, one per thread
+    (:func:`solvers.multiclass.solve_subproblems`), each with a cache of ``cache_mb`` / t, so
+    that the caches together stay within ``cache_mb``.  LIBSVM solves them one after another
+    (each with the whole ``cache_size``); every pair's solution is the same either way."""
     X = dataset.X
     classes = dataset.classes
     k = classes.shape[0]
     kernel = params.kernel_function(X)
     cost = _costs(dataset, params.C)
-    coef = np.zeros((k * (k - 1) // 2, dataset.n_samples))
-    intercept = np.zeros(k * (k - 1) // 2)
+    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+    threads = numba.get_num_threads() if threadsafe_threading_layer() else 1
+    at_once = max(1, min(threads, len(pairs)))
+    coef = np.zeros((len(pairs), dataset.n_samples))
+    intercept = np.zeros(len(pairs))
     counter = [0]
-    clock = Stopwatch()  # the run's time: records' elapsed is monotonic across the pairs
+
+    def rows_of(p: int) -> np.ndarray:
+        a, b = pairs[p]
+        return np.flatnonzero((dataset.y == classes[a]) | (dataset.y == classes[b]))
+
+    def tag(p: int) -> str:
+        a, b = pairs[p]
+        return f"{label_key(classes[a])}-{label_key(classes[b])}"
+
+    def solve_pair(p: int, pair_monitor: Monitor, threads_each: int):
+        rows = rows_of(p)
+        y = np.where(dataset.y[rows] == classes[pairs[p][0]], 1.0, -1.0)
+        cache = KernelCache(X[rows], kernel, params.cache_mb / at_once, min_rows=2)
+        return CSVC(cache).solve(y, cost[rows], params, pair_monitor)
+
+    def tagged(p: int, clock) -> SubproblemMonitor:
+        return SubproblemMonitor(monitor, counter, p, tag(p), len(pairs), clock, kind="pair")
+
+    solutions = solve_subproblems(len(pairs), solve_pair, monitor, tagged, at_once)
     summaries = []
-    p = 0
-    for a in range(k):
-        for b in range(a + 1, k):
-            rows = np.flatnonzero((dataset.y == classes[a]) | (dataset.y == classes[b]))
-            y = np.where(dataset.y[rows] == classes[a], 1.0, -1.0)
-            tag = f"{label_key(classes[a])}-{label_key(classes[b])}"
-            cache = KernelCache(X[rows], kernel, params.cache_mb, min_rows=2)
-            pair_monitor = SubproblemMonitor(monitor, counter, p, tag, k * (k - 1) // 2, clock,
-                                             kind="pair")
-            solution = CSVC(cache).solve(y, cost[rows], params, pair_monitor)
-            coef[p, rows] = solution.coef
-            intercept[p] = solution.intercept
-            summaries.append(SubproblemResult(tag, solution.objective,
-                                              Termination(solution.status), solution.message,
-                                              solution.iterations, solution.extras))
-            p += 1
-            if solution.status == Termination.STOPPED:
-                break
-        else:
-            continue
-        break
+    for p, solution in enumerate(solutions):
+        coef[p, rows_of(p)] = solution.coef
+        intercept[p] = solution.intercept
+        summaries.append(SubproblemResult(tag(p), solution.objective,
+                                          Termination(solution.status), solution.message,
+                                          solution.iterations, solution.extras))
     model = _model(X, coef, intercept, classes, kernel, "ovo")
     return Fit(model, summaries)
