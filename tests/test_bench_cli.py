@@ -4,6 +4,8 @@ by its module, parsed by :mod:`bench.cli` alone."""
 import ast
 import contextlib
 import io
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,3 +62,13 @@ def test_no_bench_module_but_the_harness_command_line_builds_a_parser():
                        if not any(part.startswith(".") for part in path.relative_to(BENCH).parts)
                        and path.name != "cli.py" and "argparse" in _imports(path))
     assert not offenders, offenders
+
+
+def test_a_study_run_as_its_module_is_the_harness_sub_command():
+    """``python -m bench.bench_parser ...`` (the older spelling) means
+    ``python -m bench parser ...``."""
+    done = subprocess.run([sys.executable, "-m", "bench.bench_parser", "--help"],
+                          capture_output=True, text=True, timeout=300,
+                          cwd=BENCH.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: python -m bench parser")
