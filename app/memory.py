@@ -6,7 +6,7 @@ of those pages for later (the arena's top is trimmed, the holes below it are not
 large ``mmap``-ed block is freed glibc raises its ``mmap`` threshold, so the next large arrays
 come from the arenas too).  So the web process's resident memory stayed at its high-water
 mark: idle RSS 252 MB before, up to 463 MB after 57 MB uploads that were deleted (2026-11-23,
-``python -m bench.bench_service memory``).
+``python -m bench service memory``).
 
 :class:`ReleaseMemoryMiddleware` calls ``malloc_trim(0)`` (every arena, free pages returned
 with ``madvise``) in a thread once a request whose body exceeded :data:`TRIM_AFTER_BYTES` has

@@ -11,7 +11,7 @@ import functools
 import operator
 import uuid
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, NonNegativeInt
 
@@ -28,6 +28,14 @@ def _solver_params_union():
 
 
 SolverParamsUnion = _solver_params_union()
+
+
+class RowView(BaseModel):
+    """The public view of a database row: the row's attributes of the same names."""
+
+    @classmethod
+    def from_row(cls, row: Dataset | TrainedModel | JobLogEntry) -> Self:
+        return cls.model_validate(row, from_attributes=True)
 
 
 # -- errors ---------------------------------------------------------------------------------
@@ -95,7 +103,7 @@ class DatasetShardedCreate(BaseModel):
     zero_based: bool = Field(False, description="Feature indices in the shards start at 0.")
 
 
-class DatasetPublic(BaseModel):
+class DatasetPublic(RowView):
     """A stored dataset and its statistics."""
 
     id: uuid.UUID
@@ -329,7 +337,7 @@ class JobsPublic(BaseModel):
     count: int = Field(description="Jobs matching the filter in all (not only this page).")
 
 
-class LogRecordPublic(BaseModel):
+class LogRecordPublic(RowView):
     """One solver iteration: numbered consecutively across one-vs-rest subproblems."""
 
     iteration: int
@@ -346,8 +354,8 @@ class LogRecordPublic(BaseModel):
 
     @classmethod
     def from_row(cls, row: JobLogEntry) -> LogRecordPublic:
-        """The public view of a database row."""
-        record = cls.model_validate(row, from_attributes=True)
+        """The public view of a database row, with its stage in words."""
+        record = super().from_row(row)
         record.stage = progress_stage(row.extras or {})
         return record
 
@@ -449,7 +457,7 @@ class SubproblemPublic(BaseModel):
     iterations: int
 
 
-class ModelPublic(BaseModel):
+class ModelPublic(RowView):
     """A trained model: what produced it and how training went."""
 
     id: uuid.UUID
@@ -472,11 +480,6 @@ class ModelPublic(BaseModel):
     validation: EvaluationPublic | None
     size_bytes: int
     created_at: datetime
-
-    @classmethod
-    def from_row(cls, row: TrainedModel) -> ModelPublic:
-        """The public view of a database row."""
-        return cls.model_validate(row, from_attributes=True)
 
 
 class ModelsPublic(BaseModel):

@@ -1,14 +1,15 @@
 """Before/after of the cutting-plane family, side by side with LIBLINEAR, in one run.
 
-    python bench/ab_cutting_plane.py --before DIR --after DIR [--rounds R] [--cases a,b]
+    python -m bench ab_cutting_plane --before DIR --after DIR [--rounds R] [--cases a,b]
                                      [--out FILE]
-    python bench/ab_cutting_plane.py --summarize FILE.json
+    python -m bench ab_cutting_plane --summarize FILE.json
 
 ``DIR`` is a source tree of the project (e.g. ``git archive <commit> | tar -x -C DIR``); like
 a checkout it reads the datasets from ``DIR/../shared/data`` (link ``../shared`` beside it).  For
 every round and case the parent starts one child process per tree, alternating which goes
-first, with ``PYTHONPATH`` set to that tree; the child (this file, ``--child CASE``) imports
-the tree's ``solvers``, runs our methods and LIBLINEAR in the same process, and prints JSON.
+first, with ``PYTHONPATH`` set to that tree; the child (``bench/ab_cutting_plane_child.py
+CASE``, run as a file) imports the tree's ``solvers``, runs our methods and LIBLINEAR in the
+same process, and prints JSON.
 So both versions are measured under the same load, interleaved, each next to its own
 LIBLINEAR run.  Only APIs present in both trees are used (``solve``, ``solve_crammer_singer``,
 ``CuttingPlaneParams``, the solution's ``time_*`` extras).
@@ -25,7 +26,6 @@ best method's profile (oracle, QP, line search) and the ratio best-of-ours / LIB
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -34,81 +34,12 @@ import sys
 import time
 from pathlib import Path
 
-TIME_LIMIT = 60.0
-BINARY_METHODS = ("cpa", "ocas", "gca2", "tca")
-CS_METHODS = ("ocas", "gca2", "tca")
+from bench.commands import Command, option, out
+
 GAPS = (1e-2, 1e-3, 1e-6)
+CHILD = Path(__file__).resolve().with_name("ab_cutting_plane_child.py")
 DEFAULT_CASES = ("ijcnn1:0.01", "ijcnn1:1", "mushrooms:0.01", "mushrooms:1", "a9a:0.01",
                  "a9a:1", "w8a:0.01", "w8a:1", "a9a:100", "cs-dna.scale:1", "cs-letter.scale:1")
-LL_EPS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-8)
-
-
-# -- the child: one tree, one case --------------------------------------------------------------
-
-
-def _child(case: str) -> dict:
-    import numpy as np
-    from liblinear.liblinear import parameter
-    from liblinear.liblinear import problem as ll_problem
-    from liblinear.liblinearutil import train as ll_train
-    from threadpoolctl import threadpool_limits
-
-    import solvers
-    from bench.problems import DATA_DIR, BenchProblem
-    from solvers.cutting_plane import CuttingPlaneParams, solve, solve_crammer_singer
-    from solvers.monitor import ListMonitor
-    from solvers.problems import CrammerSingerProblem
-
-    name, C, *only = case.split(":")
-    C = float(C)
-    out = {"case": case, "load": os.getloadavg()[0], "ours": {}, "liblinear": []}
-    with threadpool_limits(limits=1, user_api="blas"):
-        if name.startswith("cs-"):
-            ds = solvers.read_svmlight(DATA_DIR / name[3:])
-            labels = np.searchsorted(ds.classes, ds.y)
-            problem = CrammerSingerProblem(ds.X, labels, ds.classes.shape[0], C=C)
-            runner, methods, tol, flag = solve_crammer_singer, CS_METHODS, 1e-3, 4
-            X, y = ds.X, ds.y
-            from bench.anchors import liblinear_crammer_singer_weights
-
-            def ll_objective(model):
-                return problem.objective(liblinear_crammer_singer_weights(
-                    model, ds.classes, problem.n_features))
-        else:
-            bench_problem = BenchProblem(name, "hinge", "regularized", C)
-            problem = bench_problem.binary_problem()
-            runner, methods, tol, flag = solve, BINARY_METHODS, 1e-6, 3
-            train = bench_problem.train_dataset()
-            X, y = train.X, train.y
-            from bench.anchors import liblinear_beta
-
-            def ll_objective(model):
-                return problem.objective(liblinear_beta(model, problem.n_features))
-        # compile / load the cache of every kernel (the QP solvers too) before timing
-        runner(problem, CuttingPlaneParams(C=C, max_iter=30))
-        for method in (only or methods):
-            monitor = ListMonitor(time_limit=TIME_LIMIT)
-            start = time.perf_counter()
-            solution = runner(problem, CuttingPlaneParams(C=C, method=method, tol=tol),
-                              monitor)
-            seconds = time.perf_counter() - start
-            e = solution.extras
-            out["ours"][method] = {
-                "trace": [(r.elapsed, r.objective) for r in monitor.records],
-                "seconds": seconds, "iterations": solution.iterations,
-                "status": str(solution.status), "lower_bound": e["lower_bound"],
-                "oracle": e["time_oracle"], "qp": e["time_qp"],
-                "line_search": e["time_line_search"]}
-        prob = ll_problem(y, X)
-        prob.set_bias(1.0)
-        for eps in LL_EPS:
-            param = parameter(f"-s {flag} -c {C!r} -e {eps!r} -B 1 -q")
-            start = time.perf_counter()
-            model = ll_train(prob, param)
-            seconds = time.perf_counter() - start
-            out["liblinear"].append((seconds, ll_objective(model)))
-    out["load_end"] = os.getloadavg()[0]
-    return out
 
 
 # -- the parent ---------------------------------------------------------------------------------
@@ -186,21 +117,7 @@ def _ratio(rs, fstar, gap):
     return "-" if ours is None or ll is None else f"{ours / ll:.2f}"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="bench/ab_cutting_plane.py")
-    parser.add_argument("--child")
-    parser.add_argument("--before")
-    parser.add_argument("--after")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--cases", default=",".join(DEFAULT_CASES))
-    parser.add_argument("--out", default=None)
-    parser.add_argument("--summarize", help="a JSON file of an earlier (partial) run")
-    args = parser.parse_args(argv)
-    if args.child:
-        print(json.dumps(_child(args.child)))
-        return 0
-    # this tree's bench package (the script runs as a file, not as a module)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+def run_command(args) -> int:
     from bench.paths import shared_data_dir
 
     if args.summarize:
@@ -209,16 +126,19 @@ def main(argv=None) -> int:
         print(summarize(json.loads(Path(args.summarize).read_text()), load_references()))
         return 0
     if not (args.before and args.after):
-        parser.error("give --before and --after (source trees), or --child, or --summarize")
+        raise SystemExit("python -m bench ab_cutting_plane: error: give --before and --after "
+                         "(source trees), or --summarize")
     trees = {"before": Path(args.before).resolve(), "after": Path(args.after).resolve()}
     for name, tree in trees.items():
         # each tree reads the datasets from its ../shared/data (bench/paths.py)
         data = shared_data_dir(tree)
         if not (tree / "solvers").is_dir():
-            parser.error(f"--{name} {tree}: not a source tree of the project (no solvers/)")
+            raise SystemExit(f"python -m bench ab_cutting_plane: error: --{name} {tree}: not a "
+                             "source tree of the project (no solvers/)")
         if not data.is_dir():
-            parser.error(f"--{name} {tree}: the datasets are read from {data}, which does not "
-                         f"exist; link it: ln -s /path/to/shared {tree.parent / 'shared'}")
+            raise SystemExit(f"python -m bench ab_cutting_plane: error: --{name} {tree}: the "
+                             f"datasets are read from {data}, which does not "
+                             f"exist; link it: ln -s /path/to/shared {tree.parent / 'shared'}")
     cases = args.cases.split(",")
     # the rounds so far as JSON (FILE.json) and the summary (FILE, or FILE.md when FILE is
     # itself .json), so that neither overwrites the other
@@ -235,8 +155,8 @@ def main(argv=None) -> int:
             order = list(trees) if rnd % 2 == 0 else list(trees)[::-1]
             for tree in order:
                 env = dict(os.environ, PYTHONPATH=str(trees[tree]))
-                proc = subprocess.run([sys.executable, str(Path(__file__).resolve()),
-                                       "--child", case], env=env, capture_output=True,
+                proc = subprocess.run([sys.executable, str(CHILD), case], env=env,
+                                      capture_output=True,
                                       text=True, cwd=trees[tree], check=True)
                 out = json.loads(proc.stdout.strip().splitlines()[-1])
                 results[tree][case].append(out)
@@ -257,5 +177,19 @@ def main(argv=None) -> int:
     return 0
 
 
+COMMAND = Command(
+    "ab_cutting_plane", "the cutting-plane family before and after a change, interleaved",
+    run_command, description=__doc__, options=(
+        option("--before", help="a source tree of the project"),
+        option("--after", help="a source tree of the project"),
+        option("--rounds", type=int, default=3),
+        option("--cases", default=",".join(DEFAULT_CASES)),
+        out(None, help="the summary (FILE, or FILE.md when FILE is .json) and the rounds so "
+            "far (FILE.json)"),
+        option("--summarize", help="a JSON file of an earlier (partial) run")))
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from bench import cli
+
+    sys.exit(cli.main(["ab_cutting_plane", *sys.argv[1:]]))

@@ -1,6 +1,6 @@
-"""``python -m bench.bench_alm``: SVM-ALM (Nie et al. 2014) against LIBLINEAR, in one run.
+"""``python -m bench alm``: SVM-ALM (Nie et al. 2014) against LIBLINEAR, in one run.
 
-    python -m bench.bench_alm [--part tables|scaling|figure2|start|verify|speed|all]
+    python -m bench alm [--part tables|scaling|figure2|start|verify|speed|all]
                               [--limit S] [--repeats R] [--threads T] [--out DIR]
 
 * ``tables`` -- the paper's Tables 1-2 where the data is here: ijcnn1 and w8a at C = 1, p = 1
@@ -37,9 +37,9 @@ gap.  BLAS is pinned to one thread (bench/harness.py explains why).  Prints Mark
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -48,6 +48,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bench.anchors import liblinear_trace
+from bench.commands import Command, option, out, problems, repeats, threads
 from bench.harness import machine_description
 from bench.problems import BenchProblem
 from solvers import alm
@@ -366,29 +367,13 @@ def start(limit: float, log) -> list[dict]:
     return out
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_alm")
-    parser.add_argument("--part", default="all",
-                        choices=("tables", "scaling", "figure2", "start", "verify", "speed",
-                                 "all"))
-    parser.add_argument("--limit", type=float, default=60.0)
-    parser.add_argument("--out", default="bench/results/alm")
-    parser.add_argument("--data", default=None,
-                        help="scaling, speed: comma-separated data sets (default: all; "
-                             "speed: ijcnn1, a9a, w8a)")
-    parser.add_argument("--repeats", type=int, default=3, help="speed: rounds (medians)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="Numba threads (default: as configured).  1 compares with "
-                             "single-threaded LIBLINEAR on one core; on a loaded machine a "
-                             "parallel region waits for a descheduled worker "
-                             "(bench/history/measurements.json, alm-threads)")
-    args = parser.parse_args(argv)
+def run_command(args) -> None:
     if args.threads is not None:
         numba.set_num_threads(args.threads)
     parts = {"tables": tables, "scaling": scaling, "figure2": figure2, "start": start,
              "verify": verify,
              "speed": lambda limit, log: speed(limit, log, args.repeats,
-                                               args.data.split(",") if args.data else None)}
+                                               args.problems.split(",") if args.problems else None)}
     chosen = list(parts) if args.part == "all" else [args.part]
     results = {"machine": machine_description(), "load_start": os.getloadavg(),
                "numba_threads": numba.get_num_threads()}
@@ -397,8 +382,8 @@ def main(argv=None) -> None:
         for part in chosen:
             print(f"\n### {part}\n", flush=True)
             log = lambda s: print(s, flush=True)  # noqa: E731
-            if part == "scaling" and args.data:
-                results[part] = scaling(args.limit, log, args.data.split(","))
+            if part == "scaling" and args.problems:
+                results[part] = scaling(args.limit, log, args.problems.split(","))
             else:
                 results[part] = parts[part](args.limit, log)
     results["load_end"] = os.getloadavg()
@@ -409,5 +394,24 @@ def main(argv=None) -> None:
         plot_scaling(results["scaling"], out / f"alm-{args.part}-scaling.png")
 
 
+COMMAND = Command(
+    "alm", "alm against LIBLINEAR -R (the paper's tables, scaling, speed)", run_command,
+    description=__doc__, options=(
+        option("--part", default="all",
+               choices=("tables", "scaling", "figure2", "start", "verify", "speed", "all")),
+        option("--limit", type=float, default=60.0),
+        out("bench/results/alm"),
+        problems(None, alias="--data",
+                 help="scaling, speed: comma-separated data sets (default: all; speed: "
+                      "ijcnn1, a9a, w8a)"),
+        repeats(3, help="speed: rounds (medians)"),
+        threads(help="Numba threads (default: as configured).  1 compares with "
+                "single-threaded LIBLINEAR on one core; on a loaded machine a parallel "
+                "region waits for a descheduled worker (bench/history/measurements.json, "
+                "alm-threads)")))
+
+
 if __name__ == "__main__":
-    main()
+    from bench import cli
+
+    sys.exit(cli.main(["alm", *sys.argv[1:]]))

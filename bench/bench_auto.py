@@ -1,8 +1,8 @@
-"""``python -m bench.bench_auto``: the measurements ``solver="auto"`` is fitted to, and its check.
+"""``python -m bench auto``: the measurements ``solver="auto"`` is fitted to, and its check.
 
-    python -m bench.bench_auto measure [--datasets a9a,w8a] [--resume] [--out FILE]
-    python -m bench.bench_auto fit [--measurements FILE]
-    python -m bench.bench_auto check [--measurements FILE] [--held-back DATASETS]
+    python -m bench auto measure [--datasets a9a,w8a] [--resume] [--out FILE]
+    python -m bench auto fit [--measurements FILE]
+    python -m bench auto check [--measurements FILE] [--held-back DATASETS]
 
 ``measure`` runs every candidate of :data:`solvers.auto.CANDIDATES` that solves each problem
 (the real datasets, hinge and squared hinge, regularized bias, C in {0.01, 1, 100}), once for
@@ -29,17 +29,18 @@ against the fastest candidate's, and per loss what always choosing one candidate
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import math
 import statistics
+import sys
 import time
 from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
 import solvers
+from bench.commands import Command, option, out, problems
 from bench.harness import machine_description, relative_gap
 from bench.problems import BenchProblem
 from bench.references import load_references
@@ -261,23 +262,9 @@ def summary_by_loss(measurements, rows) -> dict[str, dict[str, float]]:
     return summary
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_auto")
-    sub = parser.add_subparsers(dest="command", required=True)
-    m = sub.add_parser("measure")
-    m.add_argument("--datasets", default=",".join(DATASETS))
-    m.add_argument("--out", type=Path, default=MEASUREMENTS)
-    m.add_argument("--resume", action="store_true")
-    f = sub.add_parser("fit", help="choose k per loss again (measure does it at the end)")
-    f.add_argument("--measurements", type=Path,
-                   default=MEASUREMENTS)
-    c = sub.add_parser("check")
-    c.add_argument("--measurements", default=str(MEASUREMENTS))
-    c.add_argument("--held-back", default=None,
-                   help="comma-separated datasets (default: leave each dataset out in turn)")
-    args = parser.parse_args(argv)
+def run_command(args) -> None:
     if args.command == "measure":
-        measure(args.datasets.split(","), args.out, args.resume)
+        measure(args.problems.split(","), args.out, args.resume)
         return
     if args.command == "fit":
         document = json.loads(args.measurements.read_text())
@@ -300,5 +287,23 @@ def main(argv=None) -> None:
                   f"{k} {v:.3f}" for k, v in figures.items() if k.startswith("always")))
 
 
+COMMAND = Command(
+    "auto", "the solver portfolio: measure, fit, check", run_command, description=__doc__,
+    subcommands=(
+        Command("measure", "time every candidate on every problem", options=(
+            problems(",".join(DATASETS), alias="--datasets"),
+            out(MEASUREMENTS),
+            option("--resume", action="store_true"))),
+        Command("fit", "choose k per loss again (measure does it at the end)", options=(
+            option("--measurements", type=Path, default=MEASUREMENTS),)),
+        Command("check", "held-back evaluation of the rule", options=(
+            option("--measurements", default=str(MEASUREMENTS)),
+            option("--held-back", default=None,
+                   help="comma-separated datasets (default: leave each dataset out in "
+                        "turn)")))))
+
+
 if __name__ == "__main__":
-    main()
+    from bench import cli
+
+    sys.exit(cli.main(["auto", *sys.argv[1:]]))

@@ -1,8 +1,8 @@
 """mfn's solve time in a fresh process against a process that did other work first (issue 38).
 
-    python -m bench.bench_busy_process run --history fresh|liblinear [--size 400000x200000]
+    python -m bench busy_process run --history fresh|liblinear [--size 400000x200000]
         [--solves 2] [--env NAME=VALUE ...]
-    python -m bench.bench_busy_process ab [--size ...] [--rounds 3] [--env NAME=VALUE ...]
+    python -m bench busy_process ab [--size ...] [--rounds 3] [--env NAME=VALUE ...]
 
 A worker builds a user's problem and may run other solvers before mfn: issue 38 measured
 mfn on the synthetic 400,000 x 200,000 problem (squared hinge, C = 1) at 9.8 s in a process
@@ -24,7 +24,6 @@ with the load average.  ``--env`` sets variables for the subprocesses (``MALLOC_
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -36,6 +35,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from bench.commands import Command, option
 
 SIZE = "400000x200000"
 
@@ -59,7 +60,7 @@ def _fresh_problem(size: str):
 
     path = _cache_path(size)
     if not path.exists():  # written by a subprocess, so this process stays fresh
-        subprocess.run([sys.executable, "-m", "bench.bench_busy_process", "write", "--size",
+        subprocess.run([sys.executable, "-m", "bench", "busy_process", "write", "--size",
                         size], check=True)
     with np.load(path) as archive:
         X = sp.csr_matrix((archive["data"], archive["indices"], archive["indptr"]),
@@ -132,7 +133,7 @@ def ab(size: str, rounds: int, env: dict[str, str], solves: int) -> dict:
         order = ["fresh", "liblinear"] if round_ % 2 == 0 else ["liblinear", "fresh"]
         for history in order:
             out = subprocess.run(
-                [sys.executable, "-m", "bench.bench_busy_process", "run", "--history", history,
+                [sys.executable, "-m", "bench", "busy_process", "run", "--history", history,
                  "--size", size, "--solves", str(solves)],
                 check=True, capture_output=True, text=True, env={**os.environ, **env}).stdout
             figures = json.loads(out.strip().splitlines()[-1])
@@ -147,20 +148,7 @@ def ab(size: str, rounds: int, env: dict[str, str], solves: int) -> dict:
             for history, runs in results.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    one = commands.add_parser("run", help="one history in this process")
-    one.add_argument("--history", choices=["fresh", "liblinear"], required=True)
-    both = commands.add_parser("ab", help="both histories in subprocesses, alternating")
-    both.add_argument("--rounds", type=int, default=3)
-    both.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
-    write = commands.add_parser("write", help="write the problem's .npz cache")
-    for command in (one, both, write):
-        command.add_argument("--size", default=SIZE)
-    for command in (one, both):
-        command.add_argument("--solves", type=int, default=2)
-    args = parser.parse_args(argv)
+def run_command(args) -> int:
     if args.command == "write":
         write_cache(args.size)
     elif args.command == "run":
@@ -176,5 +164,26 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _size_and_solves(solves: bool) -> tuple:
+    size = (option("--size", default=SIZE),)
+    return size + (option("--solves", type=int, default=2),) if solves else size
+
+
+COMMAND = Command(
+    "busy_process", "mfn's solve time in a fresh process against a busy one (issue 38)",
+    run_command,
+    description=__doc__, subcommands=(
+        Command("run", "one history in this process", options=(
+            option("--history", choices=["fresh", "liblinear"], required=True),
+            *_size_and_solves(True))),
+        Command("ab", "both histories in subprocesses, alternating", options=(
+            option("--rounds", type=int, default=3),
+            option("--env", action="append", default=[], metavar="NAME=VALUE"),
+            *_size_and_solves(True))),
+        Command("write", "write the problem's .npz cache", options=_size_and_solves(False))))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    from bench import cli
+
+    sys.exit(cli.main(["busy_process", *sys.argv[1:]]))

@@ -1,7 +1,7 @@
-"""``python -m bench.bench_cutting_plane``: the cutting-plane family against its anchors, in one
+"""``python -m bench cutting_plane``: the cutting-plane family against its anchors, in one
 run, and Arnosti's experiments.
 
-    python -m bench.bench_cutting_plane [--parts binary,cs,arnosti,scaling] [--repeats R]
+    python -m bench cutting_plane [--parts binary,cs,arnosti,scaling] [--repeats R]
                                         [--quick] [--out DIR]
 
 * binary: the hinge loss with a regularized bias (``-B 1``), ``design.md``'s C, C in
@@ -34,7 +34,6 @@ recorded: other processes distort timings.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -52,6 +51,7 @@ from bench.anchors import (
     liblinear_crammer_singer_weights,
     liblinear_trace,
 )
+from bench.commands import Command, option, out, quick, repeats
 from bench.harness import GAPS, as_json, machine_description, measure_problem, time_to_gap
 from bench.problems import DATA_DIR, BenchProblem
 from solvers.cutting_plane import CuttingPlaneParams, solve, solve_crammer_singer
@@ -339,14 +339,7 @@ def _fmt(value) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_cutting_plane")
-    parser.add_argument("--parts", default="binary,cs,arnosti")
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", default=str(Path(__file__).with_name("results")
-                                             / "cutting_plane"))
-    args = parser.parse_args(argv)
+def run_command(args) -> int:
     parts = args.parts.split(",")
 
     def log(msg):
@@ -383,5 +376,17 @@ def main(argv=None) -> int:
     return 0
 
 
+COMMAND = Command(
+    "cutting_plane", "cutting-plane methods against LIBLINEAR, scikit-learn and Clarabel",
+    run_command,
+    description=__doc__, options=(
+        option("--parts", default="binary,cs,arnosti"),
+        repeats(1),
+        quick(),
+        out(Path(__file__).with_name("results") / "cutting_plane")))
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from bench import cli
+
+    sys.exit(cli.main(["cutting_plane", *sys.argv[1:]]))

@@ -1,7 +1,7 @@
 """Cross-validation over a C grid: ``solvers.model_selection.cross_validate`` against
 LIBLINEAR's own warm-started C search (``-C``) and scikit-learn's ``GridSearchCV(LinearSVC)``.
 
-    python -m bench.bench_cv [--quick | --problems a9a,w8a] [--folds 5] [--repeats 1]
+    python -m bench cv [--quick | --problems a9a,w8a] [--folds 5] [--repeats 1]
                              [--liblinear-eps 0.01]
                              [--loss squared_hinge|hinge] [--fit-quality]
                              [--out bench/results/cv]
@@ -36,7 +36,6 @@ optimum LIBLINEAR's fits (at each eps) and ours (at fit_gap) end, (P - P*) / P*.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import json
@@ -51,6 +50,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import solvers
+from bench.commands import Command, option, out, problems, quick, repeats
 from bench.harness import machine_description
 from bench.problems import BenchProblem
 from solvers.model_selection import CV_FIT_GAP, cross_validate
@@ -163,26 +163,7 @@ def fit_quality(dataset, folds: int, liblinear_eps=(0.01,)) -> list[dict]:
     return rows
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_cv")
-    parser.add_argument("--quick", action="store_true", help="a9a and w8a only")
-    parser.add_argument("--problems", default=None,
-                        help="comma-separated benchmark problems (default a9a, w8a, ijcnn1, "
-                             "news20-binary)")
-    parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--out", default="bench/results/cv")
-    parser.add_argument("--liblinear-eps", default="0.01",
-                        help="LIBLINEAR's eps values, comma-separated (default its own, 0.01): "
-                             "one -C runner each, one column each of --fit-quality")
-    parser.add_argument("--loss", choices=("squared_hinge", "hinge"), default="squared_hinge",
-                        help="hinge: the cutting planes and the interior-point method warm "
-                             "and cold, mfn's homotopy and scikit-learn (LIBLINEAR's -C has "
-                             "no hinge)")
-    parser.add_argument("--fit-quality", action="store_true",
-                        help="instead of timing: how far above the optimum LIBLINEAR's fits "
-                             "(default eps) and ours (fit_gap) end, on the first fold")
-    args = parser.parse_args(argv)
+def run_command(args) -> int:
     names = ("a9a", "w8a") if args.quick else ("a9a", "w8a", "ijcnn1", "news20-binary")
     if args.problems:
         names = tuple(args.problems.split(","))
@@ -241,5 +222,27 @@ def main(argv=None) -> int:
     return 0
 
 
+COMMAND = Command(
+    "cv", "cross-validated C search against LIBLINEAR -C and scikit-learn", run_command,
+    description=__doc__, options=(
+        quick("a9a and w8a only"),
+        problems(None, help="comma-separated benchmark problems (default a9a, w8a, ijcnn1, "
+                            "news20-binary)"),
+        option("--folds", type=int, default=5),
+        repeats(1),
+        out("bench/results/cv"),
+        option("--liblinear-eps", default="0.01",
+               help="LIBLINEAR's eps values, comma-separated (default its own, 0.01): one -C "
+                    "runner each, one column each of --fit-quality"),
+        option("--loss", choices=("squared_hinge", "hinge"), default="squared_hinge",
+               help="hinge: the cutting planes and the interior-point method warm and cold, "
+                    "mfn's homotopy and scikit-learn (LIBLINEAR's -C has no hinge)"),
+        option("--fit-quality", action="store_true",
+               help="instead of timing: how far above the optimum LIBLINEAR's fits (default "
+                    "eps) and ours (fit_gap) end, on the first fold")))
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from bench import cli
+
+    sys.exit(cli.main(["cv", *sys.argv[1:]]))

@@ -1,7 +1,7 @@
 """The Dask executor against the local process pool, with the same cores (a measurement, not a
 test).
 
-    python -m bench.bench_dask [--jobs 200] [--repeats 3] [--slots 2] [--postgres DSN]
+    python -m bench dask [--jobs 200] [--repeats 3] [--slots 2] [--postgres DSN]
 
 Two ``svmsvc serve`` processes on one PostgreSQL database (a schema each): one with the local
 pool (``--slots`` worker processes, one Numba thread each), one with ``SVMSVC_EXECUTOR=dask`` on
@@ -25,9 +25,9 @@ machine.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -36,6 +36,7 @@ from datetime import datetime
 from pathlib import Path
 
 from bench.bench_service import Server
+from bench.commands import Command, option, repeats
 from bench.paths import DATA_DIR
 
 SMALL = {"solver": "mfn", "C": 1.0}
@@ -92,14 +93,7 @@ def overheads(jobs: list[dict], slots: int) -> tuple[float, float]:
     return statistics.median(inside), (makespan * slots - solver) / len(jobs)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--jobs", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--slots", type=int, default=2)
-    parser.add_argument("--postgres", default="host=127.0.0.1 port=5432 user=postgres "
-                                              "dbname=postgres connect_timeout=3")
-    args = parser.parse_args()
+def run_command(args) -> None:
 
     import psycopg
     from distributed import LocalCluster
@@ -182,5 +176,17 @@ def main() -> None:
     print(f"machine: {machine}")
 
 
+COMMAND = Command(
+    "dask", "jobs through a Dask cluster against the local pool", run_command, description=__doc__,
+    options=(
+        option("--jobs", type=int, default=200),
+        repeats(3),
+        option("--slots", type=int, default=2),
+        option("--postgres", default="host=127.0.0.1 port=5432 user=postgres "
+                                     "dbname=postgres connect_timeout=3")))
+
+
 if __name__ == "__main__":
-    main()
+    from bench import cli
+
+    sys.exit(cli.main(["dask", *sys.argv[1:]]))

@@ -1,7 +1,7 @@
 """One model trained data-parallel on a Dask cluster against the single process (a
 measurement, not a test).
 
-    python -m bench.bench_distributed [--problems a9a,w8a] [--solvers mfn,ocas]
+    python -m bench distributed [--problems a9a,w8a] [--solvers mfn,ocas]
                                       [--repeats 2] [--shards 2] [--out FILE]
 
 Same data, same parameters, same machine: the single-process solver with 2 Numba threads
@@ -24,7 +24,6 @@ Prints Markdown and the machine (load average before and after: the figures scal
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -36,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 import solvers
+from bench.commands import Command, option, out, problems, repeats
 from bench.harness import machine_description
 from bench.paths import DATA_DIR
 from bench.problems import news20_binary
@@ -175,14 +175,7 @@ def model_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problems", default="a9a,w8a")
-    parser.add_argument("--solvers", default="mfn,ocas")
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--shards", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
+def run_command(args) -> int:
     import distributed  # noqa: PLC0415 (optional: the dask extra)
     import numba  # noqa: PLC0415
 
@@ -211,5 +204,18 @@ def main(argv=None) -> int:
     return 0
 
 
+COMMAND = Command(
+    "distributed", "one model trained data-parallel on Dask workers against one process",
+    run_command,
+    description=__doc__, options=(
+        problems("a9a,w8a"),
+        option("--solvers", default="mfn,ocas"),
+        repeats(2),
+        option("--shards", type=int, default=2),
+        out(None)))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    from bench import cli
+
+    sys.exit(cli.main(["distributed", *sys.argv[1:]]))

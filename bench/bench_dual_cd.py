@@ -1,6 +1,6 @@
-"""``python -m bench.bench_dual_cd``: dual_cd against LIBLINEAR -s 1 / -s 3, one thread each.
+"""``python -m bench dual_cd``: dual_cd against LIBLINEAR -s 1 / -s 3, one thread each.
 
-    python -m bench.bench_dual_cd [--datasets a9a,w8a,news20-binary] [--Cs 0.01,1]
+    python -m bench dual_cd [--datasets a9a,w8a,news20-binary] [--Cs 0.01,1]
                                   [--eps 0.1,0.01] [--repeats 3] [--out DIR]
 
 The same method on both sides (Hsieh et al. 2008, LIBLINEAR's ``solve_l2r_l1l2_svc``), so two
@@ -25,17 +25,17 @@ start and end is recorded (other processes distort timings).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
+import sys
 import time
-from pathlib import Path
 
 import numba
 from threadpoolctl import threadpool_limits
 
 from bench.anchors import Liblinear
+from bench.commands import Command, c_values, option, out, problems, repeats, tolerances
 from bench.harness import machine_description
 from bench.problems import BenchProblem
 from bench.references import load_references
@@ -129,21 +129,13 @@ def markdown(results: list[dict], machine: dict, loads) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_dual_cd")
-    parser.add_argument("--datasets", default="a9a,w8a,news20-binary")
-    parser.add_argument("--losses", default="squared_hinge,hinge")
-    parser.add_argument("--Cs", default="0.01,1")
-    parser.add_argument("--eps", default="0.1,0.01")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=Path("bench/results/dual_cd"))
-    args = parser.parse_args(argv)
+def run_command(args) -> None:
     eps_values = [float(e) for e in args.eps.split(",")]
     loads = [os.getloadavg()[0]]
     results = []
     numba.set_num_threads(1)
     with threadpool_limits(1):
-        for name in args.datasets.split(","):
+        for name in args.problems.split(","):
             for loss in args.losses.split(","):
                 for C in (float(c) for c in args.Cs.split(",")):
                     results.append(bench_problem(BenchProblem(name, loss=loss, C=C),
@@ -158,5 +150,18 @@ def main(argv=None) -> None:
     print(text)
 
 
+COMMAND = Command(
+    "dual_cd", "dual_cd against LIBLINEAR -s 1/-s 3 at the same stopping rule", run_command,
+    description=__doc__, options=(
+        problems("a9a,w8a,news20-binary", alias="--datasets"),
+        option("--losses", default="squared_hinge,hinge"),
+        c_values("0.01,1"),
+        tolerances("0.1,0.01"),
+        repeats(3),
+        out("bench/results/dual_cd")))
+
+
 if __name__ == "__main__":
-    main()
+    from bench import cli
+
+    sys.exit(cli.main(["dual_cd", *sys.argv[1:]]))

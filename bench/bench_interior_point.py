@@ -1,6 +1,6 @@
-"""``python -m bench.bench_interior_point``: Gertz & Griffin's interior-point method measured.
+"""``python -m bench interior_point``: Gertz & Griffin's interior-point method measured.
 
-    python -m bench.bench_interior_point [tables] [starts] [clarabel_iterations] [solvers]
+    python -m bench interior_point [tables] [starts] [clarabel_iterations] [solvers]
         [anchors] [squared_hinge] [news20] [--out DIR]
 
 * ``tables``: the paper's Tables 1-2 where the data is here: Adult = a9a at tau = 0.05 and
@@ -33,7 +33,6 @@ bench/results/interior_point).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -45,6 +44,7 @@ from threadpoolctl import threadpool_limits
 
 import solvers
 from bench.anchors import ClarabelHinge, Liblinear, SklearnLinearKernelSVC
+from bench.commands import Command, option, out
 from bench.harness import GAPS, machine_description, relative_gap, time_to_gap
 from bench.paths import DATA_DIR
 from bench.problems import BenchProblem, load_dataset
@@ -317,11 +317,7 @@ SECTIONS = {"tables": tables, "starts": starts, "clarabel_iterations": clarabel_
             "news20": news20}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sections", nargs="*", default=list(SECTIONS))
-    parser.add_argument("--out", default="bench/results/interior_point")
-    args = parser.parse_args(argv)
+def run_command(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     report = {"date": time.strftime("%Y-%m-%d"), "machine": machine_description()}
@@ -338,5 +334,14 @@ def main(argv=None) -> int:
     return 0
 
 
+COMMAND = Command(
+    "interior_point", "interior_point against Clarabel, LIBSVM and LIBLINEAR", run_command,
+    description=__doc__, options=(
+        option("sections", nargs="*", default=list(SECTIONS)),
+        out("bench/results/interior_point")))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    from bench import cli
+
+    sys.exit(cli.main(["interior_point", *sys.argv[1:]]))

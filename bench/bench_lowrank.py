@@ -1,8 +1,8 @@
-"""``python -m bench.bench_lowrank``: the low-rank kernel path (``approximation="nystrom" |
+"""``python -m bench lowrank``: the low-rank kernel path (``approximation="nystrom" |
 "icf"`` under a linear solver) against exact LIBSVM (scikit-learn's SVC) at the same C and
 gamma, in one run.
 
-    python -m bench.bench_lowrank [--quick] [--problems a9a,ijcnn1,letter] [--ranks 256,512,1024]
+    python -m bench lowrank [--quick] [--problems a9a,ijcnn1,letter] [--ranks 256,512,1024]
                                   [--strategies ovo,crammer_singer] [--out DIR]
 
 Problems: a9a (32,561 rows, 123 binary features), ijcnn1 (49,990 rows, 22 features in
@@ -34,9 +34,9 @@ prints the Markdown.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -44,6 +44,7 @@ import numpy as np
 from sklearn.svm import SVC
 
 import solvers
+from bench.commands import Command, option, out, problems, quick
 from bench.harness import machine_description
 from solvers.core.kernels import scale_gamma
 
@@ -170,23 +171,7 @@ def markdown(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--problems", default="a9a,ijcnn1,letter")
-    parser.add_argument("--ranks", default="256,512,1024")
-    parser.add_argument("--families", default=",".join(f for f, _ in FAMILIES[1:]),
-                        help="the linear families compared with dual_cd at the middle rank "
-                             "(comma-separated; empty: none)")
-    parser.add_argument("--variants", default="kmeans,icf",
-                        help="the landmark variants at the largest rank (kmeans, icf; empty: "
-                             "none)")
-    parser.add_argument("--strategies", default="",
-                        help="multi-class strategies of dual_cd on the factor besides ovr, at "
-                             "every rank, on multi-class problems (comma-separated: ovo, "
-                             "crammer_singer; empty: none)")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "lowrank"))
-    args = parser.parse_args(argv)
+def run_command(args) -> int:
     ranks = sorted(int(r) for r in args.ranks.split(","))
     machine = machine_description()
     machine["load_average_at_start"] = os.getloadavg()[0]
@@ -208,5 +193,25 @@ def main(argv=None) -> int:
     return 0
 
 
+COMMAND = Command(
+    "lowrank", "the low-rank kernel path against exact LIBSVM", run_command, description=__doc__,
+    options=(
+        quick(),
+        problems("a9a,ijcnn1,letter"),
+        option("--ranks", default="256,512,1024"),
+        option("--families", default=",".join(f for f, _ in FAMILIES[1:]),
+               help="the linear families compared with dual_cd at the middle rank "
+                    "(comma-separated; empty: none)"),
+        option("--variants", default="kmeans,icf",
+               help="the landmark variants at the largest rank (kmeans, icf; empty: none)"),
+        option("--strategies", default="",
+               help="multi-class strategies of dual_cd on the factor besides ovr, at every "
+                    "rank, on multi-class problems (comma-separated: ovo, crammer_singer; "
+                    "empty: none)"),
+        out(Path(__file__).parent / "results" / "lowrank")))
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from bench import cli
+
+    sys.exit(cli.main(["lowrank", *sys.argv[1:]]))

@@ -1,7 +1,7 @@
-"""``python -m bench.bench_lssvm``: the least-squares SVM family against scikit-learn's SVC and
+"""``python -m bench lssvm``: the least-squares SVM family against scikit-learn's SVC and
 a dense direct solve, in one run.
 
-    python -m bench.bench_lssvm [--quick] [--repeats R] [--out DIR]
+    python -m bench lssvm [--quick] [--repeats R] [--out DIR]
 
 1. Scaling (Joshi et al., Fig. 3): nested training subsets of mushrooms of k twelfths of the
    data (the paper's partition sizes; k = 1, 2, 3, 4, 6, 8, 11, quick: 1-3), the last twelfth
@@ -28,10 +28,10 @@ other processes on the machine distort timings.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC
 
 import solvers
+from bench.commands import Command, out, quick, repeats
 from bench.harness import machine_description
 from bench.paths import DATA_DIR
 
@@ -289,12 +290,7 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
-    parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--out", type=Path, default=Path("bench/results/lssvm"))
-    args = parser.parse_args(argv)
+def run_command(args) -> None:
     repeats = args.repeats or (1 if args.quick else 3)
     twelfths = (1, 2, 3) if args.quick else (1, 2, 3, 4, 6, 8, 11)
     load_start = os.getloadavg()[0]
@@ -321,5 +317,15 @@ def main(argv=None) -> None:
     print(text)
 
 
+COMMAND = Command(
+    "lssvm", "the least-squares family against dense direct solves and LIBSVM", run_command,
+    description=__doc__, options=(
+        quick("small sizes, one repeat"),
+        repeats(None),
+        out("bench/results/lssvm")))
+
+
 if __name__ == "__main__":
-    main()
+    from bench import cli
+
+    sys.exit(cli.main(["lssvm", *sys.argv[1:]]))

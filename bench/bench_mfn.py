@@ -1,6 +1,6 @@
-"""``python -m bench.bench_mfn``: L2-SVM-MFN against LIBLINEAR -s 1 and -s 2, in one run.
+"""``python -m bench mfn``: L2-SVM-MFN against LIBLINEAR -s 1 and -s 2, in one run.
 
-    python -m bench.bench_mfn [--quick] [--repeats R] [--out DIR] [--only KEYS]
+    python -m bench mfn [--quick] [--repeats R] [--out DIR] [--only KEYS]
                               [--no-appendix-a] [--no-profile]
 
 Problems: the squared hinge with a regularized bias (``-B 1``), ``design.md``'s C.
@@ -60,7 +60,6 @@ other processes distort timings.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import fnmatch
 import json
@@ -73,6 +72,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.anchors import LIBLINEAR_EPS_SCHEDULE, Liblinear, Run
+from bench.commands import Command, option, out, quick, repeats
 from bench.harness import GAPS, as_json, machine_description, measure_problem
 from bench.liblinear_multicore import LiblinearMulticore
 from bench.problems import BenchProblem
@@ -213,24 +213,7 @@ def profile_table(profiles: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_mfn",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="C = 1 on four datasets")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timed rounds per problem (default 3, quick 2)")
-    parser.add_argument("--out", default="bench/results/mfn", help="output directory")
-    parser.add_argument("--only", default=None,
-                        help="comma-separated shell patterns of the problem keys to keep, "
-                             "e.g. 'news20*,w8a/*/C=1'")
-    parser.add_argument("--no-appendix-a", action="store_true",
-                        help="leave out the 'mfn appendix A' runner")
-    parser.add_argument("--eps-min", type=float, default=None,
-                        help="end LIBLINEAR's eps schedule here (e.g. 1e-6: the times to a "
-                             "1e-6 gap need no smaller eps; the default goes to 1e-8)")
-    parser.add_argument("--no-profile", action="store_true",
-                        help="skip the cProfile run of each problem")
-    args = parser.parse_args(argv)
+def run_command(args) -> int:
     repeats = args.repeats or (2 if args.quick else 3)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -256,5 +239,26 @@ def main(argv=None) -> int:
     return 0
 
 
+COMMAND = Command(
+    "mfn", "mfn against LIBLINEAR (both builds), with its profile",
+    run_command, description=__doc__,
+    options=(
+        quick("C = 1 on four datasets"),
+        repeats(None, help="timed rounds per problem (default 3, quick 2)"),
+        out("bench/results/mfn", help="output directory"),
+        option("--only", default=None,
+               help="comma-separated shell patterns of the problem keys to keep, e.g. "
+                    "'news20*,w8a/*/C=1'"),
+        option("--no-appendix-a", action="store_true",
+               help="leave out the 'mfn appendix A' runner"),
+        option("--eps-min", type=float, default=None,
+               help="end LIBLINEAR's eps schedule here (e.g. 1e-6: the times to a 1e-6 gap "
+                    "need no smaller eps; the default goes to 1e-8)"),
+        option("--no-profile", action="store_true",
+               help="skip the cProfile run of each problem")))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    from bench import cli
+
+    sys.exit(cli.main(["mfn", *sys.argv[1:]]))

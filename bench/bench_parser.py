@@ -1,4 +1,4 @@
-"""``python -m bench.bench_parser``: our SVMlight reader against scikit-learn's.
+"""``python -m bench parser``: our SVMlight reader against scikit-learn's.
 
 For every file of the shared datasets folder, :func:`solvers.data.read_svmlight` and
 :func:`sklearn.datasets.load_svmlight_file` each read the file once to warm up (Numba
@@ -10,12 +10,11 @@ machine is busy).  The "all files" row divides the total size by the sum of the 
 Both readers get 1-based indices (``zero_based=False``), so scikit-learn skips its
 index-base detection pass.
 
-    python -m bench.bench_parser [--repeats 5] [--data-dir DIR] [--out results.json] [names...]
+    python -m bench parser [--repeats 5] [--data-dir DIR] [--out results.json] [names...]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from sklearn.datasets import load_svmlight_file
 
+from bench.commands import Command, option, out, repeats
 from bench.paths import DATA_DIR
 from solvers.data import read_svmlight
 
@@ -119,13 +119,7 @@ def machine() -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("names", nargs="*", help="files to read (default: all of them)")
-    parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", type=Path, help="also write the results as JSON here")
-    args = parser.parse_args(argv)
+def run_command(args) -> int:
 
     if not args.data_dir.is_dir():
         print(f"no datasets folder at {args.data_dir}", file=sys.stderr)
@@ -154,5 +148,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+COMMAND = Command(
+    "parser", "the SVMlight reader against scikit-learn's", run_command, description=__doc__,
+    options=(
+        option("names", nargs="*", help="files to read (default: all of them)"),
+        option("--data-dir", type=Path, default=DATA_DIR),
+        repeats(5),
+        out(None, help="also write the results as JSON here")))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    from bench import cli
+
+    sys.exit(cli.main(["parser", *sys.argv[1:]]))

@@ -1,13 +1,13 @@
 """Measurements of a running service (``svmsvc serve`` as a subprocess), not timed tests.
 
-    python -m bench.bench_service cancel [--trials 10] [--database-url URL]
-    python -m bench.bench_service load [--clients 20] [--seconds 60] [--wrk-connections 0]
+    python -m bench service cancel [--trials 10] [--database-url URL]
+    python -m bench service load [--clients 20] [--seconds 60] [--wrk-connections 0]
         [--database-url URL]
-    python -m bench.bench_service memory [--rounds 6] [--database-url URL]
-    python -m bench.bench_service predict [--baseline SOURCE_TREE] [--rounds 5]
+    python -m bench service memory [--rounds 6] [--database-url URL]
+    python -m bench service predict [--baseline SOURCE_TREE] [--rounds 5]
         [--requests 2000] [--seconds 10] [--connections 8] [--web-processes N]
         [--database-url URL]
-    python -m bench.bench_service startup [--warm-runs 3]
+    python -m bench service startup [--warm-runs 3]
 
 ``cancel``: how long a running job takes to end after ``POST /jobs/{id}/cancel`` (until
 ``GET /jobs/{id}`` reports ``cancelled``), on a9a with parameters that never converge; the
@@ -49,7 +49,6 @@ directory, SQLite unless ``--database-url`` is given, with an admin API key made
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -63,6 +62,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.commands import Command, database_url, option
 from bench.paths import DATA_DIR
 
 LONG_PARAMS = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iterations": 300,
@@ -607,39 +607,7 @@ def _solvers_left(log_path: Path, solvers: list[str], workers: int) -> bool:
     return any(text.count(f"solver {name}'s kernels ready") < workers for name in solvers)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    cancel = commands.add_parser("cancel", help="latency of cancelling a running job")
-    cancel.add_argument("--trials", type=int, default=10)
-    mixed = commands.add_parser("load", help="mixed load from concurrent clients")
-    mixed.add_argument("--clients", type=int, default=20)
-    mixed.add_argument("--seconds", type=float, default=60.0)
-    mixed.add_argument("--wrk-connections", type=int, default=0,
-                       help="GET predict from this many wrk connections instead of the "
-                            "client threads (which then run the rest of the mix)")
-    commands.add_parser("uploads", help="/healthz latency while ~1.4 MB files are uploaded")
-    resident = commands.add_parser("memory", help="idle memory after large requests")
-    resident.add_argument("--rounds", type=int, default=6)
-    predict = commands.add_parser("predict", help="GET predict: single client and wrk, A/B")
-    predict.add_argument("--rounds", type=int, default=5)
-    predict.add_argument("--requests", type=int, default=2000,
-                         help="sequential requests per round")
-    predict.add_argument("--seconds", type=float, default=10.0, help="wrk duration per round")
-    predict.add_argument("--connections", type=int, default=8, help="wrk connections")
-    predict.add_argument("--web-processes", type=int, action="append", default=[],
-                         metavar="N", help="also measure this tree served by N web "
-                                           "processes (svmsvc serve --web-processes N)")
-    predict.add_argument("--also", action="append", default=[], metavar="SVMSVC_X=VALUE",
-                         help="also measure this tree with this setting (a third server)")
-    predict.add_argument("--baseline", default=None,
-                         help="a source tree (e.g. a worktree of main) to compare against, "
-                              "run as a second server, interleaved")
-    started = commands.add_parser("startup", help="svmsvc serve to /readyz, cold and warm")
-    started.add_argument("--warm-runs", type=int, default=3)
-    for command in (cancel, mixed, resident, predict, commands.choices["uploads"]):
-        command.add_argument("--database-url", default=None)
-    args = parser.parse_args(argv)
+def run_command(args) -> None:
     if args.command == "predict":
         here = str(Path(__file__).resolve().parents[1])
         variants = {"this": here}
@@ -694,5 +662,41 @@ def main(argv: list[str] | None = None) -> None:
             server.stop()
 
 
+COMMAND = Command(
+    "service", "the service: cancel latency, mixed load, uploads, memory, predict, startup",
+    run_command, description=__doc__, subcommands=(
+        Command("cancel", "latency of cancelling a running job", options=(
+            option("--trials", type=int, default=10), database_url())),
+        Command("load", "mixed load from concurrent clients", options=(
+            option("--clients", type=int, default=20),
+            option("--seconds", type=float, default=60.0),
+            option("--wrk-connections", type=int, default=0,
+                   help="GET predict from this many wrk connections instead of the client "
+                        "threads (which then run the rest of the mix)"),
+            database_url())),
+        Command("uploads", "/healthz latency while ~1.4 MB files are uploaded",
+                options=(database_url(),)),
+        Command("memory", "idle memory after large requests", options=(
+            option("--rounds", type=int, default=6), database_url())),
+        Command("predict", "GET predict: single client and wrk, A/B", options=(
+            option("--rounds", type=int, default=5),
+            option("--requests", type=int, default=2000, help="sequential requests per round"),
+            option("--seconds", type=float, default=10.0, help="wrk duration per round"),
+            option("--connections", type=int, default=8, help="wrk connections"),
+            option("--web-processes", type=int, action="append", default=[], metavar="N",
+                   help="also measure this tree served by N web processes (svmsvc serve "
+                        "--web-processes N)"),
+            option("--also", action="append", default=[], metavar="SVMSVC_X=VALUE",
+                   help="also measure this tree with this setting (a third server)"),
+            option("--baseline", default=None,
+                   help="a source tree (e.g. a worktree of main) to compare against, run as "
+                        "a second server, interleaved"),
+            database_url())),
+        Command("startup", "svmsvc serve to /readyz, cold and warm", options=(
+            option("--warm-runs", type=int, default=3),))))
+
+
 if __name__ == "__main__":
-    main()
+    from bench import cli
+
+    sys.exit(cli.main(["service", *sys.argv[1:]]))

@@ -1,7 +1,7 @@
-"""``python -m bench.bench_smo``: ``smo`` (C-SVC by SMO) against LIBSVM (scikit-learn's SVC)
+"""``python -m bench smo``: ``smo`` (C-SVC by SMO) against LIBSVM (scikit-learn's SVC)
 side by side in one run.
 
-    python -m bench.bench_smo [--quick] [--repeats R] [--out DIR]
+    python -m bench smo [--quick] [--repeats R] [--out DIR]
 
 Problems (RBF, gamma="scale", C = 1; every column scaled to [-1, 1] by its largest |x|,
 svmguide1 being published unscaled): svmguide1 (3,089 rows), a9a and ijcnn1 (seeded subsets of
@@ -27,11 +27,11 @@ Markdown.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC
 
 import solvers
+from bench.commands import Command, out, quick, repeats
 from bench.harness import machine_description
 from bench.paths import DATA_DIR
 
@@ -135,12 +136,7 @@ RUNNERS = {
 }
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "smo"))
-    args = parser.parse_args(argv)
+def run_command(args) -> int:
     machine = machine_description()
     rows = []
     names = list(RUNNERS)
@@ -190,5 +186,15 @@ def main(argv=None) -> int:
     return 0
 
 
+COMMAND = Command(
+    "smo", "smo against LIBSVM (scikit-learn SVC, RBF kernel)", run_command, description=__doc__,
+    options=(
+        quick(),
+        repeats(3),
+        out(Path(__file__).parent / "results" / "smo")))
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from bench import cli
+
+    sys.exit(cli.main(["smo", *sys.argv[1:]]))

@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from bench.anchors import Liblinear, hinge_clarabel, liblinear_beta, liblinear_train
+from bench.commands import Command, option
 from bench.problems import BenchProblem
 from solvers.problems import BinaryProblem
 
@@ -357,3 +358,18 @@ def hinge_dual_optimum(problem: BinaryProblem, relative_gap: float = 1e-12) -> R
     _, beta, dual = hinge_dual_interior_point(problem, relative_gap)
     primal = problem.objective(beta)
     return Reference(beta, primal, (primal - dual) / primal, "interior-point dual")
+
+
+def _references(args) -> int:
+    if args.regenerate:
+        chosen = [p for p in REFERENCE_PROBLEMS if args.only is None or args.only in p.key]
+        regenerate(chosen)
+        return 0
+    for key, entry in sorted(load_references().items()):
+        print(f"{key:50s} {entry['objective']:.15g}  {entry['method']}")
+    return 0
+
+
+COMMAND = Command("references", "reference optima", _references, options=(
+    option("--regenerate", action="store_true", help="recompute the reference optima (minutes)"),
+    option("--only", help="with --regenerate: keys containing this text")))

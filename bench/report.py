@@ -9,7 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.commands import Command, option
 from bench.harness import GAPS, ProblemResult, as_json, relative_gap
+from bench.paths import RESULTS_DIR
 
 
 def _seconds(value: float | None) -> str:
@@ -221,3 +223,14 @@ def update_readme(readme: Path, results_dir: Path) -> bool:
         return False
     Path(readme).write_text(new)
     return True
+
+
+def _report(args) -> int:
+    changed = update_readme(args.readme, args.results)
+    print(f"{args.readme}: {'rewritten' if changed else 'unchanged'}")
+    return 0
+
+
+COMMAND = Command("report", "regenerate the README's results section", _report, options=(
+    option("--readme", type=Path, default=Path(__file__).with_name("README.md")),
+    option("--results", type=Path, default=RESULTS_DIR)))

@@ -6,9 +6,10 @@ Two kinds:
   by :func:`bench.harness.measure_problem`, each with the runners it lists (ours and the
   anchors of :mod:`bench.anchors`); the record holds every summary and the ratio of each of
   our solvers' time to a relative gap to the fastest anchor's, from the same run;
-* script suites (``mfn``, ``dual_cd``, ``alm``, ...): a family's own study, run through its
-  module's ``main`` with the arguments the suite names (extra arguments after ``--`` are
-  appended); the record holds the JSON files the study wrote and what it printed.
+* script suites (``mfn``, ``dual_cd``, ``alm``, ...): a family's own study, run as its
+  sub-command of the one command line (:mod:`bench.cli`: ``python -m bench mfn ...``) with the
+  arguments the suite names (extra arguments after ``--`` are appended); the record holds the
+  JSON files the study wrote and what it printed.
 
 Every record starts with the machine fingerprint of :func:`bench.harness.machine_description`
 (date, git commit, CPU model, load average) and the load average at the end.
@@ -17,7 +18,6 @@ Every record starts with the machine fingerprint of :func:`bench.harness.machine
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import json
 import os
@@ -29,12 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import cli
 from bench.anchors import (
     ClarabelHinge,
     Liblinear,
     ProjectSolver,
     SklearnLinearKernelSVC,
 )
+from bench.commands import MODULES, Command, option, out
 from bench.fingerprint import MOVE_THRESHOLD, compare_records, last_of_suite, warnings
 from bench.harness import GAPS, as_json, machine_description, measure_problem, time_to_gap
 from bench.paths import RESULTS_DIR
@@ -99,7 +101,7 @@ def service_predict(log=print, requests: int = 2000, seconds: float = 5.0) -> di
 class ScriptSuite:
     name: str
     description: str
-    module: str
+    command: str  # its sub-command of python -m bench
     argv: tuple[str, ...] = ()
     out_flag: str | None = "--out"  # how the study is told where to write (None: it prints)
     out_is_file: bool = False
@@ -113,15 +115,15 @@ class ScriptSuite:
             argv += [self.out_flag,
                      str(directory / f"{self.name}.json" if self.out_is_file else directory)]
         argv += extra
-        log(f"python -m {self.module} {' '.join(argv)}")
+        log(f"python -m bench {self.command} {' '.join(argv)}")
         started = time.time()
         printed = io.StringIO()
         with contextlib.redirect_stdout(_Tee(printed, sys.stdout)):
-            main = importlib.import_module(self.module).main
-            status = main(argv) if argv else main()
+            status = cli.run(self.command, argv)
         outputs = {str(p.relative_to(directory)): json.loads(p.read_text())
                    for p in sorted(directory.rglob("*.json")) if p.stat().st_mtime >= started}
-        return {"kind": "script", "module": self.module, "argv": argv,
+        # "module": the study's module, as records before the one command line named it
+        return {"kind": "script", "module": MODULES[self.command], "argv": argv,
                 "status": status or 0, "outputs": outputs, "stdout": printed.getvalue()}
 
 
@@ -221,7 +223,7 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                  "Clarabel on mushrooms (hinge, C = 1); interior_point and alm against LIBSVM "
                  "and Clarabel on australian (hinge, free bias, C = 1); mfn against -s 2 on "
                  f"{SYNTHETIC_QUICK} (squared hinge, C = 1); 3 repeats; then GET predict "
-                 "against a server of this tree (one round of bench.bench_service predict)",
+                 "against a server of this tree (one round of python -m bench service predict)",
                  quick_cases, repeats=3, service_predict=True),
     HarnessSuite("linear", "a few minutes: every registered linear solver against LIBLINEAR "
                  "(official and multi-core, -s 1/2/3) and scikit-learn, squared hinge, C = 1 on "
@@ -234,40 +236,40 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                  "300,000 x 100,000 (~5.7M entries), the hinge at C = 1 on a9a, and the scaling "
                  "study; 5 repeats", full_cases, repeats=5, scaling=("a9a", SYNTHETIC)),
     ScriptSuite("mfn", "mfn against LIBLINEAR (both builds) on the paper's problems, with "
-                "its profile", "bench.bench_mfn", ("--quick",)),
+                "its profile", "mfn", ("--quick",)),
     ScriptSuite("dual_cd", "dual_cd against LIBLINEAR -s 1/-s 3 at the same stopping rule",
-                "bench.bench_dual_cd"),
+                "dual_cd"),
     ScriptSuite("cutting_plane", "cutting-plane methods against LIBLINEAR, scikit-learn and "
                 "Clarabel (binary, Crammer-Singer, Arnosti's variants)",
-                "bench.bench_cutting_plane", ("--quick",)),
+                "cutting_plane", ("--quick",)),
     ScriptSuite("interior_point", "interior_point against Clarabel, LIBSVM and LIBLINEAR",
-                "bench.bench_interior_point", ("tables", "anchors")),
-    ScriptSuite("alm", "alm against LIBLINEAR -R", "bench.bench_alm", ("--part", "speed")),
+                "interior_point", ("tables", "anchors")),
+    ScriptSuite("alm", "alm against LIBLINEAR -R", "alm", ("--part", "speed")),
     ScriptSuite("lssvm", "the least-squares family against dense direct solves and LIBSVM",
-                "bench.bench_lssvm", ("--quick",)),
-    ScriptSuite("smo", "smo against LIBSVM (scikit-learn SVC, RBF kernel)", "bench.bench_smo",
+                "lssvm", ("--quick",)),
+    ScriptSuite("smo", "smo against LIBSVM (scikit-learn SVC, RBF kernel)", "smo",
                 ("--quick",)),
     ScriptSuite("lowrank", "the low-rank kernel path (Nystrom, incomplete Cholesky) against "
-                "exact LIBSVM (scikit-learn SVC, RBF)", "bench.bench_lowrank", ("--quick",)),
+                "exact LIBSVM (scikit-learn SVC, RBF)", "lowrank", ("--quick",)),
     ScriptSuite("cv", "cross-validated C search against LIBLINEAR -C and scikit-learn",
-                "bench.bench_cv", ("--quick",)),
-    ScriptSuite("auto", "the solver portfolio's measurements", "bench.bench_auto",
+                "cv", ("--quick",)),
+    ScriptSuite("auto", "the solver portfolio's measurements", "auto",
                 ("measure",)),
-    ScriptSuite("parser", "the SVMlight reader against scikit-learn's", "bench.bench_parser",
+    ScriptSuite("parser", "the SVMlight reader against scikit-learn's", "parser",
                 ("--repeats", "3"), out_is_file=True),
     ScriptSuite("service", "the service under load (needs wrk for --wrk-connections)",
-                "bench.bench_service", ("load",), out_flag=None),
+                "service", ("load",), out_flag=None),
     ScriptSuite("predict", "GET predict served by one web process and by two (svmsvc serve "
                 "--web-processes 2), interleaved round by round (needs wrk)",
-                "bench.bench_service", ("predict", "--web-processes", "2"), out_flag=None),
+                "service", ("predict", "--web-processes", "2"), out_flag=None),
     ScriptSuite("startup", "svmsvc serve to /readyz ready, on a cold Numba cache and warm",
-                "bench.bench_service", ("startup",), out_flag=None),
+                "service", ("startup",), out_flag=None),
     ScriptSuite("dask", "jobs through a Dask cluster (needs PostgreSQL and dask.distributed)",
-                "bench.bench_dask", (), out_flag=None),
+                "dask", (), out_flag=None),
     ScriptSuite("distributed", "one model trained data-parallel on 2 Dask worker processes x 1 "
                 "thread against the single process with 2 threads (a9a, w8a; mfn and OCAS): "
                 "time ratio, reductions and bytes per iteration (needs dask.distributed)",
-                "bench.bench_distributed", (), out_is_file=True),
+                "distributed", (), out_is_file=True),
 )}
 
 
@@ -305,3 +307,23 @@ def run_suite(name: str, extra: list[str] = (), out: Path | None = None, log=pri
                      out.with_name(f"{out.stem}-scaling-{entry['dataset']}.png"))
     log(f"done in {record['seconds']:.0f} s; record {out}")
     return out
+
+
+def _list(args) -> int:
+    for name, suite in SUITES.items():
+        print(f"{name:15s} {suite.description}")
+    return 0
+
+
+def _run(args) -> int:
+    run_suite(args.suite, args.extra, args.out)
+    return 0
+
+
+COMMANDS = (
+    Command("list", "the suites", _list),
+    Command("run", "run a benchmark suite, write its JSON record (a script suite's own "
+            "arguments after --)", _run, options=(
+                option("--suite", choices=list(SUITES), default="quick"),
+                out(None, help="the record's path (default bench/results/SUITE-DATE.json)"))),
+)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import queue
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from solvers.models import KernelModel, LinearModel
 from solvers.monitor import IterationRecord, Monitor, NullMonitor, Stopwatch
 
 
+@dataclass(eq=False)
 class SubproblemMonitor:
     """Numbers records consecutively across subproblems (``counter`` is shared by all the
     subproblems of a run) and tags them with the subproblem: ``subproblem`` (its index) and
@@ -42,16 +44,17 @@ class SubproblemMonitor:
     subproblems (each solver times its own subproblem from 0: that time stays in
     ``extras["subproblem_elapsed"]``)."""
 
-    def __init__(self, target: Monitor, counter: list[int], subproblem: int, label: str | None,
-                 total: int | None = None, clock: Stopwatch | None = None,
-                 kind: str = "class"):
-        self.target = target
-        self.counter = counter
-        self.subproblem = subproblem
-        self.label = label
-        self.total = total
-        self.kind = kind
-        self.offset = 0.0 if clock is None or label is None else clock()
+    target: Monitor
+    counter: list[int]
+    subproblem: int
+    label: str | None
+    total: int | None = None
+    clock: InitVar[Stopwatch | None] = None
+    kind: str = "class"
+    offset: float = field(init=False)
+
+    def __post_init__(self, clock: Stopwatch | None) -> None:
+        self.offset = 0.0 if clock is None or self.label is None else clock()
 
     def report(self, record: IterationRecord) -> None:
         self.counter[0] += 1

@@ -34,7 +34,7 @@ AutoParams = get_solver("auto").params_model
 
 def test_measurements_cover_every_candidate_and_target():
     measured = load_measurements()
-    assert measured, "solvers/auto_measurements.json is missing: python -m bench.bench_auto measure"
+    assert measured, "solvers/auto_measurements.json is missing: python -m bench auto measure"
     names = {c.name for c in CANDIDATES}
     unsolved = []  # no candidate converged within the caps (w8a, hinge, C = 100, 1e-6)
     for m in measured:

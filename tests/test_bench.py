@@ -303,7 +303,7 @@ def test_a_figure_moves_when_its_normalized_ratio_leaves_the_threshold():
 def test_a_script_suite_records_what_its_study_wrote(tmp_path):
     from bench.suites import ScriptSuite, run_suite
 
-    suite = ScriptSuite("parser", "the reader on heart", "bench.bench_parser",
+    suite = ScriptSuite("parser", "the reader on heart", "parser",
                         ("--repeats", "1", "heart_scale"), out_is_file=True,
                         directory=tmp_path / "parser")
     out = run_suite("parser", out=tmp_path / "parser.json", log=lambda *_: None,

@@ -65,7 +65,8 @@ def test_binary_small_sets(name, C, method):
 
 # The quick tier keeps one (OCAS on a9a at C = 0.01); the rest take 0.1-15 s each (CPA at C = 1
 # needs 2-5x OCAS's iterations: w8a 15 s)
-LARGE = [pytest.param(d, C, m, marks=[pytest.mark.slow] if (m, C, d) != ("ocas", 0.01, "a9a") else [])
+LARGE = [pytest.param(d, C, m,
+                      marks=[pytest.mark.slow] if (m, C, d) != ("ocas", 0.01, "a9a") else [])
          for d in ("a9a", "w8a", "ijcnn1", "mushrooms") for C in (0.01, 1.0) for m in METHODS]
 
 

@@ -230,6 +230,7 @@ def test_ocas_one_vs_rest(client, files):
     assert list(many.model.classes_) == list(one.model.classes_)
 
 
+@pytest.mark.slow  # 21 s; the LocalCluster tests cover the solve
 def test_on_dask_scheduler_and_dask_worker_processes(files, tmp_path):
     """The same solve on a cluster started as a deployment starts it: ``dask scheduler`` and
     two ``dask worker`` processes (1 thread each), found through a scheduler file."""

@@ -64,6 +64,7 @@ def test_raw_features_are_recovered_exactly():
     assert np.max(np.abs(unrounded - np.round(unrounded))) < 1e-5
 
 
+@pytest.mark.slow  # 10-21 s: the paper's table; test_lssvm.py covers the family
 def test_table1_pima_on_raw_features():
     """Every method predicts the majority class, as in the paper (65.96%; 500/768 = 65.1%)."""
     accuracy = cross_validate(raw_pima())
@@ -71,6 +72,7 @@ def test_table1_pima_on_raw_features():
         assert accuracy[name] == pytest.approx(PAPER["pima"][name], abs=1.0)
 
 
+@pytest.mark.slow  # 10-21 s: the paper's table; test_lssvm.py covers the family
 def test_table1_breast_w_on_raw_features():
     """The paper's pattern: 2SMO and SesquiSMO agree and beat the classical LS-SVM by about
     six points (A = 1e4 all but removes the bias, which helps on these features).  Our folds
@@ -83,6 +85,7 @@ def test_table1_breast_w_on_raw_features():
         assert accuracy[name] == pytest.approx(PAPER["breast-w"][name], abs=4.0)
 
 
+@pytest.mark.slow  # 10-21 s: the paper's table; test_lssvm.py covers the family
 def test_table1_scaled_copies():
     """On the scaled files as given the RBF kernel sees the data, and accuracy is far above
     the paper's (our measurement, kept as a regression check)."""

@@ -540,6 +540,7 @@ def _word_counts():
     return wide, labels
 
 
+@pytest.mark.slow  # 10-15 s each; test_mfn_core tests the row-space CG
 @pytest.mark.parametrize("loss", ["squared_hinge", "modified_huber"])
 def test_row_space_step_reaches_the_cgls_optimum(loss):
     """At a large C on word counts "auto" solves step 3 in the active rows' space (after

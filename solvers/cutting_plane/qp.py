@@ -58,6 +58,22 @@ from solvers import config
 
 
 @njit(cache=True, nogil=True)
+def _objective_and_gap(x, g, b, m):
+    """The reduced QP's objective f = (x'g - x'b) / 2 at ``x`` (``g`` its gradient) and the
+    Frank-Wolfe gap x'g - min(0, min_j g_j) (the slack's gradient is 0); with the two sums
+    x'g and x'b."""
+    ag = 0.0
+    ab = 0.0
+    gmin = 0.0  # the slack's gradient
+    for j in range(m):
+        ag += x[j] * g[j]
+        ab += x[j] * b[j]
+        if g[j] < gmin:
+            gmin = g[j]
+    return 0.5 * (ag - ab), ag - gmin, ag, ab
+
+
+@njit(cache=True, nogil=True)
 def _reduced_gradient(H, b, x, m, g):
     """g[:m] = H[:m, :m] x[:m] - b[:m], skipping the zero entries of x (most cuts are
     inactive)."""
@@ -106,17 +122,7 @@ def simplex_smo(H, b, alpha, m, tol_rel, tol_abs, max_steps):
     ag = 0.0
     ab = 0.0
     while True:
-        # f and the Frank-Wolfe gap
-        ag = 0.0
-        ab = 0.0
-        gmin = 0.0  # the slack's gradient
-        for j in range(m):
-            ag += alpha[j] * g[j]
-            ab += alpha[j] * b[j]
-            if g[j] < gmin:
-                gmin = g[j]
-        f = 0.5 * (ag - ab)
-        gap = ag - gmin
+        f, gap, ag, ab = _objective_and_gap(alpha, g, b, m)
         if gap <= tol_abs or gap <= tol_rel * abs(f) or steps >= max_steps:
             break
         # v: largest gradient over the support (slack included, gradient 0)
@@ -565,16 +571,7 @@ def simplex_active_set(H, b, alpha, m, tol_rel, tol_abs, max_iter, max_free):
     it = 0
     refreshed = False  # the gradient was just recomputed from scratch
     while True:
-        ag = 0.0
-        ab = 0.0
-        gmin = 0.0
-        for j in range(m):
-            ag += x[j] * g[j]
-            ab += x[j] * b[j]
-            if g[j] < gmin:
-                gmin = g[j]
-        f = 0.5 * (ag - ab)
-        gap = ag - gmin
+        f, gap, _, _ = _objective_and_gap(x, g, b, m)
         if gap <= tol_abs or gap <= tol_rel * abs(f):
             break
         if it >= max_iter:

@@ -33,6 +33,16 @@ def _random_below(rng, k):
 
 
 @njit(cache=True, nogil=True)
+def _shuffle_active(index, active, rng):
+    """Permute ``index[:active]`` uniformly (Fisher-Yates, first to last) with ``rng``."""
+    for k in range(active - 1):
+        j = k + _random_below(rng, active - k)
+        t = index[k]
+        index[k] = index[j]
+        index[j] = t
+
+
+@njit(cache=True, nogil=True)
 def dcd_epochs(indptr, indices, data, y, s, qd, diag, upper, alpha, w, index, istate,
                fstate, rng, max_epochs, eps, work_budget, shrinking):
     """Outer iterations of Algorithm 3 until one of: ``max_epochs`` done; the projected
@@ -61,11 +71,7 @@ def dcd_epochs(indptr, indices, data, y, s, qd, diag, upper, alpha, w, index, is
         pg_max_new = -np.inf
         pg_min_new = np.inf
         # section 3.1: a random permutation of the active set every outer iteration
-        for k in range(active - 1):
-            j = k + _random_below(rng, active - k)
-            t = index[k]
-            index[k] = index[j]
-            index[j] = t
+        _shuffle_active(index, active, rng)
         k = 0
         while k < active:
             i = index[k]
@@ -214,11 +220,7 @@ def crammer_singer_epochs(indptr, indices, data, labels, s, cost, sqnorm, alpha,
     start_from_all = istate[1] == 1
     eps_shrink = fstate[0]
     while epochs < max_epochs:
-        for q in range(active - 1):
-            j = q + _random_below(rng, active - q)
-            t = index[q]
-            index[q] = index[j]
-            index[j] = t
+        _shuffle_active(index, active, rng)
         violation = 0.0
         q = 0
         while q < active:

@@ -158,6 +158,15 @@ def warm_up() -> None:
 _SUYKENS = ("J. A. K. Suykens and J. Vandewalle, Least squares support vector machine "
             "classifiers, Neural Processing Letters 9 (1999) 293-300")
 
+_KERNEL_FAMILY = {
+    "fit_handlers": {"binary": fit_kernel, "ovr": fit_kernel},
+    "path_handlers": {"binary": fit_kernel_path, "ovr": fit_kernel_path},
+    "warm_up": warm_up,
+    "dense_system": dense_system,
+}
+"""What the three solvers of the family share: the kernel fit and its C path (binary and
+one-vs-rest), one warm-up and the dense system of their kernel problems."""
+
 SPECS = (
     SolverSpec(
         name="lssvm",
@@ -168,10 +177,7 @@ SPECS = (
                     "direct or projected-CG solve of the kernel system (7) otherwise.",
         reference=_SUYKENS + "; S. Joshi et al., Fast algorithms for least squares SVMs, "
                              "eq. (7).",
-        fit_handlers={"binary": fit_kernel, "ovr": fit_kernel},
-        path_handlers={"binary": fit_kernel_path, "ovr": fit_kernel_path},
-        warm_up=warm_up,
-        dense_system=dense_system,
+        **_KERNEL_FAMILY,
     ),
     SolverSpec(
         name="proximal_svm",
@@ -183,10 +189,7 @@ SPECS = (
         reference="G. Fung and O. L. Mangasarian, Proximal support vector machine classifiers, "
                   "KDD 2001, 77-86; S. Joshi et al., Fast algorithms for least squares SVMs, "
                   "eqs. (9)-(12).",
-        fit_handlers={"binary": fit_kernel, "ovr": fit_kernel},
-        path_handlers={"binary": fit_kernel_path, "ovr": fit_kernel_path},
-        warm_up=warm_up,
-        dense_system=dense_system,
+        **_KERNEL_FAMILY,
     ),
     SolverSpec(
         name="relaxed_lssvm",
@@ -196,10 +199,7 @@ SPECS = (
                     "cache; optional SUMT loop driving A to 0 (the classical LS-SVM).",
         reference="S. Joshi, Jayadeva, G. Ramakrishnan and S. Chandra, Fast algorithms for "
                   "least squares SVMs, eqs. (13)-(35) and section VI.",
-        fit_handlers={"binary": fit_kernel, "ovr": fit_kernel},
-        path_handlers={"binary": fit_kernel_path, "ovr": fit_kernel_path},
-        warm_up=warm_up,
-        dense_system=dense_system,
+        **_KERNEL_FAMILY,
     ),
 )
 

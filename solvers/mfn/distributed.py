@@ -62,8 +62,10 @@ from solvers.losses.kernels import (
 )
 from solvers.mfn.engine import (
     auto_preconditioning,
+    converged_message,
     forcing_term,
     gap_round_epsilon,
+    next_round,
     normal_equations_pay,
 )
 from solvers.mfn.params import MFNParams
@@ -415,14 +417,12 @@ class DistributedEngine:
                                         newton, cg_total)
                 if self._gap_met():
                     return self._gap_finish(eps, newton, cg_total)
-                if need_second or eps > epsilon:
-                    eps = final_eps if need_second else epsilon
-                    need_second = False
-                    F_previous = F
+                next_eps = next_round(eps, epsilon, final_eps, need_second)
+                if next_eps is not None:
+                    eps, need_second, F_previous = next_eps, False, F
                     continue
-                return self._finish(Termination.CONVERGED, (
-                    f"converged: CGLS stopping rule met at eps={eps:g} and the index sets "
-                    f"are stable within tol={set_tol:g}"), eps, newton, cg_total)
+                return self._finish(Termination.CONVERGED, converged_message(eps, set_tol),
+                                    eps, newton, cg_total)
             direction = beta_bar - beta
             loss_l0 = sum(l for _, l, _, _ in results)
             loss_r0 = sum(r for _, _, r, _ in results)

@@ -30,6 +30,20 @@ _RISE_SLACK = 1e-12
 _SET_TOL_PER_BAND = 1e-2  # step 5's tol is at most this fraction of a finite band's width
 
 
+def next_round(eps: float, epsilon: float, final_eps: float, second_round: bool):
+    """Step 8, once a round's CGLS rule holds and the index sets are stable: the eps of the
+    next round -- the second round of heuristic 2 (``final_eps``), or the exact round
+    (``epsilon``) after a loose or gap round that ended above it -- or None: converged."""
+    if second_round or eps > epsilon:
+        return final_eps if second_round else epsilon
+    return None
+
+
+def converged_message(eps: float, set_tol: float) -> str:
+    return (f"converged: CGLS stopping rule met at eps={eps:g} and the index sets are stable "
+            f"within tol={set_tol:g}")
+
+
 @dataclass
 class MFNState:
     """The current point: beta, the outputs y_k = x~_k . beta of every term, and whether it is a
@@ -437,14 +451,12 @@ class Engine:
                     return self._gap_finish(loss, eps, newton, cg_total)
                 # Step 8: the second round of heuristic 2 (or the exact round after a gap
                 # round that ended above the gap tolerance), or the end.
-                if need_second_round or eps > epsilon:
-                    eps = final_eps if need_second_round else epsilon
-                    need_second_round = False
-                    F_previous = F
+                next_eps = next_round(eps, epsilon, final_eps, need_second_round)
+                if next_eps is not None:
+                    eps, need_second_round, F_previous = next_eps, False, F
                     continue
-                return self._finish(Termination.CONVERGED, (
-                    f"converged: CGLS stopping rule met at eps={eps:g} and the index sets "
-                    f"are stable within tol={set_tol:g}"), loss, eps, newton, cg_total)
+                return self._finish(Termination.CONVERGED, converged_message(eps, set_tol),
+                                    loss, eps, newton, cg_total)
 
             # Step 6: exact line search on the ray beta -> beta_bar, eqs. (14)-(18): the
             # slope's ordinates at delta = 0 and 1 (eqs. (16)-(17), regularizer + loss) and

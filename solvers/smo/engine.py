@@ -54,6 +54,21 @@ def _lower(alpha, t):
 
 
 @njit(cache=True, inline="always")
+def _clip_same_sign(first, second, total, cost_first):
+    """One half of LIBSVM's clipping of a pair with y_i = y_j (first + second = total): if
+    total exceeds the first's bound, the first at most that bound, else the second at least
+    0.  Returns (first, second)."""
+    if total > cost_first:
+        if first > cost_first:
+            first = cost_first
+            second = total - cost_first
+    elif second < 0.0:
+        second = 0.0
+        first = total
+    return first, second
+
+
+@njit(cache=True, inline="always")
 def _extreme_violations(y, alpha, cost, G, order, size):
     """(max_{I_up} -y_t G_t, max_{I_low} y_t G_t) over the first ``size`` indices of
     ``order``: LIBSVM's Gmax1 and Gmax2, whose sum is m(alpha) - M(alpha)."""
@@ -279,20 +294,9 @@ def smo_iterations(rows, columns, kernel, store, diag, y, alpha, cost, G, G_bar,
             total = alpha[i] + alpha[j]
             alpha[i] -= delta
             alpha[j] += delta
-            if total > ci:
-                if alpha[i] > ci:
-                    alpha[i] = ci
-                    alpha[j] = total - ci
-            elif alpha[j] < 0.0:
-                alpha[j] = 0.0
-                alpha[i] = total
-            if total > cj:
-                if alpha[j] > cj:
-                    alpha[j] = cj
-                    alpha[i] = total - cj
-            elif alpha[i] < 0.0:
-                alpha[i] = 0.0
-                alpha[j] = total
+            # LIBSVM's clipping to the box, i's bound then j's (the same rule, roles swapped)
+            alpha[i], alpha[j] = _clip_same_sign(alpha[i], alpha[j], total, ci)
+            alpha[j], alpha[i] = _clip_same_sign(alpha[j], alpha[i], total, cj)
         di = (alpha[i] - old_i) * y[i]
         dj = (alpha[j] - old_j) * y[j]
         for k in range(state[ACTIVE_SIZE]):

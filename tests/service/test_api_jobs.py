@@ -37,6 +37,13 @@ def a9a(api):
     return uploaded_id(api, data_path("a9a"))
 
 
+def _refused(api, dataset_id, params):
+    """POST a job that must be refused as unprocessable (422): the response."""
+    response = api.post("/api/v1/jobs", json={"dataset_id": dataset_id, "params": params})
+    assert response.status_code == 422, response.text
+    return response
+
+
 def test_a_job_runs_to_a_model_with_its_whole_log(api, heart):
     created = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": QUICK_PARAMS})
     assert created.status_code == 202
@@ -112,8 +119,7 @@ def test_log_stream_sends_records_then_the_end(api, heart):
     ({"C": 1.0}, "params.solver: solver is required (one of alm, auto, "),
 ])
 def test_invalid_parameters_are_a_422_with_the_reason(api, heart, params, fragment):
-    response = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": params})
-    assert response.status_code == 422
+    response = _refused(api, heart, params)
     problem = response.json()
     assert fragment in problem["detail"]
     assert problem["errors"][0]["loc"][:2] == ["body", "params"]
@@ -189,8 +195,7 @@ def test_a_job_that_cannot_succeed_is_refused_before_it_is_queued(api, content, 
                                                                   fragment):
     dataset_id = uploaded_id(api, content)
     before = api.get("/api/v1/jobs").json()["count"]
-    response = api.post("/api/v1/jobs", json={"dataset_id": dataset_id, "params": params})
-    assert response.status_code == 422
+    response = _refused(api, dataset_id, params)
     assert fragment in response.json()["detail"]
     assert api.get("/api/v1/jobs").json()["count"] == before
 
@@ -301,8 +306,7 @@ def test_a_dense_system_past_the_size_cap_is_refused(api, params):
     (n_features + 1)^2 normal equations): past the cap the job is refused before it runs."""
     side = api.app.state.settings.max_direct_rows + 1
     dataset_id = uploaded_id(api, b"1 1:1\n-1 %d:1\n" % (side - 1))
-    response = api.post("/api/v1/jobs", json={"dataset_id": dataset_id, "params": params})
-    assert response.status_code == 422
+    response = _refused(api, dataset_id, params)
     message = response.json()["detail"]
     assert "normal equations" in message and f"({side} rows)" in message
 
@@ -457,8 +461,7 @@ def test_a_least_squares_kernel_job_past_its_practical_size_is_refused_at_once(a
     bounds it instead.)"""
     params = {"solver": "lssvm", "kernel": "rbf", "gamma": 0.1, "cache_mb": 0.5,
               "method": "iterative"}
-    response = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": params})
-    assert response.status_code == 422, response.text
+    response = _refused(api, heart, params)
     detail = response.json()["detail"]
     assert "practical limit of 256 rows at cache_mb=0.5" in detail
     assert "approximation='nystrom'" in detail
@@ -469,8 +472,7 @@ def test_a_low_rank_factor_past_its_cap_is_refused_when_the_job_is_created(api):
     10,001 rows at rank 10,000 are 100,010,000 entries, past the default 10^8."""
     rows = uploaded_id(api, random_svmlight(n_rows=10_001, n_features=2, seed=3))
     params = {"solver": "dual_cd", "approximation": "nystrom", "rank": 10_000}
-    response = api.post("/api/v1/jobs", json={"dataset_id": rows, "params": params})
-    assert response.status_code == 422, response.text
+    response = _refused(api, rows, params)
     detail = response.json()["detail"]
     assert "low-rank factor (10001 rows x 10000) (100010000 entries)" in detail
     assert "SVMSVC_MAX_FACTOR_ENTRIES" in detail

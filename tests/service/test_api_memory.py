@@ -1,5 +1,5 @@
 """Memory handed back after large requests (``app.memory``): how much is measured by
-``python -m bench.bench_service memory``; here, that the release runs when it should."""
+``python -m bench service memory``; here, that the release runs when it should."""
 
 from __future__ import annotations
 

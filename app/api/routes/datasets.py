@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import Query, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -23,15 +23,15 @@ from app.api.deps import (
     WriteSessionDep,
 )
 from app.api.errors import responses
-from app.core.security import ADMIN, READ, TRAIN, PrincipalDep
+from app.api.routes import resource_router
+from app.core.security import ADMIN, TRAIN, PrincipalDep
 from app.crud import datasets as crud_datasets
 from app.errors import LimitExceeded, limit_exceeded
 from app.schemas import DatasetPublic, DatasetShardedCreate, DatasetsPublic
 from app.shards import check_shards
 from app.uploads import UploadLimits, receive_svmlight_upload
 
-router = APIRouter(prefix=f"{API_PREFIX}/datasets", tags=["datasets"],
-                   dependencies=[READ], responses=responses(401, 403, 503))
+router = resource_router("datasets")
 
 UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {
     "schema": {"$ref": "#/components/schemas/DatasetUpload"}}}}}

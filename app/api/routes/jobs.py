@@ -7,7 +7,7 @@ import uuid
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response, status
+from fastapi import Depends, Header, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
@@ -27,7 +27,8 @@ from app.api.deps import (
 )
 from app.api.errors import responses
 from app.api.log_streams import LogStreams
-from app.core.security import ADMIN, READ, TRAIN, PrincipalDep
+from app.api.routes import resource_router
+from app.core.security import ADMIN, TRAIN, PrincipalDep
 from app.crud import jobs as crud_jobs
 from app.db.models import JobStatus
 from app.problem import MAX_KEY_LENGTH
@@ -38,8 +39,7 @@ from app.schemas import (
     JobsPublic,
 )
 
-router = APIRouter(prefix=f"{API_PREFIX}/jobs", tags=["jobs"],
-                   dependencies=[READ], responses=responses(401, 403, 503))
+router = resource_router("jobs")
 
 PointsQuery = Annotated[int | None, Query(
     ge=3, le=10000,

@@ -9,17 +9,16 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from app import job_logs
-from app.api import API_PREFIX
 from app.api.deps import SessionsDep
 from app.api.errors import responses
-from app.core.security import READ, PrincipalDep
+from app.api.routes import resource_router
+from app.core.security import PrincipalDep
 from app.schemas import JobLogsPublic
 
-router = APIRouter(prefix=f"{API_PREFIX}/logs", tags=["jobs"],
-                   dependencies=[READ], responses=responses(401, 403, 503))
+router = resource_router("logs", tag="jobs")
 
 MAX_JOBS = 20
 """Most jobs one request fetches."""

@@ -11,11 +11,10 @@ import enum
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import Query, Request, Response, status
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.api import API_PREFIX
 from app.api.deps import (
     LimitQuery,
     ModelCacheDep,
@@ -28,7 +27,8 @@ from app.api.deps import (
     WriteSessionDep,
 )
 from app.api.errors import responses
-from app.core.security import ADMIN, READ, PrincipalDep
+from app.api.routes import resource_router
+from app.core.security import ADMIN, PrincipalDep
 from app.crud import models as crud_models
 from app.errors import Conflict, InvalidRequest
 from app.evaluation import evaluate_on_dataset
@@ -49,8 +49,7 @@ from app.schemas import (
 )
 from app.uploads import receive_body
 
-router = APIRouter(prefix=f"{API_PREFIX}/models", tags=["models"],
-                   dependencies=[READ], responses=responses(401, 403, 503))
+router = resource_router("models")
 
 
 class DownloadFormat(enum.StrEnum):
