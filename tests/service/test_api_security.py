@@ -14,8 +14,8 @@ from app.core.config import Settings
 from app.core.security import ApiKeys, KeyConfigError, Scope, key_digest
 
 PROBES = {"/healthz", "/readyz"}
-TRAIN_ROUTES = {("POST", "/api/v1/datasets"), ("POST", "/api/v1/jobs"),
-                ("POST", "/api/v1/jobs/{job_id}/cancel")}
+TRAIN_ROUTES = {("POST", "/api/v1/datasets"), ("POST", "/api/v1/datasets/sharded"),
+                ("POST", "/api/v1/jobs"), ("POST", "/api/v1/jobs/{job_id}/cancel")}
 
 
 def needed_scope(method: str, path: str) -> Scope:
