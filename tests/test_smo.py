@@ -415,13 +415,44 @@ def test_pairs_solved_at_once_are_the_pairs_solved_one_after_another():
     assert by_pair(serial_log) == by_pair(concurrent_log)
     assert [r.iteration for r in concurrent_log] == list(range(1, len(concurrent_log) + 1))
 
-    class StopAtFirstRecord(ListMonitor):
+
+def test_a_stop_ends_the_subproblems_running_at_once_and_starts_no_other():
+    """solve_subproblems on two threads, five subproblems that each report a record and then
+    wait for a stop: the caller's monitor asks to stop once it has a record; both running
+    subproblems end (asked through their lanes, never the caller's monitor), none of the other
+    three starts, and the solutions end at the first stopped one.  The monitor is asked from
+    the calling thread only."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from solvers.base import Termination
+    from solvers.monitor import IterationRecord
+    from solvers.multiclass import SubproblemMonitor, solve_subproblems
+
+    caller = threading.get_ident()
+    started, asked_from = [], set()
+
+    class StopOnceRecorded(ListMonitor):
         def stop_reason(self):
+            asked_from.add(threading.get_ident())
             return "cancelled" if self.records else None
 
-    stopper = StopAtFirstRecord()
-    with thread_count(2):
-        stopped = solvers.train(train, solver="smo", C=1.0, monitor=stopper)
-    assert stopped.status == "stopped"
-    assert 1 <= len(stopped.subproblems) <= 2
-    assert stopped.subproblems[-1].status == "stopped"
+    def solve(p, lane, threads_each):
+        started.append(p)
+        lane.report(IterationRecord(1, 0.0, float(p), 1.0, {}))
+        deadline = time.monotonic() + 60.0
+        while lane.stop_reason() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        return SimpleNamespace(status=Termination.STOPPED if lane.stop_reason() else
+                               Termination.CONVERGED)
+
+    monitor = StopOnceRecorded()
+    counter = [0]
+    solutions = solve_subproblems(
+        5, solve, monitor,
+        lambda p, clock: SubproblemMonitor(monitor, counter, p, str(p), 5, clock), threads=2)
+    assert sorted(started) == [0, 1]
+    assert [s.status for s in solutions] == [Termination.STOPPED]
+    assert sorted(r.extras["class"] for r in monitor.records) == ["0", "1"]
+    assert asked_from == {caller}
