@@ -113,6 +113,25 @@ class Continued:
         return self.target.stop_reason()
 
 
+class QueuedLane:
+    """The monitor of work running on a pool thread while the calling thread owns the real
+    monitor (the portfolio's race, one-vs-one's pairs at once): its records go, as
+    ``(key, record)``, into ``records`` for the calling thread to forward, and it stops when
+    ``stop_reason()`` -- the calling thread's decision, read here -- gives a reason.  The real
+    monitor is never asked from the pool thread."""
+
+    def __init__(self, key: Any, records, stop_reason):
+        self.key = key
+        self.records = records  # a queue.SimpleQueue the calling thread drains
+        self._stop_reason = stop_reason
+
+    def report(self, record: IterationRecord) -> None:
+        self.records.put((self.key, record))
+
+    def stop_reason(self) -> str | None:
+        return self._stop_reason()
+
+
 class Stopwatch:
     """Elapsed seconds since a solver started (monotonic clock)."""
 

@@ -30,7 +30,7 @@ from solvers.base import (
 from solvers.core.sparse import csr_rmatvec, thread_count
 from solvers.data.dataset import Dataset, label_key
 from solvers.models import KernelModel, LinearModel
-from solvers.monitor import IterationRecord, Monitor, NullMonitor, Stopwatch
+from solvers.monitor import IterationRecord, Monitor, NullMonitor, QueuedLane, Stopwatch
 
 
 @dataclass(eq=False)
@@ -128,31 +128,12 @@ def run_binary_subproblems(dataset: Dataset, spec: SolverSpec, monitor: Monitor,
 POLL_S = 0.02
 
 
-class _Lane:
-    """The monitor of a subproblem solved on a pool thread: its records, with the run time
-    at which the subproblem started, go to the calling thread through ``records``; it stops
-    once the calling thread saw its monitor ask (``stop[0]``)."""
-
-    def __init__(self, index: int, start: float, records: queue.SimpleQueue,
-                 stop: list[str | None]):
-        self.index = index
-        self.start = start
-        self.records = records
-        self.stop = stop
-
-    def report(self, record: IterationRecord) -> None:
-        self.records.put((self.index, self.start, record))
-
-    def stop_reason(self) -> str | None:
-        return self.stop[0]
-
-
-def solve_subproblems(count: int, solve: Callable[[int, Monitor, int], Any],
+def solve_subproblems(count: int, solve: Callable[[int, Monitor], Any],
                       monitor: Monitor, tagged: Callable[[int, Callable[[], float]], Monitor],
                       threads: int = 1) -> list[Any]:
-    """``solve(p, sub_monitor, threads_each)`` for p = 0 .. count - 1, independent
-    subproblems (one-vs-one's pairs): one after another, or ``threads`` at a time on a pool of
-    threads, each subproblem on one of them (its kernels must release the GIL).  Returns the
+    """``solve(p, sub_monitor)`` for p = 0 .. count - 1, independent subproblems (one-vs-one's
+    pairs): one after another, or ``threads`` at a time on a pool of threads, each subproblem
+    on one of them with one Numba thread (its kernels must release the GIL).  Returns the
     solutions in order, stopping after the first whose ``status`` is STOPPED; a subproblem
     that a stop request kept from starting is left out.
 
@@ -167,7 +148,7 @@ def solve_subproblems(count: int, solve: Callable[[int, Monitor, int], Any],
     if threads <= 1 or count <= 1:
         solutions = []
         for p in range(count):
-            solutions.append(solve(p, tagged(p, clock), 1))
+            solutions.append(solve(p, tagged(p, clock)))
             if solutions[-1].status == Termination.STOPPED:
                 break
         return solutions
@@ -178,14 +159,14 @@ def solve_subproblems(count: int, solve: Callable[[int, Monitor, int], Any],
     def run(p: int):
         if stop[0] is not None:
             return None  # a stop came before this subproblem began
-        lane = _Lane(p, clock(), records, stop)
+        lane = QueuedLane((p, clock()), records, lambda: stop[0])
         with thread_count(1):
-            return solve(p, lane, 1)
+            return solve(p, lane)
 
     def drain() -> None:
         while True:
             try:
-                p, start, record = records.get_nowait()
+                (p, start), record = records.get_nowait()
             except queue.Empty:
                 return
             if p not in monitors:

@@ -37,7 +37,7 @@ from solvers.auto import AutoChoice, Entrant, Ranking
 from solvers.base import Fit, SolverParams, SolverSpec, Termination
 from solvers.core.sparse import thread_count, threadsafe_threading_layer
 from solvers.data.dataset import Dataset
-from solvers.monitor import IterationRecord, Monitor, NullMonitor
+from solvers.monitor import IterationRecord, Monitor, NullMonitor, QueuedLane
 
 #: Candidates raced at once (at most one per thread).
 RACE_WIDTH = 2
@@ -75,28 +75,6 @@ class _Forward:
         extras.setdefault("solver_iteration", record.iteration)
         self.target.report(IterationRecord(self.count, record.elapsed, record.objective,
                                            record.optimality, extras))
-
-
-class _Lane:
-    """The monitor of one candidate in a race: its records go to the calling thread through
-    ``records``; it stops once the race is decided or the caller's monitor asked."""
-
-    def __init__(self, name: str, records: queue.SimpleQueue, decided: threading.Event,
-                 stop: list[str | None]):
-        self.name = name
-        self.records = records
-        self.decided = decided
-        self.stop = stop
-
-    def report(self, record: IterationRecord) -> None:
-        self.records.put((self.name, record))
-
-    def stop_reason(self) -> str | None:
-        if self.stop[0] is not None:
-            return self.stop[0]
-        if self.decided.is_set():
-            return "another candidate certified the gap first"
-        return None
 
 
 class _Budget:
@@ -179,7 +157,9 @@ def _race(dataset: Dataset, lanes: list[Entrant], monitor: Monitor, fit_for: Fit
     each = max(1, threads // len(lanes))
 
     def run_lane(entrant: Entrant) -> tuple[Fit, float]:
-        lane = _Lane(entrant.candidate.name, records, decided, stop)
+        lane = QueuedLane(entrant.candidate.name, records,
+                          lambda: stop[0] or ("another candidate certified the gap first"
+                                              if decided.is_set() else None))
         start = time.perf_counter()
         with thread_count(each):
             fit = fit_for(entrant.spec, entrant.params)(dataset, entrant.spec, entrant.params,

@@ -438,7 +438,7 @@ def test_a_stop_ends_the_subproblems_running_at_once_and_starts_no_other():
             asked_from.add(threading.get_ident())
             return "cancelled" if self.records else None
 
-    def solve(p, lane, threads_each):
+    def solve(p, lane):
         started.append(p)
         lane.report(IterationRecord(1, 0.0, float(p), 1.0, {}))
         deadline = time.monotonic() + 60.0

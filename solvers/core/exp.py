@@ -14,8 +14,8 @@ polynomial of degree 13 in Horner form: the remainder r^14/14! <= 4.1e-18 is bel
 ulp of exp(r) >= 0.70.  Rounding x / ln 2 to an integer adds 1.5 * 2^52 (``MAGIC``): the sum's
 last mantissa bits are then n in two's complement, and (bits - bits(MAGIC) + 1023) << 52 is
 the bit pattern of 2^n -- integer operations on the same lanes, no conversion to an integer
-register.  Measured against the C library on 1.1 million arguments in [-800, 0]: at most 1 ulp
-apart (``tests/test_kernels.py``).
+register.  Measured against the C library on 1.1 million arguments in [-800, 0] (2026-11-27):
+at most 1 ulp apart; ``tests/test_kernels.py`` pins it on 250,000 of them and the edges.
 
 Below ``UNDERFLOW`` (-708, exp(-708) = 3.3e-308, where 2^n stops being a normal number) the
 result is 0: the true value is below 3.3e-308, an absolute error no kernel value notices.

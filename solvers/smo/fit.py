@@ -82,23 +82,24 @@ def fit_one_vs_one(dataset, spec: SolverSpec, params: SMOParams, monitor: Monito
     kernel = params.kernel_function(X)
     cost = _costs(dataset, params.C)
     pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
-    threads = numba.get_num_threads() if threadsafe_threading_layer() else 1
+    threads = numba.get_num_threads()
+    if threads > 1 and not threadsafe_threading_layer():
+        threads = 1
     at_once = max(1, min(threads, len(pairs)))
     coef = np.zeros((len(pairs), dataset.n_samples))
     intercept = np.zeros(len(pairs))
     counter = [0]
-
-    def rows_of(p: int) -> np.ndarray:
-        a, b = pairs[p]
-        return np.flatnonzero((dataset.y == classes[a]) | (dataset.y == classes[b]))
+    pair_rows: list[np.ndarray | None] = [None] * len(pairs)  # filled by each pair's solve
 
     def tag(p: int) -> str:
         a, b = pairs[p]
         return f"{label_key(classes[a])}-{label_key(classes[b])}"
 
-    def solve_pair(p: int, pair_monitor: Monitor, threads_each: int):
-        rows = rows_of(p)
-        y = np.where(dataset.y[rows] == classes[pairs[p][0]], 1.0, -1.0)
+    def solve_pair(p: int, pair_monitor: Monitor):
+        a, b = pairs[p]
+        rows = pair_rows[p] = np.flatnonzero((dataset.y == classes[a]) |
+                                             (dataset.y == classes[b]))
+        y = np.where(dataset.y[rows] == classes[a], 1.0, -1.0)
         cache = KernelCache(X[rows], kernel, params.cache_mb / at_once, min_rows=2)
         return CSVC(cache).solve(y, cost[rows], params, pair_monitor)
 
@@ -108,7 +109,7 @@ def fit_one_vs_one(dataset, spec: SolverSpec, params: SMOParams, monitor: Monito
     solutions = solve_subproblems(len(pairs), solve_pair, monitor, tagged, at_once)
     summaries = []
     for p, solution in enumerate(solutions):
-        coef[p, rows_of(p)] = solution.coef
+        coef[p, pair_rows[p]] = solution.coef
         intercept[p] = solution.intercept
         summaries.append(SubproblemResult(tag(p), solution.objective,
                                           Termination(solution.status), solution.message,
