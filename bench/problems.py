@@ -11,6 +11,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 import solvers
 from bench.paths import DATA_DIR
@@ -29,6 +30,19 @@ DATASETS = {
     "ijcnn1": ("ijcnn1", "ijcnn1.t", 22),
     "news20-binary": ("news20", "news20.t", 62061),
 }
+
+#: Raw copies of scaled datasets (``unscaled``): name -> the scaled dataset.
+UNSCALED = {
+    "australian-unscaled": "australian_scale",
+    "breast-cancer-unscaled": "breast-cancer_scale",
+}
+
+
+def unscaled(dataset: solvers.Dataset) -> solvers.Dataset:
+    """``dataset`` with column j multiplied by 10^(j mod 7): scales over six decades, as raw
+    measurements in different units come (the shared files are LIBSVM's scaled copies)."""
+    factors = 10.0 ** (np.arange(dataset.n_features) % 7)
+    return solvers.Dataset(dataset.X @ sp.diags(factors), dataset.y)
 
 
 def news20_binary(y: np.ndarray) -> np.ndarray:
@@ -95,6 +109,9 @@ def load_dataset(name: str, test: bool = False) -> solvers.Dataset | None:
         from bench.synthetic import synthetic_dataset
 
         return synthetic_dataset(name, test=test)
+    if name in UNSCALED:
+        scaled = load_dataset(UNSCALED[name], test)
+        return None if scaled is None else unscaled(scaled)
     file, test_file, n_features = DATASETS[name]
     if test:
         if test_file is None:

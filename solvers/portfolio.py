@@ -9,6 +9,8 @@ concurrent optimizer and LIBLINEAR's cap-and-switch do.
   at once): the first ``min(threads, RACE_WIDTH)`` candidates run at once, each in its own
   thread on its share of the Numba threads; the first to end *converged* (its certified gap
   within ``tol``) wins, and the others stop at their next iteration through their monitors.
+  A candidate that ends without converging (its iteration limit on badly scaled data, an
+  error) hands its lane to the next candidate of the ranking.
 * **cap-and-switch** (one thread): the first candidate runs alone with a budget of
   ``BUDGET_FACTOR`` times its predicted time (at least ``MIN_BUDGET_S``); if it has not
   converged by then, the next one takes over, started from the first one's point where it can
@@ -137,7 +139,7 @@ def run(dataset: Dataset, ranking: Ranking, tol: float, monitor: Monitor | None,
     else:
         strategy = "cap-and-switch"
     if strategy == "race":
-        fit, winner, runs = _race(dataset, entrants[:min(threads, RACE_WIDTH)], monitor,
+        fit, winner, runs = _race(dataset, entrants, min(threads, RACE_WIDTH), monitor,
                                   fit_for, threads)
     else:
         fit, winner, runs = _cap_and_switch(dataset, entrants, monitor, fit_for, threads,
@@ -148,13 +150,17 @@ def run(dataset: Dataset, ranking: Ranking, tol: float, monitor: Monitor | None,
     return Outcome(fit, winner, choice)
 
 
-def _race(dataset: Dataset, lanes: list[Entrant], monitor: Monitor, fit_for: FitFor,
-          threads: int) -> tuple[Fit, Entrant, list[dict[str, Any]]]:
+def _race(dataset: Dataset, entrants: list[Entrant], width: int, monitor: Monitor,
+          fit_for: FitFor, threads: int) -> tuple[Fit, Entrant, list[dict[str, Any]]]:
+    """The first ``width`` entrants at once; a lane whose candidate ends without converging
+    (its iteration limit, a numerical failure, an error) before any has won takes the next
+    entrant, so that a wrong ranking costs time, not the certificate."""
     records: queue.SimpleQueue = queue.SimpleQueue()
     decided = threading.Event()
     stop: list[str | None] = [None]
     forward = _Forward(monitor)
-    each = max(1, threads // len(lanes))
+    each = max(1, threads // width)
+    lanes = list(entrants[:width])  # the entrants started, in the order they started
 
     def run_lane(entrant: Entrant) -> tuple[Fit, float]:
         lane = QueuedLane(entrant.candidate.name, records,
@@ -177,7 +183,7 @@ def _race(dataset: Dataset, lanes: list[Entrant], monitor: Monitor, fit_for: Fit
     finished: dict[int, tuple[Fit | None, float, BaseException | None]] = {}
     winner: int | None = None
     started = time.perf_counter()
-    with ThreadPoolExecutor(len(lanes), thread_name_prefix="auto-race") as pool:
+    with ThreadPoolExecutor(width, thread_name_prefix="auto-race") as pool:
         futures = {pool.submit(run_lane, entrant): k for k, entrant in enumerate(lanes)}
         pending = set(futures)
         while pending:
@@ -191,11 +197,17 @@ def _race(dataset: Dataset, lanes: list[Entrant], monitor: Monitor, fit_for: Fit
                     fit, seconds = future.result()
                 except Exception as exc:  # noqa: BLE001 - a lane that broke loses the race
                     finished[k] = (None, time.perf_counter() - started, exc)
-                    continue
-                finished[k] = (fit, seconds, None)
-                if winner is None and _status(fit) == Termination.CONVERGED:
-                    winner = k
-                    decided.set()
+                else:
+                    finished[k] = (fit, seconds, None)
+                    if winner is None and _status(fit) == Termination.CONVERGED:
+                        winner = k
+                        decided.set()
+                        continue
+                if winner is None and stop[0] is None and len(lanes) < len(entrants):
+                    lanes.append(entrants[len(lanes)])  # the lane takes the next entrant
+                    refill = pool.submit(run_lane, lanes[-1])
+                    futures[refill] = len(lanes) - 1
+                    pending.add(refill)
         drain()
     fits = {k: entry for k, entry in finished.items() if entry[0] is not None}
     if not fits:  # every lane raised: the first one's error is the run's

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from shared_data import load
 
 import solvers
+from bench.problems import unscaled
 from solvers import portfolio
 from solvers.auto import Candidate, Entrant, Ranking
 from solvers.core.sparse import threadsafe_threading_layer
@@ -21,8 +21,7 @@ TOL = 1e-6
 
 
 def unscaled_australian() -> solvers.Dataset:
-    ds = load("australian_scale")
-    return solvers.Dataset(ds.X @ sp.diags(10.0 ** (np.arange(ds.n_features) % 7)), ds.y)
+    return unscaled(load("australian_scale"))
 
 
 def entrant(solver: str, predicted: float | None = None, **settings) -> Entrant:
@@ -74,6 +73,24 @@ def test_a_race_keeps_the_first_certified_candidate_and_stops_the_other():
     gap = [r.optimality for r in monitor.records
            if r.extras["candidate"] == "interior_point"][-1]
     assert gap <= TOL
+
+
+@pytest.mark.skipif(not threadsafe_threading_layer(),
+                    reason="Numba's workqueue threading layer cannot run two kernels at once")
+def test_a_lane_whose_candidate_ends_unconverged_takes_the_next_candidate():
+    """The first two candidates hit their iteration limits (as first-order methods do on
+    badly scaled data); their lanes take the third, which certifies the gap."""
+    data = unscaled_australian()
+    first, second = entrant("dual_cd", max_iter=2), entrant("cutting_plane", method="ocas",
+                                                             max_iter=2)
+    third = entrant("interior_point")
+    outcome = portfolio.run(data, Ranking([first, second, third], "test"), TOL, ListMonitor(),
+                            fit_for(data), threads=2)
+    assert outcome.choice.strategy == "race" and outcome.entrant is third
+    names = [e.candidate.name for e in (first, second, third)]
+    assert [r["candidate"] for r in outcome.choice.runs] == names
+    assert [r["outcome"] for r in outcome.choice.runs] == ["ended max_iter"] * 2 + ["won"]
+    assert outcome.fit.subproblems[0].status == "converged"
 
 
 def test_cap_and_switch_hands_over_when_the_budget_is_spent():

@@ -9,16 +9,15 @@ import scipy.sparse as sp
 from shared_data import load
 
 import solvers
+from bench.problems import unscaled as raw_copy
 from solvers.model_selection import cross_validate
 from solvers.scaling import FeatureScaler, column_max_abs, scale_spread_warning
 
 
 def unscaled(name: str) -> solvers.Dataset:
-    """``name`` with column j multiplied by 10^(j mod 7): scales over six decades, as raw
-    measurements in different units come (the shared files are LIBSVM's scaled copies)."""
-    ds = load(name)
-    factors = 10.0 ** (np.arange(ds.n_features) % 7)
-    return solvers.Dataset(ds.X @ sp.diags(factors), ds.y)
+    """``name`` with its columns' scales spread over six decades (:func:`bench.problems.
+    unscaled`, the benchmark's raw copies)."""
+    return raw_copy(load(name))
 
 
 def test_maxabs_model_on_raw_inputs_is_the_scaled_problems_solution():
