@@ -32,13 +32,8 @@ class CuttingPlaneParams(SolverParams):
         description="regularized: a constant feature of value bias_scale (libocas' X0, "
                     "SVMperf's bias feature); none: no bias.  'free' is refused: an "
                     "unregularized bias makes the first reduced problems unbounded.")
-    multiclass: CUTTING_PLANE_SOLVES.choices("multiclass") = Field(
-        "ovr",
-        description="More than two classes: crammer_singer solves the Crammer-Singer problem "
-                    "natively (libocas' msvmocas, LIBLINEAR -s 4); ovr one binary problem per "
-                    "class against the rest; ovo one per pair of classes on their rows, the "
-                    "model voting as LIBSVM's (the low-rank path only: approximation="
-                    "'nystrom' or 'icf').")
+    multiclass: CUTTING_PLANE_SOLVES.choices("multiclass") = CUTTING_PLANE_SOLVES.multiclass_field(
+        crammer_singer="the Crammer-Singer problem natively (libocas' msvmocas, LIBLINEAR -s 4)")
     method: Method = Field(
         "ocas",
         description="How the best-so-far point moves along [w_best, w_t]: cpa (Joachims: no "
