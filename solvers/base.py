@@ -206,6 +206,13 @@ class Solves:
             raise ValueError(f"no declared choices for {name!r}")
         return Literal[values]  # type: ignore[valid-type]
 
+    def bias_field(self, default: str, description: str) -> Any:
+        """The ``bias`` field of a parameter model: ``description`` of the declared modes, then
+        each mode the declaration refuses with its declared reason (said once, there)."""
+        refused = [f"  {r.bias!r} is refused: {r.reason}." for r in self.refusals
+                   if r.bias is not None and r.task is None and r.loss is None]
+        return Field(default, description=description + "".join(refused))
+
     def multiclass_field(self, crammer_singer: str | None = None) -> Any:
         """The ``multiclass`` field of a linear family's parameter model (default ovr), its
         description made from the declared strategies: ovr, crammer_singer as the family

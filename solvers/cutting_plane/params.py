@@ -27,11 +27,9 @@ class CuttingPlaneParams(SolverParams):
     solver: Literal["cutting_plane"] = "cutting_plane"
     loss: CUTTING_PLANE_SOLVES.choices("loss") = Field(
         "hinge", description="The hinge loss (L1-SVM) only.")
-    bias: CUTTING_PLANE_SOLVES.choices("bias") = Field(
-        "regularized",
-        description="regularized: a constant feature of value bias_scale (libocas' X0, "
-                    "SVMperf's bias feature); none: no bias.  'free' is refused: an "
-                    "unregularized bias makes the first reduced problems unbounded.")
+    bias: CUTTING_PLANE_SOLVES.choices("bias") = CUTTING_PLANE_SOLVES.bias_field(
+        "regularized", "regularized: a constant feature of value bias_scale (libocas' X0, "
+                       "SVMperf's bias feature); none: no bias.")
     multiclass: CUTTING_PLANE_SOLVES.choices("multiclass") = CUTTING_PLANE_SOLVES.multiclass_field(
         crammer_singer="the Crammer-Singer problem natively (libocas' msvmocas, LIBLINEAR -s 4)")
     method: Method = Field(
