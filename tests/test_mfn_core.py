@@ -142,8 +142,8 @@ def test_row_space_cg_solves_the_least_squares_problem(n_blocks, unit_values, bi
     lam = 1e-2
     dense = np.c_[X[rows].toarray(), np.full(50, bias_scale)]
     # the normal equations (lam I + A'CA) beta = A'C t through the 50 x 50 row system:
-    # beta = A' u with (lam I + C A A') u = C t (the same solution; the d x d solve took ~1.5 s
-    # for the 4097 columns of the wide case)
+    # beta = A' u with (lam I + C A A') u = C t (the same solution, without the wide case's
+    # 4097 x 4097 solve, which took most of the test's time)
     expected = dense.T @ np.linalg.solve(lam * np.eye(50) + c[:, None] * (dense @ dense.T),
                                          c * t)
     beta = 0.1 * rng.standard_normal(n_features + 1)
