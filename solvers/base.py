@@ -206,6 +206,29 @@ class Solves:
             raise ValueError(f"no declared choices for {name!r}")
         return Literal[values]  # type: ignore[valid-type]
 
+    def bias_field(self, default: str, description: str) -> Any:
+        """The ``bias`` field of a parameter model: ``description`` of the declared modes, then
+        each mode the declaration refuses with its declared reason (said once, there)."""
+        refused = [f"  {r.bias!r} is refused: {r.reason}." for r in self.refusals
+                   if r.bias is not None and r.task is None and r.loss is None]
+        return Field(default, description=description + "".join(refused))
+
+    def multiclass_field(self, crammer_singer: str | None = None) -> Any:
+        """The ``multiclass`` field of a linear family's parameter model (default ovr), its
+        description made from the declared strategies: ovr, crammer_singer as the family
+        says it solves that problem (``crammer_singer``), ovo on the low-rank path."""
+        tasks = self.tasks
+        strategies = ["ovr, one binary problem per class against the rest"]
+        if "crammer_singer" in tasks:
+            if crammer_singer is None:
+                raise ValueError("a family that declares crammer_singer says how it solves it")
+            strategies.append(f"crammer_singer, {crammer_singer}")
+        if "ovo" in tasks:
+            strategies.append("ovo, one binary problem per pair of classes on their rows, the "
+                              "model voting as LIBSVM's (the low-rank path only: "
+                              "approximation='nystrom' or 'icf')")
+        return Field("ovr", description=f"More than two classes: {'; '.join(strategies)}.")
+
     def allows(self, task: str, loss: str, bias: str, p: float | None = None) -> bool:
         return Combination(task, canonical(loss, p)[0], bias) in self._set
 
@@ -257,12 +280,6 @@ _TASK_TEXT = {"binary": "binary", "ovr": "one-vs-rest multi-class",
 def _describe(combination: Combination) -> str:
     return (f"{_TASK_TEXT[combination.task]} problems with loss={combination.loss!r}, "
             f"bias={combination.bias!r}")
-
-
-#: The ``multiclass`` choices of a linear family that declares one-vs-rest and one-vs-one.
-OVR_OR_OVO = ("More than two classes: ovr, one binary problem per class against the rest; "
-              "ovo, one per pair of classes on their rows, the model voting as LIBSVM's (the "
-              "low-rank path only: approximation='nystrom' or 'icf').")
 
 
 class SolverParams(BaseModel):

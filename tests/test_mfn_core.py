@@ -141,8 +141,11 @@ def test_row_space_cg_solves_the_least_squares_problem(n_blocks, unit_values, bi
     t = rng.choice([-1.0, 1.0], size=50)
     lam = 1e-2
     dense = np.c_[X[rows].toarray(), np.full(50, bias_scale)]
-    expected = np.linalg.solve(lam * np.eye(n_features + 1) + dense.T @ (c[:, None] * dense),
-                               dense.T @ (c * t))
+    # the normal equations (lam I + A'CA) beta = A'C t through the 50 x 50 row system:
+    # beta = A' u with (lam I + C A A') u = C t (the same solution, without the wide case's
+    # 4097 x 4097 solve, which took most of the test's time)
+    expected = dense.T @ np.linalg.solve(lam * np.eye(50) + c[:, None] * (dense @ dense.T),
+                                         c * t)
     beta = 0.1 * rng.standard_normal(n_features + 1)
     if bias_scale == 0.0:
         beta[-1] = 0.0

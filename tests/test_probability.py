@@ -115,6 +115,7 @@ def test_coupling_solves_method_2_on_fixed_matrices():
     np.testing.assert_allclose(both, [direct, p], atol=1e-10)
 
 
+@pytest.mark.slow  # ~5 s: LIBSVM's -b 1 (SVC(probability=True), its own 5-fold fits) on dna
 @pytest.mark.filterwarnings("ignore:The `probability` parameter was deprecated")
 def test_one_vs_one_probabilities_are_coupled_and_close_to_libsvms():
     """smo's one-vs-one model on dna with probability=True stores one sigmoid per pair and

@@ -20,6 +20,11 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+def comma_separated(text: str) -> list[str]:
+    """The entries of a comma-separated setting, stripped, the empty ones left out."""
+    return [entry.strip() for entry in text.split(",") if entry.strip()]
+
+
 class Settings(BaseSettings):
     """Everything an operator may configure; see ``docs/service.md`` for the table."""
 
@@ -185,19 +190,17 @@ class Settings(BaseSettings):
     @property
     def shard_root_list(self) -> list[Path]:
         """The directories local shards may be in, resolved (symbolic links followed)."""
-        return [Path(root.strip()).resolve() for root in self.shard_roots.split(",")
-                if root.strip()]
+        return [Path(root).resolve() for root in comma_separated(self.shard_roots)]
 
     @property
     def shard_scheme_list(self) -> list[str]:
         """The URL schemes allowed for shards, lower case."""
-        return [scheme.strip().lower() for scheme in self.shard_schemes.split(",")
-                if scheme.strip()]
+        return [scheme.lower() for scheme in comma_separated(self.shard_schemes)]
 
     @property
     def cors_origin_list(self) -> list[str]:
         """The CORS origins, parsed."""
-        return [origin.strip() for origin in self.cors_origins.split(",") if origin.strip()]
+        return comma_separated(self.cors_origins)
 
     @property
     def sqlalchemy_url(self) -> str:

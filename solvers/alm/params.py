@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from solvers.base import OVR_OR_OVO, SolverParams, Solves, gap_tolerance_field
+from solvers.base import SolverParams, Solves, gap_tolerance_field
 
 #: What alm solves: the Lp-loss SVM (problem (4), 1 <= p <= 2, whose ends are the hinge and
 #: the squared hinge), with the paper's free bias or LIBLINEAR's regularized one, or none.
@@ -23,7 +23,7 @@ class ALMParams(SolverParams):
     solves: ClassVar[Solves] = ALM_SOLVES
 
     solver: Literal["alm"] = "alm"
-    multiclass: ALM_SOLVES.choices("multiclass") = Field("ovr", description=OVR_OR_OVO)
+    multiclass: ALM_SOLVES.choices("multiclass") = ALM_SOLVES.multiclass_field()
     loss: ALM_SOLVES.choices("loss") = Field(
         "lp", description="max(0, 1 - m)^p (problem (4)); hinge is p = 1, squared_hinge p = 2.")
     p: float = Field(2.0, ge=1.0, le=2.0,

@@ -44,12 +44,8 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
     bp, a, c, lo, hi = _working_copies(breakpoints, dl, dr)
     found = False  # a breakpoint with a non-negative slope exists
     while hi - lo > 16:
-        pivot = _median_of_three(bp, lo, hi)
-        # bp[lo:m] < pivot <= bp[m:hi]; (sl, sr) sums the updates of the lower part
-        m, sl, sr = _move_to_front(bp, a, c, lo, hi, pivot, False, 0.0, 0.0)
-        low_l = ls + sl
-        low_r = rs + sr
-        if low_l + pivot * (low_r - low_l) >= 0.0:
+        pivot, m, low_l, low_r, root_below = _split_at_pivot(bp, a, c, lo, hi, ls, rs)
+        if root_below:
             found = True
             hi = m  # the root is at most the pivot: search below it
         else:
@@ -72,6 +68,19 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
 def _working_copies(breakpoints, dl, dr):
     """The arrays the selection reorders, and the range [0, m) still in play."""
     return breakpoints.copy(), dl.copy(), dr.copy(), 0, breakpoints.shape[0]
+
+
+@njit(cache=True, inline="always")
+def _split_at_pivot(bp, a, c, lo, hi, ls, rs):
+    """One selection step of both roots: moves the breakpoints of [lo, hi) below the median of
+    three to the front (bp[lo:m] < pivot <= bp[m:hi]); returns the pivot, m, the line's
+    ordinates (l, r) with that lower part passed, and whether the slope on that line is
+    already >= 0 at the pivot (the root is at most the pivot)."""
+    pivot = _median_of_three(bp, lo, hi)
+    m, sl, sr = _move_to_front(bp, a, c, lo, hi, pivot, False, 0.0, 0.0)
+    low_l = ls + sl
+    low_r = rs + sr
+    return pivot, m, low_l, low_r, low_l + pivot * (low_r - low_l) >= 0.0
 
 
 @njit(cache=True, inline="always")
@@ -139,11 +148,8 @@ def piecewise_linear_root_jumps(l0, r0, breakpoints, dl, dr):
         return 0.0
     bp, a, c, lo, hi = _working_copies(breakpoints, dl, dr)
     while hi - lo > 16:
-        pivot = _median_of_three(bp, lo, hi)
-        m, sl, sr = _move_to_front(bp, a, c, lo, hi, pivot, False, 0.0, 0.0)
-        low_l = ls + sl
-        low_r = rs + sr
-        if low_l + pivot * (low_r - low_l) >= 0.0:
+        pivot, m, low_l, low_r, root_below = _split_at_pivot(bp, a, c, lo, hi, ls, rs)
+        if root_below:
             hi = m  # left slope at the pivot >= 0: the root is at most the pivot
             continue
         k, low_l, low_r = _move_to_front(bp, a, c, m, hi, pivot, True, low_l, low_r)

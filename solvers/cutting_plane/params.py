@@ -27,18 +27,11 @@ class CuttingPlaneParams(SolverParams):
     solver: Literal["cutting_plane"] = "cutting_plane"
     loss: CUTTING_PLANE_SOLVES.choices("loss") = Field(
         "hinge", description="The hinge loss (L1-SVM) only.")
-    bias: CUTTING_PLANE_SOLVES.choices("bias") = Field(
-        "regularized",
-        description="regularized: a constant feature of value bias_scale (libocas' X0, "
-                    "SVMperf's bias feature); none: no bias.  'free' is refused: an "
-                    "unregularized bias makes the first reduced problems unbounded.")
-    multiclass: CUTTING_PLANE_SOLVES.choices("multiclass") = Field(
-        "ovr",
-        description="More than two classes: crammer_singer solves the Crammer-Singer problem "
-                    "natively (libocas' msvmocas, LIBLINEAR -s 4); ovr one binary problem per "
-                    "class against the rest; ovo one per pair of classes on their rows, the "
-                    "model voting as LIBSVM's (the low-rank path only: approximation="
-                    "'nystrom' or 'icf').")
+    bias: CUTTING_PLANE_SOLVES.choices("bias") = CUTTING_PLANE_SOLVES.bias_field(
+        "regularized", "regularized: a constant feature of value bias_scale (libocas' X0, "
+                       "SVMperf's bias feature); none: no bias.")
+    multiclass: CUTTING_PLANE_SOLVES.choices("multiclass") = CUTTING_PLANE_SOLVES.multiclass_field(
+        crammer_singer="the Crammer-Singer problem natively (libocas' msvmocas, LIBLINEAR -s 4)")
     method: Method = Field(
         "ocas",
         description="How the best-so-far point moves along [w_best, w_t]: cpa (Joachims: no "

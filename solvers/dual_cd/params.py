@@ -34,18 +34,12 @@ class DualCDParams(SolverParams):
         "squared_hinge",
         description="squared_hinge: L2-SVM, U = inf, D_ii = 1/(2 C_i) (LIBLINEAR -s 1); "
                     "hinge: L1-SVM, U = C_i, D_ii = 0 (LIBLINEAR -s 3).")
-    bias: DUAL_CD_SOLVES.choices("bias") = Field(
-        "regularized",
-        description="regularized: a constant feature of value bias_scale (LIBLINEAR's -B); "
-                    "none: no bias.  'free' is refused: its dual has the equality constraint "
-                    "sum_i y_i alpha_i = 0, which single-coordinate steps cannot keep.")
-    multiclass: DUAL_CD_SOLVES.choices("multiclass") = Field(
-        "ovr",
-        description="More than two classes: ovr, one binary problem per class against the "
-                    "rest; crammer_singer, the Crammer-Singer problem by the sequential dual "
-                    "method of Keerthi et al. (KDD 2008; LIBLINEAR -s 4; hinge only); ovo, one "
-                    "binary problem per pair of classes on their rows, the model voting as "
-                    "LIBSVM's (the low-rank path only: approximation='nystrom' or 'icf').")
+    bias: DUAL_CD_SOLVES.choices("bias") = DUAL_CD_SOLVES.bias_field(
+        "regularized", "regularized: a constant feature of value bias_scale (LIBLINEAR's -B); "
+                       "none: no bias.")
+    multiclass: DUAL_CD_SOLVES.choices("multiclass") = DUAL_CD_SOLVES.multiclass_field(
+        crammer_singer="the Crammer-Singer problem by the sequential dual method of Keerthi et "
+                       "al. (KDD 2008; LIBLINEAR -s 4; hinge only)")
     tol: float = gap_tolerance_field(
         description="stop_rule='gap': stop once the certified relative duality gap (P(w) - "
                     "D(alpha))/P(w) at the iterate (w = sum_i alpha_i y_i x~_i) is at most "

@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from solvers.base import OVR_OR_OVO, SolverParams, Solves, gap_tolerance_field
+from solvers.base import SolverParams, Solves, gap_tolerance_field
 
 #: What interior_point solves: the hinge-loss QP (1) of the paper with its free bias, and
 #: beside it no bias, the regularized bias, and the squared hinge (the extension).
@@ -23,7 +23,8 @@ class InteriorPointParams(SolverParams):
     solves: ClassVar[Solves] = INTERIOR_POINT_SOLVES
 
     solver: Literal["interior_point"] = "interior_point"
-    multiclass: INTERIOR_POINT_SOLVES.choices("multiclass") = Field("ovr", description=OVR_OR_OVO)
+    multiclass: INTERIOR_POINT_SOLVES.choices("multiclass") = (
+        INTERIOR_POINT_SOLVES.multiclass_field())
     loss: INTERIOR_POINT_SOLVES.choices("loss") = Field(
         "hinge",
         description="hinge: problem (1), the paper's; squared_hinge: the extension with "

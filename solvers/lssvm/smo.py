@@ -11,9 +11,8 @@ from numba import njit
 from solvers.base import Termination
 from solvers.core.kernels import cache_row
 from solvers.lssvm.params import RelaxedLSSVMParams
-from solvers.lssvm.systems import KernelSolution
 from solvers.monitor import Monitor, Reporter
-from solvers.problems import KernelProblem
+from solvers.problems import KernelProblem, KernelSolution
 
 
 @njit(cache=True, inline="always")

@@ -3,9 +3,6 @@ gradients through the kernel-row cache, built once for every one-vs-rest class."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 import scipy.linalg
 
@@ -14,7 +11,7 @@ from solvers.core.kernels import Kernel, KernelCache, kernel_matrix
 from solvers.core.linalg import TrackedOperator, monitored_conjugate_gradient
 from solvers.lssvm.params import SystemParams
 from solvers.monitor import Monitor, Reporter
-from solvers.problems import KernelProblem
+from solvers.problems import KernelProblem, KernelSolution
 
 
 class KernelWork:
@@ -50,23 +47,6 @@ class KernelWork:
         if self._cache is None:
             self._cache = KernelCache(self.X, self.kernel, self.cache_mb)
         return self._cache
-
-
-@dataclass(frozen=True)
-class KernelSolution:
-    """One binary kernel problem solved: f(x) = sum_j coef_j k(x_j, x) + intercept over the
-    training rows x_j (coef_j = y_j alpha_j)."""
-
-    coef: np.ndarray
-    intercept: float
-    objective: float
-    status: Termination
-    message: str
-    iterations: int
-    extras: dict[str, Any] = field(default_factory=dict)
-    #: the iterative systems' unknown (beta of (7), z of (12)): the start of the next C's CG
-    unknown: np.ndarray | None = None
-
 
 
 def _run_cg(operator: TrackedOperator, rhs, params: SystemParams, report: Reporter,

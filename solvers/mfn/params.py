@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from solvers.base import OVR_OR_OVO, SolverParams, Solves, gap_tolerance_field
+from solvers.base import SolverParams, Solves, gap_tolerance_field
 
 #: What mfn solves: the clipped losses of one engine (squared hinge; modified Huber, section
 #: 6; the hinge by section 6's homotopy), binary and one-vs-rest, and ordinal regression
@@ -33,7 +33,7 @@ class MFNParams(SolverParams):
     solves: ClassVar[Solves] = MFN_SOLVES
 
     solver: Literal["mfn"] = "mfn"
-    multiclass: MFN_SOLVES.choices("multiclass") = Field("ovr", description=OVR_OR_OVO)
+    multiclass: MFN_SOLVES.choices("multiclass") = MFN_SOLVES.multiclass_field()
     task: MFN_SOLVES.choices("task") = Field(
         "classification",
         description="classification (binary, one-vs-rest for more classes) or ordinal "

@@ -75,6 +75,14 @@ class Model(ABC):
     n_features_in_: int
     metadata: dict[str, Any]
 
+    def __init__(self, classes: np.ndarray, n_features: int,
+                 metadata: dict[str, Any] | None = None):
+        """What every model records: its classes (as :func:`model_classes` gives them), the
+        number of features it was trained on, and its metadata (a copy)."""
+        self.classes_ = classes
+        self.n_features_in_ = n_features
+        self.metadata = dict(metadata or {})
+
     @abstractmethod
     def decision_function(self, X, *, parallel: bool = False) -> np.ndarray:
         """Scores: shape (n,) for binary models, (n, n_classes) otherwise.

@@ -68,14 +68,12 @@ class KernelModel(Model):
             raise ValueError("coefficients and intercepts must be finite")
         if not isinstance(kernel, Kernel):
             raise TypeError("kernel must be a solvers.core.kernels.Kernel")
+        super().__init__(classes, support_vectors.shape[1], metadata)
         self.support_vectors_ = support_vectors
         self.coef_ = np.ascontiguousarray(coef)
         self.intercept_ = intercept
-        self.classes_ = classes
         self.kernel = kernel
         self.multiclass = multiclass if classes.shape[0] > 2 else "ovr"
-        self.n_features_in_ = support_vectors.shape[1]
-        self.metadata = dict(metadata or {})
         self._columns = column_operand(support_vectors)
 
     @property

@@ -41,11 +41,9 @@ class LinearModel(Model):
                 f"{classes.shape[0]} classes need {expected_rows} weight rows and intercepts, "
                 f"got coef {coef.shape} and intercept {intercept.shape}"
             )
+        super().__init__(classes, coef.shape[1], metadata)
         self.coef_ = np.ascontiguousarray(coef)
         self.intercept_ = intercept
-        self.classes_ = classes
-        self.n_features_in_ = coef.shape[1]
-        self.metadata = dict(metadata or {})
 
     def decision_function(self, X, *, parallel: bool = False) -> np.ndarray:
         X = as_feature_matrix(X, self.n_features_in_)

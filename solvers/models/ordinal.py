@@ -45,11 +45,9 @@ class OrdinalModel(Model):
             )
         if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(thresholds))):
             raise ValueError("coef and thresholds must be finite")
+        super().__init__(classes, coef.shape[0], metadata)
         self.coef_ = np.ascontiguousarray(coef)
         self.thresholds_ = thresholds
-        self.classes_ = classes
-        self.n_features_in_ = coef.shape[0]
-        self.metadata = dict(metadata or {})
 
     def decision_function(self, X, *, parallel: bool = False) -> np.ndarray:
         """The scores w . x, shape (n,)."""

@@ -5,12 +5,13 @@
   subgradient, the dual QP;
 * :class:`OrdinalProblem` -- Keerthi & DeCoste's ordinal regression (section 7);
 * :class:`CrammerSingerProblem` -- the multi-class problem of Crammer & Singer (LIBLINEAR -s 4);
-* :class:`KernelProblem` -- the kernel forms of the least-squares family's problems.
+* :class:`KernelProblem` -- the kernel forms of the least-squares family's problems (and
+  C-SVC's), :class:`KernelSolution` one of them solved.
 """
 
 from solvers.problems.binary import BIAS_MODES, BinaryProblem, DualQP, balancing_shift, loss_value
 from solvers.problems.crammer_singer import CrammerSingerProblem
-from solvers.problems.kernel import KernelProblem
+from solvers.problems.kernel import KernelProblem, KernelSolution
 from solvers.problems.ordinal import OrdinalProblem
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "CrammerSingerProblem",
     "DualQP",
     "KernelProblem",
+    "KernelSolution",
     "OrdinalProblem",
     "balancing_shift",
     "loss_value",

@@ -19,11 +19,13 @@ so the primal at the bias b and the dual objective come from G in O(n)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from solvers.core.linalg import dot
 from solvers.losses import Loss, get_loss
+from solvers.termination import Termination
 
 
 @dataclass
@@ -67,3 +69,21 @@ class KernelProblem:
         primal = self.objective_from_margins(norm2, gradient + 1.0 + self.y * bias)
         dual = 0.5 * (float(alpha.sum()) - dot(alpha, gradient))
         return primal, dual
+
+
+@dataclass(frozen=True)
+class KernelSolution:
+    """One binary kernel problem solved (by C-SVC's SMO or a least-squares solver): f(x) =
+    sum_j coef_j k(x_j, x) + intercept over the training rows x_j (coef_j = y_j alpha_j), the
+    primal objective of the model and why the solve stopped."""
+
+    coef: np.ndarray
+    intercept: float
+    objective: float
+    status: Termination
+    message: str
+    iterations: int
+    extras: dict[str, Any] = field(default_factory=dict)
+    #: the least-squares systems' unknown (beta of (7), z of (12)): the start of the next C's
+    #: CG
+    unknown: np.ndarray | None = None

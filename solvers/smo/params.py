@@ -42,8 +42,8 @@ class SMOParams(SolverParams):
 
     solver: Literal["smo"] = "smo"
     loss: SMO_SOLVES.choices("loss") = Field("hinge", description="C-SVC's loss: the hinge.")
-    bias: SMO_SOLVES.choices("bias") = Field(
-        "free", description="C-SVC's bias is free (the dual's y'alpha = 0).")
+    bias: SMO_SOLVES.choices("bias") = SMO_SOLVES.bias_field(
+        "free", "C-SVC's bias is free (the dual's y'alpha = 0).")
     multiclass: SMO_SOLVES.choices("multiclass") = Field(
         "ovo", description="Multi-class strategy: ovo, one binary C-SVC per pair of classes "
                            "and voting (LIBSVM's, the default: each subproblem holds two "

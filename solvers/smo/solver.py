@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 from numba import njit
 
 from solvers.base import Termination
 from solvers.core.kernels import KernelCache
 from solvers.monitor import Monitor, Reporter
-from solvers.problems import KernelProblem
+from solvers.problems import KernelProblem, KernelSolution
 from solvers.smo.engine import (
     ACTIVE_SIZE,
     ITERATIONS,
@@ -30,21 +27,6 @@ from solvers.smo.params import SMOParams
 KKT_FLOOR = 1e-12
 
 
-@dataclass(frozen=True)
-class CSVCSolution:
-    """f(x) = sum_j coef_j k(x_j, x) + intercept over the training rows (coef_j = y_j
-    alpha_j), with the primal objective of the model and why the solve stopped."""
-
-    alpha: np.ndarray
-    coef: np.ndarray
-    intercept: float
-    objective: float
-    status: Termination
-    message: str
-    iterations: int
-    extras: dict[str, Any]
-
-
 @njit(cache=True, nogil=True)
 def full_gradient(rows, columns, kernel, store, y, alpha, cost, G, G_bar, order, state, out):
     """G of every variable into ``out`` without changing the solver's state: the active
@@ -60,7 +42,7 @@ class CSVC:
         self.cache = cache
 
     def solve(self, y: np.ndarray, cost: np.ndarray, params: SMOParams,
-              monitor: Monitor) -> CSVCSolution:
+              monitor: Monitor) -> KernelSolution:
         """SMO from alpha = 0 until the stopping rule of ``params`` (``stop_rule``) holds;
         examples with C_i = 0 keep alpha_i = 0 and take no part."""
         cache = self.cache
@@ -129,5 +111,5 @@ class CSVC:
                   "kkt_violation": kkt, "n_support": int(np.count_nonzero(alpha)),
                   "n_bounded": int(np.count_nonzero(positive & (alpha >= cost))),
                   "smo_iterations": int(state[ITERATIONS]), **cache.stats()}
-        return CSVCSolution(alpha, y * alpha, bias, primal, status, message,
+        return KernelSolution(y * alpha, bias, primal, status, message,
                             int(state[ITERATIONS]), extras)

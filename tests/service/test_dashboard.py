@@ -309,6 +309,7 @@ def test_a_one_vs_rest_job_page_says_class_k_of_K_and_plots_one_class(page, serv
     page.screenshot("job-multiclass", at="#convergence")
 
 
+@pytest.mark.slow  # ~10 s: uploads a9a and watches a search slowed down to be seen running
 def test_a_tuning_job_page_plots_one_grid_point_at_a_time(page, server):
     """A running search says where it is ("C 2 of 3, fold 1 of 5"); a finished one offers a
     view per grid point (its fold fits: score and objective against the fold) and the refit's

@@ -207,6 +207,7 @@ def test_a_time_limit_stops_a_task_cooperatively(service, a9a):
     assert done["error"] == "time limit of 1 s reached"
 
 
+@pytest.mark.slow  # ~5.5 s a cluster: it waits out the LIVE_GRACE_S (5 s) a stopped task is given
 def test_a_task_that_does_not_stop_is_abandoned_with_the_reason(cluster, service, a9a):
     job_id = create_job(service, a9a, LONG_PARAMS)["id"]
     pid = worker_pid(cluster, wait_job(service, job_id, until=running_with_progress))

@@ -23,8 +23,8 @@ from app.api.deps import (
     WriteSessionDep,
 )
 from app.api.errors import responses
-from app.api.routes import resource_router
-from app.core.security import ADMIN, TRAIN, PrincipalDep
+from app.api.routes import item_delete, item_get, resource_router
+from app.core.security import TRAIN, PrincipalDep
 from app.crud import datasets as crud_datasets
 from app.errors import LimitExceeded, limit_exceeded
 from app.schemas import DatasetPublic, DatasetShardedCreate, DatasetsPublic
@@ -142,16 +142,13 @@ def list_datasets(
     return DatasetsPublic(data=[DatasetPublic.from_row(r) for r in rows], count=count)
 
 
-@router.get("/{dataset_id}", name="get", response_model=DatasetPublic,
-            responses=responses(404, 422))
+@item_get(router, "/{dataset_id}", DatasetPublic)
 def get_dataset(dataset: DatasetDep) -> DatasetPublic:
     """One dataset and its statistics."""
     return DatasetPublic.from_row(dataset)
 
 
-@router.delete("/{dataset_id}", name="delete", status_code=status.HTTP_204_NO_CONTENT,
-               dependencies=[ADMIN],
-               responses=responses(404, 409, 422))
+@item_delete(router, "/{dataset_id}", 409)
 def delete_dataset(
     dataset_id: uuid.UUID,
     session: WriteSessionDep,

@@ -27,8 +27,8 @@ from app.api.deps import (
 )
 from app.api.errors import responses
 from app.api.log_streams import LogStreams
-from app.api.routes import resource_router
-from app.core.security import ADMIN, TRAIN, PrincipalDep
+from app.api.routes import item_delete, item_get, resource_router
+from app.core.security import TRAIN, PrincipalDep
 from app.crud import jobs as crud_jobs
 from app.db.models import JobStatus
 from app.problem import MAX_KEY_LENGTH
@@ -87,7 +87,7 @@ def list_jobs(
     return JobsPublic(data=[_public(job, waiting) for job in rows], count=count)
 
 
-@router.get("/{job_id}", name="get", response_model=JobPublic, responses=responses(404, 422))
+@item_get(router, "/{job_id}", JobPublic)
 def get_job(job: JobDep, dispatcher: DispatcherDep) -> JobPublic:
     """One job: state, progress, timestamps, the error or the model; a queued job's message
     says what it waits for (a free worker, or workers still warming up)."""
@@ -126,8 +126,7 @@ def cancel_job(job_id: uuid.UUID, session: WriteSessionDep, dispatcher: Dispatch
     return JobPublic.from_row(job)
 
 
-@router.delete("/{job_id}", name="delete", status_code=status.HTTP_204_NO_CONTENT,
-               dependencies=[ADMIN], responses=responses(404, 409, 422))
+@item_delete(router, "/{job_id}", 409)
 def delete_job(job_id: uuid.UUID, sessions: SessionsDep, principal: PrincipalDep) -> None:
     """Delete a finished job and its convergence log (its model, if any, stays).
 

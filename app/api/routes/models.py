@@ -11,7 +11,7 @@ import enum
 import uuid
 from typing import Annotated
 
-from fastapi import Query, Request, Response, status
+from fastapi import Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -27,8 +27,8 @@ from app.api.deps import (
     WriteSessionDep,
 )
 from app.api.errors import responses
-from app.api.routes import resource_router
-from app.core.security import ADMIN, PrincipalDep
+from app.api.routes import item_delete, item_get, resource_router
+from app.core.security import PrincipalDep
 from app.crud import models as crud_models
 from app.errors import Conflict, InvalidRequest
 from app.evaluation import evaluate_on_dataset
@@ -81,16 +81,13 @@ def list_models(
     return ModelsPublic(data=[ModelPublic.from_row(row) for row in rows], count=count)
 
 
-@router.get("/{model_id}", name="get", response_model=ModelPublic,
-            responses=responses(404, 422))
+@item_get(router, "/{model_id}", ModelPublic)
 def get_model(model: ModelDep) -> ModelPublic:
     """One model: solver, parameters, classes, objective, training statistics."""
     return ModelPublic.from_row(model)
 
 
-@router.delete("/{model_id}", name="delete", status_code=status.HTTP_204_NO_CONTENT,
-               dependencies=[ADMIN],
-               responses=responses(404, 422))
+@item_delete(router, "/{model_id}")
 def delete_model(model_id: uuid.UUID, session: WriteSessionDep, cache: ModelCacheDep,
                  principal: PrincipalDep) -> None:
     """Delete a model (its job stays, without a model)."""

@@ -1,7 +1,5 @@
 """Initial schema: datasets, jobs, the convergence log and models.
 
-Revision ID: 0001
-Revises:
 Create Date: 2026-11-21
 """
 
@@ -12,8 +10,6 @@ from alembic import op
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 TIMESTAMP = sa.DateTime(timezone=True)
 

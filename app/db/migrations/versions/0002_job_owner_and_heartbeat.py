@@ -1,7 +1,5 @@
 """Jobs: the API key that queued them (queue quotas) and their worker's heartbeat (leases).
 
-Revision ID: 0002
-Revises: 0001
 Create Date: 2026-11-23
 """
 
@@ -12,8 +10,6 @@ from alembic import op
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,7 +1,5 @@
 """Jobs: tuning jobs (cross-validation over a grid, then a refit at the best point).
 
-Revision ID: 0003
-Revises: 0002
 Create Date: 2026-11-23
 """
 
@@ -12,8 +10,6 @@ from alembic import op
 
 revision = "0003"
 down_revision = "0002"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

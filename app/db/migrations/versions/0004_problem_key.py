@@ -1,7 +1,5 @@
 """Jobs: the normalized problem key (dataset + the problem the parameters pose), backfilled.
 
-Revision ID: 0004
-Revises: 0003
 Create Date: 2026-11-23
 
 The backfill computes each stored job's key with :func:`app.problem.stored_problem_key`, the
@@ -18,8 +16,6 @@ from app.problem import stored_problem_key
 
 revision = "0004"
 down_revision = "0003"
-branch_labels = None
-depends_on = None
 
 BATCH = 1000
 

@@ -1,7 +1,5 @@
 """Jobs: ``keep_last_good`` (store the last good point of a solver run that failed).
 
-Revision ID: 0005
-Revises: 0004
 Create Date: 2026-11-23
 """
 
@@ -12,8 +10,6 @@ from alembic import op
 
 revision = "0005"
 down_revision = "0004"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

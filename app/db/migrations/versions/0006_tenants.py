@@ -8,8 +8,6 @@ uploading the same file get a row each (the stored arrays stay one file).  Model
 job's owner; datasets the owner of the first job that used them, else ``""`` (only admins see
 those once keys are on).
 
-Revision ID: 0006
-Revises: 0005
 Create Date: 2026-11-26
 """
 
@@ -23,8 +21,6 @@ from alembic import op
 
 revision = "0006"
 down_revision = "0005"
-branch_labels = None
-depends_on = None
 
 # a copy of app.core.security.OWNER_SALT as it was at this revision: a migration must not
 # change meaning when the application's code does

@@ -1,8 +1,6 @@
 """Jobs: ``progress_stage``, where a running job is ("class 3 of 26", "C 3 of 11, fold 2 of
 5"), from its latest record.
 
-Revision ID: 0007
-Revises: 0006
 Create Date: 2026-11-26
 """
 
@@ -13,8 +11,6 @@ from alembic import op
 
 revision = "0007"
 down_revision = "0006"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

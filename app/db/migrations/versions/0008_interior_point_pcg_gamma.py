@@ -6,8 +6,6 @@ The interior-point method's PCG selection parameter (Gertz & Griffin's rule (15)
 number would otherwise be read as the kernel's gamma and its PCG parameter lost.  The models'
 stored parameters (shown with the model) are renamed alike.
 
-Revision ID: 0008
-Revises: 0007
 Create Date: 2026-11-26
 """
 
@@ -18,8 +16,6 @@ from alembic import op
 
 revision = "0008"
 down_revision = "0007"
-branch_labels = None
-depends_on = None
 
 
 def _rename(table_name: str, old: str, new: str) -> None:

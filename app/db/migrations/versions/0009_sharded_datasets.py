@@ -5,8 +5,6 @@ they are (``POST /datasets/sharded``); nothing is stored by the service but its 
 statistics are unknown until a job first reads the shards on the cluster, so they become
 nullable (an uploaded dataset always has them).
 
-Revision ID: 0009
-Revises: 0008
 Create Date: 2026-11-27
 """
 
@@ -17,8 +15,6 @@ from alembic import op
 
 revision = "0009"
 down_revision = "0008"
-branch_labels = None
-depends_on = None
 
 STATISTICS = (("n_samples", sa.BigInteger()), ("n_features", sa.BigInteger()),
               ("nnz", sa.BigInteger()), ("density", sa.Float()), ("class_counts", sa.JSON()))
