@@ -5,17 +5,21 @@ measurements.  A ranking is a prediction, and predictions fail (an unscaled data
 no benchmark had): a portfolio bounds what a wrong prediction costs, the way Gurobi's
 concurrent optimizer and LIBLINEAR's cap-and-switch do.
 
-* **race** (two threads or more, and a Numba threading layer that lets threads run kernels
-  at once): the first ``min(threads, RACE_WIDTH)`` candidates run at once, each in its own
-  thread on its share of the Numba threads; the first to end *converged* (its certified gap
-  within ``tol``) wins, and the others stop at their next iteration through their monitors.
+* **race** (two threads or more, a Numba threading layer that lets threads run kernels at
+  once, and a first candidate not predicted to end within ``RACE_ABOVE_S``): the first
+  ``min(threads, RACE_WIDTH)`` candidates run at once, each in its own thread on its share
+  of the Numba threads; the first to end *converged* (its certified gap within ``tol``)
+  wins, and the others stop at their next iteration through their monitors.
   A candidate that ends without converging (its iteration limit on badly scaled data, an
-  error) hands its lane to the next candidate of the ranking.
-* **cap-and-switch** (one thread): the first candidate runs alone with a budget of
+  error) hands its lane to the next candidate of the ranking, started from its point where
+  that one warm-starts.
+* **cap-and-switch** (one thread, or a first candidate predicted to end within
+  ``RACE_ABOVE_S``, on all the threads): the first candidate runs alone with a budget of
   ``BUDGET_FACTOR`` times its predicted time (at least ``MIN_BUDGET_S``); if it has not
   converged by then, the next one takes over, started from the first one's point where it can
   (every candidate solves the same problem, so a point of one is a start for any other that
-  warm-starts), and so on; the last one runs without a budget.
+  warm-starts), and so on; a candidate that ends unconverged within its budget (its
+  iteration limit) hands over the same way; the last one runs without a budget.
 * **single**: one candidate (the only one that solves the problem) runs as it is.
 
 Records reach the caller's monitor as they come, numbered consecutively across candidates and
@@ -47,6 +51,11 @@ RACE_WIDTH = 2
 BUDGET_FACTOR = 3.0
 #: ... and at least this (a prediction is a median over other problems: small ones vary most).
 MIN_BUDGET_S = 0.5
+#: A race pays when the first candidate's predicted time is at least this (seconds); below,
+#: two lanes' Python steps contend for the GIL and cost more than a second opinion saves
+#: (the raw breast-cancer copy, squared hinge: mfn 1.4 ms alone, 4.9 ms racing alm), so the
+#: candidates cap-and-switch on all the threads instead.
+RACE_ABOVE_S = 0.05
 #: How often the calling thread forwards a race's records and asks its monitor (seconds).
 POLL_S = 0.02
 
@@ -132,9 +141,10 @@ def run(dataset: Dataset, ranking: Ranking, tol: float, monitor: Monitor | None,
     monitor = monitor if monitor is not None else NullMonitor()
     threads = numba.get_num_threads() if threads is None else threads
     entrants = ranking.entrants
+    quick = entrants[0].predicted is not None and entrants[0].predicted < RACE_ABOVE_S
     if len(entrants) == 1:
         strategy = "single"
-    elif threads >= 2 and threadsafe_threading_layer():
+    elif threads >= 2 and not quick and threadsafe_threading_layer():
         strategy = "race"
     else:
         strategy = "cap-and-switch"
@@ -162,14 +172,13 @@ def _race(dataset: Dataset, entrants: list[Entrant], width: int, monitor: Monito
     each = max(1, threads // width)
     lanes = list(entrants[:width])  # the entrants started, in the order they started
 
-    def run_lane(entrant: Entrant) -> tuple[Fit, float]:
+    def run_lane(entrant: Entrant, start_model=None) -> tuple[Fit, float]:
         lane = QueuedLane(entrant.candidate.name, records,
                           lambda: stop[0] or ("another candidate certified the gap first"
                                               if decided.is_set() else None))
         start = time.perf_counter()
         with thread_count(each):
-            fit = fit_for(entrant.spec, entrant.params)(dataset, entrant.spec, entrant.params,
-                                                        lane)
+            fit = _fit(fit_for, dataset, entrant, lane, start_model)
         return fit, time.perf_counter() - start
 
     def drain() -> None:
@@ -181,6 +190,7 @@ def _race(dataset: Dataset, entrants: list[Entrant], width: int, monitor: Monito
             forward(name, record)
 
     finished: dict[int, tuple[Fit | None, float, BaseException | None]] = {}
+    handed_from: dict[int, str] = {}  # a refilled lane's entrant: whose point it started from
     winner: int | None = None
     started = time.perf_counter()
     with ThreadPoolExecutor(width, thread_name_prefix="auto-race") as pool:
@@ -193,6 +203,7 @@ def _race(dataset: Dataset, entrants: list[Entrant], width: int, monitor: Monito
                 stop[0] = monitor.stop_reason()
             for future in done:
                 k = futures[future]
+                fit = None
                 try:
                     fit, seconds = future.result()
                 except Exception as exc:  # noqa: BLE001 - a lane that broke loses the race
@@ -204,8 +215,13 @@ def _race(dataset: Dataset, entrants: list[Entrant], width: int, monitor: Monito
                         decided.set()
                         continue
                 if winner is None and stop[0] is None and len(lanes) < len(entrants):
-                    lanes.append(entrants[len(lanes)])  # the lane takes the next entrant
-                    refill = pool.submit(run_lane, lanes[-1])
+                    # the lane takes the next entrant, from this one's point where it can
+                    # (LIBLINEAR -s 1 hands dual CD's w to its primal Newton method likewise)
+                    lanes.append(entrants[len(lanes)])
+                    handover = fit.model if fit is not None else None
+                    if handover is not None and _warm_startable(lanes[-1].spec):
+                        handed_from[len(lanes) - 1] = lanes[k].candidate.name
+                    refill = pool.submit(run_lane, lanes[-1], handover)
                     futures[refill] = len(lanes) - 1
                     pending.add(refill)
         drain()
@@ -222,6 +238,8 @@ def _race(dataset: Dataset, entrants: list[Entrant], width: int, monitor: Monito
         if k == winner:
             outcome = "won" if _status(fit) == Termination.CONVERGED else \
                 "kept: no candidate converged"
+            if k in handed_from:
+                outcome += f" (started from {handed_from[k]}'s point)"
         elif error is not None:
             outcome = "failed"
         else:
@@ -243,27 +261,36 @@ def _cap_and_switch(dataset: Dataset, entrants: list[Entrant], monitor: Monitor,
         last = k == len(entrants) - 1 or not capped
         budget = None if last else max(MIN_BUDGET_S, BUDGET_FACTOR * (entrant.predicted or 0.0))
         lane = _Budget(entrant.candidate.name, forward, budget)
-        handler = fit_for(entrant.spec, entrant.params)
         begin = time.perf_counter()
         with thread_count(threads):
-            if start_model is not None and _warm_startable(entrant.spec):
-                fit = handler(dataset, entrant.spec, entrant.params, lane,
-                              start_model=start_model)
-            else:
-                fit = handler(dataset, entrant.spec, entrant.params, lane)
+            fit = _fit(fit_for, dataset, entrant, lane, start_model)
         seconds = time.perf_counter() - begin
-        if not lane.spent or last:
-            outcome = "won" if _status(fit) == Termination.CONVERGED else f"ended {_status(fit)}"
+        status = _status(fit)
+        # a candidate that ended on its own without converging (its iteration limit) hands
+        # over as one whose budget is spent does; a stop the caller asked for ends the run
+        ended_early = not lane.spent and status not in (Termination.CONVERGED,
+                                                         Termination.STOPPED)
+        if last or not (lane.spent or ended_early):
+            outcome = "won" if status == Termination.CONVERGED else f"ended {status}"
             if start_model is not None:
                 outcome += f" (started from {runs[-1]['candidate']}'s point)" \
                     if _warm_startable(entrant.spec) else " (started cold)"
             runs.append(_summary(entrant, fit, seconds, threads, outcome))
             return fit, entrant, runs
+        why = f"budget of {budget:.3g} s spent" if lane.spent else f"ended {status}"
         runs.append(_summary(entrant, fit, seconds, threads,
-                             f"budget of {budget:.3g} s spent: switched to "
-                             f"{entrants[k + 1].candidate.name}"))
+                             f"{why}: switched to {entrants[k + 1].candidate.name}"))
         start_model = fit.model
     raise AssertionError("unreachable: the last candidate has no budget")
+
+
+def _fit(fit_for: FitFor, dataset: Dataset, entrant: Entrant, lane: Monitor,
+         start_model=None) -> Fit:
+    """The entrant's fit, from ``start_model`` where it warm-starts (else cold)."""
+    handler = fit_for(entrant.spec, entrant.params)
+    if start_model is not None and _warm_startable(entrant.spec):
+        return handler(dataset, entrant.spec, entrant.params, lane, start_model=start_model)
+    return handler(dataset, entrant.spec, entrant.params, lane)
 
 
 def _warm_startable(spec: SolverSpec) -> bool:

@@ -15,6 +15,7 @@ from solvers import portfolio
 from solvers.auto import Candidate, Entrant, Ranking
 from solvers.core.sparse import threadsafe_threading_layer
 from solvers.monitor import ListMonitor
+from solvers.portfolio import _warm_startable
 from solvers.train import fit_handler
 
 TOL = 1e-6
@@ -89,7 +90,37 @@ def test_a_lane_whose_candidate_ends_unconverged_takes_the_next_candidate():
     assert outcome.choice.strategy == "race" and outcome.entrant is third
     names = [e.candidate.name for e in (first, second, third)]
     assert [r["candidate"] for r in outcome.choice.runs] == names
-    assert [r["outcome"] for r in outcome.choice.runs] == ["ended max_iter"] * 2 + ["won"]
+    outcomes = [r["outcome"] for r in outcome.choice.runs]
+    assert outcomes[:2] == ["ended max_iter"] * 2 and outcomes[2].startswith("won"), outcomes
+    if _warm_startable(third.spec):  # from the point of the lane's last candidate
+        assert outcomes[2] in {f"won (started from {name}'s point)" for name in names[:2]}
+
+
+def test_a_first_candidate_predicted_quick_runs_alone_on_every_thread():
+    """No race where the first candidate is predicted to end within RACE_ABOVE_S: two lanes
+    would cost more than they could save."""
+    data = load("heart_scale")
+    first = entrant("interior_point", predicted=portfolio.RACE_ABOVE_S / 10)
+    second = entrant("cutting_plane", predicted=1.0, method="ocas")
+    outcome = portfolio.run(data, Ranking([first, second], "test"), TOL, ListMonitor(),
+                            fit_for(data), threads=2)
+    assert outcome.choice.strategy == "cap-and-switch" and outcome.entrant is first
+    [run] = outcome.choice.runs
+    assert run["outcome"] == "won" and run["threads"] == 2
+
+
+def test_cap_and_switch_hands_over_a_candidate_that_ends_unconverged():
+    """On one thread: a candidate that stops at its iteration limit well within its budget
+    hands over at once, as LIBLINEAR -s 1 hands dual CD's point to its Newton method."""
+    data = unscaled_australian()
+    first = entrant("dual_cd", predicted=10.0, max_iter=2)
+    second = entrant("interior_point", predicted=0.1)
+    outcome = portfolio.run(data, Ranking([first, second], "test"), TOL, ListMonitor(),
+                            fit_for(data), threads=1)
+    assert outcome.choice.strategy == "cap-and-switch" and outcome.entrant is second
+    handed, won = outcome.choice.runs
+    assert handed["outcome"] == "ended max_iter: switched to interior_point"
+    assert won["outcome"].startswith("won") and won["status"] == "converged"
     assert outcome.fit.subproblems[0].status == "converged"
 
 
