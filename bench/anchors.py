@@ -74,6 +74,42 @@ class ProjectSolver:
                    {"iterations": result.iterations})
 
 
+class ProjectSolverSchedule(ProjectSolver):
+    """One of our solvers stopped at each gap tolerance of ``tol_schedule``, each run timed
+    from scratch as the anchors' schedules are: for ``auto``, whose candidates (and their
+    race) depend on ``tol``, one traced run at a tight tolerance is not what a user asking for
+    a loose one gets.  A run that has not stopped after ``time_limit`` seconds is stopped and
+    its point kept (it reaches no gap it did not certify).  ``extras`` keeps, per tolerance,
+    what ``auto`` chose (the winner, the strategy and every candidate's seconds)."""
+
+    def __init__(self, solver: str, tol_schedule=(1e-2, 1e-3, 1e-6), time_limit: float = 60.0,
+                 **params):
+        super().__init__(solver, **params)
+        self.tol_schedule = tol_schedule
+        self.time_limit = time_limit
+
+    def run(self, problem: BenchProblem) -> Run:
+        train, test = problem.train_dataset(), problem.test_dataset()
+        trace, choices, result = [], {}, None
+        for tol in self.tol_schedule:
+            start = time.perf_counter()
+            result = solvers.train(train, solver=self.solver, C=problem.C, loss=problem.loss,
+                                   bias=problem.bias, bias_scale=problem.bias_scale, tol=tol,
+                                   monitor=ListMonitor(time_limit=self.time_limit),
+                                   **self.params)
+            trace.append((time.perf_counter() - start, result.objective))
+            if result.choice is not None:
+                choice = result.choice
+                choices[f"{tol:g}"] = {
+                    "winner": choice.candidate, "strategy": choice.strategy,
+                    "status": str(result.status),
+                    "runs": {r["candidate"]: round(r["seconds"], 4) for r in choice.runs}}
+        return Run(self.name, trace, trace[-1][0], trace[-1][1],
+                   _accuracy(result.model.predict, test),
+                   f"tol schedule {self.tol_schedule[0]:g}..{self.tol_schedule[-1]:g}",
+                   {"choices": choices})
+
+
 class Liblinear:
     """LIBLINEAR (liblinear-official) with ``-s solver_type``, ``-B bias_scale``."""
 

@@ -54,7 +54,6 @@ from solvers.auto import (
     effective_seconds,
     eligible_candidates,
     fitted_neighbours,
-    problem_features,
     rank_candidates,
     tolerance_key,
 )
@@ -64,7 +63,8 @@ from solvers.train import supports_task
 AutoParams = solvers.get_solver("auto").params_model
 
 DATASETS = ("heart_scale", "breast-cancer_scale", "australian_scale", "diabetes_scale",
-            "svmguide1", "mushrooms", "a9a", "ijcnn1", "w8a", "news20-binary")
+            "svmguide1", "mushrooms", "a9a", "ijcnn1", "w8a", "news20-binary",
+            "australian-unscaled", "breast-cancer-unscaled")
 LOSSES = ("squared_hinge", "hinge")
 CS = (0.01, 1.0, 100.0)
 CAP_FACTOR = 10.0
@@ -110,7 +110,7 @@ def measure_problem(problem: BenchProblem, log=print) -> dict:
         "problem": problem.key, "dataset": problem.dataset, "loss": problem.loss,
         "bias": problem.bias, "C": problem.C, "n_samples": ds.n_samples,
         "n_features": ds.n_features, "nnz": ds.nnz,
-        "features": list(problem_features(ds.n_samples, ds.n_features, ds.nnz, problem.C)),
+        "features": list(DatasetShape.of(ds).features(problem.C)),
         "runs": {},
     }
     finals: list[tuple[str, str, dict, float]] = []

@@ -105,21 +105,25 @@ def settle(seconds: float = 0.1) -> None:
         _spin(1_000_000, numba.get_num_threads())
 
 
-def measure_problem(problem: BenchProblem, runners, repeats: int, log=print) -> ProblemResult:
-    """Run ``runners`` on ``problem`` (see the module docstring) with BLAS on one thread.
+def measure_problem(problem: BenchProblem, runners, repeats: int, log=print,
+                    warm_up: bool = True) -> ProblemResult:
+    """Run ``runners`` on ``problem`` (see the module docstring) with BLAS on one thread;
+    ``warm_up``: each runner once first, discarded (a suite that warms the process up once
+    instead passes False).
 
     None of the runners needs BLAS threads (LIBLINEAR, LIBSVM and our linear solvers use none),
     but NumPy calls between runs (the anchors' objective evaluations) leave OpenBLAS's worker
     threads spinning for tens of milliseconds, on the core the next runner's second thread
     needs (``bench/history/measurements.json``, ``harness-blas-threads``)."""
     with threadpool_limits(limits=1, user_api="blas"):
-        return _measure_problem(problem, runners, repeats, log)
+        return _measure_problem(problem, runners, repeats, log, warm_up)
 
 
-def _measure_problem(problem: BenchProblem, runners, repeats: int, log) -> ProblemResult:
+def _measure_problem(problem: BenchProblem, runners, repeats: int, log,
+                     warm_up: bool) -> ProblemResult:
     runners = [r for r in runners if r.supports(problem)]
     runs: dict[str, list[Run]] = {r.name: [] for r in runners}
-    for r in runners:
+    for r in runners if warm_up else ():
         r.run(problem)  # warm-up
     for repeat in range(repeats):
         shift = repeat % len(runners)

@@ -66,12 +66,19 @@ class HarnessSuite:
     repeats: int
     scaling: tuple[str, ...] = ()
     service_predict: bool = False  # also GET predict against a server (see service_predict)
+    #: each runner runs once, discarded, on each problem before its timed runs; False: the
+    #: process is warmed up once (every kernel of solvers.warmup) and each run counts
+    warm_up_each: bool = True
 
     def run(self, extra: list[str], log=print) -> dict:
         if extra:
             raise SystemExit(f"suite {self.name} takes no extra arguments: {extra}")
-        results = [measure_problem(case.problem, case.runners(), self.repeats, log)
-                   for case in self.cases()]
+        if not self.warm_up_each:
+            from solvers.warmup import warm_up
+
+            warm_up()
+        results = [measure_problem(case.problem, case.runners(), self.repeats, log,
+                                   self.warm_up_each) for case in self.cases()]
         scaling = [scaling_study(dataset, default_runners(), log) for dataset in self.scaling]
         body = {"kind": "harness", "repeats": self.repeats, "problems": as_json(results),
                 "ratios": {r.problem: ratios(r) for r in results}, "scaling": scaling}
@@ -201,6 +208,31 @@ def quick_cases() -> list[Case]:
     ]
 
 
+#: The portfolio suite's problems (issue 31's table): the benchmark's binary sets, their raw
+#: copies and the synthetic text-like problem, both losses, C in {0.01, 1, 100}.
+PORTFOLIO_DATASETS = ("a9a", "w8a", "ijcnn1", "news20-binary", "mushrooms",
+                      "australian-unscaled", "breast-cancer-unscaled")
+PORTFOLIO_SYNTHETIC = "synthetic-400000x200000"
+
+
+def portfolio_cases() -> list[Case]:
+    """``auto`` (a schedule of tolerances, each run from scratch) against LIBLINEAR's settings
+    for the loss, single-threaded and multi-core on 2 threads: the fastest of them is the
+    bar."""
+    from bench.anchors import ProjectSolverSchedule
+    from bench.liblinear_multicore import LiblinearMulticore
+
+    def runners():
+        return [ProjectSolverSchedule("auto")] + [
+            anchor(s) for anchor in (Liblinear, LiblinearMulticore) for s in (1, 2, 3)]
+
+    problems = [BenchProblem(d, loss, "regularized", C) for d in PORTFOLIO_DATASETS
+                for loss in ("squared_hinge", "hinge") for C in (0.01, 1.0, 100.0)]
+    problems += [BenchProblem(PORTFOLIO_SYNTHETIC, loss, "regularized", 1.0)
+                 for loss in ("squared_hinge", "hinge")]
+    return [Case(p, runners) for p in problems]
+
+
 def linear_cases() -> list[Case]:
     return [Case(BenchProblem(d, "squared_hinge", "regularized", 1.0), default_runners)
             for d in ("a9a", "w8a", "ijcnn1", "mushrooms")]
@@ -235,6 +267,12 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                  "mushrooms and news20 (groups 1-10 against 11-20), the synthetic problem of "
                  "300,000 x 100,000 (~5.7M entries), the hinge at C = 1 on a9a, and the scaling "
                  "study; 5 repeats", full_cases, repeats=5, scaling=("a9a", SYNTHETIC)),
+    HarnessSuite("portfolio", "under an hour: solver='auto' (each tolerance of 1e-2, 1e-3, "
+                 "1e-6 a run from scratch) against LIBLINEAR -s 1/2/3, official and multi-core "
+                 "(-m 2), on a9a, w8a, ijcnn1, news20 made binary, mushrooms, raw copies of "
+                 "australian and breast-cancer (hinge and squared hinge, C in {0.01, 1, 100}) "
+                 f"and {PORTFOLIO_SYNTHETIC} (C = 1); 1 repeat after one warm-up of the process",
+                 portfolio_cases, repeats=1, warm_up_each=False),
     ScriptSuite("mfn", "mfn against LIBLINEAR (both builds) on the paper's problems, with "
                 "its profile", "mfn", ("--quick",)),
     ScriptSuite("dual_cd", "dual_cd against LIBLINEAR -s 1/-s 3 at the same stopping rule",

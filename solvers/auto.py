@@ -16,16 +16,19 @@ targets :data:`MEASURED_TOLERANCES`: the time each takes to stop, certified, at 
 that did not converge within the time cap counts as :data:`CENSORED_FACTOR` caps).  The
 measurements are kept in the package (``auto_measurements.json``) and are the fitted rule: a
 problem is placed by its features -- log10 of n, d, stored entries per row and C (density is
-their ratio, so not a separate axis) -- and the k nearest measured problems of the same loss,
+their ratio, so not a separate axis), and the decades spanned by the columns' scales and by
+the rows' norms (raw data in mixed units: first-order methods slow down on it by orders of
+magnitude, so it must find raw neighbours, the benchmark's raw copies of australian and
+breast-cancer) -- and the k nearest measured problems of the same loss,
 at the measured target nearest ``tol``, vote: each candidate scores the geometric mean over
 them of its time divided by the fastest candidate's time on that problem, and the lowest score
 wins.  k is fitted per loss (``bench_auto fit``: the k whose choices, with each dataset left
 out in turn, were fastest) and stored with the measurements.  The largest k tried, 34, is more
 than the 30 problems of a loss measured at a target, so every problem votes: the rule is then
 the loss's best single candidate over the benchmarks, and the fit takes it when no
-neighbourhood does better (on the measurements of 2026-11-26 it did so for the hinge, k = 21:
-the datasets' winners are too mixed there for a neighbourhood to beat always choosing OCAS;
-the squared hinge votes with k = 3).  A nearest-neighbour rule assumes
+neighbourhood does better (on the measurements of 2026-11-26, before dual_cd was measured, it
+did so for the hinge; on those of 2026-11-27, with dual_cd and the raw copies, the hinge votes
+with k = 3 and the squared hinge with k = 5).  A nearest-neighbour rule assumes
 no form for how time depends on the shape, and its reason can be stated in the measurements it
 rests on, which the result carries (:class:`AutoChoice`).
 
@@ -67,6 +70,7 @@ from solvers.base import (
 from solvers.config import INTERIOR_POINT_MAX_DENSE_PARAMS
 from solvers.data.dataset import Dataset
 from solvers.losses import canonical
+from solvers.scaling import column_scale_decades, row_norm_decades
 
 MEASUREMENTS = Path(__file__).with_name("auto_measurements.json")
 
@@ -120,10 +124,6 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate("cutting_plane", (("method", "tca"),)),
     Candidate("lssvm", (("kernel", "linear"),)),
     Candidate("proximal_svm", (("kernel", "linear"),)),
-    # Unmeasured (added 2026-11-26): auto_measurements.json has no runs of dual_cd yet (a
-    # full ``bench_auto measure`` did not fit on the loaded 2-core machine the day it was
-    # added), so ``rank`` places it after the measured candidates, in this order, until
-    # ``bench_auto measure`` is rerun.
     Candidate("dual_cd"),
 )
 
@@ -184,17 +184,25 @@ def params_model(candidates: Solves) -> type[AutoParamsBase]:
 
 @dataclass(frozen=True)
 class DatasetShape:
-    """What the choice looks at in a dataset (a service can give it without the arrays)."""
+    """What the choice looks at in a dataset (a service can give it without the arrays: the
+    scale spreads then default to 0, a scaled dataset's, which only the ranking reads)."""
 
     n_samples: int
     n_features: int
     nnz: int
     n_classes: int
+    column_decades: float = 0.0  # decades spanned by the columns' max |x_ij|
+    row_decades: float = 0.0  # decades spanned by the rows' norms
 
     @classmethod
     def of(cls, dataset: Dataset) -> DatasetShape:
         return cls(dataset.n_samples, dataset.n_features, dataset.nnz,
-                   int(dataset.classes.shape[0]))
+                   int(dataset.classes.shape[0]), column_scale_decades(dataset.X),
+                   row_norm_decades(dataset.X))
+
+    def features(self, C: float) -> tuple[float, ...]:
+        return problem_features(self.n_samples, self.n_features, self.nnz, C,
+                                self.column_decades, self.row_decades)
 
 
 @dataclass
@@ -219,10 +227,16 @@ class AutoChoice:
                 "neighbours": self.neighbours, "scores": self.scores}
 
 
-def problem_features(n_samples: int, n_features: int, nnz: int, C: float) -> tuple[float, ...]:
-    """The coordinates problems are compared in: log10 of n, d, entries per row and C."""
+def problem_features(n_samples: int, n_features: int, nnz: int, C: float,
+                     column_decades: float = 0.0, row_decades: float = 0.0
+                     ) -> tuple[float, ...]:
+    """The coordinates problems are compared in: log10 of n, d, entries per row and C, and the
+    decades the columns' scales and the rows' norms span (one decade of spread weighs as one
+    of n: raw measurements in mixed units, which slow the first-order methods by orders of
+    magnitude, then find raw neighbours)."""
     return (math.log10(max(n_samples, 1)), math.log10(max(n_features, 1)),
-            math.log10(max(nnz / max(n_samples, 1), 1e-3)), math.log10(C))
+            math.log10(max(nnz / max(n_samples, 1), 1e-3)), math.log10(C),
+            column_decades, row_decades)
 
 
 @cache
@@ -385,7 +399,7 @@ def rank(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[str]
                                  f"{shape.n_features}): the order bench_lowrank measured on "
                                  f"factors, {entrants[0].candidate.name} first")
     measurements = load_measurements() if measurements is None else measurements
-    features = problem_features(shape.n_samples, shape.n_features, shape.nnz, params.C)
+    features = shape.features(params.C)
     names = [e.candidate.name for e in entrants]
     scores, nearest = rank_candidates(features, params.loss, params.tol, names, measurements,
                                       fitted_neighbours(params.loss))

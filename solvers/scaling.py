@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from solvers.core.sparse import row_norms_squared
 from solvers.data.dataset import Dataset, as_csr
 from solvers.models import LinearModel, OrdinalModel
 
@@ -53,18 +54,37 @@ def column_max_abs(X) -> np.ndarray:
     return out
 
 
+def decades(values: np.ndarray) -> float:
+    """log10 of max / min over the positive ``values`` (0 with fewer than two)."""
+    present = values[values > 0]
+    if present.size < 2:
+        return 0.0
+    return math.log10(float(present.max()) / float(present.min()))
+
+
+def column_scale_decades(X) -> float:
+    """How many decades the columns' scales (max_i |x_ij|, columns with an entry) span."""
+    return decades(column_max_abs(X))
+
+
+def row_norm_decades(X) -> float:
+    """How many decades the rows' Euclidean norms (rows with an entry) span."""
+    X = as_csr(X)
+    squared = np.empty(X.shape[0])
+    row_norms_squared(X.indptr, X.indices, X.data, squared)
+    return 0.5 * decades(squared)
+
+
 def scale_spread_warning(X) -> str | None:
     """A warning when the columns' scales span more than ``SPREAD_WARNING_DECADES`` decades
     (None otherwise)."""
     scales = column_max_abs(X)
+    spread = decades(scales)
+    if spread <= SPREAD_WARNING_DECADES:
+        return None
     present = scales[scales > 0]
-    if present.size < 2:
-        return None
     low, high = float(present.min()), float(present.max())
-    decades = math.log10(high / low)
-    if decades <= SPREAD_WARNING_DECADES:
-        return None
-    return (f"the features' scales span {decades:.1f} decades (max |x_j| from {low:.3g} to "
+    return (f"the features' scales span {spread:.1f} decades (max |x_j| from {low:.3g} to "
             f"{high:.3g}): most solvers slow down on such data; scale='maxabs' (or "
             f"'standard') rescales the columns and keeps the model on raw inputs")
 

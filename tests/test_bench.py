@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench.anchors import Liblinear, ProjectSolver
+from bench.anchors import Liblinear, ProjectSolver, ProjectSolverSchedule
 from bench.harness import as_json, measure_problem, relative_gap, time_to_gap
 from bench.problems import BenchProblem
 from bench.references import (
@@ -70,6 +70,24 @@ def test_harness_measures_side_by_side_and_reports(tmp_path):
     write_outputs([result], [], {"cpus": 2}, tmp_path)
     assert (tmp_path / "results.json").exists() and (tmp_path / "results.md").exists()
     assert list(tmp_path.glob("convergence-*.png"))
+
+
+def test_auto_runs_from_scratch_at_each_tolerance_and_says_what_it_chose():
+    """The portfolio suite's runner: one timed run of auto per tolerance (its choice depends
+    on it), each certified to its tolerance against LIBLINEAR's optimum."""
+    problem = BenchProblem("heart_scale", "hinge", "regularized", 1.0)
+    schedule = (1e-2, 1e-6)
+    runner = ProjectSolverSchedule("auto", tol_schedule=schedule)
+    assert runner.supports(problem)
+    run = runner.run(problem)
+    reference = load_references()[problem.key]["objective"]
+    assert len(run.trace) == len(schedule)
+    for (seconds, objective), tol in zip(run.trace, schedule, strict=True):
+        assert seconds > 0 and relative_gap(objective, reference) <= tol
+    choices = run.extras["choices"]
+    assert set(choices) == {"0.01", "1e-06"}
+    for choice in choices.values():
+        assert choice["status"] == "converged" and choice["winner"] in choice["runs"]
 
 
 # mfn stops on a relative duality gap of 1e-6 by default; at 1e-7 its hinge objective is
