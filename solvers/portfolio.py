@@ -29,6 +29,7 @@ every candidate.  What ran, for how long, and which won is the choice's ``runs``
 
 from __future__ import annotations
 
+import inspect
 import queue
 import threading
 import time
@@ -172,14 +173,14 @@ def _race(dataset: Dataset, entrants: list[Entrant], width: int, monitor: Monito
     each = max(1, threads // width)
     lanes = list(entrants[:width])  # the entrants started, in the order they started
 
-    def run_lane(entrant: Entrant, start_model=None) -> tuple[Fit, float]:
+    def run_lane(entrant: Entrant, start_model=None) -> tuple[Fit, float, bool]:
         lane = QueuedLane(entrant.candidate.name, records,
                           lambda: stop[0] or ("another candidate certified the gap first"
                                               if decided.is_set() else None))
         start = time.perf_counter()
         with thread_count(each):
-            fit = _fit(fit_for, dataset, entrant, lane, start_model)
-        return fit, time.perf_counter() - start
+            fit, warm = _fit(fit_for, dataset, entrant, lane, start_model)
+        return fit, time.perf_counter() - start, warm
 
     def drain() -> None:
         while True:
@@ -190,7 +191,8 @@ def _race(dataset: Dataset, entrants: list[Entrant], width: int, monitor: Monito
             forward(name, record)
 
     finished: dict[int, tuple[Fit | None, float, BaseException | None]] = {}
-    handed_from: dict[int, str] = {}  # a refilled lane's entrant: whose point it started from
+    handed_by: dict[int, int] = {}  # a refilled lane's entrant: the one whose lane it took
+    handed_from: dict[int, str] = {}  # ... and whose point it started from, where it did
     winner: int | None = None
     started = time.perf_counter()
     with ThreadPoolExecutor(width, thread_name_prefix="auto-race") as pool:
@@ -205,11 +207,13 @@ def _race(dataset: Dataset, entrants: list[Entrant], width: int, monitor: Monito
                 k = futures[future]
                 fit = None
                 try:
-                    fit, seconds = future.result()
+                    fit, seconds, warm = future.result()
                 except Exception as exc:  # noqa: BLE001 - a lane that broke loses the race
                     finished[k] = (None, time.perf_counter() - started, exc)
                 else:
                     finished[k] = (fit, seconds, None)
+                    if warm:
+                        handed_from[k] = lanes[handed_by[k]].candidate.name
                     if winner is None and _status(fit) == Termination.CONVERGED:
                         winner = k
                         decided.set()
@@ -218,10 +222,9 @@ def _race(dataset: Dataset, entrants: list[Entrant], width: int, monitor: Monito
                     # the lane takes the next entrant, from this one's point where it can
                     # (LIBLINEAR -s 1 hands dual CD's w to its primal Newton method likewise)
                     lanes.append(entrants[len(lanes)])
-                    handover = fit.model if fit is not None else None
-                    if handover is not None and _warm_startable(lanes[-1].spec):
-                        handed_from[len(lanes) - 1] = lanes[k].candidate.name
-                    refill = pool.submit(run_lane, lanes[-1], handover)
+                    handed_by[len(lanes) - 1] = k
+                    refill = pool.submit(run_lane, lanes[-1],
+                                         fit.model if fit is not None else None)
                     futures[refill] = len(lanes) - 1
                     pending.add(refill)
         drain()
@@ -263,7 +266,7 @@ def _cap_and_switch(dataset: Dataset, entrants: list[Entrant], monitor: Monitor,
         lane = _Budget(entrant.candidate.name, forward, budget)
         begin = time.perf_counter()
         with thread_count(threads):
-            fit = _fit(fit_for, dataset, entrant, lane, start_model)
+            fit, warm = _fit(fit_for, dataset, entrant, lane, start_model)
         seconds = time.perf_counter() - begin
         status = _status(fit)
         # a candidate that ended on its own without converging (its iteration limit) hands
@@ -274,7 +277,7 @@ def _cap_and_switch(dataset: Dataset, entrants: list[Entrant], monitor: Monitor,
             outcome = "won" if status == Termination.CONVERGED else f"ended {status}"
             if start_model is not None:
                 outcome += f" (started from {runs[-1]['candidate']}'s point)" \
-                    if _warm_startable(entrant.spec) else " (started cold)"
+                    if warm else " (started cold)"
             runs.append(_summary(entrant, fit, seconds, threads, outcome))
             return fit, entrant, runs
         why = f"budget of {budget:.3g} s spent" if lane.spent else f"ended {status}"
@@ -285,15 +288,18 @@ def _cap_and_switch(dataset: Dataset, entrants: list[Entrant], monitor: Monitor,
 
 
 def _fit(fit_for: FitFor, dataset: Dataset, entrant: Entrant, lane: Monitor,
-         start_model=None) -> Fit:
-    """The entrant's fit, from ``start_model`` where it warm-starts (else cold)."""
+         start_model=None) -> tuple[Fit, bool]:
+    """The entrant's fit, from ``start_model`` where it warm-starts (else cold), and whether
+    it started from it."""
     handler = fit_for(entrant.spec, entrant.params)
-    if start_model is not None and _warm_startable(entrant.spec):
-        return handler(dataset, entrant.spec, entrant.params, lane, start_model=start_model)
-    return handler(dataset, entrant.spec, entrant.params, lane)
+    if start_model is not None and _warm_startable(entrant.spec, handler):
+        return handler(dataset, entrant.spec, entrant.params, lane,
+                       start_model=start_model), True
+    return handler(dataset, entrant.spec, entrant.params, lane), False
 
 
-def _warm_startable(spec: SolverSpec) -> bool:
-    """Whether a candidate takes the previous one's model as its start: one-vs-rest over a
-    binary solver that warm-starts."""
-    return spec.warm_start and spec.run is not None and "binary" not in spec.fit_handlers
+def _warm_startable(spec: SolverSpec, handler: Callable[..., Fit]) -> bool:
+    """Whether a candidate takes the previous one's model as its start: a solver that
+    warm-starts, through a fit procedure that takes a start (one-vs-rest over its binary
+    problems; not a joint multi-class problem such as Crammer-Singer's)."""
+    return spec.warm_start and "start_model" in inspect.signature(handler).parameters

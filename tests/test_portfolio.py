@@ -92,7 +92,7 @@ def test_a_lane_whose_candidate_ends_unconverged_takes_the_next_candidate():
     assert [r["candidate"] for r in outcome.choice.runs] == names
     outcomes = [r["outcome"] for r in outcome.choice.runs]
     assert outcomes[:2] == ["ended max_iter"] * 2 and outcomes[2].startswith("won"), outcomes
-    if _warm_startable(third.spec):  # from the point of the lane's last candidate
+    if _warm_startable(third.spec, fit_for(data)(third.spec, third.params)):
         assert outcomes[2] in {f"won (started from {name}'s point)" for name in names[:2]}
 
 
@@ -107,6 +107,25 @@ def test_a_first_candidate_predicted_quick_runs_alone_on_every_thread():
     assert outcome.choice.strategy == "cap-and-switch" and outcome.entrant is first
     [run] = outcome.choice.runs
     assert run["outcome"] == "won" and run["threads"] == 2
+
+
+def test_a_joint_multiclass_candidate_takes_over_cold():
+    """Crammer-Singer's fit takes no start: the candidate that takes over starts cold (it
+    raised TypeError on a start_model before)."""
+    data = load("dna.scale").subset(np.arange(600))
+    problem = {"task": "classification", "multiclass": "crammer_singer", "loss": "hinge",
+               "C": 1.0, "bias": "regularized", "bias_scale": 1.0}
+    first, second = [Entrant(Candidate(name, tuple(settings.items())), spec,
+                             spec.params_model.posing(problem, tol=TOL, **settings),
+                             predicted=10.0)
+                     for name, settings in (("dual_cd", {"max_iter": 1}),
+                                            ("cutting_plane", {}))
+                     for spec in [solvers.get_solver(name)]]
+    outcome = portfolio.run(data, Ranking([first, second], "test"), TOL, ListMonitor(),
+                            fit_for(data), threads=1)
+    handed, won = outcome.choice.runs
+    assert handed["outcome"] == f"ended max_iter: switched to {second.candidate.name}"
+    assert won["outcome"] == "won (started cold)"
 
 
 def test_cap_and_switch_hands_over_a_candidate_that_ends_unconverged():
