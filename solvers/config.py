@@ -153,6 +153,17 @@ INTERIOR_POINT_AUTO_GRAM_WEIGHT = 1.0
 #: Seconds a round over the partitions may take before the solve fails with the reason (a
 #: worker that died or hangs never makes a job wait for ever).
 DISTRIBUTED_ROUND_TIMEOUT = 600.0
+#: Restarts of a distributed solve after a lost worker (solvers.train on a DistributedDataset:
+#: the lost partitions are read again from their shards onto the workers left and the solve
+#: resumes from its last good iterate); 0 fails at the first loss.  A dataset's own
+#: ``restarts`` (read_svmlight's argument) overrides it.
+DISTRIBUTED_RESTARTS = 2
+#: Seconds a partition has to answer the probe after a failed round (an answer: its worker
+#: lives and it is kept; none: it is read again elsewhere).
+DISTRIBUTED_PROBE_TIMEOUT = 30.0
+#: Seconds a recovery waits for a worker to join when none is left (a nanny restarting one,
+#: an autoscaler) before the solve fails saying no worker is left.
+DISTRIBUTED_WORKER_WAIT = 30.0
 #: Pivots each partition proposes per round of the distributed exact line search
 #: (solvers.distributed.problem.breakpoint_root): more pivots, fewer rounds, more scalars.
 DISTRIBUTED_PIVOTS = 64

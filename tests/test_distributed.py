@@ -308,9 +308,10 @@ class _KillAt:
 def test_a_worker_lost_mid_training_fails_the_solve_with_the_reason(client, files,
                                                                       monkeypatch):
     """Last in the module: it kills one of the shared cluster's workers (its nanny starts
-    another)."""
+    another).  With no restart allowed (``restarts=0``) the loss fails the solve; the
+    restarts themselves are tests/test_distributed_retry.py's."""
     monkeypatch.setattr(config, "DISTRIBUTED_ROUND_TIMEOUT", 60.0)
-    _, data = _read(client, files, "a9a", 2)
+    data = sd.read_svmlight(client, _shards(files, "a9a", 2), restarts=0)
     pid = data.partitions.actors[1].pid().result(timeout=TIMEOUT)
     start = time.perf_counter()
     with pytest.raises(sd.PartitionLostError, match="read the dataset again"):

@@ -184,12 +184,17 @@ class PartitionGroup:
     """The actors of one dataset and the rounds over them."""
 
     def __init__(self, client, actors: list, workers: list[str], sources: list,
-                 futures: list | None = None):
+                 futures: list | None = None, read_options: dict | None = None):
         self.client = client
         self.actors = actors
         self.futures = futures or []  # the actors' futures: releasing them frees the rows
         self.workers = workers  # the worker each actor lives on
         self.sources = sources
+        # how the shards were read (n_features, zero_based) and what each held (n_samples,
+        # nnz) and the dataset's width: a partition read again must be the same rows
+        self.read_options = dict(read_options or {})
+        self.shapes: list[tuple[int, int]] = []
+        self.width: int | None = None
         self.communication = Communication()
 
     def __len__(self) -> int:
@@ -240,6 +245,101 @@ class PartitionGroup:
     def sum(self, function: Callable, *args) -> Any:
         """One round whose results are summed (arrays elementwise, tuples item by item)."""
         return reduce_sum(self.map(function, *args))
+
+    # -- after a lost worker -----------------------------------------------------------------
+    def lost_partitions(self) -> list[int]:
+        """The partitions that do not answer a probe within
+        :data:`~solvers.config.DISTRIBUTED_PROBE_TIMEOUT` (their worker died or hangs)."""
+        timeout = config.DISTRIBUTED_PROBE_TIMEOUT
+        probes = []
+        for actor in self.actors:
+            try:
+                probes.append(actor.pid())
+            except Exception as exc:  # noqa: BLE001 (the worker is unreachable)
+                probes.append(exc)
+        lost = []
+        for k, probe in enumerate(probes):
+            if isinstance(probe, Exception):
+                lost.append(k)
+                continue
+            try:
+                probe.result(timeout=timeout)
+            except Exception:  # noqa: BLE001 (any failure to answer is a lost partition)
+                lost.append(k)
+        return lost
+
+    def recover(self) -> dict:
+        """Read the partitions whose worker was lost again from their shards, onto the
+        workers left (the least loaded first), and widen them to the dataset's width; the
+        partitions that answer are kept as they are.  Returns what was done (``lost``: the
+        partitions' indices, ``lost_workers``, ``placed``: index -> new worker).  Raises
+        :class:`PartitionLostError` with the reason when no worker is left (none joined
+        within :data:`~solvers.config.DISTRIBUTED_WORKER_WAIT` seconds) or a shard no longer
+        reads as it did.  Every wait is bounded (the probe's, the workers', the read's
+        :data:`~solvers.config.DISTRIBUTED_ROUND_TIMEOUT`)."""
+        lost = self.lost_partitions()
+        if not lost:
+            return {"lost": [], "lost_workers": [], "placed": {}}
+        dead = {self.workers[k] for k in lost}
+        deadline = time.monotonic() + config.DISTRIBUTED_WORKER_WAIT
+        while True:
+            try:
+                alive = set(self.client.scheduler_info()["workers"])
+            except Exception as exc:  # noqa: BLE001 (the scheduler itself is gone)
+                raise PartitionLostError(
+                    f"partitions {lost} were lost with worker(s) {', '.join(sorted(dead))} "
+                    f"and the scheduler does not answer ({type(exc).__name__}: {exc}); "
+                    f"nothing to read them again on") from exc
+            candidates = sorted(alive - dead)
+            if candidates:
+                break
+            if time.monotonic() >= deadline:
+                raise PartitionLostError(
+                    f"no worker left: partitions {lost} were lost with worker(s) "
+                    f"{', '.join(sorted(dead))} and no worker joined within "
+                    f"{config.DISTRIBUTED_WORKER_WAIT:g} s to read their shards again")
+            # look again shortly: a nanny or an autoscaler may bring one back (the scheduler
+            # may also still list the dead ones for a moment)
+            time.sleep(min(0.5, max(deadline - time.monotonic(), 0.0)))
+        kept = [self.workers[k] for k in range(len(self.actors)) if k not in lost]
+        load = {w: kept.count(w) for w in candidates}
+        placed = {}
+        for k in lost:
+            where = min(candidates, key=lambda w: (load[w], w))
+            load[where] += 1
+            placed[k] = where
+        n_features = self.read_options.get("n_features")
+        zero_based = self.read_options.get("zero_based", False)
+        futures = {k: self.client.submit(Partition, self.sources[k], n_features, zero_based,
+                                         actor=True, workers=[where],
+                                         allow_other_workers=False, pure=False)
+                   for k, where in placed.items()}
+        timeout = config.DISTRIBUTED_ROUND_TIMEOUT
+        try:
+            actors = {k: f.result(timeout=timeout) for k, f in futures.items()}
+            if self.width is not None:
+                for done in [a.set_width(self.width) for a in actors.values()]:
+                    done.result(timeout=timeout)
+            summaries = {k: a.summary() for k, a in actors.items()}
+            summaries = {k: s.result(timeout=timeout) for k, s in summaries.items()}
+        except Exception as exc:
+            self.client.cancel(list(futures.values()))
+            raise PartitionLostError(
+                f"partitions {lost} were lost with worker(s) {', '.join(sorted(dead))}; "
+                f"reading their shards again failed ({type(exc).__name__}: {exc})") from exc
+        for k, summary in summaries.items():
+            if self.shapes and (summary["n_samples"], summary["nnz"]) != self.shapes[k]:
+                self.client.cancel(list(futures.values()))
+                raise PartitionLostError(
+                    f"shard {self.sources[k]!r} read again holds {summary['n_samples']} rows "
+                    f"and {summary['nnz']} entries, not the {self.shapes[k][0]} and "
+                    f"{self.shapes[k][1]} it held: it changed since the dataset was read")
+        for k in lost:
+            self.actors[k] = actors[k]
+            if k < len(self.futures):
+                self.futures[k] = futures[k]  # the lost actor's future is released
+            self.workers[k] = placed[k]
+        return {"lost": lost, "lost_workers": sorted(dead), "placed": placed}
 
 
 def _is_lost(exc: BaseException) -> bool:

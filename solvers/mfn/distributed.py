@@ -513,18 +513,27 @@ def refuse(params: MFNParams, loss: str) -> None:
         raise ValueError("mfn on distributed data: dual_kkt_tolerance is not distributed")
 
 
-def solve(problem: DistributedBinaryProblem, params: MFNParams, monitor: Monitor | None = None
-          ) -> Solution:
+def solve(problem: DistributedBinaryProblem, params: MFNParams, monitor: Monitor | None = None,
+          resume: np.ndarray | None = None) -> Solution:
     """mfn on a distributed binary problem, from beta = 0 (a crude start: both heuristics,
-    and the C path when C is large, as the single machine)."""
+    and the C path when C is large, as the single machine).
+
+    ``resume``: the last iterate of a solve that lost a worker (``problem.checkpoint`` of
+    its problem; ``solvers.train`` passes it).  The solve then resumes from it at the target
+    C and the final epsilon: a warm start, so the cold start's heuristics (the C path, the
+    first round's loose epsilon and CGLS cap) are not repeated.  Its optimum is the same
+    (the problem is strictly convex and Appendix A converges finitely to rule (13)); the
+    path to it differs from the uninterrupted solve's."""
     reporter = Reporter(monitor, "relative_duality_gap")
     engine = DistributedEngine(problem, params, reporter)
-    beta = np.zeros(engine.n_params)
+    warm = resume is not None
+    beta = np.array(resume, dtype=np.float64) if warm else np.zeros(engine.n_params)
+    problem.checkpoint = beta  # updated in place: always the last accepted iterate
     engine.start(beta)
-    state = {"beta": beta, "crude": True}
+    state = {"beta": beta, "crude": not warm}
     staged = False
     status, message = Termination.CONVERGED, ""
-    if params.c_path_start is not None and engine.n_terms:
+    if params.c_path_start is not None and engine.n_terms and not warm:
         scale = engine.scale_sum / engine.n_terms
         stages = []
         if scale > 0.0:
