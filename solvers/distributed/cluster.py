@@ -15,9 +15,11 @@ graph (with ``Client(direct_to_workers=True)``; otherwise the scheduler relays i
 trip of a few milliseconds on an idle machine, and its state is the natural home of the
 n-vectors that must not move.  The price is Dask's
 actor semantics: a partition lost with its worker is not recomputed by the scheduler; a round
-that meets a lost worker raises :class:`PartitionLostError` with the reason (the caller fails
-the job, or builds the dataset again from its shards and retries), and a round never waits
-longer than :data:`solvers.config.DISTRIBUTED_ROUND_TIMEOUT` seconds.
+that meets a lost worker raises :class:`PartitionLostError` with the reason, and a round never
+waits longer than :data:`solvers.config.DISTRIBUTED_ROUND_TIMEOUT` seconds.
+:meth:`PartitionGroup.recover` then reads the partitions that no longer answer again from their
+shards onto the workers left (``solvers.train`` does, and resumes the solve: at most the
+dataset's ``restarts`` times).
 
 Dask is imported here and in :mod:`solvers.distributed.dataset` only.
 """
@@ -233,8 +235,11 @@ class PartitionGroup:
         return results
 
     def _lost_reason(self, function, exc) -> str:
-        alive = set(self.client.scheduler_info().get("workers", {})) \
-            if self.client.status == "running" else set()
+        try:
+            alive = set(self.client.scheduler_info().get("workers", {})) \
+                if self.client.status == "running" else set()
+        except Exception:  # noqa: BLE001 (the scheduler is gone too: every worker is lost)
+            alive = set()
         lost = sorted({w for w in self.workers if w not in alive})
         where = f"worker(s) {', '.join(lost)} lost" if lost else "no answer"
         return (f"a round of {getattr(function, '__name__', function)} over "
