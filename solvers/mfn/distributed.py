@@ -110,6 +110,10 @@ def _point(part: Partition, move, loss_name, precondition, gram):
     margin_slacks(t, outputs, xi)
     st["xi"] = xi
     active, saturated = clipped_loss_sets(xi, lo, width)
+    # the last point's compacted rows go before this point's are made: a copy of the active
+    # rows is the largest thing a partition makes, and two at once would bound the rows a
+    # worker's memory holds (bench distributed_memory)
+    st["A"] = st["z"] = st["q"] = None
     A, _, _ = terms.compact(active)
     sqrt_c = st["sqrt_weight"][active]
     z = sqrt_c * t[active] * (xi[active] - lo)
