@@ -170,3 +170,10 @@ DISTRIBUTED_PIVOTS = 64
 #: Breakpoints (over all partitions) that a line search's bracket may hold for the driver to
 #: gather them and finish with the single machine's sweep (3 doubles each).
 DISTRIBUTED_GATHER_BREAKPOINTS = 4096
+#: Distributed mfn: a partition copies its active rows into compacted arrays for CGLS when
+#: they hold at most this fraction of its stored entries; above it, CGLS passes over all its
+#: rows with the inactive ones weighted zero (no copy: more work per pass, and the rows a
+#: worker holds may then take its memory nearly whole; bench distributed_memory sets 0).
+#: 1.0: always compact (the single machine's engine does).  Read on the driver, sent with the
+#: round.
+DISTRIBUTED_COMPACT_MAX_FRACTION = 1.0
