@@ -4,7 +4,7 @@ measurement, not a test.
     python -m bench distributed_memory [--gigabytes 5] [--workers 4] [--memory-limit 2GB]
                                        [--partitions-per-worker 16] [--features 200000]
                                        [--mean-words 100] [--max-iter 3] [--tol 1e-3]
-                                       [--read-only] [--out FILE]
+                                       [--compact-max 0] [--read-only] [--out FILE]
 
 A ``distributed.LocalCluster`` of ``--workers`` worker processes x 1 thread, each with Dask's
 ``memory_limit``; a synthetic text-like set of about ``--gigabytes`` GB in CSR (8-byte
@@ -12,8 +12,11 @@ values, 4-byte column indices, 4-byte row pointers: the bytes the partitions hol
 *generated on the workers* (``solvers.distributed.read_svmlight`` with
 ``("call", text_partition, args)`` sources: nothing is written to disk, nothing passes
 through the client) and ``mfn`` (squared hinge, C = 1) runs ``--max-iter`` Newton iterations
-or to ``--tol`` on it.  ``restarts=0``: a worker lost (the nanny's terminate threshold, 95% of
-the limit) fails the run instead of hiding behind a restart.
+or to ``--tol`` on it, CGLS passing over all of a partition's rows with the inactive ones
+weighted zero (``--compact-max 0``: ``config.DISTRIBUTED_COMPACT_MAX_FRACTION``; a copy of
+the active rows would take up to the rows' size again).  ``restarts=0``: a worker lost (the
+nanny's terminate threshold, 95% of the limit) fails the run instead of hiding behind a
+restart.
 
 Recorded: rows, features, stored entries, CSR bytes (total and per worker); per worker the
 peak resident set size (the kernel's high-water mark ``VmHWM`` of the worker process, read at
@@ -192,6 +195,7 @@ def run_command(args) -> int:
     import distributed  # noqa: PLC0415
     from dask.utils import parse_bytes  # noqa: PLC0415
 
+    from solvers import config  # noqa: PLC0415
     from solvers.distributed import read_svmlight  # noqa: PLC0415
 
     machine = machine_description(reference=False)
@@ -213,7 +217,8 @@ def run_command(args) -> int:
     row = {"gigabytes_asked": args.gigabytes, "workers": args.workers,
            "memory_limit_bytes": limit, "memory_thresholds": thresholds,
            "partitions": n_partitions, "features": args.features,
-           "mean_words": args.mean_words}
+           "mean_words": args.mean_words, "compact_max": args.compact_max,
+           "max_iter": args.max_iter, "tol": args.tol}
     client_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
                                   processes=True, memory_limit=args.memory_limit,
@@ -245,6 +250,9 @@ def run_command(args) -> int:
                   f"{n_rows} rows, {nnz} entries, {row['csr_bytes'] / 1e9:.3f} GB in CSR",
                   flush=True)
             if not args.read_only:
+                # read on the driver, sent with each round: CGLS over all the rows, the
+                # inactive ones weighted zero, rather than a copy of the active rows
+                config.DISTRIBUTED_COMPACT_MAX_FRACTION = args.compact_max
                 start = time.perf_counter()
                 result = solvers.train(data, solver="mfn", C=1.0, max_iter=args.max_iter,
                                        tol=args.tol)
@@ -318,6 +326,9 @@ COMMAND = Command(
                help="mean words drawn per document (before duplicates merge)"),
         option("--max-iter", type=int, default=3, help="mfn's Newton iterations"),
         option("--tol", type=float, default=1e-3, help="mfn's duality-gap stop"),
+        option("--compact-max", type=float, default=0.0,
+               help="config.DISTRIBUTED_COMPACT_MAX_FRACTION for the run (0: never copy the "
+                    "active rows)"),
         option("--read-only", action="store_true",
                help="generate the partitions and measure, no training"),
         out(None)))
