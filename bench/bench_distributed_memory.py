@@ -239,13 +239,15 @@ def run_command(args) -> int:
             row["read_seconds"] = time.perf_counter() - start
             row["worker_rss_after_read"] = sampler.sample()
             n_rows, nnz = data.n_samples, data.nnz
-            row.update({"n_samples": n_rows, "nnz": nnz, "csr_bytes": csr_bytes(nnz, n_rows),
-                        "class_counts": data.class_counts.tolist()})
             per_worker = {}
             for (rows_k, nnz_k), where in zip(data.partitions.shapes, data.partitions.workers,
                                               strict=True):
                 per_worker[where] = per_worker.get(where, 0) + csr_bytes(nnz_k, rows_k)
-            row["csr_bytes_per_worker"] = per_worker
+            # the bytes the partitions hold (each its own row pointers)
+            row.update({"n_samples": n_rows, "nnz": nnz,
+                        "csr_bytes": sum(per_worker.values()),
+                        "class_counts": data.class_counts.tolist(),
+                        "csr_bytes_per_worker": per_worker})
             print(f"read (generated on the workers) in {row['read_seconds']:.1f} s: "
                   f"{n_rows} rows, {nnz} entries, {row['csr_bytes'] / 1e9:.3f} GB in CSR",
                   flush=True)
