@@ -310,7 +310,7 @@ def train_distributed(dataset: DistributedDataset, solver: str = "mfn",
     for k, (tag, positive) in enumerate(targets):
         sub = SubproblemMonitor(sink, counter, k, tag, len(targets), clock)
         solution, problem = _solve_distributed(dataset, spec, params, positive, sub, restarts,
-                                               tag if len(targets) > 1 else None)
+                                               tag if len(targets) > 1 else None, monitor)
         rows.append(problem.split(solution.beta))
         subproblems.append(SubproblemResult(tag or label_key(positive), solution.objective,
                                             Termination(solution.status), solution.message,
@@ -343,7 +343,8 @@ def train_distributed(dataset: DistributedDataset, solver: str = "mfn",
 
 
 def _solve_distributed(dataset: DistributedDataset, spec: SolverSpec, params: SolverParams,
-                       positive, monitor: Monitor, restarts: list[dict], tag
+                       positive, monitor: Monitor, restarts: list[dict], tag,
+                       caller: Monitor | None = None
                        ) -> tuple[Solution, DistributedBinaryProblem]:
     """One binary problem's distributed solve, restarted after a lost worker.
 
@@ -354,7 +355,8 @@ def _solve_distributed(dataset: DistributedDataset, spec: SolverSpec, params: So
     last iterate, the cutting planes' w_best with their cuts), at most
     ``dataset.max_restarts`` times; the records continue the log (numbered and timed on,
     tagged ``restart``).  Each restart is appended to ``restarts`` (which worker was lost,
-    which partitions went where, the iteration it resumed after, a warning line).  Raises
+    which partitions went where, the iteration it resumed after, a warning line), and the
+    warning is told at once to the ``caller``'s monitor when it has ``notice``.  Raises
     :class:`~solvers.distributed.PartitionLostError` with the reason when the restarts are
     spent, no worker is left or a shard no longer reads as it did."""
     allowed = dataset.max_restarts
@@ -407,6 +409,9 @@ def _solve_distributed(dataset: DistributedDataset, spec: SolverSpec, params: So
                              "partitions": {str(i): w for i, w in recovery["placed"].items()},
                              "after_records": records[0], "resumed": resume is not None,
                              "reason": str(exc), "warning": warning})
+            notice = getattr(caller, "notice", None)
+            if notice is not None:
+                notice(warning)
             continue
         if attempt:
             solution = dataclasses.replace(

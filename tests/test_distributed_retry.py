@@ -63,6 +63,7 @@ class _KillAt:
         self.client, self.addresses, self.iteration = client, list(addresses), iteration
         self.pids = client.run(os.getpid, workers=self.addresses)
         self.killed_at = None
+        self.notices = []
 
     def report(self, record):
         if record.iteration == self.iteration and self.killed_at is None:
@@ -73,6 +74,9 @@ class _KillAt:
 
     def stop_reason(self):
         return None
+
+    def notice(self, text):
+        self.notices.append(text)
 
 
 def _beta(model) -> np.ndarray:
@@ -111,6 +115,7 @@ def test_mfn_resumes_on_the_survivor_and_reaches_the_same_optimum(client, shards
     (restart,) = result.model.metadata["distributed"]["restarts"]
     assert restart["lost_workers"] == [victim] and restart["partitions"] == {"1": survivor}
     assert result.model.metadata["warnings"] == [warning]
+    assert killer.notices == [warning]  # told at once, not only at the end
     assert data.partitions.workers == [survivor] * 3
     # the log goes on: numbered on, the resumed records tagged
     iterations = [r.iteration for r in result.log]

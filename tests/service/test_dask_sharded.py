@@ -215,6 +215,7 @@ def test_a_lost_partition_is_read_again_and_its_job_resumes(cluster, service, sh
     assert f"worker(s) {other} lost after " in done["message"], done["message"]
     assert "read again from their shards; the solve resumed from its last good iterate " \
         "(restart 1 of at most 2)" in done["message"]
+    assert done["message"].count(f"worker(s) {other} lost after ") == 1  # not twice
     log = full_log(service, job_id)
     assert log[-1]["extras"]["restart"] == 1
     assert [r["iteration"] for r in log] == list(range(1, len(log) + 1))
