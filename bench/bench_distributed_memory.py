@@ -224,7 +224,11 @@ def run_command(args) -> int:
                                   processes=True, memory_limit=args.memory_limit,
                                   dashboard_address=None,
                                   env={"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                                       "MALLOC_TRIM_THRESHOLD_": "65536"},
+                                       # arrays freed go back to the system at once (a
+                                       # fixed mmap threshold: glibc's dynamic one would
+                                       # serve the next chunks from the heap)
+                                       "MALLOC_TRIM_THRESHOLD_": "65536",
+                                       "MALLOC_MMAP_THRESHOLD_": "65536"},
                                   silence_logs=30) as cluster, \
             distributed.Client(cluster, direct_to_workers=True) as client:
         client.wait_for_workers(args.workers, timeout=300)
