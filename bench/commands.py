@@ -99,6 +99,7 @@ MODULES: dict[str, str] = {
     "cv": "bench.bench_cv",
     "dask": "bench.bench_dask",
     "distributed": "bench.bench_distributed",
+    "distributed_memory": "bench.bench_distributed_memory",
     "dual_cd": "bench.bench_dual_cd",
     "interior_point": "bench.bench_interior_point",
     "lowrank": "bench.bench_lowrank",

@@ -308,6 +308,10 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                 "thread against the single process with 2 threads (a9a, w8a; mfn and OCAS): "
                 "time ratio, reductions and bytes per iteration (needs dask.distributed)",
                 "distributed", (), out_is_file=True),
+    ScriptSuite("distributed_memory", "a text-like set of about 5 GB in CSR generated on 4 Dask "
+                "workers at a 2 GB memory limit, mfn on it: peak memory per worker, the "
+                "client's, restarts (needs dask.distributed and psutil; minutes)",
+                "distributed_memory", (), out_is_file=True),
 )}
 
 

@@ -153,9 +153,27 @@ INTERIOR_POINT_AUTO_GRAM_WEIGHT = 1.0
 #: Seconds a round over the partitions may take before the solve fails with the reason (a
 #: worker that died or hangs never makes a job wait for ever).
 DISTRIBUTED_ROUND_TIMEOUT = 600.0
+#: Restarts of a distributed solve after a lost worker (solvers.train on a DistributedDataset:
+#: the lost partitions are read again from their shards onto the workers left and the solve
+#: resumes from its last good iterate); 0 fails at the first loss.  A dataset's own
+#: ``restarts`` (read_svmlight's argument) overrides it.
+DISTRIBUTED_RESTARTS = 2
+#: Seconds a partition has to answer the probe after a failed round (an answer: its worker
+#: lives and it is kept; none: it is read again elsewhere).
+DISTRIBUTED_PROBE_TIMEOUT = 30.0
+#: Seconds a recovery waits for a worker to join when none is left (a nanny restarting one,
+#: an autoscaler) before the solve fails saying no worker is left.
+DISTRIBUTED_WORKER_WAIT = 30.0
 #: Pivots each partition proposes per round of the distributed exact line search
 #: (solvers.distributed.problem.breakpoint_root): more pivots, fewer rounds, more scalars.
 DISTRIBUTED_PIVOTS = 64
 #: Breakpoints (over all partitions) that a line search's bracket may hold for the driver to
 #: gather them and finish with the single machine's sweep (3 doubles each).
 DISTRIBUTED_GATHER_BREAKPOINTS = 4096
+#: Distributed mfn: a partition copies its active rows into compacted arrays for CGLS when
+#: they hold at most this fraction of its stored entries; above it, CGLS passes over all its
+#: rows with the inactive ones weighted zero (no copy: more work per pass, and the rows a
+#: worker holds may then take its memory nearly whole; bench distributed_memory sets 0).
+#: 1.0: always compact (the single machine's engine does).  Read on the driver, sent with the
+#: round.
+DISTRIBUTED_COMPACT_MAX_FRACTION = 1.0

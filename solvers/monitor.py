@@ -41,6 +41,10 @@ class IterationRecord:
 
 @runtime_checkable
 class Monitor(Protocol):
+    """Receives every iteration record and may stop the run.  A monitor may also have
+    ``notice(text)``: told at once what its caller should know during the run (a distributed
+    solve resumed after a lost worker); the same text ends in the result's warnings."""
+
     def report(self, record: IterationRecord) -> None: ...
 
     def stop_reason(self) -> str | None: ...

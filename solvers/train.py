@@ -8,6 +8,7 @@ train through here.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from solvers.approximation import Approximation, approximate
 from solvers.base import (
     Fit,
     InvalidParametersError,
+    Solution,
     SolverParams,
     SolverSpec,
     SubproblemResult,
@@ -27,7 +29,12 @@ from solvers.base import (
 )
 from solvers.calibration import fit_pairwise_platt, fit_platt
 from solvers.data.dataset import Dataset, label_key
-from solvers.distributed import CommunicationMonitor, DistributedBinaryProblem, DistributedDataset
+from solvers.distributed import (
+    CommunicationMonitor,
+    DistributedBinaryProblem,
+    DistributedDataset,
+    PartitionLostError,
+)
 from solvers.models import LinearModel, Model
 from solvers.monitor import (
     Continued,
@@ -299,16 +306,11 @@ def train_distributed(dataset: DistributedDataset, solver: str = "mfn",
     counter = [0]
     subproblems = []
     rows = []
+    restarts: list[dict] = []
     for k, (tag, positive) in enumerate(targets):
-        problem = DistributedBinaryProblem(dataset, positive, C=params.C, loss=params.loss,
-                                           bias=params.bias, bias_scale=params.bias_scale,
-                                           p=params.loss_exponent)
         sub = SubproblemMonitor(sink, counter, k, tag, len(targets), clock)
-        try:
-            solution = spec.distributed(problem, params,
-                                        CommunicationMonitor(sub, problem.communication))
-        except ValueError as exc:
-            raise InvalidParametersError(str(exc)) from None
+        solution, problem = _solve_distributed(dataset, spec, params, positive, sub, restarts,
+                                               tag if len(targets) > 1 else None, monitor)
         rows.append(problem.split(solution.beta))
         subproblems.append(SubproblemResult(tag or label_key(positive), solution.objective,
                                             Termination(solution.status), solution.message,
@@ -326,12 +328,111 @@ def train_distributed(dataset: DistributedDataset, solver: str = "mfn",
         "; ".join(f"class {s.label}: {s.message}" for s in subproblems)
     objective = float(sum(s.objective for s in subproblems))
     elapsed = clock()
+    communication = dataset.partitions.communication.totals()
+    if restarts:
+        communication["restarts"] = restarts
     model.metadata.update({"solver": spec.name, "params": params.model_dump(mode="json"),
                            "objective": objective, "status": str(status),
                            "training_seconds": elapsed, "training_data": dataset.stats(),
-                           "distributed": dataset.partitions.communication.totals()})
+                           "distributed": communication})
+    warnings = [r["warning"] for r in restarts]
+    if warnings:
+        model.metadata["warnings"] = warnings
     return TrainResult(model, objective, collector.records, status, message, elapsed, params,
-                       subproblems)
+                       subproblems, warnings=warnings)
+
+
+def _solve_distributed(dataset: DistributedDataset, spec: SolverSpec, params: SolverParams,
+                       positive, monitor: Monitor, restarts: list[dict], tag,
+                       caller: Monitor | None = None
+                       ) -> tuple[Solution, DistributedBinaryProblem]:
+    """One binary problem's distributed solve, restarted after a lost worker.
+
+    When a round meets a lost worker (:class:`~solvers.distributed.PartitionLostError`), the
+    partitions that no longer answer are read again from their shards onto the workers left
+    (:meth:`~solvers.distributed.PartitionGroup.recover`), the problem is posed again and the
+    family's solve resumes from the checkpoint its engine kept (``problem.checkpoint``: mfn's
+    last iterate, the cutting planes' w_best with their cuts), at most
+    ``dataset.max_restarts`` times; the records continue the log (numbered and timed on,
+    tagged ``restart``).  Each restart is appended to ``restarts`` (which worker was lost,
+    which partitions went where, the iteration it resumed after, a warning line), and the
+    warning is told at once to the ``caller``'s monitor when it has ``notice``.  Raises
+    :class:`~solvers.distributed.PartitionLostError` with the reason when the restarts are
+    spent, no worker is left or a shard no longer reads as it did."""
+    allowed = dataset.max_restarts
+    resume = None
+    records = [0]
+    clock = Stopwatch()
+    previous_iterations = 0
+    attempt = 0
+    while True:
+        target = monitor if attempt == 0 else Continued(
+            monitor, records[0], clock(), {"restart": attempt})
+        counting = _Counting(target, records)
+        problem = None
+        try:
+            problem = DistributedBinaryProblem(dataset, positive, C=params.C,
+                                               loss=params.loss, bias=params.bias,
+                                               bias_scale=params.bias_scale,
+                                               p=params.loss_exponent)
+            kwargs = {} if resume is None else {"resume": resume}
+            solution = spec.distributed(problem, params,
+                                        CommunicationMonitor(counting, problem.communication),
+                                        **kwargs)
+        except ValueError as exc:
+            raise InvalidParametersError(str(exc)) from None
+        except PartitionLostError as exc:
+            if attempt >= allowed:
+                raise PartitionLostError(
+                    f"{exc} (gave up: {attempt} restart(s) already made, restarts="
+                    f"{allowed})") from exc
+            if problem is not None and problem.checkpoint is not None:
+                resume = problem.checkpoint
+            previous_iterations += counting.iterations
+            try:
+                recovery = dataset.partitions.recover()
+            except PartitionLostError as failed:
+                raise PartitionLostError(f"{exc}; then: {failed}") from failed
+            attempt += 1
+            where = ", ".join(f"{i} -> {w}" for i, w in sorted(recovery["placed"].items()))
+            lost = ", ".join(recovery["lost_workers"]) or "none (the round failed: " \
+                "every partition answered the probe)"
+            after = f"after {records[0]} iteration record(s)" if records[0] else \
+                "before the first iteration"
+            resumed = "its last good iterate" if resume is not None else "the start"
+            label = f"class {tag}: " if tag is not None else ""
+            warning = (f"{label}worker(s) {lost} lost {after}; partition(s) "
+                       f"{where or 'none'} read again from their shards; the solve resumed "
+                       f"from {resumed} (restart {attempt} of at most {allowed})")
+            restarts.append({"subproblem": label_key(positive), "restart": attempt,
+                             "lost_workers": recovery["lost_workers"],
+                             "partitions": {str(i): w for i, w in recovery["placed"].items()},
+                             "after_records": records[0], "resumed": resume is not None,
+                             "reason": str(exc), "warning": warning})
+            notice = getattr(caller, "notice", None)
+            if notice is not None:
+                notice(warning)
+            continue
+        if attempt:
+            solution = dataclasses.replace(
+                solution, iterations=solution.iterations + previous_iterations,
+                extras={**solution.extras, "restarts": attempt})
+        return solution, problem
+
+
+class _Counting:
+    """Counts the records that pass (the iterations a restarted solve continues after)."""
+
+    def __init__(self, target: Monitor, count: list[int]):
+        self.target, self.count, self.iterations = target, count, 0
+
+    def report(self, record) -> None:
+        self.count[0] += 1
+        self.iterations += 1
+        self.target.report(record)
+
+    def stop_reason(self) -> str | None:
+        return self.target.stop_reason()
 
 
 #: How a one-vs-one model (smo's ``multiclass="ovo"``) gets probabilities: True (the

@@ -168,6 +168,21 @@ def test_mfn_one_vs_rest_and_modified_huber_equal_the_single_machine(client, fil
         assert np.array_equal(many.model.predict(local.X), one.model.predict(local.X))
 
 
+def test_mfn_without_compacting_the_active_rows_equals_the_single_machine(client, files,
+                                                                       monkeypatch):
+    """DISTRIBUTED_COMPACT_MAX_FRACTION = 0: CGLS passes over all of a partition's rows with
+    the inactive ones weighted zero (no copy of the active rows: what lets the rows take a
+    worker's memory nearly whole); the same optimum."""
+    monkeypatch.setattr(config, "DISTRIBUTED_COMPACT_MAX_FRACTION", 0.0)
+    local, data = _read(client, files, "a9a", 3)
+    one = solvers.train(local, solver="mfn", **MFN_EXACT)
+    many = solvers.train(data, solver="mfn", **MFN_EXACT)
+    assert many.status == "converged", many.message
+    assert min(r.extras["active"] for r in many.log) < data.n_samples  # rows were inactive
+    assert many.objective == pytest.approx(one.objective, rel=1e-9)
+    assert _relative(_beta(one.model), _beta(many.model)) <= 1e-9
+
+
 def test_mfn_with_the_defaults_reaches_the_same_certified_gap(client, files):
     """Default parameters (gap stop, heuristics, C path at a large C): the distributed run
     certifies the gap asked, so its objective is within tol of the single machine's."""
@@ -308,9 +323,10 @@ class _KillAt:
 def test_a_worker_lost_mid_training_fails_the_solve_with_the_reason(client, files,
                                                                       monkeypatch):
     """Last in the module: it kills one of the shared cluster's workers (its nanny starts
-    another)."""
+    another).  With no restart allowed (``restarts=0``) the loss fails the solve; the
+    restarts themselves are tests/test_distributed_retry.py's."""
     monkeypatch.setattr(config, "DISTRIBUTED_ROUND_TIMEOUT", 60.0)
-    _, data = _read(client, files, "a9a", 2)
+    data = sd.read_svmlight(client, _shards(files, "a9a", 2), restarts=0)
     pid = data.partitions.actors[1].pid().result(timeout=TIMEOUT)
     start = time.perf_counter()
     with pytest.raises(sd.PartitionLostError, match="read the dataset again"):

@@ -158,6 +158,10 @@ class Settings(BaseSettings):
         "s3,gs,gcs,abfs,az", description="URL schemes a sharded dataset may name as shards "
                                          "(fsspec, read by the Dask workers with their "
                                          "credentials), comma-separated; empty: none.")
+    shard_restarts: int = Field(
+        2, ge=0, description="Times a job on a sharded dataset resumes after losing a Dask "
+                             "worker that held partitions (they are read again from their "
+                             "shards onto the workers left); 0: the first loss fails the job.")
 
     @model_validator(mode="after")
     def _cluster_needs_shared_database(self) -> Settings:

@@ -16,8 +16,15 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from app.db.models import Job
 from app.db.session import Sessions
-from app.jobs.state import Signal, check_in, finite_or_none, record_progress
+from app.jobs.state import (
+    Signal,
+    check_in,
+    finite_or_none,
+    record_progress,
+    set_running_message,
+)
 
 FLUSH_INTERVAL_S = 0.25
 FLUSH_RECORDS = 100
@@ -79,6 +86,17 @@ class DatabaseMonitor:
         now = time.monotonic()
         if len(self._buffer) >= FLUSH_RECORDS or now - self._last_flush >= FLUSH_INTERVAL_S:
             self.flush()
+
+    def notice(self, text: str) -> None:
+        """What the solver tells during the run (a distributed solve resumed after a lost
+        worker): appended to the job's running message now (the final message carries it
+        too, as a warning)."""
+        self.flush()
+        with self._sessions.write() as session:
+            current = session.get(Job, self._job_id)
+            previous = current.message if current is not None else None
+            set_running_message(session, self._job_id, self._attempt,
+                                f"{previous}; {text}" if previous else text)
 
     def stop_reason(self) -> str | None:
         """Why the solver should stop now, or None to go on."""

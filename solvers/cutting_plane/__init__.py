@@ -162,10 +162,22 @@ def run(problem: BinaryProblem, params: CuttingPlaneParams, monitor: Monitor,
     return solve(problem, params, monitor, start=start)
 
 
-def run_distributed(problem, params: CuttingPlaneParams, monitor: Monitor) -> Solution:
+def run_distributed(problem, params: CuttingPlaneParams, monitor: Monitor,
+                    resume: PathCarry | None = None) -> Solution:
     """The spec's solve on distributed data: the same loop on a geometry whose margins stay
-    on the workers (:mod:`solvers.cutting_plane.distributed`)."""
-    solution = solve_geometry(distributed_geometry(problem, params), params, monitor)
+    on the workers (:mod:`solvers.cutting_plane.distributed`).
+
+    ``problem.checkpoint`` is kept current (a :class:`PathCarry`: w_best and the cut buffer,
+    both on the driver).  ``resume``: that of a solve that lost a worker (``solvers.train``
+    passes it): the loop resumes at its w_best with every cut it had (one round recomputes
+    the margins at w_best on the partitions read again).  The cutting-plane model is kept,
+    so the bound is not lost; the path from there differs from the uninterrupted solve's
+    (a cut at w_best again, the lower bound taken afresh from the reduced QP, the first
+    iterations' forced mu again)."""
+    carry = resume if resume is not None else PathCarry()
+    problem.checkpoint = carry
+    solution = solve_geometry(distributed_geometry(problem, params), params, monitor,
+                              carry=carry)
     solution.extras.update(problem.communication.totals())
     return solution
 

@@ -143,7 +143,9 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
     """Run the method of ``params`` on a binary or Crammer-Singer geometry (package
     docstring).  w_best starts at 0 (libocas), at ``start`` (the solution of a nearby
     problem), or, with a filled ``carry``, at the carried solution with the carried cuts
-    rescaled to this C; ``carry`` is then left holding this run's cuts and solution."""
+    rescaled to this C; ``carry`` is then left holding this run's cuts and solution.  It
+    holds them during the run too (w_best and the buffer after every iteration): a run cut
+    short by an error (distributed data: a lost worker) can be resumed from it."""
     reporter = Reporter(monitor, "relative_duality_gap")
     C = geometry.problem.C
     shape = geometry.shape
@@ -165,6 +167,8 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
     timers.oracle += time.perf_counter() - t0
     Fb = geometry.objective(wb, ob)
     offset = risk - dot(cut.ravel(), wb.ravel())  # b = R(w_c) - a . w_c
+    if carry is not None:
+        carry.buffer, carry.beta, carry.C = buffer, wb, C
     lower = 0.0
     gap = np.inf
     status, message = Termination.MAX_ITER, f"{params.max_iter} iterations without reaching tol"
@@ -223,6 +227,8 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
             ob = geometry.on_ray(ob, ot, mu)
             Fb = geometry.objective(wb, ob)
         mus.append(mu)
+        if carry is not None:  # the point a resumed run starts from, with every cut so far
+            carry.beta = wb
         timers.oracle += t_oracle
         timers.qp += t_qp
         timers.line_search += t_search

@@ -15,9 +15,11 @@ graph (with ``Client(direct_to_workers=True)``; otherwise the scheduler relays i
 trip of a few milliseconds on an idle machine, and its state is the natural home of the
 n-vectors that must not move.  The price is Dask's
 actor semantics: a partition lost with its worker is not recomputed by the scheduler; a round
-that meets a lost worker raises :class:`PartitionLostError` with the reason (the caller fails
-the job, or builds the dataset again from its shards and retries), and a round never waits
-longer than :data:`solvers.config.DISTRIBUTED_ROUND_TIMEOUT` seconds.
+that meets a lost worker raises :class:`PartitionLostError` with the reason, and a round never
+waits longer than :data:`solvers.config.DISTRIBUTED_ROUND_TIMEOUT` seconds.
+:meth:`PartitionGroup.recover` then reads the partitions that no longer answer again from their
+shards onto the workers left (``solvers.train`` does, and resumes the solve: at most the
+dataset's ``restarts`` times).
 
 Dask is imported here and in :mod:`solvers.distributed.dataset` only.
 """
@@ -71,7 +73,9 @@ class Partition:
                 "classes": classes, "class_counts": counts,
                 "weight_sum": float(d.n_samples if weight is None else weight.sum()),
                 "weighted": weight is not None,
-                "square_norm_sum": float(d.X.multiply(d.X).sum()) if d.nnz else 0.0}
+                # canonical CSR (no duplicates): the sum of squares of the stored values, without
+                # the copy of the rows X.multiply(X) makes
+                "square_norm_sum": float(np.dot(d.X.data, d.X.data)) if d.nnz else 0.0}
 
     def set_width(self, n_features: int) -> None:
         """Widen the rows to the dataset's ``n_features`` columns (shards see fewer)."""
@@ -184,12 +188,17 @@ class PartitionGroup:
     """The actors of one dataset and the rounds over them."""
 
     def __init__(self, client, actors: list, workers: list[str], sources: list,
-                 futures: list | None = None):
+                 futures: list | None = None, read_options: dict | None = None):
         self.client = client
         self.actors = actors
         self.futures = futures or []  # the actors' futures: releasing them frees the rows
         self.workers = workers  # the worker each actor lives on
         self.sources = sources
+        # how the shards were read (n_features, zero_based) and what each held (n_samples,
+        # nnz) and the dataset's width: a partition read again must be the same rows
+        self.read_options = dict(read_options or {})
+        self.shapes: list[tuple[int, int]] = []
+        self.width: int | None = None
         self.communication = Communication()
 
     def __len__(self) -> int:
@@ -228,8 +237,11 @@ class PartitionGroup:
         return results
 
     def _lost_reason(self, function, exc) -> str:
-        alive = set(self.client.scheduler_info().get("workers", {})) \
-            if self.client.status == "running" else set()
+        try:
+            alive = set(self.client.scheduler_info().get("workers", {})) \
+                if self.client.status == "running" else set()
+        except Exception:  # noqa: BLE001 (the scheduler is gone too: every worker is lost)
+            alive = set()
         lost = sorted({w for w in self.workers if w not in alive})
         where = f"worker(s) {', '.join(lost)} lost" if lost else "no answer"
         return (f"a round of {getattr(function, '__name__', function)} over "
@@ -240,6 +252,101 @@ class PartitionGroup:
     def sum(self, function: Callable, *args) -> Any:
         """One round whose results are summed (arrays elementwise, tuples item by item)."""
         return reduce_sum(self.map(function, *args))
+
+    # -- after a lost worker -----------------------------------------------------------------
+    def lost_partitions(self) -> list[int]:
+        """The partitions that do not answer a probe within
+        :data:`~solvers.config.DISTRIBUTED_PROBE_TIMEOUT` (their worker died or hangs)."""
+        timeout = config.DISTRIBUTED_PROBE_TIMEOUT
+        probes = []
+        for actor in self.actors:
+            try:
+                probes.append(actor.pid())
+            except Exception as exc:  # noqa: BLE001 (the worker is unreachable)
+                probes.append(exc)
+        lost = []
+        for k, probe in enumerate(probes):
+            if isinstance(probe, Exception):
+                lost.append(k)
+                continue
+            try:
+                probe.result(timeout=timeout)
+            except Exception:  # noqa: BLE001 (any failure to answer is a lost partition)
+                lost.append(k)
+        return lost
+
+    def recover(self) -> dict:
+        """Read the partitions whose worker was lost again from their shards, onto the
+        workers left (the least loaded first), and widen them to the dataset's width; the
+        partitions that answer are kept as they are.  Returns what was done (``lost``: the
+        partitions' indices, ``lost_workers``, ``placed``: index -> new worker).  Raises
+        :class:`PartitionLostError` with the reason when no worker is left (none joined
+        within :data:`~solvers.config.DISTRIBUTED_WORKER_WAIT` seconds) or a shard no longer
+        reads as it did.  Every wait is bounded (the probe's, the workers', the read's
+        :data:`~solvers.config.DISTRIBUTED_ROUND_TIMEOUT`)."""
+        lost = self.lost_partitions()
+        if not lost:
+            return {"lost": [], "lost_workers": [], "placed": {}}
+        dead = {self.workers[k] for k in lost}
+        deadline = time.monotonic() + config.DISTRIBUTED_WORKER_WAIT
+        while True:
+            try:
+                alive = set(self.client.scheduler_info()["workers"])
+            except Exception as exc:  # noqa: BLE001 (the scheduler itself is gone)
+                raise PartitionLostError(
+                    f"partitions {lost} were lost with worker(s) {', '.join(sorted(dead))} "
+                    f"and the scheduler does not answer ({type(exc).__name__}: {exc}); "
+                    f"nothing to read them again on") from exc
+            candidates = sorted(alive - dead)
+            if candidates:
+                break
+            if time.monotonic() >= deadline:
+                raise PartitionLostError(
+                    f"no worker left: partitions {lost} were lost with worker(s) "
+                    f"{', '.join(sorted(dead))} and no worker joined within "
+                    f"{config.DISTRIBUTED_WORKER_WAIT:g} s to read their shards again")
+            # look again shortly: a nanny or an autoscaler may bring one back (the scheduler
+            # may also still list the dead ones for a moment)
+            time.sleep(min(0.5, max(deadline - time.monotonic(), 0.0)))
+        kept = [self.workers[k] for k in range(len(self.actors)) if k not in lost]
+        load = {w: kept.count(w) for w in candidates}
+        placed = {}
+        for k in lost:
+            where = min(candidates, key=lambda w: (load[w], w))
+            load[where] += 1
+            placed[k] = where
+        n_features = self.read_options.get("n_features")
+        zero_based = self.read_options.get("zero_based", False)
+        futures = {k: self.client.submit(Partition, self.sources[k], n_features, zero_based,
+                                         actor=True, workers=[where],
+                                         allow_other_workers=False, pure=False)
+                   for k, where in placed.items()}
+        timeout = config.DISTRIBUTED_ROUND_TIMEOUT
+        try:
+            actors = {k: f.result(timeout=timeout) for k, f in futures.items()}
+            if self.width is not None:
+                for done in [a.set_width(self.width) for a in actors.values()]:
+                    done.result(timeout=timeout)
+            summaries = {k: a.summary() for k, a in actors.items()}
+            summaries = {k: s.result(timeout=timeout) for k, s in summaries.items()}
+        except Exception as exc:
+            self.client.cancel(list(futures.values()))
+            raise PartitionLostError(
+                f"partitions {lost} were lost with worker(s) {', '.join(sorted(dead))}; "
+                f"reading their shards again failed ({type(exc).__name__}: {exc})") from exc
+        for k, summary in summaries.items():
+            if self.shapes and (summary["n_samples"], summary["nnz"]) != self.shapes[k]:
+                self.client.cancel(list(futures.values()))
+                raise PartitionLostError(
+                    f"shard {self.sources[k]!r} read again holds {summary['n_samples']} rows "
+                    f"and {summary['nnz']} entries, not the {self.shapes[k][0]} and "
+                    f"{self.shapes[k][1]} it held: it changed since the dataset was read")
+        for k in lost:
+            self.actors[k] = actors[k]
+            if k < len(self.futures):
+                self.futures[k] = futures[k]  # the lost actor's future is released
+            self.workers[k] = placed[k]
+        return {"lost": lost, "lost_workers": sorted(dead), "placed": placed}
 
 
 def _is_lost(exc: BaseException) -> bool:

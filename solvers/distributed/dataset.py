@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from solvers import config
 from solvers.distributed.cluster import Partition, PartitionGroup
 
 
@@ -31,6 +32,13 @@ class DistributedDataset:
     partition_sizes: list[int]
     weighted: bool
     square_norm_sum: float
+    #: restarts of a solve after a lost worker (``solvers.train``: the lost partitions read
+    #: again from their shards, the solve resumed); None: ``config.DISTRIBUTED_RESTARTS``
+    restarts: int | None = None
+
+    @property
+    def max_restarts(self) -> int:
+        return config.DISTRIBUTED_RESTARTS if self.restarts is None else int(self.restarts)
 
     @property
     def client(self):
@@ -65,7 +73,8 @@ class DistributedDataset:
 
 
 def read_svmlight(client, paths, n_features: int | None = None, zero_based: bool = False,
-                  workers: list[str] | None = None) -> DistributedDataset:
+                  workers: list[str] | None = None, restarts: int | None = None
+                  ) -> DistributedDataset:
     """Parse SVMlight shards on the workers (the library's own parser,
     :func:`solvers.data.read_svmlight`, runs in the worker process) and keep them there.
 
@@ -75,8 +84,12 @@ def read_svmlight(client, paths, n_features: int | None = None, zero_based: bool
     Shard k goes to worker k mod the number of workers (``workers``: the addresses to use,
     default all the client's), in the order the scheduler lists them.  ``n_features``: the
     width (default: the largest index over the shards, found from their summaries).  Only
-    each shard's shape, label set and sums come back to the client.
+    each shard's shape, label set and sums come back to the client.  ``restarts``: how many
+    times a solve on the dataset may resume after losing a worker (its partitions read again
+    from these sources onto the workers left; default ``config.DISTRIBUTED_RESTARTS``).
     """
+    if restarts is not None and restarts < 0:
+        raise ValueError(f"restarts must be >= 0, got {restarts}")
     sources = [p if isinstance(p, tuple) else os.fspath(p) for p in paths]
     if not sources:
         raise ValueError("read_svmlight needs at least one shard")
@@ -87,16 +100,20 @@ def read_svmlight(client, paths, n_features: int | None = None, zero_based: bool
     futures = [client.submit(Partition, source, n_features, zero_based, actor=True,
                              workers=[where], allow_other_workers=False, pure=False)
                for source, where in zip(sources, placed, strict=True)]
-    actors = [f.result() for f in futures]
-    group = PartitionGroup(client, actors, placed, sources, futures)
+    timeout = config.DISTRIBUTED_ROUND_TIMEOUT  # every wait bounded (a worker may die)
+    actors = [f.result(timeout=timeout) for f in futures]
+    group = PartitionGroup(client, actors, placed, sources, futures,
+                           {"n_features": n_features, "zero_based": zero_based})
     summaries = [a.summary() for a in actors]
-    summaries = [s.result() for s in summaries]
+    summaries = [s.result(timeout=timeout) for s in summaries]
     width = max(s["n_features"] for s in summaries)
     if n_features is not None:
         width = max(width, int(n_features))
     if any(s["n_features"] != width for s in summaries):
         for done in [a.set_width(width) for a in actors]:
-            done.result()
+            done.result(timeout=timeout)
+    group.width = int(width)
+    group.shapes = [(int(s["n_samples"]), int(s["nnz"])) for s in summaries]
     classes = np.unique(np.concatenate([s["classes"] for s in summaries]))
     counts = np.zeros(classes.shape[0], dtype=np.int64)
     for s in summaries:
@@ -111,6 +128,7 @@ def read_svmlight(client, paths, n_features: int | None = None, zero_based: bool
         partition_sizes=[int(s["n_samples"]) for s in summaries],
         weighted=any(s["weighted"] for s in summaries),
         square_norm_sum=float(sum(s["square_norm_sum"] for s in summaries)),
+        restarts=restarts,
     )
 
 

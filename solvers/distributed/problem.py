@@ -217,6 +217,10 @@ class DistributedBinaryProblem:
         self.loss_function = self.template.loss_function
         self._dead: list[str] = []
         self._pending: list[tuple] = []  # on_ray made with the next round
+        #: what a solve on this problem could resume from if a worker is lost (the family's
+        #: engine keeps it current: mfn its last iterate, the cutting planes w_best with
+        #: their cuts); ``solvers.train`` hands it to the restarted solve
+        self.checkpoint = None
         self.group.map(_pose, positive, self.C, self.loss, bias, bias_scale, self.p)
 
     # the layout of the single machine's problem

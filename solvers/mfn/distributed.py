@@ -91,10 +91,36 @@ def _start(part: Partition, beta):
             int(gram_cost(terms.X.indptr, np.arange(n))) + n)
 
 
-def _point(part: Partition, move, loss_name, precondition, gram):
+def _column_squares(A, row_weight, n_features: int, block: int = 1 << 22) -> np.ndarray:
+    """sum_k row_weight_k x_kj^2 for every column j over A's rows (diag(A'A) without the bias
+    column), a block of about ``block`` stored entries at a time: the temporaries stay small
+    against the rows (a whole pass would make two arrays of the rows' size)."""
+    out = np.zeros(n_features)
+    indptr = A.indptr
+    n_rows = indptr.shape[0] - 1
+    start = 0
+    while start < n_rows:
+        end = int(np.searchsorted(indptr, indptr[start] + block, side="right")) - 1
+        end = min(max(end, start + 1), n_rows)
+        lo, hi = int(indptr[start]), int(indptr[end])
+        values = np.repeat(row_weight[start:end], np.diff(indptr[start:end + 1]))
+        if not A.unit_values:
+            data = A.data[lo:hi]
+            values *= data * data
+        out += np.bincount(A.indices[lo:hi], weights=values, minlength=n_features)
+        start = end
+    return out
+
+
+def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0):
     """Move the outputs (``move``: None, "accept" or the step delta), then step 3's data at
     the point: (g, ||z^0||^2, |I1|, |I2|, loss sum, alpha sum, conjugate sum, shift part,
-    diag(A'A), norm stats of the active rows)."""
+    diag(A'A), norm stats of the active rows).
+
+    ``compact_max``: the active rows are copied into compacted arrays (CGLS then streams over
+    them only) when they hold at most this fraction of the partition's stored entries;
+    above it, CGLS runs over all the rows, the inactive ones weighted zero: no copy, more
+    work (``config.DISTRIBUTED_COMPACT_MAX_FRACTION``)."""
     st = part.state
     terms = st["terms"]
     if move == "accept":
@@ -110,9 +136,28 @@ def _point(part: Partition, move, loss_name, precondition, gram):
     margin_slacks(t, outputs, xi)
     st["xi"] = xi
     active, saturated = clipped_loss_sets(xi, lo, width)
-    A, _, _ = terms.compact(active)
-    sqrt_c = st["sqrt_weight"][active]
-    z = sqrt_c * t[active] * (xi[active] - lo)
+    # the last point's compacted rows go before this point's are made: a copy of the active
+    # rows is the largest thing a partition makes, and two at once would bound the rows a
+    # worker's memory holds (bench distributed_memory)
+    st["A"] = st["z"] = st["q"] = None
+    n = xi.shape[0]
+    lengths = np.diff(terms.X.indptr)
+    masked = 0 < active.size < n and compact_max < 1.0 and \
+        int(lengths[active].sum()) > compact_max * terms.X.nnz
+    if masked:  # every row, the inactive ones weighted zero
+        A = terms.everything
+        sqrt_c = np.zeros(n)
+        sqrt_c[active] = st["sqrt_weight"][active]
+        z = np.zeros(n)
+        z[active] = sqrt_c[active] * t[active] * (xi[active] - lo)
+        row_weight = np.zeros(n)
+        row_weight[active] = st["weight"][active]
+    else:
+        A, _, _ = terms.compact(active)
+        sqrt_c = st["sqrt_weight"][active]
+        z = sqrt_c * t[active] * (xi[active] - lo)
+        row_weight = st["weight"][active]
+    del lengths
     st["A"], st["sqrt_c"], st["z"], st["q"], st["active"] = A, sqrt_c, z, None, active
     g = terms.compact_adjoint(A, sqrt_c * z)
     shift = None
@@ -126,13 +171,9 @@ def _point(part: Partition, move, loss_name, precondition, gram):
     weight = st["weight"][active]
     s = terms.extra_value
     if precondition:
-        # diag(A'A) = sum_k c_k x~_k^2 over the active rows, from the compacted arrays
-        lengths = np.diff(A.indptr)
-        values = np.repeat(weight, lengths)
-        if not A.unit_values:
-            values = values * A.data * A.data
+        # diag(A'A) = sum_k c_k x~_k^2 over the active rows, from A's arrays
         diagonal = np.zeros(terms.n_params)
-        diagonal[:-1] = np.bincount(A.indices, weights=values, minlength=terms.n_features)
+        diagonal[:-1] = _column_squares(A, row_weight, terms.n_features)
         diagonal[-1] = s * s * float(weight.sum())
     if gram:
         # sum_k c_k x~_k x~_k' over the active rows (the normal equations' Gram matrix)
@@ -255,7 +296,8 @@ class DistributedEngine:
         precondition = self.params.preconditioning != 0.0
         results = self.group.map(_point, self.pending, self.problem.loss,
                                  precondition and not self.normal_equations,
-                                 self.normal_equations)
+                                 self.normal_equations,
+                                 float(config.DISTRIBUTED_COMPACT_MAX_FRACTION))
         self.pending = None
         g = np.zeros(self.n_params)
         shift = None
@@ -513,18 +555,27 @@ def refuse(params: MFNParams, loss: str) -> None:
         raise ValueError("mfn on distributed data: dual_kkt_tolerance is not distributed")
 
 
-def solve(problem: DistributedBinaryProblem, params: MFNParams, monitor: Monitor | None = None
-          ) -> Solution:
+def solve(problem: DistributedBinaryProblem, params: MFNParams, monitor: Monitor | None = None,
+          resume: np.ndarray | None = None) -> Solution:
     """mfn on a distributed binary problem, from beta = 0 (a crude start: both heuristics,
-    and the C path when C is large, as the single machine)."""
+    and the C path when C is large, as the single machine).
+
+    ``resume``: the last iterate of a solve that lost a worker (``problem.checkpoint`` of
+    its problem; ``solvers.train`` passes it).  The solve then resumes from it at the target
+    C and the final epsilon: a warm start, so the cold start's heuristics (the C path, the
+    first round's loose epsilon and CGLS cap) are not repeated.  Its optimum is the same
+    (the problem is strictly convex and Appendix A converges finitely to rule (13)); the
+    path to it differs from the uninterrupted solve's."""
     reporter = Reporter(monitor, "relative_duality_gap")
     engine = DistributedEngine(problem, params, reporter)
-    beta = np.zeros(engine.n_params)
+    warm = resume is not None
+    beta = np.array(resume, dtype=np.float64) if warm else np.zeros(engine.n_params)
+    problem.checkpoint = beta  # updated in place: always the last accepted iterate
     engine.start(beta)
-    state = {"beta": beta, "crude": True}
+    state = {"beta": beta, "crude": not warm}
     staged = False
     status, message = Termination.CONVERGED, ""
-    if params.c_path_start is not None and engine.n_terms:
+    if params.c_path_start is not None and engine.n_terms and not warm:
         scale = engine.scale_sum / engine.n_terms
         stages = []
         if scale > 0.0:

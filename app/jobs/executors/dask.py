@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
 import multiprocessing
 import threading
@@ -79,6 +80,7 @@ class DaskTask:
     datasets: str  # where the dataset files live (app.storage.open_store)
     threads: int
     max_model_bytes: int | None = None  # SVMSVC_MODEL_CACHE_BYTES (app.jobs.worker.run_job)
+    shard_restarts: int | None = None  # SVMSVC_SHARD_RESTARTS (None: the library's default)
 
 
 _warm_lock = threading.Lock()
@@ -128,19 +130,23 @@ class SvmsvcWorkerPlugin(WorkerPlugin):
 
 
 @contextlib.contextmanager
-def sharded_dataset(source: dict):
+def sharded_dataset(source: dict, restarts: int | None = None):
     """A sharded dataset's rows read on this cluster's workers for one job
     (``solvers.distributed.read_svmlight``: a partition actor per shard, shards spread over
     every worker) and released when the job ends.  The task leaves its worker's thread pool
     meanwhile (``worker_client`` secedes): the partitions' actors are created on the workers'
-    threads, this one's included, and the task only drives their rounds."""
+    threads, this one's included, and the task only drives their rounds.  ``restarts``
+    (``SVMSVC_SHARD_RESTARTS``): how often the solve resumes after a worker holding
+    partitions is lost, the partitions read again from their shards on the workers left
+    (the job's message says so: the result's warnings)."""
     from distributed import worker_client
 
     from solvers.distributed import read_svmlight
 
     with worker_client() as client:
         dataset = read_svmlight(client, source["shards"], n_features=source.get("n_features"),
-                                zero_based=bool(source.get("zero_based", False)))
+                                zero_based=bool(source.get("zero_based", False)),
+                                restarts=restarts)
         try:
             yield dataset
         finally:
@@ -170,7 +176,8 @@ def run_dask_job(task: DaskTask) -> dict:
     numba.set_num_threads(max(1, min(task.threads, numba.config.NUMBA_NUM_THREADS)))
     status = run_job(sessions, store, task.job_id, task.attempt,
                      lambda: worker.status in (Status.running, Status.paused),
-                     task.max_model_bytes, sharded=sharded_dataset)
+                     task.max_model_bytes,
+                     sharded=functools.partial(sharded_dataset, restarts=task.shard_restarts))
     return {"status": status, "rerun_after": None}
 
 
@@ -244,7 +251,7 @@ class DaskExecutor:
         key = f"svmsvc-job-{claim.job_id}-{claim.attempt}"
         task = DaskTask(claim.job_id, claim.attempt, self._settings.sqlalchemy_url,
                         self._settings.dataset_location, self._threads,
-                        self._settings.model_cache_bytes)
+                        self._settings.model_cache_bytes, self._settings.shard_restarts)
         try:
             future = self._client.submit(run_dask_job, task, key=key, pure=False, retries=0,
                                          resources={RESOURCE: self._threads})

@@ -1,0 +1,179 @@
+"""A worker lost mid-training (solvers.distributed, issue 36): the lost partitions are read
+again from their shards onto the workers left and the solve resumes, a bounded number of
+times; with no worker left it fails with the reason, within a bound, never hanging.
+
+Each test has its own ``LocalCluster`` of 2 worker processes x 1 thread (spawned) and kills
+worker processes in it (SIGKILL, as an out-of-memory kill) from a monitor at an iteration.
+The victim's nanny is first told to close instead of starting another worker
+(``Nanny.close_gracefully``): the worker is gone for good, so the partitions must go to the
+survivor.  The data are the first 3,000 rows of a9a in 3 shards of unequal sizes (shard k
+on worker k mod 2).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+from shared_data import data_path
+
+import solvers
+from solvers import config
+
+distributed = pytest.importorskip("distributed")
+sd = pytest.importorskip("solvers.distributed")
+
+pytestmark = pytest.mark.dask
+
+TIMEOUT = 120
+
+
+@pytest.fixture
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, worker_dashboard_address=None,
+                                  env={"NUMBA_NUM_THREADS": "1"}, silence_logs=50) as cluster, \
+            distributed.Client(cluster, timeout=TIMEOUT, direct_to_workers=True) as client:
+        client.wait_for_workers(2, timeout=TIMEOUT)
+        yield client
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    out = tmp_path_factory.mktemp("retry")
+    head = out / "a9a.head3000"
+    with open(data_path("a9a"), "rb") as source, open(head, "wb") as sink:
+        for _, line in zip(range(3000), source, strict=False):
+            sink.write(line)
+    return head, sd.split_svmlight(head, out / "shards", fractions=[1, 2, 3])
+
+
+def _close_nanny(dask_worker):
+    dask_worker.close_gracefully(reason="test: the worker is lost for good")
+
+
+class _KillAt:
+    """A monitor that, at an iteration, kills worker processes for good: their nannies are
+    told not to start others, then the processes get SIGKILL."""
+
+    def __init__(self, client, addresses, iteration):
+        self.client, self.addresses, self.iteration = client, list(addresses), iteration
+        self.pids = client.run(os.getpid, workers=self.addresses)
+        self.killed_at = None
+        self.notices = []
+
+    def report(self, record):
+        if record.iteration == self.iteration and self.killed_at is None:
+            self.client.run(_close_nanny, workers=self.addresses, nanny=True)
+            for address in self.addresses:
+                os.kill(self.pids[address], signal.SIGKILL)
+            self.killed_at = time.perf_counter()
+
+    def stop_reason(self):
+        return None
+
+    def notice(self, text):
+        self.notices.append(text)
+
+
+def _beta(model) -> np.ndarray:
+    return np.concatenate([model.coef_.ravel(), np.ravel(model.intercept_)])
+
+
+def _holder_of_partition(data, k):
+    return data.partitions.workers[k]
+
+
+MFN_EXACT = {"tol": None, "epsilon": 1e-10}
+
+
+def test_mfn_resumes_on_the_survivor_and_reaches_the_same_optimum(client, shards):
+    """mfn resumes from its last iterate (a warm start at the target C): the same optimum as
+    the uninterrupted solve, to 1e-9 relative (the problem is strictly convex and both are
+    driven to rule (13) at eps = 1e-10)."""
+    head, paths = shards
+    data = sd.read_svmlight(client, paths)
+    whole = solvers.train(data, solver="mfn", **MFN_EXACT)  # uninterrupted, same cluster
+    assert whole.status == "converged" and not whole.warnings
+    victim = _holder_of_partition(data, 1)  # partition 1 (and no other of the 3)
+    (survivor,) = [w for w in client.scheduler_info()["workers"] if w != victim]
+    killer = _KillAt(client, [victim], iteration=2)
+    result = solvers.train(data, solver="mfn", monitor=killer, **MFN_EXACT)
+    assert killer.killed_at is not None
+    assert result.status == "converged", result.message
+    assert result.objective == pytest.approx(whole.objective, rel=1e-9)
+    beta, reference = _beta(result.model), _beta(whole.model)
+    assert np.linalg.norm(beta - reference) <= 1e-9 * np.linalg.norm(reference)
+    # what happened is said: which worker, which partition went where, from which point
+    (warning,) = result.warnings
+    assert f"worker(s) {victim} lost after 2 iteration record(s)" in warning
+    assert f"partition(s) 1 -> {survivor} read again from their shards" in warning
+    assert "resumed from its last good iterate (restart 1 of at most 2)" in warning
+    (restart,) = result.model.metadata["distributed"]["restarts"]
+    assert restart["lost_workers"] == [victim] and restart["partitions"] == {"1": survivor}
+    assert result.model.metadata["warnings"] == [warning]
+    assert killer.notices == [warning]  # told at once, not only at the end
+    assert data.partitions.workers == [survivor] * 3
+    # the log goes on: numbered on, the resumed records tagged
+    iterations = [r.iteration for r in result.log]
+    assert iterations == list(range(1, len(iterations) + 1))
+    assert [r.extras.get("restart") for r in result.log[:2]] == [None, None]
+    assert all(r.extras["restart"] == 1 for r in result.log[2:]) and len(result.log) > 2
+    # the model is the same: every row predicted alike
+    local = solvers.read_svmlight(head)
+    assert np.array_equal(result.model.predict(local.X), whole.model.predict(local.X))
+    data.close()
+
+
+def test_ocas_resumes_with_its_cuts_and_certifies_the_gap(client, shards):
+    """OCAS resumes at its w_best with every cut it had (they are on the driver): a
+    documented restart, not the same path (the paths part), so the check is the certified
+    gap: both runs stop at tol, within 2 tol of each other."""
+    _, paths = shards
+    data = sd.read_svmlight(client, paths)
+    options = {"loss": "hinge", "tol": 1e-4}
+    whole = solvers.train(data, solver="cutting_plane", **options)
+    assert whole.status == "converged"
+    victim = _holder_of_partition(data, 0)  # partitions 0 and 2
+    killer = _KillAt(client, [victim], iteration=5)
+    result = solvers.train(data, solver="cutting_plane", monitor=killer, **options)
+    assert result.status == "converged", result.message
+    assert result.log[-1].optimality <= 1e-4
+    assert abs(result.objective - whole.objective) <= 2e-4 * whole.objective
+    (warning,) = result.warnings
+    assert f"worker(s) {victim} lost after 5 iteration record(s)" in warning
+    assert "partition(s) 0 -> " in warning and ", 2 -> " in warning
+    # resumed with the cuts: the first resumed record already has the bound it had
+    before, after = result.log[4], result.log[5]
+    assert after.extras["restart"] == 1
+    assert after.extras["lower_bound"] >= 0.99 * before.extras["lower_bound"]
+    assert result.subproblems[0].extras["restarts"] == 1
+    data.close()
+
+
+def test_with_no_worker_left_the_solve_fails_with_the_reason_in_bounded_time(client, shards,
+                                                                             monkeypatch):
+    monkeypatch.setattr(config, "DISTRIBUTED_ROUND_TIMEOUT", 60.0)
+    monkeypatch.setattr(config, "DISTRIBUTED_PROBE_TIMEOUT", 10.0)
+    monkeypatch.setattr(config, "DISTRIBUTED_WORKER_WAIT", 5.0)
+    _, paths = shards
+    data = sd.read_svmlight(client, paths)
+    killer = _KillAt(client, sorted(client.scheduler_info()["workers"]), iteration=2)
+    with pytest.raises(sd.PartitionLostError, match="no worker left") as raised:
+        solvers.train(data, solver="mfn", monitor=killer, **MFN_EXACT)
+    assert time.perf_counter() - killer.killed_at < 90
+    assert "partitions [0, 1, 2] were lost" in str(raised.value)
+    assert "to read their shards again" in str(raised.value)
+
+
+def test_restarts_spent_fail_with_the_reason(client, shards):
+    """restarts=0: the first loss fails the solve, saying so and what to do."""
+    _, paths = shards
+    data = sd.read_svmlight(client, paths, restarts=0)
+    killer = _KillAt(client, [_holder_of_partition(data, 1)], iteration=2)
+    with pytest.raises(sd.PartitionLostError, match="read the dataset again") as raised:
+        solvers.train(data, solver="mfn", monitor=killer, **MFN_EXACT)
+    assert "gave up: 0 restart(s) already made, restarts=0" in str(raised.value)
