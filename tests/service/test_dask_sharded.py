@@ -21,7 +21,9 @@ distributed = pytest.importorskip(
 from conftest import service_settings  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 from servicetools import (  # noqa: E402
+    FINISHED,
     LONG_PARAMS,
+    MEDIUM_PARAMS,
     create_job,
     data_path,
     full_log,
@@ -200,10 +202,13 @@ def test_a_lost_partition_is_read_again_and_its_job_resumes(cluster, service, sh
     ran the task itself is the executor's lost-attempt path, test_dask.py; a loss with no
     restart left fails with the reason, tests/test_distributed_retry.py.)"""
     dataset = register(service, shards(shard_root, "a9a"))
-    params = {**LONG_PARAMS, "max_iter": 4}  # about 1.5 s per Newton iteration here
-    job_id = create_job(service, dataset.json()["id"], params)["id"]
-    running = wait_job(service, job_id, until=lambda j: j["status"] == "running"
-                       and j["progress"] is not None)
+    # itermax ends it: long enough for the kill to land mid-solve on a fast machine (four
+    # Newton iterations were not: the job ended before the first poll saw its progress),
+    # short after the resume (max_iter counts again from there)
+    job_id = create_job(service, dataset.json()["id"], MEDIUM_PARAMS)["id"]
+    running = wait_job(service, job_id, until=lambda j: j["status"] in FINISHED
+                       or (j["status"] == "running" and j["progress"] is not None))
+    assert running["status"] == "running", running
     task_worker = running["message"].removeprefix("running on Dask worker ").split(":")[:3]
     task_worker = ":".join(task_worker)
     with distributed.Client(cluster.address, set_as_default=False) as client:
