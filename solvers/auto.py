@@ -50,7 +50,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -184,25 +184,32 @@ def params_model(candidates: Solves) -> type[AutoParamsBase]:
 
 @dataclass(frozen=True)
 class DatasetShape:
-    """What the choice looks at in a dataset (a service can give it without the arrays: the
-    scale spreads then default to 0, a scaled dataset's, which only the ranking reads)."""
+    """What the choice looks at in a dataset.  A service can give it without the arrays
+    (``X`` None): the scale spreads then read 0, a scaled dataset's."""
 
     n_samples: int
     n_features: int
     nnz: int
     n_classes: int
-    column_decades: float = 0.0  # decades spanned by the columns' max |x_ij|
-    row_decades: float = 0.0  # decades spanned by the rows' norms
+    #: the feature matrix, for the scale spreads: read only when the ranking places the
+    #: problem among the measured ones (a pass over the data each, so not for a single
+    #: candidate or on a low-rank factor)
+    X: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, dataset: Dataset) -> DatasetShape:
         return cls(dataset.n_samples, dataset.n_features, dataset.nnz,
-                   int(dataset.classes.shape[0]), column_scale_decades(dataset.X),
-                   row_norm_decades(dataset.X))
+                   int(dataset.classes.shape[0]), dataset.X)
+
+    @cached_property
+    def spreads(self) -> tuple[float, float]:
+        """The decades spanned by the columns' max |x_ij| and by the rows' norms."""
+        if self.X is None:
+            return 0.0, 0.0
+        return column_scale_decades(self.X), row_norm_decades(self.X)
 
     def features(self, C: float) -> tuple[float, ...]:
-        return problem_features(self.n_samples, self.n_features, self.nnz, C,
-                                self.column_decades, self.row_decades)
+        return problem_features(self.n_samples, self.n_features, self.nnz, C, *self.spreads)
 
 
 @dataclass

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from solvers.core.sparse import column_max_abs as sparse_column_max_abs
 from solvers.core.sparse import row_norms_squared
 from solvers.data.dataset import Dataset, as_csr
 from solvers.models import LinearModel, OrdinalModel
@@ -49,8 +50,7 @@ def column_max_abs(X) -> np.ndarray:
     """max_i |x_ij| per column (0 for a column without entries)."""
     X = as_csr(X)
     out = np.zeros(X.shape[1])
-    if X.nnz:
-        np.maximum.at(out, X.indices, np.abs(X.data))
+    sparse_column_max_abs(X.indices, X.data, out)
     return out
 
 

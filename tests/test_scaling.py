@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from shared_data import load
+from shared_data import load, random_csr
 
 import solvers
 from bench.problems import unscaled as raw_copy
@@ -18,6 +18,15 @@ def unscaled(name: str) -> solvers.Dataset:
     """``name`` with its columns' scales spread over six decades (:func:`bench.problems.
     unscaled`, the benchmark's raw copies)."""
     return raw_copy(load(name))
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_column_max_abs_is_numpys(index_dtype):
+    X = random_csr(300, 50, 0.1, seed=3, index_dtype=index_dtype)
+    X.data -= 0.5  # negative entries too; some columns empty
+    expected = np.zeros(50)
+    np.maximum.at(expected, X.indices, np.abs(X.data))
+    np.testing.assert_array_equal(column_max_abs(X), expected)
 
 
 def test_maxabs_model_on_raw_inputs_is_the_scaled_problems_solution():

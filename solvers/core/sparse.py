@@ -396,6 +396,19 @@ def row_norms_squared(indptr, indices, data, out):
 
 
 @njit(cache=True, nogil=True)
+def column_max_abs(indices, data, out):
+    """out[j] = max_i |x_ij| over the stored entries (out zeroed by the caller): one pass in
+    storage order.  ``train`` runs it on every call (the scale warning): on the synthetic
+    400k x 200k set (7.7M entries) 11.7 ms against 26-31 ms for numpy's maximum.at
+    (2026-11-27)."""
+    for k in range(data.shape[0]):
+        value = abs(data[k])
+        j = indices[k]
+        if value > out[j]:
+            out[j] = value
+
+
+@njit(cache=True, nogil=True)
 def rows_nnz(indptr, rows):
     """Number of stored entries in the selected rows."""
     total = 0

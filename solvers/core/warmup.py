@@ -42,6 +42,7 @@ def warm_up(parallel: bool = True, index_widths: tuple[int, ...] = (32, 64)) -> 
             sparse.csr_matmat(X, np.ones((2, 3)), np.zeros(2), parallel=flag)
         sparse.rows_nnz(X.indptr, rows)
         sparse.row_norms_squared(X.indptr, X.indices, X.data, np.empty(3))
+        sparse.column_max_abs(X.indices, X.data, np.zeros(X.shape[1]))
         for n_blocks in ((1, 2) if parallel else (1,)):
             compact = sparse.CompactRows(X, rows, n_blocks=n_blocks)
             compact.matvec(w)
