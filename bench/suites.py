@@ -267,7 +267,7 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                  "mushrooms and news20 (groups 1-10 against 11-20), the synthetic problem of "
                  "300,000 x 100,000 (~5.7M entries), the hinge at C = 1 on a9a, and the scaling "
                  "study; 5 repeats", full_cases, repeats=5, scaling=("a9a", SYNTHETIC)),
-    HarnessSuite("portfolio", "under an hour: solver='auto' (each tolerance of 1e-2, 1e-3, "
+    HarnessSuite("portfolio", "about 20 minutes: solver='auto' (each tolerance of 1e-2, 1e-3, "
                  "1e-6 a run from scratch) against LIBLINEAR -s 1/2/3, official and multi-core "
                  "(-m 2), on a9a, w8a, ijcnn1, news20 made binary, mushrooms, raw copies of "
                  "australian and breast-cancer (hinge and squared hinge, C in {0.01, 1, 100}) "
