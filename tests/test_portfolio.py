@@ -15,7 +15,6 @@ from solvers import portfolio
 from solvers.auto import Candidate, Entrant, Ranking
 from solvers.core.sparse import threadsafe_threading_layer
 from solvers.monitor import ListMonitor
-from solvers.portfolio import _warm_startable
 from solvers.train import fit_handler
 
 TOL = 1e-6
@@ -91,9 +90,10 @@ def test_a_lane_whose_candidate_ends_unconverged_takes_the_next_candidate():
     names = [e.candidate.name for e in (first, second, third)]
     assert [r["candidate"] for r in outcome.choice.runs] == names
     outcomes = [r["outcome"] for r in outcome.choice.runs]
-    assert outcomes[:2] == ["ended max_iter"] * 2 and outcomes[2].startswith("won"), outcomes
-    if _warm_startable(third.spec, fit_for(data)(third.spec, third.params)):
-        assert outcomes[2] in {f"won (started from {name}'s point)" for name in names[:2]}
+    # the third took the lane of whichever ended first, from its point (one-vs-rest over
+    # interior_point's binary problem takes a start)
+    assert outcomes[:2] == ["ended max_iter"] * 2, outcomes
+    assert outcomes[2] in {f"won (started from {name}'s point)" for name in names[:2]}, outcomes
 
 
 def test_a_first_candidate_predicted_quick_runs_alone_on_every_thread():
