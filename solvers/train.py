@@ -363,11 +363,11 @@ def _solve_distributed(dataset: DistributedDataset, spec: SolverSpec, params: So
     resume = None
     records = [0]
     clock = Stopwatch()
-    previous_iterations = 0
     attempt = 0
     while True:
+        before = records[0]  # the records of the attempts before this one
         target = monitor if attempt == 0 else Continued(
-            monitor, records[0], clock(), {"restart": attempt})
+            monitor, before, clock(), {"restart": attempt})
         counting = _Counting(target, records)
         problem = None
         try:
@@ -388,7 +388,6 @@ def _solve_distributed(dataset: DistributedDataset, spec: SolverSpec, params: So
                     f"{allowed})") from exc
             if problem is not None and problem.checkpoint is not None:
                 resume = problem.checkpoint
-            previous_iterations += counting.iterations
             try:
                 recovery = dataset.partitions.recover()
             except PartitionLostError as failed:
@@ -415,20 +414,19 @@ def _solve_distributed(dataset: DistributedDataset, spec: SolverSpec, params: So
             continue
         if attempt:
             solution = dataclasses.replace(
-                solution, iterations=solution.iterations + previous_iterations,
+                solution, iterations=solution.iterations + before,
                 extras={**solution.extras, "restarts": attempt})
         return solution, problem
 
 
 class _Counting:
-    """Counts the records that pass (the iterations a restarted solve continues after)."""
+    """Counts the records that pass, across a restarted solve's attempts (``count[0]``)."""
 
     def __init__(self, target: Monitor, count: list[int]):
-        self.target, self.count, self.iterations = target, count, 0
+        self.target, self.count = target, count
 
     def report(self, record) -> None:
         self.count[0] += 1
-        self.iterations += 1
         self.target.report(record)
 
     def stop_reason(self) -> str | None:

@@ -141,9 +141,8 @@ def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0
     # worker's memory holds (bench distributed_memory)
     st["A"] = st["z"] = st["q"] = None
     n = xi.shape[0]
-    lengths = np.diff(terms.X.indptr)
     masked = 0 < active.size < n and compact_max < 1.0 and \
-        int(lengths[active].sum()) > compact_max * terms.X.nnz
+        int(np.diff(terms.X.indptr)[active].sum()) > compact_max * terms.X.nnz
     if masked:  # every row, the inactive ones weighted zero
         A = terms.everything
         sqrt_c = np.zeros(n)
@@ -157,7 +156,6 @@ def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0
         sqrt_c = st["sqrt_weight"][active]
         z = sqrt_c * t[active] * (xi[active] - lo)
         row_weight = st["weight"][active]
-    del lengths
     st["A"], st["sqrt_c"], st["z"], st["q"], st["active"] = A, sqrt_c, z, None, active
     g = terms.compact_adjoint(A, sqrt_c * z)
     shift = None
