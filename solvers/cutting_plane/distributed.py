@@ -2,17 +2,19 @@
 (:func:`solvers.cutting_plane.engine.solve_geometry`), a geometry whose outputs stay on the
 workers.
 
-Per iteration (``ocas``): the reduced QP on the driver (the cuts are d-vectors it holds), one
-round for the margins at w_t, the exact line search as rounds over the breakpoints the workers
-keep (:func:`solvers.distributed.breakpoint_root`: a bounded number of scalars each), one
-round moving the margins to the cut point and taking the cut there (a d-vector from each
-partition), one round moving w_best's margins and one for F(w_best).  ``cpa``: one round (the
-cut and margins at w_t) and one for F(w_t).  ``gca2`` and ``tca`` evaluate f(mu) by a round
-each.
+Per iteration (``ocas``): the reduced QP on the driver (the cuts are d-vectors it holds); one
+round that makes the margins at w_t and the line search's breakpoints on the ray (kept on the
+workers; when they are few, at most ``DISTRIBUTED_GATHER_BREAKPOINTS`` over all partitions,
+they come back and the driver finds the root with no further round); otherwise usually one
+round of :func:`solvers.distributed.breakpoint_root`'s selection; one round that moves the
+margins to the cut point and to the new w_best, takes the cut there (a d-vector from each
+partition) and the loss sum at w_best (F(w_best)).  2 or 3 rounds (6 before 2026-11-27).
+``cpa``: one round (the cut, the margins and F at w_t).  ``gca2`` and ``tca`` evaluate f(mu)
+by a round each (the margins at w_t ride with the first).
 
-The engine needed one change to run here: it interpolated the stored outputs and built its
-line search itself (``_on_ray``, ``Ray``); it now asks the geometry (``on_ray``, ``ray``),
-whose single-machine forms are those same calls.
+The engine asks the geometry for what it computes where the outputs live (``outputs``,
+``on_ray``, ``ray``, ``cut_and_objective``); their single-machine forms are the calls the
+engine made itself before, in the same order.
 """
 
 from __future__ import annotations
@@ -75,6 +77,16 @@ class DistributedBinaryGeometry:
 
     def objective(self, beta, outputs) -> float:
         return self.problem.objective_from_margins(beta, outputs)
+
+    def outputs(self, point):
+        return self.problem.margins(point)  # made with the line search's first round
+
+    def cut_and_objective(self, point, outputs=None, best=None, best_outputs=None):
+        """The cut at ``point`` and F(w_best) in one round (the engine's two calls)."""
+        if best is None:
+            best = point
+        return self.problem.risk_oracle_and_objective(point, outputs, True, best,
+                                                      best_outputs)
 
     def on_ray(self, a, b, t: float):
         return self.problem.on_ray(a, b, t)

@@ -39,6 +39,21 @@ class _Geometry:
         """Oracle calls that ran in the parallel form."""
         return sum(c.parallel_calls for c in self.choices.values())
 
+    def outputs(self, point):
+        """The outputs at ``point`` (the line search's end w_t: no risk, no cut).  Here one
+        oracle pass; on distributed data they are made on the workers with the next round."""
+        return self.oracle(point, want_cut=False)[2]
+
+    def cut_and_objective(self, point, outputs=None, best=None, best_outputs=None):
+        """(R, cut, outputs) at ``point`` (``outputs`` given: only R and the cut) and the
+        objective F at ``best`` from ``best_outputs`` (default: at ``point`` from the outputs
+        the oracle made): the cut of an iteration and F(w_best) after it, which distributed
+        data computes in one round (here the same two calls as before, in the same order)."""
+        risk, cut, out = self.oracle(point, outputs)
+        if best is None:
+            best, best_outputs = point, out
+        return risk, cut, out, self.objective(best, best_outputs)
+
     def on_ray(self, a, b, t: float):
         """a + t (b - a) of two points' outputs (the geometry says where outputs live: in
         this process here, on the workers for distributed data)."""
@@ -163,9 +178,8 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
     # w_best = 0 and the first cut there (libocas starts the same way), or the given start
     wb = np.zeros(shape) if start is None else np.array(start, dtype=np.float64).reshape(shape)
     t0 = time.perf_counter()
-    risk, cut, ob = geometry.oracle(wb)
+    risk, cut, ob, Fb = geometry.cut_and_objective(wb)
     timers.oracle += time.perf_counter() - t0
-    Fb = geometry.objective(wb, ob)
     offset = risk - dot(cut.ravel(), wb.ravel())  # b = R(w_c) - a . w_c
     if carry is not None:
         carry.buffer, carry.beta, carry.C = buffer, wb, C
@@ -187,9 +201,8 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
 
         if params.method == "cpa":
             t0 = time.perf_counter()
-            risk, cut, ot = geometry.oracle(wt)
+            risk, cut, ot, Ft = geometry.cut_and_objective(wt)
             t_oracle = time.perf_counter() - t0
-            Ft = geometry.objective(wt, ot)
             offset = risk - dot(cut.ravel(), wt.ravel())
             mu = 1.0 if Ft < Fb else 0.0  # CPA's point is w_t; w_best keeps the best seen
             if Ft < Fb:
@@ -197,7 +210,7 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
             t_search = 0.0
         else:
             t0 = time.perf_counter()
-            _, _, ot = geometry.oracle(wt, want_cut=False)
+            ot = geometry.outputs(wt)
             t_oracle = time.perf_counter() - t0
             t0 = time.perf_counter()
             diff = wt - wb
@@ -217,15 +230,15 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
             t_search = time.perf_counter() - t0
             # the cut at w_c = (1 - c) w_best_new + c w_t (libocas: mu_c = mu + 0.1 (1 - mu))
             mu_c = mu + params.cut_point * (1.0 - mu)
+            # and F at the new w_best = w_best + mu (w_t - w_best), with the cut
             t0 = time.perf_counter()
             wc = _on_ray(wb, wt, mu_c)
             oc = geometry.on_ray(ob, ot, mu_c)
-            risk_c, cut, _ = geometry.oracle(wc, oc)
-            offset = risk_c - dot(cut.ravel(), wc.ravel())
-            t_oracle += time.perf_counter() - t0
             wb = _on_ray(wb, wt, mu)
             ob = geometry.on_ray(ob, ot, mu)
-            Fb = geometry.objective(wb, ob)
+            risk_c, cut, _, Fb = geometry.cut_and_objective(wc, oc, wb, ob)
+            offset = risk_c - dot(cut.ravel(), wc.ravel())
+            t_oracle += time.perf_counter() - t0
         mus.append(mu)
         if carry is not None:  # the point a resumed run starts from, with every cut so far
             carry.beta = wb

@@ -65,25 +65,31 @@ def _drop(part: Partition, names) -> None:
 
 
 def _with_pending(part: Partition, drop, pending, function, *args):
-    """Drop the collected vectors, make the deferred ones (``on_ray``), then the round's
-    ``function``."""
+    """Drop the collected vectors, make the deferred ones (``on_ray``'s interpolations and
+    ``margins``' products, in the order asked), then the round's ``function``."""
     _drop(part, drop)
     vectors = part.state["vectors"]
-    for a, b, t, out in pending:
-        va, vb = vectors[a], vectors[b]
-        vectors[out] = va + t * (vb - va)
+    for kind, *what in pending:
+        if kind == "ray":
+            a, b, t, out = what
+            va, vb = vectors[a], vectors[b]
+            vectors[out] = va + t * (vb - va)
+        else:  # "margins" at a point, by the oracle's own pass (no cut)
+            beta, out = what
+            _oracle(part, beta, None, False, out)
     return function(part, *args)
 
 
-def _oracle(part: Partition, beta, given, want_cut, out):
-    """(R, cut) of the partition's rows at beta; its margins stored as ``out`` (or taken from
-    ``given``)."""
+def _oracle(part: Partition, beta, given, want_cut, out, loss_at=None):
+    """(R, cut, loss sum) of the partition's rows at beta; its margins stored as ``out`` (or
+    taken from ``given``); the loss sum at the margins ``loss_at`` (``out`` itself allowed),
+    or None."""
     problem = part.state["problem"]
     vectors = part.state["vectors"]
     margins = vectors[given] if given is not None else None
     risk, cut, margins = problem.risk_oracle(beta, margins, want_cut, parallel=False)
     vectors[out] = margins
-    return risk, cut
+    return risk, cut, None if loss_at is None else _loss_sum(part, loss_at)
 
 
 def _loss_sum(part: Partition, margins):
@@ -91,11 +97,13 @@ def _loss_sum(part: Partition, margins):
     return problem.loss_function.sum(1.0 - part.state["vectors"][margins], problem.cost)
 
 
-def _hinge_ray(part: Partition, mb, mt, quantiles, small):
+def _hinge_ray(part: Partition, kernel, mb, mt, quantiles, small):
     """OCAS's breakpoints on the ray between the margins ``mb`` and ``mt`` (the family's
-    kernel, passed in: :func:`solvers.cutting_plane.search.hinge_ray_breakpoints`), kept
-    here for :func:`breakpoint_root`; returns the slope at 0+ and the first round's
+    kernel, sent once and kept: :func:`solvers.cutting_plane.search.hinge_ray_breakpoints`),
+    kept here for :func:`breakpoint_root`; returns the slope at 0+ and the first round's
     summary."""
+    if kernel is not None:
+        part.state["ray_kernel"] = kernel
     kernel = part.state["ray_kernel"]
     problem = part.state["problem"]
     vectors = part.state["vectors"]
@@ -103,99 +111,174 @@ def _hinge_ray(part: Partition, mb, mt, quantiles, small):
     return slope, keep_breakpoints(part, bp, jump, jump, quantiles, small)
 
 
-def _set_ray_kernel(part: Partition, kernel) -> None:
-    part.state["ray_kernel"] = kernel
-
-
 def keep_breakpoints(part: Partition, bp, dl, dr, quantiles: int, small: int):
-    """Store breakpoints sorted with the prefix sums of their updates; return (count,
-    quantiles, or every breakpoint when there are at most ``small``)."""
+    """Store breakpoints sorted with the prefix sums of their updates; return the first
+    round's summary of them (:func:`_summary` of the bracket (0, inf))."""
     order = np.argsort(bp, kind="stable")
     bp, dl, dr = bp[order], dl[order], dr[order]
     sums_l = np.concatenate(([0.0], np.cumsum(dl)))
     sums_r = np.concatenate(([0.0], np.cumsum(dr)))
     part.state["breakpoints"] = (bp, dl, dr, sums_l, sums_r)
+    return _summary(part.state["breakpoints"], 0.0, 0.0, np.inf, quantiles, small)
+
+
+def _summary(kept, passed_from, a, b, quantiles: int, small: int):
+    """One partition's answer to the bracket (a, b): the summed updates of its breakpoints in
+    (passed_from, a] (the driver passes them: a is below the root), the count in (a, b), and
+    either every one of them (at most ``small``) or points among them with the summed
+    updates below and at each, relative to a: (values, left l, left r, at l, at r).
+
+    The points are quantiles, the first and last breakpoint included; more than
+    ``quantiles`` when the breakpoints are many (4 count / small, at most ``small``), so
+    that the bracket the driver narrows to from them (about two gaps between points) holds
+    few enough to be sent the next round."""
+    bp, dl, dr, sums_l, sums_r = kept
     n = bp.shape[0]
-    if n <= small:
-        return n, None, (bp, dl, dr)
-    return n, _quantiles(bp, 0, n, quantiles), None
-
-
-def _quantiles(bp, lo, hi, q):
-    if hi <= lo:
-        return np.empty(0)
-    picks = np.unique(np.linspace(lo, hi - 1, min(q, hi - lo)).astype(np.int64))
-    return bp[picks]
-
-
-def _bracket_stats(part: Partition, a, pivots):
-    """For each pivot p: the summed updates of the breakpoints in (a, p) and (a, p]."""
-    bp, _, _, sums_l, sums_r = part.state["breakpoints"]
-    start = np.searchsorted(bp, a, side="right")
-    left = np.searchsorted(bp, pivots, side="left")
-    right = np.searchsorted(bp, pivots, side="right")
-    return (sums_l[left] - sums_l[start], sums_r[left] - sums_r[start],
-            sums_l[right] - sums_l[start], sums_r[right] - sums_r[start])
-
-
-def _bracket_summary(part: Partition, a, b, quantiles, small):
-    """Count of the breakpoints in (a, b) and their quantiles (or all of them when few)."""
-    bp, dl, dr, _, _ = part.state["breakpoints"]
+    start = np.searchsorted(bp, passed_from, side="right")
     lo = np.searchsorted(bp, a, side="right")
-    hi = np.searchsorted(bp, b, side="left") if np.isfinite(b) else bp.shape[0]
-    if hi - lo <= small:
-        return hi - lo, None, (bp[lo:hi], dl[lo:hi], dr[lo:hi])
-    return hi - lo, _quantiles(bp, lo, hi, quantiles), None
+    hi = np.searchsorted(bp, b, side="left") if np.isfinite(b) else n
+    passed = (float(sums_l[lo] - sums_l[start]), float(sums_r[lo] - sums_r[start]))
+    count = int(hi - lo)
+    if count <= small:
+        return passed, count, None, (bp[lo:hi], dl[lo:hi], dr[lo:hi])
+    m = min(max(quantiles, -(-4 * count // small)), small)
+    values = bp[np.unique(np.linspace(lo, hi - 1, m).astype(np.int64))]
+    left = np.searchsorted(bp, values, side="left")
+    right = np.searchsorted(bp, values, side="right")
+    return passed, count, (values, sums_l[left] - sums_l[lo], sums_r[left] - sums_r[lo],
+                           sums_l[right] - sums_l[lo], sums_r[right] - sums_r[lo]), None
+
+
+def _bracket_summary(part: Partition, passed_from, a, b, quantiles, small):
+    return _summary(part.state["breakpoints"], passed_from, a, b, quantiles, small)
+
+
+def _points(summary):
+    """(values, left l, left r, at l, at r, exact) of one partition's answer: its points
+    with the updates below and at each; ``exact`` when they are all its breakpoints (its
+    slope is then known between them, not only bounded)."""
+    _, _, stats, kept = summary
+    if stats is not None:
+        return (*stats, False)
+    bp, dl, dr = kept
+    # all its breakpoints, ties merged (the sums at a value pass every tie)
+    values, first = np.unique(bp, return_index=True)
+    at = np.concatenate((first[1:], [bp.shape[0]]))
+    sums_l = np.concatenate(([0.0], np.cumsum(dl)))
+    sums_r = np.concatenate(([0.0], np.cumsum(dr)))
+    return values, sums_l[first], sums_r[first], sums_l[at], sums_r[at], True
+
+
+def _slope_bounds(x, line, points):
+    """Bounds on one partition's share of the slope at the candidates ``x`` (sorted): an
+    upper bound on its right limit and a lower bound on its left limit, from its line at the
+    bracket's start ``line`` = (l, r) and its ``points`` (:func:`_points`).  The share is the
+    derivative of the partition's convex loss along the ray, non-decreasing: between two of
+    its points it lies between its values there (exact when the points are all its
+    breakpoints, or at a point, or outside them)."""
+    values, lt_l, lt_r, le_l, le_r, exact = points
+    l, r = line
+    m = values.shape[0]
+
+    def at(sl, sr, where):
+        return (l + sl) + where * ((r + sr) - (l + sl))
+
+    if m == 0:  # no breakpoint in the bracket: the line itself
+        exact_share = at(0.0, 0.0, x)
+        return exact_share, exact_share
+    above = np.searchsorted(values, x, side="right")  # points <= x
+    below = np.searchsorted(values, x, side="left")  # points < x
+    own = above > below
+    # right limit: at a point, or with every point <= x passed, on that line at x
+    passed_l = np.where(above > 0, le_l[np.maximum(above - 1, 0)], 0.0)
+    passed_r = np.where(above > 0, le_r[np.maximum(above - 1, 0)], 0.0)
+    upper = at(passed_l, passed_r, x)
+    if not exact:  # between two points: at most the left limit at the next one
+        nxt = np.minimum(above, m - 1)
+        between = (above > 0) & (above < m) & ~own
+        upper = np.where(between, at(lt_l[nxt], lt_r[nxt], values[nxt]), upper)
+    # left limit: at a point, the updates below it; else the line after the points < x
+    left_l = np.where(below > 0, le_l[np.maximum(below - 1, 0)], 0.0)
+    left_r = np.where(below > 0, le_r[np.maximum(below - 1, 0)], 0.0)
+    idx = np.minimum(below, m - 1)
+    left_l = np.where(own, lt_l[idx], left_l)
+    left_r = np.where(own, lt_r[idx], left_r)
+    lower = at(left_l, left_r, x)
+    if not exact:  # between two points: at least the right limit at the one before
+        prv = np.maximum(below - 1, 0)
+        between = (below > 0) & (below < m) & ~own
+        lower = np.where(between, at(le_l[prv], le_r[prv], values[prv]), lower)
+    return upper, lower
 
 
 # -- driver side ----------------------------------------------------------------------------
 
 
 def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
-                    jumps: bool) -> float:
+                    jumps: bool, lines: list) -> float:
     """The root over delta >= 0 of a non-decreasing piecewise-linear slope whose breakpoints
     the partitions keep (:func:`keep_breakpoints`): what :func:`solvers.core.linesearch.
     piecewise_linear_root` (``jumps`` False) or ``piecewise_linear_root_jumps`` returns on
-    all of them, found by selection.
+    all of them, found by selection with at most one round per narrowing.
 
-    The driver keeps a bracket (a, b) with every breakpoint <= a passed (its updates in the
-    line's ordinates l, r) and the root <= b.  A round sends pivots (the partitions'
-    quantiles of the breakpoints in the bracket, at most ``DISTRIBUTED_PIVOTS`` each) and gets
-    the summed updates below and at each: the first pivot whose left slope is >= 0 bounds the
-    root, the one before it is passed (or, for a jump over zero, is the root).  Once the
-    partitions hold at most ``DISTRIBUTED_GATHER_BREAKPOINTS`` in the bracket they send them
-    and the driver finishes with the single machine's sweep.  ``first``: each partition's
-    (count, quantiles, breakpoints-or-None) from the round that made them."""
+    ``first``: each partition's :func:`_summary` from the round that made the breakpoints;
+    ``l0``, ``r0``: the slope's line at 0+ (the sum of the partitions' ``lines``, their
+    loss parts' (l, r) at 0+, and the driver's regularizer part).  When every partition sent
+    its breakpoints (at most ``DISTRIBUTED_GATHER_BREAKPOINTS`` over all), the driver
+    finishes with the single machine's sweep: no round.  Otherwise the driver keeps a bracket
+    (a, b) with every breakpoint <= a passed (the exact line there) and the root in (a, b].
+    Each partition's share of the slope is non-decreasing (the derivative of its convex
+    loss along the ray), so the points it sent (quantiles with the updates below and at
+    each) bound its share anywhere in the bracket; summed, they bound the slope at every
+    partition's points, and the bracket narrows to the last point where the slope is surely
+    negative and the first where it is surely >= 0.  The next round sends that bracket and
+    gets back, in the same answer, the updates passed and the breakpoints inside it (or
+    points again, when still many): typically one round (the old selection took two: the
+    pivots' sums, then the breakpoints)."""
     finish = piecewise_linear_root_jumps if jumps else piecewise_linear_root
     ls, rs = l0, r0
     if ls >= 0.0:
         return 0.0
+    shares = [(float(l), float(r)) for l, r in lines]
+    base_l = l0 - sum(l for l, _ in shares)
+    base_r = r0 - sum(r for _, r in shares)
     a, b = 0.0, np.inf
     q = config.DISTRIBUTED_PIVOTS
     small = max(config.DISTRIBUTED_GATHER_BREAKPOINTS // max(len(group), 1), 1)
     summaries = first
     while True:
-        if all(s[2] is not None for s in summaries):
-            bp = np.concatenate([s[2][0] for s in summaries])
-            dl = np.concatenate([s[2][1] for s in summaries])
-            dr = np.concatenate([s[2][2] for s in summaries])
+        for k, (passed, _, _, _) in enumerate(summaries):
+            ls += passed[0]
+            rs += passed[1]
+            shares[k] = (shares[k][0] + passed[0], shares[k][1] + passed[1])
+        if a > 0.0 and ls + a * (rs - ls) >= 0.0:
+            return a  # only by rounding: a was chosen with the slope surely < 0 there
+        if all(s[3] is not None for s in summaries):
+            bp = np.concatenate([s[3][0] for s in summaries])
+            dl = np.concatenate([s[3][1] for s in summaries])
+            dr = np.concatenate([s[3][2] for s in summaries])
             return float(finish(ls, rs, bp, dl, dr))
-        pivots = np.unique(np.concatenate(
-            [s[1] if s[1] is not None else s[2][0] for s in summaries]))
-        stats = group.sum(_bracket_stats, a, pivots)
-        lt_l, lt_r, le_l, le_r = stats
-        left = (ls + lt_l) + pivots * ((rs + lt_r) - (ls + lt_l))
-        nonneg = np.flatnonzero(left >= 0.0)
-        j = int(nonneg[0]) if nonneg.size else pivots.shape[0]
-        if j > 0:  # pass the pivot before: the root lies above it
-            p = float(pivots[j - 1])
-            right_l, right_r = ls + le_l[j - 1], rs + le_r[j - 1]
-            if jumps and right_l + p * (right_r - right_l) >= 0.0:
-                return p  # the slope jumps over zero at p
-            ls, rs, a = right_l, right_r, p
-        if j < pivots.shape[0]:
-            b = float(pivots[j])
-        summaries = group.map(_bracket_summary, a, b, q, small)
+        points = [_points(s) for s in summaries]
+        x = np.unique(np.concatenate([p[0] for p in points]))
+        upper = base_l + x * (base_r - base_l)
+        lower = upper.copy()
+        for share, p in zip(shares, points, strict=True):
+            up, low = _slope_bounds(x, share, p)
+            upper += up
+            lower += low
+        negative = np.flatnonzero(upper < 0.0)  # right limit surely < 0: the root is above
+        positive = np.flatnonzero(lower >= 0.0)  # left limit surely >= 0: the root is at most
+        new_a = float(x[negative[-1]]) if negative.size else a
+        new_b = float(x[positive[0]]) if positive.size else b
+        if not new_a < new_b:
+            return new_a  # only by rounding (the bounds say the root is here)
+        if new_a == a and new_b == b:
+            # no narrowing: every breakpoint left is at one value x with the slope < 0 just
+            # below it and >= 0 just above (the bounds are exact at the extreme points): a
+            # jump over zero there
+            return float(x[0])
+        summaries = group.map(_bracket_summary, a, new_a, new_b, q, small)
+        a, b = new_a, new_b
 
 
 class DistributedBinaryProblem:
@@ -216,7 +299,8 @@ class DistributedBinaryProblem:
                                                           bias_scale, self.template.p)
         self.loss_function = self.template.loss_function
         self._dead: list[str] = []
-        self._pending: list[tuple] = []  # on_ray made with the next round
+        self._pending: list[tuple] = []  # on_ray and margins made with the next round
+        self._kernel_set = False  # the line search's kernel is on the workers
         #: what a solve on this problem could resume from if a worker is lost (the family's
         #: engine keeps it current: mfn its last iterate, the cutting planes w_best with
         #: their cuts); ``solvers.train`` hands it to the restarted solve
@@ -272,22 +356,44 @@ class DistributedBinaryProblem:
                     ) -> tuple[float, np.ndarray | None, RemoteVector]:
         """(R(beta), its cut, the margins at beta kept on the workers): the sum of the
         partitions' :meth:`BinaryProblem.risk_oracle`."""
+        risk, cut, out, _ = self.risk_oracle_and_objective(beta, margins, want_cut)
+        return risk, cut, out
+
+    def risk_oracle_and_objective(self, beta, margins: RemoteVector | None = None,
+                                  want_cut: bool = True, best=None,
+                                  best_margins: RemoteVector | None = None):
+        """:meth:`risk_oracle` and, in the same round, the objective at ``best`` from the
+        margins ``best_margins`` (default: at beta, from the margins the oracle makes;
+        None without ``best`` or ``best_margins`` asked: pass ``best=beta``)."""
         out = margins if margins is not None else self._new()
         beta = np.ascontiguousarray(beta, dtype=np.float64)
+        loss_at = None
+        if best is not None:
+            loss_at = (best_margins if best_margins is not None else out).name
         results = self.round(_oracle, beta, None if margins is None else margins.name,
-                             want_cut, out.name)
-        risk = float(sum(r for r, _ in results))
+                             want_cut, out.name, loss_at)
+        risk = float(sum(r for r, _, _ in results))
         cut = None
         if want_cut:
             cut = np.zeros(beta.shape[0])
-            for _, c in results:
+            for _, c, _ in results:
                 cut += c
-        return risk, cut, out
+        objective = None
+        if best is not None:
+            objective = self.regularizer(best) + float(sum(s for _, _, s in results))
+        return risk, cut, out, objective
+
+    def margins(self, beta) -> RemoteVector:
+        """The margins at beta, made on the workers with the next round (the oracle's pass
+        without the cut): no round of their own."""
+        out = self._new()
+        self._pending.append(("margins", np.array(beta, dtype=np.float64), out.name))
+        return out
 
     def on_ray(self, a: RemoteVector, b: RemoteVector, t: float) -> RemoteVector:
         """a + t (b - a), per example, on the workers (made with the next round)."""
         out = self._new()
-        self._pending.append((a.name, b.name, float(t), out.name))
+        self._pending.append(("ray", a.name, b.name, float(t), out.name))
         return out
 
     def objective_from_margins(self, beta, margins: RemoteVector) -> float:
@@ -298,12 +404,13 @@ class DistributedBinaryProblem:
         """OCAS's exact mu (:meth:`solvers.cutting_plane.search.Ray.exact`) on the ray
         between the margins ``mb`` and ``mt``: the breakpoints stay on the workers
         (``kernel`` makes them there)."""
-        if not getattr(self, "_kernel_set", False):
-            self.group.map(_set_ray_kernel, kernel)
-            self._kernel_set = True
+        send = None if self._kernel_set else kernel
         small = max(config.DISTRIBUTED_GATHER_BREAKPOINTS // max(len(self.group), 1), 1)
-        results = self.round(_hinge_ray, mb.name, mt.name, config.DISTRIBUTED_PIVOTS, small)
+        results = self.round(_hinge_ray, send, mb.name, mt.name, config.DISTRIBUTED_PIVOTS,
+                             small)
+        self._kernel_set = True
         slope = float(sum(s for s, _ in results))
         l0 = B0 + slope
-        mu = breakpoint_root(self.group, [r for _, r in results], l0, l0 + A0, jumps=True)
+        mu = breakpoint_root(self.group, [r for _, r in results], l0, l0 + A0, jumps=True,
+                             lines=[(s, s) for s, _ in results])
         return float(mu) if np.isfinite(mu) else 0.0

@@ -39,11 +39,13 @@ term, ``preconditioning="auto"``'s rule and the duality-gap stop.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
-import scipy.sparse as sp
 
 from solvers import config
 from solvers.base import Solution, Termination
+from solvers.core.gram import NormalEquations
 from solvers.core.linalg import cholesky_solve, dot, gram_cost
 from solvers.core.rows import BinaryRows
 from solvers.distributed import (
@@ -85,6 +87,7 @@ def _start(part: Partition, beta):
     part.state["weight"] = terms.cost / problem.C
     part.state["sqrt_weight"] = np.sqrt(part.state["weight"])
     part.state["outputs"] = terms.outputs(beta)
+    part.state["normal"] = None  # the Gram matrix's upkeep (_gram), made at first use
     square = part.state["weight"] * terms.square_norms()
     n = terms.X.shape[0]
     return (float(square.sum()), int(n), int(terms.X.nnz) + n,
@@ -110,6 +113,28 @@ def _column_squares(A, row_weight, n_features: int, block: int = 1 << 22) -> np.
         out += np.bincount(A.indices[lo:hi], weights=values, minlength=n_features)
         start = end
     return out
+
+
+@lru_cache(maxsize=8)
+def _lower(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The indices of an n x n matrix's lower triangle, row by row (how a Gram matrix is
+    sent: n (n + 1) / 2 doubles, its half that the Cholesky factorization reads)."""
+    return np.tril_indices(n)
+
+
+def _gram(part: Partition, active) -> np.ndarray:
+    """sum_k c_k x~_k x~_k' over the partition's active rows (the normal equations' Gram
+    matrix), its lower triangle packed (:func:`_lower`).  Kept on the partition by the single
+    machine's upkeep (:class:`solvers.core.gram.NormalEquations`, as the engine keeps it):
+    the rows that entered and left the active set since the last point are added and removed
+    with the core's kernel (``gram_update``), and it is rebuilt when more rows changed than
+    are active or the updates since the last rebuild outnumber the active rows."""
+    st = part.state
+    if st["normal"] is None:
+        st["normal"] = NormalEquations(st["terms"], st["weight"])
+    normal = st["normal"]
+    normal.update(active)
+    return normal.G[_lower(normal.G.shape[0])]
 
 
 def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0):
@@ -174,29 +199,26 @@ def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0
         diagonal[:-1] = _column_squares(A, row_weight, terms.n_features)
         diagonal[-1] = s * s * float(weight.sum())
     if gram:
-        # sum_k c_k x~_k x~_k' over the active rows (the normal equations' Gram matrix)
-        rows = terms.X[active]
-        weighted = sp.diags(weight) @ rows
-        G = np.empty((terms.n_params, terms.n_params))
-        G[:-1, :-1] = (rows.T @ weighted).toarray()
-        G[:-1, -1] = G[-1, :-1] = s * np.asarray(weighted.sum(axis=0)).ravel()
-        G[-1, -1] = s * s * float(weight.sum())
+        G = _gram(part, active)
     norms = (st["weight"] * terms.square_norms())[active]
     stats = (float(norms.sum()), float((norms * norms).sum()))
     return (g, float(dot(z, z)), int(active.size), int(saturated.size), float(loss_sum),
             float(alpha.sum()), float(conjugate), shift, diagonal, stats, G)
 
 
-def _factor_step(part: Partition, delta):
+def _factor_step(part: Partition, delta, trial_point, trial_options):
     """Bring CGLS's z to beta_bar + delta (the factorized step): z -= sqrt(c) A~ delta;
-    returns (A'z, ||z||^2)."""
+    returns (A'z, ||z||^2, the :func:`_trial` round at ``trial_point``).  The trial is made
+    here in advance: it is the trial round's whenever CGLS's check of rule (13) then takes no
+    iteration (the usual case after an exact factorization), and is made again otherwise."""
     st = part.state
     terms = st["terms"]
     A, sqrt_c = st["A"], st["sqrt_c"]
     st["z"] = st["z"] - sqrt_c * terms.compact_forward(A, delta)
     st["q"] = None
     z = st["z"]
-    return terms.compact_adjoint(A, sqrt_c * z), float(dot(z, z))
+    return (terms.compact_adjoint(A, sqrt_c * z), float(dot(z, z)),
+            _trial(part, trial_point, *trial_options))
 
 
 def _final_loss_sum(part: Partition, beta):
@@ -240,6 +262,17 @@ def _trial(part: Partition, beta_bar, scale, kappa, lo, width, set_tol, quantile
 
 
 # -- driver ------------------------------------------------------------------------------------
+
+
+def _trial_point(beta_bar, point, extra_value):
+    """Step 4's beta_bar from CGLS's solution of (23): the shift q added back, the bias 0
+    when it is not a parameter."""
+    beta_bar = beta_bar.copy()
+    if point["shift"] is not None:
+        beta_bar += point["shift"]
+    if extra_value == 0.0:
+        beta_bar[-1] = 0.0
+    return beta_bar
 
 
 class DistributedEngine:
@@ -289,12 +322,15 @@ class DistributedEngine:
             # rows is one (d+1)^2 reduction per Newton iteration and CGLS only checks (13)
             self.normal_equations = choice == "auto" and normal_equations_pay(n, nnz, build)
 
-    def point(self, lam):
+    def point(self, lam, factorize=True):
+        """Step 3's data at the point (one round).  ``factorize``: with the normal equations,
+        the Gram matrix of the active rows too (not for heuristic 1's capped first call,
+        which runs preconditioned CGLS as the engine's does: the diagonal instead)."""
         loss = self.loss
         precondition = self.params.preconditioning != 0.0
+        gram = self.normal_equations and factorize
         results = self.group.map(_point, self.pending, self.problem.loss,
-                                 precondition and not self.normal_equations,
-                                 self.normal_equations,
+                                 precondition and not gram, gram,
                                  float(config.DISTRIBUTED_COMPACT_MAX_FRACTION))
         self.pending = None
         g = np.zeros(self.n_params)
@@ -303,10 +339,10 @@ class DistributedEngine:
         zz = loss_sum = alpha_sum = conjugate = 0.0
         n_active = n_saturated = 0
         norm_sum = norm_square = 0.0
-        G = np.zeros((self.n_params, self.n_params)) if self.normal_equations else None
+        packed = None
         for (g_k, zz_k, na, ns, ls, al, cj, sh, dg, st, G_k) in results:
             if G_k is not None:
-                G += G_k
+                packed = G_k.copy() if packed is None else packed + G_k
             g += g_k
             zz += zz_k
             n_active += na
@@ -322,6 +358,10 @@ class DistributedEngine:
             norm_square += st[1]
         if shift is not None:
             shift *= loss.width / lam
+        G = None
+        if packed is not None:  # the lower triangle: what the Cholesky factorization reads
+            G = np.zeros((self.n_params, self.n_params))
+            G[_lower(self.n_params)] = packed
         return {"g": g, "zz": zz, "active": n_active, "saturated": n_saturated,
                 "loss_sum": loss_sum, "alpha_sum": alpha_sum, "conjugate": conjugate,
                 "shift": shift, "diagonal": diagonal, "norm_sum": norm_sum,
@@ -403,11 +443,14 @@ class DistributedEngine:
         first_call = crude_run = state["crude"]
         state["crude"] = False
         beta = state["beta"]
-        point = self.point(lam)
+        point = self.point(lam, factorize=not (first_call and
+                                               p.initial_cgls_iterations is not None))
         F_previous = self.objective(beta, point["loss_sum"])
         newton = cg_total = 0
         scale = self.C / self.target_C
         small = max(config.DISTRIBUTED_GATHER_BREAKPOINTS // max(len(self.group), 1), 1)
+        trial_options = (scale, loss.kappa, loss.xi_lo, loss.width, set_tol,
+                         config.DISTRIBUTED_PIVOTS, small)
         while True:
             beta_bar = beta.copy()
             if point["shift"] is not None:
@@ -419,32 +462,37 @@ class DistributedEngine:
             first_call = False
             s_start, zz_start = point["g"], point["zz"]
             solved = False
+            made = None  # the trial round, when made with the factorized step's
             if self.normal_equations and not heuristic_1:
                 # (lam I + A'A) delta = r^0 by Cholesky on the driver (the engine's
-                # factorized step), then z and A'z at the new point in one round
+                # factorized step), then z and A'z at the new point in one round, with the
+                # trial round at beta_bar as it is if CGLS's check takes no iteration
                 M = point["gram"].copy()
                 M[np.diag_indices_from(M)] += lam
                 delta_bar = cholesky_solve(M, point["g"] - lam * beta_bar)
                 if delta_bar is not None:
                     beta_bar += delta_bar
-                    s_start, zz_start = reduce_sum(self.group.map(_factor_step, delta_bar))
+                    results = self.group.map(_factor_step, delta_bar,
+                                             _trial_point(beta_bar, point, self.extra_value),
+                                             trial_options)
+                    s_start, zz_start = reduce_sum([r[:2] for r in results])
+                    made = [r[2] for r in results]
                     self.factorizations += 1
                     solved = True
             forcing = self._forcing(point, eps, crude_run, newton, heuristic_1 or solved)
             m_inv = None if solved else self._preconditioning(point, lam)
             cg_iters, optimal = self.cgls(s_start, zz_start, beta_bar, lam, eps, cap, m_inv,
                                           forcing)
-            if point["shift"] is not None:
-                beta_bar += point["shift"]
-            if self.extra_value == 0.0:
-                beta_bar[-1] = 0.0
+            beta_bar = _trial_point(beta_bar, point, self.extra_value)
             if cg_iters == 0 and not solved:
                 beta_bar = beta.copy()  # no CGLS step: the trial point is the point itself
             cg_total += cg_iters
             newton += 1
             self.iterations += 1
-            results = self.group.map(_trial, beta_bar, scale, loss.kappa, loss.xi_lo,
-                                     loss.width, set_tol, config.DISTRIBUTED_PIVOTS, small)
+            if made is not None and cg_iters == 0:
+                results = made  # CGLS did not move beta_bar: the trial made in advance
+            else:
+                results = self.group.map(_trial, beta_bar, *trial_options)
             holds = all(h for h, _, _, _ in results)
             step_info = (point["active"], point["saturated"], cg_iters)
             if optimal and holds:
@@ -469,7 +517,7 @@ class DistributedEngine:
             l0 = dot(beta, direction) + loss_l0
             r0 = dot(beta_bar, direction) + loss_r0
             delta = breakpoint_root(self.group, [s for _, _, _, s in results], l0, r0,
-                                    jumps=False)
+                                    jumps=False, lines=[(l, r) for _, l, r, _ in results])
             if not np.isfinite(delta):
                 return self._finish(Termination.FAILED, (
                     f"the line search found no finite step at Newton iteration {newton} (the "

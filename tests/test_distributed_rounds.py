@@ -1,0 +1,309 @@
+"""The rounds of the distributed solves (solvers.distributed), counted in this process.
+
+An in-process stand-in for a Dask client runs the partitions' calls here (the same
+:class:`~solvers.distributed.Partition` objects, the same :class:`PartitionGroup` rounds and
+communication record; no worker processes), so the tests can count rounds and name their
+functions quickly.  tests/test_distributed.py runs the same solves on a real cluster.
+
+* the exact line search's selection (:func:`solvers.distributed.breakpoint_root`): every
+  path (breakpoints gathered in the first round, one selection round, several, a jump over
+  zero at a value many breakpoints share) returns the single machine's root;
+* mfn keeps each partition's Gram matrix of the active rows up to date by the rows that
+  entered and left (the single machine's upkeep), and makes its trial round with the
+  factorized step's round;
+* OCAS makes 2-3 rounds per iteration and CPA one, with the single machine's iterates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from shared_data import assert_same_records, data_path
+
+import solvers
+from solvers import config
+from solvers.core.gram import weighted_gram
+from solvers.core.linesearch import piecewise_linear_root, piecewise_linear_root_jumps
+from solvers.cutting_plane.search import hinge_ray_breakpoints
+from solvers.distributed import Partition, PartitionGroup, breakpoint_root, keep_breakpoints
+from solvers.distributed import dataset as distributed_dataset
+from solvers.losses.kernels import clipped_loss_breakpoints
+from solvers.mfn import distributed as mfn_distributed
+from solvers.problems import BinaryProblem
+
+
+class _Done:
+    def __init__(self, value):
+        self.value = value
+
+    def result(self, timeout=None):
+        return self.value
+
+
+class _Actor:
+    """An actor's interface over an object of this process: every call returns a future."""
+
+    def __init__(self, target):
+        self._target = target
+
+    def __getattr__(self, name):
+        method = getattr(self._target, name)
+        return lambda *args, **kwargs: _Done(method(*args, **kwargs))
+
+
+class InProcessClient:
+    """What :func:`solvers.distributed.read_svmlight` asks of a Dask client, in process."""
+
+    status = "running"
+
+    def scheduler_info(self):
+        return {"workers": {"in-process": {}}}
+
+    def submit(self, cls, *args, actor=False, **kwargs):
+        return _Done(_Actor(cls(*args)))
+
+    def cancel(self, futures):
+        pass
+
+
+def _rows(data, rows):
+    return lambda: solvers.Dataset(data.X[rows], data.y[rows])
+
+
+def in_process(data, fractions):
+    """``data`` split into contiguous partitions of the given shares (0: an empty one)."""
+    bounds = np.floor(np.cumsum([0, *fractions]) / sum(fractions) * data.n_samples)
+    sources = [("call", _rows(data, np.arange(int(lo), int(hi))), ())
+               for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+    return distributed_dataset.read_svmlight(InProcessClient(), sources,
+                                             n_features=data.n_features)
+
+
+def record_rounds(group: PartitionGroup) -> list[str]:
+    """The name of every round's function from now on (a problem's rounds by the function
+    they carry)."""
+    names = []
+    original = group.map
+
+    def map(function, *args, **kwargs):
+        name = function.__name__
+        if name == "_with_pending":
+            name = args[2].__name__
+        names.append(name)
+        return original(function, *args, **kwargs)
+
+    group.map = map
+    return names
+
+
+@pytest.fixture(scope="module")
+def a9a():
+    data = solvers.read_svmlight(data_path("a9a"))
+    return solvers.Dataset(data.X[:3000], data.y[:3000])
+
+
+def _beta(model) -> np.ndarray:
+    return np.concatenate([model.coef_.ravel(), np.ravel(model.intercept_)])
+
+
+def _relative(a, b) -> float:
+    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(a))
+
+
+# -- the line search's selection ---------------------------------------------------------------
+
+
+def _local_group(count: int):
+    parts = [Partition(("call", lambda: solvers.Dataset(np.zeros((0, 1)), np.zeros(0)), ()))
+             for _ in range(count)]
+    return PartitionGroup(None, [_Actor(p) for p in parts], ["in-process"] * count,
+                          [None] * count), parts
+
+
+def _hinge_rays(rng, sizes, ties):
+    """OCAS's line: per partition (slope, breakpoints, jumps) of random margins on a ray."""
+    out = []
+    for n in sizes:
+        mb = rng.normal(1.0, 1.0, n)
+        mt = rng.normal(1.0, 2.0, n)
+        if ties:  # half of them cross at mu = 1/3 (duplicated rows): 1 - 0 = mu (3 - 0)
+            mb[: n // 2] = 0.0
+            mt[: n // 2] = 3.0
+        slope, bp, jump = hinge_ray_breakpoints(mb, mt, np.full(n, 0.5))
+        out.append((slope, slope, bp, jump, jump))
+    return out
+
+
+def _squared_hinge_rays(rng, sizes):
+    """Appendix A's line: per partition (l0, r0, breakpoints, dl, dr) of random slacks."""
+    out = []
+    for n in sizes:
+        xi0 = rng.normal(0.0, 1.0, n)
+        xi1 = rng.normal(0.0, 1.0, n)
+        out.append(clipped_loss_breakpoints(xi0, xi1, np.full(n, 0.7), 0.0, np.inf))
+    return out
+
+
+def _root(pieces, reg_l, reg_r, jumps, quantiles=None):
+    """(the distributed root, the rounds it took, the single machine's root)."""
+    group, parts = _local_group(len(pieces))
+    small = max(config.DISTRIBUTED_GATHER_BREAKPOINTS // len(pieces), 1)
+    first = [keep_breakpoints(part, *piece[2:], quantiles or config.DISTRIBUTED_PIVOTS, small)
+             for part, piece in zip(parts, pieces, strict=True)]
+    l0 = reg_l + sum(p[0] for p in pieces)
+    r0 = reg_r + sum(p[1] for p in pieces)
+    before = group.communication.reductions
+    root = breakpoint_root(group, first, l0, r0, jumps=jumps,
+                           lines=[(p[0], p[1]) for p in pieces])
+    finish = piecewise_linear_root_jumps if jumps else piecewise_linear_root
+    single = finish(l0, r0, *(np.concatenate([p[i] for p in pieces]) for i in (2, 3, 4)))
+    return root, group.communication.reductions - before, single
+
+
+@pytest.mark.parametrize("jumps", [True, False])
+def test_breakpoints_few_enough_are_gathered_with_the_first_round(jumps):
+    rng = np.random.default_rng(1)
+    sizes = [700, 0, 1200]
+    pieces = _hinge_rays(rng, sizes, False) if jumps else _squared_hinge_rays(rng, sizes)
+    reg = (-0.5, 3.0) if jumps else (-2.0, 40.0)
+    root, rounds, single = _root(pieces, *reg, jumps)
+    assert rounds == 0  # 1900 breakpoints <= DISTRIBUTED_GATHER_BREAKPOINTS: no selection
+    assert root == pytest.approx(single, rel=1e-13, abs=1e-15) and 0.0 < root
+
+
+@pytest.mark.parametrize("jumps", [True, False])
+def test_one_selection_round_finds_the_single_machines_root(jumps, monkeypatch):
+    """More breakpoints than are gathered: the first round's points bound the slope, the
+    driver narrows the bracket, and one round brings the breakpoints inside it."""
+    rng = np.random.default_rng(2)
+    sizes = [20000, 15000, 0]
+    pieces = _hinge_rays(rng, sizes, False) if jumps else _squared_hinge_rays(rng, sizes)
+    reg = (-0.5, 3.0) if jumps else (-2.0, 40.0)
+    root, rounds, single = _root(pieces, *reg, jumps)
+    assert rounds == 1
+    assert root == pytest.approx(single, rel=1e-13, abs=1e-15) and 0.0 < root
+    # the same root from the gathered path (every breakpoint sent with the first round)
+    monkeypatch.setattr(config, "DISTRIBUTED_GATHER_BREAKPOINTS", 10 ** 6)
+    gathered, rounds, _ = _root(pieces, *reg, jumps)
+    assert rounds == 0 and gathered == pytest.approx(root, rel=1e-13, abs=1e-15)
+
+
+@pytest.mark.parametrize("jumps", [True, False])
+@pytest.mark.parametrize("seed", range(6))
+def test_several_selection_rounds_find_the_single_machines_root(jumps, seed, monkeypatch):
+    """A small gathering limit (few points a round): the bracket narrows over several
+    rounds, each bounded by the partitions' points, to the same root."""
+    monkeypatch.setattr(config, "DISTRIBUTED_GATHER_BREAKPOINTS", 24)
+    rng = np.random.default_rng(10 + seed)
+    sizes = [int(s) for s in rng.integers(0, 3000, 3)]
+    pieces = _hinge_rays(rng, sizes, seed % 2 == 0) if jumps else \
+        _squared_hinge_rays(rng, sizes)
+    reg = (-rng.uniform(0.1, 5.0), rng.uniform(0.5, 60.0))
+    root, rounds, single = _root(pieces, *reg, jumps, quantiles=4)
+    assert rounds >= 1
+    assert root == pytest.approx(single, rel=1e-12, abs=1e-15)
+
+
+def test_a_jump_over_zero_at_a_value_every_breakpoint_shares(monkeypatch):
+    """Thousands of breakpoints at one value (duplicated rows) more than are gathered: the
+    bracket cannot narrow below them; the slope jumps over zero there."""
+    monkeypatch.setattr(config, "DISTRIBUTED_GATHER_BREAKPOINTS", 100)
+    pieces = [(-1.0, -1.0, np.full(n, 0.25), np.full(n, 1.0), np.full(n, 1.0))
+              for n in (3000, 2000)]
+    root, rounds, single = _root(pieces, 0.0, 0.5, True)
+    assert root == single == 0.25 and rounds == 0  # the bounds are exact at the extremes
+
+
+# -- mfn: the Gram matrix kept up to date on the partitions --------------------------------------
+
+
+def test_mfn_partitions_update_their_gram_matrix_by_the_rows_that_changed(a9a):
+    problem = BinaryProblem(a9a.X, np.where(a9a.y > 0, 1.0, -1.0), C=1.0)
+    part = Partition(("call", lambda: a9a, ()))
+    part.state["problem"] = problem
+    solution = solvers.train(a9a, solver="mfn", tol=None, epsilon=1e-8)
+    beta = _beta(solution.model)
+    mfn_distributed._start(part, np.zeros(problem.n_features + 1))
+    terms, weight = part.state["terms"], part.state["weight"]
+    lower = np.tril_indices(terms.n_params)
+    for k, point in enumerate((None, 1.0, 0.98, 0.97)):  # all rows active, then near the optimum
+        if point is not None:
+            part.state["outputs_bar"] = terms.outputs(point * beta)
+        result = mfn_distributed._point(part, None if point is None else "accept",
+                                        "squared_hinge", False, True)
+        active = part.state["active"]
+        expected = weighted_gram(terms.X, weight[active], rows=active,
+                                 extra_value=terms.extra_value)
+        assert np.allclose(result[-1], expected[lower], rtol=1e-12, atol=1e-12)
+        if k >= 2:  # a few rows entered or left: updated, not rebuilt
+            assert part.state["normal"].updates > 0
+
+
+def test_mfn_makes_its_trial_round_with_the_factorized_step(a9a):
+    local = a9a
+    data = in_process(local, [3, 1, 0, 2])
+    names = record_rounds(data.partitions)
+    options = {"tol": None, "epsilon": 1e-10}
+    one = solvers.train(local, solver="mfn", **options)
+    many = solvers.train(data, solver="mfn", **options)
+    assert many.subproblems[0].extras["linear_solver"] == "cholesky"
+    assert many.objective == pytest.approx(one.objective, rel=1e-9)
+    assert _relative(_beta(one.model), _beta(many.model)) <= 1e-9
+    newton = len(many.log)
+    factorized = names.count("_factor_step")
+    # a trial round of its own only where CGLS moved beta_bar (heuristic 1's capped call, a
+    # factorized step rule (13) rejected); the rest came with the factorized step
+    moved = sum(1 for r in many.log if r.extras["cg_iterations"] > 0)
+    assert factorized >= newton - 1
+    assert names.count("_trial") == moved
+    # one at each run's start and one per Newton iteration
+    assert names.count("_point") == newton + len(many.subproblems[0].extras["runs"])
+
+
+# -- the cutting planes: rounds per iteration ---------------------------------------------------
+
+
+@pytest.mark.parametrize("gather", [10 ** 6, 64])
+def test_ocas_makes_two_or_three_rounds_an_iteration_on_the_single_machines_path(
+        a9a, gather, monkeypatch):
+    monkeypatch.setattr(config, "DISTRIBUTED_GATHER_BREAKPOINTS", gather)
+    data = in_process(a9a, [3, 1, 0, 2])
+    names = record_rounds(data.partitions)
+    options = {"loss": "hinge", "method": "ocas", "max_iter": 12}
+    one = solvers.train(a9a, solver="cutting_plane", **options)
+    many = solvers.train(data, solver="cutting_plane", **options)
+    assert_same_records(one, many, 12)
+    # the partitions' sums differ from the single machine's in the order of additions only;
+    # with this split the paths part to 1.8e-9 by iteration 12 (the same before the rounds
+    # were fused: the fused rounds compute the same numbers)
+    assert _relative(_beta(one.model), _beta(many.model)) <= 5e-9
+    # the rounds: _pose, the cut and F at w_best = 0; then each iteration the margins at w_t
+    # with the breakpoints, the selection's rounds when they are more than are gathered, the
+    # cut with F(w_best)
+    assert names[:2] == ["_pose", "_oracle"]
+    iterations, current = [], []
+    for name in names[2:]:
+        current.append(name)
+        if name == "_oracle":
+            iterations.append(current)
+            current = []
+    assert len(iterations) == 12 and not current
+    for rounds, record in zip(iterations, many.log, strict=True):
+        selection = len(rounds) - 2
+        assert rounds == ["_hinge_ray", *["_bracket_summary"] * selection, "_oracle"]
+        if record.iteration > 1:
+            assert record.extras["reductions"] == len(rounds)
+        if gather == 10 ** 6:
+            assert selection == 0
+    if gather == 64:  # 16 breakpoints a partition gathered: the selection ran
+        assert any(len(rounds) > 2 for rounds in iterations)
+
+
+def test_cpa_makes_one_round_an_iteration(a9a):
+    data = in_process(a9a, [1, 1])
+    options = {"loss": "hinge", "method": "cpa", "max_iter": 8}
+    one = solvers.train(a9a, solver="cutting_plane", **options)
+    many = solvers.train(data, solver="cutting_plane", **options)
+    for a, b in zip(one.log, many.log, strict=True):
+        assert b.objective == pytest.approx(a.objective, rel=1e-9)
+    assert [r.extras["reductions"] for r in many.log[1:]] == [1] * 7
