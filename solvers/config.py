@@ -164,12 +164,18 @@ DISTRIBUTED_PROBE_TIMEOUT = 30.0
 #: Seconds a recovery waits for a worker to join when none is left (a nanny restarting one,
 #: an autoscaler) before the solve fails saying no worker is left.
 DISTRIBUTED_WORKER_WAIT = 30.0
-#: Pivots each partition proposes per round of the distributed exact line search
-#: (solvers.distributed.problem.breakpoint_root): more pivots, fewer rounds, more scalars.
+#: Points each partition sends at least per round of the distributed exact line search
+#: (solvers.distributed.problem.breakpoint_root; more when its breakpoints are many): more
+#: points, a narrower bracket, more scalars (5 doubles each).
 DISTRIBUTED_PIVOTS = 64
 #: Breakpoints (over all partitions) that a line search's bracket may hold for the driver to
-#: gather them and finish with the single machine's sweep (3 doubles each).
-DISTRIBUTED_GATHER_BREAKPOINTS = 4096
+#: gather them and finish with the single machine's sweep (3 doubles each; a partition sends
+#: its own when it holds at most this / the partitions).  65536 (4096 until 2026-11-27): at
+#: most 1.5 MB a round at the driver, less than a round's fixed cost buys on a 10 Gb/s link
+#: (3 ms: 3.75 MB); OCAS on a9a (16 k rows a partition) then gathers at every iteration, 2
+#: rounds instead of 3 (2 x 1 workers, load 3.9: 4.23 s against 5.04 s, w8a 2.80 s against
+#: 3.08 s; 0.4 MB against 17.5 kB moved an iteration).
+DISTRIBUTED_GATHER_BREAKPOINTS = 65536
 #: Distributed mfn: a partition copies its active rows into compacted arrays for CGLS when
 #: they hold at most this fraction of its stored entries; above it, CGLS passes over all its
 #: rows with the inactive ones weighted zero (no copy: more work per pass, and the rows a

@@ -175,6 +175,7 @@ def test_breakpoints_few_enough_are_gathered_with_the_first_round(jumps):
 def test_one_selection_round_finds_the_single_machines_root(jumps, monkeypatch):
     """More breakpoints than are gathered: the first round's points bound the slope, the
     driver narrows the bracket, and one round brings the breakpoints inside it."""
+    monkeypatch.setattr(config, "DISTRIBUTED_GATHER_BREAKPOINTS", 4096)
     rng = np.random.default_rng(2)
     sizes = [20000, 15000, 0]
     pieces = _hinge_rays(rng, sizes, False) if jumps else _squared_hinge_rays(rng, sizes)
