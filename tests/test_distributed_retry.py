@@ -177,3 +177,57 @@ def test_restarts_spent_fail_with_the_reason(client, shards):
     with pytest.raises(sd.PartitionLostError, match="read the dataset again") as raised:
         solvers.train(data, solver="mfn", monitor=killer, **MFN_EXACT)
     assert "gave up: 0 restart(s) already made, restarts=0" in str(raised.value)
+
+
+class _StopAt:
+    """A monitor that, at an iteration, stops a worker process (SIGSTOP): it lives, its
+    nanny does not restart it, the scheduler still lists it, but it answers nothing and
+    sends no heartbeat (a hung worker)."""
+
+    def __init__(self, client, address, iteration):
+        self.client, self.address, self.iteration = client, address, iteration
+        self.pid = client.run(os.getpid, workers=[address])[address]
+        self.stopped_at = None
+
+    def report(self, record):
+        if record.iteration == self.iteration and self.stopped_at is None:
+            os.kill(self.pid, signal.SIGSTOP)
+            self.stopped_at = time.perf_counter()
+
+    def stop_reason(self):
+        return None
+
+    def resume(self):
+        if self.stopped_at is not None:
+            os.kill(self.pid, signal.SIGCONT)
+
+
+def test_a_hung_worker_is_found_by_its_heartbeats_and_the_solve_resumes(client, shards,
+                                                                          monkeypatch):
+    """A worker that stops answering without dying (SIGSTOP) is taken for lost once the
+    scheduler has had no heartbeat from it for DISTRIBUTED_HEARTBEAT_TIMEOUT seconds, not
+    after the round's timeout (600 s by default; a hang here would end the test at 60):
+    its partitions are read again on the other worker and mfn reaches the same optimum."""
+    monkeypatch.setattr(config, "DISTRIBUTED_HEARTBEAT_TIMEOUT", 3.0)
+    monkeypatch.setattr(config, "DISTRIBUTED_HEARTBEAT_POLL", 0.5)
+    monkeypatch.setattr(config, "DISTRIBUTED_PROBE_TIMEOUT", 5.0)
+    monkeypatch.setattr(config, "DISTRIBUTED_ROUND_TIMEOUT", 60.0)
+    _, paths = shards
+    data = sd.read_svmlight(client, paths)
+    whole = solvers.train(data, solver="mfn", **MFN_EXACT)
+    victim = _holder_of_partition(data, 1)
+    (survivor,) = [w for w in client.scheduler_info()["workers"] if w != victim]
+    stopper = _StopAt(client, victim, iteration=2)
+    try:
+        result = solvers.train(data, solver="mfn", monitor=stopper, **MFN_EXACT)
+        found_in = time.perf_counter() - stopper.stopped_at
+    finally:
+        stopper.resume()  # the cluster's teardown needs it to answer
+    assert result.status == "converged", result.message
+    assert result.objective == pytest.approx(whole.objective, rel=1e-9)
+    beta, reference = _beta(result.model), _beta(whole.model)
+    assert np.linalg.norm(beta - reference) <= 1e-9 * np.linalg.norm(reference)
+    (warning,) = result.warnings
+    assert f"partition(s) 1 -> {survivor} read again from their shards" in warning
+    assert found_in < 45  # heartbeats (3 s), the probe (5 s), the read and the solve
+    assert data.partitions.workers == [survivor] * 3

@@ -63,6 +63,7 @@ class Partition:
                              f"needs numeric labels")
         self.data: Dataset = data
         self.state: dict[str, Any] = {}  # what solves keep here (problems, n-vectors)
+        self.memory_limit = _worker_memory_limit()  # bytes, or None (no limit, no worker)
 
     def summary(self) -> dict:
         """Shapes, the label set and sums: all the driver ever learns of the rows."""
@@ -97,6 +98,16 @@ class Partition:
     def pid(self) -> int:
         return os.getpid()
 
+    def memory_room(self, fraction: float | None) -> float:
+        """Bytes this partition may still allocate: ``fraction`` of its worker's memory
+        limit minus the process's resident size now (every partition of the worker and the
+        worker itself; the worker runs its actors' calls one at a time, so a partition sees
+        its neighbours' allocations of the same round).  Infinite without a limit or a
+        fraction."""
+        if fraction is None or self.memory_limit is None:
+            return float("inf")
+        return fraction * self.memory_limit - _resident_bytes()
+
 
 def _numba_threads() -> int | None:
     """The Numba threads the worker was asked for (``NUMBA_NUM_THREADS`` in its environment,
@@ -114,6 +125,32 @@ def _numba_threads() -> int | None:
     if int(asked) != pool:
         os.environ["NUMBA_NUM_THREADS"] = str(pool)
     return max(1, min(int(asked), pool))
+
+
+def _worker_memory_limit() -> int | None:
+    """The memory limit of the Dask worker this runs on (bytes), None outside a worker or
+    without a limit."""
+    try:
+        from distributed import get_worker  # noqa: PLC0415 (only where Dask runs this)
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return None
+    limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None)
+    return int(limit) if limit else None
+
+
+_PROCESS = None
+
+
+def _resident_bytes() -> int:
+    """This process's resident set size (psutil: a dependency of Dask's workers)."""
+    global _PROCESS  # noqa: PLW0603 (one psutil handle per process)
+    if _PROCESS is None:
+        import psutil  # noqa: PLC0415
+
+        _PROCESS = psutil.Process()
+    return int(_PROCESS.memory_info().rss)
 
 
 def _read_shard(source, n_features, zero_based) -> Dataset:
@@ -208,7 +245,6 @@ class PartitionGroup:
         """One round: ``function(partition, *args)`` on every partition (with
         ``per_partition[k]`` appended for partition k when given); the results in partition
         order."""
-        timeout = config.DISTRIBUTED_ROUND_TIMEOUT
         start = time.perf_counter()
         sent = payload_bytes(args) * len(self.actors)
         try:
@@ -218,8 +254,8 @@ class PartitionGroup:
                 if per_partition is not None:
                     sent += payload_bytes(per_partition[k])
                 futures.append(actor.apply(function, *args, *extra))
-            outcomes = [f.result(timeout=timeout) for f in futures]
-        except (TimeoutError, OSError) as exc:
+            outcomes = self._results(futures)
+        except (TimeoutError, OSError, PartitionLostError) as exc:
             raise PartitionLostError(self._lost_reason(function, exc)) from exc
         except Exception as exc:  # a lost actor surfaces as Dask's own error types
             if _is_lost(exc):
@@ -235,6 +271,53 @@ class PartitionGroup:
         c.seconds += elapsed
         c.overhead_seconds += max(elapsed - work, 0.0)
         return results
+
+    def _results(self, futures: list) -> list:
+        """The round's answers, in partition order.  A round that takes longer than
+        :data:`~solvers.config.DISTRIBUTED_HEARTBEAT_POLL` seconds looks at the scheduler's
+        view of the workers it still waits on: one gone, or one whose last heartbeat has not
+        changed for :data:`~solvers.config.DISTRIBUTED_HEARTBEAT_TIMEOUT` seconds (measured
+        on this process's clock: no assumption on the scheduler's), fails the round as lost;
+        none waits beyond :data:`~solvers.config.DISTRIBUTED_ROUND_TIMEOUT`."""
+        timeout = config.DISTRIBUTED_ROUND_TIMEOUT
+        deadline = time.monotonic() + timeout
+        heartbeats: dict[str, tuple[Any, float]] = {}  # worker -> (last_seen, since)
+        outcomes = []
+        for k, future in enumerate(futures):
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0.0:
+                    raise TimeoutError(f"no answer within DISTRIBUTED_ROUND_TIMEOUT = "
+                                       f"{timeout:g} s")
+                try:
+                    outcomes.append(future.result(
+                        timeout=min(config.DISTRIBUTED_HEARTBEAT_POLL, remaining)))
+                    break
+                except TimeoutError:
+                    self._check_heartbeats(set(self.workers[k:]), heartbeats)
+        return outcomes
+
+    def _check_heartbeats(self, waited_on: set[str], heartbeats: dict) -> None:
+        try:
+            info = self.client.scheduler_info()["workers"]
+        except Exception:  # noqa: BLE001 (the scheduler does not answer: the round's own
+            return  # timeout still bounds the wait)
+        now = time.monotonic()
+        for worker in sorted(waited_on):
+            if worker not in info:
+                raise PartitionLostError(f"worker {worker} left the cluster while a round "
+                                         f"waited on it")
+            seen = info[worker].get("last_seen", info[worker].get("last-seen"))
+            if seen is None:
+                continue
+            last, since = heartbeats.get(worker, (None, now))
+            if seen != last:
+                heartbeats[worker] = (seen, now)
+            elif now - since > config.DISTRIBUTED_HEARTBEAT_TIMEOUT:
+                raise PartitionLostError(
+                    f"worker {worker} sent no heartbeat for {now - since:.0f} s "
+                    f"(DISTRIBUTED_HEARTBEAT_TIMEOUT = "
+                    f"{config.DISTRIBUTED_HEARTBEAT_TIMEOUT:g} s): it hangs")
 
     def _lost_reason(self, function, exc) -> str:
         try:
@@ -256,8 +339,10 @@ class PartitionGroup:
     # -- after a lost worker -----------------------------------------------------------------
     def lost_partitions(self) -> list[int]:
         """The partitions that do not answer a probe within
-        :data:`~solvers.config.DISTRIBUTED_PROBE_TIMEOUT` (their worker died or hangs)."""
-        timeout = config.DISTRIBUTED_PROBE_TIMEOUT
+        :data:`~solvers.config.DISTRIBUTED_PROBE_TIMEOUT` (their worker died or hangs; one
+        deadline for every probe, sent at once: a hung worker's many partitions cost the
+        timeout once)."""
+        deadline = time.monotonic() + config.DISTRIBUTED_PROBE_TIMEOUT  # one for all
         probes = []
         for actor in self.actors:
             try:
@@ -270,7 +355,7 @@ class PartitionGroup:
                 lost.append(k)
                 continue
             try:
-                probe.result(timeout=timeout)
+                probe.result(timeout=max(deadline - time.monotonic(), 0.01))
             except Exception:  # noqa: BLE001 (any failure to answer is a lost partition)
                 lost.append(k)
         return lost

@@ -112,15 +112,27 @@ def _column_squares(A, row_weight, n_features: int, block: int = 1 << 22) -> np.
     return out
 
 
-def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0):
+def _copy_bytes(terms: BinaryRows, active: np.ndarray) -> int:
+    """What :meth:`BinaryRows.compact` allocates for the rows ``active``: their column
+    indices and values (none for unit values), the row pointers and the row numbers."""
+    entries = int(np.diff(terms.X.indptr)[active].sum())
+    per_entry = terms.X.indices.itemsize + (0 if terms.unit_values else 8)
+    return entries * per_entry + 16 * (int(active.size) + 1)
+
+
+def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0,
+           memory_fraction=None):
     """Move the outputs (``move``: None, "accept" or the step delta), then step 3's data at
     the point: (g, ||z^0||^2, |I1|, |I2|, loss sum, alpha sum, conjugate sum, shift part,
-    diag(A'A), norm stats of the active rows).
+    diag(A'A), (norm stats of the active rows, whether the rows were copied), Gram).
 
-    ``compact_max``: the active rows are copied into compacted arrays (CGLS then streams over
-    them only) when they hold at most this fraction of the partition's stored entries;
-    above it, CGLS runs over all the rows, the inactive ones weighted zero: no copy, more
-    work (``config.DISTRIBUTED_COMPACT_MAX_FRACTION``)."""
+    The active rows are copied into compacted arrays (CGLS then streams over them only) when
+    they hold at most ``compact_max`` of the partition's stored entries
+    (``config.DISTRIBUTED_COMPACT_MAX_FRACTION``) and the copy fits in ``memory_fraction`` of
+    the worker's memory limit with what the worker holds already
+    (``config.DISTRIBUTED_COMPACT_MEMORY_FRACTION``, :meth:`Partition.memory_room`);
+    otherwise CGLS runs over all the rows, the inactive ones weighted zero: no copy, more
+    work."""
     st = part.state
     terms = st["terms"]
     if move == "accept":
@@ -141,8 +153,11 @@ def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0
     # worker's memory holds (bench distributed_memory)
     st["A"] = st["z"] = st["q"] = None
     n = xi.shape[0]
-    masked = 0 < active.size < n and compact_max < 1.0 and \
-        int(np.diff(terms.X.indptr)[active].sum()) > compact_max * terms.X.nnz
+    masked = False
+    if 0 < active.size < n:
+        masked = (compact_max < 1.0 and
+                  int(np.diff(terms.X.indptr)[active].sum()) > compact_max * terms.X.nnz) or \
+            _copy_bytes(terms, active) > part.memory_room(memory_fraction)
     if masked:  # every row, the inactive ones weighted zero
         A = terms.everything
         sqrt_c = np.zeros(n)
@@ -182,7 +197,7 @@ def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0
         G[:-1, -1] = G[-1, :-1] = s * np.asarray(weighted.sum(axis=0)).ravel()
         G[-1, -1] = s * s * float(weight.sum())
     norms = (st["weight"] * terms.square_norms())[active]
-    stats = (float(norms.sum()), float((norms * norms).sum()))
+    stats = (float(norms.sum()), float((norms * norms).sum()), not masked)
     return (g, float(dot(z, z)), int(active.size), int(saturated.size), float(loss_sum),
             float(alpha.sum()), float(conjugate), shift, diagonal, stats, G)
 
@@ -295,7 +310,8 @@ class DistributedEngine:
         results = self.group.map(_point, self.pending, self.problem.loss,
                                  precondition and not self.normal_equations,
                                  self.normal_equations,
-                                 float(config.DISTRIBUTED_COMPACT_MAX_FRACTION))
+                                 float(config.DISTRIBUTED_COMPACT_MAX_FRACTION),
+                                 config.DISTRIBUTED_COMPACT_MEMORY_FRACTION)
         self.pending = None
         g = np.zeros(self.n_params)
         shift = None
@@ -303,6 +319,7 @@ class DistributedEngine:
         zz = loss_sum = alpha_sum = conjugate = 0.0
         n_active = n_saturated = 0
         norm_sum = norm_square = 0.0
+        uncompacted = 0  # partitions whose CGLS passes over all their rows (memory, _point)
         G = np.zeros((self.n_params, self.n_params)) if self.normal_equations else None
         for (g_k, zz_k, na, ns, ls, al, cj, sh, dg, st, G_k) in results:
             if G_k is not None:
@@ -320,12 +337,13 @@ class DistributedEngine:
                 diagonal += dg
             norm_sum += st[0]
             norm_square += st[1]
+            uncompacted += not st[2]
         if shift is not None:
             shift *= loss.width / lam
         return {"g": g, "zz": zz, "active": n_active, "saturated": n_saturated,
                 "loss_sum": loss_sum, "alpha_sum": alpha_sum, "conjugate": conjugate,
                 "shift": shift, "diagonal": diagonal, "norm_sum": norm_sum,
-                "norm_square": norm_square, "gram": G}
+                "norm_square": norm_square, "gram": G, "uncompacted": uncompacted}
 
     def _preconditioning(self, point, lam) -> np.ndarray | None:
         """M^{-1} of the diagonal preconditioner, or None (the engine's "auto" rule)."""
@@ -533,6 +551,8 @@ class DistributedEngine:
                   "step": float(delta), "epsilon": float(eps), "distributed": True}
         if n_saturated:
             extras["saturated"] = int(n_saturated)
+        if point["uncompacted"]:
+            extras["uncompacted_partitions"] = int(point["uncompacted"])
         if not self.at_target:
             extras["path_C"] = float(self.C)
         return self.reporter(self.iterations, primal, gap, elapsed=elapsed, **extras)
