@@ -159,8 +159,13 @@ DISTRIBUTED_ROUND_TIMEOUT = 600.0
 #: a long kernel still heartbeats (from its event loop, while the kernel releases the GIL or
 #: between Python steps); a kernel that holds the GIL longer than this is taken for a hang.
 DISTRIBUTED_HEARTBEAT_TIMEOUT = 120.0
-#: Seconds between the heartbeat checks of a round that has not finished.
+#: Seconds between the heartbeat checks of a round that has not finished (and between the
+#: checks of a read that waits on paused workers).
 DISTRIBUTED_HEARTBEAT_POLL = 5.0
+#: Seconds a worker may stay paused by Dask's memory manager (80% of its memory limit) while
+#: partitions wait to be read on it before the read fails with the reason: the partitions it
+#: holds keep their memory, so it would not resume.
+DISTRIBUTED_PAUSED_TIMEOUT = 60.0
 #: Restarts of a distributed solve after a lost worker (solvers.train on a DistributedDataset:
 #: the lost partitions are read again from their shards onto the workers left and the solve
 #: resumes from its last good iterate); 0 fails at the first loss.  A dataset's own

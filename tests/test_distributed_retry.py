@@ -231,3 +231,35 @@ def test_a_hung_worker_is_found_by_its_heartbeats_and_the_solve_resumes(client, 
     assert f"partition(s) 1 -> {survivor} read again from their shards" in warning
     assert found_in < 45  # heartbeats (3 s), the probe (5 s), the read and the solve
     assert data.partitions.workers == [survivor] * 3
+
+
+def test_shards_that_do_not_fit_fail_the_read_with_the_reason(monkeypatch):
+    """A worker paused by Dask's memory manager (80% of its limit) with partitions still to
+    read on it would never resume (the partitions it holds keep their memory): the read
+    fails after DISTRIBUTED_PAUSED_TIMEOUT naming the worker and what to do, instead of
+    waiting out DISTRIBUTED_ROUND_TIMEOUT once per partition."""
+    from bench.bench_distributed_memory import text_partition
+
+    monkeypatch.setattr(config, "DISTRIBUTED_PAUSED_TIMEOUT", 3.0)
+    monkeypatch.setattr(config, "DISTRIBUTED_HEARTBEAT_POLL", 0.5)
+    monkeypatch.setattr(config, "DISTRIBUTED_ROUND_TIMEOUT", 120.0)
+    # about 48 MB a partition (50,000 text-like rows): 1 GB of them for a worker of 1 GB,
+    # which pauses at 0.8 GB (each step is well below the nanny's 0.95 GB)
+    sources = [("call", text_partition, (k, 50_000, 20_000, 100.0)) for k in range(21)]
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  memory_limit="1GB", dashboard_address=None,
+                                  worker_dashboard_address=None,
+                                  env={"NUMBA_NUM_THREADS": "1",
+                                       "MALLOC_TRIM_THRESHOLD_": "65536",
+                                       "MALLOC_MMAP_THRESHOLD_": "65536"},
+                                  silence_logs=50) as cluster, \
+            distributed.Client(cluster, timeout=TIMEOUT, direct_to_workers=True) as client:
+        (worker,) = client.scheduler_info()["workers"]
+        start = time.perf_counter()
+        with pytest.raises(sd.WorkerMemoryError) as raised:
+            sd.read_svmlight(client, sources, n_features=20_000)
+        assert time.perf_counter() - start < 90
+    text = str(raised.value)
+    assert f"worker {worker} was paused by Dask's memory manager" in text
+    assert "GB memory limit" in text and "partition(s) still to read on it" in text
+    assert "Use more workers or a larger memory limit" in text

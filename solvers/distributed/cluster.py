@@ -45,6 +45,71 @@ class PartitionLostError(RuntimeError):
     """A partition's worker was lost (or a round timed out): the solve cannot go on."""
 
 
+class WorkerMemoryError(MemoryError):
+    """The shards do not fit: a worker stayed paused by Dask's memory manager with
+    partitions still to read on it."""
+
+
+def create_partitions(client, futures: list, placed: list[str]) -> list:
+    """The actors of ``futures`` (``client.submit(Partition, ..., actor=True)``, partition k
+    on worker ``placed[k]``), waited for with one deadline,
+    :data:`~solvers.config.DISTRIBUTED_ROUND_TIMEOUT`.  While some are not made, every
+    :data:`~solvers.config.DISTRIBUTED_HEARTBEAT_POLL` seconds the scheduler is asked for
+    their workers' status: a worker paused by Dask's memory manager (its resident size
+    above the pause fraction of its limit: it starts no task, and the partitions it holds
+    keep their memory) for :data:`~solvers.config.DISTRIBUTED_PAUSED_TIMEOUT` seconds fails
+    the read with :class:`WorkerMemoryError` naming it, its memory and what to do; the
+    futures are cancelled."""
+    deadline = time.monotonic() + config.DISTRIBUTED_ROUND_TIMEOUT
+    paused_since: dict[str, float] = {}
+    actors = []
+    try:
+        for k, future in enumerate(futures):
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0.0:
+                    raise TimeoutError(
+                        f"the partitions were not all read within DISTRIBUTED_ROUND_TIMEOUT "
+                        f"= {config.DISTRIBUTED_ROUND_TIMEOUT:g} s")
+                try:
+                    actors.append(future.result(
+                        timeout=min(config.DISTRIBUTED_HEARTBEAT_POLL, remaining)))
+                    break
+                except TimeoutError:
+                    waiting = [placed[j] for j in range(k, len(futures))
+                               if not futures[j].done()]
+                    _check_paused(client, waiting, paused_since)
+    except BaseException:
+        client.cancel(futures)
+        raise
+    return actors
+
+
+def _check_paused(client, waiting: list[str], paused_since: dict[str, float]) -> None:
+    try:
+        info = client.scheduler_info()["workers"]
+    except Exception:  # noqa: BLE001 (the deadline still bounds the wait)
+        return
+    now = time.monotonic()
+    for worker in sorted(set(waiting)):
+        state = info.get(worker, {})
+        if state.get("status") != "paused":
+            paused_since.pop(worker, None)
+            continue
+        since = paused_since.setdefault(worker, now)
+        if now - since >= config.DISTRIBUTED_PAUSED_TIMEOUT:
+            memory = state.get("metrics", {}).get("memory")
+            limit = state.get("memory_limit")
+            held = (f"resident {memory / 1e9:.2f} GB of its {limit / 1e9:.2f} GB memory "
+                    f"limit" if memory and limit else "at its memory limit")
+            raise WorkerMemoryError(
+                f"the shards do not fit in the workers' memory: worker {worker} was paused by "
+                f"Dask's memory manager ({held}) for {now - since:.0f} s with "
+                f"{waiting.count(worker)} partition(s) still to read on it "
+                f"(DISTRIBUTED_PAUSED_TIMEOUT = {config.DISTRIBUTED_PAUSED_TIMEOUT:g} s). "
+                f"Use more workers or a larger memory limit, or fewer rows")
+
+
 class Partition:
     """One shard of a distributed dataset, parsed and held on its worker (a Dask actor).
 
@@ -408,7 +473,9 @@ class PartitionGroup:
                    for k, where in placed.items()}
         timeout = config.DISTRIBUTED_ROUND_TIMEOUT
         try:
-            actors = {k: f.result(timeout=timeout) for k, f in futures.items()}
+            made = create_partitions(self.client, list(futures.values()),
+                                     [placed[k] for k in futures])
+            actors = dict(zip(futures, made, strict=True))
             if self.width is not None:
                 for done in [a.set_width(self.width) for a in actors.values()]:
                     done.result(timeout=timeout)
