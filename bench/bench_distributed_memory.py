@@ -12,8 +12,9 @@ A ``distributed.LocalCluster`` of ``--workers`` worker processes x 1 thread, eac
 values, 4-byte column indices, 4-byte row pointers: the bytes the partitions hold) is
 *generated on the workers* (``solvers.distributed.read_svmlight`` with
 ``("call", text_partition, args)`` sources: nothing is written to disk, nothing passes
-through the client) and ``mfn`` (squared hinge, C = 1) runs ``--max-iter`` Newton iterations
-or to ``--tol`` on it with the library's defaults: a partition copies its active rows for
+through the client) and ``--solver`` runs ``--max-iter`` iterations or to ``--tol`` on it at
+C = 1: ``mfn`` (squared hinge; Newton iterations) or ``ocas`` (``cutting_plane``, hinge; its
+per-example state is the margins only) with the library's defaults: a partition copies its active rows for
 CGLS only when the copy fits in ``config.DISTRIBUTED_COMPACT_MEMORY_FRACTION`` of its
 worker's memory limit (``--memory-fraction``; a copy takes up to the rows' size again),
 otherwise CGLS passes over all its rows with the inactive ones weighted zero
@@ -221,7 +222,7 @@ def run_command(args) -> int:
            "memory_limit_bytes": limit, "memory_thresholds": thresholds,
            "partitions": n_partitions, "features": args.features,
            "mean_words": args.mean_words,
-           "max_iter": args.max_iter, "tol": args.tol}
+           "solver": args.solver, "max_iter": args.max_iter, "tol": args.tol}
     client_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
                                   processes=True, memory_limit=args.memory_limit,
@@ -268,8 +269,10 @@ def run_command(args) -> int:
                 row["compact_max"] = config.DISTRIBUTED_COMPACT_MAX_FRACTION
                 row["memory_fraction"] = config.DISTRIBUTED_COMPACT_MEMORY_FRACTION
                 start = time.perf_counter()
-                result = solvers.train(data, solver="mfn", C=1.0, max_iter=args.max_iter,
-                                       tol=args.tol)
+                options = ({"solver": "mfn"} if args.solver == "mfn" else
+                           {"solver": "cutting_plane", "method": "ocas", "loss": "hinge"})
+                result = solvers.train(data, C=1.0, max_iter=args.max_iter, tol=args.tol,
+                                       **options)
                 row["train_seconds"] = time.perf_counter() - start
                 row.update({"iterations": len(result.log), "status": str(result.status),
                             "message": result.message, "objective": result.objective,
@@ -343,8 +346,11 @@ COMMAND = Command(
         option("--features", type=int, default=200_000),
         option("--mean-words", type=float, default=100.0,
                help="mean words drawn per document (before duplicates merge)"),
-        option("--max-iter", type=int, default=3, help="mfn's Newton iterations"),
-        option("--tol", type=float, default=1e-3, help="mfn's duality-gap stop"),
+        option("--solver", choices=("mfn", "ocas"), default="mfn",
+               help="mfn (squared hinge) or ocas (cutting_plane, hinge)"),
+        option("--max-iter", type=int, default=3,
+               help="the solver's iterations (mfn: Newton iterations)"),
+        option("--tol", type=float, default=1e-3, help="the duality-gap stop"),
         option("--compact-max", type=float, default=None,
                help="config.DISTRIBUTED_COMPACT_MAX_FRACTION for the run (0: never copy the "
                     "active rows; default: the library's)"),
