@@ -267,10 +267,30 @@ def test_ocas_one_vs_rest(client, files):
     assert list(many.model.classes_) == list(one.model.classes_)
 
 
+class _KillWorkerAt:
+    """A monitor that SIGKILLs a worker process at an iteration (its nanny, if any, starts
+    another: a deployment's worker lost to the out-of-memory killer)."""
+
+    def __init__(self, client, address, iteration):
+        self.pid = client.run(os.getpid, workers=[address])[address]
+        self.iteration, self.killed = iteration, False
+
+    def report(self, record):
+        if record.iteration == self.iteration and not self.killed:
+            os.kill(self.pid, signal.SIGKILL)
+            self.killed = True
+
+    def stop_reason(self):
+        return None
+
+
 @pytest.mark.slow  # 21 s; the LocalCluster tests cover the solve
 def test_on_dask_scheduler_and_dask_worker_processes(files, tmp_path):
     """The same solve on a cluster started as a deployment starts it: ``dask scheduler`` and
-    two ``dask worker`` processes (1 thread each), found through a scheduler file."""
+    two ``dask worker`` processes (1 thread each, each under its nanny), found through a
+    scheduler file; then a worker process killed mid-solve: its partitions are read again
+    (on the survivor or the worker its nanny started) and the solve reaches the same
+    optimum."""
     scheduler_file = tmp_path / "scheduler.json"
     env = {**os.environ, "NUMBA_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
     started = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--port", "0",
@@ -293,6 +313,15 @@ def test_on_dask_scheduler_and_dask_worker_processes(files, tmp_path):
             many = solvers.train(data, solver="mfn", **MFN_EXACT)
             assert many.objective == pytest.approx(one.objective, rel=1e-9)
             assert _relative(_beta(one.model), _beta(many.model)) <= 1e-9
+            victim = data.partitions.workers[1]
+            killer = _KillWorkerAt(client, victim, iteration=2)
+            resumed = solvers.train(data, solver="mfn", monitor=killer, **MFN_EXACT)
+            assert killer.killed
+            assert resumed.objective == pytest.approx(one.objective, rel=1e-9)
+            assert _relative(_beta(one.model), _beta(resumed.model)) <= 1e-9
+            (warning,) = resumed.warnings
+            assert f"worker(s) {victim} lost after 2 iteration record(s)" in warning
+            assert victim not in data.partitions.workers
             data.close()
     finally:
         for process in reversed(started):
