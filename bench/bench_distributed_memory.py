@@ -4,17 +4,21 @@ measurement, not a test.
     python -m bench distributed_memory [--gigabytes 5] [--workers 4] [--memory-limit 2GB]
                                        [--partitions-per-worker 16] [--features 200000]
                                        [--mean-words 100] [--max-iter 3] [--tol 1e-3]
-                                       [--compact-max 0] [--read-only] [--out FILE]
+                                       [--compact-max F] [--memory-fraction F]
+                                       [--read-only] [--out FILE]
 
 A ``distributed.LocalCluster`` of ``--workers`` worker processes x 1 thread, each with Dask's
 ``memory_limit``; a synthetic text-like set of about ``--gigabytes`` GB in CSR (8-byte
 values, 4-byte column indices, 4-byte row pointers: the bytes the partitions hold) is
 *generated on the workers* (``solvers.distributed.read_svmlight`` with
 ``("call", text_partition, args)`` sources: nothing is written to disk, nothing passes
-through the client) and ``mfn`` (squared hinge, C = 1) runs ``--max-iter`` Newton iterations
-or to ``--tol`` on it, CGLS passing over all of a partition's rows with the inactive ones
-weighted zero (``--compact-max 0``: ``config.DISTRIBUTED_COMPACT_MAX_FRACTION``; a copy of
-the active rows would take up to the rows' size again).  ``restarts=0``: a worker lost (the
+through the client) and ``--solver`` runs ``--max-iter`` iterations or to ``--tol`` on it at
+C = 1: ``mfn`` (squared hinge; Newton iterations) or ``ocas`` (``cutting_plane``, hinge; its
+per-example state is the margins only) with the library's defaults: a partition copies its active rows for
+CGLS only when the copy fits in ``config.DISTRIBUTED_COMPACT_MEMORY_FRACTION`` of its
+worker's memory limit (``--memory-fraction``; a copy takes up to the rows' size again),
+otherwise CGLS passes over all its rows with the inactive ones weighted zero
+(``--compact-max 0`` asks for that always: ``config.DISTRIBUTED_COMPACT_MAX_FRACTION``).  ``restarts=0``: a worker lost (the
 nanny's terminate threshold, 95% of the limit) fails the run instead of hiding behind a
 restart.
 
@@ -217,8 +221,8 @@ def run_command(args) -> int:
     row = {"gigabytes_asked": args.gigabytes, "workers": args.workers,
            "memory_limit_bytes": limit, "memory_thresholds": thresholds,
            "partitions": n_partitions, "features": args.features,
-           "mean_words": args.mean_words, "compact_max": args.compact_max,
-           "max_iter": args.max_iter, "tol": args.tol}
+           "mean_words": args.mean_words,
+           "solver": args.solver, "max_iter": args.max_iter, "tol": args.tol}
     client_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
                                   processes=True, memory_limit=args.memory_limit,
@@ -256,12 +260,19 @@ def run_command(args) -> int:
                   f"{n_rows} rows, {nnz} entries, {row['csr_bytes'] / 1e9:.3f} GB in CSR",
                   flush=True)
             if not args.read_only:
-                # read on the driver, sent with each round: CGLS over all the rows, the
-                # inactive ones weighted zero, rather than a copy of the active rows
-                config.DISTRIBUTED_COMPACT_MAX_FRACTION = args.compact_max
+                # read on the driver, sent with each round
+                if args.compact_max is not None:
+                    config.DISTRIBUTED_COMPACT_MAX_FRACTION = args.compact_max
+                if args.memory_fraction is not None:
+                    config.DISTRIBUTED_COMPACT_MEMORY_FRACTION = (
+                        None if args.memory_fraction <= 0 else args.memory_fraction)
+                row["compact_max"] = config.DISTRIBUTED_COMPACT_MAX_FRACTION
+                row["memory_fraction"] = config.DISTRIBUTED_COMPACT_MEMORY_FRACTION
                 start = time.perf_counter()
-                result = solvers.train(data, solver="mfn", C=1.0, max_iter=args.max_iter,
-                                       tol=args.tol)
+                options = ({"solver": "mfn"} if args.solver == "mfn" else
+                           {"solver": "cutting_plane", "method": "ocas", "loss": "hinge"})
+                result = solvers.train(data, C=1.0, max_iter=args.max_iter, tol=args.tol,
+                                       **options)
                 row["train_seconds"] = time.perf_counter() - start
                 row.update({"iterations": len(result.log), "status": str(result.status),
                             "message": result.message, "objective": result.objective,
@@ -269,7 +280,12 @@ def run_command(args) -> int:
                             "warnings": result.warnings,
                             "cg_iterations":
                                 result.subproblems[0].extras.get("cg_iterations"),
-                            "communication": result.model.metadata["distributed"]})
+                            "communication": result.model.metadata["distributed"],
+                            # per Newton point: partitions whose CGLS passed over all their
+                            # rows (the memory rule or --compact-max) instead of a copy
+                            "uncompacted_partitions": [
+                                r.extras.get("uncompacted_partitions", 0)
+                                for r in result.log]})
                 print(f"trained in {row['train_seconds']:.1f} s: {row['iterations']} "
                       f"iterations, {row['status']}, gap {row['gap']}", flush=True)
         except Exception as exc:  # noqa: BLE001 (what failed is a result of the study)
@@ -330,11 +346,17 @@ COMMAND = Command(
         option("--features", type=int, default=200_000),
         option("--mean-words", type=float, default=100.0,
                help="mean words drawn per document (before duplicates merge)"),
-        option("--max-iter", type=int, default=3, help="mfn's Newton iterations"),
-        option("--tol", type=float, default=1e-3, help="mfn's duality-gap stop"),
-        option("--compact-max", type=float, default=0.0,
+        option("--solver", choices=("mfn", "ocas"), default="mfn",
+               help="mfn (squared hinge) or ocas (cutting_plane, hinge)"),
+        option("--max-iter", type=int, default=3,
+               help="the solver's iterations (mfn: Newton iterations)"),
+        option("--tol", type=float, default=1e-3, help="the duality-gap stop"),
+        option("--compact-max", type=float, default=None,
                help="config.DISTRIBUTED_COMPACT_MAX_FRACTION for the run (0: never copy the "
-                    "active rows)"),
+                    "active rows; default: the library's)"),
+        option("--memory-fraction", type=float, default=None,
+               help="config.DISTRIBUTED_COMPACT_MEMORY_FRACTION for the run (0: no memory "
+                    "rule; default: the library's)"),
         option("--read-only", action="store_true",
                help="generate the partitions and measure, no training"),
         out(None)))

@@ -153,6 +153,19 @@ INTERIOR_POINT_AUTO_GRAM_WEIGHT = 1.0
 #: Seconds a round over the partitions may take before the solve fails with the reason (a
 #: worker that died or hangs never makes a job wait for ever).
 DISTRIBUTED_ROUND_TIMEOUT = 600.0
+#: Seconds a worker that a round waits on may go without a heartbeat reaching the scheduler
+#: before the round fails as lost (a hung process: stopped, swapping, deadlocked), long
+#: before DISTRIBUTED_ROUND_TIMEOUT and Dask's own worker-ttl (5 minutes).  A worker busy in
+#: a long kernel still heartbeats (from its event loop, while the kernel releases the GIL or
+#: between Python steps); a kernel that holds the GIL longer than this is taken for a hang.
+DISTRIBUTED_HEARTBEAT_TIMEOUT = 120.0
+#: Seconds between the heartbeat checks of a round that has not finished (and between the
+#: checks of a read that waits on paused workers).
+DISTRIBUTED_HEARTBEAT_POLL = 5.0
+#: Seconds a worker may stay paused by Dask's memory manager (80% of its memory limit) while
+#: partitions wait to be read on it before the read fails with the reason: the partitions it
+#: holds keep their memory, so it would not resume.
+DISTRIBUTED_PAUSED_TIMEOUT = 60.0
 #: Restarts of a distributed solve after a lost worker (solvers.train on a DistributedDataset:
 #: the lost partitions are read again from their shards onto the workers left and the solve
 #: resumes from its last good iterate); 0 fails at the first loss.  A dataset's own
@@ -180,6 +193,13 @@ DISTRIBUTED_GATHER_BREAKPOINTS = 65536
 #: they hold at most this fraction of its stored entries; above it, CGLS passes over all its
 #: rows with the inactive ones weighted zero (no copy: more work per pass, and the rows a
 #: worker holds may then take its memory nearly whole; bench distributed_memory sets 0).
-#: 1.0: always compact (the single machine's engine does).  Read on the driver, sent with the
-#: round.
+#: 1.0: always compact (the single machine's engine does), as far as the memory rule below
+#: allows.  Read on the driver, sent with the round.
 DISTRIBUTED_COMPACT_MAX_FRACTION = 1.0
+#: Distributed mfn, the memory rule: on a Dask worker with a memory limit, a partition copies
+#: its active rows only while the worker's resident size plus the copy stays within this
+#: fraction of the limit (Dask pauses a worker at 0.8 of it and its nanny restarts it at
+#: 0.95); otherwise CGLS passes over all its rows as above.  None: no memory rule.  Measured:
+#: a 5 GB set on 4 workers at 2 GB failed at 1.0 without the rule (every worker restarted by
+#: its nanny) and trains with it (docs/distributed.md).
+DISTRIBUTED_COMPACT_MEMORY_FRACTION: float | None = 0.7

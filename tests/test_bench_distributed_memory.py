@@ -31,12 +31,15 @@ def test_a_partition_is_text_like_canonical_and_in_length_order():
 
 
 @pytest.mark.dask
-def test_the_study_records_memory_per_worker_and_the_solve(tmp_path):
+@pytest.mark.parametrize("solver", ["mfn", "ocas"])
+def test_the_study_records_memory_per_worker_and_the_solve(tmp_path, solver):
     out = tmp_path / "memory.json"
     assert cli.main(["distributed_memory", "--gigabytes", "0.01", "--workers", "2",
                      "--memory-limit", "1GB", "--partitions-per-worker", "2",
-                     "--features", "20000", "--max-iter", "2", "--out", str(out)]) == 0
+                     "--features", "20000", "--max-iter", "2", "--solver", solver,
+                     "--out", str(out)]) == 0
     row = json.loads(out.read_text())["row"]
+    assert row["solver"] == solver
     assert "error" not in row and row["worker_restarted"] is False
     # the partitions' CSR: values, column indices, each partition's row pointers
     assert row["csr_bytes"] == csr_bytes(row["nnz"], row["n_samples"]) + 4 * (4 - 1)

@@ -168,19 +168,41 @@ def test_mfn_one_vs_rest_and_modified_huber_equal_the_single_machine(client, fil
         assert np.array_equal(many.model.predict(local.X), one.model.predict(local.X))
 
 
+@pytest.mark.parametrize("setting, value", [
+    ("DISTRIBUTED_COMPACT_MAX_FRACTION", 0.0),
+    # the memory rule: no copy fits in a millionth of the workers' limit
+    ("DISTRIBUTED_COMPACT_MEMORY_FRACTION", 1e-6),
+])
 def test_mfn_without_compacting_the_active_rows_equals_the_single_machine(client, files,
-                                                                       monkeypatch):
-    """DISTRIBUTED_COMPACT_MAX_FRACTION = 0: CGLS passes over all of a partition's rows with
-    the inactive ones weighted zero (no copy of the active rows: what lets the rows take a
-    worker's memory nearly whole); the same optimum."""
-    monkeypatch.setattr(config, "DISTRIBUTED_COMPACT_MAX_FRACTION", 0.0)
+                                                                       monkeypatch, setting,
+                                                                       value):
+    """CGLS passes over all of a partition's rows with the inactive ones weighted zero (no
+    copy of the active rows: what lets the rows take a worker's memory nearly whole), asked
+    for (DISTRIBUTED_COMPACT_MAX_FRACTION = 0) or because the copy would not fit the worker's
+    memory limit (the memory rule): the same optimum, and the records say so."""
+    monkeypatch.setattr(config, setting, value)
     local, data = _read(client, files, "a9a", 3)
     one = solvers.train(local, solver="mfn", **MFN_EXACT)
     many = solvers.train(data, solver="mfn", **MFN_EXACT)
     assert many.status == "converged", many.message
     assert min(r.extras["active"] for r in many.log) < data.n_samples  # rows were inactive
+    uncompacted = [r.extras.get("uncompacted_partitions", 0) for r in many.log]
+    # every partition that holds rows (one of the three shards is empty), at a point where
+    # rows were inactive
+    assert max(uncompacted) == sum(1 for size in data.partition_sizes if size) == 2
     assert many.objective == pytest.approx(one.objective, rel=1e-9)
     assert _relative(_beta(one.model), _beta(many.model)) <= 1e-9
+
+
+def test_mfn_compacts_the_active_rows_where_memory_allows(client, files):
+    """The defaults on workers with memory to spare (a LocalCluster's limit is the machine's
+    memory over its workers): every partition copies its active rows, as one machine's
+    engine does."""
+    _, data = _read(client, files, "a9a", 3)
+    many = solvers.train(data, solver="mfn", **MFN_EXACT)
+    assert many.status == "converged", many.message
+    assert min(r.extras["active"] for r in many.log) < data.n_samples
+    assert not any("uncompacted_partitions" in r.extras for r in many.log)
 
 
 def test_mfn_with_the_defaults_reaches_the_same_certified_gap(client, files):
@@ -243,10 +265,30 @@ def test_ocas_one_vs_rest(client, files):
     assert list(many.model.classes_) == list(one.model.classes_)
 
 
+class _KillWorkerAt:
+    """A monitor that SIGKILLs a worker process at an iteration (its nanny, if any, starts
+    another: a deployment's worker lost to the out-of-memory killer)."""
+
+    def __init__(self, client, address, iteration):
+        self.pid = client.run(os.getpid, workers=[address])[address]
+        self.iteration, self.killed = iteration, False
+
+    def report(self, record):
+        if record.iteration == self.iteration and not self.killed:
+            os.kill(self.pid, signal.SIGKILL)
+            self.killed = True
+
+    def stop_reason(self):
+        return None
+
+
 @pytest.mark.slow  # 21 s; the LocalCluster tests cover the solve
 def test_on_dask_scheduler_and_dask_worker_processes(files, tmp_path):
     """The same solve on a cluster started as a deployment starts it: ``dask scheduler`` and
-    two ``dask worker`` processes (1 thread each), found through a scheduler file."""
+    two ``dask worker`` processes (1 thread each, each under its nanny), found through a
+    scheduler file; then a worker process killed mid-solve: its partitions are read again
+    (on the survivor or the worker its nanny started) and the solve reaches the same
+    optimum."""
     scheduler_file = tmp_path / "scheduler.json"
     env = {**os.environ, "NUMBA_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
     started = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--port", "0",
@@ -269,6 +311,15 @@ def test_on_dask_scheduler_and_dask_worker_processes(files, tmp_path):
             many = solvers.train(data, solver="mfn", **MFN_EXACT)
             assert many.objective == pytest.approx(one.objective, rel=1e-9)
             assert _relative(_beta(one.model), _beta(many.model)) <= 1e-9
+            victim = data.partitions.workers[1]
+            killer = _KillWorkerAt(client, victim, iteration=2)
+            resumed = solvers.train(data, solver="mfn", monitor=killer, **MFN_EXACT)
+            assert killer.killed
+            assert resumed.objective == pytest.approx(one.objective, rel=1e-9)
+            assert _relative(_beta(one.model), _beta(resumed.model)) <= 1e-9
+            (warning,) = resumed.warnings
+            assert f"worker(s) {victim} lost after 2 iteration record(s)" in warning
+            assert victim not in data.partitions.workers
             data.close()
     finally:
         for process in reversed(started):

@@ -177,3 +177,89 @@ def test_restarts_spent_fail_with_the_reason(client, shards):
     with pytest.raises(sd.PartitionLostError, match="read the dataset again") as raised:
         solvers.train(data, solver="mfn", monitor=killer, **MFN_EXACT)
     assert "gave up: 0 restart(s) already made, restarts=0" in str(raised.value)
+
+
+class _StopAt:
+    """A monitor that, at an iteration, stops a worker process (SIGSTOP): it lives, its
+    nanny does not restart it, the scheduler still lists it, but it answers nothing and
+    sends no heartbeat (a hung worker)."""
+
+    def __init__(self, client, address, iteration):
+        self.client, self.address, self.iteration = client, address, iteration
+        self.pid = client.run(os.getpid, workers=[address])[address]
+        self.stopped_at = None
+
+    def report(self, record):
+        if record.iteration == self.iteration and self.stopped_at is None:
+            os.kill(self.pid, signal.SIGSTOP)
+            self.stopped_at = time.perf_counter()
+
+    def stop_reason(self):
+        return None
+
+    def resume(self):
+        if self.stopped_at is not None:
+            os.kill(self.pid, signal.SIGCONT)
+
+
+def test_a_hung_worker_is_found_by_its_heartbeats_and_the_solve_resumes(client, shards,
+                                                                          monkeypatch):
+    """A worker that stops answering without dying (SIGSTOP) is taken for lost once the
+    scheduler has had no heartbeat from it for DISTRIBUTED_HEARTBEAT_TIMEOUT seconds, not
+    after the round's timeout (600 s by default; a hang here would end the test at 60):
+    its partitions are read again on the other worker and mfn reaches the same optimum."""
+    monkeypatch.setattr(config, "DISTRIBUTED_HEARTBEAT_TIMEOUT", 3.0)
+    monkeypatch.setattr(config, "DISTRIBUTED_HEARTBEAT_POLL", 0.5)
+    monkeypatch.setattr(config, "DISTRIBUTED_PROBE_TIMEOUT", 5.0)
+    monkeypatch.setattr(config, "DISTRIBUTED_ROUND_TIMEOUT", 60.0)
+    _, paths = shards
+    data = sd.read_svmlight(client, paths)
+    whole = solvers.train(data, solver="mfn", **MFN_EXACT)
+    victim = _holder_of_partition(data, 1)
+    (survivor,) = [w for w in client.scheduler_info()["workers"] if w != victim]
+    stopper = _StopAt(client, victim, iteration=2)
+    try:
+        result = solvers.train(data, solver="mfn", monitor=stopper, **MFN_EXACT)
+        found_in = time.perf_counter() - stopper.stopped_at
+    finally:
+        stopper.resume()  # the cluster's teardown needs it to answer
+    assert result.status == "converged", result.message
+    assert result.objective == pytest.approx(whole.objective, rel=1e-9)
+    beta, reference = _beta(result.model), _beta(whole.model)
+    assert np.linalg.norm(beta - reference) <= 1e-9 * np.linalg.norm(reference)
+    (warning,) = result.warnings
+    assert f"partition(s) 1 -> {survivor} read again from their shards" in warning
+    assert found_in < 45  # heartbeats (3 s), the probe (5 s), the read and the solve
+    assert data.partitions.workers == [survivor] * 3
+
+
+def test_shards_that_do_not_fit_fail_the_read_with_the_reason(monkeypatch):
+    """A worker paused by Dask's memory manager (80% of its limit) with partitions still to
+    read on it would never resume (the partitions it holds keep their memory): the read
+    fails after DISTRIBUTED_PAUSED_TIMEOUT naming the worker and what to do, instead of
+    waiting out DISTRIBUTED_ROUND_TIMEOUT once per partition."""
+    from bench.bench_distributed_memory import text_partition
+
+    monkeypatch.setattr(config, "DISTRIBUTED_PAUSED_TIMEOUT", 3.0)
+    monkeypatch.setattr(config, "DISTRIBUTED_HEARTBEAT_POLL", 0.5)
+    monkeypatch.setattr(config, "DISTRIBUTED_ROUND_TIMEOUT", 120.0)
+    # about 48 MB a partition (50,000 text-like rows): 1 GB of them for a worker of 1 GB,
+    # which pauses at 0.8 GB (each step is well below the nanny's 0.95 GB)
+    sources = [("call", text_partition, (k, 50_000, 20_000, 100.0)) for k in range(21)]
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  memory_limit="1GB", dashboard_address=None,
+                                  worker_dashboard_address=None,
+                                  env={"NUMBA_NUM_THREADS": "1",
+                                       "MALLOC_TRIM_THRESHOLD_": "65536",
+                                       "MALLOC_MMAP_THRESHOLD_": "65536"},
+                                  silence_logs=50) as cluster, \
+            distributed.Client(cluster, timeout=TIMEOUT, direct_to_workers=True) as client:
+        (worker,) = client.scheduler_info()["workers"]
+        start = time.perf_counter()
+        with pytest.raises(sd.WorkerMemoryError) as raised:
+            sd.read_svmlight(client, sources, n_features=20_000)
+        assert time.perf_counter() - start < 90
+    text = str(raised.value)
+    assert f"worker {worker} was paused by Dask's memory manager" in text
+    assert "GB memory limit" in text and "partition(s) still to read on it" in text
+    assert "Use more workers or a larger memory limit" in text

@@ -21,6 +21,7 @@ from solvers.distributed.cluster import (
     Partition,
     PartitionGroup,
     PartitionLostError,
+    WorkerMemoryError,
     reduce_sum,
 )
 from solvers.distributed.dataset import DistributedDataset, read_svmlight, split_svmlight
@@ -40,6 +41,7 @@ __all__ = [
     "PartitionGroup",
     "PartitionLostError",
     "RemoteVector",
+    "WorkerMemoryError",
     "breakpoint_root",
     "keep_breakpoints",
     "read_svmlight",

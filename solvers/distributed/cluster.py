@@ -45,6 +45,71 @@ class PartitionLostError(RuntimeError):
     """A partition's worker was lost (or a round timed out): the solve cannot go on."""
 
 
+class WorkerMemoryError(MemoryError):
+    """The shards do not fit: a worker stayed paused by Dask's memory manager with
+    partitions still to read on it."""
+
+
+def create_partitions(client, futures: list, placed: list[str]) -> list:
+    """The actors of ``futures`` (``client.submit(Partition, ..., actor=True)``, partition k
+    on worker ``placed[k]``), waited for with one deadline,
+    :data:`~solvers.config.DISTRIBUTED_ROUND_TIMEOUT`.  While some are not made, every
+    :data:`~solvers.config.DISTRIBUTED_HEARTBEAT_POLL` seconds the scheduler is asked for
+    their workers' status: a worker paused by Dask's memory manager (its resident size
+    above the pause fraction of its limit: it starts no task, and the partitions it holds
+    keep their memory) for :data:`~solvers.config.DISTRIBUTED_PAUSED_TIMEOUT` seconds fails
+    the read with :class:`WorkerMemoryError` naming it, its memory and what to do; the
+    futures are cancelled."""
+    deadline = time.monotonic() + config.DISTRIBUTED_ROUND_TIMEOUT
+    paused_since: dict[str, float] = {}
+    actors = []
+    try:
+        for k, future in enumerate(futures):
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0.0:
+                    raise TimeoutError(
+                        f"the partitions were not all read within DISTRIBUTED_ROUND_TIMEOUT "
+                        f"= {config.DISTRIBUTED_ROUND_TIMEOUT:g} s")
+                try:
+                    actors.append(future.result(
+                        timeout=min(config.DISTRIBUTED_HEARTBEAT_POLL, remaining)))
+                    break
+                except TimeoutError:
+                    waiting = [placed[j] for j in range(k, len(futures))
+                               if not futures[j].done()]
+                    _check_paused(client, waiting, paused_since)
+    except BaseException:
+        client.cancel(futures)
+        raise
+    return actors
+
+
+def _check_paused(client, waiting: list[str], paused_since: dict[str, float]) -> None:
+    try:
+        info = client.scheduler_info()["workers"]
+    except Exception:  # noqa: BLE001 (the deadline still bounds the wait)
+        return
+    now = time.monotonic()
+    for worker in sorted(set(waiting)):
+        state = info.get(worker, {})
+        if state.get("status") != "paused":
+            paused_since.pop(worker, None)
+            continue
+        since = paused_since.setdefault(worker, now)
+        if now - since >= config.DISTRIBUTED_PAUSED_TIMEOUT:
+            memory = state.get("metrics", {}).get("memory")
+            limit = state.get("memory_limit")
+            held = (f"resident {memory / 1e9:.2f} GB of its {limit / 1e9:.2f} GB memory "
+                    f"limit" if memory and limit else "at its memory limit")
+            raise WorkerMemoryError(
+                f"the shards do not fit in the workers' memory: worker {worker} was paused by "
+                f"Dask's memory manager ({held}) for {now - since:.0f} s with "
+                f"{waiting.count(worker)} partition(s) still to read on it "
+                f"(DISTRIBUTED_PAUSED_TIMEOUT = {config.DISTRIBUTED_PAUSED_TIMEOUT:g} s). "
+                f"Use more workers or a larger memory limit, or fewer rows")
+
+
 class Partition:
     """One shard of a distributed dataset, parsed and held on its worker (a Dask actor).
 
@@ -63,6 +128,7 @@ class Partition:
                              f"needs numeric labels")
         self.data: Dataset = data
         self.state: dict[str, Any] = {}  # what solves keep here (problems, n-vectors)
+        self.memory_limit = _worker_memory_limit()  # bytes, or None (no limit, no worker)
 
     def summary(self) -> dict:
         """Shapes, the label set and sums: all the driver ever learns of the rows."""
@@ -97,6 +163,16 @@ class Partition:
     def pid(self) -> int:
         return os.getpid()
 
+    def memory_room(self, fraction: float | None) -> float:
+        """Bytes this partition may still allocate: ``fraction`` of its worker's memory
+        limit minus the process's resident size now (every partition of the worker and the
+        worker itself; the worker runs its actors' calls one at a time, so a partition sees
+        its neighbours' allocations of the same round).  Infinite without a limit or a
+        fraction."""
+        if fraction is None or self.memory_limit is None:
+            return float("inf")
+        return fraction * self.memory_limit - _resident_bytes()
+
 
 def _numba_threads() -> int | None:
     """The Numba threads the worker was asked for (``NUMBA_NUM_THREADS`` in its environment,
@@ -114,6 +190,32 @@ def _numba_threads() -> int | None:
     if int(asked) != pool:
         os.environ["NUMBA_NUM_THREADS"] = str(pool)
     return max(1, min(int(asked), pool))
+
+
+def _worker_memory_limit() -> int | None:
+    """The memory limit of the Dask worker this runs on (bytes), None outside a worker or
+    without a limit."""
+    try:
+        from distributed import get_worker  # noqa: PLC0415 (only where Dask runs this)
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return None
+    limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None)
+    return int(limit) if limit else None
+
+
+_PROCESS = None
+
+
+def _resident_bytes() -> int:
+    """This process's resident set size (psutil: a dependency of Dask's workers)."""
+    global _PROCESS  # noqa: PLW0603 (one psutil handle per process)
+    if _PROCESS is None:
+        import psutil  # noqa: PLC0415
+
+        _PROCESS = psutil.Process()
+    return int(_PROCESS.memory_info().rss)
 
 
 def _read_shard(source, n_features, zero_based) -> Dataset:
@@ -208,7 +310,6 @@ class PartitionGroup:
         """One round: ``function(partition, *args)`` on every partition (with
         ``per_partition[k]`` appended for partition k when given); the results in partition
         order."""
-        timeout = config.DISTRIBUTED_ROUND_TIMEOUT
         start = time.perf_counter()
         sent = payload_bytes(args) * len(self.actors)
         try:
@@ -218,8 +319,8 @@ class PartitionGroup:
                 if per_partition is not None:
                     sent += payload_bytes(per_partition[k])
                 futures.append(actor.apply(function, *args, *extra))
-            outcomes = [f.result(timeout=timeout) for f in futures]
-        except (TimeoutError, OSError) as exc:
+            outcomes = self._results(futures)
+        except (TimeoutError, OSError, PartitionLostError) as exc:
             raise PartitionLostError(self._lost_reason(function, exc)) from exc
         except Exception as exc:  # a lost actor surfaces as Dask's own error types
             if _is_lost(exc):
@@ -235,6 +336,53 @@ class PartitionGroup:
         c.seconds += elapsed
         c.overhead_seconds += max(elapsed - work, 0.0)
         return results
+
+    def _results(self, futures: list) -> list:
+        """The round's answers, in partition order.  A round that takes longer than
+        :data:`~solvers.config.DISTRIBUTED_HEARTBEAT_POLL` seconds looks at the scheduler's
+        view of the workers it still waits on: one gone, or one whose last heartbeat has not
+        changed for :data:`~solvers.config.DISTRIBUTED_HEARTBEAT_TIMEOUT` seconds (measured
+        on this process's clock: no assumption on the scheduler's), fails the round as lost;
+        none waits beyond :data:`~solvers.config.DISTRIBUTED_ROUND_TIMEOUT`."""
+        timeout = config.DISTRIBUTED_ROUND_TIMEOUT
+        deadline = time.monotonic() + timeout
+        heartbeats: dict[str, tuple[Any, float]] = {}  # worker -> (last_seen, since)
+        outcomes = []
+        for k, future in enumerate(futures):
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0.0:
+                    raise TimeoutError(f"no answer within DISTRIBUTED_ROUND_TIMEOUT = "
+                                       f"{timeout:g} s")
+                try:
+                    outcomes.append(future.result(
+                        timeout=min(config.DISTRIBUTED_HEARTBEAT_POLL, remaining)))
+                    break
+                except TimeoutError:
+                    self._check_heartbeats(set(self.workers[k:]), heartbeats)
+        return outcomes
+
+    def _check_heartbeats(self, waited_on: set[str], heartbeats: dict) -> None:
+        try:
+            info = self.client.scheduler_info()["workers"]
+        except Exception:  # noqa: BLE001 (the scheduler does not answer: the round's own
+            return  # timeout still bounds the wait)
+        now = time.monotonic()
+        for worker in sorted(waited_on):
+            if worker not in info:
+                raise PartitionLostError(f"worker {worker} left the cluster while a round "
+                                         f"waited on it")
+            seen = info[worker].get("last_seen", info[worker].get("last-seen"))
+            if seen is None:
+                continue
+            last, since = heartbeats.get(worker, (None, now))
+            if seen != last:
+                heartbeats[worker] = (seen, now)
+            elif now - since > config.DISTRIBUTED_HEARTBEAT_TIMEOUT:
+                raise PartitionLostError(
+                    f"worker {worker} sent no heartbeat for {now - since:.0f} s "
+                    f"(DISTRIBUTED_HEARTBEAT_TIMEOUT = "
+                    f"{config.DISTRIBUTED_HEARTBEAT_TIMEOUT:g} s): it hangs")
 
     def _lost_reason(self, function, exc) -> str:
         try:
@@ -256,8 +404,10 @@ class PartitionGroup:
     # -- after a lost worker -----------------------------------------------------------------
     def lost_partitions(self) -> list[int]:
         """The partitions that do not answer a probe within
-        :data:`~solvers.config.DISTRIBUTED_PROBE_TIMEOUT` (their worker died or hangs)."""
-        timeout = config.DISTRIBUTED_PROBE_TIMEOUT
+        :data:`~solvers.config.DISTRIBUTED_PROBE_TIMEOUT` (their worker died or hangs; one
+        deadline for every probe, sent at once: a hung worker's many partitions cost the
+        timeout once)."""
+        deadline = time.monotonic() + config.DISTRIBUTED_PROBE_TIMEOUT  # one for all
         probes = []
         for actor in self.actors:
             try:
@@ -270,7 +420,7 @@ class PartitionGroup:
                 lost.append(k)
                 continue
             try:
-                probe.result(timeout=timeout)
+                probe.result(timeout=max(deadline - time.monotonic(), 0.01))
             except Exception:  # noqa: BLE001 (any failure to answer is a lost partition)
                 lost.append(k)
         return lost
@@ -323,7 +473,9 @@ class PartitionGroup:
                    for k, where in placed.items()}
         timeout = config.DISTRIBUTED_ROUND_TIMEOUT
         try:
-            actors = {k: f.result(timeout=timeout) for k, f in futures.items()}
+            made = create_partitions(self.client, list(futures.values()),
+                                     [placed[k] for k in futures])
+            actors = dict(zip(futures, made, strict=True))
             if self.width is not None:
                 for done in [a.set_width(self.width) for a in actors.values()]:
                     done.result(timeout=timeout)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from solvers import config
-from solvers.distributed.cluster import Partition, PartitionGroup
+from solvers.distributed.cluster import Partition, PartitionGroup, create_partitions
 
 
 @dataclass
@@ -101,7 +101,7 @@ def read_svmlight(client, paths, n_features: int | None = None, zero_based: bool
                              workers=[where], allow_other_workers=False, pure=False)
                for source, where in zip(sources, placed, strict=True)]
     timeout = config.DISTRIBUTED_ROUND_TIMEOUT  # every wait bounded (a worker may die)
-    actors = [f.result(timeout=timeout) for f in futures]
+    actors = create_partitions(client, futures, placed)
     group = PartitionGroup(client, actors, placed, sources, futures,
                            {"n_features": n_features, "zero_based": zero_based})
     summaries = [a.summary() for a in actors]

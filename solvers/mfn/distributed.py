@@ -137,15 +137,28 @@ def _gram(part: Partition, active) -> np.ndarray:
     return normal.G[_lower(normal.G.shape[0])]
 
 
-def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0):
+def _copy_bytes(terms: BinaryRows, active: np.ndarray) -> int:
+    """What :meth:`BinaryRows.compact` allocates for the rows ``active``: their column
+    indices and values (none for unit values), the row pointers and the row numbers."""
+    entries = int(np.diff(terms.X.indptr)[active].sum())
+    per_entry = terms.X.indices.itemsize + (0 if terms.unit_values else 8)
+    return entries * per_entry + 16 * (int(active.size) + 1)
+
+
+def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0,
+           memory_fraction=None):
     """Move the outputs (``move``: None, "accept" or the step delta), then step 3's data at
     the point: (g, ||z^0||^2, |I1|, |I2|, loss sum, alpha sum, conjugate sum, shift part,
-    diag(A'A), norm stats of the active rows).
+    diag(A'A), (norm stats of the active rows, whether the rows were copied), the Gram
+    matrix's lower triangle packed (:func:`_gram`) or None).
 
-    ``compact_max``: the active rows are copied into compacted arrays (CGLS then streams over
-    them only) when they hold at most this fraction of the partition's stored entries;
-    above it, CGLS runs over all the rows, the inactive ones weighted zero: no copy, more
-    work (``config.DISTRIBUTED_COMPACT_MAX_FRACTION``)."""
+    The active rows are copied into compacted arrays (CGLS then streams over them only) when
+    they hold at most ``compact_max`` of the partition's stored entries
+    (``config.DISTRIBUTED_COMPACT_MAX_FRACTION``) and the copy fits in ``memory_fraction`` of
+    the worker's memory limit with what the worker holds already
+    (``config.DISTRIBUTED_COMPACT_MEMORY_FRACTION``, :meth:`Partition.memory_room`);
+    otherwise CGLS runs over all the rows, the inactive ones weighted zero: no copy, more
+    work."""
     st = part.state
     terms = st["terms"]
     if move == "accept":
@@ -166,8 +179,11 @@ def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0
     # worker's memory holds (bench distributed_memory)
     st["A"] = st["z"] = st["q"] = None
     n = xi.shape[0]
-    masked = 0 < active.size < n and compact_max < 1.0 and \
-        int(np.diff(terms.X.indptr)[active].sum()) > compact_max * terms.X.nnz
+    masked = False
+    if 0 < active.size < n:
+        masked = (compact_max < 1.0 and
+                  int(np.diff(terms.X.indptr)[active].sum()) > compact_max * terms.X.nnz) or \
+            _copy_bytes(terms, active) > part.memory_room(memory_fraction)
     if masked:  # every row, the inactive ones weighted zero
         A = terms.everything
         sqrt_c = np.zeros(n)
@@ -201,7 +217,7 @@ def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0
     if gram:
         G = _gram(part, active)
     norms = (st["weight"] * terms.square_norms())[active]
-    stats = (float(norms.sum()), float((norms * norms).sum()))
+    stats = (float(norms.sum()), float((norms * norms).sum()), not masked)
     return (g, float(dot(z, z)), int(active.size), int(saturated.size), float(loss_sum),
             float(alpha.sum()), float(conjugate), shift, diagonal, stats, G)
 
@@ -318,8 +334,9 @@ class DistributedEngine:
                     f"{config.MFN_CHOLESKY_MAX_PARAMS} parameters use 'cgls' or 'auto'")
             self.normal_equations = True
         else:
-            # the engine's rule on the partitions' sums: then the Gram matrix of the active
-            # rows is one (d+1)^2 reduction per Newton iteration and CGLS only checks (13)
+            # the engine's rule on the partitions' sums: then each partition keeps the Gram
+            # matrix of its active rows (_gram), one reduction of its lower triangle per
+            # Newton iteration, and CGLS only checks (13)
             self.normal_equations = choice == "auto" and normal_equations_pay(n, nnz, build)
 
     def point(self, lam, factorize=True):
@@ -331,7 +348,8 @@ class DistributedEngine:
         gram = self.normal_equations and factorize
         results = self.group.map(_point, self.pending, self.problem.loss,
                                  precondition and not gram, gram,
-                                 float(config.DISTRIBUTED_COMPACT_MAX_FRACTION))
+                                 float(config.DISTRIBUTED_COMPACT_MAX_FRACTION),
+                                 config.DISTRIBUTED_COMPACT_MEMORY_FRACTION)
         self.pending = None
         g = np.zeros(self.n_params)
         shift = None
@@ -339,6 +357,7 @@ class DistributedEngine:
         zz = loss_sum = alpha_sum = conjugate = 0.0
         n_active = n_saturated = 0
         norm_sum = norm_square = 0.0
+        uncompacted = 0  # partitions whose CGLS passes over all their rows (memory, _point)
         packed = None
         for (g_k, zz_k, na, ns, ls, al, cj, sh, dg, st, G_k) in results:
             if G_k is not None:
@@ -356,6 +375,7 @@ class DistributedEngine:
                 diagonal += dg
             norm_sum += st[0]
             norm_square += st[1]
+            uncompacted += not st[2]
         if shift is not None:
             shift *= loss.width / lam
         G = None
@@ -365,7 +385,7 @@ class DistributedEngine:
         return {"g": g, "zz": zz, "active": n_active, "saturated": n_saturated,
                 "loss_sum": loss_sum, "alpha_sum": alpha_sum, "conjugate": conjugate,
                 "shift": shift, "diagonal": diagonal, "norm_sum": norm_sum,
-                "norm_square": norm_square, "gram": G}
+                "norm_square": norm_square, "gram": G, "uncompacted": uncompacted}
 
     def _preconditioning(self, point, lam) -> np.ndarray | None:
         """M^{-1} of the diagonal preconditioner, or None (the engine's "auto" rule)."""
@@ -581,6 +601,8 @@ class DistributedEngine:
                   "step": float(delta), "epsilon": float(eps), "distributed": True}
         if n_saturated:
             extras["saturated"] = int(n_saturated)
+        if point["uncompacted"]:
+            extras["uncompacted_partitions"] = int(point["uncompacted"])
         if not self.at_target:
             extras["path_C"] = float(self.C)
         return self.reporter(self.iterations, primal, gap, elapsed=elapsed, **extras)
