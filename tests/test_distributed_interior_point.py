@@ -76,14 +76,18 @@ def _same_run(one, many, iterations_too=True):
 def test_hinge_free_bias_makes_the_single_machines_iterations(client, files):
     """The paper's problem (hinge, free bias) on a9a's first 3,000 rows in 7 shards (one
     empty): the same records, the same certified gap, the same model; 3 rounds per MPC
-    iteration plus the balancing shift's (at most 2 per narrowing)."""
+    iteration plus the balancing shift's (the breakpoints are too many to gather at once
+    here: the distributed selection runs)."""
     local, data = read(client, files, "a9a", 7)
     one = solvers.train(local, C=1.0, loss="hinge", bias="free", **DIRECT)
     many = solvers.train(data, C=1.0, loss="hinge", bias="free", **DIRECT)
     assert one.status == "converged"
     _same_run(one, many)
     rounds = [r.extras["reductions"] for r in many.log[1:]]
-    assert all(3 <= k <= 5 for k in rounds), rounds
+    # 3, and the balance's: 1 when the last balance's pivots bracket the root closely
+    # enough, else 2 more per narrowing
+    assert all(3 <= k <= 6 for k in rounds), rounds
+    assert sum(k == 4 for k in rounds) >= len(rounds) // 2, rounds
     # the objective reported is the problem layer's at the returned model, on all the rows
     y = np.where(local.y == local.classes[1], 1.0, -1.0)
     problem = solvers.problems.BinaryProblem(local.X, y, C=1.0, loss="hinge", bias="free")

@@ -156,7 +156,7 @@ def _bracket_summary(part: Partition, a, b, quantiles, small, key="breakpoints")
 
 
 def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
-                    jumps: bool, key: str = "breakpoints") -> float:
+                    jumps: bool, key: str = "breakpoints", first_stats=None) -> float:
     """The root over delta >= 0 of a non-decreasing piecewise-linear slope whose breakpoints
     the partitions keep (:func:`keep_breakpoints`): what :func:`solvers.core.linesearch.
     piecewise_linear_root` (``jumps`` False) or ``piecewise_linear_root_jumps`` returns on
@@ -170,7 +170,9 @@ def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
     partitions hold at most ``DISTRIBUTED_GATHER_BREAKPOINTS`` in the bracket they send them
     and the driver finishes with the single machine's sweep.  ``first``: each partition's
     (count, quantiles, breakpoints-or-None) from the round that made them; ``key``: the
-    set :func:`keep_breakpoints` stored them as."""
+    set :func:`keep_breakpoints` stored them as; ``first_stats``: (pivots, the summed
+    :func:`_bracket_stats` at them from 0) when that round also took them at pivots known
+    before it (sorted, positive), which saves the first narrowing's stats round."""
     finish = piecewise_linear_root_jumps if jumps else piecewise_linear_root
     ls, rs = l0, r0
     if ls >= 0.0:
@@ -186,9 +188,13 @@ def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
             dl = np.concatenate([s[2][1] for s in summaries])
             dr = np.concatenate([s[2][2] for s in summaries])
             return float(finish(ls, rs, bp, dl, dr))
-        pivots = np.unique(np.concatenate(
-            [s[1] if s[1] is not None else s[2][0] for s in summaries]))
-        stats = group.sum(_bracket_stats, a, pivots, *named)
+        if first_stats is not None and first_stats[0].shape[0]:
+            pivots, stats = first_stats
+        else:
+            pivots = np.unique(np.concatenate(
+                [s[1] if s[1] is not None else s[2][0] for s in summaries]))
+            stats = group.sum(_bracket_stats, a, pivots, *named)
+        first_stats = None
         lt_l, lt_r, le_l, le_r = stats
         left = (ls + lt_l) + pivots * ((rs + lt_r) - (ls + lt_l))
         nonneg = np.flatnonzero(left >= 0.0)
@@ -328,10 +334,12 @@ BALANCE_KEYS = ("balance+", "balance-")
 
 
 def balance_shares(part: Partition, problem: BinaryProblem, alpha: np.ndarray,
-                   quantiles: int, small: int):
+                   quantiles: int, small: int, pivots=None):
     """The partition's share of :meth:`BinaryProblem.balance` at ``alpha``: (its part of
-    g(0), then per direction (+1, -1) the slope at 0 and :func:`keep_breakpoints`' summary
-    of the breakpoints, kept as ``BALANCE_KEYS``)."""
+    g(0), then per direction (+1, -1) the slope at 0, :func:`keep_breakpoints`' summary
+    of the breakpoints, kept as ``BALANCE_KEYS``, and :func:`_bracket_stats` at that
+    direction's ``pivots`` when given: a previous balance's pivots, which bracket this root
+    closely when alpha moved little, so that the driver's first narrowing needs no round)."""
     lower, upper = problem.dual_bounds()
     alpha = np.ascontiguousarray(alpha, dtype=np.float64)
     g0 = 0.0
@@ -341,16 +349,19 @@ def balance_shares(part: Partition, problem: BinaryProblem, alpha: np.ndarray,
                                                           direction)
         # h(t) = -|g(0)| + slope t: passing t_k changes the slope by c_k, the line through
         # (0, l) and (1, r) by dl = -c_k t_k, dr = c_k (1 - t_k) (continuous)
-        shares.append((float(slope), keep_breakpoints(part, events, -changes * events,
-                                                      changes * (1.0 - events), quantiles,
-                                                      small, key)))
+        summary = keep_breakpoints(part, events, -changes * events, changes * (1.0 - events),
+                                   quantiles, small, key)
+        stats = None
+        if pivots is not None and pivots[len(shares)].shape[0]:
+            stats = _bracket_stats(part, 0.0, pivots[len(shares)], key)
+        shares.append((float(slope), summary, stats))
     return float(g0), shares[0], shares[1]
 
 
-def balancing_shift(group: PartitionGroup, shares: list) -> float | None:
+def balancing_shift(group: PartitionGroup, shares: list, pivots=None) -> float | None:
     """The driver's part: the shift s of :meth:`BinaryProblem.balance` from every partition's
-    :func:`balance_shares` (rounds of :func:`breakpoint_root` when the breakpoints are many),
-    or None when none balances."""
+    :func:`balance_shares` (rounds of :func:`breakpoint_root` when the breakpoints are many:
+    one fewer when the shares were taken at ``pivots``), or None when none balances."""
     g0 = float(sum(s[0] for s in shares))
     if g0 == 0.0:
         return 0.0
@@ -358,9 +369,34 @@ def balancing_shift(group: PartitionGroup, shares: list) -> float | None:
     k = 1 if direction > 0.0 else 2
     l0 = -abs(g0)
     slope = float(sum(s[k][0] for s in shares))
+    first_stats = None
+    if pivots is not None and all(s[k][2] is not None for s in shares):
+        first_stats = (pivots[k - 1], reduce_sum([s[k][2] for s in shares]))
     t = breakpoint_root(group, [s[k][1] for s in shares], l0, l0 + slope, jumps=False,
-                        key=BALANCE_KEYS[k - 1])
+                        key=BALANCE_KEYS[k - 1], first_stats=first_stats)
     return direction * float(t) if np.isfinite(t) else None
+
+
+def balance_pivots(shares: list, most: int = 128, ladder: int = 48
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per direction, the pivots the next balance can be taken at (:func:`balance_shares`'
+    ``pivots``): these shares' quantiles of their breakpoints, merged (at most ``most``),
+    and below the smallest a ladder of ``ladder`` halvings (an interior point's root moves
+    toward 0 as its multipliers reach their bounds, where the breakpoints crowd: measured on
+    a9a, the root fell below the smallest quantile from the 8th MPC iteration on, to 1e-17)."""
+    out = []
+    for k in (1, 2):
+        pieces = [s[k][1][1] if s[k][1][1] is not None else s[k][1][2][0] for s in shares]
+        merged = np.unique(np.concatenate(pieces)) if pieces else np.empty(0)
+        merged = merged[merged > 0.0]
+        if merged.shape[0] > most:
+            merged = merged[np.unique(np.linspace(0, merged.shape[0] - 1, most)
+                                      .astype(np.int64))]
+        if merged.shape[0]:
+            below = merged[0] * 0.5 ** np.arange(ladder, 0, -1)
+            merged = np.unique(np.concatenate((below[below > 0.0], merged)))
+        out.append(np.ascontiguousarray(merged))
+    return out[0], out[1]
 
 
 def balanced(problem: BinaryProblem, alpha: np.ndarray, shift: float) -> np.ndarray:

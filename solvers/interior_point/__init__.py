@@ -96,8 +96,8 @@ Multi-class: one-vs-rest through the shared multiclass layer.
 Distributed data (``solvers.train`` on a ``solvers.distributed.DistributedDataset``, binary
 and one-vs-rest): ``distributed.py`` drives the same MPC iterations with every per-example
 vector on the workers and the driver holding w, beta, d-vectors and scalars: 3 rounds per
-MPC iteration (plus the free bias's balancing shift of the records' dual point, 0 or 2
-typically), the (d+1) x (d+1) weighted Gram matrix one reduction of them, factorized on the
+MPC iteration (plus the free bias's balancing shift of the records' dual point, typically 1
+more), the (d+1) x (d+1) weighted Gram matrix one reduction of them, factorized on the
 driver by ``DirectSolver``.  Each partition runs this module's per-example code on its own
 rows (``SVMQP.residual_pieces``, ``reduced_vectors``, ``back_substitute``; the driver
 ``solve_reduced``, ``fold_blocking``, ``mehrotra_step_length``, ``OOQPStatus``).  Refused:

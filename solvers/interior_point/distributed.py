@@ -23,7 +23,11 @@ sums); the driver the same small steps (``solve_reduced``, ``fold_blocking``,
   and the predictor's X~'(d q) and d'q;
 * with a free bias, the balancing shift (:func:`solvers.distributed.problem.
   balancing_shift`): 0 rounds when the partitions hold at most
-  ``DISTRIBUTED_GATHER_BREAKPOINTS`` breakpoints in all, else 2 per narrowing (typically 2);
+  ``DISTRIBUTED_GATHER_BREAKPOINTS`` breakpoints in all; else round A also sums the
+  breakpoints' updates at the last balance's pivots (its quantiles and a ladder of halvings
+  below them, :func:`~solvers.distributed.problem.balance_pivots`), so the first narrowing
+  needs no round of its own: 1 round when that bracket is small enough to gather, else 2
+  more per narrowing (a9a, 2 partitions: 1 in 28 of 31 MPC iterations, 3 in the others);
 * the driver factorizes M and solves for the predictor's (dw, dbeta);
 * **B**: the affine step's back substitution (kept), its step bound (each partition's
   smallest ratio) and its mu_step as a polynomial in alpha (coefficients summed), the record's
@@ -36,8 +40,9 @@ sums); the driver the same small steps (``solve_reduced``, ``fold_blocking``,
   the driver folds the candidates in the single machine's order, takes Mehrotra's step
   length and updates w, beta; the workers apply the step at the next round A.
 
-So 3 rounds per MPC iteration (no bias, regularized bias), 3 + the balance's (free bias),
-and one d x d matrix, a few d-vectors and scalars moved per partition.  Before the first
+So 3 rounds per MPC iteration (no bias, regularized bias), 3 + the balance's (free bias:
+typically 4), and one packed lower triangle of the (d+1) x (d+1) matrix, a few d-vectors and
+scalars moved per partition.  Before the first
 iteration: one round for max |x_ij| (the start's scale), then the default start's affine
 step (two rounds: its data, its back substitution and violations); a warm start (``start``,
 or the resume from ``problem.checkpoint`` after a lost worker: the last recorded iterate's
@@ -62,6 +67,7 @@ from solvers.core.gram import weighted_gram
 from solvers.core.linalg import dot, single_threaded_blas
 from solvers.distributed import DistributedBinaryProblem, Partition, reduce_sum
 from solvers.distributed.problem import (
+    balance_pivots,
     balance_shares,
     balanced,
     balancing_shift,
@@ -100,7 +106,7 @@ def _setup(part: Partition):
     return qp.data_max, qp.n
 
 
-def _warm(part: Partition, beta, quantiles, small):
+def _warm(part: Partition, beta, quantiles, small, pivots=None):
     """A warm start's margins and KKT dual point at design.md's ``beta`` (kept); with a
     free bias the partition's share of the balancing shift."""
     problem = part.state["problem"]
@@ -108,7 +114,7 @@ def _warm(part: Partition, beta, quantiles, small):
     st["warm_margins"] = problem.margins(beta)
     st["warm_alpha"] = problem.dual_from_primal(beta)
     if problem.bias == "free":
-        return balance_shares(part, problem, st["warm_alpha"], quantiles, small)
+        return balance_shares(part, problem, st["warm_alpha"], quantiles, small, pivots)
     return None
 
 
@@ -134,7 +140,7 @@ def _move(part: Partition, move) -> None:
         st["x"].axpy(move[1], st.pop("step"))
 
 
-def _iterate(part: Partition, move, w, beta, record: bool, quantiles, small):
+def _iterate(part: Partition, move, w, beta, record: bool, quantiles, small, pivots=None):
     """Round A: the iterate's residual sums and record sums, then Omega^-1 and the normal
     equations' data with the predictor's right-hand side (module docstring)."""
     _move(part, move)
@@ -155,7 +161,8 @@ def _iterate(part: Partition, move, w, beta, record: bool, quantiles, small):
         alpha = np.clip(x.v, 0.0, upper)  # SVMQP.dual_point before the balance
         if qp.free:
             st["alpha"] = alpha
-            records = (loss_sum, balance_shares(part, problem, alpha, quantiles, small))
+            records = (loss_sum, balance_shares(part, problem, alpha, quantiles, small,
+                                                pivots))
         else:
             records = (loss_sum, dual_shares(problem, alpha))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -163,6 +170,9 @@ def _iterate(part: Partition, move, w, beta, record: bool, quantiles, small):
         gram = weighted_gram(qp.X, qp.op.inv_omega, extra_value=qp.op.c, mirror=False)
         zu, r_z_hat, r_omega, q = qp.reduced_vectors(x, r_s, r_z, x.z * x.u, x.s * x.v)
         adjoint_dq, dq = qp.reduced_products(q)
+    if "lower" not in st:
+        st["lower"] = np.tril_indices(gram.shape[0])
+    gram = gram[st["lower"]]  # the lower triangle only: half the bytes
     st["predictor"] = (zu, r_z_hat, r_omega)
     sigma = float(qp.op.inv_omega.sum()) if qp.free else 0.0
     return (adjoint_dv, float(rho), float(gap), complementarity, maxima, records, gram,
@@ -285,6 +295,8 @@ class _Driver:
         self.small = max(config.DISTRIBUTED_GATHER_BREAKPOINTS // max(len(problem.group), 1),
                          1)
         self.quantiles = config.DISTRIBUTED_PIVOTS
+        self.lower = np.tril_indices(self.dim)
+        self.pivots = None  # the last balance's pivots, where the next one's are taken
         maxima = problem.round(_setup)
         self.n = int(sum(r[1] for r in maxima))
         self.linsys.active_size = self.n
@@ -294,8 +306,10 @@ class _Driver:
         return self.problem.round(function, *args)
 
     def normal_equations(self, results) -> None:
-        """Sum the partitions' Gram shares, y_d and sigma; M (11) factorized."""
-        G = reduce_sum([r[6] for r in results])
+        """Sum the partitions' Gram shares (lower triangles, packed), y_d and sigma; M (11)
+        factorized."""
+        G = np.zeros((self.dim, self.dim))
+        G[self.lower] = reduce_sum([r[6] for r in results])
         if self.free:
             self.y_d = reduce_sum([r[7] for r in results])
             self.sigma = float(sum(r[8] for r in results))
@@ -308,7 +322,8 @@ class _Driver:
                              self.linsys, None, corrector, mu)
 
     def balance(self, shares) -> float:
-        shift = balancing_shift(self.problem.group, shares)
+        shift = balancing_shift(self.problem.group, shares, self.pivots)
+        self.pivots = balance_pivots(shares)
         if shift is None:
             raise ValueError("no dual point balances the classes (is only one class "
                              "present?)")
@@ -362,12 +377,13 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
             move = ("shift", params.start, primal, dual)
         else:
             beta_start, w, beta = warm_parameters(start, drv.dim, drv.bias)
-            shares = drv.round(_warm, beta_start, drv.quantiles, drv.small)
+            shares = drv.round(_warm, beta_start, drv.quantiles, drv.small, drv.pivots)
             shift = drv.balance(shares) if free else None
             move = ("warm", w.copy(), beta, shift)
         # -- MPC
         while True:
-            results = drv.round(_iterate, move, w, beta, True, drv.quantiles, drv.small)
+            results = drv.round(_iterate, move, w, beta, True, drv.quantiles, drv.small,
+                                drv.pivots)
             move = None
             r_w = w - reduce_sum([r[0] for r in results])
             rho = float(sum(r[1] for r in results))
