@@ -45,6 +45,7 @@ SOLVERS = {
     "mfn": ("mfn", {}),
     "ocas": ("cutting_plane", {"loss": "hinge", "method": "ocas"}),
     "cpa": ("cutting_plane", {"loss": "hinge", "method": "cpa"}),
+    "interior_point": ("interior_point", {"loss": "hinge", "linear_solver": "direct"}),
 }
 C = {"a9a": 1.0, "w8a": 0.01, "news20-binary": 1.0, "synthetic-400000x200000": 1.0}
 

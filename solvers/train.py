@@ -256,10 +256,12 @@ def distributed_refusal(spec: SolverSpec, params: SolverParams, n_classes: int) 
     """Why ``spec`` with ``params`` cannot train on a distributed dataset, or None."""
     if spec.portfolio:
         return ("solver 'auto' races or switches between candidates on one machine's data; on "
-                "a distributed dataset name the solver (mfn or cutting_plane)")
+                "a distributed dataset name the solver (mfn, cutting_plane or "
+                "interior_point)")
     if spec.distributed is None:
         return (f"solver {spec.name!r} does not train on distributed data (its engine needs "
-                f"every row in one process); the solvers that do: mfn, cutting_plane")
+                f"every row in one process); the solvers that do: mfn, cutting_plane, "
+                f"interior_point")
     task = fit_task(params, n_classes)
     if task not in ("binary", "ovr"):
         return (f"on distributed data {spec.name!r} solves binary and one-vs-rest problems, "

@@ -54,13 +54,3 @@ def assert_reaches(solution, objective, reference: float, rtol: float,
     assert solution.objective == pytest.approx(objective(solution.beta), rel=1e-12)
     assert (solution.objective - reference) / abs(reference) <= rtol
     assert (reference - solution.objective) / abs(reference) <= rtol
-
-
-def assert_same_records(one, many, count: int, rel: float = 1e-9) -> None:
-    """Two cutting-plane solves (the single machine's ``one``, the distributed ``many``) made
-    ``count`` records each, their objectives and lower bounds equal to ``rel`` record by
-    record."""
-    assert len(many.log) == len(one.log) == count
-    for a, b in zip(one.log, many.log, strict=True):
-        assert b.objective == pytest.approx(a.objective, rel=rel), a.iteration
-        assert b.extras["lower_bound"] == pytest.approx(a.extras["lower_bound"], rel=rel)

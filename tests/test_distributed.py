@@ -25,7 +25,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from shared_data import assert_same_records, data_path
+from distributed_helpers import TIMEOUT, assert_same_records, cluster_client
+from distributed_helpers import beta_of as _beta
+from distributed_helpers import head as _head
+from distributed_helpers import read as _read
+from distributed_helpers import relative as _relative
+from distributed_helpers import shards as _shards
 
 import solvers
 from solvers import config
@@ -36,56 +41,16 @@ sd = pytest.importorskip("solvers.distributed")
 
 pytestmark = pytest.mark.dask
 
-SHARDINGS = {2: [3, 1], 3: [1, 0, 2], 7: [5, 1, 0, 2, 3, 1, 4]}
-TIMEOUT = 120
-
-
-def _cluster(n_workers=2):
-    return distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                     dashboard_address=None, worker_dashboard_address=None,
-                                     env={"NUMBA_NUM_THREADS": "1"}, silence_logs=40)
-
 
 @pytest.fixture(scope="module")
 def client():
-    with _cluster() as cluster, \
-            distributed.Client(cluster, timeout=TIMEOUT, direct_to_workers=True) as client:
-        yield client
-
-
-def _head(name: str, n_lines: int, out: Path) -> Path:
-    """The first ``n_lines`` lines of a shared dataset (a subset that keeps the test short)."""
-    target = out / f"{name}.head{n_lines}"
-    with open(data_path(name), "rb") as source, open(target, "wb") as sink:
-        for _, line in zip(range(n_lines), source, strict=False):
-            sink.write(line)
-    return target
+    yield from cluster_client()
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     out = tmp_path_factory.mktemp("distributed")
     return {"a9a": _head("a9a", 3000, out), "dna": _head("dna.scale", 900, out), "dir": out}
-
-
-def _shards(files, name, count):
-    return sd.split_svmlight(files[name], files["dir"] / f"{name}-{count}",
-                             fractions=SHARDINGS[count])
-
-
-def _read(client, files, name, count):
-    local = solvers.read_svmlight(files[name])
-    data = sd.read_svmlight(client, _shards(files, name, count), n_features=local.n_features)
-    return local, data
-
-
-def _beta(model) -> np.ndarray:
-    return np.concatenate([model.coef_.ravel(), np.ravel(model.intercept_)])
-
-
-def _relative(a, b) -> float:
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(a), 1e-300))
 
 
 # -- the dataset --------------------------------------------------------------------------------

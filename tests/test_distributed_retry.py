@@ -154,6 +154,31 @@ def test_ocas_resumes_with_its_cuts_and_certifies_the_gap(client, shards):
     data.close()
 
 
+def test_interior_point_resumes_warm_from_its_last_iterate(client, shards):
+    """The MPC method resumes from the last recorded iterate's (w, b) (``problem.checkpoint``)
+    by the single machine's warm start (an interior point near it): not the same path, the
+    same optimum, both certified at tol."""
+    _, paths = shards
+    data = sd.read_svmlight(client, paths)
+    options = {"loss": "hinge", "bias": "free", "linear_solver": "direct", "tol": 1e-8}
+    whole = solvers.train(data, solver="interior_point", **options)
+    assert whole.status == "converged" and whole.subproblems[0].extras["start"] == "scaled"
+    killer = _KillAt(client, [_holder_of_partition(data, 1)], iteration=4)
+    result = solvers.train(data, solver="interior_point", monitor=killer, **options)
+    assert killer.killed_at is not None
+    assert result.status == "converged", result.message
+    assert result.log[-1].optimality <= 1e-8
+    assert result.objective == pytest.approx(whole.objective, rel=2e-8)
+    (warning,) = result.warnings
+    assert "lost after 4 iteration record(s)" in warning
+    assert "resumed from its last good iterate" in warning
+    assert result.subproblems[0].extras["start"] == "warm"
+    # the first resumed record starts near the optimum, not from the cold start's gap
+    assert result.log[4].extras["restart"] == 1
+    assert result.log[4].optimality < whole.log[0].optimality
+    data.close()
+
+
 def test_with_no_worker_left_the_solve_fails_with_the_reason_in_bounded_time(client, shards,
                                                                              monkeypatch):
     monkeypatch.setattr(config, "DISTRIBUTED_ROUND_TIMEOUT", 60.0)

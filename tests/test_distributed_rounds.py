@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from shared_data import assert_same_records, data_path
+from distributed_helpers import assert_same_records
+from distributed_helpers import beta_of as _beta
+from distributed_helpers import relative as _relative
+from shared_data import data_path
 
 import solvers
 from solvers import config
@@ -100,14 +103,6 @@ def record_rounds(group: PartitionGroup) -> list[str]:
 def a9a():
     data = solvers.read_svmlight(data_path("a9a"))
     return solvers.Dataset(data.X[:3000], data.y[:3000])
-
-
-def _beta(model) -> np.ndarray:
-    return np.concatenate([model.coef_.ravel(), np.ravel(model.intercept_)])
-
-
-def _relative(a, b) -> float:
-    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(a))
 
 
 # -- the line search's selection ---------------------------------------------------------------

@@ -60,29 +60,41 @@ def create_partitions(client, futures: list, placed: list[str]) -> list:
     keep their memory) for :data:`~solvers.config.DISTRIBUTED_PAUSED_TIMEOUT` seconds fails
     the read with :class:`WorkerMemoryError` naming it, its memory and what to do; the
     futures are cancelled."""
-    deadline = time.monotonic() + config.DISTRIBUTED_ROUND_TIMEOUT
     paused_since: dict[str, float] = {}
-    actors = []
+
+    def check(k: int) -> None:
+        waiting = [placed[j] for j in range(k, len(futures)) if not futures[j].done()]
+        _check_paused(client, waiting, paused_since)
+
     try:
-        for k, future in enumerate(futures):
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0.0:
-                    raise TimeoutError(
-                        f"the partitions were not all read within DISTRIBUTED_ROUND_TIMEOUT "
-                        f"= {config.DISTRIBUTED_ROUND_TIMEOUT:g} s")
-                try:
-                    actors.append(future.result(
-                        timeout=min(config.DISTRIBUTED_HEARTBEAT_POLL, remaining)))
-                    break
-                except TimeoutError:
-                    waiting = [placed[j] for j in range(k, len(futures))
-                               if not futures[j].done()]
-                    _check_paused(client, waiting, paused_since)
+        return await_all(futures, check)
     except BaseException:
         client.cancel(futures)
         raise
-    return actors
+
+
+def await_all(futures: list, on_wait: Callable[[int], None]) -> list:
+    """The results of ``futures`` (Dask futures or actor futures), in order, with one
+    deadline for all, :data:`~solvers.config.DISTRIBUTED_ROUND_TIMEOUT` (``TimeoutError``
+    past it).  Every :data:`~solvers.config.DISTRIBUTED_HEARTBEAT_POLL` seconds without an
+    answer, ``on_wait(k)`` is called with the index of the first future not answered yet:
+    it may raise to end the wait with a reason."""
+    timeout = config.DISTRIBUTED_ROUND_TIMEOUT
+    deadline = time.monotonic() + timeout
+    results = []
+    for k, future in enumerate(futures):
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0.0:
+                raise TimeoutError(f"no answer within DISTRIBUTED_ROUND_TIMEOUT = "
+                                   f"{timeout:g} s")
+            try:
+                results.append(future.result(
+                    timeout=min(config.DISTRIBUTED_HEARTBEAT_POLL, remaining)))
+                break
+            except TimeoutError:
+                on_wait(k)
+    return results
 
 
 def _check_paused(client, waiting: list[str], paused_since: dict[str, float]) -> None:
@@ -344,23 +356,9 @@ class PartitionGroup:
         changed for :data:`~solvers.config.DISTRIBUTED_HEARTBEAT_TIMEOUT` seconds (measured
         on this process's clock: no assumption on the scheduler's), fails the round as lost;
         none waits beyond :data:`~solvers.config.DISTRIBUTED_ROUND_TIMEOUT`."""
-        timeout = config.DISTRIBUTED_ROUND_TIMEOUT
-        deadline = time.monotonic() + timeout
         heartbeats: dict[str, tuple[Any, float]] = {}  # worker -> (last_seen, since)
-        outcomes = []
-        for k, future in enumerate(futures):
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0.0:
-                    raise TimeoutError(f"no answer within DISTRIBUTED_ROUND_TIMEOUT = "
-                                       f"{timeout:g} s")
-                try:
-                    outcomes.append(future.result(
-                        timeout=min(config.DISTRIBUTED_HEARTBEAT_POLL, remaining)))
-                    break
-                except TimeoutError:
-                    self._check_heartbeats(set(self.workers[k:]), heartbeats)
-        return outcomes
+        return await_all(futures,
+                         lambda k: self._check_heartbeats(set(self.workers[k:]), heartbeats))
 
     def _check_heartbeats(self, waited_on: set[str], heartbeats: dict) -> None:
         try:

@@ -23,10 +23,12 @@ import weakref
 import numpy as np
 
 from solvers import config
+from solvers.core.linalg import dot
 from solvers.core.linesearch import piecewise_linear_root, piecewise_linear_root_jumps
-from solvers.distributed.cluster import Partition, PartitionGroup
+from solvers.distributed.cluster import Partition, PartitionGroup, reduce_sum
 from solvers.distributed.dataset import DistributedDataset
 from solvers.problems import BinaryProblem
+from solvers.problems.binary import _balancing_events
 
 _SLOTS = itertools.count()
 
@@ -111,15 +113,27 @@ def _hinge_ray(part: Partition, kernel, mb, mt, quantiles, small):
     return slope, keep_breakpoints(part, bp, jump, jump, quantiles, small)
 
 
-def keep_breakpoints(part: Partition, bp, dl, dr, quantiles: int, small: int):
-    """Store breakpoints sorted with the prefix sums of their updates; return the first
-    round's summary of them (:func:`_summary` of the bracket (0, inf))."""
+def keep_breakpoints(part: Partition, bp, dl, dr, quantiles: int, small: int,
+                     key: str = "breakpoints"):
+    """Store breakpoints sorted with the prefix sums of their updates (as ``key``: a round
+    may keep several sets, of which the driver searches one); return the first round's
+    summary of them (:func:`_summary` of the bracket (0, inf))."""
     order = np.argsort(bp, kind="stable")
     bp, dl, dr = bp[order], dl[order], dr[order]
     sums_l = np.concatenate(([0.0], np.cumsum(dl)))
     sums_r = np.concatenate(([0.0], np.cumsum(dr)))
-    part.state["breakpoints"] = (bp, dl, dr, sums_l, sums_r)
-    return _summary(part.state["breakpoints"], 0.0, 0.0, np.inf, quantiles, small)
+    part.state[key] = (bp, dl, dr, sums_l, sums_r)
+    return _summary(part.state[key], 0.0, 0.0, np.inf, quantiles, small)
+
+
+def _bracket_stats(part: Partition, a, pivots, key="breakpoints"):
+    """For each pivot p: the summed updates of the breakpoints in (a, p) and (a, p]."""
+    bp, _, _, sums_l, sums_r = part.state[key]
+    start = np.searchsorted(bp, a, side="right")
+    left = np.searchsorted(bp, pivots, side="left")
+    right = np.searchsorted(bp, pivots, side="right")
+    return (sums_l[left] - sums_l[start], sums_r[left] - sums_r[start],
+            sums_l[right] - sums_l[start], sums_r[right] - sums_r[start])
 
 
 def _summary(kept, passed_from, a, b, quantiles: int, small: int):
@@ -149,8 +163,9 @@ def _summary(kept, passed_from, a, b, quantiles: int, small: int):
                            sums_l[right] - sums_l[lo], sums_r[right] - sums_r[lo]), None
 
 
-def _bracket_summary(part: Partition, passed_from, a, b, quantiles, small):
-    return _summary(part.state["breakpoints"], passed_from, a, b, quantiles, small)
+def _bracket_summary(part: Partition, passed_from, a, b, quantiles, small,
+                     key="breakpoints"):
+    return _summary(part.state[key], passed_from, a, b, quantiles, small)
 
 
 def _points(summary):
@@ -215,7 +230,8 @@ def _slope_bounds(x, line, points):
 
 
 def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
-                    jumps: bool, lines: list) -> float:
+                    jumps: bool, lines: list, key: str = "breakpoints",
+                    first_stats=None) -> float:
     """The root over delta >= 0 of a non-decreasing piecewise-linear slope whose breakpoints
     the partitions keep (:func:`keep_breakpoints`): what :func:`solvers.core.linesearch.
     piecewise_linear_root` (``jumps`` False) or ``piecewise_linear_root_jumps`` returns on
@@ -234,7 +250,10 @@ def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
     negative and the first where it is surely >= 0.  The next round sends that bracket and
     gets back, in the same answer, the updates passed and the breakpoints inside it (or
     points again, when still many): typically one round (the old selection took two: the
-    pivots' sums, then the breakpoints)."""
+    pivots' sums, then the breakpoints).  ``key``: the set :func:`keep_breakpoints` stored
+    them as; ``first_stats``: (pivots, the summed :func:`_bracket_stats` at them from 0)
+    when the first round also took them at pivots known before it (a previous search's):
+    the slope is then known exactly there too, for the first narrowing."""
     finish = piecewise_linear_root_jumps if jumps else piecewise_linear_root
     ls, rs = l0, r0
     if ls >= 0.0:
@@ -246,6 +265,7 @@ def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
     q = config.DISTRIBUTED_PIVOTS
     small = max(config.DISTRIBUTED_GATHER_BREAKPOINTS // max(len(group), 1), 1)
     summaries = first
+    named = () if key == "breakpoints" else (key,)  # the default costs no bytes
     while True:
         for k, (passed, _, _, _) in enumerate(summaries):
             ls += passed[0]
@@ -270,6 +290,16 @@ def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
         positive = np.flatnonzero(lower >= 0.0)  # left limit surely >= 0: the root is at most
         new_a = float(x[negative[-1]]) if negative.size else a
         new_b = float(x[positive[0]]) if positive.size else b
+        if first_stats is not None and first_stats[0].shape[0]:
+            # the slope at the pivots, exactly (the line at 0 with the sums below and at each)
+            pivots, (lt_l, lt_r, le_l, le_r) = first_stats
+            right = (l0 + le_l) + pivots * ((r0 + le_r) - (l0 + le_l))
+            left = (l0 + lt_l) + pivots * ((r0 + lt_r) - (l0 + lt_l))
+            if np.any(right < 0.0):
+                new_a = max(new_a, float(pivots[right < 0.0].max()))
+            if np.any(left >= 0.0):
+                new_b = min(new_b, float(pivots[left >= 0.0].min()))
+        first_stats = None
         if not new_a < new_b:
             return new_a  # only by rounding (the bounds say the root is here)
         if new_a == a and new_b == b:
@@ -277,7 +307,7 @@ def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
             # below it and >= 0 just above (the bounds are exact at the extreme points): a
             # jump over zero there
             return float(x[0])
-        summaries = group.map(_bracket_summary, a, new_a, new_b, q, small)
+        summaries = group.map(_bracket_summary, a, new_a, new_b, q, small, *named)
         a, b = new_a, new_b
 
 
@@ -414,3 +444,109 @@ class DistributedBinaryProblem:
         mu = breakpoint_root(self.group, [r for _, r in results], l0, l0 + A0, jumps=True,
                              lines=[(s, s) for s, _ in results])
         return float(mu) if np.isfinite(mu) else 0.0
+
+
+# -- the dual point of a free bias and the dual objective, as reductions ----------------------
+#
+# BinaryProblem.balance finds the shift s with sum_i y_i clip(alpha_i + s y_i, l_i, u_i) = 0
+# by walking g's breakpoints from 0 in the direction g(0)'s sign asks; here g(0) is a sum over
+# partitions, so each partition keeps its breakpoints for both directions and the driver
+# searches the one the sum decides (breakpoint_root: the same line as the walk, h(t) = -|g(0)|
+# + the integral of the slope).  BinaryProblem.dual_objective is sums over examples and one
+# d-vector, beta(alpha) = X~'(alpha y).
+
+BALANCE_KEYS = ("balance+", "balance-")
+
+
+def balance_shares(part: Partition, problem: BinaryProblem, alpha: np.ndarray,
+                   quantiles: int, small: int, pivots=None):
+    """The partition's share of :meth:`BinaryProblem.balance` at ``alpha``: (its part of
+    g(0), then per direction (+1, -1) the slope at 0, :func:`keep_breakpoints`' summary
+    of the breakpoints, kept as ``BALANCE_KEYS``, and :func:`_bracket_stats` at that
+    direction's ``pivots`` when given: a previous balance's pivots, which bracket this root
+    closely when alpha moved little, so that the driver's first narrowing needs no round)."""
+    lower, upper = problem.dual_bounds()
+    alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+    g0 = 0.0
+    shares = []
+    for direction, key in zip((1.0, -1.0), BALANCE_KEYS, strict=True):
+        g0, _, slope, events, changes = _balancing_events(alpha, problem.y, lower, upper,
+                                                          direction)
+        # h(t) = -|g(0)| + slope t: passing t_k changes the slope by c_k, the line through
+        # (0, l) and (1, r) by dl = -c_k t_k, dr = c_k (1 - t_k) (continuous)
+        summary = keep_breakpoints(part, events, -changes * events, changes * (1.0 - events),
+                                   quantiles, small, key)
+        stats = None
+        if pivots is not None and pivots[len(shares)].shape[0]:
+            stats = _bracket_stats(part, 0.0, pivots[len(shares)], key)
+        shares.append((float(slope), summary, stats))
+    return float(g0), shares[0], shares[1]
+
+
+def balancing_shift(group: PartitionGroup, shares: list, pivots=None) -> float | None:
+    """The driver's part: the shift s of :meth:`BinaryProblem.balance` from every partition's
+    :func:`balance_shares` (rounds of :func:`breakpoint_root` when the breakpoints are many:
+    one fewer when the shares were taken at ``pivots``), or None when none balances."""
+    g0 = float(sum(s[0] for s in shares))
+    if g0 == 0.0:
+        return 0.0
+    direction = 1.0 if g0 < 0.0 else -1.0
+    k = 1 if direction > 0.0 else 2
+    l0 = -abs(g0)
+    slope = float(sum(s[k][0] for s in shares))
+    first_stats = None
+    if pivots is not None and all(s[k][2] is not None for s in shares):
+        first_stats = (pivots[k - 1], reduce_sum([s[k][2] for s in shares]))
+    # a partition's share of h is its part of the integral of the slope: 0 at t = 0
+    t = breakpoint_root(group, [s[k][1] for s in shares], l0, l0 + slope, jumps=False,
+                        lines=[(0.0, s[k][0]) for s in shares], key=BALANCE_KEYS[k - 1],
+                        first_stats=first_stats)
+    return direction * float(t) if np.isfinite(t) else None
+
+
+def balance_pivots(shares: list, most: int = 128, ladder: int = 48
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per direction, the pivots the next balance can be taken at (:func:`balance_shares`'
+    ``pivots``): these shares' quantiles of their breakpoints, merged (at most ``most``),
+    and below the smallest a ladder of ``ladder`` halvings (an interior point's root moves
+    toward 0 as its multipliers reach their bounds, where the breakpoints crowd: measured on
+    a9a, the root fell below the smallest quantile from the 8th MPC iteration on, to 1e-17)."""
+    out = []
+    for k in (1, 2):
+        pieces = [_points(s[k][1])[0] for s in shares]
+        merged = np.unique(np.concatenate(pieces)) if pieces else np.empty(0)
+        merged = merged[merged > 0.0]
+        if merged.shape[0] > most:
+            merged = merged[np.unique(np.linspace(0, merged.shape[0] - 1, most)
+                                      .astype(np.int64))]
+        if merged.shape[0]:
+            below = merged[0] * 0.5 ** np.arange(ladder, 0, -1)
+            merged = np.unique(np.concatenate((below[below > 0.0], merged)))
+        out.append(np.ascontiguousarray(merged))
+    return out[0], out[1]
+
+
+def balanced(problem: BinaryProblem, alpha: np.ndarray, shift: float) -> np.ndarray:
+    """clip(alpha + s y, lower, upper): the balanced point (the worker's part)."""
+    lower, upper = problem.dual_bounds()
+    return np.clip(alpha + shift * problem.y, lower, upper)
+
+
+def dual_shares(problem: BinaryProblem, alpha: np.ndarray) -> tuple:
+    """The partition's sums of :meth:`BinaryProblem.dual_objective` at ``alpha``: (sum
+    alpha, sum |alpha|, alpha'y, the conjugate sum, beta(alpha)'s share)."""
+    return (float(alpha.sum()), float(np.abs(alpha).sum()), float(dot(alpha, problem.y)),
+            float(problem.loss_function.conjugate_sum(alpha, problem.cost)),
+            problem.primal_from_dual(alpha))
+
+
+def dual_objective_from_shares(template: BinaryProblem, shares: list) -> float:
+    """D(alpha) of :meth:`BinaryProblem.dual_objective` from the partitions'
+    :func:`dual_shares` (-inf outside the dual domain, the free bias's balance checked to
+    the same relative 1e-9)."""
+    total, absolute, balance, conjugate, beta_alpha = reduce_sum(shares)
+    if not np.isfinite(conjugate):
+        return -np.inf
+    if template.bias == "free" and abs(balance) > 1e-9 * max(1.0, absolute):
+        return -np.inf
+    return total - template.regularizer(beta_alpha) - conjugate

@@ -92,6 +92,17 @@ interior-point-squared-hinge): for the squared hinge the finite Newton method is
 choice, and the interior-point method adds the free bias.
 
 Multi-class: one-vs-rest through the shared multiclass layer.
+
+Distributed data (``solvers.train`` on a ``solvers.distributed.DistributedDataset``, binary
+and one-vs-rest): ``distributed.py`` drives the same MPC iterations with every per-example
+vector on the workers and the driver holding w, beta, d-vectors and scalars: 3 rounds per
+MPC iteration (plus the free bias's balancing shift of the records' dual point, typically 1
+more), the (d+1) x (d+1) weighted Gram matrix one reduction of them, factorized on the
+driver by ``DirectSolver``.  Each partition runs this module's per-example code on its own
+rows (``SVMQP.residual_pieces``, ``reduced_vectors``, ``back_substitute``; the driver
+``solve_reduced``, ``fold_blocking``, ``mehrotra_step_length``, ``OOQPStatus``).  Refused:
+``linear_solver="pcg"``, more than ``INTERIOR_POINT_MAX_DENSE_PARAMS`` parameters;
+``"auto"`` runs ``direct``.
 """
 
 from __future__ import annotations
@@ -99,6 +110,7 @@ from __future__ import annotations
 from solvers import config
 from solvers.base import SolverSpec
 from solvers.interior_point.auto import choose_linear_solver, linear_solver_costs
+from solvers.interior_point.distributed import solve as solve_distributed
 from solvers.interior_point.linsys import DirectSolver, NormalOperator, PCGSolver
 from solvers.interior_point.mpc import (
     SVMQP,
@@ -139,6 +151,9 @@ SPECS = (
         # (mpc.warm_starting_point; the package docstring has the measurements)
         warm_start=True,
         dense_system=dense_system,
+        # binary and one-vs-rest on a DistributedDataset: the same MPC iterations, the
+        # Gram matrix of the normal equations one reduction per iteration (distributed.py)
+        distributed=solve_distributed,
     ),
 )
 

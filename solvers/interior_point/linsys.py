@@ -119,10 +119,15 @@ class DirectSolver:
     def prepare(self, mu: float) -> None:
         op = self.op
         M = weighted_gram(op.X, op.inv_omega, extra_value=op.c, out=self.matrix, mirror=False)
+        self.factorize(M, op.y_d, op.sigma)
+
+    def factorize(self, M: np.ndarray, y_d: np.ndarray, sigma: float) -> None:
+        """M of (11) from the weighted Gram matrix X~' Omega^-1 X~ (lower triangle; summed over
+        partitions on distributed data), modified in place, and its Cholesky factor."""
         M[np.diag_indices_from(M)] += 1.0
-        if op.free:
+        if self.op.free:
             lower = np.tril_indices_from(M)
-            M[lower] -= np.outer(op.y_d, op.y_d / op.sigma)[lower]
+            M[lower] -= np.outer(y_d, y_d / sigma)[lower]
         self.factor = factor_with_shift(M)
         if self.factor is None:
             raise SingularSystemError("the Cholesky factorization of M (11) failed")

@@ -78,9 +78,27 @@ class Iterate:
         """(largest negativity of the primal variables s, z, of the duals v, u), 0 when
         none."""
         pairs = self.pairs()
-        primal = max([0.0] + [-float(p.min()) for p, _ in pairs])
-        dual = max([0.0] + [-float(q.min()) for _, q in pairs])
+        primal = max([0.0] + [-float(np.min(p, initial=0.0)) for p, _ in pairs])
+        dual = max([0.0] + [-float(np.min(q, initial=0.0)) for _, q in pairs])
         return primal, dual
+
+    def mu_step_coefficients(self, step: Iterate) -> tuple[float, float, float]:
+        """(c0, c1, c2) with sum over the pairs of (p + alpha dp)'(q + alpha dq) = c0 + alpha
+        c1 + alpha^2 c2: mu along ``step`` is (c0 + alpha c1 + alpha^2 c2) / (pairs * n).
+        Sums over examples, so a distributed driver adds the partitions' coefficients and
+        evaluates mu at any alpha without another pass (:func:`mu_from_coefficients`)."""
+        c0 = c1 = c2 = 0.0
+        for p, dp, q, dq in self.pairs(step):
+            c0 += dot(p, q)
+            c1 += dot(p, dq) + dot(dp, q)
+            c2 += dot(dp, dq)
+        return c0, c1, c2
+
+
+def mu_from_coefficients(coefficients, alpha: float, n_pairs: int, n: int) -> float:
+    """mu at alpha from :meth:`Iterate.mu_step_coefficients` (summed over partitions)."""
+    c0, c1, c2 = coefficients
+    return (c0 + alpha * (c1 + alpha * c2)) / (n_pairs * n)
 
 
 def step_bound(x: Iterate, step: Iterate) -> float:
@@ -94,30 +112,49 @@ def step_bound(x: Iterate, step: Iterate) -> float:
     return bound
 
 
-def final_step_length(x: Iterate, step: Iterate, gamma_f: float) -> float:
-    """Mehrotra's step-length heuristic (OOQP's ``Solver::finalStepLength``): find the
-    blocking complementary pair (primal s_i or z_i, dual v_i or u_i) and the largest step
-    alpha_max; aim the blocking product at mu_full / gamma_a, mu_full the complementarity at
-    alpha_max and gamma_a = 1 / (1 - gamma_f); take at least gamma_f alpha_max."""
-    gamma_a = 1.0 / (1.0 - gamma_f)
-    best = 1.0
-    blocking = None  # (primal value, primal step, dual value, dual step, which)
+def blocking_candidates(x: Iterate, step: Iterate) -> list:
+    """For each complementary pair of ``x.pairs(step)`` and each side (primal, which = 1;
+    dual, which = 2), in that order: (ratio, (primal value, primal step, dual value, dual
+    step, which)) at the first example of smallest ratio -value / delta over delta < 0, or
+    None when no entry decreases.  Per partition on distributed data: the driver keeps, per
+    group, the smallest ratio over the partitions in row order (the first on ties) and folds
+    the groups with :func:`fold_blocking`, which is the single machine's choice."""
+    out = []
     for primal, d_primal, dual, d_dual in x.pairs(step):
         for which, value, delta in ((1, primal, d_primal), (2, dual, d_dual)):
             negative = np.flatnonzero(delta < 0.0)
             if negative.shape[0] == 0:
+                out.append(None)
                 continue
             ratios = -value[negative] / delta[negative]
             k = int(np.argmin(ratios))
-            if ratios[k] <= best:
-                best = float(ratios[k])
-                i = negative[k]
-                blocking = (primal[i], d_primal[i], dual[i], d_dual[i], which)
-    max_alpha = best
+            i = negative[k]
+            out.append((float(ratios[k]), (float(primal[i]), float(d_primal[i]),
+                                           float(dual[i]), float(d_dual[i]), which)))
+    return out
+
+
+def fold_blocking(candidates) -> tuple[float, tuple | None]:
+    """(alpha_max, blocking pair) from :func:`blocking_candidates`' groups in order: the
+    largest step <= 1 keeping every pair non-negative, and the pair that blocks it (the
+    last group on ties, as OOQP's loop)."""
+    best = 1.0
+    blocking = None
+    for candidate in candidates:
+        if candidate is not None and candidate[0] <= best:
+            best, blocking = candidate
+    return best, blocking
+
+
+def mehrotra_step_length(max_alpha: float, blocking, mu_at, gamma_f: float) -> float:
+    """Mehrotra's heuristic given the blocking pair (``blocking``: primal value, primal
+    step, dual value, dual step, which; None when nothing blocks) and ``mu_at(alpha)``, the
+    complementarity along the step (called at alpha_max only)."""
+    gamma_a = 1.0 / (1.0 - gamma_f)
     if blocking is None:
         alpha = 1.0
     else:
-        mu_full = x.mu_step(step, max_alpha) / gamma_a
+        mu_full = mu_at(max_alpha) / gamma_a
         p_value, p_step, d_value, d_step, which = blocking
         if which == 1:
             partner = d_value + max_alpha * d_step
@@ -128,6 +165,15 @@ def final_step_length(x: Iterate, step: Iterate, gamma_f: float) -> float:
         alpha = min(alpha, max_alpha)
     alpha = max(alpha, gamma_f * max_alpha)
     return alpha * 0.99999999
+
+
+def final_step_length(x: Iterate, step: Iterate, gamma_f: float) -> float:
+    """Mehrotra's step-length heuristic (OOQP's ``Solver::finalStepLength``): find the
+    blocking complementary pair (primal s_i or z_i, dual v_i or u_i) and the largest step
+    alpha_max; aim the blocking product at mu_full / gamma_a, mu_full the complementarity at
+    alpha_max and gamma_a = 1 / (1 - gamma_f); take at least gamma_f alpha_max."""
+    max_alpha, blocking = fold_blocking(blocking_candidates(x, step))
+    return mehrotra_step_length(max_alpha, blocking, lambda a: x.mu_step(step, a), gamma_f)
 
 
 @dataclass
@@ -169,13 +215,15 @@ class SVMQP:
         c = problem.bias_scale if problem.bias == "regularized" else 0.0
         self.op = NormalOperator(self.X, c, self.free)
         self.n = self.X.shape[0]
-        data_max = float(np.max(np.abs(self.X.data), initial=0.0))
-        self.dnorm = max(data_max, c) or 1.0  # OOQP's datanorm: max_ij |x_ij|
+        self.data_max = float(np.max(np.abs(self.X.data), initial=0.0))
+        self.dnorm = data_norm(self.data_max, c)
 
-    def residuals(self, x: Iterate) -> Residuals:
+    def residual_pieces(self, x: Iterate):
+        """The sums over examples and the per-example vectors of the residuals:
+        (X~'(d v), rho_beta = d'v, r_z, r_s, OOQP's gap, outputs X~w)."""
         d = self.d
         outputs = self.op.forward(x.w)
-        r_w = x.w - self.op.adjoint(d * x.v)
+        adjoint_dv = self.op.adjoint(d * x.v)
         rho = dot(d, x.v) if self.free else 0.0
         margin_part = d * outputs - x.beta * d + x.z - 1.0
         if self.hinge:
@@ -185,6 +233,11 @@ class SVMQP:
             r_z = 2.0 * self.tau * x.z - x.v
             gap = dot(margin_part, x.v)
         r_s = margin_part - x.s
+        return adjoint_dv, rho, r_z, r_s, gap, outputs
+
+    def residuals(self, x: Iterate) -> Residuals:
+        adjoint_dv, rho, r_z, r_s, gap, outputs = self.residual_pieces(x)
+        r_w = x.w - adjoint_dv
         norm = max(float(np.max(np.abs(r_w))), abs(rho), float(np.max(np.abs(r_z))),
                    float(np.max(np.abs(r_s))))
         return Residuals(r_w, rho, r_z, r_s, gap, norm, outputs)
@@ -198,26 +251,34 @@ class SVMQP:
                     linsys, corrector: bool, mu: float, w0: np.ndarray | None = None) -> Iterate:
         """The solution of (5) with the complementarity right-hand sides r_u, r_v, by the
         reduction (6)-(10) and the back substitutions of section 3."""
-        d = self.d
-        op = self.op
-        inv_omega = op.inv_omega
-        r_s_hat = res.r_s + r_v / x.v                      # (6b)
+        zu, r_z_hat, r_omega, q = self.reduced_vectors(x, res.r_s, res.r_z, r_u, r_v)
+        adjoint_dq, dq = self.reduced_products(q)
+        dw, dbeta = solve_reduced(res.r_w, res.rho, adjoint_dq, dq, self.op.y_d,
+                                  self.op.sigma, self.free, linsys, w0, corrector, mu)
+        return self.back_substitute(x, r_u, r_v, zu, r_z_hat, r_omega, dw, dbeta)
+
+    def reduced_vectors(self, x: Iterate, r_s, r_z, r_u, r_v):
+        """(6)-(7) per example: (U^-1 Z or 1/(2 tau), r^_z, r_Omega, q = Omega^-1 r_Omega).
+        Linear in (r_s, r_z, r_u, r_v) together."""
         if self.hinge:
             zu = x.z / x.u
-            r_z_hat = res.r_z + r_u / x.z                  # (6a)
+            r_z_hat = r_z + r_u / x.z                      # (6a)
         else:
             zu = 0.5 / self.tau
-            r_z_hat = res.r_z
+            r_z_hat = r_z
+        r_s_hat = r_s + r_v / x.v                          # (6b)
         r_omega = r_s_hat - zu * r_z_hat
-        q = inv_omega * r_omega
-        r_w_hat = res.r_w + op.adjoint(d * q)              # (8a)
-        rhs = -r_w_hat
-        if self.free:
-            rho_hat = res.rho - dot(d, q)                  # (8b)
-            rhs -= (rho_hat / op.sigma) * op.y_d           # (9a)
-        dw = linsys.solve(rhs, w0, corrector, mu)
-        dbeta = (-rho_hat + dot(op.y_d, dw)) / op.sigma if self.free else 0.0  # (9b)
-        dv = -inv_omega * (r_omega + d * op.forward(dw) - d * dbeta)           # (10)
+        return zu, r_z_hat, r_omega, self.op.inv_omega * r_omega
+
+    def reduced_products(self, q: np.ndarray) -> tuple[np.ndarray, float]:
+        """The sums over examples of (8): (X~'(d q), d'q) (d'q only for the free bias)."""
+        return self.op.adjoint(self.d * q), (dot(self.d, q) if self.free else 0.0)
+
+    def back_substitute(self, x: Iterate, r_u, r_v, zu, r_z_hat, r_omega, dw: np.ndarray,
+                        dbeta: float) -> Iterate:
+        """(10) and section 3's back substitutions, per example, given (dw, dbeta)."""
+        d = self.d
+        dv = -self.op.inv_omega * (r_omega + d * self.op.forward(dw) - d * dbeta)  # (10)
         dz = -zu * (r_z_hat - dv)
         du = -(r_u + x.u * dz) / x.z if self.hinge else np.zeros_like(dz)
         ds = -(r_v + x.s * dv) / x.v
@@ -233,12 +294,38 @@ class SVMQP:
     def parameters(self, x: Iterate) -> np.ndarray:
         """design.md's beta = (w, b) of the iterate: b = -beta (the paper's decision is
         x'w - beta) for the free bias, the constant column's coefficient when regularized."""
-        out = x.w.copy()
-        if self.free:
-            out[-1] = -x.beta
-        elif self.problem.bias == "none":
-            out[-1] = 0.0
-        return out
+        return parameters_of(x.w, x.beta, self.problem.bias)
+
+
+def data_norm(data_max: float, extra_value: float) -> float:
+    """OOQP's datanorm, max_ij |x~_ij| (the constant column's value included), 1 when 0."""
+    return max(data_max, extra_value) or 1.0
+
+
+def parameters_of(w: np.ndarray, beta: float, bias: str) -> np.ndarray:
+    """design.md's (w, b) of an iterate's (w, beta): b = -beta for the free bias, the
+    constant column's coefficient when regularized, 0 without a bias."""
+    out = w.copy()
+    if bias == "free":
+        out[-1] = -beta
+    elif bias == "none":
+        out[-1] = 0.0
+    return out
+
+
+def solve_reduced(r_w: np.ndarray, rho: float, adjoint_dq: np.ndarray, dq: float,
+                  y_d: np.ndarray, sigma: float, free: bool, linsys, w0, corrector: bool,
+                  mu: float) -> tuple[np.ndarray, float]:
+    """(8)-(9) given the sums over examples: r^_w = r_w + X~'(d q), rho^ = rho - d'q,
+    M dw = -(r^_w + rho^ y_d / sigma), dbeta = (-rho^ + y_d'dw) / sigma (free bias)."""
+    r_w_hat = r_w + adjoint_dq                             # (8a)
+    rhs = -r_w_hat
+    if free:
+        rho_hat = rho - dq                                 # (8b)
+        rhs -= (rho_hat / sigma) * y_d                     # (9a)
+    dw = linsys.solve(rhs, w0, corrector, mu)
+    dbeta = (-rho_hat + dot(y_d, dw)) / sigma if free else 0.0  # (9b)
+    return dw, dbeta
 
 
 def make_linear_solver(qp: SVMQP, params: InteriorPointParams, choice: str):
@@ -262,33 +349,42 @@ def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:
     measured iteration counts of both starts."""
     n = qp.n
     a = float(np.sqrt(qp.dnorm))
-    dim = qp.op.dim
-    if params.start == "ooqp":
-        b = np.full(n, a)
-    else:
-        b = qp.tau / 2.0
-    if qp.hinge:
-        x = Iterate(np.zeros(dim), 0.0, b.copy(), np.full(n, a), b.copy(), np.full(n, a))
-    else:  # z free (starts at 0), no u
-        x = Iterate(np.zeros(dim), 0.0, b.copy(), np.zeros(n), np.zeros(n), np.full(n, a),
-                    hinge=False)
+    x = initial_iterate(n, a, qp.op.dim, qp.tau, qp.hinge, params.start)
     res = qp.residuals(x)
     qp.set_weights(x)
     linsys.prepare(x.mu())
     step = qp.newton_step(x, res, x.z * x.u, x.s * x.v, linsys, False, x.mu())
     x.axpy(1.0, step)
     primal, dual = x.violation()
-    if params.start == "ooqp":
+    shift_start(x, params.start, primal, dual, qp.tau)
+    return x
+
+
+def initial_iterate(n: int, a: float, dim: int, tau: np.ndarray, hinge: bool,
+                    start: str) -> Iterate:
+    """The point the default start's affine step is taken from (:func:`starting_point`):
+    z = s = a = sqrt(max|x_ij|), v = u = a (``ooqp``) or tau / 2 (``scaled``); the squared
+    hinge's z at 0 and no u."""
+    b = np.full(n, a) if start == "ooqp" else tau / 2.0
+    if hinge:
+        return Iterate(np.zeros(dim), 0.0, b.copy(), np.full(n, a), b.copy(), np.full(n, a))
+    return Iterate(np.zeros(dim), 0.0, b.copy(), np.zeros(n), np.zeros(n), np.full(n, a),
+                   hinge=False)
+
+
+def shift_start(x: Iterate, start: str, primal: float, dual: float, tau: np.ndarray) -> None:
+    """The default start's shift after the affine step, given the largest negativities
+    ``primal`` (of s, z) and ``dual`` (of v, u) over all examples (:func:`starting_point`)."""
+    if start == "ooqp":
         shift = 1e3 + 2.0 * max(primal, dual)
-        shift_primal, shift_dual = shift, np.full(n, shift)
+        shift_primal, shift_dual = shift, np.full(x.v.shape[0], shift)
     else:
-        shift_primal, shift_dual = 1.0 + 2.0 * primal, qp.tau / 2.0 + 2.0 * dual
+        shift_primal, shift_dual = 1.0 + 2.0 * primal, tau / 2.0 + 2.0 * dual
     x.s += shift_primal
     x.v += shift_dual
-    if qp.hinge:
+    if x.hinge:
         x.z += shift_primal
         x.u += shift_dual
-    return x
 
 
 # A warm start's distance from the boundary (the measurements are in the package docstring):
@@ -307,25 +403,39 @@ def warm_starting_point(qp: SVMQP, start: np.ndarray) -> Iterate:
     max(0, 1 - m), no u).  The residuals r_w, rho_beta of the point are not zero; MPC takes
     infeasible starts (OOQP's default start is infeasible too)."""
     problem = qp.problem
-    beta = np.array(start, dtype=np.float64)  # a copy: the caller's start is not changed
-    if beta.shape != (qp.op.dim,):
-        raise ValueError(f"start must have n_features + 1 = {qp.op.dim} entries")
-    if problem.bias == "none":
-        beta[-1] = 0.0
-    w = beta.copy()
-    bias = 0.0
-    if qp.free:
-        bias = -w[-1]  # the paper's decision is x'w - beta
-    if problem.bias != "regularized":
-        w[-1] = 0.0
+    beta, w, bias = warm_parameters(start, qp.op.dim, problem.bias)
     margins = problem.margins(beta)  # one product: the KKT map below reuses the outputs
     alpha = problem.dual_from_primal(beta)
     if qp.free:
         alpha = problem.balance(alpha)
-    tau = qp.tau
+    return warm_iterate(w, bias, margins, alpha, qp.tau, qp.hinge)
+
+
+def warm_parameters(start: np.ndarray, dim: int, bias_mode: str
+                    ) -> tuple[np.ndarray, np.ndarray, float]:
+    """(design.md's beta of ``start``, the iterate's w, its beta): the driver's part of
+    :func:`warm_starting_point`."""
+    beta = np.array(start, dtype=np.float64)  # a copy: the caller's start is not changed
+    if beta.shape != (dim,):
+        raise ValueError(f"start must have n_features + 1 = {dim} entries")
+    if bias_mode == "none":
+        beta[-1] = 0.0
+    w = beta.copy()
+    bias = 0.0
+    if bias_mode == "free":
+        bias = -w[-1]  # the paper's decision is x'w - beta
+    if bias_mode != "regularized":
+        w[-1] = 0.0
+    return beta, w, bias
+
+
+def warm_iterate(w: np.ndarray, bias: float, margins: np.ndarray, alpha: np.ndarray,
+                 tau: np.ndarray, hinge: bool) -> Iterate:
+    """The per-example part of :func:`warm_starting_point` from the margins at the start and
+    its (balanced) KKT dual point."""
     s = np.maximum(margins - 1.0, 0.0) + WARM_PRIMAL_SHIFT
     z = np.maximum(1.0 - margins, 0.0)
-    if qp.hinge:
+    if hinge:
         v = np.clip(alpha, WARM_DUAL_MARGIN * tau, (1.0 - WARM_DUAL_MARGIN) * tau)
         return Iterate(w, bias, v, z + WARM_PRIMAL_SHIFT, tau - v, s)
     v = np.maximum(alpha, WARM_DUAL_MARGIN * tau)

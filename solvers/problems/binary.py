@@ -80,20 +80,23 @@ def balancing_shift(alpha: np.ndarray, y: np.ndarray, lower: np.ndarray,
 # stays (Numba's argsort took longer).
 
 @njit(cache=True, nogil=True)
-def _balancing_events(alpha, y, lower, upper):
+def _balancing_events(alpha, y, lower, upper, forced=0.0):
     """g(0), the walking direction, the slope at 0 and the breakpoints with their slope
-    changes, in one pass."""
+    changes, in one pass.  ``forced`` (+1 or -1): walk that way whatever the sign of this
+    g(0) (a partition's share of a distributed g, whose sign only the sum decides)."""
     n = alpha.shape[0]
     g0 = 0.0
     for i in range(n):
         g0 += y[i] * min(max(alpha[i], lower[i]), upper[i])
     direction = 1.0 if g0 < 0.0 else -1.0
+    if forced != 0.0:
+        direction = forced
     # walk s = direction * t, t >= 0; the term slopes in t are the same (+1 inside)
     events = np.empty(2 * n)
     changes = np.empty(2 * n)
     m = 0
     slope = 0.0
-    if g0 == 0.0:
+    if g0 == 0.0 and forced == 0.0:
         return g0, direction, slope, events[:0], changes[:0]
     for i in range(n):
         if y[i] > 0.0:
