@@ -15,9 +15,10 @@ seconds per round beyond the slowest partition's own work (the client-to-worker 
 actor calls go to the workers, not through the task graph, so this is where Dask's time
 is; the client uses ``direct_to_workers=True``, without which actor calls are proxied
 through the scheduler).  ``synthetic-400000x200000`` (the text-like set of
-:mod:`bench.synthetic`, about 8 M entries) and ``news20-binary`` (groups 1-10 against 11-20;
-its d-vectors are 1.36 M doubles, 10.9 MB a reduction per partition) are written to a
-temporary SVMlight file first.
+:mod:`bench.synthetic`, about 8 M entries) and ``news20-binary`` (the shared data's 20-class
+news20, 15,935 x 62,061, groups 1-10 against 11-20: d-vectors of 0.5 MB; OCAS takes about
+2,400 iterations, a minute on each side, so it is not in the default problems) are written
+to a temporary SVMlight file first.
 
 Prints Markdown and the machine (load average before and after: the figures scale with it).
 """
