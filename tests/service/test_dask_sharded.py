@@ -108,8 +108,9 @@ def test_registration_stores_the_shards_without_reading_them(service, shard_root
 
 @pytest.mark.slow
 @pytest.mark.parametrize("params", [{"solver": "mfn", "C": 1.0},
-                                    {"solver": "cutting_plane", "method": "ocas", "C": 1.0}],
-                         ids=["mfn", "ocas"])
+                                    {"solver": "cutting_plane", "method": "ocas", "C": 1.0},
+                                    {"solver": "interior_point", "C": 1.0}],
+                         ids=["mfn", "ocas", "interior_point"])
 def test_a_sharded_job_trains_data_parallel_as_one_machine(service, heart, params):
     done = wait_job(service, create_job(service, heart, params)["id"])
     assert done["status"] == "succeeded", done
