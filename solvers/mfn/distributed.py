@@ -17,17 +17,22 @@ value and the exact root of the line search's slope).  Per Newton iteration:
   preconditioner, the shift q of eq. (23) for saturated terms (modified Huber);
 * with the normal equations (the engine's ``linear_solver`` rule: few parameters against the
   stored entries, or ``"cholesky"``), the point round also sums the Gram matrix of the active
-  rows ((d+1)^2 doubles a partition), the driver solves (lam I + A'A) delta = r^0 by
-  Cholesky, and one round brings z and A'z to the new point; CGLS then only checks rule (13);
+  rows: each partition keeps its own up to date by the rows that entered and left the active
+  set, as the engine does (:func:`_gram`), and sends its lower triangle ((d+1)(d+2)/2
+  doubles); the driver solves (lam I + A'A) delta = r^0 by Cholesky, and one round brings z
+  and A'z to the new point and makes the trial round's work at beta_bar there; CGLS then
+  only checks rule (13);
 * one round per CGLS iteration: q = A p on the workers (kept), returning ||q||^2, z'q,
   ||z||^2 and A'q (a d-vector); the driver updates beta, r = r - gamma (A'q + lam D p) and
   ||z||^2 = ||z||^2 - 2 gamma z'q + gamma^2 ||q||^2 (the residual by recurrence: standard CG
   on the normal equations, where the kernel recomputes A'z in a second pass: one round per
   iteration instead of two; the worker applies z -= gamma q at the next round);
-* one round for the trial point beta_bar: its outputs, whether every index set holds
-  (step 5) and the line search's breakpoints, kept on the workers;
+* one round for the trial point beta_bar (none when it came with the factorized step's round
+  and CGLS took no iteration): its outputs, whether every index set holds (step 5) and the
+  line search's breakpoints, kept on the workers;
 * the exact line search (step 6) as :func:`solvers.distributed.breakpoint_root` rounds
-  (none when the breakpoints are few: they come back with the trial round).
+  (none when the breakpoints are few: they come back with the trial round; usually one
+  otherwise).
 
 What the distributed driver does not do (each stated in ``extras``, never silently changing
 the problem): the hinge loss's homotopy (refused), the row-space solve of ``linear_solver``
