@@ -303,3 +303,19 @@ def test_cpa_makes_one_round_an_iteration(a9a):
     for a, b in zip(one.log, many.log, strict=True):
         assert b.objective == pytest.approx(a.objective, rel=1e-9)
     assert [r.extras["reductions"] for r in many.log[1:]] == [1] * 7
+
+
+@pytest.mark.parametrize("method", ["ocas", "cpa"])
+def test_the_workers_keep_a_bounded_number_of_vectors_however_long_the_solve(a9a, method):
+    """A RemoteVector collected on the driver is dropped on the workers with the next round:
+    the per-example vectors a partition keeps do not grow with the iterations (they did, by
+    about 3 margins vectors per OCAS iteration: the driver swapped the list the handles'
+    finalizers append to)."""
+    kept = []
+    for max_iter in (5, 30):
+        data = in_process(a9a, [2, 1])
+        solvers.train(data, solver="cutting_plane", method=method, loss="hinge", C=1.0,
+                      max_iter=max_iter, tol=1e-12)
+        kept.append(max(len(actor._target.state["vectors"])
+                        for actor in data.partitions.actors))
+    assert kept[1] <= kept[0] + 1 and kept[1] <= 6, kept

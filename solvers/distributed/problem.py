@@ -374,7 +374,12 @@ class DistributedBinaryProblem:
         """One round of ``function(partition, *args)``, after the deferred element-wise
         work and the drops of collected vectors (they ride with it: no round of their
         own)."""
-        dead, self._dead = self._dead, []
+        # the same list emptied, not a new one: every handle's finalizer appends to the list
+        # that was current when the handle was made (a new list here left the names of the
+        # handles made before it undropped: the workers kept ~3 margins vectors per OCAS
+        # iteration, 1 per CPA iteration, for the whole solve)
+        dead = self._dead[:]
+        del self._dead[:len(dead)]
         pending, self._pending = self._pending, []
         return self.group.map(_with_pending, dead, pending, function, *args)
 
