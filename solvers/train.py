@@ -302,6 +302,7 @@ def train_distributed(dataset: DistributedDataset, solver: str = "mfn",
     collector = ListMonitor()
     sink = Tee(collector, monitor if monitor is not None else NullMonitor())
     clock = Stopwatch()
+    communication_start = dataset.partitions.communication.totals()
     classes = dataset.classes
     targets = [(None, classes[1])] if n_classes == 2 else \
         [(label_key(c), c) for c in classes]
@@ -330,7 +331,8 @@ def train_distributed(dataset: DistributedDataset, solver: str = "mfn",
         "; ".join(f"class {s.label}: {s.message}" for s in subproblems)
     objective = float(sum(s.objective for s in subproblems))
     elapsed = clock()
-    communication = dataset.partitions.communication.totals()
+    # this training's rounds (the dataset's counter runs on over every solve on it)
+    communication = dataset.partitions.communication.since(communication_start)
     if restarts:
         communication["restarts"] = restarts
     model.metadata.update({"solver": spec.name, "params": params.model_dump(mode="json"),
@@ -362,6 +364,7 @@ def _solve_distributed(dataset: DistributedDataset, spec: SolverSpec, params: So
     :class:`~solvers.distributed.PartitionLostError` with the reason when the restarts are
     spent, no worker is left or a shard no longer reads as it did."""
     allowed = dataset.max_restarts
+    communication_start = dataset.partitions.communication.totals()  # every attempt's
     resume = None
     records = [0]
     clock = Stopwatch()
@@ -414,10 +417,13 @@ def _solve_distributed(dataset: DistributedDataset, spec: SolverSpec, params: So
             if notice is not None:
                 notice(warning)
             continue
+        totals = dataset.partitions.communication.since(communication_start)
         if attempt:
             solution = dataclasses.replace(
                 solution, iterations=solution.iterations + before,
-                extras={**solution.extras, "restarts": attempt})
+                extras={**solution.extras, **totals, "restarts": attempt})
+        else:
+            solution.extras.update(totals)
         return solution, problem
 
 

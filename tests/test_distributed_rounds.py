@@ -319,3 +319,16 @@ def test_the_workers_keep_a_bounded_number_of_vectors_however_long_the_solve(a9a
         kept.append(max(len(actor._target.state["vectors"])
                         for actor in data.partitions.actors))
     assert kept[1] <= kept[0] + 1 and kept[1] <= 6, kept
+
+
+def test_a_models_communication_record_counts_its_own_training(a9a):
+    """The dataset's counter runs on over every solve on it; a model's metadata and its
+    subproblems' extras count the rounds of their own training only."""
+    data = in_process(a9a, [1, 1])
+    first = solvers.train(data, solver="mfn", C=1.0)
+    second = solvers.train(data, solver="mfn", C=1.0)
+    one, two = (r.model.metadata["distributed"] for r in (first, second))
+    assert one["reductions"] == two["reductions"] > 0
+    assert one["bytes_sent"] == two["bytes_sent"] > 0
+    assert second.subproblems[0].extras["reductions"] == two["reductions"]
+    assert data.partitions.communication.reductions == 2 * one["reductions"]

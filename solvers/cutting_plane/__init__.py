@@ -178,7 +178,7 @@ def run_distributed(problem, params: CuttingPlaneParams, monitor: Monitor,
     problem.checkpoint = carry
     solution = solve_geometry(distributed_geometry(problem, params), params, monitor,
                               carry=carry)
-    solution.extras.update(problem.communication.totals())
+    solution.extras.update(problem.communication_totals())
     return solution
 
 

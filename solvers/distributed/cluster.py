@@ -288,6 +288,12 @@ class Communication:
                 "bytes_received": self.bytes_received, "round_seconds": self.seconds,
                 "communication_seconds": self.overhead_seconds}
 
+    def since(self, start: dict) -> dict:
+        """The totals counted after ``start`` (an earlier :meth:`totals`): one solve's
+        rounds, not every solve's since the dataset was read."""
+        now = self.totals()
+        return {key: now[key] - start.get(key, 0) for key in now}
+
     def take(self) -> dict:
         """The counts since the last call (one iteration's), as record extras."""
         now = self.totals()

@@ -335,6 +335,7 @@ class DistributedBinaryProblem:
         #: engine keeps it current: mfn its last iterate, the cutting planes w_best with
         #: their cuts); ``solvers.train`` hands it to the restarted solve
         self.checkpoint = None
+        self.communication_start = self.group.communication.totals()  # posing counts
         self.group.map(_pose, positive, self.C, self.loss, bias, bias_scale, self.p)
 
     # the layout of the single machine's problem
@@ -369,6 +370,11 @@ class DistributedBinaryProblem:
     @property
     def communication(self):
         return self.group.communication
+
+    def communication_totals(self) -> dict:
+        """The rounds, bytes and seconds of this problem's solve (from its posing on), not
+        those of earlier solves on the same dataset."""
+        return self.group.communication.since(self.communication_start)
 
     def round(self, function, *args) -> list:
         """One round of ``function(partition, *args)``, after the deferred element-wise

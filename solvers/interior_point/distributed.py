@@ -497,6 +497,6 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
         "gamma": 0.0,
         "start": params.start if start is None else "warm",
         "distributed": True,
-        **problem.communication.totals(),
+        **problem.communication_totals(),
     }
     return Solution(params_vector, objective, status, message, iteration, extras)

@@ -673,6 +673,6 @@ def solve(problem: DistributedBinaryProblem, params: MFNParams, monitor: Monitor
     extras = {"cg_iterations": engine.cg_iterations, "runs": engine.runs,
               "linear_solver": "cholesky" if engine.normal_equations else "cgls",
               "factorizations": engine.factorizations, "distributed": True,
-              **problem.communication.totals()}
+              **problem.communication_totals()}
     return Solution(state["beta"].copy(), objective, Termination(status), message,
                     engine.iterations, extras)
