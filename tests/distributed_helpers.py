@@ -79,3 +79,17 @@ def assert_same_records(one, many, count: int, rel: float = 1e-9) -> None:
     for a, b in zip(one.log, many.log, strict=True):
         assert b.objective == pytest.approx(a.objective, rel=rel), a.iteration
         assert b.extras["lower_bound"] == pytest.approx(a.extras["lower_bound"], rel=rel)
+
+
+def ballast_partition(n_rows: int, n_features: int, per_row: int) -> solvers.Dataset:
+    """A partition of ``n_rows`` rows with ``per_row`` stored ones each (sorted distinct
+    columns, labels alternating): memory of a known size, made on a worker in milliseconds
+    (for the tests of what a worker's memory limit does)."""
+    import scipy.sparse as sp  # noqa: PLC0415
+
+    step = n_features // per_row
+    columns = (np.arange(per_row)[None, :] * step + (np.arange(n_rows) % step)[:, None])
+    indptr = np.arange(0, n_rows * per_row + 1, per_row, dtype=np.int64)
+    X = sp.csr_matrix((np.ones(n_rows * per_row), columns.ravel().astype(np.int32), indptr),
+                      shape=(n_rows, n_features))
+    return solvers.Dataset(X, np.where(np.arange(n_rows) % 2 == 0, 1.0, -1.0))

@@ -263,14 +263,14 @@ def test_shards_that_do_not_fit_fail_the_read_with_the_reason(monkeypatch):
     read on it would never resume (the partitions it holds keep their memory): the read
     fails after DISTRIBUTED_PAUSED_TIMEOUT naming the worker and what to do, instead of
     waiting out DISTRIBUTED_ROUND_TIMEOUT once per partition."""
-    from bench.bench_distributed_memory import text_partition
+    from distributed_helpers import ballast_partition
 
     monkeypatch.setattr(config, "DISTRIBUTED_PAUSED_TIMEOUT", 3.0)
     monkeypatch.setattr(config, "DISTRIBUTED_HEARTBEAT_POLL", 0.5)
     monkeypatch.setattr(config, "DISTRIBUTED_ROUND_TIMEOUT", 120.0)
-    # about 48 MB a partition (50,000 text-like rows): 1 GB of them for a worker of 1 GB,
+    # 48 MB a partition (50,000 rows of 80 entries): 1 GB of them for a worker of 1 GB,
     # which pauses at 0.8 GB (each step is well below the nanny's 0.95 GB)
-    sources = [("call", text_partition, (k, 50_000, 20_000, 100.0)) for k in range(21)]
+    sources = [("call", ballast_partition, (50_000, 20_000, 80)) for _ in range(21)]
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   memory_limit="1GB", dashboard_address=None,
                                   worker_dashboard_address=None,
