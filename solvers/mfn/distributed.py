@@ -53,6 +53,7 @@ from solvers.base import Solution, Termination
 from solvers.core.gram import NormalEquations
 from solvers.core.linalg import cholesky_solve, dot, gram_cost
 from solvers.core.rows import BinaryRows
+from solvers.core.sparse import rows_nnz
 from solvers.distributed import (
     DistributedBinaryProblem,
     Partition,
@@ -142,12 +143,12 @@ def _gram(part: Partition, active) -> np.ndarray:
     return normal.G[_lower(normal.G.shape[0])]
 
 
-def _copy_bytes(terms: BinaryRows, active: np.ndarray) -> int:
-    """What :meth:`BinaryRows.compact` allocates for the rows ``active``: their column
-    indices and values (none for unit values), the row pointers and the row numbers."""
-    entries = int(np.diff(terms.X.indptr)[active].sum())
+def _copy_bytes(terms: BinaryRows, entries: int, n_rows: int) -> int:
+    """What :meth:`BinaryRows.compact` allocates for ``n_rows`` rows holding ``entries``
+    stored entries: their column indices and values (none for unit values), the row
+    pointers and the row numbers."""
     per_entry = terms.X.indices.itemsize + (0 if terms.unit_values else 8)
-    return entries * per_entry + 16 * (int(active.size) + 1)
+    return entries * per_entry + 16 * (n_rows + 1)
 
 
 def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0,
@@ -186,9 +187,9 @@ def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0
     n = xi.shape[0]
     masked = False
     if 0 < active.size < n:
-        masked = (compact_max < 1.0 and
-                  int(np.diff(terms.X.indptr)[active].sum()) > compact_max * terms.X.nnz) or \
-            _copy_bytes(terms, active) > part.memory_room(memory_fraction)
+        entries = int(rows_nnz(terms.X.indptr, active))  # one pass for both rules
+        masked = (compact_max < 1.0 and entries > compact_max * terms.X.nnz) or \
+            _copy_bytes(terms, entries, int(active.size)) > part.memory_room(memory_fraction)
     if masked:  # every row, the inactive ones weighted zero
         A = terms.everything
         sqrt_c = np.zeros(n)
