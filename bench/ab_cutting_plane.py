@@ -5,7 +5,8 @@
     python -m bench ab_cutting_plane --summarize FILE.json
 
 ``DIR`` is a source tree of the project (e.g. ``git archive <commit> | tar -x -C DIR``); like
-a checkout it reads the datasets from ``DIR/../shared/data`` (link ``../shared`` beside it).  For
+a checkout it reads the datasets it carries in ``DIR/data`` (a tree older than the committed
+data read ``DIR/../shared/data``: link ``../shared`` beside it).  For
 every round and case the parent starts one child process per tree, alternating which goes
 first, with ``PYTHONPATH`` set to that tree; the child (``bench/ab_cutting_plane_child.py
 CASE``, run as a file) imports the tree's ``solvers``, runs our methods and LIBLINEAR in the
@@ -118,8 +119,6 @@ def _ratio(rs, fstar, gap):
 
 
 def run_command(args) -> int:
-    from bench.paths import shared_data_dir
-
     if args.summarize:
         from bench.references import load_references
 
@@ -130,15 +129,15 @@ def run_command(args) -> int:
                          "(source trees), or --summarize")
     trees = {"before": Path(args.before).resolve(), "after": Path(args.after).resolve()}
     for name, tree in trees.items():
-        # each tree reads the datasets from its ../shared/data (bench/paths.py)
-        data = shared_data_dir(tree)
+        # each tree reads the datasets it carries (bench/paths.py), an older one ../shared/data
         if not (tree / "solvers").is_dir():
             raise SystemExit(f"python -m bench ab_cutting_plane: error: --{name} {tree}: not a "
                              "source tree of the project (no solvers/)")
-        if not data.is_dir():
-            raise SystemExit(f"python -m bench ab_cutting_plane: error: --{name} {tree}: the "
-                             f"datasets are read from {data}, which does not "
-                             f"exist; link it: ln -s /path/to/shared {tree.parent / 'shared'}")
+        if not ((tree / "data" / "SHA256SUMS").is_file()
+                or (tree.parent / "shared" / "data").is_dir()):
+            raise SystemExit(f"python -m bench ab_cutting_plane: error: --{name} {tree}: it "
+                             "carries no data/ and has no ../shared/data beside it; link one: "
+                             f"ln -s /path/to/shared {tree.parent / 'shared'}")
     cases = args.cases.split(",")
     # the rounds so far as JSON (FILE.json) and the summary (FILE, or FILE.md when FILE is
     # itself .json), so that neither overwrites the other

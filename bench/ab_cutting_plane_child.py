@@ -31,7 +31,8 @@ def _child(case: str) -> dict:
     from threadpoolctl import threadpool_limits
 
     import solvers
-    from bench.problems import DATA_DIR, BenchProblem
+    from bench.paths import dataset_path
+from bench.problems import BenchProblem
     from solvers.cutting_plane import CuttingPlaneParams, solve, solve_crammer_singer
     from solvers.monitor import ListMonitor
     from solvers.problems import CrammerSingerProblem
@@ -41,7 +42,7 @@ def _child(case: str) -> dict:
     out = {"case": case, "load": os.getloadavg()[0], "ours": {}, "liblinear": []}
     with threadpool_limits(limits=1, user_api="blas"):
         if name.startswith("cs-"):
-            ds = solvers.read_svmlight(DATA_DIR / name[3:])
+            ds = solvers.read_svmlight(dataset_path(name[3:]))
             labels = np.searchsorted(ds.classes, ds.y)
             problem = CrammerSingerProblem(ds.X, labels, ds.classes.shape[0], C=C)
             runner, methods, tol, flag = solve_crammer_singer, CS_METHODS, 1e-3, 4

@@ -53,7 +53,8 @@ from bench.anchors import (
 )
 from bench.commands import Command, option, out, quick, repeats
 from bench.harness import GAPS, as_json, machine_description, measure_problem, time_to_gap
-from bench.problems import DATA_DIR, BenchProblem
+from bench.paths import dataset_path
+from bench.problems import BenchProblem
 from solvers.cutting_plane import CuttingPlaneParams, solve, solve_crammer_singer
 from solvers.monitor import ListMonitor
 from solvers.problems import CrammerSingerProblem
@@ -107,7 +108,7 @@ def binary_table(results) -> str:
 
 
 def cs_problem(name: str, C: float) -> tuple[solvers.Dataset, CrammerSingerProblem]:
-    ds = solvers.read_svmlight(DATA_DIR / name)
+    ds = solvers.read_svmlight(dataset_path(name))
     labels = np.searchsorted(ds.classes, ds.y)
     return ds, CrammerSingerProblem(ds.X, labels, ds.classes.shape[0], C=C)
 

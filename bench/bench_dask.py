@@ -37,7 +37,7 @@ from pathlib import Path
 
 from bench.bench_service import Server
 from bench.commands import Command, option, repeats
-from bench.paths import DATA_DIR
+from bench.paths import dataset_path
 
 SMALL = {"solver": "mfn", "C": 1.0}
 LARGE = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iterations": 300,
@@ -50,7 +50,7 @@ def _stamp(value: str) -> float:
 
 
 def upload(client, name: str) -> str:
-    path = DATA_DIR / name
+    path = dataset_path(name)
     response = client.post("/api/v1/datasets", files={"file": (name, path.read_bytes())})
     response.raise_for_status()
     return response.json()["id"]

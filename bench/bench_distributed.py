@@ -15,7 +15,7 @@ seconds per round beyond the slowest partition's own work (the client-to-worker 
 actor calls go to the workers, not through the task graph, so this is where Dask's time
 is; the client uses ``direct_to_workers=True``, without which actor calls are proxied
 through the scheduler).  ``synthetic-400000x200000`` (the text-like set of
-:mod:`bench.synthetic`, about 8 M entries) and ``news20-binary`` (the shared data's 20-class
+:mod:`bench.synthetic`, about 8 M entries) and ``news20-binary`` (the repository's 20-class
 news20, 15,935 x 62,061, groups 1-10 against 11-20: d-vectors of 0.5 MB; OCAS takes about
 2,400 iterations, a minute on each side, so it is not in the default problems) are written
 to a temporary SVMlight file first.
@@ -38,7 +38,7 @@ import numpy as np
 import solvers
 from bench.commands import Command, option, out, problems, repeats
 from bench.harness import machine_description
-from bench.paths import DATA_DIR
+from bench.paths import dataset_path
 from bench.problems import news20_binary
 from bench.synthetic import synthetic_dataset
 
@@ -60,10 +60,10 @@ def _source(name: str, workdir: Path) -> Path:
     if name == "news20-binary":
         target = workdir / "news20-binary"
         if not target.exists():
-            data = solvers.read_svmlight(DATA_DIR / "news20")
+            data = solvers.read_svmlight(dataset_path("news20"))
             solvers.write_svmlight(solvers.Dataset(data.X, news20_binary(data.y)), target)
         return target
-    return DATA_DIR / name
+    return dataset_path(name)
 
 
 def _timed(function):

@@ -46,7 +46,7 @@ import solvers
 from bench.anchors import ClarabelHinge, Liblinear, SklearnLinearKernelSVC
 from bench.commands import Command, option, out
 from bench.harness import GAPS, machine_description, relative_gap, time_to_gap
-from bench.paths import DATA_DIR
+from bench.paths import dataset_path
 from bench.problems import BenchProblem, load_dataset
 from bench.references import hinge_clarabel, reference_optimum
 from solvers import mfn
@@ -174,11 +174,11 @@ def solver_cases():
 
 
 def _dna():
-    return solvers.read_svmlight(DATA_DIR / "dna.scale")
+    return solvers.read_svmlight(dataset_path("dna.scale"))
 
 
 def _letter():
-    return solvers.read_svmlight(DATA_DIR / "letter.scale")
+    return solvers.read_svmlight(dataset_path("letter.scale"))
 
 
 def compare_solvers(log) -> dict:

@@ -46,9 +46,9 @@ from sklearn.svm import SVC
 import solvers
 from bench.commands import Command, option, out, problems, quick
 from bench.harness import machine_description
+from bench.paths import dataset_path
 from solvers.core.kernels import scale_gamma
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 C = 1.0
 PROBLEMS = {  # name: (train file, test file, n_features)
     "a9a": ("a9a", "a9a.t", 123),
@@ -65,11 +65,11 @@ FAMILIES = (("dual_cd", {"loss": "hinge"}), ("mfn", {"loss": "squared_hinge"}),
 
 def problem(name: str, quick: bool):
     file, test_file, d = PROBLEMS[name]
-    train = solvers.read_svmlight(DATA_DIR / file, n_features=d)
+    train = solvers.read_svmlight(dataset_path(file), n_features=d)
     if quick and train.n_samples > QUICK_ROWS:
         keep = np.sort(np.random.default_rng(0).permutation(train.n_samples)[:QUICK_ROWS])
         train = train.subset(keep)
-    test = solvers.read_svmlight(DATA_DIR / test_file, n_features=d)
+    test = solvers.read_svmlight(dataset_path(test_file), n_features=d)
     if test.n_samples > TEST_ROWS:
         test = test.subset(np.arange(TEST_ROWS))
     return train, test

@@ -43,7 +43,7 @@ from sklearn.svm import SVC
 import solvers
 from bench.commands import Command, out, quick, repeats
 from bench.harness import machine_description
-from bench.paths import DATA_DIR
+from bench.paths import dataset_path
 
 C = 0.5
 GAMMA = 1.0
@@ -73,7 +73,7 @@ PIMA_DECIMALS = [0, 0, 0, 0, 0, 1, 3, 0]
 
 
 def load(name: str) -> solvers.Dataset:
-    return solvers.read_svmlight(DATA_DIR / name)
+    return solvers.read_svmlight(dataset_path(name))
 
 
 def raw_pima(scaled: solvers.Dataset) -> solvers.Dataset:

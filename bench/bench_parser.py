@@ -1,7 +1,7 @@
 """``python -m bench parser``: our SVMlight reader against scikit-learn's.
 
-For every file of the shared datasets folder, :func:`solvers.data.read_svmlight` and
-:func:`sklearn.datasets.load_svmlight_file` each read the file once to warm up (Numba
+For every dataset the repository carries (``data/``, or the files of ``--data-dir``),
+:func:`solvers.data.read_svmlight` and :func:`sklearn.datasets.load_svmlight_file` each read the file once to warm up (Numba
 compilation or cache loading, the page cache; discarded), then ``--repeats`` times, the two
 alternating and the one going first changing from one repeat to the next.  The figures are
 medians: throughput in MB/s (10**6 bytes of file per second, wall clock) and the speed-up
@@ -26,7 +26,7 @@ from pathlib import Path
 from sklearn.datasets import load_svmlight_file
 
 from bench.commands import Command, option, out, repeats
-from bench.paths import DATA_DIR
+from bench.paths import dataset_names, dataset_path
 from solvers.data import read_svmlight
 
 
@@ -121,14 +121,20 @@ def machine() -> dict:
 
 def run_command(args) -> int:
 
-    if not args.data_dir.is_dir():
+    if args.data_dir is None:
+        names = args.names or dataset_names()
+        path_of = dataset_path
+    elif not args.data_dir.is_dir():
         print(f"no datasets folder at {args.data_dir}", file=sys.stderr)
         return 1
-    names = args.names or sorted(p.name for p in args.data_dir.iterdir() if p.name != "README.md")
+    else:
+        names = args.names or sorted(p.name for p in args.data_dir.iterdir()
+                                     if p.is_file() and p.name != "README.md")
+        path_of = args.data_dir.joinpath
     load_before = os.getloadavg()[0]
     rows = []
     for name in names:
-        row = measure(args.data_dir / name, args.repeats)
+        row = measure(path_of(name), args.repeats)
         rows.append(row)
         print(f"{name}: {row['speedup']['wall']:.1f}x", file=sys.stderr)
     table_rows = rows + [total_row(rows)]
@@ -152,7 +158,8 @@ COMMAND = Command(
     "parser", "the SVMlight reader against scikit-learn's", run_command, description=__doc__,
     options=(
         option("names", nargs="*", help="files to read (default: all of them)"),
-        option("--data-dir", type=Path, default=DATA_DIR),
+        option("--data-dir", type=Path, default=None,
+               help="read the files of this folder (default: the repository's data/)"),
         repeats(5),
         out(None, help="also write the results as JSON here")))
 

@@ -63,7 +63,7 @@ from pathlib import Path
 import httpx
 
 from bench.commands import Command, database_url, option
-from bench.paths import DATA_DIR
+from bench.paths import dataset_path
 
 LONG_PARAMS = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iterations": 300,
                "max_iter": 100000, "c_path_start": None, "tol": None}
@@ -145,9 +145,9 @@ def upload(client: httpx.Client, path: Path) -> str:
 
 
 def trained_model(client: httpx.Client, name: str, timeout: float = 120.0) -> tuple[str, dict]:
-    """Upload the shared dataset ``name`` and train ``mfn`` (C = 1) on it: (dataset id,
+    """Upload the committed dataset ``name`` and train ``mfn`` (C = 1) on it: (dataset id,
     the succeeded job)."""
-    dataset = upload(client, DATA_DIR / name)
+    dataset = upload(client, dataset_path(name))
     job = client.post("/api/v1/jobs", json={"dataset_id": dataset,
                                             "params": {"solver": "mfn", "C": 1.0}}).json()
     job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded", timeout=timeout)
@@ -170,7 +170,7 @@ def wait_job(client: httpx.Client, job_id: str, until, timeout: float = 120.0,
 def cancel_latency(server: Server, trials: int) -> list[float]:
     """Seconds from the cancel request to the job seen ``cancelled``, per trial."""
     with server.client() as client:
-        a9a = upload(client, DATA_DIR / "a9a")
+        a9a = upload(client, dataset_path("a9a"))
         latencies = []
         for _ in range(trials):
             job_id = client.post("/api/v1/jobs", json={"dataset_id": a9a,
@@ -392,7 +392,7 @@ def memory(server: Server, rounds: int) -> dict:
         time.sleep(2.0)  # let the request's threads finish and the allocator settle
         return rss_mb(pid)
 
-    text = (DATA_DIR / "ijcnn1.t").read_bytes() * 4
+    text = dataset_path("ijcnn1.t").read_bytes() * 4
     figures: dict = {"upload_mb": len(text) / 1e6}
     with server.client() as client:
         _, job = trained_model(client, "heart_scale")

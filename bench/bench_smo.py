@@ -43,7 +43,7 @@ from sklearn.svm import SVC
 import solvers
 from bench.commands import Command, out, quick, repeats
 from bench.harness import machine_description
-from bench.paths import DATA_DIR
+from bench.paths import dataset_path
 
 C = 1.0
 CACHE_MB = 200.0
@@ -58,7 +58,7 @@ TEST_ROWS = 5000
 
 
 def _load(name: str, n_features: int) -> solvers.Dataset:
-    return solvers.read_svmlight(DATA_DIR / name, n_features=n_features)
+    return solvers.read_svmlight(dataset_path(name), n_features=n_features)
 
 
 def _scaled(train: solvers.Dataset, test: solvers.Dataset):

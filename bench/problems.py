@@ -1,6 +1,6 @@
 """The benchmark problems: a dataset, a binary labelling, a loss, a bias mode and C.
 
-Datasets come from ``../shared/data`` (real, see its README) or from :mod:`bench.synthetic`
+Datasets come from the repository's ``data/`` (real, see its README) or from :mod:`bench.synthetic`
 (always named ``synthetic-...``).  Multi-class sets are made binary as the papers do
 (news20: groups 1-10 against 11-20).
 """
@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import solvers
-from bench.paths import DATA_DIR
+from bench.paths import dataset_path
 from solvers.problems import BinaryProblem
 
 # file, test file, n_features (to align train and test), binary labelling
@@ -117,7 +117,4 @@ def load_dataset(name: str, test: bool = False) -> solvers.Dataset | None:
         if test_file is None:
             return None
         file = test_file
-    path = DATA_DIR / file
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: the shared datasets are missing")
-    return solvers.read_svmlight(path, n_features=n_features)
+    return solvers.read_svmlight(dataset_path(file), n_features=n_features)

@@ -14,7 +14,7 @@
 #   LOCAL_BASES=1         build and use svmsvc-local/python:3.11 and svmsvc-local/postgres:15
 #   BASE_IMAGE, POSTGRES_IMAGE   base images (override LOCAL_BASES's)
 #   SMOKE_EXECUTOR        dask (default) or local (the API's own process pool; no worker kill)
-#   SMOKE_DATASET         SVMlight file to upload (default: mushrooms from the shared data)
+#   SMOKE_DATASET         SVMlight file to upload (default: the repository's data/mushrooms.xz; uploads may be compressed)
 #   SMOKE_SKIP_WHEELS=1   reuse dist/wheels as they are
 #   SMOKE_KEEP=1          leave the stack up afterwards (tear it down with the printed command)
 #   SMOKE_SCALE           Dask workers to scale out to at the end, then shards of the
@@ -54,7 +54,7 @@ export SVMSVC_PUBLISH_PORT
 KEY="smoke-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 export SVMSVC_API_KEYS="admin:$KEY"
 unset SVMSVC_ALLOW_OPEN
-DATASET=${SMOKE_DATASET:-/work/shared/data/mushrooms}
+DATASET=${SMOKE_DATASET:-$ROOT/data/mushrooms.xz}
 PROJECT="svmsvc-smoke-$$"
 DC="$COMPOSE -f $ROOT/docker/docker-compose.yml -p $PROJECT"
 

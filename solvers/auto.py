@@ -11,7 +11,7 @@ method's ``gap_tolerance``, mfn's ``hinge_gap_tolerance``; mfn on the squared hi
 exact finite Newton method and ends at the optimum whatever ``tol`` is).
 
 How it picks.  ``bench/bench_auto.py`` measures every candidate on the benchmark problems (the
-real datasets of ``../shared/data``, hinge and squared hinge, C from 0.01 to 100) at the
+real datasets of the repository's ``data/``, hinge and squared hinge, C from 0.01 to 100) at the
 targets :data:`MEASURED_TOLERANCES`: the time each takes to stop, certified, at that gap (a run
 that did not converge within the time cap counts as :data:`CENSORED_FACTOR` caps).  The
 measurements are kept in the package (``auto_measurements.json``) and are the fitted rule: a

@@ -1,5 +1,5 @@
-"""Helpers for tests: the real datasets beside the repository, small random matrices, and
-the check that a solver reached a reference optimum.
+"""Helpers for tests: the real datasets the repository carries (``data/``), small random
+matrices, and the check that a solver reached a reference optimum.
 
 (A module with its own name: ``conftest`` is ambiguous once tests/service has its own.)
 """
@@ -12,21 +12,22 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from bench.paths import DATA_DIR
+from bench.paths import DATA_DIR, dataset_names, dataset_path
+
+__all__ = ["DATA_DIR", "assert_reaches", "data_path", "dataset_names", "load", "random_csr"]
 
 
 def data_path(name: str) -> Path:
-    path = DATA_DIR / name
-    if not path.exists():
-        pytest.skip(f"shared dataset {name} not found at {path} (../shared/data is missing)")
-    return path
+    """A plain copy of the committed dataset ``name`` (``data/NAME.xz``, checked against its
+    sha256); a name the repository does not carry is an error, never a skip."""
+    return dataset_path(name)
 
 
 _CACHE: dict = {}
 
 
 def load(name: str, n_features: int | None = None):
-    """A shared dataset, parsed once per test session."""
+    """A committed dataset, parsed once per test process."""
     import solvers
 
     key = (name, n_features)

@@ -1,4 +1,4 @@
-"""SVM-ALM (``solvers.alm``) against independent optima on real data (``../shared/data``).
+"""SVM-ALM (``solvers.alm``) against independent optima on real data (the repository's ``data/``).
 
 * squared hinge, free bias: LIBLINEAR ``-s 2 -B 1 -R`` (its bias is then not regularized:
   checked to exist in liblinear-official, and certified here by the problem's duality gap);

@@ -2,7 +2,7 @@
 and kept on worker processes, the same solve as one machine's on the same data.
 
 A LocalCluster of 2 worker processes x 1 thread (spawned: no fork after Numba's threads),
-shared by the module; real data from ../shared/data split at line boundaries into 2, 3 and 7
+shared by the module; real data from the repository's data/ split at line boundaries into 2, 3 and 7
 shards of unequal sizes with an empty one.  Equality is to 1e-9 relative:
 
 * mfn (squared hinge) converges finitely: both runs are driven to rule (13) at eps = 1e-10

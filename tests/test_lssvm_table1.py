@@ -3,7 +3,7 @@ SesquiSMO with the RBF kernel, gamma = 1, the paper's C = 1 (our C = 0.5, design
 C_J = 2 C) and A = 1e4.  Training times are measured in bench/bench_lssvm.py, not here.
 
 The paper's PIMA-INDIAN and BREAST-W rows match RBF gamma = 1 on the *unscaled* UCI features
-(65.96% on Pima is its majority-class rate), while ../shared/data holds LIBSVM's scaled
+(65.96% on Pima is its majority-class rate), while data/ holds LIBSVM's scaled
 copies.  The raw features are recovered exactly from them: every Pima column was scaled from
 its known UCI range to [-1, 1] and is printed with 6 digits, and columns 2-10 of
 breast-cancer_scale are the nine Wisconsin attributes 1..10 (column 1 is the scaled sample

@@ -56,7 +56,6 @@ def test_points_solved_to_a_certified_gap_score_as_exact_ones(name):
     0.05 percentage points of the test fold (a handful of examples on the decision
     boundary), and the best C is the same.  news20 made binary is the text case, where step 3
     runs CG and the gap round's looser eps matters."""
-    data_path(name.removesuffix("-binary"))  # skips without ../shared/data
     dataset = BenchProblem(name).train_dataset()  # news20's groups 1-10 against 11-20
     grid = [0.03125, 0.25, 2.0]
     loose = cross_validate(dataset, "mfn", C=grid, folds=3, seed=0)

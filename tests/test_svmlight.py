@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_svmlight import NaiveError, naive_read
-from shared_data import DATA_DIR
+from shared_data import dataset_names, dataset_path
 
 from solvers.data import Dataset
 from solvers.data.svmlight import (
@@ -26,10 +26,7 @@ from solvers.data.svmlight import (
     write_svmlight,
 )
 
-DATA_FILES = sorted(p.name for p in DATA_DIR.glob("*") if p.name != "README.md")
-needs_data = pytest.mark.skipif(
-    not DATA_FILES, reason=f"the shared datasets are not available at {DATA_DIR}"
-)
+DATA_FILES = dataset_names() + dataset_names("regression")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 COMPRESSORS = {"gzip": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}
@@ -58,14 +55,13 @@ def assert_same_dataset(actual: Dataset, expected: Dataset) -> None:
 # =============================================================================================
 
 
-@needs_data
 @pytest.mark.parametrize("name", DATA_FILES)
 def test_real_file_matches_scikit_learn(name):
     from sklearn.datasets import load_svmlight_file
 
     n_features = 123 if name == "a9a.t" else None  # a9a.t never uses its last column
-    X, y = load_svmlight_file(str(DATA_DIR / name), n_features=n_features, zero_based=False)
-    ds = read_svmlight(DATA_DIR / name, n_features=n_features)
+    X, y = load_svmlight_file(str(dataset_path(name)), n_features=n_features, zero_based=False)
+    ds = read_svmlight(dataset_path(name), n_features=n_features)
 
     assert ds.X.shape == X.shape
     assert (ds.X != X).nnz == 0
@@ -78,31 +74,27 @@ def test_real_file_matches_scikit_learn(name):
     assert ds.qid is None and ds.sample_weight is None
 
 
-@needs_data
 def test_explicit_zeros_are_stored_entries():
-    ds = read_svmlight(DATA_DIR / "ijcnn1.t")
+    ds = read_svmlight(dataset_path("ijcnn1.t"))
     assert np.count_nonzero(ds.X.data == 0.0) == 12  # as documented in the data README
 
 
-@needs_data
 @pytest.mark.parametrize("chunk_size", [7, 4093])
 def test_real_file_in_small_chunks(chunk_size):
     name = "heart_scale" if chunk_size < 100 else "a9a"
-    whole = read_svmlight(DATA_DIR / name)
-    assert_same_dataset(read_svmlight(DATA_DIR / name, chunk_size=chunk_size), whole)
+    whole = read_svmlight(dataset_path(name))
+    assert_same_dataset(read_svmlight(dataset_path(name), chunk_size=chunk_size), whole)
 
 
-@needs_data
 def test_real_file_fed_byte_by_byte():
-    content = (DATA_DIR / "heart_scale").read_bytes()
+    content = dataset_path("heart_scale").read_bytes()
     parser = parse_in_chunks(content, 1)
     assert_same_dataset(parser.finish(), read_svmlight(content))
     assert parser.lines_read == content.count(b"\n") == 270
 
 
-@needs_data
 def test_real_file_round_trip():
-    ds = read_svmlight(DATA_DIR / "dna.scale")
+    ds = read_svmlight(dataset_path("dna.scale"))
     assert_same_dataset(read_svmlight(write_svmlight(ds)), ds)
 
 
@@ -114,7 +106,7 @@ def test_real_file_round_trip():
 @pytest.fixture(scope="module")
 def plain_content() -> bytes:
     if DATA_FILES:
-        return (DATA_DIR / "dna.scale.t").read_bytes()
+        return dataset_path("dna.scale.t").read_bytes()
     rng = np.random.default_rng(0)
     return write_svmlight(
         Dataset(sp.random(500, 50, density=0.3, random_state=rng), rng.random(500))
