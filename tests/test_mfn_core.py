@@ -224,3 +224,31 @@ def test_cgls_forcing_term_stops_early_and_says_so():
     assert exact[1] and exact[2] <= 1.01e-6 * exact[3]
     assert not forced[1] and 0 < forced[0] < exact[0] / 4
     assert forced[2] <= eta * r0 * (1 + 1e-9)
+
+
+def test_row_space_cg_forcing_term_stops_early_and_says_so():
+    """cg_dual_compact's ``forcing`` = eta, as cgls_compact's: it stops at the first iterate
+    with ||r|| <= eta ||r^0||, reported as not optimal while rule (13) is unmet (mfn's
+    gap-tied steps in the tight rounds on text run here)."""
+    X = random_csr(400, 3000, 0.01, seed=26)
+    rng = np.random.default_rng(27)
+    X.data = np.minimum(np.floor(rng.pareto(1.0, X.nnz) + 1.0), 300.0)
+    A = CompactRows(X, np.arange(400, dtype=np.int64))
+    t = rng.choice([-1.0, 1.0], size=400)
+    dense = np.c_[X.toarray(), np.ones(400)]
+    lam, eta = 1e-2, 0.5
+    runs = {}
+    for forcing in (0.0, eta):
+        beta = np.zeros(3001)
+        z = t.copy()
+        gradient = dense.T @ z
+        iterations, optimal = cg_dual_compact(A, np.ones(400), beta, bias_scale=1.0, lam=lam,
+                                              eps=1e-6, residual=z, gradient=gradient,
+                                              forcing=forcing)
+        r = dense.T @ (t - dense @ beta) - lam * beta
+        runs[forcing] = (iterations, optimal, np.linalg.norm(r))
+    r0 = np.linalg.norm(dense.T @ t)
+    exact, forced = runs[0.0], runs[eta]
+    assert exact[1] and exact[2] <= 1e-6 * r0
+    assert not forced[1] and 0 < forced[0] < exact[0] / 2
+    assert eta * r0 / 10 < forced[2] <= eta * r0 * (1 + 1e-9)
