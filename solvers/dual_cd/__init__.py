@@ -56,6 +56,19 @@ when the full set meets it with the gap still above tol, eps is divided by 10 an
 goes on.  The final gap is recomputed with w = sum alpha_i y_i x~_i formed afresh (the w kept
 by the steps accumulates round-off).  ``max_iter`` counts outer iterations (LIBLINEAR's 1000).
 
+The Newton switch (squared hinge, ``newton_switch_iter`` = 300): LIBLINEAR's ``train_one`` runs
+``-s 1`` for at most ``dual_solver_max_iter`` = 300 iterations and, when it reaches them, hands
+its w to the primal Newton method (``-s 2``, "Switching to use -s 2", with a tenth of the
+primal tolerance its eps gives); for ``-s 3`` (the hinge) it only warns.  Here a squared-hinge
+run with no stop after ``newton_switch_iter`` outer iterations (and max_iter above that) hands
+w to mfn from that point (beta-seeding's ini = 1: no heuristics), which ends the run on the
+same certified gap ``tol``; the message and ``extras["newton_switch"]`` say so (the epoch, the
+gap there, mfn's Newton and CG iterations and seconds), mfn's records follow the epochs' in
+the same log (numbered on, timed from the run's start, ``stage="newton"``), and the state moves
+to mfn's point (alpha by the KKT map, w from alpha) for a C path's next point.  On news20 made
+binary at C = 1 dual CD alone ended at its 1000 iterations 0.9% above the optimum (gap 2.4e-2)
+whatever tol; with the switch it stops certified (see the README's dual_cd section).
+
 Warm starts:
 
 * from a dual point alpha (:func:`solve`'s ``alpha``): clipped into the box (any point of the

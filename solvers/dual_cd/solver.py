@@ -13,7 +13,7 @@ from solvers.core.sparse import csr_matvec
 from solvers.dual_cd.kernels import crammer_singer_epochs, dcd_epochs
 from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
 from solvers.models import LinearModel
-from solvers.monitor import Monitor, Reporter, Stopwatch
+from solvers.monitor import Continued, Monitor, NullMonitor, Reporter, Stopwatch
 from solvers.problems import BinaryProblem, CrammerSingerProblem
 from solvers.termination import Termination
 
@@ -91,6 +91,8 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
     rng = _generator(params.permutation_seed)
     gap_rule = params.stop_rule == "gap"
     eps = params.eps
+    switch_at = newton_switch_at(params, problem)
+    limit = params.max_iter if switch_at is None else switch_at
     budget = max(X.nnz + n, 1)  # the first check after one pass's worth of steps
     check_seconds = np.inf
     epochs = 0
@@ -102,7 +104,7 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
         started = time.perf_counter()
         ran, full_spread_met, spread, work = dcd_epochs(
             X.indptr, X.indices, X.data, problem.y, s, qd, diag, upper, alpha, beta, index,
-            istate, fstate, rng, params.max_iter - epochs, eps, budget if gap_rule else np.inf,
+            istate, fstate, rng, limit - epochs, eps, budget if gap_rule else np.inf,
             params.shrinking)
         epochs += ran
         total_work += work
@@ -125,6 +127,8 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
         if stop:
             status, message = Termination.STOPPED, reporter.stop_message
             break
+        if epochs >= limit:  # the Newton switch's limit, below max_iter
+            break
         if full_spread_met:
             # the full set meets eps but the gap is above tol: a finer spread (continuation)
             eps = eps / 10.0
@@ -137,7 +141,53 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
               "work_passes": total_work / max(X.nnz + n, 1),
               "nnz_alpha": int(np.count_nonzero(alpha))}
     solution = Solution(beta.copy(), float(primal), status, message, epochs, extras)
+    if status is None:
+        solution = _switch_to_newton(problem, params, monitor, state, solution, reporter)
     return solution, state
+
+
+def newton_switch_at(params: DualCDParams, problem: BinaryProblem) -> int | None:
+    """The outer iteration at which an uncertified run hands w to mfn's Newton method
+    (``newton_switch_iter``), or None: no switch (the hinge, None, or max_iter first)."""
+    at = params.newton_switch_iter
+    if problem.loss != "squared_hinge" or at is None or at >= params.max_iter:
+        return None
+    return at
+
+
+def _switch_to_newton(problem: BinaryProblem, params: DualCDParams, monitor: Monitor | None,
+                      state: DualState, reached: Solution, reporter: Reporter) -> Solution:
+    """LIBLINEAR's train_one for ``-s 1``: dual CD that reaches its limit without the stop
+    hands its w to the primal Newton method (``-s 2``) from that point.  Here mfn (warm
+    started as beta-seeding does, ini = 1: no heuristics) from ``state.beta``, to the
+    certified gap ``tol``; its records continue the run's (numbered after the epochs, timed
+    from the run's start, tagged ``stage="newton"``), and the state moves to its point (the
+    KKT map's alpha, w recomputed: what a C path carries on)."""
+    from solvers import mfn  # the families import each other only here
+
+    epochs = reached.iterations
+    newton_params = mfn.MFNParams(C=problem.C, loss=problem.loss, bias=problem.bias,
+                                  bias_scale=problem.bias_scale, tol=params.tol)
+    continued = Continued(monitor if monitor is not None else NullMonitor(), epochs,
+                          reporter.clock(), {"stage": "newton"})
+    clock = Stopwatch()
+    newton = mfn.solve(problem, newton_params, continued, beta0=state.beta,
+                       continuation=True)
+    switched = primal_start(problem, newton.beta)
+    state.alpha[:] = switched.alpha
+    state.beta[:] = switched.beta
+    gap = problem.relative_duality_gap(newton.beta)
+    extras = {**reached.extras, "relative_duality_gap": float(gap),
+              "newton_switch": {"at_epoch": epochs,
+                                "gap_at_switch": reached.extras["relative_duality_gap"],
+                                "newton_iterations": newton.iterations,
+                                "cg_iterations": newton.extras["cg_iterations"],
+                                "seconds": clock(), "status": str(newton.status)}}
+    message = (f"no stop after {epochs} outer iterations (newton_switch_iter; relative "
+               f"duality gap {reached.extras['relative_duality_gap']:.3g}): switched to mfn's "
+               f"Newton method from w, as LIBLINEAR -s 1 switches to -s 2; {newton.message}")
+    return Solution(newton.beta.copy(), float(newton.objective), newton.status, message,
+                    epochs + newton.iterations, extras)
 
 
 def solve(problem: BinaryProblem, params: DualCDParams | None = None,
