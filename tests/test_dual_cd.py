@@ -251,11 +251,13 @@ def test_squared_hinge_switches_to_newton_at_its_limit_as_liblinear(tol):
     problem = BenchProblem("news20-binary", C=1.0)
     bp = problem.binary_problem()
     monitor = ListMonitor()
-    solution = dual_cd.solve(bp, DualCDParams(C=1.0, loss="squared_hinge", tol=tol), monitor)
+    # the registered spec: dual_cd given mfn's Newton method (solvers.registry.mfn_newton)
+    solution = solvers.get_solver("dual_cd").run(
+        bp, DualCDParams(C=1.0, loss="squared_hinge", tol=tol), monitor)
     assert solution.status == "converged", solution.message
     switch = solution.extras["newton_switch"]
     assert switch["at_epoch"] == 300 and switch["gap_at_switch"] > tol
-    assert "switched to mfn's Newton method" in solution.message
+    assert "switched to the Newton method" in solution.message
     assert bp.relative_duality_gap(solution.beta) <= tol
     assert solution.extras["relative_duality_gap"] <= tol
     optimum = load_references()[problem.key]["objective"]
@@ -272,26 +274,35 @@ def test_squared_hinge_switches_to_newton_at_its_limit_as_liblinear(tol):
     assert newton[-1].optimality <= tol
 
 
-def test_newton_switch_only_for_the_squared_hinge_below_max_iter():
+@pytest.mark.parametrize("bias", ["regularized", "none"])
+def test_newton_switch_only_for_the_squared_hinge_below_max_iter(bias):
     """heart_scale at C = 100 needs more than 300 outer iterations: the squared hinge switches
-    and reaches the optimum; the hinge never switches (LIBLINEAR -s 3 only warns), nor does a
-    run whose max_iter comes first, nor one with newton_switch_iter=None."""
-    bench = BenchProblem("heart_scale", loss="squared_hinge", C=100.0)
+    and reaches the optimum, in a C path too; the hinge never switches (LIBLINEAR -s 3 only
+    warns), nor does a run whose max_iter comes first, one with newton_switch_iter=None, or
+    dual_cd called without a Newton method."""
+    bench = BenchProblem("heart_scale", loss="squared_hinge", bias=bias, C=100.0)
     problem = bench.binary_problem()
     optimum, _ = reference_optimum(problem, bench.key)
-    switched = dual_cd.solve(problem, DualCDParams(C=100.0, tol=1e-8))
+    spec = solvers.get_solver("dual_cd")
+    params = DualCDParams(C=100.0, bias=bias, tol=1e-8)
+    switched = spec.run(problem, params, None)
     assert switched.status == "converged" and "newton_switch" in switched.extras
     assert abs(switched.objective - optimum) / optimum <= 1e-8
-    limited = dual_cd.solve(problem, DualCDParams(C=100.0, tol=1e-8, max_iter=300))
+    *_, last = spec.path(problem, [1.0, 100.0], params)
+    assert last.status == "converged" and "newton_switch" in last.extras
+    assert abs(last.objective - optimum) / optimum <= 1e-8
+    limited = spec.run(problem, params.model_copy(update={"max_iter": 300}), None)
     assert limited.status == "max_iter" and "newton_switch" not in limited.extras
-    alone = dual_cd.solve(problem, DualCDParams(C=100.0, tol=1e-8, newton_switch_iter=None,
-                                                max_iter=100_000))
-    assert alone.status == "converged" and "newton_switch" not in alone.extras
-    assert alone.iterations > 300
-    hinge = BenchProblem("heart_scale", loss="hinge", C=100.0).binary_problem()
-    unswitched = dual_cd.solve(hinge, DualCDParams(C=100.0, loss="hinge", tol=1e-12,
-                                                   max_iter=400))
-    assert unswitched.status == "max_iter" and "newton_switch" not in unswitched.extras
+    unswitched = [spec.run(problem, params.model_copy(update={"newton_switch_iter": None,
+                                                              "max_iter": 100_000}), None),
+                  dual_cd.solve(problem, params.model_copy(update={"max_iter": 100_000}))]
+    for alone in unswitched:
+        assert alone.status == "converged" and "newton_switch" not in alone.extras
+        assert alone.iterations > 300
+    hinge = BenchProblem("heart_scale", loss="hinge", bias=bias, C=100.0).binary_problem()
+    hinge_run = spec.run(hinge, DualCDParams(C=100.0, loss="hinge", bias=bias, tol=1e-12,
+                                             max_iter=400), None)
+    assert hinge_run.status == "max_iter" and "newton_switch" not in hinge_run.extras
 
 
 def test_free_bias_is_refused_with_the_reason():
