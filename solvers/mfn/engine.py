@@ -148,20 +148,27 @@ def gap_round_epsilon(params: MFNParams, epsilon: float, gap_stop: bool) -> floa
 
 def gap_forcing(gap: float, tol: float, eta_max: float) -> float:
     """The forcing term eta_k of a Newton step at the asked C under a gap tolerance ``tol``,
-    from the certified relative duality gap ``gap`` at the current point: step 3's solve stops
-    once ||r|| <= eta_k ||r^0|| (r^0 = -grad f at the point, up to a factor), or at rule (13).
+    from the certified relative duality gap ``gap`` at the current point: besides rule (13) at
+    the round's eps, step 3's CG stops once ||r|| <= eta_k ||r^0|| (r^0 = -grad f at the
+    point, up to a factor), with
 
-        eta_k = min(eta_max, max(sqrt(gap), 0.5 sqrt(tol / gap)))
+        eta_k = min(eta_max, 0.5 sqrt(tol / gap)).
 
-    Inexact Newton (Dembo, Eisenstat & Steihaug, SIAM J. Numer. Anal. 19 (1982), Theorem 3.3):
-    forcing terms eta_k = O(||grad f(beta_k)||) keep Newton's quadratic local convergence; the
-    gap of the squared hinge (its dual point the KKT map of beta) vanishes like ||grad f||^2,
-    so sqrt(gap) is such a term -- loose far from the optimum, where Keerthi & DeCoste's
-    section 4.3 warns that "an excessively accurate solution would lead to too much work", and
-    tight near it.  On the active set of the next point the new gradient is the residual r,
-    so the next gap is about eta_k^2 gap: 0.5 sqrt(tol / gap) is the loosest step that still
-    aims the next gap at a quarter of ``tol``, and no step is solved tighter than that (the
-    last step does not over-solve).  An unknown gap (inf) gives eta_max."""
+    An inexact Newton step (Dembo, Eisenstat & Steihaug, "Inexact Newton methods", SIAM J.
+    Numer. Anal. 19 (1982)): on the active set of the next point the new gradient is the
+    residual r, and the gap of the squared hinge (its dual point the KKT map of beta) vanishes
+    like ||grad f||^2, so the next gap is about eta_k^2 gap; eta_k is the loosest forcing that
+    still aims it at a quarter of ``tol``.  Far above ``tol`` it is tiny and rule (13) ends the
+    solve (Keerthi & DeCoste, section 4.3: "an excessively accurate solution would lead to
+    too much work while an inaccurate solution will not give good descent"); within a few
+    factors of it the last step stops early instead of solving past the tolerance.  An
+    unknown gap (inf) or a zero one gives 0: rule (13) alone.
+
+    Not the forcing the theory suggests far from the optimum, eta_k = min(eta_max, sqrt(gap))
+    (sqrt(gap) = O(||grad f||) keeps the local convergence quadratic): on news20 made binary
+    at C = 1 its loose steps (the gap is above 1 for most of the run) left active sets from
+    which the next, near-exact, step went 1e-3 of the way, and the run ended on itermax
+    (eta_max = 0.5) or took 47 Newton iterations instead of 35 (eta_max = 0.1)."""
     if not gap < float("inf"):
         return 0.0
     gap = max(gap, 0.0)
