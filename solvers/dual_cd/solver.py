@@ -156,7 +156,7 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
 
 
 def newton_switch_at(params: DualCDParams, problem: BinaryProblem) -> int | None:
-    """The outer iteration at which an uncertified run hands w to mfn's Newton method
+    """The outer iteration at which an uncertified run hands w to its Newton method
     (``newton_switch_iter``), or None: no switch (the hinge, None, or max_iter first)."""
     at = params.newton_switch_iter
     if problem.loss != "squared_hinge" or at is None or at >= params.max_iter:
