@@ -37,7 +37,7 @@ from solvers.data import (
     write_svmlight,
 )
 from solvers.evaluate import evaluate  # noqa: E402  (the function: solvers.evaluate(model, ds))
-from solvers.models import LinearModel, Model, ModelFormatError, load_model
+from solvers.models import LinearModel, Model, ModelExportError, ModelFormatError, load_model
 from solvers.monitor import IterationRecord, ListMonitor, Monitor, Reporter
 from solvers.problems import BinaryProblem, CrammerSingerProblem, OrdinalProblem
 from solvers.registry import get_solver, list_solvers
@@ -53,6 +53,7 @@ __all__ = [
     "LinearModel",
     "ListMonitor",
     "Model",
+    "ModelExportError",
     "ModelFormatError",
     "Monitor",
     "OrdinalProblem",
