@@ -8,6 +8,8 @@ import json
 import re
 import uuid
 
+import numpy as np
+import onnxruntime
 import pytest
 from servicetools import (
     FINISHED,
@@ -423,6 +425,13 @@ def test_a_kernel_smo_job_runs_with_progress_and_serves_its_model(api):
                        params={"format": "libsvm"})
     assert exported.status_code == 200 and exported.text == model.to_libsvm()
     assert exported.text.startswith("svm_type c_svc\nkernel_type rbf\ngamma 0.02\n")
+    graph = api.get(f"/api/v1/models/{done['model_id']}/download", params={"format": "onnx"})
+    assert graph.status_code == 200
+    rows = solvers.read_svmlight(data_path("dna.scale.t"), n_features=180).X[:30]
+    session = onnxruntime.InferenceSession(graph.content, providers=["CPUExecutionProvider"])
+    labels, scores = session.run(["label", "scores"], {"X": model.onnx_input(rows)})
+    assert labels.tolist() == model.predict(rows).tolist()
+    np.testing.assert_allclose(scores, model.decision_function(rows), rtol=1e-6, atol=0.0)
 
 
 def assert_served_as_the_library_predicts(api, model_id: str, model) -> None:

@@ -48,17 +48,20 @@ from app.schemas import (
     PredictionsPublic,
 )
 from app.uploads import receive_body
+from solvers.models import ModelExportError
 
 router = resource_router("models")
 
 
 class DownloadFormat(enum.StrEnum):
     """npz: the library's model archive; liblinear: LIBLINEAR's model file (linear only);
-    libsvm: LIBSVM's model file (C-SVC kernel models trained by smo)."""
+    libsvm: LIBSVM's model file (C-SVC kernel models trained by smo); onnx: an ONNX graph
+    (every model kind: ``Model.to_onnx``)."""
 
     npz = "npz"
     liblinear = "liblinear"
     libsvm = "libsvm"
+    onnx = "onnx"
 
 
 SVMLIGHT_BODY_TYPES = ("text/plain", "application/octet-stream", "")
@@ -103,7 +106,8 @@ def delete_model(model_id: uuid.UUID, session: WriteSessionDep, cache: ModelCach
                          "type": "string", "format": "binary"}},
                                  "text/plain": {"schema": {"type": "string"}}},
                      "description": "npz: the model archive; liblinear: LIBLINEAR's "
-                                    "model-file text; libsvm: LIBSVM's model-file text"},
+                                    "model-file text; libsvm: LIBSVM's model-file text; "
+                                    "onnx: the ONNX model (application/octet-stream)"},
                **responses(404, 409, 422)},
 )
 def download_model(
@@ -114,12 +118,23 @@ def download_model(
     format: DownloadFormat = DownloadFormat.npz,
 ) -> Response:
     """The model as an ``.npz`` archive (read back with ``solvers.load_model``), in
-    LIBLINEAR's model-file format (linear models only), or in LIBSVM's (C-SVC kernel models
-    trained by smo: ``svm-predict`` reads it)."""
+    LIBLINEAR's model-file format (linear models only), in LIBSVM's (C-SVC kernel models
+    trained by smo: ``svm-predict`` reads it), or as an ONNX model (any ONNX runtime serves
+    it: input ``X``, dense float64 rows; outputs ``label``, ``scores`` and, for a calibrated
+    model, ``probabilities``)."""
     if format is DownloadFormat.npz:
         return Response(
             model.artifact, media_type="application/octet-stream",
             headers={"Content-Disposition": f'attachment; filename="model-{model.id}.npz"'})
+    if format is DownloadFormat.onnx:
+        loaded = load_model(cache, sessions, model.id, principal)
+        try:
+            graph = loaded.to_onnx()
+        except ModelExportError as exc:
+            raise Conflict(f"{exc}; download format=npz") from None
+        return Response(
+            graph, media_type="application/octet-stream",
+            headers={"Content-Disposition": f'attachment; filename="model-{model.id}.onnx"'})
     if format is DownloadFormat.libsvm:
         loaded = load_model(cache, sessions, model.id, principal)
         try:
