@@ -166,6 +166,21 @@ def test_one_vs_one_ties_go_to_the_first_class_with_most_votes():
     assert_served_as_predicted(model, X)
 
 
+@pytest.mark.parametrize("kernel", [Kernel("polynomial", 0.5, 3, 0.0),
+                                    Kernel("polynomial", 0.5, 2, -1.0),
+                                    Kernel("sigmoid", 0.3, 3, -0.2), Kernel("rbf", 2.0)],
+                         ids=lambda k: f"{k.name}-{k.degree}-{k.coef0}")
+def test_kernels_on_both_signs_of_their_argument(kernel):
+    """Random support vectors and rows of both signs: the polynomial's base gamma x.s + coef0
+    is negative as often as positive (odd and even degrees), the RBF's distances span its
+    range."""
+    rng = np.random.default_rng(11)
+    support = sp.csr_matrix(rng.standard_normal((30, 5)))
+    model = KernelModel(support, rng.standard_normal((4, 30)), rng.standard_normal(4),
+                        ["a", "b", "c", "d"], kernel)
+    assert_served_as_predicted(model, rng.standard_normal((300, 5)))
+
+
 @pytest.mark.parametrize("rows", [0, 1])
 def test_no_rows_and_one_row(trained, rows):
     """The coupling's Loop on an empty batch and on a single row (the bench's latency)."""

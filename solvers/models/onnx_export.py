@@ -141,6 +141,7 @@ class OnnxGraph:
         self.initializers: list = [] if parent is None else parent.initializers
         self._counter = itertools.count() if parent is None else parent._counter
         self._constant_bytes = [0] if parent is None else parent._constant_bytes
+        self._shared: dict = {} if parent is None else parent._shared
 
     def name(self, hint: str) -> str:
         return f"{hint}_{next(self._counter)}"
@@ -165,6 +166,21 @@ class OnnxGraph:
             tensor = self.onnx.numpy_helper.from_array(values.astype(dtype), name)
         self.initializers.append(tensor)
         return name
+
+    def scalar(self, value: float) -> str:
+        """A double constant of shape () (one initializer per value)."""
+        key = ("scalar", float(value))
+        if key not in self._shared:
+            self._shared[key] = self.constant(np.array(float(value)), "scalar")
+        return self._shared[key]
+
+    def ints(self, *values: int) -> str:
+        """An int64 constant listing ``values`` (axes, indices, shapes; one initializer per
+        list)."""
+        key = ("ints", values)
+        if key not in self._shared:
+            self._shared[key] = self.constant(np.array(values, dtype=np.int64), "ints")
+        return self._shared[key]
 
     def op(self, op_type: str, *inputs: str, **attributes) -> str:
         """Append a node; returns its output's name."""
@@ -193,7 +209,7 @@ def affine(graph: OnnxGraph, X: str, coef: np.ndarray, intercept: np.ndarray) ->
 
 def column(graph: OnnxGraph, values: str) -> str:
     """The (N,) first column of (N, 1) values."""
-    return graph.op("Squeeze", values, graph.constant(np.array([1], dtype=np.int64), "axis"))
+    return graph.op("Squeeze", values, graph.ints(1))
 
 
 def kernel_rows(graph: OnnxGraph, X: str, support_vectors, kernel: Kernel) -> str:
@@ -213,14 +229,13 @@ def kernel_rows(graph: OnnxGraph, X: str, support_vectors, kernel: Kernel) -> st
         x_norms = graph.op("ReduceSumSquare", X, axes=[1], keepdims=1)  # (N, 1)
         s_norms = graph.constant(np.asarray(S.multiply(S).sum(axis=1)).ravel(), "sv_norms")
         d2 = graph.op("Sub", graph.op("Add", x_norms, s_norms),
-                      graph.op("Mul", graph.constant(np.array(2.0)), dots))
-        d2 = graph.op("Max", d2, graph.constant(np.array(0.0)))
-        return graph.op("Exp", graph.op("Mul", graph.constant(np.array(-kernel.gamma)), d2))
-    shifted = graph.op("Add", graph.op("Mul", graph.constant(np.array(float(kernel.gamma))),
-                                       dots),
-                       graph.constant(np.array(float(kernel.coef0))))
+                      graph.op("Mul", graph.scalar(2.0), dots))
+        d2 = graph.op("Max", d2, graph.scalar(0.0))
+        return graph.op("Exp", graph.op("Mul", graph.scalar(-kernel.gamma), d2))
+    shifted = graph.op("Add", graph.op("Mul", graph.scalar(kernel.gamma), dots),
+                       graph.scalar(kernel.coef0))
     if kernel.name == "polynomial":
-        return graph.op("Pow", shifted, graph.constant(np.array(float(kernel.degree))))
+        return graph.op("Pow", shifted, graph.scalar(kernel.degree))
     if kernel.name == "sigmoid":
         return graph.op("Tanh", shifted)
     raise ModelExportError(f"no ONNX form for the {kernel.name!r} kernel")
@@ -228,7 +243,7 @@ def kernel_rows(graph: OnnxGraph, X: str, support_vectors, kernel: Kernel) -> st
 
 def threshold_labels(graph: OnnxGraph, scores: str, classes: np.ndarray) -> str:
     """``classes[1]`` where the (N,) score is > 0, else ``classes[0]``."""
-    index = graph.op("Cast", graph.op("Greater", scores, graph.constant(np.array(0.0))),
+    index = graph.op("Cast", graph.op("Greater", scores, graph.scalar(0.0)),
                      to=graph.onnx.TensorProto.INT64)
     return gather_labels(graph, index, classes)
 
@@ -264,11 +279,10 @@ def ordinal_outputs(graph: OnnxGraph, X: str, coef: np.ndarray, thresholds: np.n
     """An ordinal model's: the (N,) score w.x and the label of the rank it falls in, the
     number of thresholds strictly below it (``OrdinalModel._ranks``)."""
     scores = graph.op("MatMul", X, graph.constant(np.asarray(coef, dtype=np.float64), "weights"))
-    below = graph.op("Greater", graph.op("Unsqueeze", scores, graph.constant(
-        np.array([1], dtype=np.int64), "axis")), graph.constant(
-            np.asarray(thresholds, dtype=np.float64)[None, :], "thresholds"))
+    thresholds = graph.constant(np.asarray(thresholds, dtype=np.float64)[None, :], "thresholds")
+    below = graph.op("Greater", graph.op("Unsqueeze", scores, graph.ints(1)), thresholds)
     ranks = graph.op("ReduceSum", graph.op("Cast", below, to=graph.onnx.TensorProto.INT64),
-                     graph.constant(np.array([1], dtype=np.int64), "axis"), keepdims=0)
+                     graph.ints(1), keepdims=0)
     return GraphOutputs(gather_labels(graph, ranks, classes), scores, None)
 
 
@@ -278,9 +292,9 @@ def sigmoid(graph: OnnxGraph, decision: str, A, B) -> str:
     z = graph.op("Add", graph.op("Mul", decision, graph.constant(np.asarray(A, float), "A")),
                  graph.constant(np.asarray(B, float), "B"))
     e = graph.op("Exp", graph.op("Neg", graph.op("Abs", z)))
-    one = graph.constant(np.array(1.0))
+    one = graph.scalar(1.0)
     denominator = graph.op("Add", one, e)
-    return graph.op("Where", graph.op("GreaterOrEqual", z, graph.constant(np.array(0.0))),
+    return graph.op("Where", graph.op("GreaterOrEqual", z, graph.scalar(0.0)),
                     graph.op("Div", e, denominator), graph.op("Div", one, denominator))
 
 
@@ -292,12 +306,10 @@ def platt_probabilities(graph: OnnxGraph, scores: str, platt, binary: bool) -> s
     platt = np.asarray(platt, dtype=np.float64)
     if binary:
         p = graph.op("Unsqueeze", sigmoid(graph, scores, platt[0, 0], platt[0, 1]),
-                     graph.constant(np.array([1], dtype=np.int64), "axis"))
-        return graph.op("Concat", graph.op("Sub", graph.constant(np.array(1.0)), p), p,
-                        axis=1)
+                     graph.ints(1))
+        return graph.op("Concat", graph.op("Sub", graph.scalar(1.0), p), p, axis=1)
     p = sigmoid(graph, scores, platt[:, 0], platt[:, 1])
-    total = graph.op("ReduceSum", p, graph.constant(np.array([1], dtype=np.int64), "axis"),
-                     keepdims=1)
+    total = graph.op("ReduceSum", p, graph.ints(1), keepdims=1)
     return graph.op("Div", p, total)
 
 
@@ -320,18 +332,18 @@ def ovo_votes_and_scores(graph: OnnxGraph, pairwise: str, k: int) -> tuple[str, 
     confidence / (3 (|confidence| + 1)).  Each class gathers its k - 1 pairs' terms from
     [for a, for b] (:func:`class_pairs_index`) and sums them."""
     index = graph.constant(class_pairs_index(k), "class_pairs")
-    axis2 = graph.constant(np.array([2], dtype=np.int64), "axis")
-    positive = graph.op("Cast", graph.op("Greater", pairwise, graph.constant(np.array(0.0))),
+    axis2 = graph.ints(2)
+    positive = graph.op("Cast", graph.op("Greater", pairwise, graph.scalar(0.0)),
                         to=graph.onnx.TensorProto.DOUBLE)
     wins = graph.op("Concat", positive,
-                    graph.op("Sub", graph.constant(np.array(1.0)), positive), axis=1)
+                    graph.op("Sub", graph.scalar(1.0), positive), axis=1)
     votes = graph.op("ReduceSum", graph.op("Gather", wins, index, axis=1), axis2, keepdims=0)
     signed = graph.op("Concat", pairwise, graph.op("Neg", pairwise), axis=1)
     confidence = graph.op("ReduceSum", graph.op("Gather", signed, index, axis=1), axis2,
                           keepdims=0)
     squashed = graph.op("Div", confidence, graph.op(
-        "Mul", graph.constant(np.array(3.0)),
-        graph.op("Add", graph.op("Abs", confidence), graph.constant(np.array(1.0)))))
+        "Mul", graph.scalar(3.0),
+        graph.op("Add", graph.op("Abs", confidence), graph.scalar(1.0))))
     return votes, graph.op("Add", votes, squashed)
 
 
@@ -342,82 +354,70 @@ def coupled_probabilities(graph: OnnxGraph, pairwise: str, platt, k: int) -> str
     platt = np.asarray(platt, dtype=np.float64)
     pairs = pair_index(k)
     value = graph.op("Clip", sigmoid(graph, pairwise, platt[:, 0], platt[:, 1]),
-                     graph.constant(np.array(MIN_PAIRWISE_PROBABILITY)),
-                     graph.constant(np.array(1.0 - MIN_PAIRWISE_PROBABILITY)))
+                     graph.scalar(MIN_PAIRWISE_PROBABILITY),
+                     graph.scalar(1.0 - MIN_PAIRWISE_PROBABILITY))
     # r[:, a, b] = value_p, r[:, b, a] = 1 - value_p, the diagonal 0: gathered, flattened
-    # (N, k * k), from [value, 1 - value, 0]
+    # (N, k * k), from the columns [value, 1 - value, 0]
     batch = graph.op("Shape", pairwise, end=1)
-    zeros = graph.op("ConstantOfShape", graph.op(
-        "Concat", batch, graph.constant(np.array([1], dtype=np.int64)), axis=0),
-        value=graph.onnx.numpy_helper.from_array(np.zeros(1)))
-    source = graph.op("Concat", value, graph.op("Sub", graph.constant(np.array(1.0)), value),
-                      zeros, axis=1)
+    zeros = graph.op("ConstantOfShape", graph.op("Concat", batch, graph.ints(1), axis=0),
+                     value=graph.onnx.numpy_helper.from_array(np.zeros(1)))
+    source = graph.op("Concat", value, graph.op("Sub", graph.scalar(1.0), value), zeros,
+                      axis=1)
     r_index = np.full(k * k, 2 * len(pairs), dtype=np.int64)
     for p, (a, b) in enumerate(pairs):
         r_index[a * k + b] = p
         r_index[b * k + a] = len(pairs) + p
-    r_flat = graph.op("Gather", source, graph.constant(r_index, "r_index"), axis=1)
-    r = graph.op("Reshape", r_flat, graph.constant(np.array([-1, k, k], dtype=np.int64),
-                                                   "shape"))
+    r = graph.op("Reshape", graph.op("Gather", source, graph.constant(r_index, "r_index"),
+                                     axis=1), graph.ints(-1, k, k))
     rt = graph.op("Transpose", r, perm=[0, 2, 1])  # rt[:, a, b] = r_ba
     # Q_ab = -r_ba r_ab off the diagonal, Q_aa = sum_b r_ba^2 (r's diagonal is 0)
-    diagonal = graph.op("ReduceSum", graph.op("Mul", rt, rt),
-                        graph.constant(np.array([2], dtype=np.int64), "axis"), keepdims=0)
+    diagonal = graph.op("ReduceSum", graph.op("Mul", rt, rt), graph.ints(2), keepdims=0)
     Q = graph.op("Add", graph.op("Neg", graph.op("Mul", rt, r)),
-                 graph.op("Mul", graph.op("Unsqueeze", diagonal, graph.constant(
-                     np.array([2], dtype=np.int64), "axis")), graph.constant(np.eye(k), "eye")))
-    return _coupling_loop(graph, Q, diagonal, k)
+                 graph.op("Mul", graph.op("Unsqueeze", diagonal, graph.ints(2)),
+                          graph.constant(np.eye(k), "eye")))
+    return _coupling_loop(graph, Q, diagonal, batch, k)
 
 
-def _coupling_loop(graph: OnnxGraph, Q: str, diagonal: str, k: int) -> str:
-    """The fixed-point iteration of :func:`solvers.calibration.couple` on Q (N, k, k) as an
-    ONNX Loop; returns p (N, k)."""
+def _coupling_loop(graph: OnnxGraph, Q: str, diagonal: str, batch: str, k: int) -> str:
+    """The fixed-point iteration of :func:`solvers.calibration.couple` on Q (N, k, k) (its
+    diagonal (N, k); ``batch`` the tensor [N]) as an ONNX Loop; returns p (N, k)."""
     TensorProto = graph.onnx.TensorProto
-    axis1 = graph.constant(np.array([1], dtype=np.int64), "axis")
-    one = graph.constant(np.array(1.0))
-    # per coordinate t: Q's row t (N, k) and its diagonal entry (N, 1), outside the loop
+    # per coordinate t, outside the loop: Q's row t (N, k), its diagonal entry (N, 1) and the
+    # unit row e_t (1, k) that adds a change to p's column t only
     rows_t, diag_t, unit_t = [], [], []
     for t in range(k):
-        index = graph.constant(np.array([t], dtype=np.int64), "t")
-        rows_t.append(graph.op("Squeeze", graph.op("Gather", Q, index, axis=1), axis1))
-        diag_t.append(graph.op("Gather", diagonal, index, axis=1))
-        unit = np.zeros((1, k))
-        unit[0, t] = 1.0
-        unit_t.append(graph.constant(unit, "unit"))
-    batch = graph.op("Shape", diagonal, end=1)
+        rows_t.append(graph.op("Squeeze", graph.op("Gather", Q, graph.ints(t), axis=1),
+                               graph.ints(1)))
+        diag_t.append(graph.op("Gather", diagonal, graph.ints(t), axis=1))
+        unit_t.append(graph.constant(np.eye(k)[t:t + 1], "unit"))
     p_start = graph.op("Expand", graph.constant(np.full((1, k), 1.0 / k), "p_start"),
-                       graph.op("Concat", batch, graph.constant(np.array([k], dtype=np.int64)),
-                                axis=0))
+                       graph.op("Concat", batch, graph.ints(k), axis=0))
     active_start = graph.op("Expand", graph.constant(np.array([[True]]), "active_start"),
-                            graph.op("Concat", batch, graph.constant(np.array([1],
-                                                                              dtype=np.int64)),
-                                     axis=0))
+                            graph.op("Concat", batch, graph.ints(1), axis=0))
 
     body = OnnxGraph(graph)
     iteration, condition = body.name("iteration"), body.name("condition")
     p_in, active_in = body.name("p_in"), body.name("active_in")
-    Qp = body.op("Squeeze", body.op("MatMul", Q, body.op("Unsqueeze", p_in, graph.constant(
-        np.array([2], dtype=np.int64), "axis"))), graph.constant(np.array([2], dtype=np.int64),
-                                                                 "axis"))
-    pQp = body.op("ReduceSum", body.op("Mul", p_in, Qp), axis1, keepdims=1)  # (N, 1)
+    Qp = body.op("Squeeze", body.op("MatMul", Q, body.op("Unsqueeze", p_in, graph.ints(2))),
+                 graph.ints(2))  # (N, k)
+    pQp = body.op("ReduceSum", body.op("Mul", p_in, Qp), graph.ints(1), keepdims=1)  # (N, 1)
     gap = body.op("ReduceMax", body.op("Abs", body.op("Sub", Qp, pQp)), axes=[1], keepdims=1)
-    active = body.op("And", active_in, body.op(
-        "GreaterOrEqual", gap, graph.constant(np.array(0.005 / k), "eps")))
+    active = body.op("And", active_in,
+                     body.op("GreaterOrEqual", gap, graph.scalar(0.005 / k)))
     p = p_in
-    for t in range(k):  # LIBSVM's sweep, one coordinate at a time
-        Qp_t = body.op("Gather", Qp, graph.constant(np.array([t], dtype=np.int64), "t"),
-                       axis=1)
+    for t in range(k):  # LIBSVM's sweep, one coordinate at a time, as couple() writes it
+        Qp_t = body.op("Gather", Qp, graph.ints(t), axis=1)
         diff = body.op("Div", body.op("Add", body.op("Neg", Qp_t), pQp), diag_t[t])
         p = body.op("Add", p, body.op("Mul", diff, unit_t[t]))
-        grow = body.op("Add", one, diff)
-        pQp = body.op("Div", body.op("Div", body.op("Add", pQp, body.op("Mul", diff, body.op(
-            "Add", body.op("Mul", diff, diag_t[t]),
-            body.op("Mul", graph.constant(np.array(2.0)), Qp_t)))), grow), grow)
+        grow = body.op("Add", graph.scalar(1.0), diff)
+        change = body.op("Mul", diff, body.op("Add", body.op("Mul", diff, diag_t[t]),
+                                              body.op("Mul", graph.scalar(2.0), Qp_t)))
+        pQp = body.op("Div", body.op("Div", body.op("Add", pQp, change), grow), grow)
         Qp = body.op("Div", body.op("Add", Qp, body.op("Mul", diff, rows_t[t])), grow)
         p = body.op("Div", p, grow)
     p_out = body.op("Where", active, p, p_in)  # a converged row keeps its p
     any_active = body.op("Greater", body.op("ReduceSum", body.op(
-        "Cast", active, to=TensorProto.DOUBLE), keepdims=0), graph.constant(np.array(0.0)))
+        "Cast", active, to=TensorProto.DOUBLE), keepdims=0), graph.scalar(0.0))
     body_graph = graph.onnx.helper.make_graph(
         body.nodes, "coupling_sweep",
         [body.value_info(iteration, TensorProto.INT64, []),
