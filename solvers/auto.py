@@ -162,7 +162,7 @@ class AutoParamsBase(SolverParams):
 
     @property
     def loss_exponent(self) -> float:
-        return self.p if self.loss == "lp" else canonical(self.loss)[1]
+        return canonical(self.loss, self.p)[1]
 
 
 def params_model(candidates: Solves) -> type[AutoParamsBase]:

@@ -283,7 +283,7 @@ class _Driver:
         self.params = params
         self.template = problem.template
         self.bias = problem.bias
-        self.hinge = problem.loss == "hinge"
+        self.hinge = problem.loss_function.piecewise_linear  # as SVMQP.hinge
         self.free = problem.bias == "free"
         self.c = problem.bias_scale if problem.bias == "regularized" else 0.0
         self.dim = problem.n_features + 1

@@ -206,7 +206,9 @@ class SVMQP:
 
     def __init__(self, problem: BinaryProblem):
         INTERIOR_POINT_SOLVES.require_problem(problem, "interior_point")
-        self.hinge = problem.loss == "hinge"
+        # the hinge's QP (1), slacks z >= 0 with multipliers u, for a piecewise-linear loss;
+        # else the squared hinge's penalty tau z^2 (the declaration admits these two)
+        self.hinge = problem.loss_function.piecewise_linear
         self.problem = problem
         self.X = problem.X
         self.d = problem.y

@@ -22,7 +22,10 @@ Method = Literal["auto", "direct", "iterative"]
 #: (SesquiSMO).
 LSSVM_SOLVES = Solves.product(("binary", "ovr"), ("least_squares",), ("free",))
 PROXIMAL_SVM_SOLVES = Solves.product(("binary", "ovr"), ("least_squares",), ("regularized",))
-RELAXED_LSSVM_SOLVES = Solves.product(("binary", "ovr"), ("least_squares", "squared_hinge"),
+#: The loss each variant of the relaxed LS-SVM solves: 2SMO's equality constraints (6) make
+#: the error the least-squares one, SesquiSMO's inequalities (33) max(0, 1 - m).
+RELAXED_VARIANT_LOSSES = {"2smo": "least_squares", "sesquismo": "squared_hinge"}
+RELAXED_LSSVM_SOLVES = Solves.product(("binary", "ovr"), tuple(RELAXED_VARIANT_LOSSES.values()),
                                       ("regularized",))
 
 
@@ -155,15 +158,16 @@ class RelaxedLSSVMParams(KernelSolverParams):
         """The variant and the loss name one another: either given alone sets the other
         (so each declared loss trains by its name alone)."""
         if isinstance(data, dict):
-            if data.get("variant") == "sesquismo" and "loss" not in data:
-                data = {**data, "loss": "squared_hinge"}
-            elif data.get("loss") == "squared_hinge" and "variant" not in data:
-                data = {**data, "variant": "sesquismo"}
+            variant_of = {loss: variant for variant, loss in RELAXED_VARIANT_LOSSES.items()}
+            if data.get("variant") in RELAXED_VARIANT_LOSSES and "loss" not in data:
+                data = {**data, "loss": RELAXED_VARIANT_LOSSES[data["variant"]]}
+            elif data.get("loss") in variant_of and "variant" not in data:
+                data = {**data, "variant": variant_of[data["loss"]]}
         return data
 
     @model_validator(mode="after")
     def _check_consistency(self):
-        expected = "squared_hinge" if self.variant == "sesquismo" else "least_squares"
+        expected = RELAXED_VARIANT_LOSSES[self.variant]
         if self.loss != expected:
             raise ValueError(f"variant {self.variant!r} solves loss {expected!r}, not "
                              f"{self.loss!r}")
