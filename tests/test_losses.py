@@ -132,7 +132,7 @@ def _incomplete(**leave_out):
     namespace = {"name": "incomplete", "code": get_loss("hinge").code, "p": 1.0,
                  "has_exponent": False, "piecewise_linear": True, "clipped": False,
                  "smoothing": None, "dual_quadratic": 0.0,
-                 "liblinear_solver_type": "L2R_L1LOSS_SVC_DUAL",
+                 "liblinear_solver_type": "L2R_L1LOSS_SVC_DUAL", "liblinear_types": (3,),
                  "dual_lower": lambda self, cost: np.zeros(np.shape(cost)),
                  "dual_upper": lambda self, cost: np.asarray(cost, dtype=float),
                  "conjugate": lambda self, v: np.zeros(np.shape(v))}

@@ -80,7 +80,10 @@ class Loss(abc.ABC):
       dual is then a QP: :class:`solvers.problems.binary.DualQP`), None when it is not;
     * ``liblinear_solver_type``: the ``solver_type`` a LIBLINEAR model file names for it
       (LIBLINEAR's predict reads the weights alone; a loss LIBLINEAR has not names its
-      L2R_L2LOSS_SVC, a classifier).
+      L2R_L2LOSS_SVC, a classifier);
+    * ``liblinear_types``: LIBLINEAR's ``-s`` types that train its L2-regularized binary
+      problem, its dual coordinate descent first (() when LIBLINEAR has not the loss; the
+      benchmarks' anchors).
 
     and, as methods, its dual range (:meth:`dual_lower`, :meth:`dual_upper`) and its conjugate
     (:meth:`conjugate`).  A class that misses one fails when it is made, naming what it misses
@@ -90,7 +93,7 @@ class Loss(abc.ABC):
 
     #: the class attributes every loss declares (the class docstring says what each means)
     DECLARATIONS = ("name", "code", "p", "has_exponent", "piecewise_linear", "clipped",
-                    "smoothing", "dual_quadratic", "liblinear_solver_type")
+                    "smoothing", "dual_quadratic", "liblinear_solver_type", "liblinear_types")
     #: what a loss without a kernel code gives itself (the methods here run its code's kernels)
     CODED_METHODS = ("value", "sum", "derivative", "prox")
 
@@ -103,6 +106,7 @@ class Loss(abc.ABC):
     smoothing: Callable[[float], ClippedLoss] | None
     dual_quadratic: float | None
     liblinear_solver_type: str
+    liblinear_types: tuple[int, ...]
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -195,6 +199,7 @@ class Hinge(Loss):
     clipped = False
     dual_quadratic = 0.0
     liblinear_solver_type = "L2R_L1LOSS_SVC_DUAL"
+    liblinear_types = (3,)
 
     @staticmethod
     def smoothing(tau: float) -> ClippedLoss:
@@ -234,6 +239,7 @@ class ClippedLoss(Loss):
     clipped = True
     smoothing = None
     liblinear_solver_type = "L2R_L2LOSS_SVC"
+    liblinear_types = ()
 
     def __init__(self, kappa: float, xi_lo: float, width: float):
         self.kappa = float(kappa)
@@ -314,6 +320,7 @@ class SquaredHinge(_CodedClippedLoss):
     name = "squared_hinge"
     code = SQUARED_HINGE
     liblinear_solver_type = "L2R_L2LOSS_SVC"
+    liblinear_types = (1, 2)
 
     def __init__(self):
         super().__init__(2.0, 0.0, math.inf)
@@ -323,6 +330,7 @@ class ModifiedHuber(_CodedClippedLoss):
     name = "modified_huber"
     code = MODIFIED_HUBER
     liblinear_solver_type = "L2R_L2LOSS_SVC"
+    liblinear_types = ()
 
     def __init__(self):
         super().__init__(2.0, 0.0, 2.0)
@@ -338,6 +346,7 @@ class LeastSquares(Loss):
     smoothing = None
     dual_quadratic = 0.25
     liblinear_solver_type = "L2R_L2LOSS_SVC"
+    liblinear_types = ()
 
     def dual_lower(self, cost) -> np.ndarray:
         return np.full(np.shape(cost), -np.inf)
@@ -366,6 +375,7 @@ class Lp(Loss):
     smoothing = None
     dual_quadratic = None
     liblinear_solver_type = "L2R_L2LOSS_SVC"
+    liblinear_types = ()
 
     #: the losses lp is at the ends of its range (:func:`canonical`)
     ALIASES = {1.0: "hinge", 2.0: "squared_hinge"}
