@@ -1,4 +1,4 @@
-"""The losses of ``design.md``, one object each, in the slack xi = 1 - m (m = y f(x)).
+"""The losses of ``docs/design.md``, one object each, in the slack xi = 1 - m (m = y f(x)).
 
 =================  ==============================  ===================  =====================
 loss               L(xi)                           dual range of alpha  L*(v) on that range
@@ -53,7 +53,7 @@ def _as_array(values) -> np.ndarray:
 
 
 class Loss:
-    """A loss of ``design.md`` as a function of the slack xi = 1 - m."""
+    """A loss of ``docs/design.md`` as a function of the slack xi = 1 - m."""
 
     name: str
     code: int
@@ -323,7 +323,7 @@ SQUARED_HINGE_LOSS = SquaredHinge()
 MODIFIED_HUBER_LOSS = ModifiedHuber()
 LEAST_SQUARES_LOSS = LeastSquares()
 
-#: Every loss of ``design.md`` by name, in the order the catalogue lists them.  A loss without
+#: Every loss of ``docs/design.md`` by name, in the order the catalogue lists them.  A loss without
 #: an exponent has one instance, which :func:`get_loss` returns.
 LOSS_TYPES: dict[str, type[Loss]] = {
     cls.name: cls for cls in (Hinge, SquaredHinge, Lp, ModifiedHuber, LeastSquares)
@@ -359,7 +359,7 @@ def canonical(name: str, p: float | None = None) -> tuple[str, float]:
 
 
 def get_loss(name: str, p: float = 2.0) -> Loss:
-    """The loss object of a ``design.md`` loss name (``p`` for ``lp``), canonical: lp with
+    """The loss object of a ``docs/design.md`` loss name (``p`` for ``lp``), canonical: lp with
     p = 1 or 2 gives the hinge or the squared hinge object."""
     name, p = canonical(name, p)
     if name in _INSTANCES:
