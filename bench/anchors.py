@@ -330,7 +330,7 @@ def hinge_clarabel(bp: BinaryProblem, tol: float = 1e-12) -> dict:
     """The hinge problem (any bias mode) as the QP 1/2 (||w||^2 + r b^2) + sum C_i xi_i,
     y_i (x~_i w + s b) >= 1 - xi_i, xi >= 0, solved by Clarabel (a conic interior-point
     method on the full KKT system) through cvxpy; the squared hinge likewise with
-    sum C_i xi_i^2.  Returns beta (design.md's layout), the objective evaluated by ``bp``,
+    sum C_i xi_i^2.  Returns beta (docs/design.md's layout), the objective evaluated by ``bp``,
     the dual objective at Clarabel's multipliers (a certified lower bound), Clarabel's
     iteration count and its own solve seconds (without cvxpy's canonicalization)."""
     import cvxpy as cp

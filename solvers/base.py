@@ -1,6 +1,6 @@
 """The types every solver family shares: parameters, termination codes, solutions, specs.
 
-This module sits above the problems (``design.md`` section 3: core <- data, losses <-
+This module sits above the problems (``docs/design.md`` section 3.1: core <- data, losses <-
 problems <- base types <- multiclass <- families <- registry <- train) and imports no family,
 so a family imports it without a cycle.
 
@@ -327,7 +327,7 @@ def _describe(combination: Combination) -> str:
 
 
 class SolverParams(BaseModel):
-    """Parameters every solver shares (``design.md`` section 2).
+    """Parameters every solver shares (``docs/design.md`` section 2).
 
     Subclasses set ``solves`` (the solver's :class:`Solves`) and take their ``loss`` and
     ``bias`` choices from it (``solves.choices("loss")``); the validation below refuses a
@@ -541,7 +541,7 @@ class SolverParams(BaseModel):
         return posed_task(self.task, self.multiclass, n_classes)
 
     def problem_fields(self) -> dict[str, Any]:
-        """The optimization problem these parameters pose (section 2 of ``design.md``),
+        """The optimization problem these parameters pose (section 2 of ``docs/design.md``),
         without the algorithm's own settings: two runs with equal fields on the same data solve
         the same problem, so their objectives compare.  Normalized: the loss canonical
         (``solvers.losses.canonical``: ``lp`` with p = 1 or 2 is ``hinge`` or

@@ -1,5 +1,5 @@
 """The library's shape: layers that import only downwards, no import cycle, no web or SQL code,
-and one source for every reported objective (``design.md`` section 3)."""
+and one source for every reported objective (``docs/design.md`` section 3.1)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from solvers.models import LinearModel
 
 SOLVERS_DIR = Path(solvers.__file__).resolve().parent
 
-# design.md section 3: core <- data, losses <- problems <- base types <- multiclass <-
+# docs/design.md section 3.1: core <- data, losses <- problems <- base types <- multiclass <-
 # families <- registry <- train.  A module may import its own layer and the ones below it
 # (the leaves -- tunables, termination codes, the monitor protocol -- from anywhere).
 LAYERS = {

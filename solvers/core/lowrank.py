@@ -1,4 +1,4 @@
-"""Low-rank kernel factors: Nystrom and pivoted incomplete Cholesky (``design.md`` section 3).
+"""Low-rank kernel factors: Nystrom and pivoted incomplete Cholesky (``docs/design.md`` section 3).
 
 Both give a dense float64 factor G (n x r) with G G' ~ K, K_ij = k(x_i, x_j) the kernel of
 :mod:`solvers.core.kernels` (the same kernels, parameters and Numba row code as the exact

@@ -1,4 +1,4 @@
-"""The losses of ``design.md``, one object each, in the slack xi = 1 - m (m = y f(x)).
+"""The losses of ``docs/design.md``, one object each, in the slack xi = 1 - m (m = y f(x)).
 
 =================  ==============================  ===================  =====================
 loss               L(xi)                           dual range of alpha  L*(v) on that range
@@ -59,7 +59,7 @@ def _as_array(values) -> np.ndarray:
 
 
 class Loss(abc.ABC):
-    """A loss of ``design.md`` as a function of the slack xi = 1 - m.
+    """A loss of ``docs/design.md`` as a function of the slack xi = 1 - m.
 
     Every loss declares, as class attributes (:data:`DECLARATIONS`; an intermediate class may
     give some for its subclasses, this base gives none):
@@ -424,9 +424,9 @@ SQUARED_HINGE_LOSS = SquaredHinge()
 MODIFIED_HUBER_LOSS = ModifiedHuber()
 LEAST_SQUARES_LOSS = LeastSquares()
 
-#: Every loss of ``design.md`` by name, in the order the catalogue lists them.  A loss without
-#: an exponent has one instance, which :func:`get_loss` returns.  A loss is in the catalogue
-#: by its entry here (a test registers one of its own for its duration: ``tests/
+#: Every loss of ``docs/design.md`` by name, in the order the catalogue lists them.  A loss
+#: without an exponent has one instance, which :func:`get_loss` returns.  A loss is in the
+#: catalogue by its entry here (a test registers one of its own for its duration: ``tests/
 #: test_new_loss.py``).
 LOSS_TYPES: dict[str, type[Loss]] = {
     cls.name: cls for cls in (Hinge, SquaredHinge, Lp, ModifiedHuber, LeastSquares)
@@ -470,7 +470,7 @@ def canonical(name: str, p: float | None = None) -> tuple[str, float]:
 
 
 def get_loss(name: str, p: float = 2.0) -> Loss:
-    """The loss object of a ``design.md`` loss name (``p`` for ``lp``), canonical: lp with
+    """The loss object of a ``docs/design.md`` loss name (``p`` for ``lp``), canonical: lp with
     p = 1 or 2 gives the hinge or the squared hinge object."""
     name, p = canonical(name, p)
     cls = LOSS_TYPES[name]

@@ -117,7 +117,7 @@ class RelaxedLSSVMParams(KernelSolverParams):
                     "squared_hinge for sesquismo (inequality constraints (33) make the error "
                     "max(0, 1 - m)); follows the variant when not given.")
     bias: RELAXED_LSSVM_SOLVES.choices("bias") = Field(
-        "regularized", description="The bias enters as A/2 b^2 (13) (design.md's regularized "
+        "regularized", description="The bias enters as A/2 b^2 (13) (docs/design.md's regularized "
                                    "bias with bias_scale = 1/sqrt(A)); set A, not bias_scale.")
     variant: Literal["2smo", "sesquismo"] = Field(
         "2smo", description="2smo: equality constraints, multipliers free; sesquismo: "
@@ -178,7 +178,7 @@ class RelaxedLSSVMParams(KernelSolverParams):
 
     @classmethod
     def _posing_values(cls, problem: dict[str, Any]) -> dict[str, Any]:
-        """(13) poses design.md's regularized bias of scale s with A = 1/s^2, and the free
+        """(13) poses docs/design.md's regularized bias of scale s with A = 1/s^2, and the free
         bias through SUMT (its rounds drive A to 0)."""
         values = super()._posing_values(problem)
         bias = values.pop("bias", None)
@@ -192,7 +192,7 @@ class RelaxedLSSVMParams(KernelSolverParams):
         return values
 
     def problem_fields(self) -> dict[str, Any]:
-        """(13) as design.md's regularized bias with bias_scale = 1/sqrt(A); with SUMT, the
+        """(13) as docs/design.md's regularized bias with bias_scale = 1/sqrt(A); with SUMT, the
         free-bias LS-SVM its rounds drive towards."""
         fields = super().problem_fields()
         if self.sumt:
@@ -203,7 +203,7 @@ class RelaxedLSSVMParams(KernelSolverParams):
         return fields
 
     def binary_problem(self, X, y, sample_weight=None) -> BinaryProblem:
-        """(13) is ``design.md``'s regularized bias with bias_scale = 1/sqrt(A) (without SUMT;
+        """(13) is ``docs/design.md``'s regularized bias with bias_scale = 1/sqrt(A) (without SUMT;
         its rounds drive A towards 0, the free-bias LS-SVM)."""
         return BinaryProblem(X, y, C=self.C, loss=self.loss, bias="regularized",
                              bias_scale=1.0 / np.sqrt(self.A), sample_weight=sample_weight)

@@ -117,7 +117,7 @@ def dual_kkt_violation(problem: BinaryProblem, beta: np.ndarray,
     -c_i t_i d_i / lambda on the active set I(beta) (d_i = y_i - t_i), 0 elsewhere;
     beta^ = sum alpha_i t_i x~_i, xi_i = lambda alpha_i / c_i, g_i = t_i y_i(beta^) + xi_i - 1;
     the violation is max(max_{alpha_i > 0} |g_i|, max_{alpha_i = 0} max(0, -g_i)).  These
-    alpha_i = 2 C_i max(0, 1 - m_i) are also the dual variables of ``design.md``'s scaling
+    alpha_i = 2 C_i max(0, 1 - m_i) are also the dual variables of ``docs/design.md``'s scaling
     (``problem.dual_from_primal(beta)``), which are returned with the violation.
     ``outputs`` (x~_i . beta for every example) saves a product when the caller has them.
 

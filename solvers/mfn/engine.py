@@ -531,7 +531,7 @@ class Engine:
         return status, message
 
     def _report(self, beta, xi, loss, lam, F, step3: _Step3, delta, eps) -> bool:
-        """One record per Newton iteration: the objective of ``design.md``'s problem (for the
+        """One record per Newton iteration: the objective of ``docs/design.md``'s problem (for the
         homotopy, the hinge objective; on a stage of the C path, the objective at the C asked
         for) and the relative duality gap.  The record's time is when the iterate was ready.
         The gap's dual point comes from step 3's data at the new point (computed here, used

@@ -1,4 +1,4 @@
-"""The linear binary problem every solver solves, defined once (``design.md`` section 2).
+"""The linear binary problem every solver solves, defined once (``docs/design.md`` section 2.1).
 
 Binary labels y_i in {-1, +1}, margin m_i = y_i (w . x_i + b); every linear binary problem is::
 
@@ -27,10 +27,10 @@ so the gap is finite everywhere and zero at the optimum.
 
 Also here, for the solver families that need them: a cache of the outputs of the last point
 (objective, then gradient at the same point, as LIBLINEAR's ``l2r_l2_svc_fun`` does), the
-empirical risk and its subgradient (a cutting plane, in ``design.md``'s C scale), and the dual
-as a QP in standard form with its KKT residuals.  (No Hessian-vector products: the Newton-type
-families solve their own systems in their Numba kernels, mfn's on its active rows, the
-interior point's on its normal equations.)
+empirical risk and its subgradient (a cutting plane, in ``docs/design.md``'s C scale), and the
+dual as a QP in standard form with its KKT residuals.  (No Hessian-vector products: the
+Newton-type families solve their own systems in their Numba kernels, mfn's on its active rows,
+the interior point's on its normal equations.)
 """
 
 from __future__ import annotations
@@ -267,7 +267,7 @@ class BinaryProblem(RowMatrix):
         return self.objective_from_slacks(beta, 1.0 - margins)
 
     def objective(self, beta: np.ndarray) -> float:
-        """The primal objective of ``design.md``."""
+        """The primal objective of ``docs/design.md``."""
         return self.objective_from_slacks(beta, self.slacks(beta))
 
     def risk(self, beta: np.ndarray) -> float:
@@ -284,7 +284,7 @@ class BinaryProblem(RowMatrix):
     def risk_subgradient(self, beta: np.ndarray) -> tuple[float, np.ndarray]:
         """(R(beta), a) with a = -sum_i C_i L'(xi_i) y_i x~_i a subgradient of R at beta: the
         cutting plane R(v) >= R(beta) + a'(v - beta) of the cutting-plane methods, in
-        ``design.md``'s C scale (Joachims' C_s / n = C)."""
+        ``docs/design.md``'s C scale (Joachims' C_s / n = C)."""
         xi = self.slacks(beta)
         coef = -self.cost * self.loss_function.derivative(xi) * self.y
         return self.loss_function.sum(xi, self.cost), self._adjoint(coef)

@@ -1,7 +1,7 @@
 """The least-squares family's problems in kernel form (Joshi et al.; ``solvers.lssvm``).
 
 With f(x) = sum_j coef_j k(x_j, x) + intercept and ||w||^2 = coef' K coef, every problem of the
-family is ``design.md``'s binary problem with the feature map of the kernel::
+family is ``docs/design.md``'s binary problem with the feature map of the kernel::
 
     P = 1/2 norm2 + sum_i C_i L(1 - y_i f(x_i))
 
