@@ -46,7 +46,6 @@ LAYERS = {
     "solvers.warmup": 8,
     "solvers.model_selection": 9,
     "solvers.sklearn": 9,  # the scikit-learn estimator over train
-    "solvers.estimators": 10,  # its other name
     "solvers": 10,
 }
 FAMILY_LAYER = 6
