@@ -21,7 +21,7 @@
   problem) and LIBLINEAR ``-s 3`` (hinge, ``-B 1``: the REGULARIZED bias, another problem,
   compared with our ``bias="regularized"`` runs against that problem's optimum).  Black-box
   anchors are run from scratch at each tolerance of a loose-to-tight schedule; our trace is
-  the per-iteration records (seconds since the start, design.md's objective), the stop at
+  the per-iteration records (seconds since the start, docs/design.md's objective), the stop at
   mu <= 1e-10 so that 1e-6 is reached.
 * ``squared_hinge``: the extension against mfn (regularized bias, C = 1).
 * ``news20``: the refusal beyond the dense limit and the diagonal-preconditioned PCG.

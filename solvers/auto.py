@@ -147,9 +147,9 @@ class AutoParamsBase(SolverParams):
     params_model``), this is its base."""
 
     solver: Literal["auto"] = "auto"
-    loss: LossName = Field("squared_hinge", description="The loss of design.md's objective.")
+    loss: LossName = Field("squared_hinge", description="The loss of docs/design.md's objective.")
     bias: BiasMode = Field(
-        "regularized", description="How the bias enters the problem (design.md).")
+        "regularized", description="How the bias enters the problem (docs/design.md).")
     tol: float = gap_tolerance_field()
     p: float = Field(1.5, ge=1.0, le=2.0,
                      description="The exponent of loss='lp' (ignored by the other losses).")
@@ -162,7 +162,7 @@ class AutoParamsBase(SolverParams):
 
     @property
     def loss_exponent(self) -> float:
-        return self.p if self.loss == "lp" else canonical(self.loss)[1]
+        return canonical(self.loss, self.p)[1]
 
 
 def params_model(candidates: Solves) -> type[AutoParamsBase]:

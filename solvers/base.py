@@ -1,6 +1,6 @@
 """The types every solver family shares: parameters, termination codes, solutions, specs.
 
-This module sits above the problems (``design.md`` section 3: core <- data, losses <-
+This module sits above the problems (``docs/design.md`` section 3.1: core <- data, losses <-
 problems <- base types <- multiclass <- families <- registry <- train) and imports no family,
 so a family imports it without a cycle.
 
@@ -38,7 +38,7 @@ from pydantic import (
 
 from solvers.core.kernels import Kernel, scale_gamma
 from solvers.data.dataset import label_key
-from solvers.losses import LOSSES, canonical
+from solvers.losses import LOSS_TYPES, LOSSES, LossFamily, canonical, takes_exponent
 from solvers.problems import BIAS_MODES, BinaryProblem
 from solvers.termination import Termination
 
@@ -125,51 +125,95 @@ class Refusal:
                     (self.bias, combination.bias)))
 
 
+@dataclass(frozen=True)
+class Product:
+    """The combinations of every task, loss and bias of a declaration's part: the losses named
+    (a tuple) or by a declaration they make (a :class:`~solvers.losses.LossFamily`, whose
+    members are read from the loss catalogue when asked)."""
+
+    tasks: tuple[str, ...]
+    losses: tuple[str, ...] | LossFamily
+    biases: tuple[str, ...]
+
+    def __post_init__(self):
+        for task in self.tasks:
+            if task not in TASKS:
+                raise ValueError(f"unknown task {task!r}")
+        if not isinstance(self.losses, LossFamily):
+            for loss in self.losses:
+                if loss not in LOSS_TYPES:
+                    raise ValueError(f"unknown loss {loss!r}")
+        for bias in self.biases:
+            if bias not in BIAS_MODES:
+                raise ValueError(f"unknown bias mode {bias!r}")
+
+    def combinations(self) -> Iterable[Combination]:
+        losses = self.losses.names() if isinstance(self.losses, LossFamily) else self.losses
+        return (Combination(t, loss, b)
+                for t, loss, b in itertools.product(self.tasks, losses, self.biases))
+
+
 class Solves:
     """The (task, loss, bias) combinations a solver solves, declared once.
 
     Built from products, ``Solves.product(tasks, losses, biases)``, joined with ``|``, with
     the reasons for refusals attached by :meth:`refusing`.  Losses are canonical
     (``solvers.losses.canonical``: lp with p = 1 or 2 is the hinge or the squared hinge), so a
-    solver that declares lp solves those too and says so by declaring them.  Everything that
-    needs to know what a solver solves derives from this: the parameter model's ``loss`` and
-    ``bias`` choices (:meth:`choices`) and its validation (:meth:`refusal`), the solver's own
-    guard on a problem (:meth:`require_problem`), ``auto``'s candidates, the warm-up, the
-    service's solver listing and the dashboard's race (:meth:`as_list`)."""
+    solver that declares lp solves those too and says so by declaring them.  A family whose
+    engine runs on a loss's declarations rather than on named losses gives a
+    :class:`~solvers.losses.LossFamily` for ``losses`` (mfn: the clipped family): its
+    combinations then take in every loss of the catalogue that makes the declaration.
+    Everything that needs to know what a solver solves derives from this: the parameter
+    model's ``loss`` and ``bias`` choices (:meth:`choices`) and its validation
+    (:meth:`refusal`), the solver's own guard on a problem (:meth:`require_problem`),
+    ``auto``'s candidates, the warm-up, the service's solver listing and the dashboard's race
+    (:meth:`as_list`)."""
 
-    def __init__(self, combinations: Iterable[Combination] = (),
-                 refusals: Iterable[Refusal] = ()):
-        self.combinations = tuple(dict.fromkeys(combinations))
+    def __init__(self, products: Iterable[Product] = (), refusals: Iterable[Refusal] = ()):
+        self.products = tuple(products)
         self.refusals = tuple(refusals)
-        for combination in self.combinations:
-            if combination.task not in TASKS:
-                raise ValueError(f"unknown task {combination.task!r}")
-            if combination.loss not in LOSSES:
-                raise ValueError(f"unknown loss {combination.loss!r}")
-            if combination.bias not in BIAS_MODES:
-                raise ValueError(f"unknown bias mode {combination.bias!r}")
-        self._set = frozenset(self.combinations)
+        self._catalogue: tuple[str, ...] | None = None
+        self._combinations: tuple[Combination, ...] = ()
+        self._set: frozenset[Combination] = frozenset()
+
+    def _current(self) -> tuple[tuple[Combination, ...], frozenset[Combination]]:
+        """The combinations (and their set) with a family's members as the catalogue has them
+        now (computed again only when the catalogue changed)."""
+        catalogue = tuple(LOSS_TYPES)
+        if catalogue != self._catalogue:
+            self._combinations = tuple(dict.fromkeys(
+                c for product in self.products for c in product.combinations()))
+            self._set = frozenset(self._combinations)
+            self._catalogue = catalogue
+        return self._combinations, self._set
+
+    @property
+    def combinations(self) -> tuple[Combination, ...]:
+        """The declared combinations, in the order of the products."""
+        return self._current()[0]
+
+    def _declares(self, combination: Combination) -> bool:
+        return combination in self._current()[1]
 
     @classmethod
-    def product(cls, tasks: Iterable[str], losses: Iterable[str],
+    def product(cls, tasks: Iterable[str], losses: Iterable[str] | LossFamily,
                 biases: Iterable[str]) -> Solves:
-        return cls(Combination(t, loss, b)
-                   for t, loss, b in itertools.product(tasks, losses, biases))
+        if not isinstance(losses, LossFamily):
+            losses = tuple(losses)
+        return cls((Product(tuple(tasks), losses, tuple(biases)),))
 
     def __or__(self, other: Solves) -> Solves:
-        return Solves(self.combinations + other.combinations, self.refusals + other.refusals)
+        return Solves(self.products + other.products, self.refusals + other.refusals)
 
     @classmethod
     def union(cls, declarations: Iterable[Solves]) -> Solves:
-        total = cls()
-        for declaration in declarations:
-            total = total | Solves(declaration.combinations)
-        return total
+        """The combinations the declarations declare (their refusals' reasons are theirs)."""
+        return cls(product for declaration in declarations for product in declaration.products)
 
     def refusing(self, reason: str, *, task: str | None = None, loss: str | None = None,
                  bias: str | None = None) -> Solves:
         """The same declaration, with ``reason`` given for the combinations that match."""
-        return Solves(self.combinations, self.refusals + (Refusal(reason, task, loss, bias),))
+        return Solves(self.products, self.refusals + (Refusal(reason, task, loss, bias),))
 
     def _ordered(self, attribute: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(getattr(c, attribute) for c in self.combinations))
@@ -230,14 +274,14 @@ class Solves:
         return Field("ovr", description=f"More than two classes: {'; '.join(strategies)}.")
 
     def allows(self, task: str, loss: str, bias: str, p: float | None = None) -> bool:
-        return Combination(task, canonical(loss, p)[0], bias) in self._set
+        return self._declares(Combination(task, canonical(loss, p)[0], bias))
 
     def refusal(self, task: str, loss: str, bias: str, p: float | None = None,
                 solver: str = "this solver") -> str | None:
         """None when the combination is declared, else why not (the declared reason, or the
         combinations that are solved)."""
         combination = Combination(task, canonical(loss, p)[0], bias)
-        if combination in self._set:
+        if self._declares(combination):
             return None
         for refusal in self.refusals:
             if refusal.matches(combination):
@@ -283,7 +327,7 @@ def _describe(combination: Combination) -> str:
 
 
 class SolverParams(BaseModel):
-    """Parameters every solver shares (``design.md`` section 2).
+    """Parameters every solver shares (``docs/design.md`` section 2).
 
     Subclasses set ``solves`` (the solver's :class:`Solves`) and take their ``loss`` and
     ``bias`` choices from it (``solves.choices("loss")``); the validation below refuses a
@@ -445,19 +489,20 @@ class SolverParams(BaseModel):
         defaults = cls.model_fields
         loss = data.get("loss", defaults["loss"].default)
         bias = data.get("bias", defaults["bias"].default)
-        if (loss == "lp" and "lp" not in solves.losses and isinstance(data.get("p"), (int, float))
-                and not isinstance(data.get("p"), bool)):
+        exponent = data.get("p")
+        if (takes_exponent(loss) and loss not in solves.losses
+                and isinstance(exponent, (int, float)) and not isinstance(exponent, bool)):
             try:
-                name, _ = canonical("lp", data.get("p"))
+                name, _ = canonical(loss, exponent)
             except ValueError:
-                name = "lp"
+                name = loss
             if name in solves.losses:
                 data = {k: v for k, v in data.items() if k != "p"} | {"loss": name}
                 loss = name
         if not (isinstance(loss, str) and loss in LOSSES and isinstance(bias, str)
                 and bias in BIAS_MODES):
             return data  # the fields' own checks say what is wrong
-        p = data.get("p") if loss == "lp" else None
+        p = data.get("p") if takes_exponent(loss) else None
         if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float))
                               or not 1.0 <= p <= 2.0):
             return data  # the field's own check says what is wrong with p
@@ -496,7 +541,7 @@ class SolverParams(BaseModel):
         return posed_task(self.task, self.multiclass, n_classes)
 
     def problem_fields(self) -> dict[str, Any]:
-        """The optimization problem these parameters pose (section 2 of ``design.md``),
+        """The optimization problem these parameters pose (section 2 of ``docs/design.md``),
         without the algorithm's own settings: two runs with equal fields on the same data solve
         the same problem, so their objectives compare.  Normalized: the loss canonical
         (``solvers.losses.canonical``: ``lp`` with p = 1 or 2 is ``hinge`` or
@@ -505,7 +550,7 @@ class SolverParams(BaseModel):
         loss, p = canonical(self.loss, self.loss_exponent)
         fields: dict[str, Any] = {"task": self.task, "multiclass": self.multiclass,
                                   "loss": loss, "C": float(self.C), "bias": self.bias}
-        if loss == "lp":
+        if takes_exponent(loss):
             fields["p"] = float(p)
         if self.bias == "regularized":
             fields["bias_scale"] = float(self.bias_scale)
@@ -543,8 +588,9 @@ class SolverParams(BaseModel):
         kernel's), with ``settings`` (the solver's own options, e.g. ``tol``).  Raises
         :class:`InvalidParametersError` with the reason when the solver does not solve it
         (``auto`` and the dashboard's race pose one problem to several solvers this way)."""
+        exponent = takes_exponent(problem.get("loss"))
         values = {name: value for name, value in cls._posing_values(problem).items()
-                  if name in cls.model_fields or (name == "p" and problem.get("loss") == "lp")}
+                  if name in cls.model_fields or (name == "p" and exponent)}
         values.update(settings)
         values["solver"] = cls.model_fields["solver"].default
         try:
@@ -575,7 +621,7 @@ class SolverParams(BaseModel):
         loss, p = canonical(fields["loss"], fields.get("p"))
         fields["loss"] = loss
         fields.pop("p", None)
-        if loss == "lp":
+        if takes_exponent(loss):
             fields["p"] = float(p)
         fields["C"] = float(fields["C"])
         if fields.get("bias") != "regularized":

@@ -14,7 +14,8 @@ import pydantic
 import pytest
 from shared_data import data_path
 
-from app.cli import build_parser, main, solver_params
+from app.cli import build_parser, main
+from app.cli.solver_options import solver_params
 from solvers.registry import get_solver, list_solvers
 
 
@@ -266,7 +267,7 @@ def test_train_with_a_literal_member_of_a_numeric_union(tmp_path, monkeypatch):
 
 
 def test_grids():
-    from app.cli import CLIError, parse_grid
+    from app.cli.common import CLIError, parse_grid
 
     assert parse_grid("2^-2:2^1") == [0.25, 0.5, 1.0, 2.0]
     assert parse_grid("0.1, 2^3,5") == [0.1, 8.0, 5.0]
@@ -550,11 +551,12 @@ def test_liblinear_options_that_do_not_map_are_one_line_errors(capsys, options, 
 
 def test_liblinear_options_set_the_parameters():
     """-s's problem, -c, -e, -B and -wi as the parameters they pose (2^k numbers accepted)."""
-    from app.cli import _solver_spec_from_argv, liblinear_argv, liblinear_params
+    from app.cli import solver_spec_from_argv
+    from app.cli.liblinear import liblinear_argv, liblinear_params
 
     argv = liblinear_argv(["train", "-s", "3", "-c", "2^3", "-e", "2^-10", "-B", "2",
                            "-w1", "2", "-w-1", "0.5", "x"])
-    spec = _solver_spec_from_argv(argv)
+    spec = solver_spec_from_argv(argv)
     args = build_parser(spec).parse_args(argv)
     params = solver_params(spec, args).model_dump()
     params.update(liblinear_params(args, spec))
@@ -568,6 +570,6 @@ def test_liblinear_options_set_the_parameters():
     args = build_parser(spec).parse_args(["train", "-s", "3", "x"])
     assert liblinear_params(args, spec)["bias"] == "none"  # LIBLINEAR's default -B -1
     argv = ["train", "-s", "4", "x"]
-    spec = _solver_spec_from_argv(argv)
+    spec = solver_spec_from_argv(argv)
     assert liblinear_params(build_parser(spec).parse_args(argv), spec)["multiclass"] == \
         "crammer_singer"

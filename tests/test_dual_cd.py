@@ -36,7 +36,7 @@ LIBLINEAR_TYPE = {"squared_hinge": 1, "hinge": 3}
 
 def liblinear_beta(problem: BinaryProblem, extra: str = "") -> np.ndarray:
     """LIBLINEAR -s 1 / -s 3 at -e 1e-10 on ``problem`` (-B bias_scale for the regularized
-    bias, no -B without one), as design.md's beta."""
+    bias, no -B without one), as docs/design.md's beta."""
     from liblinear.liblinearutil import train
 
     options = f"-s {LIBLINEAR_TYPE[problem.loss]} -c {problem.C!r} -e 1e-10 -q {extra}"

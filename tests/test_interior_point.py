@@ -372,7 +372,7 @@ def test_squared_hinge_extension_matches_clarabel(bias):
 
 
 def test_sample_weights_are_per_example_tau():
-    """tau_i = C * sample_weight_i (design.md's C_i) in problem (1)."""
+    """tau_i = C * sample_weight_i (docs/design.md's C_i) in problem (1)."""
     X, y = binary("heart_scale")
     weights = np.random.default_rng(5).uniform(0.2, 3.0, y.shape[0])
     problem = BinaryProblem(X, y, C=0.5, loss="hinge", bias="free", sample_weight=weights)

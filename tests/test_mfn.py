@@ -105,7 +105,7 @@ def test_heuristics_as_in_appendix_a():
     plain = mfn.solve(problem, mfn.MFNParams(first_round_epsilon=None, linear_solver="cgls",
                                              initial_cgls_iterations=None))
     assert abs(relative(plain.objective, with_heuristics.objective)) <= SAME_OPTIMUM_RTOL
-    # the records carry design.md's objective and the relative duality gap
+    # the records carry docs/design.md's objective and the relative duality gap
     assert records[-1].objective == pytest.approx(with_heuristics.objective, rel=1e-12)
     assert records[-1].optimality <= 1e-8
     objectives = [r.objective for r in records]
@@ -137,7 +137,7 @@ def test_itermax_and_monitor_stop():
 def test_records_carry_the_duality_gap_of_the_reported_point(name, loss, C, c_path_start,
                                                              linear_solver):
     """The record's gap comes from step 3's pass over the next active set (shared with the
-    CGLS warm start); at an unfinished point it must equal P - D of design.md's problem at
+    CGLS warm start); at an unfinished point it must equal P - D of docs/design.md's problem at
     the KKT map, computed independently."""
     X, y = binary(name)
     problem = BinaryProblem(X, y, C=C, loss=loss)

@@ -1,6 +1,7 @@
 """SVM-ALM: the augmented-Lagrangian primal solver of Nie, Huang, Wang & Huang (ICML 2014).
 
-Problem (4) of the paper, in ``design.md``'s convention (the same C; C_i = C * sample_weight_i)::
+Problem (4) of the paper, in ``docs/design.md``'s convention (the same C; C_i = C *
+sample_weight_i)::
 
     minimize  1/2 (||w||^2 + r b^2) + sum_i C_i max(0, 1 - y_i (w.x_i + s b))^p,   1 <= p <= 2
 

@@ -23,7 +23,7 @@ _REFRESH = 50  # recompute the outputs exactly every this many iterations (updat
 def default_params(problem: BinaryProblem) -> ALMParams:
     return ALMParams(C=problem.C, loss=problem.loss, bias=problem.bias,
                      bias_scale=problem.bias_scale,
-                     **({"p": problem.p} if problem.loss == "lp" else {}))
+                     **({"p": problem.p} if problem.loss_function.has_exponent else {}))
 
 
 def use_cholesky(params: ALMParams, X) -> bool:

@@ -1,7 +1,7 @@
 """Cutting-plane methods for the hinge loss: Joachims' CPA (SVMperf), Franc & Sonnenburg's
 OCAS, and Arnosti's GCA2 and TCA (N. Arnosti, "Reducing training time for linear SVMs", 2010).
 
-Problems (``design.md``), C_i = C * sample_weight_i, x~_i = (x_i, s) with s = ``bias_scale``
+Problems (``docs/design.md``), C_i = C * sample_weight_i, x~_i = (x_i, s) with s = ``bias_scale``
 (bias ``regularized``, libocas' constant coordinate X0) or without the column (``none``)::
 
     binary          F(w) = 1/2 ||w||^2 + sum_i C_i max(0, 1 - y_i w . x~_i)
@@ -15,7 +15,7 @@ bias the first reduced problems are unbounded.
 Parameter mapping.  The papers (Joachims 2006 eq. (3); Franc & Sonnenburg 2008, 2009; Arnosti
 eqs. (1), (3), (5)) write 1/2 ||w||^2 + (C_s / n) sum xi_i: **C_s = C n**.  The libocas code
 Arnosti ran writes 1/2 ||w||^2 + C sum xi_i: that C is ours.  SVMperf's ``-c`` is c_perf with
-**C = c_perf * 100 / n** (``design.md`` section 2).  libocas' ``TolRel`` is ``tol``, its
+**C = c_perf * 100 / n** (``docs/design.md`` section 2.6).  libocas' ``TolRel`` is ``tol``, its
 ``BufSize`` ``cut_buffer``, its ``MU`` = 0.1 ``cut_point``; its dual variables are C times
 ours (:mod:`solvers.cutting_plane.qp`).
 
@@ -46,7 +46,7 @@ One iteration (libocas' ``svm_ocas_solver`` / ``msvm_ocas_solver`` loop):
    only accumulates the subgradient);
 6. stop when F(w_best) - F_t(w_t) <= tol |F(w_best)|.
 
-Each iteration reports F(w_best) (``design.md``'s objective, from the outputs by the problem
+Each iteration reports F(w_best) (``docs/design.md``'s objective, from the outputs by the problem
 layer) and the relative gap (F(w_best) - F_t(w_t)) / |F(w_best)| as ``relative_duality_gap``,
 with extras ``lower_bound`` (F_t(w_t)), ``cuts``, ``nnz_alpha``, ``mu``, ``qp_steps`` (active-
 set iterations plus SMO steps), ``qp_gap`` and the seconds of the iteration in the oracle, the

@@ -1,4 +1,4 @@
-"""The row operator of a binary problem over partitions (``design.md``: distributed data).
+"""The row operator of a binary problem over partitions (``docs/design.md`` section 3.9).
 
 :class:`DistributedBinaryProblem` is :class:`solvers.problems.BinaryProblem` posed on every
 partition of a :class:`~solvers.distributed.dataset.DistributedDataset`: each worker holds
@@ -312,7 +312,7 @@ def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
 
 
 class DistributedBinaryProblem:
-    """A binary problem (``design.md``) on a distributed dataset: class ``positive`` against
+    """A binary problem (``docs/design.md``) on a distributed dataset: class ``positive`` against
     the rest, the same parameters as :class:`~solvers.problems.BinaryProblem`."""
 
     def __init__(self, dataset: DistributedDataset, positive: float, C: float = 1.0,

@@ -107,7 +107,7 @@ def _setup(part: Partition):
 
 
 def _warm(part: Partition, beta, quantiles, small, pivots=None):
-    """A warm start's margins and KKT dual point at design.md's ``beta`` (kept); with a
+    """A warm start's margins and KKT dual point at docs/design.md's ``beta`` (kept); with a
     free bias the partition's share of the balancing shift."""
     problem = part.state["problem"]
     st = part.state["ipm"]
@@ -234,7 +234,7 @@ def _corrector(part: Partition, dw, dbeta, sigma_mu):
 
 
 def _final_loss(part: Partition, beta):
-    """The loss sum at design.md's ``beta`` from a fresh product."""
+    """The loss sum at docs/design.md's ``beta`` from a fresh product."""
     problem = part.state["problem"]
     return float(problem.loss_function.sum(problem.slacks(beta), problem.cost))
 
@@ -283,7 +283,7 @@ class _Driver:
         self.params = params
         self.template = problem.template
         self.bias = problem.bias
-        self.hinge = problem.loss == "hinge"
+        self.hinge = problem.loss_function.piecewise_linear  # as SVMQP.hinge
         self.free = problem.bias == "free"
         self.c = problem.bias_scale if problem.bias == "regularized" else 0.0
         self.dim = problem.n_features + 1
@@ -334,7 +334,7 @@ def solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
           monitor: Monitor | None = None, start: np.ndarray | None = None,
           resume: np.ndarray | None = None) -> Solution:
     """Gertz & Griffin's MPC method on a distributed binary problem (the module docstring
-    lists the rounds).  ``start``: design.md's (w, b) of a nearby problem, from which
+    lists the rounds).  ``start``: docs/design.md's (w, b) of a nearby problem, from which
     :func:`~solvers.interior_point.mpc.warm_starting_point`'s point is built instead of
     ``params.start``; ``resume``: the last recorded iterate of a solve that lost a worker
     (``problem.checkpoint``, which ``solvers.train`` passes), resumed the same way."""

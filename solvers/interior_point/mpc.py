@@ -199,14 +199,16 @@ class SVMQP:
     """Problem (1) with its data: labels d, costs tau_i = C_i, the operator of (11).
 
     The squared hinge (extension): minimize 1/2||w||^2 + sum tau_i z_i^2 subject to
-    d_i (x_i'w - beta) >= 1 - z_i, z free (design.md's C max(0, 1 - m)^2, no 1/2).  Its
+    d_i (x_i'w - beta) >= 1 - z_i, z free (docs/design.md's C max(0, 1 - m)^2, no 1/2).  Its
     conditions replace (4c) by r_z = 2 tau z - v and drop (4e), u and z >= 0; the Newton
     system reduces the same way with dz = (dv - r_z) / (2 tau), so Omega = V^-1 S + 1/(2 tau)
     and r_Omega = r_s + V^-1 r_v - r_z / (2 tau)."""
 
     def __init__(self, problem: BinaryProblem):
         INTERIOR_POINT_SOLVES.require_problem(problem, "interior_point")
-        self.hinge = problem.loss == "hinge"
+        # the hinge's QP (1), slacks z >= 0 with multipliers u, for a piecewise-linear loss;
+        # else the squared hinge's penalty tau z^2 (the declaration admits these two)
+        self.hinge = problem.loss_function.piecewise_linear
         self.problem = problem
         self.X = problem.X
         self.d = problem.y
@@ -292,7 +294,7 @@ class SVMQP:
         return self.problem.balance(np.clip(x.v, 0.0, upper))
 
     def parameters(self, x: Iterate) -> np.ndarray:
-        """design.md's beta = (w, b) of the iterate: b = -beta (the paper's decision is
+        """docs/design.md's beta = (w, b) of the iterate: b = -beta (the paper's decision is
         x'w - beta) for the free bias, the constant column's coefficient when regularized."""
         return parameters_of(x.w, x.beta, self.problem.bias)
 
@@ -303,7 +305,7 @@ def data_norm(data_max: float, extra_value: float) -> float:
 
 
 def parameters_of(w: np.ndarray, beta: float, bias: str) -> np.ndarray:
-    """design.md's (w, b) of an iterate's (w, beta): b = -beta for the free bias, the
+    """docs/design.md's (w, b) of an iterate's (w, beta): b = -beta for the free bias, the
     constant column's coefficient when regularized, 0 without a bias."""
     out = w.copy()
     if bias == "free":
@@ -395,7 +397,7 @@ WARM_DUAL_MARGIN = 0.2
 
 
 def warm_starting_point(qp: SVMQP, start: np.ndarray) -> Iterate:
-    """An interior point near ``start``, design.md's (w, b) of a nearby problem (the same data
+    """An interior point near ``start``, docs/design.md's (w, b) of a nearby problem (the same data
     at another C): w and the bias from it, the slacks from its margins m_i (z_i = max(0, 1 -
     m_i), s_i = max(0, m_i - 1), each plus WARM_PRIMAL_SHIFT), v from its KKT map (the problem
     layer's ``dual_from_primal``, balanced for the free bias) held WARM_DUAL_MARGIN tau_i
@@ -413,7 +415,7 @@ def warm_starting_point(qp: SVMQP, start: np.ndarray) -> Iterate:
 
 def warm_parameters(start: np.ndarray, dim: int, bias_mode: str
                     ) -> tuple[np.ndarray, np.ndarray, float]:
-    """(design.md's beta of ``start``, the iterate's w, its beta): the driver's part of
+    """(docs/design.md's beta of ``start``, the iterate's w, its beta): the driver's part of
     :func:`warm_starting_point`."""
     beta = np.array(start, dtype=np.float64)  # a copy: the caller's start is not changed
     if beta.shape != (dim,):

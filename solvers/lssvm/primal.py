@@ -31,8 +31,10 @@ def run_linear(problem: BinaryProblem, params: SystemParams,
 
     In CGLS's scaling the objective is divided by 2C: lambda = 1/(2C), row weights c_i.
     """
-    if problem.loss != "least_squares":
-        raise ValueError(f"{params.solver} solves the least_squares loss, not {problem.loss!r}")
+    solves = type(params).solves
+    if not solves.allows("binary", problem.loss, params.bias, problem.p):
+        raise ValueError(f"{params.solver} solves the {' or '.join(solves.losses)} loss, not "
+                         f"{problem.loss!r}")
     if problem.bias != params.bias:
         raise ValueError(f"{params.solver} solves the {params.bias!r} bias mode, not "
                          f"{problem.bias!r}")

@@ -61,7 +61,7 @@ from solvers.distributed import (
     keep_breakpoints,
     reduce_sum,
 )
-from solvers.losses import get_loss
+from solvers.losses import Loss, get_loss
 from solvers.losses.kernels import (
     clipped_loss_breakpoints,
     clipped_loss_sets,
@@ -303,7 +303,7 @@ class DistributedEngine:
 
     def __init__(self, problem: DistributedBinaryProblem, params: MFNParams,
                  reporter: Reporter):
-        refuse(params, problem.loss)
+        refuse(params, problem.loss_function)
         self.problem = problem
         self.group = problem.group
         self.params = params
@@ -614,11 +614,11 @@ class DistributedEngine:
         return self.reporter(self.iterations, primal, gap, elapsed=elapsed, **extras)
 
 
-def refuse(params: MFNParams, loss: str) -> None:
+def refuse(params: MFNParams, loss: Loss) -> None:
     """What the distributed driver does not run, refused with the reason."""
-    if loss == "hinge":
-        raise ValueError("mfn on distributed data: the hinge loss's homotopy (section 6) is "
-                         "not distributed; use cutting_plane (ocas) for the hinge")
+    if not loss.clipped:
+        raise ValueError(f"mfn on distributed data: the {loss.name} loss's homotopy (section "
+                         f"6) is not distributed; use cutting_plane (ocas) for the hinge")
     if params.linear_solver == "dual_cg":
         raise ValueError("mfn on distributed data: linear_solver='dual_cg' (CG in the active "
                          "rows' space) is not distributed; use 'cgls', 'cholesky' or 'auto'")

@@ -161,14 +161,17 @@ class Engine:
     """Appendix A on the terms of one problem, for any loss of the clipped family."""
 
     def __init__(self, terms, problem, C: float, params: MFNParams, reporter: Reporter,
-                 hinge: bool = False):
+                 homotopy: bool = False):
         self.terms = terms
         self.problem = problem  # evaluates every objective and dual value reported
         self.C = C
         self.target_C = C
         self.params = params
         self.reporter = reporter
-        self.hinge = hinge  # report the hinge objective and gap (the homotopy's target)
+        # report the objective and gap of the problem's loss, the homotopy's target (the
+        # hinge), not of the smoothed loss a round runs on; ``tau`` is the round's
+        self.homotopy = homotopy
+        self.tau: float | None = None
         self.t = terms.labels
         self.target_cost = terms.cost  # C_i of the problem asked for
         self.cost = terms.cost  # C_i of the problem being solved (a stage of the C path)
@@ -502,11 +505,11 @@ class Engine:
             F_previous = F
 
     def _gap_round_epsilon(self, epsilon: float) -> float:
-        return gap_round_epsilon(self.params, epsilon, not self.hinge and self.at_target)
+        return gap_round_epsilon(self.params, epsilon, not self.homotopy and self.at_target)
 
     def _gap_met(self) -> bool:
         tol = self.params.tol
-        return tol is not None and not self.hinge and self.at_target and self.last_gap <= tol
+        return tol is not None and not self.homotopy and self.at_target and self.last_gap <= tol
 
     def _gap_finish(self, loss, eps, newton, cg_total):
         return self._finish(Termination.CONVERGED, (
@@ -521,21 +524,21 @@ class Engine:
         return min(self.params.set_tol, _SET_TOL_PER_BAND * loss.width)
 
     def _finish(self, status, message, loss, eps, newton, cg_total):
-        self.count.runs.append({"tau": -loss.xi_lo if self.hinge else None, "C": self.C,
+        self.count.runs.append({"tau": self.tau if self.homotopy else None, "C": self.C,
                                 "epsilon": eps, "set_tolerance": self._set_tolerance(loss),
                                 "newton_iterations": newton, "cg_iterations": cg_total,
                                 "status": status})
         return status, message
 
     def _report(self, beta, xi, loss, lam, F, step3: _Step3, delta, eps) -> bool:
-        """One record per Newton iteration: the objective of ``design.md``'s problem (for the
+        """One record per Newton iteration: the objective of ``docs/design.md``'s problem (for the
         homotopy, the hinge objective; on a stage of the C path, the objective at the C asked
         for) and the relative duality gap.  The record's time is when the iterate was ready.
         The gap's dual point comes from step 3's data at the new point (computed here, used
         by the next Newton iteration)."""
         elapsed = self.reporter.clock()
         cost = self.target_cost
-        if self.hinge or not self.at_target:
+        if self.homotopy or not self.at_target:
             primal = self.problem_objective(beta, xi)
         else:
             primal = F
@@ -556,7 +559,7 @@ class Engine:
             extras["saturated"] = int(step3.n_saturated)
         if not self.at_target:
             extras["path_C"] = float(self.C)
-        if self.hinge:
-            extras["tau"] = float(-loss.xi_lo)
+        if self.homotopy:
+            extras["tau"] = float(self.tau)
             extras["smoothed_objective"] = float(F)
         return self.reporter(self.count.iterations, primal, gap, elapsed=elapsed, **extras)

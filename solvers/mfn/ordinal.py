@@ -24,7 +24,7 @@ def solve_ordinal(problem: OrdinalProblem, params: MFNParams | None = None,
     params = params or MFNParams(C=problem.C, task="ordinal")
     terms = problem.terms()
     state, status, message, engine = solve_terms(
-        terms, problem, "squared_hinge", params, reporter, beta0, not continuation)
+        terms, problem, problem.loss_function, params, reporter, beta0, not continuation)
     objective = engine.problem_objective(state.beta, 1.0 - terms.labels * state.outputs)
     return Solution(state.beta, objective, Termination(status), message,
                     engine.count.iterations, solve_extras(engine, state))

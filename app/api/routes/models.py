@@ -15,6 +15,7 @@ from fastapi import Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
+from app.api.bodies import receive_body
 from app.api.deps import (
     LimitQuery,
     ModelCacheDep,
@@ -28,7 +29,7 @@ from app.api.deps import (
 )
 from app.api.errors import responses
 from app.api.routes import item_delete, item_get, resource_router
-from app.core.security import PrincipalDep
+from app.api.security import PrincipalDep
 from app.crud import models as crud_models
 from app.errors import Conflict, InvalidRequest
 from app.evaluation import evaluate_on_dataset
@@ -47,7 +48,6 @@ from app.schemas import (
     PredictionPublic,
     PredictionsPublic,
 )
-from app.uploads import receive_body
 from solvers.models import ModelExportError
 
 router = resource_router("models")
