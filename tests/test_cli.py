@@ -14,6 +14,7 @@ import pydantic
 import pytest
 from shared_data import data_path
 
+import solvers
 from app.cli import build_parser, main
 from app.cli.solver_options import solver_params
 from solvers.registry import get_solver, list_solvers
@@ -51,6 +52,35 @@ def test_an_smo_kernel_model_exports_to_libsvms_format(tmp_path, capsys):
     text = capsys.readouterr().out
     assert text.startswith("svm_type c_svc\nkernel_type rbf\ngamma ")
     assert "label 1 -1" in text and "\nSV\n" in text
+
+
+def test_export_as_onnx_runs_in_onnxruntime_with_the_models_labels_and_scores(tmp_path, capsys):
+    onnxruntime = pytest.importorskip("onnxruntime")
+    model_file, onnx_file = tmp_path / "model.npz", tmp_path / "model.onnx"
+    assert main(["train", str(data_path("dna.scale")), "--solver", "mfn",
+                 "--model-out", str(model_file)]) == 0
+    assert main(["export", str(model_file), "--format", "onnx", "--output", str(onnx_file)]) == 0
+    capsys.readouterr()
+    model = solvers.load_model(model_file)
+    test = solvers.read_svmlight(data_path("dna.scale.t"), n_features=180)
+    session = onnxruntime.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"])
+    label, scores = session.run(["label", "scores"], {"X": model.onnx_input(test.X)})
+    np.testing.assert_array_equal(label, model.predict(test.X))
+    np.testing.assert_allclose(scores, model.decision_function(test.X), rtol=1e-6, atol=0)
+
+
+def test_export_of_a_model_onnx_cannot_hold_names_the_reason(tmp_path, capsys, monkeypatch):
+    model_file = tmp_path / "model.npz"
+    assert main(["train", str(data_path("heart_scale")), "--solver", "mfn",
+                 "--model-out", str(model_file)]) == 0
+    capsys.readouterr()
+
+    def refuse(self):
+        raise solvers.ModelExportError("this model kind has no ONNX form")
+
+    monkeypatch.setattr(type(solvers.load_model(model_file)), "to_onnx", refuse)
+    assert main(["export", str(model_file), "--format", "onnx"]) != 0
+    assert "this model kind has no ONNX form" in capsys.readouterr().err
 
 
 def test_info_json(capsys):

@@ -1,6 +1,6 @@
 """What is done with a model file: ``svmsvc predict`` (labels, probabilities and the scores of
 a test file, LIBLINEAR's argument order accepted) and ``svmsvc export`` (LIBLINEAR's or
-LIBSVM's format)."""
+LIBSVM's text format, or ONNX)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,11 @@ def add_predict_command(commands) -> None:
 
 def add_export_command(commands) -> None:
     export = commands.add_parser("export", help="write a model in LIBLINEAR's format (a C-SVC "
-                                                  "kernel model from smo: LIBSVM's)")
+                                                  "kernel model from smo: LIBSVM's), or as ONNX")
     export.add_argument("model")
+    export.add_argument("--format", choices=("text", "onnx"), default="text",
+                        help="text: LIBLINEAR's or LIBSVM's model file (default); onnx: an ONNX "
+                             "graph of standard float64 operators (any model kind)")
     export.add_argument("--output", help="file to write (default: stdout)")
     export.set_defaults(handler=cmd_export)
 
@@ -106,10 +109,12 @@ def _print_scores(model, ds, predictions) -> None:
 
 
 def cmd_export(args) -> int:
-    """Write the model in LIBSVM's format (a kernel model) or LIBLINEAR's."""
+    """Write the model in LIBSVM's format (a kernel model) or LIBLINEAR's, or as ONNX."""
     import solvers
 
     model = solvers.load_model(existing_file(args.model))
+    if args.format == "onnx":
+        return _export_onnx(model, args.output)
     if hasattr(model, "to_libsvm"):  # a kernel model: LIBSVM's format (C-SVC, from smo)
         try:
             text = model.to_libsvm()
@@ -123,6 +128,25 @@ def cmd_export(args) -> int:
         Path(args.output).write_text(text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _export_onnx(model, output: str | None) -> int:
+    """The model as ONNX bytes (``Model.to_onnx``), to ``output`` or to standard output."""
+    import solvers
+
+    try:
+        data = model.to_onnx()
+    except solvers.ModelExportError as exc:
+        raise CLIError(str(exc)) from None
+    except ImportError as exc:
+        raise CLIError(f"ONNX export needs the onnx package (pip install 'svmsvc[onnx]'): "
+                       f"{exc}") from None
+    if output:
+        Path(output).write_bytes(data)
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
     return 0
 
 
