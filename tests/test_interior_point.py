@@ -13,7 +13,7 @@ from shared_data import load
 import solvers
 from bench.references import hinge_clarabel
 from solvers import config
-from solvers.base import InvalidParametersError
+from solvers.base import InvalidParametersError, WarmStart
 from solvers.core.linalg import cholesky_factor, conjugate_gradient
 from solvers.interior_point import (
     SVMQP,
@@ -146,7 +146,7 @@ def test_warm_start_along_c_reaches_the_optimum_in_fewer_iterations(loss, bias):
         problem = BinaryProblem(X, y, C=C, loss=loss, bias=bias)
         params = InteriorPointParams(C=C, loss=loss, bias=bias, tol=1e-8)
         cold = run(problem, params)
-        warm = run(problem, params, start=previous)
+        warm = run(problem, params, start=None if previous is None else WarmStart(beta=previous))
         assert cold.status == warm.status == "converged", (C, warm.message)
         assert warm.extras["start"] == ("warm" if previous is not None else "scaled")
         assert abs(relative(warm.objective, cold.objective)) <= 1e-7, C
@@ -155,7 +155,7 @@ def test_warm_start_along_c_reaches_the_optimum_in_fewer_iterations(loss, bias):
         previous = warm.beta
     assert iterations["warm"] < 0.75 * iterations["cold"], iterations
     with pytest.raises(ValueError, match="n_features"):
-        run(problem, params, start=np.zeros(3))
+        run(problem, params, start=WarmStart(beta=np.zeros(3)))
 
 
 def test_max_iter_and_monitor_stop():

@@ -12,7 +12,7 @@ from shared_data import load, random_csr
 import solvers
 from bench.references import binary_lbfgs_optimum, liblinear_optimum
 from solvers import mfn
-from solvers.base import InvalidParametersError
+from solvers.base import InvalidParametersError, WarmStart
 from solvers.core import gram
 from solvers.core.gram import NormalEquations
 from solvers.mfn import engine as mfn_engine
@@ -205,7 +205,7 @@ def test_seed_from_weights_solves_eqs_8_9():
     gamma, b0 = np.linalg.lstsq(A, np.r_[y[active], 0.0, 0.0], rcond=None)[0]
     np.testing.assert_allclose(beta, np.r_[gamma * w_guess, b0], rtol=1e-10)
     # a run started from a guessed w reaches the optimum
-    seeded = mfn.solve(problem, w_guess=w_guess)
+    seeded = mfn.solve(problem, start=WarmStart(beta=mfn.seed_from_weights(problem, w_guess)))
     cold = mfn.solve(problem)
     assert abs(relative(seeded.objective, cold.objective)) <= SAME_OPTIMUM_RTOL
 
@@ -272,7 +272,8 @@ def test_cold_start_at_a_large_c_goes_through_a_c_path():
     assert [run["C"] for run in plain.extras["runs"]] == [100.0]
     assert abs(relative(path.objective, plain.objective)) <= SAME_OPTIMUM_RTOL
     # a given starting point is not replaced by the path
-    seeded = mfn.solve(problem, mfn.MFNParams(C=100.0, linear_solver="cgls"), beta0=plain.beta)
+    seeded = mfn.solve(problem, mfn.MFNParams(C=100.0, linear_solver="cgls"),
+                       start=WarmStart(beta=plain.beta))
     assert [run["C"] for run in seeded.extras["runs"]] == [100.0]
     # exact Newton steps (the factorized step 3) go straight to C
     factorized = mfn.solve(problem)

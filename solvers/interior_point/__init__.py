@@ -56,7 +56,7 @@ sqrt(max|x_ij|) and shifts every slack and multiplier by 1e3 + 2 * violation, bl
 are the paper's; the scaled start saved 1-21 iterations on eight sets and was never worse
 (bench/history/measurements.json, interior-point-start).
 
-Warm start (``run(..., start=beta)``, a C path's next point; not in the paper, which solves
+Warm start (``start=WarmStart(beta)``, a C path's next point; not in the paper, which solves
 one problem): :func:`mpc.warm_starting_point` builds an interior point near docs/design.md's
 (w, b) of the last C: the slacks from its margins plus 0.01, v from its KKT map held 0.2 tau_i
 inside the box [0, tau_i] (u = tau - v).  Interior-point methods are known to warm-start

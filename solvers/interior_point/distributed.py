@@ -62,7 +62,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import config
-from solvers.base import Solution
+from solvers.base import Solution, WarmStart, replaced_keyword, warm_start_argument
 from solvers.core.gram import weighted_gram
 from solvers.core.linalg import dot, single_threaded_blas
 from solvers.distributed import DistributedBinaryProblem, Partition, reduce_sum
@@ -331,15 +331,18 @@ class _Driver:
 
 
 def solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
-          monitor: Monitor | None = None, start: np.ndarray | None = None,
+          monitor: Monitor | None = None, start: WarmStart | None = None, *,
           resume: np.ndarray | None = None) -> Solution:
     """Gertz & Griffin's MPC method on a distributed binary problem (the module docstring
-    lists the rounds).  ``start``: docs/design.md's (w, b) of a nearby problem, from which
+    lists the rounds).  ``start``: a :class:`~solvers.base.WarmStart` whose ``beta`` is
+    docs/design.md's (w, b) of a nearby problem or the last recorded iterate of a solve that
+    lost a worker (``problem.checkpoint``, which ``solvers.train`` passes), from which
     :func:`~solvers.interior_point.mpc.warm_starting_point`'s point is built instead of
-    ``params.start``; ``resume``: the last recorded iterate of a solve that lost a worker
-    (``problem.checkpoint``, which ``solvers.train`` passes), resumed the same way."""
+    ``params.start``; the rest of it is ignored.  ``resume``: the deprecated spelling of
+    ``start=WarmStart(beta=...)``, kept for one release."""
+    start = replaced_keyword(warm_start_argument(start), "resume", resume, "beta")
     with single_threaded_blas():
-        return _solve(problem, params, monitor, resume if resume is not None else start)
+        return _solve(problem, params, monitor, None if start is None else start.beta)
 
 
 def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
@@ -355,7 +358,8 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
     recorded = best = None  # (w, beta, dual objective, mu) of the last / best record
     best_gap = np.inf
     iteration = 0
-    problem.checkpoint = None if start is None else np.array(start, dtype=np.float64)
+    problem.checkpoint = None if start is None else WarmStart(
+        beta=np.array(start, dtype=np.float64))
     try:
         # -- the starting point
         if start is None:
@@ -425,7 +429,7 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
             recorded = (w.copy(), beta, dual_value, mu)
             if relative_gap < best_gap:
                 best, best_gap = recorded, relative_gap
-            problem.checkpoint = params_vector.copy()
+            problem.checkpoint = WarmStart(beta=params_vector.copy())
             if params.stop_rule == "gap" and relative_gap <= params.tol:
                 status = Termination.CONVERGED
                 message = (f"converged: relative duality gap {relative_gap:.3g} <= "

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.base import Solution
+from solvers.base import Solution, WarmStart, warm_start_argument
 from solvers.core.linalg import dot, single_threaded_blas
 from solvers.interior_point.auto import choose_linear_solver
 from solvers.interior_point.linsys import (
@@ -397,7 +397,8 @@ WARM_DUAL_MARGIN = 0.2
 
 
 def warm_starting_point(qp: SVMQP, start: np.ndarray) -> Iterate:
-    """An interior point near ``start``, docs/design.md's (w, b) of a nearby problem (the same data
+    """An interior point near ``start`` (a warm start's ``beta``: ``solvers.base.WarmStart``),
+    docs/design.md's (w, b) of a nearby problem (the same data
     at another C): w and the bias from it, the slacks from its margins m_i (z_i = max(0, 1 -
     m_i), s_i = max(0, m_i - 1), each plus WARM_PRIMAL_SHIFT), v from its KKT map (the problem
     layer's ``dual_from_primal``, balanced for the free bias) held WARM_DUAL_MARGIN tau_i
@@ -419,7 +420,7 @@ def warm_parameters(start: np.ndarray, dim: int, bias_mode: str
     :func:`warm_starting_point`."""
     beta = np.array(start, dtype=np.float64)  # a copy: the caller's start is not changed
     if beta.shape != (dim,):
-        raise ValueError(f"start must have n_features + 1 = {dim} entries")
+        raise ValueError(f"start.beta must have n_features + 1 = {dim} entries")
     if bias_mode == "none":
         beta[-1] = 0.0
     w = beta.copy()
@@ -507,13 +508,16 @@ _BEST_ITERATE = (Termination.MAX_ITER, Termination.INFEASIBLE, Termination.FAILE
 
 
 def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
-        monitor: Monitor | None = None, start: np.ndarray | None = None) -> Solution:
+        monitor: Monitor | None = None, start: WarmStart | None = None) -> Solution:
     """Solve the hinge-loss ``problem`` by Gertz & Griffin's interior-point method (BLAS
-    held to one thread: :func:`solvers.core.linalg.single_threaded_blas`).  ``start``: the
-    parameter vector of a nearby problem (another C), from which :func:`warm_starting_point`
-    starts instead of ``params.start``."""
+    held to one thread: :func:`solvers.core.linalg.single_threaded_blas`).  ``start``: a
+    :class:`~solvers.base.WarmStart` whose ``beta``, the parameter vector of a nearby problem
+    (another C), :func:`warm_starting_point` starts from instead of ``params.start``; its
+    ``dual``, ``state`` and ``model`` are ignored (the multipliers come from beta's KKT map,
+    held inside the box)."""
+    start = warm_start_argument(start)
     with single_threaded_blas():
-        return _run(problem, params, monitor, start)
+        return _run(problem, params, monitor, None if start is None else start.beta)
 
 
 def _run(problem: BinaryProblem, params: InteriorPointParams | None,
