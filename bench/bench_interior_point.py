@@ -62,7 +62,7 @@ PAPER = {  # Table 2: MPC iterations direct, PCG, average PCG iterations, second
     "w8a": {"tau": 1.0, "direct": 93, "pcg": 93, "avg_pcg": 12.9, "s_direct": 28.5,
             "s_pcg": 30.9},
 }
-TIGHT = {"stop_rule": "paper", "mu_tolerance": 1e-10, "residual_tolerance": 1e-8}
+TIGHT = {"stop_rule": "paper", "mu_tol": 1e-10, "residual_tol": 1e-8}
 
 
 def binary(name: str):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 import typing
 import warnings
 from collections.abc import Callable, Iterable
@@ -336,6 +337,12 @@ class SolverParams(BaseModel):
     validation error, never a different problem solved silently.  ``tol`` is the one stopping
     rule every solver shares (a certified relative duality gap); ``max_iter`` is each
     solver's own (its description says what one iteration is).
+
+    One spelling per idea across the families: a tolerance is ``tol`` or ``<what>_tol``, an
+    iteration cap ``max_iter`` or ``max_<what>_iter``.  A field renamed to follow it is listed
+    in its model's ``renamed_fields`` (old name -> new name): the old name is still accepted
+    for one release, with a ``DeprecationWarning`` naming the new one (the service's API and
+    the command line take it too), and everything the model writes uses the new name.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -345,6 +352,8 @@ class SolverParams(BaseModel):
     #: whether the solver has kernels of its own (smo, the least-squares family): its
     #: ``kernel`` and ``gamma`` mean its own kernel; elsewhere they are the approximation's
     own_kernel: ClassVar[bool] = False
+    #: fields renamed to the shared spelling, old name -> new name (accepted, deprecated)
+    renamed_fields: ClassVar[dict[str, str]] = {}
 
     solver: str
     C: float = Field(1.0, gt=0, description="Weight of the loss term: 1/2||w||^2 + C sum loss.")
@@ -476,6 +485,27 @@ class SolverParams(BaseModel):
         """p of the lp loss (2 unless the solver's parameters have one)."""
         return 2.0
 
+    @classmethod
+    def _with_current_names(cls, data: Any) -> Any:
+        """``data`` with each deprecated field name of :attr:`renamed_fields` replaced by its
+        new one, warning once per name (a before-validator's call: the warning points at the
+        code that gave the parameters, :func:`_parameters_caller`).  A subclass's own
+        before-validator that reads a renamed field calls this first (pydantic runs it before
+        this class's)."""
+        if not isinstance(data, dict) or not cls.renamed_fields:
+            return data
+        for old, new in cls.renamed_fields.items():
+            if old not in data:
+                continue
+            warnings.warn(f"{cls.__name__}: {old!r} is deprecated and will be removed in the "
+                          f"next release: use {new!r}", DeprecationWarning,
+                          stacklevel=_parameters_caller())
+            if new in data:
+                raise ValueError(f"{old!r} is the deprecated name of {new!r}: give {new!r} "
+                                 f"alone")
+            data = {(new if key == old else key): value for key, value in data.items()}
+        return data
+
     @model_validator(mode="before")
     @classmethod
     def _declared_choices(cls, data: Any) -> Any:
@@ -517,6 +547,13 @@ class SolverParams(BaseModel):
             if reason is not None:
                 raise ValueError(reason)
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        """The first before-validator to run (pydantic runs them last defined first): the
+        deprecated field names replaced (:meth:`_with_current_names`)."""
+        return cls._with_current_names(data)
 
     @model_validator(mode="after")
     def _declared(self):
@@ -646,6 +683,26 @@ class SolverParams(BaseModel):
         return BinaryProblem(X, y, C=self.C, loss=self.loss, bias=self.bias,
                              bias_scale=self.bias_scale, p=self.loss_exponent,
                              sample_weight=sample_weight)
+
+
+def _passes_parameters(module: str) -> bool:
+    """Whether code of ``module`` hands parameters it was given to a parameter model
+    (pydantic, the models' own modules, :func:`solvers.train.train`) rather than writing
+    them."""
+    return (module == "pydantic" or module.startswith("pydantic.")
+            or module in ("solvers.base", "solvers.train")
+            or (module.startswith("solvers.") and module.endswith(".params")))
+
+
+def _parameters_caller() -> int:
+    """``warnings.warn``'s stacklevel, for its caller, of the first frame that wrote the
+    parameters (past :func:`_passes_parameters`' modules): a deprecated name given to
+    ``solvers.train`` is reported at the caller's line, and one written inside the library
+    at that line (an error under the test suite's filter)."""
+    frame, stacklevel = sys._getframe(1), 1
+    while frame.f_back is not None and _passes_parameters(frame.f_globals.get("__name__", "")):
+        frame, stacklevel = frame.f_back, stacklevel + 1
+    return stacklevel
 
 
 def _normal_class_weight(class_weight):

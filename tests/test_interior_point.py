@@ -33,7 +33,7 @@ from solvers.problems import BinaryProblem
 OBJECTIVE_RTOL = 1e-6
 # Tighter than the paper's 1e-6 (an absolute mu: 2n mu bounds the gap, 1.9e-5 relative on
 # a9a at tau = 0.05) so that the objective meets the bar on every set.
-TIGHT = {"stop_rule": "paper", "mu_tolerance": 1e-10, "residual_tolerance": 1e-8}
+TIGHT = {"stop_rule": "paper", "mu_tol": 1e-10, "residual_tol": 1e-8}
 
 SMALL_SETS = ["heart_scale", "australian_scale", "breast-cancer_scale", "diabetes_scale",
               "svmguide1", "mushrooms"]
@@ -334,7 +334,7 @@ def test_ooqp_status_tests():
     minimum after 10 checks), stagnation (min phi not halved in 30) and residuals that stop
     following mu (||r|| / mu up 1e8), each its own termination code."""
     def make(max_iter=100):
-        return OOQPStatus(dnorm=1.0, mu_tolerance=1e-6, residual_tolerance=1e-6,
+        return OOQPStatus(dnorm=1.0, mu_tol=1e-6, residual_tol=1e-6,
                           max_iter=max_iter)
 
     falling = [10.0 ** -k for k in range(12)]

@@ -103,7 +103,7 @@ def test_heuristics_as_in_appendix_a():
     assert epsilons == sorted(epsilons, reverse=True)
     assert [run["epsilon"] for run in with_heuristics.extras["runs"]] == [1e-6]
     plain = mfn.solve(problem, mfn.MFNParams(first_round_epsilon=None, linear_solver="cgls",
-                                             initial_cgls_iterations=None))
+                                             initial_cgls_iter=None))
     assert abs(relative(plain.objective, with_heuristics.objective)) <= SAME_OPTIMUM_RTOL
     # the records carry docs/design.md's objective and the relative duality gap
     assert records[-1].objective == pytest.approx(with_heuristics.objective, rel=1e-12)
@@ -295,7 +295,7 @@ def test_dual_recovery_and_kkt_continuation():
     assert violation > 1.0
     tau = 1e-5
     driven = mfn.solve(problem, mfn.MFNParams(epsilon=1e-2, first_round_epsilon=None,
-                                              dual_kkt_tolerance=tau, linear_solver="cgls"))
+                                              dual_kkt_tol=tau, linear_solver="cgls"))
     assert driven.status == "converged" and "dual KKT" in driven.message
     assert driven.extras["dual_kkt_violation"] <= tau
     assert [run["epsilon"] for run in driven.extras["runs"]][1:] == \
@@ -349,9 +349,9 @@ def test_tol_is_refused_beside_another_stopping_rule():
     with pytest.raises(ValueError, match="homotopy stops on its certified gap"):
         mfn.MFNParams(loss="hinge", tol=None)
     with pytest.raises(ValueError, match="give one"):
-        mfn.MFNParams(tol=1e-3, dual_kkt_tolerance=1e-3)
-    # dual_kkt_tolerance alone replaces the gap rule
-    assert mfn.MFNParams(dual_kkt_tolerance=1e-3).tol is None
+        mfn.MFNParams(tol=1e-3, dual_kkt_tol=1e-3)
+    # dual_kkt_tol alone replaces the gap rule
+    assert mfn.MFNParams(dual_kkt_tol=1e-3).tol is None
 
 
 @pytest.mark.parametrize("options", [{"preconditioning": 0.01},

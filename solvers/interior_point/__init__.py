@@ -27,7 +27,7 @@ The method, section by section (``mpc.py``, ``linsys.py``):
   every variable by Mehrotra's heuristic (OOQP's ``finalStepLength``, gamma_f = 0.99),
   mu = (v's + u'z) / (2n);
 * stopping (section 6.1): mu <= 1e-6 and ||(r_w, rho_beta, r_z, r_s)||_inf <= 1e-6
-  max_ij |x_ij| (``mu_tolerance``, ``residual_tolerance``); OOQP's other tests of
+  max_ij |x_ij| (``mu_tol``, ``residual_tol``); OOQP's other tests of
   ``defaultStatus`` with phi = (||r||_inf + |gap|) / max|x_ij|: infeasibility (after 10
   iterations, phi >= 1e-8 and 1e4 times its smallest value: ``infeasible``), slow
   convergence (the smallest phi not halved in 30 iterations: ``failed``) and residuals that

@@ -350,7 +350,7 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
     reporter = Reporter(monitor, "relative_duality_gap")
     drv = _Driver(problem, params)
     template = problem.template
-    status_test = OOQPStatus(drv.dnorm, params.mu_tolerance, params.residual_tolerance,
+    status_test = OOQPStatus(drv.dnorm, params.mu_tol, params.residual_tol,
                              params.max_iter, test_mu=params.stop_rule == "paper")
     free, n, n_pairs = drv.free, drv.n, drv.n_pairs
     status, message = None, ""

@@ -450,7 +450,7 @@ class OOQPStatus:
     iterate's mu, ||r||_inf and OOQP's duality gap, keeps their history and returns
     (status, message) or None to go on.  phi = (||r||_inf + |gap|) / max|x_ij|.
 
-    * converged: mu <= mu_tolerance and ||r||_inf <= residual_tolerance max|x_ij| (skipped
+    * converged: mu <= mu_tol and ||r||_inf <= residual_tol max|x_ij| (skipped
       when the caller stops on a certified gap instead);
     * max_iter: ``max_iter`` MPC iterations taken;
     * infeasible: after 10 checks, phi >= 1e-8 and phi >= 1e4 * its smallest value so far;
@@ -462,12 +462,12 @@ class OOQPStatus:
     INFEASIBLE_AFTER = 10
     STAGNATION_WINDOW = 30
 
-    def __init__(self, dnorm: float, mu_tolerance: float, residual_tolerance: float,
+    def __init__(self, dnorm: float, mu_tol: float, residual_tol: float,
                  max_iter: int, test_mu: bool = True):
         self.dnorm = dnorm
-        self.mu_tolerance = mu_tolerance
-        self.residual_tolerance = residual_tolerance
-        self.artol = residual_tolerance * dnorm
+        self.mu_tol = mu_tol
+        self.residual_tol = residual_tol
+        self.artol = residual_tol * dnorm
         self.max_iter = max_iter
         self.test_mu = test_mu
         self.mu, self.rnorm, self.phi_min = [], [], []
@@ -478,10 +478,10 @@ class OOQPStatus:
         self.rnorm.append(rnorm)
         self.phi_min.append(min(phi, self.phi_min[-1]) if self.phi_min else phi)
         idx = len(self.phi_min) - 1
-        if self.test_mu and mu <= self.mu_tolerance and rnorm <= self.artol:
+        if self.test_mu and mu <= self.mu_tol and rnorm <= self.artol:
             return Termination.CONVERGED, (
-                f"converged: mu = {mu:.3g} <= {self.mu_tolerance:g} and ||r||_inf = "
-                f"{rnorm:.3g} <= {self.residual_tolerance:g} max|x_ij|")
+                f"converged: mu = {mu:.3g} <= {self.mu_tol:g} and ||r||_inf = "
+                f"{rnorm:.3g} <= {self.residual_tol:g} max|x_ij|")
         if iteration >= self.max_iter:
             return Termination.MAX_ITER, f"stopped after {iteration} MPC iterations (max_iter)"
         if idx >= self.INFEASIBLE_AFTER and phi >= 1e-8 and phi >= 1e4 * self.phi_min[idx]:
@@ -530,7 +530,7 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
     if choice == "auto":
         choice = choose_linear_solver(problem.X, problem.bias == "regularized")
     linsys = make_linear_solver(qp, params, choice)
-    status_test = OOQPStatus(qp.dnorm, params.mu_tolerance, params.residual_tolerance,
+    status_test = OOQPStatus(qp.dnorm, params.mu_tol, params.residual_tol,
                              params.max_iter, test_mu=params.stop_rule == "paper")
     pcg_total = 0
     status, message = None, ""

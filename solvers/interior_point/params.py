@@ -21,6 +21,8 @@ class InteriorPointParams(SolverParams):
     rule: every solver's certified gap ``tol`` (``stop_rule="paper"``: the paper's tests)."""
 
     solves: ClassVar[Solves] = INTERIOR_POINT_SOLVES
+    renamed_fields: ClassVar[dict[str, str]] = {"mu_tolerance": "mu_tol",
+                                                "residual_tolerance": "residual_tol"}
 
     solver: Literal["interior_point"] = "interior_point"
     multiclass: INTERIOR_POINT_SOLVES.choices("multiclass") = (
@@ -40,11 +42,11 @@ class InteriorPointParams(SolverParams):
                     "weights 1/omega_i and factored by Cholesky, SVM-Direct), pcg (conjugate "
                     "gradients with the SVM preconditioner P_A (13), SVM-PCG), auto (the "
                     "cheaper by a cost model of forming M against the expected PCG work).")
-    mu_tolerance: float = Field(
+    mu_tol: float = Field(
         1e-6, gt=0,
         description="stop_rule='paper': stop when mu = (v's + u'z) / (2n) is at most this "
                     "(paper: 1e-6) and the residual test holds.")
-    residual_tolerance: float = Field(
+    residual_tol: float = Field(
         1e-6, gt=0,
         description="stop_rule='paper': stop when ||(r_w, rho_beta, r_z, r_s)||_inf <= this "
                     "* max_ij |x_ij| (paper: 1e-6) and the mu test holds.")
@@ -52,8 +54,8 @@ class InteriorPointParams(SolverParams):
     stop_rule: Literal["gap", "paper"] = Field(
         "gap",
         description="gap: stop on tol (a certified relative duality gap, scale-free); paper: "
-                    "stop on the paper's mu and residual tests (mu_tolerance, "
-                    "residual_tolerance; absolute, section 5).")
+                    "stop on the paper's mu and residual tests (mu_tol, residual_tol; "
+                    "absolute, section 5).")
     max_iter: int = Field(
         100, ge=1,
         description="MPC iterations (one: a factorization or preconditioner, a predictor "

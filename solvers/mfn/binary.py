@@ -57,7 +57,7 @@ def solve(problem: BinaryProblem, params: MFNParams | None = None,
         "start=WarmStart(beta=seed_from_weights(problem, w_guess, active_guess))")
     beta_start = None if start is None else start.beta
     dual_kkt = None
-    if params.dual_kkt_tolerance is not None:
+    if params.dual_kkt_tol is not None:
         def dual_kkt(state):
             return dual_kkt_violation(problem, state.beta,
                                       terms.outputs_in_input_order(state.outputs))[1]
@@ -175,12 +175,12 @@ def solve_path(problem: BinaryProblem, Cs, params: MFNParams | None = None,
     solution with ini = 1 (no heuristics; footnote 5): as it is (gamma = 1, the previous b,
     "this simple initialization also works quite well"), or with ``rescale`` rescaled by eqs.
     (8)-(9) on the previous active set.  Without it every problem starts from zero with both
-    heuristics.  Seeded as it is (and without ``dual_kkt_tolerance``), the path shares one set
+    heuristics.  Seeded as it is (and without ``dual_kkt_tol``), the path shares one set
     of sorted rows, one Gram upkeep and one state between its points (:func:`run_path`).
     """
     params = params or MFNParams(loss=problem.loss, bias=problem.bias)
     if seeding and not rescale and problem.loss_function.clipped \
-            and params.dual_kkt_tolerance is None:
+            and params.dual_kkt_tol is None:
         return run_path(problem, Cs, params, monitor, diagnostics)
     solutions = []
     previous = None

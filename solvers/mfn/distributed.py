@@ -476,7 +476,7 @@ class DistributedEngine:
         state["crude"] = False
         beta = state["beta"]
         point = self.point(lam, factorize=not (first_call and
-                                               p.initial_cgls_iterations is not None))
+                                               p.initial_cgls_iter is not None))
         F_previous = self.objective(beta, point["loss_sum"])
         newton = cg_total = 0
         scale = self.C / self.target_C
@@ -487,10 +487,10 @@ class DistributedEngine:
             beta_bar = beta.copy()
             if point["shift"] is not None:
                 beta_bar -= point["shift"]
-            cap = p.max_cgls_iterations
-            heuristic_1 = first_call and p.initial_cgls_iterations is not None
+            cap = p.max_cgls_iter
+            heuristic_1 = first_call and p.initial_cgls_iter is not None
             if heuristic_1:
-                cap = p.initial_cgls_iterations
+                cap = p.initial_cgls_iter
             first_call = False
             s_start, zz_start = point["g"], point["zz"]
             solved = False
@@ -631,8 +631,8 @@ def refuse(params: MFNParams, loss: Loss) -> None:
     if params.cgls_rule != "residual":
         raise ValueError("mfn on distributed data: cgls_rule='gradient_bound' is not "
                          "distributed; use 'residual' (rule (13))")
-    if params.dual_kkt_tolerance is not None:
-        raise ValueError("mfn on distributed data: dual_kkt_tolerance is not distributed")
+    if params.dual_kkt_tol is not None:
+        raise ValueError("mfn on distributed data: dual_kkt_tol is not distributed")
 
 
 def solve(problem: DistributedBinaryProblem, params: MFNParams, monitor: Monitor | None = None,
