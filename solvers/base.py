@@ -339,10 +339,12 @@ class SolverParams(BaseModel):
     solver's own (its description says what one iteration is).
 
     One spelling per idea across the families: a tolerance is ``tol`` or ``<what>_tol``, an
-    iteration cap ``max_iter`` or ``max_<what>_iter``.  A field renamed to follow it is listed
-    in its model's ``renamed_fields`` (old name -> new name): the old name is still accepted
-    for one release, with a ``DeprecationWarning`` naming the new one (the service's API and
-    the command line take it too), and everything the model writes uses the new name.
+    iteration cap ``max_iter`` or ``max_<what>_iter``, the rule of the starting point without
+    a warm start ``cold_start`` (``start=`` is the warm start, :class:`WarmStart`).  A field
+    renamed to follow it is listed in its model's ``renamed_fields`` (old name -> new name):
+    the old name is still accepted for one release, with a ``DeprecationWarning`` naming the
+    new one (the service's API and the command line take it too), and everything the model
+    writes uses the new name.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -251,7 +251,7 @@ def test_paper_start_and_rules():
     100-iteration limit stop within it, near the optimum."""
     problem = small_problem("heart_scale", "squared_hinge", "free", 1.0)
     optimum = liblinear_objective(problem, "-s 2 -B 1 -R")
-    assert_close(solve(problem, initial_w="one", tol=1e-9), optimum)
+    assert_close(solve(problem, cold_start="one", tol=1e-9), optimum)
     monitor = ListMonitor()
     paper = solve(problem, monitor, stop_rule="paper", max_iter=100, variant="inexact")
     assert paper.iterations <= 100

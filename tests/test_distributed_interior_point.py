@@ -106,7 +106,7 @@ def test_hinge_free_bias_makes_the_single_machines_iterations(client, files, gat
 
 @pytest.mark.parametrize(("loss", "bias", "extra"), [
     ("squared_hinge", "free", {}),
-    ("hinge", "regularized", {"start": "ooqp"}),
+    ("hinge", "regularized", {"cold_start": "ooqp"}),
     ("squared_hinge", "none", {"stop_rule": "paper"}),
 ])
 def test_other_losses_biases_and_rules_equal_the_single_machine(client, files, loss, bias,

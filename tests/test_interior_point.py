@@ -125,7 +125,7 @@ def test_records_and_paper_stopping_rule():
 
 def test_ooqp_start_reaches_the_same_optimum():
     reference = clarabel("breast-cancer_scale")
-    _, solution = solve("breast-cancer_scale", linear_solver="direct", start="ooqp", **TIGHT)
+    _, solution = solve("breast-cancer_scale", linear_solver="direct", cold_start="ooqp", **TIGHT)
     assert solution.status == "converged"
     assert abs(relative(solution.objective, reference["objective"])) <= OBJECTIVE_RTOL
 

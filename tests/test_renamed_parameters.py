@@ -1,5 +1,6 @@
 """One spelling per idea in the solvers' parameters: a tolerance is ``tol`` or ``<what>_tol``,
-an iteration cap ``max_iter`` or ``max_<what>_iter`` (``SolverParams.renamed_fields``).
+an iteration cap ``max_iter`` or ``max_<what>_iter``, the starting point without a warm start
+``cold_start`` (``SolverParams.renamed_fields``).
 
 The renamed fields' old names are still accepted for one release, with a
 ``DeprecationWarning`` that names the new one and points at the code that gave them (also
@@ -28,6 +29,8 @@ RENAMED = [
     ("interior_point", "mu_tolerance", "mu_tol", 1e-9),
     ("interior_point", "residual_tolerance", "residual_tol", 1e-9),
     ("cutting_plane", "qp_tolerance_ratio", "qp_tol_ratio", 0.5),
+    ("interior_point", "start", "cold_start", "ooqp"),
+    ("alm", "initial_w", "cold_start", "one"),
 ]
 
 _TOLERANCE = re.compile(r"(^|_)tol(_|$)")

@@ -176,7 +176,7 @@ paper's 100-iteration limit is ``max_iter=100`` (the default, 20000, lets the ga
 ``tol``).  Records carry the objective, the relative gap, the primal and dual residuals, mu
 and (exact) the CGLS iterations of the step (0 when the Cholesky factor solves it).
 
-Start: w = 0, b = 0, lambda = 0.  ``initial_w="one"`` is Algorithms 1-2's w = 1, which the
+Start: w = 0, b = 0, lambda = 0.  ``cold_start="one"`` is Algorithms 1-2's w = 1, which the
 paper does not justify (the all-ones w has nothing to do with the data's scale or sign) and
 which measured no better (relative gap 1e-6, C = 1, with mu = C and CGLS steps, the defaults
 then; iterations w = 0 / w = 1): squared hinge

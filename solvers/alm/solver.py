@@ -285,7 +285,7 @@ class _Iterate:
 
 def _start(problem: BinaryProblem, params: ALMParams, start: WarmStart | None):
     """(beta, lambda) of the first iteration: the cold start (w = 0, or 1 with
-    ``initial_w="one"``; b = 0; lambda = 0), or ``start.beta`` and lambda = -y alpha with
+    ``cold_start="one"``; b = 0; lambda = 0), or ``start.beta`` and lambda = -y alpha with
     alpha ``start.dual`` or, without one, the balanced KKT map of ``start.beta``."""
     beta_given = start is not None and start.beta is not None
     if beta_given:
@@ -294,7 +294,7 @@ def _start(problem: BinaryProblem, params: ALMParams, start: WarmStart | None):
             raise ValueError("start.beta must have n_features + 1 entries")
     else:
         beta = problem.zeros()
-        if params.initial_w == "one":
+        if params.cold_start == "one":
             beta[:-1] = 1.0
     if problem.bias == "none":
         beta[-1] = 0.0
@@ -322,7 +322,7 @@ def solve(problem: BinaryProblem, params: ALMParams | None = None,
           lambda0: np.ndarray | None = None) -> Solution:
     """Solve a binary ``problem`` (hinge, squared hinge or lp loss; any bias mode) by SVM-ALM.
 
-    Start: w = 0 (or the paper's w = 1 with ``initial_w="one"``), b = 0, lambda = 0; or the
+    Start: w = 0 (or the paper's w = 1 with ``cold_start="one"``), b = 0, lambda = 0; or the
     :class:`~solvers.base.WarmStart` ``start``: (w, b) = ``start.beta`` and the multipliers
     lambda = -y alpha, alpha = ``start.dual`` or, without it, the balanced KKT map of
     ``start.beta`` (its ``state`` and ``model`` are ignored).  C, the loss and the bias are

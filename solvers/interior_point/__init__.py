@@ -49,9 +49,9 @@ z_i vanish) are kept, and those whose omega_i grows like 1/mu (1/omega_i -> 0 li
 non-support and the bounded support vectors) are the ones excluded.  The rule is implemented
 as (15) states it, which is also what Proposition 5's proof uses.
 
-Starting point: OOQP's default (``start="ooqp"``) takes the affine step from
+Starting point: OOQP's default (``cold_start="ooqp"``) takes the affine step from
 sqrt(max|x_ij|) and shifts every slack and multiplier by 1e3 + 2 * violation, blind to tau;
-``start="scaled"`` (default) starts the multipliers v, u at tau/2 and shifts them by tau/2
+``cold_start="scaled"`` (default) starts the multipliers v, u at tau/2 and shifts them by tau/2
 (slacks by 1) instead (``mpc.starting_point``).  With OOQP's start the MPC iteration counts
 are the paper's; the scaled start saved 1-21 iterations on eight sets and was never worse
 (bench/history/measurements.json, interior-point-start).

@@ -338,7 +338,7 @@ def solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
     docs/design.md's (w, b) of a nearby problem or the last recorded iterate of a solve that
     lost a worker (``problem.checkpoint``, which ``solvers.train`` passes), from which
     :func:`~solvers.interior_point.mpc.warm_starting_point`'s point is built instead of
-    ``params.start``; the rest of it is ignored.  ``resume``: the deprecated spelling of
+    ``params.cold_start``; the rest of it is ignored.  ``resume``: the deprecated spelling of
     ``start=WarmStart(beta=...)``, kept for one release."""
     start = replaced_keyword(warm_start_argument(start), "resume", resume, "beta")
     with single_threaded_blas():
@@ -365,7 +365,7 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
         if start is None:
             a = float(np.sqrt(drv.dnorm))
             w, beta = np.zeros(drv.dim), 0.0
-            results = drv.round(_iterate, ("cold", a, drv.dim, params.start), w, beta, False,
+            results = drv.round(_iterate, ("cold", a, drv.dim, params.cold_start), w, beta, False,
                                 drv.quantiles, drv.small)
             r_w = w - reduce_sum([r[0] for r in results])
             rho = float(sum(r[1] for r in results))
@@ -378,7 +378,7 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
             beta += 1.0 * dbeta
             primal = max(v[0] for v in violations)
             dual = max(v[1] for v in violations)
-            move = ("shift", params.start, primal, dual)
+            move = ("shift", params.cold_start, primal, dual)
         else:
             beta_start, w, beta = warm_parameters(start, drv.dim, drv.bias)
             shares = drv.round(_warm, beta_start, drv.quantiles, drv.small, drv.pivots)
@@ -499,7 +499,7 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
         "relative_duality_gap": duality_gap / max(abs(objective), 1e-300),
         "active_set": int(n),
         "gamma": 0.0,
-        "start": params.start if start is None else "warm",
+        "start": params.cold_start if start is None else "warm",
         "distributed": True,
         **problem.communication_totals(),
     }

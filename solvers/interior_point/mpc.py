@@ -339,9 +339,9 @@ def make_linear_solver(qp: SVMQP, params: InteriorPointParams, choice: str):
 def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:
     """OOQP's ``Solver::defaultStart``: from w = 0, beta = 0, z = s = u = v = sqrt(max|x_ij|),
     the full affine-scaling step (the Newton step (5) with r_u = Zu, r_v = Sv), then every
-    slack and multiplier shifted by 1e3 + 2 * the largest negativity (``start="ooqp"``).
+    slack and multiplier shifted by 1e3 + 2 * the largest negativity (``cold_start="ooqp"``).
 
-    ``start="scaled"`` (default) takes the same step from z = s = sqrt(max|x_ij|) and
+    ``cold_start="scaled"`` (default) takes the same step from z = s = sqrt(max|x_ij|) and
     u = v = tau_i / 2 (the middle of the dual box 0 <= v <= tau, so r_z = 0 at the start) and
     shifts by the problem's own scales: the primal slacks s, z by 1 + 2 * their largest
     negativity (margins are measured in units of 1: the constraint is m_i >= 1 - z_i) and the
@@ -351,14 +351,14 @@ def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:
     measured iteration counts of both starts."""
     n = qp.n
     a = float(np.sqrt(qp.dnorm))
-    x = initial_iterate(n, a, qp.op.dim, qp.tau, qp.hinge, params.start)
+    x = initial_iterate(n, a, qp.op.dim, qp.tau, qp.hinge, params.cold_start)
     res = qp.residuals(x)
     qp.set_weights(x)
     linsys.prepare(x.mu())
     step = qp.newton_step(x, res, x.z * x.u, x.s * x.v, linsys, False, x.mu())
     x.axpy(1.0, step)
     primal, dual = x.violation()
-    shift_start(x, params.start, primal, dual, qp.tau)
+    shift_start(x, params.cold_start, primal, dual, qp.tau)
     return x
 
 
@@ -512,7 +512,7 @@ def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
     """Solve the hinge-loss ``problem`` by Gertz & Griffin's interior-point method (BLAS
     held to one thread: :func:`solvers.core.linalg.single_threaded_blas`).  ``start``: a
     :class:`~solvers.base.WarmStart` whose ``beta``, the parameter vector of a nearby problem
-    (another C), :func:`warm_starting_point` starts from instead of ``params.start``; its
+    (another C), :func:`warm_starting_point` starts from instead of ``params.cold_start``; its
     ``dual``, ``state`` and ``model`` are ignored (the multipliers come from beta's KKT map,
     held inside the box)."""
     start = warm_start_argument(start)
@@ -615,6 +615,6 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
         "relative_duality_gap": gap / max(abs(objective), 1e-300),
         "active_set": int(linsys.active_size),
         "gamma": float(linsys.gamma),
-        "start": params.start if start is None else "warm",
+        "start": params.cold_start if start is None else "warm",
     }
     return Solution(beta, objective, status, message, iteration, extras)

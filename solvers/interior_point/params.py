@@ -21,8 +21,11 @@ class InteriorPointParams(SolverParams):
     rule: every solver's certified gap ``tol`` (``stop_rule="paper"``: the paper's tests)."""
 
     solves: ClassVar[Solves] = INTERIOR_POINT_SOLVES
-    renamed_fields: ClassVar[dict[str, str]] = {"mu_tolerance": "mu_tol",
-                                                "residual_tolerance": "residual_tol"}
+    renamed_fields: ClassVar[dict[str, str]] = {
+        "mu_tolerance": "mu_tol",
+        "residual_tolerance": "residual_tol",
+        "start": "cold_start",  # alm's cold_start; start= is the warm start (WarmStart)
+    }
 
     solver: Literal["interior_point"] = "interior_point"
     multiclass: INTERIOR_POINT_SOLVES.choices("multiclass") = (
@@ -60,12 +63,12 @@ class InteriorPointParams(SolverParams):
         100, ge=1,
         description="MPC iterations (one: a factorization or preconditioner, a predictor "
                     "and a corrector solve, one step).")
-    start: Literal["scaled", "ooqp"] = Field(
+    cold_start: Literal["scaled", "ooqp"] = Field(
         "scaled",
-        description="Starting point: ooqp (OOQP's default: an affine step from "
-                    "sqrt(max|x_ij|), then every slack and multiplier shifted by 1e3 + 2 "
-                    "violation) or scaled (the same affine step, then the slacks s, z shifted "
-                    "to the margin scale 1 and the multipliers v, u to tau's scale).")
+        description="Starting point without a warm start: ooqp (OOQP's default: an affine "
+                    "step from sqrt(max|x_ij|), then every slack and multiplier shifted by "
+                    "1e3 + 2 violation) or scaled (the same affine step, then the slacks s, z "
+                    "shifted to the margin scale 1 and the multipliers v, u to tau's scale).")
     pcg_gamma: float = Field(
         100.0, gt=0,
         description="pcg: initial gamma of the selection rule (15), never increased (named "
