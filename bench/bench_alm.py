@@ -360,7 +360,7 @@ def start(limit: float, log) -> list[dict]:
         for loss in ("hinge", "squared_hinge"):
             problem = problem_of(name, loss, "free", 1.0)
             for initial in ("zero", "one"):
-                _, seconds, sol = run_alm(problem, limit, initial_w=initial, tol=1e-6)
+                _, seconds, sol = run_alm(problem, limit, cold_start=initial, tol=1e-6)
                 log(f"| {name}/{loss}/C=1 | w = {0 if initial == 'zero' else 1} | "
                     f"{sol.iterations} | {seconds:.3f} | {sol.status} |")
                 out.append({"problem": f"{name}/{loss}", "start": initial,

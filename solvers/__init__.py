@@ -27,6 +27,7 @@ from solvers.base import (
     SolverSpec,
     Termination,
     UnknownSolverError,
+    WarmStart,
 )
 from solvers.data import (
     Dataset,
@@ -67,6 +68,7 @@ __all__ = [
     "Termination",
     "TrainResult",
     "UnknownSolverError",
+    "WarmStart",
     "get_solver",
     "list_solvers",
     "evaluate",

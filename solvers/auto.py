@@ -5,10 +5,9 @@ solves (not what it solves): the :data:`CANDIDATES`.  Those that cannot solve th
 (its loss, bias mode or task) drop out; when one remains it is the choice, with that reason.
 
 What it promises.  ``tol`` is a relative duality gap, (P - D)/P, which bounds the relative
-suboptimality: every candidate with a certified gap stops at it (each :class:`Candidate`
-names its own parameter for it: alm's and the cutting planes' ``tol``, the interior-point
-method's ``gap_tolerance``, mfn's ``hinge_gap_tolerance``; mfn on the squared hinge is an
-exact finite Newton method and ends at the optimum whatever ``tol`` is).
+suboptimality: every candidate with a certified gap stops at it, by the parameter every
+such solver names the same, ``tol`` (``solvers.base.gap_tolerance_field``,
+:meth:`Candidate.params_for`).
 
 How it picks.  ``bench/bench_auto.py`` measures every candidate on the benchmark problems (the
 real datasets of the repository's ``data/``, hinge and squared hinge, C from 0.01 to 100) at the

@@ -133,7 +133,7 @@ def test_the_dual_kkt_check_follows_the_loss_constants(monkeypatch):
     monkeypatch.setitem(LOSS_TYPES, WideMarginSquaredHinge.name, WideMarginSquaredHinge)
     X, y = _heart_scale()
     problem = BinaryProblem(X, y, C=1.0, loss=WideMarginSquaredHinge.name)
-    params = solvers.mfn.MFNParams(dual_kkt_tolerance=1e-8)
+    params = solvers.mfn.MFNParams(dual_kkt_tol=1e-8)
     solution = solvers.mfn.solve(problem, params)
     assert solution.status == "converged", solution.message
     assert solution.extras["dual_kkt_violation"] <= 1e-8

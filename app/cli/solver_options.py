@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -159,6 +160,27 @@ def add_solver_options(parser: argparse.ArgumentParser, spec, exclude=()) -> Non
         group.add_argument("--" + name.replace("_", "-"), dest=f"param_{name}", type=parse,
                            metavar=metavar, default=argparse.SUPPRESS,
                            help=help_text.strip().replace("%", "%%"))  # argparse %-formats help
+    for old, new in spec.params_model.renamed_fields.items():
+        if new not in exclude:  # a renamed field's old option: accepted, said so, not listed
+            parse, metavar, _ = _option(spec.params_model.model_fields[new])
+            group.add_argument("--" + old.replace("_", "-"), dest=f"param_{new}", type=parse,
+                               metavar=metavar, default=argparse.SUPPRESS,
+                               action=_RenamedOption, new="--" + new.replace("_", "-"),
+                               help=argparse.SUPPRESS)
+
+
+class _RenamedOption(argparse.Action):
+    """The option of a renamed solver parameter (``SolverParams.renamed_fields``): sets the
+    new one and says on stderr that the old spelling goes away in the next release."""
+
+    def __init__(self, *args, new: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"svmsvc: {option_string} is deprecated and will be removed in the next "
+              f"release: use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
 
 
 def params_from_args(spec, args) -> dict:

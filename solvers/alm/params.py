@@ -22,6 +22,7 @@ class ALMParams(SolverParams):
     section 4 protocol."""
 
     solves: ClassVar[Solves] = ALM_SOLVES
+    renamed_fields: ClassVar[dict[str, str]] = {"initial_w": "cold_start"}  # as interior_point's
 
     solver: Literal["alm"] = "alm"
     multiclass: ALM_SOLVES.choices("multiclass") = ALM_SOLVES.multiclass_field()
@@ -94,9 +95,9 @@ class ALMParams(SolverParams):
                     "so far (still an upper bound on the relative suboptimality).")
     max_cgls_iter: int = Field(1000, ge=1,
                                description="exact: CGLS iteration cap per (w, b)-step.")
-    initial_w: Literal["zero", "one"] = Field(
-        "zero", description="Cold start w = 0 (default) or the paper's w = 1 (all ones); b = 0 "
-                            "and lambda = 0 either way.")
+    cold_start: Literal["zero", "one"] = Field(
+        "zero", description="Starting point without a warm start: w = 0 (default) or the "
+                            "paper's w = 1 (all ones); b = 0 and lambda = 0 either way.")
     stop_rule: Literal["gap", "paper"] = Field(
         "gap",
         description="gap: stop when the relative duality gap is at most tol; paper: stop when "

@@ -56,11 +56,11 @@ when the full set meets it with the gap still above tol, eps is divided by 10 an
 goes on.  The final gap is recomputed with w = sum alpha_i y_i x~_i formed afresh (the w kept
 by the steps accumulates round-off).  ``max_iter`` counts outer iterations (LIBLINEAR's 1000).
 
-Warm starts:
+Warm starts (``start=WarmStart(...)``, ``solvers.base.WarmStart``):
 
-* from a dual point alpha (:func:`solve`'s ``alpha``): clipped into the box (any point of the
-  box is feasible), w recomputed from it;
-* from a primal point beta = (w, b) (:func:`solve`'s ``start``, the spec's warm start used by
+* from a dual point alpha (``WarmStart(dual=alpha)``, taken before a ``beta``): clipped into
+  the box (any point of the box is feasible), w recomputed from it;
+* from a primal point beta = (w, b) (``WarmStart(beta=beta)``, the spec's warm start used by
   C paths of other families, cap-and-switch and one-vs-rest starts): alpha_i = C_i L'(1 -
   m_i), the loss's derivative at beta's margins (the KKT map), clipped, and w recomputed
   from alpha, since the steps need w = sum alpha_i y_i x~_i.  Sound for the squared hinge (the

@@ -27,7 +27,7 @@ The method, section by section (``mpc.py``, ``linsys.py``):
   every variable by Mehrotra's heuristic (OOQP's ``finalStepLength``, gamma_f = 0.99),
   mu = (v's + u'z) / (2n);
 * stopping (section 6.1): mu <= 1e-6 and ||(r_w, rho_beta, r_z, r_s)||_inf <= 1e-6
-  max_ij |x_ij| (``mu_tolerance``, ``residual_tolerance``); OOQP's other tests of
+  max_ij |x_ij| (``mu_tol``, ``residual_tol``); OOQP's other tests of
   ``defaultStatus`` with phi = (||r||_inf + |gap|) / max|x_ij|: infeasibility (after 10
   iterations, phi >= 1e-8 and 1e4 times its smallest value: ``infeasible``), slow
   convergence (the smallest phi not halved in 30 iterations: ``failed``) and residuals that
@@ -49,14 +49,14 @@ z_i vanish) are kept, and those whose omega_i grows like 1/mu (1/omega_i -> 0 li
 non-support and the bounded support vectors) are the ones excluded.  The rule is implemented
 as (15) states it, which is also what Proposition 5's proof uses.
 
-Starting point: OOQP's default (``start="ooqp"``) takes the affine step from
+Starting point: OOQP's default (``cold_start="ooqp"``) takes the affine step from
 sqrt(max|x_ij|) and shifts every slack and multiplier by 1e3 + 2 * violation, blind to tau;
-``start="scaled"`` (default) starts the multipliers v, u at tau/2 and shifts them by tau/2
+``cold_start="scaled"`` (default) starts the multipliers v, u at tau/2 and shifts them by tau/2
 (slacks by 1) instead (``mpc.starting_point``).  With OOQP's start the MPC iteration counts
 are the paper's; the scaled start saved 1-21 iterations on eight sets and was never worse
 (bench/history/measurements.json, interior-point-start).
 
-Warm start (``run(..., start=beta)``, a C path's next point; not in the paper, which solves
+Warm start (``start=WarmStart(beta)``, a C path's next point; not in the paper, which solves
 one problem): :func:`mpc.warm_starting_point` builds an interior point near docs/design.md's
 (w, b) of the last C: the slacks from its margins plus 0.01, v from its KKT map held 0.2 tau_i
 inside the box [0, tau_i] (u = tau - v).  Interior-point methods are known to warm-start

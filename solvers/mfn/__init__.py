@@ -155,8 +155,8 @@ Extensions:
   one end by Appendix A's test above the gap).  Cross-validation sets it from its fit_gap
   (``solvers.model_selection``): a fold's score needs predictions, not 1e-10 optima;
 * dual recovery and the maximum dual KKT violation (section 4.7, :func:`dual_kkt_violation`);
-  with ``dual_kkt_tolerance`` the solution is continued with eps / 10, eps / 100, ... until
-  the violation is within it (section 5's protocol: ``epsilon=1e-3, dual_kkt_tolerance=1e-3``);
+  with ``dual_kkt_tol`` the solution is continued with eps / 10, eps / 100, ... until
+  the violation is within it (section 5's protocol: ``epsilon=1e-3, dual_kkt_tol=1e-3``);
 * ordinal regression (section 7, :class:`solvers.problems.OrdinalProblem`,
   :func:`solve_ordinal`, ``task="ordinal"``);
 * multi-class: one-vs-rest over the binary solver (``solvers.multiclass``).

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.base import Solution, Termination
+from solvers.base import (
+    Solution,
+    Termination,
+    WarmStart,
+    replaced_keyword,
+    warm_start_argument,
+)
 from solvers.core.linalg import dot
 from solvers.core.rows import BinaryRows
 from solvers.core.sparse import csr_matvec, csr_rmatvec_rows
@@ -21,33 +27,42 @@ def binary_terms(problem: BinaryProblem) -> BinaryRows:
 
 
 def solve(problem: BinaryProblem, params: MFNParams | None = None,
-          monitor: Monitor | None = None, beta0: np.ndarray | None = None,
-          continuation: bool = False, w_guess: np.ndarray | None = None,
+          monitor: Monitor | None = None, start: WarmStart | None = None,
+          continuation: bool = False, *, beta0: np.ndarray | None = None,
+          w_guess: np.ndarray | None = None,
           active_guess: np.ndarray | None = None) -> Solution:
     """Solve a binary ``problem`` with L2-SVM-MFN.
 
-    Starting point (Appendix A, step 1): zero by default; ``w_guess`` (optionally with a guessed
-    active set ``active_guess``) is rescaled by eqs. (8)-(9) (:func:`seed_from_weights`); or
-    ``beta0`` as given.  These are crude starts (ini = 0: both heuristics) unless
-    ``continuation=True`` marks ``beta0`` as the solution of a nearby problem (ini = 1: no
-    heuristics, eps straight to its final value), the beta-seeding of a C path.
+    Starting point (Appendix A, step 1): zero by default, or ``start.beta`` as given (the
+    :class:`~solvers.base.WarmStart`'s ``dual``, ``state`` and ``model`` are ignored: the
+    Newton steps are primal).  A start is crude (ini = 0: both heuristics) unless
+    ``continuation=True`` marks it as the solution of a nearby problem (ini = 1: no
+    heuristics, eps straight to its final value), the beta-seeding of a C path.  A weight
+    guess w~ without a bias is rescaled by eqs. (8)-(9) first:
+    ``start=WarmStart(beta=seed_from_weights(problem, w_guess, active_guess))``.
+
+    ``beta0`` (the start's beta), ``w_guess`` and ``active_guess`` (the seeded start above)
+    are the deprecated spellings, kept for one release.
 
     C, the loss and the bias mode are the problem's; ``params`` gives mfn's own settings.
     """
     reporter = Reporter(monitor, "relative_duality_gap")
     terms = binary_terms(problem)
     params = params or MFNParams(C=problem.C, loss=problem.loss, bias=problem.bias)
-    if w_guess is not None:
-        if beta0 is not None:
-            raise ValueError("give either beta0 or w_guess")
-        beta0 = seed_from_weights(problem, w_guess, active_guess)
+    start = warm_start_argument(start)
+    start = replaced_keyword(start, "beta0", beta0, "beta")
+    start = replaced_keyword(
+        start, "w_guess", None if w_guess is None
+        else seed_from_weights(problem, w_guess, active_guess), "beta",
+        "start=WarmStart(beta=seed_from_weights(problem, w_guess, active_guess))")
+    beta_start = None if start is None else start.beta
     dual_kkt = None
-    if params.dual_kkt_tolerance is not None:
+    if params.dual_kkt_tol is not None:
         def dual_kkt(state):
             return dual_kkt_violation(problem, state.beta,
                                       terms.outputs_in_input_order(state.outputs))[1]
     state, status, message, engine = solve_terms(
-        terms, problem, problem.loss_function, params, reporter, beta0, not continuation,
+        terms, problem, problem.loss_function, params, reporter, beta_start, not continuation,
         dual_kkt)
     return _solution(problem, terms, engine, state, status, message, diagnostics=True)
 
@@ -160,27 +175,28 @@ def solve_path(problem: BinaryProblem, Cs, params: MFNParams | None = None,
     solution with ini = 1 (no heuristics; footnote 5): as it is (gamma = 1, the previous b,
     "this simple initialization also works quite well"), or with ``rescale`` rescaled by eqs.
     (8)-(9) on the previous active set.  Without it every problem starts from zero with both
-    heuristics.  Seeded as it is (and without ``dual_kkt_tolerance``), the path shares one set
+    heuristics.  Seeded as it is (and without ``dual_kkt_tol``), the path shares one set
     of sorted rows, one Gram upkeep and one state between its points (:func:`run_path`).
     """
     params = params or MFNParams(loss=problem.loss, bias=problem.bias)
     if seeding and not rescale and problem.loss_function.clipped \
-            and params.dual_kkt_tolerance is None:
+            and params.dual_kkt_tol is None:
         return run_path(problem, Cs, params, monitor, diagnostics)
     solutions = []
     previous = None
     for C in Cs:
         sub = problem.with_C(C)
-        beta0 = None
+        start = None
         if seeding and previous is not None:
-            beta0 = previous.beta
+            beta = previous.beta
             if rescale:
-                margins = sub.margins(beta0)
-                beta0 = seed_from_weights(sub, beta0[:-1], np.flatnonzero(margins < 1.0),
-                                          refine=False)
+                margins = sub.margins(beta)
+                beta = seed_from_weights(sub, beta[:-1], np.flatnonzero(margins < 1.0),
+                                         refine=False)
+            start = WarmStart(beta=beta)
         clock = Stopwatch()
-        solution = solve(sub, params.model_copy(update={"C": float(C)}), monitor, beta0=beta0,
-                         continuation=beta0 is not None)
+        solution = solve(sub, params.model_copy(update={"C": float(C)}), monitor, start=start,
+                         continuation=start is not None)
         solution.extras["seconds"] = clock()
         solutions.append(solution)
         previous = solution
@@ -192,7 +208,8 @@ def run_path(problem: BinaryProblem, Cs, params: MFNParams, monitor: Monitor | N
     """The C path of :func:`solve_path` with beta-seeding (ini = 1 after the first point) on
     one engine: the rows sorted once, the Gram matrix of the active terms carried from one C
     to the next (it depends on the example weights, not on C), the state moved along.  Each
-    point gives what ``solve(problem.with_C(C), beta0=previous, continuation=True)`` gives;
+    point gives what ``solve(problem.with_C(C), start=WarmStart(beta=previous),
+    continuation=True)`` gives;
     ``diagnostics=False`` leaves out section 4.7's dual KKT violation (two passes per point,
     which a cross-validation does not need).  The clipped losses (the squared hinge, the
     modified Huber loss): the hinge's homotopy restarts at tau = 1 for every C (use
@@ -227,8 +244,10 @@ def spec_path(problem: BinaryProblem, Cs, params: MFNParams) -> list[Solution]:
 
 
 def run(problem: BinaryProblem, params: MFNParams, monitor: Monitor,
-        start: np.ndarray | None = None) -> Solution:
+        start: WarmStart | None = None) -> Solution:
     """The spec's entry point (binary problems; the multiclass layer does one-vs-rest).
-    ``start``, the solution of a nearby problem (the same data at another C), is taken as
+    ``start.beta``, the solution of a nearby problem (the same data at another C), is taken as
     beta-seeding does (section 4.1: ini = 1, no heuristics)."""
-    return solve(problem, params, monitor, beta0=start, continuation=start is not None)
+    start = warm_start_argument(start)
+    return solve(problem, params, monitor, start=start,
+                 continuation=start is not None and start.beta is not None)

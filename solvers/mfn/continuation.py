@@ -95,8 +95,8 @@ def _run_c_path(engine: Engine, state: MFNState, params: MFNParams,
 def _drive_dual_kkt(engine: Engine, state: MFNState, params: MFNParams, loss: ClippedLoss,
                     violation_of) -> tuple[Termination, str]:
     """Section 4.7 / 5: continue with eps / 10, eps / 100, ... until the maximum dual KKT
-    violation is within ``params.dual_kkt_tolerance``."""
-    tau = params.dual_kkt_tolerance
+    violation is within ``params.dual_kkt_tol``."""
+    tau = params.dual_kkt_tol
     eps = params.epsilon
     for k in range(1, 100):
         violation = violation_of(state)

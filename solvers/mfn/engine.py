@@ -383,10 +383,10 @@ class Engine:
             beta_bar = beta.copy()
             if point.shift is not None:
                 beta_bar -= point.shift
-            cg_cap = p.max_cgls_iterations
-            heuristic_1 = first_call and p.initial_cgls_iterations is not None
+            cg_cap = p.max_cgls_iter
+            heuristic_1 = first_call and p.initial_cgls_iter is not None
             if heuristic_1:
-                cg_cap = p.initial_cgls_iterations
+                cg_cap = p.initial_cgls_iter
             first_call = False
             # Step 4: CGLS on the compacted active terms, warm-started at beta (Frommer &
             # Maass) from z^0 and r^0 (footnote 7), stopped by rule (13) (or the bound it

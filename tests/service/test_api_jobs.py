@@ -127,6 +127,20 @@ def test_invalid_parameters_are_a_422_with_the_reason(api, heart, params, fragme
     assert problem["errors"][0]["loc"][:2] == ["body", "params"]
 
 
+def test_a_renamed_parameter_is_accepted_under_its_old_name(api, heart):
+    """Parameters renamed to the shared spelling (docs/service.md, Renamed parameters) still
+    create the job under their old name for one release; it is stored, answered and run
+    under the new one."""
+    with pytest.warns(DeprecationWarning, match="'max_cgls_iterations' is deprecated"):
+        created = create_job(api, heart, {"solver": "mfn", "C": 1.0,
+                                          "max_cgls_iterations": 300})
+    assert created["params"]["max_cgls_iter"] == 300
+    assert "max_cgls_iterations" not in created["params"]
+    done = wait_job(api, created["id"])
+    assert done["status"] == "succeeded", done
+    assert done["params"]["max_cgls_iter"] == 300
+
+
 def test_unknown_datasets_and_bad_limits_are_refused(api, heart):
     missing = str(uuid.uuid4())
     response = api.post("/api/v1/jobs", json={"dataset_id": missing, "params": QUICK_PARAMS})
