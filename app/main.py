@@ -2,16 +2,15 @@
 
 Start-up (the lifespan) creates the data directory, applies the migrations, removes what a
 crash left in the dataset store, settles the jobs a previous process left running (those whose
-lease expired), and starts the worker pool; shut-down stops the pool.
+lease expired), and starts the worker pool; shut-down stops the pool.  Those steps are
+:mod:`app.lifespan`'s; this module wires the routes, middleware and spec.
 OperationIds are ``<tag>-<name>`` (``datasets-upload``, ``jobs-log-stream`` ...), so
 generated clients get readable method names.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
 import signal
 import threading
 from contextlib import asynccontextmanager
@@ -23,34 +22,23 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
 from app import ui
 from app.api.errors import install_error_handlers
 from app.api.fast_path import install as install_predict_fast_path
 from app.api.log_streams import LogStreams
+from app.api.middleware import MetricsMiddleware
 from app.api.routes import datasets, health, jobs, logs, models, solvers
 from app.core.config import Settings
 from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize, presented_key
-from app.db.migrate import upgrade_database
-from app.db.models import Dataset
-from app.db.session import Sessions, create_db_engine
-from app.jobs.dispatcher import Dispatcher
-from app.jobs.state import recover_interrupted_jobs
-from app.memory import ReleaseMemoryMiddleware, configure_allocator
-from app.metrics import MetricsMiddleware, ServiceMetrics
+from app.db.session import Sessions
+from app.lifespan import WebProcess, log_ready, open_database, warm_serial_kernels_in_background
+from app.memory import ReleaseMemoryMiddleware
+from app.metrics import ServiceMetrics
 from app.prediction import ModelCache
 from app.schemas import DatasetUpload, PredictBatchRequest, Problem
 from app.storage import open_store
-from app.web_processes import (
-    CONTEND_INTERVAL_S,
-    MIGRATE_LOCK_FILE,
-    SharedDispatcher,
-    exclusively,
-)
-
-logger = logging.getLogger("svmsvc")
 
 DESCRIPTION = """\
 Train support vector machines on uploaded SVMlight datasets and serve their predictions.
@@ -84,28 +72,12 @@ def _package_version() -> str:
         return "0+unknown"
 
 
-def _warm_serial_kernels() -> None:
-    from solvers import warm_up
-
-    seconds = warm_up(serving=True)  # parsing and serial prediction: the web process trains nothing
-    logger.info("serial kernels ready for predictions (%.1f s)", seconds)
-
-
 def configure_logging(settings: Settings) -> None:
     """The service's log lines (with the process id when there are several web
     processes)."""
     process = " [%(process)d]" if settings.web_processes > 1 else ""
     logging.basicConfig(level=settings.log_level.upper(),
                         format=f"%(asctime)s %(levelname)s %(name)s{process}: %(message)s")
-
-
-def _upgrade(engine, settings: Settings) -> str:
-    """Apply the migrations; one process at a time when there are several (Alembic upgrading
-    one database from two processes at once fails on SQLite and PostgreSQL alike)."""
-    if settings.web_processes == 1:
-        return upgrade_database(engine)
-    with exclusively(settings.data_dir / MIGRATE_LOCK_FILE):
-        return upgrade_database(engine)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -115,93 +87,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        configure_allocator()
-        engine = create_db_engine(settings.sqlalchemy_url)
-        shared = settings.web_processes > 1
-        revision = await run_in_threadpool(_upgrade, engine, settings)
+        engine, revision = await open_database(settings)
         sessions = Sessions(engine)
-
-        def sweep() -> None:
-            with sessions.read() as session:
-                digests = set(session.scalars(select(Dataset.sha256)))
-            temporary, orphans = app.state.store.sweep(digests, settings.orphan_grace_s)
-            if temporary or orphans:
-                logger.warning("removed %d temporary upload file(s) and %d stored dataset "
-                               "file(s) without a database row, left by a crash", temporary,
-                               orphans)
-
-        async def sweep_periodically() -> None:
-            # a crash of an upload's request (not of the process) leaves its temporary file
-            # too: sweep while running, not only at start
-            while True:
-                await asyncio.sleep(settings.orphan_sweep_interval_s)
-                try:
-                    await run_in_threadpool(sweep)
-                except Exception:  # a sweep that fails (a database hiccup) waits for the next
-                    logger.exception("the periodic sweep of orphaned files failed")
-
-        def start_dispatcher(wake_socket=None) -> Dispatcher:
-            """What one process of the service does: sweep, take back the jobs a previous
-            process left running, start the dispatcher and its pool."""
-            sweep()
-            with sessions.write() as session:
-                requeued, cancelled, failed = recover_interrupted_jobs(
-                    session, settings.max_attempts, settings.lease_s)
-            if requeued or cancelled or failed:
-                logger.warning("jobs left running by the previous process: %d re-queued, "
-                               "%d cancelled, %d failed", requeued, cancelled, failed)
-            dispatcher = Dispatcher(settings, sessions, metrics, wake_socket=wake_socket)
-            dispatcher.start()
-            return dispatcher
-
-        loop = asyncio.get_running_loop()
-        background: list[asyncio.Task] = []
         app.state.sessions = sessions
         app.state.log_streams.sessions = sessions
-        if shared:
-            dispatcher = SharedDispatcher(settings.data_dir.resolve())
-
-            async def contend() -> None:
-                # the dispatcher process may die (uvicorn replaces it): take over its role
-                while True:
-                    await asyncio.sleep(CONTEND_INTERVAL_S)
-                    try:
-                        if await run_in_threadpool(dispatcher.lead, start_dispatcher):
-                            break
-                    except Exception:
-                        logger.exception("could not take over the dispatcher; retrying")
-                logger.warning("web process %d took over the dispatcher", os.getpid())
-                background.append(loop.create_task(sweep_periodically()))
-
-            if await run_in_threadpool(dispatcher.lead, start_dispatcher):
-                background.append(loop.create_task(sweep_periodically()))
-            else:
-                logger.info("web process %d serves requests; another runs the dispatcher",
-                            os.getpid())
-                background.append(loop.create_task(contend()))
-        else:
-            dispatcher = await run_in_threadpool(start_dispatcher)
-            background.append(loop.create_task(sweep_periodically()))
+        process = WebProcess(settings, sessions, app.state.store, metrics)
+        dispatcher = await process.take_dispatcher_role()
         metrics.watch(sessions, dispatcher)
         app.state.dispatcher = dispatcher
-        threading.Thread(target=_warm_serial_kernels, name="svmsvc-warm-up",
-                         daemon=True).start()
-        logger.info("svmsvc ready: database %s at revision %s, data in %s",
-                    engine.url.render_as_string(hide_password=True), revision,
-                    settings.data_dir.resolve())
-        if app.state.api_keys.enabled:
-            logger.info("API keys: %d configured; every route but /healthz and /readyz "
-                        "needs one (X-API-Key)", len(app.state.api_keys))
-        else:
-            logger.warning("NO API KEYS CONFIGURED: THE SERVICE IS OPEN to anyone who can "
-                           "reach %s:%d (set SVMSVC_API_KEYS or SVMSVC_API_KEYS_FILE)",
-                           settings.host, settings.port)
+        warm_serial_kernels_in_background()
+        log_ready(settings, engine, revision, app.state.api_keys)
         try:
             yield
         finally:
-            for task in background:
-                task.cancel()
+            process.cancel_background()
             app.state.log_streams.close()
             dispatcher.stop()
             engine.dispose()
@@ -223,6 +122,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                        settings.max_log_streams_per_key)
     metrics.watch_log_streams(app.state.log_streams)
     install_error_handlers(app)
+    _add_middleware(app, settings, metrics)
+    for module in (datasets, jobs, logs, models, solvers, health):
+        app.include_router(module.router)
+    install_predict_fast_path(
+        app, next(route for route in models.router.routes if route.name == "predict"), metrics,
+        cors=bool(settings.cors_origin_list))
+    ui.install(app)
+    app.add_route("/metrics", _metrics_route(settings, metrics), include_in_schema=False)
+    app.openapi = _openapi_with_extra_schemas(app)
+    return app
+
+
+def _add_middleware(app: FastAPI, settings: Settings, metrics: ServiceMetrics) -> None:
+    """Request metrics, memory release and, when origins are configured, CORS."""
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(ReleaseMemoryMiddleware)
     if settings.cors_origin_list:
@@ -232,20 +145,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_headers=[API_KEY_HEADER, "Authorization", "Content-Type", "Accept",
                            "Last-Event-ID"],
             expose_headers=["Location", "Retry-After"])
-    for module in (datasets, jobs, logs, models, solvers, health):
-        app.include_router(module.router)
-    install_predict_fast_path(
-        app, next(route for route in models.router.routes if route.name == "predict"), metrics,
-        cors=bool(settings.cors_origin_list))
-    ui.install(app)
+
+
+def _metrics_route(settings: Settings, metrics: ServiceMetrics):
+    """``GET /metrics``: Prometheus's text format, behind a read key unless
+    ``metrics_public``."""
 
     async def prometheus_metrics(request: Request) -> Response:
         if not settings.metrics_public:
-            authorize(app.state.api_keys, presented_key(request.headers), Scope.read)
+            authorize(request.app.state.api_keys, presented_key(request.headers), Scope.read)
         body = await run_in_threadpool(generate_latest, metrics.exposed)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
-    app.add_route("/metrics", prometheus_metrics, include_in_schema=False)
+    return prometheus_metrics
+
+
+def _openapi_with_extra_schemas(app: FastAPI):
+    """The spec builder: FastAPI's, plus the models that hand-written parts of the spec
+    refer to (:data:`EXTRA_SCHEMAS`), built once."""
 
     def openapi() -> dict:
         if app.openapi_schema is None:
@@ -260,8 +177,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.openapi_schema = schema
         return app.openapi_schema
 
-    app.openapi = openapi
-    return app
+    return openapi
 
 
 def create_web_process_app() -> FastAPI:

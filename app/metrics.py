@@ -1,7 +1,8 @@
 """Prometheus metrics (``GET /metrics``), in a registry of the application's own.
 
 * ``svmsvc_http_requests_total{method, route, status}`` and
-  ``svmsvc_http_request_duration_seconds{method, route}`` (route = the path template);
+  ``svmsvc_http_request_duration_seconds{method, route}`` (route = the path template;
+  counted by :class:`app.api.middleware.MetricsMiddleware`);
 * ``svmsvc_jobs{status}``: jobs in each state, counted in the database at scrape time;
 * ``svmsvc_workers{state}``: worker processes ``busy``, ``idle`` or ``starting``;
 * ``svmsvc_log_streams_open``: live log streams open now, and
@@ -21,13 +22,11 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import func, select
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.db.models import Job, JobStatus
 
@@ -134,31 +133,3 @@ class _StateCollector:
         for state, count in states.items():
             workers.add_metric([state], count)
         yield workers
-
-
-class MetricsMiddleware:
-    """Counts and times every HTTP request by method, route template and status."""
-
-    def __init__(self, app: ASGIApp, metrics: ServiceMetrics):
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = time.perf_counter()
-        status_code = 500
-
-        async def send_with_status(message: Message) -> None:
-            nonlocal status_code
-            if message["type"] == "http.response.start":
-                status_code = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_with_status)
-        finally:
-            self.metrics.record_request(scope["method"],
-                                        getattr(scope.get("route"), "path", "unmatched"),
-                                        status_code, time.perf_counter() - start)

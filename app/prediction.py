@@ -38,12 +38,6 @@ class ExampleFormatError(ValueError):
         self.token = token
 
 
-def parse_features(text: str, n_features: int, *, zero_based: bool = False) -> sp.csr_matrix:
-    """One example from SVMlight feature text (``"3:0.5 7:1"``) as a 1 x n_features row
-    (see :func:`parse_columns`)."""
-    return rows_to_csr([parse_columns(text, n_features, zero_based=zero_based)], n_features)
-
-
 def parse_columns(text: str, n_features: int, *, zero_based: bool = False) -> dict[int, float]:
     """One example from SVMlight feature text (``"3:0.5 7:1"``) as {column: value}.
 

@@ -343,7 +343,7 @@ class LogRecordPublic(RowView):
     iteration: int
     elapsed: float = Field(description="Seconds since the job's run started (one clock across "
                                        "its subproblems, folds and refit).")
-    objective: float | None = Field(description="Primal objective (design.md section 2).")
+    objective: float | None = Field(description="Primal objective (docs/design.md section 2.1).")
     optimality: float | None = Field(description="The solver's own optimality measure.")
     extras: dict[str, Any]
     stage: str | None = Field(

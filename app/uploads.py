@@ -1,6 +1,8 @@
-"""Request bodies received while they stream: dataset uploads (multipart body ->
-decompression -> SVMlight parser, chunk by chunk) and bounded plain bodies
-(:func:`receive_body`, batch predictions).
+"""Request bodies consumed while they stream: dataset uploads (multipart body ->
+decompression -> SVMlight parser, chunk by chunk, :func:`parse_svmlight_upload`) and bounded
+plain bodies (:func:`read_body`, batch predictions).  The bodies come as async iterables of
+chunks: reading them from a request is the route layer's (:mod:`app.api.bodies`), and this
+module knows no web framework.
 
 The request body is never buffered whole: each chunk received goes through the multipart
 parser (``python-multipart``); the bytes of the ``file`` field go, a megabyte at a time, into a
@@ -23,20 +25,14 @@ parsing run in a worker thread, a megabyte at a time, so the event loop stays fr
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable
 from dataclasses import dataclass
 
+from anyio import to_thread
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect, Request
 
-from app.errors import (
-    ContentTooLarge,
-    InvalidRequest,
-    MalformedInput,
-    UnreadableBody,
-    limit_exceeded,
-)
+from app.errors import ContentTooLarge, InvalidRequest, MalformedInput, limit_exceeded
 
 FILE_FIELD = "file"
 FEED_BYTES = 1 << 20
@@ -212,45 +208,45 @@ _CAPS = {
 }
 
 
-async def receive_body(request: Request, limit: int, setting: str) -> bytes:
-    """The whole body of a request, refused (:class:`ContentTooLarge` naming ``setting``) as
-    soon as its declared length, or what has arrived, exceeds ``limit`` bytes;
-    :class:`UnreadableBody` when the client cuts it off."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+async def read_body(chunks: AsyncIterable[bytes], declared_length: str | None, limit: int,
+                    setting: str) -> bytes:
+    """The whole of a body arriving as ``chunks``, refused (:class:`ContentTooLarge` naming
+    ``setting``) as soon as its declared length (the ``Content-Length`` header's text, if
+    any), or what has arrived, exceeds ``limit`` bytes."""
+    if declared_length is not None and declared_length.isdigit() and \
+            int(declared_length) > limit:
         raise limit_exceeded("the body", setting, limit, "bytes", error=ContentTooLarge)
     body = bytearray()
-    try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                raise limit_exceeded("the body", setting, limit, "bytes", error=ContentTooLarge)
-    except ClientDisconnect:
-        raise UnreadableBody("the request body was cut off before its end") from None
+    async for chunk in chunks:
+        body += chunk
+        if len(body) > limit:
+            raise limit_exceeded("the body", setting, limit, "bytes", error=ContentTooLarge)
     return bytes(body)
 
 
-async def receive_svmlight_upload(request: Request, limits: UploadLimits, *,
-                                  n_features: int | None,
-                                  zero_based: bool) -> ParsedUpload:
-    """Parse the SVMlight file of a ``multipart/form-data`` request while it streams in.
+async def parse_svmlight_upload(chunks: AsyncIterable[bytes], content_type: str,
+                                declared_length: str | None, limits: UploadLimits, *,
+                                n_features: int | None, zero_based: bool) -> ParsedUpload:
+    """Parse the SVMlight file of a ``multipart/form-data`` body while it streams in as
+    ``chunks`` (``content_type`` and ``declared_length``: the body's ``Content-Type`` and
+    ``Content-Length`` headers).
 
     Raises ``ContentTooLarge`` past a limit, ``InvalidRequest`` for a body that is not a
-    multipart upload with one ``file`` field (``MalformedInput`` for a malformed one),
-    ``UnreadableBody`` for a body cut off by the
-    client, and ``solvers.SVMLightFormatError`` for a malformed file.
+    multipart upload with one ``file`` field (``MalformedInput`` for a malformed one), and
+    ``solvers.SVMLightFormatError`` for a malformed file; whatever ``chunks`` raises (the
+    route layer's ``UnreadableBody`` for a body cut off by the client) passes through.
     """
     import solvers
 
-    content_type, options = parse_options_header(request.headers.get("content-type", ""))
+    media_type, options = parse_options_header(content_type)
     boundary = options.get(b"boundary")
-    if content_type != b"multipart/form-data" or not boundary:
+    if media_type != b"multipart/form-data" or not boundary:
         raise InvalidRequest(f"send the dataset as multipart/form-data with a field "
                             f"{FILE_FIELD!r}")
     max_bytes = limits.max_bytes
     body_limit = max_bytes + ENVELOPE_BYTES
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > body_limit:
+    if declared_length is not None and declared_length.isdigit() and \
+            int(declared_length) > body_limit:
         raise limit_exceeded("the request", "max_upload_bytes", max_bytes, "bytes",
                              error=ContentTooLarge)
     parser = solvers.SVMLightStreamParser(
@@ -262,21 +258,18 @@ async def receive_svmlight_upload(request: Request, limits: UploadLimits, *,
     received = 0
     batch = bytearray()
     try:
-        try:
-            async for chunk in request.stream():
-                received += len(chunk)
-                if received > body_limit:
-                    raise limit_exceeded("the request", "max_upload_bytes", max_bytes, "bytes",
-                                         error=ContentTooLarge)
-                batch += chunk
-                if len(batch) >= FEED_BYTES:
-                    data, batch = bytes(batch), bytearray()
-                    await run_in_threadpool(upload.consume, data)
-        except ClientDisconnect:
-            raise UnreadableBody("the request body was cut off before its end") from None
+        async for chunk in chunks:
+            received += len(chunk)
+            if received > body_limit:
+                raise limit_exceeded("the request", "max_upload_bytes", max_bytes, "bytes",
+                                     error=ContentTooLarge)
+            batch += chunk
+            if len(batch) >= FEED_BYTES:
+                data, batch = bytes(batch), bytearray()
+                await to_thread.run_sync(upload.consume, data)
         if batch:
-            await run_in_threadpool(upload.consume, bytes(batch))
-        dataset = await run_in_threadpool(upload.finish)
+            await to_thread.run_sync(upload.consume, bytes(batch))
+        dataset = await to_thread.run_sync(upload.finish)
         return ParsedUpload(dataset, upload.filename or "upload", upload.size)
     finally:
         upload.close()  # freed by reference counting, whatever happened

@@ -32,7 +32,7 @@ def _child(case: str) -> dict:
 
     import solvers
     from bench.paths import dataset_path
-from bench.problems import BenchProblem
+    from bench.problems import BenchProblem
     from solvers.cutting_plane import CuttingPlaneParams, solve, solve_crammer_singer
     from solvers.monitor import ListMonitor
     from solvers.problems import CrammerSingerProblem

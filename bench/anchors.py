@@ -21,6 +21,7 @@ import numpy as np
 
 import solvers
 from bench.problems import BenchProblem
+from solvers.losses import loss_type
 from solvers.monitor import ListMonitor
 from solvers.problems import BinaryProblem
 
@@ -114,7 +115,6 @@ class Liblinear:
     """LIBLINEAR (liblinear-official) with ``-s solver_type``, ``-B bias_scale``."""
 
     anchor = True
-    LOSSES = {1: "squared_hinge", 2: "squared_hinge", 3: "hinge"}
 
     def __init__(self, solver_type: int, eps_schedule=LIBLINEAR_EPS_SCHEDULE):
         self.solver_type = solver_type
@@ -123,7 +123,13 @@ class Liblinear:
         self._prepared: dict = {}
 
     def supports(self, problem: BenchProblem) -> bool:
-        return (self.LOSSES[self.solver_type] == problem.loss
+        return self.solves(self.solver_type, problem)
+
+    @staticmethod
+    def solves(solver_type: int, problem: BenchProblem) -> bool:
+        """Whether LIBLINEAR's ``-s solver_type`` trains ``problem``: a type its loss declares
+        (``Loss.liblinear_types``), with a regularized bias (-B) or none."""
+        return (solver_type in loss_type(problem.loss).liblinear_types
                 and problem.bias in ("regularized", "none"))
 
     def _problem(self, problem: BenchProblem):
@@ -221,7 +227,9 @@ class SklearnLinearSVC:
         self.name = "sklearn LinearSVC"
 
     def supports(self, problem: BenchProblem) -> bool:
-        return problem.loss in ("hinge", "squared_hinge") and problem.bias != "free"
+        """LinearSVC(dual=True) runs LIBLINEAR's dual coordinate descent: the losses LIBLINEAR
+        has (its ``loss`` names them as we do), without a free bias."""
+        return bool(loss_type(problem.loss).liblinear_types) and problem.bias != "free"
 
     def run(self, problem: BenchProblem) -> Run:
         from sklearn.svm import LinearSVC
@@ -253,7 +261,8 @@ class SklearnLinearKernelSVC:
         self.tol_schedule = tol_schedule
 
     def supports(self, problem: BenchProblem) -> bool:
-        return problem.loss == "hinge" and problem.bias == "free"
+        """LIBSVM's C-SVC: what the smo family (C-SVC too) declares."""
+        return solvers.get_solver("smo").solves.allows("binary", problem.loss, problem.bias)
 
     def run(self, problem: BenchProblem) -> Run:
         from sklearn.svm import SVC
@@ -321,7 +330,7 @@ def hinge_clarabel(bp: BinaryProblem, tol: float = 1e-12) -> dict:
     """The hinge problem (any bias mode) as the QP 1/2 (||w||^2 + r b^2) + sum C_i xi_i,
     y_i (x~_i w + s b) >= 1 - xi_i, xi >= 0, solved by Clarabel (a conic interior-point
     method on the full KKT system) through cvxpy; the squared hinge likewise with
-    sum C_i xi_i^2.  Returns beta (design.md's layout), the objective evaluated by ``bp``,
+    sum C_i xi_i^2.  Returns beta (docs/design.md's layout), the objective evaluated by ``bp``,
     the dual objective at Clarabel's multipliers (a certified lower bound), Clarabel's
     iteration count and its own solve seconds (without cvxpy's canonicalization)."""
     import cvxpy as cp

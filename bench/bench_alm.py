@@ -53,6 +53,7 @@ from bench.harness import machine_description
 from bench.problems import BenchProblem
 from solvers import alm
 from solvers.alm import ALMParams
+from solvers.losses import loss_type
 from solvers.monitor import ListMonitor
 from solvers.problems import BinaryProblem
 
@@ -142,7 +143,7 @@ def tables(limit: float, log) -> list[dict]:
             for variant in ("exact", "inexact"):
                 trace, seconds, sol = run_alm(free, limit, variant=variant, tol=1e-8)
                 traces[f"alm {variant}"] = (trace, seconds, f"{sol.status}, {sol.iterations} it")
-            types = (1, 2) if loss == "squared_hinge" else (3,)
+            types = loss_type(loss).liblinear_types
             if loss == "squared_hinge":
                 trace = run_liblinear(free, "-s 2 -B 1 -R", free)
                 traces["liblinear -s 2 -B 1 -R"] = (trace, sum(t for t, _ in trace),
@@ -359,7 +360,7 @@ def start(limit: float, log) -> list[dict]:
         for loss in ("hinge", "squared_hinge"):
             problem = problem_of(name, loss, "free", 1.0)
             for initial in ("zero", "one"):
-                _, seconds, sol = run_alm(problem, limit, initial_w=initial, tol=1e-6)
+                _, seconds, sol = run_alm(problem, limit, cold_start=initial, tol=1e-6)
                 log(f"| {name}/{loss}/C=1 | w = {0 if initial == 'zero' else 1} | "
                     f"{sol.iterations} | {seconds:.3f} | {sol.status} |")
                 out.append({"problem": f"{name}/{loss}", "start": initial,

@@ -4,7 +4,7 @@ run, and Arnosti's experiments.
     python -m bench cutting_plane [--parts binary,cs,arnosti,scaling] [--repeats R]
                                         [--quick] [--out DIR]
 
-* binary: the hinge loss with a regularized bias (``-B 1``), ``design.md``'s C, C in
+* binary: the hinge loss with a regularized bias (``-B 1``), ``docs/design.md``'s C, C in
   {0.01, 1} on a9a, w8a, ijcnn1 and mushrooms (quick: C = 1 on a9a and mushrooms) through
   :func:`bench.harness.measure_problem` (a warm-up run, then ``repeats`` rounds with the
   runner order rotating; medians; f* the certified stored optimum).  Runners: our

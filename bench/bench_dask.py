@@ -40,7 +40,7 @@ from bench.commands import Command, option, repeats
 from bench.paths import dataset_path
 
 SMALL = {"solver": "mfn", "C": 1.0}
-LARGE = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iterations": 300,
+LARGE = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iter": 300,
          "max_iter": 80, "c_path_start": None, "tol": None}
 WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 

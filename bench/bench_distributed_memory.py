@@ -14,13 +14,13 @@ values, 4-byte column indices, 4-byte row pointers: the bytes the partitions hol
 ``("call", text_partition, args)`` sources: nothing is written to disk, nothing passes
 through the client) and ``--solver`` runs ``--max-iter`` iterations or to ``--tol`` on it at
 C = 1: ``mfn`` (squared hinge; Newton iterations) or ``ocas`` (``cutting_plane``, hinge; its
-per-example state is the margins only) with the library's defaults: a partition copies its active rows for
-CGLS only when the copy fits in ``config.DISTRIBUTED_COMPACT_MEMORY_FRACTION`` of its
-worker's memory limit (``--memory-fraction``; a copy takes up to the rows' size again),
-otherwise CGLS passes over all its rows with the inactive ones weighted zero
-(``--compact-max 0`` asks for that always: ``config.DISTRIBUTED_COMPACT_MAX_FRACTION``).  ``restarts=0``: a worker lost (the
-nanny's terminate threshold, 95% of the limit) fails the run instead of hiding behind a
-restart.
+per-example state is the margins only) with the library's defaults: a partition copies its
+active rows for CGLS only when the copy fits in ``config.DISTRIBUTED_COMPACT_MEMORY_FRACTION``
+of its worker's memory limit (``--memory-fraction``; a copy takes up to the rows' size again),
+otherwise CGLS passes over all its rows with the inactive ones weighted zero (``--compact-max
+0`` asks for that always: ``config.DISTRIBUTED_COMPACT_MAX_FRACTION``). ``restarts=0``: a
+worker lost (the nanny's terminate threshold, 95% of the limit) fails the run instead of hiding
+behind a restart.
 
 Recorded: rows, features, stored entries, CSR bytes (total and per worker); per worker the
 peak resident set size (the kernel's high-water mark ``VmHWM`` of the worker process, read at

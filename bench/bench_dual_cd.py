@@ -41,8 +41,8 @@ from bench.problems import BenchProblem
 from bench.references import load_references
 from solvers import dual_cd
 from solvers.dual_cd import DualCDParams
+from solvers.losses import loss_type
 
-LIBLINEAR_TYPE = {"squared_hinge": 1, "hinge": 3}
 GAP_TARGETS = (1e-2, 1e-3)
 
 
@@ -57,7 +57,7 @@ def _median_run(fn, repeats: int):
 
 def bench_problem(bench: BenchProblem, eps_values, repeats: int, log=print) -> dict:
     problem = bench.binary_problem()
-    anchor = Liblinear(LIBLINEAR_TYPE[bench.loss])
+    anchor = Liblinear(loss_type(bench.loss).liblinear_types[0])  # LIBLINEAR's dual CD
     reference = load_references().get(bench.key)
 
     def ours(**settings):

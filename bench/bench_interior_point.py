@@ -8,8 +8,8 @@
   at 1e-6): MPC iterations of SVM-Direct and SVM-PCG, PCG iterations per MPC iteration (the
   start's solve included, as the paper counts), seconds, and the relative gap to the optimum
   (Clarabel at 1e-10) at the stop, with both starts.
-* ``starts``: MPC iterations with ``start="scaled"`` (default) and ``start="ooqp"`` (OOQP's
-  1e3 shift) on the small sets, a9a and w8a.
+* ``starts``: MPC iterations with ``cold_start="scaled"`` (default) and
+  ``cold_start="ooqp"`` (OOQP's 1e3 shift) on the small sets, a9a and w8a.
 * ``clarabel_iterations``: MPC iterations to a certified 1e-8 gap against Clarabel's.
 * ``solvers``: direct against pcg against auto on sparse (a9a, w8a, mushrooms) and denser data
   (dna and letter one-vs-rest, and dense synthetic rows: Gaussian features, a planted
@@ -21,7 +21,7 @@
   problem) and LIBLINEAR ``-s 3`` (hinge, ``-B 1``: the REGULARIZED bias, another problem,
   compared with our ``bias="regularized"`` runs against that problem's optimum).  Black-box
   anchors are run from scratch at each tolerance of a loose-to-tight schedule; our trace is
-  the per-iteration records (seconds since the start, design.md's objective), the stop at
+  the per-iteration records (seconds since the start, docs/design.md's objective), the stop at
   mu <= 1e-10 so that 1e-6 is reached.
 * ``squared_hinge``: the extension against mfn (regularized bias, C = 1).
 * ``news20``: the refusal beyond the dense limit and the diagonal-preconditioned PCG.
@@ -62,7 +62,7 @@ PAPER = {  # Table 2: MPC iterations direct, PCG, average PCG iterations, second
     "w8a": {"tau": 1.0, "direct": 93, "pcg": 93, "avg_pcg": 12.9, "s_direct": 28.5,
             "s_pcg": 30.9},
 }
-TIGHT = {"stop_rule": "paper", "mu_tolerance": 1e-10, "residual_tolerance": 1e-8}
+TIGHT = {"stop_rule": "paper", "mu_tol": 1e-10, "residual_tol": 1e-8}
 
 
 def binary(name: str):
@@ -111,7 +111,7 @@ def tables(log) -> dict:
         for start in ("scaled", "ooqp"):
             for linear_solver in ("direct", "pcg"):
                 solution, records, seconds = ours(problem, linear_solver=linear_solver,
-                                                  start=start)
+                                                  cold_start=start)
                 gap = relative_gap(solution.objective, best)
                 avg = solution.extras["pcg_per_mpc_iteration"]
                 out[f"{name}/{linear_solver}/{start}"] = {
@@ -136,7 +136,8 @@ def starts(log) -> dict:
         best = optimum(name, C)["objective"]
         entry = {}
         for start in ("scaled", "ooqp"):
-            solution, _, _ = ours(problem, warm_up=False, linear_solver="direct", start=start)
+            solution, _, _ = ours(problem, warm_up=False, linear_solver="direct",
+                                  cold_start=start)
             entry[start] = (solution.iterations, relative_gap(solution.objective, best),
                             str(solution.status))
         out[f"{name}/C={C:g}"] = entry
@@ -260,7 +261,7 @@ def clarabel_iterations(log) -> dict:
         counts = [hinge_clarabel(problem, tol=1e-8)["iterations"]]
         for start in ("scaled", "ooqp"):
             counts.append(run(problem, InteriorPointParams(
-                C=C, linear_solver="direct", start=start, tol=1e-8)).iterations)
+                C=C, linear_solver="direct", cold_start=start, tol=1e-8)).iterations)
         out[f"{name}/C={C:g}"] = counts
         rows.append(f"| {name} | {C:g} | " + " | ".join(map(str, counts)) + " |")
         log(rows[-1])

@@ -3,7 +3,7 @@
     python -m bench mfn [--quick] [--repeats R] [--out DIR] [--only KEYS]
                               [--no-appendix-a] [--no-profile]
 
-Problems: the squared hinge with a regularized bias (``-B 1``), ``design.md``'s C.
+Problems: the squared hinge with a regularized bias (``-B 1``), ``docs/design.md``'s C.
 
 * full: C in {0.01, 1, 100} on a9a, w8a, ijcnn1, mushrooms and news20 made binary (groups 1-10
   against 11-20), and C = 1 on ``synthetic-300000x100000`` -- a SYNTHETIC text-like problem

@@ -1,13 +1,13 @@
 """``python -m bench parser``: our SVMlight reader against scikit-learn's.
 
 For every dataset the repository carries (``data/``, or the files of ``--data-dir``),
-:func:`solvers.data.read_svmlight` and :func:`sklearn.datasets.load_svmlight_file` each read the file once to warm up (Numba
-compilation or cache loading, the page cache; discarded), then ``--repeats`` times, the two
-alternating and the one going first changing from one repeat to the next.  The figures are
-medians: throughput in MB/s (10**6 bytes of file per second, wall clock) and the speed-up
-(scikit-learn's median time over ours), in wall-clock and in CPU time (steadier when the
-machine is busy).  The "all files" row divides the total size by the sum of the medians.
-Both readers get 1-based indices (``zero_based=False``), so scikit-learn skips its
+:func:`solvers.data.read_svmlight` and :func:`sklearn.datasets.load_svmlight_file` each read
+the file once to warm up (Numba compilation or cache loading, the page cache; discarded), then
+``--repeats`` times, the two alternating and the one going first changing from one repeat to
+the next. The figures are medians: throughput in MB/s (10**6 bytes of file per second, wall
+clock) and the speed-up (scikit-learn's median time over ours), in wall-clock and in CPU time
+(steadier when the machine is busy). The "all files" row divides the total size by the sum of
+the medians. Both readers get 1-based indices (``zero_based=False``), so scikit-learn skips its
 index-base detection pass.
 
     python -m bench parser [--repeats 5] [--data-dir DIR] [--out results.json] [names...]

@@ -65,7 +65,7 @@ import httpx
 from bench.commands import Command, database_url, option
 from bench.paths import dataset_path
 
-LONG_PARAMS = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iterations": 300,
+LONG_PARAMS = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iter": 300,
                "max_iter": 100000, "c_path_start": None, "tol": None}
 ADMIN_KEY = "bench-admin-key"
 

@@ -105,6 +105,7 @@ MODULES: dict[str, str] = {
     "lowrank": "bench.bench_lowrank",
     "lssvm": "bench.bench_lssvm",
     "mfn": "bench.bench_mfn",
+    "onnx": "bench.bench_onnx",
     "parser": "bench.bench_parser",
     "service": "bench.bench_service",
     "smo": "bench.bench_smo",

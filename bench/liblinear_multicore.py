@@ -89,8 +89,7 @@ class LiblinearMulticore:
     def supports(self, problem: BenchProblem) -> bool:
         """The problem is LIBLINEAR's, and the environment exists or can be made (without a
         package index the anchor is left out, with the reason on stderr, once)."""
-        if not (Liblinear.LOSSES[self.solver_type] == problem.loss
-                and problem.bias in ("regularized", "none")):
+        if not Liblinear.solves(self.solver_type, problem):
             return False
         global _UNAVAILABLE
         if _UNAVAILABLE is None:

@@ -163,8 +163,9 @@ def hinge_dual_interior_point(bp: BinaryProblem, relative_gap: float = 1e-12,
     O(n (d+1)^2), so this is for data with few features.  Stops when the exact duality gap
     P(beta(alpha)) - D(alpha) is below ``relative_gap`` P.  Returns (alpha, beta(alpha), D).
     """
-    if bp.loss != "hinge" or bp.bias == "free":
-        raise ValueError("the box-constrained dual needs the hinge loss without a free bias")
+    if bp.loss_function.dual_quadratic != 0.0 or bp.bias == "free":
+        raise ValueError("the box-constrained dual needs the hinge loss (a dual without a "
+                         "conjugate term) without a free bias")
     A = bp.X.toarray() * bp.y[:, None]
     A = np.hstack([A, bp.effective_bias_scale * bp.y[:, None]])
     upper = bp.cost

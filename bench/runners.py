@@ -12,7 +12,7 @@ HARNESS_SETTINGS = {"alm": {"max_iter": 1000}}
 
 
 def default_runners() -> list:
-    """Every registered linear solver (those that solve the problem of ``design.md`` through
+    """Every registered linear solver (those that solve the problem of ``docs/design.md`` through
     ``train``'s linear path; kernel solvers solve other problems), and the anchors: LIBLINEAR
     official and multi-core (2 threads), scikit-learn."""
     ours = [ProjectSolver(spec.name, **HARNESS_SETTINGS.get(spec.name, {}))

@@ -293,6 +293,10 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                 "cv", ("--quick",)),
     ScriptSuite("auto", "the solver portfolio's measurements", "auto",
                 ("measure",)),
+    ScriptSuite("onnx", "onnxruntime serving exported models (linear a9a, smo one-vs-one with "
+                "probabilities on dna, Nystrom one-vs-rest on letter) beside the library's and "
+                "the service's predict: one row and a batch of 10,000", "onnx",
+                out_is_file=True),
     ScriptSuite("parser", "the SVMlight reader against scikit-learn's", "parser",
                 ("--repeats", "3"), out_is_file=True),
     ScriptSuite("service", "the service under load (needs wrk for --wrk-connections)",

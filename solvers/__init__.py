@@ -27,6 +27,7 @@ from solvers.base import (
     SolverSpec,
     Termination,
     UnknownSolverError,
+    WarmStart,
 )
 from solvers.data import (
     Dataset,
@@ -37,7 +38,7 @@ from solvers.data import (
     write_svmlight,
 )
 from solvers.evaluate import evaluate  # noqa: E402  (the function: solvers.evaluate(model, ds))
-from solvers.models import LinearModel, Model, ModelFormatError, load_model
+from solvers.models import LinearModel, Model, ModelExportError, ModelFormatError, load_model
 from solvers.monitor import IterationRecord, ListMonitor, Monitor, Reporter
 from solvers.problems import BinaryProblem, CrammerSingerProblem, OrdinalProblem
 from solvers.registry import get_solver, list_solvers
@@ -53,6 +54,7 @@ __all__ = [
     "LinearModel",
     "ListMonitor",
     "Model",
+    "ModelExportError",
     "ModelFormatError",
     "Monitor",
     "OrdinalProblem",
@@ -66,6 +68,7 @@ __all__ = [
     "Termination",
     "TrainResult",
     "UnknownSolverError",
+    "WarmStart",
     "get_solver",
     "list_solvers",
     "evaluate",

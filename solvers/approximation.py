@@ -1,6 +1,6 @@
 """The low-rank kernel path: a step of ``train`` that turns a kernel problem into a linear one
-for any linear family (``approximation="nystrom" | "icf"``, ``rank``; ``design.md``
-section 3).
+for any linear family (``approximation="nystrom" | "icf"``, ``rank``; ``docs/design.md``
+section 3.8).
 
 The step factors the kernel matrix of the training rows, K ~ G G' with G dense n x r
 (:mod:`solvers.core.lowrank`: Nystrom on ``rank`` landmarks, uniform or k-means, or the

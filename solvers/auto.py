@@ -5,14 +5,15 @@ solves (not what it solves): the :data:`CANDIDATES`.  Those that cannot solve th
 (its loss, bias mode or task) drop out; when one remains it is the choice, with that reason.
 
 What it promises.  ``tol`` is a relative duality gap, (P - D)/P, which bounds the relative
-suboptimality: every candidate stops once its certified gap is within it (the one ``tol`` of
-every solver, ``solvers.base.gap_tolerance_field``; :meth:`Candidate.params_for` passes it
-on).  mfn ties each Newton step's CG to the gap so that its last step aims at ``tol`` rather
-than past it; dual_cd on the squared hinge hands its point to mfn's Newton method after 300
-uncertified outer iterations, as LIBLINEAR's ``-s 1`` switches to ``-s 2``; the cutting
-planes, alm and the interior-point method stop at ``tol`` as they check it.  What auto
-declares it solves is the union of its candidates' declarations, nothing more
-(``solvers.registry``; ``tests/test_declarations.py`` trains every declared combination).
+suboptimality: every candidate with a certified gap stops at it, by the parameter every
+such solver names the same, ``tol`` (``solvers.base.gap_tolerance_field``,
+:meth:`Candidate.params_for`).  mfn ties each Newton step's CG to the gap so that its last
+step aims at ``tol`` rather than past it; dual_cd on the squared hinge hands its point to
+mfn's Newton method after 300 uncertified outer iterations, as LIBLINEAR's ``-s 1`` switches
+to ``-s 2``; the cutting planes, alm and the interior-point method stop at ``tol`` as they
+check it.  What auto declares it solves is the union of its candidates' declarations,
+nothing more (``solvers.registry``; ``tests/test_declarations.py`` trains every declared
+combination).
 
 How it picks.  ``bench/bench_auto.py`` measures every candidate on the benchmark problems (the
 real datasets of the repository's ``data/``, hinge and squared hinge, C from 0.01 to 100) at the
@@ -151,9 +152,9 @@ class AutoParamsBase(SolverParams):
     params_model``), this is its base."""
 
     solver: Literal["auto"] = "auto"
-    loss: LossName = Field("squared_hinge", description="The loss of design.md's objective.")
+    loss: LossName = Field("squared_hinge", description="The loss of docs/design.md's objective.")
     bias: BiasMode = Field(
-        "regularized", description="How the bias enters the problem (design.md).")
+        "regularized", description="How the bias enters the problem (docs/design.md).")
     tol: float = gap_tolerance_field()
     p: float = Field(1.5, ge=1.0, le=2.0,
                      description="The exponent of loss='lp' (ignored by the other losses).")
@@ -166,7 +167,7 @@ class AutoParamsBase(SolverParams):
 
     @property
     def loss_exponent(self) -> float:
-        return self.p if self.loss == "lp" else canonical(self.loss)[1]
+        return canonical(self.loss, self.p)[1]
 
 
 def params_model(candidates: Solves) -> type[AutoParamsBase]:

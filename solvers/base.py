@@ -1,6 +1,6 @@
 """The types every solver family shares: parameters, termination codes, solutions, specs.
 
-This module sits above the problems (``design.md`` section 3: core <- data, losses <-
+This module sits above the problems (``docs/design.md`` section 3.1: core <- data, losses <-
 problems <- base types <- multiclass <- families <- registry <- train) and imports no family,
 so a family imports it without a cycle.
 
@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 import typing
+import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -38,7 +40,7 @@ from pydantic import (
 
 from solvers.core.kernels import Kernel, scale_gamma
 from solvers.data.dataset import label_key
-from solvers.losses import LOSSES, canonical
+from solvers.losses import LOSS_TYPES, LOSSES, LossFamily, canonical, takes_exponent
 from solvers.problems import BIAS_MODES, BinaryProblem
 from solvers.termination import Termination
 
@@ -125,51 +127,95 @@ class Refusal:
                     (self.bias, combination.bias)))
 
 
+@dataclass(frozen=True)
+class Product:
+    """The combinations of every task, loss and bias of a declaration's part: the losses named
+    (a tuple) or by a declaration they make (a :class:`~solvers.losses.LossFamily`, whose
+    members are read from the loss catalogue when asked)."""
+
+    tasks: tuple[str, ...]
+    losses: tuple[str, ...] | LossFamily
+    biases: tuple[str, ...]
+
+    def __post_init__(self):
+        for task in self.tasks:
+            if task not in TASKS:
+                raise ValueError(f"unknown task {task!r}")
+        if not isinstance(self.losses, LossFamily):
+            for loss in self.losses:
+                if loss not in LOSS_TYPES:
+                    raise ValueError(f"unknown loss {loss!r}")
+        for bias in self.biases:
+            if bias not in BIAS_MODES:
+                raise ValueError(f"unknown bias mode {bias!r}")
+
+    def combinations(self) -> Iterable[Combination]:
+        losses = self.losses.names() if isinstance(self.losses, LossFamily) else self.losses
+        return (Combination(t, loss, b)
+                for t, loss, b in itertools.product(self.tasks, losses, self.biases))
+
+
 class Solves:
     """The (task, loss, bias) combinations a solver solves, declared once.
 
     Built from products, ``Solves.product(tasks, losses, biases)``, joined with ``|``, with
     the reasons for refusals attached by :meth:`refusing`.  Losses are canonical
     (``solvers.losses.canonical``: lp with p = 1 or 2 is the hinge or the squared hinge), so a
-    solver that declares lp solves those too and says so by declaring them.  Everything that
-    needs to know what a solver solves derives from this: the parameter model's ``loss`` and
-    ``bias`` choices (:meth:`choices`) and its validation (:meth:`refusal`), the solver's own
-    guard on a problem (:meth:`require_problem`), ``auto``'s candidates, the warm-up, the
-    service's solver listing and the dashboard's race (:meth:`as_list`)."""
+    solver that declares lp solves those too and says so by declaring them.  A family whose
+    engine runs on a loss's declarations rather than on named losses gives a
+    :class:`~solvers.losses.LossFamily` for ``losses`` (mfn: the clipped family): its
+    combinations then take in every loss of the catalogue that makes the declaration.
+    Everything that needs to know what a solver solves derives from this: the parameter
+    model's ``loss`` and ``bias`` choices (:meth:`choices`) and its validation
+    (:meth:`refusal`), the solver's own guard on a problem (:meth:`require_problem`),
+    ``auto``'s candidates, the warm-up, the service's solver listing and the dashboard's race
+    (:meth:`as_list`)."""
 
-    def __init__(self, combinations: Iterable[Combination] = (),
-                 refusals: Iterable[Refusal] = ()):
-        self.combinations = tuple(dict.fromkeys(combinations))
+    def __init__(self, products: Iterable[Product] = (), refusals: Iterable[Refusal] = ()):
+        self.products = tuple(products)
         self.refusals = tuple(refusals)
-        for combination in self.combinations:
-            if combination.task not in TASKS:
-                raise ValueError(f"unknown task {combination.task!r}")
-            if combination.loss not in LOSSES:
-                raise ValueError(f"unknown loss {combination.loss!r}")
-            if combination.bias not in BIAS_MODES:
-                raise ValueError(f"unknown bias mode {combination.bias!r}")
-        self._set = frozenset(self.combinations)
+        self._catalogue: tuple[str, ...] | None = None
+        self._combinations: tuple[Combination, ...] = ()
+        self._set: frozenset[Combination] = frozenset()
+
+    def _current(self) -> tuple[tuple[Combination, ...], frozenset[Combination]]:
+        """The combinations (and their set) with a family's members as the catalogue has them
+        now (computed again only when the catalogue changed)."""
+        catalogue = tuple(LOSS_TYPES)
+        if catalogue != self._catalogue:
+            self._combinations = tuple(dict.fromkeys(
+                c for product in self.products for c in product.combinations()))
+            self._set = frozenset(self._combinations)
+            self._catalogue = catalogue
+        return self._combinations, self._set
+
+    @property
+    def combinations(self) -> tuple[Combination, ...]:
+        """The declared combinations, in the order of the products."""
+        return self._current()[0]
+
+    def _declares(self, combination: Combination) -> bool:
+        return combination in self._current()[1]
 
     @classmethod
-    def product(cls, tasks: Iterable[str], losses: Iterable[str],
+    def product(cls, tasks: Iterable[str], losses: Iterable[str] | LossFamily,
                 biases: Iterable[str]) -> Solves:
-        return cls(Combination(t, loss, b)
-                   for t, loss, b in itertools.product(tasks, losses, biases))
+        if not isinstance(losses, LossFamily):
+            losses = tuple(losses)
+        return cls((Product(tuple(tasks), losses, tuple(biases)),))
 
     def __or__(self, other: Solves) -> Solves:
-        return Solves(self.combinations + other.combinations, self.refusals + other.refusals)
+        return Solves(self.products + other.products, self.refusals + other.refusals)
 
     @classmethod
     def union(cls, declarations: Iterable[Solves]) -> Solves:
-        total = cls()
-        for declaration in declarations:
-            total = total | Solves(declaration.combinations)
-        return total
+        """The combinations the declarations declare (their refusals' reasons are theirs)."""
+        return cls(product for declaration in declarations for product in declaration.products)
 
     def refusing(self, reason: str, *, task: str | None = None, loss: str | None = None,
                  bias: str | None = None) -> Solves:
         """The same declaration, with ``reason`` given for the combinations that match."""
-        return Solves(self.combinations, self.refusals + (Refusal(reason, task, loss, bias),))
+        return Solves(self.products, self.refusals + (Refusal(reason, task, loss, bias),))
 
     def _ordered(self, attribute: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(getattr(c, attribute) for c in self.combinations))
@@ -230,14 +276,14 @@ class Solves:
         return Field("ovr", description=f"More than two classes: {'; '.join(strategies)}.")
 
     def allows(self, task: str, loss: str, bias: str, p: float | None = None) -> bool:
-        return Combination(task, canonical(loss, p)[0], bias) in self._set
+        return self._declares(Combination(task, canonical(loss, p)[0], bias))
 
     def refusal(self, task: str, loss: str, bias: str, p: float | None = None,
                 solver: str = "this solver") -> str | None:
         """None when the combination is declared, else why not (the declared reason, or the
         combinations that are solved)."""
         combination = Combination(task, canonical(loss, p)[0], bias)
-        if combination in self._set:
+        if self._declares(combination):
             return None
         for refusal in self.refusals:
             if refusal.matches(combination):
@@ -283,7 +329,7 @@ def _describe(combination: Combination) -> str:
 
 
 class SolverParams(BaseModel):
-    """Parameters every solver shares (``design.md`` section 2).
+    """Parameters every solver shares (``docs/design.md`` section 2).
 
     Subclasses set ``solves`` (the solver's :class:`Solves`) and take their ``loss`` and
     ``bias`` choices from it (``solves.choices("loss")``); the validation below refuses a
@@ -291,6 +337,14 @@ class SolverParams(BaseModel):
     validation error, never a different problem solved silently.  ``tol`` is the one stopping
     rule every solver shares (a certified relative duality gap); ``max_iter`` is each
     solver's own (its description says what one iteration is).
+
+    One spelling per idea across the families: a tolerance is ``tol`` or ``<what>_tol``, an
+    iteration cap ``max_iter`` or ``max_<what>_iter``, the rule of the starting point without
+    a warm start ``cold_start`` (``start=`` is the warm start, :class:`WarmStart`).  A field
+    renamed to follow it is listed in its model's ``renamed_fields`` (old name -> new name):
+    the old name is still accepted for one release, with a ``DeprecationWarning`` naming the
+    new one (the service's API and the command line take it too), and everything the model
+    writes uses the new name.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -300,6 +354,8 @@ class SolverParams(BaseModel):
     #: whether the solver has kernels of its own (smo, the least-squares family): its
     #: ``kernel`` and ``gamma`` mean its own kernel; elsewhere they are the approximation's
     own_kernel: ClassVar[bool] = False
+    #: fields renamed to the shared spelling, old name -> new name (accepted, deprecated)
+    renamed_fields: ClassVar[dict[str, str]] = {}
 
     solver: str
     C: float = Field(1.0, gt=0, description="Weight of the loss term: 1/2||w||^2 + C sum loss.")
@@ -431,6 +487,27 @@ class SolverParams(BaseModel):
         """p of the lp loss (2 unless the solver's parameters have one)."""
         return 2.0
 
+    @classmethod
+    def _with_current_names(cls, data: Any) -> Any:
+        """``data`` with each deprecated field name of :attr:`renamed_fields` replaced by its
+        new one, warning once per name (a before-validator's call: the warning points at the
+        code that gave the parameters, :func:`_parameters_caller`).  A subclass's own
+        before-validator that reads a renamed field calls this first (pydantic runs it before
+        this class's)."""
+        if not isinstance(data, dict) or not cls.renamed_fields:
+            return data
+        for old, new in cls.renamed_fields.items():
+            if old not in data:
+                continue
+            warnings.warn(f"{cls.__name__}: {old!r} is deprecated and will be removed in the "
+                          f"next release: use {new!r}", DeprecationWarning,
+                          stacklevel=_parameters_caller())
+            if new in data:
+                raise ValueError(f"{old!r} is the deprecated name of {new!r}: give {new!r} "
+                                 f"alone")
+            data = {(new if key == old else key): value for key, value in data.items()}
+        return data
+
     @model_validator(mode="before")
     @classmethod
     def _declared_choices(cls, data: Any) -> Any:
@@ -445,19 +522,20 @@ class SolverParams(BaseModel):
         defaults = cls.model_fields
         loss = data.get("loss", defaults["loss"].default)
         bias = data.get("bias", defaults["bias"].default)
-        if (loss == "lp" and "lp" not in solves.losses and isinstance(data.get("p"), (int, float))
-                and not isinstance(data.get("p"), bool)):
+        exponent = data.get("p")
+        if (takes_exponent(loss) and loss not in solves.losses
+                and isinstance(exponent, (int, float)) and not isinstance(exponent, bool)):
             try:
-                name, _ = canonical("lp", data.get("p"))
+                name, _ = canonical(loss, exponent)
             except ValueError:
-                name = "lp"
+                name = loss
             if name in solves.losses:
                 data = {k: v for k, v in data.items() if k != "p"} | {"loss": name}
                 loss = name
         if not (isinstance(loss, str) and loss in LOSSES and isinstance(bias, str)
                 and bias in BIAS_MODES):
             return data  # the fields' own checks say what is wrong
-        p = data.get("p") if loss == "lp" else None
+        p = data.get("p") if takes_exponent(loss) else None
         if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float))
                               or not 1.0 <= p <= 2.0):
             return data  # the field's own check says what is wrong with p
@@ -471,6 +549,13 @@ class SolverParams(BaseModel):
             if reason is not None:
                 raise ValueError(reason)
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        """The first before-validator to run (pydantic runs them last defined first): the
+        deprecated field names replaced (:meth:`_with_current_names`)."""
+        return cls._with_current_names(data)
 
     @model_validator(mode="after")
     def _declared(self):
@@ -496,7 +581,7 @@ class SolverParams(BaseModel):
         return posed_task(self.task, self.multiclass, n_classes)
 
     def problem_fields(self) -> dict[str, Any]:
-        """The optimization problem these parameters pose (section 2 of ``design.md``),
+        """The optimization problem these parameters pose (section 2 of ``docs/design.md``),
         without the algorithm's own settings: two runs with equal fields on the same data solve
         the same problem, so their objectives compare.  Normalized: the loss canonical
         (``solvers.losses.canonical``: ``lp`` with p = 1 or 2 is ``hinge`` or
@@ -505,7 +590,7 @@ class SolverParams(BaseModel):
         loss, p = canonical(self.loss, self.loss_exponent)
         fields: dict[str, Any] = {"task": self.task, "multiclass": self.multiclass,
                                   "loss": loss, "C": float(self.C), "bias": self.bias}
-        if loss == "lp":
+        if takes_exponent(loss):
             fields["p"] = float(p)
         if self.bias == "regularized":
             fields["bias_scale"] = float(self.bias_scale)
@@ -543,8 +628,9 @@ class SolverParams(BaseModel):
         kernel's), with ``settings`` (the solver's own options, e.g. ``tol``).  Raises
         :class:`InvalidParametersError` with the reason when the solver does not solve it
         (``auto`` and the dashboard's race pose one problem to several solvers this way)."""
+        exponent = takes_exponent(problem.get("loss"))
         values = {name: value for name, value in cls._posing_values(problem).items()
-                  if name in cls.model_fields or (name == "p" and problem.get("loss") == "lp")}
+                  if name in cls.model_fields or (name == "p" and exponent)}
         values.update(settings)
         values["solver"] = cls.model_fields["solver"].default
         try:
@@ -575,7 +661,7 @@ class SolverParams(BaseModel):
         loss, p = canonical(fields["loss"], fields.get("p"))
         fields["loss"] = loss
         fields.pop("p", None)
-        if loss == "lp":
+        if takes_exponent(loss):
             fields["p"] = float(p)
         fields["C"] = float(fields["C"])
         if fields.get("bias") != "regularized":
@@ -601,6 +687,26 @@ class SolverParams(BaseModel):
                              sample_weight=sample_weight)
 
 
+def _passes_parameters(module: str) -> bool:
+    """Whether code of ``module`` hands parameters it was given to a parameter model
+    (pydantic, the models' own modules, :func:`solvers.train.train`) rather than writing
+    them."""
+    return (module == "pydantic" or module.startswith("pydantic.")
+            or module in ("solvers.base", "solvers.train")
+            or (module.startswith("solvers.") and module.endswith(".params")))
+
+
+def _parameters_caller() -> int:
+    """``warnings.warn``'s stacklevel, for its caller, of the first frame that wrote the
+    parameters (past :func:`_passes_parameters`' modules): a deprecated name given to
+    ``solvers.train`` is reported at the caller's line, and one written inside the library
+    at that line (an error under the test suite's filter)."""
+    frame, stacklevel = sys._getframe(1), 1
+    while frame.f_back is not None and _passes_parameters(frame.f_globals.get("__name__", "")):
+        frame, stacklevel = frame.f_back, stacklevel + 1
+    return stacklevel
+
+
 def _normal_class_weight(class_weight):
     """Class weights as :meth:`SolverParams.problem_fields` writes them: 'balanced', or the
     labels as text (as JSON has them), sorted, with float weights."""
@@ -621,6 +727,93 @@ class Solution:
     message: str
     iterations: int
     extras: dict[str, Any]
+
+
+@dataclass(frozen=True, eq=False)  # arrays inside: identity, not an elementwise ==
+class WarmStart:
+    """Where a solve starts instead of its cold start: the one warm-start argument of every
+    family, ``start=WarmStart(...)`` (a spec's ``run`` and ``distributed``, each family's
+    ``solve``, the one-vs-rest fit).
+
+    One type rather than a bare vector because the families start from different things: the
+    primal methods (mfn, interior_point, the cutting planes, the least-squares family's CGLS)
+    from a point beta; the dual ones from a dual point (dual_cd's alpha, alm's multipliers
+    lambda = -y alpha), which they otherwise derive from beta by the KKT map; the cutting
+    planes can carry their whole model of the risk (the cuts) along a C path or across a lost
+    worker; a one-vs-rest fit starts each of its binary problems from a row of a model.  Each
+    family takes the fields it can use and ignores the others (its docstring says which;
+    a field left None is started cold), so one WarmStart -- the last C's solution, another
+    solver's point on the same problem, a distributed solve's checkpoint -- can be handed to
+    any of them.
+
+    * ``beta``: the parameter vector (w, b) of ``docs/design.md`` section 2.1, of a nearby
+      problem (the same data at another C, or another solver's point on this problem):
+      n_features + 1 entries.
+    * ``dual``: a dual point alpha of ``solvers.problems`` (one entry per example, scaled as
+      in ``docs/design.md`` section 2.4: 0 <= alpha_i <= C_i for the hinge; Crammer-Singer:
+      one row per example, one column per class).
+    * ``state``: what a family carries beyond a point, read only by the family that made it
+      (the cutting planes' ``PathCarry``: w_best and every cut so far).
+    * ``model``: a linear model of the same classes and features (another solver's
+      ``Fit.model``): the one-vs-rest fit starts each binary problem from its row; a binary
+      solve ignores it.
+
+    What each family reads (the rest it ignores):
+
+    * mfn: ``beta`` (beta-seeding; ``run`` as the solution of a nearby problem, ``solve``'s
+      ``continuation`` says which);
+    * alm: ``beta`` for (w, b) and ``dual`` for lambda = -y alpha (without it, the balanced
+      KKT map of beta);
+    * dual_cd: ``dual`` (clipped into the box), else ``beta`` through the KKT map;
+    * cutting_plane: ``state`` (the carried cuts, rescaled to this C), else ``beta`` (w_best,
+      its cut the first);
+    * interior_point: ``beta`` (an interior point near it);
+    * lssvm and proximal_svm (linear kernel): ``beta`` (CGLS from it at the final eps);
+    * smo and the kernel least-squares solvers take no warm start (their C paths carry their
+      own state: ``SolverSpec.path_handlers``).
+
+    It replaces the keywords the families had (``beta0``, ``w_guess``, ``lambda0``,
+    ``alpha``, ``resume``, ``start_model``, and ``start`` as a bare vector), which still work
+    for one release with a ``DeprecationWarning`` naming this spelling.
+    """
+
+    beta: np.ndarray | None = None
+    dual: np.ndarray | None = None
+    state: Any = None
+    model: Any = None  # solvers.models.LinearModel
+
+
+def warm_start_argument(start: Any, stacklevel: int = 2) -> WarmStart | None:
+    """``start`` as an entry point received it: None, a :class:`WarmStart`, or (deprecated,
+    one release) a bare parameter vector, taken as ``WarmStart(beta=start)``.
+    ``stacklevel``: warnings.warn's, seen from the entry point that calls this (2: its
+    caller)."""
+    if start is None or isinstance(start, WarmStart):
+        return start
+    if isinstance(start, np.ndarray | list | tuple):
+        warnings.warn("start= as a bare parameter vector is deprecated and will be removed in "
+                      "the next release: pass start=WarmStart(beta=...)", DeprecationWarning,
+                      stacklevel=stacklevel + 1)
+        return WarmStart(beta=np.asarray(start, dtype=np.float64))
+    raise TypeError(f"start must be a WarmStart, not {type(start).__name__}")
+
+
+def replaced_keyword(start: WarmStart | None, old: str, value: Any, field_name: str,
+                     spelling: str | None = None, stacklevel: int = 2) -> WarmStart | None:
+    """A deprecated warm-start keyword ``old`` (``value``; None: not given) folded into
+    ``start`` as its field ``field_name``, with a ``DeprecationWarning`` naming the new
+    spelling (``spelling``, by default ``start=WarmStart(field_name=...)``).  ``value`` is
+    what the field takes (the caller converts: alm's lambda0 is the dual -y lambda0).
+    Refuses a field given both ways.  ``stacklevel``: as :func:`warm_start_argument`'s."""
+    if value is None:
+        return start
+    spelling = spelling or f"start=WarmStart({field_name}=...)"
+    warnings.warn(f"{old}= is deprecated and will be removed in the next release: pass "
+                  f"{spelling}", DeprecationWarning, stacklevel=stacklevel + 1)
+    if start is not None and getattr(start, field_name) is not None:
+        raise ValueError(f"{old}= gives the warm start's {field_name} a second time: give "
+                         f"start= alone")
+    return replace(start or WarmStart(), **{field_name: value})
 
 
 @dataclass
@@ -674,8 +867,9 @@ class SolverSpec:
     ``"multiclass:" + params.multiclass`` for a native multi-class strategy).  ``warm_up``
     compiles what the solver's runs call (Numba kernels beyond the shared core), so a worker
     can prepare every solver without training each on a toy set.  ``warm_start``: ``run``
-    also takes ``start=``, the parameter vector of a nearby problem (the same data at another
-    C), and starts from it (C paths and cross-validation use it).  ``path(problem, Cs,
+    also takes ``start=``, a :class:`WarmStart` (its ``beta``: the parameter vector of a
+    nearby problem, the same data at another C), and starts from it (C paths,
+    cross-validation and ``auto``'s hand-overs use it).  ``path(problem, Cs,
     params) -> [Solution]``, when given, solves the problem along the C values in order, each
     from the last solution, sharing what does not depend on C (solutions carry
     ``extras["seconds"]``).  ``path_handlers``: task -> ``fit_path(dataset, spec, points) ->
@@ -702,9 +896,11 @@ class SolverSpec:
     #: a solver that chooses among others (``auto``): it has no fit of its own, and its
     #: declaration is its candidates'
     portfolio: bool = False
-    #: ``distributed(problem, params, monitor) -> Solution``: the binary solve on a
-    #: :class:`solvers.distributed.DistributedBinaryProblem` (rows on Dask workers); None:
-    #: ``train`` refuses a distributed dataset for this solver
+    #: ``distributed(problem, params, monitor, start=None) -> Solution``: the binary solve on
+    #: a :class:`solvers.distributed.DistributedBinaryProblem` (rows on Dask workers), from
+    #: the :class:`WarmStart` ``start`` when given (``train`` resumes a solve that lost a
+    #: worker from ``problem.checkpoint``, itself a WarmStart); None: ``train`` refuses a
+    #: distributed dataset for this solver
     distributed: Callable[..., Solution] | None = None
 
     def __post_init__(self):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +36,7 @@ import numba
 import numpy as np
 
 from solvers.approximation import approximate
-from solvers.base import InvalidParametersError, SolverParams
+from solvers.base import InvalidParametersError, SolverParams, SolverSpec
 from solvers.core.sparse import thread_count, threadsafe_threading_layer
 from solvers.data.dataset import Dataset
 from solvers.evaluate import SCORES
@@ -223,6 +223,128 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     ``warm_start=False`` solves every point cold even where the solver could start from the
     last one (to measure what the warm start buys); the result's ``warm_start`` says which.
     """
+    search = _plan_search(dataset, solver, C, folds, seed, gamma, fit_gap, warm_start, scoring,
+                          params)
+    n_jobs = parallel_folds(folds, n_jobs)
+    tally = _Tally(search, progress, monitor)
+    if n_jobs == 1:
+        status = _fit_folds_one_after_another(search, tally, monitor)
+    else:
+        status = _fit_folds_at_once(search, tally, monitor, n_jobs)
+    result = _search_result(search, tally, status, n_jobs)
+    if refit and result.scores and status != Termination.STOPPED:
+        update = {"C": result.best_C} if result.best_gamma is None else \
+            {"C": result.best_C, "gamma": result.best_gamma}
+        result.refit = train(dataset, solver=search.solver, params=search.base.model_dump(),
+                             **update)
+        result.model = result.refit.model
+    return result
+
+
+@dataclass(frozen=True)
+class _Search:
+    """A search resolved before any fit: the solver (``auto``'s choice made), its parameters
+    at the grid's first C, the grids, each example's fold, and how a fold's C path is fitted
+    (``warm_path``; None: every point cold)."""
+
+    dataset: Dataset
+    spec: SolverSpec
+    solver: str
+    base: SolverParams
+    C_grid: list[float]
+    gamma_grid: list[float | None]
+    folds: int
+    assignment: np.ndarray
+    ordinal: bool
+    scoring: str
+    fit_gap: float | None
+    fit_gap_parameter: str | None
+    warm_path: Callable | None
+    choice: dict[str, Any] | None
+
+    @property
+    def metric(self) -> str:
+        return "mean_absolute_rank_error" if self.ordinal else self.scoring
+
+    def grid_points(self, gamma: float | None) -> list[SolverParams]:
+        """The validated parameters of every C of the grid at ``gamma`` (the fit gap as the
+        solver's tolerance where it applies)."""
+        points = []
+        for c in self.C_grid:
+            update = {"C": c} if gamma is None else {"C": c, "gamma": gamma}
+            if self.fit_gap_parameter is not None:
+                update[self.fit_gap_parameter] = self.fit_gap
+            points.append(validate_params(self.solver, self.base.model_dump(), **update)[1])
+        return points
+
+    def split(self, fold: int) -> tuple[Dataset, Dataset]:
+        """The fold's training and test parts, scaled by a scaler fitted on the training part
+        alone."""
+        train_set = self.dataset.subset(np.flatnonzero(self.assignment != fold))
+        test_set = self.dataset.subset(np.flatnonzero(self.assignment == fold))
+        if self.base.scale != "none":
+            scaler = FeatureScaler.fit(train_set.X, self.base.scale)
+            train_set = scaler.transform_dataset(train_set)
+            test_set = scaler.transform_dataset(test_set)
+        return train_set, test_set
+
+    def fit_fold(self, fold: int, should_stop: Callable[[], bool]) -> list[_FoldFits]:
+        """The fold's fits over the grid and their test scores, one entry per gamma (the
+        last one short of the grid when a stop was asked for between two fits)."""
+        train_set, test_set = self.split(fold)
+        out = []
+        for gamma in self.gamma_grid:
+            points = self.grid_points(gamma)
+            if self.warm_path is not None:
+                fits = self._fit_warm_path(train_set, points, should_stop)
+                if fits is None:  # stopped while factorizing
+                    out.append(_FoldFits(gamma, []))
+                    break
+            else:
+                fits = _fit_cold(train_set, self.solver, points, should_stop)
+            out.append(_FoldFits(gamma, [
+                (c, _score(model, test_set, self.ordinal, self.scoring), objective, elapsed)
+                for c, (model, objective, elapsed) in zip(self.C_grid, fits, strict=False)]))
+            if len(fits) < len(points) or should_stop():
+                break
+        return out
+
+    def _fit_warm_path(self, train_set: Dataset, points: list[SolverParams],
+                       should_stop: Callable[[], bool]) -> list[tuple] | None:
+        """(model, objective, seconds) of every point along the warm C path; with a low-rank
+        approximation, one factor of the fold's rows for the whole path.  None when a stop
+        ended the factorization."""
+        step = approximate(train_set, points[0], should_stop=should_stop)
+        if step is not None and step.factor is None:
+            return None
+        fit_set, solver_points = train_set, points
+        if step is not None:
+            fit_set = step.dataset(train_set)
+            solver_points = [step.solver_params(p) for p in points]
+        return [(with_labels(model if step is None else step.kernel_model(model), train_set),
+                 objective, elapsed)
+                for model, objective, elapsed in
+                self.warm_path(weighted(fit_set, self.base), self.spec, solver_points)]
+
+
+def _fit_cold(train_set: Dataset, solver: str, points: list[SolverParams],
+              should_stop: Callable[[], bool]) -> list[tuple]:
+    """(model, objective, seconds) of each point trained from scratch, until a stop is asked
+    (reported, and the search stopped, by the caller)."""
+    fits = []
+    for point in points:
+        if should_stop():
+            break
+        result = train(train_set, solver=solver, params=point)
+        fits.append((result.model, result.objective, result.elapsed))
+    return fits
+
+
+def _plan_search(dataset: Dataset, solver: str, C, folds: int, seed: int, gamma,
+                 fit_gap: float | None, warm_start: bool, scoring: str,
+                 params: dict) -> _Search:
+    """Validate the search and resolve what it fits (``auto`` chooses once, at the grid's
+    middle C); refuses before any fit what cannot run (:func:`check_search`)."""
     C_grid = _grid(C if C is not None else 2.0 ** np.arange(-5, 6), "C")
     if scoring not in SCORES:
         raise InvalidParametersError(f"scoring: {scoring!r} is not one of {', '.join(SCORES)}")
@@ -241,159 +363,141 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                  n_labels=int(dataset.classes.shape[0]), folds=folds, gamma=gamma,
                  scoring=scoring)
     gamma_grid: list[float | None] = _grid(gamma, "gamma") if gamma is not None else [None]
-    ordinal = base.task == "ordinal"
     assignment = dataset.stratified_folds(folds, seed)
     # the path of a warm task: its own path handler, or one-vs-rest over the binary solver's
     # warm start (None: every point cold)
     task = fit_task(base, int(dataset.classes.shape[0]))
     warm_path = spec.path_handlers.get(task, fit_linear_path) \
         if warm_start and task in spec.warm_start_tasks() else None
-    warm = warm_path is not None
-    n_jobs = parallel_folds(folds, n_jobs)
-    stop_asked = threading.Event()  # set by this thread: the monitor asked, or a fold failed
-    if n_jobs == 1:
-        def should_stop() -> bool:  # the monitor is asked from this thread only
-            return monitor is not None and monitor.stop_reason() is not None
-    else:
-        should_stop = stop_asked.is_set
+    return _Search(dataset=dataset, spec=spec, solver=solver, base=base, C_grid=C_grid,
+                   gamma_grid=gamma_grid, folds=folds, assignment=assignment,
+                   ordinal=base.task == "ordinal", scoring=scoring, fit_gap=fit_gap,
+                   fit_gap_parameter=fit_gap_parameter, warm_path=warm_path, choice=choice)
 
-    def grid_points(g: float | None) -> list[SolverParams]:
-        points = []
-        for c in C_grid:
-            update = {"C": c} if g is None else {"C": c, "gamma": g}
-            if fit_gap_parameter is not None:
-                update[fit_gap_parameter] = fit_gap
-            points.append(validate_params(solver, base.model_dump(), **update)[1])
-        return points
 
-    def fit_fold(fold: int) -> list[_FoldFits]:
-        """The fold's fits over the grid and their test scores, one entry per gamma (the
-        last one short of the grid when a stop was asked for between two fits)."""
-        train_set = dataset.subset(np.flatnonzero(assignment != fold))
-        test_set = dataset.subset(np.flatnonzero(assignment == fold))
-        if base.scale != "none":  # the scaler is fitted on the fold's training part alone
-            scaler = FeatureScaler.fit(train_set.X, base.scale)
-            train_set = scaler.transform_dataset(train_set)
-            test_set = scaler.transform_dataset(test_set)
-        out = []
-        for g in gamma_grid:
-            points = grid_points(g)
-            fits = []
-            if warm_path is not None:
-                # the low-rank path: one factor of the fold's rows for the whole C path
-                step = approximate(train_set, points[0], should_stop=should_stop)
-                if step is not None and step.factor is None:  # stopped while factorizing
-                    out.append(_FoldFits(g, []))
-                    break
-                fit_set, solver_points = train_set, points
-                if step is not None:
-                    fit_set = step.dataset(train_set)
-                    solver_points = [step.solver_params(p) for p in points]
-                fits = [(with_labels(model if step is None else step.kernel_model(model),
-                                     train_set), objective, elapsed)
-                        for model, objective, elapsed in
-                        warm_path(weighted(fit_set, base), spec, solver_points)]
-            else:
-                for point in points:
-                    if should_stop():
-                        break  # reported (and the search stopped) by the caller
-                    result = train(train_set, solver=solver, params=point)
-                    fits.append((result.model, result.objective, result.elapsed))
-            out.append(_FoldFits(g, [
-                (c, _score(model, test_set, ordinal, scoring), objective, elapsed)
-                for c, (model, objective, elapsed) in zip(C_grid, fits, strict=False)]))
-            if len(fits) < len(points) or should_stop():
-                break
-        return out
+class _Tally:
+    """The fold scores, objectives and times of every grid point as the folds are recorded,
+    in fold order; each fit goes to ``progress`` and, as a record, to the monitor."""
 
-    scores = {(c, g): [] for c in C_grid for g in gamma_grid}
-    objectives = {key: [] for key in scores}
-    seconds = dict.fromkeys(scores, 0.0)
-    reporter = Reporter(monitor, "fold_score")
-    status = Termination.CONVERGED
+    def __init__(self, search: _Search, progress, monitor: Monitor | None):
+        self.search = search
+        self.progress = progress
+        self.monitor = monitor
+        keys = [(c, g) for c in search.C_grid for g in search.gamma_grid]
+        self.scores: dict[tuple, list[float]] = {key: [] for key in keys}
+        self.objectives: dict[tuple, list[float]] = {key: [] for key in keys}
+        self.seconds = dict.fromkeys(keys, 0.0)
+        self.reporter = Reporter(monitor, "fold_score")
 
-    def record(fold: int, fold_fits: list[_FoldFits]) -> bool:
+    def note_stop_reason(self) -> None:
+        """Keep the monitor's reason for a stop it asked for outside a record."""
+        self.reporter.stop_reason = self.monitor.stop_reason() \
+            if self.monitor is not None else None
+
+    def record(self, fold: int, fold_fits: list[_FoldFits]) -> bool:
         """Tally and report one fold's fits in grid order; True once the search must stop."""
+        search, reporter = self.search, self.reporter
         for entry in fold_fits:
             for c, score, objective, elapsed in entry.fits:
-                scores[(c, entry.gamma)].append(score)
-                objectives[(c, entry.gamma)].append(objective)
-                seconds[(c, entry.gamma)] += elapsed
-                if progress is not None:
-                    progress(fold, c, entry.gamma, score)
+                self.scores[(c, entry.gamma)].append(score)
+                self.objectives[(c, entry.gamma)].append(objective)
+                self.seconds[(c, entry.gamma)] += elapsed
+                if self.progress is not None:
+                    self.progress(fold, c, entry.gamma, score)
                 # where the fit sits in the search ("C 3 of 11, fold 2 of 5")
                 if reporter(reporter.records + 1, objective, score, fold=fold, C=c,
-                            gamma=entry.gamma, n_folds=folds, C_index=C_grid.index(c),
-                            n_C=len(C_grid), gamma_index=gamma_grid.index(entry.gamma),
-                            n_gamma=len(gamma_grid),
-                            metric=scoring if not ordinal else "mean_absolute_rank_error"):
+                            gamma=entry.gamma, n_folds=search.folds,
+                            C_index=search.C_grid.index(c), n_C=len(search.C_grid),
+                            gamma_index=search.gamma_grid.index(entry.gamma),
+                            n_gamma=len(search.gamma_grid), metric=search.metric):
                     return True
-            if len(entry.fits) < len(C_grid):  # the monitor asked between two fits
-                reporter.stop_reason = monitor.stop_reason() if monitor is not None else None
+            if len(entry.fits) < len(search.C_grid):  # the monitor asked between two fits
+                self.note_stop_reason()
                 return True
         return False
 
-    if n_jobs == 1:
-        for fold in range(folds):
-            if record(fold, fit_fold(fold)):
-                status = Termination.STOPPED
-                break
-    else:
-        threads_each = max(1, numba.get_num_threads() // n_jobs)
+    def rows(self) -> list[GridPoint]:
+        """The table: the grid points with at least one fold scored, gamma by gamma."""
+        return [GridPoint(c, g, float(np.mean(self.scores[(c, g)])),
+                          float(np.std(self.scores[(c, g)])), tuple(self.scores[(c, g)]),
+                          float(np.mean(self.objectives[(c, g)])), self.seconds[(c, g)])
+                for g in self.search.gamma_grid for c in self.search.C_grid
+                if self.scores[(c, g)]]
 
-        def fit_fold_in_thread(fold: int) -> list[_FoldFits]:
-            if stop_asked.is_set():
-                return []  # stopped before this fold began
-            with thread_count(threads_each):  # this thread's share (Numba's mask is per thread)
-                return fit_fold(fold)
 
-        with ThreadPoolExecutor(n_jobs, thread_name_prefix="cv-fold") as pool:
-            futures = [pool.submit(fit_fold_in_thread, fold) for fold in range(folds)]
-            try:
-                for fold, future in enumerate(futures):
-                    while True:  # the monitor is asked here, between waits, and nowhere else
-                        try:
-                            fold_fits = future.result(timeout=_MONITOR_POLL_S)
-                            break
-                        except FutureTimeout:
-                            if monitor is not None and monitor.stop_reason() is not None:
-                                stop_asked.set()
-                    if not fold_fits:  # stopped before the fold began
-                        reporter.stop_reason = monitor.stop_reason() if monitor else None
-                        status = Termination.STOPPED
-                        break
-                    if record(fold, fold_fits):
-                        status = Termination.STOPPED
-                        break
-            finally:
-                stop_asked.set()  # the folds still running end at their next fit
-                for future in futures:
-                    future.cancel()
-    rows = [GridPoint(c, g, float(np.mean(scores[(c, g)])), float(np.std(scores[(c, g)])),
-                      tuple(scores[(c, g)]), float(np.mean(objectives[(c, g)])),
-                      seconds[(c, g)])
-            for g in gamma_grid for c in C_grid if scores[(c, g)]]
+def _fit_folds_one_after_another(search: _Search, tally: _Tally,
+                                 monitor: Monitor | None) -> Termination:
+    """Fit and record the folds in order in this thread, asking the monitor between fits."""
+    def should_stop() -> bool:
+        return monitor is not None and monitor.stop_reason() is not None
+
+    for fold in range(search.folds):
+        if tally.record(fold, search.fit_fold(fold, should_stop)):
+            return Termination.STOPPED
+    return Termination.CONVERGED
+
+
+def _fit_folds_at_once(search: _Search, tally: _Tally, monitor: Monitor | None,
+                       n_jobs: int) -> Termination:
+    """Fit the folds ``n_jobs`` at a time, each thread on its share of the Numba threads, and
+    record them in fold order as they finish.  The monitor is asked from this thread only,
+    while it waits; a stop (or a fold's error) ends the folds still running at their next
+    fit."""
+    stop_asked = threading.Event()  # set by this thread: the monitor asked, or a fold failed
+    threads_each = max(1, numba.get_num_threads() // n_jobs)
+
+    def fit_fold_in_thread(fold: int) -> list[_FoldFits]:
+        if stop_asked.is_set():
+            return []  # stopped before this fold began
+        with thread_count(threads_each):  # this thread's share (Numba's mask is per thread)
+            return search.fit_fold(fold, stop_asked.is_set)
+
+    with ThreadPoolExecutor(n_jobs, thread_name_prefix="cv-fold") as pool:
+        futures = [pool.submit(fit_fold_in_thread, fold) for fold in range(search.folds)]
+        try:
+            for fold, future in enumerate(futures):
+                fold_fits = _wait_asking_the_monitor(future, monitor, stop_asked)
+                if not fold_fits:  # stopped before the fold began
+                    tally.note_stop_reason()
+                    return Termination.STOPPED
+                if tally.record(fold, fold_fits):
+                    return Termination.STOPPED
+        finally:
+            stop_asked.set()  # the folds still running end at their next fit
+            for future in futures:
+                future.cancel()
+    return Termination.CONVERGED
+
+
+def _wait_asking_the_monitor(future: Future, monitor: Monitor | None,
+                             stop_asked: threading.Event) -> list[_FoldFits]:
+    """A fold's fits once its thread is done; meanwhile, every :data:`_MONITOR_POLL_S`, ask
+    the monitor whether to stop (the only place it is asked while folds run at once)."""
+    while True:
+        try:
+            return future.result(timeout=_MONITOR_POLL_S)
+        except FutureTimeout:
+            if monitor is not None and monitor.stop_reason() is not None:
+                stop_asked.set()
+
+
+def _search_result(search: _Search, tally: _Tally, status: Termination,
+                   n_jobs: int) -> CrossValidationResult:
+    """The table and its best point (none when the search stopped before any fit)."""
+    rows = tally.rows()
+    common = {"solver": search.spec.name, "metric": search.metric, "folds": search.folds,
+              "warm_start": search.warm_path is not None, "fit_gap": search.fit_gap,
+              "fit_gap_parameter": search.fit_gap_parameter, "scores": rows,
+              "parallel_folds": n_jobs, "params": search.base.model_dump(mode="json"),
+              "status": status, "choice": search.choice}
     if not rows:
-        return CrossValidationResult(
-            solver=spec.name, metric="mean_absolute_rank_error" if ordinal else scoring,
-            folds=folds, warm_start=warm, fit_gap=fit_gap,
-            fit_gap_parameter=fit_gap_parameter, scores=[], parallel_folds=n_jobs,
-            best_C=float("nan"), best_gamma=None,
-            params=base.model_dump(mode="json"), status=status,
-            message=f"stopped: {reporter.stop_reason}", choice=choice)
-    sign = 1.0 if ordinal else -1.0
+        return CrossValidationResult(**common, best_C=float("nan"), best_gamma=None,
+                                     message=f"stopped: {tally.reporter.stop_reason}")
+    sign = 1.0 if search.ordinal else -1.0
     best = min(rows, key=lambda r: (sign * r.mean, r.C, r.gamma or 0.0))
     message = f"best C = {best.C:g}" + ("" if best.gamma is None else
                                           f", gamma = {best.gamma:g}")
     if status == Termination.STOPPED:
-        message = f"stopped: {reporter.stop_reason} (the table holds the folds done)"
-    result = CrossValidationResult(
-        solver=spec.name, metric="mean_absolute_rank_error" if ordinal else scoring,
-        folds=folds, warm_start=warm, fit_gap=fit_gap, fit_gap_parameter=fit_gap_parameter,
-        scores=rows, parallel_folds=n_jobs, best_C=best.C, best_gamma=best.gamma,
-        params=base.model_dump(mode="json"), status=status, message=message, choice=choice)
-    if refit and status != Termination.STOPPED:
-        update = {"C": best.C} if best.gamma is None else {"C": best.C, "gamma": best.gamma}
-        result.refit = train(dataset, solver=solver, params=base.model_dump(), **update)
-        result.model = result.refit.model
-    return result
+        message = f"stopped: {tally.reporter.stop_reason} (the table holds the folds done)"
+    return CrossValidationResult(**common, best_C=best.C, best_gamma=best.gamma,
+                                 message=message)

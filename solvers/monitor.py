@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 class IterationRecord:
     """One iteration of a solver.
 
-    ``objective`` is the primal objective of ``design.md`` (comparable across solvers);
+    ``objective`` is the primal objective of ``docs/design.md`` (comparable across solvers);
     ``optimality`` is the solver's own measure (duality gap, KKT violation, gradient norm),
     named by ``extras["optimality_measure"]`` when it is not obvious.
     """
@@ -156,7 +156,7 @@ class Reporter:
     asked to stop; the solver then returns its current point with status ``stopped`` and
     :attr:`stop_message`.  Every record carries ``extras["optimality_measure"]`` (the name of
     the solver's measure: ``relative_duality_gap``, ``kkt_violation``, ...).  ``objective`` is
-    the primal objective of ``design.md`` evaluated by ``solvers.problems``.
+    the primal objective of ``docs/design.md`` evaluated by ``solvers.problems``.
     """
 
     def __init__(self, monitor: Monitor | None, measure: str, clock: Stopwatch | None = None):

@@ -26,6 +26,9 @@ from solvers.base import (
     SolverSpec,
     SubproblemResult,
     Termination,
+    WarmStart,
+    replaced_keyword,
+    warm_start_argument,
 )
 from solvers.core.sparse import csr_rmatvec, thread_count
 from solvers.data.dataset import Dataset, label_key
@@ -203,11 +206,18 @@ def n_score_rows(dataset: Dataset) -> int:
 
 
 def fit_linear_one_vs_rest(dataset: Dataset, spec: SolverSpec, params: SolverParams,
-                           monitor: Monitor, start_model: LinearModel | None = None) -> Fit:
+                           monitor: Monitor, start: WarmStart | None = None, *,
+                           start_model: LinearModel | None = None) -> Fit:
     """The default task: linear binary problems through ``spec.run``, one per class.
-    ``start_model`` (a linear model of the same classes and features, e.g. another solver's
-    point on the same problem) starts each binary problem from its row, for a solver that
-    warm-starts (``spec.warm_start``)."""
+    ``start.model`` (a :class:`~solvers.base.WarmStart`'s linear model of the same classes and
+    features, e.g. another solver's point on the same problem) starts each binary problem
+    from its row, for a solver that warm-starts (``spec.warm_start``); the rest of the warm
+    start, which belongs to one binary problem, is ignored.  ``start_model``: the deprecated
+    spelling of ``start=WarmStart(model=...)``, kept for one release."""
+    if isinstance(start, LinearModel):  # the deprecated start_model, given by position
+        start, start_model = None, start
+    start = replaced_keyword(warm_start_argument(start), "start_model", start_model, "model")
+    start_model = None if start is None else start.model
     rows = iter(range(n_score_rows(dataset)))
     targets = [positive for _, positive in binary_targets(dataset, spec)]
     order = iter(range(len(targets)))
@@ -219,10 +229,10 @@ def fit_linear_one_vs_rest(dataset: Dataset, spec: SolverSpec, params: SolverPar
         if start_model is None:
             solution = spec.run(problem, params, sub_monitor)
         else:
-            start = problem.join(start_model.coef_[k],
-                                 float(start_model.intercept_[k]) if problem.bias != "none"
-                                 else 0.0)
-            solution = spec.run(problem, params, sub_monitor, start=start)
+            beta = problem.join(start_model.coef_[k],
+                                float(start_model.intercept_[k]) if problem.bias != "none"
+                                else 0.0)
+            solution = spec.run(problem, params, sub_monitor, start=WarmStart(beta=beta))
         return solution, problem.split(solution.beta)
 
     results = run_binary_subproblems(dataset, spec, monitor, solve_one, weighted=True)
@@ -291,7 +301,7 @@ def _binary_path(spec: SolverSpec, problem, points: list[SolverParams]) -> list[
         tuple[np.ndarray, float, float]]:
     """One binary problem along the points' C values, each from the last solution: through
     the spec's ``path`` (one engine for the whole path) when it has one, else ``spec.run(...,
-    start=previous)``.  (beta, objective, seconds) per point."""
+    start=WarmStart(beta=previous))``.  (beta, objective, seconds) per point."""
     if spec.path is not None:
         solutions = spec.path(problem, [p.C for p in points], points[0])
         return [(s.beta, s.objective, s.extras["seconds"]) for s in solutions]
@@ -300,7 +310,7 @@ def _binary_path(spec: SolverSpec, problem, points: list[SolverParams]) -> list[
     def fit_point(point):
         nonlocal start
         solution = spec.run(problem.with_C(point.C), point, NullMonitor(), start=start)
-        start = solution.beta
+        start = WarmStart(beta=solution.beta)
         return solution.beta, solution.objective
 
     return timed_path(points, fit_point)

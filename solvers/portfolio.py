@@ -41,7 +41,7 @@ from typing import Any
 import numba
 
 from solvers.auto import AutoChoice, Entrant, Ranking
-from solvers.base import Fit, SolverParams, SolverSpec, Termination
+from solvers.base import Fit, SolverParams, SolverSpec, Termination, WarmStart
 from solvers.core.sparse import thread_count, threadsafe_threading_layer
 from solvers.data.dataset import Dataset
 from solvers.monitor import IterationRecord, Monitor, NullMonitor, QueuedLane
@@ -294,12 +294,13 @@ def _fit(fit_for: FitFor, dataset: Dataset, entrant: Entrant, lane: Monitor,
     handler = fit_for(entrant.spec, entrant.params)
     if start_model is not None and _warm_startable(entrant.spec, handler):
         return handler(dataset, entrant.spec, entrant.params, lane,
-                       start_model=start_model), True
+                       start=WarmStart(model=start_model)), True
     return handler(dataset, entrant.spec, entrant.params, lane), False
 
 
 def _warm_startable(spec: SolverSpec, handler: Callable[..., Fit]) -> bool:
-    """Whether a candidate takes the previous one's model as its start: a solver that
-    warm-starts, through a fit procedure that takes a start (one-vs-rest over its binary
-    problems; not a joint multi-class problem such as Crammer-Singer's)."""
-    return spec.warm_start and "start_model" in inspect.signature(handler).parameters
+    """Whether a candidate takes the previous one's model as its start
+    (``start=WarmStart(model=...)``): a solver that warm-starts, through a fit procedure that
+    takes a start (one-vs-rest over its binary problems; not a joint multi-class problem
+    such as Crammer-Singer's)."""
+    return spec.warm_start and "start" in inspect.signature(handler).parameters

@@ -21,6 +21,7 @@ from solvers.base import (
     SolverSpec,
     Solves,
     UnknownSolverError,
+    WarmStart,
 )
 
 # Every solver family of the library, in the order the catalogue lists them.
@@ -41,7 +42,7 @@ def mfn_newton(problem, start, tol, monitor):
     Wired here because families do not import each other."""
     params = mfn.MFNParams(C=problem.C, loss=problem.loss, bias=problem.bias,
                            bias_scale=problem.bias_scale, tol=tol)
-    return mfn.run(problem, params, monitor, start)
+    return mfn.run(problem, params, monitor, WarmStart(beta=start))
 
 
 _REGISTRY[dual_cd.SPECS[0].name] = dual_cd.with_newton(mfn_newton)

@@ -39,7 +39,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     solver : str, default "auto"
         A registered solver (``solvers.list_solvers()``), or "auto" to let the library choose.
     C : float, default 1.0
-        1/2||w||^2 + C sum loss (``design.md``).
+        1/2||w||^2 + C sum loss (``docs/design.md``).
     probability : bool, default False
         Fit Platt's sigmoids (5 more fits) so that ``predict_proba`` exists.
     loss, bias, tol, scale, multiclass, class_weight :

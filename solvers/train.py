@@ -355,8 +355,9 @@ def _solve_distributed(dataset: DistributedDataset, spec: SolverSpec, params: So
     When a round meets a lost worker (:class:`~solvers.distributed.PartitionLostError`), the
     partitions that no longer answer are read again from their shards onto the workers left
     (:meth:`~solvers.distributed.PartitionGroup.recover`), the problem is posed again and the
-    family's solve resumes from the checkpoint its engine kept (``problem.checkpoint``: mfn's
-    last iterate, the cutting planes' w_best with their cuts), at most
+    family's solve resumes from the checkpoint its engine kept (``problem.checkpoint``, a
+    :class:`~solvers.base.WarmStart` handed back as ``start``: mfn's and the interior-point
+    method's last iterate, the cutting planes' w_best with their cuts), at most
     ``dataset.max_restarts`` times; the records continue the log (numbered and timed on,
     tagged ``restart``).  Each restart is appended to ``restarts`` (which worker was lost,
     which partitions went where, the iteration it resumed after, a warning line), and the
@@ -380,10 +381,9 @@ def _solve_distributed(dataset: DistributedDataset, spec: SolverSpec, params: So
                                                loss=params.loss, bias=params.bias,
                                                bias_scale=params.bias_scale,
                                                p=params.loss_exponent)
-            kwargs = {} if resume is None else {"resume": resume}
             solution = spec.distributed(problem, params,
                                         CommunicationMonitor(counting, problem.communication),
-                                        **kwargs)
+                                        start=resume)
         except ValueError as exc:
             raise InvalidParametersError(str(exc)) from None
         except PartitionLostError as exc:

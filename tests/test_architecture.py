@@ -1,5 +1,5 @@
 """The library's shape: layers that import only downwards, no import cycle, no web or SQL code,
-and one source for every reported objective (``design.md`` section 3)."""
+and one source for every reported objective (``docs/design.md`` section 3.1)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ from shared_data import load
 
 import solvers
 from solvers.models import LinearModel
+from solvers.registry import FAMILIES
 
 SOLVERS_DIR = Path(solvers.__file__).resolve().parent
 
-# design.md section 3: core <- data, losses <- problems <- base types <- multiclass <-
+# docs/design.md section 3.1: core <- data, losses <- problems <- base types <- multiclass <-
 # families <- registry <- train.  A module may import its own layer and the ones below it
 # (the leaves -- tunables, termination codes, the monitor protocol -- from anywhere).
 LAYERS = {
@@ -46,7 +47,6 @@ LAYERS = {
     "solvers.warmup": 8,
     "solvers.model_selection": 9,
     "solvers.sklearn": 9,  # the scikit-learn estimator over train
-    "solvers.estimators": 10,  # its other name
     "solvers": 10,
 }
 FAMILY_LAYER = 6
@@ -68,6 +68,25 @@ def _layer(module: str) -> tuple[int, str]:
             return LAYERS[prefix], prefix
     family = ".".join(module.split(".")[:2])
     return FAMILY_LAYER, family
+
+
+def test_every_module_has_a_layer():
+    """A module is in a layer of :data:`LAYERS` or in the package of a registered solver
+    family: a new module placed in neither would get the families' layer by default."""
+    units = set(LAYERS) | {family.__name__ for family in FAMILIES}
+    placed = [module for module in _modules() if _layer(module)[1] in units]
+    assert placed == _modules(), sorted(set(_modules()) - set(placed))
+
+
+def test_the_library_imports_by_absolute_names():
+    """The layer check reads absolute imports: a relative one would escape it."""
+    relative = []
+    for module in _modules():
+        path = SOLVERS_DIR.joinpath(*module.split(".")[1:])
+        source = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        relative += [f"{module}:{node.lineno}" for node in ast.walk(ast.parse(source.read_text()))
+                     if isinstance(node, ast.ImportFrom) and node.level > 0]
+    assert not relative, "\n".join(relative)
 
 
 def _imports(module: str) -> set[str]:
@@ -303,25 +322,51 @@ def test_no_import_cycle(package):
     assert not cycles, "\n".join(" <-> ".join(cycle) for cycle in cycles)
 
 
-WEB_FREE_SERVICE_MODULES = ("app.errors", "app.crud", "app.jobs.admission", "app.evaluation",
-                            "app.prediction")
-"""The service's domain layers: they raise domain errors and know nothing of HTTP (the routes
-and ``app.api.errors`` do that)."""
+ROUTE_LAYER = ("app.api", "app.main", "app.ui")
+"""The service's web layer: the routes and their dependencies, the application factory and
+the dashboard.  Only these import the web framework: every module below them (the query
+layer, job admission and execution, uploads, predictions, evaluations, security, storage,
+the start-up steps ...) raises the domain errors of ``app.errors`` and knows nothing of HTTP
+(``app.errors``' own rule)."""
+ENTRY_POINTS = ("app.cli", "app.commands")
+"""The command line, which starts the application: above every layer of the service."""
+WEB_FRAMEWORK = ("fastapi", "starlette", "uvicorn")
 
 
-def test_the_service_domain_layers_import_no_web_framework():
-    graph_modules = _package_modules("app")
-    problems = []
-    for name, path in graph_modules.items():
-        if not any(name == m or name.startswith(m + ".") for m in WEB_FREE_SERVICE_MODULES):
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == package or module.startswith(package + ".") for package in packages)
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """The absolute names a module imports, wherever the import statement is."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_below_the_routes_no_module_imports_the_web_framework_or_the_routes():
+    """Every module of the service but the web layer and the command line imports neither
+    the web framework nor the web layer (nor the command line above it)."""
+    checked, problems = set(), []
+    for name, path in _package_modules("app").items():
+        if _within(name, ROUTE_LAYER + ENTRY_POINTS):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            problems += [f"{name} imports {n}" for n in names
-                         if n.split(".")[0] in ("fastapi", "starlette") or n == "app.api"
-                         or n.startswith("app.api.")]
+        checked.add(name)
+        offending = {imported for imported in _imported_modules(path)
+                     if imported.split(".")[0] in WEB_FRAMEWORK
+                     or _within(imported, ROUTE_LAYER + ENTRY_POINTS)}
+        problems += [f"{name} imports {imported}" for imported in sorted(offending)
+                     if not _within(imported.rpartition(".")[0], tuple(offending))]
     assert not problems, "\n".join(problems)
+    # the layers named in app.errors, and the start-up steps, are among those checked
+    assert {"app.errors", "app.crud.datasets", "app.jobs.admission", "app.uploads",
+            "app.prediction", "app.evaluation", "app.core.security", "app.lifespan",
+            "app.metrics", "app.jobs.worker"} <= checked
 
 
 def test_a_worker_process_imports_no_numba_before_it_sets_its_threads():

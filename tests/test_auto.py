@@ -204,10 +204,19 @@ def test_an_unmeasured_loss_gets_the_first_candidate_and_says_so():
 
 
 def test_tasks_narrow_the_candidates():
-    dna = load("dna.scale")
-    native = solvers.train(dna.subset(np.arange(600)), solver="auto", loss="hinge",
-                           multiclass="crammer_singer")
-    assert native.params.solver == "cutting_plane"  # the one Crammer-Singer solver
+    dna = load("dna.scale").subset(np.arange(600))
+    # tol 1e-3: at the default 1e-6 on a loaded machine every cutting-plane method spends its
+    # cap-and-switch budget (0.5 s) and dual_cd, last and cold, ends at its iteration limit
+    # (issue 52: a portfolio that keeps its candidates' progress)
+    native = solvers.train(dna, solver="auto", loss="hinge", multiclass="crammer_singer",
+                           tol=1e-3)
+    # the candidates that solve Crammer-Singer (cutting_plane, and dual_cd by Keerthi et al.'s
+    # sequential dual method): which one ends first depends on the machine's load
+    crammer_singer = {candidate.solver for candidate, _, _ in eligible_candidates(
+        AutoParams(loss="hinge", multiclass="crammer_singer"), DatasetShape.of(dna),
+        get_solver, supports_task)}
+    assert crammer_singer == {"cutting_plane", "dual_cd"}
+    assert native.params.solver in crammer_singer and native.status == "converged"
     # auto declares what its candidates solve: the refusal names what it does solve
     with pytest.raises(InvalidParametersError,
                        match="auto' does not solve ordinal regression problems with "

@@ -14,7 +14,9 @@ import pydantic
 import pytest
 from shared_data import data_path
 
-from app.cli import build_parser, main, solver_params
+import solvers
+from app.cli import build_parser, main
+from app.cli.solver_options import solver_params
 from solvers.registry import get_solver, list_solvers
 
 
@@ -50,6 +52,35 @@ def test_an_smo_kernel_model_exports_to_libsvms_format(tmp_path, capsys):
     text = capsys.readouterr().out
     assert text.startswith("svm_type c_svc\nkernel_type rbf\ngamma ")
     assert "label 1 -1" in text and "\nSV\n" in text
+
+
+def test_export_as_onnx_runs_in_onnxruntime_with_the_models_labels_and_scores(tmp_path, capsys):
+    onnxruntime = pytest.importorskip("onnxruntime")
+    model_file, onnx_file = tmp_path / "model.npz", tmp_path / "model.onnx"
+    assert main(["train", str(data_path("dna.scale")), "--solver", "mfn",
+                 "--model-out", str(model_file)]) == 0
+    assert main(["export", str(model_file), "--format", "onnx", "--output", str(onnx_file)]) == 0
+    capsys.readouterr()
+    model = solvers.load_model(model_file)
+    test = solvers.read_svmlight(data_path("dna.scale.t"), n_features=180)
+    session = onnxruntime.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"])
+    label, scores = session.run(["label", "scores"], {"X": model.onnx_input(test.X)})
+    np.testing.assert_array_equal(label, model.predict(test.X))
+    np.testing.assert_allclose(scores, model.decision_function(test.X), rtol=1e-6, atol=0)
+
+
+def test_export_of_a_model_onnx_cannot_hold_names_the_reason(tmp_path, capsys, monkeypatch):
+    model_file = tmp_path / "model.npz"
+    assert main(["train", str(data_path("heart_scale")), "--solver", "mfn",
+                 "--model-out", str(model_file)]) == 0
+    capsys.readouterr()
+
+    def refuse(self):
+        raise solvers.ModelExportError("this model kind has no ONNX form")
+
+    monkeypatch.setattr(type(solvers.load_model(model_file)), "to_onnx", refuse)
+    assert main(["export", str(model_file), "--format", "onnx"]) != 0
+    assert "this model kind has no ONNX form" in capsys.readouterr().err
 
 
 def test_info_json(capsys):
@@ -266,7 +297,7 @@ def test_train_with_a_literal_member_of_a_numeric_union(tmp_path, monkeypatch):
 
 
 def test_grids():
-    from app.cli import CLIError, parse_grid
+    from app.cli.common import CLIError, parse_grid
 
     assert parse_grid("2^-2:2^1") == [0.25, 0.5, 1.0, 2.0]
     assert parse_grid("0.1, 2^3,5") == [0.1, 8.0, 5.0]
@@ -550,11 +581,12 @@ def test_liblinear_options_that_do_not_map_are_one_line_errors(capsys, options, 
 
 def test_liblinear_options_set_the_parameters():
     """-s's problem, -c, -e, -B and -wi as the parameters they pose (2^k numbers accepted)."""
-    from app.cli import _solver_spec_from_argv, liblinear_argv, liblinear_params
+    from app.cli import solver_spec_from_argv
+    from app.cli.liblinear import liblinear_argv, liblinear_params
 
     argv = liblinear_argv(["train", "-s", "3", "-c", "2^3", "-e", "2^-10", "-B", "2",
                            "-w1", "2", "-w-1", "0.5", "x"])
-    spec = _solver_spec_from_argv(argv)
+    spec = solver_spec_from_argv(argv)
     args = build_parser(spec).parse_args(argv)
     params = solver_params(spec, args).model_dump()
     params.update(liblinear_params(args, spec))
@@ -568,6 +600,6 @@ def test_liblinear_options_set_the_parameters():
     args = build_parser(spec).parse_args(["train", "-s", "3", "x"])
     assert liblinear_params(args, spec)["bias"] == "none"  # LIBLINEAR's default -B -1
     argv = ["train", "-s", "4", "x"]
-    spec = _solver_spec_from_argv(argv)
+    spec = solver_spec_from_argv(argv)
     assert liblinear_params(build_parser(spec).parse_args(argv), spec)["multiclass"] == \
         "crammer_singer"

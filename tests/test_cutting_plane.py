@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from solvers.base import WarmStart
 from solvers.core.linesearch import piecewise_linear_root_jumps
 from solvers.core.sparse import TimedChoice
 from solvers.cutting_plane import (
@@ -458,7 +459,7 @@ def test_a_start_point_is_where_the_run_begins():
     params = CuttingPlaneParams(C=1.0, tol=1e-6)
     optimum = solve(problem, params)
     monitor = ListMonitor()
-    warm = solve(problem, params, monitor, start=optimum.beta)
+    warm = solve(problem, params, monitor, start=WarmStart(beta=optimum.beta))
     assert warm.status == "converged"
     assert monitor.records[0].objective <= optimum.objective * (1 + 1e-12)
     assert warm.objective == pytest.approx(optimum.objective, rel=2e-6)

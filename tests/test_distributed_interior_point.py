@@ -22,7 +22,7 @@ from shared_data import data_path
 
 import solvers
 from solvers import config
-from solvers.base import InvalidParametersError
+from solvers.base import InvalidParametersError, WarmStart
 from solvers.interior_point import InteriorPointParams
 from solvers.interior_point import run as run_single
 from solvers.interior_point.distributed import solve as solve_distributed
@@ -106,7 +106,7 @@ def test_hinge_free_bias_makes_the_single_machines_iterations(client, files, gat
 
 @pytest.mark.parametrize(("loss", "bias", "extra"), [
     ("squared_hinge", "free", {}),
-    ("hinge", "regularized", {"start": "ooqp"}),
+    ("hinge", "regularized", {"cold_start": "ooqp"}),
     ("squared_hinge", "none", {"stop_rule": "paper"}),
 ])
 def test_other_losses_biases_and_rules_equal_the_single_machine(client, files, loss, bias,
@@ -145,27 +145,28 @@ def test_max_iter_returns_the_iterate_of_smallest_gap_as_the_single_machine(clie
 
 def test_a_warm_start_and_the_resume_after_a_lost_worker_equal_the_single_machine(client,
                                                                                  files):
-    """The resume ``solvers.train`` hands the solve after a lost worker (``resume``: the
-    checkpoint, the last recorded iterate's (w, b)) is the single machine's warm start from
-    that point (``run(..., start=beta)``, ``mpc.warm_starting_point``): the same iterations
-    from there, the free bias's KKT point balanced on the partitions."""
+    """The resume ``solvers.train`` hands the solve after a lost worker (``start``: the
+    checkpoint, a WarmStart holding the last recorded iterate's (w, b)) is the single
+    machine's warm start from that point (``run(..., start=WarmStart(beta=beta))``,
+    ``mpc.warm_starting_point``): the same iterations from there, the free bias's KKT point
+    balanced on the partitions."""
     local, data = read(client, files, "a9a", 3)
     y = np.where(local.y == local.classes[1], 1.0, -1.0)
     nearby = solvers.problems.BinaryProblem(local.X, y, C=0.5, loss="hinge", bias="free")
     params = InteriorPointParams(C=1.0, loss="hinge", bias="free", linear_solver="direct",
                                  tol=1e-8)
-    start = run_single(nearby, params.model_copy(update={"C": 0.5})).beta
+    start = WarmStart(beta=run_single(nearby, params.model_copy(update={"C": 0.5})).beta)
     problem = nearby.with_C(1.0)
     one = run_single(problem, params, start=start)
     remote = sd.DistributedBinaryProblem(data, local.classes[1], C=1.0, loss="hinge",
                                          bias="free")
-    many = solve_distributed(remote, params, resume=start)
+    many = solve_distributed(remote, params, start=start)
     assert one.extras["start"] == many.extras["start"] == "warm"
     assert many.status == one.status == "converged"
     assert many.iterations == one.iterations
     assert many.objective == pytest.approx(one.objective, rel=1e-9)
     assert relative(one.beta, many.beta) <= 1e-9
-    assert np.array_equal(remote.checkpoint, many.beta)  # the last record's (w, b)
+    assert np.array_equal(remote.checkpoint.beta, many.beta)  # the last record's (w, b)
     data.close()
 
 

@@ -24,7 +24,7 @@ import solvers
 from bench.problems import BenchProblem
 from bench.references import hinge_clarabel, load_references
 from solvers import dual_cd
-from solvers.base import InvalidParametersError
+from solvers.base import InvalidParametersError, WarmStart
 from solvers.dual_cd import DualCDParams
 from solvers.monitor import ListMonitor
 from solvers.problems import BinaryProblem
@@ -36,7 +36,7 @@ LIBLINEAR_TYPE = {"squared_hinge": 1, "hinge": 3}
 
 def liblinear_beta(problem: BinaryProblem, extra: str = "") -> np.ndarray:
     """LIBLINEAR -s 1 / -s 3 at -e 1e-10 on ``problem`` (-B bias_scale for the regularized
-    bias, no -B without one), as design.md's beta."""
+    bias, no -B without one), as docs/design.md's beta."""
     from liblinear.liblinearutil import train
 
     options = f"-s {LIBLINEAR_TYPE[problem.loss]} -c {problem.C!r} -e 1e-10 -q {extra}"
@@ -220,7 +220,7 @@ def test_warm_starts_reach_the_same_optimum_in_fewer_iterations(loss):
     # alpha)
     other = "mfn" if loss == "squared_hinge" else "cutting_plane"
     loose = solvers.get_solver(other).params_model(C=0.1, loss=loss, tol=1e-3)
-    start = solvers.get_solver(other).run(problem, loose, None).beta
+    start = WarmStart(beta=solvers.get_solver(other).run(problem, loose, None).beta)
     warm = dual_cd.run(problem, exact, None, start=start)
     assert warm.status == "converged", warm.message
     assert abs(warm.objective - cold.objective) / cold.objective <= 1e-6
@@ -237,7 +237,7 @@ def test_warm_starts_reach_the_same_optimum_in_fewer_iterations(loss):
     lower, upper = problem.dual_bounds()
     assert np.all(clipped.alpha >= lower) and np.all(clipped.alpha <= upper)
     np.testing.assert_allclose(clipped.beta, problem.primal_from_dual(clipped.alpha))
-    from_dual = dual_cd.solve(problem, exact, alpha=alpha)
+    from_dual = dual_cd.solve(problem, exact, start=WarmStart(dual=alpha))
     assert abs(from_dual.objective - cold.objective) / cold.objective <= 1e-6
 
 

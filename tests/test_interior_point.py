@@ -13,7 +13,7 @@ from shared_data import load
 import solvers
 from bench.references import hinge_clarabel
 from solvers import config
-from solvers.base import InvalidParametersError
+from solvers.base import InvalidParametersError, WarmStart
 from solvers.core.linalg import cholesky_factor, conjugate_gradient
 from solvers.interior_point import (
     SVMQP,
@@ -33,7 +33,7 @@ from solvers.problems import BinaryProblem
 OBJECTIVE_RTOL = 1e-6
 # Tighter than the paper's 1e-6 (an absolute mu: 2n mu bounds the gap, 1.9e-5 relative on
 # a9a at tau = 0.05) so that the objective meets the bar on every set.
-TIGHT = {"stop_rule": "paper", "mu_tolerance": 1e-10, "residual_tolerance": 1e-8}
+TIGHT = {"stop_rule": "paper", "mu_tol": 1e-10, "residual_tol": 1e-8}
 
 SMALL_SETS = ["heart_scale", "australian_scale", "breast-cancer_scale", "diabetes_scale",
               "svmguide1", "mushrooms"]
@@ -125,7 +125,7 @@ def test_records_and_paper_stopping_rule():
 
 def test_ooqp_start_reaches_the_same_optimum():
     reference = clarabel("breast-cancer_scale")
-    _, solution = solve("breast-cancer_scale", linear_solver="direct", start="ooqp", **TIGHT)
+    _, solution = solve("breast-cancer_scale", linear_solver="direct", cold_start="ooqp", **TIGHT)
     assert solution.status == "converged"
     assert abs(relative(solution.objective, reference["objective"])) <= OBJECTIVE_RTOL
 
@@ -146,7 +146,7 @@ def test_warm_start_along_c_reaches_the_optimum_in_fewer_iterations(loss, bias):
         problem = BinaryProblem(X, y, C=C, loss=loss, bias=bias)
         params = InteriorPointParams(C=C, loss=loss, bias=bias, tol=1e-8)
         cold = run(problem, params)
-        warm = run(problem, params, start=previous)
+        warm = run(problem, params, start=None if previous is None else WarmStart(beta=previous))
         assert cold.status == warm.status == "converged", (C, warm.message)
         assert warm.extras["start"] == ("warm" if previous is not None else "scaled")
         assert abs(relative(warm.objective, cold.objective)) <= 1e-7, C
@@ -155,7 +155,7 @@ def test_warm_start_along_c_reaches_the_optimum_in_fewer_iterations(loss, bias):
         previous = warm.beta
     assert iterations["warm"] < 0.75 * iterations["cold"], iterations
     with pytest.raises(ValueError, match="n_features"):
-        run(problem, params, start=np.zeros(3))
+        run(problem, params, start=WarmStart(beta=np.zeros(3)))
 
 
 def test_max_iter_and_monitor_stop():
@@ -334,7 +334,7 @@ def test_ooqp_status_tests():
     minimum after 10 checks), stagnation (min phi not halved in 30) and residuals that stop
     following mu (||r|| / mu up 1e8), each its own termination code."""
     def make(max_iter=100):
-        return OOQPStatus(dnorm=1.0, mu_tolerance=1e-6, residual_tolerance=1e-6,
+        return OOQPStatus(dnorm=1.0, mu_tol=1e-6, residual_tol=1e-6,
                           max_iter=max_iter)
 
     falling = [10.0 ** -k for k in range(12)]
@@ -372,7 +372,7 @@ def test_squared_hinge_extension_matches_clarabel(bias):
 
 
 def test_sample_weights_are_per_example_tau():
-    """tau_i = C * sample_weight_i (design.md's C_i) in problem (1)."""
+    """tau_i = C * sample_weight_i (docs/design.md's C_i) in problem (1)."""
     X, y = binary("heart_scale")
     weights = np.random.default_rng(5).uniform(0.2, 3.0, y.shape[0])
     problem = BinaryProblem(X, y, C=0.5, loss="hinge", bias="free", sample_weight=weights)

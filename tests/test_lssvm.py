@@ -255,7 +255,7 @@ def test_relaxed_with_a_equal_one_is_the_linear_proximal_svm():
 
 
 def test_sesquismo_linear_is_the_l2_svm_that_mfn_solves():
-    """SesquiSMO's problem is the squared hinge with the bias weighted by A: design.md's
+    """SesquiSMO's problem is the squared hinge with the bias weighted by A: docs/design.md's
     regularized bias with bias_scale = 1/sqrt(A), which L2-SVM-MFN solves independently."""
     train, _ = _subset("breast-cancer_scale", 400)
     A = 4.0

@@ -1,5 +1,5 @@
 """Joshi et al., Table 1: 10-fold cross-validation accuracy of the classical LS-SVM, 2SMO and
-SesquiSMO with the RBF kernel, gamma = 1, the paper's C = 1 (our C = 0.5, design.md's
+SesquiSMO with the RBF kernel, gamma = 1, the paper's C = 1 (our C = 0.5, docs/design.md's
 C_J = 2 C) and A = 1e4.  Training times are measured in bench/bench_lssvm.py, not here.
 
 The paper's PIMA-INDIAN and BREAST-W rows match RBF gamma = 1 on the *unscaled* UCI features

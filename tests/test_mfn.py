@@ -12,7 +12,7 @@ from shared_data import load, random_csr
 import solvers
 from bench.references import binary_lbfgs_optimum, liblinear_optimum
 from solvers import mfn
-from solvers.base import InvalidParametersError
+from solvers.base import InvalidParametersError, WarmStart
 from solvers.core import gram
 from solvers.core.gram import NormalEquations
 from solvers.mfn import engine as mfn_engine
@@ -105,9 +105,9 @@ def test_heuristics_as_in_appendix_a():
     assert epsilons == sorted(epsilons, reverse=True)
     assert [run["epsilon"] for run in with_heuristics.extras["runs"]] == [1e-6]
     plain = mfn.solve(problem, mfn.MFNParams(first_round_epsilon=None, linear_solver="cgls",
-                                             initial_cgls_iterations=None, tol=None))
+                                             initial_cgls_iter=None, tol=None))
     assert abs(relative(plain.objective, with_heuristics.objective)) <= SAME_OPTIMUM_RTOL
-    # the records carry design.md's objective and the relative duality gap
+    # the records carry docs/design.md's objective and the relative duality gap
     assert records[-1].objective == pytest.approx(with_heuristics.objective, rel=1e-12)
     assert records[-1].optimality <= 1e-8
     objectives = [r.objective for r in records]
@@ -139,7 +139,7 @@ def test_itermax_and_monitor_stop():
 def test_records_carry_the_duality_gap_of_the_reported_point(name, loss, C, c_path_start,
                                                              linear_solver):
     """The record's gap comes from step 3's pass over the next active set (shared with the
-    CGLS warm start); at an unfinished point it must equal P - D of design.md's problem at
+    CGLS warm start); at an unfinished point it must equal P - D of docs/design.md's problem at
     the KKT map, computed independently."""
     X, y = binary(name)
     problem = BinaryProblem(X, y, C=C, loss=loss)
@@ -207,7 +207,7 @@ def test_seed_from_weights_solves_eqs_8_9():
     gamma, b0 = np.linalg.lstsq(A, np.r_[y[active], 0.0, 0.0], rcond=None)[0]
     np.testing.assert_allclose(beta, np.r_[gamma * w_guess, b0], rtol=1e-10)
     # a run started from a guessed w reaches the optimum
-    seeded = mfn.solve(problem, w_guess=w_guess)
+    seeded = mfn.solve(problem, start=WarmStart(beta=mfn.seed_from_weights(problem, w_guess)))
     cold = mfn.solve(problem)
     assert abs(relative(seeded.objective, cold.objective)) <= SAME_OPTIMUM_RTOL
 
@@ -274,7 +274,8 @@ def test_cold_start_at_a_large_c_goes_through_a_c_path():
     assert [run["C"] for run in plain.extras["runs"]] == [100.0]
     assert abs(relative(path.objective, plain.objective)) <= SAME_OPTIMUM_RTOL
     # a given starting point is not replaced by the path
-    seeded = mfn.solve(problem, mfn.MFNParams(C=100.0, linear_solver="cgls"), beta0=plain.beta)
+    seeded = mfn.solve(problem, mfn.MFNParams(C=100.0, linear_solver="cgls"),
+                       start=WarmStart(beta=plain.beta))
     assert [run["C"] for run in seeded.extras["runs"]] == [100.0]
     # exact Newton steps (the factorized step 3) go straight to C
     factorized = mfn.solve(problem)
@@ -296,7 +297,7 @@ def test_dual_recovery_and_kkt_continuation():
     assert violation > 1.0
     tau = 1e-5
     driven = mfn.solve(problem, mfn.MFNParams(epsilon=1e-2, first_round_epsilon=None,
-                                              dual_kkt_tolerance=tau, linear_solver="cgls"))
+                                              dual_kkt_tol=tau, linear_solver="cgls"))
     assert driven.status == "converged" and "dual KKT" in driven.message
     assert driven.extras["dual_kkt_violation"] <= tau
     assert [run["epsilon"] for run in driven.extras["runs"]][1:] == \
@@ -350,9 +351,9 @@ def test_tol_is_refused_beside_another_stopping_rule():
     with pytest.raises(ValueError, match="homotopy stops on its certified gap"):
         mfn.MFNParams(loss="hinge", tol=None)
     with pytest.raises(ValueError, match="give one"):
-        mfn.MFNParams(tol=1e-3, dual_kkt_tolerance=1e-3)
-    # dual_kkt_tolerance alone replaces the gap rule
-    assert mfn.MFNParams(dual_kkt_tolerance=1e-3).tol is None
+        mfn.MFNParams(tol=1e-3, dual_kkt_tol=1e-3)
+    # dual_kkt_tol alone replaces the gap rule
+    assert mfn.MFNParams(dual_kkt_tol=1e-3).tol is None
 
 
 @pytest.mark.parametrize("options", [{"preconditioning": 0.01},

@@ -67,7 +67,7 @@ def test_heuristics_and_bias_scale_reach_the_same_ordinal_optimum():
     ds = dataset("glucose")
     problem = ordinal_problem(ds, 1.0)
     plain = mfn.solve_ordinal(problem, mfn.MFNParams(task="ordinal", first_round_epsilon=None,
-                                                     initial_cgls_iterations=None))
+                                                     initial_cgls_iter=None))
     default = mfn.solve_ordinal(problem)
     assert default.objective == pytest.approx(plain.objective, rel=1e-10)
     scaled = ordinal_problem(ds, 1.0, bias_scale=3.0)

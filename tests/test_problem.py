@@ -202,29 +202,6 @@ def test_balancing_shift_with_one_class():
 # -- the rest of the problem layer ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("loss", ["squared_hinge", "modified_huber", "least_squares", "lp"])
-@pytest.mark.parametrize("bias", BIAS_MODES)
-def test_hessian_vector_and_preconditioner(loss, bias):
-    problem = _problem(loss, bias, weighted=True, p=1.6)
-    rng = np.random.default_rng(8)
-    beta = rng.standard_normal(9) * 0.3
-    if bias == "none":
-        beta[-1] = 0.0
-    X = np.asarray(problem.X.todense())
-    Xt = np.hstack([X, np.full((X.shape[0], 1), problem.effective_bias_scale)])
-    H = Xt.T @ np.diag(problem.hessian_diagonal_weights(beta)) @ Xt
-    H += np.diag(np.r_[np.ones(8), problem.bias_regularization])
-    if bias == "none":
-        H[-1, :] = 0.0
-        H[:, -1] = 0.0
-    v = rng.standard_normal(9)
-    np.testing.assert_allclose(problem.hessian_vector(beta, v), H @ v, rtol=1e-10, atol=1e-12)
-    expected = np.diag(H).copy()
-    if bias == "none":
-        expected[-1] = 1.0
-    np.testing.assert_allclose(problem.preconditioner_diagonal(beta), expected, rtol=1e-12)
-
-
 @pytest.mark.parametrize("loss", LOSSES)
 def test_risk_subgradient_is_a_cutting_plane(loss):
     problem = _problem(loss, "regularized", weighted=True, p=1.3)

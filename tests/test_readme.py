@@ -37,4 +37,4 @@ def test_the_readme_examples_run_and_print_what_they_say(tmp_path, monkeypatch):
             exec(compile(runnable, f"README.md python block {number}", "exec"), namespace)
         for figure in promised_outputs(code):
             assert figure in printed.getvalue(), (number, figure, printed.getvalue()[:2000])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a9a.liblinear"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a9a.liblinear", "a9a.onnx"]

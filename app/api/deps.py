@@ -18,8 +18,8 @@ from typing import Annotated
 from fastapi import Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
+from app.api.security import PrincipalDep
 from app.core.config import Settings
-from app.core.security import PrincipalDep
 from app.crud import datasets as crud_datasets
 from app.crud import jobs as crud_jobs
 from app.crud import models as crud_models

@@ -137,11 +137,6 @@ class LogStreams:
         """Streams open now per owner (a key's digest, or ``client:<address>``)."""
         return dict(self._open)
 
-    @property
-    def watched_jobs(self) -> int:
-        """Jobs with a feed (a poller) now."""
-        return len(self._feeds)
-
     def acquire(self, owner: str) -> None:
         """Take a stream slot for ``owner`` (a key digest or a client address), or raise
         503 (the process's cap) / 429 (the owner's cap), both with ``Retry-After``."""

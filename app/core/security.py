@@ -18,7 +18,8 @@ are stored with the empty owner ``""``, and when keys are turned on later only a
 them.  A request sends its key in the
 ``X-API-Key`` header or as a bearer token, ``Authorization: Bearer <key>`` (both are declared in
 the OpenAPI spec, so a generated client's ``AuthenticatedClient(token=key)`` works as it is);
-when both come, ``X-API-Key`` is the one checked.
+when both come, ``X-API-Key`` is the one checked.  This module knows no web framework: the
+routes' dependencies that read the key from a request are :mod:`app.api.security`'s.
 
 Scopes are ordered: ``read`` (GETs, predictions, evaluations) < ``train`` (uploads, jobs,
 cancellations) < ``admin`` (deletions); a key of a scope may do everything the lower scopes
@@ -32,24 +33,11 @@ import hashlib
 import hmac
 import re
 from pathlib import Path
-from typing import Annotated
-
-from fastapi import Depends, Request, Security
-from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from app.core.principals import OPEN, Principal, Scope, own_owner
 from app.errors import Forbidden, Unauthenticated
 
 API_KEY_HEADER = "X-API-Key"
-
-_api_key = APIKeyHeader(
-    name=API_KEY_HEADER, scheme_name="ApiKey", auto_error=False,
-    description="An API key of scope read (GETs, predictions), train (uploads, jobs) or admin "
-                "(deletions); configured with SVMSVC_API_KEYS or SVMSVC_API_KEYS_FILE.")
-
-_bearer = HTTPBearer(
-    scheme_name="Bearer", auto_error=False,
-    description="The same API key as a bearer token: Authorization: Bearer <key>.")
 
 _HASHED = re.compile(r"sha256:([0-9a-fA-F]{64})")
 _OWNER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
@@ -179,34 +167,3 @@ def presented_key(headers) -> str | None:
         return key
     scheme, _, token = (headers.get("Authorization") or "").partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
-
-
-async def current_principal(
-        request: Request, key: Annotated[str | None, Security(_api_key)],
-        bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]) -> Principal:
-    """The request's principal (401 for a missing or unknown key); computed once a request
-    (FastAPI caches a dependency's value), however many dependencies ask for it."""
-    # async: a few microseconds of hashing, not worth a hop to the thread pool
-    if not key and bearer is not None:
-        key = bearer.credentials
-    return authorize(request.app.state.api_keys, key, Scope.read)
-
-
-PrincipalDep = Annotated[Principal, Depends(current_principal)]
-"""Who the request acts for (:data:`OPEN` when the service has no keys)."""
-
-
-def require(needed: Scope):
-    """A dependency (use with ``Security``) that lets through keys of scope ``needed`` or
-    higher (403 otherwise); it returns the request's principal."""
-
-    async def check(principal: PrincipalDep) -> Principal:
-        return check_scope(principal, needed)
-
-    check.__name__ = f"require_{needed.name}"
-    return check
-
-
-READ = Security(require(Scope.read))
-TRAIN = Security(require(Scope.train))
-ADMIN = Security(require(Scope.admin))

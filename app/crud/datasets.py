@@ -103,6 +103,11 @@ def register_sharded(sessions: Sessions, shards: list[str], name: str | None,
         return row, True
 
 
+def stored_digests(session: Session) -> set[str]:
+    """The content digests of every dataset with a row (what the store may keep)."""
+    return set(session.scalars(select(Dataset.sha256)))
+
+
 def record_scan(session: Session, dataset_id, stats: dict) -> None:
     """Write what a job's read of a sharded dataset's shards found (its statistics, the
     time); the latest read is what the row says."""

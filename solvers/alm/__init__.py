@@ -1,6 +1,7 @@
 """SVM-ALM: the augmented-Lagrangian primal solver of Nie, Huang, Wang & Huang (ICML 2014).
 
-Problem (4) of the paper, in ``design.md``'s convention (the same C; C_i = C * sample_weight_i)::
+Problem (4) of the paper, in ``docs/design.md``'s convention (the same C; C_i = C *
+sample_weight_i)::
 
     minimize  1/2 (||w||^2 + r b^2) + sum_i C_i max(0, 1 - y_i (w.x_i + s b))^p,   1 <= p <= 2
 
@@ -175,16 +176,17 @@ paper's 100-iteration limit is ``max_iter=100`` (the default, 20000, lets the ga
 ``tol``).  Records carry the objective, the relative gap, the primal and dual residuals, mu
 and (exact) the CGLS iterations of the step (0 when the Cholesky factor solves it).
 
-Start: w = 0, b = 0, lambda = 0.  ``initial_w="one"`` is Algorithms 1-2's w = 1, which the
+Start: w = 0, b = 0, lambda = 0.  ``cold_start="one"`` is Algorithms 1-2's w = 1, which the
 paper does not justify (the all-ones w has nothing to do with the data's scale or sign) and
 which measured no better (relative gap 1e-6, C = 1, with mu = C and CGLS steps, the defaults
 then; iterations w = 0 / w = 1): squared hinge
 heart 20 / 38, australian 21 / 35, ijcnn1 72 / 73; hinge heart 736 / 679, australian 1647 /
 3031; a9a after 30 s: 50 / 39 (squared hinge) and 40 / 31 (hinge) iterations, neither done.
 Zero is the default: it is the natural cold start and never worse by much.  A warm start
-``w_guess`` or ``beta0`` takes lambda = -y alpha, alpha the balanced KKT map of that point;
-the spec's ``run(..., start=beta)`` is the latter, so cross-validation's C paths start each C
-from the last one's solution.
+(``start=WarmStart(beta=...)``, ``solvers.base.WarmStart``) takes lambda = -y alpha, alpha the
+balanced KKT map of that point, or the given dual point (``WarmStart(dual=alpha)``); the
+spec's ``run`` reads it the same way, so cross-validation's C paths start each C from the last
+one's solution.
 Multi-class: one-vs-rest through ``solvers.multiclass``.
 
 Verified (``tests/test_alm.py``, ``tests/test_alm_large.py``; 1e-6 relative on the objective):
@@ -239,7 +241,7 @@ SPECS = (
         reference="F. Nie, Y. Huang, X. Wang and H. Huang, New primal SVM solver with linear "
                   "computational cost for big data classifications, ICML 2014.",
         warm_up=warm_up,
-        # a C path's next point from the last one (beta0, lambda from its KKT map): a 5-fold,
+        # a C path's next point from the last one (beta, lambda from its KKT map): a 5-fold,
         # 11-C search took a third to a half of the time of every point cold
         # (bench/history/measurements.json, alm-warm-start)
         warm_start=True,

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from solvers.base import SolverParams, Solves, gap_tolerance_field
+from solvers.losses import LOSS_TYPES, canonical
 
 #: What alm solves: the Lp-loss SVM (problem (4), 1 <= p <= 2, whose ends are the hinge and
 #: the squared hinge), with the paper's free bias or LIBLINEAR's regularized one, or none.
@@ -21,6 +22,7 @@ class ALMParams(SolverParams):
     section 4 protocol."""
 
     solves: ClassVar[Solves] = ALM_SOLVES
+    renamed_fields: ClassVar[dict[str, str]] = {"initial_w": "cold_start"}  # as interior_point's
 
     solver: Literal["alm"] = "alm"
     multiclass: ALM_SOLVES.choices("multiclass") = ALM_SOLVES.multiclass_field()
@@ -93,9 +95,9 @@ class ALMParams(SolverParams):
                     "so far (still an upper bound on the relative suboptimality).")
     max_cgls_iter: int = Field(1000, ge=1,
                                description="exact: CGLS iteration cap per (w, b)-step.")
-    initial_w: Literal["zero", "one"] = Field(
-        "zero", description="Cold start w = 0 (default) or the paper's w = 1 (all ones); b = 0 "
-                            "and lambda = 0 either way.")
+    cold_start: Literal["zero", "one"] = Field(
+        "zero", description="Starting point without a warm start: w = 0 (default) or the "
+                            "paper's w = 1 (all ones); b = 0 and lambda = 0 either way.")
     stop_rule: Literal["gap", "paper"] = Field(
         "gap",
         description="gap: stop when the relative duality gap is at most tol; paper: stop when "
@@ -114,11 +116,7 @@ class ALMParams(SolverParams):
 
     @property
     def loss_exponent(self) -> float:
-        if self.loss == "hinge":
-            return 1.0
-        if self.loss == "squared_hinge":
-            return 2.0
-        return self.p
+        return canonical(self.loss, self.p)[1]
 
     @model_validator(mode="before")
     @classmethod
@@ -126,17 +124,24 @@ class ALMParams(SolverParams):
         """hinge and squared_hinge fix p: set it, so that the parameters dumped (a stored
         job's) validate again (a default p = 2 beside loss hinge would not)."""
         if isinstance(data, dict) and "p" not in data:
-            fixed = {"hinge": 1.0, "squared_hinge": 2.0}.get(data.get("loss"))
+            fixed = _fixed_exponent(data.get("loss"))
             if fixed is not None:
                 data = {**data, "p": fixed}
         return data
 
     @model_validator(mode="after")
     def _p_matches_loss(self):
-        fixed = {"hinge": 1.0, "squared_hinge": 2.0}.get(self.loss)
+        fixed = _fixed_exponent(self.loss)
         if fixed is not None and "p" in self.model_fields_set and self.p != fixed:
             raise ValueError(f"loss {self.loss!r} is p = {fixed:g}; use loss='lp' for p = "
                              f"{self.p:g}")
         if self.mu0 is not None and self.mu0 > self.mu_max:
             raise ValueError("mu0 must not exceed mu_max")
         return self
+
+
+def _fixed_exponent(loss) -> float | None:
+    """The exponent a declared loss without one of its own has fixed (the hinge's 1, the
+    squared hinge's 2: lp at the ends of its range); None for lp and for anything else."""
+    cls = LOSS_TYPES.get(loss) if isinstance(loss, str) else None
+    return None if cls is None or cls.has_exponent else cls.p

@@ -10,7 +10,13 @@ import numpy as np
 from solvers import config
 from solvers.alm.kernels import fused_outputs_and_pass, multiplier_and_e_step, row_squares
 from solvers.alm.params import ALM_SOLVES, ALMParams
-from solvers.base import Solution, Termination
+from solvers.base import (
+    Solution,
+    Termination,
+    WarmStart,
+    replaced_keyword,
+    warm_start_argument,
+)
 from solvers.core.gram import weighted_gram
 from solvers.core.linalg import cgls_compact, cholesky_factor, cholesky_factor_solve, dot, gram_cost
 from solvers.core.sparse import CompactRows, padded_width, thread_count, use_parallel
@@ -23,7 +29,7 @@ _REFRESH = 50  # recompute the outputs exactly every this many iterations (updat
 def default_params(problem: BinaryProblem) -> ALMParams:
     return ALMParams(C=problem.C, loss=problem.loss, bias=problem.bias,
                      bias_scale=problem.bias_scale,
-                     **({"p": problem.p} if problem.loss == "lp" else {}))
+                     **({"p": problem.p} if problem.loss_function.has_exponent else {}))
 
 
 def use_cholesky(params: ALMParams, X) -> bool:
@@ -277,28 +283,24 @@ class _Iterate:
         self.outputs -= step * q
 
 
-def _start(problem: BinaryProblem, params: ALMParams, beta0, w_guess, lambda0):
-    if beta0 is not None and w_guess is not None:
-        raise ValueError("give either beta0 or w_guess")
-    warm = beta0 is not None or w_guess is not None
-    if w_guess is not None:
-        w_guess = np.asarray(w_guess, dtype=np.float64)
-        if w_guess.shape != (problem.n_features,):
-            raise ValueError(f"w_guess must have n_features = {problem.n_features} entries")
-        beta = np.r_[w_guess, 0.0]
-    elif beta0 is not None:
-        beta = np.array(beta0, dtype=np.float64)
+def _start(problem: BinaryProblem, params: ALMParams, start: WarmStart | None):
+    """(beta, lambda) of the first iteration: the cold start (w = 0, or 1 with
+    ``cold_start="one"``; b = 0; lambda = 0), or ``start.beta`` and lambda = -y alpha with
+    alpha ``start.dual`` or, without one, the balanced KKT map of ``start.beta``."""
+    beta_given = start is not None and start.beta is not None
+    if beta_given:
+        beta = np.array(start.beta, dtype=np.float64)
         if beta.shape != (problem.n_features + 1,):
-            raise ValueError("beta0 must have n_features + 1 entries")
+            raise ValueError("start.beta must have n_features + 1 entries")
     else:
         beta = problem.zeros()
-        if params.initial_w == "one":
+        if params.cold_start == "one":
             beta[:-1] = 1.0
     if problem.bias == "none":
         beta[-1] = 0.0
-    if lambda0 is not None:
-        lam = np.array(lambda0, dtype=np.float64)
-    elif warm:
+    if start is not None and start.dual is not None:
+        lam = -problem.y * np.asarray(start.dual, dtype=np.float64)
+    elif beta_given:
         # the multipliers a warm start implies: lambda = -y alpha, alpha the KKT map
         lam = -problem.y * problem.balance(problem.dual_from_primal(beta))
     else:
@@ -306,22 +308,44 @@ def _start(problem: BinaryProblem, params: ALMParams, beta0, w_guess, lambda0):
     return beta, lam
 
 
+def _weights_start(problem: BinaryProblem, w_guess) -> np.ndarray:
+    """The deprecated ``w_guess``'s beta: (w_guess, 0)."""
+    w_guess = np.asarray(w_guess, dtype=np.float64)
+    if w_guess.shape != (problem.n_features,):
+        raise ValueError(f"w_guess must have n_features = {problem.n_features} entries")
+    return problem.join(w_guess, 0.0)
+
+
 def solve(problem: BinaryProblem, params: ALMParams | None = None,
-          monitor: Monitor | None = None, *, beta0: np.ndarray | None = None,
-          w_guess: np.ndarray | None = None, lambda0: np.ndarray | None = None) -> Solution:
+          monitor: Monitor | None = None, start: WarmStart | None = None, *,
+          beta0: np.ndarray | None = None, w_guess: np.ndarray | None = None,
+          lambda0: np.ndarray | None = None) -> Solution:
     """Solve a binary ``problem`` (hinge, squared hinge or lp loss; any bias mode) by SVM-ALM.
 
-    Start: w = 0 (or the paper's w = 1 with ``initial_w="one"``), b = 0, lambda = 0; or a warm
-    start ``w_guess`` (b = 0) / ``beta0``, with lambda = -y alpha, alpha the balanced KKT map
-    of that point, unless ``lambda0`` is given.  C, the loss and the bias are the problem's.
+    Start: w = 0 (or the paper's w = 1 with ``cold_start="one"``), b = 0, lambda = 0; or the
+    :class:`~solvers.base.WarmStart` ``start``: (w, b) = ``start.beta`` and the multipliers
+    lambda = -y alpha, alpha = ``start.dual`` or, without it, the balanced KKT map of
+    ``start.beta`` (its ``state`` and ``model`` are ignored).  C, the loss and the bias are
+    the problem's.
+
+    Deprecated spellings, kept for one release: ``beta0`` (``start.beta``), ``w_guess``
+    (``start.beta`` = (w_guess, 0)) and ``lambda0`` (``start.dual`` = -y lambda0).
     """
     ALM_SOLVES.require_problem(problem, "alm")
     params = params or default_params(problem)
+    start = replaced_keyword(warm_start_argument(start), "beta0", beta0, "beta")
+    start = replaced_keyword(
+        start, "w_guess", None if w_guess is None else _weights_start(problem, w_guess),
+        "beta", "start=WarmStart(beta=problem.join(w_guess, 0.0))")
+    start = replaced_keyword(
+        start, "lambda0",
+        None if lambda0 is None else -problem.y * np.asarray(lambda0, dtype=np.float64),
+        "dual", "start=WarmStart(dual=alpha), alpha = -y lambda0")
     reporter = Reporter(monitor, "relative_duality_gap")
     loss = problem.loss_function
     y = problem.y
     lower, upper = problem.dual_bounds()
-    beta, lam = _start(problem, params, beta0, w_guess, lambda0)
+    beta, lam = _start(problem, params, start)
     it = _Iterate(problem, beta, lam)
     exact = params.variant == "exact"
     factorized = use_cholesky(params, problem.X)
@@ -452,7 +476,8 @@ def solve(problem: BinaryProblem, params: ALMParams | None = None,
 
 
 def run(problem: BinaryProblem, params: ALMParams, monitor: Monitor,
-        start: np.ndarray | None = None) -> Solution:
+        start: WarmStart | None = None) -> Solution:
     """The spec's entry point (binary problems; the multiclass layer does one-vs-rest);
-    ``start``: the parameter vector of a nearby problem (another C), taken as ``beta0``."""
-    return solve(problem, params, monitor, beta0=start)
+    ``start``: a :class:`~solvers.base.WarmStart`, e.g. the parameter vector of a nearby
+    problem (another C), read as :func:`solve` reads it."""
+    return solve(problem, params, monitor, start=warm_start_argument(start))

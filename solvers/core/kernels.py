@@ -1,6 +1,6 @@
 """Kernel functions between CSR rows, kernel rows and blocks, and a bounded kernel-row cache.
 
-Kernels (``design.md`` section 2), for rows x, z of sparse matrices::
+Kernels (``docs/design.md`` section 2.7), for rows x, z of sparse matrices::
 
     linear       k(x, z) = x . z
     rbf          k(x, z) = exp(-gamma ||x - z||^2)       ||x - z||^2 = ||x||^2 + ||z||^2 - 2 x.z

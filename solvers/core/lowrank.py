@@ -1,4 +1,4 @@
-"""Low-rank kernel factors: Nystrom and pivoted incomplete Cholesky (``design.md`` section 3).
+"""Low-rank kernel factors: Nystrom and pivoted incomplete Cholesky (``docs/design.md`` section 3).
 
 Both give a dense float64 factor G (n x r) with G G' ~ K, K_ij = k(x_i, x_j) the kernel of
 :mod:`solvers.core.kernels` (the same kernels, parameters and Numba row code as the exact
@@ -332,9 +332,9 @@ def nystrom(X, kernel: Kernel, rank: int, seed: int = 0, landmarks: str = "unifo
     return Factor(G, FeatureMap(L, kernel, M), "nystrom", residual, trace, chosen)
 
 
-def warm_up() -> None:
-    """Compile the incomplete Cholesky's loops (serial and parallel) on a few rows."""
-    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0]]))
+def warm_up(X) -> None:
+    """Compile the incomplete Cholesky's loops (serial and parallel) on the few rows of ``X``
+    (for its index width)."""
     for name in ("linear", "rbf", "polynomial"):
         kernel = Kernel(name, 0.5, 2, 1.0)
         for parallel in (False, True):

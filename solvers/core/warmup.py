@@ -20,8 +20,11 @@ def _tiny_matrices():
     X32 = sp.csr_matrix(dense)
     X32.indices = X32.indices.astype(np.int32)
     X32.indptr = X32.indptr.astype(np.int32)
-    X64 = sp.csr_matrix((X32.data, X32.indices.astype(np.int64), X32.indptr.astype(np.int64)),
-                        shape=X32.shape)
+    # set after construction: SciPy's constructor narrows index arrays to int32 when their
+    # values fit, which made this matrix int32 too and left the int64 kernels uncompiled
+    X64 = X32.copy()
+    X64.indices = X32.indices.astype(np.int64)
+    X64.indptr = X32.indptr.astype(np.int64)
     return X32, X64
 
 
@@ -65,11 +68,11 @@ def warm_up(parallel: bool = True, index_widths: tuple[int, ...] = (32, 64)) -> 
                     pair_ptr=np.array([0, 1, 3]), pair_col=np.array([0, 0, 1]))
         linalg.cgls_compact(compact, np.ones(2), None, np.zeros(4), bias_scale=1.0, lam=1.0,
                             residual=np.ones(2), gradient=np.ones(4))
+        for flag in ((False, True) if parallel else (False,)):
+            linalg.gram_update(X, rows, np.ones(2), np.zeros((4, 4)), extra_value=1.0,
+                               parallel=flag)
+        lowrank.warm_up(X)
     linalg.dot(w, w)
-    for flag in ((False, True) if parallel else (False,)):
-        linalg.gram_update(X, rows, np.ones(2), np.zeros((4, 4)), extra_value=1.0,
-                           parallel=flag)
     linesearch.piecewise_linear_root(-1.0, 1.0, np.array([0.5]), np.array([0.1]),
                                      np.array([0.1]))
-    lowrank.warm_up()
     return time.perf_counter() - start

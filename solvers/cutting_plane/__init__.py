@@ -1,7 +1,7 @@
 """Cutting-plane methods for the hinge loss: Joachims' CPA (SVMperf), Franc & Sonnenburg's
 OCAS, and Arnosti's GCA2 and TCA (N. Arnosti, "Reducing training time for linear SVMs", 2010).
 
-Problems (``design.md``), C_i = C * sample_weight_i, x~_i = (x_i, s) with s = ``bias_scale``
+Problems (``docs/design.md``), C_i = C * sample_weight_i, x~_i = (x_i, s) with s = ``bias_scale``
 (bias ``regularized``, libocas' constant coordinate X0) or without the column (``none``)::
 
     binary          F(w) = 1/2 ||w||^2 + sum_i C_i max(0, 1 - y_i w . x~_i)
@@ -15,7 +15,7 @@ bias the first reduced problems are unbounded.
 Parameter mapping.  The papers (Joachims 2006 eq. (3); Franc & Sonnenburg 2008, 2009; Arnosti
 eqs. (1), (3), (5)) write 1/2 ||w||^2 + (C_s / n) sum xi_i: **C_s = C n**.  The libocas code
 Arnosti ran writes 1/2 ||w||^2 + C sum xi_i: that C is ours.  SVMperf's ``-c`` is c_perf with
-**C = c_perf * 100 / n** (``design.md`` section 2).  libocas' ``TolRel`` is ``tol``, its
+**C = c_perf * 100 / n** (``docs/design.md`` section 2.6).  libocas' ``TolRel`` is ``tol``, its
 ``BufSize`` ``cut_buffer``, its ``MU`` = 0.1 ``cut_point``; its dual variables are C times
 ours (:mod:`solvers.cutting_plane.qp`).
 
@@ -46,7 +46,7 @@ One iteration (libocas' ``svm_ocas_solver`` / ``msvm_ocas_solver`` loop):
    only accumulates the subgradient);
 6. stop when F(w_best) - F_t(w_t) <= tol |F(w_best)|.
 
-Each iteration reports F(w_best) (``design.md``'s objective, from the outputs by the problem
+Each iteration reports F(w_best) (``docs/design.md``'s objective, from the outputs by the problem
 layer) and the relative gap (F(w_best) - F_t(w_t)) / |F(w_best)| as ``relative_duality_gap``,
 with extras ``lower_bound`` (F_t(w_t)), ``cuts``, ``nnz_alpha``, ``mu``, ``qp_steps`` (active-
 set iterations plus SMO steps), ``qp_gap`` and the seconds of the iteration in the oracle, the
@@ -61,8 +61,10 @@ Each point of a path starts at the last solution with the whole buffer of cuts c
 a model of the risk that is already accurate around it: one a9a fold's 11-point grid
 (2^-5 .. 2^5, OCAS, tol 1e-3) took 123 iterations in all against 1110 from cold starts and 513
 from the last point alone (``bench/history/notebook.md``, Cross-validation, "Hinge").  This is the
-cutting-plane form of warm starting that neither libocas nor SVMperf offers; a lone start
-point (``start=``, the spec's ``warm_start``) keeps w_best but no cuts.
+cutting-plane form of warm starting that neither libocas nor SVMperf offers.  A warm start
+(``start=WarmStart(...)``, ``solvers.base.WarmStart``) carries the cuts as its ``state`` (a
+:class:`PathCarry`, as a path or a distributed solve's checkpoint leaves it); a lone start
+point (``WarmStart(beta=...)``, the spec's ``warm_start``) keeps w_best but no cuts.
 
 Arnosti section V's fix of the mu = 0 trap is an option: ``force_mu_iterations`` (mu = 0.02
 in the first 5 iterations on Poker) and ``force_mu_when_zero`` (mu = 0.02 whenever the search
@@ -93,7 +95,16 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.base import Fit, Solution, SolverSpec, SubproblemResult, Termination
+from solvers.base import (
+    Fit,
+    Solution,
+    SolverSpec,
+    SubproblemResult,
+    Termination,
+    WarmStart,
+    replaced_keyword,
+    warm_start_argument,
+)
 from solvers.core.linesearch import piecewise_linear_root_jumps
 from solvers.cutting_plane.distributed import distributed_geometry
 from solvers.cutting_plane.engine import (
@@ -119,11 +130,22 @@ from solvers.problems import BinaryProblem, CrammerSingerProblem
 
 
 def solve(problem: BinaryProblem, params: CuttingPlaneParams | None = None,
-          monitor: Monitor | None = None, start: np.ndarray | None = None) -> Solution:
-    """Solve a binary hinge problem (regularized bias or none), from w = 0 or from ``start``
-    (beta = (w, b) of a nearby problem: its cut is the first)."""
+          monitor: Monitor | None = None, start: WarmStart | None = None) -> Solution:
+    """Solve a binary hinge problem (regularized bias or none), from w = 0 or from the
+    :class:`~solvers.base.WarmStart` ``start``: its ``state`` (a :class:`PathCarry`: the
+    carried solution and every cut, rescaled to this C, and left holding this run's), else its
+    ``beta`` = (w, b) of a nearby problem (its cut is the first); its ``dual`` and ``model``
+    are ignored (the reduced QP's dual lives on the cuts)."""
     params = params or CuttingPlaneParams(C=problem.C, bias=problem.bias)
-    return solve_geometry(BinaryGeometry(problem), params, monitor, start=start)
+    beta, carry = _start_and_carry(warm_start_argument(start))
+    return solve_geometry(BinaryGeometry(problem), params, monitor, start=beta, carry=carry)
+
+
+def _start_and_carry(start: WarmStart | None) -> tuple[np.ndarray | None, PathCarry | None]:
+    """:func:`solve_geometry`'s ``start`` and ``carry`` from a warm start."""
+    if start is None:
+        return None, None
+    return start.beta, start.state
 
 
 def solve_path(problem: BinaryProblem, Cs, params: CuttingPlaneParams | None = None,
@@ -156,28 +178,35 @@ def solve_crammer_singer(problem: CrammerSingerProblem, params: CuttingPlanePara
 
 
 def run(problem: BinaryProblem, params: CuttingPlaneParams, monitor: Monitor,
-        start: np.ndarray | None = None) -> Solution:
+        start: WarmStart | None = None) -> Solution:
     """The spec's entry point (binary problems; one-vs-rest through the multiclass layer);
-    ``start``: the solution of a nearby problem (the same data at another C)."""
-    return solve(problem, params, monitor, start=start)
+    ``start``: a :class:`~solvers.base.WarmStart` (the solution of a nearby problem, the same
+    data at another C), read as :func:`solve` reads it."""
+    return solve(problem, params, monitor, start=warm_start_argument(start))
 
 
 def run_distributed(problem, params: CuttingPlaneParams, monitor: Monitor,
+                    start: WarmStart | None = None, *,
                     resume: PathCarry | None = None) -> Solution:
     """The spec's solve on distributed data: the same loop on a geometry whose margins stay
     on the workers (:mod:`solvers.cutting_plane.distributed`).
 
-    ``problem.checkpoint`` is kept current (a :class:`PathCarry`: w_best and the cut buffer,
-    both on the driver).  ``resume``: that of a solve that lost a worker (``solvers.train``
-    passes it): the loop resumes at its w_best with every cut it had (one round recomputes
-    the margins at w_best on the partitions read again).  The cutting-plane model is kept,
-    so the bound is not lost; the path from there differs from the uninterrupted solve's
-    (a cut at w_best again, the lower bound taken afresh from the reduced QP, the first
-    iterations' forced mu again)."""
-    carry = resume if resume is not None else PathCarry()
-    problem.checkpoint = carry
+    ``problem.checkpoint`` is kept current (a :class:`~solvers.base.WarmStart` whose
+    ``state`` is a :class:`PathCarry`: w_best and the cut buffer, both on the driver).
+    ``start``: that of a solve that lost a worker (``solvers.train`` passes it): the loop
+    resumes at its w_best with every cut it had (one round recomputes the margins at w_best
+    on the partitions read again).  The cutting-plane model is kept, so the bound is not
+    lost; the path from there differs from the uninterrupted solve's (a cut at w_best again,
+    the lower bound taken afresh from the reduced QP, the first iterations' forced mu
+    again).  A ``start`` without a ``state`` starts at its ``beta`` with no cuts, as
+    :func:`solve`.  ``resume`` (a :class:`PathCarry`): the deprecated spelling of
+    ``start=WarmStart(state=...)``, kept for one release."""
+    start = replaced_keyword(warm_start_argument(start), "resume", resume, "state")
+    beta, carry = _start_and_carry(start)
+    carry = carry if carry is not None else PathCarry()
+    problem.checkpoint = WarmStart(state=carry)
     solution = solve_geometry(distributed_geometry(problem, params), params, monitor,
-                              carry=carry)
+                              start=beta, carry=carry)
     solution.extras.update(problem.communication_totals())
     return solution
 

@@ -191,7 +191,7 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
     for iteration in range(1, params.max_iter + 1):
         t0 = time.perf_counter()
         buffer.add(cut.ravel(), offset)
-        qp_tol = params.qp_tolerance_ratio * max(params.tol, min(gap, 1.0))
+        qp_tol = params.qp_tol_ratio * max(params.tol, min(gap, 1.0))
         bound, qp_gap, qp_steps = buffer.solve(qp_tol, 0.0)
         wt = buffer.weights().reshape(shape)
         n_cuts, nnz_alpha = buffer.m, buffer.nnz_alpha

@@ -23,6 +23,7 @@ class CuttingPlaneParams(SolverParams):
     GCA2 and TCA on the hinge loss (binary; Crammer-Singer natively or one-vs-rest)."""
 
     solves: ClassVar[Solves] = CUTTING_PLANE_SOLVES
+    renamed_fields: ClassVar[dict[str, str]] = {"qp_tolerance_ratio": "qp_tol_ratio"}
 
     solver: Literal["cutting_plane"] = "cutting_plane"
     loss: CUTTING_PLANE_SOLVES.choices("loss") = Field(
@@ -58,7 +59,7 @@ class CuttingPlaneParams(SolverParams):
                     "warm-started primal active-set method, finished by the SMO when it gives "
                     "up; our choice) or smo (the pairwise SMO over the simplex alone, libocas' "
                     "libqp_splx).")
-    qp_tolerance_ratio: float = Field(
+    qp_tol_ratio: float = Field(
         0.2, gt=0, le=1,
         description="The reduced QP is solved to a relative gap of this times the current "
                     "outer relative gap (never below this times tol; libocas: half of tol "

@@ -1,6 +1,6 @@
 """The reduced problem of the cutting-plane methods and its solver.
 
-With cuts R(v) >= a_j . v + b_j (j = 1..t, in ``design.md``'s C scale: a_j = -sum_i C_i
+With cuts R(v) >= a_j . v + b_j (j = 1..t, in ``docs/design.md``'s C scale: a_j = -sum_i C_i
 L'(xi_i) y_i x~_i), the reduced problem is
 
     F_t(w) = 1/2 ||w||^2 + max(0, max_j a_j . w + b_j)

@@ -226,17 +226,6 @@ class Dataset(RowMatrix):
             return self.label_values[values.astype(np.int64)]
         return values.astype(self.label_dtype)
 
-    def encode_labels(self, labels) -> np.ndarray:
-        """Labels of this dataset's kind as the float values ``y`` holds for them (NaN for a
-        string label it does not know)."""
-        labels = np.asarray(labels).ravel()
-        if self.label_values is None:
-            return labels.astype(np.float64)
-        labels = labels.astype(str)
-        index = np.searchsorted(self.label_values, labels)
-        index = np.minimum(index, self.label_values.size - 1)
-        return np.where(self.label_values[index] == labels, index, np.nan).astype(np.float64)
-
     @property
     def class_labels(self) -> np.ndarray:
         """:attr:`classes` in the labels' own type (ints, floats or strings)."""

@@ -1,5 +1,5 @@
 """Data that no single machine holds: partitions persisted on Dask workers, and the row
-operator of a binary problem over them (``design.md`` section 3, distributed data).
+operator of a binary problem over them (``docs/design.md`` section 3.9).
 
 * :func:`read_svmlight` parses SVMlight shards on the workers with the library's own parser
   and returns a :class:`DistributedDataset`; :func:`split_svmlight` cuts one file into

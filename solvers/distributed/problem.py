@@ -1,4 +1,4 @@
-"""The row operator of a binary problem over partitions (``design.md``: distributed data).
+"""The row operator of a binary problem over partitions (``docs/design.md`` section 3.9).
 
 :class:`DistributedBinaryProblem` is :class:`solvers.problems.BinaryProblem` posed on every
 partition of a :class:`~solvers.distributed.dataset.DistributedDataset`: each worker holds
@@ -312,7 +312,7 @@ def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
 
 
 class DistributedBinaryProblem:
-    """A binary problem (``design.md``) on a distributed dataset: class ``positive`` against
+    """A binary problem (``docs/design.md``) on a distributed dataset: class ``positive`` against
     the rest, the same parameters as :class:`~solvers.problems.BinaryProblem`."""
 
     def __init__(self, dataset: DistributedDataset, positive: float, C: float = 1.0,
@@ -331,9 +331,11 @@ class DistributedBinaryProblem:
         self._dead: list[str] = []
         self._pending: list[tuple] = []  # on_ray and margins made with the next round
         self._kernel_set = False  # the line search's kernel is on the workers
-        #: what a solve on this problem could resume from if a worker is lost (the family's
-        #: engine keeps it current: mfn its last iterate, the cutting planes w_best with
-        #: their cuts); ``solvers.train`` hands it to the restarted solve
+        #: what a solve on this problem could resume from if a worker is lost, a
+        #: ``solvers.base.WarmStart`` (the family's engine keeps it current: mfn and the
+        #: interior-point method their last iterate as its beta, the cutting planes w_best
+        #: with their cuts as its state); ``solvers.train`` hands it to the restarted solve
+        #: as its ``start``
         self.checkpoint = None
         self.communication_start = self.group.communication.totals()  # posing counts
         self.group.map(_pose, positive, self.C, self.loss, bias, bias_scale, self.p)

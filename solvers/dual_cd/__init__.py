@@ -2,7 +2,7 @@
 and S. Sundararajan, "A dual coordinate descent method for large-scale linear SVM", ICML 2008
 (LIBLINEAR's ``solve_l2r_l1l2_svc``, ``-s 3`` and ``-s 1``).
 
-Problem (``design.md``), C_i = C * sample_weight_i, x~_i = (x_i, s) with s = ``bias_scale``
+Problem (``docs/design.md``), C_i = C * sample_weight_i, x~_i = (x_i, s) with s = ``bias_scale``
 (bias ``regularized``, LIBLINEAR's ``-B s``) or x~_i = x_i (``none``)::
 
     hinge           minimize 1/2 ||w~||^2 + sum_i C_i max(0, 1 - y_i w~ . x~_i)
@@ -72,11 +72,11 @@ to mfn's point (alpha by the KKT map, w from alpha) for a C path's next point.  
 binary at C = 1 dual CD alone ended at its 1000 iterations 0.9% above the optimum (gap 2.4e-2)
 whatever tol; with the switch it stops certified (see the README's dual_cd section).
 
-Warm starts:
+Warm starts (``start=WarmStart(...)``, ``solvers.base.WarmStart``):
 
-* from a dual point alpha (:func:`solve`'s ``alpha``): clipped into the box (any point of the
-  box is feasible), w recomputed from it;
-* from a primal point beta = (w, b) (:func:`solve`'s ``start``, the spec's warm start used by
+* from a dual point alpha (``WarmStart(dual=alpha)``, taken before a ``beta``): clipped into
+  the box (any point of the box is feasible), w recomputed from it;
+* from a primal point beta = (w, b) (``WarmStart(beta=beta)``, the spec's warm start used by
   C paths of other families, cap-and-switch and one-vs-rest starts): alpha_i = C_i L'(1 -
   m_i), the loss's derivative at beta's margins (the KKT map), clipped, and w recomputed
   from alpha, since the steps need w = sum alpha_i y_i x~_i.  Sound for the squared hinge (the
@@ -86,7 +86,7 @@ Warm starts:
   C_new / C_old, which maps the box [0, C_i] onto the new one, and w scaled alike.
 
 Multi-class: one-vs-rest through the shared multiclass layer, and ``multiclass=
-"crammer_singer"``: the Crammer-Singer problem (``design.md``, LIBLINEAR ``-s 4``'s, the same
+"crammer_singer"``: the Crammer-Singer problem (``docs/design.md``, LIBLINEAR ``-s 4``'s, the same
 C; :class:`solvers.problems.CrammerSingerProblem`) by the sequential dual method of S. S.
 Keerthi, S. Sundararajan, K.-W. Chang, C.-J. Hsieh and C.-J. Lin, "A sequential dual method for
 large scale multi-class linear SVMs", KDD 2008 (:func:`solve_crammer_singer`): one dual block
@@ -138,7 +138,7 @@ def warm_up() -> None:
         Xi = X.copy()
         Xi.indices = Xi.indices.astype(index_dtype)
         Xi.indptr = Xi.indptr.astype(index_dtype)
-        for loss in ("hinge", "squared_hinge"):
+        for loss in DUAL_CD_SOLVES.losses:
             problem = BinaryProblem(Xi, y, C=1.0, loss=loss)
             solve(problem, DualCDParams(C=1.0, loss=loss, max_iter=3))
         solve_crammer_singer(CrammerSingerProblem(Xi, np.array([0, 1, 2, 1]), 3),

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.base import Fit, Solution, SubproblemResult
+from solvers.base import (
+    Fit,
+    Solution,
+    SubproblemResult,
+    WarmStart,
+    replaced_keyword,
+    warm_start_argument,
+)
 from solvers.core.sparse import csr_matvec
 from solvers.dual_cd.kernels import crammer_singer_epochs, dcd_epochs
 from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
@@ -196,32 +203,34 @@ def _switch_to_newton(problem: BinaryProblem, params: DualCDParams, monitor: Mon
 
 
 def solve(problem: BinaryProblem, params: DualCDParams | None = None,
-          monitor: Monitor | None = None, start: np.ndarray | None = None,
+          monitor: Monitor | None = None, start: WarmStart | None = None, *,
           alpha: np.ndarray | None = None, newton: NewtonMethod | None = None) -> Solution:
     """Solve the binary ``problem`` (hinge or squared hinge; regularized bias or none) from
-    alpha = 0, from the dual point ``alpha`` (clipped into the box) or from the primal point
-    ``start`` = (w, b) (:func:`primal_start`); ``newton``: the Newton method to switch to
-    (:func:`solve_state`)."""
+    alpha = 0 or from the :class:`~solvers.base.WarmStart` ``start``: its dual point
+    ``start.dual`` (clipped into the box), else its primal point ``start.beta`` = (w, b)
+    (:func:`primal_start`); its ``state`` and ``model`` are ignored.  ``alpha``: the
+    deprecated spelling of ``start=WarmStart(dual=alpha)``, kept for one release.
+    ``newton``: the Newton method to switch to (:func:`solve_state`)."""
     DUAL_CD_SOLVES.require_problem(problem, "dual_cd")
     params = params or DualCDParams(C=problem.C, loss=problem.loss, bias=problem.bias,
                                     bias_scale=problem.bias_scale)
-    if alpha is not None and start is not None:
-        raise ValueError("give a dual start (alpha) or a primal one (start), not both")
-    if alpha is not None:
-        state = dual_start(problem, alpha)
-    elif start is not None:
-        state = primal_start(problem, start)
+    start = replaced_keyword(warm_start_argument(start), "alpha", alpha, "dual")
+    if start is not None and start.dual is not None:
+        state = dual_start(problem, start.dual)
+    elif start is not None and start.beta is not None:
+        state = primal_start(problem, start.beta)
     else:
         state = DualState(np.zeros(problem.n_samples), problem.zeros())
     return solve_state(problem, params, monitor, state, newton=newton)[0]
 
 
 def run(problem: BinaryProblem, params: DualCDParams, monitor: Monitor,
-        start: np.ndarray | None = None, newton: NewtonMethod | None = None) -> Solution:
+        start: WarmStart | None = None, newton: NewtonMethod | None = None) -> Solution:
     """The spec's entry point (binary problems; one-vs-rest through the multiclass layer);
-    ``start``: a primal point (another C's solution, another solver's point); ``newton``: the
-    Newton method to switch to (the registered spec's is mfn's)."""
-    return solve(problem, params, monitor, start=start, newton=newton)
+    ``start``: a :class:`~solvers.base.WarmStart` (a primal point: another C's solution,
+    another solver's point), read as :func:`solve` reads it; ``newton``: the Newton method to
+    switch to (the registered spec's is mfn's)."""
+    return solve(problem, params, monitor, start=warm_start_argument(start), newton=newton)
 
 
 def solve_path(problem: BinaryProblem, Cs, params: DualCDParams | None = None,
@@ -269,14 +278,19 @@ def crammer_singer_problem(dataset, params: DualCDParams) -> CrammerSingerProble
 
 
 def solve_crammer_singer(problem: CrammerSingerProblem, params: DualCDParams | None = None,
-                         monitor: Monitor | None = None,
+                         monitor: Monitor | None = None, start: WarmStart | None = None, *,
                          alpha: np.ndarray | None = None) -> tuple[Solution, np.ndarray]:
-    """Solve a Crammer-Singer problem by the sequential dual method from alpha = 0 (or a
-    feasible ``alpha``, shape (n, n_classes)); returns the solution (``beta`` is W, shape
-    (n_classes, n_features + 1)) and the final alpha.  Records every gap check: P(W), the
-    relative gap (P(W) - D(alpha)) / P(W) (:class:`CrammerSingerProblem`)."""
+    """Solve a Crammer-Singer problem by the sequential dual method from alpha = 0 or from
+    the feasible dual point ``start.dual`` (a :class:`~solvers.base.WarmStart`; shape (n,
+    n_classes); its ``beta``, ``state`` and ``model`` are ignored: W is recomputed from
+    alpha); returns the solution (``beta`` is W, shape (n_classes, n_features + 1)) and the
+    final alpha.  Records every gap check: P(W), the relative gap (P(W) - D(alpha)) / P(W)
+    (:class:`CrammerSingerProblem`).  ``alpha``: the deprecated spelling of
+    ``start=WarmStart(dual=alpha)``, kept for one release."""
     params = params or DualCDParams(C=problem.C, loss="hinge", bias=problem.bias,
                                     multiclass="crammer_singer")
+    start = replaced_keyword(warm_start_argument(start), "alpha", alpha, "dual")
+    alpha = None if start is None else start.dual
     reporter = Reporter(monitor, "relative_duality_gap")
     X = problem.X
     n, k = problem.n_samples, problem.n_classes

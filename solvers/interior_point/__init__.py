@@ -4,12 +4,12 @@ reduced to m x m normal equations solved directly (SVM-Direct) or by PCG with th
 preconditioner (SVM-PCG).
 
 Problem (1), d_i = y_i in {-1, +1}, x~_i the row (with a constant column for the regularized
-bias), tau = C (``design.md``: Gertz & Griffin use 1/2||w||^2 + tau e'z with a free bias)::
+bias), tau = C (``docs/design.md``: Gertz & Griffin use 1/2||w||^2 + tau e'z with a free bias)::
 
     minimize  1/2 ||w||^2 + sum_i tau_i z_i
     s.t.      d_i (x_i'w - beta) >= 1 - z_i,  z_i >= 0,        tau_i = C * sample_weight_i
 
-whose optimum is the hinge problem of ``design.md`` with the free bias b = -beta (the paper's
+whose optimum is the hinge problem of ``docs/design.md`` with the free bias b = -beta (the paper's
 classifier is x'w - beta).  Bias modes: ``free`` (the paper), ``none`` (beta = 0 and the row
 (4b)/(5b) of d'v dropped: M = I + Y'Omega^-1 Y) and ``regularized`` (a constant feature of
 value ``bias_scale`` appended to every x_i, no beta).
@@ -27,7 +27,7 @@ The method, section by section (``mpc.py``, ``linsys.py``):
   every variable by Mehrotra's heuristic (OOQP's ``finalStepLength``, gamma_f = 0.99),
   mu = (v's + u'z) / (2n);
 * stopping (section 6.1): mu <= 1e-6 and ||(r_w, rho_beta, r_z, r_s)||_inf <= 1e-6
-  max_ij |x_ij| (``mu_tolerance``, ``residual_tolerance``); OOQP's other tests of
+  max_ij |x_ij| (``mu_tol``, ``residual_tol``); OOQP's other tests of
   ``defaultStatus`` with phi = (||r||_inf + |gap|) / max|x_ij|: infeasibility (after 10
   iterations, phi >= 1e-8 and 1e4 times its smallest value: ``infeasible``), slow
   convergence (the smallest phi not halved in 30 iterations: ``failed``) and residuals that
@@ -49,15 +49,15 @@ z_i vanish) are kept, and those whose omega_i grows like 1/mu (1/omega_i -> 0 li
 non-support and the bounded support vectors) are the ones excluded.  The rule is implemented
 as (15) states it, which is also what Proposition 5's proof uses.
 
-Starting point: OOQP's default (``start="ooqp"``) takes the affine step from
+Starting point: OOQP's default (``cold_start="ooqp"``) takes the affine step from
 sqrt(max|x_ij|) and shifts every slack and multiplier by 1e3 + 2 * violation, blind to tau;
-``start="scaled"`` (default) starts the multipliers v, u at tau/2 and shifts them by tau/2
+``cold_start="scaled"`` (default) starts the multipliers v, u at tau/2 and shifts them by tau/2
 (slacks by 1) instead (``mpc.starting_point``).  With OOQP's start the MPC iteration counts
 are the paper's; the scaled start saved 1-21 iterations on eight sets and was never worse
 (bench/history/measurements.json, interior-point-start).
 
-Warm start (``run(..., start=beta)``, a C path's next point; not in the paper, which solves
-one problem): :func:`mpc.warm_starting_point` builds an interior point near design.md's
+Warm start (``start=WarmStart(beta)``, a C path's next point; not in the paper, which solves
+one problem): :func:`mpc.warm_starting_point` builds an interior point near docs/design.md's
 (w, b) of the last C: the slacks from its margins plus 0.01, v from its KKT map held 0.2 tau_i
 inside the box [0, tau_i] (u = tau - v).  Interior-point methods are known to warm-start
 poorly from a point near the boundary; pushed this far in, they do well: over a C path the
@@ -71,7 +71,7 @@ the optimum; on a9a at tau = 0.05 1.5e-7).  By default (``stop_rule="gap"``) it 
 by the scale-free test every solver shares: stop once the records' certified relative duality
 gap is at most ``tol``; ``stop_rule="paper"`` keeps the paper's tests.
 
-The primal objective reported per iteration is ``design.md``'s at the current (w, b); the
+The primal objective reported per iteration is ``docs/design.md``'s at the current (w, b); the
 optimality measure is the problem layer's relative duality gap with the dual point
 alpha = clip(v, 0, tau) (balanced for the free bias by ``BinaryProblem.balance``).  Records
 also carry mu, the scaled residual norm and the norms of r_w, rho_beta, r_z, r_s, the step
@@ -83,7 +83,7 @@ Data with more than ``INTERIOR_POINT_MAX_DENSE_PARAMS`` (8192) parameters are re
 slow to be of use there (news20 made binary at C = 1: 274 s to a 1.6e-3 gap).
 
 Extension (the issue's optional item): the squared hinge, ``loss="squared_hinge"``
-(design.md's C max(0, 1 - m)^2): penalty sum tau_i z_i^2 with z free, so (4c) becomes
+(docs/design.md's C max(0, 1 - m)^2): penalty sum tau_i z_i^2 with z free, so (4c) becomes
 r_z = 2 tau z - v, the pair (z, u) and (4e) disappear, Omega = V^-1 S + 1/(2 tau) and
 mu = v's / n; the rest (reduction, both linear solvers, MPC) is unchanged.  Every bias mode,
 including the free bias that ``mfn`` does not solve.  On a9a, w8a and mushrooms it reached

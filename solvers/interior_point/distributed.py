@@ -62,7 +62,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import config
-from solvers.base import Solution
+from solvers.base import Solution, WarmStart, replaced_keyword, warm_start_argument
 from solvers.core.gram import weighted_gram
 from solvers.core.linalg import dot, single_threaded_blas
 from solvers.distributed import DistributedBinaryProblem, Partition, reduce_sum
@@ -107,7 +107,7 @@ def _setup(part: Partition):
 
 
 def _warm(part: Partition, beta, quantiles, small, pivots=None):
-    """A warm start's margins and KKT dual point at design.md's ``beta`` (kept); with a
+    """A warm start's margins and KKT dual point at docs/design.md's ``beta`` (kept); with a
     free bias the partition's share of the balancing shift."""
     problem = part.state["problem"]
     st = part.state["ipm"]
@@ -234,7 +234,7 @@ def _corrector(part: Partition, dw, dbeta, sigma_mu):
 
 
 def _final_loss(part: Partition, beta):
-    """The loss sum at design.md's ``beta`` from a fresh product."""
+    """The loss sum at docs/design.md's ``beta`` from a fresh product."""
     problem = part.state["problem"]
     return float(problem.loss_function.sum(problem.slacks(beta), problem.cost))
 
@@ -283,7 +283,7 @@ class _Driver:
         self.params = params
         self.template = problem.template
         self.bias = problem.bias
-        self.hinge = problem.loss == "hinge"
+        self.hinge = problem.loss_function.piecewise_linear  # as SVMQP.hinge
         self.free = problem.bias == "free"
         self.c = problem.bias_scale if problem.bias == "regularized" else 0.0
         self.dim = problem.n_features + 1
@@ -331,15 +331,18 @@ class _Driver:
 
 
 def solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
-          monitor: Monitor | None = None, start: np.ndarray | None = None,
+          monitor: Monitor | None = None, start: WarmStart | None = None, *,
           resume: np.ndarray | None = None) -> Solution:
     """Gertz & Griffin's MPC method on a distributed binary problem (the module docstring
-    lists the rounds).  ``start``: design.md's (w, b) of a nearby problem, from which
+    lists the rounds).  ``start``: a :class:`~solvers.base.WarmStart` whose ``beta`` is
+    docs/design.md's (w, b) of a nearby problem or the last recorded iterate of a solve that
+    lost a worker (``problem.checkpoint``, which ``solvers.train`` passes), from which
     :func:`~solvers.interior_point.mpc.warm_starting_point`'s point is built instead of
-    ``params.start``; ``resume``: the last recorded iterate of a solve that lost a worker
-    (``problem.checkpoint``, which ``solvers.train`` passes), resumed the same way."""
+    ``params.cold_start``; the rest of it is ignored.  ``resume``: the deprecated spelling of
+    ``start=WarmStart(beta=...)``, kept for one release."""
+    start = replaced_keyword(warm_start_argument(start), "resume", resume, "beta")
     with single_threaded_blas():
-        return _solve(problem, params, monitor, resume if resume is not None else start)
+        return _solve(problem, params, monitor, None if start is None else start.beta)
 
 
 def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
@@ -347,7 +350,7 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
     reporter = Reporter(monitor, "relative_duality_gap")
     drv = _Driver(problem, params)
     template = problem.template
-    status_test = OOQPStatus(drv.dnorm, params.mu_tolerance, params.residual_tolerance,
+    status_test = OOQPStatus(drv.dnorm, params.mu_tol, params.residual_tol,
                              params.max_iter, test_mu=params.stop_rule == "paper")
     free, n, n_pairs = drv.free, drv.n, drv.n_pairs
     status, message = None, ""
@@ -355,13 +358,14 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
     recorded = best = None  # (w, beta, dual objective, mu) of the last / best record
     best_gap = np.inf
     iteration = 0
-    problem.checkpoint = None if start is None else np.array(start, dtype=np.float64)
+    problem.checkpoint = None if start is None else WarmStart(
+        beta=np.array(start, dtype=np.float64))
     try:
         # -- the starting point
         if start is None:
             a = float(np.sqrt(drv.dnorm))
             w, beta = np.zeros(drv.dim), 0.0
-            results = drv.round(_iterate, ("cold", a, drv.dim, params.start), w, beta, False,
+            results = drv.round(_iterate, ("cold", a, drv.dim, params.cold_start), w, beta, False,
                                 drv.quantiles, drv.small)
             r_w = w - reduce_sum([r[0] for r in results])
             rho = float(sum(r[1] for r in results))
@@ -374,7 +378,7 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
             beta += 1.0 * dbeta
             primal = max(v[0] for v in violations)
             dual = max(v[1] for v in violations)
-            move = ("shift", params.start, primal, dual)
+            move = ("shift", params.cold_start, primal, dual)
         else:
             beta_start, w, beta = warm_parameters(start, drv.dim, drv.bias)
             shares = drv.round(_warm, beta_start, drv.quantiles, drv.small, drv.pivots)
@@ -425,7 +429,7 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
             recorded = (w.copy(), beta, dual_value, mu)
             if relative_gap < best_gap:
                 best, best_gap = recorded, relative_gap
-            problem.checkpoint = params_vector.copy()
+            problem.checkpoint = WarmStart(beta=params_vector.copy())
             if params.stop_rule == "gap" and relative_gap <= params.tol:
                 status = Termination.CONVERGED
                 message = (f"converged: relative duality gap {relative_gap:.3g} <= "
@@ -495,7 +499,7 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
         "relative_duality_gap": duality_gap / max(abs(objective), 1e-300),
         "active_set": int(n),
         "gamma": 0.0,
-        "start": params.start if start is None else "warm",
+        "start": params.cold_start if start is None else "warm",
         "distributed": True,
         **problem.communication_totals(),
     }

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.base import Solution
+from solvers.base import Solution, WarmStart, warm_start_argument
 from solvers.core.linalg import dot, single_threaded_blas
 from solvers.interior_point.auto import choose_linear_solver
 from solvers.interior_point.linsys import (
@@ -199,14 +199,16 @@ class SVMQP:
     """Problem (1) with its data: labels d, costs tau_i = C_i, the operator of (11).
 
     The squared hinge (extension): minimize 1/2||w||^2 + sum tau_i z_i^2 subject to
-    d_i (x_i'w - beta) >= 1 - z_i, z free (design.md's C max(0, 1 - m)^2, no 1/2).  Its
+    d_i (x_i'w - beta) >= 1 - z_i, z free (docs/design.md's C max(0, 1 - m)^2, no 1/2).  Its
     conditions replace (4c) by r_z = 2 tau z - v and drop (4e), u and z >= 0; the Newton
     system reduces the same way with dz = (dv - r_z) / (2 tau), so Omega = V^-1 S + 1/(2 tau)
     and r_Omega = r_s + V^-1 r_v - r_z / (2 tau)."""
 
     def __init__(self, problem: BinaryProblem):
         INTERIOR_POINT_SOLVES.require_problem(problem, "interior_point")
-        self.hinge = problem.loss == "hinge"
+        # the hinge's QP (1), slacks z >= 0 with multipliers u, for a piecewise-linear loss;
+        # else the squared hinge's penalty tau z^2 (the declaration admits these two)
+        self.hinge = problem.loss_function.piecewise_linear
         self.problem = problem
         self.X = problem.X
         self.d = problem.y
@@ -292,7 +294,7 @@ class SVMQP:
         return self.problem.balance(np.clip(x.v, 0.0, upper))
 
     def parameters(self, x: Iterate) -> np.ndarray:
-        """design.md's beta = (w, b) of the iterate: b = -beta (the paper's decision is
+        """docs/design.md's beta = (w, b) of the iterate: b = -beta (the paper's decision is
         x'w - beta) for the free bias, the constant column's coefficient when regularized."""
         return parameters_of(x.w, x.beta, self.problem.bias)
 
@@ -303,7 +305,7 @@ def data_norm(data_max: float, extra_value: float) -> float:
 
 
 def parameters_of(w: np.ndarray, beta: float, bias: str) -> np.ndarray:
-    """design.md's (w, b) of an iterate's (w, beta): b = -beta for the free bias, the
+    """docs/design.md's (w, b) of an iterate's (w, beta): b = -beta for the free bias, the
     constant column's coefficient when regularized, 0 without a bias."""
     out = w.copy()
     if bias == "free":
@@ -337,9 +339,9 @@ def make_linear_solver(qp: SVMQP, params: InteriorPointParams, choice: str):
 def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:
     """OOQP's ``Solver::defaultStart``: from w = 0, beta = 0, z = s = u = v = sqrt(max|x_ij|),
     the full affine-scaling step (the Newton step (5) with r_u = Zu, r_v = Sv), then every
-    slack and multiplier shifted by 1e3 + 2 * the largest negativity (``start="ooqp"``).
+    slack and multiplier shifted by 1e3 + 2 * the largest negativity (``cold_start="ooqp"``).
 
-    ``start="scaled"`` (default) takes the same step from z = s = sqrt(max|x_ij|) and
+    ``cold_start="scaled"`` (default) takes the same step from z = s = sqrt(max|x_ij|) and
     u = v = tau_i / 2 (the middle of the dual box 0 <= v <= tau, so r_z = 0 at the start) and
     shifts by the problem's own scales: the primal slacks s, z by 1 + 2 * their largest
     negativity (margins are measured in units of 1: the constraint is m_i >= 1 - z_i) and the
@@ -349,14 +351,14 @@ def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:
     measured iteration counts of both starts."""
     n = qp.n
     a = float(np.sqrt(qp.dnorm))
-    x = initial_iterate(n, a, qp.op.dim, qp.tau, qp.hinge, params.start)
+    x = initial_iterate(n, a, qp.op.dim, qp.tau, qp.hinge, params.cold_start)
     res = qp.residuals(x)
     qp.set_weights(x)
     linsys.prepare(x.mu())
     step = qp.newton_step(x, res, x.z * x.u, x.s * x.v, linsys, False, x.mu())
     x.axpy(1.0, step)
     primal, dual = x.violation()
-    shift_start(x, params.start, primal, dual, qp.tau)
+    shift_start(x, params.cold_start, primal, dual, qp.tau)
     return x
 
 
@@ -395,7 +397,8 @@ WARM_DUAL_MARGIN = 0.2
 
 
 def warm_starting_point(qp: SVMQP, start: np.ndarray) -> Iterate:
-    """An interior point near ``start``, design.md's (w, b) of a nearby problem (the same data
+    """An interior point near ``start`` (a warm start's ``beta``: ``solvers.base.WarmStart``),
+    docs/design.md's (w, b) of a nearby problem (the same data
     at another C): w and the bias from it, the slacks from its margins m_i (z_i = max(0, 1 -
     m_i), s_i = max(0, m_i - 1), each plus WARM_PRIMAL_SHIFT), v from its KKT map (the problem
     layer's ``dual_from_primal``, balanced for the free bias) held WARM_DUAL_MARGIN tau_i
@@ -413,11 +416,11 @@ def warm_starting_point(qp: SVMQP, start: np.ndarray) -> Iterate:
 
 def warm_parameters(start: np.ndarray, dim: int, bias_mode: str
                     ) -> tuple[np.ndarray, np.ndarray, float]:
-    """(design.md's beta of ``start``, the iterate's w, its beta): the driver's part of
+    """(docs/design.md's beta of ``start``, the iterate's w, its beta): the driver's part of
     :func:`warm_starting_point`."""
     beta = np.array(start, dtype=np.float64)  # a copy: the caller's start is not changed
     if beta.shape != (dim,):
-        raise ValueError(f"start must have n_features + 1 = {dim} entries")
+        raise ValueError(f"start.beta must have n_features + 1 = {dim} entries")
     if bias_mode == "none":
         beta[-1] = 0.0
     w = beta.copy()
@@ -447,7 +450,7 @@ class OOQPStatus:
     iterate's mu, ||r||_inf and OOQP's duality gap, keeps their history and returns
     (status, message) or None to go on.  phi = (||r||_inf + |gap|) / max|x_ij|.
 
-    * converged: mu <= mu_tolerance and ||r||_inf <= residual_tolerance max|x_ij| (skipped
+    * converged: mu <= mu_tol and ||r||_inf <= residual_tol max|x_ij| (skipped
       when the caller stops on a certified gap instead);
     * max_iter: ``max_iter`` MPC iterations taken;
     * infeasible: after 10 checks, phi >= 1e-8 and phi >= 1e4 * its smallest value so far;
@@ -459,12 +462,12 @@ class OOQPStatus:
     INFEASIBLE_AFTER = 10
     STAGNATION_WINDOW = 30
 
-    def __init__(self, dnorm: float, mu_tolerance: float, residual_tolerance: float,
+    def __init__(self, dnorm: float, mu_tol: float, residual_tol: float,
                  max_iter: int, test_mu: bool = True):
         self.dnorm = dnorm
-        self.mu_tolerance = mu_tolerance
-        self.residual_tolerance = residual_tolerance
-        self.artol = residual_tolerance * dnorm
+        self.mu_tol = mu_tol
+        self.residual_tol = residual_tol
+        self.artol = residual_tol * dnorm
         self.max_iter = max_iter
         self.test_mu = test_mu
         self.mu, self.rnorm, self.phi_min = [], [], []
@@ -475,10 +478,10 @@ class OOQPStatus:
         self.rnorm.append(rnorm)
         self.phi_min.append(min(phi, self.phi_min[-1]) if self.phi_min else phi)
         idx = len(self.phi_min) - 1
-        if self.test_mu and mu <= self.mu_tolerance and rnorm <= self.artol:
+        if self.test_mu and mu <= self.mu_tol and rnorm <= self.artol:
             return Termination.CONVERGED, (
-                f"converged: mu = {mu:.3g} <= {self.mu_tolerance:g} and ||r||_inf = "
-                f"{rnorm:.3g} <= {self.residual_tolerance:g} max|x_ij|")
+                f"converged: mu = {mu:.3g} <= {self.mu_tol:g} and ||r||_inf = "
+                f"{rnorm:.3g} <= {self.residual_tol:g} max|x_ij|")
         if iteration >= self.max_iter:
             return Termination.MAX_ITER, f"stopped after {iteration} MPC iterations (max_iter)"
         if idx >= self.INFEASIBLE_AFTER and phi >= 1e-8 and phi >= 1e4 * self.phi_min[idx]:
@@ -505,13 +508,16 @@ _BEST_ITERATE = (Termination.MAX_ITER, Termination.INFEASIBLE, Termination.FAILE
 
 
 def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
-        monitor: Monitor | None = None, start: np.ndarray | None = None) -> Solution:
+        monitor: Monitor | None = None, start: WarmStart | None = None) -> Solution:
     """Solve the hinge-loss ``problem`` by Gertz & Griffin's interior-point method (BLAS
-    held to one thread: :func:`solvers.core.linalg.single_threaded_blas`).  ``start``: the
-    parameter vector of a nearby problem (another C), from which :func:`warm_starting_point`
-    starts instead of ``params.start``."""
+    held to one thread: :func:`solvers.core.linalg.single_threaded_blas`).  ``start``: a
+    :class:`~solvers.base.WarmStart` whose ``beta``, the parameter vector of a nearby problem
+    (another C), :func:`warm_starting_point` starts from instead of ``params.cold_start``; its
+    ``dual``, ``state`` and ``model`` are ignored (the multipliers come from beta's KKT map,
+    held inside the box)."""
+    start = warm_start_argument(start)
     with single_threaded_blas():
-        return _run(problem, params, monitor, start)
+        return _run(problem, params, monitor, None if start is None else start.beta)
 
 
 def _run(problem: BinaryProblem, params: InteriorPointParams | None,
@@ -524,7 +530,7 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
     if choice == "auto":
         choice = choose_linear_solver(problem.X, problem.bias == "regularized")
     linsys = make_linear_solver(qp, params, choice)
-    status_test = OOQPStatus(qp.dnorm, params.mu_tolerance, params.residual_tolerance,
+    status_test = OOQPStatus(qp.dnorm, params.mu_tol, params.residual_tol,
                              params.max_iter, test_mu=params.stop_rule == "paper")
     pcg_total = 0
     status, message = None, ""
@@ -609,6 +615,6 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
         "relative_duality_gap": gap / max(abs(objective), 1e-300),
         "active_set": int(linsys.active_size),
         "gamma": float(linsys.gamma),
-        "start": params.start if start is None else "warm",
+        "start": params.cold_start if start is None else "warm",
     }
     return Solution(beta, objective, status, message, iteration, extras)

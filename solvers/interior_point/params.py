@@ -21,6 +21,11 @@ class InteriorPointParams(SolverParams):
     rule: every solver's certified gap ``tol`` (``stop_rule="paper"``: the paper's tests)."""
 
     solves: ClassVar[Solves] = INTERIOR_POINT_SOLVES
+    renamed_fields: ClassVar[dict[str, str]] = {
+        "mu_tolerance": "mu_tol",
+        "residual_tolerance": "residual_tol",
+        "start": "cold_start",  # alm's cold_start; start= is the warm start (WarmStart)
+    }
 
     solver: Literal["interior_point"] = "interior_point"
     multiclass: INTERIOR_POINT_SOLVES.choices("multiclass") = (
@@ -40,11 +45,11 @@ class InteriorPointParams(SolverParams):
                     "weights 1/omega_i and factored by Cholesky, SVM-Direct), pcg (conjugate "
                     "gradients with the SVM preconditioner P_A (13), SVM-PCG), auto (the "
                     "cheaper by a cost model of forming M against the expected PCG work).")
-    mu_tolerance: float = Field(
+    mu_tol: float = Field(
         1e-6, gt=0,
         description="stop_rule='paper': stop when mu = (v's + u'z) / (2n) is at most this "
                     "(paper: 1e-6) and the residual test holds.")
-    residual_tolerance: float = Field(
+    residual_tol: float = Field(
         1e-6, gt=0,
         description="stop_rule='paper': stop when ||(r_w, rho_beta, r_z, r_s)||_inf <= this "
                     "* max_ij |x_ij| (paper: 1e-6) and the mu test holds.")
@@ -52,18 +57,18 @@ class InteriorPointParams(SolverParams):
     stop_rule: Literal["gap", "paper"] = Field(
         "gap",
         description="gap: stop on tol (a certified relative duality gap, scale-free); paper: "
-                    "stop on the paper's mu and residual tests (mu_tolerance, "
-                    "residual_tolerance; absolute, section 5).")
+                    "stop on the paper's mu and residual tests (mu_tol, residual_tol; "
+                    "absolute, section 5).")
     max_iter: int = Field(
         100, ge=1,
         description="MPC iterations (one: a factorization or preconditioner, a predictor "
                     "and a corrector solve, one step).")
-    start: Literal["scaled", "ooqp"] = Field(
+    cold_start: Literal["scaled", "ooqp"] = Field(
         "scaled",
-        description="Starting point: ooqp (OOQP's default: an affine step from "
-                    "sqrt(max|x_ij|), then every slack and multiplier shifted by 1e3 + 2 "
-                    "violation) or scaled (the same affine step, then the slacks s, z shifted "
-                    "to the margin scale 1 and the multipliers v, u to tau's scale).")
+        description="Starting point without a warm start: ooqp (OOQP's default: an affine "
+                    "step from sqrt(max|x_ij|), then every slack and multiplier shifted by "
+                    "1e3 + 2 violation) or scaled (the same affine step, then the slacks s, z "
+                    "shifted to the margin scale 1 and the multipliers v, u to tau's scale).")
     pcg_gamma: float = Field(
         100.0, gt=0,
         description="pcg: initial gamma of the selection rule (15), never increased (named "

@@ -1,4 +1,4 @@
-"""The losses of ``design.md``, one object each, in the slack xi = 1 - m (m = y f(x)).
+"""The losses of ``docs/design.md``, one object each, in the slack xi = 1 - m (m = y f(x)).
 
 =================  ==============================  ===================  =====================
 loss               L(xi)                           dual range of alpha  L*(v) on that range
@@ -15,24 +15,30 @@ smoothed hinge     see :func:`smoothed_hinge`       [0, C_i]             v xi_lo
 (``solvers.problems``) is D(alpha) = sum_i alpha_i - 1/2 ||beta(alpha)||^2 - sum_i C_i
 L*(alpha_i / C_i), alpha_i in C_i times the range; the KKT map is alpha_i = C_i L'(xi_i).
 
-Each object gives the value, the derivative, a generalized second derivative (``curvature``),
-the conjugate term, the dual bounds, the proximal operator of t L (ALM's e-step) and the code
-its Numba kernels dispatch on (:mod:`solvers.losses.kernels`).  The squared hinge, the modified
-Huber loss and the smoothed hinge form the clipped family L'(xi) = kappa clip(xi - xi_lo, 0,
-width) that L2-SVM-MFN's engine runs on (``kappa``, ``xi_lo``, ``width``).
+Each object gives the value, the derivative, the conjugate term, the dual bounds, the
+proximal operator of t L (ALM's e-step) and what the solvers and the certificates read of it
+(:class:`Loss`: the code its Numba kernels dispatch on (:mod:`solvers.losses.kernels`), its
+exponent, whether it is piecewise linear, whether it belongs to the clipped family, its
+smoothing, whether its dual is a QP, its LIBLINEAR solver type).  Every loss declares each of
+them itself: :class:`Loss` has no defaults, and a class that leaves one out fails when it is
+made.  The squared hinge, the modified Huber loss and the smoothed hinge form the clipped
+family L'(xi) = kappa clip(xi - xi_lo, 0, width) that L2-SVM-MFN's engine runs on (``kappa``,
+``xi_lo``, ``width``; :class:`ClippedLoss`).
 
 This package owns the losses as one concept: the names (:data:`LOSSES`, in the order of
 :data:`LOSS_TYPES`), the rule that names one loss two ways (:func:`canonical`: lp with p = 1
-is the hinge, with p = 2 the squared hinge) and the objects (:func:`get_loss`, always the
-canonical one, so a kernel never sees lp with p = 1 or 2).  A new loss is one class here
-(registered in :data:`LOSS_TYPES`) and one branch in :mod:`solvers.losses.kernels` (its code's
-value, derivative and proximal step); a solver family declares whether it solves it
-(``solvers.base.Solves``).
+is the hinge, with p = 2 the squared hinge), the objects (:func:`get_loss`, always the
+canonical one, so a kernel never sees lp with p = 1 or 2) and the sets of losses a solver
+family names by a declaration instead of by their names (:class:`LossFamily`).  What a new
+loss takes is in ``docs/extending.md``.
 """
 
 from __future__ import annotations
 
+import abc
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,19 +58,70 @@ def _as_array(values) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=np.float64)
 
 
-class Loss:
-    """A loss of ``design.md`` as a function of the slack xi = 1 - m."""
+class Loss(abc.ABC):
+    """A loss of ``docs/design.md`` as a function of the slack xi = 1 - m.
+
+    Every loss declares, as class attributes (:data:`DECLARATIONS`; an intermediate class may
+    give some for its subclasses, this base gives none):
+
+    * ``name``: its name in :data:`LOSS_TYPES` (and in a solver's declaration);
+    * ``code``: the code its Numba kernels dispatch on (:mod:`solvers.losses.kernels`), or
+      None for a loss without a branch there, which then gives :meth:`value`, :meth:`sum`,
+      :meth:`derivative` and :meth:`prox` itself (a kernel taking a code refuses it);
+    * ``p`` and ``has_exponent``: its exponent, and whether it takes one (lp) or has it fixed;
+    * ``piecewise_linear``: L is piecewise linear (the hinge), so L* is 0 on the dual range
+      and the primal is an LP-type QP with slack bounds (the interior point's problem (1));
+    * ``clipped``: it belongs to the clipped family L'(xi) = kappa clip(xi - xi_lo, 0, width)
+      and has ``kappa``, ``xi_lo`` and ``width`` (:class:`ClippedLoss`; mfn's engine runs on
+      it);
+    * ``smoothing``: None, or tau -> a clipped loss that tends to this one as tau -> 0 (the
+      hinge's smoothed hinge; mfn reaches the loss by that homotopy, section 6);
+    * ``dual_quadratic``: k in C_i L*(alpha_i / C_i) = k alpha_i^2 / C_i on the dual range (the
+      dual is then a QP: :class:`solvers.problems.binary.DualQP`), None when it is not;
+    * ``liblinear_solver_type``: the ``solver_type`` a LIBLINEAR model file names for it
+      (LIBLINEAR's predict reads the weights alone; a loss LIBLINEAR has not names its
+      L2R_L2LOSS_SVC, a classifier);
+    * ``liblinear_types``: LIBLINEAR's ``-s`` types that train its L2-regularized binary
+      problem, its dual coordinate descent first (() when LIBLINEAR has not the loss; the
+      benchmarks' anchors).
+
+    and, as methods, its dual range (:meth:`dual_lower`, :meth:`dual_upper`) and its conjugate
+    (:meth:`conjugate`).  A class that misses one fails when it is made, naming what it misses
+    (as a C++ class with a pure virtual function left cannot be instantiated: LIBLINEAR's
+    ``function``); ``abstract=True`` in the class statement marks an intermediate class.
+    """
+
+    #: the class attributes every loss declares (the class docstring says what each means)
+    DECLARATIONS = ("name", "code", "p", "has_exponent", "piecewise_linear", "clipped",
+                    "smoothing", "dual_quadratic", "liblinear_solver_type", "liblinear_types")
+    #: what a loss without a kernel code gives itself (the methods here run its code's kernels)
+    CODED_METHODS = ("value", "sum", "derivative", "prox")
 
     name: str
-    code: int
-    p: float = 2.0
-    #: whether the loss takes the exponent p (lp); the others have theirs fixed
-    has_exponent: bool = False
-    #: k in C_i L*(alpha_i / C_i) = k alpha_i^2 / C_i on the dual range (the dual is then a
-    #: QP: :class:`solvers.problems.binary.DualQP`); None when L* is not quadratic
-    dual_quadratic: float | None = 0.25
-    #: the ``solver_type`` a LIBLINEAR model file names for this loss (prediction ignores it)
-    liblinear_solver_type: str = "L2R_L2LOSS_SVC"
+    code: int | None
+    p: float
+    has_exponent: bool
+    piecewise_linear: bool
+    clipped: bool
+    smoothing: Callable[[float], ClippedLoss] | None
+    dual_quadratic: float | None
+    liblinear_solver_type: str
+    liblinear_types: tuple[int, ...]
+
+    def __init_subclass__(cls, abstract: bool = False, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if abstract:
+            return
+        missing = [name for name in cls.DECLARATIONS if not hasattr(cls, name)]
+        missing += [name for name, member in vars(Loss).items()
+                    if getattr(member, "__isabstractmethod__", False)
+                    and getattr(getattr(cls, name), "__isabstractmethod__", False)]
+        if getattr(cls, "code", 0) is None:
+            missing += [f"{name} (it has no kernel code)" for name in cls.CODED_METHODS
+                        if getattr(cls, name) is getattr(Loss, name)]
+        if missing:
+            raise TypeError(f"loss {cls.__name__} does not declare {', '.join(missing)}: "
+                            f"every loss gives each (solvers.losses.Loss)")
 
     @classmethod
     def canonical_name(cls, p: float) -> str:
@@ -94,22 +151,18 @@ class Loss:
         kernels.loss_derivatives(self.code, self.p, xi, out)
         return out
 
-    def curvature(self, xi) -> np.ndarray:
-        """A generalized second derivative L''(xi) (0 on linear pieces)."""
-        raise NotImplementedError
-
+    @abc.abstractmethod
     def dual_upper(self, cost) -> np.ndarray:
         """Upper bound of alpha_i (per-example cost C_i); the lower bound is
         :meth:`dual_lower`."""
-        return np.full(np.shape(cost), np.inf)
 
+    @abc.abstractmethod
     def dual_lower(self, cost) -> np.ndarray:
-        return np.zeros(np.shape(cost))
+        """Lower bound of alpha_i (per-example cost C_i)."""
 
+    @abc.abstractmethod
     def conjugate(self, v) -> np.ndarray:
         """L*(v) = sup_xi (v xi - L(xi)) inside the dual range (callers check the range)."""
-        v = _as_array(v)
-        return v * v / 4.0
 
     def conjugate_sum(self, alpha, cost) -> float:
         """sum_i C_i L*(alpha_i / C_i); +inf when alpha leaves the dual range (up to a relative
@@ -141,11 +194,20 @@ class Hinge(Loss):
     name = "hinge"
     code = HINGE
     p = 1.0
+    has_exponent = False
+    piecewise_linear = True
+    clipped = False
     dual_quadratic = 0.0
     liblinear_solver_type = "L2R_L1LOSS_SVC_DUAL"
+    liblinear_types = (3,)
 
-    def curvature(self, xi) -> np.ndarray:
-        return np.zeros(np.shape(xi))
+    @staticmethod
+    def smoothing(tau: float) -> ClippedLoss:
+        """The smoothed hinge of mfn's homotopy (:func:`smoothed_hinge`)."""
+        return smoothed_hinge(tau)
+
+    def dual_lower(self, cost) -> np.ndarray:
+        return np.zeros(np.shape(cost))
 
     def dual_upper(self, cost) -> np.ndarray:
         return _as_array(cost)
@@ -162,15 +224,33 @@ class ClippedLoss(Loss):
     """L'(xi) = kappa clip(xi - xi_lo, 0, width): 0 up to xi_lo, quadratic on (xi_lo, xi_lo +
     width), linear beyond (``width`` may be inf).  L(xi) = kappa (u^2 / 2 + width (xi - xi_lo -
     width)_+), u = clip(xi - xi_lo, 0, width); L*(v) = v xi_lo + v^2 / (2 kappa) on
-    [0, kappa width]."""
+    [0, kappa width].
+
+    The family's values, derivatives, proximal steps and conjugates come from these
+    formulas (and the clipped kernels of :mod:`solvers.losses.kernels`), so a member is its
+    three constants: a subclass that passes them to ``__init__`` and declares its name is a
+    loss mfn solves (``docs/extending.md``)."""
 
     name = "clipped"
-    code = -1
+    code = None
+    p = 2.0  # the power of its quadratic piece (no kernel reads it: the family has no code)
+    has_exponent = False
+    piecewise_linear = False
+    clipped = True
+    smoothing = None
+    liblinear_solver_type = "L2R_L2LOSS_SVC"
+    liblinear_types = ()
 
     def __init__(self, kappa: float, xi_lo: float, width: float):
         self.kappa = float(kappa)
         self.xi_lo = float(xi_lo)
         self.width = float(width)
+
+    @property
+    def dual_quadratic(self) -> float | None:
+        """1 / (2 kappa) when L* has no linear term (xi_lo = 0), else None (the smoothed
+        hinge: ``DualQP`` has no linear term of its own)."""
+        return 1.0 / (2.0 * self.kappa) if self.xi_lo == 0.0 else None
 
     def __eq__(self, other) -> bool:
         return isinstance(other, ClippedLoss) and (self.kappa, self.xi_lo, self.width) == \
@@ -197,10 +277,8 @@ class ClippedLoss(Loss):
     def derivative(self, xi) -> np.ndarray:
         return self.kappa * np.clip(_as_array(xi) - self.xi_lo, 0.0, self.width)
 
-    def curvature(self, xi) -> np.ndarray:
-        xi = _as_array(xi)
-        inside = (xi > self.xi_lo) & (xi < self.xi_lo + self.width)
-        return np.where(inside, self.kappa, 0.0)
+    def dual_lower(self, cost) -> np.ndarray:
+        return np.zeros(np.shape(cost))
 
     def dual_upper(self, cost) -> np.ndarray:
         return self.kappa * self.width * _as_array(cost)
@@ -227,9 +305,10 @@ class ClippedLoss(Loss):
         return out
 
 
-class _CodedClippedLoss(ClippedLoss):
+class _CodedClippedLoss(ClippedLoss, abstract=True):
     """A clipped loss with a code of its own: its values, derivatives and proximal operator
-    come from the coded kernels (one pass, no temporaries)."""
+    come from the coded kernels (one pass, no temporaries).  Its subclasses declare the
+    code."""
 
     value = Loss.value
     sum = Loss.sum
@@ -240,6 +319,8 @@ class _CodedClippedLoss(ClippedLoss):
 class SquaredHinge(_CodedClippedLoss):
     name = "squared_hinge"
     code = SQUARED_HINGE
+    liblinear_solver_type = "L2R_L2LOSS_SVC"
+    liblinear_types = (1, 2)
 
     def __init__(self):
         super().__init__(2.0, 0.0, math.inf)
@@ -248,6 +329,8 @@ class SquaredHinge(_CodedClippedLoss):
 class ModifiedHuber(_CodedClippedLoss):
     name = "modified_huber"
     code = MODIFIED_HUBER
+    liblinear_solver_type = "L2R_L2LOSS_SVC"
+    liblinear_types = ()
 
     def __init__(self):
         super().__init__(2.0, 0.0, 2.0)
@@ -256,12 +339,24 @@ class ModifiedHuber(_CodedClippedLoss):
 class LeastSquares(Loss):
     name = "least_squares"
     code = LEAST_SQUARES
-
-    def curvature(self, xi) -> np.ndarray:
-        return np.full(np.shape(xi), 2.0)
+    p = 2.0
+    has_exponent = False
+    piecewise_linear = False
+    clipped = False
+    smoothing = None
+    dual_quadratic = 0.25
+    liblinear_solver_type = "L2R_L2LOSS_SVC"
+    liblinear_types = ()
 
     def dual_lower(self, cost) -> np.ndarray:
         return np.full(np.shape(cost), -np.inf)
+
+    def dual_upper(self, cost) -> np.ndarray:
+        return np.full(np.shape(cost), np.inf)
+
+    def conjugate(self, v) -> np.ndarray:
+        v = _as_array(v)
+        return v * v / 4.0
 
     def conjugate_sum(self, alpha, cost) -> float:
         return float(kernels.quadratic_conjugate_sum(_as_array(alpha), _as_array(cost), False,
@@ -273,8 +368,14 @@ class Lp(Loss):
 
     name = "lp"
     code = LP
+    p = 2.0  # the default exponent; each object has its own
     has_exponent = True
+    piecewise_linear = False
+    clipped = False
+    smoothing = None
     dual_quadratic = None
+    liblinear_solver_type = "L2R_L2LOSS_SVC"
+    liblinear_types = ()
 
     #: the losses lp is at the ends of its range (:func:`canonical`)
     ALIASES = {1.0: "hinge", 2.0: "squared_hinge"}
@@ -299,11 +400,11 @@ class Lp(Loss):
     def __hash__(self) -> int:
         return hash(("lp", self.p))
 
-    def curvature(self, xi) -> np.ndarray:
-        xi = _as_array(xi)
-        positive = np.maximum(xi, 0.0)
-        with np.errstate(divide="ignore"):
-            return np.where(xi > 0, self.p * (self.p - 1.0) * positive ** (self.p - 2.0), 0.0)
+    def dual_lower(self, cost) -> np.ndarray:
+        return np.zeros(np.shape(cost))
+
+    def dual_upper(self, cost) -> np.ndarray:
+        return np.full(np.shape(cost), np.inf)
 
     def conjugate(self, v) -> np.ndarray:
         v = _as_array(v)
@@ -323,14 +424,17 @@ SQUARED_HINGE_LOSS = SquaredHinge()
 MODIFIED_HUBER_LOSS = ModifiedHuber()
 LEAST_SQUARES_LOSS = LeastSquares()
 
-#: Every loss of ``design.md`` by name, in the order the catalogue lists them.  A loss without
-#: an exponent has one instance, which :func:`get_loss` returns.
+#: Every loss of ``docs/design.md`` by name, in the order the catalogue lists them.  A loss
+#: without an exponent has one instance, which :func:`get_loss` returns.  A loss is in the
+#: catalogue by its entry here (a test registers one of its own for its duration: ``tests/
+#: test_new_loss.py``).
 LOSS_TYPES: dict[str, type[Loss]] = {
     cls.name: cls for cls in (Hinge, SquaredHinge, Lp, ModifiedHuber, LeastSquares)
 }
 LOSSES = tuple(LOSS_TYPES)
-_INSTANCES: dict[str, Loss] = {
-    loss.name: loss
+#: the one instance of each loss class without an exponent that :func:`get_loss` has made
+_INSTANCES: dict[type[Loss], Loss] = {
+    type(loss): loss
     for loss in (HINGE_LOSS, SQUARED_HINGE_LOSS, MODIFIED_HUBER_LOSS, LEAST_SQUARES_LOSS)
 }
 
@@ -339,8 +443,15 @@ def loss_type(name: str) -> type[Loss]:
     try:
         return LOSS_TYPES[name]
     except KeyError:
-        raise ValueError(f"unknown loss {name!r}; expected one of {', '.join(LOSSES)}") \
+        raise ValueError(f"unknown loss {name!r}; expected one of {', '.join(LOSS_TYPES)}") \
             from None
+
+
+def takes_exponent(name) -> bool:
+    """Whether the loss named ``name`` takes an exponent (lp: ``Loss.has_exponent``); False
+    for anything not in the catalogue."""
+    cls = LOSS_TYPES.get(name) if isinstance(name, str) else None
+    return cls is not None and cls.has_exponent
 
 
 def canonical(name: str, p: float | None = None) -> tuple[str, float]:
@@ -359,12 +470,42 @@ def canonical(name: str, p: float | None = None) -> tuple[str, float]:
 
 
 def get_loss(name: str, p: float = 2.0) -> Loss:
-    """The loss object of a ``design.md`` loss name (``p`` for ``lp``), canonical: lp with
+    """The loss object of a ``docs/design.md`` loss name (``p`` for ``lp``), canonical: lp with
     p = 1 or 2 gives the hinge or the squared hinge object."""
     name, p = canonical(name, p)
-    if name in _INSTANCES:
-        return _INSTANCES[name]
-    return LOSS_TYPES[name](p)
+    cls = LOSS_TYPES[name]
+    if cls.has_exponent:
+        return cls(p)
+    if cls not in _INSTANCES:
+        _INSTANCES[cls] = cls()
+    return _INSTANCES[cls]
+
+
+@dataclass(frozen=True)
+class LossFamily:
+    """The losses that make a declaration: how a solver family whose engine runs on what a
+    loss declares, not on which loss it is, names the losses it solves
+    (``solvers.base.Solves.product`` takes one in place of a tuple of names; mfn's is the
+    clipped family).  A loss in the catalogue that makes the declaration is then solved
+    without an edit to the family.
+
+    ``member`` reads a loss class's declarations; ``order`` names members first, in the order
+    a parameter model offers them (its default first), the others following in the
+    catalogue's order; ``description`` says what the members are, for a refusal."""
+
+    description: str
+    member: Callable[[type[Loss]], bool]
+    order: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        strangers = [name for name in self.order if not self.member(loss_type(name))]
+        if strangers:
+            raise TypeError(f"{', '.join(strangers)} not of {self.description}")
+
+    def names(self) -> tuple[str, ...]:
+        """The members in the catalogue now, ``order`` first."""
+        rest = (name for name, cls in LOSS_TYPES.items() if self.member(cls))
+        return tuple(dict.fromkeys((*self.order, *rest)))
 
 
 __all__ = [
@@ -378,6 +519,7 @@ __all__ = [
     "Hinge",
     "LeastSquares",
     "Loss",
+    "LossFamily",
     "Lp",
     "ModifiedHuber",
     "SquaredHinge",
@@ -385,4 +527,5 @@ __all__ = [
     "get_loss",
     "loss_type",
     "smoothed_hinge",
+    "takes_exponent",
 ]

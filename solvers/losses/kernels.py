@@ -7,7 +7,7 @@ Two families:
   L2-SVM-MFN's homotopy.  Sets, sums and the breakpoints of the exact line search along a ray
   (Keerthi & DeCoste eqs. (14)-(18); the root itself is :func:`solvers.core.linesearch.
   piecewise_linear_root`);
-* every loss of ``design.md`` by its code (:data:`HINGE` ...): the weighted sum of values, the
+* every loss of ``docs/design.md`` by its code (:data:`HINGE` ...): the weighted sum of values, the
   derivatives and the proximal operator, in the slack xi = 1 - m.
 
 A loss's code has one branch in each of :func:`_value`, :func:`_derivative` and
@@ -77,7 +77,7 @@ def _derivative(code, p, xi):
 @njit(cache=True, inline="always")
 def by_loss(kernel, code, p, args):
     """``kernel(code, p, args)`` with the loss code and p compile-time constants: one
-    specialization per loss of ``design.md`` (lp keeps p a run-time value).  ``kernel`` is an
+    specialization per loss of ``docs/design.md`` (lp keeps p a run-time value).  ``kernel`` is an
     ``@njit(inline="always")`` function; ``args`` a tuple of its other arguments.  (A loop
     that dispatches on a run-time code per example ran 4x slower in ALM's pass: 1.05 ms
     against 0.27 ms on 50,000 examples.)  In a parallel kernel, call it once per block from a

@@ -5,7 +5,7 @@ SVMs"; equation numbers below are theirs), with linear, RBF and polynomial kerne
 Conventions
 -----------
 Labels y_i = +-1, per-example cost C_i = C * sample_weight_i, phi the kernel's feature map.
-Every problem is written as in ``design.md`` (1/2 ||w||^2 + bias term + C sum loss(m_i),
+Every problem is written as in ``docs/design.md`` (1/2 ||w||^2 + bias term + C sum loss(m_i),
 m_i = y_i f(x_i)); the papers write C_J/2 q'q (Joshi) or gamma/2 e'e (Suykens), so
 **Suykens' gamma = Joshi's C = 2 C** (per example 2 C_i).  All three keep the least-squares loss
 (1 - m)^2 except SesquiSMO (below).
@@ -41,7 +41,7 @@ s = ``bias_scale``; s = 1 is the paper)::
   * ``direct``: Cholesky of G + s^2 ee' + Lambda;
   * ``iterative``: CG on the same matrix, two kernel products per iteration.
 
-``relaxed_lssvm`` -- Joshi et al. (13)-(21), bias weighted by A (``design.md``'s regularized
+``relaxed_lssvm`` -- Joshi et al. (13)-(21), bias weighted by A (``docs/design.md``'s regularized
 bias with bias_scale = 1/sqrt(A))::
 
     minimize 1/2 ||w||^2 + A/2 b^2 + C sum_i (1 - y_i (w.phi(x_i) + b))^2         (13), (6)

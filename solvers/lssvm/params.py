@@ -22,7 +22,10 @@ Method = Literal["auto", "direct", "iterative"]
 #: (SesquiSMO).
 LSSVM_SOLVES = Solves.product(("binary", "ovr"), ("least_squares",), ("free",))
 PROXIMAL_SVM_SOLVES = Solves.product(("binary", "ovr"), ("least_squares",), ("regularized",))
-RELAXED_LSSVM_SOLVES = Solves.product(("binary", "ovr"), ("least_squares", "squared_hinge"),
+#: The loss each variant of the relaxed LS-SVM solves: 2SMO's equality constraints (6) make
+#: the error the least-squares one, SesquiSMO's inequalities (33) max(0, 1 - m).
+RELAXED_VARIANT_LOSSES = {"2smo": "least_squares", "sesquismo": "squared_hinge"}
+RELAXED_LSSVM_SOLVES = Solves.product(("binary", "ovr"), tuple(RELAXED_VARIANT_LOSSES.values()),
                                       ("regularized",))
 
 
@@ -114,7 +117,7 @@ class RelaxedLSSVMParams(KernelSolverParams):
                     "squared_hinge for sesquismo (inequality constraints (33) make the error "
                     "max(0, 1 - m)); follows the variant when not given.")
     bias: RELAXED_LSSVM_SOLVES.choices("bias") = Field(
-        "regularized", description="The bias enters as A/2 b^2 (13) (design.md's regularized "
+        "regularized", description="The bias enters as A/2 b^2 (13) (docs/design.md's regularized "
                                    "bias with bias_scale = 1/sqrt(A)); set A, not bias_scale.")
     variant: Literal["2smo", "sesquismo"] = Field(
         "2smo", description="2smo: equality constraints, multipliers free; sesquismo: "
@@ -155,15 +158,16 @@ class RelaxedLSSVMParams(KernelSolverParams):
         """The variant and the loss name one another: either given alone sets the other
         (so each declared loss trains by its name alone)."""
         if isinstance(data, dict):
-            if data.get("variant") == "sesquismo" and "loss" not in data:
-                data = {**data, "loss": "squared_hinge"}
-            elif data.get("loss") == "squared_hinge" and "variant" not in data:
-                data = {**data, "variant": "sesquismo"}
+            variant_of = {loss: variant for variant, loss in RELAXED_VARIANT_LOSSES.items()}
+            if data.get("variant") in RELAXED_VARIANT_LOSSES and "loss" not in data:
+                data = {**data, "loss": RELAXED_VARIANT_LOSSES[data["variant"]]}
+            elif data.get("loss") in variant_of and "variant" not in data:
+                data = {**data, "variant": variant_of[data["loss"]]}
         return data
 
     @model_validator(mode="after")
     def _check_consistency(self):
-        expected = "squared_hinge" if self.variant == "sesquismo" else "least_squares"
+        expected = RELAXED_VARIANT_LOSSES[self.variant]
         if self.loss != expected:
             raise ValueError(f"variant {self.variant!r} solves loss {expected!r}, not "
                              f"{self.loss!r}")
@@ -174,7 +178,7 @@ class RelaxedLSSVMParams(KernelSolverParams):
 
     @classmethod
     def _posing_values(cls, problem: dict[str, Any]) -> dict[str, Any]:
-        """(13) poses design.md's regularized bias of scale s with A = 1/s^2, and the free
+        """(13) poses docs/design.md's regularized bias of scale s with A = 1/s^2, and the free
         bias through SUMT (its rounds drive A to 0)."""
         values = super()._posing_values(problem)
         bias = values.pop("bias", None)
@@ -188,7 +192,7 @@ class RelaxedLSSVMParams(KernelSolverParams):
         return values
 
     def problem_fields(self) -> dict[str, Any]:
-        """(13) as design.md's regularized bias with bias_scale = 1/sqrt(A); with SUMT, the
+        """(13) as docs/design.md's regularized bias with bias_scale = 1/sqrt(A); with SUMT, the
         free-bias LS-SVM its rounds drive towards."""
         fields = super().problem_fields()
         if self.sumt:
@@ -199,7 +203,7 @@ class RelaxedLSSVMParams(KernelSolverParams):
         return fields
 
     def binary_problem(self, X, y, sample_weight=None) -> BinaryProblem:
-        """(13) is ``design.md``'s regularized bias with bias_scale = 1/sqrt(A) (without SUMT;
+        """(13) is ``docs/design.md``'s regularized bias with bias_scale = 1/sqrt(A) (without SUMT;
         its rounds drive A towards 0, the free-bias LS-SVM)."""
         return BinaryProblem(X, y, C=self.C, loss=self.loss, bias="regularized",
                              bias_scale=1.0 / np.sqrt(self.A), sample_weight=sample_weight)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.base import Solution, Termination
+from solvers.base import Solution, Termination, WarmStart, warm_start_argument
 from solvers.core.linalg import cgls
 from solvers.core.sparse import use_parallel
 from solvers.lssvm.params import SystemParams
@@ -24,15 +24,19 @@ def _eps_schedule(tol: float) -> list[float]:
 
 
 def run_linear(problem: BinaryProblem, params: SystemParams,
-               monitor: Monitor | None = None, start: np.ndarray | None = None) -> Solution:
+               monitor: Monitor | None = None, start: WarmStart | None = None) -> Solution:
     """The linear-kernel problem of ``lssvm`` (free bias) or ``proximal_svm`` (regularized
     bias) in the primal, by CGLS warm-started across tolerance rounds (never forming X'X);
-    the registry's ``run`` for linear binary problems.
+    the registry's ``run`` for linear binary problems.  ``start``: a
+    :class:`~solvers.base.WarmStart` whose ``beta`` (a nearby problem's solution) CGLS starts
+    from, at the final eps; the rest of it is ignored.
 
     In CGLS's scaling the objective is divided by 2C: lambda = 1/(2C), row weights c_i.
     """
-    if problem.loss != "least_squares":
-        raise ValueError(f"{params.solver} solves the least_squares loss, not {problem.loss!r}")
+    solves = type(params).solves
+    if not solves.allows("binary", problem.loss, params.bias, problem.p):
+        raise ValueError(f"{params.solver} solves the {' or '.join(solves.losses)} loss, not "
+                         f"{problem.loss!r}")
     if problem.bias != params.bias:
         raise ValueError(f"{params.solver} solves the {params.bias!r} bias mode, not "
                          f"{problem.bias!r}")
@@ -48,8 +52,10 @@ def run_linear(problem: BinaryProblem, params: SystemParams,
     beta = problem.zeros()
     grad0 = max(float(np.linalg.norm(problem.gradient(beta))), 1e-300)
     schedule = _eps_schedule(params.cg_tol)
-    if start is not None:  # a nearby problem's solution: CGLS from there, at the final eps
-        beta = np.array(start, dtype=np.float64)
+    start = warm_start_argument(start)
+    if start is not None and start.beta is not None:
+        # a nearby problem's solution: CGLS from there, at the final eps
+        beta = np.array(start.beta, dtype=np.float64)
         if problem.bias == "none":
             beta[-1] = 0.0
         schedule = schedule[-1:]

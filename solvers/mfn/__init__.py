@@ -1,12 +1,12 @@
 """L2-SVM-MFN: the modified finite Newton method of Keerthi & DeCoste (JMLR 6, 2005).
 
-Problem (``design.md``), t_i = +-1, x~_i = (x_i, s) with s = ``bias_scale`` (s = 0 and b = 0
+Problem (``docs/design.md``), t_i = +-1, x~_i = (x_i, s) with s = ``bias_scale`` (s = 0 and b = 0
 for ``bias="none"``), C_i = C * sample_weight_i::
 
     minimize_beta   1/2 ||beta||^2 + sum_i C_i loss(t_i x~_i . beta)            beta = (w, b)
 
 The paper writes it as f(beta) = lambda/2 ||beta||^2 + sum_i c_i L(xi_i), xi_i = 1 - t_i y_i,
-L(xi) = xi^2 / 2 for xi > 0 (eqs. (2), (19)-(20)).  ``design.md``'s squared hinge has no 1/2,
+L(xi) = xi^2 / 2 for xi > 0 (eqs. (2), (19)-(20)).  ``docs/design.md``'s squared hinge has no 1/2,
 so our objective is f scaled by 2C: **lambda = 1/(2C)** (the paper's lambda = 1/C for its own
 C/2 sum xi^2), and c_i is the sample weight.  The bias is regularized like a weight (the
 paper's b^2/2 term, LIBLINEAR's ``-B s``; section 2's gamma-scaled bias is ``bias_scale``
@@ -17,7 +17,7 @@ loss'(xi) = kappa * clip(xi - xi_lo, 0, width); CGLS works on the problem divide
 so lambda = 1/(kappa C):
 
 * ``squared_hinge``: the L2-SVM of sections 2-4 and Appendix A (kappa = 2, width = inf);
-* ``modified_huber``: section 6, eqs. (21)-(23).  ``design.md``'s loss is twice Keerthi's L_h
+* ``modified_huber``: section 6, eqs. (21)-(23).  ``docs/design.md``'s loss is twice Keerthi's L_h
   (kappa = 2, width = 2), so again lambda = 1/(2C).  Three index sets I0, I1, I2; CGLS solves
   the least-squares problem (23), shifted by q = (2/lambda) sum_{I2} c_i t_i x~_i; the line
   search watches examples move between the three sets;
@@ -167,8 +167,8 @@ Extensions:
   instead of 35 with 0.1.  Cross-validation sets ``tol`` from its fit_gap
   (``solvers.model_selection``): a fold's score needs predictions, not 1e-10 optima;
 * dual recovery and the maximum dual KKT violation (section 4.7, :func:`dual_kkt_violation`);
-  with ``dual_kkt_tolerance`` the solution is continued with eps / 10, eps / 100, ... until
-  the violation is within it (section 5's protocol: ``epsilon=1e-3, dual_kkt_tolerance=1e-3``);
+  with ``dual_kkt_tol`` the solution is continued with eps / 10, eps / 100, ... until
+  the violation is within it (section 5's protocol: ``epsilon=1e-3, dual_kkt_tol=1e-3``);
 * ordinal regression (section 7, :class:`solvers.problems.OrdinalProblem`,
   :func:`solve_ordinal`, ``task="ordinal"``);
 * multi-class: one-vs-rest over the binary solver (``solvers.multiclass``).

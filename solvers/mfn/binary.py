@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.base import Solution, Termination
+from solvers.base import (
+    Solution,
+    Termination,
+    WarmStart,
+    replaced_keyword,
+    warm_start_argument,
+)
 from solvers.core.linalg import dot
 from solvers.core.rows import BinaryRows
 from solvers.core.sparse import csr_matvec, csr_rmatvec_rows
-from solvers.losses import get_loss
 from solvers.mfn.continuation import solve_extras, solve_terms
-from solvers.mfn.params import MFN_SOLVES, MFNParams
+from solvers.mfn.params import MFN_SOLVES, MFNParams, dual_kkt_applies
 from solvers.monitor import Monitor, Reporter, Stopwatch
 from solvers.problems import BinaryProblem
 
@@ -22,43 +27,53 @@ def binary_terms(problem: BinaryProblem) -> BinaryRows:
 
 
 def solve(problem: BinaryProblem, params: MFNParams | None = None,
-          monitor: Monitor | None = None, beta0: np.ndarray | None = None,
-          continuation: bool = False, w_guess: np.ndarray | None = None,
+          monitor: Monitor | None = None, start: WarmStart | None = None,
+          continuation: bool = False, *, beta0: np.ndarray | None = None,
+          w_guess: np.ndarray | None = None,
           active_guess: np.ndarray | None = None) -> Solution:
     """Solve a binary ``problem`` with L2-SVM-MFN.
 
-    Starting point (Appendix A, step 1): zero by default; ``w_guess`` (optionally with a guessed
-    active set ``active_guess``) is rescaled by eqs. (8)-(9) (:func:`seed_from_weights`); or
-    ``beta0`` as given.  These are crude starts (ini = 0: both heuristics) unless
-    ``continuation=True`` marks ``beta0`` as the solution of a nearby problem (ini = 1: no
-    heuristics, eps straight to its final value), the beta-seeding of a C path.
+    Starting point (Appendix A, step 1): zero by default, or ``start.beta`` as given (the
+    :class:`~solvers.base.WarmStart`'s ``dual``, ``state`` and ``model`` are ignored: the
+    Newton steps are primal).  A start is crude (ini = 0: both heuristics) unless
+    ``continuation=True`` marks it as the solution of a nearby problem (ini = 1: no
+    heuristics, eps straight to its final value), the beta-seeding of a C path.  A weight
+    guess w~ without a bias is rescaled by eqs. (8)-(9) first:
+    ``start=WarmStart(beta=seed_from_weights(problem, w_guess, active_guess))``.
+
+    ``beta0`` (the start's beta), ``w_guess`` and ``active_guess`` (the seeded start above)
+    are the deprecated spellings, kept for one release.
 
     C, the loss and the bias mode are the problem's; ``params`` gives mfn's own settings.
     """
     reporter = Reporter(monitor, "relative_duality_gap")
     terms = binary_terms(problem)
     params = params or MFNParams(C=problem.C, loss=problem.loss, bias=problem.bias)
-    if w_guess is not None:
-        if beta0 is not None:
-            raise ValueError("give either beta0 or w_guess")
-        beta0 = seed_from_weights(problem, w_guess, active_guess)
+    start = warm_start_argument(start)
+    start = replaced_keyword(start, "beta0", beta0, "beta")
+    start = replaced_keyword(
+        start, "w_guess", None if w_guess is None
+        else seed_from_weights(problem, w_guess, active_guess), "beta",
+        "start=WarmStart(beta=seed_from_weights(problem, w_guess, active_guess))")
+    beta_start = None if start is None else start.beta
     dual_kkt = None
-    if params.dual_kkt_tolerance is not None:
+    if params.dual_kkt_tol is not None:
         def dual_kkt(state):
             return dual_kkt_violation(problem, state.beta,
                                       terms.outputs_in_input_order(state.outputs))[1]
     state, status, message, engine = solve_terms(
-        terms, problem, problem.loss, params, reporter, beta0, not continuation, dual_kkt)
+        terms, problem, problem.loss_function, params, reporter, beta_start, not continuation,
+        dual_kkt)
     return _solution(problem, terms, engine, state, status, message, diagnostics=True)
 
 
 def _solution(problem: BinaryProblem, terms: BinaryRows, engine, state, status, message,
               diagnostics: bool) -> Solution:
     """The :class:`Solution` at the engine's state: the problem's objective, the run's
-    extras and, with ``diagnostics`` (squared hinge), section 4.7's dual KKT violation (two
-    passes over the data)."""
+    extras and, with ``diagnostics`` (squared hinge: :func:`dual_kkt_applies`), section 4.7's
+    dual KKT violation (two passes over the data)."""
     extras = solve_extras(engine, state)
-    if diagnostics and problem.loss == "squared_hinge":
+    if diagnostics and dual_kkt_applies(problem.loss_function):
         extras["dual_kkt_violation"] = dual_kkt_violation(
             problem, state.beta, terms.outputs_in_input_order(state.outputs))[1]
     objective = engine.problem_objective(state.beta, 1.0 - engine.t * state.outputs)
@@ -117,24 +132,31 @@ def dual_kkt_violation(problem: BinaryProblem, beta: np.ndarray,
     -c_i t_i d_i / lambda on the active set I(beta) (d_i = y_i - t_i), 0 elsewhere;
     beta^ = sum alpha_i t_i x~_i, xi_i = lambda alpha_i / c_i, g_i = t_i y_i(beta^) + xi_i - 1;
     the violation is max(max_{alpha_i > 0} |g_i|, max_{alpha_i = 0} max(0, -g_i)).  These
-    alpha_i = 2 C_i max(0, 1 - m_i) are also the dual variables of ``design.md``'s scaling
+    alpha_i = 2 C_i max(0, 1 - m_i) are also the dual variables of ``docs/design.md``'s scaling
     (``problem.dual_from_primal(beta)``), which are returned with the violation.
     ``outputs`` (x~_i . beta for every example) saves a product when the caller has them.
+
+    The paper writes it for the squared hinge; any clipped loss without an upper bound on
+    its multipliers (:func:`dual_kkt_applies`) has the same check with lambda = 1/(kappa C),
+    the active set t_i y_i < 1 - xi_lo, alpha_i = c_i (xi_i - xi_lo) / lambda there, and
+    xi_i = lambda alpha_i / c_i + xi_lo (the slack at which L'(xi) = alpha_i / C_i).
     """
-    if problem.loss != "squared_hinge":
-        raise ValueError("the dual KKT check of section 4.7 is for the squared hinge loss")
-    lam = 1.0 / (2.0 * problem.C)
+    loss = problem.loss_function
+    if not dual_kkt_applies(loss):
+        raise ValueError("the dual KKT check of section 4.7 is for the squared hinge loss (a "
+                         "clipped loss whose multipliers have no upper bound)")
+    lam = 1.0 / (loss.kappa * problem.C)
     c = problem.cost / problem.C
     t = problem.y
     if outputs is None:
         outputs = problem.outputs(beta)
-    active = t * outputs < 1.0
-    alpha = np.where(active, -c * t * (outputs - t) / lam, 0.0)
+    active = t * outputs < 1.0 - loss.xi_lo
+    alpha = np.where(active, c * (-t * (outputs - t) - loss.xi_lo) / lam, 0.0)
     rows = np.flatnonzero(alpha)
     beta_hat = np.empty(problem.n_features + 1)
     beta_hat[:-1] = csr_rmatvec_rows(problem.X, rows, (alpha * t)[rows])
     beta_hat[-1] = problem.effective_bias_scale * float((alpha * t)[rows].sum())
-    xi = lam * alpha / np.where(c > 0, c, 1.0)
+    xi = lam * alpha / np.where(c > 0, c, 1.0) + loss.xi_lo
     g = t * problem.outputs(beta_hat) + xi - 1.0
     positive = alpha > 0
     violation = max(
@@ -153,26 +175,28 @@ def solve_path(problem: BinaryProblem, Cs, params: MFNParams | None = None,
     solution with ini = 1 (no heuristics; footnote 5): as it is (gamma = 1, the previous b,
     "this simple initialization also works quite well"), or with ``rescale`` rescaled by eqs.
     (8)-(9) on the previous active set.  Without it every problem starts from zero with both
-    heuristics.  Seeded as it is (and without ``dual_kkt_tolerance``), the path shares one set
+    heuristics.  Seeded as it is (and without ``dual_kkt_tol``), the path shares one set
     of sorted rows, one Gram upkeep and one state between its points (:func:`run_path`).
     """
     params = params or MFNParams(loss=problem.loss, bias=problem.bias)
-    if seeding and not rescale and problem.loss != "hinge" and params.dual_kkt_tolerance is None:
+    if seeding and not rescale and problem.loss_function.clipped \
+            and params.dual_kkt_tol is None:
         return run_path(problem, Cs, params, monitor, diagnostics)
     solutions = []
     previous = None
     for C in Cs:
         sub = problem.with_C(C)
-        beta0 = None
+        start = None
         if seeding and previous is not None:
-            beta0 = previous.beta
+            beta = previous.beta
             if rescale:
-                margins = sub.margins(beta0)
-                beta0 = seed_from_weights(sub, beta0[:-1], np.flatnonzero(margins < 1.0),
-                                          refine=False)
+                margins = sub.margins(beta)
+                beta = seed_from_weights(sub, beta[:-1], np.flatnonzero(margins < 1.0),
+                                         refine=False)
+            start = WarmStart(beta=beta)
         clock = Stopwatch()
-        solution = solve(sub, params.model_copy(update={"C": float(C)}), monitor, beta0=beta0,
-                         continuation=beta0 is not None)
+        solution = solve(sub, params.model_copy(update={"C": float(C)}), monitor, start=start,
+                         continuation=start is not None)
         solution.extras["seconds"] = clock()
         solutions.append(solution)
         previous = solution
@@ -184,12 +208,15 @@ def run_path(problem: BinaryProblem, Cs, params: MFNParams, monitor: Monitor | N
     """The C path of :func:`solve_path` with beta-seeding (ini = 1 after the first point) on
     one engine: the rows sorted once, the Gram matrix of the active terms carried from one C
     to the next (it depends on the example weights, not on C), the state moved along.  Each
-    point gives what ``solve(problem.with_C(C), beta0=previous, continuation=True)`` gives;
+    point gives what ``solve(problem.with_C(C), start=WarmStart(beta=previous),
+    continuation=True)`` gives;
     ``diagnostics=False`` leaves out section 4.7's dual KKT violation (two passes per point,
-    which a cross-validation does not need).  The squared hinge and the modified Huber loss
-    (the hinge's homotopy restarts at tau = 1 for every C: use :func:`solve_path`'s loop)."""
-    if problem.loss == "hinge":
-        raise ValueError("run_path follows the squared hinge and modified Huber losses")
+    which a cross-validation does not need).  The clipped losses (the squared hinge, the
+    modified Huber loss): the hinge's homotopy restarts at tau = 1 for every C (use
+    :func:`solve_path`'s loop)."""
+    if not problem.loss_function.clipped:
+        raise ValueError("run_path follows the clipped losses (the squared hinge, the modified "
+                         "Huber loss), not a homotopy")
     solutions = []
     engine = state = terms = None
     for C in Cs:
@@ -197,11 +224,11 @@ def run_path(problem: BinaryProblem, Cs, params: MFNParams, monitor: Monitor | N
         reporter = Reporter(monitor, "relative_duality_gap")
         if engine is None:
             terms = binary_terms(sub)
-            state, status, message, engine = solve_terms(terms, sub, sub.loss, params,
+            state, status, message, engine = solve_terms(terms, sub, sub.loss_function, params,
                                                          reporter, None, True)
         else:
             engine.retarget(sub, reporter)
-            status, message = engine.run(state, get_loss(sub.loss), params.epsilon)
+            status, message = engine.run(state, sub.loss_function, params.epsilon)
         seconds = reporter.clock()
         solution = _solution(sub, terms, engine, state, status, message, diagnostics)
         solution.extras["seconds"] = seconds
@@ -217,8 +244,10 @@ def spec_path(problem: BinaryProblem, Cs, params: MFNParams) -> list[Solution]:
 
 
 def run(problem: BinaryProblem, params: MFNParams, monitor: Monitor,
-        start: np.ndarray | None = None) -> Solution:
+        start: WarmStart | None = None) -> Solution:
     """The spec's entry point (binary problems; the multiclass layer does one-vs-rest).
-    ``start``, the solution of a nearby problem (the same data at another C), is taken as
+    ``start.beta``, the solution of a nearby problem (the same data at another C), is taken as
     beta-seeding does (section 4.1: ini = 1, no heuristics)."""
-    return solve(problem, params, monitor, beta0=start, continuation=start is not None)
+    start = warm_start_argument(start)
+    return solve(problem, params, monitor, start=start,
+                 continuation=start is not None and start.beta is not None)

@@ -1,13 +1,13 @@
 """What mfn runs around Appendix A: the C path of a cold start at a large C (beta-seeding as a
-continuation, section 4.1), the hinge homotopy of section 6 and the dual KKT continuation of
-section 4.7."""
+continuation, section 4.1), the homotopy of section 6 (the hinge, through the clipped losses
+of its smoothing) and the dual KKT continuation of section 4.7."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from solvers.base import Termination
-from solvers.losses import ClippedLoss, get_loss, smoothed_hinge
+from solvers.losses import ClippedLoss, Loss
 from solvers.mfn.engine import Engine, MFNState
 from solvers.mfn.params import MFNParams
 from solvers.monitor import Reporter
@@ -16,23 +16,24 @@ from solvers.monitor import Reporter
 _SMALLEST_EPSILON = 1e-15
 
 
-def solve_terms(terms, problem, loss_name: str, params: MFNParams, reporter: Reporter,
+def solve_terms(terms, problem, loss: Loss, params: MFNParams, reporter: Reporter,
                 beta0: np.ndarray | None, crude: bool, dual_kkt=None):
     """Run Appendix A (and the homotopy or the dual KKT continuation) on ``terms`` of
-    ``problem``; returns (state, status, message, engine).  The reporter's clock started when
-    the caller did, before the terms were set up (the records' times include that work)."""
-    hinge = loss_name == "hinge"
-    engine = Engine(terms, problem, problem.C, params, reporter, hinge=hinge)
+    ``problem`` with its ``loss``: a clipped loss directly, another (the hinge) through the
+    clipped losses of its smoothing; returns (state, status, message, engine).  The
+    reporter's clock started when the caller did, before the terms were set up (the records'
+    times include that work)."""
+    homotopy = not loss.clipped
+    engine = Engine(terms, problem, problem.C, params, reporter, homotopy=homotopy)
     beta = np.zeros(terms.n_params) if beta0 is None else np.array(beta0, dtype=np.float64)
     if beta.shape != (terms.n_params,):
         raise ValueError(f"the starting point must have {terms.n_params} entries")
     if terms.extra_value == 0.0:
         beta[-1] = 0.0
     state = MFNState(beta, terms.outputs(beta), crude)
-    if hinge:
-        status, message = _hinge_homotopy(engine, state, params)
+    if homotopy:
+        status, message = _homotopy(engine, state, params, loss)
     else:
-        loss = get_loss(loss_name)
         staged = False
         if crude and beta0 is None and engine.normal_equations is None:
             status, message, staged = _run_c_path(engine, state, params, loss)
@@ -94,8 +95,8 @@ def _run_c_path(engine: Engine, state: MFNState, params: MFNParams,
 def _drive_dual_kkt(engine: Engine, state: MFNState, params: MFNParams, loss: ClippedLoss,
                     violation_of) -> tuple[Termination, str]:
     """Section 4.7 / 5: continue with eps / 10, eps / 100, ... until the maximum dual KKT
-    violation is within ``params.dual_kkt_tolerance``."""
-    tau = params.dual_kkt_tolerance
+    violation is within ``params.dual_kkt_tol``."""
+    tau = params.dual_kkt_tol
     eps = params.epsilon
     for k in range(1, 100):
         violation = violation_of(state)
@@ -114,13 +115,16 @@ def _drive_dual_kkt(engine: Engine, state: MFNState, params: MFNParams, loss: Cl
         f"dual KKT violation {violation:.3g} still above {tau:g} at eps={eps:g}")
 
 
-def _hinge_homotopy(engine: Engine, state: MFNState, params: MFNParams) -> tuple[Termination, str]:
-    """Section 6: solve with tau_j = 2^-j, j = 0, 1, ..., each seeded with the last, until the
-    hinge duality gap relative to the hinge objective is at most ``tol``."""
+def _homotopy(engine: Engine, state: MFNState, params: MFNParams,
+              target: Loss) -> tuple[Termination, str]:
+    """Section 6: solve with the smoothing of ``target`` (the hinge's smoothed hinge) at
+    tau_j = 2^-j, j = 0, 1, ..., each seeded with the last, until the duality gap of the
+    problem (the target loss's) relative to its objective is at most ``tol``."""
     gap = np.inf
     for j in range(params.hinge_max_rounds + 1):
         tau = 2.0 ** (-j)
-        loss = smoothed_hinge(tau)
+        loss = target.smoothing(tau)
+        engine.tau = tau
         status, message = engine.run(state, loss, params.epsilon)
         if status != Termination.CONVERGED:
             return status, f"tau=2^-{j}: {message}"
@@ -129,11 +133,12 @@ def _hinge_homotopy(engine: Engine, state: MFNState, params: MFNParams) -> tuple
         gap = (primal - engine.dual_objective(xi, loss)) / max(abs(primal), 1e-300)
         if gap <= params.tol:
             return Termination.CONVERGED, (
-                f"converged: hinge duality gap {gap:.3g} (relative) <= "
+                f"converged: {target.name} duality gap {gap:.3g} (relative) <= "
                 f"{params.tol:g} after tau=2^-{j}"
             )
     return Termination.MAX_ITER, (
-        f"hinge homotopy ended at tau=2^-{params.hinge_max_rounds} with relative gap {gap:.3g}"
+        f"{target.name} homotopy ended at tau=2^-{params.hinge_max_rounds} with relative gap "
+        f"{gap:.3g}"
     )
 
 
@@ -142,9 +147,9 @@ def solve_extras(engine: Engine, state: MFNState) -> dict:
               "linear_solver": "cgls" if engine.normal_equations is None else "cholesky",
               "factorizations": engine.count.factorizations,
               "row_space_solves": engine.count.row_space_solves}
-    if engine.hinge:
+    if engine.homotopy:
         xi = 1.0 - engine.t * state.outputs
-        loss = smoothed_hinge(engine.count.runs[-1]["tau"])
+        loss = engine.problem.loss_function.smoothing(engine.count.runs[-1]["tau"])
         primal = engine.problem_objective(state.beta, xi)
         extras["tau"] = engine.count.runs[-1]["tau"]
         extras["hinge_relative_gap"] = \

@@ -49,7 +49,13 @@ from functools import lru_cache
 import numpy as np
 
 from solvers import config
-from solvers.base import Solution, Termination
+from solvers.base import (
+    Solution,
+    Termination,
+    WarmStart,
+    replaced_keyword,
+    warm_start_argument,
+)
 from solvers.core.gram import NormalEquations
 from solvers.core.linalg import cholesky_solve, dot, gram_cost
 from solvers.core.rows import BinaryRows
@@ -61,7 +67,7 @@ from solvers.distributed import (
     keep_breakpoints,
     reduce_sum,
 )
-from solvers.losses import get_loss
+from solvers.losses import Loss, get_loss
 from solvers.losses.kernels import (
     clipped_loss_breakpoints,
     clipped_loss_sets,
@@ -303,7 +309,7 @@ class DistributedEngine:
 
     def __init__(self, problem: DistributedBinaryProblem, params: MFNParams,
                  reporter: Reporter):
-        refuse(params, problem.loss)
+        refuse(params, problem.loss_function)
         self.problem = problem
         self.group = problem.group
         self.params = params
@@ -470,7 +476,7 @@ class DistributedEngine:
         state["crude"] = False
         beta = state["beta"]
         point = self.point(lam, factorize=not (first_call and
-                                               p.initial_cgls_iterations is not None))
+                                               p.initial_cgls_iter is not None))
         F_previous = self.objective(beta, point["loss_sum"])
         newton = cg_total = 0
         scale = self.C / self.target_C
@@ -481,10 +487,10 @@ class DistributedEngine:
             beta_bar = beta.copy()
             if point["shift"] is not None:
                 beta_bar -= point["shift"]
-            cap = p.max_cgls_iterations
-            heuristic_1 = first_call and p.initial_cgls_iterations is not None
+            cap = p.max_cgls_iter
+            heuristic_1 = first_call and p.initial_cgls_iter is not None
             if heuristic_1:
-                cap = p.initial_cgls_iterations
+                cap = p.initial_cgls_iter
             first_call = False
             s_start, zz_start = point["g"], point["zz"]
             solved = False
@@ -616,37 +622,42 @@ class DistributedEngine:
         return self.reporter(self.iterations, primal, gap, elapsed=elapsed, **extras)
 
 
-def refuse(params: MFNParams, loss: str) -> None:
+def refuse(params: MFNParams, loss: Loss) -> None:
     """What the distributed driver does not run, refused with the reason."""
-    if loss == "hinge":
-        raise ValueError("mfn on distributed data: the hinge loss's homotopy (section 6) is "
-                         "not distributed; use cutting_plane (ocas) for the hinge")
+    if not loss.clipped:
+        raise ValueError(f"mfn on distributed data: the {loss.name} loss's homotopy (section "
+                         f"6) is not distributed; use cutting_plane (ocas) for the hinge")
     if params.linear_solver == "dual_cg":
         raise ValueError("mfn on distributed data: linear_solver='dual_cg' (CG in the active "
                          "rows' space) is not distributed; use 'cgls', 'cholesky' or 'auto'")
     if params.cgls_rule != "residual":
         raise ValueError("mfn on distributed data: cgls_rule='gradient_bound' is not "
                          "distributed; use 'residual' (rule (13))")
-    if params.dual_kkt_tolerance is not None:
-        raise ValueError("mfn on distributed data: dual_kkt_tolerance is not distributed")
+    if params.dual_kkt_tol is not None:
+        raise ValueError("mfn on distributed data: dual_kkt_tol is not distributed")
 
 
 def solve(problem: DistributedBinaryProblem, params: MFNParams, monitor: Monitor | None = None,
-          resume: np.ndarray | None = None) -> Solution:
+          start: WarmStart | None = None, *, resume: np.ndarray | None = None) -> Solution:
     """mfn on a distributed binary problem, from beta = 0 (a crude start: both heuristics,
     and the C path when C is large, as the single machine).
 
-    ``resume``: the last iterate of a solve that lost a worker (``problem.checkpoint`` of
-    its problem; ``solvers.train`` passes it).  The solve then resumes from it at the target
-    C and the final epsilon: a warm start, so the cold start's heuristics (the C path, the
-    first round's loose epsilon and CGLS cap) are not repeated.  Its optimum is the same
-    (the problem is strictly convex and Appendix A converges finitely to rule (13)); the
-    path to it differs from the uninterrupted solve's."""
+    ``start.beta`` (the rest of the :class:`~solvers.base.WarmStart` is ignored): a nearby
+    problem's solution or the last iterate of a solve that lost a worker
+    (``problem.checkpoint`` of its problem, a WarmStart; ``solvers.train`` passes it).  The
+    solve then starts from it at the target C and the final epsilon, as the single machine's
+    ``run`` does: a warm start, so the cold start's heuristics (the C path, the first round's
+    loose epsilon and CGLS cap) are not repeated.  Its optimum is the same (the problem is
+    strictly convex and Appendix A converges finitely to rule (13)); the path to it differs
+    from the uninterrupted solve's.  ``resume``: the deprecated spelling of
+    ``start=WarmStart(beta=...)``, kept for one release."""
     reporter = Reporter(monitor, "relative_duality_gap")
+    start = replaced_keyword(warm_start_argument(start), "resume", resume, "beta")
     engine = DistributedEngine(problem, params, reporter)
-    warm = resume is not None
-    beta = np.array(resume, dtype=np.float64) if warm else np.zeros(engine.n_params)
-    problem.checkpoint = beta  # updated in place: always the last accepted iterate
+    warm = start is not None and start.beta is not None
+    beta = np.array(start.beta, dtype=np.float64) if warm else np.zeros(engine.n_params)
+    # updated in place: always the last accepted iterate
+    problem.checkpoint = WarmStart(beta=beta)
     engine.start(beta)
     state = {"beta": beta, "crude": not warm}
     staged = False

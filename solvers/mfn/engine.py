@@ -198,14 +198,17 @@ class Engine:
     """Appendix A on the terms of one problem, for any loss of the clipped family."""
 
     def __init__(self, terms, problem, C: float, params: MFNParams, reporter: Reporter,
-                 hinge: bool = False):
+                 homotopy: bool = False):
         self.terms = terms
         self.problem = problem  # evaluates every objective and dual value reported
         self.C = C
         self.target_C = C
         self.params = params
         self.reporter = reporter
-        self.hinge = hinge  # report the hinge objective and gap (the homotopy's target)
+        # report the objective and gap of the problem's loss, the homotopy's target (the
+        # hinge), not of the smoothed loss a round runs on; ``tau`` is the round's
+        self.homotopy = homotopy
+        self.tau: float | None = None
         self.t = terms.labels
         self.target_cost = terms.cost  # C_i of the problem asked for
         self.cost = terms.cost  # C_i of the problem being solved (a stage of the C path)
@@ -426,10 +429,10 @@ class Engine:
             beta_bar = beta.copy()
             if point.shift is not None:
                 beta_bar -= point.shift
-            cg_cap = p.max_cgls_iterations
-            heuristic_1 = first_call and p.initial_cgls_iterations is not None
+            cg_cap = p.max_cgls_iter
+            heuristic_1 = first_call and p.initial_cgls_iter is not None
             if heuristic_1:
-                cg_cap = p.initial_cgls_iterations
+                cg_cap = p.initial_cgls_iter
             first_call = False
             # Step 4: CGLS on the compacted active terms, warm-started at beta (Frommer &
             # Maass) from z^0 and r^0 (footnote 7), stopped by rule (13) (or the bound it
@@ -547,12 +550,12 @@ class Engine:
             F_previous = F
 
     def _gap_round_epsilon(self, epsilon: float) -> float:
-        return gap_round_epsilon(self.params, epsilon, not self.hinge and self.at_target)
+        return gap_round_epsilon(self.params, epsilon, not self.homotopy and self.at_target)
 
     def _gap_stop(self) -> bool:
         """Whether the run stops on the certified gap (``tol``, at the asked C, not the hinge
         homotopy, whose rounds stop on their own gap)."""
-        return self.params.tol is not None and not self.hinge and self.at_target
+        return self.params.tol is not None and not self.homotopy and self.at_target
 
     def _gap_met(self) -> bool:
         return self._gap_stop() and self.last_gap <= self.params.tol
@@ -570,7 +573,7 @@ class Engine:
         return min(self.params.set_tol, _SET_TOL_PER_BAND * loss.width)
 
     def _finish(self, status, message, loss, eps, newton, cg_total):
-        self.count.runs.append({"tau": -loss.xi_lo if self.hinge else None, "C": self.C,
+        self.count.runs.append({"tau": self.tau if self.homotopy else None, "C": self.C,
                                 "epsilon": eps, "set_tolerance": self._set_tolerance(loss),
                                 "newton_iterations": newton, "cg_iterations": cg_total,
                                 "status": status})
@@ -587,13 +590,13 @@ class Engine:
         return (primal - dual) / max(abs(primal), 1e-300)
 
     def _report(self, beta, xi, loss, lam, F, step3: _Step3, delta, eps) -> bool:
-        """One record per Newton iteration: the objective of ``design.md``'s problem (for the
+        """One record per Newton iteration: the objective of ``docs/design.md``'s problem (for the
         homotopy, the hinge objective; on a stage of the C path, the objective at the C asked
         for) and the relative duality gap.  The record's time is when the iterate was ready.
         The gap's dual point comes from step 3's data at the new point (computed here, used
         by the next Newton iteration)."""
         elapsed = self.reporter.clock()
-        if self.hinge or not self.at_target:
+        if self.homotopy or not self.at_target:
             primal = self.problem_objective(beta, xi)
         else:
             primal = F
@@ -611,7 +614,7 @@ class Engine:
             extras["saturated"] = int(step3.n_saturated)
         if not self.at_target:
             extras["path_C"] = float(self.C)
-        if self.hinge:
-            extras["tau"] = float(-loss.xi_lo)
+        if self.homotopy:
+            extras["tau"] = float(self.tau)
             extras["smoothed_objective"] = float(F)
         return self.reporter(self.count.iterations, primal, gap, elapsed=elapsed, **extras)

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.base import Fit, Solution, SolverSpec, SubproblemResult, Termination
+from solvers.base import (
+    Fit,
+    Solution,
+    SolverSpec,
+    SubproblemResult,
+    Termination,
+    WarmStart,
+    replaced_keyword,
+    warm_start_argument,
+)
 from solvers.data.dataset import Dataset
 from solvers.mfn.continuation import solve_extras, solve_terms
 from solvers.mfn.params import MFNParams
@@ -16,15 +25,21 @@ from solvers.problems import OrdinalProblem
 
 
 def solve_ordinal(problem: OrdinalProblem, params: MFNParams | None = None,
-                  monitor: Monitor | None = None, beta0: np.ndarray | None = None,
-                  continuation: bool = False) -> Solution:
+                  monitor: Monitor | None = None, start: WarmStart | None = None,
+                  continuation: bool = False, *, beta0: np.ndarray | None = None) -> Solution:
     """Solve an ordinal regression problem with the section 7 extension of L2-SVM-MFN
-    (Appendix A on the (example, threshold) pairs, heuristics included)."""
+    (Appendix A on the (example, threshold) pairs, heuristics included), from zero or from
+    ``start.beta`` (w and the thresholds; the rest of the :class:`~solvers.base.WarmStart`
+    is ignored), crude unless ``continuation`` marks it as a nearby problem's solution (as
+    :func:`~solvers.mfn.binary.solve`).  ``beta0``: the deprecated spelling of
+    ``start=WarmStart(beta=...)``, kept for one release."""
     reporter = Reporter(monitor, "relative_duality_gap")
     params = params or MFNParams(C=problem.C, task="ordinal")
+    start = replaced_keyword(warm_start_argument(start), "beta0", beta0, "beta")
     terms = problem.terms()
     state, status, message, engine = solve_terms(
-        terms, problem, "squared_hinge", params, reporter, beta0, not continuation)
+        terms, problem, problem.loss_function, params, reporter,
+        None if start is None else start.beta, not continuation)
     objective = engine.problem_objective(state.beta, 1.0 - terms.labels * state.outputs)
     return Solution(state.beta, objective, Termination(status), message,
                     engine.count.iterations, solve_extras(engine, state))
@@ -65,7 +80,8 @@ def fit_ordinal_path(dataset: Dataset, spec: SolverSpec,
     def fit_point(params):
         nonlocal beta
         problem = _ordinal_problem(dataset, params)
-        solution = solve_ordinal(problem, params, None, beta0=beta,
+        solution = solve_ordinal(problem, params, None,
+                                 start=None if beta is None else WarmStart(beta=beta),
                                  continuation=beta is not None)
         beta = solution.beta
         return _ordinal_model(dataset, problem, beta), solution.objective

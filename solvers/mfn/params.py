@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from solvers.base import SolverParams, Solves, gap_tolerance_field
+from solvers.losses import LossFamily, get_loss
 
-#: What mfn solves: the clipped losses of one engine (squared hinge; modified Huber, section
-#: 6; the hinge by section 6's homotopy), binary and one-vs-rest, and ordinal regression
-#: (section 7) on the squared hinge with its thresholds.
+#: The losses mfn's engine runs on, by their declarations: the clipped family L'(xi) = kappa
+#: clip(xi - xi_lo, 0, width) (the squared hinge; modified Huber, section 6) and a loss with a
+#: clipped smoothing, reached by section 6's homotopy (the hinge).  A loss of the catalogue
+#: that declares either is solved without an edit here.
+MFN_LOSSES = LossFamily(
+    "the clipped family (L'(xi) = kappa clip(xi - xi_lo, 0, width)) or a loss with a clipped "
+    "smoothing", lambda loss: loss.clipped or loss.smoothing is not None,
+    order=("squared_hinge", "modified_huber", "hinge"))
+
+#: What mfn solves: the losses of its engine (:data:`MFN_LOSSES`), binary and one-vs-rest,
+#: and ordinal regression (section 7) on the squared hinge with its thresholds.
 MFN_SOLVES = (
-    Solves.product(("binary", "ovr", "ovo"), ("squared_hinge", "modified_huber", "hinge"),
-                   ("regularized", "none"))
+    Solves.product(("binary", "ovr", "ovo"), MFN_LOSSES, ("regularized", "none"))
     | Solves.product(("ordinal",), ("squared_hinge",), ("regularized",))
 ).refusing("the thresholds of ordinal regression (section 7) are its bias: it needs the "
            "squared hinge loss and bias='regularized'", task="ordinal"
@@ -31,6 +40,11 @@ class MFNParams(SolverParams):
     preconditioning=0, c_path_start=None, newton_forcing=None`` is Appendix A as written."""
 
     solves: ClassVar[Solves] = MFN_SOLVES
+    renamed_fields: ClassVar[dict[str, str]] = {
+        "initial_cgls_iterations": "initial_cgls_iter",  # alm's max_cgls_iter, max_iter
+        "max_cgls_iterations": "max_cgls_iter",
+        "dual_kkt_tolerance": "dual_kkt_tol",
+    }
 
     solver: Literal["mfn"] = "mfn"
     multiclass: MFN_SOLVES.choices("multiclass") = MFN_SOLVES.multiclass_field()
@@ -45,7 +59,7 @@ class MFNParams(SolverParams):
     first_round_epsilon: float | None = Field(
         1e-2, gt=0, lt=1,
         description="Heuristic 2: tolerance of a first round from a crude start (None: off).")
-    initial_cgls_iterations: int | None = Field(
+    initial_cgls_iter: int | None = Field(
         10, ge=1,
         description="Heuristic 1: CGLS iteration cap of the first call after a crude start "
                     "(None: off).")
@@ -59,7 +73,7 @@ class MFNParams(SolverParams):
                     "term; a round still ends only where rule (13) holds at its eps).  With "
                     "a gap tol, at the asked C, the cap of the gap-tied forcing instead (see "
                     "tol).  None: rule (13) alone, as in Appendix A.")
-    max_cgls_iterations: int = Field(5000, ge=1, description="cgitermax of every other call.")
+    max_cgls_iter: int = Field(5000, ge=1, description="cgitermax of every other call.")
     linear_solver: Literal["auto", "cgls", "cholesky", "dual_cg"] = Field(
         "auto",
         description="How step 3's least-squares problem is solved: 'cgls' is Appendix A "
@@ -113,7 +127,7 @@ class MFNParams(SolverParams):
         description="Step 5's tolerance on t_i y_i around the set boundaries (capped at 1% of "
                     "the quadratic band's width: modified Huber's 2, the hinge homotopy's "
                     "2 tau).")
-    dual_kkt_tolerance: float | None = Field(
+    dual_kkt_tol: float | None = Field(
         None, gt=0,
         description="Section 4.7: continue with smaller eps until the maximum dual KKT "
                     "violation is at most this (None: no such requirement; squared hinge).  "
@@ -124,8 +138,9 @@ class MFNParams(SolverParams):
     @model_validator(mode="before")
     @classmethod
     def _one_stopping_rule(cls, data):
-        """dual_kkt_tolerance replaces the gap rule unless tol is given too."""
-        if isinstance(data, dict) and data.get("dual_kkt_tolerance") is not None \
+        """dual_kkt_tol replaces the gap rule unless tol is given too."""
+        data = cls._with_current_names(data)  # this runs before the base model's validators
+        if isinstance(data, dict) and data.get("dual_kkt_tol") is not None \
                 and "tol" not in data:
             data = {**data, "tol": None}
         return data
@@ -139,12 +154,20 @@ class MFNParams(SolverParams):
         if self.linear_solver == "dual_cg" and self.cgls_rule != "residual":
             raise ValueError("linear_solver='dual_cg' stops on rule (13) only: "
                              "cgls_rule='residual'")
-        if self.tol is None and self.loss == "hinge":
-            raise ValueError("the hinge homotopy stops on its certified gap: tol must be a "
-                             "number")
-        if self.tol is not None and self.dual_kkt_tolerance is not None:
-            raise ValueError("tol and dual_kkt_tolerance are two stopping rules: give one "
-                             "(tol=None with dual_kkt_tolerance)")
-        if self.dual_kkt_tolerance is not None and self.loss != "squared_hinge":
-            raise ValueError("dual_kkt_tolerance (section 4.7) is for the squared hinge loss")
+        if self.tol is None and not get_loss(self.loss).clipped:
+            raise ValueError(f"the {self.loss} homotopy stops on its certified gap: tol must "
+                             f"be a number")
+        if self.tol is not None and self.dual_kkt_tol is not None:
+            raise ValueError("tol and dual_kkt_tol are two stopping rules: give one "
+                             "(tol=None with dual_kkt_tol)")
+        if self.dual_kkt_tol is not None and not dual_kkt_applies(get_loss(self.loss)):
+            raise ValueError("dual_kkt_tol (section 4.7) is for the squared hinge loss "
+                             "(a clipped loss whose multipliers have no upper bound)")
         return self
+
+
+def dual_kkt_applies(loss) -> bool:
+    """Whether section 4.7's dual KKT check is defined for ``loss``: a clipped loss without an
+    upper bound on its multipliers (width = inf: the squared hinge, whose dual the paper's
+    check is written for, with kappa and xi_lo as the loss has them)."""
+    return loss.clipped and math.isinf(loss.width)

@@ -14,12 +14,14 @@ from solvers.models.base import (
 )
 from solvers.models.kernel import KernelModel  # noqa: F401
 from solvers.models.linear import LinearModel
+from solvers.models.onnx_export import ModelExportError
 from solvers.models.ordinal import OrdinalModel  # noqa: F401
 
 __all__ = [
     "FORMAT_VERSION",
     "LinearModel",
     "Model",
+    "ModelExportError",
     "ModelFormatError",
     "as_feature_matrix",
     "load_model",

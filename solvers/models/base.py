@@ -24,6 +24,8 @@ import scipy.sparse as sp
 
 from solvers.calibration import probabilities
 from solvers.data.dataset import Dataset, as_csr, label_key
+from solvers.models import onnx_export
+from solvers.models.onnx_export import GraphOutputs, ModelExportError, OnnxGraph
 
 FORMAT_NAME = "svmsvc-model"
 FORMAT_VERSION = 1
@@ -150,6 +152,27 @@ class Model(ABC):
     def save(self, path: str | os.PathLike) -> None:
         with open(path, "wb") as f:
             f.write(self.to_bytes())
+
+    # -- ONNX ----------------------------------------------------------------------------------
+    def to_onnx(self) -> bytes:
+        """The model as an ONNX file (:mod:`solvers.models.onnx_export`, which needs the
+        ``onnx`` package): input ``X``, dense float64 rows of ``n_features_in_`` features
+        (:meth:`onnx_input`); outputs ``label``, ``scores`` and, for a model trained with
+        ``probability=True``, ``probabilities``: what ``predict``, ``decision_function`` and
+        ``predict_proba`` give.  A kind without an ONNX form raises
+        :class:`~solvers.models.onnx_export.ModelExportError` saying why."""
+        graph = OnnxGraph()
+        return onnx_export.serialize(graph, self, self._onnx_outputs(graph, onnx_export.INPUT))
+
+    def _onnx_outputs(self, graph: OnnxGraph, X: str) -> GraphOutputs:
+        """The kind's prediction of the rows ``X`` as nodes of ``graph``."""
+        raise ModelExportError(f"a {self.kind} model has no ONNX form")
+
+    def onnx_input(self, X) -> np.ndarray:
+        """The rows ``X`` (CSR, dense or a Dataset) as the ONNX graph's input: dense float64
+        with ``n_features_in_`` columns (:func:`as_feature_matrix`'s rule)."""
+        return as_feature_matrix(X, self.n_features_in_).toarray().astype(np.float64,
+                                                                           copy=False)
 
     @property
     def n_classes(self) -> int:

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from solvers.calibration import coupled_probabilities
 from solvers.core.kernels import Kernel, column_operand, kernel_decision
 from solvers.data.dataset import as_csr, label_key
+from solvers.models import onnx_export
 from solvers.models.base import (
     Model,
     ModelFormatError,
@@ -130,6 +131,26 @@ class KernelModel(Model):
         pairwise = self.pairwise_decision(X, parallel=parallel)
         return self._scores(pairwise), coupled_probabilities(
             pairwise, np.asarray(pairs), self.classes_.shape[0])
+
+    def _onnx_outputs(self, graph, X):
+        """As :meth:`pairwise_decision`, :meth:`_scores`, :meth:`labels_from_scores` and
+        :meth:`scores_and_probabilities`: the kernel rows against the support vectors, the
+        binary functions' values, then one-vs-one's votes or the binary and one-vs-rest
+        outputs of a linear model."""
+        kernel = onnx_export.kernel_rows(graph, X, self.support_vectors_, self.kernel)
+        pairwise = onnx_export.affine(graph, kernel, self.coef_, self.intercept_)
+        if self.multiclass != "ovo":
+            return onnx_export.classifier_outputs(graph, pairwise, self.coef_.shape[0],
+                                                  self.classes_, self.metadata.get("platt"))
+        k = self.n_classes
+        votes, scores = onnx_export.ovo_votes_and_scores(graph, pairwise, k)
+        pairs = self.metadata.get("pairwise_platt")
+        probabilities = (
+            onnx_export.coupled_probabilities(graph, pairwise, pairs, k) if pairs is not None
+            else onnx_export.platt_probabilities(graph, scores, self.metadata.get("platt"),
+                                                 binary=False))
+        return onnx_export.GraphOutputs(onnx_export.argmax_labels(graph, votes, self.classes_),
+                                        scores, k, probabilities)
 
     def describe(self) -> dict[str, Any]:
         description = super().describe()

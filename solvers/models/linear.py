@@ -9,6 +9,7 @@ import numpy as np
 from solvers.core.sparse import csr_matmat, csr_matvec, matmat_serial, matvec_serial
 from solvers.data.dataset import label_key
 from solvers.losses import get_loss
+from solvers.models import onnx_export
 from solvers.models.base import (
     Model,
     ModelFormatError,
@@ -65,6 +66,11 @@ class LinearModel(Model):
             out = np.empty((1, self.coef_.shape[0]))
             matmat_serial(indptr, indices, values, self.coef_, self.intercept_, out)
         return out
+
+    def _onnx_outputs(self, graph, X):
+        values = onnx_export.affine(graph, X, self.coef_, self.intercept_)
+        return onnx_export.classifier_outputs(graph, values, self.coef_.shape[0],
+                                              self.classes_, self.metadata.get("platt"))
 
     def _fields(self):
         return {}, {"coef": self.coef_, "intercept": self.intercept_}

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from solvers.core.sparse import csr_matvec
+from solvers.models import onnx_export
 from solvers.models.base import Model, as_feature_matrix, model_classes, register_model_kind
 
 
@@ -63,6 +64,10 @@ class OrdinalModel(Model):
 
     def labels_from_scores(self, scores: np.ndarray) -> np.ndarray:
         return self.classes_[self._ranks(scores)]
+
+    def _onnx_outputs(self, graph, X):
+        return onnx_export.ordinal_outputs(graph, X, self.coef_, self.thresholds_,
+                                           self.classes_)
 
     def _fields(self):
         return {}, {"coef": self.coef_, "thresholds": self.thresholds_}

@@ -1,6 +1,6 @@
 """The problems every solver solves, defined once, for solvers, tests and benchmarks alike.
 
-* :class:`BinaryProblem` -- ``design.md``'s linear binary problem for every loss and bias mode:
+* :class:`BinaryProblem` -- ``docs/design.md``'s linear binary problem for every loss and bias mode:
   objective, gradient, Hessian-vector product, duality gap (free bias included), risk and
   subgradient, the dual QP;
 * :class:`OrdinalProblem` -- Keerthi & DeCoste's ordinal regression (section 7);

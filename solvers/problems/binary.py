@@ -1,4 +1,4 @@
-"""The linear binary problem every solver solves, defined once (``design.md`` section 2).
+"""The linear binary problem every solver solves, defined once (``docs/design.md`` section 2.1).
 
 Binary labels y_i in {-1, +1}, margin m_i = y_i (w . x_i + b); every linear binary problem is::
 
@@ -26,10 +26,11 @@ are present and the dual range has room on each side).  At the optimum s = 0 and
 so the gap is finite everywhere and zero at the optimum.
 
 Also here, for the solver families that need them: a cache of the outputs of the last point
-(objective, then gradient, Hessian-vector products and a diagonal preconditioner at the same
-point, as LIBLINEAR's ``l2r_l2_svc_fun`` does), the empirical risk and its subgradient (a
-cutting plane, in ``design.md``'s C scale), and the dual as a QP in standard form with its
-KKT residuals.
+(objective, then gradient at the same point, as LIBLINEAR's ``l2r_l2_svc_fun`` does), the
+empirical risk and its subgradient (a cutting plane, in ``docs/design.md``'s C scale), and the
+dual as a QP in standard form with its KKT residuals.  (No Hessian-vector products: the
+Newton-type families solve their own systems in their Numba kernels, mfn's on its active rows,
+the interior point's on its normal equations.)
 """
 
 from __future__ import annotations
@@ -266,7 +267,7 @@ class BinaryProblem(RowMatrix):
         return self.objective_from_slacks(beta, 1.0 - margins)
 
     def objective(self, beta: np.ndarray) -> float:
-        """The primal objective of ``design.md``."""
+        """The primal objective of ``docs/design.md``."""
         return self.objective_from_slacks(beta, self.slacks(beta))
 
     def risk(self, beta: np.ndarray) -> float:
@@ -283,7 +284,7 @@ class BinaryProblem(RowMatrix):
     def risk_subgradient(self, beta: np.ndarray) -> tuple[float, np.ndarray]:
         """(R(beta), a) with a = -sum_i C_i L'(xi_i) y_i x~_i a subgradient of R at beta: the
         cutting plane R(v) >= R(beta) + a'(v - beta) of the cutting-plane methods, in
-        ``design.md``'s C scale (Joachims' C_s / n = C)."""
+        ``docs/design.md``'s C scale (Joachims' C_s / n = C)."""
         xi = self.slacks(beta)
         coef = -self.cost * self.loss_function.derivative(xi) * self.y
         return self.loss_function.sum(xi, self.cost), self._adjoint(coef)
@@ -305,6 +306,9 @@ class BinaryProblem(RowMatrix):
         (the margins at beta, e.g. interpolated) only R and the cut are computed.
         ``parallel``: the kernel's form; None chooses by :meth:`oracle_parallel_allowed`."""
         s = self.effective_bias_scale
+        if self.loss_function.code is None:
+            raise ValueError(f"loss {self.loss!r} has no kernel code: the one-pass risk oracle "
+                             f"runs the coded losses only")
         if parallel is None:
             parallel = self.oracle_parallel_allowed()
         return binary_oracle(self.X, self.y, self.cost, self.loss_function.code,
@@ -318,29 +322,6 @@ class BinaryProblem(RowMatrix):
         """Gradient (for hinge and lp with p = 1, a subgradient) of the objective."""
         _, grad = self.risk_subgradient(beta)
         return self._add_regularizer_term(grad, beta)
-
-    def hessian_diagonal_weights(self, beta: np.ndarray) -> np.ndarray:
-        """D_ii = C_i L''(xi_i) at beta: the generalized Hessian is I_r + X~' D X~."""
-        return self.cost * self.loss_function.curvature(self.slacks(beta))
-
-    def hessian_vector(self, beta: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """(I_r + X~' D X~) v at beta (D from :meth:`hessian_diagonal_weights`), as LIBLINEAR's
-        ``Hv``; the outputs of beta come from the cache when beta was the last point."""
-        d = self.hessian_diagonal_weights(beta)
-        w, intercept = self.split(v)
-        Xv = csr_matvec(self.X, w, intercept)
-        return self._add_regularizer_term(self._adjoint(d * Xv), v)
-
-    def preconditioner_diagonal(self, beta: np.ndarray) -> np.ndarray:
-        """diag(I_r + X~' D X~) at beta (the Jacobi preconditioner of LIBLINEAR's Newton)."""
-        d = self.hessian_diagonal_weights(beta)
-        X2 = self.X.multiply(self.X).tocsr()
-        out = np.empty(self.n_features + 1)
-        out[:-1] = 1.0 + csr_rmatvec(as_csr(X2), d)
-        out[-1] = self.bias_regularization + self.effective_bias_scale ** 2 * float(d.sum())
-        if self.bias == "none":
-            out[-1] = 1.0
-        return out
 
     # -- duality ---------------------------------------------------------------------------
     def dual_bounds(self) -> tuple[np.ndarray, np.ndarray]:

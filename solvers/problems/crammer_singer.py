@@ -1,4 +1,4 @@
-"""The multi-class problem of Crammer & Singer (``design.md``; LIBLINEAR ``-s 4``)::
+"""The multi-class problem of Crammer & Singer (``docs/design.md``; LIBLINEAR ``-s 4``)::
 
     minimize  1/2 sum_m ||w_m||^2 + sum_i C_i max_m ( [m != y_i] + (w_m - w_{y_i}) . x~_i )
 

@@ -1,7 +1,7 @@
 """The least-squares family's problems in kernel form (Joshi et al.; ``solvers.lssvm``).
 
 With f(x) = sum_j coef_j k(x_j, x) + intercept and ||w||^2 = coef' K coef, every problem of the
-family is ``design.md``'s binary problem with the feature map of the kernel::
+family is ``docs/design.md``'s binary problem with the feature map of the kernel::
 
     P = 1/2 norm2 + sum_i C_i L(1 - y_i f(x_i))
 
@@ -31,7 +31,8 @@ from solvers.termination import Termination
 @dataclass
 class KernelProblem:
     """Labels ``y`` (+-1), per-example costs C_i and the loss (least squares, the squared
-    hinge of SesquiSMO, or the hinge of C-SVC)."""
+    hinge of SesquiSMO, or the hinge of C-SVC: which loss a kernel family poses is its
+    declaration's, ``solvers.base.Solves``)."""
 
     y: np.ndarray
     cost: np.ndarray
@@ -39,8 +40,6 @@ class KernelProblem:
     loss_function: Loss = field(init=False, repr=False)
 
     def __post_init__(self):
-        if self.loss not in ("least_squares", "squared_hinge", "hinge"):
-            raise ValueError(f"the kernel problems have no loss {self.loss!r}")
         self.loss_function = get_loss(self.loss)
 
     def objective(self, norm2: float, outputs: np.ndarray) -> float:
@@ -62,9 +61,12 @@ class KernelProblem:
         gradient G = Q alpha - e of its dual, and the bias ``bias``:
         P = 1/2 sum alpha_i (G_i + 1) + sum_i C_i max(0, -G_i - y_i b) and
         D = e'alpha - 1/2 alpha'Q alpha = 1/2 sum alpha_i (1 - G_i).  D <= P* <= P for
-        every feasible alpha (y'alpha = 0, 0 <= alpha <= C) and every b."""
-        if self.loss != "hinge":
-            raise ValueError("csvc_objectives is the hinge loss's (C-SVC)")
+        every feasible alpha (y'alpha = 0, 0 <= alpha <= C) and every b.  The dual is the
+        hinge's: a loss whose conjugate term vanishes on its dual range (``dual_quadratic``
+        0)."""
+        if self.loss_function.dual_quadratic != 0.0:
+            raise ValueError("csvc_objectives is the hinge loss's (C-SVC): its dual has no "
+                             f"conjugate term, loss {self.loss!r}'s has")
         norm2 = dot(alpha, gradient) + float(alpha.sum())
         primal = self.objective_from_margins(norm2, gradient + 1.0 + self.y * bias)
         dual = 0.5 * (float(alpha.sum()) - dot(alpha, gradient))

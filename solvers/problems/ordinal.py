@@ -1,4 +1,4 @@
-"""Ordinal regression (Keerthi & DeCoste section 7, eqs. (25)-(26), in ``design.md``'s scale).
+"""Ordinal regression (Keerthi & DeCoste section 7, eqs. (25)-(26), in ``docs/design.md``'s scale).
 
 Labels mapped to ranks 1..p, p - 1 thresholds theta_s = s * b_s (s = ``bias_scale``), C_i = C *
 sample_weight_i::

@@ -1,6 +1,6 @@
 """C-SVC by SMO with LIBSVM's heuristics (``smo``).
 
-Problem (``design.md`` section 2, hinge loss, free bias, kernel feature map phi)::
+Problem (``docs/design.md`` section 2, hinge loss, free bias, kernel feature map phi)::
 
     minimize 1/2 ||w||^2 + sum_i C_i max(0, 1 - y_i (w.phi(x_i) + b)),   C_i = C * weight_i
 

@@ -49,7 +49,7 @@ class CSVC:
         n = y.shape[0]
         y = np.ascontiguousarray(y, dtype=np.float64)
         cost = np.ascontiguousarray(cost, dtype=np.float64)
-        problem = KernelProblem(y, cost, "hinge")
+        problem = KernelProblem(y, cost, params.loss)
         alpha = np.zeros(n)
         G = -np.ones(n)
         G_bar = np.zeros(n)

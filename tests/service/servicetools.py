@@ -22,7 +22,7 @@ FINISHED = {"succeeded", "failed", "cancelled"}
 QUICK_PARAMS = {"solver": "mfn", "C": 1.0}
 """Converges in a few iterations on heart_scale."""
 
-LONG_PARAMS = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iterations": 300,
+LONG_PARAMS = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "max_cgls_iter": 300,
                "max_iter": 100000, "c_path_start": None, "tol": None}
 """Never converges on a9a: CGLS rule (13) at eps = 1e-15 is below what floating point reaches,
 so every Newton iteration runs its 300 CG iterations (a record about every 0.05 s) and

@@ -21,8 +21,9 @@ from servicetools import (
 from starlette.requests import Request
 
 import solvers
+from app.api.bodies import receive_svmlight_upload
 from app.errors import ContentTooLarge
-from app.uploads import ENVELOPE_BYTES, UploadLimits, receive_svmlight_upload
+from app.uploads import ENVELOPE_BYTES, UploadLimits
 
 
 def stored_files(api) -> list[str]:

@@ -8,6 +8,8 @@ import json
 import re
 import uuid
 
+import numpy as np
+import onnxruntime
 import pytest
 from servicetools import (
     FINISHED,
@@ -123,6 +125,20 @@ def test_invalid_parameters_are_a_422_with_the_reason(api, heart, params, fragme
     problem = response.json()
     assert fragment in problem["detail"]
     assert problem["errors"][0]["loc"][:2] == ["body", "params"]
+
+
+def test_a_renamed_parameter_is_accepted_under_its_old_name(api, heart):
+    """Parameters renamed to the shared spelling (docs/service.md, Renamed parameters) still
+    create the job under their old name for one release; it is stored, answered and run
+    under the new one."""
+    with pytest.warns(DeprecationWarning, match="'max_cgls_iterations' is deprecated"):
+        created = create_job(api, heart, {"solver": "mfn", "C": 1.0,
+                                          "max_cgls_iterations": 300})
+    assert created["params"]["max_cgls_iter"] == 300
+    assert "max_cgls_iterations" not in created["params"]
+    done = wait_job(api, created["id"])
+    assert done["status"] == "succeeded", done
+    assert done["params"]["max_cgls_iter"] == 300
 
 
 def test_unknown_datasets_and_bad_limits_are_refused(api, heart):
@@ -423,6 +439,13 @@ def test_a_kernel_smo_job_runs_with_progress_and_serves_its_model(api):
                        params={"format": "libsvm"})
     assert exported.status_code == 200 and exported.text == model.to_libsvm()
     assert exported.text.startswith("svm_type c_svc\nkernel_type rbf\ngamma 0.02\n")
+    graph = api.get(f"/api/v1/models/{done['model_id']}/download", params={"format": "onnx"})
+    assert graph.status_code == 200
+    rows = solvers.read_svmlight(data_path("dna.scale.t"), n_features=180).X[:30]
+    session = onnxruntime.InferenceSession(graph.content, providers=["CPUExecutionProvider"])
+    labels, scores = session.run(["label", "scores"], {"X": model.onnx_input(rows)})
+    assert labels.tolist() == model.predict(rows).tolist()
+    np.testing.assert_allclose(scores, model.decision_function(rows), rtol=1e-6, atol=0.0)
 
 
 def assert_served_as_the_library_predicts(api, model_id: str, model) -> None:

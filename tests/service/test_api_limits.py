@@ -13,8 +13,9 @@ import pytest
 from servicetools import QUICK_PARAMS, create_job, data_path, upload, uploaded_id, wait_job
 from starlette.requests import Request
 
+from app.api.bodies import receive_svmlight_upload
 from app.errors import ContentTooLarge
-from app.uploads import UploadLimits, receive_svmlight_upload
+from app.uploads import UploadLimits
 
 HUGE = [2**31, 2**63, 2**64]
 

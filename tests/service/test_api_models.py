@@ -6,6 +6,7 @@ import json
 import uuid
 
 import numpy as np
+import onnxruntime
 import pytest
 from conftest import API_KEYS
 from servicetools import QUICK_PARAMS, create_job, data_path, uploaded_id, wait_job
@@ -85,6 +86,40 @@ def test_download_formats(api, binary):
     assert text.text == model.to_liblinear()
     assert api.get(f"/api/v1/models/{model_id}/download", params={"format": "pickle"}
                    ).status_code == 422
+
+
+def served_by_onnxruntime(graph: bytes, model, X) -> dict[str, np.ndarray]:
+    session = onnxruntime.InferenceSession(graph, providers=["CPUExecutionProvider"])
+    names = [output.name for output in session.get_outputs()]
+    return dict(zip(names, session.run(None, {"X": model.onnx_input(X)}), strict=True))
+
+
+def test_download_onnx_serves_the_models_predictions(api, binary, multiclass):
+    """format=onnx: the model's ONNX graph, which onnxruntime runs to the labels and scores
+    of the model (tests/test_onnx.py checks every kind in the library)."""
+    rows = solvers.read_svmlight(data_path("dna.scale.t"), n_features=180).X[:200]
+    heart = solvers.read_svmlight(data_path("heart_scale")).X
+    for (model_id, model, *_), X in ((binary, heart), (multiclass, rows)):
+        response = api.get(f"/api/v1/models/{model_id}/download", params={"format": "onnx"})
+        assert response.status_code == 200, response.text
+        assert response.headers["content-type"] == "application/octet-stream"
+        assert f'filename="model-{model_id}.onnx"' in response.headers["content-disposition"]
+        outputs = served_by_onnxruntime(response.content, model, X)
+        scores = model.decision_function(X)
+        assert outputs["label"].tolist() == model.labels_from_scores(scores).tolist()
+        np.testing.assert_allclose(outputs["scores"], scores, rtol=1e-6, atol=0.0)
+
+
+def test_a_model_without_an_onnx_form_answers_409_with_the_reason(api, binary, monkeypatch):
+    """Every kind of the library exports; one that cannot (a kernel model whose dense support
+    vectors pass 2 GB) is refused as the other formats refuse theirs."""
+    def refuse(model):
+        raise solvers.ModelExportError("too large for an ONNX file")
+
+    monkeypatch.setattr(solvers.LinearModel, "to_onnx", refuse)
+    response = api.get(f"/api/v1/models/{binary[0]}/download", params={"format": "onnx"})
+    assert response.status_code == 409
+    assert response.json()["detail"] == "too large for an ONNX file; download format=npz"
 
 
 def test_predict_one_example_from_the_query_string(api, binary):

@@ -80,7 +80,8 @@ def test_key_fields_read_a_key_back():
 
 def test_stored_parameters_the_solver_refuses_and_tuning_jobs_have_no_key():
     dataset = uuid.uuid4()
-    assert stored_problem_key(dataset, "mfn", {"solver": "mfn", "C": 1.0}, None) is not None
+    assert stored_problem_key(dataset, "mfn", {"solver": "mfn", "C": 1.0}, None) == \
+        problem_key(dataset, _params(solver="mfn", C=1.0))
     assert stored_problem_key(dataset, "mfn", {"solver": "mfn", "C": 1.0}, {"folds": 5}) is None
     assert stored_problem_key(dataset, "mfn", {"solver": "mfn", "nonsense": 1}, None) is None
     assert stored_problem_key(dataset, "gone", {"solver": "gone"}, None) is None

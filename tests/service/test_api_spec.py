@@ -56,6 +56,18 @@ def test_operation_ids_are_tag_dash_name(spec):
         assert operation["operationId"].startswith(operation["tags"][0] + "-")
 
 
+def test_the_download_formats_are_in_the_spec(spec):
+    """The formats a model downloads in, ONNX among them, as an enum a generated client
+    offers, the file a binary body."""
+    download = spec["paths"]["/api/v1/models/{model_id}/download"]["get"]
+    [parameter] = [p for p in download["parameters"] if p["name"] == "format"]
+    assert parameter["schema"]["$ref"] == "#/components/schemas/DownloadFormat"
+    assert spec["components"]["schemas"]["DownloadFormat"]["enum"] == [
+        "npz", "liblinear", "libsvm", "onnx"]
+    assert download["responses"]["200"]["content"]["application/octet-stream"]["schema"] == {
+        "type": "string", "format": "binary"}
+
+
 def test_errors_are_typed_in_the_spec(spec):
     """Every error status of every operation is an RFC 9457 problem, with the extension
     members declared, so generated clients type them."""

@@ -120,6 +120,7 @@ def test_another_owner_gets_404_for_every_thing_of_alice(api, alices):
     same_as_absent("GET", "/api/v1/models/{}", model_id)
     same_as_absent("GET", "/api/v1/models/{}/download", model_id)
     same_as_absent("GET", "/api/v1/models/{}/download", model_id, params={"format": "liblinear"})
+    same_as_absent("GET", "/api/v1/models/{}/download", model_id, params={"format": "onnx"})
     same_as_absent("GET", "/api/v1/models/{}/predict", model_id, params={"x": "1:1"})
     for content_type, body in (("text/plain", b"1:1\n"), ("application/json", b'{"rows":[]}')):
         batch = api.post(f"/api/v1/models/{model_id}/predict", content=body,

@@ -444,8 +444,7 @@ def test_the_train_form_from_the_schemas_queues_a_job_whose_model_evaluates(page
     assert job["params"]["solver"] == "cutting_plane"
     page.open(f"/ui/models/{job['model_id']}")
     page.wait(lambda: page.find("#evaluate-dataset"), "the model page").submit()
-    accuracy = page.wait_text("#evaluation", "Accuracy")
-    assert accuracy
+    page.wait_text("#evaluation", "Accuracy")  # fails the test when it never shows
     assert "Confusion matrix" in page.find("#evaluation").text
     page.find("#predict-x").send_keys("1:0.5 3:-1")
     page.find("#predict-x").submit()

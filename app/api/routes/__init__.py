@@ -7,7 +7,7 @@ from fastapi import APIRouter, status
 
 from app.api import API_PREFIX
 from app.api.errors import responses
-from app.core.security import ADMIN, READ
+from app.api.security import ADMIN, READ
 
 
 def resource_router(resource: str, tag: str | None = None) -> APIRouter:

@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import API_PREFIX
+from app.api.bodies import receive_svmlight_upload
 from app.api.deps import (
     DatasetDep,
     LimitQuery,
@@ -24,12 +25,12 @@ from app.api.deps import (
 )
 from app.api.errors import responses
 from app.api.routes import item_delete, item_get, resource_router
-from app.core.security import TRAIN, PrincipalDep
+from app.api.security import TRAIN, PrincipalDep
 from app.crud import datasets as crud_datasets
 from app.errors import LimitExceeded, limit_exceeded
 from app.schemas import DatasetPublic, DatasetShardedCreate, DatasetsPublic
 from app.shards import check_shards
-from app.uploads import UploadLimits, receive_svmlight_upload
+from app.uploads import UploadLimits
 
 router = resource_router("datasets")
 

@@ -28,7 +28,7 @@ from app.api.deps import (
 from app.api.errors import responses
 from app.api.log_streams import LogStreams
 from app.api.routes import item_delete, item_get, resource_router
-from app.core.security import TRAIN, PrincipalDep
+from app.api.security import TRAIN, PrincipalDep
 from app.crud import jobs as crud_jobs
 from app.db.models import JobStatus
 from app.problem import MAX_KEY_LENGTH

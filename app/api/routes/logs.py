@@ -15,7 +15,7 @@ from app import job_logs
 from app.api.deps import SessionsDep
 from app.api.errors import responses
 from app.api.routes import resource_router
-from app.core.security import PrincipalDep
+from app.api.security import PrincipalDep
 from app.schemas import JobLogsPublic
 
 router = resource_router("logs", tag="jobs")

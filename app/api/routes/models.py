@@ -15,6 +15,7 @@ from fastapi import Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
+from app.api.bodies import receive_body
 from app.api.deps import (
     LimitQuery,
     ModelCacheDep,
@@ -28,7 +29,7 @@ from app.api.deps import (
 )
 from app.api.errors import responses
 from app.api.routes import item_delete, item_get, resource_router
-from app.core.security import PrincipalDep
+from app.api.security import PrincipalDep
 from app.crud import models as crud_models
 from app.errors import Conflict, InvalidRequest
 from app.evaluation import evaluate_on_dataset
@@ -47,18 +48,20 @@ from app.schemas import (
     PredictionPublic,
     PredictionsPublic,
 )
-from app.uploads import receive_body
+from solvers.models import ModelExportError
 
 router = resource_router("models")
 
 
 class DownloadFormat(enum.StrEnum):
     """npz: the library's model archive; liblinear: LIBLINEAR's model file (linear only);
-    libsvm: LIBSVM's model file (C-SVC kernel models trained by smo)."""
+    libsvm: LIBSVM's model file (C-SVC kernel models trained by smo); onnx: an ONNX graph
+    (every model kind: ``Model.to_onnx``)."""
 
     npz = "npz"
     liblinear = "liblinear"
     libsvm = "libsvm"
+    onnx = "onnx"
 
 
 SVMLIGHT_BODY_TYPES = ("text/plain", "application/octet-stream", "")
@@ -103,7 +106,8 @@ def delete_model(model_id: uuid.UUID, session: WriteSessionDep, cache: ModelCach
                          "type": "string", "format": "binary"}},
                                  "text/plain": {"schema": {"type": "string"}}},
                      "description": "npz: the model archive; liblinear: LIBLINEAR's "
-                                    "model-file text; libsvm: LIBSVM's model-file text"},
+                                    "model-file text; libsvm: LIBSVM's model-file text; "
+                                    "onnx: the ONNX model (application/octet-stream)"},
                **responses(404, 409, 422)},
 )
 def download_model(
@@ -114,12 +118,23 @@ def download_model(
     format: DownloadFormat = DownloadFormat.npz,
 ) -> Response:
     """The model as an ``.npz`` archive (read back with ``solvers.load_model``), in
-    LIBLINEAR's model-file format (linear models only), or in LIBSVM's (C-SVC kernel models
-    trained by smo: ``svm-predict`` reads it)."""
+    LIBLINEAR's model-file format (linear models only), in LIBSVM's (C-SVC kernel models
+    trained by smo: ``svm-predict`` reads it), or as an ONNX model (any ONNX runtime serves
+    it: input ``X``, dense float64 rows; outputs ``label``, ``scores`` and, for a calibrated
+    model, ``probabilities``)."""
     if format is DownloadFormat.npz:
         return Response(
             model.artifact, media_type="application/octet-stream",
             headers={"Content-Disposition": f'attachment; filename="model-{model.id}.npz"'})
+    if format is DownloadFormat.onnx:
+        loaded = load_model(cache, sessions, model.id, principal)
+        try:
+            graph = loaded.to_onnx()
+        except ModelExportError as exc:
+            raise Conflict(f"{exc}; download format=npz") from None
+        return Response(
+            graph, media_type="application/octet-stream",
+            headers={"Content-Disposition": f'attachment; filename="model-{model.id}.onnx"'})
     if format is DownloadFormat.libsvm:
         loaded = load_model(cache, sessions, model.id, principal)
         try:

@@ -7,7 +7,7 @@ from fastapi import APIRouter
 import solvers
 from app.api import API_PREFIX
 from app.api.errors import responses
-from app.core.security import READ
+from app.api.security import READ
 from app.errors import InvalidRequest
 from app.schemas import PosedSolver, PosedSolvers, PoseRequest, SolverPublic, SolversPublic
 from solvers.registry import pose as pose_problem
