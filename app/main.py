@@ -25,6 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
 from app import ui
+from app.api.body_limits import BodyGuard
 from app.api.errors import install_error_handlers
 from app.api.fast_path import install as install_predict_fast_path
 from app.api.log_streams import LogStreams
@@ -135,7 +136,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def _add_middleware(app: FastAPI, settings: Settings, metrics: ServiceMetrics) -> None:
-    """Request metrics, memory release and, when origins are configured, CORS."""
+    """The body guard (the key and the body's size, before the router reads a body),
+    request metrics, memory release and, when origins are configured, CORS (the last added
+    is the outermost)."""
+    app.add_middleware(BodyGuard, settings=settings, keys=app.state.api_keys)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(ReleaseMemoryMiddleware)
     if settings.cors_origin_list:

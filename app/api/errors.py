@@ -117,6 +117,13 @@ def _location(loc: tuple[Any, ...]) -> str:
 
 
 async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+    return service_error_response(request, exc)
+
+
+def service_error_response(request: Request, exc: ServiceError) -> JSONResponse:
+    """The problem of a domain error, with its ``Retry-After`` and ``WWW-Authenticate``
+    headers (also for the middleware that answers before the router,
+    :class:`app.api.body_limits.BodyGuard`)."""
     status = status_of(exc)
     headers = {}
     if exc.retry_after_s is not None:
