@@ -10,7 +10,9 @@ router, answers such requests before a byte of their body is read:
   (``Content-Length`` above 0, or ``Transfer-Encoding``) without a valid key is a 401;
 * a body is bounded by its route's limit (:func:`route_limits`: the method and the path
   template): a ``Content-Length`` past it is a 413 at once, and a body is counted as it
-  arrives, the first chunk past the limit ending it with the 413.  Each 413 names the setting.
+  arrives, the first chunk past the limit ending it with the 413.  Each 413 names the setting;
+* a body that stops arriving (a client that stalls mid-upload waited forever) is a 408 once
+  ``SVMSVC_BODY_READ_TIMEOUT_S`` pass without a byte of it.
 
 Dataset uploads are left to their own caps, checked as they stream (:mod:`app.uploads`:
 the bytes sent and the decompressed text).  The scope of a key (403) stays the route's to
@@ -22,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import anyio
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.routing import compile_path
@@ -31,7 +34,9 @@ from app.api import API_PREFIX
 from app.api.errors import service_error_response
 from app.core.principals import Scope as KeyScope
 from app.core.security import authorize, presented_key
-from app.errors import ContentTooLarge, ServiceError, limit_exceeded
+from app.errors import BodyTimeout, ContentTooLarge, ServiceError, limit_exceeded, setting_variable
+
+READ_TIMEOUT_VARIABLE = setting_variable("body_read_timeout_s")
 
 
 @dataclass(frozen=True)
@@ -64,14 +69,15 @@ def _too_large(rule: BodyLimit, actual: int | None = None) -> ContentTooLarge:
 
 class BodyGuard:
     """ASGI middleware: the 401 of a request with a body and no valid key, and the 413 of a
-    body past its route's limit, both before the route reads the body (see the module
-    docstring).  ``settings`` are the application's; ``keys`` its
+    body past its route's limit, both before the route reads the body, and the 408 of a body
+    that stalls (see the module docstring).  ``settings`` are the application's; ``keys`` its
     :class:`~app.core.security.ApiKeys`."""
 
     def __init__(self, app: ASGIApp, settings, keys):
         self.app = app
         self.keys = keys
         self.routes, self.default = route_limits(settings)
+        self.read_timeout_s = settings.body_read_timeout_s
 
     def limit_of(self, method: str, path: str) -> BodyLimit:
         """The limit of a request's body."""
@@ -98,48 +104,61 @@ class BodyGuard:
             except ServiceError as exc:  # the 401 of a missing or unknown key
                 await self.refuse(scope, receive, send, exc)
                 return
-        rule = self.limit_of(scope["method"], path)
-        if rule.limit is None or not has_body:
+        if not has_body:
             await self.app(scope, receive, send)
             return
-        if declared_length is not None and declared_length > rule.limit:
+        rule = self.limit_of(scope["method"], path)
+        if rule.limit is not None and declared_length is not None and \
+                declared_length > rule.limit:
             await self.refuse(scope, receive, send, _too_large(rule, declared_length))
             return
-        await self.bounded(scope, receive, send, rule)
+        await self.guarded(scope, receive, send, rule)
 
-    async def bounded(self, scope: Scope, receive: Receive, send: Send,
+    async def guarded(self, scope: Scope, receive: Receive, send: Send,
                       rule: BodyLimit) -> None:
-        """Run the application on a body counted as it arrives.  Past the limit, ``receive``
-        raises the 413; whatever the application makes of that (FastAPI turns an error
-        while it reads a body into a 400), its answer is dropped and the 413 sent instead."""
+        """Run the application on a body counted as it arrives and timed: past the limit
+        ``receive`` raises the 413, and after ``read_timeout_s`` without a message while the
+        body is incomplete the 408 (:class:`~app.errors.BodyTimeout`).  Whatever the
+        application makes of that (FastAPI turns an error while it reads a body into a
+        400), its answer is dropped and the refusal sent instead."""
         received = 0
-        exceeded: ContentTooLarge | None = None
+        body_complete = False
+        failure: ServiceError | None = None
         started = False
 
-        async def counting_receive() -> Message:
-            nonlocal received, exceeded
-            message = await receive()
+        async def guarded_receive() -> Message:
+            nonlocal received, body_complete, failure
+            if body_complete:  # later receives wait for the disconnect: not timed
+                return await receive()
+            with anyio.move_on_after(self.read_timeout_s) as waiting:
+                message = await receive()
+            if waiting.cancelled_caught:
+                failure = BodyTimeout(
+                    f"no byte of the body arrived for {self.read_timeout_s:g} s, the limit "
+                    f"set by {READ_TIMEOUT_VARIABLE}", setting=READ_TIMEOUT_VARIABLE)
+                raise failure
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > rule.limit:
-                    exceeded = _too_large(rule)
-                    raise exceeded
+                body_complete = not message.get("more_body", False)
+                if rule.limit is not None and received > rule.limit:
+                    failure = _too_large(rule)
+                    raise failure
             return message
 
         async def guarded_send(message: Message) -> None:
             nonlocal started
-            if exceeded is not None and not started:
-                return  # the application's answer to the cut body: the 413 replaces it
+            if failure is not None and not started:
+                return  # the application's answer to the cut body: the refusal replaces it
             started = started or message["type"] == "http.response.start"
             await send(message)
 
         try:
-            await self.app(scope, counting_receive, guarded_send)
+            await self.app(scope, guarded_receive, guarded_send)
         except Exception:
-            if exceeded is None or started:
+            if failure is None or started:
                 raise
-        if exceeded is not None and not started:
-            await self.refuse(scope, receive, send, exceeded)
+        if failure is not None and not started:
+            await self.refuse(scope, receive, send, failure)
 
     @staticmethod
     async def refuse(scope: Scope, receive: Receive, send: Send, error: ServiceError) -> None:

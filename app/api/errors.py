@@ -33,6 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import solvers
 from app.errors import (
     PROBLEM_TYPE_PREFIX,
+    BodyTimeout,
     CapacityExceeded,
     Conflict,
     ContentTooLarge,
@@ -56,6 +57,7 @@ PROBLEM_SCHEMA_REF = "#/components/schemas/Problem"
 STATUS_OF: dict[type[ServiceError], int] = {
     InvalidRequest: 422,
     UnreadableBody: 400,
+    BodyTimeout: 408,
     Unauthenticated: 401,
     Forbidden: 403,
     NotFound: 404,
