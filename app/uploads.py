@@ -239,15 +239,21 @@ async def parse_text_body(chunks: AsyncIterable[bytes], declared_length: str | N
     """``parser.finish()`` once every chunk of a body of at most ``limit`` bytes
     (:func:`bounded`) has been fed to ``parser``, a megabyte at a time in a worker thread,
     as it arrives: whatever ``parser`` refuses (a row past its cap) ends the body there."""
+    await _feed_in_batches(bounded(chunks, declared_length, limit, setting), parser.feed)
+    return await to_thread.run_sync(parser.finish)
+
+
+async def _feed_in_batches(chunks: AsyncIterable[bytes], feed) -> None:
+    """Hand the bytes of ``chunks`` to ``feed`` in a worker thread, :data:`FEED_BYTES` or
+    more at a time (the last batch whatever is left)."""
     batch = bytearray()
-    async for chunk in bounded(chunks, declared_length, limit, setting):
+    async for chunk in chunks:
         batch += chunk
         if len(batch) >= FEED_BYTES:
             data, batch = bytes(batch), bytearray()
-            await to_thread.run_sync(parser.feed, data)
+            await to_thread.run_sync(feed, data)
     if batch:
-        await to_thread.run_sync(parser.feed, bytes(batch))
-    return await to_thread.run_sync(parser.finish)
+        await to_thread.run_sync(feed, bytes(batch))
 
 
 async def parse_svmlight_upload(chunks: AsyncIterable[bytes], content_type: str,
@@ -281,20 +287,18 @@ async def parse_svmlight_upload(chunks: AsyncIterable[bytes], content_type: str,
         max_features=limits.max_features)
     upload = _MultipartFile(boundary, parser, limits)
     del parser
-    received = 0
-    batch = bytearray()
-    try:
+
+    async def counted() -> AsyncIterator[bytes]:
+        received = 0
         async for chunk in chunks:
             received += len(chunk)
             if received > body_limit:
                 raise limit_exceeded("the request", "max_upload_bytes", max_bytes, "bytes",
                                      error=ContentTooLarge)
-            batch += chunk
-            if len(batch) >= FEED_BYTES:
-                data, batch = bytes(batch), bytearray()
-                await to_thread.run_sync(upload.consume, data)
-        if batch:
-            await to_thread.run_sync(upload.consume, bytes(batch))
+            yield chunk
+
+    try:
+        await _feed_in_batches(counted(), upload.consume)
         dataset = await to_thread.run_sync(upload.finish)
         return ParsedUpload(dataset, upload.filename or "upload", upload.size)
     finally:
