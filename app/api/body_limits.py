@@ -31,7 +31,7 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api import API_PREFIX
-from app.api.errors import service_error_response
+from app.api.errors import responses, service_error_response
 from app.core.principals import Scope as KeyScope
 from app.core.security import authorize, presented_key
 from app.errors import BodyTimeout, ContentTooLarge, ServiceError, limit_exceeded, setting_variable
@@ -60,6 +60,20 @@ def route_limits(settings) -> tuple[list[tuple[BodyLimit, re.Pattern[str]]], Bod
     ]
     default = BodyLimit("*", "*", settings.max_json_body_bytes, "max_json_body_bytes")
     return [(rule, compile_path(rule.template)[0]) for rule in own], default
+
+
+def document_refusals(spec: dict) -> dict:
+    """``spec`` (an OpenAPI document) with the guard's own answers, the 413 of a body past
+    its limit and the 408 of a body that stalls, among the responses of every operation
+    that takes a body."""
+    refusals = responses(408, 413)
+    for operations in spec.get("paths", {}).values():
+        for operation in operations.values():
+            if isinstance(operation, dict) and "requestBody" in operation:
+                answers = operation.setdefault("responses", {})
+                for status, response in refusals.items():
+                    answers.setdefault(str(status), response)
+    return spec
 
 
 def _too_large(rule: BodyLimit, actual: int | None = None) -> ContentTooLarge:

@@ -102,6 +102,8 @@ def responses(*status_codes: int) -> dict[int | str, dict[str, Any]]:
         401: "Missing or unknown API key",
         403: "The API key's scope does not allow this",
         404: "Not found (or another owner's)",
+        408: "The body stalled: no byte of it for SVMSVC_BODY_READ_TIMEOUT_S seconds (the "
+             "`setting` member names it)",
         409: "Conflict with the resource's state",
         413: "Content past a configured limit (the `setting` member names it)",
         422: "Invalid request, or a limit exceeded (the `setting` member names it)",
