@@ -80,6 +80,13 @@ class UnreadableBody(ServiceError):
     title = "Body not readable"
 
 
+class BodyTimeout(UnreadableBody):
+    """The body stopped arriving: no byte of it for longer than a setting allows."""
+
+    slug = "body-timeout"
+    title = "Body stalled"
+
+
 class NotFound(ServiceError):
     """The resource does not exist, or belongs to another owner (the same answer: another
     tenant's resources are not even confirmed to exist)."""

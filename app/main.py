@@ -25,6 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
 from app import ui
+from app.api.body_limits import BodyGuard, document_refusals
 from app.api.errors import install_error_handlers
 from app.api.fast_path import install as install_predict_fast_path
 from app.api.log_streams import LogStreams
@@ -142,7 +143,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def _add_middleware(app: FastAPI, settings: Settings, metrics: ServiceMetrics) -> None:
-    """Request metrics, memory release and, when origins are configured, CORS."""
+    """The body guard (the key and the body's size, before the router reads a body),
+    request metrics, memory release and, when origins are configured, CORS (the last added
+    is the outermost)."""
+    app.add_middleware(BodyGuard, settings=settings, keys=app.state.api_keys)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(ReleaseMemoryMiddleware)
     if settings.cors_origin_list:
@@ -171,13 +175,15 @@ def _metrics_route(settings: Settings, metrics: ServiceMetrics):
 
 
 def _openapi_with_extra_schemas(app: FastAPI):
-    """The spec builder: FastAPI's, plus the models that hand-written parts of the spec
-    refer to (:data:`EXTRA_SCHEMAS`), built once."""
+    """The spec builder: FastAPI's, with the body guard's answers (408, 413) on every
+    operation that takes a body, plus the models that hand-written parts of the spec refer
+    to (:data:`EXTRA_SCHEMAS`), built once."""
 
     def openapi() -> dict:
         if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version,
-                                 description=app.description, routes=app.routes)
+            schema = document_refusals(get_openapi(
+                title=app.title, version=app.version, description=app.description,
+                routes=app.routes))
             components = schema.setdefault("components", {}).setdefault("schemas", {})
             for model in EXTRA_SCHEMAS:
                 model_schema = model.model_json_schema(

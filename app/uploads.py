@@ -1,8 +1,9 @@
 """Request bodies consumed while they stream: dataset uploads (multipart body ->
-decompression -> SVMlight parser, chunk by chunk, :func:`parse_svmlight_upload`) and bounded
-plain bodies (:func:`read_body`, batch predictions).  The bodies come as async iterables of
-chunks: reading them from a request is the route layer's (:mod:`app.api.bodies`), and this
-module knows no web framework.
+decompression -> SVMlight parser, chunk by chunk, :func:`parse_svmlight_upload`), bounded
+plain bodies (:func:`read_body`, JSON batch predictions) and bounded text bodies fed to a parser
+as they arrive (:func:`parse_text_body`, SVMlight batch predictions).  The bodies come as
+async iterables of chunks: reading them from a request is the route layer's
+(:mod:`app.api.bodies`), and this module knows no web framework.
 
 The request body is never buffered whole: each chunk received goes through the multipart
 parser (``python-multipart``); the bytes of the ``file`` field go, a megabyte at a time, into a
@@ -25,7 +26,7 @@ parsing run in a worker thread, a megabyte at a time, so the event loop stays fr
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 
 from anyio import to_thread
@@ -208,20 +209,51 @@ _CAPS = {
 }
 
 
-async def read_body(chunks: AsyncIterable[bytes], declared_length: str | None, limit: int,
-                    setting: str) -> bytes:
-    """The whole of a body arriving as ``chunks``, refused (:class:`ContentTooLarge` naming
-    ``setting``) as soon as its declared length (the ``Content-Length`` header's text, if
-    any), or what has arrived, exceeds ``limit`` bytes."""
+async def bounded(chunks: AsyncIterable[bytes], declared_length: str | None, limit: int,
+                  setting: str) -> AsyncIterator[bytes]:
+    """The chunks of a body, refused (:class:`ContentTooLarge` naming ``setting``) as soon as
+    its declared length (the ``Content-Length`` header's text, if any), or what has arrived,
+    exceeds ``limit`` bytes."""
     if declared_length is not None and declared_length.isdigit() and \
             int(declared_length) > limit:
         raise limit_exceeded("the body", setting, limit, "bytes", error=ContentTooLarge)
-    body = bytearray()
+    received = 0
     async for chunk in chunks:
-        body += chunk
-        if len(body) > limit:
+        received += len(chunk)
+        if received > limit:
             raise limit_exceeded("the body", setting, limit, "bytes", error=ContentTooLarge)
+        yield chunk
+
+
+async def read_body(chunks: AsyncIterable[bytes], declared_length: str | None, limit: int,
+                    setting: str) -> bytes:
+    """The whole of a body arriving as ``chunks``, at most ``limit`` bytes (:func:`bounded`)."""
+    body = bytearray()
+    async for chunk in bounded(chunks, declared_length, limit, setting):
+        body += chunk
     return bytes(body)
+
+
+async def parse_text_body(chunks: AsyncIterable[bytes], declared_length: str | None,
+                          limit: int, setting: str, parser):
+    """``parser.finish()`` once every chunk of a body of at most ``limit`` bytes
+    (:func:`bounded`) has been fed to ``parser``, a megabyte at a time in a worker thread,
+    as it arrives: whatever ``parser`` refuses (a row past its cap) ends the body there."""
+    await _feed_in_batches(bounded(chunks, declared_length, limit, setting), parser.feed)
+    return await to_thread.run_sync(parser.finish)
+
+
+async def _feed_in_batches(chunks: AsyncIterable[bytes], feed) -> None:
+    """Hand the bytes of ``chunks`` to ``feed`` in a worker thread, :data:`FEED_BYTES` or
+    more at a time (the last batch whatever is left)."""
+    batch = bytearray()
+    async for chunk in chunks:
+        batch += chunk
+        if len(batch) >= FEED_BYTES:
+            data, batch = bytes(batch), bytearray()
+            await to_thread.run_sync(feed, data)
+    if batch:
+        await to_thread.run_sync(feed, bytes(batch))
 
 
 async def parse_svmlight_upload(chunks: AsyncIterable[bytes], content_type: str,
@@ -255,20 +287,18 @@ async def parse_svmlight_upload(chunks: AsyncIterable[bytes], content_type: str,
         max_features=limits.max_features)
     upload = _MultipartFile(boundary, parser, limits)
     del parser
-    received = 0
-    batch = bytearray()
-    try:
+
+    async def counted() -> AsyncIterator[bytes]:
+        received = 0
         async for chunk in chunks:
             received += len(chunk)
             if received > body_limit:
                 raise limit_exceeded("the request", "max_upload_bytes", max_bytes, "bytes",
                                      error=ContentTooLarge)
-            batch += chunk
-            if len(batch) >= FEED_BYTES:
-                data, batch = bytes(batch), bytearray()
-                await to_thread.run_sync(upload.consume, data)
-        if batch:
-            await to_thread.run_sync(upload.consume, bytes(batch))
+            yield chunk
+
+    try:
+        await _feed_in_batches(counted(), upload.consume)
         dataset = await to_thread.run_sync(upload.finish)
         return ParsedUpload(dataset, upload.filename or "upload", upload.size)
     finally:

@@ -7,7 +7,13 @@ solves (not what it solves): the :data:`CANDIDATES`.  Those that cannot solve th
 What it promises.  ``tol`` is a relative duality gap, (P - D)/P, which bounds the relative
 suboptimality: every candidate with a certified gap stops at it, by the parameter every
 such solver names the same, ``tol`` (``solvers.base.gap_tolerance_field``,
-:meth:`Candidate.params_for`).
+:meth:`Candidate.params_for`).  mfn ties each Newton step's CG to the gap so that its last
+step aims at ``tol`` rather than past it; dual_cd on the squared hinge hands its point to
+mfn's Newton method after 300 uncertified outer iterations, as LIBLINEAR's ``-s 1`` switches
+to ``-s 2``; the cutting planes, alm and the interior-point method stop at ``tol`` as they
+check it.  What auto declares it solves is the union of its candidates' declarations,
+nothing more (``solvers.registry``; ``tests/test_declarations.py`` trains every declared
+combination).
 
 How it picks.  ``bench/bench_auto.py`` measures every candidate on the benchmark problems (the
 real datasets of the repository's ``data/``, hinge and squared hinge, C from 0.01 to 100) at the

@@ -483,3 +483,13 @@ def test_registry_describes_the_family():
         assert not spec.certifies_gap and "tol" not in schema
     assert solvers.train(_subset("heart_scale", 80)[0], solver="relaxed_lssvm",
                          variant="sesquismo").params.loss == "squared_hinge"
+
+
+@pytest.mark.parametrize("fields", [{"variant": {"not": "a name"}}, {"loss": ["hinge"]}])
+def test_relaxed_lssvm_refuses_a_variant_or_loss_that_is_not_a_name(fields):
+    """The variant/loss pairing looks names up only: a dict or list is the fields' own
+    validation error (a 422 in the service), not a TypeError (schemathesis found the 500)."""
+    import pydantic
+
+    with pytest.raises(pydantic.ValidationError):
+        get_solver("relaxed_lssvm").params_model(**fields)

@@ -90,11 +90,13 @@ def test_free_bias_and_other_losses_are_refused():
 
 def test_heuristics_as_in_appendix_a():
     """Heuristic 1 caps the first CGLS call at 10 iterations, heuristic 2 runs eps = 1e-2 then
-    1e-6; switching them off reaches the same optimum."""
+    1e-6; switching them off reaches the same optimum (Appendix A's finite termination,
+    tol=None: a gap tol stops each run within it, not at the same point)."""
     X, y = binary("a9a")
     problem = BinaryProblem(X, y, C=1.0)
     monitor = ListMonitor()
-    with_heuristics = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls"), monitor)
+    with_heuristics = mfn.solve(problem, mfn.MFNParams(linear_solver="cgls", tol=None),
+                                monitor)
     records = monitor.records
     assert records[0].extras["cg_iterations"] == 10
     assert all(r.extras["cg_iterations"] <= 5000 for r in records)
@@ -103,7 +105,7 @@ def test_heuristics_as_in_appendix_a():
     assert epsilons == sorted(epsilons, reverse=True)
     assert [run["epsilon"] for run in with_heuristics.extras["runs"]] == [1e-6]
     plain = mfn.solve(problem, mfn.MFNParams(first_round_epsilon=None, linear_solver="cgls",
-                                             initial_cgls_iter=None))
+                                             initial_cgls_iter=None, tol=None))
     assert abs(relative(plain.objective, with_heuristics.objective)) <= SAME_OPTIMUM_RTOL
     # the records carry docs/design.md's objective and the relative duality gap
     assert records[-1].objective == pytest.approx(with_heuristics.objective, rel=1e-12)
@@ -415,11 +417,13 @@ def test_factorized_step_reaches_the_cgls_optimum(name, C, bias, weighted):
     X, y = binary(name)
     weights = np.random.default_rng(0).uniform(0.2, 3.0, y.shape[0]) if weighted else None
     problem = BinaryProblem(X, y, C=C, bias=bias, sample_weight=weights)
+    # both to Appendix A's finite termination (tol=None): the same point, not two points
+    # within a gap tolerance
     appendix_a = mfn.solve(problem, mfn.MFNParams(C=C, bias=bias, linear_solver="cgls",
-                                                  c_path_start=None))
+                                                  c_path_start=None, tol=None))
     monitor = ListMonitor()
-    factorized = mfn.solve(problem, mfn.MFNParams(C=C, bias=bias, linear_solver="cholesky"),
-                           monitor)
+    factorized = mfn.solve(problem, mfn.MFNParams(C=C, bias=bias, linear_solver="cholesky",
+                                                  tol=None), monitor)
     assert factorized.status == appendix_a.status == "converged", factorized.message
     # the records say which step 3 ran: heuristic 1's CGLS first, then factorizations
     assert [r.extras["factorized"] for r in monitor.records[:2]] == [False, True]

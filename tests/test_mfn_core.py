@@ -198,29 +198,50 @@ def test_row_space_cg_refuses_a_bad_warm_start():
                         residual=np.ones(10), gradient=np.zeros(6))
 
 
-def test_cgls_forcing_term_stops_early_and_says_so():
-    """cgls_compact's ``forcing`` = eta: the iteration stops at the first iterate with
-    ||r|| <= eta ||r^0|| (r^0 the warm start's gradient), reported as not optimal while rule
-    (13) is unmet; eta = 0 is rule (13) alone.  Rows of unequal norms, fewer than features."""
+def _forcing_runs(solve, eta: float) -> tuple[dict, float]:
+    """``solve`` (cgls_compact or cg_dual_compact) from zero on word-count-like rows (norms
+    over orders of magnitude, fewer rows than features) with forcing 0 and ``eta``: per
+    forcing (iterations, optimal, ||r||, ||t - A beta||) at the returned beta, and ||r^0||."""
     X = random_csr(400, 3000, 0.01, seed=26)
     rng = np.random.default_rng(27)
     X.data = np.minimum(np.floor(rng.pareto(1.0, X.nnz) + 1.0), 300.0)
     A = CompactRows(X, np.arange(400, dtype=np.int64))
     t = rng.choice([-1.0, 1.0], size=400)
     dense = np.c_[X.toarray(), np.ones(400)]
-    lam, eta = 1e-2, 0.5
+    lam = 1e-2
     runs = {}
     for forcing in (0.0, eta):
         beta = np.zeros(3001)
         z = t.copy()
         gradient = dense.T @ z
-        iterations, optimal = cgls_compact(A, np.ones(400), None, beta, bias_scale=1.0,
-                                           lam=lam, eps=1e-6, residual=z, gradient=gradient,
-                                           forcing=forcing)
+        extra = {"t": None} if solve is cgls_compact else {}
+        iterations, optimal = solve(A, np.ones(400), beta=beta, bias_scale=1.0, lam=lam,
+                                    eps=1e-6, residual=z, gradient=gradient, forcing=forcing,
+                                    **extra)
         r = dense.T @ (t - dense @ beta) - lam * beta
         runs[forcing] = (iterations, optimal, np.linalg.norm(r), np.linalg.norm(t - dense @ beta))
-    r0 = np.linalg.norm(dense.T @ t)
+    return runs, np.linalg.norm(dense.T @ t)
+
+
+def test_cgls_forcing_term_stops_early_and_says_so():
+    """cgls_compact's ``forcing`` = eta: the iteration stops at the first iterate with
+    ||r|| <= eta ||r^0|| (r^0 the warm start's gradient), reported as not optimal while rule
+    (13) is unmet; eta = 0 is rule (13) alone.  Rows of unequal norms, fewer than features."""
+    eta = 0.5
+    runs, r0 = _forcing_runs(cgls_compact, eta)
     exact, forced = runs[0.0], runs[eta]
     assert exact[1] and exact[2] <= 1.01e-6 * exact[3]
     assert not forced[1] and 0 < forced[0] < exact[0] / 4
     assert forced[2] <= eta * r0 * (1 + 1e-9)
+
+
+def test_row_space_cg_forcing_term_stops_early_and_says_so():
+    """cg_dual_compact's ``forcing`` = eta, as cgls_compact's: it stops at the first iterate
+    with ||r|| <= eta ||r^0||, reported as not optimal while rule (13) is unmet (mfn's
+    gap-tied steps in the tight rounds on text run here)."""
+    eta = 0.5
+    runs, r0 = _forcing_runs(cg_dual_compact, eta)
+    exact, forced = runs[0.0], runs[eta]
+    assert exact[1] and exact[2] <= 1e-6 * r0
+    assert not forced[1] and 0 < forced[0] < exact[0] / 2
+    assert eta * r0 / 10 < forced[2] <= eta * r0 * (1 + 1e-9)

@@ -95,3 +95,37 @@ def test_news20_large_c_reference_is_reproducible_without_mfn():
     objective = bp.objective(beta)
     assert bp.duality_gap(beta) <= 1e-11 * objective
     assert objective == pytest.approx(certified_optimum(problem), rel=1e-11)
+
+
+GAP_TOLERANCES = (1e-2, 1e-3, 1e-6)
+TIGHTEST = 1e-10
+
+
+@pytest.mark.parametrize(("name", "linear_solver"), [
+    ("a9a", "cgls"),  # step 3 by CGLS, more active rows than features
+    ("w8a", "auto"),  # factorized: exact Newton steps
+    pytest.param("news20-binary", "auto", marks=pytest.mark.slow),  # CGLS and the C path
+])
+def test_a_gap_tolerance_ends_the_run_certified_with_less_work(name, linear_solver):
+    """Issue 52's contract: mfn at tol 1e-2, 1e-3 and 1e-6 (squared hinge, C = 1) stops with
+    the problem layer's certificate (the KKT map's dual point) at or below tol, in fewer Newton
+    iterations and no more CG iterations than at 1e-10, and its objective within tol of the
+    best known optimum (the stored reference, itself approximate, or the 1e-10 run's if
+    lower)."""
+    problem = BenchProblem(name, C=1.0)
+    bp = problem.binary_problem()
+
+    def run(tol):
+        return mfn.solve(bp, mfn.MFNParams(C=1.0, tol=tol, linear_solver=linear_solver))
+
+    tightest = run(TIGHTEST)
+    assert tightest.status == "converged", tightest.message
+    best = min(certified_optimum(problem), tightest.objective)
+    for tol in GAP_TOLERANCES:
+        solution = run(tol)
+        assert solution.status == "converged", solution.message
+        assert solution.message.startswith("converged: certified relative duality gap")
+        assert bp.relative_duality_gap(solution.beta) <= tol
+        assert (solution.objective - best) / best <= tol
+        assert solution.iterations < tightest.iterations, (tol, solution.iterations)
+        assert solution.extras["cg_iterations"] <= tightest.extras["cg_iterations"]

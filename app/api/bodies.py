@@ -9,7 +9,13 @@ from collections.abc import AsyncIterator
 from starlette.requests import ClientDisconnect, Request
 
 from app.errors import UnreadableBody
-from app.uploads import ParsedUpload, UploadLimits, parse_svmlight_upload, read_body
+from app.uploads import (
+    ParsedUpload,
+    UploadLimits,
+    parse_svmlight_upload,
+    parse_text_body,
+    read_body,
+)
 
 
 async def receive_body(request: Request, limit: int, setting: str) -> bytes:
@@ -18,6 +24,14 @@ async def receive_body(request: Request, limit: int, setting: str) -> bytes:
     :class:`UnreadableBody` when the client cuts it off."""
     return await read_body(_chunks(request), request.headers.get("content-length"), limit,
                            setting)
+
+
+async def receive_parsed_text(request: Request, parser, limit: int, setting: str):
+    """``parser.finish()`` once the request's body, at most ``limit`` bytes (refused naming
+    ``setting``), has been fed to ``parser`` as it arrived (:func:`app.uploads.parse_text_body`);
+    :class:`UnreadableBody` when the client cuts it off."""
+    return await parse_text_body(_chunks(request), request.headers.get("content-length"),
+                                 limit, setting, parser)
 
 
 async def receive_svmlight_upload(request: Request, limits: UploadLimits, *,

@@ -33,6 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import solvers
 from app.errors import (
     PROBLEM_TYPE_PREFIX,
+    BodyTimeout,
     CapacityExceeded,
     Conflict,
     ContentTooLarge,
@@ -56,6 +57,7 @@ PROBLEM_SCHEMA_REF = "#/components/schemas/Problem"
 STATUS_OF: dict[type[ServiceError], int] = {
     InvalidRequest: 422,
     UnreadableBody: 400,
+    BodyTimeout: 408,
     Unauthenticated: 401,
     Forbidden: 403,
     NotFound: 404,
@@ -100,6 +102,8 @@ def responses(*status_codes: int) -> dict[int | str, dict[str, Any]]:
         401: "Missing or unknown API key",
         403: "The API key's scope does not allow this",
         404: "Not found (or another owner's)",
+        408: "The body stalled: no byte of it for SVMSVC_BODY_READ_TIMEOUT_S seconds (the "
+             "`setting` member names it)",
         409: "Conflict with the resource's state",
         413: "Content past a configured limit (the `setting` member names it)",
         422: "Invalid request, or a limit exceeded (the `setting` member names it)",
@@ -117,6 +121,13 @@ def _location(loc: tuple[Any, ...]) -> str:
 
 
 async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+    return service_error_response(request, exc)
+
+
+def service_error_response(request: Request, exc: ServiceError) -> JSONResponse:
+    """The problem of a domain error, with its ``Retry-After`` and ``WWW-Authenticate``
+    headers (also for the middleware that answers before the router,
+    :class:`app.api.body_limits.BodyGuard`)."""
     status = status_of(exc)
     headers = {}
     if exc.retry_after_s is not None:

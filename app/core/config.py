@@ -63,6 +63,13 @@ class Settings(BaseSettings):
                                  "per class beyond); 2^25 weights take 256 MiB.")
     max_predict_bytes: int = Field(
         16 * 2**20, ge=1, description="Largest body of a batch prediction.")
+    max_json_body_bytes: int = Field(
+        2**20, ge=1, description="Largest body of any request but a dataset upload or a batch "
+                                 "prediction (the JSON of jobs, sharded datasets, evaluations, "
+                                 "pose): refused (413) before it is read or parsed.")
+    body_read_timeout_s: float = Field(
+        60.0, gt=0, description="Seconds a request body may go without a byte arriving (a "
+                                "client stalled mid-upload); past them the request is a 408.")
     max_predict_rows: int = Field(
         100_000, ge=1, description="Most rows (examples) in a batch prediction: its answer "
                                    "grows with the rows (about 60 bytes each), not the body.")

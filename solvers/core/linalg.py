@@ -403,7 +403,7 @@ def _cgls_kernel(indptr, indices, data, unit, blocks, pair_ptr, pair_col, extra_
 
 
 def cg_dual_compact(A: CompactRows, sqrt_c, beta, *, bias_scale, lam, eps=1e-6, max_iter=5000,
-                    residual, gradient) -> tuple[int, bool]:
+                    residual, gradient, forcing=0.0) -> tuple[int, bool]:
     """:func:`cgls_compact`'s problem (one least-squares row per selected row, D = I) solved in
     the space of the rows, from the same warm start; ``beta`` is overwritten with the result.
 
@@ -422,7 +422,9 @@ def cg_dual_compact(A: CompactRows, sqrt_c, beta, *, bias_scale, lam, eps=1e-6, 
     product.  Each iteration makes one product with A' (of the direction and, in the same
     pass, of s) and one with A.  The stopping rule is :func:`cgls_compact`'s, on the primal
     quantities of beta = A'u: r = A'z - lam beta = A's and z = s + lam u, so rule (13)
-    ||r|| <= eps ||z|| is checked exactly at every iterate.
+    ||r|| <= eps ||z|| is checked exactly at every iterate.  ``forcing`` = eta in (0, 1) also
+    stops it once ||r|| <= eta ||r^0||, as in :func:`cgls_compact` (not optimal unless the rule
+    holds too).
 
     Returns ``(iterations, optimal)``."""
     n_features = A.n_features
@@ -441,7 +443,7 @@ def cg_dual_compact(A: CompactRows, sqrt_c, beta, *, bias_scale, lam, eps=1e-6, 
             beta, n_features, float(lam), float(eps), int(max_iter), residual,
             np.ascontiguousarray(gradient, dtype=np.float64),
             n_threads > 1 and n_features >= config.CGLS_PARALLEL_MIN_FEATURES,
-            padded_width(n_features))
+            padded_width(n_features), float(forcing))
     return int(iterations), bool(optimal)
 
 
@@ -491,7 +493,7 @@ def _sum_two(f, buffers, n_blocks, w):
 
 @njit(cache=True, nogil=True, parallel=True)
 def _cg_dual_kernel(indptr, indices, data, unit, blocks, extra_value, sqrt_c, beta, n_features,
-                    lam, eps, max_iter, z, r0, parallel_features, width):
+                    lam, eps, max_iter, z, r0, parallel_features, width, forcing):
     """The iteration of :func:`cg_dual_compact`: preconditioned CG on (A A' + lam I) u = b,
     keeping v = A'u (beta) up to date from the products A'p the iteration makes anyway."""
     d = n_features
@@ -519,6 +521,7 @@ def _cg_dual_kernel(indptr, indices, data, unit, blocks, extra_value, sqrt_c, be
         rr += r0[f] * r0[f]
     if rr <= eps * eps * zz or rr == 0.0:
         return 0, True
+    forced = forcing * forcing * rr  # the forcing term's bound on ||r||^2
     # u^0 = z^0 / lam; v = A'u^0 = (r^0 + lam beta^0) / lam; s^0 = A (beta^0 - v)
     for f in range(d + 1):
         v[f] = (r0[f] + lam * beta[f]) / lam
@@ -566,7 +569,7 @@ def _cg_dual_kernel(indptr, indices, data, unit, blocks, extra_value, sqrt_c, be
         if rr <= eps * eps * zz or rr == 0.0:
             optimal = True
             break
-        if iteration == max_iter:
+        if iteration == max_iter or rr <= forced:
             break
         # q = (A A' + lam I) p, the step, then the next direction
         _forward(indptr, indices, data, unit, blocks, no_pairs, no_pairs, False, extra_value,

@@ -56,6 +56,22 @@ when the full set meets it with the gap still above tol, eps is divided by 10 an
 goes on.  The final gap is recomputed with w = sum alpha_i y_i x~_i formed afresh (the w kept
 by the steps accumulates round-off).  ``max_iter`` counts outer iterations (LIBLINEAR's 1000).
 
+The Newton switch (squared hinge, ``newton_switch_iter`` = 300): LIBLINEAR's ``train_one`` runs
+``-s 1`` for at most ``dual_solver_max_iter`` = 300 iterations and, when it reaches them, hands
+its w to the primal Newton method (``-s 2``, "Switching to use -s 2", with a tenth of the
+primal tolerance its eps gives); for ``-s 3`` (the hinge) it only warns.  Here a squared-hinge
+run with no stop after ``newton_switch_iter`` outer iterations (and max_iter above that) hands
+w to the Newton method it was given (``newton``; the registered spec's, :func:`with_newton`,
+is mfn's from that point with beta-seeding's ini = 1, ``solvers.registry.mfn_newton``: families
+do not import each other), which ends the run on the same certified gap ``tol``; called
+without one (``dual_cd.solve`` directly) it does not switch.  The message and
+``extras["newton_switch"]`` say so (the epoch, the
+gap there, mfn's Newton and CG iterations and seconds), mfn's records follow the epochs' in
+the same log (numbered on, timed from the run's start, ``stage="newton"``), and the state moves
+to mfn's point (alpha by the KKT map, w from alpha) for a C path's next point.  On news20 made
+binary at C = 1 dual CD alone ended at its 1000 iterations 0.9% above the optimum (gap 2.4e-2)
+whatever tol; with the switch it stops certified (see the README's dual_cd section).
+
 Warm starts (``start=WarmStart(...)``, ``solvers.base.WarmStart``):
 
 * from a dual point alpha (``WarmStart(dual=alpha)``, taken before a ``beta``): clipped into
@@ -88,6 +104,9 @@ alpha_i^m < bound} G_m of a pass below ``eps``, twice: once shrunk, once over ev
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import partial
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -96,6 +115,7 @@ from solvers.dual_cd.kernels import crammer_singer_epochs, dcd_epochs
 from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
 from solvers.dual_cd.solver import (
     DualState,
+    NewtonMethod,
     crammer_singer_problem,
     dual_start,
     fit_crammer_singer,
@@ -143,11 +163,21 @@ SPECS = (
     ),
 )
 
+
+def with_newton(newton: NewtonMethod) -> SolverSpec:
+    """The dual_cd spec whose squared-hinge runs and C paths switch to ``newton`` at
+    ``newton_switch_iter`` (the registry passes mfn's Newton method: families do not import
+    each other)."""
+    return replace(SPECS[0], run=partial(run, newton=newton),
+                   path=partial(solve_path, newton=newton))
+
+
 __all__ = [
     "DUAL_CD_SOLVES",
     "SPECS",
     "DualCDParams",
     "DualState",
+    "NewtonMethod",
     "crammer_singer_epochs",
     "crammer_singer_problem",
     "dcd_epochs",
@@ -160,4 +190,5 @@ __all__ = [
     "solve_path",
     "solve_state",
     "warm_up",
+    "with_newton",
 ]

@@ -61,6 +61,17 @@ class DualCDParams(SolverParams):
         1000, ge=1,
         description="Outer iterations (one: a random permutation of the active examples and "
                     "one coordinate step on each; LIBLINEAR's max_iter, 1000).")
+    newton_switch_iter: int | None = Field(
+        300, ge=1,
+        description="Squared hinge: once this many outer iterations have run without the "
+                    "stop (tol, or LIBLINEAR's rule), w goes to mfn's Newton method (the "
+                    "registered solver's; dual_cd.solve given no Newton method does not "
+                    "switch), warm started from it (ini = 1), which ends the run once its "
+                    "certified gap is within tol -- LIBLINEAR's train_one, which hands -s 1's "
+                    "w to its Newton method (-s 2) after dual_solver_max_iter = 300 "
+                    "iterations.  "
+                    "A max_iter at or below it ends the run first (no switch); None: never; "
+                    "the hinge never switches (LIBLINEAR only warns for -s 3).")
     shrinking: bool = Field(
         True, description="Algorithm 3's shrinking (False: Algorithm 1, every example every "
                           "pass); for crammer_singer, LIBLINEAR -s 4's shrinking of classes "

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,9 +21,15 @@ from solvers.core.sparse import csr_matvec
 from solvers.dual_cd.kernels import crammer_singer_epochs, dcd_epochs
 from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
 from solvers.models import LinearModel
-from solvers.monitor import Monitor, Reporter, Stopwatch
+from solvers.monitor import Continued, Monitor, NullMonitor, Reporter, Stopwatch
 from solvers.problems import BinaryProblem, CrammerSingerProblem
 from solvers.termination import Termination
+
+#: ``newton(problem, start, tol, monitor) -> Solution``: a primal Newton method on the binary
+#: problem from the point ``start`` = (w, b), stopped at the certified gap ``tol``, what a
+#: squared-hinge run switches to at ``newton_switch_iter`` (LIBLINEAR's -s 1 -> -s 2).  The
+#: registry gives dual_cd mfn's (families do not import each other).
+NewtonMethod = Callable[[BinaryProblem, np.ndarray, float, Monitor], Solution]
 
 
 @dataclass
@@ -81,10 +88,11 @@ def _certificate(problem: BinaryProblem, state: DualState) -> tuple[float, float
 
 
 def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor | None,
-                state: DualState, clock: Stopwatch | None = None
-                ) -> tuple[Solution, DualState]:
+                state: DualState, clock: Stopwatch | None = None,
+                newton: NewtonMethod | None = None) -> tuple[Solution, DualState]:
     """Run dual coordinate descent from ``state`` (updated in place); returns the solution and
-    the final state (a C path carries it to the next point)."""
+    the final state (a C path carries it to the next point).  ``newton``: the Newton method a
+    squared-hinge run switches to at ``newton_switch_iter`` (None: no switch)."""
     DUAL_CD_SOLVES.require_problem(problem, "dual_cd")
     reporter = Reporter(monitor, "relative_duality_gap", clock)
     X = problem.X
@@ -98,6 +106,8 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
     rng = _generator(params.permutation_seed)
     gap_rule = params.stop_rule == "gap"
     eps = params.eps
+    switch_at = newton_switch_at(params, problem) if newton is not None else None
+    limit = params.max_iter if switch_at is None else switch_at
     budget = max(X.nnz + n, 1)  # the first check after one pass's worth of steps
     check_seconds = np.inf
     epochs = 0
@@ -109,7 +119,7 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
         started = time.perf_counter()
         ran, full_spread_met, spread, work = dcd_epochs(
             X.indptr, X.indices, X.data, problem.y, s, qd, diag, upper, alpha, beta, index,
-            istate, fstate, rng, params.max_iter - epochs, eps, budget if gap_rule else np.inf,
+            istate, fstate, rng, limit - epochs, eps, budget if gap_rule else np.inf,
             params.shrinking)
         epochs += ran
         total_work += work
@@ -132,6 +142,8 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
         if stop:
             status, message = Termination.STOPPED, reporter.stop_message
             break
+        if epochs >= limit:  # the Newton switch's limit, below max_iter
+            break
         if full_spread_met:
             # the full set meets eps but the gap is above tol: a finer spread (continuation)
             eps = eps / 10.0
@@ -144,17 +156,61 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
               "work_passes": total_work / max(X.nnz + n, 1),
               "nnz_alpha": int(np.count_nonzero(alpha))}
     solution = Solution(beta.copy(), float(primal), status, message, epochs, extras)
+    if status is None:
+        solution = _switch_to_newton(problem, params, monitor, state, solution, reporter,
+                                     newton)
     return solution, state
+
+
+def newton_switch_at(params: DualCDParams, problem: BinaryProblem) -> int | None:
+    """The outer iteration at which an uncertified run hands w to its Newton method
+    (``newton_switch_iter``), or None: no switch (the hinge, None, or max_iter first)."""
+    at = params.newton_switch_iter
+    if problem.loss != "squared_hinge" or at is None or at >= params.max_iter:
+        return None
+    return at
+
+
+def _switch_to_newton(problem: BinaryProblem, params: DualCDParams, monitor: Monitor | None,
+                      state: DualState, reached: Solution, reporter: Reporter,
+                      newton_method: NewtonMethod) -> Solution:
+    """LIBLINEAR's train_one for ``-s 1``: dual CD that reaches its limit without the stop
+    hands its w to the primal Newton method (``-s 2``) from that point.  Here
+    ``newton_method`` (the registry's: mfn warm started as beta-seeding does, ini = 1) from
+    ``state.beta``, to the certified gap ``tol``; its records continue the run's (numbered
+    after the epochs, timed from the run's start, tagged ``stage="newton"``), and the state
+    moves to its point (the KKT map's alpha, w recomputed: what a C path carries on)."""
+    epochs = reached.iterations
+    continued = Continued(monitor if monitor is not None else NullMonitor(), epochs,
+                          reporter.clock(), {"stage": "newton"})
+    clock = Stopwatch()
+    newton = newton_method(problem, state.beta.copy(), params.tol, continued)
+    switched = primal_start(problem, newton.beta)
+    state.alpha[:] = switched.alpha
+    state.beta[:] = switched.beta
+    gap = problem.relative_duality_gap(newton.beta)
+    extras = {**reached.extras, "relative_duality_gap": float(gap),
+              "newton_switch": {"at_epoch": epochs,
+                                "gap_at_switch": reached.extras["relative_duality_gap"],
+                                "newton_iterations": newton.iterations,
+                                "cg_iterations": newton.extras["cg_iterations"],
+                                "seconds": clock(), "status": str(newton.status)}}
+    message = (f"no stop after {epochs} outer iterations (newton_switch_iter; relative "
+               f"duality gap {reached.extras['relative_duality_gap']:.3g}): switched to the "
+               f"Newton method from w, as LIBLINEAR -s 1 switches to -s 2; {newton.message}")
+    return Solution(newton.beta.copy(), float(newton.objective), newton.status, message,
+                    epochs + newton.iterations, extras)
 
 
 def solve(problem: BinaryProblem, params: DualCDParams | None = None,
           monitor: Monitor | None = None, start: WarmStart | None = None, *,
-          alpha: np.ndarray | None = None) -> Solution:
+          alpha: np.ndarray | None = None, newton: NewtonMethod | None = None) -> Solution:
     """Solve the binary ``problem`` (hinge or squared hinge; regularized bias or none) from
     alpha = 0 or from the :class:`~solvers.base.WarmStart` ``start``: its dual point
     ``start.dual`` (clipped into the box), else its primal point ``start.beta`` = (w, b)
     (:func:`primal_start`); its ``state`` and ``model`` are ignored.  ``alpha``: the
-    deprecated spelling of ``start=WarmStart(dual=alpha)``, kept for one release."""
+    deprecated spelling of ``start=WarmStart(dual=alpha)``, kept for one release.
+    ``newton``: the Newton method to switch to (:func:`solve_state`)."""
     DUAL_CD_SOLVES.require_problem(problem, "dual_cd")
     params = params or DualCDParams(C=problem.C, loss=problem.loss, bias=problem.bias,
                                     bias_scale=problem.bias_scale)
@@ -165,19 +221,21 @@ def solve(problem: BinaryProblem, params: DualCDParams | None = None,
         state = primal_start(problem, start.beta)
     else:
         state = DualState(np.zeros(problem.n_samples), problem.zeros())
-    return solve_state(problem, params, monitor, state)[0]
+    return solve_state(problem, params, monitor, state, newton=newton)[0]
 
 
 def run(problem: BinaryProblem, params: DualCDParams, monitor: Monitor,
-        start: WarmStart | None = None) -> Solution:
+        start: WarmStart | None = None, newton: NewtonMethod | None = None) -> Solution:
     """The spec's entry point (binary problems; one-vs-rest through the multiclass layer);
     ``start``: a :class:`~solvers.base.WarmStart` (a primal point: another C's solution,
-    another solver's point), read as :func:`solve` reads it."""
-    return solve(problem, params, monitor, start=warm_start_argument(start))
+    another solver's point), read as :func:`solve` reads it; ``newton``: the Newton method to
+    switch to (the registered spec's is mfn's)."""
+    return solve(problem, params, monitor, start=warm_start_argument(start), newton=newton)
 
 
 def solve_path(problem: BinaryProblem, Cs, params: DualCDParams | None = None,
-               monitor: Monitor | None = None) -> list[Solution]:
+               monitor: Monitor | None = None, newton: NewtonMethod | None = None
+               ) -> list[Solution]:
     """Solve for each C in ``Cs`` in order, each from the last point's alpha scaled by C_new /
     C_old: the box [0, C_i] (hinge) scales with C, so bounded alphas stay at the bound and the
     rest keep their place in the box, and w = sum alpha_i y_i x~_i scales by the same factor
@@ -198,7 +256,7 @@ def solve_path(problem: BinaryProblem, Cs, params: DualCDParams | None = None,
             state.alpha *= ratio
             state.beta *= ratio
         solution, state = solve_state(sub, params.model_copy(update={"C": float(C)}),
-                                      monitor, state, clock)
+                                      monitor, state, clock, newton)
         solution.extras["seconds"] = clock()
         solutions.append(solution)
         last_C = float(C)

@@ -159,9 +159,13 @@ class RelaxedLSSVMParams(KernelSolverParams):
         (so each declared loss trains by its name alone)."""
         if isinstance(data, dict):
             variant_of = {loss: variant for variant, loss in RELAXED_VARIANT_LOSSES.items()}
-            if data.get("variant") in RELAXED_VARIANT_LOSSES and "loss" not in data:
-                data = {**data, "loss": RELAXED_VARIANT_LOSSES[data["variant"]]}
-            elif data.get("loss") in variant_of and "variant" not in data:
+            # only names are looked up: any other value (a dict, a list) is left for the
+            # field's own validation to refuse (a 422), not a TypeError from a dict lookup
+            variant, loss = data.get("variant"), data.get("loss")
+            if isinstance(variant, str) and variant in RELAXED_VARIANT_LOSSES \
+                    and "loss" not in data:
+                data = {**data, "loss": RELAXED_VARIANT_LOSSES[variant]}
+            elif isinstance(loss, str) and loss in variant_of and "variant" not in data:
                 data = {**data, "variant": variant_of[data["loss"]]}
         return data
 

@@ -578,8 +578,10 @@ class DistributedEngine:
 
     def _forcing(self, point, eps, crude_run, newton, exempt) -> float:
         final_eps = self._gap_round_epsilon(self.params.epsilon)
+        gap_stop = self.params.tol is not None and self.at_target
         return forcing_term(self.params, eps, final_eps, point["active"], self.n_params,
-                            self.at_target, crude_run, newton, exempt)
+                            self.at_target, crude_run, newton, exempt,
+                            self.last_gap if gap_stop else None)
 
     def _gap_round_epsilon(self, epsilon: float) -> float:
         return gap_round_epsilon(self.params, epsilon, self.at_target)

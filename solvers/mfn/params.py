@@ -70,8 +70,9 @@ class MFNParams(SolverParams):
                     "itermax Newton iterations there), on fewer active rows than parameters, "
                     "CGLS also stops once ||r|| <= "
                     "newton_forcing ||r^0||, r^0 the gradient at the current point (a forcing "
-                    "term; a round still ends only where rule (13) holds at its eps).  None: "
-                    "rule (13) alone, as in Appendix A.")
+                    "term; a round still ends only where rule (13) holds at its eps).  With "
+                    "a gap tol, at the asked C, the cap of the gap-tied forcing instead (see "
+                    "tol).  None: rule (13) alone, as in Appendix A.")
     max_cgls_iter: int = Field(5000, ge=1, description="cgitermax of every other call.")
     linear_solver: Literal["auto", "cgls", "cholesky", "dual_cg"] = Field(
         "auto",
@@ -113,11 +114,14 @@ class MFNParams(SolverParams):
         description="Stop once the certified relative duality gap (P - D)/P is at most this "
                     "(the rule, and the default, of every solver).  Squared hinge and "
                     "modified Huber: the first Newton iterate at the asked C within it ends "
-                    "the run, and the last round runs rule (13) at eps = min(1e-4, tol / "
-                    "10), or epsilon if larger (once more at epsilon should it end above "
-                    "the gap); None: Appendix A's finite termination alone, the exact "
-                    "optimum.  Hinge: the tau = 2^-j homotopy stops once the hinge duality "
-                    "gap is within it (None is refused: the homotopy has no other end).")
+                    "the run; each Newton step's CGLS also stops once ||r|| <= eta ||r^0||, "
+                    "eta = min(newton_forcing, 0.5 sqrt(tol / gap)) at the current point's "
+                    "certified gap (the step then aims the next gap at tol / 4), and the "
+                    "last round runs rule (13) at eps = min(1e-4, tol / 10), or epsilon if "
+                    "larger (once more at epsilon should it end above the gap); None: "
+                    "Appendix A's finite termination alone, the exact optimum.  Hinge: the "
+                    "tau = 2^-j homotopy stops once the hinge duality gap is within it "
+                    "(None is refused: the homotopy has no other end).")
     set_tol: float = Field(
         1e-8, ge=0,
         description="Step 5's tolerance on t_i y_i around the set boundaries (capped at 1% of "

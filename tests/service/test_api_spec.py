@@ -79,7 +79,7 @@ def test_errors_are_typed_in_the_spec(spec):
                 statuses.add(status)
                 assert response["content"] == {"application/problem+json": {
                     "schema": problem_ref}}, (path, status)
-    assert statuses == {"400", "401", "403", "404", "409", "413", "422", "429", "503"}
+    assert statuses == {"400", "401", "403", "404", "408", "409", "413", "422", "429", "503"}
     assert "HTTPValidationError" not in spec["components"]["schemas"]
     problem = spec["components"]["schemas"]["Problem"]
     assert set(problem["properties"]) == {"type", "title", "status", "detail", "instance",

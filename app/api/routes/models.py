@@ -15,7 +15,7 @@ from fastapi import Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.api.bodies import receive_body
+from app.api.bodies import receive_body, receive_parsed_text
 from app.api.deps import (
     LimitQuery,
     ModelCacheDep,
@@ -34,11 +34,13 @@ from app.crud import models as crud_models
 from app.errors import Conflict, InvalidRequest
 from app.evaluation import evaluate_on_dataset
 from app.prediction import (
+    PredictionLines,
     example_columns,
     example_json,
     load_model,
-    predict_batch,
+    predict_json_batch,
     predict_linear_one,
+    predictions_answer,
 )
 from app.schemas import (
     EvaluateRequest,
@@ -208,16 +210,26 @@ async def predict_many(
     optional) or JSON rows (``application/json``: ``{"rows": [{"3": 0.5, "7": 1.0}, ...]}``).
 
     The body may not exceed ``SVMSVC_MAX_PREDICT_BYTES`` nor its rows
-    ``SVMSVC_MAX_PREDICT_ROWS`` (413); it is parsed and scored in a worker thread, never on
-    the event loop.
+    ``SVMSVC_MAX_PREDICT_ROWS`` (413); it is parsed and scored in worker threads, never on
+    the event loop, SVMlight lines as they arrive (past the rows' cap the rest of the body
+    is not read).
     """
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != JSON and content_type not in SVMLIGHT_BODY_TYPES:
         raise InvalidRequest(f"send SVMlight lines as text/plain or application/octet-stream, "
                              f"or JSON rows as application/json, not {content_type}")
-    body = await receive_body(request, settings.max_predict_bytes, "max_predict_bytes")
-    answer = await run_in_threadpool(predict_batch, cache, sessions, model_id, principal, body,
-                                     content_type == JSON, zero_based, settings.max_predict_rows)
+    if content_type == JSON:
+        body = await receive_body(request, settings.max_predict_bytes, "max_predict_bytes")
+        answer = await run_in_threadpool(predict_json_batch, cache, sessions, model_id,
+                                         principal, body, zero_based, settings.max_predict_rows)
+        return Response(answer, media_type=JSON)
+    # SVMlight lines: parsed as they arrive, for the model's features (loaded first: its 404
+    # comes before the body is read), the rows counted as they go
+    model = await run_in_threadpool(load_model, cache, sessions, model_id, principal)
+    lines = PredictionLines(model.n_features_in_, zero_based, settings.max_predict_rows)
+    X = await receive_parsed_text(request, lines, settings.max_predict_bytes,
+                                  "max_predict_bytes")
+    answer = await run_in_threadpool(predictions_answer, model, X)
     return Response(answer, media_type=JSON)
 
 
