@@ -32,7 +32,14 @@ from app.api.log_streams import LogStreams
 from app.api.middleware import MetricsMiddleware
 from app.api.routes import datasets, health, jobs, logs, models, solvers
 from app.core.config import Settings
-from app.core.security import API_KEY_HEADER, ApiKeys, Scope, authorize, presented_key
+from app.core.security import (
+    API_KEY_HEADER,
+    ApiKeys,
+    Scope,
+    authorize,
+    presented_key,
+    sees_every_tenant,
+)
 from app.db.session import Sessions
 from app.lifespan import WebProcess, log_ready, open_database, warm_serial_kernels_in_background
 from app.memory import ReleaseMemoryMiddleware
@@ -153,12 +160,15 @@ def _add_middleware(app: FastAPI, settings: Settings, metrics: ServiceMetrics) -
 
 def _metrics_route(settings: Settings, metrics: ServiceMetrics):
     """``GET /metrics``: Prometheus's text format, behind a read key unless
-    ``metrics_public``."""
+    ``metrics_public``; the families that name tenants for an admin key only (or on a
+    service without keys)."""
 
     async def prometheus_metrics(request: Request) -> Response:
+        keys, key = request.app.state.api_keys, presented_key(request.headers)
         if not settings.metrics_public:
-            authorize(request.app.state.api_keys, presented_key(request.headers), Scope.read)
-        body = await run_in_threadpool(generate_latest, metrics.exposed)
+            authorize(keys, key, Scope.read)
+        exposed = metrics.exposed if sees_every_tenant(keys, key) else metrics.without_tenants
+        body = await run_in_threadpool(generate_latest, exposed)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     return prometheus_metrics

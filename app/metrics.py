@@ -8,7 +8,9 @@
 * ``svmsvc_log_streams_open``: live log streams open now, and
   ``svmsvc_log_streams_open_by_owner{owner}`` per owner (its name, or for a key that is
   its own owner ``key:`` and 16 hex digits of a salted digest: :mod:`app.core.principals`)
-  or per client address (``client:<address>``) when the service has no keys;
+  or per client address (``client:<address>``) when the service has no keys -- it names
+  tenants, so ``/metrics`` serves it to an admin key only (or on a service without keys):
+  :data:`TENANT_METRICS`, :attr:`ServiceMetrics.without_tenants`;
 * ``svmsvc_jobs_finished_total{status}`` and ``svmsvc_worker_restarts_total{reason}``
   (``crashed`` or ``killed``) since the process started.
 
@@ -31,6 +33,10 @@ from sqlalchemy import func, select
 from app.db.models import Job, JobStatus
 
 logger = logging.getLogger("svmsvc.metrics")
+
+#: the metric families whose labels name tenants (owners, their keys' digests, clients):
+#: served to an admin key only
+TENANT_METRICS = frozenset({"svmsvc_log_streams_open_by_owner"})
 
 
 class ServiceMetrics:
@@ -62,6 +68,9 @@ class ServiceMetrics:
         every process's counters and histograms added up (prometheus_client's multi-process
         mode, from the files of ``PROMETHEUS_MULTIPROC_DIR``), and the collectors of
         :meth:`watch` and :meth:`watch_log_streams`."""
+        self.without_tenants = _WithoutTenants(self.exposed)
+        """What ``/metrics`` serves a caller who is not an admin: :attr:`exposed` less the
+        families that name tenants (:data:`TENANT_METRICS`)."""
 
     def record_request(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count and time one answered request (the labelled series are looked up once)."""
@@ -81,6 +90,18 @@ class ServiceMetrics:
     def watch_log_streams(self, streams) -> None:
         """Report the live log streams open now (``streams``: the app's ``LogStreams``)."""
         self.exposed.register(_LogStreamCollector(streams))
+
+
+class _WithoutTenants:
+    """A registry as ``generate_latest`` reads it (``collect()``), less
+    :data:`TENANT_METRICS`."""
+
+    def __init__(self, registry):
+        self._registry = registry
+
+    def collect(self):
+        return (family for family in self._registry.collect()
+                if family.name not in TENANT_METRICS)
 
 
 class _LogStreamCollector:

@@ -379,7 +379,7 @@ def load_model(cache: ModelCache, sessions, model_id: uuid.UUID, principal: Prin
     (:class:`NotFound` when there is no such model for ``principal``)."""
 
     def read_artifact() -> tuple[bytes, str]:
-        found = crud_models.artifact(sessions, model_id)
+        found = crud_models.artifact(sessions, model_id, principal)
         if found is None:
             raise NotFound(f"model {model_id} not found")
         return found

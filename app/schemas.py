@@ -19,6 +19,7 @@ import solvers
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus, TrainedModel
 from app.jobs.state import progress_stage
 from app.problem import key_fields
+from solvers.base import C_RANGE, MIN_RELATIVE_TOL
 from solvers.evaluate import SCORES
 
 
@@ -163,16 +164,17 @@ class TuningSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    C: list[Annotated[float, Field(gt=0)]] = Field(
+    C: list[Annotated[float, Field(ge=C_RANGE[0], le=C_RANGE[1])]] = Field(
         default_factory=lambda: [2.0 ** k for k in range(-5, 6)], min_length=1, max_length=50,
-        description="The grid of C (default 2^-5 .. 2^5).")
+        description="The grid of C (default 2^-5 .. 2^5; each within 1e-12 .. 1e12, as "
+                    "the solvers' C).")
     gamma: list[Annotated[float, Field(gt=0)]] | None = Field(
         None, min_length=1, max_length=20,
         description="The grid of the kernel's gamma (kernel solvers only).")
     folds: int = Field(5, ge=2, le=20, description="Number of folds.")
     seed: int = Field(0, ge=0, le=2**31 - 1, description="Seed of the stratified folds.")
     fit_gap: float | None = Field(
-        1e-3, gt=0, lt=1,
+        1e-3, ge=MIN_RELATIVE_TOL, lt=1,
         description="Every fold's fit stops at this certified relative duality gap, through "
                     "the solver's tol (every solver that certifies a gap has it; the "
                     "least-squares family does not); null: each fit runs to the solver's own "
@@ -197,7 +199,9 @@ class JobCreate(BaseModel):
     params: SolverParamsUnion = Field(  # type: ignore[valid-type]
         description="The solver (``solver``) and its parameters; see GET /solvers.")
     time_limit_s: float | None = Field(
-        None, gt=0, description="Stop the job (status failed) after this many seconds.")
+        None, gt=0, description="Stop the job (status failed) after this many seconds: at most "
+                                "SVMSVC_MAX_JOB_TIME_LIMIT_S (422 past it); null: "
+                                "SVMSVC_JOB_TIME_LIMIT_S.")
     validation_dataset_id: uuid.UUID | None = Field(
         None, description="Evaluate the model on this dataset when training succeeds.")
     tuning: TuningSpec | None = Field(
@@ -628,7 +632,9 @@ class WorkerPublic(BaseModel):
     ready: bool = Field(description="Started, with the kernels every solver shares compiled: "
                                     "it takes jobs.  Each solver's own kernels follow while "
                                     "it is idle, or when a job asks for them.")
-    job_id: uuid.UUID | None
+    job_id: uuid.UUID | None = Field(
+        description="The job it runs; shown to an admin key only (or on a service without "
+                    "keys): null for other callers, as the job belongs to a tenant.")
     state: str | None = Field(
         None, description="What a worker not yet ready is doing: 'warming up kernels: k of n "
                           "(step)' (the first start on a machine compiles them, later ones "

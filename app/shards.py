@@ -10,7 +10,10 @@ operator did not offer:
   be a regular file there (checked here, in the API process, which must see the same
   filesystem as the workers: a shared mount);
 * a URL's scheme must be one of ``SVMSVC_SHARD_SCHEMES`` (object stores by default; the
-  workers read them with their own credentials).
+  workers read them with their own credentials);
+* no shard may be an fsspec chain (``a::b``, links joined by ``::``: fsspec opens every link
+  of ``s3://bucket/x::file:///etc/passwd``, so a check of the first scheme alone would let
+  any file through): chains are refused whole, wherever the ``::`` stands.
 
 Each refusal is an :class:`~app.errors.InvalidShard` naming the shard (its index) and, when a
 setting decides, the setting.
@@ -25,6 +28,9 @@ from pathlib import Path
 
 from app.core.config import Settings
 from app.errors import InvalidShard, setting_variable
+
+#: what joins the links of an fsspec chained URL (``simplecache::s3://...``)
+CHAIN_SEPARATOR = "::"
 
 
 def _local(index: int, text: str, settings: Settings) -> str:
@@ -69,6 +75,10 @@ def check_shards(shards: list[str], settings: Settings) -> list[str]:
         text = shard.strip()
         if not text or "\x00" in text:
             raise InvalidShard(f"shards[{index}]: empty or not a path")
+        if CHAIN_SEPARATOR in text:
+            raise InvalidShard(f"shards[{index}]: {text!r} is an fsspec chain (links joined by "
+                               f"{CHAIN_SEPARATOR!r}, each opened as its own filesystem); "
+                               f"chains are not accepted: name one file or one object")
         scheme, separator, rest = text.partition("://")
         if not separator:
             checked.append(_local(index, text, settings))

@@ -60,6 +60,36 @@ TASKS = ("binary", "ovr", "crammer_singer", "ovo", "ordinal")
 DEFAULT_TOL = 1e-6
 
 
+#: The ranges where the float64 arithmetic of every family is sound (unit round-off
+#: u = 2^-53 ~ 1.1e-16; normal doubles between 2.2e-308 and 1.8e308), checked by every
+#: parameter model (:meth:`SolverParams._numerically_sound`):
+#:
+#: * C in [1e-12, 1e12].  The loss term weighs C against the regularizer's 1: the primal
+#:   methods' Hessian is I + C X'DX, the dual methods' matrix Q + D/C (dual_cd's diagonal
+#:   1/(2C), the squared hinge's alpha^2/(4C)).  Once C ||x||^2 passes 1/u ~ 9e15 the 1 is
+#:   below the other term's round-off and the problem solved is numerically the
+#:   unregularized one (mfn at C = 1e100 on heart_scale "converged" with a relative gap of
+#:   4e70); below u the loss term vanishes the same way.  With features on the usual
+#:   scales (||x||^2 between 1e-4 and 1e4) [1e-12, 1e12] keeps C ||x||^2 within [u, 1/u].
+#:   Far outside, the arithmetic breaks without an error: C = 5e-324 (subnormal, 1/C = inf)
+#:   fed NaN breakpoints to mfn's line search, and at C = 1e-300 P and D underflowed to a
+#:   "certified" gap of -1.
+#: * tol (a relative duality gap (P - D)/P) 0 (never stop on the gap) or at least 1e-15:
+#:   P and D are each rounded to at best u relative, so their difference carries an error
+#:   of a few u times P, and a relative gap below ~1e-15 (about 9 u) cannot be certified.
+#: * epsilon (mfn's relative CGLS residual, rule (13)): likewise at least 1e-15, as a
+#:   residual relative to ||b|| is computed no better than a few u.
+C_RANGE = (1e-12, 1e12)
+MIN_RELATIVE_TOL = 1e-15
+#: The relative fields of the parameter models held to MIN_RELATIVE_TOL (0 where it means
+#: "off": a gap tolerance of 0 never stops on the gap)
+RELATIVE_TOLERANCE_FIELDS = ("tol", "epsilon")
+#: A certified relative gap negative by at most this reads 0 (round-off: P and D are sums of
+#: n terms each rounded at u, so P - D carries up to ~n u of P, typically sqrt(n) u); one
+#: more negative than this, or not finite, is a failure (:class:`Solution`)
+GAP_ROUNDOFF = 1e-12
+
+
 def gap_tolerance_field(**overrides) -> Any:
     """The field ``tol`` of every solver that certifies its stop: the relative duality gap
     (P - D)/P, which bounds the relative suboptimality (P - P*)/P, at which a run ends."""
@@ -358,7 +388,9 @@ class SolverParams(BaseModel):
     renamed_fields: ClassVar[dict[str, str]] = {}
 
     solver: str
-    C: float = Field(1.0, gt=0, description="Weight of the loss term: 1/2||w||^2 + C sum loss.")
+    C: float = Field(1.0, ge=C_RANGE[0], le=C_RANGE[1],
+                     description="Weight of the loss term: 1/2||w||^2 + C sum loss (within "
+                                 "1e-12 .. 1e12, where float64 arithmetic is sound).")
     loss: LossName = "squared_hinge"
     bias: BiasMode = "regularized"
     bias_scale: float = Field(
@@ -432,6 +464,20 @@ class SolverParams(BaseModel):
                 raise ValueError(f"class weights must be positive and finite (label "
                                  f"{bad[0]!r}: {value[bad[0]]!r})")
         return value
+
+    @model_validator(mode="after")
+    def _numerically_sound(self):
+        """The relative tolerances (:data:`RELATIVE_TOLERANCE_FIELDS`) a model has are 0
+        (off) or at least :data:`MIN_RELATIVE_TOL`: below, float64 cannot tell them from
+        round-off, and a run would stop on noise or never."""
+        for name in RELATIVE_TOLERANCE_FIELDS:
+            value = getattr(self, name, None)
+            if isinstance(value, float | int) and 0 < value < MIN_RELATIVE_TOL:
+                raise ValueError(
+                    f"{name}={value!r} is below {MIN_RELATIVE_TOL:g}, a few units of float64 "
+                    f"round-off, where a relative {name} cannot be certified (give at least "
+                    f"{MIN_RELATIVE_TOL:g}{', or 0 for off' if name == 'tol' else ''})")
+        return self
 
     @model_validator(mode="after")
     def _approximation_applies(self):
@@ -727,6 +773,48 @@ class Solution:
     message: str
     iterations: int
     extras: dict[str, Any]
+
+    def __post_init__(self):
+        """A certified gap (``extras["relative_duality_gap"]``) is never negative or not
+        finite in a solution: round-off below 0 (at most :data:`GAP_ROUNDOFF`) reads 0, and
+        anything else -- P < D, impossible in exact arithmetic, or a NaN -- means the
+        arithmetic broke down, whatever the solver concluded: the status is then
+        ``numerical_error``, the message says why, and the gap is left out."""
+        status, message, gap = certified_gap(self.status, self.message,
+                                             self.extras.get("relative_duality_gap"))
+        if gap is not None:
+            self.extras["relative_duality_gap"] = gap
+        else:  # none, or one that certifies nothing (said in the message)
+            self.extras.pop("relative_duality_gap", None)
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "message", message)
+
+
+def certified_gap(status: Termination, message: str, gap: float | None
+                  ) -> tuple[Termination, str, float | None]:
+    """(status, message, gap) of a result whose certified relative duality gap is ``gap``
+    (None, or +inf, the families' value before their first gap: the result certifies none,
+    and the gap returned is None): a negative gap within :data:`GAP_ROUNDOFF` clipped to
+    0; one below it, or NaN, turns the status into ``numerical_error`` with the
+    reason (a solver's own failure keeps its status, the reason added), and the gap returned
+    is None: it certifies nothing."""
+    if gap is None:
+        return status, message, gap
+    gap = float(gap)
+    if gap == math.inf:  # the families' "no gap computed yet" (a run stopped before one)
+        return status, message, None
+    if math.isfinite(gap) and gap >= -GAP_ROUNDOFF:
+        return status, message, max(gap, 0.0)
+    why = ("is not a number" if math.isnan(gap) else
+           f"is negative beyond round-off (P < D, impossible in exact arithmetic; "
+           f"round-off allows -{GAP_ROUNDOFF:g})")
+    reason = (f"the certified relative duality gap {gap:.3g} {why}: the float64 arithmetic "
+              f"broke down (C, the data's scale or a tolerance out of its sound range), so "
+              f"nothing is certified")
+    failed = (Termination.NUMERICAL_ERROR, Termination.FAILED, Termination.INFEASIBLE)
+    if Termination(status) not in failed:
+        status = Termination.NUMERICAL_ERROR
+    return status, f"{reason} (the solver said: {message})", None
 
 
 @dataclass(frozen=True, eq=False)  # arrays inside: identity, not an elementwise ==

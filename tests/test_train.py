@@ -32,7 +32,7 @@ def test_unknown_solver_lists_the_known_ones():
 
 
 @pytest.mark.parametrize("params, message", [
-    ({"C": -1}, "C: Input should be greater than 0"),
+    ({"C": -1}, "C: Input should be greater than or equal to"),
     ({"loss": "least_squares"}, "mfn' does not solve binary problems with "
                                 "loss='least_squares', bias='regularized' .it solves: loss "
                                 "'squared_hinge' or 'modified_huber' or 'hinge' with bias "

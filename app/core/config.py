@@ -90,6 +90,16 @@ class Settings(BaseSettings):
     cancel_grace_s: float = Field(
         2.0, gt=0, description="Seconds a worker has to stop cooperatively after a cancel "
                                "request (or past a time limit) before it is killed.")
+    job_time_limit_s: float = Field(
+        3600.0, gt=0, description="Time limit of a job that asks for none (seconds): past it "
+                                  "the job stops (status failed), so no job holds a worker "
+                                  "without end.")
+    max_job_time_limit_s: float = Field(
+        86400.0, gt=0, description="Largest time limit a job may ask for (seconds); a request "
+                                   "may lower its limit, not raise it past this.")
+    max_tuning_fits: int = Field(
+        1000, ge=1, description="Most fits a tuning job may ask for: folds x grid points (C "
+                                "values x gamma values), plus the refit at the best point.")
     model_cache_bytes: int = Field(
         256 * 2**20, ge=2**20, description="Bytes of models kept loaded in the web process "
                                            "for predictions (the sizes of their archives); "
@@ -169,6 +179,14 @@ class Settings(BaseSettings):
         2, ge=0, description="Times a job on a sharded dataset resumes after losing a Dask "
                              "worker that held partitions (they are read again from their "
                              "shards onto the workers left); 0: the first loss fails the job.")
+
+    @model_validator(mode="after")
+    def _default_time_limit_within_cap(self) -> Settings:
+        if self.job_time_limit_s > self.max_job_time_limit_s:
+            raise ValueError(f"SVMSVC_JOB_TIME_LIMIT_S ({self.job_time_limit_s:g}) exceeds "
+                             f"SVMSVC_MAX_JOB_TIME_LIMIT_S ({self.max_job_time_limit_s:g}): "
+                             f"the default time limit of a job must be one a job may ask for")
+        return self
 
     @model_validator(mode="after")
     def _cluster_needs_shared_database(self) -> Settings:

@@ -159,6 +159,16 @@ def authorize(keys: ApiKeys, key: str | None, needed: Scope) -> Principal:
     return check_scope(principal, needed)
 
 
+def sees_every_tenant(keys: ApiKeys, key: str | None) -> bool:
+    """Whether a caller presenting ``key`` (None: none) may see what belongs to tenants --
+    job ids, owners' names -- on a route that answers without a key (``/readyz``, a public
+    ``/metrics``): an admin key, or anyone on a service without keys (one user, an admin)."""
+    if not keys.enabled:
+        return True
+    principal = keys.principal_of(key) if key else None
+    return principal is not None and principal.sees_all
+
+
 def presented_key(headers) -> str | None:
     """The key a request presents: its X-API-Key header, else its bearer token (for routes
     outside the dependency system, such as /metrics)."""

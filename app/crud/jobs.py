@@ -15,7 +15,7 @@ from app.crud.pages import owned, page, visible
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus
 from app.db.session import Sessions
 from app.errors import Conflict, QuotaExceeded, limit_exceeded
-from app.jobs.admission import check_job
+from app.jobs.admission import check_job, job_time_limit
 from app.jobs.state import delete_finished_job, request_cancel
 from app.problem import problem_key
 
@@ -29,6 +29,7 @@ def create(session: Session, body, principal: Principal, settings: Settings) -> 
                               ("validation_dataset_id", body.validation_dataset_id)):
         if dataset_id is not None:
             datasets[field] = owned(session, Dataset, dataset_id, "dataset", principal, field)
+    time_limit_s = job_time_limit(body.time_limit_s, settings)
     check_job(body.params, datasets["dataset_id"], datasets.get("validation_dataset_id"),
               settings, body.tuning)
     owner = principal.owner
@@ -43,7 +44,7 @@ def create(session: Session, body, principal: Principal, settings: Settings) -> 
         validation_dataset_id=body.validation_dataset_id,
         solver=body.params.solver,
         params=body.params.model_dump(mode="json"),
-        time_limit_s=body.time_limit_s,
+        time_limit_s=time_limit_s,
         status=JobStatus.queued,
         owner=owner,
         tuning=None if body.tuning is None else body.tuning.model_dump(mode="json"),

@@ -26,11 +26,15 @@ def list_page(session: Session, principal: Principal, dataset_id: uuid.UUID | No
                 limit)
 
 
-def artifact(sessions: Sessions, model_id: uuid.UUID) -> tuple[bytes, str] | None:
-    """The model's ``.npz`` archive and its owner (None if there is no such model)."""
+def artifact(sessions: Sessions, model_id: uuid.UUID,
+             principal: Principal) -> tuple[bytes, str] | None:
+    """The model's ``.npz`` archive and its owner, or None if there is no such model for
+    ``principal``: the ownership is part of the query, so another owner's archive is never
+    read (nor loaded, nor cached) before the 404."""
     with sessions.read() as session:
-        row = session.execute(select(TrainedModel.artifact, TrainedModel.owner)
-                              .where(TrainedModel.id == model_id)).first()
+        query = visible(select(TrainedModel.artifact, TrainedModel.owner)
+                        .where(TrainedModel.id == model_id), TrainedModel, principal)
+        row = session.execute(query).first()
         return None if row is None else (row.artifact, row.owner)
 
 

@@ -5,6 +5,9 @@ in a worker (or kill it) and can be known from the dataset rows and the paramete
   with the ``multiclass`` task; ``task="ordinal"`` only for a solver with that task and on
   labels that are ranks (integers);
 * a validation dataset must be in the training data's feature space (no more features);
+* a job runs under a time limit: the one it asks for, at most ``SVMSVC_MAX_JOB_TIME_LIMIT_S``,
+  or ``SVMSVC_JOB_TIME_LIMIT_S`` (:func:`job_time_limit`); a tuning job's fits (folds x grid
+  points, and the refit) are at most ``SVMSVC_MAX_TUNING_FITS``;
 * parameters that allocate are bounded by settings: the kernel-row cache
   (``SVMSVC_MAX_KERNEL_CACHE_MB``) and the dense square matrix a solver factorizes, as its
   spec's ``dense_system`` reports it for these parameters and this data (the kernel system of
@@ -57,6 +60,28 @@ def check_sharded_job(spec, params, dataset: Dataset, settings: Settings, tuning
         raise InvalidJob(f"params: {refusal}")
 
 
+def job_time_limit(asked: float | None, settings: Settings) -> float:
+    """The time limit (seconds) a job runs under: ``asked`` when given, at most
+    ``max_job_time_limit_s`` (:class:`LimitExceeded` past it), else ``job_time_limit_s``."""
+    if asked is None:
+        return settings.job_time_limit_s
+    if not asked <= settings.max_job_time_limit_s:
+        raise limit_exceeded("time_limit_s", "max_job_time_limit_s",
+                             settings.max_job_time_limit_s, "s", actual=asked,
+                             error=LimitExceeded)
+    return asked
+
+
+def tuning_points(tuning) -> int:
+    """The points of a tuning job's grid: C values x gamma values."""
+    return len(tuning.C) * (len(tuning.gamma) if tuning.gamma else 1)
+
+
+def tuning_fits(tuning) -> int:
+    """The fits a tuning job runs: every fold at every grid point, then the refit."""
+    return tuning.folds * tuning_points(tuning) + 1
+
+
 def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Settings,
               tuning=None) -> None:
     """Raise :class:`InvalidJob` for a job that cannot succeed, :class:`LimitExceeded` for one
@@ -86,6 +111,11 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
             raise InvalidJob(f"params: {exc}") from None
     labels = _labels(dataset)
     task = getattr(params, "task", "classification")
+    if tuning is not None and tuning_fits(tuning) > settings.max_tuning_fits:
+        raise limit_exceeded(f"tuning: the grid's fits ({tuning.folds} folds x "
+                             f"{tuning_points(tuning)} points, and the refit)",
+                             "max_tuning_fits", settings.max_tuning_fits, "fits",
+                             actual=tuning_fits(tuning), error=LimitExceeded)
     if tuning is not None:  # the library's own refusals of a search, before any worker
         try:
             check_search(spec, params, n_samples=dataset.n_samples, n_labels=len(labels),

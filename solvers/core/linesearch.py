@@ -27,7 +27,7 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
     Between consecutive breakpoints the slope is the line through (0, l) and (1, r); passing
     ``breakpoints[i]`` adds ``dl[i]`` to l and ``dr[i]`` to r.  Breakpoints must be positive
     (their order is irrelevant).  Returns delta* >= 0 with slope zero (0 when the slope is
-    already non-negative at 0).
+    already non-negative at 0), or NaN when a number describing the slope is not finite.
 
     Keerthi & DeCoste, Appendix A step 6: in increasing order of the breakpoints, the slope at
     a breakpoint delta is l + delta (r - l); at the first one where it is >= 0 the root is
@@ -39,11 +39,15 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
     """
     ls = l0
     rs = r0
+    if not _finite_slope(l0, r0, breakpoints, dl, dr):
+        return np.nan
     if ls >= 0.0:
         return 0.0
     bp, a, c, lo, hi = _working_copies(breakpoints, dl, dr)
     found = False  # a breakpoint with a non-negative slope exists
-    while hi - lo > 16:
+    for _ in range(_max_selection_steps(hi)):
+        if hi - lo <= 16:
+            break
         pivot, m, low_l, low_r, root_below = _split_at_pivot(bp, a, c, lo, hi, ls, rs)
         if root_below:
             found = True
@@ -51,6 +55,8 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
         else:
             # the root lies above the pivot: pass everything up to it
             lo, ls, rs = _move_to_front(bp, a, c, m, hi, pivot, True, low_l, low_r)
+    if hi - lo > 16:
+        return np.nan  # every step shrinks the range: only broken arithmetic gets here
     # the few left: insertion sort, then the sweep of Appendix A
     _insertion_sort(bp, a, c, lo, hi)
     for j in range(lo, hi):
@@ -62,6 +68,28 @@ def piecewise_linear_root(l0, r0, breakpoints, dl, dr):
         # Only possible without regularization and with an unbounded direction.
         return np.inf
     return -ls / (rs - ls)
+
+
+@njit(cache=True, inline="always")
+def _finite_slope(l0, r0, breakpoints, dl, dr):
+    """Whether every number describing the slope is finite.  A NaN breakpoint compares
+    false with every pivot, so the selection would never pass it and never end (as at
+    C = 5e-324, where 1/C is infinite): the search returns NaN instead, its callers' "no
+    finite step"."""
+    if not (np.isfinite(l0) and np.isfinite(r0)):
+        return False
+    for j in range(breakpoints.shape[0]):
+        if not (np.isfinite(breakpoints[j]) and np.isfinite(dl[j]) and np.isfinite(dr[j])):
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _max_selection_steps(m):
+    """A bound on the selection steps over m breakpoints: each step passes the pivot or
+    drops it with everything above, so the range shrinks by at least one (m steps at
+    worst); the loop is bounded by it all the same, so no input makes it spin."""
+    return m + 1
 
 
 @njit(cache=True, inline="always")
@@ -134,7 +162,8 @@ def piecewise_linear_root_jumps(l0, r0, breakpoints, dl, dr):
     breakpoint p with left slope < 0 <= right slope (the slope jumps over zero there).
     ``piecewise_linear_root`` would return the crossing of the next line instead, which lies
     before p: wrong for a jump (and libocas's chord interpolation across the jump is inexact
-    too).  Returns inf when the slope stays negative (an unbounded direction).
+    too).  Returns inf when the slope stays negative (an unbounded direction), NaN when a
+    number describing the slope is not finite.
 
     Expected O(m) by selection, as in :func:`piecewise_linear_root`: at a pivot (median of
     three) the left slope (every breakpoint below passed) >= 0 puts the root at or below the
@@ -144,10 +173,14 @@ def piecewise_linear_root_jumps(l0, r0, breakpoints, dl, dr):
     """
     ls = l0
     rs = r0
+    if not _finite_slope(l0, r0, breakpoints, dl, dr):
+        return np.nan
     if ls >= 0.0:
         return 0.0
     bp, a, c, lo, hi = _working_copies(breakpoints, dl, dr)
-    while hi - lo > 16:
+    for _ in range(_max_selection_steps(hi)):
+        if hi - lo <= 16:
+            break
         pivot, m, low_l, low_r, root_below = _split_at_pivot(bp, a, c, lo, hi, ls, rs)
         if root_below:
             hi = m  # left slope at the pivot >= 0: the root is at most the pivot
@@ -158,6 +191,8 @@ def piecewise_linear_root_jumps(l0, r0, breakpoints, dl, dr):
         ls = low_l
         rs = low_r
         lo = k
+    if hi - lo > 16:
+        return np.nan  # as in piecewise_linear_root: only broken arithmetic gets here
     _insertion_sort(bp, a, c, lo, hi)
     j = lo
     while j < hi:

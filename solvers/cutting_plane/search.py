@@ -279,15 +279,22 @@ class GridSearch:
         self.uncertainty = 1.0
         self.mu_prev = 0.0
 
-    @staticmethod
-    def _pass(f, start, inc):
+    #: the most steps of one pass: a refining pass walks a bracket of 2/beta steps, the
+    #: coarse pass as far as the minimizer; a pass still descending after this many (an
+    #: objective decreasing without end, as only broken arithmetic makes it) returns its
+    #: best point, so no input makes it spin
+    max_pass_steps = 100_000
+
+    @classmethod
+    def _pass(cls, f, start, inc):
         mu = start
         fmu = f(mu)
-        while True:
+        for _ in range(cls.max_pass_steps):
             fn = f(mu + inc)
             if not fn < fmu:
                 return mu
             mu, fmu = mu + inc, fn
+        return mu
 
     def __call__(self, f) -> float:
         beta = self.beta

@@ -146,7 +146,9 @@ def solve_extras(engine: Engine, state: MFNState) -> dict:
     extras = {"cg_iterations": engine.count.cg_iterations, "runs": engine.count.runs,
               "linear_solver": "cgls" if engine.normal_equations is None else "cholesky",
               "factorizations": engine.count.factorizations,
-              "row_space_solves": engine.count.row_space_solves}
+              "row_space_solves": engine.count.row_space_solves,
+              # the last record's certified gap (inf: no record; Solution checks it)
+              "relative_duality_gap": float(engine.last_gap)}
     if engine.homotopy:
         xi = 1.0 - engine.t * state.outputs
         loss = engine.problem.loss_function.smoothing(engine.count.runs[-1]["tau"])

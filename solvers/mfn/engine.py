@@ -521,10 +521,13 @@ class Engine:
             # problem numerically singular, as at the homotopy's smallest tau), is not taken:
             # the state keeps the last good point.
             if not np.isfinite(delta):
+                cause = (f"the least-squares problem is singular in floating point at lambda "
+                         f"{lam:.3g}" if not np.isnan(delta) else
+                         "the slope along the step is not finite: C or the data are out of "
+                         "float64's sound range")
                 return self._finish(Termination.FAILED, (
-                    f"the line search found no finite step at Newton iteration {newton} (the "
-                    f"least-squares problem is singular in floating point at lambda "
-                    f"{lam:.3g}); the last point is kept"), loss, eps, newton, cg_total)
+                    f"the line search found no finite step at Newton iteration {newton} "
+                    f"({cause}); the last point is kept"), loss, eps, newton, cg_total)
             new_beta = beta + delta * direction
             new_outputs = outputs + delta * (outputs_bar - outputs)
             new_xi = np.empty_like(xi)

@@ -296,3 +296,26 @@ def test_the_sharded_path_allows_what_it_documents(api):
         assert response.status_code == 405 and response.headers["Allow"] == "POST", method
     response = api.request("PUT", "/api/v1/datasets/4b0c3f55-7d5f-4a70-8b0a-6d7d0f7e1e11")
     assert response.status_code == 405 and response.headers["Allow"] == "DELETE, GET"
+
+
+@pytest.mark.parametrize("shard", [
+    "s3://bucket/x::file:///etc/passwd",
+    "simplecache::s3://bucket/part-0.svm",
+    "s3://bucket/a.svm::memory://b",
+    "/etc/passwd::s3://bucket/x",
+    "file:///tmp/x::s3://bucket/y",
+])
+def test_a_chained_shard_url_is_refused_whole(api, shard):
+    """fsspec opens every link of ``a::b``: a check of the first scheme alone let
+    ``s3://bucket/x::file:///etc/passwd`` through to the workers.  A chain is refused, and
+    nothing is registered."""
+    before = api.get("/api/v1/datasets").json()["count"]
+    response = api.post("/api/v1/datasets/sharded", json={"shards": ["s3://bucket/ok.svm",
+                                                                      shard]})
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert problem["type"] == "urn:svmsvc:problem:invalid-shard"
+    assert "shards[1]" in problem["detail"] and "fsspec chain" in problem["detail"]
+    assert api.get("/api/v1/datasets").json()["count"] == before
+    single = api.post("/api/v1/datasets/sharded", json={"shards": ["s3://bucket/ok.svm"]})
+    assert single.status_code in (200, 201), single.text  # one link of an allowed scheme

@@ -114,7 +114,7 @@ def test_log_stream_sends_records_then_the_end(api, heart):
 
 
 @pytest.mark.parametrize("params, fragment", [
-    ({"solver": "mfn", "C": -1}, "greater than 0"),
+    ({"solver": "mfn", "C": -1}, "greater than or equal to"),
     ({"solver": "mfn", "loss": "lp"}, "loss"),
     ({"solver": "mfn", "nonsense": 1}, "nonsense"),
     ({"solver": "no-such-solver"}, "unknown solver 'no-such-solver' (one of alm, auto, "),

@@ -14,8 +14,17 @@ import io
 import uuid
 
 import pytest
-from conftest import API_KEYS, TENANT_KEYS
-from servicetools import QUICK_PARAMS, data_path, random_svmlight, wait_job
+from conftest import API_KEY_ENTRIES, API_KEYS, TENANT_KEYS, service_settings
+from fastapi.testclient import TestClient
+from servicetools import (
+    LONG_PARAMS,
+    PATIENCE_S,
+    QUICK_PARAMS,
+    data_path,
+    random_svmlight,
+    wait_for,
+    wait_job,
+)
 from sqlalchemy import MetaData, Table, select
 from test_api_problems import SHARDED_COLUMNS, table_at
 
@@ -25,6 +34,7 @@ from app.core.security import ApiKeys, KeyConfigError, Scope, key_digest
 from app.db.migrate import downgrade_database, upgrade_database
 from app.db.models import Dataset, Job, TrainedModel
 from app.db.session import Sessions, create_db_engine
+from app.main import create_app
 
 ALICE = {"X-API-Key": TENANT_KEYS["alice"]}
 ALICE_READ = {"X-API-Key": TENANT_KEYS["alice-read"]}
@@ -261,3 +271,70 @@ def test_the_migration_gives_existing_things_their_owners(backend, tmp_path):
         connection.execute(Dataset.__table__.delete().where(Dataset.name == "again"))
     downgrade_database(engine, "0005")
     engine.dispose()
+
+
+# -- what answers without a key, or to any key (issue 49) ------------------------------------
+
+
+def test_another_owners_uncached_model_is_not_loaded_before_the_404(api, alices):
+    """Bob's predictions on alice's model, not cached, answer 404 without reading her
+    archive: the ownership is part of the archive's query, so the cache stays without it."""
+    _, _, model_id = alices
+    cache = api.app.state.model_cache
+    url = f"/api/v1/models/{model_id}/predict"
+    cache.discard(uuid.UUID(model_id))
+    assert api.get(url, params={"x": "1:1"}, headers=BOB).status_code == 404
+    batch = api.post(url, content=b"1:1\n", headers={**BOB, "Content-Type": "text/plain"})
+    assert batch.status_code == 404, batch.text
+    assert cache.peek(uuid.UUID(model_id)) is None
+    assert api.get(url, params={"x": "1:1"}, headers=ALICE_READ).status_code == 200
+    assert cache.peek(uuid.UUID(model_id)) is not None
+
+
+def test_readyz_shows_the_job_a_worker_runs_to_an_admin_only(api):
+    """A running job's id is a tenant's: /readyz (answered without a key) shows it to an
+    admin key, and null to anyone else."""
+    dataset = upload_as(api, ALICE, data_path("a9a").read_bytes())
+    response = api.post("/api/v1/jobs", json={"dataset_id": dataset["id"],
+                                              "params": LONG_PARAMS}, headers=ALICE)
+    assert response.status_code == 202, response.text
+    job_id = response.json()["id"]
+    try:
+        wait_job(api, job_id, until=lambda j: j["status"] == "running")
+
+        def job_ids(headers: dict) -> list:
+            answer = api.get("/readyz", headers=headers)
+            assert answer.status_code == 200, answer.text
+            return [worker["job_id"] for worker in answer.json()["workers"]]
+
+        assert wait_for(lambda: job_id in job_ids(ADMIN), PATIENCE_S)
+        for headers in ({"X-API-Key": ""}, ALICE, ALICE_READ, BOB, {"X-API-Key": "unknown"}):
+            assert job_ids(headers) == [None] * len(job_ids(headers)), headers
+    finally:
+        api.post(f"/api/v1/jobs/{job_id}/cancel", headers=ALICE)
+        wait_job(api, job_id)
+
+
+def test_metrics_name_no_owner_to_a_caller_who_is_not_admin(api):
+    """The live log streams per owner name tenants: /metrics serves that family to an admin
+    key only; the totals to every key that may read it."""
+    per_owner = "svmsvc_log_streams_open_by_owner"
+    admin = api.get("/metrics", headers=ADMIN)
+    assert admin.status_code == 200 and f"# HELP {per_owner}" in admin.text
+    for headers in (ALICE_READ, BOB, OWN):
+        scraped = api.get("/metrics", headers=headers)
+        assert scraped.status_code == 200, scraped.text
+        assert per_owner not in scraped.text
+        assert "svmsvc_log_streams_open " in scraped.text and "svmsvc_jobs{" in scraped.text
+    assert api.get("/metrics", headers={"X-API-Key": ""}).status_code == 401
+
+
+def test_a_public_metrics_endpoint_names_no_owner_without_an_admin_key(backend, tmp_path):
+    settings = service_settings(tmp_path, backend, api_keys=API_KEY_ENTRIES,
+                                metrics_public=True)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        anonymous = client.get("/metrics")
+        assert anonymous.status_code == 200
+        assert "svmsvc_log_streams_open_by_owner" not in anonymous.text
+        admin = client.get("/metrics", headers=ADMIN)
+        assert "# HELP svmsvc_log_streams_open_by_owner" in admin.text

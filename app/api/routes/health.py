@@ -1,14 +1,16 @@
 """Probes: ``/healthz`` (the process answers), ``/readyz`` (database reachable, worker pool
-running with at least one warmed-up worker)."""
+running with at least one warmed-up worker).  Both answer without a key; what belongs to a
+tenant (the job a worker runs) only to an admin key, or on a service without keys."""
 
 from __future__ import annotations
 
 import logging
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Request, Response, status
 from sqlalchemy import text
 
 from app.api.deps import DispatcherDep, SessionsDep
+from app.core.security import presented_key, sees_every_tenant
 from app.schemas import HealthPublic, ReadinessPublic, WorkerPublic
 
 router = APIRouter(tags=["health"])
@@ -23,8 +25,11 @@ def healthz() -> HealthPublic:
 
 @router.get("/readyz", name="ready", response_model=ReadinessPublic,
             responses={503: {"model": ReadinessPublic, "description": "Not ready"}})
-def readyz(sessions: SessionsDep, dispatcher: DispatcherDep, response: Response) -> ReadinessPublic:
-    """Readiness: the database answers and the pool can run jobs (per-worker details)."""
+def readyz(request: Request, sessions: SessionsDep, dispatcher: DispatcherDep,
+           response: Response) -> ReadinessPublic:
+    """Readiness: the database answers and the pool can run jobs (per-worker details; the
+    job a worker runs is shown to an admin key only, or on a service without keys)."""
+    admin = sees_every_tenant(request.app.state.api_keys, presented_key(request.headers))
     try:
         with sessions.read() as session:
             session.execute(text("SELECT 1"))
@@ -33,7 +38,8 @@ def readyz(sessions: SessionsDep, dispatcher: DispatcherDep, response: Response)
         logger.warning("readiness: database unreachable: %s", exc)
         database = False
     workers = [WorkerPublic(index=w.index, pid=w.pid, alive=w.alive, ready=w.ready,
-                            job_id=w.job_id, state=w.state) for w in dispatcher.snapshot()]
+                            job_id=w.job_id if admin else None, state=w.state)
+               for w in dispatcher.snapshot()]
     dispatching = dispatcher.dispatching
     ready = database and dispatching and any(w.alive and w.ready for w in workers)
     message = None
