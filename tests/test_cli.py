@@ -93,7 +93,8 @@ def test_info_json(capsys):
 @pytest.mark.parametrize("args, message", [
     (["train", "MISSING", "--solver", "mfn"], "MISSING: no such file"),
     (["train", "{heart}", "--solver", "nope"], "unknown solver 'nope'"),
-    (["train", "{heart}", "--solver", "mfn", "--C", "-3"], "C: Input should be greater than or equal to"),
+    (["train", "{heart}", "--solver", "mfn", "--C", "-3"],
+     "C: Input should be greater than or equal to"),
     (["predict", "{heart}", "{heart}"], "not a model file"),
     (["info", "{bad}"], "line 2"),
 ])
