@@ -39,7 +39,7 @@ def cluster_client():
 
 
 def head(name: str, n_lines: int, out: Path) -> Path:
-    """The first ``n_lines`` lines of a shared dataset (a subset that keeps the test short)."""
+    """The first ``n_lines`` lines of a committed dataset (a subset that keeps the test short)."""
     target = out / f"{name}.head{n_lines}"
     with open(data_path(name), "rb") as source, open(target, "wb") as sink:
         for _, line in zip(range(n_lines), source, strict=False):

@@ -38,7 +38,7 @@ _KERNELS: dict[tuple, np.ndarray] = {}
 
 @functools.cache
 def _subset(name, n_train, n_test=200, seed=0):
-    """Seeded disjoint train / held-out rows of a shared dataset (kept for the session)."""
+    """Seeded disjoint train / held-out rows of a committed dataset (kept for the session)."""
     ds = load(name)
     rows = np.random.default_rng(seed).permutation(ds.n_samples)
     train = ds.subset(np.sort(rows[:n_train]))

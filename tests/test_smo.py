@@ -44,7 +44,7 @@ _SKLEARN_KERNEL = {"linear": "linear", "rbf": "rbf", "polynomial": "poly",
 
 @functools.cache
 def _data(name: str, rows: int | None = None):
-    """A shared dataset (a seeded subset of ``rows`` rows), its columns scaled to [-1, 1] by
+    """A committed dataset (a seeded subset of ``rows`` rows), its columns scaled to [-1, 1] by
     their largest |x| (svmguide1 is published unscaled), labels as +-1 (classes[1] = +1)."""
     ds = load(name)
     if rows is not None and rows < ds.n_samples:

@@ -1,4 +1,4 @@
-"""Helpers of the service tests: shared data, polling, and a real ``svmsvc serve`` process."""
+"""Helpers of the service tests: committed data, polling, and a real ``svmsvc serve`` process."""
 
 from __future__ import annotations
 
