@@ -83,6 +83,19 @@ def test_export_of_a_model_onnx_cannot_hold_names_the_reason(tmp_path, capsys, m
     assert "this model kind has no ONNX form" in capsys.readouterr().err
 
 
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path):
+    """``svmsvc info FILE | head -1``: the reader is gone before the command writes (its end of
+    the pipe is closed at once), so every write fails with EPIPE; the command ends with 141
+    (128 + SIGPIPE, as a shell reports it) and says nothing on stderr."""
+    command = subprocess.Popen([sys.executable, "-m", "app.cli", "info",
+                                str(data_path("heart_scale"))],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    command.stdout.close()
+    _, stderr = command.communicate(timeout=300)
+    assert command.returncode == 141, stderr
+    assert stderr == b""
+
+
 def test_info_json(capsys):
     assert main(["info", str(data_path("heart_scale")), "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)

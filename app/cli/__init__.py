@@ -16,6 +16,7 @@ model (:mod:`app.cli.solver_options`), what the commands share from :mod:`app.cl
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from app.cli.common import EXIT_USAGE, CLIError
@@ -24,6 +25,9 @@ from app.cli.info import add_info_command, add_solvers_command
 from app.cli.liblinear import liblinear_argv, liblinear_type
 from app.cli.models import add_export_command, add_predict_command
 from app.cli.train import add_train_command
+
+#: The status of a command whose reader closed the pipe (128 + SIGPIPE, as a shell reports it).
+EXIT_BROKEN_PIPE = 141
 
 
 def build_parser(solver_spec=None) -> argparse.ArgumentParser:
@@ -107,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
         spec = solver_spec_from_argv(argv)
         args = build_parser(spec).parse_args(argv)
         return args.handler(args)
+    except BrokenPipeError:
+        # the reader of our output closed it (`svmsvc export ... | head -3`): end quietly, as
+        # the C tools do; stdout goes to /dev/null so the interpreter's final flush is silent
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except (CLIError, ValueError, OSError) as exc:
         # SVMLightFormatError, InvalidParametersError, UnknownSolverError, ModelFormatError
         # are ValueErrors with messages written for the user.
