@@ -444,6 +444,11 @@ def test_the_train_form_from_the_schemas_queues_a_job_whose_model_evaluates(page
     assert job["params"]["solver"] == "cutting_plane"
     page.open(f"/ui/models/{job['model_id']}")
     page.wait(lambda: page.find("#evaluate-dataset"), "the model page").submit()
+    onnx = page.find('a.button[href$="format=onnx"]')
+    assert onnx.text == "Export as ONNX"
+    href = onnx.get_attribute("href")
+    exported = server.client.get(href[href.index("/api/v1"):])
+    assert exported.status_code == 200 and exported.content[:2] == b"\x08\x08"  # ir_version 8
     page.wait_text("#evaluation", "Accuracy")  # fails the test when it never shows
     assert "Confusion matrix" in page.find("#evaluation").text
     page.find("#predict-x").send_keys("1:0.5 3:-1")

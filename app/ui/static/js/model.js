@@ -22,7 +22,8 @@ async function render() {
   const links = el("div", { class: "actions" },
     downloadLink("Download (.npz)", `/models/${model.id}/download?format=npz`, `model-${model.id}.npz`),
     model.kind === "kernel" ? null
-      : downloadLink("Export for LIBLINEAR", `/models/${model.id}/download?format=liblinear`, `model-${model.id}.txt`));
+      : downloadLink("Export for LIBLINEAR", `/models/${model.id}/download?format=liblinear`, `model-${model.id}.txt`),
+    downloadLink("Export as ONNX", `/models/${model.id}/download?format=onnx`, `model-${model.id}.onnx`));
   const evaluation = el("div", { id: "evaluation" });
   const evalSelect = el("select", { id: "evaluate-dataset" },
     datasets.filter((d) => d.n_features <= model.n_features).map((d) => el("option", { value: d.id, selected: d.id === model.dataset_id }, d.name)));
