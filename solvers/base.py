@@ -47,13 +47,19 @@ from solvers.termination import Termination
 LossName = Literal[LOSSES]  # type: ignore[valid-type]
 BiasMode = Literal[BIAS_MODES]  # type: ignore[valid-type]
 # What a user asks for (``params.task``): classification (binary, or multi-class by
-# ``params.multiclass``) or ordinal regression.  What a solver declares (:class:`Solves`):
-# the task the data and those parameters pose, one of TASKS.
-TaskName = Literal["classification", "ordinal"]
+# ``params.multiclass``), ordinal regression, regression (real-valued labels, predicted as
+# real values) or one-class (novelty detection: the labels are not read).  What a solver
+# declares (:class:`Solves`): the task the data and those parameters pose, one of TASKS.
+TaskName = Literal["classification", "ordinal", "regression", "one_class"]
 MulticlassStrategy = Literal["ovr", "crammer_singer", "ovo"]
 #: binary: two labels; ovr: one binary problem per class against the rest; crammer_singer,
-#: ovo: the native multi-class strategies of that name; ordinal: ranks (Chu & Keerthi).
-TASKS = ("binary", "ovr", "crammer_singer", "ovo", "ordinal")
+#: ovo: the native multi-class strategies of that name; ordinal: ranks (Chu & Keerthi);
+#: regression: real-valued labels; one_class: one class of rows, its support estimated.
+TASKS = ("binary", "ovr", "crammer_singer", "ovo", "ordinal", "regression", "one_class")
+#: The tasks a user's ``task`` poses whatever the labels are (classification poses binary or
+#: a multi-class task by the number of labels); each is both a ``params.task`` and a
+#: declared task of :data:`TASKS`.
+STANDALONE_TASKS = ("ordinal", "regression", "one_class")
 
 #: The stopping rule every solver shares: the certified relative duality gap (P - D)/P at
 #: which a run ends (``SolverParams.tol``; solver-specific criteria are named options).
@@ -127,8 +133,8 @@ class UnknownSolverError(ValueError):
 def posed_task(task: str, multiclass: str, n_classes: int) -> str:
     """The declared task (one of :data:`TASKS`) that ``params.task`` and
     ``params.multiclass`` pose on data with ``n_classes`` labels."""
-    if task == "ordinal":
-        return "ordinal"
+    if task in STANDALONE_TASKS:
+        return task
     return "binary" if n_classes <= 2 else multiclass
 
 
@@ -265,7 +271,8 @@ class Solves:
     def choices(self, name: str):
         """The ``Literal`` of a parameter model's field, from the declaration: ``loss`` (the
         declared losses), ``bias`` (the declared modes), ``task`` (classification when binary
-        problems are declared, ordinal when ordinal ones are) and ``multiclass`` (ovr and the
+        problems are declared, and each of :data:`STANDALONE_TASKS` declared) and
+        ``multiclass`` (ovr and the
         declared native strategies; ovr alone when the solver declares no multi-class task,
         since it is the default of every model)."""
         tasks = self.tasks
@@ -274,8 +281,8 @@ class Solves:
         elif name == "bias":
             values = self.bias_modes
         elif name == "task":
-            values = tuple(t for t, declared in (("classification", "binary" in tasks),
-                                                 ("ordinal", "ordinal" in tasks)) if declared)
+            values = (("classification",) if "binary" in tasks else ()) + tuple(
+                t for t in STANDALONE_TASKS if t in tasks)
         elif name == "multiclass":
             values = ("ovr",) + tuple(t for t in ("crammer_singer", "ovo") if t in tasks)
         else:
@@ -350,7 +357,8 @@ class Solves:
 
 _TASK_TEXT = {"binary": "binary", "ovr": "one-vs-rest multi-class",
               "crammer_singer": "Crammer-Singer multi-class", "ovo": "one-vs-one multi-class",
-              "ordinal": "ordinal regression"}
+              "ordinal": "ordinal regression", "regression": "regression",
+              "one_class": "one-class"}
 
 
 def _describe(combination: Combination) -> str:
@@ -585,7 +593,8 @@ class SolverParams(BaseModel):
         if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float))
                               or not 1.0 <= p <= 2.0):
             return data  # the field's own check says what is wrong with p
-        tasks = ["ordinal"] if data.get("task") == "ordinal" else ["binary"]
+        task = data.get("task")
+        tasks = [task] if task in STANDALONE_TASKS else ["binary"]
         multiclass = data.get("multiclass")
         if tasks == ["binary"] and multiclass in TASKS and multiclass != "ovr":
             tasks.append(multiclass)
@@ -612,8 +621,8 @@ class SolverParams(BaseModel):
         solves = type(self).solves
         if solves is None:
             return self
-        tasks = ["ordinal"] if self.task == "ordinal" else ["binary"]
-        if self.task != "ordinal" and self.multiclass != "ovr":
+        tasks = [self.task] if self.task in STANDALONE_TASKS else ["binary"]
+        if self.task not in STANDALONE_TASKS and self.multiclass != "ovr":
             tasks.append(self.multiclass)
         for task in tasks:
             reason = solves.refusal(task, self.loss, self.bias, self.loss_exponent,

@@ -508,10 +508,12 @@ def weighted(dataset: Dataset, params: SolverParams) -> Dataset:
 
 
 def check_labels(params: SolverParams, dataset: Dataset) -> None:
-    """Ordinal regression ranks numbers: string labels have no order it may use."""
-    if params.task == "ordinal" and dataset.label_values is not None:
-        raise InvalidParametersError("task='ordinal' needs numeric labels (ranks); the "
-                                     "labels are strings")
+    """Ordinal regression ranks numbers and regression fits them: string labels have no order
+    or value either may use (a one-class fit reads no labels)."""
+    if params.task in ("ordinal", "regression") and dataset.label_values is not None:
+        what = "ranks" if params.task == "ordinal" else "real values"
+        raise InvalidParametersError(f"task={params.task!r} needs numeric labels ({what}); "
+                                     "the labels are strings")
 
 
 def prepare_features(dataset: Dataset, scale: str

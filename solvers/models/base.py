@@ -69,9 +69,13 @@ def model_classes(classes) -> np.ndarray:
 
 
 class Model(ABC):
-    """A trained classifier."""
+    """A trained model: a classifier unless its ``task`` says otherwise (the ``params.task``
+    it was trained for: ``solvers.base.TaskName``)."""
 
     kind: ClassVar[str]
+    #: what it predicts: classification (labels of ``classes_``), ordinal (ranks), regression
+    #: (real values) or one_class (+1 inside the estimated support, -1 outside)
+    task: ClassVar[str] = "classification"
 
     classes_: np.ndarray
     n_features_in_: int

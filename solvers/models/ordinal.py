@@ -28,6 +28,7 @@ class OrdinalModel(Model):
     """
 
     kind = "ordinal"
+    task = "ordinal"
 
     def __init__(self, coef, thresholds, classes, metadata: dict[str, Any] | None = None):
         coef = np.asarray(coef, dtype=np.float64)
