@@ -42,7 +42,7 @@ from solvers.core.kernels import Kernel, scale_gamma
 from solvers.data.dataset import label_key
 from solvers.losses import LOSS_TYPES, LOSSES, LossFamily, canonical, takes_exponent
 from solvers.problems import BIAS_MODES, BinaryProblem
-from solvers.termination import Termination
+from solvers.termination import GAP_ROUNDOFF, Termination
 
 LossName = Literal[LOSSES]  # type: ignore[valid-type]
 BiasMode = Literal[BIAS_MODES]  # type: ignore[valid-type]
@@ -90,10 +90,6 @@ MIN_RELATIVE_TOL = 1e-15
 #: The relative fields of the parameter models held to MIN_RELATIVE_TOL (0 where it means
 #: "off": a gap tolerance of 0 never stops on the gap)
 RELATIVE_TOLERANCE_FIELDS = ("tol", "epsilon")
-#: A certified relative gap negative by at most this reads 0 (round-off: P and D are sums of
-#: n terms each rounded at u, so P - D carries up to ~n u of P, typically sqrt(n) u); one
-#: more negative than this, or not finite, is a failure (:class:`Solution`)
-GAP_ROUNDOFF = 1e-12
 
 
 def gap_tolerance_field(**overrides) -> Any:

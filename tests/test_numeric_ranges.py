@@ -171,3 +171,20 @@ def test_no_gap_computed_yet_is_left_out_without_a_verdict():
     solution = _solution(math.inf, Termination.STOPPED, "the monitor asked to stop")
     assert solution.status == Termination.STOPPED
     assert "relative_duality_gap" not in solution.extras
+
+
+def test_messages_and_records_never_show_a_gap_below_zero():
+    """Issue 48: a converged pendigits job said "certified relative duality gap -5.25e-16";
+    round-off below 0 reads "0" in a message and 0 in an iteration record, while a gap
+    negative beyond round-off is shown as it is (the result turns it into a numerical error)."""
+    from solvers.monitor import IterationRecord
+    from solvers.termination import format_gap
+
+    assert format_gap(-5.25e-16) == "0"
+    assert format_gap(0.0) == "0"
+    assert format_gap(1.234e-4) == "0.000123"
+    assert format_gap(-10 * GAP_ROUNDOFF) == f"{-10 * GAP_ROUNDOFF:.3g}"
+    record = IterationRecord(3, 0.1, 2.0, -5.25e-16, {"relative_duality_gap": -5.25e-16})
+    assert record.optimality == 0.0 and record.extras["relative_duality_gap"] == 0.0
+    kept = IterationRecord(3, 0.1, 2.0, 1e-3, {"relative_duality_gap": -1e-3})
+    assert kept.optimality == 1e-3 and kept.extras["relative_duality_gap"] == -1e-3
