@@ -627,6 +627,33 @@ class SolverParams(BaseModel):
                 raise ValueError(reason)
         return self
 
+    @classmethod
+    def shown(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` (a dump of this model) without the fields that did nothing for the
+        model they trained, for a person reading it (issue 48: a linear model's page listed
+        kernel rbf, gamma scale, rank 256): the low-rank path's fields without an
+        approximation (the kernel's own with a kernel solver), each kernel's unused constants,
+        the method-specific ones of the other method, ``bias_scale`` without a regularized
+        bias, ``p`` without lp, an absent class weight."""
+        approximation = params.get("approximation", "none")
+        kernel = params.get("kernel") if approximation != "none" or cls.own_kernel else None
+        hidden = {"class_weight"} if params.get("class_weight") is None else set()
+        if approximation == "none":
+            hidden |= {"approximation", "rank", "landmarks", "approximation_seed", "icf_tol"}
+        elif approximation == "nystrom":
+            hidden.add("icf_tol")
+        else:
+            hidden |= {"landmarks", "approximation_seed"}
+        if kernel is None:
+            hidden |= {"kernel", "gamma", "degree", "coef0"}
+        elif kernel != "polynomial":
+            hidden |= {"degree", "coef0"} | ({"gamma"} if kernel == "linear" else set())
+        if params.get("bias", "regularized") != "regularized":
+            hidden.add("bias_scale")
+        if not takes_exponent(params.get("loss")):
+            hidden.add("p")
+        return {name: value for name, value in params.items() if name not in hidden}
+
     def posed_task(self, n_classes: int) -> str:
         """The declared task these parameters pose on data with ``n_classes`` labels."""
         return posed_task(self.task, self.multiclass, n_classes)

@@ -469,6 +469,20 @@ def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -
             for s in result.subproblems
         ],
         validation=validation,
+        details=model_details(model.metadata),
         size_bytes=len(artifact),
         artifact=artifact,
     )
+
+
+#: what a model's metadata holds that the models table has columns for already
+_METADATA_IN_COLUMNS = ("solver", "params", "objective", "status", "training_seconds",
+                        "training_data")
+
+
+def model_details(metadata: dict) -> dict | None:
+    """A model's metadata beyond the table's columns, as JSON (``TrainedModel.details``):
+    the low-rank approximation, the scaling, auto's choice, the warnings, the probability
+    sigmoids; None when it has none."""
+    details = {key: value for key, value in metadata.items() if key not in _METADATA_IN_COLUMNS}
+    return jsonable(details) if details else None
