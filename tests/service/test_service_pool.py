@@ -303,3 +303,18 @@ def test_a_worker_hung_in_its_warm_up_is_killed_and_replaced(server_factory, tmp
     assert 'svmsvc_worker_restarts_total{reason="hung"} 1.0' in server.client.get(
         "/metrics").text
     assert "Traceback" not in server.log()
+
+
+def test_a_worker_stops_with_its_service_even_where_it_reports_nothing(server_factory, tmp_path,
+                                                                        monkeypatch):
+    """Issue 49: after a kill -9 of the service, a worker in a step that reports no iteration
+    (compiling its kernels, reading a dataset: here hung before its warm-up) went on for
+    minutes beside the re-queued attempt. It waits on its parent and exits with it."""
+    hang = tmp_path / "hang-warm-up"
+    hang.touch()
+    monkeypatch.setenv(HANG_WARM_UP_VARIABLE, str(hang))
+    server = server_factory(workers=1)
+    worker = wait_for(lambda: (s := server.readiness()) and s["workers"]
+                      and s["workers"][0].get("pid"), PATIENCE_S, what="the worker's pid")
+    server.stop(signal.SIGKILL)
+    wait_process_gone(worker)
