@@ -116,10 +116,27 @@ def _same_field(a: Any, b: Any) -> bool:
     return a == b
 
 
+#: pydantic's bound errors, by type: the bound's name in ``ctx`` and how the message says it
+_BOUND_ERRORS = {"greater_than": ("gt", "greater than"),
+                 "greater_than_equal": ("ge", "greater than or equal to"),
+                 "less_than": ("lt", "less than"),
+                 "less_than_equal": ("le", "less than or equal to")}
+
+
+def _error_text(error: dict) -> str:
+    """One pydantic error's message, a numeric bound written as a person writes it (pydantic
+    spells C's 1e-12 out as 0.000000000001)."""
+    bound = _BOUND_ERRORS.get(error["type"])
+    value = (error.get("ctx") or {}).get(bound[0]) if bound else None
+    if isinstance(value, float):
+        return f"Input should be {bound[1]} {value:g}"
+    return error["msg"].removeprefix("Value error, ")
+
+
 def _validation_message(exc: ValidationError) -> str:
     """A pydantic error as one line: each problem with its field."""
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'params'}: "
-                     f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {_error_text(e)}"
+                     for e in exc.errors())
 
 
 class UnknownSolverError(ValueError):

@@ -529,7 +529,7 @@ def weighted(dataset: Dataset, params: SolverParams) -> Dataset:
     """``dataset`` with ``params.class_weight`` applied for the task they pose
     (:func:`solvers.multiclass.apply_class_weight`, the one place that applies them)."""
     return apply_class_weight(dataset, params.class_weight,
-                              params.posed_task(int(dataset.classes.shape[0])))
+                              params.posed_task(int(dataset.classes.shape[0])), params.C)
 
 
 def check_labels(params: SolverParams, dataset: Dataset) -> None:
