@@ -194,7 +194,8 @@ def test_class_weights_may_not_take_an_examples_cost_out_of_the_sound_range(hear
     """Issue 49: C passed its own check while a class weight of 1e-300 made the costs the
     arithmetic cannot hold; the costs C x weight are held to C_RANGE, saying which."""
     with pytest.raises(InvalidParametersError,
-                       match=r"^class_weight: .* costs from 1e-300 to 1, outside 1e-12 \.\. 1e\+12"):
+                       match=r"^class_weight: .* costs from 1e-300 to 1, outside "
+                             r"1e-12 \.\. 1e\+12"):
         solvers.train(heart, solver="mfn", C=1.0, class_weight={-1: 1e-300})
     with pytest.raises(InvalidParametersError, match="1e\\+15"):
         solvers.train(heart, solver="dual_cd", C=1e6, class_weight={1: 1e9})
