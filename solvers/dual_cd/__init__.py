@@ -174,11 +174,13 @@ SPECS = (
 
 
 def with_newton(newton: NewtonMethod) -> SolverSpec:
-    """The dual_cd spec whose squared-hinge runs and C paths switch to ``newton`` at
-    ``newton_switch_iter`` (the registry passes mfn's Newton method: families do not import
-    each other)."""
-    return replace(SPECS[0], run=partial(run, newton=newton),
-                   path=partial(solve_path, newton=newton))
+    """The dual_cd spec whose squared-hinge runs, C paths and L2-loss regressions switch to
+    ``newton`` at ``newton_switch_iter`` (the registry passes mfn's Newton method: families
+    do not import each other)."""
+    spec = SPECS[0]
+    handlers = {**spec.fit_handlers, "regression": partial(fit_regression, newton=newton)}
+    return replace(spec, run=partial(run, newton=newton),
+                   path=partial(solve_path, newton=newton), fit_handlers=handlers)
 
 
 __all__ = [

@@ -34,10 +34,16 @@ import numpy as np
 from solvers.base import Fit, Solution, SubproblemResult, WarmStart, warm_start_argument
 from solvers.core.sparse import csr_matvec, row_norms_squared
 from solvers.dual_cd.kernels import svr_epochs
-from solvers.dual_cd.params import DualCDParams
-from solvers.dual_cd.solver import _generator, _next_budget, _verdict
+from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
+from solvers.dual_cd.solver import (
+    NewtonMethod,
+    _generator,
+    _next_budget,
+    _verdict,
+    newton_switch_at,
+)
 from solvers.models.regression import RegressionModel
-from solvers.monitor import Monitor, Reporter
+from solvers.monitor import Continued, Monitor, NullMonitor, Reporter, Stopwatch
 from solvers.problems import RegressionProblem
 from solvers.termination import Termination
 
@@ -53,11 +59,14 @@ def _certificate(problem: RegressionProblem, b: np.ndarray, beta: np.ndarray
 
 
 def solve_regression(problem: RegressionProblem, params: DualCDParams | None = None,
-                     monitor: Monitor | None = None, start: WarmStart | None = None
-                     ) -> Solution:
+                     monitor: Monitor | None = None, start: WarmStart | None = None,
+                     newton: NewtonMethod | None = None) -> Solution:
     """Solve ``problem`` (either residual loss; regularized bias or none) by Ho & Lin's dual
     coordinate descent from b = 0 or from ``start`` (the module docstring); returns the
-    solution, ``extras["dual"]`` the final b."""
+    solution, ``extras["dual"]`` the final b.  ``newton``: the primal Newton method an L2-loss
+    run hands w to at ``newton_switch_iter`` without a stop (LIBLINEAR's -s 12 -> -s 11;
+    the registered spec's is mfn's; None: no switch)."""
+    DUAL_CD_SOLVES.require("regression", problem.loss, problem.bias, solver="dual_cd")
     params = params or DualCDParams(C=problem.C, task="regression", loss=problem.loss,
                                     epsilon=problem.epsilon, bias=problem.bias,
                                     bias_scale=problem.bias_scale)
@@ -89,12 +98,14 @@ def solve_regression(problem: RegressionProblem, params: DualCDParams | None = N
     budget = max(X.nnz + n, 1)  # the first check after one pass's worth of steps
     check_seconds = np.inf
     epochs = total_work = checks = 0
+    switch_at = newton_switch_at(params, problem) if newton is not None else None
+    limit = params.max_iter if switch_at is None else switch_at
     status = message = None
     while True:
         started = time.perf_counter()
         ran, met, relative, work = svr_epochs(
             X.indptr, X.indices, X.data, problem.y, s, qd, lam, np.ascontiguousarray(upper),
-            problem.epsilon, b, beta, index, istate, fstate, rng, params.max_iter - epochs,
+            problem.epsilon, b, beta, index, istate, fstate, rng, limit - epochs,
             eps, budget if gap_rule else np.inf, params.shrinking)
         epochs += ran
         total_work += work
@@ -115,6 +126,8 @@ def solve_regression(problem: RegressionProblem, params: DualCDParams | None = N
         if stop:
             status, message = Termination.STOPPED, reporter.stop_message
             break
+        if epochs >= limit:  # the Newton switch's limit, below max_iter
+            break
         if met:
             eps = eps / 10.0  # the full set meets eps, the gap is above tol: a finer eps
     # the certificate at w recomputed from b (the w kept by the steps accumulates round-off)
@@ -124,14 +137,42 @@ def solve_regression(problem: RegressionProblem, params: DualCDParams | None = N
               "active_size": int(istate[0]), "final_eps": eps,
               "work_passes": total_work / max(X.nnz + n, 1),
               "nnz_dual": int(np.count_nonzero(b)), "dual": b}
+    if status is None:
+        return _switch_to_newton(problem, params, monitor, reporter, epochs, extras, beta,
+                                 newton)
     return Solution(beta.copy(), float(primal), status, message, epochs, extras)
 
 
-def fit_regression(dataset, spec, params: DualCDParams, monitor: Monitor) -> Fit:
+def _switch_to_newton(problem: RegressionProblem, params: DualCDParams, monitor, reporter,
+                      epochs: int, extras: dict, beta: np.ndarray,
+                      newton: NewtonMethod) -> Solution:
+    """LIBLINEAR's train_one for ``-s 12``: dual CD that reaches its limit without the stop
+    hands w to the primal Newton method (``-s 11``) from that point, here ``newton`` to the
+    certified gap ``tol``; its records continue the run's (numbered after the epochs, tagged
+    ``stage="newton"``), as the classification switch's (:mod:`solvers.dual_cd.solver`)."""
+    continued = Continued(monitor if monitor is not None else NullMonitor(), epochs,
+                          reporter.clock(), {"stage": "newton"})
+    clock = Stopwatch()
+    solution = newton(problem, beta.copy(), params.tol, continued)
+    gap_at_switch = extras["relative_duality_gap"]
+    extras = {**extras, "relative_duality_gap": float(problem.relative_duality_gap(
+        solution.beta)), "dual": problem.dual_from_primal(solution.beta),
+        "newton_switch": {"at_epoch": epochs, "gap_at_switch": gap_at_switch,
+                          "newton_iterations": solution.iterations,
+                          "seconds": clock(), "status": str(solution.status)}}
+    message = (f"no stop after {epochs} outer iterations (newton_switch_iter; relative "
+               f"duality gap {gap_at_switch:.3g}): switched to the Newton method from w, as "
+               f"LIBLINEAR -s 12 switches to -s 11; {solution.message}")
+    return Solution(solution.beta.copy(), float(solution.objective), solution.status,
+                    message, epochs + solution.iterations, extras)
+
+
+def fit_regression(dataset, spec, params: DualCDParams, monitor: Monitor,
+                   newton: NewtonMethod | None = None) -> Fit:
     """``train`` handler of ``task="regression"``: the labels as real values, a
-    :class:`~solvers.models.RegressionModel`."""
+    :class:`~solvers.models.RegressionModel` (``newton``: as :func:`solve_regression`)."""
     problem = params.regression_problem(dataset.X, dataset.y, dataset.sample_weight)
-    solution = solve_regression(problem, params, monitor)
+    solution = solve_regression(problem, params, monitor, newton=newton)
     extras = {k: v for k, v in solution.extras.items() if k != "dual"}
     summary = SubproblemResult("regression", solution.objective, Termination(solution.status),
                                solution.message, solution.iterations, extras)
