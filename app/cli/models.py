@@ -91,6 +91,8 @@ def _write_predictions(args, model, predictions, proba) -> None:
                   for p, row in zip(predictions, proba, strict=True)]
         if args.output:
             Path(args.output).write_text("".join(lines))
+    elif args.output and model.task == "regression":  # real values, every digit
+        Path(args.output).write_text("".join(f"{float(p)!r}\n" for p in predictions))
     elif args.output:
         Path(args.output).write_text("".join(f"{label_key(p)}\n" for p in predictions))
 
@@ -103,16 +105,14 @@ def liblinear_summary(model, truth, predictions) -> str:
     import numpy as np
 
     total = int(np.shape(truth)[0])
-    if getattr(model, "task", "classification") == "regression":
-        t = np.asarray(truth, dtype=np.float64)
-        p = np.asarray(predictions, dtype=np.float64)
-        mse = float(np.mean((p - t) ** 2)) if total else 0.0
-        sp, st = p.sum(), t.sum()
-        numerator = (total * float(p @ t) - sp * st) ** 2
-        denominator = (total * float(p @ p) - sp * sp) * (total * float(t @ t) - st * st)
-        scc = numerator / denominator if denominator else float("nan")
-        return (f"Mean squared error = {mse:g} (regression)\n"
-                f"Squared correlation coefficient = {scc:g} (regression)")
+    if model.task == "regression":
+        from solvers.evaluate import regression_scores
+
+        scores = regression_scores(truth, predictions)
+        mse, scc = scores["mean_squared_error"], scores["squared_correlation"]
+        return (f"Mean squared error = {float('nan') if mse is None else mse:g} (regression)\n"
+                f"Squared correlation coefficient = {float('nan') if scc is None else scc:g} "
+                f"(regression)")
     correct = int(np.sum(np.asarray(predictions) == np.asarray(truth)))
     accuracy = 100.0 * correct / total if total else 0.0
     return f"Accuracy = {accuracy:g}% ({correct}/{total}) (classification)"
@@ -123,6 +123,12 @@ def _print_metrics(model, ds) -> None:
     precision."""
     from solvers.evaluate import evaluate
 
+    if model.task == "regression":
+        report = evaluate(model, ds, parallel=True)
+        print(f"mean absolute error: {report['mean_absolute_error']:.6g}")
+        if report["r2"] is not None:
+            print(f"R^2: {report['r2']:.6f}")
+        return
     report = evaluate(model, ds, parallel=True)
     print(f"balanced accuracy: {100.0 * report['balanced_accuracy']:.4f}%")
     print(f"macro F1: {report['f1_macro']:.6f}")
