@@ -295,7 +295,8 @@ def test_every_option_is_in_the_help_with_its_allowed_values(solver, capsys):
 @pytest.mark.parametrize("args, message", [
     (["--solver", "mfn", "--preconditioning", "fast"], "expected a number >= 0 or auto"),
     (["--solver", "mfn", "--max-iter", "2.5"], "expected an integer >= 1"),
-    (["--solver", "mfn", "--loss", "lp"], "expected squared_hinge, modified_huber or hinge"),
+    (["--solver", "mfn", "--loss", "lp"],
+     "expected squared_hinge, modified_huber, hinge or squared_epsilon_insensitive"),
     (["--solver", "relaxed_lssvm", "--sumt", "maybe"], "expected true or false"),
 ])
 def test_a_value_of_no_allowed_kind_is_refused_naming_the_allowed(args, message, capsys):
