@@ -154,7 +154,7 @@ def _add_middleware(app: FastAPI, settings: Settings, metrics: ServiceMetrics) -
     if settings.cors_origin_list:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origin_list,
-            allow_methods=["GET", "POST", "DELETE"],
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
             allow_headers=[API_KEY_HEADER, "Authorization", "Content-Type", "Accept",
                            "Last-Event-ID"],
             expose_headers=["Location", "Retry-After"])

@@ -308,3 +308,15 @@ def test_twenty_jobs_finishing_at_once_take_versions_1_to_20(api, heart):
     assert sorted(str(v.job_id) for v in versions) == sorted(str(job.id) for job in jobs)
     assert api.get(f"/api/v1/registry/{name}").json()["latest_version"] == 20
     assert resolve(sessions.engine, "tester", name, version=20) is not None
+
+
+def test_a_batch_by_alias_is_bounded_as_by_id(api, churn):
+    """POST predict by alias or version has the by-id route's body limit (413 naming
+    SVMSVC_MAX_PREDICT_BYTES, before the body is read)."""
+    name, _, _ = churn
+    body = b"1:0.5\n" * (api.app.state.settings.max_predict_bytes // 6 + 1)
+    for path in (f"{name}@production", f"{name}/1"):
+        refused = api.post(f"/api/v1/registry/{path}/predict", content=body,
+                           headers={"content-type": "text/plain"})
+        assert refused.status_code == 413, refused.text
+        assert refused.json()["setting"] == "SVMSVC_MAX_PREDICT_BYTES"
