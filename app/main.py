@@ -40,6 +40,7 @@ from app.core.security import (
     presented_key,
     sees_every_tenant,
 )
+from app.crud.registry import DirectLookup
 from app.db.session import Sessions
 from app.lifespan import WebProcess, log_ready, open_database, warm_serial_kernels_in_background
 from app.memory import ReleaseMemoryMiddleware
@@ -98,6 +99,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine, revision = await open_database(settings)
         sessions = Sessions(engine)
         app.state.sessions = sessions
+        app.state.registry_lookup = DirectLookup(engine)  # the fast path's name@alias reads
         app.state.log_streams.sessions = sessions
         process = WebProcess(settings, sessions, app.state.store, metrics)
         dispatcher = await process.take_dispatcher_role()
@@ -109,6 +111,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             process.cancel_background()
+            app.state.registry_lookup.close()
             app.state.log_streams.close()
             dispatcher.stop()
             engine.dispose()

@@ -44,7 +44,7 @@ from app.api import API_PREFIX
 from app.api.deps import MAX_POSITION
 from app.core.principals import Scope as KeyScope
 from app.core.security import authorize, presented_key
-from app.crud.registry import SLUG_PATTERN, resolve
+from app.crud.registry import SLUG_PATTERN
 from app.errors import ServiceError
 from app.prediction import example_columns, predict_linear_one
 
@@ -130,18 +130,18 @@ class PredictFastPath:
     def _registered(self, state, principal, name: str, alias: str | None,
                     version: str | None) -> tuple[uuid.UUID | None, object]:
         """The model id ``name@alias`` or ``name/version`` resolves to now (None: let the
-        route answer), and the route the request is for.  One primary-key lookup on the
-        event loop (:func:`app.crud.registry.resolve`; no cache, so a moved alias is seen
-        here at the next request): a read that never waits for a writer (SQLite's WAL,
-        PostgreSQL's MVCC), measured in ``bench/bench_registry.py``."""
+        route answer), and the route the request is for.  One primary-key read on the event
+        loop (:class:`app.crud.registry.DirectLookup`; no cache, so a moved alias is seen here
+        at the next request): a read that never waits for a writer (SQLite's WAL,
+        PostgreSQL's MVCC), measured by ``python -m bench service registry``."""
+        lookup = state.registry_lookup
         if alias is not None:
-            return resolve(state.sessions.engine, principal.owner, name, alias), \
-                self.routes["predict-alias"]
+            return lookup.model_id(principal.owner, name, alias), self.routes["predict-alias"]
         number = int(version)
         route = self.routes["predict-version"]
         if number > MAX_POSITION:
             return None, route
-        return resolve(state.sessions.engine, principal.owner, name, version=number), route
+        return lookup.model_id(principal.owner, name, version=number), route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         start = time.perf_counter()

@@ -320,3 +320,29 @@ def test_a_batch_by_alias_is_bounded_as_by_id(api, churn):
                            headers={"content-type": "text/plain"})
         assert refused.status_code == 413, refused.text
         assert refused.json()["setting"] == "SVMSVC_MAX_PREDICT_BYTES"
+
+
+def test_the_fast_paths_lookup_reads_every_time_and_survives_a_lost_connection(api, churn):
+    """``DirectLookup`` (the fast path's read) answers what ``resolve`` answers, sees a move
+    at once (no cache), answers None for a name it does not have, and after its connection
+    is lost answers None once (the route then answers) and reconnects."""
+    from app.crud.registry import DirectLookup
+
+    name, first, second = churn
+    lookup = DirectLookup(api.app.state.sessions.engine)
+    try:
+        assert lookup.model_id("tester", name, "production") == uuid.UUID(first["model_id"])
+        assert lookup.model_id("tester", name, version=2) == uuid.UUID(second["model_id"])
+        assert lookup.model_id("bob", name, "production") is None
+        assert lookup.model_id("tester", name, version=9) is None
+        path = f"/api/v1/registry/{name}/aliases/lookup-test"
+        for version, job in ((2, second), (1, first)):
+            assert api.put(path, json={"version": version}).status_code == 200
+            assert lookup.model_id("tester", name, "lookup-test") == uuid.UUID(job["model_id"])
+        lookup.local.connection.driver_connection.close()
+        assert lookup.model_id("tester", name, "production") is None
+        assert lookup.model_id("tester", name, "production") == uuid.UUID(first["model_id"])
+        assert api.delete(path).status_code == 204
+        assert lookup.model_id("tester", name, "lookup-test") is None
+    finally:
+        lookup.close()
