@@ -624,9 +624,50 @@ def registry_predict(directory: Path, rounds: int, requests: int, seconds: float
         for name in ("alias", "version"):
             summary[name]["wrk_per_s_ratio_to_id"] = (
                 round(summary[name]["wrk_per_s"] / by_id, 3) if by_id else None)
+            summary[name]["wrk_cpu_ms_minus_id"] = round(
+                summary[name]["wrk_cpu_ms"] - summary["id"]["wrk_cpu_ms"], 3)
+        summary["name_read_us"] = name_read_cost(
+            database_url or f"sqlite:///{directory.resolve() / 'svmsvc.db'}",
+            job["model_version"])
         return summary
     finally:
         server.stop()
+
+
+def name_read_cost(url: str, version: int, repeats: int = 7, reads: int = 2000) -> dict:
+    """Microseconds per read of ``bench@production`` (and of ``bench/version``) from this
+    process, on the service's database: the fast path's ``DirectLookup`` and, for comparison,
+    ``resolve`` through SQLAlchemy's ``Connection``; the fastest of ``repeats`` rounds of
+    ``reads`` (a loaded machine only ever adds)."""
+    from app.crud.registry import DirectLookup, resolve
+    from app.db.session import create_db_engine
+
+    engine = create_db_engine(url, pool_size=1)
+    lookup = DirectLookup(engine)
+    owner = ""  # the bench's admin key is an owner of its own: read the row's owner
+    with engine.connect() as connection:
+        owner = connection.exec_driver_sql("SELECT owner FROM model_aliases").scalar()
+    reads_by_kind = {
+        "direct_alias": lambda: lookup.model_id(owner, "bench", "production"),
+        "direct_version": lambda: lookup.model_id(owner, "bench", version=version),
+        "sqlalchemy_alias": lambda: resolve(engine, owner, "bench", "production")}
+    figures = {}
+    try:
+        for kind, read in reads_by_kind.items():
+            assert read() is not None, kind
+            best = min(_timed(read, reads) for _ in range(repeats))
+            figures[kind] = round(1e6 * best / reads, 1)
+    finally:
+        lookup.close()
+        engine.dispose()
+    return figures
+
+
+def _timed(call, times: int) -> float:
+    start = time.perf_counter()
+    for _ in range(times):
+        call()
+    return time.perf_counter() - start
 
 
 def startup(directory: Path, warm_runs: int, workers: int = 2) -> dict:
