@@ -346,3 +346,67 @@ def test_the_fast_paths_lookup_reads_every_time_and_survives_a_lost_connection(a
         assert lookup.model_id("tester", name, "lookup-test") is None
     finally:
         lookup.close()
+
+
+def test_concurrent_moves_of_one_alias_leave_one_consistent_history(api, churn):
+    """Twelve moves of one alias at the same instant, each in its own session: every move is
+    recorded once, each from the version the one before it left (the name's row lock on
+    PostgreSQL, the write lock on SQLite: no move reads a version another is replacing), and
+    the alias ends where the last recorded move put it."""
+    from app.core.principals import Principal, Scope
+    from app.crud.registry import move_alias
+
+    name, first, second = churn
+    sessions = api.app.state.sessions
+    tester = Principal(owner="tester", scope=Scope.train)
+    start = threading.Barrier(12)
+    errors: list[BaseException] = []
+
+    def move(index: int) -> None:
+        start.wait()
+        try:
+            with sessions.write() as session:
+                move_alias(session, tester, name, "contended", 1 + index % 2)
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=move, args=(index,)) for index in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    alias = next(a for a in api.get(f"/api/v1/registry/{name}").json()["aliases"]
+                 if a["alias"] == "contended")
+    history = list(reversed(alias["history"]))  # oldest first
+    assert history[0]["from_version"] is None
+    assert all(later["from_version"] == earlier["to_version"]
+               for earlier, later in zip(history, history[1:], strict=False))
+    assert all(event["from_version"] != event["to_version"] for event in history)
+    assert alias["version"] == history[-1]["to_version"]
+    assert api.delete(f"/api/v1/registry/{name}/aliases/contended").status_code == 204
+
+
+def test_the_migration_adds_and_removes_the_registry(backend, tmp_path):
+    """0010_registry upgrades a database of 0009 (its jobs get no model name) and downgrades
+    back, the registry's tables gone."""
+    from sqlalchemy import inspect
+
+    from app.db.migrate import downgrade_database, upgrade_database
+    from app.db.session import create_db_engine
+
+    engine = create_db_engine(backend.database_url(tmp_path / "db"))
+    try:
+        upgrade_database(engine, "0009")
+        assert "registered_models" not in inspect(engine).get_table_names()
+        upgrade_database(engine)
+        tables = set(inspect(engine).get_table_names())
+        assert {"registered_models", "model_versions", "model_aliases",
+                "model_alias_events"} <= tables
+        assert "model_name" in {c["name"] for c in inspect(engine).get_columns("jobs")}
+        downgrade_database(engine, "0009")
+        assert not {"registered_models", "model_versions", "model_aliases",
+                    "model_alias_events"} & set(inspect(engine).get_table_names())
+        assert "model_name" not in {c["name"] for c in inspect(engine).get_columns("jobs")}
+    finally:
+        engine.dispose()
