@@ -515,8 +515,10 @@ def _wrk(server: Server, model: str, seconds: float, connections: int,
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors = re.search(r"Socket errors: (.*)", out)
     return {"per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
-            "p50_ms": ms(re.search(r"50%\s+(\S+)", out).group(1)),
-            "p99_ms": ms(re.search(r"99%\s+(\S+)", out).group(1)),
+            # the latency distribution's lines ("     99%   58.74ms"), not a "+/- Stdev"
+            # column's percentage that happens to end in 50% or 99% ("54.99%")
+            "p50_ms": ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1)),
+            "p99_ms": ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1)),
             "non_2xx": int(bad.group(1)) if bad else 0,
             "socket_errors": errors.group(1) if errors else "none",
             "server_cpu_ms_per_request": 1e3 * cpu / max(requests, 1),
