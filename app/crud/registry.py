@@ -156,7 +156,9 @@ class DirectLookup:
         self.version_sql = (f"SELECT model_id FROM model_versions WHERE owner = {mark} AND "
                             f"name = {mark} AND version = {mark}")
 
-    def _connection(self):
+    def _driver(self):
+        """This thread's driver connection (sqlite3's or psycopg's), checked out of the
+        engine's pool once and kept."""
         connection = getattr(self.local, "connection", None)
         if connection is None:
             connection = self.engine.raw_connection()
@@ -164,7 +166,7 @@ class DirectLookup:
                 connection.driver_connection.autocommit = True
             # SQLite's connections already are (isolation_level None: app.db.session)
             self.local.connection = connection
-        return connection
+        return connection.driver_connection
 
     def model_id(self, owner: str, name: str, alias: str | None = None,
                  version: int | None = None) -> uuid.UUID | None:
@@ -173,12 +175,8 @@ class DirectLookup:
         sql, parameters = ((self.alias_sql, (owner, name, alias)) if alias is not None
                            else (self.version_sql, (owner, name, version)))
         try:
-            cursor = self._connection().cursor()
-            try:
-                cursor.execute(sql, parameters)
-                row = cursor.fetchone()
-            finally:
-                cursor.close()
+            # both drivers' Connection.execute: a cursor made, executed and returned
+            row = self._driver().execute(sql, parameters).fetchone()
         except Exception:  # a connection gone (server restart ...): the route answers
             self.close()
             return None
