@@ -176,9 +176,11 @@ def _warm_serial_kernels() -> None:
 
 
 def log_ready(settings: Settings, engine: Engine, revision: str, api_keys: ApiKeys) -> None:
-    """Say that the service is ready, where its data are, and whether it needs API keys
-    (loudly when it does not)."""
-    logger.info("svmsvc ready: database %s at revision %s, data in %s",
+    """Say that the service serves requests (ready for jobs once a worker has warmed up:
+    the pool logs 'svmsvc ready' then, as ``/readyz`` turns 200), where its data are, and
+    whether it needs API keys (loudly when it does not)."""
+    logger.info("svmsvc serving requests: database %s at revision %s, data in %s; jobs wait "
+                "for a worker's warm-up (GET /readyz says how far)",
                 engine.url.render_as_string(hide_password=True), revision,
                 settings.data_dir.resolve())
     if api_keys.enabled:

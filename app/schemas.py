@@ -13,7 +13,15 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, NonNegativeInt
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    NonNegativeInt,
+    computed_field,
+)
 
 import solvers
 from app.crud.registry import SLUG_PATTERN
@@ -506,6 +514,12 @@ class ModelPublic(RowView):
     training_data: dict[str, Any] = Field(description="Statistics of the training dataset.")
     subproblems: list[SubproblemPublic]
     validation: EvaluationPublic | None
+    details: dict[str, Any] | None = Field(
+        None, description="What the model's own metadata says beyond the fields above: "
+                          "'approximation' (the low-rank path's method, kernel, gamma, rank "
+                          "and landmarks), 'scaling', 'auto' (what auto chose and why), "
+                          "'warnings', the probability sigmoids ('platt', 'pairwise_platt'); "
+                          "null when there is nothing (or for a model older than this field).")
     size_bytes: int
     model_name: str | None = Field(None, description="The registered model it is a version "
                                                      "of (null: not registered).")
@@ -518,6 +532,19 @@ class ModelPublic(RowView):
         if row.version is not None:
             public.model_name, public.model_version = row.version.name, row.version.version
         return public
+
+    @computed_field(description="The parameters that did something for this model: params "
+                                "without the low-rank path's fields on a linear model, a "
+                                "kernel's unused constants, ... (SolverParams.shown).")
+    @property
+    def shown_params(self) -> dict[str, Any]:
+        from solvers.registry import get_solver
+
+        try:
+            return get_solver(self.params.get("solver", self.solver)).params_model.shown(
+                self.params)
+        except ValueError:  # a solver this version no longer has: everything, unfiltered
+            return dict(self.params)
 
 
 class ModelsPublic(BaseModel):
@@ -535,9 +562,12 @@ class PredictionPublic(BaseModel):
         description="One score for a binary model (positive favours classes[1]), one per "
                     "class otherwise.")
     probabilities: list[float] | None = Field(
-        None, description="Class probabilities, in the model's classes order: present when "
+        None, description="Class probabilities, in the order of `classes`: present when "
                           "the model was trained with probability=true (Platt sigmoids "
                           "fitted on out-of-fold decision values).")
+    classes: list[int | float | str] | None = Field(
+        None, description="The labels `probabilities` are of, in their order (the model's "
+                          "classes): present with them.")
 
 
 class PredictionsPublic(BaseModel):
@@ -545,6 +575,9 @@ class PredictionsPublic(BaseModel):
 
     data: list[PredictionPublic]
     count: int
+    classes: list[int | float | str] | None = Field(
+        None, description="The labels each row's `probabilities` are of, in their order (the "
+                          "model's classes): present when the rows have probabilities.")
 
 
 def _feature_index(key: Any) -> int:

@@ -42,7 +42,7 @@ from solvers.core.kernels import Kernel, scale_gamma
 from solvers.data.dataset import label_key
 from solvers.losses import LOSS_TYPES, LOSSES, LossFamily, canonical, takes_exponent
 from solvers.problems import BIAS_MODES, BinaryProblem
-from solvers.termination import Termination
+from solvers.termination import GAP_ROUNDOFF, Termination
 
 LossName = Literal[LOSSES]  # type: ignore[valid-type]
 BiasMode = Literal[BIAS_MODES]  # type: ignore[valid-type]
@@ -90,10 +90,6 @@ MIN_RELATIVE_TOL = 1e-15
 #: The relative fields of the parameter models held to MIN_RELATIVE_TOL (0 where it means
 #: "off": a gap tolerance of 0 never stops on the gap)
 RELATIVE_TOLERANCE_FIELDS = ("tol", "epsilon")
-#: A certified relative gap negative by at most this reads 0 (round-off: P and D are sums of
-#: n terms each rounded at u, so P - D carries up to ~n u of P, typically sqrt(n) u); one
-#: more negative than this, or not finite, is a failure (:class:`Solution`)
-GAP_ROUNDOFF = 1e-12
 
 
 def gap_tolerance_field(**overrides) -> Any:
@@ -120,10 +116,27 @@ def _same_field(a: Any, b: Any) -> bool:
     return a == b
 
 
+#: pydantic's bound errors, by type: the bound's name in ``ctx`` and how the message says it
+_BOUND_ERRORS = {"greater_than": ("gt", "greater than"),
+                 "greater_than_equal": ("ge", "greater than or equal to"),
+                 "less_than": ("lt", "less than"),
+                 "less_than_equal": ("le", "less than or equal to")}
+
+
+def _error_text(error: dict) -> str:
+    """One pydantic error's message, a numeric bound written as a person writes it (pydantic
+    spells C's 1e-12 out as 0.000000000001)."""
+    bound = _BOUND_ERRORS.get(error["type"])
+    value = (error.get("ctx") or {}).get(bound[0]) if bound else None
+    if isinstance(value, float):
+        return f"Input should be {bound[1]} {value:g}"
+    return error["msg"].removeprefix("Value error, ")
+
+
 def _validation_message(exc: ValidationError) -> str:
     """A pydantic error as one line: each problem with its field."""
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'params'}: "
-                     f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {_error_text(e)}"
+                     for e in exc.errors())
 
 
 class UnknownSolverError(ValueError):
@@ -630,6 +643,33 @@ class SolverParams(BaseModel):
             if reason is not None:
                 raise ValueError(reason)
         return self
+
+    @classmethod
+    def shown(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` (a dump of this model) without the fields that did nothing for the
+        model they trained, for a person reading it (issue 48: a linear model's page listed
+        kernel rbf, gamma scale, rank 256): the low-rank path's fields without an
+        approximation (the kernel's own with a kernel solver), each kernel's unused constants,
+        the method-specific ones of the other method, ``bias_scale`` without a regularized
+        bias, ``p`` without lp, an absent class weight."""
+        approximation = params.get("approximation", "none")
+        kernel = params.get("kernel") if approximation != "none" or cls.own_kernel else None
+        hidden = {"class_weight"} if params.get("class_weight") is None else set()
+        if approximation == "none":
+            hidden |= {"approximation", "rank", "landmarks", "approximation_seed", "icf_tol"}
+        elif approximation == "nystrom":
+            hidden.add("icf_tol")
+        else:
+            hidden |= {"landmarks", "approximation_seed"}
+        if kernel is None:
+            hidden |= {"kernel", "gamma", "degree", "coef0"}
+        elif kernel != "polynomial":
+            hidden |= {"degree", "coef0"} | ({"gamma"} if kernel == "linear" else set())
+        if params.get("bias", "regularized") != "regularized":
+            hidden.add("bias_scale")
+        if not takes_exponent(params.get("loss")):
+            hidden.add("p")
+        return {name: value for name, value in params.items() if name not in hidden}
 
     def posed_task(self, n_classes: int) -> str:
         """The declared task these parameters pose on data with ``n_classes`` labels."""

@@ -36,7 +36,7 @@ def test_train_predict_export_round_trip(tmp_path):
     predicted = tmp_path / "labels.txt"
     done = _svmsvc("predict", str(model), str(train_file), "--output", str(predicted))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("accuracy: ")
+    assert done.stdout.startswith("Accuracy = ") and done.stdout.endswith("(classification)\n")
     labels = predicted.read_text().split()
     assert len(labels) == 270 and set(labels) <= {"-1", "1"}
     done = _svmsvc("export", str(model))
@@ -369,8 +369,23 @@ def _liblinear_predict(test, model_file) -> float:
     return accuracy
 
 
+def _liblinear_predict_output(test, model_file) -> str:
+    """What LIBLINEAR's predict (its Python binding) prints for ``model_file`` on ``test``."""
+    import contextlib
+    import io
+
+    from liblinear.liblinearutil import load_model, predict, svm_read_problem
+
+    y, x = svm_read_problem(str(test))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        predict(y, x, load_model(str(model_file)))
+    return printed.getvalue()
+
+
 def _correct(stdout: str) -> int:
-    """The examples predicted correctly, from 'accuracy: 84.9395% (13829/16281)'."""
+    """The examples predicted correctly, from 'Accuracy = 84.9456% (13830/16281)
+    (classification)'."""
     return int(stdout.split("(")[1].split("/")[0])
 
 
@@ -385,11 +400,12 @@ def test_liblinear_habits_as_a_user_types_them(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "writing the model to a9a.model" in done.stderr
     assert "auto:" in done.stderr  # --solver defaults to auto
-    assert (tmp_path / "a9a.model").stat().st_size > 0
+    # the default file is LIBLINEAR's text, which its predict and a user's scripts read
+    assert (tmp_path / "a9a.model").read_text().startswith("solver_type ")
     out = tmp_path / "out.txt"
     done = _svmsvc("predict", str(test_file), "a9a.model", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    npz_accuracy = float(done.stdout.split()[1].rstrip("%"))
+    npz_accuracy = float(done.stdout.split()[2].rstrip("%"))
     assert set(out.read_text().split()) == {"-1", "1"} and len(out.read_text().split()) == 16281
     # a LIBLINEAR-format model file: svmsvc's predict and LIBLINEAR's agree to the line
     text_model = tmp_path / "a9a.liblinear"
@@ -398,8 +414,9 @@ def test_liblinear_habits_as_a_user_types_them(tmp_path):
     assert done.returncode == 0, done.stderr
     done = _svmsvc("predict", str(test_file), str(text_model), str(tmp_path / "o2"))
     assert done.returncode == 0, done.stderr
-    accuracy = float(done.stdout.split()[1].rstrip("%"))
-    assert _correct(done.stdout) == round(_liblinear_predict(test_file, text_model) * 162.81)
+    accuracy = float(done.stdout.split()[2].rstrip("%"))
+    # line for line what LIBLINEAR's predict prints for the same model file
+    assert done.stdout == _liblinear_predict_output(test_file, text_model)
     assert accuracy == pytest.approx(npz_accuracy, abs=0.05)
     # LIBLINEAR's own model file, read by svmsvc's predict: the same accuracy
     from liblinear.liblinearutil import save_model, svm_read_problem
@@ -410,7 +427,7 @@ def test_liblinear_habits_as_a_user_types_them(tmp_path):
     save_model(str(theirs), ll_train(y, x, "-s 2 -B 1 -c 1 -q"))
     done = _svmsvc("predict", str(test_file), str(theirs), str(tmp_path / "o3"))
     assert done.returncode == 0, done.stderr
-    assert _correct(done.stdout) == round(_liblinear_predict(test_file, theirs) * 162.81)
+    assert done.stdout == _liblinear_predict_output(test_file, theirs)
     # no model: a clear one-line error, no NumPy message about pickles
     done = _svmsvc("predict", str(test_file), str(test_file), str(tmp_path / "o4"))
     assert done.returncode == 2
@@ -617,3 +634,27 @@ def test_liblinear_options_set_the_parameters():
     spec = solver_spec_from_argv(argv)
     assert liblinear_params(build_parser(spec).parse_args(argv), spec)["multiclass"] == \
         "crammer_singer"
+
+
+def test_train_takes_libsvms_b_and_writes_the_text_format_where_it_holds_the_model(tmp_path,
+                                                                                    capsys):
+    """Issue 48: ``-b 1`` at training as LIBSVM's train takes it (probability estimates, which
+    predict -b 1 prints); ``--format auto`` (the default) writes LIBLINEAR's text unless the
+    model holds what that format has no place for, and then says why it wrote npz."""
+    heart = str(data_path("heart_scale"))
+    plain, calibrated = tmp_path / "plain.model", tmp_path / "calibrated.model"
+    assert main(["train", heart, str(plain), "--solver", "dual_cd", "-q"]) == 0
+    assert "in LIBLINEAR's format" in capsys.readouterr().err
+    assert plain.read_text().startswith("solver_type ")
+    assert main(["train", heart, str(calibrated), "--solver", "dual_cd", "-b", "1", "-q"]) == 0
+    assert "as an npz archive (LIBLINEAR's file has no place for the model's probability " \
+        "sigmoids)" in capsys.readouterr().err
+    assert solvers.load_model(calibrated).calibrated
+    output = tmp_path / "out"
+    assert main(["predict", "-b", "1", heart, str(calibrated), str(output)]) == 0
+    assert capsys.readouterr().out.startswith("Accuracy = ")
+    assert output.read_text().startswith("labels 1 -1") or \
+        output.read_text().startswith("labels -1 1")
+    assert main(["train", heart, str(plain), "--solver", "dual_cd", "-b", "1", "-q",
+                 "--format", "liblinear"]) == 2
+    assert "--format liblinear: LIBLINEAR's file has no place" in capsys.readouterr().err

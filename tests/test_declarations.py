@@ -153,4 +153,4 @@ def test_a_declaration_refuses_what_it_does_not_name():
     assert solves.refusal("binary", "hinge", "regularized", solver="x").endswith("no bias here")
     assert "one-vs-rest" in solves.refusal("ovr", "hinge", "none", solver="x")
     with pytest.raises(ValueError, match="unknown task"):
-        Solves.product(("regression",), ("hinge",), ("none",))
+        Solves.product(("clustering",), ("hinge",), ("none",))

@@ -1,6 +1,6 @@
 """LIBLINEAR's habits on ``svmsvc train``: its ``-s`` solver types mapped onto the solvers
-here (or refused, saying why), ``-c -e -B``, ``-wi WEIGHT``, and ``-v`` / ``-C``
-cross-validation with LIBLINEAR's output lines."""
+here (or refused, saying why), ``-c -e -B``, ``-wi WEIGHT``, LIBSVM's ``-b`` (train with
+probability estimates), and ``-v`` / ``-C`` cross-validation with LIBLINEAR's output lines."""
 
 from __future__ import annotations
 
@@ -103,6 +103,8 @@ def liblinear_params(args, spec) -> dict[str, Any]:
             params["bias"] = "none"
         else:
             params["bias"], params["bias_scale"] = "regularized", args.ll_bias
+    if args.ll_probability is not None:  # LIBSVM's train -b: probability estimates
+        params["probability"] = bool(args.ll_probability)
     return params
 
 

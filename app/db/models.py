@@ -226,6 +226,8 @@ class TrainedModel(Base):
     training_data: Mapped[dict[str, Any]]
     subproblems: Mapped[list[Any]]
     validation: Mapped[dict[str, Any] | None]
+    #: the model's metadata beyond the columns (``model_details``); null for older models
+    details: Mapped[dict[str, Any] | None]
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     artifact: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
     owner: Mapped[str] = mapped_column(String(64), default="", server_default="")

@@ -36,6 +36,7 @@ import math
 import multiprocessing
 import os
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -77,6 +78,7 @@ def worker_main(config: WorkerConfig, connection) -> None:
     """Entry point of a spawned worker process."""
     os.environ["NUMBA_NUM_THREADS"] = str(config.threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service stops its workers itself
+    exit_with_parent(multiprocessing.parent_process())
     logging.basicConfig(
         level=config.log_level.upper(),
         format=f"%(asctime)s worker-{config.index}[%(process)d] %(levelname)s %(message)s")
@@ -118,6 +120,29 @@ def worker_main(config: WorkerConfig, connection) -> None:
         pass  # the service went away: nothing left to report to
     finally:
         engine.dispose()
+
+
+#: A worker's exit status when its service went away (it ended without a word)
+EXIT_ORPHANED = 3
+
+
+def exit_with_parent(parent) -> None:
+    """End this worker as soon as the process that spawned it ends, whatever the worker is
+    doing (issue 49: after a kill -9 of the service, a worker compiling its kernels for a job,
+    or in a long step that reports no iteration, computed on for minutes, invisible and
+    beyond cancel or time limit).  A daemon thread waits on the parent's sentinel (no
+    polling) and exits the process at once: the attempt's lease, no longer renewed, gives the
+    job back to the queue, so nothing is lost; the monitor's own check between iterations
+    (``StopCause.orphaned``) stays for the stops it can make cleanly."""
+    if parent is None:  # not a spawned worker (called in a test's own process)
+        return
+
+    def watch() -> None:
+        parent.join()  # returns when the parent's end of the sentinel pipe closes
+        logger.warning("the service (pid %s) is gone: worker exiting", parent.pid)
+        os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=watch, name="svmsvc-parent-watch", daemon=True).start()
 
 
 #: How long an idle worker with solvers left to compile listens for a job before it tries
@@ -469,6 +494,20 @@ def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -
             for s in result.subproblems
         ],
         validation=validation,
+        details=model_details(model.metadata),
         size_bytes=len(artifact),
         artifact=artifact,
     )
+
+
+#: what a model's metadata holds that the models table has columns for already
+_METADATA_IN_COLUMNS = ("solver", "params", "objective", "status", "training_seconds",
+                        "training_data")
+
+
+def model_details(metadata: dict) -> dict | None:
+    """A model's metadata beyond the table's columns, as JSON (``TrainedModel.details``):
+    the low-rank approximation, the scaling, auto's choice, the warnings, the probability
+    sigmoids; None when it has none."""
+    details = {key: value for key, value in metadata.items() if key not in _METADATA_IN_COLUMNS}
+    return jsonable(details) if details else None

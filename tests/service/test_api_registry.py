@@ -390,7 +390,7 @@ def test_concurrent_moves_of_one_alias_leave_one_consistent_history(api, churn):
 
 
 def test_the_migration_adds_and_removes_the_registry(backend, tmp_path):
-    """0010_registry upgrades a database of 0009 (its jobs get no model name) and downgrades
+    """0010_registry upgrades a database of 0010 (its jobs get no model name) and downgrades
     back, the registry's tables gone."""
     from sqlalchemy import inspect
 
@@ -399,14 +399,14 @@ def test_the_migration_adds_and_removes_the_registry(backend, tmp_path):
 
     engine = create_db_engine(backend.database_url(tmp_path / "db"))
     try:
-        upgrade_database(engine, "0009")
+        upgrade_database(engine, "0010")
         assert "registered_models" not in inspect(engine).get_table_names()
         upgrade_database(engine)
         tables = set(inspect(engine).get_table_names())
         assert {"registered_models", "model_versions", "model_aliases",
                 "model_alias_events"} <= tables
         assert "model_name" in {c["name"] for c in inspect(engine).get_columns("jobs")}
-        downgrade_database(engine, "0009")
+        downgrade_database(engine, "0010")
         assert not {"registered_models", "model_versions", "model_aliases",
                     "model_alias_events"} & set(inspect(engine).get_table_names())
         assert "model_name" not in {c["name"] for c in inspect(engine).get_columns("jobs")}

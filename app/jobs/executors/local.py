@@ -203,10 +203,14 @@ class ProcessExecutor:
                                         if done else what)
                 elif message[0] == "ready":
                     with self._lock:
+                        first = not any(w.ready for w in self._workers)
                         worker.ready = True
                         worker.state = None
                     self._failed_starts.pop(worker.index, None)
                     logger.info("worker %d ready (pid %d)", worker.index, message[1])
+                    if first:  # what /readyz says from now on (issue 48: the log and it agree)
+                        logger.info("svmsvc ready: worker %d can run jobs (GET /readyz "
+                                    "answers 200)", worker.index)
                 elif message[0] == "warming":
                     with self._lock:
                         worker.warming = message[1]

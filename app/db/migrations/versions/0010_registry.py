@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010_registry"
-down_revision = "0009"
+down_revision = "0010"
 
 NAME = sa.String(length=64)
 
