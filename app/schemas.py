@@ -24,7 +24,18 @@ from pydantic import (
 )
 
 import solvers
-from app.db.models import Dataset, Job, JobLogEntry, JobStatus, TrainedModel
+from app.crud.registry import SLUG_PATTERN
+from app.db.models import (
+    AliasEvent,
+    Dataset,
+    Job,
+    JobLogEntry,
+    JobStatus,
+    ModelAlias,
+    ModelVersion,
+    RegisteredModel,
+    TrainedModel,
+)
 from app.jobs.state import progress_stage
 from app.problem import key_fields
 from solvers.base import C_RANGE, MIN_RELATIVE_TOL
@@ -221,6 +232,11 @@ class JobCreate(BaseModel):
                            "store that point as the model: the job then succeeds with "
                            "solver_status 'failed' and a message saying so. Default: the job "
                            "fails without a model.")
+    model_name: str | None = Field(
+        None, pattern=SLUG_PATTERN,
+        description="Register the model as the next version (1, 2, 3 ...) of this named model "
+                    "of the caller's owner when the job succeeds (GET /registry/{name}); a "
+                    "slug: 1-64 lowercase letters, digits, '_' and '-'.")
 
 
 class CrossValidationRow(BaseModel):
@@ -302,6 +318,10 @@ class JobPublic(BaseModel):
                           "bias, ...).")
     keep_last_good: bool = Field(
         False, description="Whether a failed solver's last good point is kept as the model.")
+    model_name: str | None = Field(
+        None, description="The registered model the job's model becomes a version of.")
+    model_version: int | None = Field(
+        None, description="The version its model became (once the job succeeded).")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -325,6 +345,10 @@ class JobPublic(BaseModel):
             problem_key=job.problem_key,
             problem=None if job.problem_key is None else key_fields(job.problem_key),
             keep_last_good=bool(job.keep_last_good),
+            model_name=job.model_name,
+            model_version=(job.model.version.version
+                           if job.model is not None and job.model.version is not None
+                           else None),
             created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at,
         )
 
@@ -497,7 +521,17 @@ class ModelPublic(RowView):
                           "'warnings', the probability sigmoids ('platt', 'pairwise_platt'); "
                           "null when there is nothing (or for a model older than this field).")
     size_bytes: int
+    model_name: str | None = Field(None, description="The registered model it is a version "
+                                                     "of (null: not registered).")
+    model_version: int | None = Field(None, description="Its version number there.")
     created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: TrainedModel) -> Self:
+        public = cls.model_validate(row, from_attributes=True)
+        if row.version is not None:
+            public.model_name, public.model_version = row.version.name, row.version.version
+        return public
 
     @computed_field(description="The parameters that did something for this model: params "
                                 "without the low-rank path's fields on a linear model, a "
@@ -692,3 +726,120 @@ class ReadinessPublic(BaseModel):
     message: str | None = Field(
         None, description="Why the service is not ready yet, in words (e.g. the workers' "
                           "warm-up progress).")
+
+
+# -- registry -------------------------------------------------------------------------------
+
+
+class AliasMove(BaseModel):
+    """Where to point an alias."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(ge=1, le=2**31 - 1, description="The version the alias points at.")
+
+
+class AliasEventPublic(BaseModel):
+    """One move of an alias: from_version null when it was created, to_version null when it
+    was deleted."""
+
+    from_version: int | None
+    to_version: int | None
+    moved_by: str = Field(description="The owner of the key that moved it.")
+    moved_at: datetime
+
+    @classmethod
+    def from_row(cls, row: AliasEvent) -> AliasEventPublic:
+        return cls.model_validate(row, from_attributes=True)
+
+
+class AliasPublic(BaseModel):
+    """An alias of a registered model, the version it points at and its history (newest
+    move first)."""
+
+    alias: str
+    version: int | None = Field(description="null: the alias was deleted (its history stays).")
+    model_id: uuid.UUID | None
+    updated_by: str | None
+    updated_at: datetime | None
+    history: list[AliasEventPublic]
+
+    @classmethod
+    def from_row(cls, row: ModelAlias, events: list[AliasEvent]) -> AliasPublic:
+        return cls(alias=row.alias, version=row.version, model_id=row.model_id,
+                   updated_by=row.updated_by, updated_at=row.updated_at,
+                   history=[AliasEventPublic.from_row(event) for event in events])
+
+    @classmethod
+    def deleted(cls, alias: str, events: list[AliasEvent]) -> AliasPublic:
+        return cls(alias=alias, version=None, model_id=None, updated_by=None, updated_at=None,
+                   history=[AliasEventPublic.from_row(event) for event in events])
+
+
+class ModelVersionPublic(BaseModel):
+    """A version of a registered model: the model, and what made it."""
+
+    name: str
+    version: int
+    model_id: uuid.UUID
+    job_id: uuid.UUID | None
+    dataset_id: uuid.UUID
+    solver: str
+    params: dict[str, Any]
+    metrics: dict[str, Any] = Field(
+        description="objective, solver_status, iterations, training_seconds and, when the job "
+                    "had a validation dataset, validation (accuracy, f1_macro, roc_auc ...).")
+    created_by: str = Field(description="The owner of the key that queued the job.")
+    created_at: datetime
+    aliases: list[str] = Field(default_factory=list,
+                               description="The aliases that point at this version.")
+
+    @classmethod
+    def from_row(cls, row: ModelVersion, aliases: list[str] | None = None) -> ModelVersionPublic:
+        public = cls.model_validate(row, from_attributes=True)
+        public.aliases = aliases or []
+        return public
+
+
+class RegisteredModelSummary(BaseModel):
+    """A registered model in the list: its name, latest version and aliases."""
+
+    name: str
+    latest_version: int = Field(description="The number the newest version took.")
+    versions: int = Field(description="How many versions it has (deleted ones not counted).")
+    aliases: dict[str, int] = Field(description="alias: version.")
+    created_at: datetime
+    updated_at: datetime
+
+
+class RegisteredModelsPublic(BaseModel):
+    """A page of the caller's registered models, by name."""
+
+    data: list[RegisteredModelSummary]
+    count: int
+
+
+class RegisteredModelPublic(BaseModel):
+    """A registered model: its versions (newest first) and its aliases with their history."""
+
+    name: str
+    latest_version: int
+    created_at: datetime
+    updated_at: datetime
+    versions: list[ModelVersionPublic]
+    aliases: list[AliasPublic]
+
+    @classmethod
+    def from_rows(cls, row: RegisteredModel, versions: list[ModelVersion],
+                  aliases: list[tuple[ModelAlias, list[AliasEvent]]],
+                  deleted: dict[str, list[AliasEvent]]) -> RegisteredModelPublic:
+        pointing: dict[int, list[str]] = {}
+        for alias, _ in aliases:
+            pointing.setdefault(alias.version, []).append(alias.alias)
+        return cls(
+            name=row.name, latest_version=row.latest_version, created_at=row.created_at,
+            updated_at=row.updated_at,
+            versions=[ModelVersionPublic.from_row(v, pointing.get(v.version))
+                      for v in versions],
+            aliases=[AliasPublic.from_row(alias, events) for alias, events in aliases]
+            + [AliasPublic.deleted(alias, events) for alias, events in sorted(deleted.items())])

@@ -51,6 +51,7 @@ def create(session: Session, body, principal: Principal, settings: Settings) -> 
         problem_key=None if body.tuning is not None else problem_key(body.dataset_id,
                                                                      body.params),
         keep_last_good=body.keep_last_good,
+        model_name=body.model_name,
     )
     session.add(job)
     session.commit()

@@ -19,6 +19,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
@@ -176,6 +177,8 @@ class Job(Base):
     problem_key: Mapped[str | None] = mapped_column(String(512), index=True)
     keep_last_good: Mapped[bool] = mapped_column(Boolean, default=False,
                                                  server_default=false())
+    # the registered model its model becomes the next version of (None: not registered)
+    model_name: Mapped[str | None] = mapped_column(String(64))
 
     model: Mapped[TrainedModel | None] = relationship(
         back_populates="job", uselist=False, lazy="selectin")
@@ -231,3 +234,92 @@ class TrainedModel(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
 
     job: Mapped[Job | None] = relationship(back_populates="model")
+    version: Mapped[ModelVersion | None] = relationship(  # deleted with the model
+        back_populates="model", uselist=False, lazy="selectin", cascade="all, delete",
+        passive_deletes=True)
+
+
+class RegisteredModel(Base):
+    """A named model of one owner (the registry, :mod:`app.crud.registry`): ``latest_version``
+    is the number its last version took.  Its row is the lock of the name: registering a
+    version increments the counter (an ``UPDATE``, which on PostgreSQL holds the row until the
+    commit), and moving an alias or deleting a version locks it first, so the writers of one
+    name take turns (on SQLite the write sessions' ``BEGIN IMMEDIATE`` already serializes
+    them).  Numbers are never reused: a deleted version leaves its number behind."""
+
+    __tablename__ = "registered_models"
+
+    owner: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    latest_version: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ModelVersion(Base):
+    """Version ``version`` of a registered model: the model a successful job under that name
+    produced, with what made it (job, dataset, solver, parameters, metrics, the owner whose
+    key queued the job).  Deleting the model deletes the version; an alias pointing at the
+    version forbids both (the foreign key of ``model_aliases`` restricts it)."""
+
+    __tablename__ = "model_versions"
+    __table_args__ = (
+        ForeignKeyConstraint(["owner", "name"],
+                             ["registered_models.owner", "registered_models.name"],
+                             ondelete="CASCADE"),
+    )
+
+    owner: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    model_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), unique=True)
+    job_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"))
+    dataset_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("datasets.id",
+                                                             ondelete="RESTRICT"))
+    solver: Mapped[str] = mapped_column(String(64))
+    params: Mapped[dict[str, Any]]
+    metrics: Mapped[dict[str, Any]]
+    created_by: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    model: Mapped[TrainedModel] = relationship(back_populates="version")
+
+
+class ModelAlias(Base):
+    """An alias (``production``, ``staging``, any slug) of a registered model: the version it
+    points at, and that version's model id (copied here so that resolving ``name@alias`` to a
+    model is one primary-key lookup on the predict path)."""
+
+    __tablename__ = "model_aliases"
+    __table_args__ = (
+        ForeignKeyConstraint(["owner", "name", "version"],
+                             ["model_versions.owner", "model_versions.name",
+                              "model_versions.version"],
+                             ondelete="RESTRICT", name="fk_model_aliases_version"),
+    )
+
+    owner: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    alias: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    model_id: Mapped[uuid.UUID] = mapped_column()
+    updated_by: Mapped[str] = mapped_column(String(64))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AliasEvent(Base):
+    """One move of an alias: who, when, from which version to which (``from_version`` None:
+    the alias was created; ``to_version`` None: it was deleted)."""
+
+    __tablename__ = "model_alias_events"
+    __table_args__ = (Index("ix_model_alias_events_name", "owner", "name", "alias", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    owner: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(64))
+    alias: Mapped[str] = mapped_column(String(64))
+    from_version: Mapped[int | None] = mapped_column(Integer)
+    to_version: Mapped[int | None] = mapped_column(Integer)
+    moved_by: Mapped[str] = mapped_column(String(64))
+    moved_at: Mapped[datetime] = mapped_column(default=utcnow)

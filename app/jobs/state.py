@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.orm import Session
 
+from app.crud.registry import register_version
 from app.db.models import Job, JobLogEntry, JobStatus, TrainedModel, utcnow
 
 
@@ -176,7 +177,8 @@ def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobSta
                solver_status: str | None = None, model: TrainedModel | None = None,
                cross_validation: dict | None = None) -> bool:
     """Give a running attempt its final state (and its model and a tuning job's table, in the
-    same transaction).
+    same transaction; a job with a ``model_name`` registers its model as that name's next
+    version there too: :func:`app.crud.registry.register_version`).
 
     Returns False, changing nothing, when the attempt no longer owns the job.
     """
@@ -192,8 +194,12 @@ def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobSta
         return False
     if model is not None:
         # the model belongs to whoever owns its job (tenants: app.core.security)
-        model.owner = session.scalar(select(Job.owner).where(Job.id == job_id))
-        session.add(model)
+        model.owner, model_name = session.execute(
+            select(Job.owner, Job.model_name).where(Job.id == job_id)).one()
+        if model_name is None:
+            session.add(model)
+        else:  # the next version of the named model, in this transaction (no gaps)
+            register_version(session, model, model_name, created_by=model.owner)
     session.commit()
     return True
 
