@@ -39,6 +39,7 @@ from app.jobs.state import recover_interrupted_jobs
 from app.memory import configure_allocator
 from app.metrics import ServiceMetrics
 from app.storage import DatasetStorage
+from app.webhooks import WebhookSender
 from app.web_processes import (
     CONTEND_INTERVAL_S,
     MIGRATE_LOCK_FILE,
@@ -152,6 +153,11 @@ class WebProcess:
                 logger.exception("could not take over the dispatcher; retrying")
         logger.warning("web process %d took over the dispatcher", os.getpid())
         self._in_background(self.sweep_periodically())
+
+    def start_webhook_sender(self) -> None:
+        """Deliver the events of finished jobs with a callback URL (every web process: the
+        events are claimed under leases in the database, :mod:`app.webhooks`)."""
+        self._in_background(WebhookSender(self.settings, self.sessions).run())
 
     def cancel_background(self) -> None:
         """Cancel the periodic sweep and the contention (at shut-down)."""
