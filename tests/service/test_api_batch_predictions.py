@@ -29,6 +29,9 @@ from app.storage import iter_row_chunks
 CHUNK_ROWS = 7_000
 """Rows a chunk: the 50,000-row dataset takes 8 chunks (the last one short)."""
 
+MAX_PREDICT_ROWS = 1_000
+"""The synchronous batch's cap in this service."""
+
 
 def sparse_svmlight(n_rows: int, n_features: int, per_row: int, seed: int,
                     labelled: bool = True) -> tuple[bytes, sp.csr_matrix]:
@@ -56,7 +59,8 @@ def batch_api(backend, tmp_path_factory):
     """A service whose prediction jobs write chunks of :data:`CHUNK_ROWS` rows."""
     settings = service_settings(
         tmp_path_factory.mktemp(f"batch-{backend.name}"), backend, api_keys=API_KEY_ENTRIES,
-        max_upload_bytes=256 * 2**20, prediction_chunk_rows=CHUNK_ROWS)
+        max_upload_bytes=256 * 2**20, prediction_chunk_rows=CHUNK_ROWS,
+        max_predict_rows=MAX_PREDICT_ROWS)
     with TestClient(create_app(settings), raise_server_exceptions=False,
                     headers={"X-API-Key": API_KEYS["admin"]}) as client:
         yield client
@@ -175,12 +179,10 @@ def test_bad_requests_are_refused_with_problem_details(batch_api, linear):
     assert read.status_code == 403
 
 
-def test_the_synchronous_route_names_the_batch_route_past_its_rows(api, heart):
-    job = wait_job(api, create_job(api, heart, QUICK_PARAMS)["id"])
-    limit = api.app.state.settings.max_predict_rows
-    body = ("1:0.5\n" * (limit + 1)).encode()
-    refused = api.post(f"/api/v1/models/{job['model_id']}/predict", content=body,
-                       headers={"Content-Type": "text/plain"})
+def test_the_synchronous_route_names_the_batch_route_past_its_rows(batch_api, linear):
+    body = ("1:0.5\n" * (MAX_PREDICT_ROWS + 1)).encode()
+    refused = batch_api.post(f"/api/v1/models/{linear[0]}/predict", content=body,
+                             headers={"Content-Type": "text/plain"})
     assert refused.status_code == 413, refused.text
     assert "POST /api/v1/jobs/predict" in refused.json()["detail"]
     assert refused.json()["setting"] == "SVMSVC_MAX_PREDICT_ROWS"
