@@ -72,7 +72,7 @@ def create_job(body: JobCreate, session: WriteSessionDep, dispatcher: Dispatcher
     return JobPublic.from_row(job)
 
 
-@router.post("/predict", name="create-prediction", status_code=status.HTTP_202_ACCEPTED,
+@router.post("/predict", name="create_prediction", status_code=status.HTTP_202_ACCEPTED,
              dependencies=[TRAIN], response_model=JobPublic, responses=responses(422, 429))
 def create_prediction_job(body: PredictionJobCreate, session: WriteSessionDep,
                           dispatcher: DispatcherDep, settings: SettingsDep,

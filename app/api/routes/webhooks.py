@@ -12,7 +12,7 @@ from app.webhooks import owner_secret, rotate_secret
 router = resource_router("webhook-secret", tag="webhooks")
 
 
-@router.get("", name="get-secret", dependencies=[TRAIN], response_model=WebhookSecretPublic)
+@router.get("", name="get_secret", dependencies=[TRAIN], response_model=WebhookSecretPublic)
 def get_webhook_secret(session: WriteSessionDep,
                        principal: PrincipalDep) -> WebhookSecretPublic:
     """The owner's webhook signing secret (made on first use): the key of the
@@ -21,7 +21,7 @@ def get_webhook_secret(session: WriteSessionDep,
     return WebhookSecretPublic(secret=row.secret, created_at=row.created_at)
 
 
-@router.post("", name="rotate-secret", dependencies=[TRAIN],
+@router.post("", name="rotate_secret", dependencies=[TRAIN],
              response_model=WebhookSecretPublic, responses=responses(422))
 def rotate_webhook_secret(session: WriteSessionDep,
                           principal: PrincipalDep) -> WebhookSecretPublic:
