@@ -78,9 +78,9 @@ def check_width(dataset_features: int | None, model_features: int) -> None:
 
 def result_columns(model) -> list[str]:
     """The result's columns for ``model`` (see the module docstring)."""
-    from solvers.data.dataset import label_value
-
     import scipy.sparse as sp
+
+    from solvers.data.dataset import label_value
 
     # one empty row scored: how many decision values the model gives, and whether it has
     # probabilities (the same call as every chunk's)

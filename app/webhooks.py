@@ -258,7 +258,9 @@ def event_payload(job: Job, model_id: uuid.UUID | None, event_id: uuid.UUID) -> 
     if job.result is not None:
         result = {key: job.result.get(key) for key in ("format", "rows", "bytes")}
         result["download"] = f"/api/v1/jobs/{job.id}/predictions"
-    stamp = (lambda value: None if value is None else value.isoformat())
+    def stamp(value: datetime | None) -> str | None:
+        return None if value is None else value.isoformat()
+
     return {
         "type": EVENT_TYPE, "id": str(event_id), "created_at": utcnow().isoformat(),
         "job": {

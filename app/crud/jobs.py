@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.batch_prediction import check_format, check_width
 from app.core.config import Settings
 from app.core.principals import Principal
 from app.crud.pages import owned, page, visible
-from app.batch_prediction import check_format, check_width
 from app.db.models import Dataset, Job, JobKind, JobLogEntry, JobStatus, TrainedModel
 from app.db.session import Sessions
 from app.errors import Conflict, QuotaExceeded, limit_exceeded

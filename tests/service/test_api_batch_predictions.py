@@ -123,6 +123,26 @@ def test_a_50k_row_dataset_is_predicted_in_chunks_equal_to_the_library(batch_api
                                   model.decision_function(wide))
 
 
+@pytest.mark.slow
+def test_a_million_rows_are_predicted_equal_to_the_library(batch_api, linear):
+    """The issue's size (the worker's memory over it is measured by ``python -m bench
+    batch_predict``: it stays that of one chunk)."""
+    model_id, model = linear
+    text, X = sparse_svmlight(1_000_000, 200, 3, seed=5)
+    dataset = uploaded_id(batch_api, text)
+    del text
+    done = wait_job(batch_api, predict_job(batch_api, model_id, dataset)["id"], timeout=1200)
+    assert done["status"] == "succeeded", done
+    assert done["rows_done"] == 1_000_000
+    with batch_api.stream("GET", done["result"]["download"]) as response:
+        lines = io.StringIO("".join(response.iter_text()))
+    header, rows = read_csv(lines.getvalue().encode())
+    assert len(rows) == 1_000_000
+    np.testing.assert_array_equal(np.array([int(r[1]) for r in rows]), model.predict(X))
+    np.testing.assert_array_equal(np.array([float(r[2]) for r in rows]),
+                                  model.decision_function(X))
+
+
 def test_probabilities_and_parquet_equal_the_library(batch_api):
     pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.api.errors import responses
 from app.api.deps import WriteSessionDep
+from app.api.errors import responses
 from app.api.routes import resource_router
 from app.api.security import TRAIN, PrincipalDep
 from app.schemas import WebhookSecretPublic
