@@ -55,12 +55,18 @@ def sparse_svmlight(n_rows: int, n_features: int, per_row: int, seed: int,
 
 
 @pytest.fixture(scope="module")
-def batch_api(backend, tmp_path_factory):
-    """A service whose prediction jobs write chunks of :data:`CHUNK_ROWS` rows."""
+def shard_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("shards")
+
+
+@pytest.fixture(scope="module")
+def batch_api(backend, tmp_path_factory, shard_root):
+    """A service whose prediction jobs write chunks of :data:`CHUNK_ROWS` rows (shards allowed
+    under ``shard_root``)."""
     settings = service_settings(
         tmp_path_factory.mktemp(f"batch-{backend.name}"), backend, api_keys=API_KEY_ENTRIES,
         max_upload_bytes=256 * 2**20, prediction_chunk_rows=CHUNK_ROWS,
-        max_predict_rows=MAX_PREDICT_ROWS)
+        max_predict_rows=MAX_PREDICT_ROWS, shard_roots=str(shard_root))
     with TestClient(create_app(settings), raise_server_exceptions=False,
                     headers={"X-API-Key": API_KEYS["admin"]}) as client:
         yield client
@@ -226,6 +232,51 @@ def test_cancel_stops_a_prediction_job_and_leaves_no_result(batch_api, linear):
     with pytest.raises(FileNotFoundError):
         store.open_result(f"predictions/{created['id']}.csv")
     assert batch_api.delete(f"/api/v1/jobs/{created['id']}").status_code == 204
+
+
+def test_a_sharded_dataset_is_predicted_shard_by_shard_on_a_local_worker(batch_api, linear,
+                                                                        shard_root):
+    import gzip
+
+    from app.batch_prediction import sharded_chunks
+
+    model_id, model = linear
+    first, X1 = sparse_svmlight(3_000, 200, 5, seed=6)
+    second, X2 = sparse_svmlight(2_000, 120, 5, seed=7)
+    (shard_root / "part-0.svm").write_bytes(first)
+    (shard_root / "part-1.svm.gz").write_bytes(gzip.compress(second))
+    (shard_root / "wide.svm").write_bytes(b"1 1:1\n-1 201:1\n")
+    shards = [str(shard_root / "part-0.svm"), str(shard_root / "part-1.svm.gz")]
+    registered = batch_api.post("/api/v1/datasets/sharded", json={"shards": shards})
+    assert registered.status_code == 201, registered.text
+    done = wait_job(batch_api, predict_job(batch_api, model_id, registered.json()["id"])["id"])
+    assert done["status"] == "succeeded", done
+    assert done["rows_done"] == done["result"]["rows"] == 5_000
+    _, rows = read_csv(batch_api.get(done["result"]["download"]).content)
+    X = sp.vstack([X1, sp.csr_matrix((X2.data, X2.indices, X2.indptr), shape=(2_000, 200))])
+    np.testing.assert_array_equal(np.array([float(r[2]) for r in rows]),
+                                  model.decision_function(X.tocsr()))
+    # blocks cut at line ends give the same rows as one block
+    source = {"shards": shards, "zero_based": False}
+    small = [c for _, _, c in sharded_chunks(source, 200, None, block_bytes=4096)]
+    assert len(small) > 2 and sum(c.shape[0] for c in small) == 5_000
+    np.testing.assert_array_equal(sp.vstack(small).toarray(), X.toarray())
+    # an index past the model's features fails the job, saying where
+    wide = batch_api.post("/api/v1/datasets/sharded", json={"shards": [
+        str(shard_root / "wide.svm")]}).json()["id"]
+    failed = wait_job(batch_api, predict_job(batch_api, model_id, wide)["id"])
+    assert failed["status"] == "failed" and "shards[0]" in failed["error"], failed
+
+
+def test_deleting_the_dataset_with_its_jobs_deletes_their_results(batch_api, linear):
+    text, _ = sparse_svmlight(100, 50, 3, seed=8)
+    dataset = uploaded_id(batch_api, text)
+    done = wait_job(batch_api, predict_job(batch_api, linear[0], dataset)["id"])
+    store = batch_api.app.state.store
+    store.open_result(f"predictions/{done['id']}.csv").close()
+    assert batch_api.delete(f"/api/v1/datasets/{dataset}?cascade=true").status_code == 204
+    with pytest.raises(FileNotFoundError):
+        store.open_result(f"predictions/{done['id']}.csv")
 
 
 def test_row_chunks_are_read_from_the_stored_file_without_loading_it(tmp_path):
