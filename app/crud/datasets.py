@@ -124,8 +124,8 @@ def record_scan(session: Session, dataset_id, stats: dict) -> None:
 def delete_with_uses(session: Session, files: DatasetStorage, dataset: Dataset,
                      cascade: bool) -> list:
     """Delete a dataset (row and file), and with ``cascade`` the finished jobs (a prediction
-    job's result file too) and the models that use it; 409 while queued or running jobs use it, or other uses without ``cascade``.
-    Returns the ids of the models deleted (for the model cache).  The caller holds
+    job's result file too) and the models that use it; 409 while queued or running jobs use
+    it, or other uses without ``cascade``.  Returns the ids of the models deleted (for the model cache).  The caller holds
     ``files.lock``."""
     uses = or_(Job.dataset_id == dataset.id, Job.validation_dataset_id == dataset.id)
     active = session.scalar(select(func.count()).select_from(Job).where(
