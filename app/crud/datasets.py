@@ -125,8 +125,8 @@ def delete_with_uses(session: Session, files: DatasetStorage, dataset: Dataset,
                      cascade: bool) -> list:
     """Delete a dataset (row and file), and with ``cascade`` the finished jobs (a prediction
     job's result file too) and the models that use it; 409 while queued or running jobs use
-    it, or other uses without ``cascade``.  Returns the ids of the models deleted (for the model cache).  The caller holds
-    ``files.lock``."""
+    it, or other uses without ``cascade``.  Returns the ids of the models deleted (for the
+    model cache).  The caller holds ``files.lock``."""
     uses = or_(Job.dataset_id == dataset.id, Job.validation_dataset_id == dataset.id)
     active = session.scalar(select(func.count()).select_from(Job).where(
         uses, Job.status.in_([JobStatus.queued, JobStatus.running])))
