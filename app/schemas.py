@@ -196,6 +196,14 @@ class TuningSpec(BaseModel):
                     "error only.")
 
 
+CallbackUrl = Annotated[str | None, Field(
+    min_length=1, max_length=2048,
+    description="POST the job's end here as a signed JSON event (docs/service.md, Webhooks): "
+                "an http(s) URL whose host SVMSVC_WEBHOOK_ALLOWED_HOSTS lists (422 otherwise). "
+                "Deliveries: GET /jobs/{id}/deliveries.")]
+"""A job's webhook (either kind)."""
+
+
 class JobCreate(BaseModel):
     """A job to queue: the dataset, the solver and its parameters; with ``tuning``, a tuning
     job that cross-validates over a grid (the grid's C and gamma override those of
@@ -221,11 +229,7 @@ class JobCreate(BaseModel):
                            "store that point as the model: the job then succeeds with "
                            "solver_status 'failed' and a message saying so. Default: the job "
                            "fails without a model.")
-    callback_url: str | None = Field(
-        None, min_length=1, max_length=2048,
-        description="POST the job's end here as a signed JSON event (docs/service.md, "
-                    "Webhooks): an http(s) URL whose host SVMSVC_WEBHOOK_ALLOWED_HOSTS lists "
-                    "(422 otherwise). Deliveries: GET /jobs/{id}/deliveries.")
+    callback_url: CallbackUrl = None
 
 
 class PredictionJobCreate(BaseModel):
@@ -244,11 +248,7 @@ class PredictionJobCreate(BaseModel):
     time_limit_s: float | None = Field(
         None, gt=0, description="Stop the job (status failed) after this many seconds: at most "
                                 "SVMSVC_MAX_JOB_TIME_LIMIT_S; null: SVMSVC_JOB_TIME_LIMIT_S.")
-    callback_url: str | None = Field(
-        None, min_length=1, max_length=2048,
-        description="POST the job's end here as a signed JSON event (docs/service.md, "
-                    "Webhooks): an http(s) URL whose host SVMSVC_WEBHOOK_ALLOWED_HOSTS lists "
-                    "(422 otherwise). Deliveries: GET /jobs/{id}/deliveries.")
+    callback_url: CallbackUrl = None
 
 
 class CrossValidationRow(BaseModel):

@@ -213,19 +213,8 @@ class DatasetStore:
         target = self.path(digest)
         if target.exists():
             return target.stat().st_size, False
-        target.parent.mkdir(parents=True, exist_ok=True)
-        arrays = _archive_arrays(dataset)
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".upload-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as file:
-                np.savez(file, **arrays)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, target)
-            _sync_directory(target.parent)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        with _atomic_file(target) as file:
+            np.savez(file, **_archive_arrays(dataset))
         return target.stat().st_size, True
 
     def load(self, digest: str):
@@ -241,19 +230,8 @@ class DatasetStore:
         """A file to write a result to: written under a temporary name, synced and renamed
         into place when the block ends without error (else removed): a reader never sees a
         partial result."""
-        target = self.root / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".upload-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as file:
-                yield file
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, target)
-            _sync_directory(target.parent)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        with _atomic_file(self.root / name) as file:
+            yield file
 
     def open_result(self, name: str) -> BinaryIO:
         """A stored result, open for reading (FileNotFoundError when there is none)."""
@@ -402,6 +380,25 @@ def _modified_time(info: dict) -> float | None:
         except (TypeError, ValueError):
             continue
     return None
+
+
+@contextmanager
+def _atomic_file(target: Path) -> Iterator[BinaryIO]:
+    """A file written to a temporary name beside ``target`` (swept as an upload's when a crash
+    leaves it), synced, renamed into place and the directory synced when the block ends
+    without error; removed otherwise."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".upload-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            yield file
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+        _sync_directory(target.parent)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _sync_directory(directory: Path) -> None:
