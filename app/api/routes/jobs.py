@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import job_logs
 from app.api import API_PREFIX
@@ -92,6 +93,14 @@ def create_prediction_job(body: PredictionJobCreate, session: WriteSessionDep,
     dispatcher.wake()
     response.headers["Location"] = f"{API_PREFIX}/jobs/{job.id}"
     return JobPublic.from_row(job)
+
+
+@router.api_route("/predict", methods=["GET", "PUT", "PATCH", "DELETE"],
+                  include_in_schema=False)
+def predict_other_methods() -> None:
+    """``predict`` is the collection's other creation, not a job's id: any other method is a
+    405 (``Allow: POST``), not the item routes' 422 for an id that is not a UUID."""
+    raise StarletteHTTPException(status.HTTP_405_METHOD_NOT_ALLOWED)
 
 
 @router.get("", name="list", response_model=JobsPublic, responses=responses(422))
