@@ -233,3 +233,49 @@ def test_a_signature_is_refused_when_stale():
     assert verify_signature("whsec_x", header, body, now=1_000_100)
     assert not verify_signature("whsec_x", header, body, now=1_000_400)
     assert not verify_signature("whsec_x", "v1=00", body)
+
+
+def test_an_event_is_written_once_leased_to_one_sender_and_fenced(tmp_path):
+    """What keeps an event when a web process dies mid-delivery: its lease expires and
+    another sender takes it (attempt 2); the dead one's late record is refused."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from app.db.migrate import upgrade_database
+    from app.db.models import Dataset, Job, WebhookEvent, utcnow
+    from app.db.session import Sessions, create_db_engine
+    from app.webhooks import claim_due, enqueue_finished_jobs, record_attempt
+
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'hooks.db'}")
+    upgrade_database(engine)
+    sessions = Sessions(engine)
+    with sessions.write() as session:
+        dataset = Dataset(name="d", sha256="0" * 64, has_qid=False, has_sample_weight=False,
+                          upload_bytes=1, stored_bytes=1)
+        session.add(dataset)
+        session.flush()
+        session.add(Job(dataset_id=dataset.id, solver="mfn", params={}, status="failed",
+                        error="boom", finished_at=utcnow(), owner="tester",
+                        callback_url="http://127.0.0.1:9/hook"))
+        session.commit()
+    with sessions.write() as session:
+        assert enqueue_finished_jobs(session) == 1
+    with sessions.write() as session:
+        assert enqueue_finished_jobs(session) == 0  # one event per job
+    with sessions.write() as session:
+        first = claim_due(session, lease_s=60)
+    assert [d.attempt for d in first] == [1] and first[0].payload["job"]["error"] == "boom"
+    with sessions.write() as session:
+        assert claim_due(session, lease_s=60) == []  # leased to the first sender
+        session.execute(update(WebhookEvent).values(lease_until=utcnow() - timedelta(seconds=1)))
+        session.commit()
+    with sessions.write() as session:
+        second = claim_due(session, lease_s=60)
+    assert [d.attempt for d in second] == [2]
+    settings = _settings("127.0.0.1")
+    with sessions.write() as session:
+        assert record_attempt(session, first[0], 200, None, 0.1, settings) is None
+    with sessions.write() as session:
+        assert record_attempt(session, second[0], 200, None, 0.1, settings) == "delivered"
+    engine.dispose()
