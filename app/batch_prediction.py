@@ -116,24 +116,29 @@ def score(model, start: int, X) -> Chunk:
 
 
 class CsvResult:
-    """Chunks appended as CSV lines (a header first)."""
+    """Chunks appended as CSV lines (a header first): each chunk's text built in memory by
+    the ``csv`` module and written to the file in one piece (one encode and one write a
+    chunk, not one a row)."""
 
     def __init__(self, file, columns: list[str]):
         self._file = file
-        self._text = io.TextIOWrapper(file, encoding="utf-8", newline="", write_through=True)
-        self._writer = csv.writer(self._text, lineterminator="\n")
-        self._writer.writerow(columns)
+        self._file.write(self._text([columns]))
+
+    @staticmethod
+    def _text(rows) -> bytes:
+        text = io.StringIO()
+        csv.writer(text, lineterminator="\n").writerows(rows)
+        return text.getvalue().encode()
 
     def write(self, chunk: Chunk) -> None:
         rows = np.arange(chunk.start, chunk.start + len(chunk.labels)).tolist()
         parts = [rows, chunk.labels, *chunk.scores.T.tolist()]
         if chunk.probabilities is not None:
             parts += chunk.probabilities.T.tolist()
-        self._writer.writerows(zip(*parts, strict=True))
+        self._file.write(self._text(zip(*parts, strict=True)))
 
     def close(self) -> None:
-        self._text.flush()
-        self._text.detach()  # the store closes the file
+        """Nothing buffered here (the store closes the file)."""
 
 
 class ParquetResult:
