@@ -49,7 +49,7 @@ from app.db.models import JobStatus, TrainedModel
 from app.db.session import Sessions
 from app.errors import InvalidJob
 from app.jobs.monitor import DatabaseMonitor, StopCause
-from app.jobs.state import finish_job
+from app.jobs.state import describe_exception, finish_job
 from app.storage import DatasetStorage, iter_row_chunks, result_name
 
 logger = logging.getLogger("svmsvc.worker")
@@ -315,8 +315,6 @@ def run_prediction_job(sessions: Sessions, store: DatasetStorage, spec: Predicti
         return finish(JobStatus.cancelled,
                       message=f"cancelled by request after {rows_done} rows")
     except Exception as exc:  # anything fails the job, never the worker
-        from app.jobs.worker import describe_exception
-
         logger.exception("prediction job %s attempt %d failed", job_id, attempt)
         if not monitor.writable:
             return None

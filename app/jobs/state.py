@@ -59,6 +59,13 @@ def finite_or_none(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def describe_exception(exc: BaseException) -> str:
+    """One line for a job's error: the library's own messages are written for users."""
+    if isinstance(exc, ValueError) and str(exc):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 def has_queued_jobs(session: Session) -> bool:
     """Whether any job waits (a read, so that idle polling never takes a write lock)."""
     found = session.scalar(select(Job.id).where(Job.status == JobStatus.queued).limit(1))

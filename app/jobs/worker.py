@@ -50,7 +50,7 @@ from app.db.models import Dataset, DatasetKind, Job, JobKind, JobStatus, Trained
 from app.db.session import Sessions, create_db_engine
 from app.evaluation import evaluate
 from app.jobs.monitor import DatabaseMonitor, StopCause, jsonable
-from app.jobs.state import finish_job, set_running_message
+from app.jobs.state import describe_exception, finish_job, set_running_message
 from app.storage import DatasetStorage, open_store
 
 logger = logging.getLogger("svmsvc.worker")
@@ -214,13 +214,6 @@ class SolverWarmUp:
             with sessions.write() as session:
                 set_running_message(session, spec.job_id, spec.attempt, None)
         connection.send(("training", str(spec.job_id)))
-
-
-def describe_exception(exc: BaseException) -> str:
-    """One line for the job's error: the library's own messages are written for users."""
-    if isinstance(exc, ValueError) and str(exc):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 @dataclass(frozen=True)

@@ -362,7 +362,7 @@ class DaskExecutor:
             if type(exc).__name__ == "KilledWorker":
                 reason = "Dask workers died running the job (the scheduler gave up on it)"
             else:
-                from app.jobs.worker import describe_exception
+                from app.jobs.state import describe_exception
 
                 reason = f"the Dask task failed: {describe_exception(exc)}"
             return [Ended(assignment, None, retry=True, reason=reason)]
