@@ -25,6 +25,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from solvers.data.dataset import Dataset
+from solvers.registry import get_solver
 from solvers.train import train
 
 #: check_estimator's checks that this estimator is expected to fail, and why (the way
@@ -108,8 +109,6 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             params["class_weight"] = (self.class_weight if isinstance(self.class_weight, str)
                                       else dict(self.class_weight))
         if (self.kernel is not None or self.gamma is not None) and self.solver != "auto":
-            from solvers.registry import get_solver
-
             if not get_solver(self.solver).params_model.own_kernel and \
                     params.get("approximation", "none") == "none":
                 raise ValueError(f"kernel/gamma: solver {self.solver!r} is linear and would "
