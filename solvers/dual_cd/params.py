@@ -8,15 +8,19 @@ from pydantic import Field
 
 from solvers.base import SolverParams, Solves, gap_tolerance_field
 
-#: What dual_cd solves: the hinge (L1-SVM) and squared hinge (L2-SVM) losses, binary and
-#: one-vs-rest, with a regularized bias (LIBLINEAR's -B) or none.
+#: What dual_cd solves: the hinge (L1-SVM) and squared hinge (L2-SVM) losses and the logistic
+#: loss (Yu, Huang & Lin's dual, LIBLINEAR -s 7), binary and one-vs-rest, with a regularized
+#: bias (LIBLINEAR's -B) or none.
 DUAL_CD_SOLVES = (
-    Solves.product(("binary", "ovr", "ovo"), ("hinge", "squared_hinge"),
+    Solves.product(("binary", "ovr", "ovo"), ("hinge", "squared_hinge", "logistic"),
                    ("regularized", "none"))
     | Solves.product(("crammer_singer",), ("hinge",), ("regularized", "none"))
 ).refusing("the sequential dual method of Keerthi et al. (KDD 2008, LIBLINEAR -s 4) solves "
            "the Crammer-Singer problem with its hinge loss only", task="crammer_singer",
            loss="squared_hinge"
+).refusing("the sequential dual method of Keerthi et al. (KDD 2008, LIBLINEAR -s 4) solves "
+           "the Crammer-Singer problem with its hinge loss only", task="crammer_singer",
+           loss="logistic"
 ).refusing("a free (unregularized) bias adds the equality constraint sum_i y_i alpha_i = 0 "
            "to the dual, which a one-variable coordinate step cannot keep (it needs pairs, as "
            "SMO); use 'regularized' (a constant feature, LIBLINEAR's -B) or 'none'",
@@ -25,7 +29,8 @@ DUAL_CD_SOLVES = (
 
 class DualCDParams(SolverParams):
     """Parameters of ``dual_cd``: Hsieh et al.'s dual coordinate descent (ICML 2008,
-    Algorithms 1 and 3; LIBLINEAR ``-s 3`` for the hinge, ``-s 1`` for the squared hinge)."""
+    Algorithms 1 and 3; LIBLINEAR ``-s 3`` for the hinge, ``-s 1`` for the squared hinge) and
+    Yu, Huang & Lin's for the logistic loss (MLJ 2011, Algorithm 5; LIBLINEAR ``-s 7``)."""
 
     solves: ClassVar[Solves] = DUAL_CD_SOLVES
 
@@ -33,7 +38,9 @@ class DualCDParams(SolverParams):
     loss: DUAL_CD_SOLVES.choices("loss") = Field(
         "squared_hinge",
         description="squared_hinge: L2-SVM, U = inf, D_ii = 1/(2 C_i) (LIBLINEAR -s 1); "
-                    "hinge: L1-SVM, U = C_i, D_ii = 0 (LIBLINEAR -s 3).")
+                    "hinge: L1-SVM, U = C_i, D_ii = 0 (LIBLINEAR -s 3); logistic: logistic "
+                    "regression by its entropy dual, 0 < alpha_i < C_i, each coordinate by "
+                    "a modified Newton method (LIBLINEAR -s 7).")
     bias: DUAL_CD_SOLVES.choices("bias") = DUAL_CD_SOLVES.bias_field(
         "regularized", "regularized: a constant feature of value bias_scale (LIBLINEAR's -B); "
                        "none: no bias.")
@@ -60,7 +67,8 @@ class DualCDParams(SolverParams):
     max_iter: int = Field(
         1000, ge=1,
         description="Outer iterations (one: a random permutation of the active examples and "
-                    "one coordinate step on each; LIBLINEAR's max_iter, 1000).")
+                    "one coordinate step on each; LIBLINEAR's max_iter, 1000; its -s 7 stops "
+                    "at 300, with a warning).")
     newton_switch_iter: int | None = Field(
         300, ge=1,
         description="Squared hinge: once this many outer iterations have run without the "
@@ -75,7 +83,8 @@ class DualCDParams(SolverParams):
     shrinking: bool = Field(
         True, description="Algorithm 3's shrinking (False: Algorithm 1, every example every "
                           "pass); for crammer_singer, LIBLINEAR -s 4's shrinking of classes "
-                          "and examples.")
+                          "and examples.  The logistic loss has none (no alpha_i reaches a "
+                          "bound; LIBLINEAR -s 7 has none either).")
     gap_check_work: float = Field(
         2.0, gt=0,
         description="stop_rule='gap': the duality gap (a pass over the data for P(w), and "
