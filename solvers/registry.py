@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from solvers import alm, auto, cutting_plane, dual_cd, interior_point, lssvm, mfn, smo
+from solvers import alm, auto, cutting_plane, dual_cd, interior_point, lssvm, mfn, newton, smo
 from solvers.base import (
     InvalidParametersError,
     SolverParams,
@@ -25,7 +25,7 @@ from solvers.base import (
 )
 
 # Every solver family of the library, in the order the catalogue lists them.
-FAMILIES = (mfn, lssvm, alm, interior_point, cutting_plane, dual_cd, smo)
+FAMILIES = (mfn, lssvm, alm, interior_point, cutting_plane, dual_cd, smo, newton)
 
 _REGISTRY: dict[str, SolverSpec] = {}
 for _family in FAMILIES:

@@ -326,6 +326,19 @@ class BinaryProblem(RowMatrix):
         _, grad = self.risk_subgradient(beta)
         return self._add_regularizer_term(grad, beta)
 
+    def first_order(self, beta: np.ndarray, xi: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(alpha, beta(alpha), gradient) at ``beta`` from its slacks ``xi``, in one pass over
+        the rows: the KKT map alpha_i = C_i L'(xi_i), its image beta(alpha) =
+        :meth:`primal_from_dual` (alpha) and the gradient I_r beta - sum_i alpha_i y_i x~_i
+        (:meth:`gradient`): a primal method's step and its certificate from one product."""
+        alpha = self.cost * self.loss_function.derivative(xi)
+        image = self._adjoint(alpha * self.y)
+        gradient = self._add_regularizer_term(-image, beta)
+        if self.bias != "regularized":
+            image[-1] = 0.0
+        return alpha, image, gradient
+
     # -- second order (a primal Newton method) ---------------------------------------------
     def curvature(self, xi: np.ndarray) -> np.ndarray:
         """d_i = C_i L''(xi_i) at the slacks ``xi``: the weights of the Hessian
