@@ -71,13 +71,14 @@ class DualCDParams(SolverParams):
                     "at 300, with a warning).")
     newton_switch_iter: int | None = Field(
         300, ge=1,
-        description="Squared hinge: once this many outer iterations have run without the "
-                    "stop (tol, or LIBLINEAR's rule), w goes to mfn's Newton method (the "
-                    "registered solver's; dual_cd.solve given no Newton method does not "
-                    "switch), warm started from it (ini = 1), which ends the run once its "
+        description="Squared hinge and logistic: once this many outer iterations have run "
+                    "without the stop (tol, or LIBLINEAR's rule), w goes to a primal Newton "
+                    "method (the registered solver's: mfn's for the squared hinge, warm "
+                    "started from w (ini = 1), newton's for the logistic loss; dual_cd.solve "
+                    "given no Newton method does not switch), which ends the run once its "
                     "certified gap is within tol -- LIBLINEAR's train_one, which hands -s 1's "
-                    "w to its Newton method (-s 2) after dual_solver_max_iter = 300 "
-                    "iterations.  "
+                    "w to its Newton method (-s 2), and -s 7's to -s 0, after "
+                    "dual_solver_max_iter = 300 iterations.  "
                     "A max_iter at or below it ends the run first (no switch); None: never; "
                     "the hinge never switches (LIBLINEAR only warns for -s 3).")
     shrinking: bool = Field(

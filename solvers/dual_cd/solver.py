@@ -232,9 +232,10 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
 
 def newton_switch_at(params: DualCDParams, problem: BinaryProblem) -> int | None:
     """The outer iteration at which an uncertified run hands w to its Newton method
-    (``newton_switch_iter``), or None: no switch (the hinge, None, or max_iter first)."""
+    (``newton_switch_iter``), or None: no switch (the hinge -- piecewise linear, no Newton
+    method, LIBLINEAR's -s 3 only warns --, None, or max_iter first)."""
     at = params.newton_switch_iter
-    if problem.loss != "squared_hinge" or at is None or at >= params.max_iter:
+    if problem.loss_function.piecewise_linear or at is None or at >= params.max_iter:
         return None
     return at
 
@@ -256,6 +257,7 @@ def _switch_to_newton(problem: BinaryProblem, params: DualCDParams, monitor: Mon
     switched = primal_start(problem, newton.beta)
     state.alpha[:] = switched.alpha
     state.beta[:] = switched.beta
+    state.complement = None  # the entropy dual's next start moves alpha inside its box
     gap = problem.relative_duality_gap(newton.beta)
     extras = {**reached.extras, "relative_duality_gap": float(gap),
               "newton_switch": {"at_epoch": epochs,
@@ -265,7 +267,8 @@ def _switch_to_newton(problem: BinaryProblem, params: DualCDParams, monitor: Mon
                                 "seconds": clock(), "status": str(newton.status)}}
     message = (f"no stop after {epochs} outer iterations (newton_switch_iter; relative "
                f"duality gap {reached.extras['relative_duality_gap']:.3g}): switched to the "
-               f"Newton method from w, as LIBLINEAR -s 1 switches to -s 2; {newton.message}")
+               f"Newton method from w, as LIBLINEAR -s 1 switches to -s 2 (and -s 7 to -s 0); "
+               f"{newton.message}")
     return Solution(newton.beta.copy(), float(newton.objective), newton.status, message,
                     epochs + newton.iterations, extras)
 
