@@ -104,9 +104,9 @@ LIBLINEAR 2.50's ``-s 7`` switches to ``-s 0`` (below): on svmguide1's raw featu
 norm up to 619) Algorithm 5 alone was still at a relative gap 0.6 after 300 outer iterations,
 and so was a line-by-line Python transcription of ``solve_l2r_lr_dual``, while LIBLINEAR,
 switching, ended at the optimum.  Measured (a9a, C = 1, bias regularized, tol 1e-10, while
-the machine ran other work at load 5-7): 53 outer iterations, 4.8 s (Numba compiled), objective 10529.311404477588
-against LIBLINEAR -s 7's 10529.311404214899 at eps 1e-10 (2.1 s) and -s 0's
-10529.311404214992 (1.4 s): 2.5e-11 relative.
+the machine ran other work at load 5-7): 53 outer iterations, 4.8 s (Numba compiled),
+objective 10529.311404477588 against LIBLINEAR -s 7's 10529.311404214899 at eps 1e-10 (2.1 s)
+and -s 0's 10529.311404214992 (1.4 s): 2.5e-11 relative.
 
 Warm starts (``start=WarmStart(...)``, ``solvers.base.WarmStart``):
 
