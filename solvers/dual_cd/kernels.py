@@ -188,6 +188,8 @@ def lr_dual_epochs(indptr, indices, data, y, s, xTx, upper, alpha, complement, w
             i = index[k]
             yi = y[i]
             C = upper[i]
+            if C <= 0.0:  # a zero cost (a zero sample weight): alpha_i = 0, out of the dual
+                continue
             nnz = indptr[i + 1] - indptr[i] + 1
             a = xTx[i]
             b = yi * (row_dot(indptr, indices, data, i, w) + s * w[d])

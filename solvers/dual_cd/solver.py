@@ -83,7 +83,8 @@ def entropy_interior(problem: BinaryProblem, state: DualState) -> None:
     """Make ``state`` a point of the logistic dual's open box 0 < alpha_i < C_i with its
     complement C_i - alpha_i: alpha clipped into [f_i, C_i - f_i], f_i = min(1e-3 C_i, 1e-8)
     (LIBLINEAR's starting alpha_i, so a cold start, alpha = 0, starts where ``-s 7`` does),
-    w recomputed when that moved alpha.  A complement already kept is left as it is."""
+    w recomputed when that moved alpha (an example of zero cost keeps alpha_i = 0: the kernel
+    skips it).  A complement already kept is left as it is."""
     if state.complement is not None:
         return
     cost = problem.cost
