@@ -44,7 +44,12 @@ import scipy.sparse as sp
 from numba import njit
 
 from solvers.core.linalg import dot
-from solvers.core.sparse import csr_matvec, csr_rmatvec, use_parallel
+from solvers.core.sparse import (
+    csr_matvec,
+    csr_rmatvec,
+    use_parallel,
+    weighted_gram_matvec,
+)
 from solvers.data.dataset import RowMatrix, as_csr
 from solvers.losses import Loss, canonical, get_loss
 from solvers.problems.oracles import binary_oracle
@@ -346,10 +351,14 @@ class BinaryProblem(RowMatrix):
         return self.cost * self.loss_function.curvature(xi)
 
     def hessian_product(self, curvature: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """(I_r + X~' diag(curvature) X~) v: two passes over the rows (the bias entry held
-        at 0 without a bias)."""
-        w, intercept = self.split(v)
-        out = self._adjoint(curvature * csr_matvec(self.X, w, intercept))
+        """(I_r + X~' diag(curvature) X~) v: one pass over the rows
+        (:func:`solvers.core.sparse.weighted_gram_matvec`; the bias entry held at 0 without a
+        bias)."""
+        X = self.X
+        out = np.empty(self.n_features + 1)
+        weighted_gram_matvec(X.indptr, X.indices, X.data, curvature,
+                             np.ascontiguousarray(v, dtype=np.float64),
+                             self.effective_bias_scale, out)
         return self._add_regularizer_term(out, v)
 
     def hessian_diagonal(self, curvature: np.ndarray) -> np.ndarray:
