@@ -498,7 +498,9 @@ class SolverParams(BaseModel):
     probability: bool = Field(
         False,
         description="Also fit Platt's sigmoid on 5-fold out-of-fold decision values (Lin, "
-                    "Lin & Weng 2007), so the model has predict_proba (5 more fits).")
+                    "Lin & Weng 2007), so the model has predict_proba (5 more fits).  The "
+                    "logistic loss's models have probabilities of their own, sigma(f(x)) as "
+                    "LIBLINEAR's -b 1, whatever this says (no Platt step).")
 
     @field_validator("class_weight")
     @classmethod

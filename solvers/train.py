@@ -35,6 +35,7 @@ from solvers.distributed import (
     DistributedDataset,
     PartitionLostError,
 )
+from solvers.losses import get_loss
 from solvers.models import LinearModel, Model
 from solvers.monitor import (
     Continued,
@@ -214,7 +215,10 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     if approximation is not None:
         model = approximation.kernel_model(model)
     with_labels(model, dataset)
-    if probability and status != Termination.STOPPED:  # a stopped run is not calibrated
+    own = own_probabilities(model, params)
+    if own is not None:  # the loss's own probabilities (the logistic loss): no Platt step
+        model.metadata.update(own)
+    elif probability and status != Termination.STOPPED:  # a stopped run is not calibrated
         model.metadata.update(out_of_fold_calibration(dataset, spec, params))
     model.metadata.update(training_metadata(spec, params, dataset, objective, status, elapsed))
     if warnings:
@@ -515,6 +519,26 @@ def out_of_fold_calibration(dataset: Dataset, spec: SolverSpec, params: SolverPa
     if pairwise is not None:
         return {"pairwise_platt": fit_pairwise_platt(pairwise, truth, k).tolist()}
     return {"platt": fit_platt(decision, truth, k).tolist()}
+
+
+def own_probabilities(model: Model, params: SolverParams) -> dict[str, Any] | None:
+    """The calibration metadata of a model whose loss is the negative log-likelihood of a
+    sigmoid of its score (``Loss.margin_sigmoid``: the logistic loss's P(y = +1 | x) =
+    1 / (1 + exp(-f(x)))), or None for the other losses: that sigmoid for each score column
+    in Platt's form (``{"platt": rows}``, so ``predict_proba``, the ONNX export and the
+    service read them as any calibrated model's), one-vs-rest columns normalized to sum 1 as
+    LIBLINEAR's ``predict_probability`` does; a one-vs-one model's pairs coupled as LIBSVM's
+    (``{"pairwise_platt": rows}``).  Nothing is fitted: ``probability=True`` adds no step."""
+    if params.task != "classification":
+        return None
+    sigmoid = get_loss(params.loss, params.loss_exponent).margin_sigmoid
+    if sigmoid is None:
+        return None
+    k = len(model.classes_)
+    note = {"probability": "the loss's own (margin_sigmoid), no Platt step"}
+    if k > 2 and getattr(model, "multiclass", None) == "ovo":
+        return {"pairwise_platt": [list(sigmoid)] * (k * (k - 1) // 2), **note}
+    return {"platt": [list(sigmoid)] * (1 if k == 2 else k), **note}
 
 
 def with_labels(model: Model, dataset: Dataset) -> Model:

@@ -143,12 +143,12 @@ def test_lp_at_the_ends_of_its_range_is_the_hinge_or_the_squared_hinge():
 def test_the_loss_layer_names_every_loss_once():
     assert LOSSES == tuple(LOSS_TYPES)
     assert LOSSES == ("hinge", "squared_hinge", "lp", "modified_huber", "least_squares",
-                      "epsilon_insensitive", "squared_epsilon_insensitive")
+                      "epsilon_insensitive", "squared_epsilon_insensitive", "logistic")
     for name in LOSSES:
         loss = get_loss(name, 1.5)
         assert loss.name == canonical(name, 1.5)[0]
     with pytest.raises(ValueError, match="unknown loss"):
-        canonical("logistic")
+        canonical("cauchy")
 
 
 def test_a_declaration_refuses_what_it_does_not_name():

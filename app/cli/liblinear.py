@@ -19,12 +19,17 @@ class LiblinearType:
     solver: str
     params: dict[str, Any]
     describe: str
-    eps: bool  # whether -e maps (dual_cd's projected-gradient spread, LIBLINEAR's rule)
+    eps: bool  # whether -e maps (the solver's stop_rule in params is LIBLINEAR's rule)
+    default_eps: float = 0.1  # LIBLINEAR's -e for the type (0.1 dual, 0.01 primal)
 
 
 #: LIBLINEAR's solver types that map cleanly onto a solver here (same problem; for dual_cd
-#: the same algorithm and stopping rule, Hsieh et al. 2008 and Keerthi et al. 2008).
+#: and newton the same algorithm and stopping rule: Hsieh et al. 2008, Keerthi et al. 2008,
+#: Yu, Huang & Lin 2011, LIBLINEAR's newton.cpp).
 LIBLINEAR_TYPES: dict[int, LiblinearType] = {
+    0: LiblinearType("newton", {"loss": "logistic", "stop_rule": "gradient"},
+                     "L2-regularized logistic regression, primal (newton, logistic)", True,
+                     0.01),
     1: LiblinearType("dual_cd", {"loss": "squared_hinge", "stop_rule": "projected_gradient"},
                      "L2-regularized L2-loss SVC, dual (dual_cd, squared hinge)", True),
     2: LiblinearType("mfn", {"loss": "squared_hinge"},
@@ -35,6 +40,8 @@ LIBLINEAR_TYPES: dict[int, LiblinearType] = {
     4: LiblinearType("dual_cd", {"loss": "hinge", "multiclass": "crammer_singer",
                                  "stop_rule": "projected_gradient"},
                      "Crammer-Singer multi-class SVC (dual_cd, crammer_singer)", True),
+    7: LiblinearType("dual_cd", {"loss": "logistic", "stop_rule": "projected_gradient"},
+                     "L2-regularized logistic regression, dual (dual_cd, logistic)", True),
     11: LiblinearType("mfn", {"task": "regression", "loss": "squared_epsilon_insensitive"},
                       "L2-regularized L2-loss support vector regression, primal (mfn, "
                       "squared_epsilon_insensitive: the same problem by another primal "
@@ -49,12 +56,13 @@ LIBLINEAR_TYPES: dict[int, LiblinearType] = {
                       "Ho & Lin)", True),
 }
 
+#: the stop_rule that is LIBLINEAR's -e, for the solvers that have one
+EPS_RULES = {"dual_cd": "projected_gradient", "newton": "gradient"}
+
 #: LIBLINEAR's other types and why they are refused.
 LIBLINEAR_REFUSED: dict[int, str] = {
-    0: "L2-regularized logistic regression (primal): no solver here has the logistic loss",
     5: "L1-regularized L2-loss SVC: no solver here has an L1 regularizer",
-    6: "L1-regularized logistic regression: no L1 regularizer nor logistic loss here",
-    7: "L2-regularized logistic regression (dual): no solver here has the logistic loss",
+    6: "L1-regularized logistic regression: no solver here has an L1 regularizer",
     21: "one-class SVM: no one-class problem here",
 }
 
@@ -86,15 +94,15 @@ def liblinear_params(args, spec) -> dict[str, Any]:
         params.update(kind.params)
         params["bias"] = "none"  # LIBLINEAR's default -B -1, unless -B says otherwise
         if kind.eps:
-            params["eps"] = 0.1  # LIBLINEAR's default -e for the dual solvers
+            params["eps"] = kind.default_eps  # LIBLINEAR's default -e for the type
     if args.ll_C is not None:
         if args.ll_C <= 0:
             raise CLIError(f"-c {args.ll_C:g}: C must be positive")
         params["C"] = args.ll_C
     if args.ll_eps is not None:
-        if kind is None and spec.name != "dual_cd":
-            raise CLIError("-e is LIBLINEAR's stopping rule of its dual solvers: give it "
-                           "with -s 1, 3 or 4 (or --solver dual_cd); other solvers stop on "
+        if kind is None and spec.name not in EPS_RULES:
+            raise CLIError("-e is LIBLINEAR's stopping rule: give it with -s 0, 1, 3, 4, 7, 12 "
+                           "or 13 (or --solver dual_cd or newton); other solvers stop on "
                            "--tol")
         if kind is not None and not kind.eps:
             raise CLIError(f"-e with -s {args.ll_type}: LIBLINEAR's primal stopping rule "
@@ -103,7 +111,7 @@ def liblinear_params(args, spec) -> dict[str, Any]:
         if args.ll_eps <= 0:
             raise CLIError(f"-e {args.ll_eps:g}: the tolerance must be positive")
         params["eps"] = args.ll_eps
-        params["stop_rule"] = "projected_gradient"
+        params["stop_rule"] = EPS_RULES[kind.solver if kind is not None else spec.name]
     if args.ll_p is not None:
         if not (kind is not None and kind.params.get("task") == "regression"):
             raise CLIError("-p is the epsilon of LIBLINEAR's support vector regression: "

@@ -20,7 +20,9 @@ def add_predict_command(commands) -> None:
     predict.add_argument("-b", type=int, choices=(0, 1), default=0,
                          help="1: write probabilities (LIBSVM's format: a 'labels ...' "
                               "header, then the label and one probability per class); the "
-                              "model must have been trained with --probability true")
+                              "model must have been trained with --probability true or be "
+                              "a logistic model (-s 0, -s 7), whose probabilities are its "
+                              "own")
     predict.add_argument("--output", help="write one predicted label per line here")
     predict.add_argument("--metrics", action="store_true",
                          help="after LIBLINEAR's line, print balanced accuracy, macro F1 and, "
@@ -85,7 +87,9 @@ def _write_predictions(args, model, predictions, proba) -> None:
 
     if args.b == 1:  # LIBSVM's -b 1 output: a header of labels, then label and probabilities
         if proba is None:
-            raise CLIError("-b 1 needs a model trained with --probability true")
+            raise CLIError("-b 1 needs a model with probabilities: trained with "
+                           "--probability true, or a logistic model (-s 0, -s 7, --loss "
+                           "logistic: its own)")
         lines = ["labels " + " ".join(label_key(c) for c in model.classes_) + "\n"]
         lines += [f"{label_key(p)} " + " ".join(f"{v:g}" for v in row) + "\n"
                   for p, row in zip(predictions, proba, strict=True)]

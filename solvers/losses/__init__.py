@@ -1,19 +1,21 @@
 """The losses of ``docs/design.md``, one object each, in the slack xi = 1 - m (m = y f(x)).
 
-=================  ==============================  ===================  =====================
+=================  ==============================  ===================  ============================
 loss               L(xi)                           dual range of alpha  L*(v) on that range
-=================  ==============================  ===================  =====================
+=================  ==============================  ===================  ============================
 hinge              max(0, xi)                      [0, C_i]             0
 squared_hinge      max(0, xi)^2                    [0, inf)             v^2 / 4
 lp (1 < p < 2)     max(0, xi)^p                    [0, inf)             (p-1) (v/p)^(p/(p-1))
 modified_huber     xi^2 on (0, 2], 4 xi - 4 above  [0, 4 C_i]           v^2 / 4
 least_squares      xi^2                            (-inf, inf)          v^2 / 4
 smoothed hinge     see :func:`smoothed_hinge`       [0, C_i]             v xi_lo + v^2/(2 kappa)
-=================  ==============================  ===================  =====================
+logistic           log(1 + exp(xi - 1))            [0, C_i]             v + v log v + (1-v) log(1-v)
+=================  ==============================  ===================  ============================
 
-(modified Huber: -4 m = 4 xi - 4 for m < -1.)  The dual of every linear binary problem
-(``solvers.problems``) is D(alpha) = sum_i alpha_i - 1/2 ||beta(alpha)||^2 - sum_i C_i
-L*(alpha_i / C_i), alpha_i in C_i times the range; the KKT map is alpha_i = C_i L'(xi_i).
+(modified Huber: -4 m = 4 xi - 4 for m < -1; logistic: log(1 + exp(-m)).)  The dual of every
+linear binary problem (``solvers.problems``) is D(alpha) = sum_i alpha_i - 1/2
+||beta(alpha)||^2 - sum_i C_i L*(alpha_i / C_i), alpha_i in C_i times the range; the KKT map
+is alpha_i = C_i L'(xi_i).
 
 Each object gives the value, the derivative, the conjugate term, the dual bounds, the
 proximal operator of t L (ALM's e-step) and what the solvers and the certificates read of it
@@ -51,6 +53,7 @@ from solvers.losses import kernels
 from solvers.losses.kernels import (
     HINGE,
     LEAST_SQUARES,
+    LOGISTIC,
     LP,
     MODIFIED_HUBER,
     SQUARED_HINGE,
@@ -91,7 +94,11 @@ class Loss(abc.ABC):
       L2R_L2LOSS_SVC, a classifier);
     * ``liblinear_types``: LIBLINEAR's ``-s`` types that train its L2-regularized binary
       problem, its dual coordinate descent first (() when LIBLINEAR has not the loss; the
-      benchmarks' anchors).
+      benchmarks' anchors);
+    * ``margin_sigmoid``: None, or (A, B) when the loss is the negative log-likelihood of a
+      sigmoid of the score f, P(y = +1 | x) = 1 / (1 + exp(A f + B)) (the logistic loss:
+      (-1, 0)): a model of it has these probabilities of its own, in the form of Platt's
+      sigmoids (``solvers.calibration``), and no Platt step is fitted.
 
     and, as methods, its dual range (:meth:`dual_lower`, :meth:`dual_upper`) and its conjugate
     (:meth:`conjugate`).  A class that misses one fails when it is made, naming what it misses
@@ -101,7 +108,8 @@ class Loss(abc.ABC):
 
     #: the class attributes every loss declares (the class docstring says what each means)
     DECLARATIONS = ("name", "slack", "code", "p", "has_exponent", "piecewise_linear", "clipped",
-                    "smoothing", "dual_quadratic", "liblinear_solver_type", "liblinear_types")
+                    "smoothing", "dual_quadratic", "liblinear_solver_type", "liblinear_types",
+                    "margin_sigmoid")
     #: what a loss without a kernel code gives itself (the methods here run its code's kernels)
     CODED_METHODS = ("value", "sum", "derivative", "prox")
 
@@ -116,6 +124,7 @@ class Loss(abc.ABC):
     dual_quadratic: float | None
     liblinear_solver_type: str
     liblinear_types: tuple[int, ...]
+    margin_sigmoid: tuple[float, float] | None
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -158,6 +167,16 @@ class Loss(abc.ABC):
         xi = _as_array(xi)
         out = np.empty_like(xi)
         kernels.loss_derivatives(self.code, self.p, xi, out)
+        return out
+
+    def curvature(self, xi) -> np.ndarray:
+        """L''(xi), the generalized one where L' has a kink (a primal Newton method's
+        Hessian weights, ``BinaryProblem.curvature``); NaN where the loss has none (lp)."""
+        if self.code is None:
+            raise ValueError(f"loss {self.name!r} has no kernel code: no curvature kernel")
+        xi = _as_array(xi)
+        out = np.empty_like(xi)
+        kernels.loss_curvatures(self.code, self.p, xi, out)
         return out
 
     @abc.abstractmethod
@@ -210,6 +229,7 @@ class Hinge(Loss):
     dual_quadratic = 0.0
     liblinear_solver_type = "L2R_L1LOSS_SVC_DUAL"
     liblinear_types = (3,)
+    margin_sigmoid = None
 
     @staticmethod
     def smoothing(tau: float) -> ClippedLoss:
@@ -251,6 +271,7 @@ class ClippedLoss(Loss):
     smoothing = None
     liblinear_solver_type = "L2R_L2LOSS_SVC"
     liblinear_types = ()
+    margin_sigmoid = None
 
     def __init__(self, kappa: float, xi_lo: float, width: float):
         self.kappa = float(kappa)
@@ -359,6 +380,7 @@ class LeastSquares(Loss):
     dual_quadratic = 0.25
     liblinear_solver_type = "L2R_L2LOSS_SVC"
     liblinear_types = ()
+    margin_sigmoid = None
 
     def dual_lower(self, cost) -> np.ndarray:
         return np.full(np.shape(cost), -np.inf)
@@ -389,6 +411,7 @@ class Lp(Loss):
     dual_quadratic = None
     liblinear_solver_type = "L2R_L2LOSS_SVC"
     liblinear_types = ()
+    margin_sigmoid = None
 
     #: the losses lp is at the ends of its range (:func:`canonical`)
     ALIASES = {1.0: "hinge", 2.0: "squared_hinge"}
@@ -423,6 +446,45 @@ class Lp(Loss):
         v = _as_array(v)
         p = self.p
         return (p - 1.0) * (np.maximum(v, 0.0) / p) ** (p / (p - 1.0))
+
+
+class Logistic(Loss):
+    """log(1 + exp(-m)) = log(1 + exp(xi - 1)): logistic regression, LIBLINEAR's ``-s 0`` (primal
+    Newton) and ``-s 7`` (Yu, Huang & Lin's dual coordinate descent), the same C.
+
+    L'(xi) = sigma(xi - 1) = sigma(-m) in (0, 1), so the dual range is [0, C_i] (the KKT map
+    alpha_i = C_i sigma(-m_i) lies inside it at every point) and L*(v) = v + v log v + (1 - v)
+    log(1 - v) on [0, 1] (0 log 0 = 0): C_i L*(alpha_i / C_i) = alpha_i + alpha_i log alpha_i
+    + (C_i - alpha_i) log(C_i - alpha_i) - C_i log C_i, whose linear alpha_i cancels the
+    dual's sum_i alpha_i, leaving LIBLINEAR's entropy dual (``solve_l2r_lr_dual``).  Not
+    piecewise linear, not clipped, and its dual is not a QP; its scores are log-odds, so its
+    models predict P(y = +1 | x) = sigma(f(x)) (``margin_sigmoid`` = (-1, 0))."""
+
+    name = "logistic"
+    slack = "margin"
+    code = LOGISTIC
+    p = 1.0  # its growth as xi -> inf (no kernel reads it: no exponent)
+    has_exponent = False
+    piecewise_linear = False
+    clipped = False
+    smoothing = None
+    dual_quadratic = None
+    liblinear_solver_type = "L2R_LR"
+    liblinear_types = (7, 0)
+    margin_sigmoid = (-1.0, 0.0)
+
+    def dual_lower(self, cost) -> np.ndarray:
+        return np.zeros(np.shape(cost))
+
+    def dual_upper(self, cost) -> np.ndarray:
+        return _as_array(cost)
+
+    def conjugate(self, v) -> np.ndarray:
+        v = np.clip(_as_array(v), 0.0, 1.0)
+        u = 1.0 - v
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return v + np.where(v > 0.0, v * np.log(v), 0.0) + \
+                np.where(u > 0.0, u * np.log(u), 0.0)
 
 
 def smoothed_hinge(tau: float) -> ClippedLoss:
@@ -460,6 +522,7 @@ class ResidualLoss(Loss, abstract=True):
     has_exponent = False
     clipped = False
     smoothing = None
+    margin_sigmoid = None
     margin_loss: Loss
 
     def __init__(self, epsilon: float = DEFAULT_EPSILON):
@@ -555,7 +618,7 @@ RESIDUAL_LOSSES = (EpsilonInsensitive, SquaredEpsilonInsensitive)
 #: catalogue by its entry here (a test registers one of its own for its duration: ``tests/
 #: test_new_loss.py``).
 LOSS_TYPES: dict[str, type[Loss]] = {
-    cls.name: cls for cls in (Hinge, SquaredHinge, Lp, ModifiedHuber, LeastSquares)
+    cls.name: cls for cls in (Hinge, SquaredHinge, Lp, ModifiedHuber, LeastSquares, Logistic)
 }
 LOSS_TYPES.update((cls.name, cls) for cls in RESIDUAL_LOSSES)
 LOSSES = tuple(LOSS_TYPES)
@@ -658,6 +721,7 @@ __all__ = [
     "Hinge",
     "LeastSquares",
     "Loss",
+    "Logistic",
     "LossFamily",
     "Lp",
     "ModifiedHuber",

@@ -19,6 +19,11 @@ from solvers.models.base import (
 )
 from solvers.models.regression import LIBLINEAR_REGRESSION_TYPES, RegressionModel
 
+#: LIBLINEAR's logistic models, whose ``predict -b 1`` gives P(label | x) = 1 / (1 +
+#: exp(-f(x))), normalized over the classes of a one-vs-rest model (its
+#: ``check_probability_model``): read back with those probabilities
+LIBLINEAR_PROBABILITY_TYPES = ("L2R_LR", "L2R_LR_DUAL", "L1R_LR")
+
 
 @register_model_kind
 class LinearModel(Model):
@@ -131,6 +136,8 @@ class LinearModel(Model):
             coef, intercept = coef[order], intercept[order]
         model = cls(coef, intercept, classes[order])
         model.metadata = {"source": "liblinear", "solver_type": solver_type}
+        if solver_type in LIBLINEAR_PROBABILITY_TYPES:  # predict -b 1's 1 / (1 + exp(-f))
+            model.metadata["platt"] = [[-1.0, 0.0]] * coef.shape[0]
         return model
 
     def to_liblinear(self, bias_scale: float | None = None) -> str:
@@ -146,8 +153,8 @@ class LinearModel(Model):
             self.metadata.get("params", {}).get("bias", "regularized") != "none"
         )
         params = self.metadata.get("params", {})
-        solver_type = get_loss(params.get("loss", "squared_hinge"),
-                               params.get("p", 2.0)).liblinear_solver_type
+        solver_type = self.metadata.get("solver_type") or get_loss(
+            params.get("loss", "squared_hinge"), params.get("p", 2.0)).liblinear_solver_type
         # LIBLINEAR's label order puts the positive class first for binary problems.
         order = [1, 0] if self.n_classes == 2 else list(range(self.n_classes))
         labels = " ".join(label_key(self.classes_[i]) for i in order)
