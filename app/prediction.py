@@ -264,7 +264,16 @@ def predictions_json(model, X) -> bytes | None:
             f'{{"label":{label},"decision_values":[{",".join(map(repr, row))}],'
             f'"probabilities":[{",".join(map(repr, p))}]}}'
             for label, row, p in zip(labels, scores.tolist(), chances.tolist(), strict=True))
-    return f'{{"data":[{parts}],"count":{X.shape[0]}}}'.encode()
+    classes = "" if chances is None else f',"classes":{json.dumps(probability_classes(model))}'
+    return f'{{"data":[{parts}],"count":{X.shape[0]}{classes}}}'.encode()
+
+
+def probability_classes(model) -> list:
+    """The labels of a calibrated model's probabilities, in their order (its classes), as
+    JSON values."""
+    from solvers.data.dataset import label_value
+
+    return [label_value(c) for c in model.classes_]
 
 
 def predictions(model, X) -> list[dict[str, Any]]:
@@ -407,7 +416,9 @@ def example_json(model, columns: dict[int, float]) -> bytes:
     from app.schemas import PredictionPublic
 
     result = predictions(model, rows_to_csr([columns], model.n_features_in_))[0]
-    return PredictionPublic(**result).model_dump_json().encode()
+    if "probabilities" in result:
+        result["classes"] = probability_classes(model)
+    return PredictionPublic(**result).model_dump_json(exclude_none=True).encode()
 
 
 def _too_many_rows(rows: int | None, max_rows: int) -> ContentTooLarge:
@@ -437,8 +448,9 @@ def predictions_answer(model, X) -> bytes:
     from app.schemas import PredictionPublic, PredictionsPublic
 
     results = predictions(model, X)
-    return PredictionsPublic(data=[PredictionPublic(**r) for r in results],
-                             count=len(results)).model_dump_json().encode()
+    classes = probability_classes(model) if results and "probabilities" in results[0] else None
+    return PredictionsPublic(data=[PredictionPublic(**r) for r in results], count=len(results),
+                             classes=classes).model_dump_json(exclude_none=True).encode()
 
 
 def _validated_json_rows(body: bytes) -> list[dict[int, float]]:

@@ -316,6 +316,10 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                 "probabilities on dna, Nystrom one-vs-rest on letter) beside the library's and "
                 "the service's predict: one row and a batch of 10,000", "onnx",
                 out_is_file=True),
+    ScriptSuite("batch_predict", "a batch prediction job over 1,000,000 synthetic sparse rows: "
+                "the worker's peak RSS against the dataset's size, rows/s against the "
+                "library's predict (and the library writing the same CSV)", "batch_predict",
+                out_is_file=True),
     ScriptSuite("parser", "the SVMlight reader against scikit-learn's", "parser",
                 ("--repeats", "3"), out_is_file=True),
     ScriptSuite("service", "the service under load (needs wrk for --wrk-connections)",

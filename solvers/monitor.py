@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from solvers.termination import clip_gap
+
 
 @dataclass(frozen=True)
 class IterationRecord:
@@ -28,6 +30,15 @@ class IterationRecord:
     objective: float
     optimality: float
     extras: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        """A relative duality gap (``optimality``, ``extras["relative_duality_gap"]``) a few
+        round-offs below 0 reads 0, as a result's does (``solvers.termination.clip_gap``): a
+        log never shows "-5.25e-16"."""
+        object.__setattr__(self, "optimality", clip_gap(self.optimality))
+        gap = self.extras.get("relative_duality_gap")
+        if isinstance(gap, float):
+            self.extras["relative_duality_gap"] = clip_gap(gap)
 
     def as_dict(self) -> dict[str, Any]:
         return {

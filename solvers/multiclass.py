@@ -403,19 +403,41 @@ def class_weight_vector(class_weight: Mapping[Any, float] | str | None,
     return weights
 
 
-def apply_class_weight(dataset: Dataset, class_weight, task: str) -> Dataset:
+def apply_class_weight(dataset: Dataset, class_weight, task: str, C: float = 1.0) -> Dataset:
     """``dataset`` as the fit of ``task`` (one of ``solvers.base.TASKS``) must see it with
     ``class_weight`` (see the module docstring): the weights folded into ``sample_weight``,
-    or, for one-vs-rest, attached for :func:`subproblem_weight`."""
+    or, for one-vs-rest, attached for :func:`subproblem_weight`; an effective cost C times a
+    weight outside ``solvers.base.C_RANGE`` is refused (:func:`check_effective_costs`)."""
     weights = class_weight_vector(class_weight, dataset)
     if weights is None:
         return dataset
+    check_effective_costs(C, weights, dataset.sample_weight)
     if task == "ovr":
         return dataset.with_class_weight(weights)
     per_example = weights[np.searchsorted(dataset.classes, dataset.y)]
     if dataset.sample_weight is not None:
         per_example = per_example * dataset.sample_weight
     return dataset.with_sample_weight(per_example)
+
+
+def check_effective_costs(C: float, class_weights: np.ndarray,
+                          sample_weight: np.ndarray | None) -> None:
+    """Refuse class weights that take an example's cost C_i = C x its class's weight x its
+    sample weight out of ``C_RANGE``, where the float64 arithmetic of every family is sound
+    (issue 49: C = 1 with a weight of 1e-300 passed C's own check); examples of weight 0 are
+    left out of the problem and not checked."""
+    from solvers.base import C_RANGE, InvalidParametersError
+
+    sample = np.array([1.0]) if sample_weight is None else sample_weight[sample_weight > 0]
+    if sample.size == 0:
+        return
+    low = C * float(np.min(class_weights)) * float(np.min(sample))
+    high = C * float(np.max(class_weights)) * float(np.max(sample))
+    if low < C_RANGE[0] or high > C_RANGE[1]:
+        raise InvalidParametersError(
+            f"class_weight: C times the class weights (and sample weights) gives example "
+            f"costs from {low:g} to {high:g}, outside {C_RANGE[0]:g} .. {C_RANGE[1]:g} where "
+            f"the float64 arithmetic is sound")
 
 
 def subproblem_weight(dataset: Dataset, positive: float) -> np.ndarray | None:

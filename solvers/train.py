@@ -204,10 +204,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
             fit = handler(work, spec, solver_params, sink)
     subproblems = fit.subproblems
     status = Termination.worst(s.status for s in subproblems)
-    if len(subproblems) == 1:
-        message = subproblems[0].message
-    else:
-        message = "; ".join(f"class {s.label}: {s.message}" for s in subproblems)
+    message = summary_message(subproblems)
     objective = float(sum(s.objective for s in subproblems))
     elapsed = clock()
     log = collector.records
@@ -231,6 +228,35 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         message = f"{message} (auto: {choice.candidate}, {choice.strategy})"
     return TrainResult(model, objective, log, status, message, elapsed, params, subproblems,
                        choice, warnings)
+
+
+#: Up to this many binary problems a run's message lists each; beyond, it is summarised
+SPELLED_OUT_SUBPROBLEMS = 4
+
+
+def summary_message(subproblems: list[SubproblemResult]) -> str:
+    """A run's message, short enough to read whatever the number of binary problems: each
+    one's message for a few; for more (letter one-vs-one: 325 pairs, once a 30 KB message),
+    the count of each status and the message of the worst one (the most severe status, then
+    the largest certified gap).  Every problem's own message stays in the result's
+    ``subproblems`` (the service keeps them with the job)."""
+    if len(subproblems) == 1:
+        return subproblems[0].message
+    if len(subproblems) <= SPELLED_OUT_SUBPROBLEMS:
+        return "; ".join(f"class {s.label}: {s.message}" for s in subproblems)
+    order = list(Termination)
+    counts = {status: 0 for status in order}
+    for s in subproblems:
+        counts[Termination(s.status)] += 1
+
+    def severity(s: SubproblemResult) -> tuple[int, float]:
+        gap = s.extras.get("relative_duality_gap")
+        return order.index(Termination(s.status)), -1.0 if gap is None else float(gap)
+
+    worst = max(subproblems, key=severity)
+    tally = ", ".join(f"{n} {status.value}" for status, n in counts.items() if n)
+    return (f"{len(subproblems)} binary problems: {tally}; the worst, class {worst.label}: "
+            f"{worst.message}")
 
 
 def stopped_factorization(dataset: Dataset, params: SolverParams, approximation) -> Fit:
@@ -331,8 +357,7 @@ def train_distributed(dataset: DistributedDataset, solver: str = "mfn",
     model = LinearModel(weights, intercepts, classes)
     model.classes_ = dataset.class_labels
     status = Termination.worst(s.status for s in subproblems)
-    message = subproblems[0].message if len(subproblems) == 1 else \
-        "; ".join(f"class {s.label}: {s.message}" for s in subproblems)
+    message = summary_message(subproblems)
     objective = float(sum(s.objective for s in subproblems))
     elapsed = clock()
     # this training's rounds (the dataset's counter runs on over every solve on it)
@@ -528,16 +553,34 @@ def weighted(dataset: Dataset, params: SolverParams) -> Dataset:
     """``dataset`` with ``params.class_weight`` applied for the task they pose
     (:func:`solvers.multiclass.apply_class_weight`, the one place that applies them)."""
     return apply_class_weight(dataset, params.class_weight,
-                              params.posed_task(int(dataset.classes.shape[0])))
+                              params.posed_task(int(dataset.classes.shape[0])), params.C)
+
+
+#: More distinct labels than this, not all integers, are taken for real values: a classifier
+#: is refused with the hint to ask for regression (never inferred: a user's 60 classes
+#: labelled 0.5, 1.5, ... stay classes if asked for as such below this, and a regression is
+#: always asked for explicitly)
+REAL_VALUED_CLASSES = 50
 
 
 def check_labels(params: SolverParams, dataset: Dataset) -> None:
     """Ordinal regression ranks numbers and regression fits them: string labels have no order
-    or value either may use (a one-class fit reads no labels)."""
+    or value either may use (a one-class fit reads no labels).  Classification refuses labels
+    that look real-valued (:data:`REAL_VALUED_CLASSES`), naming task='regression'."""
     if params.task in ("ordinal", "regression") and dataset.label_values is not None:
         what = "ranks" if params.task == "ordinal" else "real values"
         raise InvalidParametersError(f"task={params.task!r} needs numeric labels ({what}); "
                                      "the labels are strings")
+    if params.task == "classification" and dataset.label_values is None:
+        classes = dataset.classes
+        if classes.shape[0] > REAL_VALUED_CLASSES and np.any(classes != np.round(classes)):
+            # the task is never switched for the user: a classifier asked for is refused
+            raise InvalidParametersError(
+                f"the labels look real-valued ({classes.shape[0]} distinct values, not all "
+                f"integers): a classifier would train one problem per value; for support "
+                f"vector regression ask for task='regression' (loss "
+                f"'squared_epsilon_insensitive' or 'epsilon_insensitive', epsilon as "
+                f"LIBLINEAR's -p)")
 
 
 def prepare_features(dataset: Dataset, scale: str

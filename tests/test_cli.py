@@ -36,7 +36,7 @@ def test_train_predict_export_round_trip(tmp_path):
     predicted = tmp_path / "labels.txt"
     done = _svmsvc("predict", str(model), str(train_file), "--output", str(predicted))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("accuracy: ")
+    assert done.stdout.startswith("Accuracy = ") and done.stdout.endswith("(classification)\n")
     labels = predicted.read_text().split()
     assert len(labels) == 270 and set(labels) <= {"-1", "1"}
     done = _svmsvc("export", str(model))
@@ -164,6 +164,13 @@ _TOGETHER = {
     **{(solver, "multiclass", "ovo"): {"approximation": "nystrom"}
        for solver in ("mfn", "alm", "cutting_plane", "interior_point", "dual_cd", "auto",
                       "newton")},
+    # the residual losses are regression's, and regression takes them
+    **{(solver, field, value): other
+       for solver in ("mfn", "dual_cd", "auto")
+       for field, value, other in (
+           ("loss", "squared_epsilon_insensitive", {"task": "regression"}),
+           ("loss", "epsilon_insensitive", {"task": "regression"}),
+           ("task", "regression", {"loss": "squared_epsilon_insensitive"}))},
 }
 # Fields whose only valid value is the default: another value must reach the model (which
 # rejects it), proving the option passed it on.
@@ -289,7 +296,8 @@ def test_every_option_is_in_the_help_with_its_allowed_values(solver, capsys):
 @pytest.mark.parametrize("args, message", [
     (["--solver", "mfn", "--preconditioning", "fast"], "expected a number >= 0 or auto"),
     (["--solver", "mfn", "--max-iter", "2.5"], "expected an integer >= 1"),
-    (["--solver", "mfn", "--loss", "lp"], "expected squared_hinge, modified_huber or hinge"),
+    (["--solver", "mfn", "--loss", "lp"],
+     "expected squared_hinge, modified_huber, hinge or squared_epsilon_insensitive"),
     (["--solver", "relaxed_lssvm", "--sumt", "maybe"], "expected true or false"),
 ])
 def test_a_value_of_no_allowed_kind_is_refused_naming_the_allowed(args, message, capsys):
@@ -370,8 +378,23 @@ def _liblinear_predict(test, model_file) -> float:
     return accuracy
 
 
+def _liblinear_predict_output(test, model_file) -> str:
+    """What LIBLINEAR's predict (its Python binding) prints for ``model_file`` on ``test``."""
+    import contextlib
+    import io
+
+    from liblinear.liblinearutil import load_model, predict, svm_read_problem
+
+    y, x = svm_read_problem(str(test))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        predict(y, x, load_model(str(model_file)))
+    return printed.getvalue()
+
+
 def _correct(stdout: str) -> int:
-    """The examples predicted correctly, from 'accuracy: 84.9395% (13829/16281)'."""
+    """The examples predicted correctly, from 'Accuracy = 84.9456% (13830/16281)
+    (classification)'."""
     return int(stdout.split("(")[1].split("/")[0])
 
 
@@ -386,11 +409,12 @@ def test_liblinear_habits_as_a_user_types_them(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "writing the model to a9a.model" in done.stderr
     assert "auto:" in done.stderr  # --solver defaults to auto
-    assert (tmp_path / "a9a.model").stat().st_size > 0
+    # the default file is LIBLINEAR's text, which its predict and a user's scripts read
+    assert (tmp_path / "a9a.model").read_text().startswith("solver_type ")
     out = tmp_path / "out.txt"
     done = _svmsvc("predict", str(test_file), "a9a.model", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    npz_accuracy = float(done.stdout.split()[1].rstrip("%"))
+    npz_accuracy = float(done.stdout.split()[2].rstrip("%"))
     assert set(out.read_text().split()) == {"-1", "1"} and len(out.read_text().split()) == 16281
     # a LIBLINEAR-format model file: svmsvc's predict and LIBLINEAR's agree to the line
     text_model = tmp_path / "a9a.liblinear"
@@ -399,8 +423,9 @@ def test_liblinear_habits_as_a_user_types_them(tmp_path):
     assert done.returncode == 0, done.stderr
     done = _svmsvc("predict", str(test_file), str(text_model), str(tmp_path / "o2"))
     assert done.returncode == 0, done.stderr
-    accuracy = float(done.stdout.split()[1].rstrip("%"))
-    assert _correct(done.stdout) == round(_liblinear_predict(test_file, text_model) * 162.81)
+    accuracy = float(done.stdout.split()[2].rstrip("%"))
+    # line for line what LIBLINEAR's predict prints for the same model file
+    assert done.stdout == _liblinear_predict_output(test_file, text_model)
     assert accuracy == pytest.approx(npz_accuracy, abs=0.05)
     # LIBLINEAR's own model file, read by svmsvc's predict: the same accuracy
     from liblinear.liblinearutil import save_model, svm_read_problem
@@ -411,7 +436,7 @@ def test_liblinear_habits_as_a_user_types_them(tmp_path):
     save_model(str(theirs), ll_train(y, x, "-s 2 -B 1 -c 1 -q"))
     done = _svmsvc("predict", str(test_file), str(theirs), str(tmp_path / "o3"))
     assert done.returncode == 0, done.stderr
-    assert _correct(done.stdout) == round(_liblinear_predict(test_file, theirs) * 162.81)
+    assert done.stdout == _liblinear_predict_output(test_file, theirs)
     # no model: a clear one-line error, no NumPy message about pickles
     done = _svmsvc("predict", str(test_file), str(test_file), str(tmp_path / "o4"))
     assert done.returncode == 2
@@ -569,9 +594,11 @@ def solvers_read(path):
 
 @pytest.mark.parametrize(("options", "message"), [
     ("-s 6", "-s 6: L1-regularized logistic regression: no solver here has an L1 "
-             "regularizer; the types that map here are -s 0, -s 1, -s 2, -s 3, -s 4, -s 7"),
+             "regularizer; the types that map here are -s 0, -s 1, -s 2, -s 3, -s 4, -s 7, "
+             "-s 11, -s 12, -s 13"),
     ("-s 5", "-s 5: L1-regularized L2-loss SVC: no solver here has an L1 regularizer"),
-    ("-s 11", "no regression here"),
+    ("-s 1 -p 0.5", "-p is the epsilon of LIBLINEAR's support vector regression"),
+    ("-s 12 -p -1", "-p -1: epsilon must be >= 0"),
     ("-s 99", "-s 99: LIBLINEAR has no such solver type"),
     ("-s x", "LIBLINEAR's solver type is a number"),
     ("-s 2 -e 0.01", "-e with -s 2: LIBLINEAR's primal stopping rule"),
@@ -656,3 +683,55 @@ def test_logistic_regression_as_liblinear_trains_and_predicts_it(tmp_path, capsy
         expected = np.array(probabilities)[:, [column[0.0], column[1.0]]]
         np.testing.assert_allclose(ours, expected, atol=1e-5, rtol=0)
     capsys.readouterr()
+
+
+def test_train_takes_libsvms_b_and_writes_the_text_format_where_it_holds_the_model(tmp_path,
+                                                                                    capsys):
+    """Issue 48: ``-b 1`` at training as LIBSVM's train takes it (probability estimates, which
+    predict -b 1 prints); ``--format auto`` (the default) writes LIBLINEAR's text unless the
+    model holds what that format has no place for, and then says why it wrote npz."""
+    heart = str(data_path("heart_scale"))
+    plain, calibrated = tmp_path / "plain.model", tmp_path / "calibrated.model"
+    assert main(["train", heart, str(plain), "--solver", "dual_cd", "-q"]) == 0
+    assert "in LIBLINEAR's format" in capsys.readouterr().err
+    assert plain.read_text().startswith("solver_type ")
+    assert main(["train", heart, str(calibrated), "--solver", "dual_cd", "-b", "1", "-q"]) == 0
+    assert "as an npz archive (LIBLINEAR's file has no place for the model's probability " \
+        "sigmoids)" in capsys.readouterr().err
+    assert solvers.load_model(calibrated).calibrated
+    output = tmp_path / "out"
+    assert main(["predict", "-b", "1", heart, str(calibrated), str(output)]) == 0
+    assert capsys.readouterr().out.startswith("Accuracy = ")
+    assert output.read_text().startswith("labels 1 -1") or \
+        output.read_text().startswith("labels -1 1")
+    assert main(["train", heart, str(plain), "--solver", "dual_cd", "-b", "1", "-q",
+                 "--format", "liblinear"]) == 2
+    assert "--format liblinear: LIBLINEAR's file has no place" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("s", ["11", "12", "13"])
+def test_liblinear_regression_types_train_and_predict_as_liblinear(tmp_path, capsys, s):
+    """-s 11/12/13 -p EPS train the regression LIBLINEAR's types train (mfn, dual_cd), and
+    predict prints LIBLINEAR's two regression lines and writes the values."""
+    housing = str(data_path("regression/housing_scale"))
+    model, output = tmp_path / "h.model", tmp_path / "h.out"
+    assert main(["train", "-s", s, "-c", "2", "-p", "0.5", "-B", "1", "-e" if s != "11"
+                 else "--tol", "0.0001" if s != "11" else "1e-10", "-q", "--format", "npz",
+                 housing, str(model)]) == 0
+    loaded = solvers.load_model(model)
+    assert loaded.task == "regression"
+    params = loaded.metadata["params"]
+    assert (params["C"], params["bias"], params["loss"]) == (
+        2.0, "regularized", "epsilon_insensitive" if s == "13" else
+        "squared_epsilon_insensitive")
+    assert params["insensitivity" if s == "11" else "epsilon"] == 0.5  # mfn: its own name
+    capsys.readouterr()
+    assert main(["predict", housing, str(model), str(output)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    data = solvers.read_svmlight(housing)
+    values = loaded.predict(data.X)
+    mse = float(np.mean((values - data.y) ** 2))
+    assert lines[0] == f"Mean squared error = {mse:g} (regression)"
+    assert lines[1].startswith("Squared correlation coefficient = ")
+    assert lines[1].endswith(" (regression)")
+    np.testing.assert_array_equal(np.loadtxt(output), values)

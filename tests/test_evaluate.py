@@ -155,7 +155,7 @@ def test_cli_predict_reports_the_metrics(tmp_path, capsys, binary):
     model, test = binary
     path = tmp_path / "m.npz"
     model.save(path)
-    assert main(["predict", str(data_path("a9a.t")), str(path)]) == 0
+    assert main(["predict", str(data_path("a9a.t")), str(path), "--metrics"]) == 0
     out = capsys.readouterr().out
     report = solvers.evaluate(model, solvers.read_svmlight(data_path("a9a.t")))
     assert f"balanced accuracy: {100 * report['balanced_accuracy']:.4f}%" in out

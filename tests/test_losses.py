@@ -107,7 +107,7 @@ def test_unknown_loss():
     with pytest.raises(ValueError, match="unknown loss"):
         get_loss("cauchy")
     assert set(LOSSES) == {"hinge", "squared_hinge", "lp", "modified_huber", "least_squares",
-                           "logistic"}
+                           "logistic", "epsilon_insensitive", "squared_epsilon_insensitive"}
 
 
 @pytest.mark.parametrize("tau", [1.0, 0.01])
@@ -130,7 +130,8 @@ def test_smoothed_hinge_prox_minimizes(tau):
 
 def _incomplete(**leave_out):
     """The namespace of a complete coded loss (the hinge's formulas) without ``leave_out``."""
-    namespace = {"name": "incomplete", "code": get_loss("hinge").code, "p": 1.0,
+    namespace = {"name": "incomplete", "slack": "margin", "code": get_loss("hinge").code,
+                 "p": 1.0,
                  "has_exponent": False, "piecewise_linear": True, "clipped": False,
                  "smoothing": None, "dual_quadratic": 0.0,
                  "liblinear_solver_type": "L2R_L1LOSS_SVC_DUAL", "liblinear_types": (3,),

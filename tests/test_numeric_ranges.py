@@ -171,3 +171,39 @@ def test_no_gap_computed_yet_is_left_out_without_a_verdict():
     solution = _solution(math.inf, Termination.STOPPED, "the monitor asked to stop")
     assert solution.status == Termination.STOPPED
     assert "relative_duality_gap" not in solution.extras
+
+
+def test_messages_and_records_never_show_a_gap_below_zero():
+    """Issue 48: a converged pendigits job said "certified relative duality gap -5.25e-16";
+    round-off below 0 reads "0" in a message and 0 in an iteration record, while a gap
+    negative beyond round-off is shown as it is (the result turns it into a numerical error)."""
+    from solvers.monitor import IterationRecord
+    from solvers.termination import format_gap
+
+    assert format_gap(-5.25e-16) == "0"
+    assert format_gap(0.0) == "0"
+    assert format_gap(1.234e-4) == "0.000123"
+    assert format_gap(-10 * GAP_ROUNDOFF) == f"{-10 * GAP_ROUNDOFF:.3g}"
+    record = IterationRecord(3, 0.1, 2.0, -5.25e-16, {"relative_duality_gap": -5.25e-16})
+    assert record.optimality == 0.0 and record.extras["relative_duality_gap"] == 0.0
+    kept = IterationRecord(3, 0.1, 2.0, 1e-3, {"relative_duality_gap": -1e-3})
+    assert kept.optimality == 1e-3 and kept.extras["relative_duality_gap"] == -1e-3
+
+
+def test_class_weights_may_not_take_an_examples_cost_out_of_the_sound_range(heart):
+    """Issue 49: C passed its own check while a class weight of 1e-300 made the costs the
+    arithmetic cannot hold; the costs C x weight are held to C_RANGE, saying which."""
+    with pytest.raises(InvalidParametersError,
+                       match=r"^class_weight: .* costs from 1e-300 to 1, outside "
+                             r"1e-12 \.\. 1e\+12"):
+        solvers.train(heart, solver="mfn", C=1.0, class_weight={-1: 1e-300})
+    with pytest.raises(InvalidParametersError, match="1e\\+15"):
+        solvers.train(heart, solver="dual_cd", C=1e6, class_weight={1: 1e9})
+    fit = solvers.train(heart, solver="mfn", C=1.0, class_weight={-1: 1e-6, 1: 1e6})
+    assert fit.status == Termination.CONVERGED
+
+
+def test_pydantics_bounds_are_written_as_a_person_writes_them():
+    """Issue 48/49: the C bound's message said 0.000000000001."""
+    with pytest.raises(InvalidParametersError, match=r"greater than or equal to 1e-12$"):
+        validate_params("mfn", C=1e-13)

@@ -174,3 +174,25 @@ def test_every_registered_solver_learns_heart_scale(spec):
     assert result.status == "converged", result.message
     accuracy = np.mean(result.model.predict(test_set.X) == test_set.labels)
     assert accuracy >= HELD_OUT_ACCURACY, accuracy
+
+
+def test_a_run_of_many_binary_problems_says_the_counts_and_the_worst():
+    """Issue 48: a one-vs-one job's message was about 30 KB (one clause per each of 325 pairs).
+    Beyond a few problems the message is the count of each status and the worst one's own
+    message; the per-problem messages stay in the subproblems."""
+    from solvers.base import SubproblemResult, Termination
+    from solvers.train import SPELLED_OUT_SUBPROBLEMS, summary_message
+
+    def sub(label, status, gap):
+        return SubproblemResult(label, 1.0, status, f"{status} at gap {gap:g}", 10,
+                                {"relative_duality_gap": gap})
+
+    many = [sub(str(k), Termination.CONVERGED, 1e-7 * (k + 1)) for k in range(300)]
+    many[17] = sub("17", Termination.MAX_ITER, 1e-3)
+    message = summary_message(many)
+    assert message == ("300 binary problems: 299 converged, 1 max_iter; the worst, class 17: "
+                       "max_iter at gap 0.001")
+    converged = many[:17]
+    assert summary_message(converged).endswith("class 16: converged at gap 1.7e-06")
+    few = many[:SPELLED_OUT_SUBPROBLEMS]
+    assert summary_message(few) == "; ".join(f"class {s.label}: {s.message}" for s in few)

@@ -1,6 +1,6 @@
 """LIBLINEAR's habits on ``svmsvc train``: its ``-s`` solver types mapped onto the solvers
-here (or refused, saying why), ``-c -e -B``, ``-wi WEIGHT``, and ``-v`` / ``-C``
-cross-validation with LIBLINEAR's output lines."""
+here (or refused, saying why), ``-c -e -p -B``, ``-wi WEIGHT``, LIBSVM's ``-b`` (train with
+probability estimates), and ``-v`` / ``-C`` cross-validation with LIBLINEAR's output lines."""
 
 from __future__ import annotations
 
@@ -42,6 +42,18 @@ LIBLINEAR_TYPES: dict[int, LiblinearType] = {
                      "Crammer-Singer multi-class SVC (dual_cd, crammer_singer)", True),
     7: LiblinearType("dual_cd", {"loss": "logistic", "stop_rule": "projected_gradient"},
                      "L2-regularized logistic regression, dual (dual_cd, logistic)", True),
+    11: LiblinearType("mfn", {"task": "regression", "loss": "squared_epsilon_insensitive"},
+                      "L2-regularized L2-loss support vector regression, primal (mfn, "
+                      "squared_epsilon_insensitive: the same problem by another primal "
+                      "Newton method; -e does not map)", False),
+    12: LiblinearType("dual_cd", {"task": "regression", "loss": "squared_epsilon_insensitive",
+                                  "stop_rule": "projected_gradient"},
+                      "L2-regularized L2-loss support vector regression, dual (dual_cd, "
+                      "Ho & Lin)", True),
+    13: LiblinearType("dual_cd", {"task": "regression", "loss": "epsilon_insensitive",
+                                  "stop_rule": "projected_gradient"},
+                      "L2-regularized L1-loss support vector regression, dual (dual_cd, "
+                      "Ho & Lin)", True),
 }
 
 #: the stop_rule that is LIBLINEAR's -e, for the solvers that have one
@@ -51,9 +63,6 @@ EPS_RULES = {"dual_cd": "projected_gradient", "newton": "gradient"}
 LIBLINEAR_REFUSED: dict[int, str] = {
     5: "L1-regularized L2-loss SVC: no solver here has an L1 regularizer",
     6: "L1-regularized logistic regression: no solver here has an L1 regularizer",
-    11: "L2-regularized L2-loss support vector regression: no regression here",
-    12: "L2-regularized L2-loss support vector regression (dual): no regression here",
-    13: "L2-regularized L1-loss support vector regression (dual): no regression here",
     21: "one-class SVM: no one-class problem here",
 }
 
@@ -92,8 +101,9 @@ def liblinear_params(args, spec) -> dict[str, Any]:
         params["C"] = args.ll_C
     if args.ll_eps is not None:
         if kind is None and spec.name not in EPS_RULES:
-            raise CLIError("-e is LIBLINEAR's stopping rule: give it with -s 0, 1, 3, 4 or 7 "
-                           "(or --solver dual_cd or newton); other solvers stop on --tol")
+            raise CLIError("-e is LIBLINEAR's stopping rule: give it with -s 0, 1, 3, 4, 7, "
+                           "12 or 13 (or --solver dual_cd or newton); other solvers stop on "
+                           "--tol")
         if kind is not None and not kind.eps:
             raise CLIError(f"-e with -s {args.ll_type}: LIBLINEAR's primal stopping rule "
                            f"(the gradient's norm) has no equivalent in {kind.solver}; give "
@@ -102,6 +112,16 @@ def liblinear_params(args, spec) -> dict[str, Any]:
             raise CLIError(f"-e {args.ll_eps:g}: the tolerance must be positive")
         params["eps"] = args.ll_eps
         params["stop_rule"] = EPS_RULES[kind.solver if kind is not None else spec.name]
+    if args.ll_p is not None:
+        if not (kind is not None and kind.params.get("task") == "regression"):
+            raise CLIError("-p is the epsilon of LIBLINEAR's support vector regression: "
+                           "give it with -s 11, 12 or 13")
+        if args.ll_p < 0:
+            raise CLIError(f"-p {args.ll_p:g}: epsilon must be >= 0")
+        # mfn's own epsilon is its CGLS tolerance: the tube is its insensitivity field
+        key = "insensitivity" if "insensitivity" in spec.params_model.model_fields \
+            else "epsilon"
+        params[key] = args.ll_p
     if args.ll_bias is not None:
         if args.ll_bias == 0:
             raise CLIError("-B 0: a bias feature of value 0 is no bias; give -B -1 for none "
@@ -110,6 +130,8 @@ def liblinear_params(args, spec) -> dict[str, Any]:
             params["bias"] = "none"
         else:
             params["bias"], params["bias_scale"] = "regularized", args.ll_bias
+    if args.ll_probability is not None:  # LIBSVM's train -b: probability estimates
+        params["probability"] = bool(args.ll_probability)
     return params
 
 

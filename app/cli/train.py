@@ -26,8 +26,13 @@ def add_train_command(commands, solver_spec) -> None:
     train.add_argument("--model-out",
                        help="write the model here (default: MODEL, else FILE's base name "
                             "plus .model in the current directory, as LIBLINEAR does)")
-    train.add_argument("--format", choices=("npz", "liblinear"), default="npz",
-                       help="model file format (default npz)")
+    train.add_argument("--format", choices=("auto", "liblinear", "npz"), default="auto",
+                       help="model file format: liblinear, LIBLINEAR's text (what its "
+                            "predict and a user's scripts read); npz, this library's archive "
+                            "(any model, with its metadata); auto (default): liblinear when "
+                            "the model has that form and loses nothing predict uses in it (a "
+                            "linear classifier of numeric labels without probability "
+                            "estimates), else npz, saying why")
     train.add_argument("--quiet", "-q", action="store_true",
                        help="no per-iteration progress (-q: LIBLINEAR's)")
     liblinear = train.add_argument_group(
@@ -41,15 +46,24 @@ def add_train_command(commands, solver_spec) -> None:
     liblinear.add_argument("-c", dest="ll_C", type=number_option, default=None,
                            metavar="COST", help="C (LIBLINEAR's -c, default 1)")
     liblinear.add_argument("-e", dest="ll_eps", type=number_option, default=None,
-                           metavar="EPS", help="-s 1, 3, 4 (dual_cd): LIBLINEAR's stopping "
-                                               "rule, the projected gradient's spread at "
-                                               "most EPS (default 0.1)")
+                           metavar="EPS", help="-s 1, 3, 4, 12, 13 (dual_cd): LIBLINEAR's "
+                                               "stopping rule, the projected gradient's "
+                                               "spread at most EPS (12, 13: its 1-norm at "
+                                               "most EPS times the first pass's; default "
+                                               "0.1)")
+    liblinear.add_argument("-p", dest="ll_p", type=number_option, default=None,
+                           metavar="EPS", help="-s 11, 12, 13: the epsilon of the "
+                                               "epsilon-insensitive loss (default 0.1)")
     liblinear.add_argument("-B", dest="ll_bias", type=number_option, default=None,
                            metavar="BIAS", help="BIAS > 0: a constant feature of value BIAS "
                                                 "appended to every example, its weight "
                                                 "regularized as the others (bias="
                                                 "regularized, bias_scale=BIAS); BIAS < 0: "
                                                 "no bias (LIBLINEAR's default, -1)")
+    liblinear.add_argument("-b", dest="ll_probability", type=int, choices=(0, 1),
+                           default=None, metavar="PROBABILITY",
+                           help="1: train with probability estimates (LIBSVM's train -b 1, "
+                                "--probability true), which predict -b 1 prints; 0: without")
     liblinear.add_argument("-v", dest="ll_folds", type=int, default=None, metavar="K",
                            help="K-fold cross-validation at this C instead of training: "
                                 "prints 'Cross Validation Accuracy = x%%' (no model written)")
@@ -113,20 +127,35 @@ def _report_training(result) -> None:
 
 def _write_model(args, result) -> None:
     """Write the model to --model-out, else MODEL, else the data file's base name plus
-    .model in the current directory (as LIBLINEAR does), in npz or LIBLINEAR's format."""
+    .model in the current directory (as LIBLINEAR does), in the --format asked."""
     model_out = args.model_out or args.model
     if model_out is None:  # as LIBLINEAR does: the data file's base name plus .model, here
         model_out = Path(args.file).name + ".model"
         print(f"no --model-out: writing the model to {model_out}", file=sys.stderr)
     args.model_out = model_out
-    if args.model_out:
-        if args.format == "liblinear":
-            if not hasattr(result.model, "to_liblinear"):
-                raise CLIError(f"a {result.model.kind} model has no LIBLINEAR form")
-            Path(args.model_out).write_text(result.model.to_liblinear())
-        else:
-            result.model.save(args.model_out)
-        print(f"model written to {args.model_out}", file=sys.stderr)
+    model = result.model
+    text_refusal = liblinear_refusal(model)
+    if args.format == "liblinear" and text_refusal is not None:
+        raise CLIError(f"--format liblinear: {text_refusal}; write it with --format npz")
+    if args.format == "npz" or text_refusal is not None:
+        model.save(args.model_out)
+        written = "as an npz archive" + (f" ({text_refusal})" if args.format == "auto" else "")
+    else:
+        Path(args.model_out).write_text(model.to_liblinear())
+        written = "in LIBLINEAR's format"
+    print(f"model written to {args.model_out} {written}", file=sys.stderr)
+
+
+def liblinear_refusal(model) -> str | None:
+    """None when LIBLINEAR's model file holds everything ``predict`` uses of ``model`` (so
+    ``--format auto`` writes it), else why not."""
+    if not hasattr(model, "to_liblinear"):
+        return f"a {model.kind} model has no LIBLINEAR form"
+    if model.calibrated and not model.liblinear_keeps_probabilities():
+        return "LIBLINEAR's file has no place for the model's probability sigmoids"
+    if model.classes_.dtype.kind not in "iuf":
+        return "LIBLINEAR's file holds numeric labels only"
+    return None
 
 
 class _ProgressPrinter:

@@ -36,6 +36,7 @@ import math
 import multiprocessing
 import os
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -45,7 +46,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from app.crud.datasets import record_scan
-from app.db.models import Dataset, DatasetKind, Job, JobStatus, TrainedModel
+from app.db.models import Dataset, DatasetKind, Job, JobKind, JobStatus, TrainedModel
 from app.db.session import Sessions, create_db_engine
 from app.evaluation import evaluate
 from app.jobs.monitor import DatabaseMonitor, StopCause, jsonable
@@ -71,12 +72,14 @@ class WorkerConfig:
     threads: int
     log_level: str
     max_model_bytes: int | None = None  # SVMSVC_MODEL_CACHE_BYTES: larger models are refused
+    chunk_rows: int | None = None  # SVMSVC_PREDICTION_CHUNK_ROWS (prediction jobs)
 
 
 def worker_main(config: WorkerConfig, connection) -> None:
     """Entry point of a spawned worker process."""
     os.environ["NUMBA_NUM_THREADS"] = str(config.threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service stops its workers itself
+    exit_with_parent(multiprocessing.parent_process())
     logging.basicConfig(
         level=config.log_level.upper(),
         format=f"%(asctime)s worker-{config.index}[%(process)d] %(levelname)s %(message)s")
@@ -112,12 +115,36 @@ def worker_main(config: WorkerConfig, connection) -> None:
             status = run_job(sessions, store, uuid.UUID(job_id), attempt, parent.is_alive,
                              config.max_model_bytes,
                              prepare=lambda spec: solvers_left.prepare_job(spec, sessions,
-                                                                           connection))
+                                                                           connection),
+                             chunk_rows=config.chunk_rows)
             connection.send(("done", job_id, status))
     except (EOFError, OSError):
         pass  # the service went away: nothing left to report to
     finally:
         engine.dispose()
+
+
+#: A worker's exit status when its service went away (it ended without a word)
+EXIT_ORPHANED = 3
+
+
+def exit_with_parent(parent) -> None:
+    """End this worker as soon as the process that spawned it ends, whatever the worker is
+    doing (issue 49: after a kill -9 of the service, a worker compiling its kernels for a job,
+    or in a long step that reports no iteration, computed on for minutes, invisible and
+    beyond cancel or time limit).  A daemon thread waits on the parent's sentinel (no
+    polling) and exits the process at once: the attempt's lease, no longer renewed, gives the
+    job back to the queue, so nothing is lost; the monitor's own check between iterations
+    (``StopCause.orphaned``) stays for the stops it can make cleanly."""
+    if parent is None:  # not a spawned worker (called in a test's own process)
+        return
+
+    def watch() -> None:
+        parent.join()  # returns when the parent's end of the sentinel pipe closes
+        logger.warning("the service (pid %s) is gone: worker exiting", parent.pid)
+        os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=watch, name="svmsvc-parent-watch", daemon=True).start()
 
 
 #: How long an idle worker with solvers left to compile listens for a job before it tries
@@ -235,10 +262,33 @@ def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec 
     )
 
 
+DEFAULT_CHUNK_ROWS = 50_000
+"""Rows of a prediction job's chunk when the executor does not say (the setting's default)."""
+
+
+def load_prediction_spec(session: Session, job_id: uuid.UUID, attempt: int):
+    """A prediction job's :class:`~app.batch_prediction.PredictionSpec`, if this attempt
+    still owns it and it is one (None otherwise)."""
+    from app.batch_prediction import PredictionSpec
+
+    job = session.get(Job, job_id)
+    if (job is None or job.kind != JobKind.predict or job.status != JobStatus.running
+            or job.attempts != attempt):
+        return None
+    dataset = session.get(Dataset, job.dataset_id)
+    return PredictionSpec(
+        job_id=job.id, attempt=attempt, model_id=job.predict_model_id,
+        dataset_digest=dataset.sha256,
+        dataset_source=dataset.source if dataset.kind == DatasetKind.sharded else None,
+        rows_total=dataset.n_samples, format=job.params.get("format", "csv"),
+        time_limit_s=job.time_limit_s)
+
+
 def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
             attempt: int, parent_alive, max_model_bytes: int | None = None,
             prepare: Callable[[JobSpec], None] | None = None,
-            sharded: Callable[[dict], AbstractContextManager] | None = None) -> str | None:
+            sharded: Callable[[dict], AbstractContextManager] | None = None,
+            chunk_rows: int | None = None) -> str | None:
     """Run one attempt of a job to its end; returns the final status written (None when
     the attempt lost the job and wrote nothing).  A trained model whose archive exceeds
     ``max_model_bytes`` (the web process's model cache) fails the job, saying so: served, it
@@ -248,9 +298,18 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
     ``sharded(source)`` (the Dask executor's, :func:`app.jobs.executors.dask.sharded_dataset`)
     is a context that reads them on the workers and releases them after; the statistics it
     found are written on the dataset's row.  Without it (a local worker) such a job fails,
-    saying what it needs."""
+    saying what it needs.
+
+    A prediction job (kind ``predict``) runs :func:`app.batch_prediction.run_prediction_job`
+    instead, ``chunk_rows`` rows at a time (its shards, if any, read by this process)."""
     with sessions.read() as session:
-        spec = load_job_spec(session, job_id, attempt)
+        prediction = load_prediction_spec(session, job_id, attempt)
+        spec = None if prediction is not None else load_job_spec(session, job_id, attempt)
+    if prediction is not None:
+        from app.batch_prediction import run_prediction_job
+
+        return run_prediction_job(sessions, store, prediction, parent_alive,
+                                  chunk_rows or DEFAULT_CHUNK_ROWS)
     if spec is None:
         return None
     if spec.dataset_source is None:
@@ -469,6 +528,20 @@ def trained_model_row(spec: JobSpec, result, dataset, validation: dict | None) -
             for s in result.subproblems
         ],
         validation=validation,
+        details=model_details(model.metadata),
         size_bytes=len(artifact),
         artifact=artifact,
     )
+
+
+#: what a model's metadata holds that the models table has columns for already
+_METADATA_IN_COLUMNS = ("solver", "params", "objective", "status", "training_seconds",
+                        "training_data")
+
+
+def model_details(metadata: dict) -> dict | None:
+    """A model's metadata beyond the table's columns, as JSON (``TrainedModel.details``):
+    the low-rank approximation, the scaling, auto's choice, the warnings, the probability
+    sigmoids; None when it has none."""
+    details = {key: value for key, value in metadata.items() if key not in _METADATA_IN_COLUMNS}
+    return jsonable(details) if details else None

@@ -22,6 +22,7 @@ from solvers.core.linalg import cgls_compact, cholesky_factor, cholesky_factor_s
 from solvers.core.sparse import CompactRows, padded_width, thread_count, use_parallel
 from solvers.monitor import Monitor, Reporter
 from solvers.problems import BinaryProblem
+from solvers.termination import format_gap
 
 _REFRESH = 50  # recompute the outputs exactly every this many iterations (updates drift)
 
@@ -456,7 +457,7 @@ def solve(problem: BinaryProblem, params: ALMParams | None = None,
             status, message = Termination.NUMERICAL_ERROR, "non-finite objective or gap"
             break
         if params.stop_rule == "gap" and gap <= params.tol:
-            status, message = Termination.CONVERGED, f"relative duality gap {gap:.3g}"
+            status, message = Termination.CONVERGED, f"relative duality gap {format_gap(gap)}"
             break
         if stop_paper:
             status, message = Termination.CONVERGED, "the paper's stopping rule"

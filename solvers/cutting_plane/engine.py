@@ -17,6 +17,7 @@ from solvers.cutting_plane.qp import CutBuffer
 from solvers.cutting_plane.search import GridSearch, Ray, ThreePointSearch
 from solvers.monitor import Monitor, Reporter
 from solvers.problems import BinaryProblem, CrammerSingerProblem
+from solvers.termination import format_gap
 
 
 class _Geometry:
@@ -255,7 +256,7 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
         # inverted)
         if Fb - lower <= params.tol * abs(Fb):
             status, message = Termination.CONVERGED, \
-                f"relative gap {gap:.3g} <= tol {params.tol:g}"
+                f"relative gap {format_gap(gap)} <= tol {params.tol:g}"
             break
     if carry is not None:
         carry.buffer, carry.beta, carry.C = buffer, wb, C

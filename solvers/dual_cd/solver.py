@@ -23,7 +23,7 @@ from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
 from solvers.models import LinearModel
 from solvers.monitor import Continued, Monitor, NullMonitor, Reporter, Stopwatch
 from solvers.problems import BinaryProblem, CrammerSingerProblem
-from solvers.termination import Termination
+from solvers.termination import Termination, format_gap
 
 #: ``newton(problem, start, tol, monitor) -> Solution``: a primal Newton method on the binary
 #: problem from the point ``start`` = (w, b), stopped at the certified gap ``tol``, what a
@@ -233,8 +233,11 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
 
 def newton_switch_at(params: DualCDParams, problem: BinaryProblem) -> int | None:
     """The outer iteration at which an uncertified run hands w to its Newton method
-    (``newton_switch_iter``), or None: no switch (the hinge -- piecewise linear, no Newton
-    method, LIBLINEAR's -s 3 only warns --, None, or max_iter first)."""
+    (``newton_switch_iter``), or None: no switch (the piecewise-linear L1 losses -- the
+    hinge, the epsilon-insensitive loss: no Newton method, LIBLINEAR only warns --, None, or
+    max_iter first).  The others switch: the squared hinge (LIBLINEAR -s 1 -> -s 2), the
+    logistic loss (2.50's -s 7 -> -s 0) and the squared epsilon-insensitive loss (-s 12 ->
+    -s 11); ``problem`` is binary or a regression."""
     at = params.newton_switch_iter
     if problem.loss_function.piecewise_linear or at is None or at >= params.max_iter:
         return None
@@ -444,11 +447,11 @@ def _verdict(params, epochs: int, gap: float, gap_rule: bool, own_met: bool,
     or, with ``stop_rule`` LIBLINEAR's, its rule (``own_rule`` says it when met), then
     ``max_iter``."""
     if gap_rule and gap <= params.tol:
-        return Termination.CONVERGED, (f"converged: relative duality gap {gap:.3g} <= "
+        return Termination.CONVERGED, (f"converged: relative duality gap {format_gap(gap)} <= "
                                        f"tol={params.tol:g}")
     if not gap_rule and own_met:
         return Termination.CONVERGED, f"converged: {own_rule} (LIBLINEAR's rule)"
     if epochs >= params.max_iter:
         return Termination.MAX_ITER, (f"max_iter={params.max_iter} outer iterations reached "
-                                      f"(relative duality gap {gap:.3g})")
+                                      f"(relative duality gap {format_gap(gap)})")
     return None, None

@@ -93,7 +93,7 @@ from solvers.interior_point.mpc import (
 )
 from solvers.interior_point.params import INTERIOR_POINT_SOLVES, InteriorPointParams
 from solvers.monitor import Monitor, Reporter
-from solvers.termination import Termination
+from solvers.termination import Termination, format_gap
 
 # -- worker side ---------------------------------------------------------------------------------
 
@@ -432,7 +432,7 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
             problem.checkpoint = WarmStart(beta=params_vector.copy())
             if params.stop_rule == "gap" and relative_gap <= params.tol:
                 status = Termination.CONVERGED
-                message = (f"converged: relative duality gap {relative_gap:.3g} <= "
+                message = (f"converged: relative duality gap {format_gap(relative_gap)} <= "
                            f"tol={params.tol:g}")
             stop = reporter(iteration, objective, relative_gap,
                             elapsed=elapsed, mu=mu, residual_norm=rnorm / drv.dnorm,
@@ -482,7 +482,8 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
     chosen = recorded
     if status in _BEST_ITERATE and best is not None:
         chosen = best
-        message += f"; the iterate of smallest relative duality gap ({best_gap:.3g}) is returned"
+        message += (f"; the iterate of smallest relative duality gap ({format_gap(best_gap)})"
+                    " is returned")
     if chosen is None:  # no iterate recorded (the start failed)
         chosen = (np.zeros(drv.dim), 0.0, -np.inf, float("nan"))
     w_out, beta_out, dual_value, mu_out = chosen

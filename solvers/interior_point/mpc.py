@@ -21,7 +21,7 @@ from solvers.interior_point.linsys import (
 from solvers.interior_point.params import INTERIOR_POINT_SOLVES, InteriorPointParams
 from solvers.monitor import Monitor, Reporter
 from solvers.problems import BinaryProblem
-from solvers.termination import Termination
+from solvers.termination import Termination, format_gap
 
 
 @dataclass
@@ -559,7 +559,7 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
                 best, best_gap = x.copy(), relative_gap
             if params.stop_rule == "gap" and relative_gap <= params.tol:
                 status = Termination.CONVERGED
-                message = (f"converged: relative duality gap {relative_gap:.3g} <= "
+                message = (f"converged: relative duality gap {format_gap(relative_gap)} <= "
                            f"tol={params.tol:g}")
             stop = reporter(iteration, objective, relative_gap,
                             elapsed=elapsed, mu=mu, residual_norm=res.norm / qp.dnorm,
@@ -601,7 +601,8 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
         iteration = max(len(status_test.mu) - 1, 0)
     if status in _BEST_ITERATE and best is not None:
         x = best
-        message += f"; the iterate of smallest relative duality gap ({best_gap:.3g}) is returned"
+        message += (f"; the iterate of smallest relative duality gap ({format_gap(best_gap)})"
+                    " is returned")
     beta = qp.parameters(x)
     objective = problem.objective(beta)
     gap = objective - problem.dual_objective(qp.dual_point(x))

@@ -11,6 +11,7 @@ from solvers.losses import ClippedLoss, Loss
 from solvers.mfn.engine import Engine, MFNState
 from solvers.mfn.params import MFNParams
 from solvers.monitor import Reporter
+from solvers.termination import format_gap
 
 # _drive_dual_kkt gives up once eps would fall below this.
 _SMALLEST_EPSILON = 1e-15
@@ -133,12 +134,12 @@ def _homotopy(engine: Engine, state: MFNState, params: MFNParams,
         gap = (primal - engine.dual_objective(xi, loss)) / max(abs(primal), 1e-300)
         if gap <= params.tol:
             return Termination.CONVERGED, (
-                f"converged: {target.name} duality gap {gap:.3g} (relative) <= "
+                f"converged: {target.name} duality gap {format_gap(gap)} (relative) <= "
                 f"{params.tol:g} after tau=2^-{j}"
             )
     return Termination.MAX_ITER, (
         f"{target.name} homotopy ended at tau=2^-{params.hinge_max_rounds} with relative gap "
-        f"{gap:.3g}"
+        f"{format_gap(gap)}"
     )
 
 

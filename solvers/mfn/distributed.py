@@ -84,6 +84,7 @@ from solvers.mfn.engine import (
 )
 from solvers.mfn.params import MFNParams
 from solvers.monitor import Monitor, Reporter
+from solvers.termination import format_gap
 
 _RISE_SLACK = 1e-12
 _SET_TOL_PER_BAND = 1e-2
@@ -592,7 +593,7 @@ class DistributedEngine:
 
     def _gap_finish(self, eps, newton, cg_total):
         return self._finish(Termination.CONVERGED, (
-            f"converged: certified relative duality gap {self.last_gap:.3g} <= "
+            f"converged: certified relative duality gap {format_gap(self.last_gap)} <= "
             f"tol={self.params.tol:g} (rule (13) at eps={eps:g})"), eps, newton, cg_total)
 
     def _finish(self, status, message, eps, newton, cg_total):

@@ -23,6 +23,7 @@ from solvers.losses.kernels import (
 )
 from solvers.mfn.params import MFNParams
 from solvers.monitor import Reporter
+from solvers.termination import format_gap
 
 # Relative slack on "the objective rose" (step 7): exact line search cannot increase f, but
 # the objective is a sum of m terms evaluated in floating point.
@@ -565,7 +566,7 @@ class Engine:
 
     def _gap_finish(self, loss, eps, newton, cg_total):
         return self._finish(Termination.CONVERGED, (
-            f"converged: certified relative duality gap {self.last_gap:.3g} <= "
+            f"converged: certified relative duality gap {format_gap(self.last_gap)} <= "
             f"tol={self.params.tol:g} (rule (13) at eps={eps:g})"),
             loss, eps, newton, cg_total)
 

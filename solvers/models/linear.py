@@ -17,6 +17,7 @@ from solvers.models.base import (
     model_classes,
     register_model_kind,
 )
+from solvers.models.regression import LIBLINEAR_REGRESSION_TYPES, RegressionModel
 
 #: LIBLINEAR's logistic models, whose ``predict -b 1`` gives P(label | x) = 1 / (1 +
 #: exp(-f(x))), normalized over the classes of a one-vs-rest model (its
@@ -86,10 +87,11 @@ class LinearModel(Model):
 
     # -- LIBLINEAR -------------------------------------------------------------------------
     @classmethod
-    def from_liblinear(cls, text: str) -> LinearModel:
+    def from_liblinear(cls, text: str) -> LinearModel | RegressionModel:
         """A LIBLINEAR model file (``train -s 0..7``, binary and one-vs-rest, ``-s 4``; also
         what :meth:`to_liblinear` writes) as a linear model: the same decision values and
-        labels as LIBLINEAR's ``predict``.  Regression and one-class models are refused."""
+        labels as LIBLINEAR's ``predict``.  A regression type (``-s 11/12/13``) gives a
+        :class:`~solvers.models.regression.RegressionModel`; one-class models are refused."""
         lines = text.splitlines()
         header: dict[str, str] = {}
         for number, line in enumerate(lines):
@@ -100,6 +102,8 @@ class LinearModel(Model):
             header[key] = value.strip()
         else:
             raise ModelFormatError("not a LIBLINEAR model: no 'w' line")
+        if header.get("solver_type") in LIBLINEAR_REGRESSION_TYPES:
+            return RegressionModel.from_liblinear(header, body)
         try:
             solver_type = header["solver_type"]
             nr_class = int(header["nr_class"])
@@ -109,7 +113,8 @@ class LinearModel(Model):
         except (KeyError, ValueError) as exc:
             raise ModelFormatError(f"not a LIBLINEAR model: bad header ({exc})") from None
         if "SVR" in solver_type or "ONECLASS" in solver_type:
-            raise ModelFormatError(f"a LIBLINEAR {solver_type} model is not a classifier")
+            raise ModelFormatError(f"a LIBLINEAR {solver_type} model is not read here (the "
+                                   f"regression types are {', '.join(LIBLINEAR_REGRESSION_TYPES)})")
         columns = 1 if nr_class == 2 else nr_class
         rows = nr_feature + (1 if bias >= 0 else 0)
         try:
@@ -135,6 +140,22 @@ class LinearModel(Model):
             model.metadata["platt"] = [[-1.0, 0.0]] * coef.shape[0]
         return model
 
+    def liblinear_solver_type(self) -> str:
+        """The ``solver_type`` of its LIBLINEAR model file: a LIBLINEAR file's own, else the
+        training loss's (``Loss.liblinear_solver_type``)."""
+        params = self.metadata.get("params", {})
+        return self.metadata.get("solver_type") or get_loss(
+            params.get("loss", "squared_hinge"), params.get("p", 2.0)).liblinear_solver_type
+
+    def liblinear_keeps_probabilities(self) -> bool:
+        """Whether its LIBLINEAR model file keeps its probabilities: those of a logistic model
+        (one sigmoid 1 / (1 + exp(-f)) per score column, normalized), which LIBLINEAR's
+        ``predict -b 1`` and :meth:`from_liblinear` give a file of a logistic solver type."""
+        platt = self.metadata.get("platt")
+        return (platt is not None and "pairwise_platt" not in self.metadata
+                and all(list(row) == [-1.0, 0.0] for row in platt)
+                and self.liblinear_solver_type() in LIBLINEAR_PROBABILITY_TYPES)
+
     def to_liblinear(self, bias_scale: float | None = None) -> str:
         """The model in LIBLINEAR's model-file format (``predict`` reads it).
 
@@ -147,9 +168,7 @@ class LinearModel(Model):
         has_bias = bool(np.any(self.intercept_ != 0.0)) or (
             self.metadata.get("params", {}).get("bias", "regularized") != "none"
         )
-        params = self.metadata.get("params", {})
-        solver_type = self.metadata.get("solver_type") or get_loss(
-            params.get("loss", "squared_hinge"), params.get("p", 2.0)).liblinear_solver_type
+        solver_type = self.liblinear_solver_type()
         # LIBLINEAR's label order puts the positive class first for binary problems.
         order = [1, 0] if self.n_classes == 2 else list(range(self.n_classes))
         labels = " ".join(label_key(self.classes_[i]) for i in order)

@@ -21,6 +21,7 @@ from solvers.smo.engine import (
     violation,
 )
 from solvers.smo.params import SMOParams
+from solvers.termination import format_gap
 
 #: stop_rule="gap" tightens the KKT tolerance tenfold each time it is met before the gap;
 #: below this it stops (the gradient's rounding is of this order)
@@ -85,7 +86,7 @@ class CSVC:
                 status, message = Termination.STOPPED, report.stop_message
             elif gap_rule and relative_gap <= params.tol:
                 status, message = Termination.CONVERGED, (
-                    f"converged: relative duality gap {relative_gap:.3g} <= tol="
+                    f"converged: relative duality gap {format_gap(relative_gap)} <= tol="
                     f"{params.tol:g} after {iterations} SMO iterations")
             elif code == OPTIMAL and not gap_rule:
                 status, message = Termination.CONVERGED, (
@@ -94,14 +95,14 @@ class CSVC:
             elif code == OPTIMAL and eps / 10.0 < KKT_FLOOR:
                 status, message = Termination.CONVERGED, (
                     f"converged: m - M = {kkt:.3g} below {KKT_FLOOR:g} (relative duality gap "
-                    f"{relative_gap:.3g}) after {iterations} SMO iterations")
+                    f"{format_gap(relative_gap)}) after {iterations} SMO iterations")
             elif code == OPTIMAL:
                 eps /= 10.0  # the gap rule: a tighter KKT tolerance, shrinking afresh
                 state[UNSHRINK] = 0
             elif iterations >= params.max_iter:
                 status, message = Termination.MAX_ITER, (
                     f"max_iter={params.max_iter} SMO iterations reached with m - M = "
-                    f"{kkt:.3g}, relative duality gap {relative_gap:.3g}")
+                    f"{kkt:.3g}, relative duality gap {format_gap(relative_gap)}")
         reconstruct_gradient(*engine, y, alpha, cost, G, G_bar, order, state)
         bias = -float(rho_of(y, alpha, cost, G, order, length))
         primal, dual = problem.csvc_objectives(alpha, G, bias)

@@ -602,4 +602,10 @@ def test_an_auto_job_on_a_factor_trains_a_one_vs_one_kernel_model(api):
     model = solvers.load_model(api.get(f"/api/v1/models/{done['model_id']}/download").content)
     assert model.kind == "kernel" and model.multiclass == "ovo" and model.n_support == 100
     assert model.metadata["auto"]["reason"].startswith("on a dense low-rank factor")
+    # the low-rank details over REST, as the model's own metadata has them (issue 48)
+    details = described["details"]
+    assert details["approximation"] == json.loads(json.dumps(model.metadata["approximation"]))
+    assert details["auto"]["reason"] == model.metadata["auto"]["reason"]
+    shown = described["shown_params"]
+    assert shown["rank"] == 100 and shown["gamma"] == 0.01 and "icf_tol" not in shown
     assert_served_as_the_library_predicts(api, done["model_id"], model)

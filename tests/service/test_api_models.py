@@ -69,6 +69,12 @@ def test_model_metadata(api, binary):
     assert body["solver_status"] == "converged" and body["iterations"] >= 1
     assert body["training_data"]["n_samples"] == 270
     assert body["params"]["C"] == 1.0
+    # only what did something for a linear model (issue 48: its page listed kernel rbf,
+    # gamma scale, rank 256); the stored params keep everything that ran
+    assert body["shown_params"]["C"] == 1.0
+    assert not {"kernel", "gamma", "rank", "approximation", "landmarks"} & \
+        set(body["shown_params"])
+    assert body["params"]["kernel"] == "rbf"
     assert body["objective"] == pytest.approx(model.metadata["objective"])
     assert [s["label"] for s in body["subproblems"]] == ["1"]
     listed = api.get("/api/v1/models", params={"dataset_id": dataset_id}).json()
@@ -203,7 +209,7 @@ def test_get_predict_of_a_cached_model_is_answered_before_the_router(api, binary
 
     model_id, _, _ = binary
     path = f"/api/v1/models/{model_id}/predict"
-    fast = PredictFastPath(None, next(r for r in router.routes if r.name == "predict"), None)
+    fast = PredictFastPath(None, {r.name: r for r in router.routes}, None)
     api.app.state.model_cache.discard(uuid.UUID(model_id))
     assert fast.answer(_scope(api, path, "x=1:0.5+3:1")) is None  # not cached: the route's
     by_route = api.get(path, params={"x": "1:0.5 3:1"})  # loads the model into the cache
@@ -481,6 +487,9 @@ def test_a_calibrated_model_serves_its_probabilities(api, dataset, params):
     x = " ".join(f"{j + 1}:{float(v)!r}" for j, v in zip(first.indices, first.data, strict=True))
     single = api.get(f"/api/v1/models/{model_id}/predict", params={"x": x}).json()
     assert single["probabilities"] == pytest.approx(list(expected[0]), rel=1e-12)
+    # labelled by class (issue 48: they came back without the order of their classes)
+    classes = [int(c) for c in model.classes_]
+    assert single["classes"] == classes and response.json()["classes"] == classes
     for got, want in zip(batch, expected, strict=True):
         assert got["probabilities"] == pytest.approx(list(want), rel=1e-12)
         assert sum(got["probabilities"]) == pytest.approx(1.0)
@@ -498,3 +507,4 @@ def test_a_calibrated_model_serves_its_probabilities(api, dataset, params):
 def test_a_model_without_probabilities_leaves_them_out(api, binary):
     single = api.get(f"/api/v1/models/{binary[0]}/predict", params={"x": "1:0.5"}).json()
     assert "probabilities" not in single or single["probabilities"] is None
+    assert single.get("classes") is None

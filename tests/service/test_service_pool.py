@@ -280,6 +280,9 @@ def test_a_worker_hung_in_its_warm_up_is_killed_and_replaced(server_factory, tmp
                        what="the worker in /readyz")
     assert waiting["status"] == "unavailable" and waiting["workers"][0]["state"] == "starting"
     assert waiting["message"] == "worker 0: starting"
+    # the log agrees with /readyz (issue 48: it said "svmsvc ready" at +3 s while /readyz
+    # answered 503 for minutes): serving requests now, ready only once a worker is
+    assert "svmsvc serving requests" in server.log() and "svmsvc ready:" not in server.log()
     # a job queued meanwhile says what it waits for (its message was null)
     queued = create_job(server.client, uploaded_id(server.client, data_path("heart_scale")),
                         QUICK_PARAMS)
@@ -298,8 +301,24 @@ def test_a_worker_hung_in_its_warm_up_is_killed_and_replaced(server_factory, tmp
     wait_process_gone(hung_pid)
     hang.unlink()  # the replacements warm up normally
     state = server.wait_ready()
+    assert "svmsvc ready: worker 0 can run jobs" in server.log()
     assert wait_job(server.client, queued["id"])["status"] == "succeeded"
     assert [w["pid"] for w in state["workers"]] != [hung_pid]
     assert 'svmsvc_worker_restarts_total{reason="hung"} 1.0' in server.client.get(
         "/metrics").text
     assert "Traceback" not in server.log()
+
+
+def test_a_worker_stops_with_its_service_even_where_it_reports_nothing(server_factory, tmp_path,
+                                                                        monkeypatch):
+    """Issue 49: after a kill -9 of the service, a worker in a step that reports no iteration
+    (compiling its kernels, reading a dataset: here hung before its warm-up) went on for
+    minutes beside the re-queued attempt. It waits on its parent and exits with it."""
+    hang = tmp_path / "hang-warm-up"
+    hang.touch()
+    monkeypatch.setenv(HANG_WARM_UP_VARIABLE, str(hang))
+    server = server_factory(workers=1)
+    worker = wait_for(lambda: (s := server.readiness()) and s["workers"]
+                      and s["workers"][0].get("pid"), PATIENCE_S, what="the worker's pid")
+    server.stop(signal.SIGKILL)
+    wait_process_gone(worker)

@@ -18,8 +18,11 @@ logger = logging.getLogger("svmsvc.api")
 
 
 @router.get("/healthz", name="live", response_model=HealthPublic)
-def healthz() -> HealthPublic:
-    """Liveness: the web process is up."""
+async def healthz() -> HealthPublic:
+    """Liveness: the web process is up.  Answered on the event loop (issue 49): as a plain
+    function it waited for a worker thread, behind the threads of the uploads and predictions
+    in flight (p99 531 ms under uploads), and a liveness probe must not flap while the process
+    is merely busy."""
     return HealthPublic(status="ok")
 
 

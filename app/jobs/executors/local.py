@@ -177,6 +177,7 @@ class ProcessExecutor:
             threads=self._settings.worker_threads,
             log_level=self._settings.log_level,
             max_model_bytes=self._settings.model_cache_bytes,
+            chunk_rows=self._settings.prediction_chunk_rows,
         )
         # A spawned worker imports NumPy (and so loads BLAS, which reads its thread count once)
         # while unpickling its arguments, before worker_main runs: the limit has to travel in
@@ -203,10 +204,14 @@ class ProcessExecutor:
                                         if done else what)
                 elif message[0] == "ready":
                     with self._lock:
+                        first = not any(w.ready for w in self._workers)
                         worker.ready = True
                         worker.state = None
                     self._failed_starts.pop(worker.index, None)
                     logger.info("worker %d ready (pid %d)", worker.index, message[1])
+                    if first:  # what /readyz says from now on (issue 48: the log and it agree)
+                        logger.info("svmsvc ready: worker %d can run jobs (GET /readyz "
+                                    "answers 200)", worker.index)
                 elif message[0] == "warming":
                     with self._lock:
                         worker.warming = message[1]

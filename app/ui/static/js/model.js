@@ -54,8 +54,10 @@ async function render() {
   content(
     el("div", { class: "columns" },
       el("section", {}, el("h2", {}, "Model"), el("dl", { class: "facts" }, facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])), links),
-      el("section", {}, el("h2", {}, "Parameters"), el("dl", { class: "facts" },
-        Object.entries(model.params).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v == null ? "none" : String(v))])))),
+      el("section", {}, el("h2", {}, "Parameters"), el("dl", { class: "facts", id: "model-params" },
+        Object.entries(model.shown_params).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v == null ? "none" : String(v))])),
+        model.details ? [el("h2", {}, "Details"), el("dl", { class: "facts", id: "model-details" },
+          Object.entries(model.details).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, typeof v === "object" && v !== null ? JSON.stringify(v) : String(v))]))] : null)),
     model.validation ? [el("h2", {}, "Validation (at training)"), showEvaluation(model.validation, "validation")] : null,
     el("h2", { id: "evaluation-heading" }, "Evaluate on a stored dataset"), evalForm, evaluation,
     el("h2", {}, "Predict one example"), predictForm, predicted);
