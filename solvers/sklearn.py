@@ -202,6 +202,8 @@ class LogisticRegression(SVMClassifier):
     #: ``__init__``'s arguments alone)
     loss = "logistic"
     probability = True
+    kernel = None  # linear (a kernel through solver_params' approximation, as SVMClassifier)
+    gamma = None
 
     def __init__(self, solver: str = "newton", C: float = 1.0, bias: str = "regularized",
                  class_weight=None, tol: float = 1e-6, scale: str = "none",

@@ -140,6 +140,22 @@ class LinearModel(Model):
             model.metadata["platt"] = [[-1.0, 0.0]] * coef.shape[0]
         return model
 
+    def liblinear_solver_type(self) -> str:
+        """The ``solver_type`` of its LIBLINEAR model file: a LIBLINEAR file's own, else the
+        training loss's (``Loss.liblinear_solver_type``)."""
+        params = self.metadata.get("params", {})
+        return self.metadata.get("solver_type") or get_loss(
+            params.get("loss", "squared_hinge"), params.get("p", 2.0)).liblinear_solver_type
+
+    def liblinear_keeps_probabilities(self) -> bool:
+        """Whether its LIBLINEAR model file keeps its probabilities: those of a logistic model
+        (one sigmoid 1 / (1 + exp(-f)) per score column, normalized), which LIBLINEAR's
+        ``predict -b 1`` and :meth:`from_liblinear` give a file of a logistic solver type."""
+        platt = self.metadata.get("platt")
+        return (platt is not None and "pairwise_platt" not in self.metadata
+                and all(list(row) == [-1.0, 0.0] for row in platt)
+                and self.liblinear_solver_type() in LIBLINEAR_PROBABILITY_TYPES)
+
     def to_liblinear(self, bias_scale: float | None = None) -> str:
         """The model in LIBLINEAR's model-file format (``predict`` reads it).
 
@@ -152,9 +168,7 @@ class LinearModel(Model):
         has_bias = bool(np.any(self.intercept_ != 0.0)) or (
             self.metadata.get("params", {}).get("bias", "regularized") != "none"
         )
-        params = self.metadata.get("params", {})
-        solver_type = self.metadata.get("solver_type") or get_loss(
-            params.get("loss", "squared_hinge"), params.get("p", 2.0)).liblinear_solver_type
+        solver_type = self.liblinear_solver_type()
         # LIBLINEAR's label order puts the positive class first for binary problems.
         order = [1, 0] if self.n_classes == 2 else list(range(self.n_classes))
         labels = " ".join(label_key(self.classes_[i]) for i in order)
