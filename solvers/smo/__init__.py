@@ -56,9 +56,9 @@ import scipy.sparse as sp
 from solvers.base import SolverSpec
 from solvers.core.kernels import Kernel, KernelCache
 from solvers.smo.engine import reconstruct_gradient, rho_of, smo_iterations, violation
-from solvers.smo.fit import fit_csvc, fit_one_vs_one
+from solvers.smo.fit import fit_csvc, fit_one_class, fit_one_vs_one, fit_regression
 from solvers.smo.params import SMO_SOLVES, SMOParams
-from solvers.smo.solver import CSVC, full_gradient
+from solvers.smo.solver import CSVC, SMOSolver, full_gradient
 
 
 def warm_up() -> None:
@@ -84,11 +84,13 @@ SPECS = (
                   "order information for training support vector machines, JMLR 6 (2005) "
                   "1889-1918 (WSS 2); C.-C. Chang and C.-J. Lin, LIBSVM: a library for "
                   "support vector machines, ACM TIST 2 (2011).",
-        fit_handlers={"binary": fit_csvc, "ovr": fit_csvc, "ovo": fit_one_vs_one},
+        fit_handlers={"binary": fit_csvc, "ovr": fit_csvc, "ovo": fit_one_vs_one,
+                      "one_class": fit_one_class, "regression": fit_regression},
         warm_up=warm_up,
     ),
 )
 
-__all__ = ["CSVC", "SMO_SOLVES", "SPECS", "SMOParams", "fit_csvc", "fit_one_vs_one",
+__all__ = ["CSVC", "SMO_SOLVES", "SPECS", "SMOParams", "SMOSolver", "fit_csvc",
+           "fit_one_class", "fit_one_vs_one", "fit_regression",
            "full_gradient", "reconstruct_gradient", "rho_of", "smo_iterations", "violation",
            "warm_up"]
