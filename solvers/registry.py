@@ -23,6 +23,7 @@ from solvers.base import (
     UnknownSolverError,
     WarmStart,
 )
+from solvers.problems import RegressionProblem
 
 # Every solver family of the library, in the order the catalogue lists them.
 FAMILIES = (mfn, lssvm, alm, interior_point, cutting_plane, dual_cd, smo)
@@ -38,8 +39,13 @@ for _family in FAMILIES:
 def mfn_newton(problem, start, tol, monitor):
     """mfn's Newton method from the point ``start`` of another method (beta-seeding's ini = 1,
     :func:`solvers.mfn.run`'s start) to the certified gap ``tol``: what dual_cd switches to on
-    the squared hinge at its ``newton_switch_iter``, as LIBLINEAR's -s 1 switches to -s 2.
+    the squared hinge at its ``newton_switch_iter``, as LIBLINEAR's -s 1 switches to -s 2
+    (and on L2-loss regression, as -s 12 switches to -s 11).
     Wired here because families do not import each other."""
+    if isinstance(problem, RegressionProblem):  # -s 12 -> -s 11
+        params = mfn.MFNParams(C=problem.C, task="regression", epsilon=problem.epsilon,
+                               bias=problem.bias, bias_scale=problem.bias_scale, tol=tol)
+        return mfn.solve_regression(problem, params, monitor, WarmStart(beta=start))
     params = mfn.MFNParams(C=problem.C, loss=problem.loss, bias=problem.bias,
                            bias_scale=problem.bias_scale, tol=tol)
     return mfn.run(problem, params, monitor, WarmStart(beta=start))

@@ -507,13 +507,31 @@ def weighted(dataset: Dataset, params: SolverParams) -> Dataset:
                               params.posed_task(int(dataset.classes.shape[0])))
 
 
+#: More distinct labels than this, not all integers, are taken for real values: a classifier
+#: is refused with the hint to ask for regression (never inferred: a user's 60 classes
+#: labelled 0.5, 1.5, ... stay classes if asked for as such below this, and a regression is
+#: always asked for explicitly)
+REAL_VALUED_CLASSES = 50
+
+
 def check_labels(params: SolverParams, dataset: Dataset) -> None:
     """Ordinal regression ranks numbers and regression fits them: string labels have no order
-    or value either may use (a one-class fit reads no labels)."""
+    or value either may use (a one-class fit reads no labels).  Classification refuses labels
+    that look real-valued (:data:`REAL_VALUED_CLASSES`), naming task='regression'."""
     if params.task in ("ordinal", "regression") and dataset.label_values is not None:
         what = "ranks" if params.task == "ordinal" else "real values"
         raise InvalidParametersError(f"task={params.task!r} needs numeric labels ({what}); "
                                      "the labels are strings")
+    if params.task == "classification" and dataset.label_values is None:
+        classes = dataset.classes
+        if classes.shape[0] > REAL_VALUED_CLASSES and np.any(classes != np.round(classes)):
+            # the task is never switched for the user: a classifier asked for is refused
+            raise InvalidParametersError(
+                f"the labels look real-valued ({classes.shape[0]} distinct values, not all "
+                f"integers): a classifier would train one problem per value; for support "
+                f"vector regression ask for task='regression' (loss "
+                f"'squared_epsilon_insensitive' or 'epsilon_insensitive', epsilon as "
+                f"LIBLINEAR's -p)")
 
 
 def prepare_features(dataset: Dataset, scale: str

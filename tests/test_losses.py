@@ -106,7 +106,8 @@ def test_clipped_family_matches_the_coded_losses():
 def test_unknown_loss():
     with pytest.raises(ValueError, match="unknown loss"):
         get_loss("logistic")
-    assert set(LOSSES) == {"hinge", "squared_hinge", "lp", "modified_huber", "least_squares"}
+    assert set(LOSSES) == {"hinge", "squared_hinge", "lp", "modified_huber", "least_squares",
+                           "epsilon_insensitive", "squared_epsilon_insensitive"}
 
 
 @pytest.mark.parametrize("tau", [1.0, 0.01])
@@ -129,7 +130,8 @@ def test_smoothed_hinge_prox_minimizes(tau):
 
 def _incomplete(**leave_out):
     """The namespace of a complete coded loss (the hinge's formulas) without ``leave_out``."""
-    namespace = {"name": "incomplete", "code": get_loss("hinge").code, "p": 1.0,
+    namespace = {"name": "incomplete", "slack": "margin", "code": get_loss("hinge").code,
+                 "p": 1.0,
                  "has_exponent": False, "piecewise_linear": True, "clipped": False,
                  "smoothing": None, "dual_quadratic": 0.0,
                  "liblinear_solver_type": "L2R_L1LOSS_SVC_DUAL", "liblinear_types": (3,),

@@ -85,6 +85,10 @@ Warm starts (``start=WarmStart(...)``, ``solvers.base.WarmStart``):
 * a C path (:func:`solve_path`, the spec's ``path``): each point from the last alpha scaled by
   C_new / C_old, which maps the box [0, C_i] onto the new one, and w scaled alike.
 
+Regression (``task="regression"``, the epsilon-insensitive loss and its square): Ho & Lin's dual
+coordinate descent for linear SVR (JMLR 2012, Algorithm 4; LIBLINEAR -s 13 / -s 12),
+:mod:`solvers.dual_cd.regression`.
+
 Multi-class: one-vs-rest through the shared multiclass layer, and ``multiclass=
 "crammer_singer"``: the Crammer-Singer problem (``docs/design.md``, LIBLINEAR ``-s 4``'s, the same
 C; :class:`solvers.problems.CrammerSingerProblem`) by the sequential dual method of S. S.
@@ -111,8 +115,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.base import SolverSpec
-from solvers.dual_cd.kernels import crammer_singer_epochs, dcd_epochs
+from solvers.dual_cd.kernels import crammer_singer_epochs, dcd_epochs, svr_epochs
 from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
+from solvers.dual_cd.regression import fit_regression, solve_regression
 from solvers.dual_cd.solver import (
     DualState,
     NewtonMethod,
@@ -126,7 +131,7 @@ from solvers.dual_cd.solver import (
     solve_path,
     solve_state,
 )
-from solvers.problems import BinaryProblem, CrammerSingerProblem
+from solvers.problems import BinaryProblem, CrammerSingerProblem, RegressionProblem
 
 
 def warm_up() -> None:
@@ -144,6 +149,9 @@ def warm_up() -> None:
         solve_crammer_singer(CrammerSingerProblem(Xi, np.array([0, 1, 2, 1]), 3),
                              DualCDParams(loss="hinge", multiclass="crammer_singer",
                                           max_iter=3))
+        for loss in ("epsilon_insensitive", "squared_epsilon_insensitive"):
+            solve_regression(RegressionProblem(Xi, np.array([0.5, -1.0, 2.0, 0.0]), loss=loss),
+                             DualCDParams(task="regression", loss=loss, max_iter=3))
 
 
 SPECS = (
@@ -152,11 +160,12 @@ SPECS = (
         params_model=DualCDParams,
         run=run,
         description="Dual coordinate descent (LIBLINEAR -s 1 / -s 3) for the hinge and "
-                    "squared hinge losses, with random permutations and shrinking; a "
-                    "regularized bias or none.",
+                    "squared hinge losses, and for L2- and L1-loss support vector regression "
+                    "(Ho & Lin, LIBLINEAR -s 12 / -s 13), with random permutations and "
+                    "shrinking; a regularized bias or none.",
         reference="C.-J. Hsieh, K.-W. Chang, C.-J. Lin, S. S. Keerthi and S. Sundararajan, A "
                   "dual coordinate descent method for large-scale linear SVM, ICML 2008.",
-        fit_handlers={"crammer_singer": fit_crammer_singer},
+        fit_handlers={"crammer_singer": fit_crammer_singer, "regression": fit_regression},
         warm_up=warm_up,
         warm_start=True,
         path=solve_path,
@@ -165,11 +174,13 @@ SPECS = (
 
 
 def with_newton(newton: NewtonMethod) -> SolverSpec:
-    """The dual_cd spec whose squared-hinge runs and C paths switch to ``newton`` at
-    ``newton_switch_iter`` (the registry passes mfn's Newton method: families do not import
-    each other)."""
-    return replace(SPECS[0], run=partial(run, newton=newton),
-                   path=partial(solve_path, newton=newton))
+    """The dual_cd spec whose squared-hinge runs, C paths and L2-loss regressions switch to
+    ``newton`` at ``newton_switch_iter`` (the registry passes mfn's Newton method: families
+    do not import each other)."""
+    spec = SPECS[0]
+    handlers = {**spec.fit_handlers, "regression": partial(fit_regression, newton=newton)}
+    return replace(spec, run=partial(run, newton=newton),
+                   path=partial(solve_path, newton=newton), fit_handlers=handlers)
 
 
 __all__ = [
@@ -183,12 +194,15 @@ __all__ = [
     "dcd_epochs",
     "dual_start",
     "fit_crammer_singer",
+    "fit_regression",
     "primal_start",
     "run",
     "solve",
     "solve_crammer_singer",
     "solve_path",
+    "solve_regression",
     "solve_state",
+    "svr_epochs",
     "warm_up",
     "with_newton",
 ]

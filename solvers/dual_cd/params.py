@@ -6,21 +6,35 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from solvers.base import SolverParams, Solves, gap_tolerance_field
+from solvers.base import (
+    REGRESSION_NEEDS_RESIDUAL_LOSS,
+    SolverParams,
+    Solves,
+    gap_tolerance_field,
+    residual_loss_refusal,
+)
+from solvers.losses.residual import DEFAULT_EPSILON
 
 #: What dual_cd solves: the hinge (L1-SVM) and squared hinge (L2-SVM) losses, binary and
-#: one-vs-rest, with a regularized bias (LIBLINEAR's -B) or none.
+#: one-vs-rest, with a regularized bias (LIBLINEAR's -B) or none; support vector regression
+#: with the epsilon-insensitive loss and its square (Ho & Lin 2012, LIBLINEAR -s 13 / -s 12).
 DUAL_CD_SOLVES = (
     Solves.product(("binary", "ovr", "ovo"), ("hinge", "squared_hinge"),
                    ("regularized", "none"))
     | Solves.product(("crammer_singer",), ("hinge",), ("regularized", "none"))
-).refusing("the sequential dual method of Keerthi et al. (KDD 2008, LIBLINEAR -s 4) solves "
-           "the Crammer-Singer problem with its hinge loss only", task="crammer_singer",
-           loss="squared_hinge"
+    | Solves.product(("regression",), ("squared_epsilon_insensitive", "epsilon_insensitive"),
+                     ("regularized", "none"))
 ).refusing("a free (unregularized) bias adds the equality constraint sum_i y_i alpha_i = 0 "
            "to the dual, which a one-variable coordinate step cannot keep (it needs pairs, as "
            "SMO); use 'regularized' (a constant feature, LIBLINEAR's -B) or 'none'",
-           bias="free")
+           bias="free"
+).refusing(REGRESSION_NEEDS_RESIDUAL_LOSS, task="regression"
+).refusing(residual_loss_refusal("epsilon_insensitive"), loss="epsilon_insensitive"
+).refusing(residual_loss_refusal("squared_epsilon_insensitive"),
+           loss="squared_epsilon_insensitive"
+).refusing("the sequential dual method of Keerthi et al. (KDD 2008, LIBLINEAR -s 4) solves "
+           "the Crammer-Singer problem with its hinge loss only", task="crammer_singer",
+           loss="squared_hinge")
 
 
 class DualCDParams(SolverParams):
@@ -28,12 +42,26 @@ class DualCDParams(SolverParams):
     Algorithms 1 and 3; LIBLINEAR ``-s 3`` for the hinge, ``-s 1`` for the squared hinge)."""
 
     solves: ClassVar[Solves] = DUAL_CD_SOLVES
+    relative_fields: ClassVar[tuple[str, ...]] = ("tol",)  # its epsilon is the tube's width
 
     solver: Literal["dual_cd"] = "dual_cd"
+    task: DUAL_CD_SOLVES.choices("task") = Field(
+        "classification",
+        description="classification (binary, one-vs-rest or Crammer-Singer for more "
+                    "classes) or regression: the labels as real values, support vector "
+                    "regression by Ho & Lin's dual coordinate descent (LIBLINEAR -s 12 / "
+                    "-s 13).")
     loss: DUAL_CD_SOLVES.choices("loss") = Field(
         "squared_hinge",
         description="squared_hinge: L2-SVM, U = inf, D_ii = 1/(2 C_i) (LIBLINEAR -s 1); "
-                    "hinge: L1-SVM, U = C_i, D_ii = 0 (LIBLINEAR -s 3).")
+                    "hinge: L1-SVM, U = C_i, D_ii = 0 (LIBLINEAR -s 3).  task='regression': "
+                    "squared_epsilon_insensitive (the default there; L2-loss SVR, U = inf, "
+                    "lambda_i = 1/(2 C_i), -s 12) or epsilon_insensitive (L1-loss SVR, "
+                    "U = C_i, -s 13).")
+    epsilon: float = Field(
+        DEFAULT_EPSILON, ge=0,
+        description="task='regression': the half width of the insensitive tube, "
+                    "max(0, |y - f(x)| - epsilon) (LIBLINEAR's -p, default 0.1).")
     bias: DUAL_CD_SOLVES.choices("bias") = DUAL_CD_SOLVES.bias_field(
         "regularized", "regularized: a constant feature of value bias_scale (LIBLINEAR's -B); "
                        "none: no bias.")
@@ -88,3 +116,7 @@ class DualCDParams(SolverParams):
                     "of one pass took 30-45% of the run, as each costs more than a pass over "
                     "a shrunk active set.")
     permutation_seed: int = Field(0, ge=0, description="Seed of the random permutations.")
+
+    @property
+    def loss_epsilon(self) -> float:
+        return self.epsilon

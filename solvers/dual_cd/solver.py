@@ -164,10 +164,12 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
 
 def newton_switch_at(params: DualCDParams, problem: BinaryProblem) -> int | None:
     """The outer iteration at which an uncertified run hands w to its Newton method
-    (``newton_switch_iter``), or None: no switch (the hinge, None, or max_iter first)."""
+    (``newton_switch_iter``), or None: no switch (the L1 losses, None, or max_iter first).
+    The L2 losses switch: the squared hinge (LIBLINEAR -s 1 -> -s 2) and the squared
+    epsilon-insensitive loss (-s 12 -> -s 11); ``problem`` is binary or a regression."""
     at = params.newton_switch_iter
-    if problem.loss != "squared_hinge" or at is None or at >= params.max_iter:
-        return None
+    if not problem.loss_function.dual_quadratic or at is None or at >= params.max_iter:
+        return None  # the L1 losses (hinge, epsilon-insensitive): LIBLINEAR only warns
     return at
 
 

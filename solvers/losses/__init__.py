@@ -25,6 +25,11 @@ made.  The squared hinge, the modified Huber loss and the smoothed hinge form th
 family L'(xi) = kappa clip(xi - xi_lo, 0, width) that L2-SVM-MFN's engine runs on (``kappa``,
 ``xi_lo``, ``width``; :class:`ClippedLoss`).
 
+The regression losses, epsilon_insensitive and squared_epsilon_insensitive, take the residual
+r = y - f(x) instead of a slack (``Loss.slack = "residual"``): each is two terms of the hinge
+or the squared hinge, of slacks r - eps and -r - eps, with a signed dual variable
+(:mod:`solvers.losses.residual`).
+
 This package owns the losses as one concept: the names (:data:`LOSSES`, in the order of
 :data:`LOSS_TYPES`), the rule that names one loss two ways (:func:`canonical`: lp with p = 1
 is the hinge, with p = 2 the squared hinge), the objects (:func:`get_loss`, always the
@@ -65,6 +70,9 @@ class Loss(abc.ABC):
     give some for its subclasses, this base gives none):
 
     * ``name``: its name in :data:`LOSS_TYPES` (and in a solver's declaration);
+    * ``slack``: what its argument is: "margin", the slack xi = 1 - y f(x) of a classifier
+      (every loss of the table above), or "residual", r = y - f(x) of a regression
+      (:mod:`solvers.losses.residual`: its dual variable is signed, b_i in [-U_i, U_i]);
     * ``code``: the code its Numba kernels dispatch on (:mod:`solvers.losses.kernels`), or
       None for a loss without a branch there, which then gives :meth:`value`, :meth:`sum`,
       :meth:`derivative` and :meth:`prox` itself (a kernel taking a code refuses it);
@@ -92,12 +100,13 @@ class Loss(abc.ABC):
     """
 
     #: the class attributes every loss declares (the class docstring says what each means)
-    DECLARATIONS = ("name", "code", "p", "has_exponent", "piecewise_linear", "clipped",
+    DECLARATIONS = ("name", "slack", "code", "p", "has_exponent", "piecewise_linear", "clipped",
                     "smoothing", "dual_quadratic", "liblinear_solver_type", "liblinear_types")
     #: what a loss without a kernel code gives itself (the methods here run its code's kernels)
     CODED_METHODS = ("value", "sum", "derivative", "prox")
 
     name: str
+    slack: str
     code: int | None
     p: float
     has_exponent: bool
@@ -192,6 +201,7 @@ class Loss(abc.ABC):
 
 class Hinge(Loss):
     name = "hinge"
+    slack = "margin"
     code = HINGE
     p = 1.0
     has_exponent = False
@@ -232,6 +242,7 @@ class ClippedLoss(Loss):
     loss mfn solves (``docs/extending.md``)."""
 
     name = "clipped"
+    slack = "margin"
     code = None
     p = 2.0  # the power of its quadratic piece (no kernel reads it: the family has no code)
     has_exponent = False
@@ -338,6 +349,7 @@ class ModifiedHuber(_CodedClippedLoss):
 
 class LeastSquares(Loss):
     name = "least_squares"
+    slack = "margin"
     code = LEAST_SQUARES
     p = 2.0
     has_exponent = False
@@ -367,6 +379,7 @@ class Lp(Loss):
     """max(0, xi)^p, 1 <= p <= 2 (Nie et al.): p = 1 is the hinge, p = 2 the squared hinge."""
 
     name = "lp"
+    slack = "margin"
     code = LP
     p = 2.0  # the default exponent; each object has its own
     has_exponent = True
@@ -431,6 +444,10 @@ LEAST_SQUARES_LOSS = LeastSquares()
 LOSS_TYPES: dict[str, type[Loss]] = {
     cls.name: cls for cls in (Hinge, SquaredHinge, Lp, ModifiedHuber, LeastSquares)
 }
+# the residual losses of regression (their own module: they build on the hinge losses above)
+from solvers.losses.residual import RESIDUAL_LOSSES  # noqa: E402
+
+LOSS_TYPES.update((cls.name, cls) for cls in RESIDUAL_LOSSES)
 LOSSES = tuple(LOSS_TYPES)
 #: the one instance of each loss class without an exponent that :func:`get_loss` has made
 _INSTANCES: dict[type[Loss], Loss] = {
@@ -445,6 +462,13 @@ def loss_type(name: str) -> type[Loss]:
     except KeyError:
         raise ValueError(f"unknown loss {name!r}; expected one of {', '.join(LOSS_TYPES)}") \
             from None
+
+
+def is_residual(name) -> bool:
+    """Whether the loss named ``name`` is a regression loss of the residual (``Loss.slack``);
+    False for anything not in the catalogue."""
+    cls = LOSS_TYPES.get(name) if isinstance(name, str) else None
+    return cls is not None and cls.slack == "residual"
 
 
 def takes_exponent(name) -> bool:
@@ -469,13 +493,16 @@ def canonical(name: str, p: float | None = None) -> tuple[str, float]:
     return name, (p if name == cls.name else LOSS_TYPES[name].p)
 
 
-def get_loss(name: str, p: float = 2.0) -> Loss:
-    """The loss object of a ``docs/design.md`` loss name (``p`` for ``lp``), canonical: lp with
-    p = 1 or 2 gives the hinge or the squared hinge object."""
+def get_loss(name: str, p: float = 2.0, epsilon: float | None = None) -> Loss:
+    """The loss object of a ``docs/design.md`` loss name (``p`` for ``lp``, ``epsilon`` for a
+    residual loss, default LIBLINEAR's 0.1), canonical: lp with p = 1 or 2 gives the hinge or
+    the squared hinge object."""
     name, p = canonical(name, p)
     cls = LOSS_TYPES[name]
     if cls.has_exponent:
         return cls(p)
+    if cls.slack == "residual" and epsilon is not None:
+        return cls(epsilon)
     if cls not in _INSTANCES:
         _INSTANCES[cls] = cls()
     return _INSTANCES[cls]
@@ -525,6 +552,7 @@ __all__ = [
     "SquaredHinge",
     "canonical",
     "get_loss",
+    "is_residual",
     "loss_type",
     "smoothed_hinge",
     "takes_exponent",

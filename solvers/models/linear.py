@@ -17,6 +17,7 @@ from solvers.models.base import (
     model_classes,
     register_model_kind,
 )
+from solvers.models.regression import LIBLINEAR_REGRESSION_TYPES, RegressionModel
 
 
 @register_model_kind
@@ -81,10 +82,11 @@ class LinearModel(Model):
 
     # -- LIBLINEAR -------------------------------------------------------------------------
     @classmethod
-    def from_liblinear(cls, text: str) -> LinearModel:
+    def from_liblinear(cls, text: str) -> LinearModel | RegressionModel:
         """A LIBLINEAR model file (``train -s 0..7``, binary and one-vs-rest, ``-s 4``; also
         what :meth:`to_liblinear` writes) as a linear model: the same decision values and
-        labels as LIBLINEAR's ``predict``.  Regression and one-class models are refused."""
+        labels as LIBLINEAR's ``predict``.  A regression type (``-s 11/12/13``) gives a
+        :class:`~solvers.models.regression.RegressionModel`; one-class models are refused."""
         lines = text.splitlines()
         header: dict[str, str] = {}
         for number, line in enumerate(lines):
@@ -95,6 +97,8 @@ class LinearModel(Model):
             header[key] = value.strip()
         else:
             raise ModelFormatError("not a LIBLINEAR model: no 'w' line")
+        if header.get("solver_type") in LIBLINEAR_REGRESSION_TYPES:
+            return RegressionModel.from_liblinear(header, body)
         try:
             solver_type = header["solver_type"]
             nr_class = int(header["nr_class"])
@@ -104,7 +108,8 @@ class LinearModel(Model):
         except (KeyError, ValueError) as exc:
             raise ModelFormatError(f"not a LIBLINEAR model: bad header ({exc})") from None
         if "SVR" in solver_type or "ONECLASS" in solver_type:
-            raise ModelFormatError(f"a LIBLINEAR {solver_type} model is not a classifier")
+            raise ModelFormatError(f"a LIBLINEAR {solver_type} model is not read here (the "
+                                   f"regression types are {', '.join(LIBLINEAR_REGRESSION_TYPES)})")
         columns = 1 if nr_class == 2 else nr_class
         rows = nr_feature + (1 if bias >= 0 else 0)
         try:

@@ -44,7 +44,7 @@ from numba import njit
 from solvers.core.linalg import dot
 from solvers.core.sparse import csr_matvec, csr_rmatvec, use_parallel
 from solvers.data.dataset import RowMatrix, as_csr
-from solvers.losses import Loss, canonical, get_loss
+from solvers.losses import Loss, canonical, get_loss, is_residual
 from solvers.problems.oracles import binary_oracle
 
 BIAS_MODES = ("regularized", "free", "none")
@@ -170,6 +170,10 @@ class BinaryProblem(RowMatrix):
         # one name per loss: lp at p = 1 or 2 is the hinge or the squared hinge (raises for an
         # unknown loss)
         self.loss, self.p = canonical(self.loss, self.p)
+        if is_residual(self.loss):
+            raise ValueError(f"loss {self.loss!r} is a regression loss of the residual y - "
+                             f"f(x): a binary problem takes a margin loss (a regression is a "
+                             f"solvers.problems.RegressionProblem)")
         if self.bias not in BIAS_MODES:
             raise ValueError(
                 f"unknown bias mode {self.bias!r}; expected one of {', '.join(BIAS_MODES)}"
