@@ -64,6 +64,8 @@ class SMOParams(SolverParams):
 
     solves: ClassVar[Solves] = SMO_SOLVES
     own_kernel: ClassVar[bool] = True
+    #: ``epsilon`` is epsilon-SVR's tube, not a tolerance
+    relative_fields: ClassVar[tuple[str, ...]] = ("tol",)
 
     solver: Literal["smo"] = "smo"
     svm_type: SVMType = Field(
@@ -166,6 +168,11 @@ class SMOParams(SolverParams):
                              "alm, cutting_plane, interior_point, dual_cd)")
         return self
 
+    @property
+    def loss_epsilon(self) -> float:
+        """epsilon-SVR's tube (LIBSVM's -p)."""
+        return self.epsilon
+
     @classmethod
     def _posing_values(cls, problem: dict[str, Any]) -> dict[str, Any]:
         """A problem without a kernel is the linear kernel's; without a strategy, one-vs-rest
@@ -189,6 +196,8 @@ class SMOParams(SolverParams):
                 fields.pop("C", None)
             if self.svm_type == "epsilon_svr":
                 fields["epsilon"] = float(self.epsilon)
+            else:
+                fields.pop("epsilon", None)  # nu-SVR finds its tube (nu asks for it)
         if self.kernel != "linear":
             fields["kernel"] = self.kernel
             fields["gamma"] = self.gamma if isinstance(self.gamma, str) else float(self.gamma)
