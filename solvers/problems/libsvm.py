@@ -57,15 +57,14 @@ class LibsvmProblem:
     """One LIBSVM problem on l rows: ``targets`` (+-1 labels for the classifiers, real values
     for the regressions, unread by one-class), ``cost`` the per-row C_i (the classifiers' and
     regressions' C times the row's weight; the nu-SVC and one-class bounds, 1 in LIBSVM's
-    scaling), ``epsilon`` (epsilon-SVR's -p), ``nu`` (-n), ``C`` (nu-SVR's scalar C in
-    e'alpha = C nu l)."""
+    scaling, times the row's weight), ``epsilon`` (epsilon-SVR's -p), ``nu`` (-n).  The nus'
+    equality constraints weigh rows by their bounds (:attr:`nu_mass`)."""
 
     svm_type: str
     targets: np.ndarray
     cost: np.ndarray
     epsilon: float = 0.1
     nu: float = 0.5
-    C: float = 1.0
     hinge: KernelProblem | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self):
@@ -81,6 +80,13 @@ class LibsvmProblem:
     @property
     def n_rows(self) -> int:
         return self.targets.shape[0]
+
+    @property
+    def nu_mass(self) -> float:
+        """nu times the rows' total weight: e'alpha of nu-SVC and one-class (nu l in LIBSVM,
+        whose rows weigh 1) and of nu-SVR (nu sum_i C_i = C nu l).  A row of weight 2 is then
+        two copies of the row (the bounds C_i add up, and so does this total)."""
+        return self.nu * float(self.cost.sum())
 
     @property
     def nu_constraint(self) -> bool:
@@ -136,14 +142,14 @@ class LibsvmProblem:
         if self.svm_type == "nu_svc":
             alpha = np.zeros(l)
             for sign in (1.0, -1.0):
-                left = self.nu * l / 2.0
+                left = self.nu_mass / 2.0
                 for i in np.flatnonzero(z == sign):
                     alpha[i] = min(self.cost[i], left)
                     left -= alpha[i]
             return z.copy(), np.zeros(l), rows, self.cost.copy(), alpha
         if self.svm_type == "one_class":
             alpha = np.zeros(l)
-            left = self.nu * l
+            left = self.nu_mass
             for i in range(l):
                 alpha[i] = min(self.cost[i], left)
                 left -= alpha[i]
@@ -155,7 +161,7 @@ class LibsvmProblem:
             p = np.concatenate([self.epsilon - z, self.epsilon + z])
             return signs, p, index, cost, np.zeros(2 * l)
         alpha = np.zeros(2 * l)
-        left = self.C * self.nu * l / 2.0
+        left = self.nu_mass / 2.0
         for i in range(l):
             alpha[i] = alpha[i + l] = min(left, self.cost[i])
             left -= alpha[i]
@@ -180,7 +186,7 @@ class LibsvmProblem:
             else:
                 level, shift = rho, 0.0
             margins = G - y * shift
-            primal = (0.5 * quad - self.nu * self.n_rows * level
+            primal = (0.5 * quad - self.nu_mass * level
                       + float(np.dot(cost, np.maximum(0.0, level - margins))))
             if self.svm_type == "nu_svc" and r > 0.0:
                 return primal / (r * r), dual / (r * r)
@@ -191,7 +197,7 @@ class LibsvmProblem:
         tube = self.epsilon if self.svm_type == "epsilon_svr" else -r
         primal = 0.5 * quad + float(np.dot(self.cost, np.maximum(0.0, residual - tube)))
         if self.svm_type == "nu_svr":
-            primal += self.C * self.nu * l * tube
+            primal += self.nu_mass * tube
         return primal, dual
 
     def variables_cache(self):

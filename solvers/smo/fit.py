@@ -162,7 +162,7 @@ def fit_regression(dataset, spec: SolverSpec, params: SMOParams, monitor: Monito
     ``solve_nu_svr``) on the real-valued labels, C_i = C weight_i."""
     targets = np.asarray(dataset.y, dtype=np.float64)
     problem = LibsvmProblem(params.svm_type, targets, _costs(dataset, params.C),
-                            epsilon=params.epsilon, nu=params.nu, C=params.C)
+                            epsilon=params.epsilon, nu=params.nu)
     kernel, solution, summary = _single(dataset, params, monitor, problem, "regression")
     keep = np.flatnonzero(solution.coef)
     model = KernelRegressionModel(dataset.X[keep], solution.coef[keep], solution.intercept,
