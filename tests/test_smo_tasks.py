@@ -326,6 +326,12 @@ def test_refusals_say_why():
         solvers.train(heart, solver="smo", svm_type="epsilon_svr", loss="hinge")
     with pytest.raises(InvalidParametersError, match="ordinal"):
         solvers.train(heart, solver="smo", task="ordinal")
+    with pytest.raises(InvalidParametersError, match="one-class model has no classes"):
+        solvers.train(heart, solver="smo", svm_type="one_class", probability=True)
+    with pytest.raises(InvalidParametersError, match="reads no labels"):
+        solvers.train(heart, solver="smo", svm_type="one_class", class_weight="balanced")
+    with pytest.raises(InvalidParametersError, match="scaler cannot be folded into a kernel"):
+        solvers.train(heart, solver="smo", svm_type="nu_svr", scale="maxabs")
 
 
 def _regression_and_one_class():

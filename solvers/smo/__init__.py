@@ -55,6 +55,7 @@ import scipy.sparse as sp
 
 from solvers.base import SolverSpec
 from solvers.core.kernels import Kernel, KernelCache
+from solvers.problems.libsvm import LibsvmProblem
 from solvers.smo.engine import reconstruct_gradient, rho_of, smo_iterations, violation
 from solvers.smo.fit import fit_csvc, fit_one_class, fit_one_vs_one, fit_regression
 from solvers.smo.params import SMO_SOLVES, SMOParams
@@ -62,14 +63,20 @@ from solvers.smo.solver import CSVC, SMOSolver, full_gradient
 
 
 def warm_up() -> None:
-    """Compile the SMO engine on a few rows for every kernel (with and without shrinking)."""
+    """Compile the SMO engine on a few rows for every kernel (with and without shrinking),
+    and its nu-formulation path."""
     X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0],
                                 [0.5, 1.0, 0.0]]))
     y = np.array([1.0, -1.0, 1.0, -1.0])
+    targets = np.array([0.5, -1.0, 2.0, 0.0])
     for name in ("linear", "rbf", "polynomial", "sigmoid"):
         cache = KernelCache(X, Kernel(name, 0.5, 2, 0.1), 1.0, min_rows=2)
         for shrinking in (True, False):
             CSVC(cache).solve(y, np.ones(4), SMOParams(shrinking=shrinking), None)
+    # the nu working sets and the nonzero starting point (initial_gradient)
+    cache = KernelCache(X, Kernel("rbf", 0.5, 2, 0.1), 1.0, min_rows=2)
+    SMOSolver(cache).solve(LibsvmProblem("nu_svr", targets, np.ones(4), nu=0.5),
+                           SMOParams(svm_type="nu_svr"), None)
 
 
 SPECS = (

@@ -173,6 +173,26 @@ class SMOParams(SolverParams):
         """epsilon-SVR's tube (LIBSVM's -p)."""
         return self.epsilon
 
+    @model_validator(mode="after")
+    def _svm_type_applies(self):
+        """What a one-class or regression model has not: class probabilities, class weights;
+        and no kernel model takes a scaler (it predicts on raw inputs: scale the data first;
+        the linear kernel's C-SVC is a linear model, which folds one in)."""
+        what = {"one_class": "a one-class model", "regression": "a regression model"}.get(
+            self.task)
+        if what is not None and self.probability:
+            raise ValueError(f"probability=True calibrates class probabilities; {what} has "
+                             "no classes (its decision_function is the score)")
+        if self.task == "one_class" and self.class_weight is not None:
+            raise ValueError("class_weight weighs classes; a one-class fit reads no labels "
+                             "(give per-example weights, sample_weight, instead)")
+        if self.scale != "none" and (self.kernel != "linear" or what is not None):
+            raise ValueError(f"scale={self.scale!r}: smo's kernel models predict on raw "
+                             "inputs and a scaler cannot be folded into a kernel; scale the "
+                             "data before training (only the linear kernel's classifiers, "
+                             "linear models, take a scaler)")
+        return self
+
     @classmethod
     def _posing_values(cls, problem: dict[str, Any]) -> dict[str, Any]:
         """A problem without a kernel is the linear kernel's; without a strategy, one-vs-rest
