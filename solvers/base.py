@@ -41,6 +41,7 @@ from pydantic import (
 from solvers.core.kernels import Kernel, scale_gamma
 from solvers.data.dataset import label_key
 from solvers.losses import (
+    DEFAULT_EPSILON,
     LOSS_TYPES,
     LOSSES,
     LossFamily,
@@ -48,7 +49,6 @@ from solvers.losses import (
     is_residual,
     takes_exponent,
 )
-from solvers.losses.residual import DEFAULT_EPSILON
 from solvers.problems import BIAS_MODES, BinaryProblem, RegressionProblem
 from solvers.termination import Termination
 

@@ -163,6 +163,13 @@ _TOGETHER = {
     # a linear solver's one-vs-one is the low-rank path's strategy
     **{(solver, "multiclass", "ovo"): {"approximation": "nystrom"}
        for solver in ("mfn", "alm", "cutting_plane", "interior_point", "dual_cd", "auto")},
+    # the residual losses are regression's, and regression takes them
+    **{(solver, field, value): other
+       for solver in ("mfn", "dual_cd", "auto")
+       for field, value, other in (
+           ("loss", "squared_epsilon_insensitive", {"task": "regression"}),
+           ("loss", "epsilon_insensitive", {"task": "regression"}),
+           ("task", "regression", {"loss": "squared_epsilon_insensitive"}))},
 }
 # Fields whose only valid value is the default: another value must reach the model (which
 # rejects it), proving the option passed it on.
@@ -568,9 +575,11 @@ def solvers_read(path):
 
 @pytest.mark.parametrize(("options", "message"), [
     ("-s 0", "-s 0: L2-regularized logistic regression (primal): no solver here has the "
-             "logistic loss; the types that map here are -s 1, -s 2, -s 3, -s 4"),
+             "logistic loss; the types that map here are -s 1, -s 2, -s 3, -s 4, -s 11, "
+             "-s 12, -s 13"),
     ("-s 5", "-s 5: L1-regularized L2-loss SVC: no solver here has an L1 regularizer"),
-    ("-s 11", "no regression here"),
+    ("-s 1 -p 0.5", "-p is the epsilon of LIBLINEAR's support vector regression"),
+    ("-s 12 -p -1", "-p -1: epsilon must be >= 0"),
     ("-s 99", "-s 99: LIBLINEAR has no such solver type"),
     ("-s x", "LIBLINEAR's solver type is a number"),
     ("-s 2 -e 0.01", "-e with -s 2: LIBLINEAR's primal stopping rule"),
@@ -617,3 +626,31 @@ def test_liblinear_options_set_the_parameters():
     spec = solver_spec_from_argv(argv)
     assert liblinear_params(build_parser(spec).parse_args(argv), spec)["multiclass"] == \
         "crammer_singer"
+
+
+@pytest.mark.parametrize("s", ["11", "12", "13"])
+def test_liblinear_regression_types_train_and_predict_as_liblinear(tmp_path, capsys, s):
+    """-s 11/12/13 -p EPS train the regression LIBLINEAR's types train (mfn, dual_cd), and
+    predict prints LIBLINEAR's two regression lines and writes the values."""
+    housing = str(data_path("regression/housing_scale"))
+    model, output = tmp_path / "h.model", tmp_path / "h.out"
+    assert main(["train", "-s", s, "-c", "2", "-p", "0.5", "-B", "1", "-e" if s != "11"
+                 else "--tol", "0.0001" if s != "11" else "1e-10", "-q", housing,
+                 str(model)]) == 0
+    loaded = solvers.load_model(model)
+    assert loaded.task == "regression"
+    params = loaded.metadata["params"]
+    assert (params["C"], params["bias"], params["loss"]) == (
+        2.0, "regularized", "epsilon_insensitive" if s == "13" else
+        "squared_epsilon_insensitive")
+    assert params["insensitivity" if s == "11" else "epsilon"] == 0.5  # mfn: its own name
+    capsys.readouterr()
+    assert main(["predict", housing, str(model), str(output)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    data = solvers.read_svmlight(housing)
+    values = loaded.predict(data.X)
+    mse = float(np.mean((values - data.y) ** 2))
+    assert lines[0] == f"Mean squared error = {mse:g} (regression)"
+    assert lines[1].startswith("Squared correlation coefficient = ")
+    assert lines[1].endswith(" (regression)")
+    np.testing.assert_array_equal(np.loadtxt(output), values)

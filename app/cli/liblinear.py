@@ -1,5 +1,5 @@
 """LIBLINEAR's habits on ``svmsvc train``: its ``-s`` solver types mapped onto the solvers
-here (or refused, saying why), ``-c -e -B``, ``-wi WEIGHT``, and ``-v`` / ``-C``
+here (or refused, saying why), ``-c -e -p -B``, ``-wi WEIGHT``, and ``-v`` / ``-C``
 cross-validation with LIBLINEAR's output lines."""
 
 from __future__ import annotations
@@ -35,6 +35,18 @@ LIBLINEAR_TYPES: dict[int, LiblinearType] = {
     4: LiblinearType("dual_cd", {"loss": "hinge", "multiclass": "crammer_singer",
                                  "stop_rule": "projected_gradient"},
                      "Crammer-Singer multi-class SVC (dual_cd, crammer_singer)", True),
+    11: LiblinearType("mfn", {"task": "regression", "loss": "squared_epsilon_insensitive"},
+                      "L2-regularized L2-loss support vector regression, primal (mfn, "
+                      "squared_epsilon_insensitive: the same problem by another primal "
+                      "Newton method; -e does not map)", False),
+    12: LiblinearType("dual_cd", {"task": "regression", "loss": "squared_epsilon_insensitive",
+                                  "stop_rule": "projected_gradient"},
+                      "L2-regularized L2-loss support vector regression, dual (dual_cd, "
+                      "Ho & Lin)", True),
+    13: LiblinearType("dual_cd", {"task": "regression", "loss": "epsilon_insensitive",
+                                  "stop_rule": "projected_gradient"},
+                      "L2-regularized L1-loss support vector regression, dual (dual_cd, "
+                      "Ho & Lin)", True),
 }
 
 #: LIBLINEAR's other types and why they are refused.
@@ -43,9 +55,6 @@ LIBLINEAR_REFUSED: dict[int, str] = {
     5: "L1-regularized L2-loss SVC: no solver here has an L1 regularizer",
     6: "L1-regularized logistic regression: no L1 regularizer nor logistic loss here",
     7: "L2-regularized logistic regression (dual): no solver here has the logistic loss",
-    11: "L2-regularized L2-loss support vector regression: no regression here",
-    12: "L2-regularized L2-loss support vector regression (dual): no regression here",
-    13: "L2-regularized L1-loss support vector regression (dual): no regression here",
     21: "one-class SVM: no one-class problem here",
 }
 
@@ -95,6 +104,16 @@ def liblinear_params(args, spec) -> dict[str, Any]:
             raise CLIError(f"-e {args.ll_eps:g}: the tolerance must be positive")
         params["eps"] = args.ll_eps
         params["stop_rule"] = "projected_gradient"
+    if args.ll_p is not None:
+        if not (kind is not None and kind.params.get("task") == "regression"):
+            raise CLIError("-p is the epsilon of LIBLINEAR's support vector regression: "
+                           "give it with -s 11, 12 or 13")
+        if args.ll_p < 0:
+            raise CLIError(f"-p {args.ll_p:g}: epsilon must be >= 0")
+        # mfn's own epsilon is its CGLS tolerance: the tube is its insensitivity field
+        key = "insensitivity" if "insensitivity" in spec.params_model.model_fields \
+            else "epsilon"
+        params[key] = args.ll_p
     if args.ll_bias is not None:
         if args.ll_bias == 0:
             raise CLIError("-B 0: a bias feature of value 0 is no bias; give -B -1 for none "

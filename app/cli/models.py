@@ -86,6 +86,8 @@ def _write_predictions(args, model, predictions, proba) -> None:
                   for p, row in zip(predictions, proba, strict=True)]
         if args.output:
             Path(args.output).write_text("".join(lines))
+    elif args.output and model.task == "regression":  # real values, every digit
+        Path(args.output).write_text("".join(f"{float(p)!r}\n" for p in predictions))
     elif args.output:
         Path(args.output).write_text("".join(f"{label_key(p)}\n" for p in predictions))
 
@@ -97,6 +99,16 @@ def _print_scores(model, ds, predictions) -> None:
 
     from solvers.evaluate import evaluate
 
+    if model.task == "regression":  # LIBLINEAR's predict's two lines, then ours
+        report = evaluate(model, ds, parallel=True)
+        correlation = report["squared_correlation"]
+        print(f"Mean squared error = {report['mean_squared_error']:g} (regression)")
+        print(f"Squared correlation coefficient = "
+              f"{float('nan') if correlation is None else correlation:g} (regression)")
+        print(f"mean absolute error: {report['mean_absolute_error']:.6g}")
+        if report["r2"] is not None:
+            print(f"R^2: {report['r2']:.6f}")
+        return
     correct = int(np.sum(predictions == ds.labels))
     print(f"accuracy: {100.0 * correct / max(ds.n_samples, 1):.4f}% ({correct}/{ds.n_samples})")
     report = evaluate(model, ds, parallel=True)

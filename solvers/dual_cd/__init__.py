@@ -143,7 +143,8 @@ def warm_up() -> None:
         Xi = X.copy()
         Xi.indices = Xi.indices.astype(index_dtype)
         Xi.indptr = Xi.indptr.astype(index_dtype)
-        for loss in DUAL_CD_SOLVES.losses:
+        for loss in dict.fromkeys(c.loss for c in DUAL_CD_SOLVES.combinations
+                                  if c.task == "binary"):
             problem = BinaryProblem(Xi, y, C=1.0, loss=loss)
             solve(problem, DualCDParams(C=1.0, loss=loss, max_iter=3))
         solve_crammer_singer(CrammerSingerProblem(Xi, np.array([0, 1, 2, 1]), 3),

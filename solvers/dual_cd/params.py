@@ -13,7 +13,7 @@ from solvers.base import (
     gap_tolerance_field,
     residual_loss_refusal,
 )
-from solvers.losses.residual import DEFAULT_EPSILON
+from solvers.losses import DEFAULT_EPSILON
 
 #: What dual_cd solves: the hinge (L1-SVM) and squared hinge (L2-SVM) losses, binary and
 #: one-vs-rest, with a regularized bias (LIBLINEAR's -B) or none; support vector regression

@@ -28,7 +28,7 @@ family L'(xi) = kappa clip(xi - xi_lo, 0, width) that L2-SVM-MFN's engine runs o
 The regression losses, epsilon_insensitive and squared_epsilon_insensitive, take the residual
 r = y - f(x) instead of a slack (``Loss.slack = "residual"``): each is two terms of the hinge
 or the squared hinge, of slacks r - eps and -r - eps, with a signed dual variable
-(:mod:`solvers.losses.residual`).
+(:class:`ResidualLoss`).
 
 This package owns the losses as one concept: the names (:data:`LOSSES`, in the order of
 :data:`LOSS_TYPES`), the rule that names one loss two ways (:func:`canonical`: lp with p = 1
@@ -72,7 +72,7 @@ class Loss(abc.ABC):
     * ``name``: its name in :data:`LOSS_TYPES` (and in a solver's declaration);
     * ``slack``: what its argument is: "margin", the slack xi = 1 - y f(x) of a classifier
       (every loss of the table above), or "residual", r = y - f(x) of a regression
-      (:mod:`solvers.losses.residual`: its dual variable is signed, b_i in [-U_i, U_i]);
+      (:class:`ResidualLoss`: its dual variable is signed, b_i in [-U_i, U_i]);
     * ``code``: the code its Numba kernels dispatch on (:mod:`solvers.losses.kernels`), or
       None for a loss without a branch there, which then gives :meth:`value`, :meth:`sum`,
       :meth:`derivative` and :meth:`prox` itself (a kernel taking a code refuses it);
@@ -437,6 +437,119 @@ SQUARED_HINGE_LOSS = SquaredHinge()
 MODIFIED_HUBER_LOSS = ModifiedHuber()
 LEAST_SQUARES_LOSS = LeastSquares()
 
+# -- the residual losses of regression (Ho & Lin, JMLR 2012, eqs. (2)-(3); LIBLINEAR -s 11-13) -
+#
+# L(r) of the residual r = y - f(x): max(0, |r| - eps) (dual range [-C_i, C_i], C L*(b/C) =
+# eps |b|) and its square ((-inf, inf), eps |b| + b^2/(4C)).  For eps >= 0, L(r) = l(r - eps)
+# + l(-r - eps) with l the hinge or the squared hinge (``margin_loss``; at most one term is
+# positive): an example is two margin terms, slack (y - eps) - f(x) with label +1 and (-y -
+# eps) + f(x) with label -1, and its dual variable is signed, b_i = alpha+_i - alpha-_i (Ho &
+# Lin's beta).  The problem is :class:`solvers.problems.RegressionProblem`; mfn runs its engine
+# on the 2n terms, dual_cd works on b.
+
+#: LIBLINEAR's default -p
+DEFAULT_EPSILON = 0.1
+
+
+class ResidualLoss(Loss, abstract=True):
+    """max(0, |r| - epsilon)^p as two terms of ``margin_loss`` (the comment above).  A
+    subclass declares its name, its margin loss and LIBLINEAR's names."""
+
+    slack = "residual"
+    code = None  # its value, sum, derivative and prox are its margin loss's, twice
+    has_exponent = False
+    clipped = False
+    smoothing = None
+    margin_loss: Loss
+
+    def __init__(self, epsilon: float = DEFAULT_EPSILON):
+        epsilon = float(epsilon)
+        if not (np.isfinite(epsilon) and epsilon >= 0.0):
+            raise ValueError(f"epsilon must be a finite number >= 0 (the width of the "
+                             f"insensitive tube), got {epsilon!r}")
+        self.epsilon = epsilon
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(epsilon={self.epsilon:g})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.epsilon == self.epsilon
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.epsilon))
+
+    def _slacks(self, r) -> tuple[np.ndarray, np.ndarray]:
+        r = _as_array(r)
+        return r - self.epsilon, -r - self.epsilon
+
+    def value(self, r) -> np.ndarray:
+        upper, lower = self._slacks(r)
+        return self.margin_loss.value(upper) + self.margin_loss.value(lower)
+
+    def sum(self, r, weight) -> float:
+        upper, lower = self._slacks(r)
+        return self.margin_loss.sum(upper, weight) + self.margin_loss.sum(lower, weight)
+
+    def derivative(self, r) -> np.ndarray:
+        """dL/dr: l'(r - eps) - l'(-r - eps) (0 inside the tube); the KKT map is b_i = C_i
+        L'(r_i)."""
+        upper, lower = self._slacks(r)
+        return self.margin_loss.derivative(upper) - self.margin_loss.derivative(lower)
+
+    def dual_lower(self, cost) -> np.ndarray:
+        return -self.dual_upper(cost)
+
+    def dual_upper(self, cost) -> np.ndarray:
+        return self.margin_loss.dual_upper(cost)
+
+    def conjugate(self, v) -> np.ndarray:
+        """L*(v) = eps |v| + l*(|v|) on the dual range."""
+        v = np.abs(_as_array(v))
+        return self.epsilon * v + self.margin_loss.conjugate(v)
+
+    def conjugate_sum(self, b, cost) -> float:
+        b = np.abs(_as_array(b))
+        tail = self.margin_loss.conjugate_sum(b, cost)
+        return self.epsilon * float(b.sum()) + tail
+
+    def prox(self, v, t) -> np.ndarray:
+        """argmin_u t L(u) + (u - v)^2 / 2: inside the tube u = v; outside, the margin loss's
+        proximal step on the distance to the tube, |v| - eps, kept on v's side."""
+        v = _as_array(v)
+        t = np.broadcast_to(_as_array(t), v.shape)
+        outside = np.abs(v) - self.epsilon
+        # l's prox at a positive slack s is in [0, s]; at s <= 0 it is s (l is 0 there)
+        moved = self.margin_loss.prox(np.maximum(outside, 0.0), t)
+        return np.where(outside > 0.0, np.sign(v) * (self.epsilon + moved), v)
+
+
+class EpsilonInsensitive(ResidualLoss):
+    """max(0, |r| - eps): L1-loss SVR (LIBLINEAR -s 13)."""
+
+    name = "epsilon_insensitive"
+    margin_loss = HINGE_LOSS
+    p = 1.0
+    piecewise_linear = True
+    dual_quadratic = 0.0
+    liblinear_solver_type = "L2R_L1LOSS_SVR_DUAL"
+    liblinear_types = (13,)
+
+
+class SquaredEpsilonInsensitive(ResidualLoss):
+    """max(0, |r| - eps)^2: L2-loss SVR (LIBLINEAR -s 12 dual, -s 11 primal)."""
+
+    name = "squared_epsilon_insensitive"
+    margin_loss = SQUARED_HINGE_LOSS
+    p = 2.0
+    piecewise_linear = False
+    dual_quadratic = 0.25
+    liblinear_solver_type = "L2R_L2LOSS_SVR_DUAL"
+    liblinear_types = (12, 11)
+
+
+RESIDUAL_LOSSES = (EpsilonInsensitive, SquaredEpsilonInsensitive)
+
+
 #: Every loss of ``docs/design.md`` by name, in the order the catalogue lists them.  A loss
 #: without an exponent has one instance, which :func:`get_loss` returns.  A loss is in the
 #: catalogue by its entry here (a test registers one of its own for its duration: ``tests/
@@ -444,9 +557,6 @@ LEAST_SQUARES_LOSS = LeastSquares()
 LOSS_TYPES: dict[str, type[Loss]] = {
     cls.name: cls for cls in (Hinge, SquaredHinge, Lp, ModifiedHuber, LeastSquares)
 }
-# the residual losses of regression (their own module: they build on the hinge losses above)
-from solvers.losses.residual import RESIDUAL_LOSSES  # noqa: E402
-
 LOSS_TYPES.update((cls.name, cls) for cls in RESIDUAL_LOSSES)
 LOSSES = tuple(LOSS_TYPES)
 #: the one instance of each loss class without an exponent that :func:`get_loss` has made
@@ -543,12 +653,16 @@ __all__ = [
     "MODIFIED_HUBER_LOSS",
     "SQUARED_HINGE_LOSS",
     "ClippedLoss",
+    "DEFAULT_EPSILON",
+    "EpsilonInsensitive",
     "Hinge",
     "LeastSquares",
     "Loss",
     "LossFamily",
     "Lp",
     "ModifiedHuber",
+    "ResidualLoss",
+    "SquaredEpsilonInsensitive",
     "SquaredHinge",
     "canonical",
     "get_loss",

@@ -14,8 +14,7 @@ from solvers.base import (
     gap_tolerance_field,
     residual_loss_refusal,
 )
-from solvers.losses import LossFamily, get_loss
-from solvers.losses.residual import DEFAULT_EPSILON
+from solvers.losses import DEFAULT_EPSILON, LossFamily, get_loss
 
 #: The losses mfn's engine runs on, by their declarations: the clipped family L'(xi) = kappa
 #: clip(xi - xi_lo, 0, width) (the squared hinge; modified Huber, section 6) and a loss with a

@@ -2,7 +2,7 @@
 RegressionProblem` with the squared epsilon-insensitive loss; LIBLINEAR ``-s 11`` solves the
 same primal by its trust-region Newton method, the anchor).
 
-max(0, |r| - eps)^2 is two squared-hinge terms per example (:mod:`solvers.losses.residual`),
+max(0, |r| - eps)^2 is two squared-hinge terms per example (:class:`solvers.losses.ResidualLoss`),
 slacks (y_i - eps) - x~_i . beta with label +1 and (-y_i - eps) + x~_i . beta with label -1, so
 the objective is piecewise quadratic as the L2-SVM's and Appendix A of Keerthi & DeCoste runs
 on it unchanged: :class:`solvers.core.rows.RegressionRows` gives the engine the 2n terms (the

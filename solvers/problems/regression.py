@@ -38,8 +38,7 @@ import scipy.sparse as sp
 from solvers.core.linalg import dot
 from solvers.core.sparse import csr_matvec, csr_rmatvec
 from solvers.data.dataset import RowMatrix, as_csr
-from solvers.losses import Loss, get_loss, is_residual
-from solvers.losses.residual import DEFAULT_EPSILON
+from solvers.losses import DEFAULT_EPSILON, Loss, get_loss, is_residual
 
 REGRESSION_BIAS_MODES = ("regularized", "none")
 
