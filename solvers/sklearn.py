@@ -28,6 +28,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from solvers.data.dataset import Dataset
+from solvers.registry import get_solver
 from solvers.train import train
 
 #: check_estimator's checks that this estimator is expected to fail, and why
@@ -154,8 +155,6 @@ def _kernel_params(solver: str, kernel: str, gamma, extra: dict[str, Any]) -> di
     """``kernel`` and ``gamma`` for a solver with kernels of its own (smo, the least-squares
     family); a linear solver takes them as its approximation's, so only when it asks for one
     (``solver_params``)."""
-    from solvers.registry import get_solver  # noqa: PLC0415 (the registry imports families)
-
     if get_solver(solver).params_model.own_kernel or "approximation" in extra:
         return {"kernel": kernel, "gamma": gamma}
     return {}
