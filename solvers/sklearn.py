@@ -47,7 +47,39 @@ ONE_CLASS_EXPECTED_FAILED_CHECKS: dict[str, str] = {
 }
 
 
-class SVMClassifier(ClassifierMixin, BaseEstimator):
+class _SolversEstimator:
+    """What the estimators share: rows read as at fit (CSR or dense, or a Dataset's) and
+    sparse input declared."""
+
+    def _features(self, X):
+        if isinstance(X, Dataset):
+            return X.X
+        return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _fit_dataset(estimator, X, y, sample_weight, **validation) -> Dataset:
+    """The training set of (X, y) validated as scikit-learn asks (or a :class:`Dataset`,
+    with ``sample_weight`` if given); ``y=None``: rows alone (labels zero, unread)."""
+    if isinstance(X, Dataset):
+        estimator.n_features_in_ = X.n_features
+        return X if sample_weight is None else X.with_sample_weight(sample_weight)
+    if y is None:
+        X = validate_data(estimator, X, accept_sparse="csr", dtype=np.float64)
+        y = np.zeros(X.shape[0])
+    else:
+        X, y = validate_data(estimator, X, y, accept_sparse="csr", dtype=np.float64,
+                             **validation)
+    if sample_weight is not None:
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+    return Dataset(X, y, sample_weight=sample_weight)
+
+
+class SVMClassifier(_SolversEstimator, ClassifierMixin, BaseEstimator):
     """A linear (or kernel) SVM classifier trained by :func:`solvers.train`.
 
     Parameters
@@ -117,11 +149,6 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.intercept_ = getattr(self.model_, "intercept_", None)
         return self
 
-    def _features(self, X):
-        if isinstance(X, Dataset):
-            return X.X
-        return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-
     def decision_function(self, X) -> np.ndarray:
         """Scores: (n,) for two classes (positive favours ``classes_[1]``), (n, k) otherwise."""
         check_is_fitted(self, "model_")
@@ -145,11 +172,6 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             y = X.labels
         return super().score(X, y, sample_weight=sample_weight)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
 
 def _kernel_params(solver: str, kernel: str, gamma, extra: dict[str, Any]) -> dict[str, Any]:
     """``kernel`` and ``gamma`` for a solver with kernels of its own (smo, the least-squares
@@ -160,7 +182,7 @@ def _kernel_params(solver: str, kernel: str, gamma, extra: dict[str, Any]) -> di
     return {}
 
 
-class SVMRegressor(RegressorMixin, BaseEstimator):
+class SVMRegressor(_SolversEstimator, RegressorMixin, BaseEstimator):
     """Support vector regression trained by :func:`solvers.train` with ``task="regression"``:
     by default ``smo``'s epsilon-SVR (LIBSVM's ``-s 3``, scikit-learn's ``SVR``); any solver
     that declares regression (``dual_cd``, ``mfn``: linear) through ``solver``.
@@ -208,38 +230,20 @@ class SVMRegressor(RegressorMixin, BaseEstimator):
 
     def fit(self, X, y=None, sample_weight=None):
         """Train on (X, y) with real-valued y, or on a :class:`solvers.Dataset`."""
-        if isinstance(X, Dataset):
-            dataset = X if sample_weight is None else X.with_sample_weight(sample_weight)
-            self.n_features_in_ = dataset.n_features
-        else:
-            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                                 y_numeric=True)
-            if sample_weight is not None:
-                sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-            dataset = Dataset(X, y, sample_weight=sample_weight)
+        dataset = _fit_dataset(self, X, y, sample_weight, y_numeric=True)
         self.result_ = train(dataset, solver=self.solver, params=self._params())
         self.model_ = self.result_.model
         self.coef_ = getattr(self.model_, "coef_", None)
         self.intercept_ = getattr(self.model_, "intercept_", None)
         return self
 
-    def _features(self, X):
-        if isinstance(X, Dataset):
-            return X.X
-        return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-
     def predict(self, X) -> np.ndarray:
         """The real values f(x)."""
         check_is_fitted(self, "model_")
         return self.model_.predict(self._features(X))
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
-
-class SVMOneClass(OutlierMixin, BaseEstimator):
+class SVMOneClass(_SolversEstimator, OutlierMixin, BaseEstimator):
     """One-class SVM (Schölkopf et al. 2001) trained by ``smo`` with
     ``svm_type="one_class"``, as scikit-learn's ``OneClassSVM``: ``predict`` +1 inside the
     estimated support and -1 outside, ``decision_function`` the signed score
@@ -267,14 +271,7 @@ class SVMOneClass(OutlierMixin, BaseEstimator):
 
     def fit(self, X, y=None, sample_weight=None):
         """Estimate the support of the rows ``X`` (``y`` is not read)."""
-        if isinstance(X, Dataset):
-            dataset = X if sample_weight is None else X.with_sample_weight(sample_weight)
-            self.n_features_in_ = dataset.n_features
-        else:
-            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
-            if sample_weight is not None:
-                sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-            dataset = Dataset(X, np.zeros(X.shape[0]), sample_weight=sample_weight)
+        dataset = _fit_dataset(self, X, None, sample_weight)
         params = dict(self.solver_params or {})
         params.update(svm_type="one_class", nu=self.nu, kernel=self.kernel, gamma=self.gamma,
                       tol=self.tol, scale=self.scale)
@@ -282,11 +279,6 @@ class SVMOneClass(OutlierMixin, BaseEstimator):
         self.model_ = self.result_.model
         self.offset_ = -float(self.model_.intercept_[0])
         return self
-
-    def _features(self, X):
-        if isinstance(X, Dataset):
-            return X.X
-        return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
 
     def score_samples(self, X) -> np.ndarray:
         """sum_j alpha_j k(sv_j, x), the score before the offset rho."""
@@ -302,8 +294,3 @@ class SVMOneClass(OutlierMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """+1 inside the estimated support, -1 outside."""
         return np.where(self.decision_function(X) > 0, 1, -1)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

@@ -203,18 +203,16 @@ def load_model(source: bytes | str | os.PathLike | BinaryIO) -> Model:
     elif not isinstance(source, bytes | bytearray | memoryview):
         source = source.read()
     source = bytes(source)
-    if source.startswith(b"solver_type "):
-        try:
-            text = source.decode("ascii")
-        except UnicodeDecodeError:
-            raise ModelFormatError("not a LIBLINEAR model: not ASCII text") from None
-        return _MODEL_KINDS["linear"].from_liblinear(text)
-    if source.startswith(b"svm_type "):
-        try:
-            text = source.decode("ascii")
-        except UnicodeDecodeError:
-            raise ModelFormatError("not a LIBSVM model: not ASCII text") from None
-        return _MODEL_KINDS["kernel"].from_libsvm(text)
+    for start, library, read in ((b"solver_type ", "LIBLINEAR",
+                                  lambda text: _MODEL_KINDS["linear"].from_liblinear(text)),
+                                 (b"svm_type ", "LIBSVM",
+                                  lambda text: _MODEL_KINDS["kernel"].from_libsvm(text))):
+        if source.startswith(start):
+            try:
+                text = source.decode("ascii")
+            except UnicodeDecodeError:
+                raise ModelFormatError(f"not a {library} model: not ASCII text") from None
+            return read(text)
     if not source.startswith(b"PK"):
         raise ModelFormatError("not a model archive (nor a LIBLINEAR or LIBSVM model file)")
     source = io.BytesIO(source)

@@ -271,15 +271,19 @@ class KernelModel(Model):
             kernel = Kernel(fields["kernel"], fields["gamma"], fields["degree"], fields["coef0"])
             n_features = int(fields["n_features"])
             indptr = arrays["sv_indptr"]
-            n_sv = indptr.shape[0] - 1
             support_vectors = sp.csr_matrix(
-                (arrays["sv_data"], arrays["sv_indices"], indptr), shape=(n_sv, n_features)
-            )
+                (arrays["sv_data"], arrays["sv_indices"], indptr),
+                shape=(indptr.shape[0] - 1, n_features))
             support_vectors.check_format(full_check=True)
-            return cls(support_vectors, arrays["coef"], arrays["intercept"], arrays["classes"],
-                       kernel, multiclass=fields.get("multiclass", "ovr"))
+            return cls._assembled(support_vectors, kernel, fields, arrays)
         except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFormatError(f"inconsistent kernel model: {exc}") from None
+            raise ModelFormatError(f"inconsistent {cls.kind} model: {exc}") from None
+
+    @classmethod
+    def _assembled(cls, support_vectors, kernel: Kernel, fields, arrays) -> KernelModel:
+        """The model of an archive's parts (:meth:`_from_fields`)."""
+        return cls(support_vectors, arrays["coef"], arrays["intercept"], arrays["classes"],
+                   kernel, multiclass=fields.get("multiclass", "ovr"))
 
 
 class _SingleFunctionKernelModel(KernelModel):
@@ -316,18 +320,15 @@ class _SingleFunctionKernelModel(KernelModel):
         return self._libsvm_text(header, range(self.n_support), self.coef_.T)
 
     @classmethod
-    def _from_fields(cls, fields, arrays):
-        try:
-            kernel = Kernel(fields["kernel"], fields["gamma"], fields["degree"], fields["coef0"])
-            n_features = int(fields["n_features"])
-            indptr = arrays["sv_indptr"]
-            support_vectors = sp.csr_matrix(
-                (arrays["sv_data"], arrays["sv_indices"], indptr),
-                shape=(indptr.shape[0] - 1, n_features))
-            support_vectors.check_format(full_check=True)
-            return cls(support_vectors, arrays["coef"], arrays["intercept"], kernel)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFormatError(f"inconsistent {cls.kind} model: {exc}") from None
+    def _assembled(cls, support_vectors, kernel: Kernel, fields, arrays) -> KernelModel:
+        return cls(support_vectors, arrays["coef"], arrays["intercept"], kernel)
+
+    def _onnx_score(self, graph, X) -> str:
+        """The (N,) score f(x) as nodes of ``graph``."""
+        values = onnx_export.affine(
+            graph, onnx_export.kernel_rows(graph, X, self.support_vectors_, self.kernel),
+            self.coef_, self.intercept_)
+        return onnx_export.column(graph, values)
 
 
 @register_model_kind
@@ -342,10 +343,7 @@ class OneClassKernelModel(_SingleFunctionKernelModel):
     classes = np.array([-1, 1])
 
     def _onnx_outputs(self, graph, X):
-        values = onnx_export.affine(
-            graph, onnx_export.kernel_rows(graph, X, self.support_vectors_, self.kernel),
-            self.coef_, self.intercept_)
-        scores = onnx_export.column(graph, values)
+        scores = self._onnx_score(graph, X)
         return onnx_export.GraphOutputs(
             onnx_export.threshold_labels(graph, scores, self.classes_), scores, None)
 
@@ -371,10 +369,7 @@ class KernelRegressionModel(_SingleFunctionKernelModel):
         return self.decision_function(X, parallel=parallel), None
 
     def _onnx_outputs(self, graph, X):
-        values = onnx_export.affine(
-            graph, onnx_export.kernel_rows(graph, X, self.support_vectors_, self.kernel),
-            self.coef_, self.intercept_)
-        scores = onnx_export.column(graph, values)
+        scores = self._onnx_score(graph, X)
         return onnx_export.GraphOutputs(scores, scores, None)
 
 

@@ -333,6 +333,38 @@ def select_working_set(rows, columns, kernel, store, index, qd, y, alpha, cost, 
     return i, gmin_idx, gap
 
 
+@njit(cache=True, inline="always")
+def _partner_of_sign(rows, columns, kernel, store, index, qd, y, alpha, cost, G, order, size,
+                     i, gmax, sign, gmin_idx, obj_diff_min):
+    """``Solver_NU::select_working_set``'s scan of one sign's variables t in I_low (for
+    sign +1 alpha_t > 0, violation G_t; for -1 alpha_t < C_t, violation -G_t): the largest
+    violation, and the t of least -b^2 / a against that sign's i (none when i = -1), kept
+    when below ``obj_diff_min`` (ties to the later t).  Returns (largest violation, j, its
+    -b^2 / a)."""
+    largest = -INF
+    row = store[0][cache_row(rows, columns, kernel, store, index[i])] if i >= 0 else qd
+    for k in range(size):
+        t = order[k]
+        if y[t] != sign:
+            continue
+        if (sign > 0 and _lower(alpha, t)) or (sign < 0 and _upper(alpha, cost, t)):
+            continue
+        violation_t = sign * G[t]
+        if violation_t >= largest:
+            largest = violation_t
+        grad_diff = gmax + violation_t
+        if i >= 0 and grad_diff > 0.0:
+            # Q between two variables of one sign is +K
+            quad = qd[i] + qd[t] - 2.0 * row[index[t]]
+            if quad <= 0.0:
+                quad = TAU
+            obj_diff = -(grad_diff * grad_diff) / quad
+            if obj_diff <= obj_diff_min:
+                gmin_idx = t
+                obj_diff_min = obj_diff
+    return largest, gmin_idx, obj_diff_min
+
+
 @njit(cache=True, nogil=True)
 def select_working_set_nu(rows, columns, kernel, store, index, qd, y, alpha, cost, G, order,
                           size, eps):
@@ -341,12 +373,9 @@ def select_working_set_nu(rows, columns, kernel, store, index, qd, y, alpha, cos
     maximizes G over the negative ones in I_low, and j minimizes -b^2 / a against the i of
     its own sign.  (i, j, max of the two signs' m - M); i = -1 when that is < eps or no j
     exists."""
-    slots = store[0]
     gmaxp = -INF
-    gmaxp2 = -INF
     gmaxp_idx = -1
     gmaxn = -INF
-    gmaxn2 = -INF
     gmaxn_idx = -1
     for k in range(size):
         t = order[k]
@@ -359,52 +388,13 @@ def select_working_set_nu(rows, columns, kernel, store, index, qd, y, alpha, cos
             gmaxn_idx = t
     ip = gmaxp_idx
     iN = gmaxn_idx
-    gmin_idx = -1
-    obj_diff_min = INF
-    # one of the two rows at a time: the cache keeps the latest two (i's and j's) only
-    if ip >= 0:
-        row = slots[cache_row(rows, columns, kernel, store, index[ip])]
-        for k in range(size):
-            t = order[k]
-            if y[t] > 0 and not _lower(alpha, t):
-                grad_diff = gmaxp + G[t]
-                if G[t] >= gmaxp2:
-                    gmaxp2 = G[t]
-                if grad_diff > 0.0:
-                    quad = qd[ip] + qd[t] - 2.0 * row[index[t]]
-                    if quad <= 0.0:
-                        quad = TAU
-                    obj_diff = -(grad_diff * grad_diff) / quad
-                    if obj_diff <= obj_diff_min:
-                        gmin_idx = t
-                        obj_diff_min = obj_diff
-    else:
-        for k in range(size):
-            t = order[k]
-            if y[t] > 0 and not _lower(alpha, t):
-                gmaxp2 = max(gmaxp2, G[t])
-    if iN >= 0:
-        row = slots[cache_row(rows, columns, kernel, store, index[iN])]
-        for k in range(size):
-            t = order[k]
-            if y[t] < 0 and not _upper(alpha, cost, t):
-                grad_diff = gmaxn - G[t]
-                if -G[t] >= gmaxn2:
-                    gmaxn2 = -G[t]
-                if grad_diff > 0.0:
-                    # Q between two negative variables is +K
-                    quad = qd[iN] + qd[t] - 2.0 * row[index[t]]
-                    if quad <= 0.0:
-                        quad = TAU
-                    obj_diff = -(grad_diff * grad_diff) / quad
-                    if obj_diff <= obj_diff_min:
-                        gmin_idx = t
-                        obj_diff_min = obj_diff
-    else:
-        for k in range(size):
-            t = order[k]
-            if y[t] < 0 and not _upper(alpha, cost, t):
-                gmaxn2 = max(gmaxn2, -G[t])
+    # one sign's row at a time: the cache keeps the latest two (i's and j's) only
+    gmaxp2, gmin_idx, obj_diff_min = _partner_of_sign(
+        rows, columns, kernel, store, index, qd, y, alpha, cost, G, order, size, ip, gmaxp,
+        1.0, -1, INF)
+    gmaxn2, gmin_idx, obj_diff_min = _partner_of_sign(
+        rows, columns, kernel, store, index, qd, y, alpha, cost, G, order, size, iN, gmaxn,
+        -1.0, gmin_idx, obj_diff_min)
     gap = max(gmaxp + gmaxp2, gmaxn + gmaxn2)
     if gap < eps or gmin_idx == -1:
         return -1, -1, gap
