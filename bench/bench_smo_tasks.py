@@ -30,9 +30,6 @@ bench/results/smo_tasks) and prints the Markdown.
 
 from __future__ import annotations
 
-import json
-import math
-import os
 import statistics
 import sys
 import time
@@ -44,6 +41,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVR, NuSVC, NuSVR, OneClassSVM
 
 import solvers
+from bench.bench_smo import interleaved, publish
 from bench.commands import Command, out, quick, repeats
 from bench.harness import machine_description
 from bench.paths import dataset_path
@@ -158,51 +156,23 @@ RUNNERS = {
 def run_command(args) -> int:
     machine = machine_description()
     rows = []
-    names = list(RUNNERS)
     for name in PROBLEMS:
         data = problem(name, args.quick)
-        for runner in names:  # warm-up, discarded
-            RUNNERS[runner](name, data)
-        times = {r: [] for r in names}
-        last = {}
-        for repeat in range(args.repeats):
-            order = names[repeat % len(names):] + names[:repeat % len(names)]
-            for runner in order:
-                seconds, dual, extra = RUNNERS[runner](name, data)
-                times[runner].append(seconds)
-                last[runner] = (dual, extra)
+        times, last = interleaved(RUNNERS, lambda run, n=name, d=data: run(n, d),
+                                  args.repeats)
         reference = last["LIBSVM"][0]
-        for runner in names:
-            dual, extra = last[runner]
+        for runner, (dual, extra) in last.items():
             rows.append({"problem": name, "rows": data.n_samples, "runner": runner,
                          "seconds": statistics.median(times[runner]), "times": times[runner],
                          "dual": dual, "dual_vs_libsvm": (dual - reference) / abs(reference),
                          **extra})
-    machine["load_average_at_end"] = os.getloadavg()[0]
-    ratios = {}
-    for name in PROBLEMS:
-        by = {r["runner"]: r for r in rows if r["problem"] == name}
-        ratios[name] = by["smo kkt"]["seconds"] / by["LIBSVM"]["seconds"]
-    geomean = math.exp(statistics.mean(math.log(v) for v in ratios.values()))
-    lines = [f"Machine: {machine}", "",
-             "| problem | rows | runner | median s | ratio to LIBSVM | f vs LIBSVM | "
-             "iterations | SVs |", "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        base = next(x["seconds"] for x in rows
-                    if x["problem"] == r["problem"] and x["runner"] == "LIBSVM")
-        lines.append(f"| {r['problem']} | {r['rows']} | {r['runner']} | {r['seconds']:.3f} | "
-                     f"{r['seconds'] / base:.2f} | {r['dual_vs_libsvm']:+.1e} | "
-                     f"{r['iterations']} | {r['n_support']} |")
-    lines += ["", "smo kkt / LIBSVM: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items())
-              + f"; geometric mean {geomean:.2f}"]
-    text = "\n".join(lines)
-    target = Path(args.out)
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "smo_tasks.json").write_text(json.dumps(
-        {"machine": machine, "rows": rows, "ratios": ratios, "geomean": geomean}, indent=1))
-    (target / "smo_tasks.md").write_text(text + "\n")
-    print(text)
-    return 0
+    return publish(args, "smo_tasks", machine, rows, "smo kkt", "LIBSVM",
+                   ["problem", "rows", "runner", "median s", "ratio to LIBSVM",
+                    "f vs LIBSVM", "iterations", "SVs"],
+                   lambda r, base: [r["problem"], str(r["rows"]), r["runner"],
+                                    f"{r['seconds']:.3f}", f"{r['seconds'] / base:.2f}",
+                                    f"{r['dual_vs_libsvm']:+.1e}", str(r["iterations"]),
+                                    str(r["n_support"])])
 
 
 COMMAND = Command(

@@ -202,21 +202,9 @@ def initial_gradient(rows, columns, kernel, store, index, y, p, alpha, cost, G, 
 
 
 @njit(cache=True, inline="always")
-def _be_shrunk(y, alpha, cost, G, t, gmax1, gmax2):
-    if _upper(alpha, cost, t):
-        if y[t] > 0:
-            return -G[t] > gmax1
-        return -G[t] > gmax2
-    if _lower(alpha, t):
-        if y[t] > 0:
-            return G[t] > gmax2
-        return G[t] > gmax1
-    return False
-
-
-@njit(cache=True, inline="always")
-def _be_shrunk_nu(y, alpha, cost, G, t, gmax1, gmax2, gmax3, gmax4):
-    """``Solver_NU::be_shrunk``."""
+def _be_shrunk(y, alpha, cost, G, t, gmax1, gmax2, gmax3, gmax4):
+    """``Solver_NU::be_shrunk``; ``Solver::be_shrunk`` with (gmax3, gmax4) = (gmax1, gmax2):
+    one pair of extremes for both signs."""
     if _upper(alpha, cost, t):
         if y[t] > 0:
             return -G[t] > gmax1
@@ -235,12 +223,12 @@ def do_shrinking(rows, columns, kernel, store, index, y, p, alpha, cost, G, G_ba
     10 eps, then move the variables that ``be_shrunk`` to the end of the active part of
     ``order``."""
     size = state[ACTIVE_SIZE]
-    gmax1 = gmax2 = gmax3 = gmax4 = -INF
     if nu:
         gmax1, gmax2, gmax3, gmax4 = _extreme_violations_nu(y, alpha, cost, G, order, size)
         worst = max(gmax1 + gmax2, gmax3 + gmax4)
     else:
         gmax1, gmax2 = _extreme_violations(y, alpha, cost, G, order, size)
+        gmax3, gmax4 = gmax1, gmax2
         worst = gmax1 + gmax2
     if state[UNSHRINK] == 0 and worst <= eps * 10.0:
         state[UNSHRINK] = 1
@@ -249,20 +237,11 @@ def do_shrinking(rows, columns, kernel, store, index, y, p, alpha, cost, G, G_ba
     size = state[ACTIVE_SIZE]
     k = 0
     while k < size:
-        if nu:
-            shrunk = _be_shrunk_nu(y, alpha, cost, G, order[k], gmax1, gmax2, gmax3, gmax4)
-        else:
-            shrunk = _be_shrunk(y, alpha, cost, G, order[k], gmax1, gmax2)
-        if shrunk:
+        if _be_shrunk(y, alpha, cost, G, order[k], gmax1, gmax2, gmax3, gmax4):
             size -= 1
             while size > k:
                 t = order[size]
-                if nu:
-                    stays = not _be_shrunk_nu(y, alpha, cost, G, t, gmax1, gmax2, gmax3,
-                                              gmax4)
-                else:
-                    stays = not _be_shrunk(y, alpha, cost, G, t, gmax1, gmax2)
-                if stays:
+                if not _be_shrunk(y, alpha, cost, G, t, gmax1, gmax2, gmax3, gmax4):
                     order[size] = order[k]
                     order[k] = t
                     break
