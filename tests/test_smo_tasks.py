@@ -34,6 +34,7 @@ import solvers
 from solvers.base import InvalidParametersError
 from solvers.models import KernelModel, load_model
 from solvers.models.kernel import KernelRegressionModel, OneClassKernelModel, from_libsvm
+from solvers.smo import SMOParams
 from solvers.train import validate_params
 
 OBJECTIVE_RTOL = 1e-6
@@ -306,6 +307,12 @@ def test_svm_type_poses_the_task():
     with pytest.raises(InvalidParametersError, match="svm_type='epsilon_svr' poses "
                                                      "task='regression'"):
         params("smo", None, svm_type="epsilon_svr", task="one_class")
+    # a problem's fields pose it again (auto and the race pose problems this way)
+    for kw in (dict(svm_type="nu_svc", nu=0.3), dict(svm_type="one_class", nu=0.2),
+               dict(svm_type="epsilon_svr", epsilon=0.3), dict(svm_type="nu_svr", nu=0.4)):
+        fields = params("smo", None, **kw)[1].problem_fields()
+        assert fields["svm_type"] == kw["svm_type"]
+        assert SMOParams.posing(fields).problem_fields() == fields
 
 
 def test_refusals_say_why():

@@ -206,18 +206,14 @@ class SMOParams(SolverParams):
     def problem_fields(self) -> dict[str, Any]:
         """The base fields plus the kernel and its parameters (the linear kernel adds none:
         it poses the linear problem the other families solve), and for the svm_types other
-        than C-SVC the type with the parameters it reads (nu-SVC and one-class read no C)."""
+        than C-SVC the type and nu.  C stays (nu-SVC and one-class do not read it) and so does
+        the residual loss's epsilon (nu-SVR finds its tube), as every solver's fields have
+        them (:meth:`SolverParams.posing` reads them back)."""
         fields = super().problem_fields()
         if self.svm_type != "c_svc":
             fields["svm_type"] = self.svm_type
             if self.svm_type in ("nu_svc", "one_class", "nu_svr"):
                 fields["nu"] = float(self.nu)
-            if self.svm_type in ("nu_svc", "one_class"):
-                fields.pop("C", None)
-            if self.svm_type == "epsilon_svr":
-                fields["epsilon"] = float(self.epsilon)
-            else:
-                fields.pop("epsilon", None)  # nu-SVR finds its tube (nu asks for it)
         if self.kernel != "linear":
             fields["kernel"] = self.kernel
             fields["gamma"] = self.gamma if isinstance(self.gamma, str) else float(self.gamma)
