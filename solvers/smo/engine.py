@@ -176,29 +176,29 @@ def reconstruct_gradient(rows, columns, kernel, store, index, y, p, alpha, cost,
 
 
 @njit(cache=True, nogil=True)
-def initial_gradient(rows, columns, kernel, store, index, y, p, alpha, cost, G, G_bar, order,
-                     length):
+def initial_gradient(rows, columns, kernel, store, index, y, p, G, G_bar, order, length,
+                     row_coef, row_bar):
     """G = Q alpha + p and G_bar = sum_{s: alpha_s = C_s} C_s Q_s at a starting point with
     nonzero alpha (LIBSVM's ``Solver::Solve`` before its loop: the nu-formulations and
-    one-class start from a feasible alpha != 0)."""
+    one-class start from a feasible alpha != 0), by training row: ``row_coef[r]`` = sum of
+    y_s alpha_s and ``row_bar[r]`` = sum of y_s C_s over row r's variables (at their bound
+    for the latter), so that Q alpha_t = y_t sum_r row_coef[r] K(r, idx(t)).  A row whose
+    variables cancel (nu-SVR starts with alpha_i = alpha*_i) costs no kernel row, where
+    LIBSVM computes one per nonzero variable."""
     slots = store[0]
     for k in range(length):
         t = order[k]
         G[t] = p[t]
         G_bar[t] = 0.0
-    for k in range(length):
-        s = order[k]
-        if _lower(alpha, s):
+    for r in range(row_coef.shape[0]):
+        if row_coef[r] == 0.0 and row_bar[r] == 0.0:
             continue
-        row = slots[cache_row(rows, columns, kernel, store, index[s])]
-        coef = y[s] * alpha[s]
-        upper = _upper(alpha, cost, s)
+        row = slots[cache_row(rows, columns, kernel, store, r)]
         for m in range(length):
             t = order[m]
             q = y[t] * row[index[t]]
-            G[t] += coef * q
-            if upper:
-                G_bar[t] += cost[s] * y[s] * q
+            G[t] += row_coef[r] * q
+            G_bar[t] += row_bar[r] * q
 
 
 @njit(cache=True, inline="always")

@@ -68,7 +68,12 @@ class SMOSolver:
         G = p.copy()
         G_bar = np.zeros(m)
         if np.any(alpha > 0):
-            initial_gradient(*engine, index, y, p, alpha, cost, G, G_bar, order, length)
+            rows = cache.diagonal.shape[0]
+            upper = (cost > 0) & (alpha >= cost)
+            row_coef = np.bincount(index, weights=y * alpha, minlength=rows)
+            row_bar = np.bincount(index, weights=np.where(upper, y * cost, 0.0),
+                                  minlength=rows)
+            initial_gradient(*engine, index, y, p, G, G_bar, order, length, row_coef, row_bar)
         variables = (index, y, p, alpha, cost)
         gradient = np.empty(m)
         report = Reporter(monitor, "kkt_violation")
