@@ -107,6 +107,7 @@ MODULES: dict[str, str] = {
     "mfn": "bench.bench_mfn",
     "onnx": "bench.bench_onnx",
     "parser": "bench.bench_parser",
+    "regression": "bench.bench_regression",
     "service": "bench.bench_service",
     "smo": "bench.bench_smo",
     "smo_tasks": "bench.bench_smo_tasks",

@@ -573,11 +573,15 @@ class SolverParams(BaseModel):
 
     @model_validator(mode="after")
     def _regression_applies(self):
-        """Class weights weigh classes, which real-valued labels do not have."""
+        """Class weights weigh classes and Platt's sigmoid calibrates a classifier's scores:
+        real-valued labels have neither classes nor probabilities."""
         if self.task == "regression" and self.class_weight is not None:
             raise ValueError("class_weight weighs the examples of each class; regression "
                              "labels are real values, not classes: give per-example "
                              "weights (sample_weight) instead")
+        if self.task == "regression" and self.probability:
+            raise ValueError("probability: Platt's sigmoid turns a classifier's scores into "
+                             "class probabilities; a regression predicts values")
         return self
 
     @classmethod

@@ -258,6 +258,7 @@ def test_mfn_reads_epsilon_as_the_tube_for_regression():
     ({"solver": "dual_cd", "task": "regression", "class_weight": {1: 2.0}},
      "sample_weight"),
     ({"solver": "dual_cd", "task": "regression", "epsilon": -1.0}, "epsilon"),
+    ({"solver": "dual_cd", "task": "regression", "probability": True}, "predicts values"),
     ({"solver": "mfn", "task": "regression", "approximation": "nystrom"}, "no kernel model"),
 ])
 def test_refusals_say_why(kwargs, message):
@@ -286,3 +287,10 @@ def test_regression_metrics_are_the_usual_ones():
         np.corrcoef(truth, predicted)[0, 1] ** 2, rel=1e-10)
     constant = regression_scores(np.ones(5), np.ones(5))
     assert constant["r2"] is None and constant["squared_correlation"] is None
+
+
+def test_cross_validation_refuses_a_regression_with_the_reason():
+    from solvers.model_selection import cross_validate
+
+    with pytest.raises(InvalidParametersError, match="regression's search .* not built yet"):
+        cross_validate(_data("mg"), "dual_cd", C=[0.1, 1.0], folds=3, task="regression")

@@ -21,13 +21,14 @@ by 10 each time the full set meets it with the gap above ``tol``.  ``stop_rule=
 "projected_gradient"`` stops on LIBLINEAR's rule itself (uncertified).  There is no Newton
 switch (LIBLINEAR has none for -s 12/13).
 
+The solution is the w of lowest objective among the gap checks (P(w(b)) is not monotone along
+the dual descent), certified against D at the last b.
+
 Warm starts: ``WarmStart(dual=b)`` clipped into the box, or ``WarmStart(beta=...)`` through the
 KKT map b_i = C_i L'(r_i) (:meth:`RegressionProblem.dual_from_primal`), w recomputed from b.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
@@ -38,8 +39,7 @@ from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
 from solvers.dual_cd.solver import (
     NewtonMethod,
     _generator,
-    _next_budget,
-    _verdict,
+    descend_with_gap_checks,
     newton_switch_at,
 )
 from solvers.models.regression import RegressionModel
@@ -93,44 +93,34 @@ def solve_regression(problem: RegressionProblem, params: DualCDParams | None = N
     istate = np.array([n], dtype=np.int64)
     fstate = np.array([np.inf, -1.0])
     rng = _generator(params.permutation_seed)
-    gap_rule = params.stop_rule == "gap"
-    eps = params.eps
-    budget = max(X.nnz + n, 1)  # the first check after one pass's worth of steps
-    check_seconds = np.inf
-    epochs = total_work = checks = 0
     switch_at = newton_switch_at(params, problem) if newton is not None else None
     limit = params.max_iter if switch_at is None else switch_at
-    status = message = None
-    while True:
-        started = time.perf_counter()
+    upper = np.ascontiguousarray(upper)
+
+    def descend(max_epochs, eps, budget):
         ran, met, relative, work = svr_epochs(
-            X.indptr, X.indices, X.data, problem.y, s, qd, lam, np.ascontiguousarray(upper),
-            problem.epsilon, b, beta, index, istate, fstate, rng, limit - epochs,
-            eps, budget if gap_rule else np.inf, params.shrinking)
-        epochs += ran
-        total_work += work
-        descent_seconds = time.perf_counter() - started
-        elapsed = reporter.clock()
-        primal, dual, gap = _certificate(problem, b, beta)
-        check_seconds = min(check_seconds, time.perf_counter() - started - descent_seconds)
-        checks += 1
-        budget = _next_budget(params, check_seconds, work, descent_seconds)
-        status, message = _verdict(params, epochs, gap, gap_rule, bool(met),
-                                   f"Gnorm1 {relative:.3g} of its first pass's <= "
-                                   f"eps={params.eps:g}")
-        stop = reporter(epochs, primal, gap, elapsed=elapsed, dual_objective=dual,
-                        relative_violation=float(relative), active_size=int(istate[0]),
-                        eps=eps, work=int(work))
-        if status is not None:
-            break
-        if stop:
-            status, message = Termination.STOPPED, reporter.stop_message
-            break
-        if epochs >= limit:  # the Newton switch's limit, below max_iter
-            break
-        if met:
-            eps = eps / 10.0  # the full set meets eps, the gap is above tol: a finer eps
-    # the certificate at w recomputed from b (the w kept by the steps accumulates round-off)
+            X.indptr, X.indices, X.data, problem.y, s, qd, lam, upper, problem.epsilon, b,
+            beta, index, istate, fstate, rng, max_epochs, eps, budget, params.shrinking)
+        record = {"relative_violation": float(relative), "active_size": int(istate[0])}
+        return ran, met, f"Gnorm1 {relative:.3g} of its first pass's", work, record
+
+    best = {"primal": np.inf, "beta": beta.copy()}
+
+    def certify():
+        # P at the best w of the checks so far against D at the current b: a valid pair
+        # (weak duality holds for any w and any b in the box), and P(w(b)) is not monotone
+        # along the dual descent (the L1 loss's wanders by ~1e-5 relative near its optimum)
+        primal, dual, _ = _certificate(problem, b, beta)
+        if primal < best["primal"]:
+            best["primal"], best["beta"][:] = primal, beta
+        primal = best["primal"]
+        return primal, dual, (primal - dual) / max(abs(primal), 1e-300)
+
+    status, message, epochs, eps, total_work, checks, primal = descend_with_gap_checks(
+        params, reporter, limit, max(X.nnz + n, 1), descend, certify)
+    beta = best["beta"]
+    # the certificate against D(b) at w(b) recomputed from b (the w kept by the steps
+    # accumulates round-off)
     exact_dual = problem.dual_objective(b)
     gap = (primal - exact_dual) / max(abs(primal), 1e-300)
     extras = {"epochs": epochs, "gap_checks": checks, "relative_duality_gap": float(gap),

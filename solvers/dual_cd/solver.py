@@ -104,49 +104,19 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
     istate = np.array([n], dtype=np.int64)
     fstate = np.array([np.inf, -np.inf])
     rng = _generator(params.permutation_seed)
-    gap_rule = params.stop_rule == "gap"
-    eps = params.eps
     switch_at = newton_switch_at(params, problem) if newton is not None else None
     limit = params.max_iter if switch_at is None else switch_at
-    budget = max(X.nnz + n, 1)  # the first check after one pass's worth of steps
-    check_seconds = np.inf
-    epochs = 0
-    total_work = 0
-    checks = 0
-    status = message = None
-    gap = np.inf
-    while True:
-        started = time.perf_counter()
-        ran, full_spread_met, spread, work = dcd_epochs(
+
+    def descend(max_epochs, eps, budget):
+        ran, met, spread, work = dcd_epochs(
             X.indptr, X.indices, X.data, problem.y, s, qd, diag, upper, alpha, beta, index,
-            istate, fstate, rng, limit - epochs, eps, budget if gap_rule else np.inf,
-            params.shrinking)
-        epochs += ran
-        total_work += work
-        descent_seconds = time.perf_counter() - started
-        elapsed = reporter.clock()
-        primal, dual, gap = _certificate(problem, state)
-        # a check's cost: the fastest one so far (a check the scheduler interrupted on a busy
-        # machine would otherwise space the next ones far apart)
-        check_seconds = min(check_seconds, time.perf_counter() - started - descent_seconds)
-        checks += 1
-        budget = _next_budget(params, check_seconds, work, descent_seconds)
-        status, message = _verdict(
-            params, epochs, gap, gap_rule, full_spread_met,
-            f"projected-gradient spread {spread:.3g} <= eps={params.eps:g}")
-        stop = reporter(epochs, primal, gap, elapsed=elapsed, dual_objective=dual,
-                        projected_gradient_spread=float(spread), active_size=int(istate[0]),
-                        eps=eps, work=int(work))
-        if status is not None:
-            break
-        if stop:
-            status, message = Termination.STOPPED, reporter.stop_message
-            break
-        if epochs >= limit:  # the Newton switch's limit, below max_iter
-            break
-        if full_spread_met:
-            # the full set meets eps but the gap is above tol: a finer spread (continuation)
-            eps = eps / 10.0
+            istate, fstate, rng, max_epochs, eps, budget, params.shrinking)
+        record = {"projected_gradient_spread": float(spread), "active_size": int(istate[0])}
+        return ran, met, f"projected-gradient spread {spread:.3g}", work, record
+
+    status, message, epochs, eps, total_work, checks, primal = descend_with_gap_checks(
+        params, reporter, limit, max(X.nnz + n, 1), descend,
+        lambda: _certificate(problem, state))
     # the certificate without the round-off w accumulated over the steps: D(alpha) at w
     # recomputed from alpha (one pass), against P at the returned w
     exact_dual = problem.dual_objective(alpha)
@@ -160,6 +130,56 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
         solution = _switch_to_newton(problem, params, monitor, state, solution, reporter,
                                      newton)
     return solution, state
+
+
+def descend_with_gap_checks(params, reporter: Reporter, limit: int, pass_work: int, descend,
+                            certify) -> tuple:
+    """The outer loop every dual_cd driver shares (binary and regression): ``descend(
+    max_epochs, eps, budget) -> (epochs run, whether LIBLINEAR's rule held on the full set,
+    that rule's measure as text, stored entries touched, the record's extras)`` runs the
+    Numba epochs until ``budget`` entries were touched (the first check after ``pass_work``,
+    a pass's worth; then ``gap_check_work`` times as long as a check takes), ``certify() ->
+    (P, D, relative gap)`` checks, and a record follows each check.  Ends on the verdict
+    (:func:`_verdict`: ``tol``, or LIBLINEAR's rule with ``stop_rule="projected_gradient"``,
+    then ``max_iter``), on the monitor's stop, or at ``limit`` epochs (the Newton switch's,
+    below max_iter: status None).  With the gap rule, a full set that meets eps with the gap
+    above ``tol`` divides eps by 10 (a continuation).  Returns (status, message, epochs, the
+    last eps, entries touched, checks, the last P)."""
+    gap_rule = params.stop_rule == "gap"
+    eps = params.eps
+    budget = pass_work
+    check_seconds = np.inf
+    epochs = total_work = checks = 0
+    status = message = None
+    while True:
+        started = time.perf_counter()
+        ran, met, measure, work, record = descend(limit - epochs, eps,
+                                                  budget if gap_rule else np.inf)
+        epochs += ran
+        total_work += work
+        descent_seconds = time.perf_counter() - started
+        elapsed = reporter.clock()
+        primal, dual, gap = certify()
+        # a check's cost: the fastest one so far (a check the scheduler interrupted on a busy
+        # machine would otherwise space the next ones far apart)
+        check_seconds = min(check_seconds, time.perf_counter() - started - descent_seconds)
+        checks += 1
+        budget = _next_budget(params, check_seconds, work, descent_seconds)
+        status, message = _verdict(params, epochs, gap, gap_rule, bool(met),
+                                   f"{measure} <= eps={params.eps:g}")
+        stop = reporter(epochs, primal, gap, elapsed=elapsed, dual_objective=dual, **record,
+                        eps=eps, work=int(work))
+        if status is not None:
+            break
+        if stop:
+            status, message = Termination.STOPPED, reporter.stop_message
+            break
+        if epochs >= limit:  # the Newton switch's limit, below max_iter
+            break
+        if met:
+            # the full set meets eps but the gap is above tol: a finer eps (continuation)
+            eps = eps / 10.0
+    return status, message, epochs, eps, total_work, checks, primal
 
 
 def newton_switch_at(params: DualCDParams, problem: BinaryProblem) -> int | None:
