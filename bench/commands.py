@@ -111,5 +111,6 @@ MODULES: dict[str, str] = {
     "regression": "bench.bench_regression",
     "service": "bench.bench_service",
     "smo": "bench.bench_smo",
+    "smo_tasks": "bench.bench_smo_tasks",
 }
 """Sub-command -> the module that declares it (as ``COMMAND``, or ``COMMANDS`` by name)."""
