@@ -15,7 +15,6 @@ from bench.bench_auto import HELD_BACK, fit_neighbours, held_back_evaluation
 from bench.problems import unscaled
 from bench.references import load_references
 from solvers.auto import (
-    CANDIDATES,
     MEASURED_TOLERANCES,
     DatasetShape,
     choose,
@@ -27,6 +26,7 @@ from solvers.auto import (
 )
 from solvers.base import InvalidParametersError
 from solvers.model_selection import cross_validate
+from solvers.registry import AUTO_CANDIDATES as CANDIDATES
 from solvers.registry import get_solver
 from solvers.train import supports_task
 

@@ -293,6 +293,7 @@ SPECS = (
         warm_start=True,
         path=solve_path,
         distributed=run_distributed,
+        auto_candidates=tuple((("method", m),) for m in ("ocas", "cpa", "gca2", "tca")),
     ),
 )
 

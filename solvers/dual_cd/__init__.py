@@ -160,6 +160,8 @@ SPECS = (
         warm_up=warm_up,
         warm_start=True,
         path=solve_path,
+        auto_candidates=((),),
+        auto_fixed=(("gap_check_clock", "work"),),
     ),
 )
 
