@@ -122,8 +122,8 @@ def record_passes(extras: dict[str, Any], n: int, nnz: int, d: int) -> float:
       Cholesky (``factorized``: about sum_i nnz_i^2 and min(d, active)^3 / 3);
     * interior_point: 2 ``pcg_iterations`` products and the normal equations it forms and
       factorizes every iteration (``linear_solver``);
-    * the cutting planes: the oracle's pass, the line search's, and ``qp_steps`` over the
-      ``cuts``' Gram matrix;
+    * the cutting planes: the oracle's pass, the line search's, and ``qp_steps`` SMO steps
+      over the ``cuts`` (a row of their Gram matrix each);
     * alm: 2 per ``cgls_iterations`` (exact) and 2 (a step);
     * anything else: 2.
     """
@@ -142,8 +142,7 @@ def record_passes(extras: dict[str, Any], n: int, nnz: int, d: int) -> float:
         return 2.0 * float(extras.get("pcg_iterations", 0)) + 3.0 + \
             (gram + (d + 1) ** 3 / 3.0) / size
     if "cuts" in extras:
-        cuts = float(extras["cuts"])
-        return 2.0 + float(extras.get("qp_steps", 1)) * cuts * cuts / size
+        return 2.0 + float(extras.get("qp_steps", 1)) * float(extras["cuts"]) / size
     if "cgls_iterations" in extras:
         return 2.0 * float(extras["cgls_iterations"]) + 2.0
     return 2.0
@@ -159,28 +158,29 @@ class _Point:
     n_subproblems: int
 
 
-def predict(points: list[_Point], tol: float) -> float:
+def predict(points: list[_Point], tol: float) -> float | None:
     """Predicted remaining passes to a certified ``tol``, from a candidate's own trajectory:
     log(gap) is taken linear in work through the last :data:`FIT_RECORDS` records of the
-    current (one-vs-rest) subproblem, and every class to come costs the finished classes'
-    mean (the current one's predicted total before any finished).  inf: no progress or no
-    trajectory yet."""
+    current (one-vs-rest) subproblem (through all of them when the last few went up: a gap
+    need not fall at every check), and every class to come costs the finished classes' mean
+    (the current one's predicted total before any finished).  inf: no progress; None: too
+    few records to tell."""
     if not points:
-        return math.inf
+        return None
     last = points[-1]
     current = [p for p in points if p.subproblem == last.subproblem
                and math.isfinite(p.gap) and p.gap > 0]
-    window = current[-FIT_RECORDS:]
-    if window and window[-1].gap <= tol:
+    if current and current[-1].gap <= tol:
         remaining = 0.0
-    elif len(window) < 2 or window[-1].work <= window[0].work:
-        return math.inf
+    elif len(current) < 2:
+        return None
     else:
-        slope = (math.log(window[-1].gap) - math.log(window[0].gap)) / \
-            (window[-1].work - window[0].work)
+        slope = _log_slope(current[-FIT_RECORDS:])
+        if slope >= 0:
+            slope = _log_slope(current)
         if slope >= 0:
             return math.inf
-        remaining = (math.log(window[-1].gap) - math.log(tol)) / -slope
+        remaining = (math.log(current[-1].gap) - math.log(tol)) / -slope
     to_come = last.n_subproblems - last.subproblem - 1
     if to_come <= 0:
         return remaining
@@ -192,12 +192,21 @@ def predict(points: list[_Point], tol: float) -> float:
     return remaining + to_come * each
 
 
+def _log_slope(window: list[_Point]) -> float:
+    """d log(gap) / d work from the first record of ``window`` to its last."""
+    first, last = window[0], window[-1]
+    if last.work <= first.work:
+        return 0.0
+    return (math.log(last.gap) - math.log(first.gap)) / (last.work - first.work)
+
+
 class _Lane:
     """A candidate's thread and its monitor: charges each record's passes to the candidate,
     queues the record for the calling thread, and pauses once the slice is spent."""
 
-    def __init__(self, index: int, entrant: Entrant, race: _Race):
+    def __init__(self, index: int, entrant: Entrant, race: _Race, start_model=None):
         self.index = index
+        self.start_model = start_model
         self.entrant = entrant
         self.name = entrant.candidate.name
         self.race = race
@@ -235,6 +244,12 @@ class _Lane:
     def stop_reason(self) -> str | None:
         return self.stop
 
+    def start(self) -> None:
+        """The candidate's thread, waiting for its first slice."""
+        self.thread = threading.Thread(target=self.main, args=(self.start_model,),
+                                       daemon=True, name=f"auto-{self.name}")
+        self.thread.start()
+
     def main(self, start_model) -> None:
         self.resume.wait()
         try:
@@ -255,7 +270,15 @@ class _Lane:
         return self.fit is not None and _status(self.fit) == Termination.CONVERGED
 
     def remaining(self) -> float:
-        return predict(self.points, self.race.tol)
+        """Predicted remaining passes (inf when unknown: ordered last)."""
+        remaining = predict(self.points, self.race.tol)
+        return math.inf if remaining is None else remaining
+
+    @property
+    def judged(self) -> bool:
+        """Whether the lane has run long enough to be judged behind: a slice and a
+        prediction of its own."""
+        return self.work >= MIN_PASSES and predict(self.points, self.race.tol) is not None
 
 
 @dataclass
@@ -288,6 +311,8 @@ class _Race:
         stopped), forwarding its records and asking the caller's monitor meanwhile."""
         lane.slice_end = lane.work + passes
         begin = time.perf_counter()
+        if lane.thread is None:
+            lane.start()
         lane.resume.set()
         while True:
             try:
@@ -310,7 +335,7 @@ class _Race:
 
     def end(self, lane: _Lane, reason: str) -> None:
         """Stop a paused lane and let it return its point (its family's stop)."""
-        if lane.done:
+        if lane.done or lane.thread is None:
             return
         lane.stop = reason
         while not lane.done:
@@ -397,11 +422,9 @@ def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monito
     waiting = list(entrants)
 
     def start(start_model=None) -> _Lane:
-        lane = _Lane(len(lanes), waiting.pop(0), race)
+        """The next waiting candidate's lane (its thread starts with its first slice)."""
+        lane = _Lane(len(lanes), waiting.pop(0), race, start_model)
         lanes.append(lane)
-        lane.thread = threading.Thread(target=lane.main, args=(start_model,), daemon=True,
-                                       name=f"auto-{lane.name}")
-        lane.thread.start()
         return lane
 
     def settle(lane: _Lane) -> _Lane | None:
@@ -448,7 +471,7 @@ def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monito
                 _drop_the_behind(race, lanes)
     finally:
         for lane in lanes:
-            if not lane.done:
+            if not lane.done and lane.thread is not None:
                 reason = race.caller_stop or (
                     f"{winner.name} certified the gap first" if winner is not None
                     else "the race ended")
@@ -463,7 +486,8 @@ def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monito
             if kind == "record":
                 race.forward(source, record)
         for lane in lanes:
-            lane.thread.join()
+            if lane.thread is not None:
+                lane.thread.join()
     ended = [lane for lane in lanes if lane.fit is not None]
     if not ended:  # every candidate raised: the first one's error is the run's
         raise next(lane.error for lane in lanes if lane.error is not None)
@@ -474,10 +498,11 @@ def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monito
         winner.outcome = "kept: no candidate converged"
     if winner.warm_from is not None:
         winner.outcome += f" (started from {winner.warm_from}'s point)"
-    for lane in lanes:
+    ran = [lane for lane in lanes if lane.thread is not None]
+    for lane in ran:
         if lane.outcome is None:
             lane.outcome = f"ended {_status(lane.fit)}" if lane.fit is not None else "failed"
-    return winner.fit, winner.entrant, [_summary(lane, threads) for lane in lanes]
+    return winner.fit, winner.entrant, [_summary(lane, threads) for lane in ran]
 
 
 def first_slice(entrant: Entrant, dataset: Dataset) -> float:
@@ -499,7 +524,7 @@ def _drop_the_behind(race: _Race, lanes: list[_Lane]) -> None:
     favourite = min(alive, key=lambda lane: (lane.remaining(), lane.index))
     best = totals[favourite.index]
     for lane in alive:
-        if lane is favourite or lane.work < MIN_PASSES:
+        if lane is favourite or not lane.judged:
             continue
         if not math.isfinite(best) or totals[lane.index] <= BEHIND * best:
             continue
