@@ -93,8 +93,10 @@ FIRST_SLICE_SHARE = 0.5
 #: The challengers' work, all together, stays within this share of the favourite's (what a
 #: right ranking pays for the race).
 CHALLENGER_SHARE = 0.2
-#: A challenger whose predicted total work exceeds this many times the favourite's stops.
-BEHIND = 2.0
+#: A challenger whose predicted total work exceeds this many times the favourite's stops
+#: (judged on :data:`FIT_RECORDS` records of its own at least: a method that starts slowly,
+#: the cutting planes, is not written off on its first two).
+BEHIND = 4.0
 #: The records of a trajectory the log-gap line is fitted through.
 FIT_RECORDS = 3
 #: How often the calling thread forwards records and asks its monitor (seconds).
@@ -278,7 +280,8 @@ class _Lane:
     def judged(self) -> bool:
         """Whether the lane has run long enough to be judged behind: a slice and a
         prediction of its own."""
-        return self.work >= MIN_PASSES and predict(self.points, self.race.tol) is not None
+        return (self.work >= MIN_PASSES and len(self.points) >= FIT_RECORDS
+                and predict(self.points, self.race.tol) is not None)
 
 
 @dataclass
