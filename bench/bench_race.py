@@ -10,8 +10,9 @@ whole ``solvers.train``:
 * ``auto``: ``--repeats`` runs (median), each from scratch; the coefficients of every run are
   compared (the race decides on counted work, so they must be identical);
 * every candidate ``auto`` ranks for the problem, alone, with the parameters ``auto`` gives it
-  (one run; the median of three under a second), capped at ``max(CAP_MIN_S, CAP_FACTOR x``
-  auto's time) through its monitor (a capped run is recorded with its status ``stopped``);
+  (the regularized bias stated, not the solver's own default; one run; the median of three
+  under a second), capped at ``max(CAP_MIN_S, CAP_FACTOR x`` auto's time) through its
+  monitor (a capped run is recorded with its status ``stopped``);
   the best converged one is the bar ``auto`` must stay within 1.25x of (plus a few ms);
 * LIBLINEAR (liblinear-official; ``-s 1/2`` for the squared hinge, ``-s 3`` for the hinge,
   one-vs-rest as ours on letter; not Crammer-Singer), oracle-stopped: each of
@@ -101,7 +102,8 @@ def _digest(model) -> str:
 def _train(data, problem: RaceProblem, solver: str, monitor=None, **settings):
     start = time.perf_counter()
     result = solvers.train(data, solver=solver, loss=problem.loss, C=problem.C,
-                           multiclass=problem.multiclass, monitor=monitor, **settings)
+                           bias="regularized", multiclass=problem.multiclass,
+                           monitor=monitor, **settings)
     return time.perf_counter() - start, result
 
 
@@ -122,7 +124,7 @@ def run_auto(data, problem: RaceProblem, repeats_: int) -> dict[str, Any]:
 
 def run_candidates(data, problem: RaceProblem, cap: float) -> list[dict[str, Any]]:
     params = get_solver("auto").params_model(loss=problem.loss, C=problem.C, tol=problem.tol,
-                                             multiclass=problem.multiclass)
+                                             bias="regularized", multiclass=problem.multiclass)
     ranking = auto.rank(auto.DatasetShape.of(data), params, get_solver, supports_task)
     out = []
     for entrant in ranking.entrants:
