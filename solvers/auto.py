@@ -38,7 +38,7 @@ no form for how time depends on the shape, and its reason can be stated in the m
 rests on, which the result carries (:class:`AutoChoice`).
 
 On a low-rank factor (``approximation="nystrom" | "icf"``): ``train`` factors the kernel once
-and the candidates race (or cap-and-switch) on that one factor, a dense n x rank matrix, which
+and the candidates race on that one factor, a dense n x rank matrix, which
 the rule's measurements (sparse data) do not cover; they are ordered by what
 ``bench/bench_lowrank.py`` measured on factors instead (:data:`FACTOR_ORDER`).
 
@@ -233,10 +233,11 @@ class AutoChoice:
     reason: str
     neighbours: list[dict[str, Any]] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
-    #: how the candidates ran (solvers.portfolio): "single", "race" or "cap-and-switch"
+    #: how the candidates ran (solvers.portfolio): "single" or "race"
     strategy: str | None = None
-    #: one entry per candidate that ran: candidate, solver, seconds, iterations, status,
-    #: objective, threads, outcome (why it ended: won, stopped, budget spent)
+    #: one entry per candidate that ran: candidate, solver, seconds, work_passes (the work
+    #: the race charged it), iterations, status, objective, threads, outcome (why it ended:
+    #: won, stopped behind or after the winner, ended unconverged, failed)
     runs: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
