@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 import solvers
-from bench.commands import Command, out, problems, repeats
+from bench.commands import Command, option, out, problems, repeats
 from bench.harness import machine_description
 from bench.paths import RESULTS_DIR, dataset_path
 from bench.problems import BenchProblem
@@ -227,6 +227,47 @@ def measure(problem: RaceProblem, repeats_: int) -> dict[str, Any]:
             "load_average_at_start": load_start, "load_average_at_end": os.getloadavg()[0]}
 
 
+def watching_cost(records: int = 2000, repeats_: int = 9) -> dict[str, Any]:
+    """The race's own cost, without any solver's: two candidates whose fits only report
+    ``records`` records each (a slowly falling gap, the default charge of two passes a
+    record), raced to the end of the first; the same fit reporting to a plain monitor is the
+    baseline.  The difference is the lanes' charge, queue and forwarding per record and the
+    pauses and thread hand-overs per slice (counted)."""
+    from solvers import portfolio
+    from solvers.auto import Candidate, Entrant, Ranking
+    from solvers.base import Fit, SubproblemResult, Termination
+    from solvers.monitor import IterationRecord, NullMonitor
+
+    data = solvers.Dataset(np.eye(4), np.array([1.0, -1.0, 1.0, -1.0]))
+
+    def fit(dataset, spec, params, monitor, start=None):
+        for k in range(records):
+            monitor.report(IterationRecord(k, 0.0, 1.0, 1.0 / (k + 2), {}))
+            if monitor.stop_reason() is not None:
+                return Fit(None, [SubproblemResult("x", 1.0, Termination.STOPPED, "", k)])
+        return Fit(None, [SubproblemResult("x", 1.0, Termination.CONVERGED, "", records)])
+
+    spec = get_solver("mfn")
+    entrants = [Entrant(Candidate(f"fake{k}"), spec, None) for k in range(2)]
+    plain, race = [], []
+    for _ in range(repeats_):
+        start = time.perf_counter()
+        fit(data, spec, None, NullMonitor())
+        plain.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        outcome = portfolio.run(data, Ranking(entrants, "watching"), 1e-6, NullMonitor(),
+                                lambda s, p: fit)
+        race.append(time.perf_counter() - start)
+    runs = outcome.choice.runs
+    reported = sum(r["iterations"] for r in runs)
+    slices = sum(r["slices"] for r in runs)
+    # the fastest of the repeats: the cost itself, the least the load added to it
+    overhead = min(race) - min(plain) * reported / records
+    return {"records": reported, "slices": slices, "plain_s": min(plain),
+            "race_s": min(race), "race_all_s": race, "overhead_s": overhead,
+            "overhead_per_record_us": 1e6 * overhead / reported, "runs": runs}
+
+
 def markdown(results: list[dict[str, Any]]) -> str:
     lines = ["| problem | auto s | auto chose | identical | best alone | s | ratio | "
              "LIBLINEAR best | s | ratio | outside lanes ms | challengers ms | load |",
@@ -246,6 +287,13 @@ def markdown(results: list[dict[str, Any]]) -> str:
 
 def run_command(args) -> int:
     machine = machine_description(reference=False)
+    if args.watching:
+        cost = watching_cost()
+        stamp = time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())
+        path = args.out or RESULTS_DIR / f"race-watching-{stamp}.json"
+        Path(path).write_text(json.dumps({"machine": machine, "watching": cost}, indent=1))
+        print(json.dumps(cost, indent=1))
+        return 0
     results = []
     path = args.out or RESULTS_DIR / f"race-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
     for name in args.problems.split(","):
@@ -263,6 +311,8 @@ COMMAND = Command(
     "race", "auto's progress-aware race against its candidates alone and LIBLINEAR",
     run_command, description=__doc__,
     options=(problems(",".join(PROBLEMS)), repeats(3),
+             option("--watching", action="store_true",
+                    help="only the race's own cost, per record and per slice (no solver)"),
              out(None, "the JSON file (default bench/results/race-<UTC stamp>.json)")))
 
 

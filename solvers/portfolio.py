@@ -62,6 +62,7 @@ candidate.  What ran, its work, seconds and why it ended is the choice's ``runs`
 
 from __future__ import annotations
 
+import collections
 import inspect
 import math
 import queue
@@ -222,6 +223,7 @@ class _Lane:
         self.warm_from: str | None = None
         self.done = False
         self.seconds = 0.0
+        self.slices = 0
         self.thread: threading.Thread | None = None
         self.outcome: str | None = None
 
@@ -233,14 +235,16 @@ class _Lane:
         self.points.append(_Point(self.work, record.optimality,
                                   int(extras.get("subproblem", 0)),
                                   int(extras.get("n_subproblems", 1))))
-        race.events.put(("record", self, IterationRecord(
+        # forwarded by the calling thread when it next wakes (a slice's end, or its poll):
+        # no hand-over between the threads per record
+        race.records.append((self, IterationRecord(
             record.iteration, race.clock(), record.objective, record.optimality,
             dict(extras))))
         last_class = self.points[-1].subproblem >= self.points[-1].n_subproblems - 1
         certified = last_class and record.optimality <= race.tol
         if self.stop is None and self.work >= self.slice_end and not certified:
             self.resume.clear()
-            race.events.put(("paused", self, None))
+            race.events.put(("paused", self))
             self.resume.wait()
 
     def stop_reason(self) -> str | None:
@@ -264,7 +268,7 @@ class _Lane:
             self.error = exc
         finally:
             self.done = True
-            self.race.events.put(("done", self, None))
+            self.race.events.put(("done", self))
 
     # -- the calling thread --------------------------------------------------------------
     @property
@@ -295,6 +299,7 @@ class _Race:
     nnz: int = 0
     d: int = 0
     events: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
+    records: collections.deque = field(default_factory=collections.deque)
     clock: Stopwatch = field(default_factory=Stopwatch)
     forwarded: int = 0
     caller_stop: str | None = None
@@ -313,22 +318,28 @@ class _Race:
         """Let ``lane`` run until its work reaches ``passes`` more (or it ends, or it is
         stopped), forwarding its records and asking the caller's monitor meanwhile."""
         lane.slice_end = lane.work + passes
+        lane.slices += 1
         begin = time.perf_counter()
         if lane.thread is None:
             lane.start()
         lane.resume.set()
         while True:
             try:
-                kind, source, record = self.events.get(timeout=POLL_S)
+                _, source = self.events.get(timeout=POLL_S)
             except queue.Empty:
+                self.drain()
                 self.ask_caller(lane)
                 continue
-            if kind == "record":
-                self.forward(source, record)
-            elif source is lane:  # paused or done
+            if source is lane:  # paused or done
                 break
         lane.seconds += time.perf_counter() - begin
+        self.drain()
         self.ask_caller(lane)
+
+    def drain(self) -> None:
+        """Forward the records the lanes have reported, in order."""
+        while self.records:
+            self.forward(*self.records.popleft())
 
     def ask_caller(self, lane: _Lane) -> None:
         if self.caller_stop is None:
@@ -357,7 +368,8 @@ def _summary(lane: _Lane, threads: int) -> dict[str, Any]:
     entrant, fit = lane.entrant, lane.fit
     summary = {"candidate": lane.name, "solver": entrant.candidate.solver,
                "seconds": round(lane.seconds, 6), "threads": threads,
-               "work_passes": round(lane.work, 3), "outcome": lane.outcome,
+               "work_passes": round(lane.work, 3), "slices": lane.slices,
+               "outcome": lane.outcome,
                "predicted_seconds": entrant.predicted}
     if fit is not None:
         summary.update(status=str(_status(fit)), objective=_objective(fit),
@@ -481,13 +493,7 @@ def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monito
                 if lane.outcome is None:
                     lane.outcome = f"stopped: {reason}"
                 race.end(lane, reason)
-        while True:  # the records still queued
-            try:
-                kind, source, record = race.events.get_nowait()
-            except queue.Empty:
-                break
-            if kind == "record":
-                race.forward(source, record)
+        race.drain()  # the records still queued
         for lane in lanes:
             if lane.thread is not None:
                 lane.thread.join()
