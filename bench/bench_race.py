@@ -52,7 +52,7 @@ from solvers.registry import get_solver
 from solvers.train import supports_task
 
 #: A candidate alone is capped at this many times auto's median, and at least CAP_MIN_S.
-CAP_FACTOR = 10.0
+CAP_FACTOR = 5.0
 CAP_MIN_S = 5.0
 #: LIBLINEAR's -e values, loosest first (oracle-stopped at the first one within tol).
 LIBLINEAR_EPS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4, 1e-5, 1e-6)
