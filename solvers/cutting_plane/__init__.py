@@ -294,6 +294,7 @@ SPECS = (
         path=solve_path,
         distributed=run_distributed,
         auto_candidates=tuple((("method", m),) for m in ("ocas", "cpa", "gca2", "tca")),
+        auto_fixed=(("kernel_form", "serial"),),
     ),
 )
 
