@@ -168,6 +168,7 @@ def test_the_prediction_reads_the_trajectory():
     assert predict(ovr, 1e-6) == pytest.approx(30.0 + 40.0)
     assert record_passes({"work": 300}, 100, 200, 5) == pytest.approx(2.0)
     assert record_passes({"cg_iterations": 4, "active": 50}, 100, 200, 5) == pytest.approx(7.0)
+    assert record_passes({"cuts": 10, "qp_steps": 6}, 100, 200, 5) == pytest.approx(5.0)
 
 
 def _fit_coefficients(data):
