@@ -108,6 +108,7 @@ MODULES: dict[str, str] = {
     "mfn": "bench.bench_mfn",
     "onnx": "bench.bench_onnx",
     "parser": "bench.bench_parser",
+    "race": "bench.bench_race",
     "regression": "bench.bench_regression",
     "service": "bench.bench_service",
     "smo": "bench.bench_smo",

@@ -19,6 +19,7 @@ import solvers
 from solvers.base import TASKS, InvalidParametersError, Solves
 from solvers.losses import LOSS_TYPES, LOSSES, canonical, get_loss
 from solvers.problems import BinaryProblem
+from solvers.registry import AUTO_CANDIDATES
 
 SPECS = solvers.list_solvers()
 
@@ -95,11 +96,17 @@ def test_parameter_models_and_listing_derive_from_the_declaration(spec):
 def test_auto_declares_what_its_candidates_solve():
     """auto's declaration is the union of its candidates': nothing more (no candidate solves
     modified Huber with a free bias, or least squares without a bias, so auto refuses them
-    with the reason instead of failing inside train)."""
+    with the reason instead of failing inside train).  The candidates are the registry's:
+    every spec that declares ``auto_candidates`` races with them, so a family's new solver,
+    loss or task flows into auto's declaration by its own."""
     from solvers import auto
 
+    racing = [s for s in SPECS if s.auto_candidates]
+    assert set(AUTO_CANDIDATES) == set(auto.candidates_of(racing))
+    assert {c.solver for c in AUTO_CANDIDATES} == {s.name for s in racing}
+    assert solvers.get_solver("auto").params_model.candidates == AUTO_CANDIDATES
     union = set()
-    for name in {c.solver for c in auto.CANDIDATES}:
+    for name in {c.solver for c in AUTO_CANDIDATES}:
         union |= set(solvers.get_solver(name).solves.combinations)
     assert set(solvers.get_solver("auto").solves.combinations) == union
     data = _data("binary")
