@@ -3,6 +3,7 @@ one-vs-rest and one-vs-one)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,10 @@ from solvers.models.base import (
     model_classes,
     register_model_kind,
 )
+
+LIBSVM_BLOCK_LINES = 4096
+"""Support-vector lines of a LIBSVM model file formatted at a time
+(:meth:`KernelModel.iter_libsvm`)."""
 
 
 @register_model_kind
@@ -162,7 +167,12 @@ class KernelModel(Model):
     # -- LIBSVM --------------------------------------------------------------------------------
     def to_libsvm(self) -> str:
         """The model in LIBSVM's model-file format (``svm-predict`` reads it): C-SVC models
-        (``solvers.smo``), binary or one-vs-one.
+        (``solvers.smo``), binary or one-vs-one; :meth:`iter_libsvm`'s pieces joined."""
+        return "".join(self.iter_libsvm())
+
+    def iter_libsvm(self, block_lines: int = LIBSVM_BLOCK_LINES) -> Iterator[str]:
+        """:meth:`to_libsvm`'s text in pieces: the header, then the support vectors'
+        lines ``block_lines`` at a time (a writer holds one block's text, not the file's).
 
         LIBSVM groups the support vectors by class, in its label order, and gives each k - 1
         coefficients: for the pair (i, j), i < j, those of class i's vectors are in column
@@ -218,16 +228,22 @@ class KernelModel(Model):
             "nr_sv " + " ".join(str(len(g)) for g in grouped),
             "SV",
         ]
+        yield "\n".join(header) + "\n"
         sv = self.support_vectors_
-        lines = header
+        lines: list[str] = []
         for group in grouped:
             for i in group:
                 start, end = sv.indptr[i], sv.indptr[i + 1]
-                features = " ".join(f"{j + 1}:{float(v)!r}" for j, v in
-                                    zip(sv.indices[start:end], sv.data[start:end], strict=True))
-                values = " ".join(repr(float(c)) for c in columns[i])
-                lines.append(f"{values} {features} ".rstrip() + " ")
-        return "\n".join(lines) + "\n"
+                features = " ".join(f"{j + 1}:{v!r}" for j, v in
+                                    zip(sv.indices[start:end].tolist(),
+                                        sv.data[start:end].tolist(), strict=True))
+                values = " ".join(map(repr, columns[i].tolist()))
+                lines.append(f"{values} {features} ".rstrip() + " \n")
+                if len(lines) >= block_lines:
+                    yield "".join(lines)
+                    lines = []
+        if lines:
+            yield "".join(lines)
 
     # -- serialization -----------------------------------------------------------------------
     def _fields(self):
