@@ -30,7 +30,7 @@ from app.api.errors import install_error_handlers
 from app.api.fast_path import install as install_predict_fast_path
 from app.api.log_streams import LogStreams
 from app.api.middleware import MetricsMiddleware
-from app.api.routes import datasets, health, jobs, logs, models, solvers
+from app.api.routes import datasets, health, jobs, logs, models, solvers, usage
 from app.core.config import Settings
 from app.core.security import (
     API_KEY_HEADER,
@@ -131,7 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     metrics.watch_log_streams(app.state.log_streams)
     install_error_handlers(app)
     _add_middleware(app, settings, metrics)
-    for module in (datasets, jobs, logs, models, solvers, health):
+    for module in (datasets, jobs, logs, models, solvers, usage, health):
         app.include_router(module.router)
     install_predict_fast_path(
         app, next(route for route in models.router.routes if route.name == "predict"), metrics,
