@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 
-from sqlalchemy import select
+from sqlalchemy import LargeBinary, func, select
 from sqlalchemy.orm import Session
 
 from app.core.principals import Principal
@@ -36,6 +37,30 @@ def artifact(sessions: Sessions, model_id: uuid.UUID,
                         .where(TrainedModel.id == model_id), TrainedModel, principal)
         row = session.execute(query).first()
         return None if row is None else (row.artifact, row.owner)
+
+
+ARTIFACT_CHUNK_BYTES = 1 << 20
+"""Bytes of a model's archive read from the database at a time by a download."""
+
+
+def artifact_chunks(sessions: Sessions, model_id: uuid.UUID, size: int,
+                    chunk: int | None = None) -> Iterator[bytes]:
+    """The model's ``.npz`` archive of ``size`` bytes, ``chunk`` bytes at a time (default
+    :data:`ARTIFACT_CHUNK_BYTES`): each read
+    from the database by itself (SQL ``substr`` of the column, which SQLite and PostgreSQL
+    both answer without sending the rest), so a download never holds the whole archive.  The
+    caller has checked that the model is the principal's; a model deleted meanwhile ends the
+    archive short."""
+    chunk = chunk or ARTIFACT_CHUNK_BYTES
+    for offset in range(0, size, chunk):
+        with sessions.read() as session:
+            piece = session.scalar(
+                select(func.substr(TrainedModel.artifact, offset + 1, chunk,
+                                   type_=LargeBinary))
+                .where(TrainedModel.id == model_id))
+        if not piece:
+            return
+        yield bytes(piece)
 
 
 def get(session: Session, model_id: uuid.UUID, principal: Principal) -> TrainedModel:

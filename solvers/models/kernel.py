@@ -170,9 +170,10 @@ class KernelModel(Model):
         (``solvers.smo``), binary or one-vs-one; :meth:`iter_libsvm`'s pieces joined."""
         return "".join(self.iter_libsvm())
 
-    def iter_libsvm(self, block_lines: int = LIBSVM_BLOCK_LINES) -> Iterator[str]:
+    def iter_libsvm(self, block_lines: int | None = None) -> Iterator[str]:
         """:meth:`to_libsvm`'s text in pieces: the header, then the support vectors'
-        lines ``block_lines`` at a time (a writer holds one block's text, not the file's).
+        lines ``block_lines`` at a time (default :data:`LIBSVM_BLOCK_LINES`; a writer holds
+        one block's text, not the file's).
 
         LIBSVM groups the support vectors by class, in its label order, and gives each k - 1
         coefficients: for the pair (i, j), i < j, those of class i's vectors are in column
@@ -229,6 +230,7 @@ class KernelModel(Model):
             "SV",
         ]
         yield "\n".join(header) + "\n"
+        block_lines = max(1, block_lines or LIBSVM_BLOCK_LINES)
         sv = self.support_vectors_
         lines: list[str] = []
         for group in grouped:

@@ -144,11 +144,13 @@ class LinearModel(Model):
         return "".join(self.iter_liblinear(bias_scale))
 
     def iter_liblinear(self, bias_scale: float | None = None,
-                       block_rows: int = LIBLINEAR_BLOCK_ROWS) -> Iterator[str]:
+                       block_rows: int | None = None) -> Iterator[str]:
         """:meth:`to_liblinear`'s text in pieces: the header, then the weight rows (one line
-        a feature, then the bias's) ``block_rows`` lines at a time, so that a writer of a
-        wide model (a download, a file) holds one block's text, never the whole file's (16.8
-        million features: 0.5 GB of text)."""
+        a feature, then the bias's) ``block_rows`` lines at a time (default
+        :data:`LIBLINEAR_BLOCK_ROWS`), so that a writer of a wide model (a download, a file)
+        holds one block's text, never the whole file's (16.8 million features: 0.5 GB of
+        text)."""
+        block_rows = max(1, block_rows or LIBLINEAR_BLOCK_ROWS)
         if bias_scale is None:
             bias_scale = float(self.metadata.get("params", {}).get("bias_scale", 1.0))
         has_bias = bool(np.any(self.intercept_ != 0.0)) or (
@@ -171,8 +173,8 @@ class LinearModel(Model):
         weights = self.coef_.T  # (n_features, n_rows)
         n_features = weights.shape[0]
         rows = n_features + (1 if has_bias else 0)
-        for start in range(0, rows, max(1, block_rows)):
-            stop = min(rows, start + max(1, block_rows))
+        for start in range(0, rows, block_rows):
+            stop = min(rows, start + block_rows)
             block = weights[start:min(stop, n_features)]
             if stop > n_features:  # the bias's row closes the last block
                 block = np.vstack([block, self.intercept_[None, :] / bias_scale])
