@@ -71,8 +71,8 @@ def _check(used: int, adding: int, limit: int, what: str, setting: str) -> None:
     """:class:`StorageQuotaExceeded` when ``used`` + ``adding`` bytes pass ``limit`` (0: no
     quota), or when ``used`` is at it already."""
     if limit and (used >= limit or used + adding > limit):
-        raise limit_exceeded(f"{what}: the owner's stored bytes ({used}) with these "
-                             f"({adding})", setting, limit, "bytes", actual=used + adding,
+        raise limit_exceeded(f"the owner's {what} ({used} bytes stored) with this one's "
+                             f"{adding} bytes", setting, limit, "bytes", actual=used + adding,
                              error=StorageQuotaExceeded)
 
 
