@@ -121,7 +121,8 @@ class Server:
         return sorted(pids)
 
     def client(self, **kwargs) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers=self.headers, timeout=120.0, **kwargs)
+        kwargs.setdefault("timeout", 120.0)
+        return httpx.Client(base_url=self.url, headers=self.headers, **kwargs)
 
     def wait_ready(self, timeout: float = 300.0) -> None:
         deadline = time.monotonic() + timeout
