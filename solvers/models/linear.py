@@ -178,7 +178,11 @@ class LinearModel(Model):
             block = weights[start:min(stop, n_features)]
             if stop > n_features:  # the bias's row closes the last block
                 block = np.vstack([block, self.intercept_[None, :] / bias_scale])
-            # repr of each weight (the shortest text that reads back the same float64), row
-            # by row: tolist() gives Python floats at once, not a NumPy scalar per weight
-            yield "".join(" ".join(map(repr, row)) + " \n" for row in block.tolist())
+            # repr of each weight (the shortest text that reads back the same float64):
+            # tolist() gives Python floats at once, not a NumPy scalar per weight; one column
+            # (a binary model) is joined whole, without a list per row
+            if block.shape[1] == 1:
+                yield " \n".join(map(repr, block[:, 0].tolist())) + " \n"
+            else:
+                yield "".join(" ".join(map(repr, row)) + " \n" for row in block.tolist())
 
