@@ -3,6 +3,7 @@ one-vs-rest and one-vs-one)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,10 @@ from solvers.models.base import (
     model_classes,
     register_model_kind,
 )
+
+LIBSVM_BLOCK_LINES = 4096
+"""Support-vector lines of a LIBSVM model file formatted at a time
+(:meth:`KernelModel.iter_libsvm`)."""
 
 #: the svm_type a model of each task is written as when its training does not say
 _DEFAULT_SVM_TYPE = {"classification": "c_svc", "one_class": "one_class",
@@ -172,8 +177,35 @@ class KernelModel(Model):
 
     def to_libsvm(self) -> str:
         """The model in LIBSVM's model-file format (``svm-predict`` reads it, as does
-        :func:`from_libsvm`): models trained by ``solvers.smo``, the classifiers (c_svc,
-        nu_svc) binary or one-vs-one.
+        :func:`from_libsvm`): :meth:`iter_libsvm`'s pieces joined."""
+        return "".join(self.iter_libsvm())
+
+    def iter_libsvm(self, block_lines: int | None = None) -> Iterator[str]:
+        """:meth:`to_libsvm`'s text in pieces: the header, then the support vectors' lines
+        ``block_lines`` at a time (default :data:`LIBSVM_BLOCK_LINES`; a download holds one
+        block's text, not the file's)."""
+        header, rows, columns = self._libsvm_parts()
+        yield "\n".join(header + ["SV"]) + "\n"
+        block_lines = max(1, block_lines or LIBSVM_BLOCK_LINES)
+        sv = self.support_vectors_
+        lines: list[str] = []
+        for i in rows:
+            start, end = sv.indptr[i], sv.indptr[i + 1]
+            features = " ".join(f"{j + 1}:{v!r}" for j, v in
+                                zip(sv.indices[start:end].tolist(),
+                                    sv.data[start:end].tolist(), strict=True))
+            values = " ".join(map(repr, columns[i].tolist()))
+            lines.append(f"{values} {features} ".rstrip() + " \n")
+            if len(lines) >= block_lines:
+                yield "".join(lines)
+                lines = []
+        if lines:
+            yield "".join(lines)
+
+    def _libsvm_parts(self) -> tuple[list[str], Any, np.ndarray]:
+        """(the header lines, the support vectors' order, their coefficient columns) of the
+        LIBSVM file of a model trained by ``solvers.smo``: the classifiers (c_svc, nu_svc)
+        binary or one-vs-one.
 
         LIBSVM groups the support vectors by class, in its label order, and gives each k - 1
         coefficients: for the pair (i, j), i < j, those of class i's vectors are in column
@@ -218,7 +250,7 @@ class KernelModel(Model):
             "label " + " ".join(label_key(self.classes_[c]) for c in order),
             "nr_sv " + " ".join(str(len(g)) for g in grouped),
         ]
-        return self._libsvm_text(header, np.concatenate(grouped), columns)
+        return header, np.concatenate(grouped), columns
 
     @staticmethod
     def from_libsvm(text: str, n_features: int | None = None) -> KernelModel:
@@ -236,19 +268,6 @@ class KernelModel(Model):
         if kernel.name in ("polynomial", "sigmoid"):
             header.append(f"coef0 {float(kernel.coef0)!r}")
         return header
-
-    def _libsvm_text(self, header: list[str], rows, columns: np.ndarray) -> str:
-        """The file: ``header``, "SV", then per support vector of ``rows`` (in order) its
-        coefficients ``columns[i]`` and its features."""
-        sv = self.support_vectors_
-        lines = header + ["SV"]
-        for i in rows:
-            start, end = sv.indptr[i], sv.indptr[i + 1]
-            features = " ".join(f"{j + 1}:{float(v)!r}" for j, v in
-                                zip(sv.indices[start:end], sv.data[start:end], strict=True))
-            values = " ".join(repr(float(c)) for c in columns[i])
-            lines.append(f"{values} {features} ".rstrip() + " ")
-        return "\n".join(lines) + "\n"
 
     # -- serialization -----------------------------------------------------------------------
     def _fields(self):
@@ -310,14 +329,14 @@ class _SingleFunctionKernelModel(KernelModel):
         description.pop("multiclass", None)
         return description
 
-    def to_libsvm(self) -> str:
+    def _libsvm_parts(self) -> tuple[list[str], Any, np.ndarray]:
         """LIBSVM's model file of a one-class or regression model: nr_class 2, one rho, no
         labels, one coefficient per support vector (``svm_save_model``)."""
         if self.metadata.get("solver", "smo") != "smo":
             raise ValueError("LIBSVM's model format holds the models smo trains")
         header = self._libsvm_header() + [
             "nr_class 2", f"total_sv {self.n_support}", f"rho {float(-self.intercept_[0])!r}"]
-        return self._libsvm_text(header, range(self.n_support), self.coef_.T)
+        return header, range(self.n_support), self.coef_.T
 
     @classmethod
     def _assembled(cls, support_vectors, kernel: Kernel, fields, arrays) -> KernelModel:
