@@ -175,7 +175,7 @@ class PredictFastPath:
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-length", str(len(body)).encode()), _CONTENT_TYPE]})
         await send({"type": "http.response.body", "body": body})
-        self.metrics.record_request("GET", route.path, 200, time.perf_counter() - start)
+        self.metrics.record_request("GET", route.path_format, 200, time.perf_counter() - start)
 
 
 def install(app, routes: dict, metrics, cors: bool) -> None:

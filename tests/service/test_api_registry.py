@@ -140,7 +140,7 @@ def test_get_predict_by_alias_takes_the_fast_path(api, churn):
     for path, template in ((f"{name}@production", "/api/v1/registry/{name}@{alias}/predict"),
                            (f"{name}/1", "/api/v1/registry/{name}/{version}/predict")):
         body, route = fast.answer_for(scope(f"/api/v1/registry/{path}/predict"))
-        assert body == by_id.content and route.path == template
+        assert body == by_id.content and route.path_format == template
     for path in (f"{name}@staging", f"{name}/9", f"{name}/99999999999", "Bad@production"):
         assert fast.answer(scope(f"/api/v1/registry/{path}/predict")) is None
     series = ('svmsvc_http_requests_total{method="GET",'
