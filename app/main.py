@@ -30,7 +30,7 @@ from app.api.errors import install_error_handlers
 from app.api.fast_path import install as install_predict_fast_path
 from app.api.log_streams import LogStreams
 from app.api.middleware import MetricsMiddleware
-from app.api.routes import datasets, health, jobs, logs, models, registry, solvers
+from app.api.routes import datasets, health, jobs, logs, models, registry, solvers, webhooks
 from app.core.config import Settings
 from app.core.security import (
     API_KEY_HEADER,
@@ -105,6 +105,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dispatcher = await process.take_dispatcher_role()
         metrics.watch(sessions, dispatcher)
         app.state.dispatcher = dispatcher
+        process.start_webhook_sender()
         warm_serial_kernels_in_background()
         log_ready(settings, engine, revision, app.state.api_keys)
         try:
@@ -134,7 +135,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     metrics.watch_log_streams(app.state.log_streams)
     install_error_handlers(app)
     _add_middleware(app, settings, metrics)
-    for module in (datasets, jobs, logs, models, registry, solvers, health):
+    for module in (datasets, jobs, logs, models, registry, solvers, webhooks, health):
         app.include_router(module.router)
     predict_routes = {route.name: route for module in (models, registry)
                       for route in module.router.routes

@@ -29,12 +29,14 @@ from app.db.models import (
     AliasEvent,
     Dataset,
     Job,
+    JobKind,
     JobLogEntry,
     JobStatus,
     ModelAlias,
     ModelVersion,
     RegisteredModel,
     TrainedModel,
+    WebhookDelivery,
 )
 from app.jobs.state import progress_stage
 from app.problem import key_fields
@@ -207,6 +209,14 @@ class TuningSpec(BaseModel):
                     "error only.")
 
 
+CallbackUrl = Annotated[str | None, Field(
+    min_length=1, max_length=2048,
+    description="POST the job's end here as a signed JSON event (docs/service.md, Webhooks): "
+                "an http(s) URL whose host SVMSVC_WEBHOOK_ALLOWED_HOSTS lists (422 otherwise). "
+                "Deliveries: GET /jobs/{id}/deliveries.")]
+"""A job's webhook (either kind)."""
+
+
 class JobCreate(BaseModel):
     """A job to queue: the dataset, the solver and its parameters; with ``tuning``, a tuning
     job that cross-validates over a grid (the grid's C and gamma override those of
@@ -237,6 +247,26 @@ class JobCreate(BaseModel):
         description="Register the model as the next version (1, 2, 3 ...) of this named model "
                     "of the caller's owner when the job succeeds (GET /registry/{name}); a "
                     "slug: 1-64 lowercase letters, digits, '_' and '-'.")
+    callback_url: CallbackUrl = None
+
+
+class PredictionJobCreate(BaseModel):
+    """A batch prediction job: the model scores every row of a stored (or sharded) dataset
+    into a result file, downloadable when the job succeeds (GET /jobs/{id}/predictions)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_id: uuid.UUID = Field(description="The model that predicts (the caller's).")
+    dataset_id: uuid.UUID = Field(
+        description="The rows to predict (their labels are ignored); at most the model's "
+                    "features (a narrower dataset is padded with zero columns).")
+    format: Literal["csv", "parquet"] = Field(
+        "csv", description="The result's format: csv, or parquet when the service has pyarrow "
+                           "(422 otherwise).")
+    time_limit_s: float | None = Field(
+        None, gt=0, description="Stop the job (status failed) after this many seconds: at most "
+                                "SVMSVC_MAX_JOB_TIME_LIMIT_S; null: SVMSVC_JOB_TIME_LIMIT_S.")
+    callback_url: CallbackUrl = None
 
 
 class CrossValidationRow(BaseModel):
@@ -286,10 +316,26 @@ class JobProgress(BaseModel):
                           "(null for one binary problem).")
 
 
+class PredictionResultPublic(BaseModel):
+    """A batch prediction job's stored result."""
+
+    format: Literal["csv", "parquet"]
+    rows: int = Field(description="Rows predicted (one line or record each).")
+    bytes: int = Field(description="Size of the result file.")
+    columns: list[str] = Field(
+        description="row, label, the decision values (decision_value, or decision_value_0 "
+                    "...), then probability_<label> per class for a model with probabilities.")
+    seconds: float = Field(description="Time the worker took to read, score and write.")
+    download: str = Field(description="Where to download it (a streamed response).")
+
+
 class JobPublic(BaseModel):
-    """A training job: ``queued -> running -> succeeded | failed | cancelled``."""
+    """A job: ``queued -> running -> succeeded | failed | cancelled``; ``kind`` says whether it
+    trains a model or predicts a dataset with one (a batch prediction job)."""
 
     id: uuid.UUID
+    kind: JobKind = Field(JobKind.train, description="train, or predict (a batch prediction "
+                                                     "job: model_id is the model it uses).")
     dataset_id: uuid.UUID
     validation_dataset_id: uuid.UUID | None
     solver: str
@@ -303,7 +349,15 @@ class JobPublic(BaseModel):
         None, description="converged | max_iter | failed | stopped, once the solver returned.")
     message: str | None = Field(None, description="The solver's message, or why it stopped.")
     error: str | None = Field(None, description="Why the job failed.")
-    model_id: uuid.UUID | None
+    model_id: uuid.UUID | None = Field(
+        description="A training job's model once it succeeded; a prediction job's model.")
+    rows_done: int | None = Field(None, description="A prediction job's rows predicted so far.")
+    rows_total: int | None = Field(
+        None, description="A prediction job's rows in all (null for a sharded dataset not read "
+                          "yet).")
+    result: PredictionResultPublic | None = Field(
+        None, description="A prediction job's result, once it succeeded.")
+    callback_url: str | None = Field(None, description="Where the job's end is POSTed.")
     tuning: TuningSpec | None = Field(None, description="A tuning job's grid and folds.")
     cross_validation: CrossValidationPublic | None = Field(
         None, description="A tuning job's table, once it ran.")
@@ -334,13 +388,24 @@ class JobPublic(BaseModel):
             progress = JobProgress(iteration=job.iteration, elapsed=job.elapsed,
                                    objective=job.objective, optimality=job.optimality,
                                    stage=job.progress_stage)
+        predicts = job.kind == JobKind.predict
+        result = None
+        if job.result is not None:
+            result = PredictionResultPublic(
+                **{key: job.result[key] for key in ("format", "rows", "bytes", "columns",
+                                                    "seconds")},
+                download=f"/api/v1/jobs/{job.id}/predictions")
         return cls(
-            id=job.id, dataset_id=job.dataset_id,
+            id=job.id, kind=JobKind(job.kind), dataset_id=job.dataset_id,
+            rows_done=job.rows_done, rows_total=job.rows_total, result=result,
+            callback_url=job.callback_url,
             validation_dataset_id=job.validation_dataset_id, solver=job.solver,
             params=job.params, time_limit_s=job.time_limit_s, status=JobStatus(job.status),
             attempts=job.attempts, cancel_requested=job.cancel_requested_at is not None,
             progress=progress, solver_status=job.solver_status, message=job.message,
-            error=job.error, model_id=job.model.id if job.model is not None else None,
+            error=job.error,
+            model_id=(job.predict_model_id if predicts else
+                      job.model.id if job.model is not None else None),
             tuning=job.tuning, cross_validation=_cross_validation(job.cross_validation),
             problem_key=job.problem_key,
             problem=None if job.problem_key is None else key_fields(job.problem_key),
@@ -364,6 +429,49 @@ def _cross_validation(stored: dict[str, Any] | None) -> CrossValidationPublic | 
         best_C=best if best is not None and best == best else None,  # NaN: nothing finished
         best_gamma=stored.get("best_gamma"), status=stored["status"],
         message=stored["message"], table=stored["table"])
+
+
+class WebhookDeliveryPublic(RowView):
+    """One attempt to deliver a job's event."""
+
+    attempt: int
+    sent_at: datetime
+    status_code: int | None = Field(description="What the receiver answered (null: nothing).")
+    error: str | None = Field(description="Why the attempt failed (null: delivered).")
+    duration_s: float
+
+    @classmethod
+    def from_row(cls, row: WebhookDelivery) -> WebhookDeliveryPublic:
+        return cls.model_validate(row, from_attributes=True)
+
+
+class WebhookDeliveriesPublic(BaseModel):
+    """A job's webhook: its event (once the job ended) and every delivery attempt."""
+
+    job_id: uuid.UUID
+    callback_url: str | None
+    state: Literal["waiting", "pending", "delivered", "failed"] | None = Field(
+        description="null: no callback_url; waiting: the job has not ended (or its event is "
+                    "being written); pending: to be (re)tried; delivered: a 2xx came back; "
+                    "failed: SVMSVC_WEBHOOK_MAX_ATTEMPTS used up.")
+    attempts: int
+    next_attempt_at: datetime | None = Field(description="When a pending event is tried next.")
+    event: dict[str, Any] | None = Field(description="The JSON body POSTed (signed each time).")
+    data: list[WebhookDeliveryPublic] = Field(description="The attempts, oldest first.")
+    count: int
+
+
+class WebhookSecretPublic(BaseModel):
+    """The owner's webhook signing secret."""
+
+    secret: str = Field(description="The HMAC-SHA256 key of X-Svmsvc-Signature.")
+    created_at: datetime
+    header: str = Field("X-Svmsvc-Signature", description="The header that carries the "
+                                                          "signature.")
+    scheme: str = Field(
+        "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, '<t>.' + raw body)>",
+        description="How the header is built: recompute v1 over the raw body and compare in "
+                    "constant time; refuse a t far from now (replays).")
 
 
 class JobsPublic(BaseModel):

@@ -26,15 +26,15 @@ schema = schemathesis.openapi.from_dict(create_app(Settings(data_dir="unused")).
 
 
 SEMANTIC_422 = {("POST", "/api/v1/datasets"), ("POST", "/api/v1/datasets/sharded"),
-                ("POST", "/api/v1/jobs"),
+                ("POST", "/api/v1/jobs"), ("POST", "/api/v1/jobs/predict"),
                 ("POST", "/api/v1/models/{model_id}/evaluate"),
                 ("GET", "/api/v1/models/{model_id}/predict"),
                 ("POST", "/api/v1/models/{model_id}/predict"), ("GET", "/api/v1/logs"),
                 ("POST", "/api/v1/solvers/pose")}
 """Operations whose 422s the schema cannot express: the content of an uploaded file, shards
-that must be files in an allowed directory (or URLs of an allowed scheme), a dataset
-or job id that must exist, a feature index within the model's features, the fields a problem
-needs (its loss)."""
+that must be files in an allowed directory (or URLs of an allowed scheme), a dataset,
+model or job id that must exist, a callback URL of an allowed host, a feature index within
+the model's features, the fields a problem needs (its loss)."""
 
 
 def _as_file(value):

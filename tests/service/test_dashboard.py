@@ -21,6 +21,7 @@ from servicetools import (
     LONG_PARAMS,
     MEDIUM_PARAMS,
     PATIENCE_S,
+    QUICK_PARAMS,
     ServerProcess,
     data_path,
     wait_for,
@@ -220,6 +221,22 @@ def test_the_job_page_plots_records_as_they_stream_in_and_cancels(page, server):
     assert _finished(server, job["id"])["status"] == "cancelled"
     page.find("input[name=x][value=iterations]").click()
     page.wait(lambda: "iteration" in page.find("#plot-gap").text, "the iteration axis")
+
+
+def test_a_prediction_job_page_shows_its_rows_and_downloads_the_result(page, server):
+    heart = _upload(server, data_path("heart_scale"))
+    trained = _finished(server, _job(server, heart, QUICK_PARAMS)["id"])
+    response = server.client.post("/api/v1/jobs/predict", json={
+        "model_id": trained["model_id"], "dataset_id": heart})
+    assert response.status_code == 202, response.text
+    job = _finished(server, response.json()["id"])
+    assert job["status"] == "succeeded", job
+    page.open(f"/ui/jobs/{job['id']}")
+    page.wait_text("[data-fact=rows]", "270 of 270")
+    button = page.find("#download-predictions")
+    assert button.text == "Download predictions (.csv)"
+    assert button.get_attribute("href").endswith(f"/api/v1/jobs/{job['id']}/predictions")
+    assert page.find(f"a[href='/ui/models/{trained['model_id']}']").text == "Model"
 
 
 def test_a_tuning_job_page_shows_the_cross_validation_curve_and_table(page, server):
