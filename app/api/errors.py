@@ -184,21 +184,23 @@ def _allowed_methods(request: Request) -> list[str]:
     those of the first route that matched the path).  A path the spec has as written
     (``/datasets/sharded``) is that path's, not also a template's that would match it
     (``/datasets/{dataset_id}``): the paths with the fewest parameters among those that
-    match."""
+    match, and of those the ones with the most literal text (``/registry/{name}@{alias}/
+    predict``, not also ``/registry/{name}/{version}``, for ``/registry/x@prod/predict``)."""
     app = request.app
     table = getattr(app.state, "allowed_methods", None)
     if table is None:
         table = []
         for template, operations in app.openapi()["paths"].items():
             pattern = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template))
-            table.append((re.compile(pattern + "$"), template.count("{"),
+            literal = len(re.sub(r"\{[^/]+?\}", "", template))
+            table.append((re.compile(pattern + "$"), (template.count("{"), -literal),
                           sorted(method.upper() for method in operations)))
         app.state.allowed_methods = table
     path = request.url.path
-    matches = [(parameters, methods) for regex, parameters, methods in table
+    matches = [(specificity, methods) for regex, specificity, methods in table
                if regex.match(path)]
-    fewest = min((parameters for parameters, _ in matches), default=0)
-    return sorted({m for parameters, methods in matches if parameters == fewest
+    best = min((specificity for specificity, _ in matches), default=None)
+    return sorted({m for specificity, methods in matches if specificity == best
                    for m in methods})
 
 

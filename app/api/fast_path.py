@@ -91,8 +91,32 @@ class PredictFastPath:
 
     def answer_for(self, scope: Scope) -> tuple[bytes, object] | None:
         """The body of the answer to ``scope`` and the route it answers for, or None: let the
-        route answer."""
-        if scope["method"] != "GET" or scope.get("root_path"):
+        route answer (a registry name read with the blocking lookup)."""
+        checked = self._checked(scope)
+        if checked is None:
+            return None
+        state, principal, query, target, route = checked
+        if not isinstance(target, uuid.UUID):
+            target = state.registry_lookup.model_id(*target)
+        return self._scored(state, principal, query, target, route)
+
+    async def answer_async(self, scope: Scope) -> tuple[bytes, object] | None:
+        """:meth:`answer_for`, a registry name read without blocking the event loop on a
+        database server's round trip (:meth:`~app.crud.registry.DirectLookup.
+        model_id_async`)."""
+        checked = self._checked(scope)
+        if checked is None:
+            return None
+        state, principal, query, target, route = checked
+        if not isinstance(target, uuid.UUID):
+            target = await state.registry_lookup.model_id_async(*target)
+        return self._scored(state, principal, query, target, route)
+
+    def _checked(self, scope: Scope):
+        """(state, principal, (x, zero_based), the model id or the registry read's arguments
+        (owner, name, alias, version), route) of a request the fast path may answer; None
+        for any other."""
+        if scope["type"] != "http" or scope["method"] != "GET" or scope.get("root_path"):
             return None
         path = scope["path"]
         match = _PATH.fullmatch(path)
@@ -111,11 +135,24 @@ class PredictFastPath:
         except ServiceError:
             return None
         if match is not None:
-            model_id, route = uuid.UUID(match.group(1)), self.routes["predict"]
-        else:
-            model_id, route = self._registered(state, principal, *registered.groups())
-            if model_id is None:
-                return None
+            return state, principal, query, uuid.UUID(match.group(1)), self.routes["predict"]
+        # name@alias or name/version: read for every request (app.crud.registry.DirectLookup:
+        # no cache, so a moved alias is seen here at the next request)
+        name, alias, version = registered.groups()
+        if alias is not None:
+            return (state, principal, query, (principal.owner, name, alias, None),
+                    self.routes["predict-alias"])
+        number = int(version)
+        if number > MAX_POSITION:
+            return None
+        return (state, principal, query, (principal.owner, name, None, number),
+                self.routes["predict-version"])
+
+    @staticmethod
+    def _scored(state, principal, query, model_id: uuid.UUID | None,
+                route) -> tuple[bytes, object] | None:
+        if model_id is None:
+            return None
         cached = state.model_cache.peek(model_id)
         if cached is None or not principal.may_see(cached[1]):
             return None
@@ -127,25 +164,9 @@ class PredictFastPath:
         body = predict_linear_one(cached[0], columns)
         return None if body is None else (body, route)
 
-    def _registered(self, state, principal, name: str, alias: str | None,
-                    version: str | None) -> tuple[uuid.UUID | None, object]:
-        """The model id ``name@alias`` or ``name/version`` resolves to now (None: let the
-        route answer), and the route the request is for.  One primary-key read on the event
-        loop (:class:`app.crud.registry.DirectLookup`; no cache, so a moved alias is seen here
-        at the next request): a read that never waits for a writer (SQLite's WAL,
-        PostgreSQL's MVCC), measured by ``python -m bench service registry``."""
-        lookup = state.registry_lookup
-        if alias is not None:
-            return lookup.model_id(principal.owner, name, alias), self.routes["predict-alias"]
-        number = int(version)
-        route = self.routes["predict-version"]
-        if number > MAX_POSITION:
-            return None, route
-        return lookup.model_id(principal.owner, name, version=number), route
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         start = time.perf_counter()
-        answered = self.answer_for(scope) if scope["type"] == "http" else None
+        answered = await self.answer_async(scope)
         if answered is None:
             await self.app(scope, receive, send)
             return
@@ -154,7 +175,7 @@ class PredictFastPath:
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-length", str(len(body)).encode()), _CONTENT_TYPE]})
         await send({"type": "http.response.body", "body": body})
-        self.metrics.record_request("GET", route.path, 200, time.perf_counter() - start)
+        self.metrics.record_request("GET", route.path_format, 200, time.perf_counter() - start)
 
 
 def install(app, routes: dict, metrics, cors: bool) -> None:

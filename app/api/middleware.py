@@ -34,6 +34,9 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_with_status)
         finally:
+            # the spec's template: a convertor's type left out ({version:int} -> {version})
+            route = scope.get("route")
             self.metrics.record_request(scope["method"],
-                                        getattr(scope.get("route"), "path", "unmatched"),
+                                        getattr(route, "path_format", None)
+                                        or getattr(route, "path", "unmatched"),
                                         status_code, time.perf_counter() - start)

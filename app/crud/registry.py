@@ -30,6 +30,7 @@ path, without SQLAlchemy's per-statement machinery.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 import uuid
@@ -155,6 +156,9 @@ class DirectLookup:
                           f"name = {mark} AND alias = {mark}")
         self.version_sql = (f"SELECT model_id FROM model_versions WHERE owner = {mark} AND "
                             f"name = {mark} AND version = {mark}")
+        self._async_free: list = []  # model_id_async's idle connections (PostgreSQL)
+        self._async_open = 0
+        self._async_ready = asyncio.Event()  # a connection was given back
 
     def _driver(self):
         """This thread's driver connection (sqlite3's or psycopg's), checked out of the
@@ -185,8 +189,65 @@ class DirectLookup:
         value = row[0]  # PostgreSQL: a UUID; SQLite: its 32 hex digits (SQLAlchemy's Uuid)
         return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
 
+    async def model_id_async(self, owner: str, name: str, alias: str | None = None,
+                             version: int | None = None) -> uuid.UUID | None:
+        """:meth:`model_id` for the event loop.  On PostgreSQL the read is a round trip to
+        the server (0.1-0.4 ms on this project's machine): made blocking, the event loop
+        would wait through it and one process would answer a third as many predictions by
+        alias as by id under ``wrk`` (measured); so it is awaited on one of at most
+        ``ASYNC_CONNECTIONS`` asynchronous connections of this loop, in autocommit mode,
+        while the loop serves other requests.  On SQLite (no server: a read of the file's
+        pages) it is :meth:`model_id`."""
+        if self.engine.dialect.name != "postgresql":
+            return self.model_id(owner, name, alias, version)
+        sql, parameters = ((self.alias_sql, (owner, name, alias)) if alias is not None
+                           else (self.version_sql, (owner, name, version)))
+        connection = await self._async_connection()
+        if connection is None:
+            return None
+        try:
+            cursor = await connection.execute(sql, parameters)
+            row = await cursor.fetchone()
+        except Exception:  # a connection gone, or made on another loop: the route answers
+            await self._discard(connection)
+            return None
+        self._async_free.append(connection)
+        self._async_ready.set()
+        return None if row is None else row[0]
+
+    ASYNC_CONNECTIONS = 4
+    """The most asynchronous connections :meth:`model_id_async` opens (per process)."""
+
+    async def _async_connection(self):
+        """A free asynchronous connection, a new one while fewer than ``ASYNC_CONNECTIONS``
+        are open, else the next one given back; None if none can be opened."""
+        import psycopg
+
+        while not self._async_free and self._async_open >= self.ASYNC_CONNECTIONS:
+            self._async_ready.clear()
+            await self._async_ready.wait()
+        if self._async_free:
+            return self._async_free.pop()
+        self._async_open += 1
+        url = self.engine.url.set(drivername="postgresql")
+        try:
+            return await psycopg.AsyncConnection.connect(
+                url.render_as_string(hide_password=False), autocommit=True)
+        except Exception:
+            self._async_open -= 1
+            return None
+
+    async def _discard(self, connection) -> None:
+        self._async_open -= 1
+        self._async_ready.set()
+        try:
+            await connection.close()
+        except Exception:
+            pass
+
     def close(self) -> None:
-        """Give this thread's connection back (closed: it was in autocommit mode)."""
+        """Give this thread's connection back (closed: it was in autocommit mode), and drop
+        the asynchronous ones (their sockets close with them)."""
         connection = getattr(self.local, "connection", None)
         self.local.connection = None
         if connection is not None:
@@ -194,6 +255,12 @@ class DirectLookup:
                 connection.invalidate()
             except Exception:
                 pass
+        for pending in self._async_free:
+            try:
+                pending.pgconn.finish()
+            except Exception:
+                pass
+        self._async_free, self._async_open = [], 0
 
 
 def resolve_or_404(engine: Engine, principal: Principal, name: str, alias: str | None = None,

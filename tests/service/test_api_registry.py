@@ -9,6 +9,7 @@ processes' case in ``test_registry_processes.py``.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 
@@ -139,7 +140,7 @@ def test_get_predict_by_alias_takes_the_fast_path(api, churn):
     for path, template in ((f"{name}@production", "/api/v1/registry/{name}@{alias}/predict"),
                            (f"{name}/1", "/api/v1/registry/{name}/{version}/predict")):
         body, route = fast.answer_for(scope(f"/api/v1/registry/{path}/predict"))
-        assert body == by_id.content and route.path == template
+        assert body == by_id.content and route.path_format == template
     for path in (f"{name}@staging", f"{name}/9", f"{name}/99999999999", "Bad@production"):
         assert fast.answer(scope(f"/api/v1/registry/{path}/predict")) is None
     series = ('svmsvc_http_requests_total{method="GET",'
@@ -346,6 +347,15 @@ def test_the_fast_paths_lookup_reads_every_time_and_survives_a_lost_connection(a
         assert lookup.model_id("tester", name, "production") == uuid.UUID(first["model_id"])
         assert api.delete(path).status_code == 204
         assert lookup.model_id("tester", name, "lookup-test") is None
+
+        async def read_concurrently():  # the event loop's reads (PostgreSQL: not blocking)
+            return await asyncio.gather(*(
+                lookup.model_id_async("tester", name, *reference)
+                for reference in [("production", None), (None, 2), ("staging", None)] * 4))
+
+        found = asyncio.run(read_concurrently())
+        assert found == [uuid.UUID(first["model_id"]), uuid.UUID(second["model_id"]), None] * 4
+        assert lookup._async_open <= lookup.ASYNC_CONNECTIONS
     finally:
         lookup.close()
 

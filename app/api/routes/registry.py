@@ -74,7 +74,8 @@ def list_registered(session: SessionDep, principal: PrincipalDep, offset: Offset
         for row, versions, aliases in rows])
 
 
-# predict and evaluate first: "/{name}/{version}" would otherwise take "x@prod/predict"
+# The version is matched as digits ({version:int}): "x@prod/predict" is no version route's
+# (whose DELETE would otherwise be offered in the Allow header of a 405 there)
 
 
 @router.get("/{name}@{alias}/predict", name="predict-alias", response_model=PredictionPublic,
@@ -87,7 +88,7 @@ async def predict_one_by_alias(name: NamePath, alias: AliasPath, request: Reques
     return await model_routes.predict_one(model_id, request, principal, x, zero_based)
 
 
-@router.get("/{name}/{version}/predict", name="predict-version",
+@router.get("/{name}/{version:int}/predict", name="predict-version",
             response_model=PredictionPublic, responses=responses(404, 422))
 async def predict_one_by_version(name: NamePath, version: VersionPath, request: Request,
                                  principal: PrincipalDep, x: model_routes.ExampleQuery,
@@ -112,7 +113,7 @@ async def predict_many_by_alias(name: NamePath, alias: AliasPath, request: Reque
                                            principal, zero_based)
 
 
-@router.post("/{name}/{version}/predict", name="predict-batch-version",
+@router.post("/{name}/{version:int}/predict", name="predict-batch-version",
              response_model=PredictionsPublic, responses=responses(400, 404, 413, 422),
              openapi_extra=model_routes.PREDICT_BATCH_BODY)
 async def predict_many_by_version(name: NamePath, version: VersionPath, request: Request,
@@ -136,7 +137,7 @@ def evaluate_by_alias(name: NamePath, alias: AliasPath, body: EvaluateRequest,
                                        sessions, store, principal)
 
 
-@router.post("/{name}/{version}/evaluate", name="evaluate-version",
+@router.post("/{name}/{version:int}/evaluate", name="evaluate-version",
              response_model=EvaluationPublic, responses=responses(400, 404, 422))
 def evaluate_by_version(name: NamePath, version: VersionPath, body: EvaluateRequest,
                         request: Request, cache: ModelCacheDep, sessions: SessionsDep,
@@ -159,7 +160,7 @@ def get_registered(name: NamePath, session: SessionDep,
                                            crud_registry.deleted_aliases(session, row))
 
 
-@router.get("/{name}/{version}", name="get-version", response_model=ModelVersionPublic,
+@router.get("/{name}/{version:int}", name="get-version", response_model=ModelVersionPublic,
             responses=responses(404, 422))
 def get_version(name: NamePath, version: VersionPath, session: SessionDep,
                 principal: PrincipalDep) -> ModelVersionPublic:
@@ -169,7 +170,7 @@ def get_version(name: NamePath, version: VersionPath, session: SessionDep,
         row, crud_registry.aliases_pointing_at(session, row.owner, name, version))
 
 
-@router.delete("/{name}/{version}", name="delete-version",
+@router.delete("/{name}/{version:int}", name="delete-version",
                status_code=status.HTTP_204_NO_CONTENT, dependencies=[ADMIN],
                responses=responses(404, 409, 422))
 def delete_version(name: NamePath, version: VersionPath, session: WriteSessionDep,
