@@ -30,8 +30,9 @@ from app.api.errors import install_error_handlers
 from app.api.fast_path import install as install_predict_fast_path
 from app.api.log_streams import LogStreams
 from app.api.middleware import MetricsMiddleware
-from app.api.routes import datasets, health, jobs, logs, models, solvers
+from app.api.routes import api_keys, datasets, health, jobs, logs, models, solvers
 from app.core.config import Settings
+from app.core.keyring import KeyRing
 from app.core.security import (
     API_KEY_HEADER,
     ApiKeys,
@@ -98,6 +99,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine, revision = await open_database(settings)
         sessions = Sessions(engine)
         app.state.sessions = sessions
+        app.state.api_keys.attach(sessions)
         app.state.log_streams.sessions = sessions
         process = WebProcess(settings, sessions, app.state.store, metrics)
         dispatcher = await process.take_dispatcher_role()
@@ -123,7 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings
-    app.state.api_keys = ApiKeys.from_settings(settings)
+    app.state.api_keys = KeyRing(ApiKeys.from_settings(settings), settings.api_key_cache_s)
     app.state.store = open_store(settings.dataset_location)
     app.state.model_cache = ModelCache(settings.model_cache_bytes)
     app.state.log_streams = LogStreams(None, settings.max_log_streams,
@@ -131,7 +133,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     metrics.watch_log_streams(app.state.log_streams)
     install_error_handlers(app)
     _add_middleware(app, settings, metrics)
-    for module in (datasets, jobs, logs, models, solvers, health):
+    for module in (datasets, jobs, logs, models, solvers, api_keys, health):
         app.include_router(module.router)
     install_predict_fast_path(
         app, next(route for route in models.router.routes if route.name == "predict"), metrics,
@@ -152,7 +154,7 @@ def _add_middleware(app: FastAPI, settings: Settings, metrics: ServiceMetrics) -
     if settings.cors_origin_list:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origin_list,
-            allow_methods=["GET", "POST", "DELETE"],
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
             allow_headers=[API_KEY_HEADER, "Authorization", "Content-Type", "Accept",
                            "Last-Event-ID"],
             expose_headers=["Location", "Retry-After"])

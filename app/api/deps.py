@@ -36,6 +36,9 @@ PostgreSQL a larger value cannot even be compared with them), and no list is lon
 OffsetQuery = Annotated[int, Query(ge=0, le=MAX_POSITION,
                                    description="Items to skip (at most 2147483647).")]
 LimitQuery = Annotated[int, Query(ge=1, le=1000, description="Items per page.")]
+TagQuery = Annotated[list[str] | None, Query(
+    max_length=32, description="Only the items with this tag, as key:value (repeat it: every "
+                               "one must match).")]
 AfterQuery = Annotated[int, Query(ge=0, le=MAX_POSITION,
                                   description="Records after this iteration.")]
 

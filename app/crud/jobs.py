@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.core.config import Settings
 from app.core.principals import Principal
+from app.crud.metrics_order import ordered
 from app.crud.pages import owned, page, visible
 from app.db.models import Dataset, Job, JobLogEntry, JobStatus
 from app.db.session import Sessions
@@ -18,6 +19,7 @@ from app.errors import Conflict, QuotaExceeded, limit_exceeded
 from app.jobs.admission import check_job, job_time_limit
 from app.jobs.state import delete_finished_job, request_cancel
 from app.problem import problem_key
+from app.tags import merged, where_tagged
 
 
 def create(session: Session, body, principal: Principal, settings: Settings) -> Job:
@@ -51,6 +53,7 @@ def create(session: Session, body, principal: Principal, settings: Settings) -> 
         problem_key=None if body.tuning is not None else problem_key(body.dataset_id,
                                                                      body.params),
         keep_last_good=body.keep_last_good,
+        tags=dict(body.tags),
     )
     session.add(job)
     session.commit()
@@ -83,19 +86,32 @@ def delete(sessions: Sessions, job_id: uuid.UUID, principal: Principal) -> None:
     delete_finished_job(sessions, job_id)
 
 
+def set_tags(session: Session, job_id: uuid.UUID, patch: dict[str, str | None],
+             principal: Principal) -> Job:
+    """Merge ``patch`` into the job's tags (:func:`app.tags.merged`)."""
+    job = get(session, job_id, principal)
+    job.tags = merged(job.tags, patch)
+    session.commit()
+    return job
+
+
 def list_page(session: Session, principal: Principal, status: JobStatus | None,
               dataset_id: uuid.UUID | None, offset: int, limit: int,
-              key: str | None = None) -> tuple[list[Job], int]:
-    """The jobs ``principal`` sees, newest first, optionally only those in one state, on one
-    dataset or of one problem key."""
-    query = visible(select(Job), Job, principal)
+              key: str | None = None, tags: dict[str, str] | None = None,
+              sort: str = "-created_at", minimum: list[tuple[str, float]] = (),
+              maximum: list[tuple[str, float]] = ()) -> tuple[list[Job], int]:
+    """The jobs ``principal`` sees, newest first or in the order of ``sort``
+    (:mod:`app.crud.metrics_order`), optionally only those in one state, on one dataset, of
+    one problem key, with every tag of ``tags`` or within the metrics' bounds."""
+    query = where_tagged(visible(select(Job), Job, principal), Job.tags, tags or {})
+    query, order = ordered(query, sort, list(minimum), list(maximum))
     if status is not None:
         query = query.where(Job.status == status)
     if dataset_id is not None:
         query = query.where(Job.dataset_id == dataset_id)
     if key is not None:
         query = query.where(Job.problem_key == key)
-    return page(session, query, (Job.created_at.desc(), Job.id), offset, limit)
+    return page(session, query, order, offset, limit)
 
 
 def _records_after(job_id: uuid.UUID, after: int, limit: int):

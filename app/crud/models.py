@@ -11,13 +11,16 @@ from app.core.principals import Principal
 from app.crud.pages import owned, page, visible
 from app.db.models import TrainedModel
 from app.db.session import Sessions
+from app.tags import merged, where_tagged
 
 
 def list_page(session: Session, principal: Principal, dataset_id: uuid.UUID | None,
-              solver: str | None, offset: int, limit: int) -> tuple[list[TrainedModel], int]:
+              solver: str | None, offset: int, limit: int,
+              tags: dict[str, str] | None = None) -> tuple[list[TrainedModel], int]:
     """The models ``principal`` sees, newest first, optionally only those of one dataset or
-    solver."""
-    query = visible(select(TrainedModel), TrainedModel, principal)
+    solver, or with every tag of ``tags``."""
+    query = where_tagged(visible(select(TrainedModel), TrainedModel, principal),
+                         TrainedModel.tags, tags or {})
     if dataset_id is not None:
         query = query.where(TrainedModel.dataset_id == dataset_id)
     if solver is not None:
@@ -48,3 +51,12 @@ def delete(session: Session, model_id: uuid.UUID, principal: Principal) -> None:
     for ``principal``."""
     session.delete(get(session, model_id, principal))
     session.commit()
+
+
+def set_tags(session: Session, model_id: uuid.UUID, patch: dict[str, str | None],
+             principal: Principal) -> TrainedModel:
+    """Merge ``patch`` into the model's tags (:func:`app.tags.merged`)."""
+    model = get(session, model_id, principal)
+    model.tags = merged(model.tags, patch)
+    session.commit()
+    return model

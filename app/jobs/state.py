@@ -191,8 +191,11 @@ def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobSta
         session.rollback()
         return False
     if model is not None:
-        # the model belongs to whoever owns its job (tenants: app.core.security)
-        model.owner = session.scalar(select(Job.owner).where(Job.id == job_id))
+        # the model belongs to whoever owns its job (tenants: app.core.security), and has
+        # the job's tags as they are now (app.tags)
+        model.owner, tags = session.execute(select(Job.owner, Job.tags)
+                                            .where(Job.id == job_id)).one()
+        model.tags = dict(tags or {})
         session.add(model)
     session.commit()
     return True

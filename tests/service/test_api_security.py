@@ -15,11 +15,12 @@ from app.core.security import ApiKeys, KeyConfigError, Scope, key_digest
 
 PROBES = {"/healthz", "/readyz"}
 TRAIN_ROUTES = {("POST", "/api/v1/datasets"), ("POST", "/api/v1/datasets/sharded"),
-                ("POST", "/api/v1/jobs"), ("POST", "/api/v1/jobs/{job_id}/cancel")}
+                ("POST", "/api/v1/jobs"), ("POST", "/api/v1/jobs/{job_id}/cancel"),
+                ("PATCH", "/api/v1/jobs/{job_id}"), ("PATCH", "/api/v1/models/{model_id}")}
 
 
 def needed_scope(method: str, path: str) -> Scope:
-    if method == "DELETE":
+    if method == "DELETE" or path.startswith("/api/v1/api-keys"):
         return Scope.admin
     return Scope.train if (method, path) in TRAIN_ROUTES else Scope.read
 

@@ -23,6 +23,7 @@ from app.api.deps import (
     SessionDep,
     SessionsDep,
     SettingsDep,
+    TagQuery,
     WriteSessionDep,
 )
 from app.api.errors import responses
@@ -30,6 +31,7 @@ from app.api.log_streams import LogStreams
 from app.api.routes import item_delete, item_get, resource_router
 from app.api.security import TRAIN, PrincipalDep
 from app.crud import jobs as crud_jobs
+from app.crud.metrics_order import SORT_DESCRIPTION, parse_bounds
 from app.db.models import JobStatus
 from app.problem import MAX_KEY_LENGTH
 from app.schemas import (
@@ -37,7 +39,9 @@ from app.schemas import (
     JobLogPublic,
     JobPublic,
     JobsPublic,
+    TagsPatch,
 )
+from app.tags import parse_filters
 
 router = resource_router("jobs")
 
@@ -76,15 +80,38 @@ def list_jobs(
         max_length=MAX_KEY_LENGTH, pattern=r"^[ -~]*$",
         description="Only the jobs of this problem (a job's problem_key: printable ASCII).")]
         = None,
+    tag: TagQuery = None,
+    sort: Annotated[str, Query(max_length=64, description=SORT_DESCRIPTION)] = "-created_at",
+    minimum: Annotated[list[str] | None, Query(
+        alias="min", max_length=16,
+        description="Only the jobs whose metric is at least this, as metric:number (e.g. "
+                    "validation.accuracy:0.9); repeat it for several.")] = None,
+    maximum: Annotated[list[str] | None, Query(
+        alias="max", max_length=16,
+        description="Only the jobs whose metric is at most this, as metric:number (e.g. "
+                    "training_seconds:10).")] = None,
     offset: OffsetQuery = 0,
     limit: LimitQuery = 100,
 ) -> JobsPublic:
-    """Jobs, newest first, optionally only those in one state, on one dataset or solving one
-    problem."""
-    rows, count = crud_jobs.list_page(session, principal, status_filter, dataset_id, offset,
-                                      limit, problem_key)
+    """Jobs, newest first or sorted by a stored metric of their model (``sort``), optionally
+    only those in one state, on one dataset, solving one problem, with given tags or within
+    bounds of metrics (``min``, ``max``)."""
+    rows, count = crud_jobs.list_page(
+        session, principal, status_filter, dataset_id, offset, limit, problem_key,
+        parse_filters(tag), sort, parse_bounds(minimum, "min"), parse_bounds(maximum, "max"))
     waiting = _queued_message(dispatcher)
     return JobsPublic(data=[_public(job, waiting) for job in rows], count=count)
+
+
+@router.patch("/{job_id}", name="update", dependencies=[TRAIN], response_model=JobPublic,
+              responses=responses(404, 422))
+def update_job(job_id: uuid.UUID, body: TagsPatch, session: WriteSessionDep,
+               dispatcher: DispatcherDep, principal: PrincipalDep) -> JobPublic:
+    """Change a job's tags: ``{"tags": {"key": "value", "old": null}}`` sets ``key`` and
+    removes ``old`` (the others stay).  Its model, once stored, keeps its own tags (PATCH
+    /models/{id})."""
+    return _public(crud_jobs.set_tags(session, job_id, body.tags, principal),
+                   _queued_message(dispatcher))
 
 
 @item_get(router, "/{job_id}", JobPublic)

@@ -9,7 +9,7 @@
 // one-vs-rest job's classes ("class 3 of 26"), a one-vs-one job's pairs, a tuning job's grid
 // points (C, gamma: the fold fits' scores and training objectives against the fold) and its
 // refit (a convergence, per class for several labels).
-import { FINISHED, api, bytes, content, datasetLine, el, fmt, jobElapsed, notice, seconds, setTitle, shortId, showError, start, statusBadge, streamLog, table, when } from "./common.js";
+import { FINISHED, api, bytes, content, datasetLine, el, fmt, jobElapsed, notice, seconds, setTitle, shortId, showError, start, statusBadge, streamLog, table, tagList, when } from "./common.js";
 import { makePlot, partOf, relativeGap, runTimes } from "./plot.js";
 import { race } from "./race.js";
 
@@ -127,6 +127,7 @@ function showFacts(facts, actions, dataset) {
     ["Elapsed", seconds(jobElapsed(job))],
     ["Created", when(job.created_at)],
     ["Problem", job.problem_key ? el("code", {}, job.problem_key) : "– (tuning job)"],
+    ["Tags", tagList(job.tags)],
   ];
   facts.replaceChildren(...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { "data-fact": k.toLowerCase() }, v)]));
   const buttons = [];
