@@ -43,25 +43,26 @@ def merged(current: dict[str, str] | None, patch: dict[str, str | None]) -> dict
     return result
 
 
-def parse_filters(filters: list[str] | None) -> dict[str, str]:
-    """The ``?tag=key:value`` filters as a dict; :class:`InvalidRequest` for one that is not
-    ``key:value`` with a valid key."""
-    wanted: dict[str, str] = {}
+FILTER_PATTERN = r"^[A-Za-z0-9_.\-/]{1,64}:"
+"""A ``?tag=`` filter: a key, a colon, the value (anything)."""
+
+
+def parse_filters(filters: list[str] | None) -> list[tuple[str, str]]:
+    """The ``?tag=key:value`` filters as (key, value) pairs; :class:`InvalidRequest` for one
+    that is not ``key:value`` with a valid key (two values of one key match nothing)."""
+    wanted = []
     for text in filters or ():
         key, colon, value = text.partition(":")
         if not colon or not _KEY.match(key) or len(key) > MAX_KEY_LENGTH:
             raise InvalidRequest(f"tag: expected key:value with a key of 1-{MAX_KEY_LENGTH} "
                                  f"letters, digits and _ . - /, got {text[:80]!r}")
-        if key in wanted and wanted[key] != value:
-            raise InvalidRequest(f"tag: {key!r} asked to be both {wanted[key]!r} and "
-                                 f"{value!r}")
-        wanted[key] = value
+        wanted.append((key, value))
     return wanted
 
 
-def where_tagged(query, column, wanted: dict[str, str]):
+def where_tagged(query, column, wanted: list[tuple[str, str]]):
     """``query`` narrowed to the rows whose ``column`` (a JSON tags column) has every
     ``wanted`` tag (SQLite's json_extract, PostgreSQL's ->>)."""
-    for key, value in wanted.items():
+    for key, value in wanted:
         query = query.where(column[key].as_string() == value)
     return query

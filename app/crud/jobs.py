@@ -97,13 +97,13 @@ def set_tags(session: Session, job_id: uuid.UUID, patch: dict[str, str | None],
 
 def list_page(session: Session, principal: Principal, status: JobStatus | None,
               dataset_id: uuid.UUID | None, offset: int, limit: int,
-              key: str | None = None, tags: dict[str, str] | None = None,
+              key: str | None = None, tags: list[tuple[str, str]] | None = None,
               sort: str = "-created_at", minimum: list[tuple[str, float]] = (),
               maximum: list[tuple[str, float]] = ()) -> tuple[list[Job], int]:
     """The jobs ``principal`` sees, newest first or in the order of ``sort``
     (:mod:`app.crud.metrics_order`), optionally only those in one state, on one dataset, of
     one problem key, with every tag of ``tags`` or within the metrics' bounds."""
-    query = where_tagged(visible(select(Job), Job, principal), Job.tags, tags or {})
+    query = where_tagged(visible(select(Job), Job, principal), Job.tags, tags or [])
     query, order = ordered(query, sort, list(minimum), list(maximum))
     if status is not None:
         query = query.where(Job.status == status)

@@ -22,6 +22,11 @@ MODEL_METRICS = {"objective": TrainedModel.objective,
                  "training_seconds": TrainedModel.training_seconds,
                  "iterations": TrainedModel.iterations}
 METRIC_NAMES = (*(f"validation.{name}" for name in VALIDATION_METRICS), *MODEL_METRICS)
+_NAMES = ("(" + "|".join([r"validation\." + name for name in VALIDATION_METRICS]
+                         + list(MODEL_METRICS)) + ")")
+SORT_PATTERN = "^-?(created_at|" + _NAMES + ")$"
+BOUND_PATTERN = "^" + _NAMES + r":[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$"
+"""``?min=`` / ``?max=``: a metric, a colon, a decimal number."""
 SORT_DESCRIPTION = ("The order: a metric, or created_at, with a leading '-' for descending "
                     "(default -created_at, newest first). Metrics: " + ", ".join(METRIC_NAMES)
                     + "; jobs without it come last.")
@@ -52,7 +57,7 @@ def parse_bounds(texts: list[str] | None, field: str) -> list[tuple[str, float]]
             bound = float(value)
         except ValueError:
             bound = float("nan")
-        if not colon or bound != bound or bound in (float("inf"), float("-inf")):
+        if not colon or bound != bound:
             raise InvalidRequest(f"{field}: expected metric:number (e.g. "
                                  f"validation.accuracy:0.9), got {text[:80]!r}")
         metric(name, field)  # known

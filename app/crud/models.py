@@ -16,11 +16,11 @@ from app.tags import merged, where_tagged
 
 def list_page(session: Session, principal: Principal, dataset_id: uuid.UUID | None,
               solver: str | None, offset: int, limit: int,
-              tags: dict[str, str] | None = None) -> tuple[list[TrainedModel], int]:
+              tags: list[tuple[str, str]] | None = None) -> tuple[list[TrainedModel], int]:
     """The models ``principal`` sees, newest first, optionally only those of one dataset or
     solver, or with every tag of ``tags``."""
     query = where_tagged(visible(select(TrainedModel), TrainedModel, principal),
-                         TrainedModel.tags, tags or {})
+                         TrainedModel.tags, tags or [])
     if dataset_id is not None:
         query = query.where(TrainedModel.dataset_id == dataset_id)
     if solver is not None:

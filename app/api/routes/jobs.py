@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
+from pydantic import Field
 
 from app import job_logs
 from app.api import API_PREFIX
@@ -31,7 +32,7 @@ from app.api.log_streams import LogStreams
 from app.api.routes import item_delete, item_get, resource_router
 from app.api.security import TRAIN, PrincipalDep
 from app.crud import jobs as crud_jobs
-from app.crud.metrics_order import SORT_DESCRIPTION, parse_bounds
+from app.crud.metrics_order import BOUND_PATTERN, SORT_DESCRIPTION, SORT_PATTERN, parse_bounds
 from app.db.models import JobStatus
 from app.problem import MAX_KEY_LENGTH
 from app.schemas import (
@@ -44,6 +45,9 @@ from app.schemas import (
 from app.tags import parse_filters
 
 router = resource_router("jobs")
+
+Bound = Annotated[str, Field(pattern=BOUND_PATTERN)]
+"""A ``?min=`` / ``?max=`` item: metric:number."""
 
 PointsQuery = Annotated[int | None, Query(
     ge=3, le=10000,
@@ -81,12 +85,13 @@ def list_jobs(
         description="Only the jobs of this problem (a job's problem_key: printable ASCII).")]
         = None,
     tag: TagQuery = None,
-    sort: Annotated[str, Query(max_length=64, description=SORT_DESCRIPTION)] = "-created_at",
-    minimum: Annotated[list[str] | None, Query(
+    sort: Annotated[str, Query(pattern=SORT_PATTERN, description=SORT_DESCRIPTION)]
+        = "-created_at",
+    minimum: Annotated[list[Bound] | None, Query(
         alias="min", max_length=16,
         description="Only the jobs whose metric is at least this, as metric:number (e.g. "
                     "validation.accuracy:0.9); repeat it for several.")] = None,
-    maximum: Annotated[list[str] | None, Query(
+    maximum: Annotated[list[Bound] | None, Query(
         alias="max", max_length=16,
         description="Only the jobs whose metric is at most this, as metric:number (e.g. "
                     "training_seconds:10).")] = None,
