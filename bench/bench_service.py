@@ -33,7 +33,7 @@ every 20 ms.  What the process keeps once a large request is over is what it hol
 ``predict``: GET predict of a linear model (mfn on a9a): ``--requests`` sequential requests
 from one client (p50/p99), then ``wrk`` (``apt-get install wrk``) with ``--connections`` for
 ``--seconds`` (predictions/s, p50/p99), and the web process's CPU time per request
-(``--created-key``: also with a read key created through ``POST /api-keys``); with
+(``--created-key``: also with a key created through ``POST /api-keys``); with
 ``--baseline``, a second server runs that source tree (first on its ``PYTHONPATH``) and the two
 are measured in turn, round by round, the order alternating; ``--web-processes N`` adds a
 server of this tree with N web processes (``svmsvc serve --web-processes N``), its CPU time
@@ -529,7 +529,7 @@ def predict_ab(directory: Path, variants: dict, rounds: int, requests: int,
     per variant (each variant a source tree put first on ``PYTHONPATH``, None: as installed,
     or (source tree, ``SVMSVC_X=value``) for a setting),
     the variants interleaved round by round, the order alternating.  A variant whose setting
-    is :data:`CREATED_KEY` sends a read key created through ``POST /api-keys`` instead of
+    is :data:`CREATED_KEY` sends a key created through ``POST /api-keys`` instead of
     the configured admin key (the key looked up in the ``api_keys`` snapshot,
     ``app.core.keyring``)."""
     servers = {}
@@ -549,8 +549,10 @@ def predict_ab(directory: Path, variants: dict, rounds: int, requests: int,
             with server.client() as client:
                 models[name] = trained_model(client, "a9a", timeout=600)[1]["model_id"]
                 if isinstance(variants[name], tuple) and variants[name][1] == CREATED_KEY:
+                    # admin: it sees the model, which the configured key (an owner of
+                    # its own) created; the lookup is the same whatever the scope
                     created = client.post("/api/v1/api-keys", json={
-                        "name": "bench", "scope": "read"})
+                        "name": "bench", "scope": "admin"})
                     created.raise_for_status()
                     server.headers = {"X-API-Key": created.json()["secret"]}
             _sequential(server, models[name], 300)  # warm-up: kernels, cache, connections
@@ -704,7 +706,7 @@ COMMAND = Command(
             option("--also", action="append", default=[], metavar="SVMSVC_X=VALUE",
                    help="also measure this tree with this setting (a third server)"),
             option("--created-key", action="store_true",
-                   help="also measure this tree with a read key created through POST "
+                   help="also measure this tree with a key created through POST "
                         "/api-keys (a third server)"),
             option("--baseline", default=None,
                    help="a source tree (e.g. a worktree of main) to compare against, run as "
