@@ -73,6 +73,15 @@ class InvalidShard(InvalidRequest):
     title = "Shard not allowed"
 
 
+class InvalidCallback(InvalidRequest):
+    """A job's ``callback_url`` that the service will not call: not http(s), a host not in
+    ``SVMSVC_WEBHOOK_ALLOWED_HOSTS``, or a host that resolves to a loopback or private
+    address the setting does not list."""
+
+    slug = "invalid-callback"
+    title = "Callback URL not allowed"
+
+
 class UnreadableBody(ServiceError):
     """The body cannot be read at all: cut off before its end, or not decodable."""
 
@@ -160,5 +169,12 @@ def limit_exceeded(what: str, setting: str, limit: int | float, unit: str, *,
     found = f" ({actual} {unit})" if actual is not None else ""
     variable = setting_variable(setting)
     return error(f"{what}{found} exceeds the limit of {limit} {unit} set by {variable}; "
-                 f"the operator can raise that setting", setting=variable,
-                 retry_after_s=retry_after_s)
+                 f"the operator can raise that setting{ROUTE_INSTEAD.get(setting, '')}",
+                 setting=variable, retry_after_s=retry_after_s)
+
+
+ROUTE_INSTEAD = dict.fromkeys(
+    ("max_predict_bytes", "max_predict_rows"),
+    "; to predict more rows, upload them as a dataset and queue a batch prediction job: "
+    "POST /api/v1/jobs/predict (no size limit but the dataset's)")
+"""What a refusal past a synchronous route's cap suggests instead."""

@@ -11,7 +11,9 @@ lifespan (:func:`app.main.create_app`) runs them in this order:
    (:meth:`~WebProcess.sweep_orphaned_files`) and settles the jobs a previous process left
    running (:meth:`~WebProcess.settle_jobs_left_running`); the process that runs it then
    sweeps the store again every ``orphan_sweep_interval_s``;
-3. :func:`warm_serial_kernels_in_background` and :func:`log_ready`.
+3. :meth:`WebProcess.start_webhook_sender` (every web process: the events of finished jobs
+   with a callback URL, claimed under leases in the database, :mod:`app.webhooks`);
+4. :func:`warm_serial_kernels_in_background` and :func:`log_ready`.
 
 Shut-down is :meth:`WebProcess.cancel_background` before the dispatcher stops.  Nothing here
 knows HTTP: blocking steps run in a worker thread through ``anyio.to_thread`` (what
@@ -45,6 +47,7 @@ from app.web_processes import (
     WakeSocket,
     exclusively,
 )
+from app.webhooks import WebhookSender
 
 logger = logging.getLogger("svmsvc")
 
@@ -151,6 +154,11 @@ class WebProcess:
                 logger.exception("could not take over the dispatcher; retrying")
         logger.warning("web process %d took over the dispatcher", os.getpid())
         self._in_background(self.sweep_periodically())
+
+    def start_webhook_sender(self) -> None:
+        """Deliver the events of finished jobs with a callback URL (every web process: the
+        events are claimed under leases in the database, :mod:`app.webhooks`)."""
+        self._in_background(WebhookSender(self.settings, self.sessions).run())
 
     def cancel_background(self) -> None:
         """Cancel the periodic sweep and the contention (at shut-down)."""

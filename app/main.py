@@ -30,7 +30,17 @@ from app.api.errors import install_error_handlers
 from app.api.fast_path import install as install_predict_fast_path
 from app.api.log_streams import LogStreams
 from app.api.middleware import MetricsMiddleware
-from app.api.routes import api_keys, datasets, health, jobs, logs, models, solvers
+from app.api.routes import (
+    api_keys,
+    datasets,
+    health,
+    jobs,
+    logs,
+    models,
+    registry,
+    solvers,
+    webhooks,
+)
 from app.core.config import Settings
 from app.core.keyring import KeyRing
 from app.core.security import (
@@ -41,6 +51,7 @@ from app.core.security import (
     presented_key,
     sees_every_tenant,
 )
+from app.crud.registry import DirectLookup
 from app.db.session import Sessions
 from app.lifespan import WebProcess, log_ready, open_database, warm_serial_kernels_in_background
 from app.memory import ReleaseMemoryMiddleware
@@ -100,17 +111,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sessions = Sessions(engine)
         app.state.sessions = sessions
         app.state.api_keys.attach(sessions)
+        app.state.registry_lookup = DirectLookup(engine)  # the fast path's name@alias reads
         app.state.log_streams.sessions = sessions
         process = WebProcess(settings, sessions, app.state.store, metrics)
         dispatcher = await process.take_dispatcher_role()
         metrics.watch(sessions, dispatcher)
         app.state.dispatcher = dispatcher
+        process.start_webhook_sender()
         warm_serial_kernels_in_background()
         log_ready(settings, engine, revision, app.state.api_keys)
         try:
             yield
         finally:
             process.cancel_background()
+            app.state.registry_lookup.close()
             app.state.log_streams.close()
             dispatcher.stop()
             engine.dispose()
@@ -133,11 +147,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     metrics.watch_log_streams(app.state.log_streams)
     install_error_handlers(app)
     _add_middleware(app, settings, metrics)
-    for module in (datasets, jobs, logs, models, solvers, api_keys, health):
+    for module in (datasets, jobs, logs, models, registry, solvers, webhooks, api_keys,
+                   health):
         app.include_router(module.router)
-    install_predict_fast_path(
-        app, next(route for route in models.router.routes if route.name == "predict"), metrics,
-        cors=bool(settings.cors_origin_list))
+    predict_routes = {route.name: route for module in (models, registry)
+                      for route in module.router.routes
+                      if route.name in ("predict", "predict-alias", "predict-version")}
+    install_predict_fast_path(app, predict_routes, metrics,
+                              cors=bool(settings.cors_origin_list))
     ui.install(app)
     app.add_route("/metrics", _metrics_route(settings, metrics), include_in_schema=False)
     app.openapi = _openapi_with_extra_schemas(app)
@@ -154,7 +171,7 @@ def _add_middleware(app: FastAPI, settings: Settings, metrics: ServiceMetrics) -
     if settings.cors_origin_list:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origin_list,
-            allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
             allow_headers=[API_KEY_HEADER, "Authorization", "Content-Type", "Accept",
                            "Last-Event-ID"],
             expose_headers=["Location", "Retry-After"])

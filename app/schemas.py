@@ -25,7 +25,20 @@ from pydantic import (
 )
 
 import solvers
-from app.db.models import Dataset, Job, JobLogEntry, JobStatus, TrainedModel
+from app.crud.registry import SLUG_PATTERN
+from app.db.models import (
+    AliasEvent,
+    Dataset,
+    Job,
+    JobKind,
+    JobLogEntry,
+    JobStatus,
+    ModelAlias,
+    ModelVersion,
+    RegisteredModel,
+    TrainedModel,
+    WebhookDelivery,
+)
 from app.jobs.state import progress_stage
 from app.problem import key_fields
 from app.tags import KEY_PATTERN, MAX_KEY_LENGTH, MAX_TAGS, MAX_VALUE_LENGTH, check_count
@@ -217,6 +230,14 @@ class TuningSpec(BaseModel):
                     "error only.")
 
 
+CallbackUrl = Annotated[str | None, Field(
+    min_length=1, max_length=2048,
+    description="POST the job's end here as a signed JSON event (docs/service.md, Webhooks): "
+                "an http(s) URL whose host SVMSVC_WEBHOOK_ALLOWED_HOSTS lists (422 otherwise). "
+                "Deliveries: GET /jobs/{id}/deliveries.")]
+"""A job's webhook (either kind)."""
+
+
 class JobCreate(BaseModel):
     """A job to queue: the dataset, the solver and its parameters; with ``tuning``, a tuning
     job that cross-validates over a grid (the grid's C and gamma override those of
@@ -243,6 +264,31 @@ class JobCreate(BaseModel):
                            "solver_status 'failed' and a message saying so. Default: the job "
                            "fails without a model.")
     tags: Tags = Field(default_factory=dict)
+    model_name: str | None = Field(
+        None, pattern=SLUG_PATTERN,
+        description="Register the model as the next version (1, 2, 3 ...) of this named model "
+                    "of the caller's owner when the job succeeds (GET /registry/{name}); a "
+                    "slug: 1-64 lowercase letters, digits, '_' and '-'.")
+    callback_url: CallbackUrl = None
+
+
+class PredictionJobCreate(BaseModel):
+    """A batch prediction job: the model scores every row of a stored (or sharded) dataset
+    into a result file, downloadable when the job succeeds (GET /jobs/{id}/predictions)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_id: uuid.UUID = Field(description="The model that predicts (the caller's).")
+    dataset_id: uuid.UUID = Field(
+        description="The rows to predict (their labels are ignored); at most the model's "
+                    "features (a narrower dataset is padded with zero columns).")
+    format: Literal["csv", "parquet"] = Field(
+        "csv", description="The result's format: csv, or parquet when the service has pyarrow "
+                           "(422 otherwise).")
+    time_limit_s: float | None = Field(
+        None, gt=0, description="Stop the job (status failed) after this many seconds: at most "
+                                "SVMSVC_MAX_JOB_TIME_LIMIT_S; null: SVMSVC_JOB_TIME_LIMIT_S.")
+    callback_url: CallbackUrl = None
 
 
 class CrossValidationRow(BaseModel):
@@ -292,10 +338,26 @@ class JobProgress(BaseModel):
                           "(null for one binary problem).")
 
 
+class PredictionResultPublic(BaseModel):
+    """A batch prediction job's stored result."""
+
+    format: Literal["csv", "parquet"]
+    rows: int = Field(description="Rows predicted (one line or record each).")
+    bytes: int = Field(description="Size of the result file.")
+    columns: list[str] = Field(
+        description="row, label, the decision values (decision_value, or decision_value_0 "
+                    "...), then probability_<label> per class for a model with probabilities.")
+    seconds: float = Field(description="Time the worker took to read, score and write.")
+    download: str = Field(description="Where to download it (a streamed response).")
+
+
 class JobPublic(BaseModel):
-    """A training job: ``queued -> running -> succeeded | failed | cancelled``."""
+    """A job: ``queued -> running -> succeeded | failed | cancelled``; ``kind`` says whether it
+    trains a model or predicts a dataset with one (a batch prediction job)."""
 
     id: uuid.UUID
+    kind: JobKind = Field(JobKind.train, description="train, or predict (a batch prediction "
+                                                     "job: model_id is the model it uses).")
     dataset_id: uuid.UUID
     validation_dataset_id: uuid.UUID | None
     solver: str
@@ -309,7 +371,15 @@ class JobPublic(BaseModel):
         None, description="converged | max_iter | failed | stopped, once the solver returned.")
     message: str | None = Field(None, description="The solver's message, or why it stopped.")
     error: str | None = Field(None, description="Why the job failed.")
-    model_id: uuid.UUID | None
+    model_id: uuid.UUID | None = Field(
+        description="A training job's model once it succeeded; a prediction job's model.")
+    rows_done: int | None = Field(None, description="A prediction job's rows predicted so far.")
+    rows_total: int | None = Field(
+        None, description="A prediction job's rows in all (null for a sharded dataset not read "
+                          "yet).")
+    result: PredictionResultPublic | None = Field(
+        None, description="A prediction job's result, once it succeeded.")
+    callback_url: str | None = Field(None, description="Where the job's end is POSTed.")
     tuning: TuningSpec | None = Field(None, description="A tuning job's grid and folds.")
     cross_validation: CrossValidationPublic | None = Field(
         None, description="A tuning job's table, once it ran.")
@@ -326,6 +396,10 @@ class JobPublic(BaseModel):
         False, description="Whether a failed solver's last good point is kept as the model.")
     tags: dict[str, str] = Field(default_factory=dict, description="The job's tags (its model "
                                                                     "gets them when stored).")
+    model_name: str | None = Field(
+        None, description="The registered model the job's model becomes a version of.")
+    model_version: int | None = Field(
+        None, description="The version its model became (once the job succeeded).")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -338,17 +412,32 @@ class JobPublic(BaseModel):
             progress = JobProgress(iteration=job.iteration, elapsed=job.elapsed,
                                    objective=job.objective, optimality=job.optimality,
                                    stage=job.progress_stage)
+        predicts = job.kind == JobKind.predict
+        result = None
+        if job.result is not None:
+            result = PredictionResultPublic(
+                **{key: job.result[key] for key in ("format", "rows", "bytes", "columns",
+                                                    "seconds")},
+                download=f"/api/v1/jobs/{job.id}/predictions")
         return cls(
-            id=job.id, dataset_id=job.dataset_id,
+            id=job.id, kind=JobKind(job.kind), dataset_id=job.dataset_id,
+            rows_done=job.rows_done, rows_total=job.rows_total, result=result,
+            callback_url=job.callback_url,
             validation_dataset_id=job.validation_dataset_id, solver=job.solver,
             params=job.params, time_limit_s=job.time_limit_s, status=JobStatus(job.status),
             attempts=job.attempts, cancel_requested=job.cancel_requested_at is not None,
             progress=progress, solver_status=job.solver_status, message=job.message,
-            error=job.error, model_id=job.model.id if job.model is not None else None,
+            error=job.error,
+            model_id=(job.predict_model_id if predicts else
+                      job.model.id if job.model is not None else None),
             tuning=job.tuning, cross_validation=_cross_validation(job.cross_validation),
             problem_key=job.problem_key,
             problem=None if job.problem_key is None else key_fields(job.problem_key),
             keep_last_good=bool(job.keep_last_good), tags=job.tags or {},
+            model_name=job.model_name,
+            model_version=(job.model.version.version
+                           if job.model is not None and job.model.version is not None
+                           else None),
             created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at,
         )
 
@@ -364,6 +453,49 @@ def _cross_validation(stored: dict[str, Any] | None) -> CrossValidationPublic | 
         best_C=best if best is not None and best == best else None,  # NaN: nothing finished
         best_gamma=stored.get("best_gamma"), status=stored["status"],
         message=stored["message"], table=stored["table"])
+
+
+class WebhookDeliveryPublic(RowView):
+    """One attempt to deliver a job's event."""
+
+    attempt: int
+    sent_at: datetime
+    status_code: int | None = Field(description="What the receiver answered (null: nothing).")
+    error: str | None = Field(description="Why the attempt failed (null: delivered).")
+    duration_s: float
+
+    @classmethod
+    def from_row(cls, row: WebhookDelivery) -> WebhookDeliveryPublic:
+        return cls.model_validate(row, from_attributes=True)
+
+
+class WebhookDeliveriesPublic(BaseModel):
+    """A job's webhook: its event (once the job ended) and every delivery attempt."""
+
+    job_id: uuid.UUID
+    callback_url: str | None
+    state: Literal["waiting", "pending", "delivered", "failed"] | None = Field(
+        description="null: no callback_url; waiting: the job has not ended (or its event is "
+                    "being written); pending: to be (re)tried; delivered: a 2xx came back; "
+                    "failed: SVMSVC_WEBHOOK_MAX_ATTEMPTS used up.")
+    attempts: int
+    next_attempt_at: datetime | None = Field(description="When a pending event is tried next.")
+    event: dict[str, Any] | None = Field(description="The JSON body POSTed (signed each time).")
+    data: list[WebhookDeliveryPublic] = Field(description="The attempts, oldest first.")
+    count: int
+
+
+class WebhookSecretPublic(BaseModel):
+    """The owner's webhook signing secret."""
+
+    secret: str = Field(description="The HMAC-SHA256 key of X-Svmsvc-Signature.")
+    created_at: datetime
+    header: str = Field("X-Svmsvc-Signature", description="The header that carries the "
+                                                          "signature.")
+    scheme: str = Field(
+        "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, '<t>.' + raw body)>",
+        description="How the header is built: recompute v1 over the raw body and compare in "
+                    "constant time; refuse a t far from now (replays).")
 
 
 class JobsPublic(BaseModel):
@@ -549,7 +681,17 @@ class ModelPublic(RowView):
     size_bytes: int
     tags: StoredTags = Field(default_factory=dict,
                              description="Its job's tags when it was stored, then its own.")
+    model_name: str | None = Field(None, description="The registered model it is a version "
+                                                     "of (null: not registered).")
+    model_version: int | None = Field(None, description="Its version number there.")
     created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: TrainedModel) -> Self:
+        public = cls.model_validate(row, from_attributes=True)
+        if row.version is not None:
+            public.model_name, public.model_version = row.version.name, row.version.version
+        return public
 
     @computed_field(description="The parameters that did something for this model: params "
                                 "without the low-rank path's fields on a linear model, a "
@@ -794,3 +936,118 @@ class ApiKeysPublic(BaseModel):
 
     data: list[ApiKeyPublic]
     count: int
+# -- registry -------------------------------------------------------------------------------
+
+
+class AliasMove(BaseModel):
+    """Where to point an alias."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(ge=1, le=2**31 - 1, description="The version the alias points at.")
+
+
+class AliasEventPublic(BaseModel):
+    """One move of an alias: from_version null when it was created, to_version null when it
+    was deleted."""
+
+    from_version: int | None
+    to_version: int | None
+    moved_by: str = Field(description="The owner of the key that moved it.")
+    moved_at: datetime
+
+    @classmethod
+    def from_row(cls, row: AliasEvent) -> AliasEventPublic:
+        return cls.model_validate(row, from_attributes=True)
+
+
+class AliasPublic(BaseModel):
+    """An alias of a registered model, the version it points at and its history (newest
+    move first)."""
+
+    alias: str
+    version: int | None = Field(description="null: the alias was deleted (its history stays).")
+    model_id: uuid.UUID | None
+    updated_by: str | None
+    updated_at: datetime | None
+    history: list[AliasEventPublic]
+
+    @classmethod
+    def from_row(cls, row: ModelAlias, events: list[AliasEvent]) -> AliasPublic:
+        return cls(alias=row.alias, version=row.version, model_id=row.model_id,
+                   updated_by=row.updated_by, updated_at=row.updated_at,
+                   history=[AliasEventPublic.from_row(event) for event in events])
+
+    @classmethod
+    def deleted(cls, alias: str, events: list[AliasEvent]) -> AliasPublic:
+        return cls(alias=alias, version=None, model_id=None, updated_by=None, updated_at=None,
+                   history=[AliasEventPublic.from_row(event) for event in events])
+
+
+class ModelVersionPublic(BaseModel):
+    """A version of a registered model: the model, and what made it."""
+
+    name: str
+    version: int
+    model_id: uuid.UUID
+    job_id: uuid.UUID | None
+    dataset_id: uuid.UUID
+    solver: str
+    params: dict[str, Any]
+    metrics: dict[str, Any] = Field(
+        description="objective, solver_status, iterations, training_seconds and, when the job "
+                    "had a validation dataset, validation (accuracy, f1_macro, roc_auc ...).")
+    created_by: str = Field(description="The owner of the key that queued the job.")
+    created_at: datetime
+    aliases: list[str] = Field(default_factory=list,
+                               description="The aliases that point at this version.")
+
+    @classmethod
+    def from_row(cls, row: ModelVersion, aliases: list[str] | None = None) -> ModelVersionPublic:
+        public = cls.model_validate(row, from_attributes=True)
+        public.aliases = aliases or []
+        return public
+
+
+class RegisteredModelSummary(BaseModel):
+    """A registered model in the list: its name, latest version and aliases."""
+
+    name: str
+    latest_version: int = Field(description="The number the newest version took.")
+    versions: int = Field(description="How many versions it has (deleted ones not counted).")
+    aliases: dict[str, int] = Field(description="alias: version.")
+    created_at: datetime
+    updated_at: datetime
+
+
+class RegisteredModelsPublic(BaseModel):
+    """A page of the caller's registered models, by name."""
+
+    data: list[RegisteredModelSummary]
+    count: int
+
+
+class RegisteredModelPublic(BaseModel):
+    """A registered model: its versions (newest first) and its aliases with their history."""
+
+    name: str
+    latest_version: int
+    created_at: datetime
+    updated_at: datetime
+    versions: list[ModelVersionPublic]
+    aliases: list[AliasPublic]
+
+    @classmethod
+    def from_rows(cls, row: RegisteredModel, versions: list[ModelVersion],
+                  aliases: list[tuple[ModelAlias, list[AliasEvent]]],
+                  deleted: dict[str, list[AliasEvent]]) -> RegisteredModelPublic:
+        pointing: dict[int, list[str]] = {}
+        for alias, _ in aliases:
+            pointing.setdefault(alias.version, []).append(alias.alias)
+        return cls(
+            name=row.name, latest_version=row.latest_version, created_at=row.created_at,
+            updated_at=row.updated_at,
+            versions=[ModelVersionPublic.from_row(v, pointing.get(v.version))
+                      for v in versions],
+            aliases=[AliasPublic.from_row(alias, events) for alias, events in aliases]
+            + [AliasPublic.deleted(alias, events) for alias, events in sorted(deleted.items())])

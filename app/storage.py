@@ -21,9 +21,10 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Container
+from collections.abc import Container, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -55,7 +56,8 @@ def dataset_digest(dataset) -> str:
 
 
 class DatasetStorage(Protocol):
-    """What the service and the workers need from wherever dataset files live."""
+    """What the service and the workers need from wherever dataset files live; beside the
+    datasets, the results of batch prediction jobs (``predictions/<job id>.<format>``)."""
 
     lock: threading.Lock
 
@@ -63,9 +65,90 @@ class DatasetStorage(Protocol):
 
     def load(self, digest: str): ...
 
+    def open_dataset(self, digest: str) -> BinaryIO: ...
+
     def delete(self, digest: str) -> None: ...
 
     def sweep(self, known_digests: Container[str], grace_s: float) -> tuple[int, int]: ...
+
+    def write_result(self, name: str) -> AbstractContextManager[BinaryIO]: ...
+
+    def open_result(self, name: str) -> BinaryIO: ...
+
+    def delete_result(self, name: str) -> None: ...
+
+
+RESULTS = "predictions"
+"""The folder of the store that holds batch prediction results (no digest is this name)."""
+
+
+def result_name(job_id, extension: str) -> str:
+    """The stored name of a prediction job's result."""
+    return f"{RESULTS}/{job_id}.{extension}"
+
+
+def _member_offsets(file: BinaryIO) -> dict[str, tuple[int, np.dtype, tuple[int, ...]]]:
+    """Where each array of a stored (uncompressed) ``.npz`` starts in the file, its dtype
+    and shape: the zip's central directory, each member's local header, then its ``.npy``
+    header (``np.savez`` stores members uncompressed, so an array is a plain byte range)."""
+    import struct
+    import zipfile
+
+    offsets = {}
+    with zipfile.ZipFile(file) as archive:
+        members = archive.infolist()
+    for member in members:
+        if member.compress_type != zipfile.ZIP_STORED:
+            raise ValueError(f"{member.filename}: a compressed member cannot be read in "
+                             f"pieces")
+        file.seek(member.header_offset)
+        header = file.read(30)
+        name_length, extra_length = struct.unpack("<HH", header[26:30])
+        file.seek(member.header_offset + 30 + name_length + extra_length)
+        version = np.lib.format.read_magic(file)
+        shape, fortran, dtype = (np.lib.format.read_array_header_1_0(file) if version == (1, 0)
+                                 else np.lib.format.read_array_header_2_0(file))
+        if fortran and len(shape) > 1:
+            raise ValueError(f"{member.filename}: a Fortran-ordered array")
+        offsets[member.filename.removesuffix(".npy")] = (file.tell(), dtype, shape)
+    return offsets
+
+
+def _read_range(file: BinaryIO, where: tuple[int, np.dtype, tuple[int, ...]], start: int,
+                stop: int) -> np.ndarray:
+    """Elements ``start:stop`` of the array at ``where``, read from the file (a fresh,
+    writable array of just those elements)."""
+    offset, dtype, _ = where
+    out = np.empty(stop - start, dtype=dtype)
+    file.seek(offset + start * dtype.itemsize)
+    view = memoryview(out).cast("B")
+    read = 0
+    while read < view.nbytes:
+        got = file.readinto(view[read:])
+        if not got:
+            raise ValueError("the stored dataset file ends early")
+        read += got
+    return out
+
+
+def iter_row_chunks(file: BinaryIO, rows: int,
+                    n_features: int | None = None) -> Iterator[tuple[int, int, sp.csr_matrix]]:
+    """The rows of a stored dataset ``rows`` at a time, read from its open file without
+    loading it: ``(first row, number of rows in all, CSR matrix of the chunk)``, the matrix
+    ``n_features`` wide (default: the dataset's width; a wider one pads columns).  Memory
+    is that of one chunk, whatever the dataset's size."""
+    arrays = _member_offsets(file)
+    shape = tuple(int(n) for n in _read_range(file, arrays["shape"], 0, 2))
+    total, width = shape
+    width = width if n_features is None else max(width, n_features)
+    for start in range(0, total, rows):
+        stop = min(start + rows, total)
+        indptr = _read_range(file, arrays["indptr"], start, stop + 1)
+        first, last = int(indptr[0]), int(indptr[-1])
+        indices = _read_range(file, arrays["indices"], first, last)
+        data = _read_range(file, arrays["data"], first, last)
+        indptr -= indptr[0]
+        yield start, total, sp.csr_matrix((data, indices, indptr), shape=(stop - start, width))
 
 
 def open_store(location: str | Path) -> DatasetStorage:
@@ -130,24 +213,33 @@ class DatasetStore:
         target = self.path(digest)
         if target.exists():
             return target.stat().st_size, False
-        target.parent.mkdir(parents=True, exist_ok=True)
-        arrays = _archive_arrays(dataset)
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".upload-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as file:
-                np.savez(file, **arrays)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, target)
-            _sync_directory(target.parent)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        with _atomic_file(target) as file:
+            np.savez(file, **_archive_arrays(dataset))
         return target.stat().st_size, True
 
     def load(self, digest: str):
         """The stored :class:`solvers.Dataset`."""
         return _dataset_from_archive(self.path(digest))
+
+    def open_dataset(self, digest: str) -> BinaryIO:
+        """The stored file, open for reading (:func:`iter_row_chunks` reads it in pieces)."""
+        return open(self.path(digest), "rb")  # noqa: SIM115 (the caller closes it)
+
+    @contextmanager
+    def write_result(self, name: str) -> Iterator[BinaryIO]:
+        """A file to write a result to: written under a temporary name, synced and renamed
+        into place when the block ends without error (else removed): a reader never sees a
+        partial result."""
+        with _atomic_file(self.root / name) as file:
+            yield file
+
+    def open_result(self, name: str) -> BinaryIO:
+        """A stored result, open for reading (FileNotFoundError when there is none)."""
+        return open(self.root / name, "rb")  # noqa: SIM115 (the caller closes it)
+
+    def delete_result(self, name: str) -> None:
+        """Remove a stored result (if it is there)."""
+        (self.root / name).unlink(missing_ok=True)
 
     def delete(self, digest: str) -> None:
         """Remove the file (if it is there)."""
@@ -215,6 +307,34 @@ class ObjectDatasetStore:
 
         return _dataset_from_archive(io.BytesIO(self.fs.cat_file(self.key(digest))))
 
+    def open_dataset(self, digest: str) -> BinaryIO:
+        """The stored object, open for ranged reads (:func:`iter_row_chunks`)."""
+        return self.fs.open(self.key(digest), "rb")
+
+    @contextmanager
+    def write_result(self, name: str) -> Iterator[BinaryIO]:
+        """An object to write a result to, streamed up in parts (multipart on S3); it
+        appears whole when the block ends, and a failed write is removed."""
+        key = f"{self.root}/{name}"
+        self.fs.makedirs(key.rsplit("/", 1)[0], exist_ok=True)
+        try:
+            with self.fs.open(key, "wb") as file:
+                yield file
+        except BaseException:
+            self.delete_result(name)
+            raise
+
+    def open_result(self, name: str) -> BinaryIO:
+        """A stored result, open for reading (FileNotFoundError when there is none)."""
+        return self.fs.open(f"{self.root}/{name}", "rb")
+
+    def delete_result(self, name: str) -> None:
+        """Remove a stored result (if it is there)."""
+        try:
+            self.fs.rm_file(f"{self.root}/{name}")
+        except FileNotFoundError:
+            pass
+
     def delete(self, digest: str) -> None:
         """Remove the object (if it is there)."""
         try:
@@ -260,6 +380,25 @@ def _modified_time(info: dict) -> float | None:
         except (TypeError, ValueError):
             continue
     return None
+
+
+@contextmanager
+def _atomic_file(target: Path) -> Iterator[BinaryIO]:
+    """A file written to a temporary name beside ``target`` (swept as an upload's when a crash
+    leaves it), synced, renamed into place and the directory synced when the block ends
+    without error; removed otherwise."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".upload-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            yield file
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+        _sync_directory(target.parent)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _sync_directory(directory: Path) -> None:

@@ -7,6 +7,8 @@
     python -m bench service predict [--baseline SOURCE_TREE] [--rounds 5]
         [--requests 2000] [--seconds 10] [--connections 8] [--web-processes N]
         [--database-url URL]
+    python -m bench service registry [--rounds 5] [--requests 2000] [--seconds 10]
+        [--connections 8] [--database-url URL]
     python -m bench service startup [--warm-runs 3]
 
 ``cancel``: how long a running job takes to end after ``POST /jobs/{id}/cancel`` (until
@@ -38,6 +40,10 @@ from one client (p50/p99), then ``wrk`` (``apt-get install wrk``) with ``--conne
 are measured in turn, round by round, the order alternating; ``--web-processes N`` adds a
 server of this tree with N web processes (``svmsvc serve --web-processes N``), its CPU time
 that of all N (and each one's, which shows how the connections spread over them).
+
+``registry``: GET predict of one linear model (mfn on a9a) by id, by ``name@alias`` and by
+``name/version`` (issue 50), on one server, interleaved round by round: single client and
+``wrk`` as ``predict``, and the throughput by alias and by version over that by id.
 
 ``startup``: seconds from ``svmsvc serve`` (two workers) to ``/readyz`` ready, and to every
 worker having compiled (or loaded) every solver's own kernels, first on a cold Numba cache (a
@@ -449,13 +455,15 @@ PREDICT_X = "3:1 11:1 14:1 19:1 39:1 42:1 55:1 64:1 67:1 73:1 75:1 76:1 80:1 83:
 """The first example of a9a (14 features): GET predict's query."""
 
 
-def _sequential(server: Server, model: str, requests: int) -> dict:
+def _sequential(server: Server, model: str, requests: int, prefix: str = "models") -> dict:
     """``requests`` GET predicts one after another on one keep-alive connection
-    (``http.client``: a lighter client than httpx, so its own time counts less)."""
+    (``http.client``: a lighter client than httpx, so its own time counts less);
+    ``prefix/model``: ``models/{id}``, or ``registry/{name}@{alias}`` or
+    ``registry/{name}/{version}``."""
     import http.client
     from urllib.parse import quote
 
-    path = f"/api/v1/models/{model}/predict?x={quote(PREDICT_X)}"
+    path = f"/api/v1/{prefix}/{model}/predict?x={quote(PREDICT_X)}"
     connection = http.client.HTTPConnection("127.0.0.1", server.port)
     times = []
     cpu = web_cpu_seconds(server)
@@ -474,10 +482,10 @@ def _sequential(server: Server, model: str, requests: int) -> dict:
 
 
 def _wrk(server: Server, model: str, seconds: float, connections: int,
-         x: str = PREDICT_X) -> dict:
+         x: str = PREDICT_X, prefix: str = "models") -> dict:
     """Throughput of GET predict of the example ``x`` under ``wrk`` (one thread,
     ``connections`` keep-alive connections; wrk is C and event-driven, so it takes little of
-    the cores itself)."""
+    the cores itself); ``prefix`` as in :func:`_sequential`."""
     import re
     import shutil
     from urllib.parse import quote
@@ -489,7 +497,7 @@ def _wrk(server: Server, model: str, seconds: float, connections: int,
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency",
          "-H", f"X-API-Key: {server.headers['X-API-Key']}",
-         f"{server.url}/api/v1/models/{model}/predict?x={quote(x)}"],
+         f"{server.url}/api/v1/{prefix}/{model}/predict?x={quote(x)}"],
         capture_output=True, text=True, check=True).stdout
     after = web_cpu_seconds(server)
     generator = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -508,8 +516,10 @@ def _wrk(server: Server, model: str, seconds: float, connections: int,
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors = re.search(r"Socket errors: (.*)", out)
     return {"per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
-            "p50_ms": ms(re.search(r"50%\s+(\S+)", out).group(1)),
-            "p99_ms": ms(re.search(r"99%\s+(\S+)", out).group(1)),
+            # the latency distribution's lines ("     99%   58.74ms"), not a "+/- Stdev"
+            # column's percentage that happens to end in 50% or 99% ("54.99%")
+            "p50_ms": ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1)),
+            "p99_ms": ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1)),
             "non_2xx": int(bad.group(1)) if bad else 0,
             "socket_errors": errors.group(1) if errors else "none",
             "server_cpu_ms_per_request": 1e3 * cpu / max(requests, 1),
@@ -584,6 +594,99 @@ def predict_ab(directory: Path, variants: dict, rounds: int, requests: int,
             server.stop()
 
 
+def registry_predict(directory: Path, rounds: int, requests: int, seconds: float,
+                     connections: int, database_url: str | None) -> dict:
+    """GET predict of one linear model (mfn on a9a) by id, by ``name@alias`` and by
+    ``name/version`` on one server, single client and under wrk, the three interleaved round
+    by round (the order rotating): what resolving the name (one primary-key read per
+    request, on the event loop) costs next to the fast path by id."""
+    server = Server(directory, workers=1, database_url=database_url)
+    try:
+        server.wait_ready()
+        with server.client() as client:
+            dataset = upload(client, dataset_path("a9a"))
+            job = client.post("/api/v1/jobs", json={
+                "dataset_id": dataset, "params": {"solver": "mfn", "C": 1.0},
+                "model_name": "bench"}).json()
+            job, _ = wait_job(client, job["id"], lambda j: j["status"] == "succeeded",
+                              timeout=600)
+            client.put("/api/v1/registry/bench/aliases/production",
+                       json={"version": job["model_version"]}).raise_for_status()
+        targets = {"id": ("models", job["model_id"]),
+                   "alias": ("registry", "bench@production"),
+                   "version": ("registry", f"bench/{job['model_version']}")}
+        for prefix, model in targets.values():  # warm-up: kernels, cache, connections
+            _sequential(server, model, 300, prefix)
+        results: dict = {name: [] for name in targets}
+        names = list(targets)
+        for round_ in range(rounds):
+            for name in names[round_ % 3:] + names[:round_ % 3]:
+                prefix, model = targets[name]
+                figures = {"utc": time.strftime("%H:%M:%S", time.gmtime()),
+                           "load": os.getloadavg()[0],
+                           "sequential": _sequential(server, model, requests, prefix),
+                           "wrk": _wrk(server, model, seconds, connections, prefix=prefix)}
+                results[name].append(figures)
+                print(name, json.dumps(figures), flush=True)
+        summary = {name: {
+            "sequential_p50_ms": statistics.median(r["sequential"]["p50_ms"] for r in runs),
+            "sequential_cpu_ms": statistics.median(
+                r["sequential"]["server_cpu_ms_per_request"] for r in runs),
+            "wrk_per_s": statistics.median(r["wrk"].get("per_s", 0) for r in runs),
+            "wrk_p50_ms": statistics.median(r["wrk"].get("p50_ms", 0) for r in runs),
+            "wrk_cpu_ms": statistics.median(
+                r["wrk"].get("server_cpu_ms_per_request", 0) for r in runs)}
+            for name, runs in results.items()}
+        by_id = summary["id"]["wrk_per_s"]
+        for name in ("alias", "version"):
+            summary[name]["wrk_per_s_ratio_to_id"] = (
+                round(summary[name]["wrk_per_s"] / by_id, 3) if by_id else None)
+            summary[name]["wrk_cpu_ms_minus_id"] = round(
+                summary[name]["wrk_cpu_ms"] - summary["id"]["wrk_cpu_ms"], 3)
+        summary["name_read_us"] = name_read_cost(
+            database_url or f"sqlite:///{directory.resolve() / 'svmsvc.db'}",
+            job["model_version"])
+        return summary
+    finally:
+        server.stop()
+
+
+def name_read_cost(url: str, version: int, repeats: int = 7, reads: int = 2000) -> dict:
+    """Microseconds per read of ``bench@production`` (and of ``bench/version``) from this
+    process, on the service's database: the fast path's ``DirectLookup`` and, for comparison,
+    ``resolve`` through SQLAlchemy's ``Connection``; the fastest of ``repeats`` rounds of
+    ``reads`` (a loaded machine only ever adds)."""
+    from app.crud.registry import DirectLookup, resolve
+    from app.db.session import create_db_engine
+
+    engine = create_db_engine(url, pool_size=1)
+    lookup = DirectLookup(engine)
+    owner = ""  # the bench's admin key is an owner of its own: read the row's owner
+    with engine.connect() as connection:
+        owner = connection.exec_driver_sql("SELECT owner FROM model_aliases").scalar()
+    reads_by_kind = {
+        "direct_alias": lambda: lookup.model_id(owner, "bench", "production"),
+        "direct_version": lambda: lookup.model_id(owner, "bench", version=version),
+        "sqlalchemy_alias": lambda: resolve(engine, owner, "bench", "production")}
+    figures = {}
+    try:
+        for kind, read in reads_by_kind.items():
+            assert read() is not None, kind
+            best = min(_timed(read, reads) for _ in range(repeats))
+            figures[kind] = round(1e6 * best / reads, 1)
+    finally:
+        lookup.close()
+        engine.dispose()
+    return figures
+
+
+def _timed(call, times: int) -> float:
+    start = time.perf_counter()
+    for _ in range(times):
+        call()
+    return time.perf_counter() - start
+
+
 def startup(directory: Path, warm_runs: int, workers: int = 2) -> dict:
     """Seconds from ``svmsvc serve`` to ``/readyz`` ready and to every worker idle with every
     solver's kernels compiled: once on a cold cache (``NUMBA_CACHE_DIR``, a fresh directory:
@@ -637,6 +740,17 @@ def run_command(args) -> None:
                   f"{os.getloadavg()[0]:.2f}")
             summary = predict_ab(Path(directory), variants, args.rounds, args.requests,
                                  args.seconds, args.connections, args.database_url)
+            print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+                  f"{os.getloadavg()[0]:.2f}")
+            print(json.dumps(summary, indent=1))
+        return
+    if args.command == "registry":
+        with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
+            print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+                  f"{os.getloadavg()[0]:.2f}, database "
+                  f"{'PostgreSQL' if args.database_url else 'SQLite'}")
+            summary = registry_predict(Path(directory), args.rounds, args.requests,
+                                       args.seconds, args.connections, args.database_url)
             print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                   f"{os.getloadavg()[0]:.2f}")
             print(json.dumps(summary, indent=1))
@@ -712,6 +826,15 @@ COMMAND = Command(
                    help="a source tree (e.g. a worktree of main) to compare against, run as "
                         "a second server, interleaved"),
             database_url())),
+        Command("registry", "GET predict by id, by name@alias and by name/version",
+                options=(
+                    option("--rounds", type=int, default=5),
+                    option("--requests", type=int, default=2000,
+                           help="sequential requests per round and target"),
+                    option("--seconds", type=float, default=10.0,
+                           help="wrk duration per round and target"),
+                    option("--connections", type=int, default=8, help="wrk connections"),
+                    database_url())),
         Command("startup", "svmsvc serve to /readyz, cold and warm", options=(
             option("--warm-runs", type=int, default=3),))))
 

@@ -94,6 +94,7 @@ MODULES: dict[str, str] = {
     "ab_cutting_plane": "bench.ab_cutting_plane",
     "alm": "bench.bench_alm",
     "auto": "bench.bench_auto",
+    "batch_predict": "bench.bench_batch_predict",
     "busy_process": "bench.bench_busy_process",
     "cutting_plane": "bench.bench_cutting_plane",
     "cv": "bench.bench_cv",
@@ -107,6 +108,7 @@ MODULES: dict[str, str] = {
     "mfn": "bench.bench_mfn",
     "onnx": "bench.bench_onnx",
     "parser": "bench.bench_parser",
+    "regression": "bench.bench_regression",
     "service": "bench.bench_service",
     "smo": "bench.bench_smo",
 }

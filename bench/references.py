@@ -123,6 +123,14 @@ def compute_reference(problem: BenchProblem) -> dict:
         beta = _lbfgs_primal(bp)
         method = "SciPy L-BFGS-B on the primal (ftol=1e-15, gtol=1e-10)"
         certificate = {"duality_gap": bp.duality_gap(beta)}
+    elif problem.loss == "logistic" and problem.bias != "free":
+        beta = _liblinear(problem, 0)
+        method = f"LIBLINEAR -s 0 -e {TIGHT_EPS:g}"
+        certificate = {"duality_gap": bp.duality_gap(beta)}
+    elif problem.loss == "logistic":
+        beta = _lbfgs_primal(bp)
+        method = "SciPy L-BFGS-B on the primal (ftol=1e-15, gtol=1e-10)"
+        certificate = {"duality_gap": bp.duality_gap(beta)}
     elif problem.loss == "least_squares":
         beta = _least_squares_direct(bp)
         method = "SciPy sparse direct solve of the normal equations"

@@ -233,6 +233,22 @@ def portfolio_cases() -> list[Case]:
     return [Case(p, runners) for p in problems]
 
 
+#: The logistic suite's problems (issue 47): LIBLINEAR's -s 0 and -s 7 against newton and
+#: dual_cd, logistic loss, regularized bias, C in {0.01, 1, 100}.
+LOGISTIC_DATASETS = ("a9a", "w8a", "ijcnn1")
+
+
+def logistic_cases() -> list[Case]:
+    """newton and dual_cd (one traced run each, to a certified 1e-9) against LIBLINEAR -s 0
+    and -s 7 (each eps of the schedule a run from scratch)."""
+    def runners():
+        return [ProjectSolver("newton", tol=1e-9), ProjectSolver("dual_cd", tol=1e-9),
+                Liblinear(0), Liblinear(7)]
+
+    return [Case(BenchProblem(d, "logistic", "regularized", C), runners)
+            for d in LOGISTIC_DATASETS for C in (0.01, 1.0, 100.0)]
+
+
 def linear_cases() -> list[Case]:
     return [Case(BenchProblem(d, "squared_hinge", "regularized", 1.0), default_runners)
             for d in ("a9a", "w8a", "ijcnn1", "mushrooms")]
@@ -273,6 +289,9 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                  "australian and breast-cancer (hinge and squared hinge, C in {0.01, 1, 100}) "
                  f"and {PORTFOLIO_SYNTHETIC} (C = 1); 1 repeat after one warm-up of the process",
                  portfolio_cases, repeats=1, warm_up_each=False),
+    HarnessSuite("logistic", "a few minutes: logistic regression, newton and dual_cd against "
+                 "LIBLINEAR -s 0 and -s 7 on a9a, w8a and ijcnn1, C in {0.01, 1, 100}; 3 "
+                 "repeats", logistic_cases, repeats=3),
     ScriptSuite("mfn", "mfn against LIBLINEAR (both builds) on the paper's problems, with "
                 "its profile", "mfn", ("--quick",)),
     ScriptSuite("dual_cd", "dual_cd against LIBLINEAR -s 1/-s 3 at the same stopping rule",
@@ -296,6 +315,10 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
     ScriptSuite("onnx", "onnxruntime serving exported models (linear a9a, smo one-vs-one with "
                 "probabilities on dna, Nystrom one-vs-rest on letter) beside the library's and "
                 "the service's predict: one row and a batch of 10,000", "onnx",
+                out_is_file=True),
+    ScriptSuite("batch_predict", "a batch prediction job over 1,000,000 synthetic sparse rows: "
+                "the worker's peak RSS against the dataset's size, rows/s against the "
+                "library's predict (and the library writing the same CSV)", "batch_predict",
                 out_is_file=True),
     ScriptSuite("parser", "the SVMlight reader against scikit-learn's", "parser",
                 ("--repeats", "3"), out_is_file=True),

@@ -40,8 +40,16 @@ from pydantic import (
 
 from solvers.core.kernels import Kernel, scale_gamma
 from solvers.data.dataset import label_key
-from solvers.losses import LOSS_TYPES, LOSSES, LossFamily, canonical, takes_exponent
-from solvers.problems import BIAS_MODES, BinaryProblem
+from solvers.losses import (
+    DEFAULT_EPSILON,
+    LOSS_TYPES,
+    LOSSES,
+    LossFamily,
+    canonical,
+    is_residual,
+    takes_exponent,
+)
+from solvers.problems import BIAS_MODES, BinaryProblem, RegressionProblem
 from solvers.termination import GAP_ROUNDOFF, Termination
 
 LossName = Literal[LOSSES]  # type: ignore[valid-type]
@@ -368,6 +376,19 @@ class Solves:
         return f"Solves({len(self.combinations)} combinations)"
 
 
+#: Why a solver that declares regression refuses a margin loss there (Solves.refusing)
+REGRESSION_NEEDS_RESIDUAL_LOSS = (
+    "regression fits real values with a residual loss, 'epsilon_insensitive' or "
+    "'squared_epsilon_insensitive' (with epsilon, LIBLINEAR's -p); a margin loss needs +-1 "
+    "labels")
+
+
+def residual_loss_refusal(loss: str) -> str:
+    """Why a solver refuses the residual loss ``loss`` for a classification task."""
+    return (f"{loss!r} is a regression loss of the residual y - f(x): ask for "
+            f"task='regression' (a classifier takes a margin loss)")
+
+
 _TASK_TEXT = {"binary": "binary", "ovr": "one-vs-rest multi-class",
               "crammer_singer": "Crammer-Singer multi-class", "ovo": "one-vs-one multi-class",
               "ordinal": "ordinal regression", "regression": "regression",
@@ -405,6 +426,9 @@ class SolverParams(BaseModel):
     #: whether the solver has kernels of its own (smo, the least-squares family): its
     #: ``kernel`` and ``gamma`` mean its own kernel; elsewhere they are the approximation's
     own_kernel: ClassVar[bool] = False
+    #: the relative tolerances among its fields (:meth:`_numerically_sound`; a solver whose
+    #: ``epsilon`` is the regression tube's width, not a tolerance, leaves it out)
+    relative_fields: ClassVar[tuple[str, ...]] = RELATIVE_TOLERANCE_FIELDS
     #: fields renamed to the shared spelling, old name -> new name (accepted, deprecated)
     renamed_fields: ClassVar[dict[str, str]] = {}
 
@@ -474,7 +498,9 @@ class SolverParams(BaseModel):
     probability: bool = Field(
         False,
         description="Also fit Platt's sigmoid on 5-fold out-of-fold decision values (Lin, "
-                    "Lin & Weng 2007), so the model has predict_proba (5 more fits).")
+                    "Lin & Weng 2007), so the model has predict_proba (5 more fits).  The "
+                    "logistic loss's models have probabilities of their own, sigma(f(x)) as "
+                    "LIBLINEAR's -b 1, whatever this says (no Platt step).")
 
     @field_validator("class_weight")
     @classmethod
@@ -491,7 +517,7 @@ class SolverParams(BaseModel):
         """The relative tolerances (:data:`RELATIVE_TOLERANCE_FIELDS`) a model has are 0
         (off) or at least :data:`MIN_RELATIVE_TOL`: below, float64 cannot tell them from
         round-off, and a run would stop on noise or never."""
-        for name in RELATIVE_TOLERANCE_FIELDS:
+        for name in type(self).relative_fields:
             value = getattr(self, name, None)
             if isinstance(value, float | int) and 0 < value < MIN_RELATIVE_TOL:
                 raise ValueError(
@@ -513,9 +539,9 @@ class SolverParams(BaseModel):
                                  "path's strategy (its model is a one-vs-one kernel model): "
                                  "ask for approximation='nystrom' or 'icf', or use 'ovr'")
             return self
-        if self.task == "ordinal":
-            raise ValueError("approximation: the low-rank kernel path builds classification "
-                             "models; ordinal regression has no kernel model")
+        if self.task in ("ordinal", "regression"):
+            raise ValueError(f"approximation: the low-rank kernel path builds classification "
+                             f"models; {_TASK_TEXT[self.task]} has no kernel model here")
         if self.scale != "none":
             raise ValueError("approximation: a kernel model predicts on raw inputs and a "
                              "scaler cannot be folded into a kernel; scale the data before "
@@ -554,6 +580,25 @@ class SolverParams(BaseModel):
         """p of the lp loss (2 unless the solver's parameters have one)."""
         return 2.0
 
+    @property
+    def loss_epsilon(self) -> float:
+        """epsilon of a residual loss (LIBLINEAR's -p; 0.1 unless the solver's parameters
+        have one: those that declare the regression task)."""
+        return DEFAULT_EPSILON
+
+    @model_validator(mode="after")
+    def _regression_applies(self):
+        """Class weights weigh classes and Platt's sigmoid calibrates a classifier's scores:
+        real-valued labels have neither classes nor probabilities."""
+        if self.task == "regression" and self.class_weight is not None:
+            raise ValueError("class_weight weighs the examples of each class; regression "
+                             "labels are real values, not classes: give per-example "
+                             "weights (sample_weight) instead")
+        if self.task == "regression" and self.probability:
+            raise ValueError("probability: Platt's sigmoid turns a classifier's scores into "
+                             "class probabilities; a regression predicts values")
+        return self
+
     @classmethod
     def _with_current_names(cls, data: Any) -> Any:
         """``data`` with each deprecated field name of :attr:`renamed_fields` replaced by its
@@ -587,6 +632,13 @@ class SolverParams(BaseModel):
         if solves is None or not isinstance(data, dict):
             return data
         defaults = cls.model_fields
+        if data.get("task") == "regression" and "loss" not in data \
+                and "regression" in solves.tasks:
+            # a regression asked without a loss: the solver's first residual loss, the
+            # squared one where it has it (the margin losses' default would be refused)
+            declared = [c.loss for c in solves.combinations if c.task == "regression"]
+            data = {**data, "loss": "squared_epsilon_insensitive"
+                    if "squared_epsilon_insensitive" in declared else declared[0]}
         loss = data.get("loss", defaults["loss"].default)
         bias = data.get("bias", defaults["bias"].default)
         exponent = data.get("p")
@@ -687,6 +739,8 @@ class SolverParams(BaseModel):
                                   "loss": loss, "C": float(self.C), "bias": self.bias}
         if takes_exponent(loss):
             fields["p"] = float(p)
+        if is_residual(loss):
+            fields["epsilon"] = float(self.loss_epsilon)
         if self.bias == "regularized":
             fields["bias_scale"] = float(self.bias_scale)
         if self.scale != "none":
@@ -759,6 +813,10 @@ class SolverParams(BaseModel):
         if takes_exponent(loss):
             fields["p"] = float(p)
         fields["C"] = float(fields["C"])
+        if is_residual(loss):
+            fields["epsilon"] = float(fields.get("epsilon", DEFAULT_EPSILON))
+        else:
+            fields.pop("epsilon", None)
         if fields.get("bias") != "regularized":
             fields.pop("bias_scale", None)
         elif "bias_scale" in fields:
@@ -774,6 +832,12 @@ class SolverParams(BaseModel):
         else:
             fields["class_weight"] = _normal_class_weight(fields["class_weight"])
         return fields
+
+    def regression_problem(self, X, y, sample_weight=None) -> RegressionProblem:
+        """The regression problem these parameters describe, on real labels ``y``."""
+        return RegressionProblem(X, y, C=self.C, loss=self.loss, epsilon=self.loss_epsilon,
+                                 bias=self.bias, bias_scale=self.bias_scale,
+                                 sample_weight=sample_weight)
 
     def binary_problem(self, X, y, sample_weight=None) -> BinaryProblem:
         """The problem these parameters describe, on labels ``y`` in {-1, +1}."""

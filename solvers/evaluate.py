@@ -1,4 +1,4 @@
-"""Classification metrics, defined once: the service's evaluation, cross-validation's
+"""Classification and regression metrics, defined once: the service's evaluation, cross-validation's
 ``scoring=``, the CLI's ``predict`` report and the scikit-learn estimator use them.
 
 :func:`evaluate` scores a model on a labelled dataset and returns one JSON-able dict:
@@ -20,6 +20,12 @@
 - ``log_loss`` for a model with probabilities (``probability=True``): the mean of
   -log p(true label), each p clipped to [eps, 1 - eps] as scikit-learn does (None without
   probabilities, or where the data have a label the model does not know).
+
+A regression model (``model.task == "regression"``) is scored by :func:`regression_scores`
+instead: ``mean_squared_error``, ``mean_absolute_error``, ``r2`` (1 - SSE / SST, scikit-learn's
+coefficient of determination) and ``squared_correlation`` (LIBSVM's and LIBLINEAR's
+"Squared correlation coefficient", (n sum pt - sum p sum t)^2 / ((n sum pp - (sum p)^2)
+(n sum tt - (sum t)^2))).
 
 The functions below take arrays, so they serve any caller that has labels and scores.
 """
@@ -219,9 +225,39 @@ def scores_from(truth, predicted, decision, classes, proba=None, *,
     return result
 
 
+def regression_scores(truth, predicted) -> dict[str, Any]:
+    """The regression metrics of the module docstring from real labels and predicted values
+    (``r2`` and ``squared_correlation`` None where they divide by zero: constant labels or
+    predictions)."""
+    t = np.asarray(truth, dtype=np.float64)
+    p = np.asarray(predicted, dtype=np.float64)
+    if t.shape != p.shape:
+        raise ValueError(f"{t.shape[0]} labels and {p.shape[0]} predictions: one each per row")
+    n = t.shape[0]
+    result: dict[str, Any] = {"n_samples": int(n), "mean_squared_error": None,
+                              "mean_absolute_error": None, "r2": None,
+                              "squared_correlation": None}
+    if n == 0:
+        return result
+    residual = t - p
+    result["mean_squared_error"] = float(np.mean(residual * residual))
+    result["mean_absolute_error"] = float(np.mean(np.abs(residual)))
+    total = float(np.sum((t - t.mean()) ** 2))
+    if total > 0.0:
+        result["r2"] = 1.0 - float(np.sum(residual * residual)) / total
+    # LIBLINEAR's predict.c, in its sums
+    sp_, st, spp, stt, spt = p.sum(), t.sum(), p @ p, t @ t, p @ t
+    denominator = (n * spp - sp_ * sp_) * (n * stt - st * st)
+    if denominator > 0.0:
+        result["squared_correlation"] = float((n * spt - sp_ * st) ** 2 / denominator)
+    return result
+
+
 def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
     """Every metric of the module docstring for ``model`` on the labelled ``dataset`` (the
-    rows scored once)."""
+    rows scored once; a regression model's are :func:`regression_scores`)."""
+    if getattr(model, "task", None) == "regression":
+        return regression_scores(dataset.y, model.predict(dataset.X, parallel=parallel))
     decision, proba = model.scores_and_probabilities(dataset.X, parallel=parallel)
     predicted = model.labels_from_scores(decision)
     if getattr(model, "kind", None) == "ordinal":

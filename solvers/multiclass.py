@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from solvers.base import (
+    C_RANGE,
     Fit,
     InvalidParametersError,
     PairwiseLinear,
@@ -426,8 +427,6 @@ def check_effective_costs(C: float, class_weights: np.ndarray,
     sample weight out of ``C_RANGE``, where the float64 arithmetic of every family is sound
     (issue 49: C = 1 with a weight of 1e-300 passed C's own check); examples of weight 0 are
     left out of the problem and not checked."""
-    from solvers.base import C_RANGE, InvalidParametersError
-
     sample = np.array([1.0]) if sample_weight is None else sample_weight[sample_weight > 0]
     if sample.size == 0:
         return

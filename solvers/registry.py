@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from solvers import alm, auto, cutting_plane, dual_cd, interior_point, lssvm, mfn, smo
+from solvers import alm, auto, cutting_plane, dual_cd, interior_point, lssvm, mfn, newton, smo
 from solvers.base import (
     InvalidParametersError,
     SolverParams,
@@ -23,9 +23,10 @@ from solvers.base import (
     UnknownSolverError,
     WarmStart,
 )
+from solvers.problems import RegressionProblem
 
 # Every solver family of the library, in the order the catalogue lists them.
-FAMILIES = (mfn, lssvm, alm, interior_point, cutting_plane, dual_cd, smo)
+FAMILIES = (mfn, lssvm, alm, interior_point, cutting_plane, dual_cd, smo, newton)
 
 _REGISTRY: dict[str, SolverSpec] = {}
 for _family in FAMILIES:
@@ -38,14 +39,33 @@ for _family in FAMILIES:
 def mfn_newton(problem, start, tol, monitor):
     """mfn's Newton method from the point ``start`` of another method (beta-seeding's ini = 1,
     :func:`solvers.mfn.run`'s start) to the certified gap ``tol``: what dual_cd switches to on
-    the squared hinge at its ``newton_switch_iter``, as LIBLINEAR's -s 1 switches to -s 2.
+    the squared hinge at its ``newton_switch_iter``, as LIBLINEAR's -s 1 switches to -s 2
+    (and on L2-loss regression, as -s 12 switches to -s 11).
     Wired here because families do not import each other."""
+    if isinstance(problem, RegressionProblem):  # -s 12 -> -s 11
+        params = mfn.MFNParams(C=problem.C, task="regression", epsilon=problem.epsilon,
+                               bias=problem.bias, bias_scale=problem.bias_scale, tol=tol)
+        return mfn.solve_regression(problem, params, monitor, WarmStart(beta=start))
     params = mfn.MFNParams(C=problem.C, loss=problem.loss, bias=problem.bias,
                            bias_scale=problem.bias_scale, tol=tol)
     return mfn.run(problem, params, monitor, WarmStart(beta=start))
 
 
-_REGISTRY[dual_cd.SPECS[0].name] = dual_cd.with_newton(mfn_newton)
+def primal_newton(problem, start, tol, monitor):
+    """The Newton method dual_cd switches to at its ``newton_switch_iter``: mfn's
+    (:func:`mfn_newton`) for a loss mfn solves (the squared hinge: LIBLINEAR's -s 1 -> -s 2;
+    the squared epsilon-insensitive loss: -s 12 -> -s 11),
+    else the newton family's truncated Newton method from ``start`` with its warm-start CG
+    tolerance (the logistic loss: LIBLINEAR 2.50's -s 7 -> -s 0, "Switching to use -s 0")."""
+    if isinstance(problem, RegressionProblem) or \
+            mfn.MFNParams.solves.allows("binary", problem.loss, problem.bias, problem.p):
+        return mfn_newton(problem, start, tol, monitor)
+    params = newton.NewtonParams(C=problem.C, loss=problem.loss, bias=problem.bias,
+                                 bias_scale=problem.bias_scale, tol=tol)
+    return newton.run(problem, params, monitor, WarmStart(beta=start))
+
+
+_REGISTRY[dual_cd.SPECS[0].name] = dual_cd.with_newton(primal_newton)
 # ``auto`` chooses among the families' solvers (``solvers.train`` resolves it to one) and
 # solves what they solve.
 AUTO_SPEC = auto.make_spec(Solves.union(_REGISTRY[c.solver].solves for c in auto.CANDIDATES))

@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from solvers.core.sparse import column_max_abs as sparse_column_max_abs
 from solvers.core.sparse import row_norms_squared
 from solvers.data.dataset import Dataset, as_csr
-from solvers.models import LinearModel, OrdinalModel
+from solvers.models import LinearModel, OrdinalModel, RegressionModel
 
 SCALES = ("none", "maxabs", "standard")
 
@@ -150,8 +150,8 @@ class FeatureScaler:
         return {"method": self.method, "centered": self.centered}
 
     def scaled_model(self, model):
-        """``model`` (trained on scaled inputs) on raw inputs: a linear or ordinal model with
-        the scaler folded into its weights."""
+        """``model`` (trained on scaled inputs) on raw inputs: a linear, regression or ordinal
+        model with the scaler folded into its weights."""
         if isinstance(model, LinearModel):
             coef, intercept = self.fold(model.coef_, model.intercept_)
             raw = LinearModel(coef, intercept, model.classes_, model.metadata)
@@ -159,6 +159,9 @@ class FeatureScaler:
             coef, shift = self.fold(model.coef_, 0.0)
             # s_scaled = w_s . x_s = w . x + shift: a bin's threshold moves by -shift
             raw = OrdinalModel(coef, model.thresholds_ - shift, model.classes_, model.metadata)
+        elif isinstance(model, RegressionModel):
+            coef, intercept = self.fold(model.coef_, model.intercept_)
+            raw = RegressionModel(coef, intercept, model.metadata)
         else:
             raise TypeError(f"scaling does not apply to a {type(model).__name__}")
         raw.metadata["scaling"] = self.describe()

@@ -1,4 +1,5 @@
-"""A scikit-learn estimator over :func:`solvers.train`: ``SVMClassifier``.
+"""scikit-learn estimators over :func:`solvers.train`: ``SVMClassifier`` and
+``LogisticRegression`` (the logistic loss, whose probabilities are its own).
 
 It fits through the same path as the service and the CLI (parameters validated by the solver's
 model, feature scaling, class weights, ``auto``), and keeps the labels' own type in
@@ -25,6 +26,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from solvers.data.dataset import Dataset
+from solvers.registry import get_solver
 from solvers.train import train
 
 #: check_estimator's checks that this estimator is expected to fail, and why (the way
@@ -108,8 +110,6 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             params["class_weight"] = (self.class_weight if isinstance(self.class_weight, str)
                                       else dict(self.class_weight))
         if (self.kernel is not None or self.gamma is not None) and self.solver != "auto":
-            from solvers.registry import get_solver
-
             if not get_solver(self.solver).params_model.own_kernel and \
                     params.get("approximation", "none") == "none":
                 raise ValueError(f"kernel/gamma: solver {self.solver!r} is linear and would "
@@ -176,3 +176,49 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+class LogisticRegression(SVMClassifier):
+    """L2-regularized logistic regression trained by :func:`solvers.train`: 1/2 ||w||^2 + C
+    sum_i log(1 + exp(-y_i f(x_i))), LIBLINEAR's ``-s 0`` / ``-s 7`` problem and C.
+
+    As :class:`SVMClassifier` with ``loss="logistic"``, and ``predict_proba`` always: the
+    model's own probabilities, sigma(f) for two classes and the one-vs-rest sigmoids
+    normalized for more (LIBLINEAR's ``predict_probability``; no Platt step).
+
+    Parameters
+    ----------
+    solver : str, default "newton"
+        "newton" (the truncated Newton method, LIBLINEAR ``-s 0``), "dual_cd" (Yu, Huang &
+        Lin's dual coordinate descent, ``-s 7``) or "auto".
+    bias : str, default "regularized"
+        "regularized" (LIBLINEAR's ``-B 1``), "none", or "free" (an unregularized intercept,
+        scikit-learn's ``LogisticRegression``'s; newton only).
+    C, class_weight, tol, scale, multiclass, solver_params :
+        As :class:`SVMClassifier`'s.
+    """
+
+    #: fixed: what makes it logistic regression (not parameters: scikit-learn clones from
+    #: ``__init__``'s arguments alone)
+    loss = "logistic"
+    probability = True
+
+    def __init__(self, solver: str = "newton", C: float = 1.0, bias: str = "regularized",
+                 class_weight=None, tol: float = 1e-6, scale: str = "none",
+                 multiclass: str = "ovr", solver_params: dict[str, Any] | None = None):
+        self.solver = solver
+        self.C = C
+        self.bias = bias
+        self.class_weight = class_weight
+        self.tol = tol
+        self.scale = scale
+        self.multiclass = multiclass
+        self.solver_params = solver_params
+
+    def predict_proba(self, X) -> np.ndarray:
+        """P(class | x), columns in ``classes_``'s order: the model's own probabilities."""
+        check_is_fitted(self, "model_")
+        return self.model_.predict_proba(self._features(X))
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        return np.log(self.predict_proba(X))

@@ -35,6 +35,7 @@ from solvers.distributed import (
     DistributedDataset,
     PartitionLostError,
 )
+from solvers.losses import get_loss
 from solvers.models import LinearModel, Model
 from solvers.monitor import (
     Continued,
@@ -214,7 +215,10 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     if approximation is not None:
         model = approximation.kernel_model(model)
     with_labels(model, dataset)
-    if probability and status != Termination.STOPPED:  # a stopped run is not calibrated
+    own = own_probabilities(model, params)
+    if own is not None:  # the loss's own probabilities (the logistic loss): no Platt step
+        model.metadata.update(own)
+    elif probability and status != Termination.STOPPED:  # a stopped run is not calibrated
         model.metadata.update(out_of_fold_calibration(dataset, spec, params))
     model.metadata.update(training_metadata(spec, params, dataset, objective, status, elapsed))
     if warnings:
@@ -517,6 +521,26 @@ def out_of_fold_calibration(dataset: Dataset, spec: SolverSpec, params: SolverPa
     return {"platt": fit_platt(decision, truth, k).tolist()}
 
 
+def own_probabilities(model: Model, params: SolverParams) -> dict[str, Any] | None:
+    """The calibration metadata of a model whose loss is the negative log-likelihood of a
+    sigmoid of its score (``Loss.margin_sigmoid``: the logistic loss's P(y = +1 | x) =
+    1 / (1 + exp(-f(x)))), or None for the other losses: that sigmoid for each score column
+    in Platt's form (``{"platt": rows}``, so ``predict_proba``, the ONNX export and the
+    service read them as any calibrated model's), one-vs-rest columns normalized to sum 1 as
+    LIBLINEAR's ``predict_probability`` does; a one-vs-one model's pairs coupled as LIBSVM's
+    (``{"pairwise_platt": rows}``).  Nothing is fitted: ``probability=True`` adds no step."""
+    if params.task != "classification":
+        return None
+    sigmoid = get_loss(params.loss, params.loss_exponent).margin_sigmoid
+    if sigmoid is None:
+        return None
+    k = len(model.classes_)
+    note = {"probability": "the loss's own (margin_sigmoid), no Platt step"}
+    if k > 2 and getattr(model, "multiclass", None) == "ovo":
+        return {"pairwise_platt": [list(sigmoid)] * (k * (k - 1) // 2), **note}
+    return {"platt": [list(sigmoid)] * (1 if k == 2 else k), **note}
+
+
 def with_labels(model: Model, dataset: Dataset) -> Model:
     """``model`` with ``classes_`` in the labels' own type (the solvers trained on their float
     values): ints stay ints, strings strings."""
@@ -532,13 +556,31 @@ def weighted(dataset: Dataset, params: SolverParams) -> Dataset:
                               params.posed_task(int(dataset.classes.shape[0])), params.C)
 
 
+#: More distinct labels than this, not all integers, are taken for real values: a classifier
+#: is refused with the hint to ask for regression (never inferred: a user's 60 classes
+#: labelled 0.5, 1.5, ... stay classes if asked for as such below this, and a regression is
+#: always asked for explicitly)
+REAL_VALUED_CLASSES = 50
+
+
 def check_labels(params: SolverParams, dataset: Dataset) -> None:
     """Ordinal regression ranks numbers and regression fits them: string labels have no order
-    or value either may use (a one-class fit reads no labels)."""
+    or value either may use (a one-class fit reads no labels).  Classification refuses labels
+    that look real-valued (:data:`REAL_VALUED_CLASSES`), naming task='regression'."""
     if params.task in ("ordinal", "regression") and dataset.label_values is not None:
         what = "ranks" if params.task == "ordinal" else "real values"
         raise InvalidParametersError(f"task={params.task!r} needs numeric labels ({what}); "
                                      "the labels are strings")
+    if params.task == "classification" and dataset.label_values is None:
+        classes = dataset.classes
+        if classes.shape[0] > REAL_VALUED_CLASSES and np.any(classes != np.round(classes)):
+            # the task is never switched for the user: a classifier asked for is refused
+            raise InvalidParametersError(
+                f"the labels look real-valued ({classes.shape[0]} distinct values, not all "
+                f"integers): a classifier would train one problem per value; for support "
+                f"vector regression ask for task='regression' (loss "
+                f"'squared_epsilon_insensitive' or 'epsilon_insensitive', epsilon as "
+                f"LIBLINEAR's -p)")
 
 
 def prepare_features(dataset: Dataset, scale: str

@@ -49,6 +49,8 @@ def warm_up_losses() -> None:
         loss.sum(xi, weight)
         loss.value(xi)
         loss.derivative(xi)
+        if loss.code is not None:
+            loss.curvature(xi)
         loss.prox(xi, weight)
         loss.conjugate_sum(np.zeros(3), weight)
 

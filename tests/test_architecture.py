@@ -26,7 +26,8 @@ SOLVERS_DIR = Path(solvers.__file__).resolve().parent
 # (the leaves -- tunables, termination codes, the monitor protocol -- from anywhere).
 LAYERS = {
     "solvers.config": 0,
-    "solvers.termination": 0,
+    # the termination codes and the gap's round-off rule, which the monitor's records apply
+    "solvers.termination": -1,
     "solvers.monitor": 0,
     "solvers.core": 1,
     "solvers.data": 2,

@@ -162,7 +162,15 @@ _TOGETHER = {
     ("dual_cd", "multiclass", "crammer_singer"): {"loss": "hinge"},
     # a linear solver's one-vs-one is the low-rank path's strategy
     **{(solver, "multiclass", "ovo"): {"approximation": "nystrom"}
-       for solver in ("mfn", "alm", "cutting_plane", "interior_point", "dual_cd", "auto")},
+       for solver in ("mfn", "alm", "cutting_plane", "interior_point", "dual_cd", "auto",
+                      "newton")},
+    # the residual losses are regression's, and regression takes them
+    **{(solver, field, value): other
+       for solver in ("mfn", "dual_cd", "auto")
+       for field, value, other in (
+           ("loss", "squared_epsilon_insensitive", {"task": "regression"}),
+           ("loss", "epsilon_insensitive", {"task": "regression"}),
+           ("task", "regression", {"loss": "squared_epsilon_insensitive"}))},
 }
 # Fields whose only valid value is the default: another value must reach the model (which
 # rejects it), proving the option passed it on.
@@ -288,7 +296,8 @@ def test_every_option_is_in_the_help_with_its_allowed_values(solver, capsys):
 @pytest.mark.parametrize("args, message", [
     (["--solver", "mfn", "--preconditioning", "fast"], "expected a number >= 0 or auto"),
     (["--solver", "mfn", "--max-iter", "2.5"], "expected an integer >= 1"),
-    (["--solver", "mfn", "--loss", "lp"], "expected squared_hinge, modified_huber or hinge"),
+    (["--solver", "mfn", "--loss", "lp"],
+     "expected squared_hinge, modified_huber, hinge or squared_epsilon_insensitive"),
     (["--solver", "relaxed_lssvm", "--sumt", "maybe"], "expected true or false"),
 ])
 def test_a_value_of_no_allowed_kind_is_refused_naming_the_allowed(args, message, capsys):
@@ -584,14 +593,17 @@ def solvers_read(path):
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ("-s 0", "-s 0: L2-regularized logistic regression (primal): no solver here has the "
-             "logistic loss; the types that map here are -s 1, -s 2, -s 3, -s 4"),
+    ("-s 6", "-s 6: L1-regularized logistic regression: no solver here has an L1 "
+             "regularizer; the types that map here are -s 0, -s 1, -s 2, -s 3, -s 4, -s 7, "
+             "-s 11, -s 12, -s 13"),
     ("-s 5", "-s 5: L1-regularized L2-loss SVC: no solver here has an L1 regularizer"),
-    ("-s 11", "no regression here"),
+    ("-s 1 -p 0.5", "-p is the epsilon of LIBLINEAR's support vector regression"),
+    ("-s 12 -p -1", "-p -1: epsilon must be >= 0"),
     ("-s 99", "-s 99: LIBLINEAR has no such solver type"),
     ("-s x", "LIBLINEAR's solver type is a number"),
     ("-s 2 -e 0.01", "-e with -s 2: LIBLINEAR's primal stopping rule"),
-    ("-e 0.01 --solver mfn", "-e is LIBLINEAR's stopping rule of its dual solvers"),
+    ("-e 0.01 --solver mfn", "-e is LIBLINEAR's stopping rule: give it with -s 0, 1, 3, 4 "
+                             "or 7"),
     ("-s 1 -B 0", "-B 0: a bias feature of value 0 is no bias"),
     ("-s 1 --solver mfn", "give LIBLINEAR's -s or --solver, not both"),
     ("-s 1 -c 0", "-c 0: C must be positive"),
@@ -634,6 +646,14 @@ def test_liblinear_options_set_the_parameters():
     spec = solver_spec_from_argv(argv)
     assert liblinear_params(build_parser(spec).parse_args(argv), spec)["multiclass"] == \
         "crammer_singer"
+    for argv, expected in ((["train", "-s", "0", "x"], ("newton", "gradient", 0.01)),
+                           (["train", "-s", "7", "x"], ("dual_cd", "projected_gradient", 0.1)),
+                           (["train", "-s", "0", "-e", "1e-4", "x"],
+                            ("newton", "gradient", 1e-4))):
+        spec = solver_spec_from_argv(argv)
+        params = liblinear_params(build_parser(spec).parse_args(argv), spec)
+        assert (spec.name, params["stop_rule"], params["eps"]) == expected
+        assert params["loss"] == "logistic"
 
 
 def test_train_takes_libsvms_b_and_writes_the_text_format_where_it_holds_the_model(tmp_path,
@@ -658,3 +678,60 @@ def test_train_takes_libsvms_b_and_writes_the_text_format_where_it_holds_the_mod
     assert main(["train", heart, str(plain), "--solver", "dual_cd", "-b", "1", "-q",
                  "--format", "liblinear"]) == 2
     assert "--format liblinear: LIBLINEAR's file has no place" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("s", ["11", "12", "13"])
+def test_liblinear_regression_types_train_and_predict_as_liblinear(tmp_path, capsys, s):
+    """-s 11/12/13 -p EPS train the regression LIBLINEAR's types train (mfn, dual_cd), and
+    predict prints LIBLINEAR's two regression lines and writes the values."""
+    housing = str(data_path("regression/housing_scale"))
+    model, output = tmp_path / "h.model", tmp_path / "h.out"
+    assert main(["train", "-s", s, "-c", "2", "-p", "0.5", "-B", "1", "-e" if s != "11"
+                 else "--tol", "0.0001" if s != "11" else "1e-10", "-q", "--format", "npz",
+                 housing, str(model)]) == 0
+    loaded = solvers.load_model(model)
+    assert loaded.task == "regression"
+    params = loaded.metadata["params"]
+    assert (params["C"], params["bias"], params["loss"]) == (
+        2.0, "regularized", "epsilon_insensitive" if s == "13" else
+        "squared_epsilon_insensitive")
+    assert params["insensitivity" if s == "11" else "epsilon"] == 0.5  # mfn: its own name
+    capsys.readouterr()
+    assert main(["predict", housing, str(model), str(output)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    data = solvers.read_svmlight(housing)
+    values = loaded.predict(data.X)
+    mse = float(np.mean((values - data.y) ** 2))
+    assert lines[0] == f"Mean squared error = {mse:g} (regression)"
+    assert lines[1].startswith("Squared correlation coefficient = ")
+    assert lines[1].endswith(" (regression)")
+    np.testing.assert_array_equal(np.loadtxt(output), values)
+
+
+def test_logistic_regression_as_liblinear_trains_and_predicts_it(tmp_path, capsys):
+    """``svmsvc train -s 0`` / ``-s 7`` then ``svmsvc predict -b 1``: a 'labels ...' header
+    and each label with its probabilities, LIBLINEAR's -b 1 to the printed digits (LIBLINEAR
+    trained at the same -e, its rule); held-out svmguide1.t."""
+    from liblinear import liblinearutil
+
+    train_file, test_file = data_path("svmguide1"), data_path("svmguide1.t")
+    train_set, test_set = solvers.read_svmlight(train_file), solvers.read_svmlight(test_file)
+    theirs = liblinearutil.train(train_set.y.astype(float).tolist(), train_set.X,
+                                 "-s 0 -c 1 -B 1 -e 1e-8 -q")
+    labels, _, probabilities = liblinearutil.predict(test_set.y.astype(float).tolist(),
+                                                     test_set.X, theirs, "-b 1 -q")
+    column = {label: j for j, label in enumerate(theirs.get_labels())}
+    for solver_type in ("0", "7"):
+        model, out = tmp_path / f"m{solver_type}", tmp_path / f"out{solver_type}"
+        assert main(["train", str(train_file), str(model), "-s", solver_type, "-c", "1",
+                     "-B", "1", "-e", "1e-8", "-q"]) == 0
+        assert main(["predict", "-b", "1", str(test_file), str(model), str(out)]) == 0
+        lines = out.read_text().splitlines()
+        assert lines[0] == "labels 0 1"
+        assert len(lines) == 1 + test_set.n_samples
+        rows = [line.split() for line in lines[1:]]
+        assert [float(r[0]) for r in rows] == labels
+        ours = np.array([[float(v) for v in r[1:]] for r in rows])
+        expected = np.array(probabilities)[:, [column[0.0], column[1.0]]]
+        np.testing.assert_allclose(ours, expected, atol=1e-5, rtol=0)
+    capsys.readouterr()

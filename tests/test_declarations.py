@@ -28,6 +28,8 @@ def _data(task: str) -> solvers.Dataset:
     the first 150 rows of dna (three labels, which are also ranks 1..3) otherwise."""
     if task == "binary":
         return load("heart_scale").subset(np.arange(120))
+    if task == "regression":
+        return load("regression/housing_scale").subset(np.arange(150))
     dna = load("dna.scale")
     rows = np.concatenate([np.flatnonzero(dna.y == c)[:50] for c in dna.classes])
     return dna.subset(rows)
@@ -37,8 +39,8 @@ def _params(combination, spec) -> dict:
     params = {"loss": combination.loss, "bias": combination.bias, "C": 0.5}
     if combination.loss == "lp":
         params["p"] = 1.5
-    if combination.task == "ordinal":
-        params["task"] = "ordinal"
+    if combination.task in ("ordinal", "regression"):
+        params["task"] = combination.task
     elif combination.task in ("crammer_singer", "ovo"):
         params["multiclass"] = combination.task
     if combination.task == "ovo" and not spec.params_model.own_kernel:
@@ -59,8 +61,11 @@ def test_every_declared_combination_trains(solver, combination):
     assert result.status in ("converged", "max_iter"), result.message
     assert np.isfinite(result.objective)
     predictions = result.model.predict(data.X)
-    assert set(np.unique(predictions)) <= set(data.classes)
-    assert np.mean(predictions == data.y) > 0.5
+    if combination.task == "regression":  # real values, closer to the labels than their mean
+        assert np.mean((predictions - data.y) ** 2) < 0.5 * np.var(data.y)
+    else:
+        assert set(np.unique(predictions)) <= set(data.classes)
+        assert np.mean(predictions == data.y) > 0.5
     if result.choice is not None:  # auto: the solver it chose declares the combination too
         chosen = solvers.get_solver(result.choice.solver)
         assert chosen.solves.allows(combination.task, combination.loss, combination.bias)
@@ -137,12 +142,13 @@ def test_lp_at_the_ends_of_its_range_is_the_hinge_or_the_squared_hinge():
 
 def test_the_loss_layer_names_every_loss_once():
     assert LOSSES == tuple(LOSS_TYPES)
-    assert LOSSES == ("hinge", "squared_hinge", "lp", "modified_huber", "least_squares")
+    assert LOSSES == ("hinge", "squared_hinge", "lp", "modified_huber", "least_squares",
+                      "epsilon_insensitive", "squared_epsilon_insensitive", "logistic")
     for name in LOSSES:
         loss = get_loss(name, 1.5)
         assert loss.name == canonical(name, 1.5)[0]
     with pytest.raises(ValueError, match="unknown loss"):
-        canonical("logistic")
+        canonical("cauchy")
 
 
 def test_a_declaration_refuses_what_it_does_not_name():

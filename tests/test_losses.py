@@ -11,14 +11,14 @@ from solvers.losses import LOSSES, ClippedLoss, Loss, get_loss, smoothed_hinge
 
 XI = np.array([-3.0, -1.0, -0.25, 0.0, 0.3, 1.0, 1.9, 2.0, 2.5, 6.0])
 CASES = [("hinge", 2.0), ("squared_hinge", 2.0), ("lp", 1.0), ("lp", 1.3), ("lp", 1.7),
-         ("lp", 2.0), ("modified_huber", 2.0), ("least_squares", 2.0)]
+         ("lp", 2.0), ("modified_huber", 2.0), ("least_squares", 2.0), ("logistic", 2.0)]
 
 
 def _direct(name, p, xi):
     pos = np.maximum(xi, 0.0)
     return {"hinge": pos, "squared_hinge": pos ** 2, "lp": pos ** p,
             "modified_huber": np.where(xi <= 2.0, pos ** 2, 4.0 * xi - 4.0),
-            "least_squares": xi ** 2}[name]
+            "least_squares": xi ** 2, "logistic": np.logaddexp(0.0, xi - 1.0)}[name]
 
 
 @pytest.mark.parametrize("name, p", CASES)
@@ -105,8 +105,9 @@ def test_clipped_family_matches_the_coded_losses():
 
 def test_unknown_loss():
     with pytest.raises(ValueError, match="unknown loss"):
-        get_loss("logistic")
-    assert set(LOSSES) == {"hinge", "squared_hinge", "lp", "modified_huber", "least_squares"}
+        get_loss("cauchy")
+    assert set(LOSSES) == {"hinge", "squared_hinge", "lp", "modified_huber", "least_squares",
+                           "logistic", "epsilon_insensitive", "squared_epsilon_insensitive"}
 
 
 @pytest.mark.parametrize("tau", [1.0, 0.01])
@@ -129,10 +130,12 @@ def test_smoothed_hinge_prox_minimizes(tau):
 
 def _incomplete(**leave_out):
     """The namespace of a complete coded loss (the hinge's formulas) without ``leave_out``."""
-    namespace = {"name": "incomplete", "code": get_loss("hinge").code, "p": 1.0,
+    namespace = {"name": "incomplete", "slack": "margin", "code": get_loss("hinge").code,
+                 "p": 1.0,
                  "has_exponent": False, "piecewise_linear": True, "clipped": False,
                  "smoothing": None, "dual_quadratic": 0.0,
                  "liblinear_solver_type": "L2R_L1LOSS_SVC_DUAL", "liblinear_types": (3,),
+                 "margin_sigmoid": None,
                  "dual_lower": lambda self, cost: np.zeros(np.shape(cost)),
                  "dual_upper": lambda self, cost: np.asarray(cost, dtype=float),
                  "conjugate": lambda self, v: np.zeros(np.shape(v))}

@@ -15,7 +15,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 import solvers
 from solvers.problems import BinaryProblem
-from solvers.sklearn import EXPECTED_FAILED_CHECKS, SVMClassifier
+from solvers.sklearn import EXPECTED_FAILED_CHECKS, LogisticRegression, SVMClassifier
 from tests.shared_data import load
 
 #: checks scikit-learn skips by itself here (not failures of the estimator)
@@ -113,3 +113,34 @@ def test_fit_on_a_dataset_and_auto():
     proba = calibrated.predict_proba(test.X)
     np.testing.assert_allclose(proba, calibrated.model_.predict_proba(test.X), rtol=0)
     assert proba.shape == (test.n_samples, 2)
+
+
+def test_logistic_regression_passes_check_estimator():
+    """``solvers.sklearn.LogisticRegression`` (its default solver, newton): every check
+    passes (tol=1e-12, as above; dual_cd's linear convergence leaves the sample-weight
+    equivalence checks' decision values 3e-7 apart at 1e-14, above their rtol 1e-7)."""
+    results = check_estimator(LogisticRegression(tol=1e-12), on_fail=None)
+    failed = {r["check_name"]: str(r["exception"]) for r in results
+              if r["status"] == "failed"}
+    skipped = {r["check_name"] for r in results if r["status"] == "skipped"}
+    assert not failed, failed
+    assert skipped <= SKIPPED_HERE, skipped
+
+
+def test_logistic_regression_is_scikit_learns_with_liblinear():
+    """The same optimum and probabilities as scikit-learn's LogisticRegression(solver=
+    "liblinear") (LIBLINEAR -s 0 with -B 1: intercept_scaling 1, regularized), and with a free
+    intercept as lbfgs's."""
+    from sklearn.linear_model import LogisticRegression as Theirs
+
+    ds = load("breast-cancer_scale")
+    X, y = ds.X, ds.labels
+    ours = LogisticRegression(C=2.0, tol=1e-12).fit(X, y)
+    theirs = Theirs(C=2.0, solver="liblinear", tol=1e-10, max_iter=10_000).fit(X, y)
+    np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=1e-6)
+    assert (ours.predict(X) == theirs.predict(X)).all()
+    free = LogisticRegression(C=2.0, bias="free", tol=1e-12).fit(X, y)
+    lbfgs = Theirs(C=2.0, solver="lbfgs", tol=1e-12, max_iter=10_000).fit(X.toarray(), y)
+    np.testing.assert_allclose(free.predict_proba(X), lbfgs.predict_proba(X.toarray()),
+                               atol=1e-5)
+    np.testing.assert_allclose(np.exp(ours.predict_log_proba(X)), ours.predict_proba(X))

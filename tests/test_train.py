@@ -38,7 +38,7 @@ def test_unknown_solver_lists_the_known_ones():
                                 "'squared_hinge' or 'modified_huber' or 'hinge' with bias "
                                 "'regularized' or 'none'"),
     ({"bias": "free"}, "bias='free': the paper regularizes b"),
-    ({"loss": "logistic"}, "loss: Input should be"),
+    ({"loss": "cauchy"}, "loss: Input should be"),
     ({"colour": "red"}, "colour: Extra inputs are not permitted"),
     ({"max_iter": "many"}, "max_iter: Input should be a valid integer"),
 ])

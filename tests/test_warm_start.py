@@ -46,6 +46,7 @@ FAMILY_SETTINGS = {
     "interior_point": {"loss": "hinge", "bias": "free", "linear_solver": "direct"},
     "lssvm": {"kernel": "linear"},
     "proximal_svm": {"kernel": "linear"},
+    "newton": {"loss": "logistic"},
 }
 
 

@@ -55,8 +55,10 @@ def route_limits(settings) -> tuple[list[tuple[BodyLimit, re.Pattern[str]]], Bod
     every other request (JSON bodies: jobs, sharded datasets, evaluations, pose ...)."""
     own = [
         BodyLimit("POST", f"{API_PREFIX}/datasets", None, "max_upload_bytes"),
-        BodyLimit("POST", f"{API_PREFIX}/models/{{model_id}}/predict",
-                  settings.max_predict_bytes, "max_predict_bytes"),
+        *(BodyLimit("POST", f"{API_PREFIX}/{template}/predict", settings.max_predict_bytes,
+                    "max_predict_bytes")
+          for template in ("models/{model_id}", "registry/{name}@{alias}",
+                           "registry/{name}/{version}")),
     ]
     default = BodyLimit("*", "*", settings.max_json_body_bytes, "max_json_body_bytes")
     return [(rule, compile_path(rule.template)[0]) for rule in own], default

@@ -1,4 +1,7 @@
-"""GET predict of a cached linear model, answered before the router (issue 38).
+"""GET predict of a cached linear model, answered before the router (issue 38), by id or
+through the registry (``/registry/{name}@{alias}/predict``, ``/registry/{name}/{version}/
+predict``: the name resolved to a model id for every request, see :meth:`PredictFastPath.
+_registered`).
 
 One ``GET /api/v1/models/{model_id}/predict`` cost the web process 0.84-1.0 ms of CPU on a
 2-core machine of this project's kind, of which scoring the example is some 0.07 ms: py-spy
@@ -38,13 +41,18 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api import API_PREFIX
+from app.api.deps import MAX_POSITION
 from app.core.principals import Scope as KeyScope
 from app.core.security import authorize, presented_key
+from app.crud.registry import SLUG_PATTERN
 from app.errors import ServiceError
 from app.prediction import example_columns, predict_linear_one
 
 _PATH = re.compile(API_PREFIX + r"/models/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                                 r"[0-9a-fA-F]{4}-[0-9a-fA-F]{12})/predict")
+_SLUG = SLUG_PATTERN.strip("^$")
+_REGISTRY_PATH = re.compile(API_PREFIX + rf"/registry/({_SLUG})(?:@({_SLUG})|/([1-9][0-9]{{0,9}}))"
+                                         r"/predict")
 _BOOLEAN = {"true": True, "1": True, "false": False, "0": False}
 _CONTENT_TYPE = (b"content-type", b"application/json")
 
@@ -70,18 +78,26 @@ class PredictFastPath:
     ``metrics`` the application's :class:`~app.metrics.ServiceMetrics`, ``cors`` whether
     CORS is configured."""
 
-    def __init__(self, app: ASGIApp, route, metrics, cors: bool = False):
+    def __init__(self, app: ASGIApp, routes: dict, metrics, cors: bool = False):
         self.app = app
-        self.route = route
+        self.routes = routes
         self.metrics = metrics
         self.cors = cors
 
     def answer(self, scope: Scope) -> bytes | None:
         """The body of the answer to ``scope``, or None: let the route answer."""
+        found = self.answer_for(scope)
+        return None if found is None else found[0]
+
+    def answer_for(self, scope: Scope) -> tuple[bytes, object] | None:
+        """The body of the answer to ``scope`` and the route it answers for, or None: let the
+        route answer."""
         if scope["method"] != "GET" or scope.get("root_path"):
             return None
-        match = _PATH.fullmatch(scope["path"])
-        if match is None:
+        path = scope["path"]
+        match = _PATH.fullmatch(path)
+        registered = None if match is not None else _REGISTRY_PATH.fullmatch(path)
+        if match is None and registered is None:
             return None
         query = _query(scope["query_string"])
         if query is None:
@@ -94,7 +110,13 @@ class PredictFastPath:
             principal = authorize(state.api_keys, presented_key(headers), KeyScope.read)
         except ServiceError:
             return None
-        cached = state.model_cache.peek(uuid.UUID(match.group(1)))
+        if match is not None:
+            model_id, route = uuid.UUID(match.group(1)), self.routes["predict"]
+        else:
+            model_id, route = self._registered(state, principal, *registered.groups())
+            if model_id is None:
+                return None
+        cached = state.model_cache.peek(model_id)
         if cached is None or not principal.may_see(cached[1]):
             return None
         x, zero_based = query
@@ -102,27 +124,46 @@ class PredictFastPath:
             columns = example_columns(cached[0], x, zero_based)
         except ServiceError:
             return None
-        return predict_linear_one(cached[0], columns)
+        body = predict_linear_one(cached[0], columns)
+        return None if body is None else (body, route)
+
+    def _registered(self, state, principal, name: str, alias: str | None,
+                    version: str | None) -> tuple[uuid.UUID | None, object]:
+        """The model id ``name@alias`` or ``name/version`` resolves to now (None: let the
+        route answer), and the route the request is for.  One primary-key read on the event
+        loop (:class:`app.crud.registry.DirectLookup`; no cache, so a moved alias is seen here
+        at the next request): a read that never waits for a writer (SQLite's WAL,
+        PostgreSQL's MVCC), measured by ``python -m bench service registry``."""
+        lookup = state.registry_lookup
+        if alias is not None:
+            return lookup.model_id(principal.owner, name, alias), self.routes["predict-alias"]
+        number = int(version)
+        route = self.routes["predict-version"]
+        if number > MAX_POSITION:
+            return None, route
+        return lookup.model_id(principal.owner, name, version=number), route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         start = time.perf_counter()
-        body = self.answer(scope) if scope["type"] == "http" else None
-        if body is None:
+        answered = self.answer_for(scope) if scope["type"] == "http" else None
+        if answered is None:
             await self.app(scope, receive, send)
             return
+        body, route = answered
         # the headers of Response(body, media_type="application/json"), the route's answer
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-length", str(len(body)).encode()), _CONTENT_TYPE]})
         await send({"type": "http.response.body", "body": body})
-        self.metrics.record_request("GET", self.route.path, 200, time.perf_counter() - start)
+        self.metrics.record_request("GET", route.path, 200, time.perf_counter() - start)
 
 
-def install(app, route, metrics, cors: bool) -> None:
+def install(app, routes: dict, metrics, cors: bool) -> None:
     """Put :class:`PredictFastPath` around ``app``'s middleware stack (built on the first
-    request, as Starlette builds it)."""
+    request, as Starlette builds it); ``routes``: the GET predict routes by name
+    (``predict`` by id, ``predict-alias`` and ``predict-version`` of the registry)."""
     build = app.build_middleware_stack
 
     def build_middleware_stack():
-        return PredictFastPath(build(), route, metrics, cors)
+        return PredictFastPath(build(), routes, metrics, cors)
 
     app.build_middleware_stack = build_middleware_stack

@@ -8,7 +8,8 @@ traceback.
 One module per command group, each adding its parsers (``add_*_command``, whose
 ``handler`` runs the command): :mod:`app.cli.info` (``info``, ``solvers``),
 :mod:`app.cli.train` (``train``, with LIBLINEAR's options from :mod:`app.cli.liblinear`),
-:mod:`app.cli.cv`, :mod:`app.cli.models` (``predict``, ``export``) and
+:mod:`app.cli.cv`, :mod:`app.cli.models` (``predict``, ``export``),
+:mod:`app.cli.registry` (``registry``: a client of a running service's model registry) and
 :mod:`app.commands` (``serve``, ``migrate``); a solver's options come from its parameter
 model (:mod:`app.cli.solver_options`), what the commands share from :mod:`app.cli.common`.
 """
@@ -24,6 +25,7 @@ from app.cli.cv import add_cv_command
 from app.cli.info import add_info_command, add_solvers_command
 from app.cli.liblinear import liblinear_argv, liblinear_type
 from app.cli.models import add_export_command, add_predict_command
+from app.cli.registry import add_registry_command
 from app.cli.train import add_train_command
 
 #: The status of a command whose reader closed the pipe (128 + SIGPIPE, as a shell reports it).
@@ -41,6 +43,7 @@ def build_parser(solver_spec=None) -> argparse.ArgumentParser:
     add_predict_command(commands)
     add_export_command(commands)
     add_solvers_command(commands)
+    add_registry_command(commands)
 
     for add_service_command in SERVICE_COMMANDS:
         add_service_command(commands)

@@ -1,5 +1,5 @@
 """LIBLINEAR's habits on ``svmsvc train``: its ``-s`` solver types mapped onto the solvers
-here (or refused, saying why), ``-c -e -B``, ``-wi WEIGHT``, LIBSVM's ``-b`` (train with
+here (or refused, saying why), ``-c -e -p -B``, ``-wi WEIGHT``, LIBSVM's ``-b`` (train with
 probability estimates), and ``-v`` / ``-C`` cross-validation with LIBLINEAR's output lines."""
 
 from __future__ import annotations
@@ -19,12 +19,17 @@ class LiblinearType:
     solver: str
     params: dict[str, Any]
     describe: str
-    eps: bool  # whether -e maps (dual_cd's projected-gradient spread, LIBLINEAR's rule)
+    eps: bool  # whether -e maps (the solver's stop_rule in params is LIBLINEAR's rule)
+    default_eps: float = 0.1  # LIBLINEAR's -e for the type (0.1 dual, 0.01 primal)
 
 
 #: LIBLINEAR's solver types that map cleanly onto a solver here (same problem; for dual_cd
-#: the same algorithm and stopping rule, Hsieh et al. 2008 and Keerthi et al. 2008).
+#: and newton the same algorithm and stopping rule: Hsieh et al. 2008, Keerthi et al. 2008,
+#: Yu, Huang & Lin 2011, LIBLINEAR's newton.cpp).
 LIBLINEAR_TYPES: dict[int, LiblinearType] = {
+    0: LiblinearType("newton", {"loss": "logistic", "stop_rule": "gradient"},
+                     "L2-regularized logistic regression, primal (newton, logistic)", True,
+                     0.01),
     1: LiblinearType("dual_cd", {"loss": "squared_hinge", "stop_rule": "projected_gradient"},
                      "L2-regularized L2-loss SVC, dual (dual_cd, squared hinge)", True),
     2: LiblinearType("mfn", {"loss": "squared_hinge"},
@@ -35,17 +40,29 @@ LIBLINEAR_TYPES: dict[int, LiblinearType] = {
     4: LiblinearType("dual_cd", {"loss": "hinge", "multiclass": "crammer_singer",
                                  "stop_rule": "projected_gradient"},
                      "Crammer-Singer multi-class SVC (dual_cd, crammer_singer)", True),
+    7: LiblinearType("dual_cd", {"loss": "logistic", "stop_rule": "projected_gradient"},
+                     "L2-regularized logistic regression, dual (dual_cd, logistic)", True),
+    11: LiblinearType("mfn", {"task": "regression", "loss": "squared_epsilon_insensitive"},
+                      "L2-regularized L2-loss support vector regression, primal (mfn, "
+                      "squared_epsilon_insensitive: the same problem by another primal "
+                      "Newton method; -e does not map)", False),
+    12: LiblinearType("dual_cd", {"task": "regression", "loss": "squared_epsilon_insensitive",
+                                  "stop_rule": "projected_gradient"},
+                      "L2-regularized L2-loss support vector regression, dual (dual_cd, "
+                      "Ho & Lin)", True),
+    13: LiblinearType("dual_cd", {"task": "regression", "loss": "epsilon_insensitive",
+                                  "stop_rule": "projected_gradient"},
+                      "L2-regularized L1-loss support vector regression, dual (dual_cd, "
+                      "Ho & Lin)", True),
 }
+
+#: the stop_rule that is LIBLINEAR's -e, for the solvers that have one
+EPS_RULES = {"dual_cd": "projected_gradient", "newton": "gradient"}
 
 #: LIBLINEAR's other types and why they are refused.
 LIBLINEAR_REFUSED: dict[int, str] = {
-    0: "L2-regularized logistic regression (primal): no solver here has the logistic loss",
     5: "L1-regularized L2-loss SVC: no solver here has an L1 regularizer",
-    6: "L1-regularized logistic regression: no L1 regularizer nor logistic loss here",
-    7: "L2-regularized logistic regression (dual): no solver here has the logistic loss",
-    11: "L2-regularized L2-loss support vector regression: no regression here",
-    12: "L2-regularized L2-loss support vector regression (dual): no regression here",
-    13: "L2-regularized L1-loss support vector regression (dual): no regression here",
+    6: "L1-regularized logistic regression: no solver here has an L1 regularizer",
     21: "one-class SVM: no one-class problem here",
 }
 
@@ -77,15 +94,15 @@ def liblinear_params(args, spec) -> dict[str, Any]:
         params.update(kind.params)
         params["bias"] = "none"  # LIBLINEAR's default -B -1, unless -B says otherwise
         if kind.eps:
-            params["eps"] = 0.1  # LIBLINEAR's default -e for the dual solvers
+            params["eps"] = kind.default_eps  # LIBLINEAR's default -e for the type
     if args.ll_C is not None:
         if args.ll_C <= 0:
             raise CLIError(f"-c {args.ll_C:g}: C must be positive")
         params["C"] = args.ll_C
     if args.ll_eps is not None:
-        if kind is None and spec.name != "dual_cd":
-            raise CLIError("-e is LIBLINEAR's stopping rule of its dual solvers: give it "
-                           "with -s 1, 3 or 4 (or --solver dual_cd); other solvers stop on "
+        if kind is None and spec.name not in EPS_RULES:
+            raise CLIError("-e is LIBLINEAR's stopping rule: give it with -s 0, 1, 3, 4, 7, 12 "
+                           "or 13 (or --solver dual_cd or newton); other solvers stop on "
                            "--tol")
         if kind is not None and not kind.eps:
             raise CLIError(f"-e with -s {args.ll_type}: LIBLINEAR's primal stopping rule "
@@ -94,7 +111,17 @@ def liblinear_params(args, spec) -> dict[str, Any]:
         if args.ll_eps <= 0:
             raise CLIError(f"-e {args.ll_eps:g}: the tolerance must be positive")
         params["eps"] = args.ll_eps
-        params["stop_rule"] = "projected_gradient"
+        params["stop_rule"] = EPS_RULES[kind.solver if kind is not None else spec.name]
+    if args.ll_p is not None:
+        if not (kind is not None and kind.params.get("task") == "regression"):
+            raise CLIError("-p is the epsilon of LIBLINEAR's support vector regression: "
+                           "give it with -s 11, 12 or 13")
+        if args.ll_p < 0:
+            raise CLIError(f"-p {args.ll_p:g}: epsilon must be >= 0")
+        # mfn's own epsilon is its CGLS tolerance: the tube is its insensitivity field
+        key = "insensitivity" if "insensitivity" in spec.params_model.model_fields \
+            else "epsilon"
+        params[key] = args.ll_p
     if args.ll_bias is not None:
         if args.ll_bias == 0:
             raise CLIError("-B 0: a bias feature of value 0 is no bias; give -B -1 for none "

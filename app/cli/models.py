@@ -20,7 +20,9 @@ def add_predict_command(commands) -> None:
     predict.add_argument("-b", type=int, choices=(0, 1), default=0,
                          help="1: write probabilities (LIBSVM's format: a 'labels ...' "
                               "header, then the label and one probability per class); the "
-                              "model must have been trained with --probability true")
+                              "model must have been trained with --probability true or be "
+                              "a logistic model (-s 0, -s 7), whose probabilities are its "
+                              "own")
     predict.add_argument("--output", help="write one predicted label per line here")
     predict.add_argument("--metrics", action="store_true",
                          help="after LIBLINEAR's line, print balanced accuracy, macro F1 and, "
@@ -85,12 +87,16 @@ def _write_predictions(args, model, predictions, proba) -> None:
 
     if args.b == 1:  # LIBSVM's -b 1 output: a header of labels, then label and probabilities
         if proba is None:
-            raise CLIError("-b 1 needs a model trained with --probability true")
+            raise CLIError("-b 1 needs a model with probabilities: trained with "
+                           "--probability true, or a logistic model (-s 0, -s 7, --loss "
+                           "logistic: its own)")
         lines = ["labels " + " ".join(label_key(c) for c in model.classes_) + "\n"]
         lines += [f"{label_key(p)} " + " ".join(f"{v:g}" for v in row) + "\n"
                   for p, row in zip(predictions, proba, strict=True)]
         if args.output:
             Path(args.output).write_text("".join(lines))
+    elif args.output and model.task == "regression":  # real values, every digit
+        Path(args.output).write_text("".join(f"{float(p)!r}\n" for p in predictions))
     elif args.output:
         Path(args.output).write_text("".join(f"{label_key(p)}\n" for p in predictions))
 
@@ -103,16 +109,14 @@ def liblinear_summary(model, truth, predictions) -> str:
     import numpy as np
 
     total = int(np.shape(truth)[0])
-    if getattr(model, "task", "classification") == "regression":
-        t = np.asarray(truth, dtype=np.float64)
-        p = np.asarray(predictions, dtype=np.float64)
-        mse = float(np.mean((p - t) ** 2)) if total else 0.0
-        sp, st = p.sum(), t.sum()
-        numerator = (total * float(p @ t) - sp * st) ** 2
-        denominator = (total * float(p @ p) - sp * sp) * (total * float(t @ t) - st * st)
-        scc = numerator / denominator if denominator else float("nan")
-        return (f"Mean squared error = {mse:g} (regression)\n"
-                f"Squared correlation coefficient = {scc:g} (regression)")
+    if model.task == "regression":
+        from solvers.evaluate import regression_scores
+
+        scores = regression_scores(truth, predictions)
+        mse, scc = scores["mean_squared_error"], scores["squared_correlation"]
+        return (f"Mean squared error = {float('nan') if mse is None else mse:g} (regression)\n"
+                f"Squared correlation coefficient = {float('nan') if scc is None else scc:g} "
+                f"(regression)")
     correct = int(np.sum(np.asarray(predictions) == np.asarray(truth)))
     accuracy = 100.0 * correct / total if total else 0.0
     return f"Accuracy = {accuracy:g}% ({correct}/{total}) (classification)"
@@ -123,6 +127,12 @@ def _print_metrics(model, ds) -> None:
     precision."""
     from solvers.evaluate import evaluate
 
+    if model.task == "regression":
+        report = evaluate(model, ds, parallel=True)
+        print(f"mean absolute error: {report['mean_absolute_error']:.6g}")
+        if report["r2"] is not None:
+            print(f"R^2: {report['r2']:.6f}")
+        return
     report = evaluate(model, ds, parallel=True)
     print(f"balanced accuracy: {100.0 * report['balanced_accuracy']:.4f}%")
     print(f"macro F1: {report['f1_macro']:.6f}")

@@ -46,9 +46,14 @@ def add_train_command(commands, solver_spec) -> None:
     liblinear.add_argument("-c", dest="ll_C", type=number_option, default=None,
                            metavar="COST", help="C (LIBLINEAR's -c, default 1)")
     liblinear.add_argument("-e", dest="ll_eps", type=number_option, default=None,
-                           metavar="EPS", help="-s 1, 3, 4 (dual_cd): LIBLINEAR's stopping "
-                                               "rule, the projected gradient's spread at "
-                                               "most EPS (default 0.1)")
+                           metavar="EPS", help="-s 1, 3, 4, 12, 13 (dual_cd): LIBLINEAR's "
+                                               "stopping rule, the projected gradient's "
+                                               "spread at most EPS (12, 13: its 1-norm at "
+                                               "most EPS times the first pass's; default "
+                                               "0.1)")
+    liblinear.add_argument("-p", dest="ll_p", type=number_option, default=None,
+                           metavar="EPS", help="-s 11, 12, 13: the epsilon of the "
+                                               "epsilon-insensitive loss (default 0.1)")
     liblinear.add_argument("-B", dest="ll_bias", type=number_option, default=None,
                            metavar="BIAS", help="BIAS > 0: a constant feature of value BIAS "
                                                 "appended to every example, its weight "

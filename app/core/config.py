@@ -185,6 +185,27 @@ class Settings(BaseSettings):
                              "worker that held partitions (they are read again from their "
                              "shards onto the workers left); 0: the first loss fails the job.")
 
+    prediction_chunk_rows: int = Field(
+        50_000, ge=1, description="Rows a batch prediction job reads, scores and writes at a "
+                                  "time: the worker holds one chunk's rows and answers, never "
+                                  "the whole result.")
+    webhook_allowed_hosts: str = Field(
+        "", description="Hosts a job's callback_url may name, comma-separated: host names, IP "
+                        "addresses or networks (10.0.0.0/8); every address the host resolves "
+                        "to must be public or inside a listed address or network (loopback "
+                        "and private ranges only when listed). Empty: no webhooks.")
+    webhook_max_attempts: int = Field(
+        5, ge=1, description="Deliveries of a job's event tried before it is given up (the "
+                             "receiver answers no 2xx, or cannot be reached).")
+    webhook_backoff_s: float = Field(
+        2.0, gt=0, description="Seconds before the second delivery of an event; each next "
+                               "waits twice as long (exponential backoff), at most "
+                               "webhook_backoff_max_s.")
+    webhook_backoff_max_s: float = Field(
+        600.0, gt=0, description="Longest wait between two deliveries of an event (seconds).")
+    webhook_timeout_s: float = Field(
+        10.0, gt=0, description="Seconds a webhook receiver has to answer one delivery.")
+
     @model_validator(mode="after")
     def _default_time_limit_within_cap(self) -> Settings:
         if self.job_time_limit_s > self.max_job_time_limit_s:
@@ -230,6 +251,11 @@ class Settings(BaseSettings):
     def shard_scheme_list(self) -> list[str]:
         """The URL schemes allowed for shards, lower case."""
         return [scheme.lower() for scheme in comma_separated(self.shard_schemes)]
+
+    @property
+    def webhook_allowed_host_list(self) -> list[str]:
+        """The entries of ``webhook_allowed_hosts``, lower case."""
+        return [entry.lower() for entry in comma_separated(self.webhook_allowed_hosts)]
 
     @property
     def cors_origin_list(self) -> list[str]:

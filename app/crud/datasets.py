@@ -123,10 +123,10 @@ def record_scan(session: Session, dataset_id, stats: dict) -> None:
 
 def delete_with_uses(session: Session, files: DatasetStorage, dataset: Dataset,
                      cascade: bool) -> list:
-    """Delete a dataset (row and file), and with ``cascade`` the finished jobs and the models
-    that use it; 409 while queued or running jobs use it, or other uses without ``cascade``.
-    Returns the ids of the models deleted (for the model cache).  The caller holds
-    ``files.lock``."""
+    """Delete a dataset (row and file), and with ``cascade`` the finished jobs (a prediction
+    job's result file too) and the models that use it; 409 while queued or running jobs use
+    it, or other uses without ``cascade``.  Returns the ids of the models deleted (for the
+    model cache).  The caller holds ``files.lock``."""
     uses = or_(Job.dataset_id == dataset.id, Job.validation_dataset_id == dataset.id)
     active = session.scalar(select(func.count()).select_from(Job).where(
         uses, Job.status.in_([JobStatus.queued, JobStatus.running])))
@@ -134,6 +134,8 @@ def delete_with_uses(session: Session, files: DatasetStorage, dataset: Dataset,
         raise Conflict(f"dataset {dataset.id} is used by {active} queued or running job(s); "
                        f"cancel them first")
     job_ids = list(session.scalars(select(Job.id).where(uses)))
+    results = [result["name"] for result in session.scalars(select(Job.result).where(uses))
+               if result]  # prediction jobs' files
     model_ids = list(session.scalars(select(TrainedModel.id).where(
         or_(TrainedModel.dataset_id == dataset.id, TrainedModel.job_id.in_(job_ids)))))
     if (job_ids or model_ids) and not cascade:
@@ -152,4 +154,6 @@ def delete_with_uses(session: Session, files: DatasetStorage, dataset: Dataset,
     if stored and not session.scalar(select(func.count()).select_from(Dataset)
                           .where(Dataset.sha256 == digest)):
         files.delete(digest)
+    for name in results:
+        files.delete_result(name)
     return model_ids

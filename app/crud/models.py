@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.core.principals import Principal
 from app.crud.pages import owned, page, visible
+from app.crud.registry import lock_name, refuse_if_aliased
 from app.db.models import TrainedModel
 from app.db.session import Sessions
 from app.tags import merged, where_tagged
@@ -47,9 +48,15 @@ def get(session: Session, model_id: uuid.UUID, principal: Principal) -> TrainedM
 
 
 def delete(session: Session, model_id: uuid.UUID, principal: Principal) -> None:
-    """Delete a model (its job stays, without a model); :class:`NotFound` if there is none
-    for ``principal``."""
-    session.delete(get(session, model_id, principal))
+    """Delete a model (its job stays, without a model; its registry version goes with it);
+    :class:`NotFound` if there is none for ``principal``, :class:`Conflict` while a registry
+    alias points at its version."""
+    model = get(session, model_id, principal)
+    if model.version is not None:  # a registered version goes with its model, unless aliased
+        version = model.version
+        lock_name(session, Principal(version.owner, principal.scope), version.name)
+        refuse_if_aliased(session, version.owner, version.name, version.version)
+    session.delete(model)
     session.commit()
 
 

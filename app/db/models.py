@@ -19,6 +19,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
@@ -73,6 +74,13 @@ class JobStatus(enum.StrEnum):
 
 
 FINISHED_STATES = frozenset({JobStatus.succeeded, JobStatus.failed, JobStatus.cancelled})
+
+
+class JobKind(enum.StrEnum):
+    """What a job does: ``train`` a model, or ``predict`` a stored dataset with one."""
+
+    train = "train"
+    predict = "predict"
 
 
 class Base(DeclarativeBase):
@@ -178,9 +186,24 @@ class Job(Base):
                                                  server_default=false())
     #: the user's labels (``app.tags``): str -> str, bounded; null for jobs older than them
     tags: Mapped[dict[str, Any] | None]
+    # the registered model its model becomes the next version of (None: not registered)
+    model_name: Mapped[str | None] = mapped_column(String(64))
+    # "train" (solves a problem, makes a model) or "predict" (a batch prediction job: scores
+    # its dataset with ``predict_model_id`` into a stored result, app.batch_prediction)
+    kind: Mapped[str] = mapped_column(String(16), default=JobKind.train,
+                                      server_default=JobKind.train.value)
+    predict_model_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("models.id", ondelete="SET NULL"), index=True)
+    # a prediction job's result: {"format", "path", "bytes", "rows", "columns"} once written
+    result: Mapped[dict[str, Any] | None]
+    rows_done: Mapped[int | None] = mapped_column(BigInteger)  # a prediction job's progress
+    rows_total: Mapped[int | None] = mapped_column(BigInteger)
+    # where the job's end is POSTed (app.webhooks); checked against the allowed hosts
+    callback_url: Mapped[str | None] = mapped_column(String(2048))
 
     model: Mapped[TrainedModel | None] = relationship(
-        back_populates="job", uselist=False, lazy="selectin")
+        back_populates="job", uselist=False, lazy="selectin",
+        primaryjoin="Job.id == TrainedModel.job_id", foreign_keys="TrainedModel.job_id")
 
 
 class JobLogEntry(Base):
@@ -234,7 +257,148 @@ class TrainedModel(Base):
     #: the user's labels: its job's when it was stored, then its own (``app.tags``)
     tags: Mapped[dict[str, Any] | None]
 
-    job: Mapped[Job | None] = relationship(back_populates="model")
+    job: Mapped[Job | None] = relationship(
+        back_populates="model", primaryjoin="Job.id == TrainedModel.job_id",
+        foreign_keys=[job_id])
+    version: Mapped[ModelVersion | None] = relationship(  # deleted with the model
+        back_populates="model", uselist=False, lazy="selectin", cascade="all, delete",
+        passive_deletes=True)
+
+
+class RegisteredModel(Base):
+    """A named model of one owner (the registry, :mod:`app.crud.registry`): ``latest_version``
+    is the number its last version took.  Its row is the lock of the name: registering a
+    version increments the counter (an ``UPDATE``, which on PostgreSQL holds the row until the
+    commit), and moving an alias or deleting a version locks it first, so the writers of one
+    name take turns (on SQLite the write sessions' ``BEGIN IMMEDIATE`` already serializes
+    them).  Numbers are never reused: a deleted version leaves its number behind."""
+
+    __tablename__ = "registered_models"
+
+    owner: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    latest_version: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ModelVersion(Base):
+    """Version ``version`` of a registered model: the model a successful job under that name
+    produced, with what made it (job, dataset, solver, parameters, metrics, the owner whose
+    key queued the job).  Deleting the model deletes the version; an alias pointing at the
+    version forbids both (the foreign key of ``model_aliases`` restricts it)."""
+
+    __tablename__ = "model_versions"
+    __table_args__ = (
+        ForeignKeyConstraint(["owner", "name"],
+                             ["registered_models.owner", "registered_models.name"],
+                             ondelete="CASCADE"),
+    )
+
+    owner: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    model_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), unique=True)
+    job_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"))
+    dataset_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("datasets.id",
+                                                             ondelete="RESTRICT"))
+    solver: Mapped[str] = mapped_column(String(64))
+    params: Mapped[dict[str, Any]]
+    metrics: Mapped[dict[str, Any]]
+    created_by: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    model: Mapped[TrainedModel] = relationship(back_populates="version")
+
+
+class ModelAlias(Base):
+    """An alias (``production``, ``staging``, any slug) of a registered model: the version it
+    points at, and that version's model id (copied here so that resolving ``name@alias`` to a
+    model is one primary-key lookup on the predict path)."""
+
+    __tablename__ = "model_aliases"
+    __table_args__ = (
+        ForeignKeyConstraint(["owner", "name", "version"],
+                             ["model_versions.owner", "model_versions.name",
+                              "model_versions.version"],
+                             ondelete="RESTRICT", name="fk_model_aliases_version"),
+    )
+
+    owner: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    alias: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    model_id: Mapped[uuid.UUID] = mapped_column()
+    updated_by: Mapped[str] = mapped_column(String(64))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AliasEvent(Base):
+    """One move of an alias: who, when, from which version to which (``from_version`` None:
+    the alias was created; ``to_version`` None: it was deleted)."""
+
+    __tablename__ = "model_alias_events"
+    __table_args__ = (Index("ix_model_alias_events_name", "owner", "name", "alias", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    owner: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(64))
+    alias: Mapped[str] = mapped_column(String(64))
+    from_version: Mapped[int | None] = mapped_column(Integer)
+    to_version: Mapped[int | None] = mapped_column(Integer)
+    moved_by: Mapped[str] = mapped_column(String(64))
+    moved_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WebhookSecret(Base):
+    """An owner's webhook signing secret (``GET/POST /webhook-secret``): the key of the
+    HMAC-SHA256 every event of its jobs carries (app.webhooks)."""
+
+    __tablename__ = "webhook_secrets"
+
+    owner: Mapped[str] = mapped_column(String(64), primary_key=True)
+    secret: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WebhookEvent(Base):
+    """The end of a job that has a ``callback_url``: the event to deliver, written once by
+    whichever web process sees the job finished first (the unique ``job_id``), and sent by
+    the web processes' senders under a lease (``lease_until``) with retries
+    (``next_attempt_at``) until it is ``delivered`` or ``failed`` (attempts used up)."""
+
+    __tablename__ = "webhook_events"
+    __table_args__ = (Index("ix_webhook_events_state_next", "state", "next_attempt_at"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    job_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("jobs.id", ondelete="CASCADE"), unique=True)
+    owner: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    url: Mapped[str] = mapped_column(String(2048))
+    payload: Mapped[dict[str, Any]]
+    state: Mapped[str] = mapped_column(String(16), default="pending")  # delivered | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow)
+    lease_until: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WebhookDelivery(Base):
+    """One attempt to deliver a job's event: when, the HTTP status the receiver answered
+    (None when none came back) and the error."""
+
+    __tablename__ = "webhook_deliveries"
+
+    event_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("webhook_events.id", ondelete="CASCADE"), primary_key=True)
+    attempt: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    job_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    sent_at: Mapped[datetime] = mapped_column(default=utcnow)
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    duration_s: Mapped[float] = mapped_column(Float)
 
 
 class Evaluation(Base):

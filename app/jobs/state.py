@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.orm import Session
 
+from app.crud.registry import register_version
 from app.db.models import Job, JobLogEntry, JobStatus, TrainedModel, utcnow
 
 
@@ -58,6 +59,13 @@ def finite_or_none(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def describe_exception(exc: BaseException) -> str:
+    """One line for a job's error: the library's own messages are written for users."""
+    if isinstance(exc, ValueError) and str(exc):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 def has_queued_jobs(session: Session) -> bool:
     """Whether any job waits (a read, so that idle polling never takes a write lock)."""
     found = session.scalar(select(Job.id).where(Job.status == JobStatus.queued).limit(1))
@@ -83,7 +91,7 @@ def claim_next_job(session: Session) -> Claim | None:
             .values(status=JobStatus.running, attempts=Job.attempts + 1, started_at=utcnow(),
                     cancel_requested_at=None, iteration=None, elapsed=None, objective=None,
                     optimality=None, progress_stage=None, solver_status=None, message=None,
-                    error=None,
+                    error=None, rows_done=None,
                     heartbeat_at=utcnow())
         ).rowcount
         if claimed == 1:
@@ -110,9 +118,12 @@ def progress_stage(extras: dict[str, Any]) -> str | None:
     grid), its refit ("refit at the best point"), the low-rank factorization ("factorizing:
     640 of 2000 pivots", then "factorized: rank 2000 of 2000";
     :class:`solvers.approximation.FactorProgress`), a one-vs-rest subproblem ("class 3 of 26
-    (label C)") or a one-vs-one pair ("pair 4 of 45 (3-7)"); None for a single binary
-    problem."""
+    (label C)") or a one-vs-one pair ("pair 4 of 45 (3-7)"), a prediction job's rows ("rows
+    50000 of 1000000"); None for a single binary problem."""
     parts = []
+    if "rows_done" in extras:  # a prediction job's chunk
+        total = extras.get("rows_total")
+        return f"rows {extras['rows_done']} of {'?' if total is None else total}"
     if extras.get("stage") == "refit":
         parts.append("refit at the best point")
     if "factor_step" in extras:
@@ -147,11 +158,14 @@ def record_progress(session: Session, job_id: uuid.UUID, attempt: int,
     the cancel wait until the client gave up).  A lost attempt's insert is rolled back."""
     last = records[-1]
     session.execute(insert(JobLogEntry), [dict(record, job_id=job_id) for record in records])
+    extras = last["extras"]
+    rows = ({"rows_done": extras["rows_done"], "rows_total": extras["rows_total"]}
+            if "rows_done" in extras else {})  # a prediction job's
     owned = session.execute(
         update(Job).where(*_owned(job_id, attempt)).values(
             iteration=last["iteration"], elapsed=last["elapsed"],
             objective=last["objective"], optimality=last["optimality"],
-            progress_stage=progress_stage(last["extras"]), heartbeat_at=utcnow())
+            progress_stage=progress_stage(last["extras"]), heartbeat_at=utcnow(), **rows)
         .returning(Job.cancel_requested_at)
     ).all()
     if len(owned) != 1:
@@ -174,9 +188,12 @@ def set_running_message(session: Session, job_id: uuid.UUID, attempt: int,
 def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobStatus, *,
                message: str | None = None, error: str | None = None,
                solver_status: str | None = None, model: TrainedModel | None = None,
-               cross_validation: dict | None = None) -> bool:
-    """Give a running attempt its final state (and its model and a tuning job's table, in the
-    same transaction).
+               cross_validation: dict | None = None, result: dict | None = None,
+               rows_done: int | None = None, rows_total: int | None = None) -> bool:
+    """Give a running attempt its final state (and its model and a tuning job's table, or a
+    prediction job's result and rows, in the same transaction; a job with a ``model_name``
+    registers its model as that name's next version there too:
+    :func:`app.crud.registry.register_version`).
 
     Returns False, changing nothing, when the attempt no longer owns the job.
     """
@@ -184,6 +201,8 @@ def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobSta
               "solver_status": solver_status}
     if cross_validation is not None:
         values["cross_validation"] = cross_validation
+    if result is not None:
+        values.update(result=result, rows_done=rows_done, rows_total=rows_total)
     updated = session.execute(
         update(Job).where(*_owned(job_id, attempt)).values(**values)
     ).rowcount
@@ -193,10 +212,13 @@ def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobSta
     if model is not None:
         # the model belongs to whoever owns its job (tenants: app.core.security), and has
         # the job's tags as they are now (app.tags)
-        model.owner, tags = session.execute(select(Job.owner, Job.tags)
-                                            .where(Job.id == job_id)).one()
+        model.owner, model_name, tags = session.execute(
+            select(Job.owner, Job.model_name, Job.tags).where(Job.id == job_id)).one()
         model.tags = dict(tags or {})
-        session.add(model)
+        if model_name is None:
+            session.add(model)
+        else:  # the next version of the named model, in this transaction (no gaps)
+            register_version(session, model, model_name, created_by=model.owner)
     session.commit()
     return True
 

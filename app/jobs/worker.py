@@ -46,11 +46,11 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from app.crud.datasets import record_scan
-from app.db.models import Dataset, DatasetKind, Job, JobStatus, TrainedModel
+from app.db.models import Dataset, DatasetKind, Job, JobKind, JobStatus, TrainedModel
 from app.db.session import Sessions, create_db_engine
 from app.evaluation import evaluate
 from app.jobs.monitor import DatabaseMonitor, StopCause, jsonable
-from app.jobs.state import finish_job, set_running_message
+from app.jobs.state import describe_exception, finish_job, set_running_message
 from app.storage import DatasetStorage, open_store
 
 logger = logging.getLogger("svmsvc.worker")
@@ -72,6 +72,7 @@ class WorkerConfig:
     threads: int
     log_level: str
     max_model_bytes: int | None = None  # SVMSVC_MODEL_CACHE_BYTES: larger models are refused
+    chunk_rows: int | None = None  # SVMSVC_PREDICTION_CHUNK_ROWS (prediction jobs)
 
 
 def worker_main(config: WorkerConfig, connection) -> None:
@@ -114,7 +115,8 @@ def worker_main(config: WorkerConfig, connection) -> None:
             status = run_job(sessions, store, uuid.UUID(job_id), attempt, parent.is_alive,
                              config.max_model_bytes,
                              prepare=lambda spec: solvers_left.prepare_job(spec, sessions,
-                                                                           connection))
+                                                                           connection),
+                             chunk_rows=config.chunk_rows)
             connection.send(("done", job_id, status))
     except (EOFError, OSError):
         pass  # the service went away: nothing left to report to
@@ -214,13 +216,6 @@ class SolverWarmUp:
         connection.send(("training", str(spec.job_id)))
 
 
-def describe_exception(exc: BaseException) -> str:
-    """One line for the job's error: the library's own messages are written for users."""
-    if isinstance(exc, ValueError) and str(exc):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
 @dataclass(frozen=True)
 class JobSpec:
     """What a worker reads about a job before running it."""
@@ -260,10 +255,33 @@ def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec 
     )
 
 
+DEFAULT_CHUNK_ROWS = 50_000
+"""Rows of a prediction job's chunk when the executor does not say (the setting's default)."""
+
+
+def load_prediction_spec(session: Session, job_id: uuid.UUID, attempt: int):
+    """A prediction job's :class:`~app.batch_prediction.PredictionSpec`, if this attempt
+    still owns it and it is one (None otherwise)."""
+    from app.batch_prediction import PredictionSpec
+
+    job = session.get(Job, job_id)
+    if (job is None or job.kind != JobKind.predict or job.status != JobStatus.running
+            or job.attempts != attempt):
+        return None
+    dataset = session.get(Dataset, job.dataset_id)
+    return PredictionSpec(
+        job_id=job.id, attempt=attempt, model_id=job.predict_model_id,
+        dataset_digest=dataset.sha256,
+        dataset_source=dataset.source if dataset.kind == DatasetKind.sharded else None,
+        rows_total=dataset.n_samples, format=job.params.get("format", "csv"),
+        time_limit_s=job.time_limit_s)
+
+
 def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
             attempt: int, parent_alive, max_model_bytes: int | None = None,
             prepare: Callable[[JobSpec], None] | None = None,
-            sharded: Callable[[dict], AbstractContextManager] | None = None) -> str | None:
+            sharded: Callable[[dict], AbstractContextManager] | None = None,
+            chunk_rows: int | None = None) -> str | None:
     """Run one attempt of a job to its end; returns the final status written (None when
     the attempt lost the job and wrote nothing).  A trained model whose archive exceeds
     ``max_model_bytes`` (the web process's model cache) fails the job, saying so: served, it
@@ -273,9 +291,18 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
     ``sharded(source)`` (the Dask executor's, :func:`app.jobs.executors.dask.sharded_dataset`)
     is a context that reads them on the workers and releases them after; the statistics it
     found are written on the dataset's row.  Without it (a local worker) such a job fails,
-    saying what it needs."""
+    saying what it needs.
+
+    A prediction job (kind ``predict``) runs :func:`app.batch_prediction.run_prediction_job`
+    instead, ``chunk_rows`` rows at a time (its shards, if any, read by this process)."""
     with sessions.read() as session:
-        spec = load_job_spec(session, job_id, attempt)
+        prediction = load_prediction_spec(session, job_id, attempt)
+        spec = None if prediction is not None else load_job_spec(session, job_id, attempt)
+    if prediction is not None:
+        from app.batch_prediction import run_prediction_job
+
+        return run_prediction_job(sessions, store, prediction, parent_alive,
+                                  chunk_rows or DEFAULT_CHUNK_ROWS)
     if spec is None:
         return None
     if spec.dataset_source is None:

@@ -90,6 +90,16 @@ def model_page(model_id: uuid.UUID) -> HTMLResponse:
     return _page("model", "Model")
 
 
+@router.get("/registry")
+def registry_page() -> HTMLResponse:
+    return _page("registry", "Registry")
+
+
+@router.get("/registry/{name}")
+def registered_model_page(name: str) -> HTMLResponse:
+    return _page("registry", "Registered model")
+
+
 @router.get("/train")
 def train_page() -> HTMLResponse:
     return _page("train", "Train")

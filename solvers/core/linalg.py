@@ -829,13 +829,20 @@ class CGResult:
 
 
 def conjugate_gradient(apply_A, b, x0=None, *, precondition=None, rtol=1e-8, atol=0.0,
-                       max_iter=None, callback=None) -> CGResult:
+                       max_iter=None, callback=None, quadratic_tol=None) -> CGResult:
     """Preconditioned conjugate gradients for A x = b, A symmetric positive definite.
 
     ``apply_A(v)`` returns A v; ``precondition(r)`` returns M^{-1} r for a symmetric positive
     definite M (identity when None).  Stops when ``||b - A x|| <= max(rtol ||b||, atol)``.
     ``callback(k, x, residual_norm)`` is called after every iteration; when it returns True the
     iteration stops with status ``stopped`` (x is then the iterate the callback saw).
+
+    ``quadratic_tol`` (a truncated Newton step, from x0 = 0): also stop, ``converged``, once
+    k (q_k - q_{k-1}) >= quadratic_tol q_k for the quadratic model q(x) = 1/2 x'Ax - b'x at
+    iterate k -- Nash & Sofer's rule (Oper. Res. Lett. 9, 1990), LIBLINEAR's ``newton.cpp``
+    ``pcg``: the last step's decrease, times k, is within that fraction of the whole decrease.
+    q is kept without products: each step lowers it by alpha_k (r'z)_k / 2.  A step that
+    raised q (round-off) stops too.
     """
     b = np.asarray(b, dtype=np.float64)
     n = b.shape[0]
@@ -850,6 +857,7 @@ def conjugate_gradient(apply_A, b, x0=None, *, precondition=None, rtol=1e-8, ato
     z = precondition(r) if precondition is not None else r
     p = z.copy()
     rz = float(r @ z)
+    q = 0.0
     for k in range(1, max_iter + 1):
         Ap = apply_A(p)
         curvature = float(p @ Ap)
@@ -863,6 +871,11 @@ def conjugate_gradient(apply_A, b, x0=None, *, precondition=None, rtol=1e-8, ato
             return CGResult(x, k, residual_norm, Termination.STOPPED)
         if residual_norm <= threshold:
             return CGResult(x, k, residual_norm, Termination.CONVERGED)
+        if quadratic_tol is not None:
+            decrease = -0.5 * alpha * rz  # q_k - q_{k-1}
+            q += decrease
+            if decrease > 0.0 or k * decrease >= quadratic_tol * q:
+                return CGResult(x, k, residual_norm, Termination.CONVERGED)
         z = precondition(r) if precondition is not None else r
         rz_new = float(r @ z)
         p = z + (rz_new / rz) * p

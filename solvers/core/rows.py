@@ -207,3 +207,50 @@ class OrdinalRows(Rows):
         out[d:] = self.extra_value * np.bincount(terms % self.n_thresholds, coefficients,
                                                  minlength=self.n_thresholds)
         return out
+
+
+class RegressionRows(BinaryRows):
+    """A regression problem's terms (:meth:`solvers.problems.RegressionProblem.terms`): two
+    per example, term 2j + 0 with label +1 and target y - eps, term 2j + 1 with label -1 and
+    target -y - eps, both on the row x~_j = (x_j, s) of the j-th example in the sorted order.
+    The slack of a term is target_k - label_k x~_k . beta; an engine that forms slacks as
+    1 - label_k o_k (a margin problem's) reads ``outputs`` = x~_k . beta + label_k (1 -
+    target_k), an affine shift of the products, which the least-squares steps (linear in
+    beta: ``forward``, ``adjoint``, their compacted forms) never see.  For eps >= 0 at most
+    one term of an example has a positive slack, so the active terms of the squared hinge
+    are distinct rows (``compact``)."""
+
+    def __init__(self, X: sp.csr_matrix, targets: np.ndarray, cost: np.ndarray, s: float):
+        Rows.__init__(self, X)
+        n = X.shape[0]
+        pairs = self.sorted_examples(np.asarray(targets, dtype=np.float64).reshape(n, 2))
+        self.labels = np.tile(np.array([1.0, -1.0]), n)
+        self.cost = np.repeat(self.sorted_examples(cost), 2)
+        self.offset = self.labels * (1.0 - pairs.ravel())
+        self.extra_value = s
+        self.n_params = self.n_features + 1
+
+    def outputs(self, beta: np.ndarray) -> np.ndarray:
+        return np.repeat(self.everything.matvec(beta[:-1], self.extra_value * beta[-1]), 2) \
+            + self.offset
+
+    def outputs_in_input_order(self, outputs: np.ndarray) -> np.ndarray:
+        return self.in_input_order(outputs.reshape(-1, 2)).ravel()
+
+    def structure(self, terms: np.ndarray):
+        """(rows of X, None, None): the example of each term (sorted terms give sorted rows;
+        an entering and a leaving term of one example give it twice, as the Gram upkeep
+        wants)."""
+        return terms // 2, None, None
+
+    def compact(self, terms: np.ndarray):
+        return self.compact_rows(terms // 2), None, None
+
+    def square_norms(self) -> np.ndarray:
+        return np.repeat(self.example_square_norms() + self.extra_value ** 2, 2)
+
+    def forward(self, terms: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return super().forward(terms // 2, v)
+
+    def adjoint(self, terms: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
+        return super().adjoint(terms // 2, coefficients)

@@ -382,6 +382,28 @@ def matmat_parallel(indptr, indices, data, W, intercepts, out):
             out[i, c] = _row_dot(indptr, indices, data, i, W[c]) + intercepts[c]
 
 
+# -- X~' D X~ v: a Hessian's product in one pass ---------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def weighted_gram_matvec(indptr, indices, data, weights, v, bias_value, out):
+    """out = X~' diag(weights) X~ v with x~_i = (x_i, bias_value) (out's and v's last entry the
+    bias column's; ``bias_value`` 0: no bias), in one pass over the rows: each row's dot and
+    its scatter while the row is in cache, rows of weight 0 skipped (LIBLINEAR's ``Hv``,
+    serial; a primal Newton method's Hessian products, ``BinaryProblem.hessian_product``)."""
+    d = out.shape[0] - 1
+    for j in range(out.shape[0]):
+        out[j] = 0.0
+    vb = bias_value * v[d]
+    for i in range(indptr.shape[0] - 1):
+        c = weights[i]
+        if c == 0.0:
+            continue
+        t = c * (_row_dot(indptr, indices, data, i, v) + vb)
+        _row_axpy(indptr, indices, data, i, t, out)
+        out[d] += t * bias_value
+
+
 # -- small pieces ---------------------------------------------------------------------------
 
 

@@ -142,6 +142,109 @@ def dcd_epochs(indptr, indices, data, y, s, qd, diag, upper, alpha, w, index, is
     return epochs, converged, spread, work
 
 
+#: Yu, Huang & Lin's modified Newton method on one coordinate (LIBLINEAR's solve_l2r_lr_dual):
+#: at most this many Newton steps, and eta (their xi) the factor of a step that would leave
+#: (0, C_i) on the left
+LR_MAX_INNER_ITER = 100
+LR_ETA = 0.1
+
+
+@njit(cache=True, nogil=True)
+def lr_dual_epochs(indptr, indices, data, y, s, xTx, upper, alpha, complement, w, index,
+                   fstate, rng, max_epochs, eps, work_budget):
+    """Outer iterations of Yu, Huang & Lin's dual coordinate descent for logistic regression
+    (Machine Learning 85, 2011, Algorithm 5; LIBLINEAR ``-s 7``'s ``solve_l2r_lr_dual``) on
+
+        minimize  1/2 alpha'Q alpha + sum_i alpha_i log alpha_i + (C_i - alpha_i) log(C_i -
+                  alpha_i),   0 < alpha_i < C_i,   Q_ij = y_i y_j x~_i . x~_j
+
+    keeping alpha_i and C_i - alpha_i (``complement``) both, so that the one near 0 keeps its
+    relative precision.  For each example of a random permutation: with a = Q_ii and
+    b = y_i w . x~_i, minimize over z = alpha_i (when 1/2 a (C_i - 2 alpha_i) + b >= 0) or
+    z = C_i - alpha_i (else) the sub-problem g(z) = z log z + (C_i - z) log(C_i - z) +
+    a/2 (z - z_old)^2 +- b (z - z_old) (their (30)) by Newton's method from z_old (divided by
+    10 first when it is above C_i / 2), a step to z <= 0 replaced by z eta (eta = 0.1), until
+    |g'(z)| < the inner tolerance (``fstate[0]``), at most 100 steps.  After each pass the inner
+    tolerance is divided by 10, down to ``fstate[1]`` = min(1e-8, eps), whenever the pass took
+    at most n/10 Newton steps in all; the stop (LIBLINEAR's) is max_i |g'(z_old)| < ``eps``.
+    No shrinking (LIBLINEAR has none for ``-s 7``: no alpha_i reaches a bound).
+
+    Stops also after ``max_epochs`` or once ``work_budget`` stored entries were touched.
+    Returns (epochs run, 1 if the rule held, the last pass's largest |g'|, the stored entries
+    touched)."""
+    n = y.shape[0]
+    d = w.shape[0] - 1
+    innereps = fstate[0]
+    innereps_min = fstate[1]
+    work = 0
+    epochs = 0
+    converged = 0
+    gmax = np.inf
+    while epochs < max_epochs:
+        _shuffle_active(index, n, rng)
+        newton_steps = 0
+        gmax = 0.0
+        for k in range(n):
+            i = index[k]
+            yi = y[i]
+            C = upper[i]
+            if C <= 0.0:  # a zero cost (a zero sample weight): alpha_i = 0, out of the dual
+                continue
+            nnz = indptr[i + 1] - indptr[i] + 1
+            a = xTx[i]
+            b = yi * (row_dot(indptr, indices, data, i, w) + s * w[d])
+            work += nnz
+            # which of alpha_i and C_i - alpha_i to move: the one whose sub-problem's optimum
+            # lies in (0, C_i / 2] (Yu et al., section 3.2)
+            sign = 1.0
+            z_old = alpha[i]
+            if 0.5 * a * (complement[i] - alpha[i]) + b < 0.0:
+                sign = -1.0
+                z_old = complement[i]
+            z = z_old
+            if C - z < 0.5 * C:
+                z = 0.1 * z
+            gp = a * (z - z_old) + sign * b + np.log(z / (C - z))
+            if abs(gp) > gmax:
+                gmax = abs(gp)
+            inner = 0
+            while inner <= LR_MAX_INNER_ITER:
+                if abs(gp) < innereps:
+                    break
+                gpp = a + C / (C - z) / z
+                step = z - gp / gpp
+                if step <= 0.0:
+                    z *= LR_ETA
+                elif step >= C:  # not in theory (the optimum is at most C/2); round-off
+                    z = 0.5 * (z + C)
+                else:
+                    z = step
+                gp = a * (z - z_old) + sign * b + np.log(z / (C - z))
+                newton_steps += 1
+                inner += 1
+            if inner > 0:
+                if sign > 0.0:
+                    alpha[i] = z
+                    complement[i] = C - z
+                else:
+                    complement[i] = z
+                    alpha[i] = C - z
+                delta = sign * (z - z_old) * yi
+                row_axpy(indptr, indices, data, i, delta, w)
+                w[d] += delta * s
+                work += nnz
+        epochs += 1
+        if gmax < eps:
+            converged = 1
+            break
+        if newton_steps <= n // 10:
+            innereps = max(innereps_min, 0.1 * innereps)
+        if work >= work_budget:
+            break
+    fstate[0] = innereps
+    return epochs, converged, gmax, work
+
+
 @njit(cache=True, nogil=True)
 def _crammer_singer_step(A, y_position, C, B, D, out, size):
     """The sub-problem of one example exactly (Keerthi et al. 2008, section 3; LIBLINEAR's
@@ -317,3 +420,128 @@ def crammer_singer_epochs(indptr, indices, data, labels, s, cost, sqnorm, alpha,
     istate[1] = 1 if start_from_all else 0
     fstate[0] = eps_shrink
     return epochs, converged, violation, work
+
+
+@njit(cache=True, nogil=True)
+def svr_epochs(indptr, indices, data, y, s, qd, lam, upper, epsilon, b, w, index, istate,
+               fstate, rng, max_epochs, eps, work_budget, shrinking):
+    """Outer iterations of Ho & Lin's dual coordinate descent for L1- and L2-loss SVR (JMLR
+    2012, Algorithm 4; LIBLINEAR's ``solve_l2r_l1l2_svr``, ``-s 13`` and ``-s 12``) on
+
+        f(b) = 1/2 b' (Q + diag(lam)) b - y'b + epsilon ||b||_1,   -U_i <= b_i <= U_i,
+
+    Q_ij = x~_i . x~_j, with w = sum_i b_i x~_i kept up to date (its last entry the bias
+    column's coefficient, of value ``s``).  For each active i: G = w . x~_i - y_i + lam_i b_i,
+    the one-variable problem's Newton direction (their eq. (26)): with H = qd_i + lam_i,
+    Gp = G + epsilon, Gn = G - epsilon, d = -Gp / H if Gp < H b_i, -Gn / H if Gn > H b_i, else
+    -b_i; b_i moves by d clipped into the box.  The violation of the optimality conditions
+    (|Gp| for b_i > 0, |Gn| for b_i < 0, the distance of 0 to [Gn, Gp] at b_i = 0, and the
+    wrong-signed side at a bound) gives Gmax (the largest) and Gnorm1 (their sum).  Shrinking
+    (their section 4.4, LIBLINEAR's conditions): b_i = 0 with Gn < -M and Gp > M, b_i = U_i
+    with Gp < -M, b_i = -U_i with Gn > M (M the last pass's Gmax) leaves the active set; once
+    Gnorm1 <= eps * Gnorm1 of the first pass (LIBLINEAR's relative stop) the full set is
+    checked once more (M = inf) and the stop holds when it meets the rule too.
+
+    Stops after ``max_epochs``, on that rule over the full set (returns 1), or once the
+    stored entries touched reach ``work_budget``.  State kept across calls: ``index`` (its
+    first ``istate[0]`` the active set), ``fstate`` = (M, Gnorm1 of the first pass, -1 before
+    it), ``rng``.  Returns (epochs, 1 if the rule held on the full set, the last Gnorm1
+    relative to the first, stored entries touched)."""
+    n = y.shape[0]
+    d = w.shape[0] - 1
+    active = istate[0]
+    gmax_old = fstate[0]
+    gnorm1_init = fstate[1]
+    work = 0
+    epochs = 0
+    converged = 0
+    relative = np.inf
+    while epochs < max_epochs:
+        gmax_new = 0.0
+        gnorm1_new = 0.0
+        _shuffle_active(index, active, rng)
+        k = 0
+        while k < active:
+            i = index[k]
+            start = indptr[i]
+            end = indptr[i + 1]
+            bi = b[i]
+            G = row_dot(indptr, indices, data, i, w) + s * w[d] - y[i] + lam[i] * bi
+            H = qd[i] + lam[i]
+            work += end - start + 1
+            u = upper[i]
+            gp = G + epsilon
+            gn = G - epsilon
+            violation = 0.0
+            if bi == 0.0:
+                if gp < 0.0:
+                    violation = -gp
+                elif gn > 0.0:
+                    violation = gn
+                elif shrinking and gp > gmax_old and gn < -gmax_old:
+                    active -= 1
+                    index[k] = index[active]
+                    index[active] = i
+                    continue
+            elif bi >= u:
+                if gp > 0.0:
+                    violation = gp
+                elif shrinking and gp < -gmax_old:
+                    active -= 1
+                    index[k] = index[active]
+                    index[active] = i
+                    continue
+            elif bi <= -u:
+                if gn < 0.0:
+                    violation = -gn
+                elif shrinking and gn > gmax_old:
+                    active -= 1
+                    index[k] = index[active]
+                    index[active] = i
+                    continue
+            elif bi > 0.0:
+                violation = abs(gp)
+            else:
+                violation = abs(gn)
+            if violation > gmax_new:
+                gmax_new = violation
+            gnorm1_new += violation
+            k += 1
+            if H <= 0.0:  # an empty row without a bias and the L1 loss: f is flat in b_i
+                continue
+            if gp < H * bi:
+                step = -gp / H
+            elif gn > H * bi:
+                step = -gn / H
+            else:
+                step = -bi
+            if abs(step) < 1e-12:
+                continue
+            new = min(max(bi + step, -u), u)
+            delta = new - bi
+            if delta != 0.0:
+                b[i] = new
+                row_axpy(indptr, indices, data, i, delta, w)
+                w[d] += delta * s
+                work += end - start + 1
+        if gnorm1_init < 0.0:
+            gnorm1_init = gnorm1_new
+        epochs += 1
+        relative = gnorm1_new / gnorm1_init if gnorm1_init > 0.0 else 0.0
+        if gnorm1_new <= eps * gnorm1_init:
+            if active == n:
+                converged = 1
+                gmax_old = gmax_new
+                break
+            active = n  # the shrunk problem is solved: the full set once more
+            gmax_old = np.inf
+            if work >= work_budget:
+                break
+            continue
+        gmax_old = gmax_new
+        if work >= work_budget:
+            break
+    istate[0] = active
+    fstate[0] = gmax_old
+    fstate[1] = gnorm1_init
+    return epochs, converged, relative, work

@@ -6,34 +6,69 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from solvers.base import SolverParams, Solves, gap_tolerance_field
+from solvers.base import (
+    REGRESSION_NEEDS_RESIDUAL_LOSS,
+    SolverParams,
+    Solves,
+    gap_tolerance_field,
+    residual_loss_refusal,
+)
+from solvers.losses import DEFAULT_EPSILON
 
-#: What dual_cd solves: the hinge (L1-SVM) and squared hinge (L2-SVM) losses, binary and
-#: one-vs-rest, with a regularized bias (LIBLINEAR's -B) or none.
+#: What dual_cd solves: the hinge (L1-SVM) and squared hinge (L2-SVM) losses and the logistic
+#: loss (Yu, Huang & Lin's dual, LIBLINEAR -s 7), binary and one-vs-rest, with a regularized
+#: bias (LIBLINEAR's -B) or none; support vector regression with the epsilon-insensitive loss
+#: and its square (Ho & Lin 2012, LIBLINEAR -s 13 / -s 12).
 DUAL_CD_SOLVES = (
-    Solves.product(("binary", "ovr", "ovo"), ("hinge", "squared_hinge"),
+    Solves.product(("binary", "ovr", "ovo"), ("hinge", "squared_hinge", "logistic"),
                    ("regularized", "none"))
     | Solves.product(("crammer_singer",), ("hinge",), ("regularized", "none"))
-).refusing("the sequential dual method of Keerthi et al. (KDD 2008, LIBLINEAR -s 4) solves "
-           "the Crammer-Singer problem with its hinge loss only", task="crammer_singer",
-           loss="squared_hinge"
+    | Solves.product(("regression",), ("squared_epsilon_insensitive", "epsilon_insensitive"),
+                     ("regularized", "none"))
 ).refusing("a free (unregularized) bias adds the equality constraint sum_i y_i alpha_i = 0 "
            "to the dual, which a one-variable coordinate step cannot keep (it needs pairs, as "
            "SMO); use 'regularized' (a constant feature, LIBLINEAR's -B) or 'none'",
-           bias="free")
+           bias="free"
+).refusing(REGRESSION_NEEDS_RESIDUAL_LOSS, task="regression"
+).refusing(residual_loss_refusal("epsilon_insensitive"), loss="epsilon_insensitive"
+).refusing(residual_loss_refusal("squared_epsilon_insensitive"),
+           loss="squared_epsilon_insensitive"
+).refusing("the sequential dual method of Keerthi et al. (KDD 2008, LIBLINEAR -s 4) solves "
+           "the Crammer-Singer problem with its hinge loss only", task="crammer_singer",
+           loss="squared_hinge"
+).refusing("the sequential dual method of Keerthi et al. (KDD 2008, LIBLINEAR -s 4) solves "
+           "the Crammer-Singer problem with its hinge loss only", task="crammer_singer",
+           loss="logistic")
 
 
 class DualCDParams(SolverParams):
     """Parameters of ``dual_cd``: Hsieh et al.'s dual coordinate descent (ICML 2008,
-    Algorithms 1 and 3; LIBLINEAR ``-s 3`` for the hinge, ``-s 1`` for the squared hinge)."""
+    Algorithms 1 and 3; LIBLINEAR ``-s 3`` for the hinge, ``-s 1`` for the squared hinge) and
+    Yu, Huang & Lin's for the logistic loss (MLJ 2011, Algorithm 5; LIBLINEAR ``-s 7``)."""
 
     solves: ClassVar[Solves] = DUAL_CD_SOLVES
+    relative_fields: ClassVar[tuple[str, ...]] = ("tol",)  # its epsilon is the tube's width
 
     solver: Literal["dual_cd"] = "dual_cd"
+    task: DUAL_CD_SOLVES.choices("task") = Field(
+        "classification",
+        description="classification (binary, one-vs-rest or Crammer-Singer for more "
+                    "classes) or regression: the labels as real values, support vector "
+                    "regression by Ho & Lin's dual coordinate descent (LIBLINEAR -s 12 / "
+                    "-s 13).")
     loss: DUAL_CD_SOLVES.choices("loss") = Field(
         "squared_hinge",
         description="squared_hinge: L2-SVM, U = inf, D_ii = 1/(2 C_i) (LIBLINEAR -s 1); "
-                    "hinge: L1-SVM, U = C_i, D_ii = 0 (LIBLINEAR -s 3).")
+                    "hinge: L1-SVM, U = C_i, D_ii = 0 (LIBLINEAR -s 3); logistic: logistic "
+                    "regression by its entropy dual, 0 < alpha_i < C_i, each coordinate by "
+                    "a modified Newton method (LIBLINEAR -s 7).  task='regression': "
+                    "squared_epsilon_insensitive (the default there; L2-loss SVR, U = inf, "
+                    "lambda_i = 1/(2 C_i), -s 12) or epsilon_insensitive (L1-loss SVR, "
+                    "U = C_i, -s 13).")
+    epsilon: float = Field(
+        DEFAULT_EPSILON, ge=0,
+        description="task='regression': the half width of the insensitive tube, "
+                    "max(0, |y - f(x)| - epsilon) (LIBLINEAR's -p, default 0.1).")
     bias: DUAL_CD_SOLVES.choices("bias") = DUAL_CD_SOLVES.bias_field(
         "regularized", "regularized: a constant feature of value bias_scale (LIBLINEAR's -B); "
                        "none: no bias.")
@@ -60,22 +95,25 @@ class DualCDParams(SolverParams):
     max_iter: int = Field(
         1000, ge=1,
         description="Outer iterations (one: a random permutation of the active examples and "
-                    "one coordinate step on each; LIBLINEAR's max_iter, 1000).")
+                    "one coordinate step on each; LIBLINEAR's max_iter, 1000; its -s 7 stops "
+                    "at 300, with a warning).")
     newton_switch_iter: int | None = Field(
         300, ge=1,
-        description="Squared hinge: once this many outer iterations have run without the "
-                    "stop (tol, or LIBLINEAR's rule), w goes to mfn's Newton method (the "
-                    "registered solver's; dual_cd.solve given no Newton method does not "
-                    "switch), warm started from it (ini = 1), which ends the run once its "
+        description="Squared hinge and logistic: once this many outer iterations have run "
+                    "without the stop (tol, or LIBLINEAR's rule), w goes to a primal Newton "
+                    "method (the registered solver's: mfn's for the squared hinge, warm "
+                    "started from w (ini = 1), newton's for the logistic loss; dual_cd.solve "
+                    "given no Newton method does not switch), which ends the run once its "
                     "certified gap is within tol -- LIBLINEAR's train_one, which hands -s 1's "
-                    "w to its Newton method (-s 2) after dual_solver_max_iter = 300 "
-                    "iterations.  "
+                    "w to its Newton method (-s 2), and -s 7's to -s 0, after "
+                    "dual_solver_max_iter = 300 iterations.  "
                     "A max_iter at or below it ends the run first (no switch); None: never; "
                     "the hinge never switches (LIBLINEAR only warns for -s 3).")
     shrinking: bool = Field(
         True, description="Algorithm 3's shrinking (False: Algorithm 1, every example every "
                           "pass); for crammer_singer, LIBLINEAR -s 4's shrinking of classes "
-                          "and examples.")
+                          "and examples.  The logistic loss has none (no alpha_i reaches a "
+                          "bound; LIBLINEAR -s 7 has none either).")
     gap_check_work: float = Field(
         2.0, gt=0,
         description="stop_rule='gap': the duality gap (a pass over the data for P(w), and "
@@ -88,3 +126,7 @@ class DualCDParams(SolverParams):
                     "of one pass took 30-45% of the run, as each costs more than a pass over "
                     "a shrunk active set.")
     permutation_seed: int = Field(0, ge=0, description="Seed of the random permutations.")
+
+    @property
+    def loss_epsilon(self) -> float:
+        return self.epsilon

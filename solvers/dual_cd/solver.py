@@ -18,7 +18,7 @@ from solvers.base import (
     warm_start_argument,
 )
 from solvers.core.sparse import csr_matvec
-from solvers.dual_cd.kernels import crammer_singer_epochs, dcd_epochs
+from solvers.dual_cd.kernels import crammer_singer_epochs, dcd_epochs, lr_dual_epochs
 from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
 from solvers.models import LinearModel
 from solvers.monitor import Continued, Monitor, NullMonitor, Reporter, Stopwatch
@@ -35,10 +35,13 @@ NewtonMethod = Callable[[BinaryProblem, np.ndarray, float, Monitor], Solution]
 @dataclass
 class DualState:
     """A dual point and its primal image: ``alpha`` in the box, ``beta`` = (w, b) =
-    sum_i alpha_i y_i x~_i (the invariant every coordinate step keeps)."""
+    sum_i alpha_i y_i x~_i (the invariant every coordinate step keeps); for the logistic
+    loss's entropy dual also ``complement`` = C_i - alpha_i, kept beside alpha (None until
+    that method starts: :func:`_entropy_descent`)."""
 
     alpha: np.ndarray
     beta: np.ndarray
+    complement: np.ndarray | None = None
 
 
 def _generator(seed: int) -> np.ndarray:
@@ -46,9 +49,76 @@ def _generator(seed: int) -> np.ndarray:
     return np.array([(seed * 0x9E3779B97F4A7C15 + 1) % 2**64 or 1], dtype=np.uint64)
 
 
-def _problem_arrays(problem: BinaryProblem):
-    qp = problem.dual_qp()  # the box [0, U_i] and D_ii = 2 k / C_i from the loss layer
-    return qp.upper, qp.diagonal_shift, qp.diagonal()
+#: ``descend(limit, eps, budget) -> (epochs, full set met eps, spread, work, active size)``: at
+#: most ``limit`` outer iterations of one of the coordinate-descent kernels from the state it
+#: holds, stopping at its own rule with ``eps`` or once ``budget`` stored entries were touched
+Descent = Callable[[int, float, float], tuple[int, bool, float, int, int]]
+
+
+def _qp_descent(problem: BinaryProblem, params: DualCDParams, state: DualState) -> Descent:
+    """Hsieh et al.'s steps on a QP dual (the hinge, the squared hinge): the box [0, U_i] and
+    D_ii = 2 k / C_i from the loss layer (:meth:`BinaryProblem.dual_qp`), Algorithm 3's
+    shrinking state kept between calls."""
+    qp = problem.dual_qp()
+    X = problem.X
+    n = problem.n_samples
+    index = np.arange(n, dtype=np.int64)
+    istate = np.array([n], dtype=np.int64)
+    fstate = np.array([np.inf, -np.inf])
+    rng = _generator(params.permutation_seed)
+    qd = qp.diagonal()
+
+    def descend(limit: int, eps: float, budget: float):
+        ran, met, spread, work = dcd_epochs(
+            X.indptr, X.indices, X.data, problem.y, problem.effective_bias_scale, qd,
+            qp.diagonal_shift, qp.upper, state.alpha, state.beta, index, istate, fstate, rng,
+            limit, eps, budget, params.shrinking)
+        return ran, bool(met), spread, work, int(istate[0])
+
+    descend.rule = "projected-gradient spread"
+    return descend
+
+
+def entropy_interior(problem: BinaryProblem, state: DualState) -> None:
+    """Make ``state`` a point of the logistic dual's open box 0 < alpha_i < C_i with its
+    complement C_i - alpha_i: alpha clipped into [f_i, C_i - f_i], f_i = min(1e-3 C_i, 1e-8)
+    (LIBLINEAR's starting alpha_i, so a cold start, alpha = 0, starts where ``-s 7`` does),
+    w recomputed when that moved alpha (an example of zero cost keeps alpha_i = 0: the kernel
+    skips it).  A complement already kept is left as it is."""
+    if state.complement is not None:
+        return
+    cost = problem.cost
+    floor = np.minimum(1e-3 * cost, 1e-8)
+    alpha = np.clip(state.alpha, floor, cost - floor)
+    if not np.array_equal(alpha, state.alpha):
+        state.alpha[:] = alpha
+        state.beta[:] = problem.primal_from_dual(alpha)
+    state.complement = cost - state.alpha
+
+
+def _entropy_descent(problem: BinaryProblem, params: DualCDParams,
+                     state: DualState) -> Descent:
+    """Yu, Huang & Lin's steps on the logistic loss's entropy dual
+    (:func:`solvers.dual_cd.kernels.lr_dual_epochs`), from the interior point
+    :func:`entropy_interior` makes of the state; the inner tolerance's schedule (from 1e-2)
+    kept between calls."""
+    entropy_interior(problem, state)
+    X = problem.X
+    s = problem.effective_bias_scale
+    xTx = np.asarray(X.multiply(X).sum(axis=1)).ravel() + s * s
+    index = np.arange(problem.n_samples, dtype=np.int64)
+    fstate = np.array([1e-2, 0.0])
+    rng = _generator(params.permutation_seed)
+
+    def descend(limit: int, eps: float, budget: float):
+        fstate[1] = min(1e-8, eps)  # LIBLINEAR's innereps_min
+        ran, met, gmax, work = lr_dual_epochs(
+            X.indptr, X.indices, X.data, problem.y, s, xTx, problem.cost, state.alpha,
+            state.complement, state.beta, index, fstate, rng, limit, eps, budget)
+        return ran, bool(met), gmax, work, problem.n_samples
+
+    descend.rule = "largest sub-problem derivative |g'(alpha_i)|"
+    return descend
 
 
 def dual_start(problem: BinaryProblem, alpha: np.ndarray) -> DualState:
@@ -97,62 +167,32 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
     reporter = Reporter(monitor, "relative_duality_gap", clock)
     X = problem.X
     n = problem.n_samples
-    upper, diag, qd = _problem_arrays(problem)
-    s = problem.effective_bias_scale
+    # the dual's kind is the loss's declaration: a QP (dual_quadratic), else the declared
+    # logistic loss's entropy dual
+    if problem.loss_function.dual_quadratic is not None:
+        descend = _qp_descent(problem, params, state)
+    else:
+        descend = _entropy_descent(problem, params, state)
     alpha, beta = state.alpha, state.beta
-    index = np.arange(n, dtype=np.int64)
-    istate = np.array([n], dtype=np.int64)
-    fstate = np.array([np.inf, -np.inf])
-    rng = _generator(params.permutation_seed)
-    gap_rule = params.stop_rule == "gap"
-    eps = params.eps
     switch_at = newton_switch_at(params, problem) if newton is not None else None
     limit = params.max_iter if switch_at is None else switch_at
-    budget = max(X.nnz + n, 1)  # the first check after one pass's worth of steps
-    check_seconds = np.inf
-    epochs = 0
-    total_work = 0
-    checks = 0
-    status = message = None
-    gap = np.inf
-    while True:
-        started = time.perf_counter()
-        ran, full_spread_met, spread, work = dcd_epochs(
-            X.indptr, X.indices, X.data, problem.y, s, qd, diag, upper, alpha, beta, index,
-            istate, fstate, rng, limit - epochs, eps, budget if gap_rule else np.inf,
-            params.shrinking)
-        epochs += ran
-        total_work += work
-        descent_seconds = time.perf_counter() - started
-        elapsed = reporter.clock()
-        primal, dual, gap = _certificate(problem, state)
-        # a check's cost: the fastest one so far (a check the scheduler interrupted on a busy
-        # machine would otherwise space the next ones far apart)
-        check_seconds = min(check_seconds, time.perf_counter() - started - descent_seconds)
-        checks += 1
-        budget = _next_budget(params, check_seconds, work, descent_seconds)
-        status, message = _verdict(
-            params, epochs, gap, gap_rule, full_spread_met,
-            f"projected-gradient spread {spread:.3g} <= eps={params.eps:g}")
-        stop = reporter(epochs, primal, gap, elapsed=elapsed, dual_objective=dual,
-                        projected_gradient_spread=float(spread), active_size=int(istate[0]),
-                        eps=eps, work=int(work))
-        if status is not None:
-            break
-        if stop:
-            status, message = Termination.STOPPED, reporter.stop_message
-            break
-        if epochs >= limit:  # the Newton switch's limit, below max_iter
-            break
-        if full_spread_met:
-            # the full set meets eps but the gap is above tol: a finer spread (continuation)
-            eps = eps / 10.0
+
+    active = [n]  # the working set's size after the last call (Algorithm 3's shrinking)
+
+    def steps(max_epochs, eps, budget):
+        ran, met, measure, work, active[0] = descend(max_epochs, eps, budget)
+        record = {"projected_gradient_spread": float(measure), "active_size": active[0]}
+        return ran, met, f"{descend.rule} {measure:.3g}", work, record
+
+    status, message, epochs, eps, total_work, checks, primal = descend_with_gap_checks(
+        params, reporter, limit, max(X.nnz + n, 1), steps,
+        lambda: _certificate(problem, state))
     # the certificate without the round-off w accumulated over the steps: D(alpha) at w
     # recomputed from alpha (one pass), against P at the returned w
     exact_dual = problem.dual_objective(alpha)
     gap = (primal - exact_dual) / max(abs(primal), 1e-300)
     extras = {"epochs": epochs, "gap_checks": checks, "relative_duality_gap": float(gap),
-              "active_size": int(istate[0]), "final_eps": eps,
+              "active_size": active[0], "final_eps": eps,
               "work_passes": total_work / max(X.nnz + n, 1),
               "nnz_alpha": int(np.count_nonzero(alpha))}
     solution = Solution(beta.copy(), float(primal), status, message, epochs, extras)
@@ -162,11 +202,64 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
     return solution, state
 
 
+def descend_with_gap_checks(params, reporter: Reporter, limit: int, pass_work: int, descend,
+                            certify) -> tuple:
+    """The outer loop every dual_cd driver shares (binary and regression): ``descend(
+    max_epochs, eps, budget) -> (epochs run, whether LIBLINEAR's rule held on the full set,
+    that rule's measure as text, stored entries touched, the record's extras)`` runs the
+    Numba epochs until ``budget`` entries were touched (the first check after ``pass_work``,
+    a pass's worth; then ``gap_check_work`` times as long as a check takes), ``certify() ->
+    (P, D, relative gap)`` checks, and a record follows each check.  Ends on the verdict
+    (:func:`_verdict`: ``tol``, or LIBLINEAR's rule with ``stop_rule="projected_gradient"``,
+    then ``max_iter``), on the monitor's stop, or at ``limit`` epochs (the Newton switch's,
+    below max_iter: status None).  With the gap rule, a full set that meets eps with the gap
+    above ``tol`` divides eps by 10 (a continuation).  Returns (status, message, epochs, the
+    last eps, entries touched, checks, the last P)."""
+    gap_rule = params.stop_rule == "gap"
+    eps = params.eps
+    budget = pass_work
+    check_seconds = np.inf
+    epochs = total_work = checks = 0
+    status = message = None
+    while True:
+        started = time.perf_counter()
+        ran, met, measure, work, record = descend(limit - epochs, eps,
+                                                  budget if gap_rule else np.inf)
+        epochs += ran
+        total_work += work
+        descent_seconds = time.perf_counter() - started
+        elapsed = reporter.clock()
+        primal, dual, gap = certify()
+        # a check's cost: the fastest one so far (a check the scheduler interrupted on a busy
+        # machine would otherwise space the next ones far apart)
+        check_seconds = min(check_seconds, time.perf_counter() - started - descent_seconds)
+        checks += 1
+        budget = _next_budget(params, check_seconds, work, descent_seconds)
+        status, message = _verdict(params, epochs, gap, gap_rule, bool(met),
+                                   f"{measure} <= eps={params.eps:g}")
+        stop = reporter(epochs, primal, gap, elapsed=elapsed, dual_objective=dual, **record,
+                        eps=eps, work=int(work))
+        if status is not None:
+            break
+        if stop:
+            status, message = Termination.STOPPED, reporter.stop_message
+            break
+        if epochs >= limit:  # the Newton switch's limit, below max_iter
+            break
+        if met:
+            # the full set meets eps but the gap is above tol: a finer eps (continuation)
+            eps = eps / 10.0
+    return status, message, epochs, eps, total_work, checks, primal
+
+
 def newton_switch_at(params: DualCDParams, problem: BinaryProblem) -> int | None:
     """The outer iteration at which an uncertified run hands w to its Newton method
-    (``newton_switch_iter``), or None: no switch (the hinge, None, or max_iter first)."""
+    (``newton_switch_iter``), or None: no switch (the L1 losses -- piecewise linear, no
+    Newton method: LIBLINEAR's -s 3 and -s 13 only warn --, None, or max_iter first).  The
+    others switch: the squared hinge (LIBLINEAR -s 1 -> -s 2), the squared epsilon-insensitive
+    loss (-s 12 -> -s 11) and the logistic loss; ``problem`` is binary or a regression."""
     at = params.newton_switch_iter
-    if problem.loss != "squared_hinge" or at is None or at >= params.max_iter:
+    if problem.loss_function.piecewise_linear or at is None or at >= params.max_iter:
         return None
     return at
 
@@ -188,6 +281,7 @@ def _switch_to_newton(problem: BinaryProblem, params: DualCDParams, monitor: Mon
     switched = primal_start(problem, newton.beta)
     state.alpha[:] = switched.alpha
     state.beta[:] = switched.beta
+    state.complement = None  # the entropy dual's next start moves alpha inside its box
     gap = problem.relative_duality_gap(newton.beta)
     extras = {**reached.extras, "relative_duality_gap": float(gap),
               "newton_switch": {"at_epoch": epochs,
@@ -197,7 +291,8 @@ def _switch_to_newton(problem: BinaryProblem, params: DualCDParams, monitor: Mon
                                 "seconds": clock(), "status": str(newton.status)}}
     message = (f"no stop after {epochs} outer iterations (newton_switch_iter; relative "
                f"duality gap {reached.extras['relative_duality_gap']:.3g}): switched to the "
-               f"Newton method from w, as LIBLINEAR -s 1 switches to -s 2; {newton.message}")
+               f"Newton method from w, as LIBLINEAR -s 1 switches to -s 2 (and -s 7 to -s 0); "
+               f"{newton.message}")
     return Solution(newton.beta.copy(), float(newton.objective), newton.status, message,
                     epochs + newton.iterations, extras)
 
@@ -255,6 +350,8 @@ def solve_path(problem: BinaryProblem, Cs, params: DualCDParams | None = None,
             ratio = float(C) / last_C
             state.alpha *= ratio
             state.beta *= ratio
+            if state.complement is not None:  # C_i - alpha_i scales alike
+                state.complement *= ratio
         solution, state = solve_state(sub, params.model_copy(update={"C": float(C)}),
                                       monitor, state, clock, newton)
         solution.extras["seconds"] = clock()

@@ -1,19 +1,21 @@
 """The losses of ``docs/design.md``, one object each, in the slack xi = 1 - m (m = y f(x)).
 
-=================  ==============================  ===================  =====================
+=================  ==============================  ===================  ============================
 loss               L(xi)                           dual range of alpha  L*(v) on that range
-=================  ==============================  ===================  =====================
+=================  ==============================  ===================  ============================
 hinge              max(0, xi)                      [0, C_i]             0
 squared_hinge      max(0, xi)^2                    [0, inf)             v^2 / 4
 lp (1 < p < 2)     max(0, xi)^p                    [0, inf)             (p-1) (v/p)^(p/(p-1))
 modified_huber     xi^2 on (0, 2], 4 xi - 4 above  [0, 4 C_i]           v^2 / 4
 least_squares      xi^2                            (-inf, inf)          v^2 / 4
 smoothed hinge     see :func:`smoothed_hinge`       [0, C_i]             v xi_lo + v^2/(2 kappa)
-=================  ==============================  ===================  =====================
+logistic           log(1 + exp(xi - 1))            [0, C_i]             v + v log v + (1-v) log(1-v)
+=================  ==============================  ===================  ============================
 
-(modified Huber: -4 m = 4 xi - 4 for m < -1.)  The dual of every linear binary problem
-(``solvers.problems``) is D(alpha) = sum_i alpha_i - 1/2 ||beta(alpha)||^2 - sum_i C_i
-L*(alpha_i / C_i), alpha_i in C_i times the range; the KKT map is alpha_i = C_i L'(xi_i).
+(modified Huber: -4 m = 4 xi - 4 for m < -1; logistic: log(1 + exp(-m)).)  The dual of every
+linear binary problem (``solvers.problems``) is D(alpha) = sum_i alpha_i - 1/2
+||beta(alpha)||^2 - sum_i C_i L*(alpha_i / C_i), alpha_i in C_i times the range; the KKT map
+is alpha_i = C_i L'(xi_i).
 
 Each object gives the value, the derivative, the conjugate term, the dual bounds, the
 proximal operator of t L (ALM's e-step) and what the solvers and the certificates read of it
@@ -24,6 +26,11 @@ them itself: :class:`Loss` has no defaults, and a class that leaves one out fail
 made.  The squared hinge, the modified Huber loss and the smoothed hinge form the clipped
 family L'(xi) = kappa clip(xi - xi_lo, 0, width) that L2-SVM-MFN's engine runs on (``kappa``,
 ``xi_lo``, ``width``; :class:`ClippedLoss`).
+
+The regression losses, epsilon_insensitive and squared_epsilon_insensitive, take the residual
+r = y - f(x) instead of a slack (``Loss.slack = "residual"``): each is two terms of the hinge
+or the squared hinge, of slacks r - eps and -r - eps, with a signed dual variable
+(:class:`ResidualLoss`).
 
 This package owns the losses as one concept: the names (:data:`LOSSES`, in the order of
 :data:`LOSS_TYPES`), the rule that names one loss two ways (:func:`canonical`: lp with p = 1
@@ -46,6 +53,7 @@ from solvers.losses import kernels
 from solvers.losses.kernels import (
     HINGE,
     LEAST_SQUARES,
+    LOGISTIC,
     LP,
     MODIFIED_HUBER,
     SQUARED_HINGE,
@@ -65,6 +73,9 @@ class Loss(abc.ABC):
     give some for its subclasses, this base gives none):
 
     * ``name``: its name in :data:`LOSS_TYPES` (and in a solver's declaration);
+    * ``slack``: what its argument is: "margin", the slack xi = 1 - y f(x) of a classifier
+      (every loss of the table above), or "residual", r = y - f(x) of a regression
+      (:class:`ResidualLoss`: its dual variable is signed, b_i in [-U_i, U_i]);
     * ``code``: the code its Numba kernels dispatch on (:mod:`solvers.losses.kernels`), or
       None for a loss without a branch there, which then gives :meth:`value`, :meth:`sum`,
       :meth:`derivative` and :meth:`prox` itself (a kernel taking a code refuses it);
@@ -83,7 +94,11 @@ class Loss(abc.ABC):
       L2R_L2LOSS_SVC, a classifier);
     * ``liblinear_types``: LIBLINEAR's ``-s`` types that train its L2-regularized binary
       problem, its dual coordinate descent first (() when LIBLINEAR has not the loss; the
-      benchmarks' anchors).
+      benchmarks' anchors);
+    * ``margin_sigmoid``: None, or (A, B) when the loss is the negative log-likelihood of a
+      sigmoid of the score f, P(y = +1 | x) = 1 / (1 + exp(A f + B)) (the logistic loss:
+      (-1, 0)): a model of it has these probabilities of its own, in the form of Platt's
+      sigmoids (``solvers.calibration``), and no Platt step is fitted.
 
     and, as methods, its dual range (:meth:`dual_lower`, :meth:`dual_upper`) and its conjugate
     (:meth:`conjugate`).  A class that misses one fails when it is made, naming what it misses
@@ -92,12 +107,14 @@ class Loss(abc.ABC):
     """
 
     #: the class attributes every loss declares (the class docstring says what each means)
-    DECLARATIONS = ("name", "code", "p", "has_exponent", "piecewise_linear", "clipped",
-                    "smoothing", "dual_quadratic", "liblinear_solver_type", "liblinear_types")
+    DECLARATIONS = ("name", "slack", "code", "p", "has_exponent", "piecewise_linear", "clipped",
+                    "smoothing", "dual_quadratic", "liblinear_solver_type", "liblinear_types",
+                    "margin_sigmoid")
     #: what a loss without a kernel code gives itself (the methods here run its code's kernels)
     CODED_METHODS = ("value", "sum", "derivative", "prox")
 
     name: str
+    slack: str
     code: int | None
     p: float
     has_exponent: bool
@@ -107,6 +124,7 @@ class Loss(abc.ABC):
     dual_quadratic: float | None
     liblinear_solver_type: str
     liblinear_types: tuple[int, ...]
+    margin_sigmoid: tuple[float, float] | None
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -151,6 +169,16 @@ class Loss(abc.ABC):
         kernels.loss_derivatives(self.code, self.p, xi, out)
         return out
 
+    def curvature(self, xi) -> np.ndarray:
+        """L''(xi), the generalized one where L' has a kink (a primal Newton method's
+        Hessian weights, ``BinaryProblem.curvature``); NaN where the loss has none (lp)."""
+        if self.code is None:
+            raise ValueError(f"loss {self.name!r} has no kernel code: no curvature kernel")
+        xi = _as_array(xi)
+        out = np.empty_like(xi)
+        kernels.loss_curvatures(self.code, self.p, xi, out)
+        return out
+
     @abc.abstractmethod
     def dual_upper(self, cost) -> np.ndarray:
         """Upper bound of alpha_i (per-example cost C_i); the lower bound is
@@ -192,6 +220,7 @@ class Loss(abc.ABC):
 
 class Hinge(Loss):
     name = "hinge"
+    slack = "margin"
     code = HINGE
     p = 1.0
     has_exponent = False
@@ -200,6 +229,7 @@ class Hinge(Loss):
     dual_quadratic = 0.0
     liblinear_solver_type = "L2R_L1LOSS_SVC_DUAL"
     liblinear_types = (3,)
+    margin_sigmoid = None
 
     @staticmethod
     def smoothing(tau: float) -> ClippedLoss:
@@ -232,6 +262,7 @@ class ClippedLoss(Loss):
     loss mfn solves (``docs/extending.md``)."""
 
     name = "clipped"
+    slack = "margin"
     code = None
     p = 2.0  # the power of its quadratic piece (no kernel reads it: the family has no code)
     has_exponent = False
@@ -240,6 +271,7 @@ class ClippedLoss(Loss):
     smoothing = None
     liblinear_solver_type = "L2R_L2LOSS_SVC"
     liblinear_types = ()
+    margin_sigmoid = None
 
     def __init__(self, kappa: float, xi_lo: float, width: float):
         self.kappa = float(kappa)
@@ -338,6 +370,7 @@ class ModifiedHuber(_CodedClippedLoss):
 
 class LeastSquares(Loss):
     name = "least_squares"
+    slack = "margin"
     code = LEAST_SQUARES
     p = 2.0
     has_exponent = False
@@ -347,6 +380,7 @@ class LeastSquares(Loss):
     dual_quadratic = 0.25
     liblinear_solver_type = "L2R_L2LOSS_SVC"
     liblinear_types = ()
+    margin_sigmoid = None
 
     def dual_lower(self, cost) -> np.ndarray:
         return np.full(np.shape(cost), -np.inf)
@@ -367,6 +401,7 @@ class Lp(Loss):
     """max(0, xi)^p, 1 <= p <= 2 (Nie et al.): p = 1 is the hinge, p = 2 the squared hinge."""
 
     name = "lp"
+    slack = "margin"
     code = LP
     p = 2.0  # the default exponent; each object has its own
     has_exponent = True
@@ -376,6 +411,7 @@ class Lp(Loss):
     dual_quadratic = None
     liblinear_solver_type = "L2R_L2LOSS_SVC"
     liblinear_types = ()
+    margin_sigmoid = None
 
     #: the losses lp is at the ends of its range (:func:`canonical`)
     ALIASES = {1.0: "hinge", 2.0: "squared_hinge"}
@@ -412,6 +448,45 @@ class Lp(Loss):
         return (p - 1.0) * (np.maximum(v, 0.0) / p) ** (p / (p - 1.0))
 
 
+class Logistic(Loss):
+    """log(1 + exp(-m)) = log(1 + exp(xi - 1)): logistic regression, LIBLINEAR's ``-s 0`` (primal
+    Newton) and ``-s 7`` (Yu, Huang & Lin's dual coordinate descent), the same C.
+
+    L'(xi) = sigma(xi - 1) = sigma(-m) in (0, 1), so the dual range is [0, C_i] (the KKT map
+    alpha_i = C_i sigma(-m_i) lies inside it at every point) and L*(v) = v + v log v + (1 - v)
+    log(1 - v) on [0, 1] (0 log 0 = 0): C_i L*(alpha_i / C_i) = alpha_i + alpha_i log alpha_i
+    + (C_i - alpha_i) log(C_i - alpha_i) - C_i log C_i, whose linear alpha_i cancels the
+    dual's sum_i alpha_i, leaving LIBLINEAR's entropy dual (``solve_l2r_lr_dual``).  Not
+    piecewise linear, not clipped, and its dual is not a QP; its scores are log-odds, so its
+    models predict P(y = +1 | x) = sigma(f(x)) (``margin_sigmoid`` = (-1, 0))."""
+
+    name = "logistic"
+    slack = "margin"
+    code = LOGISTIC
+    p = 1.0  # its growth as xi -> inf (no kernel reads it: no exponent)
+    has_exponent = False
+    piecewise_linear = False
+    clipped = False
+    smoothing = None
+    dual_quadratic = None
+    liblinear_solver_type = "L2R_LR"
+    liblinear_types = (7, 0)
+    margin_sigmoid = (-1.0, 0.0)
+
+    def dual_lower(self, cost) -> np.ndarray:
+        return np.zeros(np.shape(cost))
+
+    def dual_upper(self, cost) -> np.ndarray:
+        return _as_array(cost)
+
+    def conjugate(self, v) -> np.ndarray:
+        v = np.clip(_as_array(v), 0.0, 1.0)
+        u = 1.0 - v
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return v + np.where(v > 0.0, v * np.log(v), 0.0) + \
+                np.where(u > 0.0, u * np.log(u), 0.0)
+
+
 def smoothed_hinge(tau: float) -> ClippedLoss:
     """tau/2 L_h(xi/tau + 1) of Keerthi & DeCoste section 6: 0 below -tau, (xi + tau)^2 /
     (4 tau) on (-tau, tau), xi above; it exceeds the hinge by at most tau/4, and its dual range
@@ -424,13 +499,128 @@ SQUARED_HINGE_LOSS = SquaredHinge()
 MODIFIED_HUBER_LOSS = ModifiedHuber()
 LEAST_SQUARES_LOSS = LeastSquares()
 
+# -- the residual losses of regression (Ho & Lin, JMLR 2012, eqs. (2)-(3); LIBLINEAR -s 11-13) -
+#
+# L(r) of the residual r = y - f(x): max(0, |r| - eps) (dual range [-C_i, C_i], C L*(b/C) =
+# eps |b|) and its square ((-inf, inf), eps |b| + b^2/(4C)).  For eps >= 0, L(r) = l(r - eps)
+# + l(-r - eps) with l the hinge or the squared hinge (``margin_loss``; at most one term is
+# positive): an example is two margin terms, slack (y - eps) - f(x) with label +1 and (-y -
+# eps) + f(x) with label -1, and its dual variable is signed, b_i = alpha+_i - alpha-_i (Ho &
+# Lin's beta).  The problem is :class:`solvers.problems.RegressionProblem`; mfn runs its engine
+# on the 2n terms, dual_cd works on b.
+
+#: LIBLINEAR's default -p
+DEFAULT_EPSILON = 0.1
+
+
+class ResidualLoss(Loss, abstract=True):
+    """max(0, |r| - epsilon)^p as two terms of ``margin_loss`` (the comment above).  A
+    subclass declares its name, its margin loss and LIBLINEAR's names."""
+
+    slack = "residual"
+    code = None  # its value, sum, derivative and prox are its margin loss's, twice
+    has_exponent = False
+    clipped = False
+    smoothing = None
+    margin_sigmoid = None
+    margin_loss: Loss
+
+    def __init__(self, epsilon: float = DEFAULT_EPSILON):
+        epsilon = float(epsilon)
+        if not (np.isfinite(epsilon) and epsilon >= 0.0):
+            raise ValueError(f"epsilon must be a finite number >= 0 (the width of the "
+                             f"insensitive tube), got {epsilon!r}")
+        self.epsilon = epsilon
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(epsilon={self.epsilon:g})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.epsilon == self.epsilon
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.epsilon))
+
+    def _slacks(self, r) -> tuple[np.ndarray, np.ndarray]:
+        r = _as_array(r)
+        return r - self.epsilon, -r - self.epsilon
+
+    def value(self, r) -> np.ndarray:
+        upper, lower = self._slacks(r)
+        return self.margin_loss.value(upper) + self.margin_loss.value(lower)
+
+    def sum(self, r, weight) -> float:
+        upper, lower = self._slacks(r)
+        return self.margin_loss.sum(upper, weight) + self.margin_loss.sum(lower, weight)
+
+    def derivative(self, r) -> np.ndarray:
+        """dL/dr: l'(r - eps) - l'(-r - eps) (0 inside the tube); the KKT map is b_i = C_i
+        L'(r_i)."""
+        upper, lower = self._slacks(r)
+        return self.margin_loss.derivative(upper) - self.margin_loss.derivative(lower)
+
+    def dual_lower(self, cost) -> np.ndarray:
+        return -self.dual_upper(cost)
+
+    def dual_upper(self, cost) -> np.ndarray:
+        return self.margin_loss.dual_upper(cost)
+
+    def conjugate(self, v) -> np.ndarray:
+        """L*(v) = eps |v| + l*(|v|) on the dual range."""
+        v = np.abs(_as_array(v))
+        return self.epsilon * v + self.margin_loss.conjugate(v)
+
+    def conjugate_sum(self, b, cost) -> float:
+        b = np.abs(_as_array(b))
+        tail = self.margin_loss.conjugate_sum(b, cost)
+        return self.epsilon * float(b.sum()) + tail
+
+    def prox(self, v, t) -> np.ndarray:
+        """argmin_u t L(u) + (u - v)^2 / 2: inside the tube u = v; outside, the margin loss's
+        proximal step on the distance to the tube, |v| - eps, kept on v's side."""
+        v = _as_array(v)
+        t = np.broadcast_to(_as_array(t), v.shape)
+        outside = np.abs(v) - self.epsilon
+        # l's prox at a positive slack s is in [0, s]; at s <= 0 it is s (l is 0 there)
+        moved = self.margin_loss.prox(np.maximum(outside, 0.0), t)
+        return np.where(outside > 0.0, np.sign(v) * (self.epsilon + moved), v)
+
+
+class EpsilonInsensitive(ResidualLoss):
+    """max(0, |r| - eps): L1-loss SVR (LIBLINEAR -s 13)."""
+
+    name = "epsilon_insensitive"
+    margin_loss = HINGE_LOSS
+    p = 1.0
+    piecewise_linear = True
+    dual_quadratic = 0.0
+    liblinear_solver_type = "L2R_L1LOSS_SVR_DUAL"
+    liblinear_types = (13,)
+
+
+class SquaredEpsilonInsensitive(ResidualLoss):
+    """max(0, |r| - eps)^2: L2-loss SVR (LIBLINEAR -s 12 dual, -s 11 primal)."""
+
+    name = "squared_epsilon_insensitive"
+    margin_loss = SQUARED_HINGE_LOSS
+    p = 2.0
+    piecewise_linear = False
+    dual_quadratic = 0.25
+    liblinear_solver_type = "L2R_L2LOSS_SVR_DUAL"
+    liblinear_types = (12, 11)
+
+
+RESIDUAL_LOSSES = (EpsilonInsensitive, SquaredEpsilonInsensitive)
+
+
 #: Every loss of ``docs/design.md`` by name, in the order the catalogue lists them.  A loss
 #: without an exponent has one instance, which :func:`get_loss` returns.  A loss is in the
 #: catalogue by its entry here (a test registers one of its own for its duration: ``tests/
 #: test_new_loss.py``).
 LOSS_TYPES: dict[str, type[Loss]] = {
-    cls.name: cls for cls in (Hinge, SquaredHinge, Lp, ModifiedHuber, LeastSquares)
+    cls.name: cls for cls in (Hinge, SquaredHinge, Lp, ModifiedHuber, LeastSquares, Logistic)
 }
+LOSS_TYPES.update((cls.name, cls) for cls in RESIDUAL_LOSSES)
 LOSSES = tuple(LOSS_TYPES)
 #: the one instance of each loss class without an exponent that :func:`get_loss` has made
 _INSTANCES: dict[type[Loss], Loss] = {
@@ -445,6 +635,13 @@ def loss_type(name: str) -> type[Loss]:
     except KeyError:
         raise ValueError(f"unknown loss {name!r}; expected one of {', '.join(LOSS_TYPES)}") \
             from None
+
+
+def is_residual(name) -> bool:
+    """Whether the loss named ``name`` is a regression loss of the residual (``Loss.slack``);
+    False for anything not in the catalogue."""
+    cls = LOSS_TYPES.get(name) if isinstance(name, str) else None
+    return cls is not None and cls.slack == "residual"
 
 
 def takes_exponent(name) -> bool:
@@ -469,13 +666,16 @@ def canonical(name: str, p: float | None = None) -> tuple[str, float]:
     return name, (p if name == cls.name else LOSS_TYPES[name].p)
 
 
-def get_loss(name: str, p: float = 2.0) -> Loss:
-    """The loss object of a ``docs/design.md`` loss name (``p`` for ``lp``), canonical: lp with
-    p = 1 or 2 gives the hinge or the squared hinge object."""
+def get_loss(name: str, p: float = 2.0, epsilon: float | None = None) -> Loss:
+    """The loss object of a ``docs/design.md`` loss name (``p`` for ``lp``, ``epsilon`` for a
+    residual loss, default LIBLINEAR's 0.1), canonical: lp with p = 1 or 2 gives the hinge or
+    the squared hinge object."""
     name, p = canonical(name, p)
     cls = LOSS_TYPES[name]
     if cls.has_exponent:
         return cls(p)
+    if cls.slack == "residual" and epsilon is not None:
+        return cls(epsilon)
     if cls not in _INSTANCES:
         _INSTANCES[cls] = cls()
     return _INSTANCES[cls]
@@ -516,15 +716,21 @@ __all__ = [
     "MODIFIED_HUBER_LOSS",
     "SQUARED_HINGE_LOSS",
     "ClippedLoss",
+    "DEFAULT_EPSILON",
+    "EpsilonInsensitive",
     "Hinge",
     "LeastSquares",
     "Loss",
+    "Logistic",
     "LossFamily",
     "Lp",
     "ModifiedHuber",
+    "ResidualLoss",
+    "SquaredEpsilonInsensitive",
     "SquaredHinge",
     "canonical",
     "get_loss",
+    "is_residual",
     "loss_type",
     "smoothed_hinge",
     "takes_exponent",

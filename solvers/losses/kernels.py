@@ -8,7 +8,8 @@ Two families:
   (Keerthi & DeCoste eqs. (14)-(18); the root itself is :func:`solvers.core.linesearch.
   piecewise_linear_root`);
 * every loss of ``docs/design.md`` by its code (:data:`HINGE` ...): the weighted sum of values, the
-  derivatives and the proximal operator, in the slack xi = 1 - m.
+  derivatives, the curvatures (second derivatives, where a Newton method reads them) and the
+  proximal operator, in the slack xi = 1 - m.
 
 A loss's code has one branch in each of :func:`_value`, :func:`_derivative` and
 :func:`prox_value` (a new loss adds its three formulas there, beside its class in
@@ -29,6 +30,7 @@ SQUARED_HINGE = 1
 LP = 2
 MODIFIED_HUBER = 3
 LEAST_SQUARES = 4
+LOGISTIC = 5
 
 
 # -- slacks -------------------------------------------------------------------------------------
@@ -56,6 +58,8 @@ def _value(code, p, xi):
         if xi <= 0.0:
             return 0.0
         return xi * xi if xi <= 2.0 else 4.0 * xi - 4.0
+    if code == LOGISTIC:
+        return _log1p_exp(xi - 1.0)
     return xi * xi  # LEAST_SQUARES
 
 
@@ -71,7 +75,46 @@ def _derivative(code, p, xi):
         if xi <= 0.0:
             return 0.0
         return 2.0 * xi if xi <= 2.0 else 4.0
+    if code == LOGISTIC:
+        return _sigmoid(xi - 1.0)
     return 2.0 * xi  # LEAST_SQUARES
+
+
+@njit(cache=True, inline="always")
+def _curvature(code, p, xi):
+    """L''(xi): the Hessian's weight of an example in a primal Newton method (the generalized
+    second derivative where L' has a kink: the right one at xi = 0 is not taken, as
+    :func:`_derivative`; LIBLINEAR's ``-s 2`` uses the same).  NaN for a code without a
+    branch here (and for lp, whose L'' is unbounded at 0): a forgotten branch shows."""
+    if code == LOGISTIC:
+        sig = _sigmoid(xi - 1.0)
+        return sig * (1.0 - sig)
+    if code == SQUARED_HINGE:
+        return 2.0 if xi > 0.0 else 0.0
+    if code == LEAST_SQUARES:
+        return 2.0
+    if code == MODIFIED_HUBER:
+        return 2.0 if 0.0 < xi <= 2.0 else 0.0
+    if code == HINGE:
+        return 0.0
+    return np.nan
+
+
+@njit(cache=True, inline="always")
+def _log1p_exp(z):
+    """log(1 + exp(z)) without overflow (z + log1p(exp(-z)) for z > 0)."""
+    if z > 0.0:
+        return z + np.log1p(np.exp(-z))
+    return np.log1p(np.exp(z))
+
+
+@njit(cache=True, inline="always")
+def _sigmoid(z):
+    """1 / (1 + exp(-z)) without overflow."""
+    if z >= 0.0:
+        return 1.0 / (1.0 + np.exp(-z))
+    e = np.exp(z)
+    return e / (1.0 + e)
 
 
 @njit(cache=True, inline="always")
@@ -117,6 +160,37 @@ def loss_derivatives(code, p, xi, out):
         out[i] = _derivative(code, p, xi[i])
 
 
+@njit(cache=True, nogil=True)
+def loss_curvatures(code, p, xi, out):
+    """out_i = L''(xi_i) (:func:`_curvature`)."""
+    for i in range(xi.shape[0]):
+        out[i] = _curvature(code, p, xi[i])
+
+
+@njit(cache=True, inline="always")
+def _logistic_prox(v, t):
+    """The root u of u + t sigma(u - 1) = v (t > 0): the left side is increasing with slope in
+    [1, 1 + t/4], and the root lies in [v - t, v] (sigma in (0, 1)); Newton from v, falling back
+    to bisection whenever a step leaves the bracket."""
+    lo = v - t
+    hi = v
+    u = v
+    for _ in range(200):
+        sig = _sigmoid(u - 1.0)
+        phi = u + t * sig - v
+        if phi > 0.0:
+            hi = u
+        else:
+            lo = u
+        if phi == 0.0 or hi - lo <= 1e-15 * max(1.0, abs(hi)):
+            break
+        step = u - phi / (1.0 + t * sig * (1.0 - sig))
+        if not (lo < step < hi):
+            step = 0.5 * (lo + hi)
+        u = step
+    return u
+
+
 @njit(cache=True, inline="always")
 def _lp_prox_positive(v, t, p):
     """The root u in (0, v) of t p u^(p-1) + u - v = 0 (1 < p < 2, v > 0, t > 0): Newton from
@@ -153,6 +227,8 @@ def prox_value(code, p, x, s):
     e-step and multiplier update)."""
     if code == LEAST_SQUARES:
         return x / (1.0 + 2.0 * s)
+    if code == LOGISTIC:  # smooth and positive everywhere: no flat side
+        return _logistic_prox(x, s)
     if x <= 0.0:
         return x
     if code == HINGE:
@@ -176,8 +252,9 @@ def loss_prox(code, p, v, t, out):
 
     Closed forms for the hinge (soft threshold on the positive side), squared hinge, modified
     Huber and least squares; for the lp loss with 1 < p < 2 a safeguarded Newton iteration on
-    t p u^(p-1) + u = v (Nie et al. eq. (11)).  Below 0 every loss but least squares is flat,
-    so u = v there.
+    t p u^(p-1) + u = v (Nie et al. eq. (11)), and for the logistic loss one on u + t sigma(u -
+    1) = v.  Below 0 every loss but least squares and the logistic loss is flat, so u = v
+    there.
     """
     for i in range(v.shape[0]):
         out[i] = prox_value(code, p, v[i], t[i])

@@ -171,7 +171,9 @@ Extensions:
   the violation is within it (section 5's protocol: ``epsilon=1e-3, dual_kkt_tol=1e-3``);
 * ordinal regression (section 7, :class:`solvers.problems.OrdinalProblem`,
   :func:`solve_ordinal`, ``task="ordinal"``);
-* multi-class: one-vs-rest over the binary solver (``solvers.multiclass``).
+* multi-class: one-vs-rest over the binary solver (``solvers.multiclass``);
+* L2-loss support vector regression (``task="regression"``, the squared epsilon-insensitive
+  loss as two squared-hinge terms per example, :mod:`solvers.mfn.regression`).
 
 Ordinal regression (eqs. (25)-(26)), labels mapped to ranks 1..p, p - 1 thresholds
 theta_s = s * b_s (s = ``bias_scale``), C_i = C * sample_weight_i::
@@ -224,6 +226,7 @@ from solvers.mfn.distributed import solve as solve_distributed
 from solvers.mfn.engine import MFNState
 from solvers.mfn.ordinal import fit_ordinal, fit_ordinal_path, solve_ordinal
 from solvers.mfn.params import MFNParams
+from solvers.mfn.regression import fit_regression, solve_regression
 
 
 def warm_up() -> None:
@@ -267,7 +270,7 @@ SPECS = (
                     "regression.",
         reference="S. S. Keerthi and D. DeCoste, A modified finite Newton method for fast "
                   "solution of large scale linear SVMs, JMLR 6 (2005) 341-361.",
-        fit_handlers={"ordinal": fit_ordinal},
+        fit_handlers={"ordinal": fit_ordinal, "regression": fit_regression},
         path_handlers={"ordinal": fit_ordinal_path},
         warm_up=warm_up,
         warm_start=True,
@@ -286,10 +289,12 @@ __all__ = [
     "dual_kkt_violation",
     "fit_ordinal",
     "fit_ordinal_path",
+    "fit_regression",
     "run",
     "seed_from_weights",
     "solve",
     "solve_ordinal",
     "solve_path",
+    "solve_regression",
     "warm_up",
 ]

@@ -7,8 +7,14 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from solvers.base import SolverParams, Solves, gap_tolerance_field
-from solvers.losses import LossFamily, get_loss
+from solvers.base import (
+    REGRESSION_NEEDS_RESIDUAL_LOSS,
+    SolverParams,
+    Solves,
+    gap_tolerance_field,
+    residual_loss_refusal,
+)
+from solvers.losses import DEFAULT_EPSILON, LossFamily, get_loss
 
 #: The losses mfn's engine runs on, by their declarations: the clipped family L'(xi) = kappa
 #: clip(xi - xi_lo, 0, width) (the squared hinge; modified Huber, section 6) and a loss with a
@@ -20,15 +26,25 @@ MFN_LOSSES = LossFamily(
     order=("squared_hinge", "modified_huber", "hinge"))
 
 #: What mfn solves: the losses of its engine (:data:`MFN_LOSSES`), binary and one-vs-rest,
-#: and ordinal regression (section 7) on the squared hinge with its thresholds.
+#: ordinal regression (section 7) on the squared hinge with its thresholds, and L2-loss
+#: support vector regression (two squared-hinge terms per example; LIBLINEAR -s 11's problem).
 MFN_SOLVES = (
     Solves.product(("binary", "ovr", "ovo"), MFN_LOSSES, ("regularized", "none"))
     | Solves.product(("ordinal",), ("squared_hinge",), ("regularized",))
+    | Solves.product(("regression",), ("squared_epsilon_insensitive",), ("regularized", "none"))
 ).refusing("the thresholds of ordinal regression (section 7) are its bias: it needs the "
            "squared hinge loss and bias='regularized'", task="ordinal"
 ).refusing("the paper regularizes b like a weight (its b^2/2 term, LIBLINEAR's -B); a free "
            "bias would need the equality constraint its least-squares steps do not keep",
-           bias="free")
+           bias="free"
+).refusing("mfn's regression is the squared epsilon-insensitive loss, two squared-hinge terms "
+           "per example (piecewise quadratic, Appendix A as it is); the L1 loss would need the "
+           "hinge homotopy, whose smoothed terms overlap inside the tube: use dual_cd (Ho & "
+           "Lin, LIBLINEAR -s 13) for epsilon_insensitive", task="regression",
+           loss="epsilon_insensitive"
+).refusing(REGRESSION_NEEDS_RESIDUAL_LOSS, task="regression"
+).refusing(residual_loss_refusal("squared_epsilon_insensitive"),
+           loss="squared_epsilon_insensitive")
 
 
 class MFNParams(SolverParams):
@@ -50,12 +66,22 @@ class MFNParams(SolverParams):
     multiclass: MFN_SOLVES.choices("multiclass") = MFN_SOLVES.multiclass_field()
     task: MFN_SOLVES.choices("task") = Field(
         "classification",
-        description="classification (binary, one-vs-rest for more classes) or ordinal "
-                    "regression over the sorted labels (section 7; squared hinge only).")
+        description="classification (binary, one-vs-rest for more classes), ordinal "
+                    "regression over the sorted labels (section 7; squared hinge only) or "
+                    "regression: the labels as real values, L2-loss support vector "
+                    "regression (squared_epsilon_insensitive; LIBLINEAR -s 11's problem).")
     loss: MFN_SOLVES.choices("loss") = "squared_hinge"
     bias: MFN_SOLVES.choices("bias") = "regularized"
     epsilon: float = Field(1e-6, gt=0, lt=1,
-                           description="CGLS relative tolerance, rule (13), of the final round.")
+                           description="CGLS relative tolerance, rule (13), of the final round "
+                                       "(task='regression': give it as cgls_epsilon; "
+                                       "epsilon is then the tube's width, insensitivity).")
+    insensitivity: float = Field(
+        DEFAULT_EPSILON, ge=0,
+        description="task='regression': the half width of the insensitive tube, "
+                    "max(0, |y - f(x)| - eps)^2 (LIBLINEAR's -p, default 0.1).  With "
+                    "task='regression', epsilon= given to mfn sets this (the name every "
+                    "regression solver takes), and cgls_epsilon= sets the CGLS tolerance.")
     first_round_epsilon: float | None = Field(
         1e-2, gt=0, lt=1,
         description="Heuristic 2: tolerance of a first round from a crude start (None: off).")
@@ -140,10 +166,31 @@ class MFNParams(SolverParams):
     def _one_stopping_rule(cls, data):
         """dual_kkt_tol replaces the gap rule unless tol is given too."""
         data = cls._with_current_names(data)  # this runs before the base model's validators
+        data = cls._regression_names(data)
         if isinstance(data, dict) and data.get("dual_kkt_tol") is not None \
                 and "tol" not in data:
             data = {**data, "tol": None}
         return data
+
+    @staticmethod
+    def _regression_names(data):
+        """With task='regression', ``epsilon`` is the tube's width (``insensitivity``, the
+        name dual_cd and LIBLINEAR's -p use) and ``cgls_epsilon`` the CGLS tolerance: mfn's
+        own ``epsilon`` was its CGLS tolerance first.  (Parameters written by
+        ``model_dump``, which name ``insensitivity``, pass unchanged.)"""
+        if not isinstance(data, dict) or data.get("task") != "regression" \
+                or "insensitivity" in data:
+            return data
+        data = dict(data)
+        if "epsilon" in data:
+            data["insensitivity"] = data.pop("epsilon")
+        if "cgls_epsilon" in data:
+            data["epsilon"] = data.pop("cgls_epsilon")
+        return data
+
+    @property
+    def loss_epsilon(self) -> float:
+        return self.insensitivity
 
     @model_validator(mode="after")
     def _ordinal_problem(self):
@@ -154,13 +201,16 @@ class MFNParams(SolverParams):
         if self.linear_solver == "dual_cg" and self.cgls_rule != "residual":
             raise ValueError("linear_solver='dual_cg' stops on rule (13) only: "
                              "cgls_rule='residual'")
-        if self.tol is None and not get_loss(self.loss).clipped:
+        engine_loss = get_loss(self.loss)
+        engine_loss = getattr(engine_loss, "margin_loss", engine_loss)  # regression's terms
+        if self.tol is None and not engine_loss.clipped:
             raise ValueError(f"the {self.loss} homotopy stops on its certified gap: tol must "
                              f"be a number")
         if self.tol is not None and self.dual_kkt_tol is not None:
             raise ValueError("tol and dual_kkt_tol are two stopping rules: give one "
                              "(tol=None with dual_kkt_tol)")
-        if self.dual_kkt_tol is not None and not dual_kkt_applies(get_loss(self.loss)):
+        if self.dual_kkt_tol is not None and (self.task == "regression"
+                                              or not dual_kkt_applies(engine_loss)):
             raise ValueError("dual_kkt_tol (section 4.7) is for the squared hinge loss "
                              "(a clipped loss whose multipliers have no upper bound)")
         return self

@@ -1,4 +1,5 @@
-"""Trained models: linear (binary and one-vs-rest) and the kinds later solvers add.
+"""Trained models: linear (binary and one-vs-rest), linear regression and the kinds later
+solvers add.
 
 Every kind implements :class:`Model` and registers itself, so :func:`load_model`, the CLI and
 the service handle all of them without special cases.
@@ -16,6 +17,7 @@ from solvers.models.kernel import KernelModel  # noqa: F401
 from solvers.models.linear import LinearModel
 from solvers.models.onnx_export import ModelExportError
 from solvers.models.ordinal import OrdinalModel  # noqa: F401
+from solvers.models.regression import RegressionModel
 
 __all__ = [
     "FORMAT_VERSION",
@@ -23,6 +25,7 @@ __all__ = [
     "Model",
     "ModelExportError",
     "ModelFormatError",
+    "RegressionModel",
     "as_feature_matrix",
     "load_model",
     "register_model_kind",

@@ -17,6 +17,12 @@ from solvers.models.base import (
     model_classes,
     register_model_kind,
 )
+from solvers.models.regression import LIBLINEAR_REGRESSION_TYPES, RegressionModel
+
+#: LIBLINEAR's logistic models, whose ``predict -b 1`` gives P(label | x) = 1 / (1 +
+#: exp(-f(x))), normalized over the classes of a one-vs-rest model (its
+#: ``check_probability_model``): read back with those probabilities
+LIBLINEAR_PROBABILITY_TYPES = ("L2R_LR", "L2R_LR_DUAL", "L1R_LR")
 
 
 @register_model_kind
@@ -81,10 +87,11 @@ class LinearModel(Model):
 
     # -- LIBLINEAR -------------------------------------------------------------------------
     @classmethod
-    def from_liblinear(cls, text: str) -> LinearModel:
+    def from_liblinear(cls, text: str) -> LinearModel | RegressionModel:
         """A LIBLINEAR model file (``train -s 0..7``, binary and one-vs-rest, ``-s 4``; also
         what :meth:`to_liblinear` writes) as a linear model: the same decision values and
-        labels as LIBLINEAR's ``predict``.  Regression and one-class models are refused."""
+        labels as LIBLINEAR's ``predict``.  A regression type (``-s 11/12/13``) gives a
+        :class:`~solvers.models.regression.RegressionModel`; one-class models are refused."""
         lines = text.splitlines()
         header: dict[str, str] = {}
         for number, line in enumerate(lines):
@@ -95,6 +102,8 @@ class LinearModel(Model):
             header[key] = value.strip()
         else:
             raise ModelFormatError("not a LIBLINEAR model: no 'w' line")
+        if header.get("solver_type") in LIBLINEAR_REGRESSION_TYPES:
+            return RegressionModel.from_liblinear(header, body)
         try:
             solver_type = header["solver_type"]
             nr_class = int(header["nr_class"])
@@ -104,7 +113,8 @@ class LinearModel(Model):
         except (KeyError, ValueError) as exc:
             raise ModelFormatError(f"not a LIBLINEAR model: bad header ({exc})") from None
         if "SVR" in solver_type or "ONECLASS" in solver_type:
-            raise ModelFormatError(f"a LIBLINEAR {solver_type} model is not a classifier")
+            raise ModelFormatError(f"a LIBLINEAR {solver_type} model is not read here (the "
+                                   f"regression types are {', '.join(LIBLINEAR_REGRESSION_TYPES)})")
         columns = 1 if nr_class == 2 else nr_class
         rows = nr_feature + (1 if bias >= 0 else 0)
         try:
@@ -126,6 +136,8 @@ class LinearModel(Model):
             coef, intercept = coef[order], intercept[order]
         model = cls(coef, intercept, classes[order])
         model.metadata = {"source": "liblinear", "solver_type": solver_type}
+        if solver_type in LIBLINEAR_PROBABILITY_TYPES:  # predict -b 1's 1 / (1 + exp(-f))
+            model.metadata["platt"] = [[-1.0, 0.0]] * coef.shape[0]
         return model
 
     def to_liblinear(self, bias_scale: float | None = None) -> str:
@@ -141,8 +153,8 @@ class LinearModel(Model):
             self.metadata.get("params", {}).get("bias", "regularized") != "none"
         )
         params = self.metadata.get("params", {})
-        solver_type = get_loss(params.get("loss", "squared_hinge"),
-                               params.get("p", 2.0)).liblinear_solver_type
+        solver_type = self.metadata.get("solver_type") or get_loss(
+            params.get("loss", "squared_hinge"), params.get("p", 2.0)).liblinear_solver_type
         # LIBLINEAR's label order puts the positive class first for binary problems.
         order = [1, 0] if self.n_classes == 2 else list(range(self.n_classes))
         labels = " ".join(label_key(self.classes_[i]) for i in order)

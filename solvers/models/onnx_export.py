@@ -36,6 +36,8 @@ nothing is lost in portability.
   label by ArgMax over the classes (the first of equal maxima, ``select_last_index=0``, as
   ``np.argmax``).  A model trained with ``scale=`` has the scaler folded into its weights
   (:mod:`solvers.scaling`), so the graph takes raw inputs with no Scaler step.
+* regression: ``scores = X w + b``, the predicted values, and ``label`` the same values
+  (``predict`` of a regression model is its decision function).
 * ordinal: ``scores = X w``; the rank is the number of thresholds strictly below the score
   (Greater against the thresholds, Cast, ReduceSum), its label gathered from the classes.
 * kernel (binary, one-vs-rest, one-vs-one; low-rank models are kernel models over their
@@ -286,6 +288,14 @@ def ordinal_outputs(graph: OnnxGraph, X: str, coef: np.ndarray, thresholds: np.n
     return GraphOutputs(gather_labels(graph, ranks, classes), scores, None)
 
 
+def regression_outputs(graph: OnnxGraph, X: str, coef: np.ndarray,
+                       intercept: float) -> GraphOutputs:
+    """A regression model's: the (N,) values ``X w + b``, both its label (``predict``) and its
+    scores (``decision_function``)."""
+    values = column(graph, affine(graph, X, np.asarray(coef)[None, :], np.array([intercept])))
+    return GraphOutputs(values, values, None)
+
+
 def sigmoid(graph: OnnxGraph, decision: str, A, B) -> str:
     """1 / (1 + exp(A f + B)) as :func:`solvers.calibration.sigmoid` computes it: with
     e = exp(-|z|), e / (1 + e) where z >= 0, 1 / (1 + e) elsewhere (no overflow)."""
@@ -471,6 +481,10 @@ def serialize(graph: OnnxGraph, model, outputs: GraphOutputs) -> bytes:
 
 
 def _doc(model, calibrated: bool) -> str:
+    if model.task == "regression":
+        return (f"svmsvc {model.kind} model: input X, dense float64 (N, "
+                f"{model.n_features_in_}); outputs label and scores, both the predicted "
+                f"values (predict, decision_function)")
     outputs = "label, scores" + (", probabilities" if calibrated else "")
     return (f"svmsvc {model.kind} model, {model.n_classes} classes: input X, dense float64 "
             f"(N, {model.n_features_in_}); outputs {outputs} (predict, decision_function"

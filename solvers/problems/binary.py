@@ -28,9 +28,11 @@ so the gap is finite everywhere and zero at the optimum.
 Also here, for the solver families that need them: a cache of the outputs of the last point
 (objective, then gradient at the same point, as LIBLINEAR's ``l2r_l2_svc_fun`` does), the
 empirical risk and its subgradient (a cutting plane, in ``docs/design.md``'s C scale), and the
-dual as a QP in standard form with its KKT residuals.  (No Hessian-vector products: the
-Newton-type families solve their own systems in their Numba kernels, mfn's on its active rows,
-the interior point's on its normal equations.)
+dual as a QP in standard form with its KKT residuals, and for a primal Newton method on a
+twice-differentiable loss (the logistic loss; the squared hinge's generalized Hessian) the
+Hessian I_r + X~' diag(C_i L''(xi_i)) X~ as products and its diagonal (mfn and the interior
+point solve their own systems in their Numba kernels, mfn's on its active rows, the interior
+point's on its normal equations).
 """
 
 from __future__ import annotations
@@ -42,9 +44,14 @@ import scipy.sparse as sp
 from numba import njit
 
 from solvers.core.linalg import dot
-from solvers.core.sparse import csr_matvec, csr_rmatvec, use_parallel
+from solvers.core.sparse import (
+    csr_matvec,
+    csr_rmatvec,
+    use_parallel,
+    weighted_gram_matvec,
+)
 from solvers.data.dataset import RowMatrix, as_csr
-from solvers.losses import Loss, canonical, get_loss
+from solvers.losses import Loss, canonical, get_loss, is_residual
 from solvers.problems.oracles import binary_oracle
 
 BIAS_MODES = ("regularized", "free", "none")
@@ -170,6 +177,10 @@ class BinaryProblem(RowMatrix):
         # one name per loss: lp at p = 1 or 2 is the hinge or the squared hinge (raises for an
         # unknown loss)
         self.loss, self.p = canonical(self.loss, self.p)
+        if is_residual(self.loss):
+            raise ValueError(f"loss {self.loss!r} is a regression loss of the residual y - "
+                             f"f(x): a binary problem takes a margin loss (a regression is a "
+                             f"solvers.problems.RegressionProblem)")
         if self.bias not in BIAS_MODES:
             raise ValueError(
                 f"unknown bias mode {self.bias!r}; expected one of {', '.join(BIAS_MODES)}"
@@ -190,6 +201,7 @@ class BinaryProblem(RowMatrix):
         self.loss_function = get_loss(self.loss, self.p)
         self._cache_beta: np.ndarray | None = None
         self._cache_outputs: np.ndarray | None = None
+        self._squared: sp.csr_matrix | None = None
 
     # -- shape and parameter layout --------------------------------------------------------
     @property
@@ -322,6 +334,48 @@ class BinaryProblem(RowMatrix):
         """Gradient (for hinge and lp with p = 1, a subgradient) of the objective."""
         _, grad = self.risk_subgradient(beta)
         return self._add_regularizer_term(grad, beta)
+
+    def first_order(self, beta: np.ndarray, xi: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(alpha, beta(alpha), gradient) at ``beta`` from its slacks ``xi``, in one pass over
+        the rows: the KKT map alpha_i = C_i L'(xi_i), its image beta(alpha) =
+        :meth:`primal_from_dual` (alpha) and the gradient I_r beta - sum_i alpha_i y_i x~_i
+        (:meth:`gradient`): a primal method's step and its certificate from one product."""
+        alpha = self.cost * self.loss_function.derivative(xi)
+        image = self._adjoint(alpha * self.y)
+        gradient = self._add_regularizer_term(-image, beta)
+        if self.bias != "regularized":
+            image[-1] = 0.0
+        return alpha, image, gradient
+
+    # -- second order (a primal Newton method) ---------------------------------------------
+    def curvature(self, xi: np.ndarray) -> np.ndarray:
+        """d_i = C_i L''(xi_i) at the slacks ``xi``: the weights of the Hessian
+        I_r + sum_i d_i x~_i x~_i' (the generalized one where L' has a kink)."""
+        return self.cost * self.loss_function.curvature(xi)
+
+    def hessian_product(self, curvature: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """(I_r + X~' diag(curvature) X~) v: one pass over the rows
+        (:func:`solvers.core.sparse.weighted_gram_matvec`; the bias entry held at 0 without a
+        bias)."""
+        X = self.X
+        out = np.empty(self.n_features + 1)
+        weighted_gram_matvec(X.indptr, X.indices, X.data, curvature,
+                             np.ascontiguousarray(v, dtype=np.float64),
+                             self.effective_bias_scale, out)
+        return self._add_regularizer_term(out, v)
+
+    def hessian_diagonal(self, curvature: np.ndarray) -> np.ndarray:
+        """The diagonal of that Hessian: r_j + sum_i d_i x~_ij^2 (a preconditioner)."""
+        out = np.empty(self.n_features + 1)
+        if self._squared is None:  # X with its entries squared, kept for the next call
+            self._squared = as_csr(self.X.multiply(self.X))
+        out[:-1] = csr_rmatvec(self._squared, curvature) + 1.0
+        s = self.effective_bias_scale
+        out[-1] = self.bias_regularization + s * s * float(curvature.sum())
+        if self.bias == "none":
+            out[-1] = 1.0
+        return out
 
     # -- duality ---------------------------------------------------------------------------
     def dual_bounds(self) -> tuple[np.ndarray, np.ndarray]:

@@ -145,3 +145,47 @@ def test_a_generated_client_authenticates_with_its_token_as_it_is(tmp_path):
                 assert isinstance(refused, models.Problem) and refused.status == 401
     finally:
         server.stop()
+
+
+def test_generated_client_drives_the_registry(live_server, client_package):
+    """The registry through the generated client: a named job's version, an alias moved,
+    predict by name@alias and by name/version, the name with its history."""
+    models = importlib.import_module(f"{PACKAGE}.models")
+    types = importlib.import_module(f"{PACKAGE}.types")
+    datasets_upload = importlib.import_module(f"{PACKAGE}.api.datasets.datasets_upload")
+    jobs_create = importlib.import_module(f"{PACKAGE}.api.jobs.jobs_create")
+    jobs_get = importlib.import_module(f"{PACKAGE}.api.jobs.jobs_get")
+    registry = {name: importlib.import_module(f"{PACKAGE}.api.registry.registry_{name}")
+                for name in ("list", "get", "move_alias", "predict_alias", "predict_version",
+                             "delete_version")}
+
+    name = f"client-{uuid.uuid4().hex[:6]}"
+    path = data_path("heart_scale")
+    with client_package.Client(base_url=live_server.url, timeout=PATIENCE_S) as client:
+        body = models.DatasetUpload(file=types.File(payload=io.BytesIO(path.read_bytes()),
+                                                    file_name="heart_scale"))
+        dataset = datasets_upload.sync(client=client, body=body)
+        params = models.MFNParams.from_dict({"solver": "mfn", "C": 2.0})
+        job = jobs_create.sync(client=client, body=models.JobCreate(
+            dataset_id=dataset.id, params=params, model_name=name))
+        deadline = time.monotonic() + PATIENCE_S
+        while job.status.value not in FINISHED:
+            assert time.monotonic() < deadline, "the job did not finish"
+            time.sleep(0.1)
+            job = jobs_get.sync(client=client, job_id=job.id)
+        assert job.model_name == name and job.model_version == 1
+
+        alias = registry["move_alias"].sync(client=client, name=name, alias="production",
+                                            body=models.AliasMove(version=1))
+        assert isinstance(alias, models.AliasPublic) and alias.model_id == job.model_id
+        by_alias = registry["predict_alias"].sync(client=client, name=name, alias="production",
+                                                  x="1:0.7 3:1")
+        by_version = registry["predict_version"].sync(client=client, name=name, version=1,
+                                                      x="1:0.7 3:1")
+        assert by_alias.to_dict() == by_version.to_dict()
+        assert name in [entry.name for entry in registry["list"].sync(client=client).data]
+        registered = registry["get"].sync(client=client, name=name)
+        assert [v.version for v in registered.versions] == [1]
+        assert registered.aliases[0].history[0].to_version == 1
+        refused = registry["delete_version"].sync_detailed(client=client, name=name, version=1)
+        assert refused.status_code == 409

@@ -209,7 +209,7 @@ def test_get_predict_of_a_cached_model_is_answered_before_the_router(api, binary
 
     model_id, _, _ = binary
     path = f"/api/v1/models/{model_id}/predict"
-    fast = PredictFastPath(None, next(r for r in router.routes if r.name == "predict"), None)
+    fast = PredictFastPath(None, {r.name: r for r in router.routes}, None)
     api.app.state.model_cache.discard(uuid.UUID(model_id))
     assert fast.answer(_scope(api, path, "x=1:0.5+3:1")) is None  # not cached: the route's
     by_route = api.get(path, params={"x": "1:0.5 3:1"})  # loads the model into the cache

@@ -21,6 +21,7 @@ from servicetools import (
     LONG_PARAMS,
     MEDIUM_PARAMS,
     PATIENCE_S,
+    QUICK_PARAMS,
     ServerProcess,
     data_path,
     wait_for,
@@ -220,6 +221,22 @@ def test_the_job_page_plots_records_as_they_stream_in_and_cancels(page, server):
     assert _finished(server, job["id"])["status"] == "cancelled"
     page.find("input[name=x][value=iterations]").click()
     page.wait(lambda: "iteration" in page.find("#plot-gap").text, "the iteration axis")
+
+
+def test_a_prediction_job_page_shows_its_rows_and_downloads_the_result(page, server):
+    heart = _upload(server, data_path("heart_scale"))
+    trained = _finished(server, _job(server, heart, QUICK_PARAMS)["id"])
+    response = server.client.post("/api/v1/jobs/predict", json={
+        "model_id": trained["model_id"], "dataset_id": heart})
+    assert response.status_code == 202, response.text
+    job = _finished(server, response.json()["id"])
+    assert job["status"] == "succeeded", job
+    page.open(f"/ui/jobs/{job['id']}")
+    page.wait_text("[data-fact=rows]", "270 of 270")
+    button = page.find("#download-predictions")
+    assert button.text == "Download predictions (.csv)"
+    assert button.get_attribute("href").endswith(f"/api/v1/jobs/{job['id']}/predictions")
+    assert page.find(f"a[href='/ui/models/{trained['model_id']}']").text == "Model"
 
 
 def test_a_tuning_job_page_shows_the_cross_validation_curve_and_table(page, server):
@@ -628,3 +645,64 @@ def test_a_data_parallel_job_page_shows_what_its_iterations_cost(browser, tmp_pa
                 "heart_scale.0 (sharded in 2, 270 × 13)"
         finally:
             server.stop()
+
+
+def test_the_registry_page_lists_versions_side_by_side_and_moves_an_alias(page, server):
+    """A job queued from the form with "Register as" is version 1 of the name, a second one
+    version 2; the registry page lists the name, its page shows both versions with their
+    metrics, and its form moves ``production`` (created, then moved back and forth): the
+    history says each move, and the API predicts with the version the page moved to."""
+    heart = _upload(server, data_path("heart_scale"))
+    name = "dash-churn"
+    page.open(f"/ui/train?dataset={heart}")
+    page.wait(lambda: page.find("#param-C"), "the generated form")
+    page.find("#train-model-name").send_keys(name)
+    page.find("#train-submit").click()
+    page.wait(lambda: "/ui/jobs/" in page.driver.current_url, "the job page")
+    first = _finished(server, page.driver.current_url.rsplit("/", 1)[1])
+    assert first["status"] == "succeeded" and first["model_version"] == 1, first
+    response = server.client.post("/api/v1/jobs", json={
+        "dataset_id": heart, "params": {"solver": "mfn", "C": 0.01}, "model_name": name,
+        "validation_dataset_id": heart})
+    second = _finished(server, response.json()["id"])
+    assert second["model_version"] == 2
+
+    page.open("/ui/registry")
+    page.wait(lambda: page.find(f'a[href="/ui/registry/{name}"]'), "the name listed").click()
+    page.wait(lambda: page.find("#move-form"), "the registered model's page")
+    rows = page.all("#content table")[0].find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert [r.find_elements(By.TAG_NAME, "td")[0].text for r in rows] == ["2", "1"]
+    assert "%" not in rows[0].text and re.search(r"0\.\d+", rows[0].text)  # val. accuracy
+    assert "No alias yet" in page.find("#content").text
+    for version in ("1", "2", "1"):
+        alias = page.find("#move-alias")
+        alias.clear()
+        alias.send_keys("production")
+        page.find(f'#move-version option[value="{version}"]').click()
+        page.find("#move-form button").click()
+        page.wait_text("#notice", f"{name}@production now points at version {version}")
+        page.wait(lambda v=version: page.find(
+            'section[data-alias="production"] [data-version]').get_attribute("data-version")
+            == v, f"the alias at version {version}")
+    history = page.find('section[data-alias="production"] table').text
+    assert "(created)" in history and history.count("\n") >= 3
+    page.screenshot("registry")
+    by_alias = server.client.get(f"/api/v1/registry/{name}@production/predict",
+                                 params={"x": "1:0.5 3:-1"})
+    by_id = server.client.get(f"/api/v1/models/{first['model_id']}/predict",
+                              params={"x": "1:0.5 3:-1"})
+    assert by_alias.content == by_id.content
+    page.find('section[data-alias="production"] button.danger').click()
+    page.wait_text("#notice", "Alias production deleted")
+    page.wait_text('section[data-alias="production"] h3', "deleted")
+    page.console_errors()
+    for width, height in (DESKTOP, PHONE):
+        page.driver.set_window_size(width, height)
+        for path in ("/ui/registry", f"/ui/registry/{name}"):
+            page.open(path)
+            page.wait(lambda: "Loading" not in page.find("#content").text, f"{path} loaded")
+            assert not page.console_errors(), path
+            overflow = page.driver.execute_script(
+                "return document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 1, f"{path} is wider than a {width} px window"
+    page.driver.set_window_size(*DESKTOP)

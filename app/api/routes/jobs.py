@@ -1,5 +1,6 @@
 """``/jobs``: create (queued for the worker pool), list, get, cancel, convergence log (JSON,
-CSV, live server-sent events)."""
+CSV, live server-sent events); batch prediction jobs (create, download the result); a job's
+webhook deliveries."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from fastapi import Depends, Header, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import job_logs
 from app.api import API_PREFIX
@@ -24,6 +26,7 @@ from app.api.deps import (
     SessionDep,
     SessionsDep,
     SettingsDep,
+    StoreDep,
     TagQuery,
     WriteSessionDep,
 )
@@ -33,16 +36,21 @@ from app.api.routes import item_delete, item_get, resource_router
 from app.api.security import TRAIN, PrincipalDep
 from app.crud import jobs as crud_jobs
 from app.crud.metrics_order import BOUND_PATTERN, SORT_DESCRIPTION, SORT_PATTERN, parse_bounds
-from app.db.models import JobStatus
+from app.db.models import JobKind, JobStatus
+from app.errors import Conflict
 from app.problem import MAX_KEY_LENGTH
 from app.schemas import (
     JobCreate,
     JobLogPublic,
     JobPublic,
     JobsPublic,
+    PredictionJobCreate,
     TagsPatch,
+    WebhookDeliveriesPublic,
+    WebhookDeliveryPublic,
 )
 from app.tags import parse_filters
+from app.webhooks import deliveries
 
 router = resource_router("jobs")
 
@@ -73,6 +81,36 @@ def create_job(body: JobCreate, session: WriteSessionDep, dispatcher: Dispatcher
     return JobPublic.from_row(job)
 
 
+@router.post("/predict", name="create_prediction", status_code=status.HTTP_202_ACCEPTED,
+             dependencies=[TRAIN], response_model=JobPublic, responses=responses(422, 429))
+def create_prediction_job(body: PredictionJobCreate, session: WriteSessionDep,
+                          dispatcher: DispatcherDep, settings: SettingsDep,
+                          principal: PrincipalDep, response: Response) -> JobPublic:
+    """Queue a batch prediction job: the model scores every row of a stored (or sharded)
+    dataset on the worker pool, ``SVMSVC_PREDICTION_CHUNK_ROWS`` rows at a time, into a CSV
+    (or Parquet) result downloadable from ``GET /jobs/{id}/predictions`` once it succeeds.
+    Its progress is ``rows_done`` of ``rows_total``; it is cancelled, time-limited, listed
+    and deleted like a training job, and counts in the same queue quota (429).
+
+    The route for more rows than a synchronous ``POST /models/{id}/predict`` takes
+    (``SVMSVC_MAX_PREDICT_ROWS``, ``SVMSVC_MAX_PREDICT_BYTES``).  A model or dataset that does
+    not exist (for the caller), a dataset with more features than the model, ``parquet``
+    without pyarrow installed, or a callback URL not allowed is a 422.
+    """
+    job = crud_jobs.create_prediction(session, body, principal, settings)
+    dispatcher.wake()
+    response.headers["Location"] = f"{API_PREFIX}/jobs/{job.id}"
+    return JobPublic.from_row(job)
+
+
+@router.api_route("/predict", methods=["GET", "PUT", "PATCH", "DELETE"],
+                  include_in_schema=False)
+def predict_other_methods() -> None:
+    """``predict`` is the collection's other creation, not a job's id: any other method is a
+    405 (``Allow: POST``), not the item routes' 422 for an id that is not a UUID."""
+    raise StarletteHTTPException(status.HTTP_405_METHOD_NOT_ALLOWED)
+
+
 @router.get("", name="list", response_model=JobsPublic, responses=responses(422))
 def list_jobs(
     session: SessionDep,
@@ -80,6 +118,8 @@ def list_jobs(
     principal: PrincipalDep,
     status_filter: Annotated[JobStatus | None, Query(alias="status")] = None,
     dataset_id: uuid.UUID | None = None,
+    kind: Annotated[JobKind | None, Query(
+        description="Only training jobs (train) or batch prediction jobs (predict).")] = None,
     problem_key: Annotated[str | None, Query(
         max_length=MAX_KEY_LENGTH, pattern=r"^[ -~]*$",
         description="Only the jobs of this problem (a job's problem_key: printable ASCII).")]
@@ -99,10 +139,10 @@ def list_jobs(
     limit: LimitQuery = 100,
 ) -> JobsPublic:
     """Jobs, newest first or sorted by a stored metric of their model (``sort``), optionally
-    only those in one state, on one dataset, solving one problem, with given tags or within
-    bounds of metrics (``min``, ``max``)."""
+    only those in one state, of one kind, on one dataset, solving one problem, with given
+    tags or within bounds of metrics (``min``, ``max``)."""
     rows, count = crud_jobs.list_page(
-        session, principal, status_filter, dataset_id, offset, limit, problem_key,
+        session, principal, status_filter, dataset_id, offset, limit, problem_key, kind,
         parse_filters(tag), sort, parse_bounds(minimum, "min"), parse_bounds(maximum, "max"))
     waiting = _queued_message(dispatcher)
     return JobsPublic(data=[_public(job, waiting) for job in rows], count=count)
@@ -159,12 +199,74 @@ def cancel_job(job_id: uuid.UUID, session: WriteSessionDep, dispatcher: Dispatch
 
 
 @item_delete(router, "/{job_id}", 409)
-def delete_job(job_id: uuid.UUID, sessions: SessionsDep, principal: PrincipalDep) -> None:
-    """Delete a finished job and its convergence log (its model, if any, stays).
+def delete_job(job_id: uuid.UUID, sessions: SessionsDep, principal: PrincipalDep,
+               store: StoreDep) -> None:
+    """Delete a finished job and its convergence log (its model, if any, stays; a prediction
+    job's result file goes).
 
     Refused (409) while the job is queued or running: cancel it first.
     """
-    crud_jobs.delete(sessions, job_id, principal)
+    crud_jobs.delete(sessions, job_id, principal, store)
+
+
+RESULT_PIECE_BYTES = 1 << 20
+"""Bytes of a result file sent at a time."""
+
+
+@router.get(
+    "/{job_id}/predictions",
+    name="predictions",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/csv": {"schema": {"type": "string"}},
+                                 "application/vnd.apache.parquet": {
+                                     "schema": {"type": "string", "format": "binary"}}},
+                     "description": "The result file, streamed: CSV (a header line, then one "
+                                    "line a row) or Parquet, as the job asked."},
+               **responses(404, 409, 422)},
+)
+def download_predictions(job_id: uuid.UUID, session: SessionDep, store: StoreDep,
+                         principal: PrincipalDep) -> StreamingResponse:
+    """A succeeded prediction job's result, streamed a megabyte at a time (never held whole
+    in the web process).  409 for a training job or a prediction job that has not
+    succeeded."""
+    from app.batch_prediction import FORMATS
+
+    job = crud_jobs.prediction_result(session, job_id, principal)
+    result = job.result
+    try:
+        file = store.open_result(result["name"])
+    except FileNotFoundError:
+        raise Conflict(f"job {job.id}'s result file is gone from the store") \
+            from None
+
+    def pieces():
+        with file:
+            while piece := file.read(RESULT_PIECE_BYTES):
+                yield piece
+
+    extension = result["name"].rsplit(".", 1)[-1]
+    return StreamingResponse(pieces(), media_type=FORMATS[result["format"]], headers={
+        "Content-Length": str(result["bytes"]),
+        "Content-Disposition": f'attachment; filename="predictions-{job.id}.{extension}"'})
+
+
+@router.get("/{job_id}/deliveries", name="deliveries", response_model=WebhookDeliveriesPublic,
+            responses=responses(404, 422))
+def get_deliveries(job: JobDep, session: SessionDep) -> WebhookDeliveriesPublic:
+    """The job's webhook: the event POSTed to its ``callback_url`` (once the job has ended)
+    and every delivery attempt (time, HTTP status, error), oldest first."""
+    event, rows = deliveries(session, job.id)
+    if job.callback_url is None:
+        state = None
+    else:
+        state = "waiting" if event is None else event.state
+    return WebhookDeliveriesPublic(
+        job_id=job.id, callback_url=job.callback_url, state=state,
+        attempts=0 if event is None else event.attempts,
+        next_attempt_at=event.next_attempt_at if event is not None and
+        event.state == "pending" else None,
+        event=None if event is None else event.payload,
+        data=[WebhookDeliveryPublic.from_row(row) for row in rows], count=len(rows))
 
 
 @router.get(

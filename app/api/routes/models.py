@@ -173,14 +173,26 @@ def download_model(
         headers={"Content-Disposition": f'attachment; filename="model-{model.id}.txt"'})
 
 
+PREDICT_BATCH_BODY = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": {"$ref": "#/components/schemas/PredictBatchRequest"}},
+    "application/octet-stream": {"schema": {
+        "type": "string", "format": "binary",
+        "description": "SVMlight lines (uncompressed); the label of each line is optional "
+                       "and ignored. Also accepted as text/plain."}},
+}}}
+"""The request body of a batch prediction (read by hand: the route streams it)."""
+
+ExampleQuery = Annotated[str, Query(description="One example as SVMlight features, e.g. "
+                                                "'3:0.5 7:1' (space-separated index:value).")]
+
+
 @router.get("/{model_id}/predict", name="predict", response_model=PredictionPublic,
             responses=responses(404, 422))
 async def predict_one(
     model_id: uuid.UUID,
     request: Request,
     principal: PrincipalDep,
-    x: Annotated[str, Query(description="One example as SVMlight features, e.g. "
-                                        "'3:0.5 7:1' (space-separated index:value).")],
+    x: ExampleQuery,
     zero_based: ZeroBased = False,
 ) -> PredictionPublic:
     """Label and decision value(s) of one example given in the query string."""
@@ -206,13 +218,7 @@ async def predict_one(
     name="predict-batch",
     response_model=PredictionsPublic,
     responses=responses(400, 404, 413, 422),
-    openapi_extra={"requestBody": {"required": True, "content": {
-        "application/json": {"schema": {"$ref": "#/components/schemas/PredictBatchRequest"}},
-        "application/octet-stream": {"schema": {
-            "type": "string", "format": "binary",
-            "description": "SVMlight lines (uncompressed); the label of each line is optional "
-                           "and ignored. Also accepted as text/plain."}},
-    }}},
+    openapi_extra=PREDICT_BATCH_BODY,
 )
 async def predict_many(
     model_id: uuid.UUID,

@@ -81,6 +81,7 @@ class DaskTask:
     threads: int
     max_model_bytes: int | None = None  # SVMSVC_MODEL_CACHE_BYTES (app.jobs.worker.run_job)
     shard_restarts: int | None = None  # SVMSVC_SHARD_RESTARTS (None: the library's default)
+    chunk_rows: int | None = None  # SVMSVC_PREDICTION_CHUNK_ROWS (prediction jobs)
 
 
 _warm_lock = threading.Lock()
@@ -177,7 +178,8 @@ def run_dask_job(task: DaskTask) -> dict:
     status = run_job(sessions, store, task.job_id, task.attempt,
                      lambda: worker.status in (Status.running, Status.paused),
                      task.max_model_bytes,
-                     sharded=functools.partial(sharded_dataset, restarts=task.shard_restarts))
+                     sharded=functools.partial(sharded_dataset, restarts=task.shard_restarts),
+                     chunk_rows=task.chunk_rows)
     return {"status": status, "rerun_after": None}
 
 
@@ -251,7 +253,8 @@ class DaskExecutor:
         key = f"svmsvc-job-{claim.job_id}-{claim.attempt}"
         task = DaskTask(claim.job_id, claim.attempt, self._settings.sqlalchemy_url,
                         self._settings.dataset_location, self._threads,
-                        self._settings.model_cache_bytes, self._settings.shard_restarts)
+                        self._settings.model_cache_bytes, self._settings.shard_restarts,
+                        self._settings.prediction_chunk_rows)
         try:
             future = self._client.submit(run_dask_job, task, key=key, pure=False, retries=0,
                                          resources={RESOURCE: self._threads})
@@ -359,7 +362,7 @@ class DaskExecutor:
             if type(exc).__name__ == "KilledWorker":
                 reason = "Dask workers died running the job (the scheduler gave up on it)"
             else:
-                from app.jobs.worker import describe_exception
+                from app.jobs.state import describe_exception
 
                 reason = f"the Dask task failed: {describe_exception(exc)}"
             return [Ended(assignment, None, retry=True, reason=reason)]

@@ -177,6 +177,7 @@ class ProcessExecutor:
             threads=self._settings.worker_threads,
             log_level=self._settings.log_level,
             max_model_bytes=self._settings.model_cache_bytes,
+            chunk_rows=self._settings.prediction_chunk_rows,
         )
         # A spawned worker imports NumPy (and so loads BLAS, which reads its thread count once)
         # while unpickling its arguments, before worker_main runs: the limit has to travel in

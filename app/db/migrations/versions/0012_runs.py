@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0010"
+down_revision = "0010_batch_webhooks"
 
 TIMESTAMP = sa.DateTime(timezone=True)
 

@@ -9,7 +9,10 @@
 // one-vs-rest job's classes ("class 3 of 26"), a one-vs-one job's pairs, a tuning job's grid
 // points (C, gamma: the fold fits' scores and training objectives against the fold) and its
 // refit (a convergence, per class for several labels).
-import { FINISHED, api, bytes, content, datasetLine, el, fmt, jobElapsed, notice, seconds, setTitle, shortId, showError, start, statusBadge, streamLog, table, tagList, when } from "./common.js";
+//
+// A batch prediction job (kind "predict") shows its rows done of the total as they stream in,
+// and once it has succeeded a button that downloads its result.
+import { FINISHED, api, bytes, content, download, datasetLine, el, fmt, jobElapsed, notice, seconds, setTitle, shortId, showError, start, statusBadge, streamLog, table, tagList, when } from "./common.js";
 import { makePlot, partOf, relativeGap, runTimes } from "./plot.js";
 import { race } from "./race.js";
 
@@ -82,6 +85,10 @@ async function follow(facts, actions, dataset) {
         // the stream sends the job on a change of state only: its progress follows the records
         job.progress = { iteration: data.iteration, elapsed: data.elapsed, objective: data.objective,
           optimality: data.optimality, stage: data.stage };
+        if (data.extras && data.extras.rows_done != null) {  // a prediction job's chunk
+          job.rows_done = data.extras.rows_done;
+          job.rows_total = data.extras.rows_total;
+        }
         schedule();
       } else {
         job = data;
@@ -107,10 +114,17 @@ function showProgress() {  // the facts a record changes, in place (the buttons 
     if (dd) dd.textContent = text;
   };
   if (!p) return;
+  set("rows", rowsText());
   set("iterations", fmt(p.iteration));
   set("objective", fmt(p.objective, 10));
   set("optimality", fmt(p.optimality));
   set("stage", p.stage || "–");
+}
+
+function rowsText() {  // a prediction job's progress
+  if (job.rows_done == null) return "–";
+  const total = job.rows_total == null ? "?" : fmt(job.rows_total);
+  return `${fmt(job.rows_done)} of ${total}`;
 }
 
 function showFacts(facts, actions, dataset) {
@@ -120,6 +134,7 @@ function showFacts(facts, actions, dataset) {
     ["Message", job.message || "–"],
     ["Error", job.error ? el("span", { class: "error" }, job.error) : "–"],
     ["Dataset", dataset ? datasetLine(dataset) : job.dataset_id],
+    ...(job.kind === "predict" ? [["Rows", rowsText()]] : []),
     ["Iterations", job.progress ? fmt(job.progress.iteration) : "–"],
     ["Objective", job.progress ? fmt(job.progress.objective, 10) : "–"],
     ["Optimality", job.progress ? fmt(job.progress.optimality) : "–"],
@@ -140,6 +155,14 @@ function showFacts(facts, actions, dataset) {
       } }, job.cancel_requested ? "Cancel requested" : "Cancel job"));
   }
   if (job.model_id) buttons.push(el("a", { class: "button", href: `/ui/models/${job.model_id}` }, "Model"));
+  if (job.result) {
+    const extension = job.result.format === "parquet" ? "parquet" : "csv";
+    buttons.push(el("a", { class: "button", id: "download-predictions", href: job.result.download,
+      onclick: (e) => {
+        e.preventDefault();  // the key goes in a header, which a plain link cannot send
+        download(`/jobs/${job.id}/predictions`, `predictions-${job.id}.${extension}`).catch(showError);
+      } }, `Download predictions (.${extension})`));
+  }
   if (job.problem_key) {
     buttons.push(el("a", { class: "button", href: `/ui/jobs?problem_key=${encodeURIComponent(job.problem_key)}` }, "Jobs on this problem"));
     buttons.push(el("button", { type: "button", id: "race", onclick: async (e) => {

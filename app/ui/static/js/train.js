@@ -1,7 +1,8 @@
 // Train: a form generated from GET /solvers (each solver's parameter JSON schema, the API's
 // own source of truth), defaults filled in, each parameter's description shown; optionally a
 // tuning job (cross-validation over a C grid, scored by one of the API's `scoring` choices,
-// read from its OpenAPI schema).
+// read from its OpenAPI schema); "Register as" names the model in the registry (its next
+// version).
 import { api, apiAll, apiKey, content, datasetLine, el, notice, start } from "./common.js";
 
 const query = new URLSearchParams(location.search);
@@ -22,6 +23,9 @@ async function render() {
   const validation = el("select", { id: "train-validation" }, el("option", { value: "" }, "none"),
     datasets.map((d) => el("option", { value: d.id }, d.name)));
   const timeLimit = el("input", { id: "train-time-limit", type: "number", min: "0", step: "any", placeholder: "none" });
+  const modelName = el("input", { id: "train-model-name", type: "text", placeholder: "none (e.g. churn)",
+    pattern: "[a-z0-9][a-z0-9_\\-]{0,63}", value: query.get("model_name") || "",
+    title: "Register the model as the next version of this name (lowercase letters, digits, _ and -)" });
   const about = el("p", { id: "solver-about" });
   const fields = el("div", { id: "solver-fields", class: "params" });
   const tune = el("input", { id: "tune", type: "checkbox" });
@@ -39,7 +43,8 @@ async function render() {
     el("small", { id: "tune-scoring-help" }, tuningSchema.scoring.description || ""));
   const form = el("form", { id: "train-form", novalidate: true },
     el("div", { class: "toolbar" }, el("label", {}, "Dataset", dataset), el("label", {}, "Solver", solver),
-      el("label", {}, "Validation dataset", validation), el("label", {}, "Time limit (s)", timeLimit)),
+      el("label", {}, "Validation dataset", validation), el("label", {}, "Time limit (s)", timeLimit),
+      el("label", {}, "Register as", modelName)),
     about, el("h2", {}, "Parameters"), fields, tuning,
     el("div", { class: "actions" }, el("button", { type: "submit", class: "primary", id: "train-submit" }, "Queue job")));
   const show = () => {
@@ -70,6 +75,7 @@ async function render() {
     }
     if (validation.value) body.validation_dataset_id = validation.value;
     if (timeLimit.value) body.time_limit_s = Number(timeLimit.value);
+    if (modelName.value.trim()) body.model_name = modelName.value.trim();
     try {
       const job = await api("/jobs", { method: "POST", json: body });
       location.href = `/ui/jobs/${job.id}`;

@@ -1,0 +1,177 @@
+"""``python -m bench regression``: linear support vector regression against LIBLINEAR, one
+thread each, side by side in one run.
+
+    python -m bench regression [--datasets cpusmall,abalone,...] [--Cs 0.1,1,10]
+                               [--gaps 1e-2,1e-3,1e-6] [--repeats 3] [--out DIR]
+
+For each regression set of ``data/regression`` (epsilon = 0.1 std(y), bias -B 1) and C:
+
+* L2 loss: mfn and dual_cd (which switches to mfn's Newton method at 300 outer iterations,
+  as -s 12 switches to -s 11) with ``tol`` = g, against LIBLINEAR -s 11 and -s 12 at the first
+  -e of 1e-1, 1e-2, ... 1e-10 whose point is within g of the optimum (LIBLINEAR's time does
+  not include proving it; ours is certified);
+* L1 loss: dual_cd against LIBLINEAR -s 13, the same way (P* for the L1 loss is the best
+  objective either reached, dual_cd's certified one when it converged).
+
+The optimum P* of the L2 loss is LIBLINEAR -s 11's at -e 1e-10 (its Newton method ends at
+round-off on these sets).  From scratch per run, timed around the solve only (LIBLINEAR's
+problem structure and our RegressionProblem built once outside); one warm-up run each, then
+``repeats`` rounds, medians.  Writes ``regression.json`` and ``regression.md`` to ``--out``
+(default bench/results/regression) and prints the Markdown with the load average at the start
+and end (other processes distort timings).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+
+import numba
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from bench.anchors import liblinear_train
+from bench.commands import Command, c_values, option, out, problems, repeats
+from bench.harness import machine_description
+from bench.paths import dataset_path
+from solvers import read_svmlight
+from solvers.dual_cd import DualCDParams
+from solvers.dual_cd import solve_regression as dual_cd_regression
+from solvers.mfn import MFNParams
+from solvers.mfn import solve_regression as mfn_regression
+from solvers.problems import RegressionProblem
+from solvers.registry import mfn_newton
+
+LIBLINEAR_EPS = tuple(10.0 ** -k for k in range(1, 11))
+
+
+def _median(fn, repeats: int):
+    fn()  # warm-up (Numba's cache, LIBLINEAR's first touch)
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def _liblinear_point(prob, s: int, C: float, epsilon: float, eps: float, n_features: int):
+    seconds, model = liblinear_train(prob, f"-s {s} -c {C!r} -p {epsilon!r} -e {eps!r} -B 1")
+    return seconds, np.ctypeslib.as_array(model.w, shape=(n_features + 1,)).copy()
+
+
+def _liblinear_time_to(prob, problem, s, gap, optimum, repeats):
+    """(median seconds, eps) of the first -e whose point is within ``gap`` of ``optimum``."""
+    for eps in LIBLINEAR_EPS:
+        _, w = _liblinear_point(prob, s, problem.C, problem.epsilon, eps, problem.n_features)
+        if (problem.objective(w) - optimum) / optimum <= gap:
+            seconds = statistics.median(
+                _liblinear_point(prob, s, problem.C, problem.epsilon, eps,
+                                 problem.n_features)[0] for _ in range(repeats))
+            return seconds, eps
+    return None, None
+
+
+def bench_problem(name: str, C: float, gaps, repeats: int, log=print) -> list[dict]:
+    from liblinear.liblinear import problem as ll_problem
+
+    data = read_svmlight(dataset_path(f"regression/{name}_scale"))
+    epsilon = 0.1 * float(np.std(data.y))
+    prob = ll_problem(data.y, data.X)
+    prob.set_bias(1.0)
+    rows = []
+    for loss, ours, anchors in (
+            ("squared_epsilon_insensitive", ("mfn", "dual_cd"), (11, 12)),
+            ("epsilon_insensitive", ("dual_cd",), (13,))):
+        problem = RegressionProblem(data.X, data.y, C=C, loss=loss, epsilon=epsilon)
+        runs = {}
+        for solver in ours:
+            for gap in gaps:
+                if solver == "mfn":
+                    def fit(gap=gap, problem=problem):
+                        return mfn_regression(problem, MFNParams(
+                            task="regression", C=C, epsilon=epsilon, tol=gap))
+                else:
+                    def fit(gap=gap, problem=problem, loss=loss):
+                        return dual_cd_regression(problem, DualCDParams(
+                            task="regression", loss=loss, C=C, epsilon=epsilon, tol=gap),
+                            newton=mfn_newton)
+                runs[(solver, gap)] = _median(fit, repeats)
+        if loss == "squared_epsilon_insensitive":
+            optimum = problem.objective(_liblinear_point(prob, 11, C, epsilon, 1e-10,
+                                                         data.n_features)[1])
+        else:
+            reached = [s.objective for _, s in runs.values()]
+            reached.append(problem.objective(_liblinear_point(prob, 13, C, epsilon, 1e-10,
+                                                              data.n_features)[1]))
+            optimum = min(reached)
+        for gap in gaps:
+            row = {"dataset": name, "n": data.n_samples, "C": C, "loss": loss, "gap": gap}
+            for solver in ours:
+                seconds, solution = runs[(solver, gap)]
+                row[solver] = {"seconds": seconds, "status": str(solution.status),
+                               "suboptimality": (solution.objective - optimum) / optimum}
+            for s in anchors:
+                seconds, eps = _liblinear_time_to(prob, problem, s, gap, optimum, repeats)
+                row[f"liblinear -s {s}"] = {"seconds": seconds, "eps": eps}
+            rows.append(row)
+            log(json.dumps(row))
+    return rows
+
+
+def markdown(rows, machine, loads) -> str:
+    lines = [f"# Linear SVR against LIBLINEAR ({machine.get('cpu_model', '')}; load average "
+             f"{loads[0]:.2f} -> {loads[-1]:.2f})", "",
+             "| set | C | loss | gap | ours (s) | LIBLINEAR (s, -e) | ratio |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        ours = {k: v for k, v in row.items() if k in ("mfn", "dual_cd")}
+        theirs = {k: v for k, v in row.items() if k.startswith("liblinear")}
+        best_ours = min(ours.items(), key=lambda kv: kv[1]["seconds"])
+        timed = [(k, v) for k, v in theirs.items() if v["seconds"] is not None]
+        best_theirs = min(timed, key=lambda kv: kv[1]["seconds"]) if timed else None
+        ll = "-" if best_theirs is None else \
+            f"{best_theirs[1]['seconds']:.4f} ({best_theirs[0][-5:]}, {best_theirs[1]['eps']:g})"
+        ratio = "-" if best_theirs is None else \
+            f"{best_ours[1]['seconds'] / best_theirs[1]['seconds']:.2f}"
+        lines.append(f"| {row['dataset']} | {row['C']:g} | {row['loss']} | {row['gap']:g} | "
+                     f"{best_ours[1]['seconds']:.4f} ({best_ours[0]}) | {ll} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+def run_command(args) -> None:
+    gaps = [float(g) for g in args.gaps.split(",")]
+    loads = [os.getloadavg()[0]]
+    rows = []
+    numba.set_num_threads(1)
+    with threadpool_limits(1):
+        for name in args.problems.split(","):
+            for C in (float(c) for c in args.Cs.split(",")):
+                rows += bench_problem(name, C, gaps, args.repeats)
+    loads.append(os.getloadavg()[0])
+    machine = machine_description()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "regression.json").write_text(json.dumps(
+        {"machine": machine, "load_average": loads, "results": rows}, indent=1) + "\n")
+    text = markdown(rows, machine, loads)
+    (args.out / "regression.md").write_text(text)
+    print(text)
+
+
+COMMAND = Command(
+    "regression", "linear SVR (mfn, dual_cd) against LIBLINEAR -s 11/12/13", run_command,
+    description=__doc__, options=(
+        problems("cpusmall,abalone,space_ga,housing,mg,bodyfat", alias="--datasets"),
+        c_values("0.1,1,10"),
+        option("--gaps", default="1e-2,1e-3,1e-6"),
+        repeats(3),
+        out("bench/results/regression")))
+
+
+if __name__ == "__main__":
+    from bench import cli
+
+    sys.exit(cli.main(["regression", *sys.argv[1:]]))
