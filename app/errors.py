@@ -148,6 +148,14 @@ class QuotaExceeded(LimitExceeded):
     title = "Quota exceeded"
 
 
+class StorageQuotaExceeded(ContentTooLarge):
+    """What the request would store takes its owner past a storage quota (bytes of datasets
+    or of models, :mod:`app.quotas`)."""
+
+    slug = "storage-quota-exceeded"
+    title = "Storage quota exceeded"
+
+
 class CapacityExceeded(LimitExceeded):
     """The whole service has as much as a setting allows (open log streams); retry later."""
 

@@ -39,6 +39,7 @@ from app.api.routes import (
     models,
     registry,
     solvers,
+    usage,
     webhooks,
 )
 from app.core.config import Settings
@@ -147,8 +148,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     metrics.watch_log_streams(app.state.log_streams)
     install_error_handlers(app)
     _add_middleware(app, settings, metrics)
-    for module in (datasets, jobs, logs, models, registry, solvers, webhooks, api_keys,
-                   health):
+    for module in (datasets, jobs, logs, models, registry, solvers, usage, webhooks,
+                   api_keys, health):
         app.include_router(module.router)
     predict_routes = {route.name: route for module in (models, registry)
                       for route in module.router.routes

@@ -9,10 +9,10 @@ mark: idle RSS 252 MB before, up to 463 MB after 57 MB uploads that were deleted
 ``python -m bench service memory``).
 
 :class:`ReleaseMemoryMiddleware` calls ``malloc_trim(0)`` (every arena, free pages returned
-with ``madvise``) in a thread once a request whose body exceeded :data:`TRIM_AFTER_BYTES` has
-been answered, when nothing holds its objects any more, and :func:`configure_allocator` (at
-start-up) fixes glibc's ``mmap`` threshold so that large arrays are unmapped when freed.
-Without glibc (musl, macOS) both do nothing.
+with ``madvise``) in a thread once a request whose body or answer exceeded
+:data:`TRIM_AFTER_BYTES` has been answered, when nothing holds its objects any more, and
+:func:`configure_allocator` (at start-up) fixes glibc's ``mmap`` threshold so that large
+arrays are unmapped when freed.  Without glibc (musl, macOS) both do nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import anyio
 logger = logging.getLogger("svmsvc.memory")
 
 TRIM_AFTER_BYTES = 1 << 20
-"""Requests with a body larger than this are followed by a trim."""
+"""Requests with a body, or an answer, larger than this are followed by a trim."""
 
 
 MMAP_THRESHOLD_BYTES = 1 << 20
@@ -86,8 +86,10 @@ def release_memory() -> bool:
 
 
 class ReleaseMemoryMiddleware:
-    """ASGI middleware: after a request whose body was larger than ``threshold`` bytes has
-    been answered, trim the allocator (in a worker thread, off the event loop)."""
+    """ASGI middleware: after a request whose body, or whose answer, was larger than
+    ``threshold`` bytes has been answered, trim the allocator (in a worker thread, off the
+    event loop): a large answer (a model's download, a long list) is built from buffers that
+    stay in the arenas as an upload's do."""
 
     def __init__(self, app, threshold: int = TRIM_AFTER_BYTES):
         self.app = app
@@ -97,7 +99,7 @@ class ReleaseMemoryMiddleware:
         if scope["type"] != "http" or _MALLOC_TRIM is None:
             await self.app(scope, receive, send)
             return
-        received = 0
+        received = sent = 0
 
         async def counting_receive():
             nonlocal received
@@ -106,9 +108,15 @@ class ReleaseMemoryMiddleware:
                 received += len(message.get("body", b""))
             return message
 
+        async def counting_send(message):
+            nonlocal sent
+            if message["type"] == "http.response.body":
+                sent += len(message.get("body", b""))
+            await send(message)
+
         try:
-            await self.app(scope, counting_receive, send)
+            await self.app(scope, counting_receive, counting_send)
         finally:
-            if received > self.threshold:
+            if received > self.threshold or sent > self.threshold:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(release_memory)

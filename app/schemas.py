@@ -126,6 +126,9 @@ class DatasetUpload(BaseModel):
 MAX_SHARDS = 10_000
 """Most shards one sharded dataset may name."""
 
+MAX_SHARDS_PAGE = 1000
+"""Most shards one answer names (``GET /datasets/{id}``'s ``shard_limit``)."""
+
 
 class DatasetShardedCreate(BaseModel):
     """A dataset registered from SVMlight shards that the Dask workers parse where they are
@@ -157,7 +160,10 @@ class DatasetPublic(RowView):
         "uploaded", description="uploaded: arrays stored by the service; sharded: SVMlight "
                                 "shards read by the Dask workers where they are.")
     shards: list[str] | None = Field(
-        None, description="A sharded dataset's shards, in order (null when uploaded).")
+        None, description="A sharded dataset's shards, in order: in GET /datasets/{id} the page "
+                          "shard_offset, shard_limit (at most 1000 a page), in a registration's "
+                          "answer the first 1000; null in a list of datasets (n_shards says "
+                          "how many), and for an uploaded dataset.")
     n_shards: int | None = Field(None, description="How many shards (null when uploaded).")
     zero_based: bool | None = Field(None, description="A sharded dataset: feature indices "
                                                       "start at 0.")
@@ -177,12 +183,17 @@ class DatasetPublic(RowView):
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: Dataset) -> DatasetPublic:
-        """The public view of a database row."""
+    def from_row(cls, row: Dataset, shard_offset: int = 0,
+                 shard_limit: int | None = MAX_SHARDS_PAGE) -> DatasetPublic:
+        """The public view of a database row: a sharded dataset's shards from
+        ``shard_offset``, at most ``shard_limit`` (None: none, the view of a list, whose
+        bytes then do not grow with the shards: a registration may name 10,000 of 4 kB)."""
         public = cls.model_validate(row, from_attributes=True)
         if row.source is not None:
-            public.shards = list(row.source["shards"])
-            public.n_shards = len(public.shards)
+            shards = row.source["shards"]
+            if shard_limit is not None:
+                public.shards = list(shards[shard_offset:shard_offset + shard_limit])
+            public.n_shards = len(shards)
             public.zero_based = bool(row.source.get("zero_based", False))
         return public
 
@@ -1051,3 +1062,31 @@ class RegisteredModelPublic(BaseModel):
                       for v in versions],
             aliases=[AliasPublic.from_row(alias, events) for alias, events in aliases]
             + [AliasPublic.deleted(alias, events) for alias, events in sorted(deleted.items())])
+# -- usage ----------------------------------------------------------------------------------
+
+
+class StoredUsage(BaseModel):
+    """An owner's stored rows of one kind against its storage quota."""
+
+    count: int = Field(description="How many.")
+    bytes: int = Field(description="Their bytes (datasets: stored_bytes; models: size_bytes).")
+    limit_bytes: int | None = Field(description="The owner's quota (null: none).")
+    setting: str = Field(description="The setting of the quota.")
+
+
+class JobsUsage(BaseModel):
+    """An owner's jobs in flight against its queue quota."""
+
+    queued: int
+    running: int
+    limit_queued: int = Field(description="Most jobs the owner may have queued at once.")
+    setting: str = Field(description="The setting of the queue quota.")
+
+
+class UsagePublic(BaseModel):
+    """What one owner stores and runs, against each limit (``GET /usage``)."""
+
+    owner: str = Field(description="The owner (empty: the open service's one owner).")
+    datasets: StoredUsage
+    models: StoredUsage
+    jobs: JobsUsage

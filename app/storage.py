@@ -179,6 +179,12 @@ def _archive_arrays(dataset) -> dict[str, np.ndarray]:
     return arrays
 
 
+def archive_bytes(dataset) -> int:
+    """The bytes of the arrays a store writes for ``dataset`` (its ``.npz`` is uncompressed:
+    the file takes these and a few hundred bytes of headers)."""
+    return sum(array.nbytes for array in _archive_arrays(dataset).values())
+
+
 def _dataset_from_archive(file):
     from solvers import Dataset
     from solvers.data.dataset import integral_labels

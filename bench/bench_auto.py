@@ -4,9 +4,9 @@
     python -m bench auto fit [--measurements FILE]
     python -m bench auto check [--measurements FILE] [--held-back DATASETS]
 
-``measure`` runs every candidate of :data:`solvers.auto.CANDIDATES` that solves each problem
-(the real datasets, hinge and squared hinge, regularized bias, C in {0.01, 1, 100}), once for
-each target of :data:`solvers.auto.MEASURED_TOLERANCES`, with its gap tolerance set to the
+``measure`` runs every candidate of :data:`solvers.registry.AUTO_CANDIDATES` that solves each
+problem (the real datasets, hinge and squared hinge, regularized bias, C in {0.01, 1, 100}),
+once for each target of :data:`solvers.auto.MEASURED_TOLERANCES`, with its gap tolerance set to the
 target (``Candidate.params_for``; its other settings at their defaults), and records how long
 it took to stop converged.  Each run has a time cap: ``CAP_FACTOR`` times the fastest
 candidate so far on the problem at that target (candidates run in the order of
@@ -45,7 +45,6 @@ from bench.harness import machine_description, relative_gap
 from bench.problems import BenchProblem
 from bench.references import load_references
 from solvers.auto import (
-    CANDIDATES,
     MEASURED_TOLERANCES,
     MEASUREMENTS,
     NEIGHBOUR_CHOICES,
@@ -58,6 +57,7 @@ from solvers.auto import (
     tolerance_key,
 )
 from solvers.monitor import ListMonitor
+from solvers.registry import AUTO_CANDIDATES as CANDIDATES
 from solvers.train import supports_task
 
 AutoParams = solvers.get_solver("auto").params_model

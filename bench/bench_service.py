@@ -10,6 +10,8 @@
     python -m bench service registry [--rounds 5] [--requests 2000] [--seconds 10]
         [--connections 8] [--database-url URL]
     python -m bench service startup [--warm-runs 3]
+    python -m bench service download [--baseline SOURCE_TREE] [--features 16777216]
+        [--formats npz,liblinear] [--database-url URL]
 
 ``cancel``: how long a running job takes to end after ``POST /jobs/{id}/cancel`` (until
 ``GET /jobs/{id}`` reports ``cancelled``), on a9a with parameters that never converge; the
@@ -49,6 +51,12 @@ that of all N (and each one's, which shows how the connections spread over them)
 worker having compiled (or loaded) every solver's own kernels, first on a cold Numba cache (a
 fresh ``NUMBA_CACHE_DIR``, as on a machine's first start), then ``--warm-runs`` times on the
 cache that run filled.
+
+``download``: the model of issue 49 (a 20-byte upload with feature index ``--features``,
+trained by dual_cd: one weight a feature, an 88 MB archive at 2^24) downloaded in each of
+``--formats``: seconds, bytes, and the web process's resident memory (``VmRSS``, sampled every
+20 ms) idle before and at its peak during the download; with ``--baseline``, a server of that
+source tree (e.g. a worktree of main) is measured too, after this tree's.
 
 The server runs with one worker (``cancel``, ``memory``) or two (``load``), its data in a temporary
 directory, SQLite unless ``--database-url`` is given, with an admin API key made up here.
@@ -120,7 +128,8 @@ class Server:
         return sorted(pids)
 
     def client(self, **kwargs) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers=self.headers, timeout=120.0, **kwargs)
+        kwargs.setdefault("timeout", 120.0)
+        return httpx.Client(base_url=self.url, headers=self.headers, **kwargs)
 
     def wait_ready(self, timeout: float = 300.0) -> None:
         deadline = time.monotonic() + timeout
@@ -429,6 +438,79 @@ def memory(server: Server, rounds: int) -> dict:
         sampling.set()
     figures["peak_mb"] = peak[0]
     return figures
+
+
+class RssPeak:
+    """The peak of a process's resident memory while the context runs (sampled every 20 ms)."""
+
+    def __init__(self, pid: int):
+        import threading
+
+        self.pid, self.peak_mb = pid, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak_mb = max(self.peak_mb, rss_mb(self.pid))
+
+    def __enter__(self) -> RssPeak:
+        self.peak_mb = rss_mb(self.pid)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def download(directory: Path, variants: dict, features: int, formats: list[str],
+             database_url: str | None) -> dict:
+    """Each format's download of the wide dual_cd model of issue 49, on a server per variant
+    (a source tree first on ``PYTHONPATH``; None: as installed), one after the other."""
+    results = {}
+    for number, (name, source) in enumerate(variants.items()):
+        (directory / str(number)).mkdir()
+        server = Server(directory / str(number), workers=1, database_url=database_url,
+                        extra_env={"PYTHONPATH": source} if source else {})
+        try:
+            server.wait_ready()
+            with server.client(timeout=1800.0) as client:
+                content = f"1 {features}:1\n-1 1:1\n".encode()
+                response = client.post("/api/v1/datasets",
+                                       files={"file": ("wide.svm", content)})
+                response.raise_for_status()
+                job = client.post("/api/v1/jobs", json={
+                    "dataset_id": response.json()["id"], "params": {"solver": "dual_cd"}})
+                job.raise_for_status()
+                done, _ = wait_job(client, job.json()["id"], lambda j: j["status"] in
+                                   ("succeeded", "failed", "cancelled"), timeout=1800.0,
+                                   interval=0.5)
+                if done["status"] != "succeeded":
+                    raise SystemExit(f"{name}: the job {done['status']}: {done.get('error')}")
+                model = done["model_id"]
+                size = client.get(f"/api/v1/models/{model}").json()["size_bytes"]
+                figures: dict = {"archive_bytes": size}
+                for format_ in formats:
+                    time.sleep(2.0)  # the allocator settles after the last request
+                    idle = rss_mb(server.process.pid)
+                    with RssPeak(server.process.pid) as peak:
+                        start = time.perf_counter()
+                        received = 0
+                        with client.stream("GET", f"/api/v1/models/{model}/download",
+                                           params={"format": format_}) as answer:
+                            answer.raise_for_status()
+                            for chunk in answer.iter_bytes():
+                                received += len(chunk)
+                        seconds = time.perf_counter() - start
+                    figures[format_] = {"seconds": round(seconds, 2), "bytes": received,
+                                        "idle_rss_mb": round(idle), "peak_rss_mb":
+                                        round(peak.peak_mb), "load": os.getloadavg()[0]}
+                    print(name, format_, json.dumps(figures[format_]), flush=True)
+                results[name] = figures
+        finally:
+            server.stop()
+    return results
 
 
 def cpu_seconds(pid: int) -> float:
@@ -755,6 +837,17 @@ def run_command(args) -> None:
                   f"{os.getloadavg()[0]:.2f}")
             print(json.dumps(summary, indent=1))
         return
+    if args.command == "download":
+        variants = {"this": str(Path(__file__).resolve().parents[1])}
+        if args.baseline:
+            variants["baseline"] = str(Path(args.baseline).resolve())
+        with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
+            print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+                  f"{os.getloadavg()[0]:.2f}, database "
+                  f"{'PostgreSQL' if args.database_url else 'SQLite'}")
+            print(json.dumps(download(Path(directory), variants, args.features,
+                                      args.formats.split(","), args.database_url), indent=1))
+        return
     if args.command == "startup":
         with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
             print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
@@ -794,7 +887,8 @@ def run_command(args) -> None:
 
 
 COMMAND = Command(
-    "service", "the service: cancel latency, mixed load, uploads, memory, predict, startup",
+    "service", "the service: cancel latency, mixed load, uploads, memory, predict, startup, "
+               "download",
     run_command, description=__doc__, subcommands=(
         Command("cancel", "latency of cancelling a running job", options=(
             option("--trials", type=int, default=10), database_url())),
@@ -836,7 +930,15 @@ COMMAND = Command(
                     option("--connections", type=int, default=8, help="wrk connections"),
                     database_url())),
         Command("startup", "svmsvc serve to /readyz, cold and warm", options=(
-            option("--warm-runs", type=int, default=3),))))
+            option("--warm-runs", type=int, default=3),)),
+        Command("download", "time and peak RSS of downloading a wide model", options=(
+            option("--features", type=int, default=2**24,
+                   help="the feature index of the one-line upload (the model's width)"),
+            option("--formats", default="npz,liblinear,onnx",
+                   help="comma-separated download formats"),
+            option("--baseline", default=None,
+                   help="a source tree (e.g. a worktree of main) measured after this one"),
+            database_url()))))
 
 
 if __name__ == "__main__":

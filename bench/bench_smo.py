@@ -136,54 +136,72 @@ RUNNERS = {
 }
 
 
-def run_command(args) -> int:
-    machine = machine_description()
-    rows = []
-    names = list(RUNNERS)
-    for name in PROBLEMS:
-        train, test = problem(name, args.quick)
-        for runner in names:  # warm-up, discarded
-            RUNNERS[runner](train, test)
-        times = {r: [] for r in names}
-        last = {}
-        for repeat in range(args.repeats):
-            order = names[repeat % len(names):] + names[:repeat % len(names)]
-            for runner in order:
-                seconds, dual, accuracy, extra = RUNNERS[runner](train, test)
-                times[runner].append(seconds)
-                last[runner] = (dual, accuracy, extra)
-        reference = last["SVC"][0]
-        for runner in names:
-            dual, accuracy, extra = last[runner]
-            rows.append({"problem": name, "rows": train.n_samples, "runner": runner,
-                         "seconds": statistics.median(times[runner]), "times": times[runner],
-                         "dual": dual, "dual_vs_svc": (dual - reference) / abs(reference),
-                         "accuracy": accuracy, **extra})
+def interleaved(runners: dict, call, repeats: int) -> tuple[dict, dict]:
+    """Each runner once to warm up (discarded), then ``repeats`` rounds with the runners'
+    order rotating: ({runner: [seconds]}, {runner: the rest of its last run's result}) of
+    ``call(run) -> (seconds, *rest)``."""
+    names = list(runners)
+    for runner in names:
+        call(runners[runner])
+    times = {r: [] for r in names}
+    last = {}
+    for repeat in range(repeats):
+        for runner in names[repeat % len(names):] + names[:repeat % len(names)]:
+            seconds, *rest = call(runners[runner])
+            times[runner].append(seconds)
+            last[runner] = rest
+    return times, last
+
+
+def publish(args, stem: str, machine: dict, rows: list[dict], mine: str, reference: str,
+            header: list[str], cells) -> int:
+    """The Markdown table (``header``, then ``cells(row, reference seconds)`` per row) and
+    the ratio ``mine`` / ``reference`` per problem with their geometric mean, printed and
+    written with the rows as ``stem``.md and ``stem``.json to ``args.out``."""
     machine["load_average_at_end"] = os.getloadavg()[0]
-    ratios = {}
-    for name in PROBLEMS:
-        by = {r["runner"]: r for r in rows if r["problem"] == name}
-        ratios[name] = by["smo kkt"]["seconds"] / by["SVC"]["seconds"]
+    problems = list(dict.fromkeys(r["problem"] for r in rows))
+    seconds = {(r["problem"], r["runner"]): r["seconds"] for r in rows}
+    ratios = {p: seconds[p, mine] / seconds[p, reference] for p in problems}
     geomean = math.exp(statistics.mean(math.log(v) for v in ratios.values()))
-    lines = [f"Machine: {machine}", "",
-             "| problem | rows | runner | median s | ratio to SVC | dual vs SVC | test acc. | "
-             "iterations | SVs |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        svc_seconds = next(x["seconds"] for x in rows
-                           if x["problem"] == r["problem"] and x["runner"] == "SVC")
-        lines.append(f"| {r['problem']} | {r['rows']} | {r['runner']} | {r['seconds']:.3f} | "
-                     f"{r['seconds'] / svc_seconds:.2f} | {r['dual_vs_svc']:+.1e} | "
-                     f"{100 * r['accuracy']:.2f}% | {r['iterations']} | {r['n_support']} |")
-    lines += ["", "smo kkt / SVC: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items())
+    lines = [f"Machine: {machine}", "", "| " + " | ".join(header) + " |",
+             "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cells(r, seconds[r["problem"], reference])) + " |"
+              for r in rows]
+    lines += ["", f"{mine} / {reference}: " + ", ".join(f"{k} {v:.2f}"
+                                                       for k, v in ratios.items())
               + f"; geometric mean {geomean:.2f}"]
     text = "\n".join(lines)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "smo.json").write_text(json.dumps({"machine": machine, "rows": rows,
-                                              "ratios": ratios, "geomean": geomean}, indent=1))
-    (out / "smo.md").write_text(text + "\n")
+    (out / f"{stem}.json").write_text(json.dumps({"machine": machine, "rows": rows,
+                                                  "ratios": ratios, "geomean": geomean},
+                                                 indent=1))
+    (out / f"{stem}.md").write_text(text + "\n")
     print(text)
     return 0
+
+
+def run_command(args) -> int:
+    machine = machine_description()
+    rows = []
+    for name in PROBLEMS:
+        train, test = problem(name, args.quick)
+        times, last = interleaved(RUNNERS, lambda run, tr=train, te=test: run(tr, te),
+                                  args.repeats)
+        reference = last["SVC"][0]
+        for runner, (dual, accuracy, extra) in last.items():
+            rows.append({"problem": name, "rows": train.n_samples, "runner": runner,
+                         "seconds": statistics.median(times[runner]), "times": times[runner],
+                         "dual": dual, "dual_vs_svc": (dual - reference) / abs(reference),
+                         "accuracy": accuracy, **extra})
+    return publish(args, "smo", machine, rows, "smo kkt", "SVC",
+                   ["problem", "rows", "runner", "median s", "ratio to SVC", "dual vs SVC",
+                    "test acc.", "iterations", "SVs"],
+                   lambda r, base: [r["problem"], str(r["rows"]), r["runner"],
+                                    f"{r['seconds']:.3f}", f"{r['seconds'] / base:.2f}",
+                                    f"{r['dual_vs_svc']:+.1e}",
+                                    f"{100 * r['accuracy']:.2f}%", str(r["iterations"]),
+                                    str(r["n_support"])])
 
 
 COMMAND = Command(

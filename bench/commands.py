@@ -108,8 +108,10 @@ MODULES: dict[str, str] = {
     "mfn": "bench.bench_mfn",
     "onnx": "bench.bench_onnx",
     "parser": "bench.bench_parser",
+    "race": "bench.bench_race",
     "regression": "bench.bench_regression",
     "service": "bench.bench_service",
     "smo": "bench.bench_smo",
+    "smo_tasks": "bench.bench_smo_tasks",
 }
 """Sub-command -> the module that declares it (as ``COMMAND``, or ``COMMANDS`` by name)."""

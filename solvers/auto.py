@@ -38,7 +38,7 @@ no form for how time depends on the shape, and its reason can be stated in the m
 rests on, which the result carries (:class:`AutoChoice`).
 
 On a low-rank factor (``approximation="nystrom" | "icf"``): ``train`` factors the kernel once
-and the candidates race (or cap-and-switch) on that one factor, a dense n x rank matrix, which
+and the candidates race on that one factor, a dense n x rank matrix, which
 the rule's measurements (sparse data) do not cover; they are ordered by what
 ``bench/bench_lowrank.py`` measured on factors instead (:data:`FACTOR_ORDER`).
 
@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
@@ -97,10 +97,13 @@ CENSORED_FACTOR = 2.0
 
 @dataclass(frozen=True)
 class Candidate:
-    """A registered solver with the settings that change how, not what, it solves."""
+    """A registered solver with the settings that change how, not what, it solves
+    (``settings``, its name's) and those every run of it in ``auto`` has (``fixed``, not in
+    its name: ``SolverSpec.auto_fixed``)."""
 
     solver: str
     settings: tuple[tuple[str, Any], ...] = ()
+    fixed: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
     @property
     def name(self) -> str:
@@ -110,7 +113,7 @@ class Candidate:
 
     @property
     def params(self) -> dict[str, Any]:
-        return dict(self.settings)
+        return {**dict(self.fixed), **dict(self.settings)}
 
     def params_for(self, spec: SolverSpec, tol: float) -> dict[str, Any]:
         """The settings, and the gap tolerance ``tol`` where the solver (``spec``) certifies
@@ -118,26 +121,26 @@ class Candidate:
         return {**self.params, "tol": tol} if spec.certifies_gap else self.params
 
 
-CANDIDATES: tuple[Candidate, ...] = (
-    Candidate("mfn"),
-    Candidate("alm", (("variant", "exact"),)),
-    Candidate("alm", (("variant", "inexact"),)),
-    Candidate("interior_point"),
-    Candidate("cutting_plane", (("method", "ocas"),)),
-    Candidate("cutting_plane", (("method", "cpa"),)),
-    Candidate("cutting_plane", (("method", "gca2"),)),
-    Candidate("cutting_plane", (("method", "tca"),)),
-    Candidate("lssvm", (("kernel", "linear"),)),
-    Candidate("proximal_svm", (("kernel", "linear"),)),
-    Candidate("dual_cd"),
-)
+def candidates_of(specs: Iterable[SolverSpec]) -> tuple[Candidate, ...]:
+    """The candidates the specs declare (``SolverSpec.auto_candidates``, in the specs'
+    order): the registry passes its own, so a family's new solver or setting joins ``auto``
+    by declaring it (``solvers.registry.AUTO_CANDIDATES``)."""
+    return tuple(Candidate(spec.name, settings, spec.auto_fixed)
+                 for spec in specs for settings in spec.auto_candidates)
+
+
+def declared(candidates: Iterable[Candidate], get_solver: Callable[[str], SolverSpec]
+             ) -> Solves:
+    """What ``auto`` over ``candidates`` solves: the union of their solvers' declarations,
+    nothing more."""
+    return Solves.union(get_solver(c.solver).solves for c in candidates)
 
 #: The candidates' order on a dense low-rank factor: ``bench/bench_lowrank.py``, every linear
 #: family on the same Nystrom factor (``bench/history/notebook.md``, "Low-rank kernels",
 #: 2026-11-26: ijcnn1, 5,000 rows at rank 512, seconds after the factor: dual_cd 1.0,
 #: cutting_plane 1.0, mfn 1.0 (squared hinge), alm 12.4, interior_point 10.1; full ijcnn1 at
 #: rank 512: dual_cd 19 s, mfn 59 s).  The first two race on two threads; the rest follow in
-#: :data:`CANDIDATES` order.
+#: the registry's order (``AUTO_CANDIDATES``).
 FACTOR_ORDER = ("dual_cd", "cutting_plane(method=ocas)", "mfn")
 
 #: The gap targets the benchmark measures; ``tol`` uses the nearest (in log scale).
@@ -170,18 +173,21 @@ class AutoParamsBase(SolverParams):
         return canonical(self.loss, self.p)[1]
 
 
-def params_model(candidates: Solves) -> type[AutoParamsBase]:
+def params_model(declaration: Solves, chosen_among: tuple[Candidate, ...] = ()
+                 ) -> type[AutoParamsBase]:
     """``auto``'s parameter model: the base with its choices narrowed to what the candidates
-    declare (``candidates``, the union of their :class:`~solvers.base.Solves`)."""
+    declare (``declaration``, the union of their :class:`~solvers.base.Solves`), carrying the
+    candidates it chooses among (``chosen_among``)."""
 
     class AutoParams(AutoParamsBase):
         __qualname__ = "AutoParams"
         __doc__ = AutoParamsBase.__doc__
-        solves: ClassVar[Solves] = candidates
-        loss: candidates.choices("loss") = AutoParamsBase.model_fields["loss"]
-        bias: candidates.choices("bias") = AutoParamsBase.model_fields["bias"]
-        task: candidates.choices("task") = AutoParamsBase.model_fields["task"]
-        multiclass: candidates.choices("multiclass") = \
+        solves: ClassVar[Solves] = declaration
+        candidates: ClassVar[tuple[Candidate, ...]] = chosen_among
+        loss: declaration.choices("loss") = AutoParamsBase.model_fields["loss"]
+        bias: declaration.choices("bias") = AutoParamsBase.model_fields["bias"]
+        task: declaration.choices("task") = AutoParamsBase.model_fields["task"]
+        multiclass: declaration.choices("multiclass") = \
             AutoParamsBase.model_fields["multiclass"]
 
     return AutoParams
@@ -227,10 +233,11 @@ class AutoChoice:
     reason: str
     neighbours: list[dict[str, Any]] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
-    #: how the candidates ran (solvers.portfolio): "single", "race" or "cap-and-switch"
+    #: how the candidates ran (solvers.portfolio): "single" or "race"
     strategy: str | None = None
-    #: one entry per candidate that ran: candidate, solver, seconds, iterations, status,
-    #: objective, threads, outcome (why it ended: won, stopped, budget spent)
+    #: one entry per candidate that ran: candidate, solver, seconds, work_passes (the work
+    #: the race charged it), iterations, status, objective, threads, outcome (why it ended:
+    #: won, stopped behind or after the winner, ended unconverged, failed)
     runs: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -325,7 +332,7 @@ def eligible_candidates(params: AutoParamsBase, shape: DatasetShape,
     problem = params.problem_fields()
     task = params.posed_task(shape.n_classes)
     found = []
-    for candidate in CANDIDATES:
+    for candidate in type(params).candidates:
         spec = get_solver(candidate.solver)
         if not spec.solves.allows(task, params.loss, params.bias, params.p):
             continue
@@ -386,12 +393,12 @@ def rank(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[str]
          supports_task: TaskCheck, measurements: list[dict[str, Any]] | None = None,
          on_factor: bool = False) -> Ranking:
     """Every candidate that solves the problem ``params`` state on a dataset of this
-    ``shape``, ordered by the measured rule (the module docstring): scored candidates by score,
-    then the unmeasured ones in :data:`CANDIDATES` order.  ``supports_task(spec, params,
-    n_classes)`` says whether a solver has a fit procedure for the task (``solvers.train``
-    gives it).  ``on_factor``: ``params`` ask for a low-rank approximation and ``shape`` is
-    its dense factor's (n x rank; ``train`` computes it once, before the candidates, which
-    run on it): the candidates in :data:`FACTOR_ORDER`."""
+    ``shape``, ordered by the measured rule (the module docstring): scored candidates by
+    score, then the unmeasured ones in the candidates' order (``AUTO_CANDIDATES``).
+    ``supports_task(spec, params, n_classes)`` says whether a solver has a fit procedure
+    for the task (``solvers.train`` gives it).  ``on_factor``: ``params`` ask for a low-rank
+    approximation and ``shape`` is its dense factor's (n x rank; ``train`` computes it once,
+    before the candidates, which run on it): the candidates in :data:`FACTOR_ORDER`."""
     eligible = eligible_candidates(params, shape, get_solver, supports_task)
     if not eligible:
         raise InvalidParametersError(
@@ -406,7 +413,7 @@ def rank(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[str]
             name = entrant.candidate.name
             return FACTOR_ORDER.index(name) if name in FACTOR_ORDER else len(FACTOR_ORDER)
 
-        entrants.sort(key=place)  # stable: the rest keep CANDIDATES order
+        entrants.sort(key=place)  # stable: the rest keep the candidates' order
         return Ranking(entrants, f"on a dense low-rank factor ({shape.n_samples} x "
                                  f"{shape.n_features}): the order bench_lowrank measured on "
                                  f"factors, {entrants[0].candidate.name} first")
@@ -451,12 +458,13 @@ def choose(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[st
     return ranking.choice(params.tol), first.spec, first.params
 
 
-def make_spec(candidates: Solves) -> SolverSpec:
-    """The spec of ``auto`` over candidates that solve ``candidates`` (the registry calls it
-    once, with the union of their declarations)."""
+def make_spec(candidates: tuple[Candidate, ...], get_solver: Callable[[str], SolverSpec]
+              ) -> SolverSpec:
+    """The spec of ``auto`` over ``candidates``, declaring the union of what they solve (the
+    registry calls it once, with every registered spec's candidates)."""
     return SolverSpec(
         name="auto",
-        params_model=params_model(candidates),
+        params_model=params_model(declared(candidates, get_solver), candidates),
         run=None,
         description="Chooses the solver and settings the project's benchmarks measured "
                     "fastest for the dataset's shape, the loss, the bias mode and C; the "

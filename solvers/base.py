@@ -1103,6 +1103,15 @@ class SolverSpec:
     #: worker from ``problem.checkpoint``, itself a WarmStart); None: ``train`` refuses a
     #: distributed dataset for this solver
     distributed: Callable[..., Solution] | None = None
+    #: how ``auto`` races this solver: one tuple of (setting, value) pairs per candidate --
+    #: the settings that change how, not what, it solves (``solvers.auto.Candidate``); () :
+    #: not a candidate.  ``auto``'s candidates, and so what it declares it solves, are the
+    #: registry's specs' (``solvers.registry``): a family declares its own here.
+    auto_candidates: tuple[tuple[tuple[str, Any], ...], ...] = ()
+    #: settings every ``auto`` candidate of this solver runs with, not part of its name: what
+    #: makes its run a function of its data and parameters alone (dual_cd's gap checks on
+    #: the work clock), since the portfolio's result must be one
+    auto_fixed: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self):
         solver_field = self.params_model.model_fields["solver"]

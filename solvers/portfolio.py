@@ -1,63 +1,116 @@
-"""``solver="auto"`` at run time: its candidates as a portfolio.
+"""``solver="auto"`` at run time: its candidates race on their certified progress.
 
 :mod:`solvers.auto` ranks the candidates that solve the asked problem by the project's
-measurements.  A ranking is a prediction, and predictions fail (an unscaled dataset, a shape
-no benchmark had): a portfolio bounds what a wrong prediction costs, the way Gurobi's
-concurrent optimizer and LIBLINEAR's cap-and-switch do.
+measurements.  A ranking is a prediction, and predictions fail off the measured map (an
+unscaled dataset, a shape no benchmark had); a portfolio that watches each candidate's own
+certified progress need not trust it.  (Issue 52: the cap-and-switch this replaces threw a
+capped candidate's progress away, and a 0.5 s cap cost 6x on a9a.)
 
-* **race** (two threads or more, a Numba threading layer that lets threads run kernels at
-  once, and a first candidate not predicted to end within ``RACE_ABOVE_S``): the first
-  ``min(threads, RACE_WIDTH)`` candidates run at once, each in its own thread on its share
-  of the Numba threads; the first to end *converged* (its certified gap within ``tol``)
-  wins, and the others stop at their next iteration through their monitors.
-  A candidate that ends without converging (its iteration limit on badly scaled data, an
-  error) hands its lane to the next candidate of the ranking, started from its point where
-  that one warm-starts.
-* **cap-and-switch** (one thread, or a first candidate predicted to end within
-  ``RACE_ABOVE_S``, on all the threads): the first candidate runs alone with a budget of
-  ``BUDGET_FACTOR`` times its predicted time (at least ``MIN_BUDGET_S``); if it has not
-  converged by then, the next one takes over, started from the first one's point where it can
-  (every candidate solves the same problem, so a point of one is a start for any other that
-  warm-starts), and so on; a candidate that ends unconverged within its budget (its
-  iteration limit) hands over the same way; the last one runs without a budget.
-* **single**: one candidate (the only one that solves the problem) runs as it is.
+**Lanes that pause.**  Each candidate runs in its own thread, from its cold start, through its
+family's ordinary fit; its monitor (a :class:`_Lane`) charges every record to the candidate's
+*work* and, once the work reaches the end of the slice the scheduler granted, blocks inside
+``report`` until its next slice.  Nothing of the candidate's state is lost between slices (its
+iterate, its cuts, its active set, its CG forcing: the thread holds them), so a paused and
+resumed candidate computes exactly what it computes alone.  A stopped candidate (behind, or
+the race decided) is resumed once with ``stop_reason()`` answering, and returns its point
+through its family's ordinary stop.  Only one lane runs at a time, on all the Numba threads:
+time slices on the cores, and no two kernels ever at once (so any threading layer will do).
+Two lanes at once on two threads was the earlier race; on this project's shared 2-core
+machine the second lane had no free core to run on, and a race on wall time is what made the
+returned model depend on the load.
 
-Records reach the caller's monitor as they come, numbered consecutively across candidates and
-tagged ``extras["candidate"]``; the monitor's stop request (cancellation, a time limit) stops
-every candidate.  What ran, for how long, and which won is the choice's ``runs``.
+**Work, not wall time, decides.**  Every decision reads the candidates' records only: their
+certified gaps and their work in *passes* over the stored entries (nnz + n), counted from what
+each family's records already say it did (:func:`record_passes`: dual_cd's descended entries,
+mfn's CG iterations on its active rows, the interior-point method's PCG iterations and normal
+equations, the cutting planes' oracle and QP, alm's CGLS iterations).  Each run is a
+deterministic function of its data and parameters (dual_cd checks its gap on the work clock in
+a race: ``solvers.auto.Candidate.fixed``), so the schedule, the winner and the returned model
+are too: the same coefficients on an idle machine and a loaded one (``tests/test_portfolio.py``).
+Wall time is measured and reported (``runs``), never read by a decision.  The price: a pass is
+not a second (a candidate whose passes are dearer than the count says is favoured too long);
+``bench/bench_portfolio.py`` measures what that costs against every candidate run alone.
+
+**The schedule** (successive halving on measured progress, the favourite fed most):
+
+1. The ranking's first candidate (the *favourite*) runs a first slice of the passes the
+   rule predicts it needs (:func:`first_slice`: its predicted seconds at
+   :data:`ENTRIES_PER_SECOND`; at least :data:`MIN_PASSES`).  When the rule is right it
+   often certifies within it, and nothing else runs.
+2. Otherwise the *challengers* (the next :data:`FIELD` - 1 of the ranking, but none the
+   rule predicts at over :data:`PRIOR_BEHIND` times the first's seconds) are fed slices in
+   turn, doubling, while their total work stays within :data:`CHALLENGER_SHARE` of the
+   favourite's; the favourite runs, doubling its slice, the rest of the time.  Every
+   candidate's remaining work to ``tol`` is predicted from its own trajectory (:func:`predict`:
+   a log-gap against work line through its last :data:`FIT_RECORDS` records; one-vs-rest:
+   the current class's remaining plus the classes to come at the finished ones' mean).
+3. After each slice, a challenger judged on :data:`FIT_RECORDS` records of its own and
+   predicted to need under 1 / :data:`SWAP_MARGIN` of the favourite's remaining work takes the
+   lead (:func:`_favourite`), and one predicted at over :data:`BEHIND` times the favourite's
+   total is stopped; one whose gap does not fall yet (a homotopy, a cutting plane's first
+   iterations) keeps its share.  The first candidate to end certified wins; its fit is the
+   result.
+4. A candidate that ends without certifying (its iteration limit, a numerical failure, an
+   error) leaves the race; when none is left, the next of the ranking starts, from the best
+   point so far where it warm-starts.  When none certifies, the best status, then the lowest
+   objective, stands.
+
+The cost of watching: one dict read and a few float operations per record, and a thread
+hand-over (tens of microseconds) per slice, slices doubling, so a few milliseconds a run
+(measured in ``bench/bench_portfolio.py``).  Records reach the caller's monitor numbered
+consecutively across candidates, timed on the race's clock and tagged
+``extras["candidate"]``; the caller's stop request (cancellation, a time limit) stops every
+candidate.  What ran, its work, seconds and why it ended is the choice's ``runs``.
 """
 
 from __future__ import annotations
 
+import collections
 import inspect
+import math
 import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numba
 
 from solvers.auto import AutoChoice, Entrant, Ranking
 from solvers.base import Fit, SolverParams, SolverSpec, Termination, WarmStart
-from solvers.core.sparse import thread_count, threadsafe_threading_layer
+from solvers.core.sparse import thread_count
 from solvers.data.dataset import Dataset
-from solvers.monitor import IterationRecord, Monitor, NullMonitor, QueuedLane
+from solvers.monitor import IterationRecord, Monitor, NullMonitor, Stopwatch
 
-#: Candidates raced at once (at most one per thread).
-RACE_WIDTH = 2
-#: cap-and-switch: a candidate's budget is this many times its predicted seconds ...
-BUDGET_FACTOR = 3.0
-#: ... and at least this (a prediction is a median over other problems: small ones vary most).
-MIN_BUDGET_S = 0.5
-#: A race pays when the first candidate's predicted time is at least this (seconds); below,
-#: two lanes' Python steps contend for the GIL and cost more than a second opinion saves
-#: (the raw breast-cancer copy, squared hinge: mfn 1.4 ms alone, 4.9 ms racing alm), so the
-#: candidates cap-and-switch on all the threads instead.
-RACE_ABOVE_S = 0.05
-#: How often the calling thread forwards a race's records and asks its monitor (seconds).
+#: Candidates that race (the ranking's first ones); the rest wait for the race to empty.
+FIELD = 4
+#: A candidate the rule predicts at over this many times the first one's seconds does not
+#: join the field (it waits with the rest).
+PRIOR_BEHIND = 10.0
+#: The least slice, in passes over the stored entries.
+MIN_PASSES = 4.0
+#: The rule's predicted seconds become passes at this many stored entries a second (a fixed
+#: conversion, not a measurement of this machine, so that the schedule stays a function of
+#: the data: dual_cd on a9a, hinge, 1e-3, counts 86 passes of 483,000 entries where the
+#: measurements say 0.066 s, 6.3e8 a second) ...
+ENTRIES_PER_SECOND = 5e8
+#: ... and the favourite's first slice is this share of them (a right ranking's candidate
+#: often certifies within it; a wrong one's costs no more than the rule expected of it).
+FIRST_SLICE_SHARE = 1.0
+#: The challengers' work, all together, stays within this share of the favourite's (what a
+#: right ranking pays for the race).
+CHALLENGER_SHARE = 0.2
+#: A challenger whose predicted total work exceeds this many times the favourite's stops
+#: (judged on :data:`FIT_RECORDS` records of its own at least: a method that starts slowly,
+#: the cutting planes, is not written off on its first two).
+BEHIND = 4.0
+#: A judged challenger takes the lead when its predicted remaining work is under the
+#: favourite's divided by this.
+SWAP_MARGIN = 2.0
+#: The records of a trajectory the log-gap line is fitted through.
+FIT_RECORDS = 3
+#: How often the calling thread forwards records and asks its monitor (seconds).
 POLL_S = 0.02
 
 FitFor = Callable[[SolverSpec, SolverParams], Callable[..., Fit]]
@@ -72,45 +125,248 @@ class Outcome:
     choice: AutoChoice
 
 
-class _Forward:
-    """Numbers the records of every candidate consecutively and tags them (the caller's
-    monitor sees one stream); only the calling thread forwards."""
+def record_passes(extras: dict[str, Any], n: int, nnz: int, d: int) -> float:
+    """The work one record stands for, in passes over the stored entries (nnz + n), from what
+    the record says was done since the last one (each family's records, ``solvers.monitor``):
 
-    def __init__(self, target: Monitor):
-        self.target = target
-        self.count = 0
+    * dual_cd: ``work``, the entries its descent went through, and the check's pass;
+    * mfn (and dual_cd's Newton switch): 2 ``cg_iterations`` products on the ``active`` rows,
+      the line search's and the gap's passes, and a factorized system's Gram matrix and
+      Cholesky (``factorized``: about sum_i nnz_i^2 and min(d, active)^3 / 3);
+    * interior_point: 2 ``pcg_iterations`` products and the normal equations it forms and
+      factorizes every iteration (``linear_solver``);
+    * the cutting planes: 4 for the oracle, its cut and the line search, and ``qp_steps``
+      of the reduced QP at half the ``cuts`` squared each (active-set iterations on their
+      Gram matrix; calibrated on tca, w8a, hinge, 1e-6 against mfn's passes: the oracle
+      7 ms and the QP 3.7 s of 8.1 s, where mfn's pass takes 1.4 ms);
+    * alm: 2 per ``cgls_iterations`` (exact) and 2 (a step);
+    * anything else: 2.
+    """
+    size = max(nnz + n, 1)
+    gram = nnz * nnz / max(n, 1)  # sum_i nnz_i^2 with rows of equal length
+    if "work" in extras:
+        return float(extras["work"]) / size + 1.0
+    if "cg_iterations" in extras:
+        active = min(float(extras.get("active", n)) / max(n, 1), 1.0)
+        passes = 2.0 * float(extras["cg_iterations"]) * active + 3.0
+        if extras.get("factorized"):
+            side = min(d + 1, float(extras.get("active", n)))
+            passes += (active * gram + side ** 3 / 3.0) / size
+        return passes
+    if "linear_solver" in extras:
+        return 2.0 * float(extras.get("pcg_iterations", 0)) + 3.0 + \
+            (gram + (d + 1) ** 3 / 3.0) / size
+    if "cuts" in extras:
+        cuts = float(extras["cuts"])
+        return 4.0 + 0.5 * float(extras.get("qp_steps", 1)) * cuts * cuts / size
+    if "cgls_iterations" in extras:
+        return 2.0 * float(extras["cgls_iterations"]) + 2.0
+    return 2.0
 
-    def __call__(self, name: str, record: IterationRecord) -> None:
-        self.count += 1
-        extras = dict(record.extras)
-        extras["candidate"] = name
-        extras.setdefault("solver_iteration", record.iteration)
-        self.target.report(IterationRecord(self.count, record.elapsed, record.objective,
-                                           record.optimality, extras))
+
+@dataclass
+class _Point:
+    """A record as the schedule sees it: work so far, the gap, and its one-vs-rest class."""
+
+    work: float
+    gap: float
+    subproblem: int
+    n_subproblems: int
 
 
-class _Budget:
-    """The monitor of a capped candidate: forwards its records, stops it once its budget is
-    spent (or when the caller's monitor asks)."""
+def predict(points: list[_Point], tol: float) -> float | None:
+    """Predicted remaining passes to a certified ``tol``, from a candidate's own trajectory:
+    log(gap) is taken linear in work through the last :data:`FIT_RECORDS` records of the
+    current (one-vs-rest) subproblem (through all of them when the last few went up: a gap
+    need not fall at every check), and every class to come costs the finished classes' mean
+    (the current one's predicted total before any finished).  inf: no progress; None: too
+    few records to tell."""
+    if not points:
+        return None
+    last = points[-1]
+    current = [p for p in points if p.subproblem == last.subproblem
+               and math.isfinite(p.gap) and p.gap > 0]
+    if current and current[-1].gap <= tol:
+        remaining = 0.0
+    elif len(current) < 2:
+        return None
+    else:
+        slope = _log_slope(current[-FIT_RECORDS:])
+        if slope >= 0:
+            slope = _log_slope(current)
+        if slope >= 0:
+            return math.inf
+        remaining = (math.log(current[-1].gap) - math.log(tol)) / -slope
+    to_come = last.n_subproblems - last.subproblem - 1
+    if to_come <= 0:
+        return remaining
+    began = [next(p.work for p in points if p.subproblem == k)
+             for k in range(last.subproblem + 1)]
+    this_began = began[-1]
+    finished = last.subproblem
+    each = this_began / finished if finished else (last.work - this_began) + remaining
+    return remaining + to_come * each
 
-    def __init__(self, name: str, forward: _Forward, budget: float | None):
-        self.name = name
-        self.forward = forward
-        self.deadline = None if budget is None else time.monotonic() + budget
-        self.budget = budget
-        self.spent = False
 
+def _log_slope(window: list[_Point]) -> float:
+    """d log(gap) / d work from the first record of ``window`` to its last."""
+    first, last = window[0], window[-1]
+    if last.work <= first.work:
+        return 0.0
+    return (math.log(last.gap) - math.log(first.gap)) / (last.work - first.work)
+
+
+class _Lane:
+    """A candidate's thread and its monitor: charges each record's passes to the candidate,
+    queues the record for the calling thread, and pauses once the slice is spent."""
+
+    def __init__(self, index: int, entrant: Entrant, race: _Race, start: _Lane | None = None):
+        self.index = index
+        self.start_from = start  # the ended candidate whose point this one starts from
+        self.entrant = entrant
+        self.name = entrant.candidate.name
+        self.race = race
+        self.work = 0.0
+        self.points: list[_Point] = []
+        self.slice_end = 0.0
+        self.stop: str | None = None
+        self.resume = threading.Event()
+        self.fit: Fit | None = None
+        self.error: BaseException | None = None
+        self.warm_from: str | None = None
+        self.done = False
+        self.seconds = 0.0
+        self.slices = 0
+        self.thread: threading.Thread | None = None
+        self.outcome: str | None = None
+
+    # -- the candidate's thread ------------------------------------------------------------
     def report(self, record: IterationRecord) -> None:
-        self.forward(self.name, record)
+        race = self.race
+        self.work += record_passes(record.extras, race.n, race.nnz, race.d)
+        extras = record.extras
+        self.points.append(_Point(self.work, record.optimality,
+                                  int(extras.get("subproblem", 0)),
+                                  int(extras.get("n_subproblems", 1))))
+        # forwarded by the calling thread when it next wakes (a slice's end, or its poll):
+        # no hand-over between the threads per record
+        race.records.append((self, IterationRecord(
+            record.iteration, race.clock(), record.objective, record.optimality,
+            dict(extras))))
+        last_class = self.points[-1].subproblem >= self.points[-1].n_subproblems - 1
+        certified = last_class and record.optimality <= race.tol
+        if self.stop is None and self.work >= self.slice_end and not certified:
+            self.resume.clear()
+            race.events.put(("paused", self))
+            self.resume.wait()
 
     def stop_reason(self) -> str | None:
-        reason = self.forward.target.stop_reason()
-        if reason is not None:
-            return reason
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            self.spent = True
-            return f"its budget of {self.budget:.3g} s was spent"
-        return None
+        return self.stop
+
+    def start(self) -> None:
+        """The candidate's thread, waiting for its first slice."""
+        start_model = None if self.start_from is None else self.start_from.fit.model
+        self.thread = threading.Thread(target=self.main, args=(start_model,),
+                                       daemon=True, name=f"auto-{self.name}")
+        self.thread.start()
+
+    def main(self, start_model) -> None:
+        self.resume.wait()
+        try:
+            with thread_count(self.race.threads):
+                self.fit, warm = _fit(self.race.fit_for, self.race.dataset, self.entrant,
+                                      self, start_model)
+            if start_model is not None and warm:
+                self.warm_from = self.start_from.name
+        except Exception as exc:  # noqa: BLE001 - a candidate that broke leaves the race
+            self.error = exc
+        finally:
+            self.done = True
+            self.race.events.put(("done", self))
+
+    # -- the calling thread --------------------------------------------------------------
+    @property
+    def converged(self) -> bool:
+        return self.fit is not None and _status(self.fit) == Termination.CONVERGED
+
+    def remaining(self) -> float:
+        """Predicted remaining passes (inf when unknown: ordered last)."""
+        remaining = predict(self.points, self.race.tol)
+        return math.inf if remaining is None else remaining
+
+    @property
+    def judged(self) -> bool:
+        """Whether the lane has run long enough to be judged behind: a slice and a
+        prediction of its own."""
+        return (self.work >= MIN_PASSES and len(self.points) >= FIT_RECORDS
+                and predict(self.points, self.race.tol) is not None)
+
+
+@dataclass
+class _Race:
+    dataset: Dataset
+    fit_for: FitFor
+    threads: int
+    tol: float
+    monitor: Monitor
+    n: int = 0
+    nnz: int = 0
+    d: int = 0
+    events: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
+    records: collections.deque = field(default_factory=collections.deque)
+    clock: Stopwatch = field(default_factory=Stopwatch)
+    forwarded: int = 0
+    caller_stop: str | None = None
+
+    def forward(self, lane: _Lane, record: IterationRecord) -> None:
+        self.forwarded += 1
+        extras = record.extras
+        extras["candidate"] = lane.name
+        extras.setdefault("solver_iteration", record.iteration)
+        extras["work_passes"] = round(lane.work, 3)
+        self.monitor.report(IterationRecord(self.forwarded, record.elapsed, record.objective,
+                                            record.optimality, extras))
+
+    def run_slice(self, lane: _Lane, passes: float) -> None:
+        """Let ``lane`` run until its work reaches ``passes`` more (or it ends, or it is
+        stopped), forwarding its records and asking the caller's monitor meanwhile."""
+        lane.slice_end = lane.work + passes
+        lane.slices += 1
+        begin = time.perf_counter()
+        if lane.thread is None:
+            lane.start()
+        lane.resume.set()
+        while True:
+            try:
+                _, source = self.events.get(timeout=POLL_S)
+            except queue.Empty:
+                self.drain()
+                self.ask_caller(lane)
+                continue
+            if source is lane:  # paused or done
+                break
+        lane.seconds += time.perf_counter() - begin
+        self.drain()
+        self.ask_caller(lane)
+
+    def drain(self) -> None:
+        """Forward the records the lanes have reported, in order."""
+        while self.records:
+            self.forward(*self.records.popleft())
+
+    def ask_caller(self, lane: _Lane) -> None:
+        if self.caller_stop is None:
+            self.caller_stop = self.monitor.stop_reason()
+        if self.caller_stop is not None and lane.stop is None:
+            lane.stop = self.caller_stop
+
+    def end(self, lane: _Lane, reason: str) -> None:
+        """Stop a paused lane and let it return its point (its family's stop)."""
+        if lane.done or lane.thread is None:
+            return
+        lane.stop = reason
+        while not lane.done:
+            self.run_slice(lane, math.inf)
 
 
 def _status(fit: Fit) -> Termination:
@@ -121,16 +377,18 @@ def _objective(fit: Fit) -> float:
     return float(sum(s.objective for s in fit.subproblems))
 
 
-def _summary(entrant: Entrant, fit: Fit | None, seconds: float, threads: int,
-             outcome: str, error: str | None = None) -> dict[str, Any]:
-    summary = {"candidate": entrant.candidate.name, "solver": entrant.candidate.solver,
-               "seconds": round(seconds, 6), "threads": threads, "outcome": outcome,
+def _summary(lane: _Lane, threads: int) -> dict[str, Any]:
+    entrant, fit = lane.entrant, lane.fit
+    summary = {"candidate": lane.name, "solver": entrant.candidate.solver,
+               "seconds": round(lane.seconds, 6), "threads": threads,
+               "work_passes": round(lane.work, 3), "slices": lane.slices,
+               "outcome": lane.outcome,
                "predicted_seconds": entrant.predicted}
     if fit is not None:
         summary.update(status=str(_status(fit)), objective=_objective(fit),
                        iterations=sum(s.iterations for s in fit.subproblems))
-    if error is not None:
-        summary["error"] = error
+    if lane.error is not None:
+        summary["error"] = f"{type(lane.error).__name__}: {lane.error}"
     return summary
 
 
@@ -142,149 +400,200 @@ def run(dataset: Dataset, ranking: Ranking, tol: float, monitor: Monitor | None,
     monitor = monitor if monitor is not None else NullMonitor()
     threads = numba.get_num_threads() if threads is None else threads
     entrants = ranking.entrants
-    quick = entrants[0].predicted is not None and entrants[0].predicted < RACE_ABOVE_S
     if len(entrants) == 1:
-        strategy = "single"
-    elif threads >= 2 and not quick and threadsafe_threading_layer():
+        fit, runs = _single(dataset, entrants[0], monitor, fit_for, threads)
+        winner, strategy = entrants[0], "single"
+    else:
+        fit, winner, runs = _race(dataset, entrants, tol, monitor, fit_for, threads)
         strategy = "race"
-    else:
-        strategy = "cap-and-switch"
-    if strategy == "race":
-        fit, winner, runs = _race(dataset, entrants, min(threads, RACE_WIDTH), monitor,
-                                  fit_for, threads)
-    else:
-        fit, winner, runs = _cap_and_switch(dataset, entrants, monitor, fit_for, threads,
-                                            capped=strategy == "cap-and-switch")
     choice = ranking.choice(tol, winner)
     choice.strategy = strategy
     choice.runs = runs
     return Outcome(fit, winner, choice)
 
 
-def _race(dataset: Dataset, entrants: list[Entrant], width: int, monitor: Monitor,
+class _Tagged:
+    """The only candidate's monitor: its records tagged with its name."""
+
+    def __init__(self, name: str, target: Monitor):
+        self.name, self.target = name, target
+
+    def report(self, record: IterationRecord) -> None:
+        extras = dict(record.extras)
+        extras["candidate"] = self.name
+        self.target.report(IterationRecord(record.iteration, record.elapsed, record.objective,
+                                           record.optimality, extras))
+
+    def stop_reason(self) -> str | None:
+        return self.target.stop_reason()
+
+
+def _single(dataset: Dataset, entrant: Entrant, monitor: Monitor, fit_for: FitFor,
+            threads: int) -> tuple[Fit, list[dict[str, Any]]]:
+    begin = time.perf_counter()
+    with thread_count(threads):
+        fit, _ = _fit(fit_for, dataset, entrant, _Tagged(entrant.candidate.name, monitor))
+    status = _status(fit)
+    return fit, [{"candidate": entrant.candidate.name, "solver": entrant.candidate.solver,
+                  "seconds": round(time.perf_counter() - begin, 6), "threads": threads,
+                  "outcome": "won" if status == Termination.CONVERGED else f"ended {status}",
+                  "predicted_seconds": entrant.predicted, "status": str(status),
+                  "objective": _objective(fit),
+                  "iterations": sum(s.iterations for s in fit.subproblems)}]
+
+
+def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monitor,
           fit_for: FitFor, threads: int) -> tuple[Fit, Entrant, list[dict[str, Any]]]:
-    """The first ``width`` entrants at once; a lane whose candidate ends without converging
-    (its iteration limit, a numerical failure, an error) before any has won takes the next
-    entrant, so that a wrong ranking costs time, not the certificate."""
-    records: queue.SimpleQueue = queue.SimpleQueue()
-    decided = threading.Event()
-    stop: list[str | None] = [None]
-    forward = _Forward(monitor)
-    each = max(1, threads // width)
-    lanes = list(entrants[:width])  # the entrants started, in the order they started
+    race = _Race(dataset, fit_for, threads, tol, monitor, dataset.n_samples, dataset.nnz,
+                 dataset.n_features)
+    lanes: list[_Lane] = []
+    field, rest = _field(entrants)
+    waiting = field + rest
 
-    def run_lane(entrant: Entrant, start_model=None) -> tuple[Fit, float, bool]:
-        lane = QueuedLane(entrant.candidate.name, records,
-                          lambda: stop[0] or ("another candidate certified the gap first"
-                                              if decided.is_set() else None))
-        start = time.perf_counter()
-        with thread_count(each):
-            fit, warm = _fit(fit_for, dataset, entrant, lane, start_model)
-        return fit, time.perf_counter() - start, warm
+    def start(start_from: _Lane | None = None) -> _Lane:
+        """The next waiting candidate's lane (its thread starts with its first slice), to
+        start from ``start_from``'s point where it warm-starts."""
+        lane = _Lane(len(lanes), waiting.pop(0), race, start_from)
+        lanes.append(lane)
+        return lane
 
-    def drain() -> None:
-        while True:
-            try:
-                name, record = records.get_nowait()
-            except queue.Empty:
-                return
-            forward(name, record)
+    def settle(lane: _Lane) -> _Lane | None:
+        """After a slice: the lane's verdict if it ended (the winner, or out)."""
+        if not lane.done:
+            return None
+        if lane.converged:
+            lane.outcome = "won"
+            return lane
+        if lane.error is not None:
+            lane.outcome = "failed"
+        elif lane.outcome is None:
+            lane.outcome = f"stopped: {lane.stop}" if lane.stop is not None else \
+                f"ended {_status(lane.fit)}"
+        return None
 
-    finished: dict[int, tuple[Fit | None, float, BaseException | None]] = {}
-    handed_by: dict[int, int] = {}  # a refilled lane's entrant: the one whose lane it took
-    handed_from: dict[int, str] = {}  # ... and whose point it started from, where it did
-    winner: int | None = None
-    started = time.perf_counter()
-    with ThreadPoolExecutor(width, thread_name_prefix="auto-race") as pool:
-        futures = {pool.submit(run_lane, entrant): k for k, entrant in enumerate(lanes)}
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
-            drain()
-            if stop[0] is None:
-                stop[0] = monitor.stop_reason()
-            for future in done:
-                k = futures[future]
-                fit = None
-                try:
-                    fit, seconds, warm = future.result()
-                except Exception as exc:  # noqa: BLE001 - a lane that broke loses the race
-                    finished[k] = (None, time.perf_counter() - started, exc)
-                else:
-                    finished[k] = (fit, seconds, None)
-                    if warm:
-                        handed_from[k] = lanes[handed_by[k]].candidate.name
-                    if winner is None and _status(fit) == Termination.CONVERGED:
-                        winner = k
-                        decided.set()
-                        continue
-                if winner is None and stop[0] is None and len(lanes) < len(entrants):
-                    # the lane takes the next entrant, from this one's point where it can
-                    # (LIBLINEAR -s 1 hands dual CD's w to its primal Newton method likewise)
-                    lanes.append(entrants[len(lanes)])
-                    handed_by[len(lanes) - 1] = k
-                    refill = pool.submit(run_lane, lanes[-1],
-                                         fit.model if fit is not None else None)
-                    futures[refill] = len(lanes) - 1
-                    pending.add(refill)
-        drain()
-    fits = {k: entry for k, entry in finished.items() if entry[0] is not None}
-    if not fits:  # every lane raised: the first one's error is the run's
-        raise next(entry[2] for _, entry in sorted(finished.items()))
-    if winner is None:  # nobody converged: the best status, then the lowest objective
+    first = favourite = start()
+    winner = None
+    try:
+        race.run_slice(first, first_slice(first.entrant, dataset))
+        winner = settle(first)
+        for _ in range(len(field) - 1):
+            if winner is None:
+                start()
+        while winner is None and race.caller_stop is None:
+            alive = [lane for lane in lanes if not lane.done]
+            if not alive:
+                if not waiting:
+                    break
+                start(_best_point(lanes))
+                continue
+            favourite = _favourite(favourite, alive)
+            challengers = [lane for lane in alive if lane is not favourite]
+            spent = sum(lane.work for lane in lanes if lane is not favourite)
+            hungry = [lane for lane in challengers
+                      if spent < CHALLENGER_SHARE * max(favourite.work, MIN_PASSES)]
+            if hungry:  # a challenger's slice doubles its work within the share left
+                lane = min(hungry, key=lambda lane: (lane.work, lane.index))
+                allowance = CHALLENGER_SHARE * max(favourite.work, MIN_PASSES) - spent
+                passes = max(MIN_PASSES, min(lane.work, allowance))
+            else:
+                lane, passes = favourite, max(MIN_PASSES, favourite.work)
+            race.run_slice(lane, passes)
+            winner = settle(lane)
+            alive = [lane for lane in lanes if not lane.done]
+            if winner is None and alive:
+                favourite = _favourite(favourite, alive)
+                _drop_the_behind(race, lanes, favourite)
+    finally:
+        for lane in lanes:
+            if not lane.done and lane.thread is not None:
+                reason = race.caller_stop or (
+                    f"{winner.name} certified the gap first" if winner is not None
+                    else "the race ended")
+                if lane.outcome is None:
+                    lane.outcome = f"stopped: {reason}"
+                race.end(lane, reason)
+        race.drain()  # the records still queued
+        for lane in lanes:
+            if lane.thread is not None:
+                lane.thread.join()
+    ended = [lane for lane in lanes if lane.fit is not None]
+    if not ended:  # every candidate raised: the first one's error is the run's
+        raise next(lane.error for lane in lanes if lane.error is not None)
+    if winner is None:  # nobody certified: the best status, then the lowest objective
         order = list(Termination)
-        winner = min(fits, key=lambda k: (order.index(_status(fits[k][0])),
-                                          _objective(fits[k][0])))
-    runs = []
-    for k, entrant in enumerate(lanes):
-        fit, seconds, error = finished[k]
-        if k == winner:
-            outcome = "won" if _status(fit) == Termination.CONVERGED else \
-                "kept: no candidate converged"
-            if k in handed_from:
-                outcome += f" (started from {handed_from[k]}'s point)"
-        elif error is not None:
-            outcome = "failed"
-        else:
-            outcome = "stopped: another candidate certified the gap first" \
-                if _status(fit) == Termination.STOPPED and stop[0] is None else \
-                f"ended {_status(fit)}"
-        runs.append(_summary(entrant, fit, seconds, each, outcome,
-                             None if error is None else f"{type(error).__name__}: {error}"))
-    return fits[winner][0], lanes[winner], runs
+        winner = min(ended, key=lambda lane: (order.index(_status(lane.fit)),
+                                              _objective(lane.fit), lane.index))
+        winner.outcome = "kept: no candidate converged"
+    if winner.warm_from is not None:
+        winner.outcome += f" (started from {winner.warm_from}'s point)"
+    ran = [lane for lane in lanes if lane.thread is not None]
+    for lane in ran:
+        if lane.outcome is None:
+            lane.outcome = f"ended {_status(lane.fit)}" if lane.fit is not None else "failed"
+    return winner.fit, winner.entrant, [_summary(lane, threads) for lane in ran]
 
 
-def _cap_and_switch(dataset: Dataset, entrants: list[Entrant], monitor: Monitor,
-                    fit_for: FitFor, threads: int, capped: bool
-                    ) -> tuple[Fit, Entrant, list[dict[str, Any]]]:
-    forward = _Forward(monitor)
-    runs: list[dict[str, Any]] = []
-    start_model = None
-    for k, entrant in enumerate(entrants):
-        last = k == len(entrants) - 1 or not capped
-        budget = None if last else max(MIN_BUDGET_S, BUDGET_FACTOR * (entrant.predicted or 0.0))
-        lane = _Budget(entrant.candidate.name, forward, budget)
-        begin = time.perf_counter()
-        with thread_count(threads):
-            fit, warm = _fit(fit_for, dataset, entrant, lane, start_model)
-        seconds = time.perf_counter() - begin
-        status = _status(fit)
-        # a candidate that ended on its own without converging (its iteration limit) hands
-        # over as one whose budget is spent does; a stop the caller asked for ends the run
-        ended_early = not lane.spent and status not in (Termination.CONVERGED,
-                                                         Termination.STOPPED)
-        if last or not (lane.spent or ended_early):
-            outcome = "won" if status == Termination.CONVERGED else f"ended {status}"
-            if start_model is not None:
-                outcome += f" (started from {runs[-1]['candidate']}'s point)" \
-                    if warm else " (started cold)"
-            runs.append(_summary(entrant, fit, seconds, threads, outcome))
-            return fit, entrant, runs
-        why = f"budget of {budget:.3g} s spent" if lane.spent else f"ended {status}"
-        runs.append(_summary(entrant, fit, seconds, threads,
-                             f"{why}: switched to {entrants[k + 1].candidate.name}"))
-        start_model = fit.model
-    raise AssertionError("unreachable: the last candidate has no budget")
+def _field(entrants: list[Entrant]) -> tuple[list[Entrant], list[Entrant]]:
+    """The entrants that race at once, and the rest: the first :data:`FIELD` the rule does
+    not predict at over :data:`PRIOR_BEHIND` times the first one's seconds (one iteration of
+    such a candidate can outlast the whole race: alm's exact CGLS step on news20, 1,598 passes and
+    5.5 s before its first record), and the rest, in the ranking's order, which run when
+    every candidate of the field has ended uncertified."""
+    lead = entrants[0].predicted
+
+    def plausible(entrant: Entrant) -> bool:
+        return lead is None or entrant.predicted is None or \
+            entrant.predicted <= PRIOR_BEHIND * lead
+
+    field = [e for e in entrants if plausible(e)][:FIELD]
+    return field, [e for e in entrants if not any(e is f for f in field)]
+
+
+def first_slice(entrant: Entrant, dataset: Dataset) -> float:
+    """The favourite's first slice in passes: :data:`FIRST_SLICE_SHARE` of the rule's
+    predicted seconds at :data:`ENTRIES_PER_SECOND` (at least :data:`MIN_PASSES`)."""
+    predicted = entrant.predicted or 0.0
+    passes = FIRST_SLICE_SHARE * predicted * ENTRIES_PER_SECOND / \
+        max(dataset.nnz + dataset.n_samples, 1)
+    return max(MIN_PASSES, passes)
+
+
+def _favourite(current: _Lane, alive: list[_Lane]) -> _Lane:
+    """The candidate fed most from now on: ``current``, unless it has ended or a judged
+    challenger is predicted to need under 1 / :data:`SWAP_MARGIN` of its remaining work (a
+    prediction from a few records is rough: a near one does not take the lead)."""
+    judged = [lane for lane in alive if lane.judged and lane is not current]
+    best = min(judged, key=lambda lane: (lane.remaining(), lane.index), default=None)
+    if current.done:
+        return best or min(alive, key=lambda lane: (lane.work, lane.index))
+    if best is not None and SWAP_MARGIN * best.remaining() < current.remaining():
+        return best
+    return current
+
+
+def _drop_the_behind(race: _Race, lanes: list[_Lane], favourite: _Lane) -> None:
+    """Stop every judged challenger predicted to need over :data:`BEHIND` times the
+    favourite's total work (one whose gap does not fall is not stopped: a homotopy's or a
+    cutting plane's can stay flat a while before it falls; it keeps its share)."""
+    alive = [lane for lane in lanes if not lane.done]
+    if len(alive) < 2 or favourite.done:
+        return
+    best = favourite.work + favourite.remaining()
+    for lane in alive:
+        if lane is favourite or not lane.judged or not math.isfinite(best):
+            continue
+        total = lane.work + lane.remaining()
+        if not math.isfinite(total) or total <= BEHIND * best:
+            continue
+        lane.outcome = (f"stopped: behind (predicted {total:.3g} passes to tol, "
+                        f"{favourite.name} {best:.3g})")
+        race.end(lane, "behind another candidate's certified progress")
+
+
+def _best_point(lanes: list[_Lane]) -> _Lane | None:
+    """The ended candidate whose point the next one starts from: the lowest objective."""
+    ended = [lane for lane in lanes if lane.fit is not None]
+    return min(ended, key=lambda lane: (_objective(lane.fit), lane.index)) if ended else None
 
 
 def _fit(fit_for: FitFor, dataset: Dataset, entrant: Entrant, lane: Monitor,

@@ -19,7 +19,6 @@ from solvers.base import (
     InvalidParametersError,
     SolverParams,
     SolverSpec,
-    Solves,
     UnknownSolverError,
     WarmStart,
 )
@@ -66,9 +65,11 @@ def primal_newton(problem, start, tol, monitor):
 
 
 _REGISTRY[dual_cd.SPECS[0].name] = dual_cd.with_newton(primal_newton)
-# ``auto`` chooses among the families' solvers (``solvers.train`` resolves it to one) and
-# solves what they solve.
-AUTO_SPEC = auto.make_spec(Solves.union(_REGISTRY[c.solver].solves for c in auto.CANDIDATES))
+# ``auto`` chooses among the candidates the registered solvers declare
+# (``SolverSpec.auto_candidates``; ``solvers.train`` runs them as a portfolio) and solves what
+# they solve: a family's new solver, loss or task flows in by its declaration.
+AUTO_CANDIDATES = auto.candidates_of(_REGISTRY.values())
+AUTO_SPEC = auto.make_spec(AUTO_CANDIDATES, _REGISTRY.__getitem__)
 _REGISTRY[AUTO_SPEC.name] = AUTO_SPEC
 
 
@@ -110,5 +111,5 @@ def params_union():
     return Annotated[typing.Union[models], Field(discriminator="solver")]  # noqa: UP007
 
 
-__all__ = ["FAMILIES", "SolverParams", "UnknownSolverError", "get_solver", "list_solvers",
-           "params_union", "pose"]
+__all__ = ["AUTO_CANDIDATES", "FAMILIES", "SolverParams", "UnknownSolverError", "get_solver",
+           "list_solvers", "params_union", "pose"]

@@ -602,8 +602,8 @@ def solvers_read(path):
     ("-s 99", "-s 99: LIBLINEAR has no such solver type"),
     ("-s x", "LIBLINEAR's solver type is a number"),
     ("-s 2 -e 0.01", "-e with -s 2: LIBLINEAR's primal stopping rule"),
-    ("-e 0.01 --solver mfn", "-e is LIBLINEAR's stopping rule: give it with -s 0, 1, 3, 4 "
-                             "or 7"),
+    ("-e 0.01 --solver mfn", "-e is LIBLINEAR's stopping rule: give it with -s 0, 1, 3, 4, "
+                             "7, 12 or 13"),
     ("-s 1 -B 0", "-B 0: a bias feature of value 0 is no bias"),
     ("-s 1 --solver mfn", "give LIBLINEAR's -s or --solver, not both"),
     ("-s 1 -c 0", "-c 0: C must be positive"),

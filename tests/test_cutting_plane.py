@@ -12,19 +12,22 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
 from solvers.base import WarmStart
 from solvers.core.linesearch import piecewise_linear_root_jumps
-from solvers.core.sparse import TimedChoice
+from solvers.core.sparse import TimedChoice, thread_count
 from solvers.cutting_plane import (
     CutBuffer,
+    CuttingPlaneParams,
     GridSearch,
     Ray,
     ThreePointSearch,
     crammer_singer_ray_breakpoints,
     simplex_smo,
+    solve,
 )
 from solvers.cutting_plane.qp import simplex_active_set
 from solvers.problems import BinaryProblem, CrammerSingerProblem
@@ -497,3 +500,20 @@ def test_free_bias_is_refused_with_a_clear_error():
         validate_params("cutting_plane", loss="squared_hinge")
     spec, params = validate_params("cutting_plane", method="tca", multiclass="crammer_singer")
     assert params.method == "tca"
+
+
+def test_serial_kernel_form_is_the_one_thread_run_bit_for_bit():
+    """kernel_form='serial' (how auto races the cutting planes) never times the oracle's
+    forms, whose sums differ in order: on every thread it returns the point a one-thread run
+    returns, whatever the load."""
+    data = load("a9a").subset(np.arange(6000))
+    problem = BinaryProblem(data.X, np.where(data.y == data.classes[1], 1.0, -1.0), C=1.0,
+                            loss="hinge")
+    params = CuttingPlaneParams(C=1.0, loss="hinge", method="gca2", tol=1e-4,
+                                kernel_form="serial")
+    with thread_count(1):
+        alone = solve(problem, params)
+    with thread_count(max(2, numba.config.NUMBA_NUM_THREADS)):
+        serial = solve(problem, params)
+    assert serial.status == "converged" and serial.extras["parallel_oracle_calls"] == 0
+    np.testing.assert_array_equal(serial.beta, alone.beta)

@@ -19,6 +19,7 @@ import solvers
 from solvers.base import TASKS, InvalidParametersError, Solves
 from solvers.losses import LOSS_TYPES, LOSSES, canonical, get_loss
 from solvers.problems import BinaryProblem
+from solvers.registry import AUTO_CANDIDATES
 
 SPECS = solvers.list_solvers()
 
@@ -39,8 +40,11 @@ def _params(combination, spec) -> dict:
     params = {"loss": combination.loss, "bias": combination.bias, "C": 0.5}
     if combination.loss == "lp":
         params["p"] = 1.5
-    if combination.task in ("ordinal", "regression"):
+    if combination.task in ("ordinal", "regression", "one_class"):
         params["task"] = combination.task
+    if combination.task == "regression" and spec.params_model.own_kernel:
+        # a kernel SVR's |coef_j| <= C: at C = 0.5 housing's RBF fit stays near the median
+        params["C"] = 10.0
     elif combination.task in ("crammer_singer", "ovo"):
         params["multiclass"] = combination.task
     if combination.task == "ovo" and not spec.params_model.own_kernel:
@@ -63,6 +67,9 @@ def test_every_declared_combination_trains(solver, combination):
     predictions = result.model.predict(data.X)
     if combination.task == "regression":  # real values, closer to the labels than their mean
         assert np.mean((predictions - data.y) ** 2) < 0.5 * np.var(data.y)
+    elif combination.task == "one_class":  # +1 inside the support, -1 for at most ~nu = 0.5
+        assert set(np.unique(predictions)) <= {-1, 1}
+        assert 0.0 < np.mean(predictions == -1) <= 0.55
     else:
         assert set(np.unique(predictions)) <= set(data.classes)
         assert np.mean(predictions == data.y) > 0.5
@@ -89,11 +96,17 @@ def test_parameter_models_and_listing_derive_from_the_declaration(spec):
 def test_auto_declares_what_its_candidates_solve():
     """auto's declaration is the union of its candidates': nothing more (no candidate solves
     modified Huber with a free bias, or least squares without a bias, so auto refuses them
-    with the reason instead of failing inside train)."""
+    with the reason instead of failing inside train).  The candidates are the registry's:
+    every spec that declares ``auto_candidates`` races with them, so a family's new solver,
+    loss or task flows into auto's declaration by its own."""
     from solvers import auto
 
+    racing = [s for s in SPECS if s.auto_candidates]
+    assert set(AUTO_CANDIDATES) == set(auto.candidates_of(racing))
+    assert {c.solver for c in AUTO_CANDIDATES} == {s.name for s in racing}
+    assert solvers.get_solver("auto").params_model.candidates == AUTO_CANDIDATES
     union = set()
-    for name in {c.solver for c in auto.CANDIDATES}:
+    for name in {c.solver for c in AUTO_CANDIDATES}:
         union |= set(solvers.get_solver(name).solves.combinations)
     assert set(solvers.get_solver("auto").solves.combinations) == union
     data = _data("binary")

@@ -1,9 +1,13 @@
-"""solver="auto" runs its candidates as a portfolio (``solvers.portfolio``): a race on two
-threads, cap-and-switch on one.  The issue's case: the cutting planes on an unscaled copy of
-australian take minutes, the interior-point method a fraction of a second; whichever the
-ranking puts first, the portfolio returns a certified point."""
+"""solver="auto" races its candidates on their certified progress (``solvers.portfolio``):
+paused lanes that keep every candidate's state, decisions on counted work, the result a
+deterministic function of the data and parameters.  The issue's cases: the cutting planes on an
+unscaled copy of australian take minutes, the interior-point method a fraction of a second;
+Crammer-Singer on 600 rows of dna, where dual_cd ends at its iteration limit."""
 
 from __future__ import annotations
+
+import math
+import multiprocessing
 
 import numpy as np
 import pytest
@@ -13,8 +17,8 @@ import solvers
 from bench.problems import unscaled
 from solvers import portfolio
 from solvers.auto import Candidate, Entrant, Ranking
-from solvers.core.sparse import threadsafe_threading_layer
 from solvers.monitor import ListMonitor
+from solvers.portfolio import _Point, predict, record_passes
 from solvers.train import fit_handler
 
 TOL = 1e-6
@@ -24,10 +28,11 @@ def unscaled_australian() -> solvers.Dataset:
     return unscaled(load("australian_scale"))
 
 
-def entrant(solver: str, predicted: float | None = None, **settings) -> Entrant:
+def entrant(solver: str, predicted: float | None = None, loss: str = "hinge",
+            **settings) -> Entrant:
     spec = solvers.get_solver(solver)
     candidate = Candidate(solver, tuple(settings.items()))
-    problem = {"task": "classification", "multiclass": "ovr", "loss": "hinge", "C": 1.0,
+    problem = {"task": "classification", "multiclass": "ovr", "loss": loss, "C": 1.0,
                "bias": "regularized", "bias_scale": 1.0}
     params = spec.params_model.posing(problem, tol=TOL, **settings)
     return Entrant(candidate, spec, params, predicted=predicted)
@@ -52,125 +57,86 @@ def fit_for(dataset):
     return lambda spec, params: fit_handler(spec, params, dataset)
 
 
-@pytest.mark.skipif(not threadsafe_threading_layer(),
-                    reason="Numba's workqueue threading layer cannot run two kernels at once")
-def test_a_race_keeps_the_first_certified_candidate_and_stops_the_other():
+def test_the_race_keeps_the_candidate_ahead_and_stops_the_one_behind():
     data = unscaled_australian()
     slow, fast = entrant("cutting_plane", method="ocas"), entrant("interior_point")
     monitor = ListMonitor()
-    outcome = portfolio.run(data, Ranking([slow, fast], "test"), TOL, monitor,
-                            fit_for(data), threads=2)
+    outcome = portfolio.run(data, Ranking([slow, fast], "test"), TOL, monitor, fit_for(data))
     assert outcome.choice.strategy == "race"
     assert outcome.entrant is fast and outcome.choice.solver == "interior_point"
     runs = {r["candidate"]: r for r in outcome.choice.runs}
     assert runs["interior_point"]["outcome"] == "won"
     assert runs["interior_point"]["status"] == "converged"
-    assert runs["cutting_plane(method=ocas)"]["outcome"].startswith("stopped: another")
-    assert all(r["threads"] == 1 for r in outcome.choice.runs)
-    # one stream of records, numbered consecutively, each tagged with its candidate
+    assert runs["cutting_plane(method=ocas)"]["outcome"].startswith("stopped: ")
+    assert runs["cutting_plane(method=ocas)"]["status"] == "stopped"
+    # one stream of records, numbered consecutively, timed on one clock, each tagged with
+    # its candidate and the work it had done
     assert [r.iteration for r in monitor.records] == list(range(1, len(monitor.records) + 1))
+    times = [r.elapsed for r in monitor.records]
+    assert times == sorted(times)
     assert {r.extras["candidate"] for r in monitor.records} == set(runs)
-    gap = [r.optimality for r in monitor.records
-           if r.extras["candidate"] == "interior_point"][-1]
-    assert gap <= TOL
+    ours = [r for r in monitor.records if r.extras["candidate"] == "interior_point"]
+    assert ours[-1].optimality <= TOL
+    assert ours[-1].extras["work_passes"] == runs["interior_point"]["work_passes"] > 0
 
 
-@pytest.mark.skipif(not threadsafe_threading_layer(),
-                    reason="Numba's workqueue threading layer cannot run two kernels at once")
-def test_a_lane_whose_candidate_ends_unconverged_takes_the_next_candidate():
+def test_a_paused_candidate_computes_what_it_computes_alone(monkeypatch):
+    """Slices of half a pass pause a candidate at every record: its result is still, bit for
+    bit, its run alone (the lane keeps its whole state; nothing is restarted)."""
+    monkeypatch.setattr(portfolio, "MIN_PASSES", 0.5)
+    monkeypatch.setattr(portfolio, "CHALLENGER_SHARE", 10.0)  # the other runs between
+    data = load("a9a").subset(np.arange(3000))
+    first = entrant("mfn", loss="squared_hinge")
+    other = entrant("alm", loss="squared_hinge", variant="inexact")
+    outcome = portfolio.run(data, Ranking([first, other], "test"), TOL, ListMonitor(),
+                            fit_for(data))
+    alone = fit_handler(first.spec, first.params, data)(data, first.spec, first.params,
+                                                         ListMonitor())
+    assert outcome.entrant is first, outcome.choice.runs
+    assert len(outcome.choice.runs) == 2  # the other one did run in between
+    np.testing.assert_array_equal(outcome.fit.model.coef_, alone.model.coef_)
+    np.testing.assert_array_equal(outcome.fit.model.intercept_, alone.model.intercept_)
+
+
+def test_a_candidate_that_ends_unconverged_hands_its_point_to_the_next(monkeypatch):
     """The first two candidates hit their iteration limits (as first-order methods do on
-    badly scaled data); their lanes take the third, which certifies the gap."""
+    badly scaled data); the third, outside the field, starts from the better point and
+    certifies the gap."""
+    monkeypatch.setattr(portfolio, "FIELD", 2)
     data = unscaled_australian()
-    first, second = entrant("dual_cd", max_iter=2), entrant("cutting_plane", method="ocas",
-                                                             max_iter=2)
+    first = entrant("dual_cd", max_iter=2)
+    second = entrant("cutting_plane", method="ocas", max_iter=2)
     third = entrant("interior_point")
     outcome = portfolio.run(data, Ranking([first, second, third], "test"), TOL, ListMonitor(),
-                            fit_for(data), threads=2)
-    assert outcome.choice.strategy == "race" and outcome.entrant is third
-    names = [e.candidate.name for e in (first, second, third)]
-    assert [r["candidate"] for r in outcome.choice.runs] == names
-    outcomes = [r["outcome"] for r in outcome.choice.runs]
-    # the third took the lane of whichever ended first, from its point (one-vs-rest over
-    # interior_point's binary problem takes a start)
-    assert outcomes[:2] == ["ended max_iter"] * 2, outcomes
-    assert outcomes[2] in {f"won (started from {name}'s point)" for name in names[:2]}, outcomes
+                            fit_for(data))
+    assert outcome.entrant is third
+    runs = outcome.choice.runs
+    assert [r["candidate"] for r in runs] == [e.candidate.name for e in (first, second, third)]
+    assert [r["outcome"] for r in runs[:2]] == ["ended max_iter"] * 2, runs
+    better = min(runs[:2], key=lambda r: r["objective"])["candidate"]
+    assert runs[2]["outcome"] == f"won (started from {better}'s point)", runs
+    assert outcome.fit.subproblems[0].status == "converged"
 
 
-def test_a_first_candidate_predicted_quick_runs_alone_on_every_thread():
-    """No race where the first candidate is predicted to end within RACE_ABOVE_S: two lanes
-    would cost more than they could save."""
-    data = load("heart_scale")
-    first = entrant("interior_point", predicted=portfolio.RACE_ABOVE_S / 10)
-    second = entrant("cutting_plane", predicted=1.0, method="ocas")
-    outcome = portfolio.run(data, Ranking([first, second], "test"), TOL, ListMonitor(),
-                            fit_for(data), threads=2)
-    assert outcome.choice.strategy == "cap-and-switch" and outcome.entrant is first
-    [run] = outcome.choice.runs
-    assert run["outcome"] == "won" and run["threads"] == 2
-
-
-def test_a_joint_multiclass_candidate_takes_over_cold():
-    """Crammer-Singer's fit takes no start: the candidate that takes over starts cold (it
-    raised TypeError on a start_model before)."""
+def test_crammer_singer_on_dna_certifies():
+    """Issue 52's case: dual_cd ends at its iteration limit here (tol 1e-6); the race keeps
+    the cutting planes' progress and returns a certified point."""
     data = load("dna.scale").subset(np.arange(600))
-    problem = {"task": "classification", "multiclass": "crammer_singer", "loss": "hinge",
-               "C": 1.0, "bias": "regularized", "bias_scale": 1.0}
-    first, second = [Entrant(Candidate(name, tuple(settings.items())), spec,
-                             spec.params_model.posing(problem, tol=TOL, **settings),
-                             predicted=10.0)
-                     for name, settings in (("dual_cd", {"max_iter": 1}),
-                                            ("cutting_plane", {}))
-                     for spec in [solvers.get_solver(name)]]
-    outcome = portfolio.run(data, Ranking([first, second], "test"), TOL, ListMonitor(),
-                            fit_for(data), threads=1)
-    handed, won = outcome.choice.runs
-    assert handed["outcome"] == f"ended max_iter: switched to {second.candidate.name}"
-    assert won["outcome"] == "won (started cold)"
-
-
-def test_cap_and_switch_hands_over_a_candidate_that_ends_unconverged():
-    """On one thread: a candidate that stops at its iteration limit well within its budget
-    hands over at once, as LIBLINEAR -s 1 hands dual CD's point to its Newton method."""
-    data = unscaled_australian()
-    first = entrant("dual_cd", predicted=10.0, max_iter=2)
-    second = entrant("interior_point", predicted=0.1)
-    outcome = portfolio.run(data, Ranking([first, second], "test"), TOL, ListMonitor(),
-                            fit_for(data), threads=1)
-    assert outcome.choice.strategy == "cap-and-switch" and outcome.entrant is second
-    handed, won = outcome.choice.runs
-    assert handed["outcome"] == "ended max_iter: switched to interior_point"
-    assert won["outcome"].startswith("won") and won["status"] == "converged"
-    assert outcome.fit.subproblems[0].status == "converged"
-
-
-def test_cap_and_switch_hands_over_when_the_budget_is_spent():
-    """On one thread: the first candidate gets BUDGET_FACTOR times its predicted time (here
-    the minimum), then the next one starts from its point and certifies the gap."""
-    data = unscaled_australian()
-    slow = entrant("cutting_plane", predicted=1e-3, method="ocas")
-    fast = entrant("interior_point", predicted=0.1)
-    outcome = portfolio.run(data, Ranking([slow, fast], "test"), TOL, ListMonitor(),
-                            fit_for(data), threads=1)
-    assert outcome.choice.strategy == "cap-and-switch"
-    first, second = outcome.choice.runs
-    assert first["outcome"] == ("budget of 0.5 s spent: switched to interior_point")
-    assert first["status"] == "stopped"
-    assert second["outcome"] == "won (started from cutting_plane(method=ocas)'s point)"
-    assert outcome.entrant is fast
-    assert outcome.fit.subproblems[0].status == "converged"
+    result = solvers.train(data, solver="auto", loss="hinge", C=1.0, tol=TOL,
+                           multiclass="crammer_singer")
+    assert result.status == "converged", result.choice.runs
+    assert result.choice.solver == "cutting_plane"
 
 
 def test_the_callers_stop_ends_every_candidate():
     data = unscaled_australian()
     ranking = Ranking([entrant("cutting_plane", method="ocas"), entrant("alm")], "test")
-    for threads in (1, 2):
-        outcome = portfolio.run(data, ranking, TOL, ListMonitor(time_limit=0.0),
-                                fit_for(data), threads=threads)
-        assert all(r["status"] == "stopped" for r in outcome.choice.runs), outcome.choice.runs
-        assert len(outcome.choice.runs) == (1 if outcome.choice.strategy != "race" else 2)
+    outcome = portfolio.run(data, ranking, TOL, ListMonitor(time_limit=0.0), fit_for(data))
+    assert outcome.choice.runs
+    assert all(r["status"] == "stopped" for r in outcome.choice.runs), outcome.choice.runs
 
 
-def test_a_candidate_that_raises_loses_the_race(monkeypatch):
+def test_a_candidate_that_raises_leaves_the_race():
     data = load("heart_scale")
     good, bad = entrant("interior_point"), entrant("alm")
     real = fit_for(data)
@@ -182,13 +148,61 @@ def test_a_candidate_that_raises_loses_the_race(monkeypatch):
             return broken
         return real(spec, params)
 
-    if not threadsafe_threading_layer():
-        pytest.skip("Numba's workqueue threading layer cannot run two kernels at once")
-    outcome = portfolio.run(data, Ranking([bad, good], "test"), TOL, ListMonitor(), flaky,
-                            threads=2)
+    outcome = portfolio.run(data, Ranking([bad, good], "test"), TOL, ListMonitor(), flaky)
     assert outcome.entrant is good
     failed = next(r for r in outcome.choice.runs if r["candidate"] == "alm")
     assert failed["outcome"] == "failed" and "the lane blew up" in failed["error"]
+
+
+def test_the_prediction_reads_the_trajectory():
+    """A gap that falls a decade every 10 passes is 30 passes from 1e-6 at 1e-3; a
+    one-vs-rest run adds the classes to come at the finished ones' mean; a gap that does not
+    fall predicts no end; one record predicts nothing yet."""
+    line = [_Point(10.0 * k, 10.0 ** -k, 0, 1) for k in range(4)]
+    assert predict(line, 1e-6) == pytest.approx(30.0)
+    assert predict(line[:1], 1e-6) is None
+    assert predict([_Point(1, 1e-2, 0, 1), _Point(2, 1e-2, 0, 1)], 1e-6) == math.inf
+    # class 0 took 40 passes; class 1 of 3 is 30 from the end; class 2 to come: 40
+    ovr = [_Point(40.0, 1e-7, 0, 3)] + [_Point(40.0 + 10.0 * k, 10.0 ** -k, 1, 3)
+                                       for k in range(4)]
+    assert predict(ovr, 1e-6) == pytest.approx(30.0 + 40.0)
+    assert record_passes({"work": 300}, 100, 200, 5) == pytest.approx(2.0)
+    assert record_passes({"cg_iterations": 4, "active": 50}, 100, 200, 5) == pytest.approx(7.0)
+    assert record_passes({"cuts": 10, "qp_steps": 6}, 100, 200, 5) == pytest.approx(5.0)
+
+
+def _fit_coefficients(data):
+    result = solvers.train(data, solver="auto", loss="hinge", C=1.0, tol=1e-3)
+    return result.choice.candidate, result.model.coef_.copy(), result.model.intercept_.copy()
+
+
+def _busy(started, stop):
+    started.set()
+    while not stop.is_set():
+        sum(i * i for i in range(10_000))
+
+
+def test_auto_gives_the_same_model_twice_idle_and_busy():
+    """Issue 48's and 52's reproducibility: the race decides on counted work, never on wall
+    time, so two fits of auto give identical coefficients -- also while another process keeps
+    a core busy (a race on wall time could then end differently)."""
+    data = load("a9a").subset(np.arange(8000))
+    first = _fit_coefficients(data)
+    second = _fit_coefficients(data)
+    context = multiprocessing.get_context("spawn")
+    started, stop = context.Event(), context.Event()
+    busy = context.Process(target=_busy, args=(started, stop), daemon=True)
+    busy.start()
+    try:
+        assert started.wait(timeout=300.0), "the busy process never started"
+        loaded = _fit_coefficients(data)
+    finally:
+        stop.set()
+        busy.join(timeout=60.0)
+    for other in (second, loaded):
+        assert other[0] == first[0]
+        np.testing.assert_array_equal(other[1], first[1])
+        np.testing.assert_array_equal(other[2], first[2])
 
 
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
@@ -196,9 +210,8 @@ def test_auto_returns_a_certified_point_on_unscaled_data(loss):
     data = unscaled_australian()
     result = solvers.train(data, solver="auto", loss=loss, C=1.0, tol=TOL)
     assert result.status == "converged", result.message
-    assert result.choice.strategy in ("race", "cap-and-switch")
-    assert result.choice.runs[-1]["outcome"].startswith("won") or any(
-        r["outcome"] == "won" for r in result.choice.runs)
+    assert result.choice.strategy == "race"
+    assert sum(r["outcome"].startswith("won") for r in result.choice.runs) == 1
     assert result.model.metadata["auto"]["runs"] == result.choice.runs
     assert any("scale='maxabs'" in w for w in result.warnings)
     # within the certified gap of an independent optimum (the KKT map's dual point of the

@@ -151,7 +151,7 @@ def liblinear_refusal(model) -> str | None:
     ``--format auto`` writes it), else why not."""
     if not hasattr(model, "to_liblinear"):
         return f"a {model.kind} model has no LIBLINEAR form"
-    if model.calibrated:
+    if model.calibrated and not model.liblinear_keeps_probabilities():
         return "LIBLINEAR's file has no place for the model's probability sigmoids"
     if model.classes_.dtype.kind not in "iuf":
         return "LIBLINEAR's file holds numeric labels only"

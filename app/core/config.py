@@ -142,6 +142,16 @@ class Settings(BaseSettings):
     max_queued_jobs_per_key: int = Field(
         100, ge=1, description="Jobs one owner (all its API keys together) may have queued at "
                                "once (all requests share one quota when the service is open).")
+    max_dataset_bytes_per_owner: int = Field(
+        16 * 2**30, ge=0, description="Bytes of stored datasets one owner may keep (the sum of "
+                                      "their stored_bytes); an upload past it is a 413; 0: no "
+                                      "quota.")
+    max_model_bytes_per_owner: int = Field(
+        4 * 2**30, ge=0, description="Bytes of models one owner may keep (the sum of their "
+                                     "archives' size_bytes): a job whose model would pass it "
+                                     "is refused (413) where the model's size is known at "
+                                     "admission, or fails when its model is written; 0: no "
+                                     "quota.")
     worker_warm_up_timeout_s: float = Field(
         600.0, gt=0, description="Seconds a worker process may take from its start to ready "
                                  "(imports and the Numba warm-up); one still not ready is "

@@ -10,13 +10,15 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.core.config import Settings
 from app.core.principals import Principal
 from app.crud.pages import owned, page, visible
 from app.db.models import Dataset, DatasetKind, Job, JobStatus, TrainedModel, utcnow
 from app.db.session import Sessions
 from app.errors import Conflict
+from app.quotas import check_dataset_bytes
 from app.shards import shards_digest
-from app.storage import DatasetStorage, dataset_digest
+from app.storage import DatasetStorage, archive_bytes, dataset_digest
 
 
 def list_page(session: Session, principal: Principal, offset: int,
@@ -43,11 +45,12 @@ def delete(session: Session, files: DatasetStorage, dataset_id, cascade: bool,
 
 
 def store(sessions: Sessions, files: DatasetStorage, dataset, name: str,
-          upload_bytes: int, owner: str) -> tuple[Dataset, bool]:
+          upload_bytes: int, owner: str, settings: Settings) -> tuple[Dataset, bool]:
     """``owner``'s dataset row for these arrays: the existing one, or a new one (file written
     first unless another owner's row stored the same arrays, then the row; a file this call
-    wrote is removed again if the row cannot be written).  Returns (row, whether it was
-    created)."""
+    wrote is removed again if the row cannot be written).  A new one past the owner's dataset
+    quota is refused (:func:`app.quotas.check_dataset_bytes`), nothing written.  Returns (row,
+    whether it was created)."""
     digest = dataset_digest(dataset)
     with files.lock:
         with sessions.read() as session:
@@ -55,6 +58,7 @@ def store(sessions: Sessions, files: DatasetStorage, dataset, name: str,
                                                             Dataset.owner == owner))
             if existing is not None:
                 return existing, False
+            check_dataset_bytes(session, owner, archive_bytes(dataset), settings)
         stored_bytes, written = files.save(dataset, digest)
         stats = dataset.stats()
         row = Dataset(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 
-from sqlalchemy import select
+from sqlalchemy import LargeBinary, func, literal_column, select
 from sqlalchemy.orm import Session
 
 from app.core.principals import Principal
@@ -40,6 +41,50 @@ def artifact(sessions: Sessions, model_id: uuid.UUID,
                         .where(TrainedModel.id == model_id), TrainedModel, principal)
         row = session.execute(query).first()
         return None if row is None else (row.artifact, row.owner)
+
+
+ARTIFACT_CHUNK_BYTES = 4 << 20
+"""Bytes of a model's archive read from the database at a time by a download."""
+
+
+def artifact_chunks(sessions: Sessions, model_id: uuid.UUID, size: int,
+                    chunk: int | None = None) -> Iterator[bytes]:
+    """The model's ``.npz`` archive of ``size`` bytes, ``chunk`` bytes at a time (default
+    :data:`ARTIFACT_CHUNK_BYTES`), never the whole archive in this process: on SQLite through
+    the driver's incremental blob I/O (``blobopen``: SQLite's ``substr`` reads the whole value
+    for every slice, 106 s for the 128 chunks of a 134 MB archive), on PostgreSQL each chunk
+    a ``substr`` of the column by itself (a value stored out of line is read a slice at a
+    time).  The caller has checked that the model is the principal's; a model deleted
+    meanwhile ends the archive short."""
+    chunk = chunk or ARTIFACT_CHUNK_BYTES
+    if sessions.engine.dialect.name == "sqlite":
+        yield from _sqlite_blob_chunks(sessions, model_id, chunk)
+        return
+    for offset in range(0, size, chunk):
+        with sessions.read() as session:
+            piece = session.scalar(
+                select(func.substr(TrainedModel.artifact, offset + 1, chunk,
+                                   type_=LargeBinary))
+                .where(TrainedModel.id == model_id))
+        if not piece:
+            return
+        yield bytes(piece)
+
+
+def _sqlite_blob_chunks(sessions: Sessions, model_id: uuid.UUID,
+                        chunk: int) -> Iterator[bytes]:
+    """The archive read through ``sqlite3.Connection.blobopen``, in one read transaction
+    (WAL: writers go on meanwhile)."""
+    with sessions.read() as session:
+        rowid = session.scalar(select(literal_column("rowid"))
+                               .select_from(TrainedModel).where(TrainedModel.id == model_id))
+        if rowid is None:
+            return
+        driver = session.connection().connection.driver_connection
+        with driver.blobopen(TrainedModel.__tablename__, "artifact", rowid,
+                             readonly=True) as blob:
+            while piece := blob.read(chunk):
+                yield piece
 
 
 def get(session: Session, model_id: uuid.UUID, principal: Principal) -> TrainedModel:

@@ -14,7 +14,8 @@ in a worker (or kill it) and can be known from the dataset rows and the paramete
   a direct LS-SVM solve, n_samples^2; the normal equations of mfn's or alm's Cholesky step or
   of the interior-point method, (n_features + 1)^2), at most ``SVMSVC_MAX_DIRECT_ROWS`` rows;
   the labels (``SVMSVC_MAX_CLASSES``) and a linear model's weights, classes x features
-  (``SVMSVC_MAX_MODEL_WEIGHTS``).
+  (``SVMSVC_MAX_MODEL_WEIGHTS``), whose bytes the caller checks against the owner's model
+  quota (:mod:`app.quotas`).
 
 A job on a sharded dataset (:mod:`app.shards`) needs the Dask executor and a solver that
 trains on distributed data (:func:`check_sharded_job`); the checks above that need the data's
@@ -83,9 +84,14 @@ def tuning_fits(tuning) -> int:
 
 
 def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Settings,
-              tuning=None) -> None:
+              tuning=None) -> int | None:
     """Raise :class:`InvalidJob` for a job that cannot succeed, :class:`LimitExceeded` for one
-    that asks for more memory than allowed (a tuning job: at every point of its grid)."""
+    that asks for more memory than allowed (a tuning job: at every point of its grid).
+
+    Returns the bytes its model will take where its shape is known now (a linear model:
+    8 bytes a weight; the owner's model quota is checked against them, :mod:`app.quotas`),
+    None where it is not (a kernel model's support vectors, a sharded dataset not read yet).
+    """
     import solvers
     from solvers.approximation import Approximation
     from solvers.auto import DatasetShape
@@ -101,7 +107,7 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     if dataset.kind == DatasetKind.sharded:
         check_sharded_job(spec, params, dataset, settings, tuning)
         if dataset.scanned_at is None:
-            return  # the rest needs its statistics: checked again when a job reads them
+            return None  # the rest needs its statistics: checked again when a job reads them
     if spec.name == "auto":  # check what the worker will run: auto's choice for this data
         shape = DatasetShape(dataset.n_samples, dataset.n_features, dataset.nnz,
                              len(dataset.class_counts))
@@ -156,6 +162,7 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
                              f"{features})", "max_factor_entries",
                              settings.max_factor_entries, "entries",
                              actual=dataset.n_samples * features, error=LimitExceeded)
+    model_bytes = None
     if not params.exact_kernel:
         # a linear model holds one weight vector per class (one for two labels or ranks),
         # each n_features + 1 long (a low-rank model as many coefficients over its
@@ -174,6 +181,7 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
                 f"the model ({vectors} weight vectors of {features + 1}, 8 bytes a weight)",
                 "model_cache_bytes", settings.model_cache_bytes, "bytes",
                 actual=8 * weights, error=LimitExceeded)
+        model_bytes = 8 * weights
     cache_mb = getattr(params, "cache_mb", None)
     if cache_mb is not None and cache_mb > settings.max_kernel_cache_mb:
         raise limit_exceeded("params.cache_mb", "max_kernel_cache_mb",
@@ -186,3 +194,4 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         what, side = system
         raise limit_exceeded(f"params: {what}", "max_direct_rows", settings.max_direct_rows,
                              "rows", actual=side, error=LimitExceeded)
+    return model_bytes

@@ -51,6 +51,7 @@ from app.db.session import Sessions, create_db_engine
 from app.evaluation import evaluate
 from app.jobs.monitor import DatabaseMonitor, StopCause, jsonable
 from app.jobs.state import describe_exception, finish_job, set_running_message
+from app.quotas import model_quota_refusal
 from app.storage import DatasetStorage, open_store
 
 logger = logging.getLogger("svmsvc.worker")
@@ -73,6 +74,7 @@ class WorkerConfig:
     log_level: str
     max_model_bytes: int | None = None  # SVMSVC_MODEL_CACHE_BYTES: larger models are refused
     chunk_rows: int | None = None  # SVMSVC_PREDICTION_CHUNK_ROWS (prediction jobs)
+    owner_model_bytes: int | None = None  # SVMSVC_MAX_MODEL_BYTES_PER_OWNER (app.quotas)
 
 
 def worker_main(config: WorkerConfig, connection) -> None:
@@ -116,7 +118,8 @@ def worker_main(config: WorkerConfig, connection) -> None:
                              config.max_model_bytes,
                              prepare=lambda spec: solvers_left.prepare_job(spec, sessions,
                                                                            connection),
-                             chunk_rows=config.chunk_rows)
+                             chunk_rows=config.chunk_rows,
+                             owner_model_bytes=config.owner_model_bytes)
             connection.send(("done", job_id, status))
     except (EOFError, OSError):
         pass  # the service went away: nothing left to report to
@@ -281,11 +284,14 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
             attempt: int, parent_alive, max_model_bytes: int | None = None,
             prepare: Callable[[JobSpec], None] | None = None,
             sharded: Callable[[dict], AbstractContextManager] | None = None,
-            chunk_rows: int | None = None) -> str | None:
+            chunk_rows: int | None = None,
+            owner_model_bytes: int | None = None) -> str | None:
     """Run one attempt of a job to its end; returns the final status written (None when
     the attempt lost the job and wrote nothing).  A trained model whose archive exceeds
     ``max_model_bytes`` (the web process's model cache) fails the job, saying so: served, it
-    would be read from the database and loaded again for every prediction.
+    would be read from the database and loaded again for every prediction.  So does one that
+    would take its owner's models past ``owner_model_bytes`` (the owner's model quota,
+    :mod:`app.quotas`): nothing is stored.
 
     A job on a sharded dataset trains on the rows its shards hold on a Dask cluster:
     ``sharded(source)`` (the Dask executor's, :func:`app.jobs.executors.dask.sharded_dataset`)
@@ -307,7 +313,7 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
         return None
     if spec.dataset_source is None:
         return _run_job(sessions, store, spec, parent_alive, max_model_bytes, prepare,
-                        lambda: store.load(spec.dataset_digest))
+                        lambda: store.load(spec.dataset_digest), owner_model_bytes)
     with contextlib.ExitStack() as stack:
         def read_shards():
             if sharded is None:
@@ -341,7 +347,7 @@ def run_job(sessions: Sessions, store: DatasetStorage, job_id: uuid.UUID,
             return dataset
 
         return _run_job(sessions, store, spec, parent_alive, max_model_bytes, prepare,
-                        read_shards)
+                        read_shards, owner_model_bytes)
 
 
 def distributed_stats(dataset) -> dict:
@@ -361,7 +367,7 @@ def distributed_stats(dataset) -> dict:
 
 def _run_job(sessions: Sessions, store: DatasetStorage, spec: JobSpec, parent_alive,
              max_model_bytes: int | None, prepare: Callable[[JobSpec], None] | None,
-             load: Callable[[], object]) -> str | None:
+             load: Callable[[], object], owner_model_bytes: int | None = None) -> str | None:
     """:func:`run_job` once the job is read; ``load()`` gives its training data."""
     import solvers
 
@@ -439,6 +445,12 @@ def _run_job(sessions: Sessions, store: DatasetStorage, spec: JobSpec, parent_al
                 f"prediction cache, which a model must fit to be served without a reload per "
                 f"request); it was not stored: raise the setting, or train a smaller model "
                 f"(fewer support vectors: a smaller C; a linear or low-rank kernel model)"))
+        with sessions.read() as session:
+            refusal = model_quota_refusal(session, spec.job_id, row.size_bytes,
+                                          owner_model_bytes)
+        if refusal is not None:
+            return finish(JobStatus.failed, solver_status=result.status, error=refusal,
+                          message=message, cross_validation=cross_validation)
         return finish(JobStatus.succeeded, solver_status=result.status,
                       message=message, model=row, cross_validation=cross_validation)
     except Exception as exc:  # anything a solver raises fails its job, never the worker

@@ -246,6 +246,7 @@ SPECS = (
         # (bench/history/measurements.json, alm-warm-start)
         warm_start=True,
         dense_system=dense_system,
+        auto_candidates=((("variant", "exact"),), (("variant", "inexact"),)),
     ),
 )
 

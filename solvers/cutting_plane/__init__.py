@@ -293,6 +293,8 @@ SPECS = (
         warm_start=True,
         path=solve_path,
         distributed=run_distributed,
+        auto_candidates=tuple((("method", m),) for m in ("ocas", "cpa", "gca2", "tca")),
+        auto_fixed=(("kernel_form", "serial"),),
     ),
 )
 

@@ -31,6 +31,12 @@ class _Geometry:
         self.choices = {key: TimedChoice(allowed) for key in
                         ((True, True), (True, False), (False, True), (False, False))}
 
+    def serial_kernels(self) -> None:
+        """Every timed kernel in its serial form (``kernel_form="serial"``)."""
+        for choice in [*self.choices.values(), self.search_choice]:
+            if choice is not None:
+                choice.allowed = False
+
     def _run_oracle(self, point, outputs, want_cut):
         return self.choices[(outputs is None, want_cut)].run(
             lambda parallel: self.problem.risk_oracle(point, outputs, want_cut, parallel))
@@ -163,6 +169,8 @@ def solve_geometry(geometry, params: CuttingPlaneParams, monitor: Monitor | None
     holds them during the run too (w_best and the buffer after every iteration): a run cut
     short by an error (distributed data: a lost worker) can be resumed from it."""
     reporter = Reporter(monitor, "relative_duality_gap")
+    if params.kernel_form == "serial" and hasattr(geometry, "serial_kernels"):
+        geometry.serial_kernels()
     C = geometry.problem.C
     shape = geometry.shape
     dim = int(np.prod(shape))

@@ -96,6 +96,13 @@ class CuttingPlaneParams(SolverParams):
     force_mu_when_zero: bool = Field(
         False, description="Arnosti section V: mu = forced_mu whenever the search returns 0.")
     forced_mu: float = Field(0.02, gt=0, le=1, description="The mu the two fixes force.")
+    kernel_form: Literal["timed", "serial"] = Field(
+        "timed",
+        description="The risk oracle's and the Crammer-Singer line search's form: timed "
+                    "(serial or parallel, whichever measured faster under the machine's "
+                    "load: the forms sum in different orders, so the point returned depends "
+                    "on the load) or serial (a run reproducible bit for bit; auto races the "
+                    "cutting planes this way, solvers.auto.Candidate.fixed).")
 
     @model_validator(mode="after")
     def _grid_thresholds(self):

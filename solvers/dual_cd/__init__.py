@@ -113,7 +113,7 @@ Warm starts (``start=WarmStart(...)``, ``solvers.base.WarmStart``):
 * from a dual point alpha (``WarmStart(dual=alpha)``, taken before a ``beta``): clipped into
   the box (any point of the box is feasible), w recomputed from it;
 * from a primal point beta = (w, b) (``WarmStart(beta=beta)``, the spec's warm start used by
-  C paths of other families, cap-and-switch and one-vs-rest starts): alpha_i = C_i L'(1 -
+  C paths of other families, auto's hand-overs and one-vs-rest starts): alpha_i = C_i L'(1 -
   m_i), the loss's derivative at beta's margins (the KKT map), clipped, and w recomputed
   from alpha, since the steps need w = sum alpha_i y_i x~_i.  Sound for the squared hinge (the
   map is continuous and exact at the optimum); for the hinge it gives alpha_i in {0, C_i},
@@ -216,6 +216,8 @@ SPECS = (
         warm_up=warm_up,
         warm_start=True,
         path=solve_path,
+        auto_candidates=((),),
+        auto_fixed=(("gap_check_clock", "work"),),
     ),
 )
 

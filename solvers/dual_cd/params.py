@@ -125,6 +125,14 @@ class DualCDParams(SolverParams):
                     "C = 1, w8a squared hinge C = 1, to tol 1e-6): checks after a fixed work "
                     "of one pass took 30-45% of the run, as each costs more than a pass over "
                     "a shrunk active set.")
+    gap_check_clock: Literal["time", "work"] = Field(
+        "time",
+        description="What spaces the gap checks: time (gap_check_work times as long as the "
+                    "last check took, measured: the fastest, but where the run stops depends "
+                    "on the machine's load) or work (gap_check_work passes' worth of stored "
+                    "entries, nnz + n, of descent between checks: the run, and the point it "
+                    "returns, are a function of the data and the parameters alone; auto "
+                    "races dual_cd this way, solvers.auto.Candidate.fixed).")
     permutation_seed: int = Field(0, ge=0, description="Seed of the random permutations.")
 
     @property

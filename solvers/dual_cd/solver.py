@@ -234,7 +234,7 @@ def descend_with_gap_checks(params, reporter: Reporter, limit: int, pass_work: i
         # machine would otherwise space the next ones far apart)
         check_seconds = min(check_seconds, time.perf_counter() - started - descent_seconds)
         checks += 1
-        budget = _next_budget(params, check_seconds, work, descent_seconds)
+        budget = _next_budget(params, check_seconds, work, descent_seconds, pass_work)
         status, message = _verdict(params, epochs, gap, gap_rule, bool(met),
                                    f"{measure} <= eps={params.eps:g}")
         stop = reporter(epochs, primal, gap, elapsed=elapsed, dual_objective=dual, **record,
@@ -426,12 +426,12 @@ def solve_crammer_singer(problem: CrammerSingerProblem, params: DualCDParams | N
                                                                            problem.labels].sum()))
         gap = (primal - dual) / max(abs(primal), 1e-300)
         check_seconds = min(check_seconds, time.perf_counter() - started - descent_seconds)
-        budget = _next_budget(params, check_seconds, work, descent_seconds)
+        budget = _next_budget(params, check_seconds, work, descent_seconds, k * (X.nnz + n))
         checks += 1
         status, message = _verdict(params, epochs, gap, gap_rule, met,
                                    f"largest violation {violation:.3g} < eps={params.eps:g}")
         stop = reporter(epochs, primal, gap, elapsed=elapsed, dual_objective=dual,
-                        max_violation=float(violation))
+                        max_violation=float(violation), work=int(work))
         if status is not None:
             break
         if stop:
@@ -454,9 +454,14 @@ def fit_crammer_singer(dataset, spec, params: DualCDParams, monitor: Monitor) ->
     return Fit(model, [summary])
 
 
-def _next_budget(params, check_seconds: float, work: float, descent_seconds: float) -> float:
+def _next_budget(params, check_seconds: float, work: float, descent_seconds: float,
+                 check_entries: float) -> float:
     """Stored entries to descend through before the next gap check: ``gap_check_work``
-    times as long as a check takes, at the rate the descent just had."""
+    times as long as a check takes, at the rate the descent just had; with
+    ``gap_check_clock="work"``, ``gap_check_work`` times a check's ``check_entries`` (no
+    clock read: the run is reproducible)."""
+    if params.gap_check_clock == "work":
+        return max(params.gap_check_work * check_entries, 1.0)
     rate = work / max(descent_seconds, 1e-9)
     return max(params.gap_check_work * check_seconds * rate, 1.0)
 

@@ -151,6 +151,7 @@ SPECS = (
         # (mpc.warm_starting_point; the package docstring has the measurements)
         warm_start=True,
         dense_system=dense_system,
+        auto_candidates=((),),
         # binary and one-vs-rest on a DistributedDataset: the same MPC iterations, the
         # Gram matrix of the normal equations one reduction per iteration (distributed.py)
         distributed=solve_distributed,

@@ -173,6 +173,7 @@ SPECS = (
         params_model=LSSVMParams,
         run=run_linear,
         warm_start=True,
+        auto_candidates=((("kernel", "linear"),),),
         description="Classical LS-SVM (free bias): CGLS on the primal for the linear kernel; a "
                     "direct or projected-CG solve of the kernel system (7) otherwise.",
         reference=_SUYKENS + "; S. Joshi et al., Fast algorithms for least squares SVMs, "
@@ -184,6 +185,7 @@ SPECS = (
         params_model=ProximalSVMParams,
         run=run_linear,
         warm_start=True,
+        auto_candidates=((("kernel", "linear"),),),
         description="Proximal SVM (regularized bias): CGLS on the primal for the linear "
                     "kernel; the kernel system (12) directly or by CG otherwise.",
         reference="G. Fung and O. L. Mangasarian, Proximal support vector machine classifiers, "

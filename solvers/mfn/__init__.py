@@ -277,6 +277,7 @@ SPECS = (
         path=spec_path,
         dense_system=dense_system,
         distributed=solve_distributed,
+        auto_candidates=((),),
     ),
 )
 

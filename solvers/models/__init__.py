@@ -13,7 +13,11 @@ from solvers.models.base import (
     load_model,
     register_model_kind,
 )
-from solvers.models.kernel import KernelModel  # noqa: F401
+from solvers.models.kernel import (  # noqa: F401
+    KernelModel,
+    KernelRegressionModel,
+    OneClassKernelModel,
+)
 from solvers.models.linear import LinearModel
 from solvers.models.onnx_export import ModelExportError
 from solvers.models.ordinal import OrdinalModel  # noqa: F401

@@ -193,8 +193,9 @@ class Model(ABC):
 
 
 def load_model(source: bytes | str | os.PathLike | BinaryIO) -> Model:
-    """Read a model written by :meth:`Model.to_bytes` / :meth:`Model.save`, or a LIBLINEAR
-    model file (text starting ``solver_type``: ``LinearModel.from_liblinear``).  Anything
+    """Read a model written by :meth:`Model.to_bytes` / :meth:`Model.save`, a LIBLINEAR
+    model file (text starting ``solver_type``: ``LinearModel.from_liblinear``) or a LIBSVM one
+    (text starting ``svm_type``: ``KernelModel.from_libsvm``).  Anything
     else is a :class:`ModelFormatError` that says what the file is not."""
     if isinstance(source, str | os.PathLike):
         with open(source, "rb") as f:
@@ -202,14 +203,18 @@ def load_model(source: bytes | str | os.PathLike | BinaryIO) -> Model:
     elif not isinstance(source, bytes | bytearray | memoryview):
         source = source.read()
     source = bytes(source)
-    if source.startswith(b"solver_type "):
-        try:
-            text = source.decode("ascii")
-        except UnicodeDecodeError:
-            raise ModelFormatError("not a LIBLINEAR model: not ASCII text") from None
-        return _MODEL_KINDS["linear"].from_liblinear(text)
+    for start, library, read in ((b"solver_type ", "LIBLINEAR",
+                                  lambda text: _MODEL_KINDS["linear"].from_liblinear(text)),
+                                 (b"svm_type ", "LIBSVM",
+                                  lambda text: _MODEL_KINDS["kernel"].from_libsvm(text))):
+        if source.startswith(start):
+            try:
+                text = source.decode("ascii")
+            except UnicodeDecodeError:
+                raise ModelFormatError(f"not a {library} model: not ASCII text") from None
+            return read(text)
     if not source.startswith(b"PK"):
-        raise ModelFormatError("not a model archive (nor a LIBLINEAR model file)")
+        raise ModelFormatError("not a model archive (nor a LIBLINEAR or LIBSVM model file)")
     source = io.BytesIO(source)
     try:
         with np.load(source, allow_pickle=False) as archive:

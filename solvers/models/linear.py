@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,10 @@ from solvers.models.regression import LIBLINEAR_REGRESSION_TYPES, RegressionMode
 #: exp(-f(x))), normalized over the classes of a one-vs-rest model (its
 #: ``check_probability_model``): read back with those probabilities
 LIBLINEAR_PROBABILITY_TYPES = ("L2R_LR", "L2R_LR_DUAL", "L1R_LR")
+
+LIBLINEAR_BLOCK_ROWS = 65536
+"""Weight rows of a LIBLINEAR model file formatted at a time
+(:meth:`LinearModel.iter_liblinear`): a block of a binary model is about 1.5 MB of text."""
 
 
 @register_model_kind
@@ -140,35 +145,70 @@ class LinearModel(Model):
             model.metadata["platt"] = [[-1.0, 0.0]] * coef.shape[0]
         return model
 
+    def liblinear_solver_type(self) -> str:
+        """The ``solver_type`` of its LIBLINEAR model file: a LIBLINEAR file's own, else the
+        training loss's (``Loss.liblinear_solver_type``)."""
+        params = self.metadata.get("params", {})
+        return self.metadata.get("solver_type") or get_loss(
+            params.get("loss", "squared_hinge"), params.get("p", 2.0)).liblinear_solver_type
+
+    def liblinear_keeps_probabilities(self) -> bool:
+        """Whether its LIBLINEAR model file keeps its probabilities: those of a logistic model
+        (one sigmoid 1 / (1 + exp(-f)) per score column, normalized), which LIBLINEAR's
+        ``predict -b 1`` and :meth:`from_liblinear` give a file of a logistic solver type."""
+        platt = self.metadata.get("platt")
+        return (platt is not None and "pairwise_platt" not in self.metadata
+                and all(list(row) == [-1.0, 0.0] for row in platt)
+                and self.liblinear_solver_type() in LIBLINEAR_PROBABILITY_TYPES)
+
     def to_liblinear(self, bias_scale: float | None = None) -> str:
         """The model in LIBLINEAR's model-file format (``predict`` reads it).
 
         LIBLINEAR stores the intercept as the weight of a constant feature of value ``bias``;
         ``bias_scale`` chooses that value (default: the training ``bias_scale`` from the
-        metadata, or 1).  A model without intercept is written with ``bias -1``.
+        metadata, or 1).  A model without intercept is written with ``bias -1``.  The text is
+        :meth:`iter_liblinear`'s pieces joined.
         """
+        return "".join(self.iter_liblinear(bias_scale))
+
+    def iter_liblinear(self, bias_scale: float | None = None,
+                       block_rows: int | None = None) -> Iterator[str]:
+        """:meth:`to_liblinear`'s text in pieces: the header, then the weight rows (one line
+        a feature, then the bias's) ``block_rows`` lines at a time (default
+        :data:`LIBLINEAR_BLOCK_ROWS`), so that a writer of a wide model (a download, a file)
+        holds one block's text, never the whole file's (16.8 million features: 0.5 GB of
+        text)."""
+        block_rows = max(1, block_rows or LIBLINEAR_BLOCK_ROWS)
         if bias_scale is None:
             bias_scale = float(self.metadata.get("params", {}).get("bias_scale", 1.0))
         has_bias = bool(np.any(self.intercept_ != 0.0)) or (
             self.metadata.get("params", {}).get("bias", "regularized") != "none"
         )
-        params = self.metadata.get("params", {})
-        solver_type = self.metadata.get("solver_type") or get_loss(
-            params.get("loss", "squared_hinge"), params.get("p", 2.0)).liblinear_solver_type
+        solver_type = self.liblinear_solver_type()
         # LIBLINEAR's label order puts the positive class first for binary problems.
         order = [1, 0] if self.n_classes == 2 else list(range(self.n_classes))
         labels = " ".join(label_key(self.classes_[i]) for i in order)
-        lines = [
+        yield "\n".join([
             f"solver_type {solver_type}",
             f"nr_class {self.n_classes}",
             f"label {labels}",
             f"nr_feature {self.n_features_in_}",
             f"bias {bias_scale!r}" if has_bias else "bias -1",
             "w",
-        ]
+        ]) + "\n"
         weights = self.coef_.T  # (n_features, n_rows)
-        if has_bias:
-            weights = np.vstack([weights, self.intercept_[None, :] / bias_scale])
-        lines.extend(" ".join(repr(float(v)) for v in row) + " " for row in weights)
-        return "\n".join(lines) + "\n"
+        n_features = weights.shape[0]
+        rows = n_features + (1 if has_bias else 0)
+        for start in range(0, rows, block_rows):
+            stop = min(rows, start + block_rows)
+            block = weights[start:min(stop, n_features)]
+            if stop > n_features:  # the bias's row closes the last block
+                block = np.vstack([block, self.intercept_[None, :] / bias_scale])
+            # repr of each weight (the shortest text that reads back the same float64):
+            # tolist() gives Python floats at once, not a NumPy scalar per weight; one column
+            # (a binary model) is joined whole, without a list per row
+            if block.shape[1] == 1:
+                yield " \n".join(map(repr, block[:, 0].tolist())) + " \n"
+            else:
+                yield "".join(" ".join(map(repr, row)) + " \n" for row in block.tolist())
 

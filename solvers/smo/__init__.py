@@ -1,4 +1,5 @@
-"""C-SVC by SMO with LIBSVM's heuristics (``smo``).
+"""LIBSVM's problems by SMO with LIBSVM's heuristics (``smo``): C-SVC below, and with
+``svm_type`` nu-SVC, one-class, epsilon-SVR and nu-SVR (after C-SVC's description).
 
 Problem (``docs/design.md`` section 2, hinge loss, free bias, kernel feature map phi)::
 
@@ -46,6 +47,21 @@ Records (one per chunk of max(n, 1000) SMO iterations): the primal objective at 
 bias, ``optimality`` = the maximal KKT violation m - M (``kkt_violation``), and in the extras
 the dual objective, the duality gap and relative gap, the number of support vectors, the
 active-set size, the current KKT tolerance and the cache hit rate.
+
+The other svm_types (``svm_type``, LIBSVM's -s; :mod:`solvers.problems.libsvm` states each
+problem, its primal and its dual in LIBSVM's scaling): ``nu_svc`` (-s 1, Chang & Lin,
+"Training nu-support vector classifiers: theory and algorithms", Neural Computation 13 (2001)
+2119-2147: ``nu`` in (0, 1], no C; bounds 1 and e'alpha = nu l in LIBSVM's scaling, solved with
+``Solver_NU``'s working sets, then the classifier rescaled by 1/r, r the margin; one-vs-one for
+more classes), ``one_class`` (-s 2, Schölkopf, Platt, Shawe-Taylor, Smola & Williamson,
+"Estimating the support of a high-dimensional distribution", Neural Computation 13 (2001)
+1443-1471: ``nu``; LIBSVM's starting point, the first floor(nu l) alphas at 1; ``task=
+"one_class"``), ``epsilon_svr`` (-s 3: ``C``, ``epsilon`` = -p; 2l variables alpha, alpha*
+sharing each row's cached kernel row) and ``nu_svr`` (-s 4, Chang & Lin, "Training
+nu-support vector regression: theory and algorithms", Neural Computation 14 (2002)
+1959-1977: ``C``, ``nu``; the tube epsilon = -r found with the bias).  Both SVRs pose
+``task="regression"`` and the loss ``epsilon_insensitive``.  Every type stops on the same
+certified gap or on LIBSVM's KKT rule (for the nus, the larger of the two signs' m - M).
 """
 
 from __future__ import annotations
@@ -55,21 +71,28 @@ import scipy.sparse as sp
 
 from solvers.base import SolverSpec
 from solvers.core.kernels import Kernel, KernelCache
+from solvers.problems.libsvm import LibsvmProblem
 from solvers.smo.engine import reconstruct_gradient, rho_of, smo_iterations, violation
-from solvers.smo.fit import fit_csvc, fit_one_vs_one
+from solvers.smo.fit import fit_csvc, fit_one_class, fit_one_vs_one, fit_regression
 from solvers.smo.params import SMO_SOLVES, SMOParams
-from solvers.smo.solver import CSVC, full_gradient
+from solvers.smo.solver import CSVC, SMOSolver, full_gradient
 
 
 def warm_up() -> None:
-    """Compile the SMO engine on a few rows for every kernel (with and without shrinking)."""
+    """Compile the SMO engine on a few rows for every kernel (with and without shrinking),
+    and its nu-formulation path."""
     X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0],
                                 [0.5, 1.0, 0.0]]))
     y = np.array([1.0, -1.0, 1.0, -1.0])
+    targets = np.array([0.5, -1.0, 2.0, 0.0])
     for name in ("linear", "rbf", "polynomial", "sigmoid"):
         cache = KernelCache(X, Kernel(name, 0.5, 2, 0.1), 1.0, min_rows=2)
         for shrinking in (True, False):
             CSVC(cache).solve(y, np.ones(4), SMOParams(shrinking=shrinking), None)
+    # the nu working sets and the nonzero starting point (initial_gradient)
+    cache = KernelCache(X, Kernel("rbf", 0.5, 2, 0.1), 1.0, min_rows=2)
+    SMOSolver(cache).solve(LibsvmProblem("nu_svr", targets, np.ones(4), nu=0.5),
+                           SMOParams(svm_type="nu_svr"), None)
 
 
 SPECS = (
@@ -77,18 +100,24 @@ SPECS = (
         name="smo",
         params_model=SMOParams,
         run=None,
-        description="C-SVC (hinge loss, free bias, kernels) by SMO with LIBSVM's heuristics: "
-                    "second-order working set selection, shrinking, an LRU kernel-row cache; "
-                    "one-vs-one or one-vs-rest for more classes.",
+        description="LIBSVM's svm_types by SMO with LIBSVM's heuristics (second-order "
+                    "working set selection, shrinking, an LRU kernel-row cache): C-SVC "
+                    "(hinge loss, free bias, kernels; one-vs-one or one-vs-rest for more "
+                    "classes), nu-SVC, one-class, epsilon-SVR and nu-SVR (svm_type).",
         reference="R.-E. Fan, P.-H. Chen and C.-J. Lin, Working set selection using second "
                   "order information for training support vector machines, JMLR 6 (2005) "
                   "1889-1918 (WSS 2); C.-C. Chang and C.-J. Lin, LIBSVM: a library for "
-                  "support vector machines, ACM TIST 2 (2011).",
-        fit_handlers={"binary": fit_csvc, "ovr": fit_csvc, "ovo": fit_one_vs_one},
+                  "support vector machines, ACM TIST 2 (2011); C.-C. Chang and C.-J. Lin, "
+                  "Training nu-support vector classifiers (2001) and regression (2002), "
+                  "Neural Computation; B. Schölkopf et al., Estimating the support of a "
+                  "high-dimensional distribution, Neural Computation 13 (2001).",
+        fit_handlers={"binary": fit_csvc, "ovr": fit_csvc, "ovo": fit_one_vs_one,
+                      "one_class": fit_one_class, "regression": fit_regression},
         warm_up=warm_up,
     ),
 )
 
-__all__ = ["CSVC", "SMO_SOLVES", "SPECS", "SMOParams", "fit_csvc", "fit_one_vs_one",
+__all__ = ["CSVC", "SMO_SOLVES", "SPECS", "SMOParams", "SMOSolver", "fit_csvc",
+           "fit_one_class", "fit_one_vs_one", "fit_regression",
            "full_gradient", "reconstruct_gradient", "rho_of", "smo_iterations", "violation",
            "warm_up"]

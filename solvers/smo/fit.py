@@ -1,5 +1,6 @@
-"""Training with ``smo``: binary, one-vs-rest (one cache for every class) and one-vs-one
-(LIBSVM's: one C-SVC per pair of classes on their rows, each with its own cache)."""
+"""Training with ``smo``: the classifiers (C-SVC, nu-SVC) binary, one-vs-rest (one cache for
+every class) and one-vs-one (LIBSVM's: one problem per pair of classes on their rows, each with
+its own cache); one-class and the regressions (epsilon-SVR, nu-SVR), one problem each."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from solvers.core.kernels import KernelCache
 from solvers.core.sparse import threadsafe_threading_layer
 from solvers.data.dataset import label_key
 from solvers.models import KernelModel
+from solvers.models.kernel import KernelRegressionModel, OneClassKernelModel
 from solvers.monitor import Monitor
 from solvers.multiclass import (
     SubproblemMonitor,
@@ -20,8 +22,9 @@ from solvers.multiclass import (
     solve_subproblems,
     subproblem_weight,
 )
+from solvers.problems.libsvm import LibsvmProblem
 from solvers.smo.params import SMOParams
-from solvers.smo.solver import CSVC
+from solvers.smo.solver import SMOSolver
 
 
 def _costs(dataset, C: float, weights=None) -> np.ndarray:
@@ -33,6 +36,18 @@ def _costs(dataset, C: float, weights=None) -> np.ndarray:
     if np.any(weights < 0):
         raise ValueError("sample weights must be non-negative")
     return float(C) * np.asarray(weights, dtype=np.float64)
+
+
+def _classifier_cost(params: SMOParams, dataset, weights=None) -> np.ndarray:
+    """The bounds of the classifier ``params.svm_type`` poses: C-SVC's C_i = C weight_i,
+    nu-SVC's weight_i (1 in LIBSVM's scaling: nu-SVC reads no C)."""
+    return _costs(dataset, 1.0 if params.svm_type == "nu_svc" else params.C, weights)
+
+
+def _classifier(params: SMOParams, y: np.ndarray, cost: np.ndarray) -> LibsvmProblem:
+    """The binary problem of ``params.svm_type`` on labels ``y`` (+-1) with bounds ``cost``
+    (:func:`_classifier_cost`)."""
+    return LibsvmProblem(params.svm_type, y, cost, nu=params.nu)
 
 
 def _model(X, coef: np.ndarray, intercept: np.ndarray, classes, kernel,
@@ -50,15 +65,15 @@ def fit_csvc(dataset, spec: SolverSpec, params: SMOParams, monitor: Monitor) -> 
     X = dataset.X
     kernel = params.kernel_function(X)
     cache = KernelCache(X, kernel, params.cache_mb, min_rows=2)
-    system = CSVC(cache)
+    system = SMOSolver(cache)
     targets = iter([positive for _, positive in binary_targets(dataset, spec)])
 
     def solve_one(y, sub_monitor):
         # each problem's own costs: one-vs-rest class weights scale its positive class only
         # (LIBLINEAR's rule, solvers.multiclass.subproblem_weight)
         weights = subproblem_weight(dataset, next(targets))
-        cost = _costs(dataset, params.C, weights)
-        solution = system.solve(y, cost, params, sub_monitor)
+        problem = _classifier(params, y, _classifier_cost(params, dataset, weights))
+        solution = system.solve(problem, params, sub_monitor)
         return solution, (solution.coef, solution.intercept)
 
     results = run_binary_subproblems(dataset, spec, monitor, solve_one, weighted=True)
@@ -80,7 +95,6 @@ def fit_one_vs_one(dataset, spec: SolverSpec, params: SMOParams, monitor: Monito
     classes = dataset.classes
     k = classes.shape[0]
     kernel = params.kernel_function(X)
-    cost = _costs(dataset, params.C)
     pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
     threads = numba.get_num_threads()
     if threads > 1 and not threadsafe_threading_layer():
@@ -89,19 +103,21 @@ def fit_one_vs_one(dataset, spec: SolverSpec, params: SMOParams, monitor: Monito
     coef = np.zeros((len(pairs), dataset.n_samples))
     intercept = np.zeros(len(pairs))
     counter = [0]
-    pair_rows: list[np.ndarray | None] = [None] * len(pairs)  # filled by each pair's solve
+    pair_rows = [np.flatnonzero((dataset.y == classes[a]) | (dataset.y == classes[b]))
+                 for a, b in pairs]
+    # every pair posed (and nu-SVC's feasibility checked) before any is solved
+    cost = _classifier_cost(params, dataset)
+    problems = [_classifier(params, np.where(dataset.y[rows] == classes[a], 1.0, -1.0),
+                            cost[rows])
+                for (a, _), rows in zip(pairs, pair_rows, strict=True)]
 
     def tag(p: int) -> str:
         a, b = pairs[p]
         return f"{label_key(classes[a])}-{label_key(classes[b])}"
 
     def solve_pair(p: int, pair_monitor: Monitor):
-        a, b = pairs[p]
-        rows = pair_rows[p] = np.flatnonzero((dataset.y == classes[a]) |
-                                             (dataset.y == classes[b]))
-        y = np.where(dataset.y[rows] == classes[a], 1.0, -1.0)
-        cache = KernelCache(X[rows], kernel, params.cache_mb / at_once, min_rows=2)
-        return CSVC(cache).solve(y, cost[rows], params, pair_monitor)
+        cache = KernelCache(X[pair_rows[p]], kernel, params.cache_mb / at_once, min_rows=2)
+        return SMOSolver(cache).solve(problems[p], params, pair_monitor)
 
     def tagged(p: int, clock) -> SubproblemMonitor:
         return SubproblemMonitor(monitor, counter, p, tag(p), len(pairs), clock, kind="pair")
@@ -116,3 +132,39 @@ def fit_one_vs_one(dataset, spec: SolverSpec, params: SMOParams, monitor: Monito
                                           solution.iterations, solution.extras))
     model = _model(X, coef, intercept, classes, kernel, "ovo")
     return Fit(model, summaries)
+
+
+def _single(dataset, params: SMOParams, monitor: Monitor, problem: LibsvmProblem, tag: str):
+    """Solve one problem on every row (one-class, a regression): (kernel, solution, summary)."""
+    X = dataset.X
+    kernel = params.kernel_function(X)
+    cache = KernelCache(X, kernel, params.cache_mb, min_rows=2)
+    solution = SMOSolver(cache).solve(problem, params, monitor)
+    summary = SubproblemResult(tag, solution.objective, Termination(solution.status),
+                               solution.message, solution.iterations, solution.extras)
+    return kernel, solution, summary
+
+
+def fit_one_class(dataset, spec: SolverSpec, params: SMOParams, monitor: Monitor) -> Fit:
+    """One-class SVM (``svm_type="one_class"``, LIBSVM's ``solve_one_class``): the labels are
+    not read; the bounds are the rows' weights (1 in LIBSVM's scaling) and e'alpha = nu l."""
+    cost = _costs(dataset, 1.0)
+    problem = LibsvmProblem("one_class", np.ones(dataset.n_samples), cost, nu=params.nu)
+    kernel, solution, summary = _single(dataset, params, monitor, problem, "one_class")
+    keep = np.flatnonzero(solution.coef)
+    model = OneClassKernelModel(dataset.X[keep], solution.coef[keep], solution.intercept,
+                                kernel)
+    return Fit(model, [summary])
+
+
+def fit_regression(dataset, spec: SolverSpec, params: SMOParams, monitor: Monitor) -> Fit:
+    """epsilon-SVR or nu-SVR (``svm_type``; LIBSVM's ``solve_epsilon_svr`` and
+    ``solve_nu_svr``) on the real-valued labels, C_i = C weight_i."""
+    targets = np.asarray(dataset.y, dtype=np.float64)
+    problem = LibsvmProblem(params.svm_type, targets, _costs(dataset, params.C),
+                            epsilon=params.epsilon, nu=params.nu)
+    kernel, solution, summary = _single(dataset, params, monitor, problem, "regression")
+    keep = np.flatnonzero(solution.coef)
+    model = KernelRegressionModel(dataset.X[keep], solution.coef[keep], solution.intercept,
+                                  kernel)
+    return Fit(model, [summary])

@@ -1,4 +1,5 @@
-"""The parameters of ``smo`` (C-SVC; the package docstring states the problem and the mapping)."""
+"""The parameters of ``smo`` (LIBSVM's five svm_types; the package docstring states the problems
+and the mapping)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ from pydantic import Field, model_validator
 from solvers import config
 from solvers.base import SolverParams, Solves, gap_tolerance_field
 from solvers.core.kernels import Kernel
+from solvers.problems.libsvm import SVM_TYPE_TASKS, SVM_TYPES
 
-#: C-SVC: the hinge loss with a free bias (the equality constraint y'alpha = 0 of the dual is
-#: the free bias), binary, one-vs-one (LIBSVM's multi-class) and one-vs-rest.
+#: C-SVC and nu-SVC: the hinge loss with a free bias (the equality constraint y'alpha = 0 of
+#: the dual is the free bias), binary, one-vs-one (LIBSVM's multi-class) and one-vs-rest;
+#: one-class (Schölkopf et al.: the hinge of rho - w.phi(x), the offset rho free); epsilon-
+#: and nu-SVR (the epsilon-insensitive loss, free bias).  ``svm_type`` says which.
 SMO_SOLVES = (
     Solves.product(("binary", "ovo", "ovr"), ("hinge",), ("free",))
+    | Solves.product(("one_class",), ("hinge",), ("free",))
+    | Solves.product(("regression",), ("epsilon_insensitive",), ("free",))
 ).refusing("SMO solves C-SVC, whose dual has the equality constraint y'alpha = 0 of a free "
            "bias; a regularized bias is a constant feature, another kernel and a dual "
            "without that constraint", bias="regularized").refusing(
@@ -29,19 +35,59 @@ SMO_SOLVES = (
     loss="least_squares").refusing(
     "SMO has no Crammer-Singer solver (use multiclass='ovo', LIBSVM's strategy)",
     task="crammer_singer").refusing(
-    "SMO solves classification only", task="ordinal")
+    "SMO solves LIBSVM's problems (classification, one-class, regression); ordinal "
+    "regression is mfn's", task="ordinal")
 
 SMOKernelName = Literal["linear", "rbf", "polynomial", "sigmoid"]
+SVMType = Literal[SVM_TYPES]  # type: ignore[valid-type]
+#: the loss of each svm_type in the loss catalogue (the declaration's)
+SVM_TYPE_LOSSES = {"c_svc": "hinge", "nu_svc": "hinge", "one_class": "hinge",
+                   "epsilon_svr": "epsilon_insensitive", "nu_svr": "epsilon_insensitive"}
+#: the svm_type a task given without one means (LIBSVM's -s 3 for regression, as
+#: scikit-learn's SVR)
+TASK_SVM_TYPES = {"regression": "epsilon_svr", "one_class": "one_class"}
 
 
 class SMOParams(SolverParams):
-    """Parameters of ``smo``: C-SVC with LIBSVM's kernels and stopping rule."""
+    """Parameters of ``smo``: LIBSVM's svm_types with its kernels and stopping rule.
+
+    ``svm_type`` poses the task, and the task is derived from it (the design chosen: one
+    switch, LIBSVM's -s, says the problem): c_svc and nu_svc classify (``task``
+    "classification", binary or multi-class by the labels), one_class poses ``task``
+    "one_class", epsilon_svr and nu_svr pose "regression".  ``task`` may be given as well:
+    it must agree with svm_type (a contradiction is refused, naming both), and a task given
+    alone chooses LIBSVM's svm_type for it (regression: epsilon_svr, as scikit-learn's SVR;
+    one_class: one_class).  The loss follows likewise (the hinge for the classifiers and
+    one-class, epsilon_insensitive for the regressions).  ``nu`` (-n) is read by nu_svc,
+    one_class and nu_svr, ``epsilon`` (-p) by epsilon_svr, ``C`` by every type but nu_svc
+    and one_class (whose bounds are 1 in LIBSVM's scaling)."""
 
     solves: ClassVar[Solves] = SMO_SOLVES
     own_kernel: ClassVar[bool] = True
+    #: ``epsilon`` is epsilon-SVR's tube, not a tolerance
+    relative_fields: ClassVar[tuple[str, ...]] = ("tol",)
 
     solver: Literal["smo"] = "smo"
-    loss: SMO_SOLVES.choices("loss") = Field("hinge", description="C-SVC's loss: the hinge.")
+    svm_type: SVMType = Field(
+        "c_svc", description="LIBSVM's -s: c_svc (0, C-SVC), nu_svc (1, nu-SVC, Chang & Lin "
+                             "2001), one_class (2, Schölkopf et al. 2001), epsilon_svr (3), "
+                             "nu_svr (4, Chang & Lin 2002).  It poses the task: one_class "
+                             "task='one_class', the SVRs task='regression'.")
+    task: SMO_SOLVES.choices("task") = Field(
+        "classification", description="Derived from svm_type (classification for c_svc and "
+                                      "nu_svc, one_class, regression for the SVRs); given, "
+                                      "it must agree, and alone it picks the svm_type "
+                                      "(regression: epsilon_svr).")
+    nu: float = Field(0.5, gt=0, le=1,
+                      description="LIBSVM's -n: nu of nu_svc, one_class and nu_svr, in (0, 1] "
+                                  "(an upper bound on the fraction of margin errors and a "
+                                  "lower bound on the fraction of support vectors).")
+    epsilon: float = Field(0.1, ge=0,
+                           description="LIBSVM's -p: the half width of epsilon_svr's "
+                                       "insensitive tube.")
+    loss: SMO_SOLVES.choices("loss") = Field(
+        "hinge", description="Derived from svm_type: the hinge (c_svc, nu_svc, one_class), "
+                             "epsilon_insensitive (epsilon_svr, nu_svr).")
     bias: SMO_SOLVES.choices("bias") = SMO_SOLVES.bias_field(
         "free", "C-SVC's bias is free (the dual's y'alpha = 0).")
     multiclass: SMO_SOLVES.choices("multiclass") = Field(
@@ -85,7 +131,34 @@ class SMOParams(SolverParams):
         """LIBSVM and scikit-learn call the polynomial kernel 'poly'."""
         if isinstance(data, dict) and data.get("kernel") == "poly":
             data = {**data, "kernel": "polynomial"}
-        return data
+        return cls._svm_type_poses(data)
+
+    @staticmethod
+    def _svm_type_poses(data: Any) -> Any:
+        """The task and the loss from svm_type (or svm_type from a task given alone); a task
+        that contradicts svm_type is refused naming both."""
+        if not isinstance(data, dict):
+            return data
+        svm_type = data.get("svm_type")
+        task = data.get("task")
+        if svm_type is None and task in TASK_SVM_TYPES:
+            svm_type = TASK_SVM_TYPES[task]
+        if svm_type is None:
+            svm_type = "c_svc"
+        if svm_type not in SVM_TYPES:
+            return data  # the field's own check says what is wrong
+        posed = SVM_TYPE_TASKS[svm_type] or "classification"
+        if task is not None and task != posed:
+            raise ValueError(f"svm_type={svm_type!r} poses task={posed!r}, not "
+                             f"task={task!r} (leave task out: svm_type says it)")
+        # a loss given stays: the declaration refuses a loss the task does not pose, with
+        # its reason (the squared hinge, the hinge for a regression, ...)
+        loss = data.get("loss", SVM_TYPE_LOSSES[svm_type])
+        if svm_type == "nu_svc" and data.get("multiclass") == "ovr":
+            raise ValueError("nu_svc is one-vs-one for more than two classes (LIBSVM's): "
+                             "multiclass='ovr' would pose a nu constraint per class against "
+                             "the rest; leave multiclass as 'ovo'")
+        return {**data, "svm_type": svm_type, "task": posed, "loss": loss}
 
     @model_validator(mode="after")
     def _exact_kernel(self):
@@ -93,6 +166,31 @@ class SMOParams(SolverParams):
             raise ValueError("smo solves the exact kernel problem; approximation='nystrom' "
                              "or 'icf' trains a linear solver on a low-rank factor (mfn, "
                              "alm, cutting_plane, interior_point, dual_cd)")
+        return self
+
+    @property
+    def loss_epsilon(self) -> float:
+        """epsilon-SVR's tube (LIBSVM's -p)."""
+        return self.epsilon
+
+    @model_validator(mode="after")
+    def _svm_type_applies(self):
+        """What a one-class or regression model has not: class probabilities, class weights;
+        and no kernel model takes a scaler (it predicts on raw inputs: scale the data first;
+        the linear kernel's C-SVC is a linear model, which folds one in)."""
+        what = {"one_class": "a one-class model", "regression": "a regression model"}.get(
+            self.task)
+        if what is not None and self.probability:
+            raise ValueError(f"probability=True calibrates class probabilities; {what} has "
+                             "no classes (its decision_function is the score)")
+        if self.task == "one_class" and self.class_weight is not None:
+            raise ValueError("class_weight weighs classes; a one-class fit reads no labels "
+                             "(give per-example weights, sample_weight, instead)")
+        if self.scale != "none" and (self.kernel != "linear" or what is not None):
+            raise ValueError(f"scale={self.scale!r}: smo's kernel models predict on raw "
+                             "inputs and a scaler cannot be folded into a kernel; scale the "
+                             "data before training (only the linear kernel's classifiers, "
+                             "linear models, take a scaler)")
         return self
 
     @classmethod
@@ -107,8 +205,15 @@ class SMOParams(SolverParams):
 
     def problem_fields(self) -> dict[str, Any]:
         """The base fields plus the kernel and its parameters (the linear kernel adds none:
-        it poses the linear problem the other families solve)."""
+        it poses the linear problem the other families solve), and for the svm_types other
+        than C-SVC the type and nu.  C stays (nu-SVC and one-class do not read it) and so does
+        the residual loss's epsilon (nu-SVR finds its tube), as every solver's fields have
+        them (:meth:`SolverParams.posing` reads them back)."""
         fields = super().problem_fields()
+        if self.svm_type != "c_svc":
+            fields["svm_type"] = self.svm_type
+            if self.svm_type in ("nu_svc", "one_class", "nu_svr"):
+                fields["nu"] = float(self.nu)
         if self.kernel != "linear":
             fields["kernel"] = self.kernel
             fields["gamma"] = self.gamma if isinstance(self.gamma, str) else float(self.gamma)

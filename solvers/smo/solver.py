@@ -1,4 +1,6 @@
-"""One binary C-SVC by SMO (:mod:`solvers.smo.engine`), its records and its stopping rules."""
+"""One LIBSVM problem by SMO (:mod:`solvers.smo.engine`), its records and its stopping rules:
+:class:`SMOSolver` solves any :class:`~solvers.problems.libsvm.LibsvmProblem` (the five
+svm_types), :class:`CSVC` the binary C-SVC on it."""
 
 from __future__ import annotations
 
@@ -8,14 +10,17 @@ from numba import njit
 from solvers.base import Termination
 from solvers.core.kernels import KernelCache
 from solvers.monitor import Monitor, Reporter
-from solvers.problems import KernelProblem, KernelSolution
+from solvers.problems import KernelSolution
+from solvers.problems.libsvm import LibsvmProblem
 from solvers.smo.engine import (
     ACTIVE_SIZE,
     ITERATIONS,
     OPTIMAL,
     UNSHRINK,
     inactive_gradient,
+    initial_gradient,
     reconstruct_gradient,
+    rho_and_r_nu,
     rho_of,
     smo_iterations,
     violation,
@@ -29,40 +34,49 @@ KKT_FLOOR = 1e-12
 
 
 @njit(cache=True, nogil=True)
-def full_gradient(rows, columns, kernel, store, y, alpha, cost, G, G_bar, order, state, out):
+def full_gradient(rows, columns, kernel, store, index, y, p, alpha, cost, G, G_bar, order,
+                  state, out):
     """G of every variable into ``out`` without changing the solver's state: the active
     ones as maintained, the inactive ones reconstructed (:func:`inactive_gradient`)."""
     out[:] = G
-    inactive_gradient(rows, columns, kernel, store, y, alpha, cost, G_bar, order, state, out)
+    inactive_gradient(rows, columns, kernel, store, index, y, p, alpha, cost, G_bar, order,
+                      state, out)
 
 
-class CSVC:
-    """C-SVC on the rows of one kernel-row cache (the rows of one binary problem)."""
+class SMOSolver:
+    """LIBSVM's ``Solver`` (``Solver_NU`` for the nu-formulations) on the rows of one
+    kernel-row cache."""
 
     def __init__(self, cache: KernelCache):
         self.cache = cache
 
-    def solve(self, y: np.ndarray, cost: np.ndarray, params: SMOParams,
+    def solve(self, problem: LibsvmProblem, params: SMOParams,
               monitor: Monitor) -> KernelSolution:
-        """SMO from alpha = 0 until the stopping rule of ``params`` (``stop_rule``) holds;
-        examples with C_i = 0 keep alpha_i = 0 and take no part."""
+        """SMO from LIBSVM's starting point until the stopping rule of ``params``
+        (``stop_rule``) holds; variables with C_t = 0 keep alpha_t = 0 and take no part."""
         cache = self.cache
-        n = y.shape[0]
-        y = np.ascontiguousarray(y, dtype=np.float64)
-        cost = np.ascontiguousarray(cost, dtype=np.float64)
-        problem = KernelProblem(y, cost, params.loss)
-        alpha = np.zeros(n)
-        G = -np.ones(n)
-        G_bar = np.zeros(n)
+        y, p, index, cost, alpha = problem.variables_cache()
+        alpha = alpha.copy()
+        nu = problem.nu_constraint
+        m = y.shape[0]
         positive = cost > 0
-        if not (np.any(positive & (y > 0)) and np.any(positive & (y < 0))):
-            raise ValueError("C-SVC needs examples of both classes with a positive weight")
         order = np.concatenate([np.flatnonzero(positive), np.flatnonzero(~positive)]).astype(
             np.int64)
         length = int(positive.sum())
         state = np.array([length, min(length, 1000) + 1, 0, 0, length], np.int64)
         engine = (cache.rows, cache.columns, cache.kernel_params, cache.store)
-        gradient = np.empty(n)
+        qd = np.ascontiguousarray(cache.diagonal[index])
+        G = p.copy()
+        G_bar = np.zeros(m)
+        if np.any(alpha > 0):
+            rows = cache.diagonal.shape[0]
+            upper = (cost > 0) & (alpha >= cost)
+            row_coef = np.bincount(index, weights=y * alpha, minlength=rows)
+            row_bar = np.bincount(index, weights=np.where(upper, y * cost, 0.0),
+                                  minlength=rows)
+            initial_gradient(*engine, index, y, p, G, G_bar, order, length, row_coef, row_bar)
+        variables = (index, y, p, alpha, cost)
+        gradient = np.empty(m)
         report = Reporter(monitor, "kkt_violation")
         chunk = max(length, 1000)
         eps = params.kkt_tol
@@ -70,13 +84,11 @@ class CSVC:
         status = message = None
         while status is None:
             budget = min(chunk, params.max_iter - int(state[ITERATIONS]))
-            code, _ = smo_iterations(*engine, cache.diagonal, y, alpha, cost, G, G_bar, order,
-                                     state, eps, budget, params.shrinking)
-            full_gradient(*engine, y, alpha, cost, G, G_bar, order, state, gradient)
-            kkt = float(violation(y, alpha, cost, gradient, order, length))
-            bias = -float(rho_of(y, alpha, cost, gradient, order, length))
-            primal, dual = problem.csvc_objectives(alpha, gradient, bias)
-            relative_gap = (primal - dual) / primal if primal > 0 else 0.0
+            code, _ = smo_iterations(*engine, index, qd, y, p, alpha, cost, G, G_bar, order,
+                                     state, eps, budget, params.shrinking, nu)
+            full_gradient(*engine, *variables, G, G_bar, order, state, gradient)
+            kkt, primal, dual = self._measures(problem, alpha, gradient, order, length)
+            relative_gap = problem.relative_gap(primal, dual)
             iterations = int(state[ITERATIONS])
             if report(iterations, primal, kkt, dual_objective=dual,
                       duality_gap=primal - dual, relative_duality_gap=relative_gap,
@@ -103,14 +115,50 @@ class CSVC:
                 status, message = Termination.MAX_ITER, (
                     f"max_iter={params.max_iter} SMO iterations reached with m - M = "
                     f"{kkt:.3g}, relative duality gap {format_gap(relative_gap)}")
-        reconstruct_gradient(*engine, y, alpha, cost, G, G_bar, order, state)
-        bias = -float(rho_of(y, alpha, cost, G, order, length))
-        primal, dual = problem.csvc_objectives(alpha, G, bias)
-        kkt = float(violation(y, alpha, cost, G, order, length))
+        reconstruct_gradient(*engine, *variables, G, G_bar, order, state)
+        kkt, primal, dual = self._measures(problem, alpha, G, order, length)
+        rho, r = self._levels(problem, alpha, G, order, length)
+        coef, intercept = problem.solution(alpha, rho, r)
         extras = {"dual_objective": dual, "duality_gap": primal - dual,
-                  "relative_duality_gap": (primal - dual) / primal if primal > 0 else 0.0,
-                  "kkt_violation": kkt, "n_support": int(np.count_nonzero(alpha)),
-                  "n_bounded": int(np.count_nonzero(positive & (alpha >= cost))),
+                  "relative_duality_gap": problem.relative_gap(primal, dual),
+                  "kkt_violation": kkt, "n_support": int(np.count_nonzero(coef)),
+                  "n_bounded": problem.bounded(alpha),
                   "smo_iterations": int(state[ITERATIONS]), **cache.stats()}
-        return KernelSolution(y * alpha, bias, primal, status, message,
-                            int(state[ITERATIONS]), extras)
+        if problem.svm_type == "nu_svc":
+            extras["margin_r"] = r  # LIBSVM prints C = 1/r
+        elif problem.svm_type == "nu_svr":
+            extras["epsilon"] = -r  # LIBSVM prints epsilon = -r
+        return KernelSolution(coef, intercept, primal, status, message,
+                              int(state[ITERATIONS]), extras)
+
+    @staticmethod
+    def _levels(problem: LibsvmProblem, alpha, G, order, length) -> tuple[float, float]:
+        """(rho, r): LIBSVM's ``calculate_rho`` (``Solver_NU``'s for the nus, which also
+        gives r)."""
+        y, _, _, cost, _ = problem.variables_cache()
+        if problem.nu_constraint:
+            rho, r = rho_and_r_nu(y, alpha, cost, G, order, length)
+            return float(rho), float(r)
+        return float(rho_of(y, alpha, cost, G, order, length)), 0.0
+
+    def _measures(self, problem: LibsvmProblem, alpha, G, order, length
+                  ) -> tuple[float, float, float]:
+        """(m - M, primal, dual) at alpha with the full gradient G."""
+        y, _, _, cost, _ = problem.variables_cache()
+        kkt = float(violation(y, alpha, cost, G, order, length, problem.nu_constraint))
+        rho, r = self._levels(problem, alpha, G, order, length)
+        primal, dual = problem.objectives(alpha, G, rho, r)
+        return kkt, primal, dual
+
+
+class CSVC:
+    """C-SVC on the rows of one kernel-row cache (the rows of one binary problem)."""
+
+    def __init__(self, cache: KernelCache):
+        self.cache = cache
+
+    def solve(self, y: np.ndarray, cost: np.ndarray, params: SMOParams,
+              monitor: Monitor) -> KernelSolution:
+        """SMO from alpha = 0 until the stopping rule of ``params`` (``stop_rule``) holds;
+        examples with C_i = 0 keep alpha_i = 0 and take no part."""
+        return SMOSolver(self.cache).solve(LibsvmProblem("c_svc", y, cost), params, monitor)

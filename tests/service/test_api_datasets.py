@@ -319,3 +319,31 @@ def test_a_chained_shard_url_is_refused_whole(api, shard):
     assert api.get("/api/v1/datasets").json()["count"] == before
     single = api.post("/api/v1/datasets/sharded", json={"shards": ["s3://bucket/ok.svm"]})
     assert single.status_code in (200, 201), single.text  # one link of an allowed scheme
+
+
+LIST_ITEM_BYTES = 2048
+"""The bound of one dataset in a page of ``GET /datasets``: its statistics, not its shards (a
+list of a 40 MB registration of 10,000 shards was 40 MB, issue 49).  A dataset of many labels
+adds its class counts (at most SVMSVC_MAX_CLASSES of them), not these datasets."""
+
+
+def test_a_list_of_datasets_is_bounded_in_bytes_whatever_the_shards(api):
+    """10,000 shards of 60 bytes: the list names how many, the item view pages them."""
+    shards = [f"s3://bucket/a-long-prefix-of-a-partitioned-table/part-{k:05d}.svm"
+              for k in range(10_000)]
+    created = api.post("/api/v1/datasets/sharded", json={"shards": shards})
+    assert created.status_code == 201, created.text
+    dataset = created.json()
+    assert dataset["n_shards"] == 10_000 and dataset["shards"] == shards[:1000]
+    page = api.get("/api/v1/datasets", params={"limit": 1000})
+    assert page.status_code == 200
+    listed = page.json()["data"]
+    assert len(page.content) < LIST_ITEM_BYTES * len(listed)
+    item = next(d for d in listed if d["id"] == dataset["id"])
+    assert item["shards"] is None and item["n_shards"] == 10_000
+    url = f"/api/v1/datasets/{dataset['id']}"
+    assert api.get(url).json()["shards"] == shards[:1000]
+    last = api.get(url, params={"shard_offset": 9_990, "shard_limit": 20}).json()
+    assert last["shards"] == shards[9_990:] and last["n_shards"] == 10_000
+    assert api.get(url, params={"shard_limit": 1001}).status_code == 422
+    assert api.get("/api/v1/datasets", params={"limit": 1001}).status_code == 422

@@ -37,6 +37,33 @@ def test_the_allocator_is_trimmed_after_a_large_request_only(api, releases):
     assert app.memory.configure_allocator()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux") or app.memory._MALLOC_TRIM is None,
+                    reason="malloc_trim is glibc's")
+def test_the_allocator_is_trimmed_after_a_large_answer_too(releases):
+    """A small request with a large answer (a model's download, a long list) leaves its
+    buffers in the arenas as a large upload does: the middleware counts the bytes sent."""
+    from starlette.applications import Starlette
+    from starlette.responses import Response, StreamingResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    threshold = app.memory.TRIM_AFTER_BYTES
+
+    def chunks():
+        for _ in range(3):
+            yield b"x" * (threshold // 2)
+
+    asgi = Starlette(routes=[
+        Route("/small", lambda request: Response(b"x" * (threshold // 2))),
+        Route("/large", lambda request: StreamingResponse(chunks())),
+    ])
+    with TestClient(app.memory.ReleaseMemoryMiddleware(asgi)) as client:
+        assert len(client.get("/small").content) == threshold // 2
+        assert releases == []
+        assert len(client.get("/large").content) == 3 * (threshold // 2)
+        assert releases == [True]
+
+
 def test_an_upload_leaves_nothing_for_the_garbage_collector(api):
     """An upload's objects are freed by reference counting: no collection runs after large
     requests any more (a full one holds the GIL for the whole heap walk and stalled the

@@ -94,6 +94,38 @@ def test_download_formats(api, binary):
                    ).status_code == 422
 
 
+def test_downloads_stream_the_archive_and_the_text_a_piece_at_a_time(api, binary, monkeypatch):
+    """The archive is read from the database a chunk at a time (SQL substr, SQLite and
+    PostgreSQL alike), the LIBLINEAR text written a block of weight rows at a time (issue 49:
+    the text of an 88 MB model took 1.9 GB built whole): small chunks and blocks here, so that
+    a model of heart_scale takes many; what arrives is the archive and the text, whole."""
+    import app.crud.models
+    import solvers.models.linear
+
+    model_id, model, _ = binary
+    whole = api.get(f"/api/v1/models/{model_id}/download").content
+    size = api.get(f"/api/v1/models/{model_id}").json()["size_bytes"]
+    assert len(whole) == size
+    monkeypatch.setattr(app.crud.models, "ARTIFACT_CHUNK_BYTES", 100)
+    monkeypatch.setattr(solvers.models.linear, "LIBLINEAR_BLOCK_ROWS", 3)
+    chunks: list[bytes] = []
+    original = app.crud.models.artifact_chunks
+
+    def counted(*args, **kwargs):
+        for chunk in original(*args, **kwargs):
+            chunks.append(chunk)
+            yield chunk
+
+    monkeypatch.setattr(app.crud.models, "artifact_chunks", counted)
+    response = api.get(f"/api/v1/models/{model_id}/download")
+    assert response.headers["content-length"] == str(size)
+    assert response.content == whole == b"".join(chunks)
+    assert len(chunks) == -(-size // 100) and max(map(len, chunks)) == 100
+    assert solvers.load_model(whole).describe() == model.describe()
+    text = api.get(f"/api/v1/models/{model_id}/download", params={"format": "liblinear"})
+    assert text.status_code == 200 and text.text == model.to_liblinear()
+
+
 def served_by_onnxruntime(graph: bytes, model, X) -> dict[str, np.ndarray]:
     session = onnxruntime.InferenceSession(graph, providers=["CPUExecutionProvider"])
     names = [output.name for output in session.get_outputs()]

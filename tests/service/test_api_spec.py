@@ -55,6 +55,7 @@ OPERATION_IDS = {
     ("get", "/api/v1/logs"): "jobs-logs",
     ("get", "/api/v1/solvers"): "solvers-list",
     ("post", "/api/v1/solvers/pose"): "solvers-pose",
+    ("get", "/api/v1/usage"): "usage-get",
     ("get", "/healthz"): "health-live",
     ("get", "/readyz"): "health-ready",
 }

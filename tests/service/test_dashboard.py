@@ -175,8 +175,9 @@ def test_a_sharded_dataset_is_listed_with_its_shards_and_offered_for_training(pa
     page.wait_text("#dataset-list", "heart in shards")
     row = next(r for r in page.all("#dataset-list tbody tr") if "heart in shards" in r.text)
     assert "sharded (3 shards)" in row.text and "not read yet" in row.text
+    # the list carries no shard list (issue 49: its bytes stay bounded): the title says where
     assert row.find_element(By.CSS_SELECTOR, ".dataset-kind").get_attribute("title") == \
-        "\n".join(paths)
+        f"its shards: GET /api/v1/datasets/{response.json()['id']}"
     page.open(f"/ui/train?dataset={response.json()['id']}")
     page.wait(lambda: page.find("#train-dataset option:checked").text ==
               "heart in shards (sharded in 3, not read yet)", "the sharded dataset offered")

@@ -28,7 +28,14 @@ from app.api.routes import item_delete, item_get, resource_router
 from app.api.security import TRAIN, PrincipalDep
 from app.crud import datasets as crud_datasets
 from app.errors import LimitExceeded, limit_exceeded
-from app.schemas import DatasetPublic, DatasetShardedCreate, DatasetsPublic
+from app.quotas import check_dataset_bytes
+from app.schemas import (
+    MAX_SHARDS,
+    MAX_SHARDS_PAGE,
+    DatasetPublic,
+    DatasetShardedCreate,
+    DatasetsPublic,
+)
 from app.shards import check_shards
 from app.uploads import UploadLimits
 
@@ -52,6 +59,12 @@ def check_width(n_features: int | None, settings) -> None:
     if n_features is not None and n_features > settings.max_features:
         raise limit_exceeded("n_features", "max_features", settings.max_features, "features",
                              actual=n_features, error=LimitExceeded)
+
+
+def check_owner_below_quota(sessions, owner: str, settings) -> None:
+    """The 413 of an upload by an owner at its dataset quota, before its body is read."""
+    with sessions.read() as session:
+        check_dataset_bytes(session, owner, 0, settings)
 
 
 def answer_created(response: Response, dataset, created: bool) -> DatasetPublic:
@@ -82,16 +95,18 @@ async def upload_dataset(
     New content: 201 with ``Location``.  Content the caller's owner already stored (the same
     arrays, however they were spelled or compressed): 200 with the existing dataset.  A
     malformed file is a 422 naming the line and the token; a file past a limit (decompressed
-    bytes, rows, stored entries, features) is a 413 naming the setting; nothing is stored
-    then.
+    bytes, rows, stored entries, features) is a 413 naming the setting, as is one whose
+    arrays would take the owner past ``SVMSVC_MAX_DATASET_BYTES_PER_OWNER`` (refused before
+    the body is read when the owner is at its quota already); nothing is stored then.
     """
     check_width(n_features, settings)
+    await run_in_threadpool(check_owner_below_quota, sessions, principal.owner, settings)
     upload = await receive_svmlight_upload(
         request, UploadLimits.from_settings(settings), n_features=n_features,
         zero_based=zero_based)
     dataset, created = await run_in_threadpool(
         crud_datasets.store, sessions, store, upload.dataset, upload.name, upload.size,
-        principal.owner)
+        principal.owner, settings)
     return answer_created(response, dataset, created)
 
 
@@ -138,15 +153,25 @@ def list_datasets(
     offset: OffsetQuery = 0,
     limit: LimitQuery = 100,
 ) -> DatasetsPublic:
-    """The caller's datasets (an admin's: all), newest first."""
+    """The caller's datasets (an admin's: all), newest first; a sharded dataset without its
+    shards (``n_shards`` only: ``GET /datasets/{id}`` pages them), so that a page's bytes are
+    bounded by ``limit`` whatever was registered."""
     rows, count = crud_datasets.list_page(session, principal, offset, limit)
-    return DatasetsPublic(data=[DatasetPublic.from_row(r) for r in rows], count=count)
+    return DatasetsPublic(data=[DatasetPublic.from_row(r, shard_limit=None) for r in rows],
+                          count=count)
 
 
 @item_get(router, "/{dataset_id}", DatasetPublic)
-def get_dataset(dataset: DatasetDep) -> DatasetPublic:
-    """One dataset and its statistics."""
-    return DatasetPublic.from_row(dataset)
+def get_dataset(
+    dataset: DatasetDep,
+    shard_offset: Annotated[int, Query(
+        ge=0, le=MAX_SHARDS, description="A sharded dataset: the first shard listed.")] = 0,
+    shard_limit: Annotated[int, Query(
+        ge=1, le=MAX_SHARDS_PAGE, description="A sharded dataset: most shards listed (n_shards "
+                                              "says how many it has).")] = MAX_SHARDS_PAGE,
+) -> DatasetPublic:
+    """One dataset and its statistics; a sharded dataset's shards a page at a time."""
+    return DatasetPublic.from_row(dataset, shard_offset, shard_limit)
 
 
 @item_delete(router, "/{dataset_id}", 409)

@@ -82,7 +82,8 @@ def create_job(body: JobCreate, session: WriteSessionDep, dispatcher: Dispatcher
 
 
 @router.post("/predict", name="create_prediction", status_code=status.HTTP_202_ACCEPTED,
-             dependencies=[TRAIN], response_model=JobPublic, responses=responses(422, 429))
+             dependencies=[TRAIN], response_model=JobPublic,
+             responses=responses(400, 422, 429))
 def create_prediction_job(body: PredictionJobCreate, session: WriteSessionDep,
                           dispatcher: DispatcherDep, settings: SettingsDep,
                           principal: PrincipalDep, response: Response) -> JobPublic:
@@ -149,7 +150,7 @@ def list_jobs(
 
 
 @router.patch("/{job_id}", name="update", dependencies=[TRAIN], response_model=JobPublic,
-              responses=responses(404, 422))
+              responses=responses(400, 404, 422))
 def update_job(job_id: uuid.UUID, body: TagsPatch, session: WriteSessionDep,
                dispatcher: DispatcherDep, principal: PrincipalDep) -> JobPublic:
     """Change a job's tags: ``{"tags": {"key": "value", "old": null}}`` sets ``key`` and

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import enum
 import uuid
+from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Query, Request, Response
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.bodies import receive_body, receive_parsed_text
@@ -72,6 +73,10 @@ class DownloadFormat(enum.StrEnum):
     onnx = "onnx"
 
 
+DOWNLOAD_SUFFIX = {DownloadFormat.npz: "npz", DownloadFormat.liblinear: "txt",
+                   DownloadFormat.libsvm: "txt", DownloadFormat.onnx: "onnx"}
+"""The file name suffix of a download in each format."""
+
 SVMLIGHT_BODY_TYPES = ("text/plain", "application/octet-stream", "")
 ZeroBased = Annotated[bool, Query(description="Feature indices start at 0.")]
 JSON = "application/json"
@@ -101,7 +106,7 @@ def get_model(model: ModelDep) -> ModelPublic:
 
 
 @router.patch("/{model_id}", name="update", dependencies=[TRAIN], response_model=ModelPublic,
-              responses=responses(404, 422))
+              responses=responses(400, 404, 422))
 def update_model(model_id: uuid.UUID, body: TagsPatch, session: WriteSessionDep,
                  principal: PrincipalDep) -> ModelPublic:
     """Change a model's tags: ``{"tags": {"key": "value", "old": null}}`` sets ``key`` and
@@ -140,37 +145,50 @@ def download_model(
     LIBLINEAR's model-file format (linear models only), in LIBSVM's (C-SVC kernel models
     trained by smo: ``svm-predict`` reads it), or as an ONNX model (any ONNX runtime serves
     it: input ``X``, dense float64 rows; outputs ``label``, ``scores`` and, for a calibrated
-    model, ``probabilities``)."""
+    model, ``probabilities``).
+
+    Streamed with bounded memory: the archive is read from the database a chunk at a time
+    (never whole in this process), the text formats are written a block of weight rows or
+    support vectors at a time; the ONNX graph is built whole (protobuf has no piecewise
+    writer), as large as the model's archive."""
+    attachment = {"Content-Disposition": f'attachment; filename="model-{model.id}.'
+                                         f'{DOWNLOAD_SUFFIX[format]}"'}
     if format is DownloadFormat.npz:
-        return Response(
-            model.artifact, media_type="application/octet-stream",
-            headers={"Content-Disposition": f'attachment; filename="model-{model.id}.npz"'})
+        return StreamingResponse(
+            crud_models.artifact_chunks(sessions, model.id, model.size_bytes),
+            media_type="application/octet-stream",
+            headers={**attachment, "Content-Length": str(model.size_bytes)})
+    loaded = load_model(cache, sessions, model.id, principal)
     if format is DownloadFormat.onnx:
-        loaded = load_model(cache, sessions, model.id, principal)
         try:
             graph = loaded.to_onnx()
         except ModelExportError as exc:
             raise Conflict(f"{exc}; download format=npz") from None
-        return Response(
-            graph, media_type="application/octet-stream",
-            headers={"Content-Disposition": f'attachment; filename="model-{model.id}.onnx"'})
+        return Response(graph, media_type="application/octet-stream", headers=attachment)
     if format is DownloadFormat.libsvm:
-        loaded = load_model(cache, sessions, model.id, principal)
-        try:
-            text = loaded.to_libsvm()
-        except (AttributeError, ValueError):
-            raise Conflict(f"this {model.kind} model has no LIBSVM form (C-SVC models trained "
-                           f"by smo have); download format=npz") from None
-        return PlainTextResponse(
-            text,
-            headers={"Content-Disposition": f'attachment; filename="model-{model.id}.txt"'})
-    to_liblinear = getattr(load_model(cache, sessions, model.id, principal), "to_liblinear",
-                           None)
-    if to_liblinear is None:
-        raise Conflict(f"{model.kind} models have no LIBLINEAR form; download format=npz")
-    return PlainTextResponse(
-        to_liblinear(),
-        headers={"Content-Disposition": f'attachment; filename="model-{model.id}.txt"'})
+        pieces = getattr(loaded, "iter_libsvm", None)
+        refusal = (f"this {model.kind} model has no LIBSVM form (C-SVC models trained by smo "
+                   f"have); download format=npz")
+    else:
+        pieces = getattr(loaded, "iter_liblinear", None)
+        refusal = f"{model.kind} models have no LIBLINEAR form; download format=npz"
+    if pieces is None:
+        raise Conflict(refusal)
+    text = pieces()
+    try:  # the header: a model without the form refuses it here, before any byte is sent
+        header = next(text)
+    except ValueError:
+        raise Conflict(refusal) from None
+    return StreamingResponse(encoded(header, text), media_type="text/plain; charset=utf-8",
+                             headers=attachment)
+
+
+def encoded(first: str, rest: Iterator[str]) -> Iterator[bytes]:
+    """A model file's text pieces as UTF-8 bytes (iterated in the thread pool by
+    ``StreamingResponse``: formatting a block does not hold the event loop)."""
+    yield first.encode()
+    for piece in rest:
+        yield piece.encode()
 
 
 PREDICT_BATCH_BODY = {"requestBody": {"required": True, "content": {

@@ -82,6 +82,7 @@ class DaskTask:
     max_model_bytes: int | None = None  # SVMSVC_MODEL_CACHE_BYTES (app.jobs.worker.run_job)
     shard_restarts: int | None = None  # SVMSVC_SHARD_RESTARTS (None: the library's default)
     chunk_rows: int | None = None  # SVMSVC_PREDICTION_CHUNK_ROWS (prediction jobs)
+    owner_model_bytes: int | None = None  # SVMSVC_MAX_MODEL_BYTES_PER_OWNER (app.quotas)
 
 
 _warm_lock = threading.Lock()
@@ -179,7 +180,8 @@ def run_dask_job(task: DaskTask) -> dict:
                      lambda: worker.status in (Status.running, Status.paused),
                      task.max_model_bytes,
                      sharded=functools.partial(sharded_dataset, restarts=task.shard_restarts),
-                     chunk_rows=task.chunk_rows)
+                     chunk_rows=task.chunk_rows,
+                     owner_model_bytes=task.owner_model_bytes)
     return {"status": status, "rerun_after": None}
 
 
@@ -254,7 +256,8 @@ class DaskExecutor:
         task = DaskTask(claim.job_id, claim.attempt, self._settings.sqlalchemy_url,
                         self._settings.dataset_location, self._threads,
                         self._settings.model_cache_bytes, self._settings.shard_restarts,
-                        self._settings.prediction_chunk_rows)
+                        self._settings.prediction_chunk_rows,
+                        self._settings.max_model_bytes_per_owner)
         try:
             future = self._client.submit(run_dask_job, task, key=key, pure=False, retries=0,
                                          resources={RESOURCE: self._threads})

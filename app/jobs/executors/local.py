@@ -178,6 +178,7 @@ class ProcessExecutor:
             log_level=self._settings.log_level,
             max_model_bytes=self._settings.model_cache_bytes,
             chunk_rows=self._settings.prediction_chunk_rows,
+            owner_model_bytes=self._settings.max_model_bytes_per_owner,
         )
         # A spawned worker imports NumPy (and so loads BLAS, which reads its thread count once)
         # while unpickling its arguments, before worker_main runs: the limit has to travel in

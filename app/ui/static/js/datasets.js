@@ -60,7 +60,7 @@ function fill(list, datasets) {
   list.replaceChildren(table([
     { label: "Name", render: (d) => el("span", { class: "dataset-name" }, d.name) },
     { label: "Kind", render: (d) => (d.kind === "sharded"
-      ? el("span", { class: "dataset-kind", title: d.shards.join("\n") }, `sharded (${d.n_shards} shard${d.n_shards === 1 ? "" : "s"})`)
+      ? el("span", { class: "dataset-kind", title: "its shards: GET /api/v1/datasets/" + d.id }, `sharded (${d.n_shards} shard${d.n_shards === 1 ? "" : "s"})`)
       : el("span", { class: "dataset-kind" }, "uploaded")) },
     { label: "Examples", num: true, render: (d) => fmt(d.n_samples) },
     { label: "Features", num: true, render: (d) => fmt(d.n_features) },
