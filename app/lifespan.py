@@ -32,7 +32,6 @@ from anyio import to_thread
 from sqlalchemy.engine import Engine
 
 from app.core.config import Settings
-from app.core.security import ApiKeys
 from app.crud.datasets import stored_digests
 from app.db.migrate import upgrade_database
 from app.db.session import Sessions, create_db_engine
@@ -183,7 +182,7 @@ def _warm_serial_kernels() -> None:
     logger.info("serial kernels ready for predictions (%.1f s)", seconds)
 
 
-def log_ready(settings: Settings, engine: Engine, revision: str, api_keys: ApiKeys) -> None:
+def log_ready(settings: Settings, engine: Engine, revision: str, api_keys) -> None:
     """Say that the service serves requests (ready for jobs once a worker has warmed up:
     the pool logs 'svmsvc ready' then, as ``/readyz`` turns 200), where its data are, and
     whether it needs API keys (loudly when it does not)."""
@@ -192,9 +191,10 @@ def log_ready(settings: Settings, engine: Engine, revision: str, api_keys: ApiKe
                 engine.url.render_as_string(hide_password=True), revision,
                 settings.data_dir.resolve())
     if api_keys.enabled:
-        logger.info("API keys: %d configured; every route but /healthz and /readyz "
-                    "needs one (X-API-Key)", len(api_keys))
+        logger.info("API keys: %d configured or created; every route but /healthz and "
+                    "/readyz needs one (X-API-Key)", len(api_keys))
     else:
         logger.warning("NO API KEYS CONFIGURED: THE SERVICE IS OPEN to anyone who can "
-                       "reach %s:%d (set SVMSVC_API_KEYS or SVMSVC_API_KEYS_FILE)",
+                       "reach %s:%d (set SVMSVC_API_KEYS or SVMSVC_API_KEYS_FILE, or create "
+                       "one: POST /api/v1/api-keys)",
                        settings.host, settings.port)

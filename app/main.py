@@ -31,6 +31,7 @@ from app.api.fast_path import install as install_predict_fast_path
 from app.api.log_streams import LogStreams
 from app.api.middleware import MetricsMiddleware
 from app.api.routes import (
+    api_keys,
     datasets,
     health,
     jobs,
@@ -42,6 +43,7 @@ from app.api.routes import (
     webhooks,
 )
 from app.core.config import Settings
+from app.core.keyring import KeyRing
 from app.core.security import (
     API_KEY_HEADER,
     ApiKeys,
@@ -109,6 +111,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine, revision = await open_database(settings)
         sessions = Sessions(engine)
         app.state.sessions = sessions
+        app.state.api_keys.attach(sessions)
         app.state.registry_lookup = DirectLookup(engine)  # the fast path's name@alias reads
         app.state.log_streams.sessions = sessions
         process = WebProcess(settings, sessions, app.state.store, metrics)
@@ -137,7 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings
-    app.state.api_keys = ApiKeys.from_settings(settings)
+    app.state.api_keys = KeyRing(ApiKeys.from_settings(settings), settings.api_key_cache_s)
     app.state.store = open_store(settings.dataset_location)
     app.state.model_cache = ModelCache(settings.model_cache_bytes)
     app.state.log_streams = LogStreams(None, settings.max_log_streams,
@@ -145,7 +148,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     metrics.watch_log_streams(app.state.log_streams)
     install_error_handlers(app)
     _add_middleware(app, settings, metrics)
-    for module in (datasets, jobs, logs, models, registry, solvers, usage, webhooks, health):
+    for module in (datasets, jobs, logs, models, registry, solvers, usage, webhooks,
+                   api_keys, health):
         app.include_router(module.router)
     predict_routes = {route.name: route for module in (models, registry)
                       for route in module.router.routes
@@ -168,7 +172,7 @@ def _add_middleware(app: FastAPI, settings: Settings, metrics: ServiceMetrics) -
     if settings.cors_origin_list:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origin_list,
-            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
             allow_headers=[API_KEY_HEADER, "Authorization", "Content-Type", "Accept",
                            "Last-Event-ID"],
             expose_headers=["Location", "Retry-After"])

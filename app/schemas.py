@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -40,8 +41,28 @@ from app.db.models import (
 )
 from app.jobs.state import progress_stage
 from app.problem import key_fields
+from app.tags import KEY_PATTERN, MAX_KEY_LENGTH, MAX_TAGS, MAX_VALUE_LENGTH, check_count
 from solvers.base import C_RANGE, MIN_RELATIVE_TOL
 from solvers.evaluate import SCORES
+
+TagKey = Annotated[str, Field(min_length=1, max_length=MAX_KEY_LENGTH, pattern=KEY_PATTERN)]
+TagValue = Annotated[str, Field(max_length=MAX_VALUE_LENGTH)]
+Tags = Annotated[dict[TagKey, TagValue], AfterValidator(check_count), Field(
+    description=f"Labels to group and find runs by (filter lists with ?tag=key:value): at most "
+                f"{MAX_TAGS}, keys of 1-{MAX_KEY_LENGTH} letters, digits and _ . - /, values "
+                f"of at most {MAX_VALUE_LENGTH} characters.")]
+StoredTags = Annotated[dict[str, str], BeforeValidator(lambda tags: tags or {})]
+"""Tags as stored (null for rows older than tags: none)."""
+
+
+class TagsPatch(BaseModel):
+    """A change of a job's or model's tags: merged into them (a null value removes the
+    tag)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tags: Annotated[dict[TagKey, TagValue | None], AfterValidator(check_count)] = Field(
+        description="Tags to set (a string) or remove (null); the others stay.")
 
 
 def _solver_params_union():
@@ -253,6 +274,7 @@ class JobCreate(BaseModel):
                            "store that point as the model: the job then succeeds with "
                            "solver_status 'failed' and a message saying so. Default: the job "
                            "fails without a model.")
+    tags: Tags = Field(default_factory=dict)
     model_name: str | None = Field(
         None, pattern=SLUG_PATTERN,
         description="Register the model as the next version (1, 2, 3 ...) of this named model "
@@ -383,6 +405,8 @@ class JobPublic(BaseModel):
                           "bias, ...).")
     keep_last_good: bool = Field(
         False, description="Whether a failed solver's last good point is kept as the model.")
+    tags: dict[str, str] = Field(default_factory=dict, description="The job's tags (its model "
+                                                                    "gets them when stored).")
     model_name: str | None = Field(
         None, description="The registered model the job's model becomes a version of.")
     model_version: int | None = Field(
@@ -420,7 +444,7 @@ class JobPublic(BaseModel):
             tuning=job.tuning, cross_validation=_cross_validation(job.cross_validation),
             problem_key=job.problem_key,
             problem=None if job.problem_key is None else key_fields(job.problem_key),
-            keep_last_good=bool(job.keep_last_good),
+            keep_last_good=bool(job.keep_last_good), tags=job.tags or {},
             model_name=job.model_name,
             model_version=(job.model.version.version
                            if job.model is not None and job.model.version is not None
@@ -602,6 +626,32 @@ class EvaluationPublic(BaseModel):
     per_class: list[ClassCounts]
 
 
+class StoredEvaluationPublic(EvaluationPublic):
+    """An evaluation kept by ``POST /models/{id}/evaluate``: the metrics, with the model
+    (its id: a model never changes), the dataset, when and by whom."""
+
+    id: uuid.UUID
+    model_id: uuid.UUID
+    dataset_id: uuid.UUID = Field(description="The dataset's id (kept after it is deleted).")
+    dataset_name: str
+    created_at: datetime = Field(description="When the evaluation was made.")
+    created_by: str = Field(description="The owner of the key that asked for it ('' on a "
+                                        "service without keys).")
+
+    @classmethod
+    def from_row(cls, row) -> StoredEvaluationPublic:
+        return cls(**{**row.metrics, "id": row.id, "model_id": row.model_id,
+                      "dataset_id": row.dataset_ref, "dataset_name": row.dataset_name,
+                      "created_at": row.created_at, "created_by": row.created_by})
+
+
+class StoredEvaluationsPublic(BaseModel):
+    """A model's stored evaluations, newest first."""
+
+    data: list[StoredEvaluationPublic]
+    count: int
+
+
 class SubproblemPublic(BaseModel):
     """One binary problem of a training run (one class against the rest, or the only one)."""
 
@@ -640,6 +690,8 @@ class ModelPublic(RowView):
                           "'warnings', the probability sigmoids ('platt', 'pairwise_platt'); "
                           "null when there is nothing (or for a model older than this field).")
     size_bytes: int
+    tags: StoredTags = Field(default_factory=dict,
+                             description="Its job's tags when it was stored, then its own.")
     model_name: str | None = Field(None, description="The registered model it is a version "
                                                      "of (null: not registered).")
     model_version: int | None = Field(None, description="Its version number there.")
@@ -847,6 +899,54 @@ class ReadinessPublic(BaseModel):
                           "warm-up progress).")
 
 
+# -- API keys -------------------------------------------------------------------------------
+
+
+class ApiKeyCreate(BaseModel):
+    """A key to create: its name, scope and tenant, and optionally when it expires."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=255,
+                      description="A label for people (whose key, what for).")
+    scope: Literal["read", "train", "admin"] = Field(
+        description="read (GETs, predictions), train (uploads, jobs) or admin (deletions, "
+                    "keys).")
+    owner: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$",
+        description="The tenant the key acts for (1-64 letters, digits and _ . @ -, as in "
+                    "SVMSVC_API_KEYS' scope:owner:key); null: the key is an owner of its own.")
+    expires_at: datetime | None = Field(
+        None, description="When the key stops working (with its time zone; in the future); "
+                          "null: never.")
+
+
+class ApiKeyPublic(BaseModel):
+    """A key created through the API, without its secret."""
+
+    id: uuid.UUID
+    name: str
+    scope: str
+    owner: str = Field(description="The tenant it acts for ('key:...' for a key of its own).")
+    created_by: str = Field(description="The owner of the admin key that created it.")
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    active: bool = Field(description="Neither revoked nor expired.")
+
+
+class ApiKeyCreated(ApiKeyPublic):
+    """A created key, with its secret: shown this once, never again."""
+
+    secret: str = Field(description="The key to send (X-API-Key or Authorization: Bearer); "
+                                    "only its SHA-256 digest is stored.")
+
+
+class ApiKeysPublic(BaseModel):
+    """The keys created through the API, newest first."""
+
+    data: list[ApiKeyPublic]
+    count: int
 # -- registry -------------------------------------------------------------------------------
 
 

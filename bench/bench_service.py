@@ -36,7 +36,8 @@ every 20 ms.  What the process keeps once a large request is over is what it hol
 
 ``predict``: GET predict of a linear model (mfn on a9a): ``--requests`` sequential requests
 from one client (p50/p99), then ``wrk`` (``apt-get install wrk``) with ``--connections`` for
-``--seconds`` (predictions/s, p50/p99), and the web process's CPU time per request; with
+``--seconds`` (predictions/s, p50/p99), and the web process's CPU time per request
+(``--created-key``: also with a key created through ``POST /api-keys``); with
 ``--baseline``, a second server runs that source tree (first on its ``PYTHONPATH``) and the two
 are measured in turn, round by round, the order alternating; ``--web-processes N`` adds a
 server of this tree with N web processes (``svmsvc serve --web-processes N``), its CPU time
@@ -577,7 +578,7 @@ def _wrk(server: Server, model: str, seconds: float, connections: int,
     machine, load = machine_cpu_times(), resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency",
-         "-H", f"X-API-Key: {ADMIN_KEY}",
+         "-H", f"X-API-Key: {server.headers['X-API-Key']}",
          f"{server.url}/api/v1/{prefix}/{model}/predict?x={quote(x)}"],
         capture_output=True, text=True, check=True).stdout
     after = web_cpu_seconds(server)
@@ -610,18 +611,25 @@ def _wrk(server: Server, model: str, seconds: float, connections: int,
             "machine_idle_fraction": round(1 - busy / total, 3) if total else None}
 
 
+CREATED_KEY = "created key"
+"""``predict --created-key``: the variant that authenticates with a key of the table."""
+
+
 def predict_ab(directory: Path, variants: dict, rounds: int, requests: int,
                seconds: float, connections: int, database_url: str | None) -> dict:
     """GET predict of a linear model (mfn on a9a), single client and under wrk, on one server
     per variant (each variant a source tree put first on ``PYTHONPATH``, None: as installed,
     or (source tree, ``SVMSVC_X=value``) for a setting),
-    the variants interleaved round by round, the order alternating."""
+    the variants interleaved round by round, the order alternating.  A variant whose setting
+    is :data:`CREATED_KEY` sends a key created through ``POST /api-keys`` instead of
+    the configured admin key (the key looked up in the ``api_keys`` snapshot,
+    ``app.core.keyring``)."""
     servers = {}
     try:
         for number, (name, source) in enumerate(variants.items()):
             source, setting = source if isinstance(source, tuple) else (source, None)
             env = {"PYTHONPATH": source} if source else {}
-            if setting:
+            if setting and setting != CREATED_KEY:
                 key, _, value = setting.partition("=")
                 env[key] = value
             (directory / str(number)).mkdir()
@@ -632,6 +640,13 @@ def predict_ab(directory: Path, variants: dict, rounds: int, requests: int,
             server.wait_ready()
             with server.client() as client:
                 models[name] = trained_model(client, "a9a", timeout=600)[1]["model_id"]
+                if isinstance(variants[name], tuple) and variants[name][1] == CREATED_KEY:
+                    # admin: it sees the model, which the configured key (an owner of
+                    # its own) created; the lookup is the same whatever the scope
+                    created = client.post("/api/v1/api-keys", json={
+                        "name": "bench", "scope": "admin"})
+                    created.raise_for_status()
+                    server.headers = {"X-API-Key": created.json()["secret"]}
             _sequential(server, models[name], 300)  # warm-up: kernels, cache, connections
         results: dict = {name: [] for name in servers}
         names = list(servers)
@@ -800,6 +815,8 @@ def run_command(args) -> None:
             variants = {"baseline": str(Path(args.baseline).resolve()), "this": here}
         for setting in args.also + [f"SVMSVC_WEB_PROCESSES={n}" for n in args.web_processes]:
             variants[f"this {setting}"] = (here, setting)
+        if args.created_key:
+            variants[f"this {CREATED_KEY}"] = (here, CREATED_KEY)
         with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
             print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                   f"{os.getloadavg()[0]:.2f}")
@@ -896,6 +913,9 @@ COMMAND = Command(
                         "--web-processes N)"),
             option("--also", action="append", default=[], metavar="SVMSVC_X=VALUE",
                    help="also measure this tree with this setting (a third server)"),
+            option("--created-key", action="store_true",
+                   help="also measure this tree with a key created through POST "
+                        "/api-keys (a third server)"),
             option("--baseline", default=None,
                    help="a source tree (e.g. a worktree of main) to compare against, run as "
                         "a second server, interleaved"),

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Path, Query, Request
+from pydantic import Field
 from sqlalchemy.orm import Session
 
 from app.api.security import PrincipalDep
@@ -28,6 +29,7 @@ from app.db.session import Sessions
 from app.jobs.dispatcher import Dispatcher
 from app.prediction import ModelCache
 from app.storage import DatasetStorage
+from app.tags import FILTER_PATTERN
 
 MAX_POSITION = 2**31 - 1
 """Largest ``offset`` / ``after`` accepted: iterations are 32-bit integer columns (on
@@ -36,6 +38,9 @@ PostgreSQL a larger value cannot even be compared with them), and no list is lon
 OffsetQuery = Annotated[int, Query(ge=0, le=MAX_POSITION,
                                    description="Items to skip (at most 2147483647).")]
 LimitQuery = Annotated[int, Query(ge=1, le=1000, description="Items per page.")]
+TagQuery = Annotated[list[Annotated[str, Field(pattern=FILTER_PATTERN)]] | None, Query(
+    max_length=32, description="Only the items with this tag, as key:value (repeat it: every "
+                               "one must match).")]
 AfterQuery = Annotated[int, Query(ge=0, le=MAX_POSITION,
                                   description="Records after this iteration.")]
 

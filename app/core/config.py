@@ -126,6 +126,11 @@ class Settings(BaseSettings):
     api_keys_file: Path | None = Field(
         None, description="File of API keys, one entry a line: scope:owner:key or "
                           "scope:key, the key or sha256:<its hex digest>.")
+    api_key_cache_s: float = Field(
+        1.0, ge=0, le=60, description="How long a web process keeps its snapshot of the keys "
+                                      "created through /api/v1/api-keys before reading the "
+                                      "table again: a revoked key is refused by every process "
+                                      "within this time (0: read at every request).")
     metrics_public: bool = Field(
         False, description="Serve /metrics without an API key even when keys are configured.")
     allow_open: bool = Field(

@@ -1,7 +1,8 @@
 """API keys: who may call what, and whose things they see.
 
 Keys come from ``SVMSVC_API_KEYS`` (comma-separated entries) and/or the file named by
-``SVMSVC_API_KEYS_FILE`` (one entry a line; blank lines and ``#`` comments are skipped).  An
+``SVMSVC_API_KEYS_FILE``, and from an admin's ``POST /api/v1/api-keys`` (those are
+:mod:`app.core.keyring`'s) (one entry a line; blank lines and ``#`` comments are skipped).  An
 entry is ``scope:owner:key`` (a key of the named owner: several keys, of any scopes, can share
 one owner) or ``scope:key`` (a key that is an owner of its own); in either, the key can be
 given as ``sha256:<hex digest of the key>`` so that the file need not hold the key itself.
@@ -135,6 +136,10 @@ class ApiKeys:
         scope, owner = found
         return Principal(owner=owner, scope=scope)
 
+    def refusal(self, key: str) -> str:
+        """Why a presented key that :meth:`principal_of` refused is refused."""
+        return "unknown API key"
+
 
 def check_scope(principal: Principal, needed: Scope) -> Principal:
     """``principal`` if its scope allows what needs ``needed``; 403 otherwise."""
@@ -144,8 +149,9 @@ def check_scope(principal: Principal, needed: Scope) -> Principal:
     return principal
 
 
-def authorize(keys: ApiKeys, key: str | None, needed: Scope) -> Principal:
+def authorize(keys, key: str | None, needed: Scope) -> Principal:
     """The key's principal if it may do what needs ``needed``; raises 401 / 403 otherwise.
+    ``keys``: an :class:`ApiKeys` or the :class:`~app.core.keyring.KeyRing` of a service.
 
     Returns :data:`OPEN` when no key is configured.
     """
@@ -154,12 +160,12 @@ def authorize(keys: ApiKeys, key: str | None, needed: Scope) -> Principal:
     principal = keys.principal_of(key)
     if principal is None:
         message = (f"missing API key: send it in the {API_KEY_HEADER} header or as "
-                   f"Authorization: Bearer <key>" if not key else "unknown API key")
+                   f"Authorization: Bearer <key>" if not key else keys.refusal(key))
         raise Unauthenticated(message)
     return check_scope(principal, needed)
 
 
-def sees_every_tenant(keys: ApiKeys, key: str | None) -> bool:
+def sees_every_tenant(keys, key: str | None) -> bool:
     """Whether a caller presenting ``key`` (None: none) may see what belongs to tenants --
     job ids, owners' names -- on a route that answers without a key (``/readyz``, a public
     ``/metrics``): an admin key, or anyone on a service without keys (one user, an admin)."""

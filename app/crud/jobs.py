@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from app.batch_prediction import check_format, check_width
 from app.core.config import Settings
 from app.core.principals import Principal
+from app.crud.metrics_order import ordered
 from app.crud.pages import owned, page, visible
 from app.db.models import Dataset, Job, JobKind, JobLogEntry, JobStatus, TrainedModel
 from app.db.session import Sessions
@@ -21,6 +22,7 @@ from app.jobs.state import delete_finished_job, request_cancel
 from app.problem import problem_key
 from app.quotas import check_model_bytes
 from app.storage import DatasetStorage
+from app.tags import merged, where_tagged
 from app.webhooks import check_callback_url, owner_secret
 
 
@@ -54,6 +56,7 @@ def create(session: Session, body, principal: Principal, settings: Settings) -> 
         problem_key=None if body.tuning is not None else problem_key(body.dataset_id,
                                                                      body.params),
         keep_last_good=body.keep_last_good,
+        tags=dict(body.tags),
         model_name=body.model_name,
     )
     session.add(job)
@@ -147,22 +150,35 @@ def delete(sessions: Sessions, job_id: uuid.UUID, principal: Principal,
         store.delete_result(result["name"])
 
 
+def set_tags(session: Session, job_id: uuid.UUID, patch: dict[str, str | None],
+             principal: Principal) -> Job:
+    """Merge ``patch`` into the job's tags (:func:`app.tags.merged`)."""
+    job = get(session, job_id, principal)
+    job.tags = merged(job.tags, patch)
+    session.commit()
+    return job
+
+
 def list_page(session: Session, principal: Principal, status: JobStatus | None,
               dataset_id: uuid.UUID | None, offset: int, limit: int,
-              key: str | None = None,
-              kind: JobKind | None = None) -> tuple[list[Job], int]:
-    """The jobs ``principal`` sees, newest first, optionally only those in one state, on one
-    dataset or of one problem key."""
-    query = visible(select(Job), Job, principal)
+              key: str | None = None, kind: JobKind | None = None,
+              tags: list[tuple[str, str]] | None = None,
+              sort: str = "-created_at", minimum: list[tuple[str, float]] = (),
+              maximum: list[tuple[str, float]] = ()) -> tuple[list[Job], int]:
+    """The jobs ``principal`` sees, newest first or in the order of ``sort``
+    (:mod:`app.crud.metrics_order`), optionally only those in one state, of one kind, on one
+    dataset, of one problem key, with every tag of ``tags`` or within the metrics' bounds."""
+    query = where_tagged(visible(select(Job), Job, principal), Job.tags, tags or [])
+    if kind is not None:
+        query = query.where(Job.kind == kind)
+    query, order = ordered(query, sort, list(minimum), list(maximum))
     if status is not None:
         query = query.where(Job.status == status)
     if dataset_id is not None:
         query = query.where(Job.dataset_id == dataset_id)
     if key is not None:
         query = query.where(Job.problem_key == key)
-    if kind is not None:
-        query = query.where(Job.kind == kind)
-    return page(session, query, (Job.created_at.desc(), Job.id), offset, limit)
+    return page(session, query, order, offset, limit)
 
 
 def _records_after(job_id: uuid.UUID, after: int, limit: int):

@@ -13,13 +13,16 @@ from app.crud.pages import owned, page, visible
 from app.crud.registry import lock_name, refuse_if_aliased
 from app.db.models import TrainedModel
 from app.db.session import Sessions
+from app.tags import merged, where_tagged
 
 
 def list_page(session: Session, principal: Principal, dataset_id: uuid.UUID | None,
-              solver: str | None, offset: int, limit: int) -> tuple[list[TrainedModel], int]:
+              solver: str | None, offset: int, limit: int,
+              tags: list[tuple[str, str]] | None = None) -> tuple[list[TrainedModel], int]:
     """The models ``principal`` sees, newest first, optionally only those of one dataset or
-    solver."""
-    query = visible(select(TrainedModel), TrainedModel, principal)
+    solver, or with every tag of ``tags``."""
+    query = where_tagged(visible(select(TrainedModel), TrainedModel, principal),
+                         TrainedModel.tags, tags or [])
     if dataset_id is not None:
         query = query.where(TrainedModel.dataset_id == dataset_id)
     if solver is not None:
@@ -100,3 +103,12 @@ def delete(session: Session, model_id: uuid.UUID, principal: Principal) -> None:
         refuse_if_aliased(session, version.owner, version.name, version.version)
     session.delete(model)
     session.commit()
+
+
+def set_tags(session: Session, model_id: uuid.UUID, patch: dict[str, str | None],
+             principal: Principal) -> TrainedModel:
+    """Merge ``patch`` into the model's tags (:func:`app.tags.merged`)."""
+    model = get(session, model_id, principal)
+    model.tags = merged(model.tags, patch)
+    session.commit()
+    return model

@@ -184,6 +184,8 @@ class Job(Base):
     problem_key: Mapped[str | None] = mapped_column(String(512), index=True)
     keep_last_good: Mapped[bool] = mapped_column(Boolean, default=False,
                                                  server_default=false())
+    #: the user's labels (``app.tags``): str -> str, bounded; null for jobs older than them
+    tags: Mapped[dict[str, Any] | None]
     # the registered model its model becomes the next version of (None: not registered)
     model_name: Mapped[str | None] = mapped_column(String(64))
     # "train" (solves a problem, makes a model) or "predict" (a batch prediction job: scores
@@ -252,6 +254,8 @@ class TrainedModel(Base):
     artifact: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
     owner: Mapped[str] = mapped_column(String(64), default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    #: the user's labels: its job's when it was stored, then its own (``app.tags``)
+    tags: Mapped[dict[str, Any] | None]
 
     job: Mapped[Job | None] = relationship(
         back_populates="model", primaryjoin="Job.id == TrainedModel.job_id",
@@ -395,3 +399,44 @@ class WebhookDelivery(Base):
     status_code: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
     duration_s: Mapped[float] = mapped_column(Float)
+
+
+class Evaluation(Base):
+    """A stored ``POST /models/{id}/evaluate``: the model, the dataset, when and by whom
+    (the owner of the key that asked), and the metrics (``EvaluationPublic``'s fields).
+    ``owner`` is the model's (tenancy: whoever sees the model sees its evaluations).  The
+    dataset may be deleted later: its id and name stay, the link goes (SET NULL)."""
+
+    __tablename__ = "evaluations"
+    __table_args__ = (Index("ix_evaluations_model_created_at", "model_id", "created_at"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    model_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
+    dataset_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("datasets.id", ondelete="SET NULL"), index=True)
+    dataset_ref: Mapped[uuid.UUID]  # the dataset's id, kept after the dataset is deleted
+    dataset_name: Mapped[str] = mapped_column(String(255))
+    owner: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    created_by: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    metrics: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ApiKey(Base):
+    """A key created through ``/api-keys`` (``app.core.keyring``): only its SHA-256 digest
+    is stored; ``owner`` is the tenant it acts for (a name, or ``key:...`` for a key that is
+    its own owner), ``scope`` read / train / admin.  Revoking sets ``revoked_at`` (the row
+    stays: its id stays meaningful in listings, and a service that once had keys never
+    becomes open by revoking them)."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    name: Mapped[str] = mapped_column(String(255))
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    scope: Mapped[str] = mapped_column(String(8))
+    owner: Mapped[str] = mapped_column(String(64))
+    created_by: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]

@@ -210,9 +210,11 @@ def finish_job(session: Session, job_id: uuid.UUID, attempt: int, status: JobSta
         session.rollback()
         return False
     if model is not None:
-        # the model belongs to whoever owns its job (tenants: app.core.security)
-        model.owner, model_name = session.execute(
-            select(Job.owner, Job.model_name).where(Job.id == job_id)).one()
+        # the model belongs to whoever owns its job (tenants: app.core.security), and has
+        # the job's tags as they are now (app.tags)
+        model.owner, model_name, tags = session.execute(
+            select(Job.owner, Job.model_name, Job.tags).where(Job.id == job_id)).one()
+        model.tags = dict(tags or {})
         if model_name is None:
             session.add(model)
         else:  # the next version of the named model, in this transaction (no gaps)

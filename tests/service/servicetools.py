@@ -109,6 +109,16 @@ def wait_job(client, job_id: str, timeout: float = PATIENCE_S,
     return wait_for(reached, timeout, interval=0.05, what=f"job {job_id}")
 
 
+STORED_EVALUATION_FIELDS = ("id", "model_id", "dataset_name", "created_at", "created_by")
+"""What POST /models/{id}/evaluate answers besides the metrics: the stored evaluation's."""
+
+
+def metrics_of(evaluation: dict) -> dict:
+    """An evaluation's answer without the fields of its storing (the metrics and the
+    dataset's id, as ``solvers.evaluate`` and a model's ``validation`` have them)."""
+    return {k: v for k, v in evaluation.items() if k not in STORED_EVALUATION_FIELDS}
+
+
 def full_log(client, job_id: str) -> list[dict]:
     records, after = [], 0
     while True:

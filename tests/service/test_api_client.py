@@ -68,6 +68,7 @@ def test_generated_client_runs_the_whole_workflow(live_server, client_package):
     models_predict = importlib.import_module(f"{PACKAGE}.api.models.models_predict")
     predict_batch = importlib.import_module(f"{PACKAGE}.api.models.models_predict_batch")
     models_evaluate = importlib.import_module(f"{PACKAGE}.api.models.models_evaluate")
+    models_evaluations = importlib.import_module(f"{PACKAGE}.api.models.models_evaluations")
     solvers_list = importlib.import_module(f"{PACKAGE}.api.solvers.solvers_list")
 
     path = data_path("heart_scale")
@@ -113,8 +114,10 @@ def test_generated_client_runs_the_whole_workflow(live_server, client_package):
         evaluation = models_evaluate.sync(
             client=client, model_id=model.id,
             body=models.EvaluateRequest(dataset_id=dataset.id))
-        assert isinstance(evaluation, models.EvaluationPublic)
+        assert isinstance(evaluation, models.StoredEvaluationPublic)
         assert evaluation.n_samples == 270 and 0.8 < evaluation.accuracy <= 1.0
+        stored = models_evaluations.sync(client=client, model_id=model.id)
+        assert stored.count == 1 and stored.data[0].id == evaluation.id
 
         missing = jobs_get.sync(client=client, job_id=uuid.uuid4())
         assert isinstance(missing, models.Problem)

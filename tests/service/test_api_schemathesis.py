@@ -37,11 +37,13 @@ SEMANTIC_422 = {("POST", "/api/v1/datasets"), ("POST", "/api/v1/datasets/sharded
                 ("POST", "/api/v1/models/{model_id}/evaluate"),
                 ("GET", "/api/v1/models/{model_id}/predict"),
                 ("POST", "/api/v1/models/{model_id}/predict"), ("GET", "/api/v1/logs"),
-                ("POST", "/api/v1/solvers/pose")}
+                ("POST", "/api/v1/solvers/pose"), ("POST", "/api/v1/api-keys"),
+                ("PATCH", "/api/v1/jobs/{job_id}"), ("PATCH", "/api/v1/models/{model_id}")}
 """Operations whose 422s the schema cannot express: the content of an uploaded file, shards
 that must be files in an allowed directory (or URLs of an allowed scheme), a dataset,
 model or job id that must exist, a callback URL of an allowed host, a feature index within
-the model's features, the fields a problem needs (its loss)."""
+the model's features, the fields a problem needs (its loss), an expiry in the future, the tags a
+merge would leave."""
 
 
 def _as_file(value):

@@ -15,13 +15,20 @@ from app.core.security import ApiKeys, KeyConfigError, Scope, key_digest
 
 PROBES = {"/healthz", "/readyz"}
 TRAIN_ROUTES = {("POST", "/api/v1/datasets"), ("POST", "/api/v1/datasets/sharded"),
-                ("POST", "/api/v1/jobs"), ("POST", "/api/v1/jobs/{job_id}/cancel")}
+                ("POST", "/api/v1/jobs"), ("POST", "/api/v1/jobs/{job_id}/cancel"),
+                ("PATCH", "/api/v1/jobs/{job_id}"), ("PATCH", "/api/v1/models/{model_id}"),
+                ("POST", "/api/v1/jobs/predict"), ("GET", "/api/v1/webhook-secret"),
+                ("POST", "/api/v1/webhook-secret"),
+                ("PUT", "/api/v1/registry/{name}/aliases/{alias}"),
+                ("DELETE", "/api/v1/registry/{name}/aliases/{alias}")}
 
 
 def needed_scope(method: str, path: str) -> Scope:
-    if method == "DELETE":
+    if (method, path) in TRAIN_ROUTES:
+        return Scope.train
+    if method == "DELETE" or path.startswith("/api/v1/api-keys"):
         return Scope.admin
-    return Scope.train if (method, path) in TRAIN_ROUTES else Scope.read
+    return Scope.read
 
 
 def protected_routes(api) -> list[tuple[str, str, str]]:

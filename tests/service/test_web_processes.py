@@ -240,3 +240,47 @@ def test_the_published_pool_is_read_while_fresh_and_its_process_lives(tmp_path):
     gone.wait()
     publish(pid=gone.pid)  # its process is gone
     assert not reader.dispatching
+
+
+ADMIN_KEY = "web-processes-admin-key"
+
+
+def test_a_revoked_key_is_refused_at_the_next_request_in_every_web_process(backend, tmp_path):
+    """A key created through one web process works in both; revoked through one, it is
+    refused at the very next request in both (``SVMSVC_API_KEY_CACHE_S=0``: each request
+    reads the table; with the default 1 s the other process refuses it within that second,
+    docs/service.md); the secret is never logged."""
+    directory = tmp_path / "data"
+    server = ServerProcess(directory, backend.database_url(directory), workers=1,
+                           web_processes=2, api_keys=f"admin:tester:{ADMIN_KEY}",
+                           api_key_cache_s=0)
+    try:
+        server.wait_ready()
+        processes = wait_for(lambda: len(web_processes(server)) == 2 and web_processes(server),
+                             PATIENCE_S, what="two web processes")
+        created = server.client.post("/api/v1/api-keys", json={"name": "leaked", "scope": "read"},
+                                     headers={"X-API-Key": ADMIN_KEY})
+        assert created.status_code == 201, created.text
+        secret, key_id = created.json()["secret"], created.json()["id"]
+
+        def on_fresh_connections(path: str, status: int) -> None:
+            """GET ``path`` with the key on fresh connections (a kept-alive one stays with the
+            process that accepted it) until both processes answered it; each answer must be
+            ``status``."""
+            for _ in range(200):
+                if set(served_by(server, f"GET {path}")) == set(processes):
+                    return
+                response = httpx.get(f"{server.url}{path}", headers={"X-API-Key": secret},
+                                     timeout=PATIENCE_S)
+                assert response.status_code == status, response.text
+            raise AssertionError(f"one process never answered {path}: "
+                                 f"{served_by(server, f'GET {path}')}")
+
+        on_fresh_connections("/api/v1/datasets?limit=7", 200)
+        revoked = server.client.delete(f"/api/v1/api-keys/{key_id}",
+                                       headers={"X-API-Key": ADMIN_KEY})
+        assert revoked.status_code == 204
+        on_fresh_connections("/api/v1/datasets?limit=8", 401)
+        assert secret not in server.log()
+    finally:
+        server.stop()

@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
+from pydantic import Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import job_logs
@@ -26,6 +27,7 @@ from app.api.deps import (
     SessionsDep,
     SettingsDep,
     StoreDep,
+    TagQuery,
     WriteSessionDep,
 )
 from app.api.errors import responses
@@ -33,6 +35,7 @@ from app.api.log_streams import LogStreams
 from app.api.routes import item_delete, item_get, resource_router
 from app.api.security import TRAIN, PrincipalDep
 from app.crud import jobs as crud_jobs
+from app.crud.metrics_order import BOUND_PATTERN, SORT_DESCRIPTION, SORT_PATTERN, parse_bounds
 from app.db.models import JobKind, JobStatus
 from app.errors import Conflict
 from app.problem import MAX_KEY_LENGTH
@@ -42,12 +45,17 @@ from app.schemas import (
     JobPublic,
     JobsPublic,
     PredictionJobCreate,
+    TagsPatch,
     WebhookDeliveriesPublic,
     WebhookDeliveryPublic,
 )
+from app.tags import parse_filters
 from app.webhooks import deliveries
 
 router = resource_router("jobs")
+
+Bound = Annotated[str, Field(pattern=BOUND_PATTERN)]
+"""A ``?min=`` / ``?max=`` item: metric:number."""
 
 PointsQuery = Annotated[int | None, Query(
     ge=3, le=10000,
@@ -74,7 +82,8 @@ def create_job(body: JobCreate, session: WriteSessionDep, dispatcher: Dispatcher
 
 
 @router.post("/predict", name="create_prediction", status_code=status.HTTP_202_ACCEPTED,
-             dependencies=[TRAIN], response_model=JobPublic, responses=responses(422, 429))
+             dependencies=[TRAIN], response_model=JobPublic,
+             responses=responses(400, 422, 429))
 def create_prediction_job(body: PredictionJobCreate, session: WriteSessionDep,
                           dispatcher: DispatcherDep, settings: SettingsDep,
                           principal: PrincipalDep, response: Response) -> JobPublic:
@@ -116,15 +125,39 @@ def list_jobs(
         max_length=MAX_KEY_LENGTH, pattern=r"^[ -~]*$",
         description="Only the jobs of this problem (a job's problem_key: printable ASCII).")]
         = None,
+    tag: TagQuery = None,
+    sort: Annotated[str, Query(pattern=SORT_PATTERN, description=SORT_DESCRIPTION)]
+        = "-created_at",
+    minimum: Annotated[list[Bound] | None, Query(
+        alias="min", max_length=16,
+        description="Only the jobs whose metric is at least this, as metric:number (e.g. "
+                    "validation.accuracy:0.9); repeat it for several.")] = None,
+    maximum: Annotated[list[Bound] | None, Query(
+        alias="max", max_length=16,
+        description="Only the jobs whose metric is at most this, as metric:number (e.g. "
+                    "training_seconds:10).")] = None,
     offset: OffsetQuery = 0,
     limit: LimitQuery = 100,
 ) -> JobsPublic:
-    """Jobs, newest first, optionally only those in one state, of one kind, on one dataset or
-    solving one problem."""
-    rows, count = crud_jobs.list_page(session, principal, status_filter, dataset_id, offset,
-                                      limit, problem_key, kind)
+    """Jobs, newest first or sorted by a stored metric of their model (``sort``), optionally
+    only those in one state, of one kind, on one dataset, solving one problem, with given
+    tags or within bounds of metrics (``min``, ``max``)."""
+    rows, count = crud_jobs.list_page(
+        session, principal, status_filter, dataset_id, offset, limit, problem_key, kind,
+        parse_filters(tag), sort, parse_bounds(minimum, "min"), parse_bounds(maximum, "max"))
     waiting = _queued_message(dispatcher)
     return JobsPublic(data=[_public(job, waiting) for job in rows], count=count)
+
+
+@router.patch("/{job_id}", name="update", dependencies=[TRAIN], response_model=JobPublic,
+              responses=responses(400, 404, 422))
+def update_job(job_id: uuid.UUID, body: TagsPatch, session: WriteSessionDep,
+               dispatcher: DispatcherDep, principal: PrincipalDep) -> JobPublic:
+    """Change a job's tags: ``{"tags": {"key": "value", "old": null}}`` sets ``key`` and
+    removes ``old`` (the others stay).  Its model, once stored, keeps its own tags (PATCH
+    /models/{id})."""
+    return _public(crud_jobs.set_tags(session, job_id, body.tags, principal),
+                   _queued_message(dispatcher))
 
 
 @item_get(router, "/{job_id}", JobPublic)

@@ -26,11 +26,13 @@ from app.api.deps import (
     SessionsDep,
     SettingsDep,
     StoreDep,
+    TagQuery,
     WriteSessionDep,
 )
 from app.api.errors import responses
 from app.api.routes import item_delete, item_get, resource_router
-from app.api.security import PrincipalDep
+from app.api.security import TRAIN, PrincipalDep
+from app.crud import evaluations as crud_evaluations
 from app.crud import models as crud_models
 from app.errors import Conflict, InvalidRequest
 from app.evaluation import evaluate_on_dataset
@@ -50,7 +52,11 @@ from app.schemas import (
     ModelsPublic,
     PredictionPublic,
     PredictionsPublic,
+    StoredEvaluationPublic,
+    StoredEvaluationsPublic,
+    TagsPatch,
 )
+from app.tags import parse_filters
 from solvers.models import ModelExportError
 
 router = resource_router("models")
@@ -82,12 +88,14 @@ def list_models(
     principal: PrincipalDep,
     dataset_id: uuid.UUID | None = None,
     solver: str | None = None,
+    tag: TagQuery = None,
     offset: OffsetQuery = 0,
     limit: LimitQuery = 100,
 ) -> ModelsPublic:
     """The caller's models (an admin's: all), newest first, optionally only those of one
-    dataset or solver."""
-    rows, count = crud_models.list_page(session, principal, dataset_id, solver, offset, limit)
+    dataset or solver, or with given tags."""
+    rows, count = crud_models.list_page(session, principal, dataset_id, solver, offset, limit,
+                                        parse_filters(tag))
     return ModelsPublic(data=[ModelPublic.from_row(row) for row in rows], count=count)
 
 
@@ -95,6 +103,15 @@ def list_models(
 def get_model(model: ModelDep) -> ModelPublic:
     """One model: solver, parameters, classes, objective, training statistics."""
     return ModelPublic.from_row(model)
+
+
+@router.patch("/{model_id}", name="update", dependencies=[TRAIN], response_model=ModelPublic,
+              responses=responses(400, 404, 422))
+def update_model(model_id: uuid.UUID, body: TagsPatch, session: WriteSessionDep,
+                 principal: PrincipalDep) -> ModelPublic:
+    """Change a model's tags: ``{"tags": {"key": "value", "old": null}}`` sets ``key`` and
+    removes ``old`` (the others stay)."""
+    return ModelPublic.from_row(crud_models.set_tags(session, model_id, body.tags, principal))
 
 
 @item_delete(router, "/{model_id}")
@@ -257,7 +274,7 @@ async def predict_many(
     return Response(answer, media_type=JSON)
 
 
-@router.post("/{model_id}/evaluate", name="evaluate", response_model=EvaluationPublic,
+@router.post("/{model_id}/evaluate", name="evaluate", response_model=StoredEvaluationPublic,
              responses=responses(400, 404, 422))
 def evaluate_model(
     model_id: uuid.UUID,
@@ -272,7 +289,22 @@ def evaluate_model(
     (binary), the log loss (models trained with probability=true), per-class counts and the
     confusion matrix: the same dict as ``solvers.evaluate(model, dataset)``.
 
-    A dataset with more features than the model (another feature space) is a 422.
+    A dataset with more features than the model (another feature space) is a 422.  The
+    evaluation is stored (GET /models/{id}/evaluations lists them) with the dataset, the time
+    and the key's owner.
     """
-    return EvaluationPublic(**evaluate_on_dataset(cache, sessions, store, model_id,
-                                                  body.dataset_id, principal))
+    result = EvaluationPublic(**evaluate_on_dataset(cache, sessions, store, model_id,
+                                                    body.dataset_id, principal))
+    row = crud_evaluations.store(sessions, model_id, body.dataset_id,
+                                 result.model_dump(mode="json"), principal)
+    return StoredEvaluationPublic.from_row(row)
+
+
+@router.get("/{model_id}/evaluations", name="evaluations",
+            response_model=StoredEvaluationsPublic, responses=responses(404, 422))
+def list_evaluations(model: ModelDep, session: SessionDep, offset: OffsetQuery = 0,
+                     limit: LimitQuery = 100) -> StoredEvaluationsPublic:
+    """The model's stored evaluations (each POST /models/{id}/evaluate), newest first."""
+    rows, count = crud_evaluations.list_page(session, model, offset, limit)
+    return StoredEvaluationsPublic(data=[StoredEvaluationPublic.from_row(row) for row in rows],
+                                   count=count)

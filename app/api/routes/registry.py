@@ -38,13 +38,13 @@ from app.schemas import (
     AliasMove,
     AliasPublic,
     EvaluateRequest,
-    EvaluationPublic,
     ModelVersionPublic,
     PredictionPublic,
     PredictionsPublic,
     RegisteredModelPublic,
     RegisteredModelsPublic,
     RegisteredModelSummary,
+    StoredEvaluationPublic,
 )
 
 router = resource_router("registry")
@@ -128,21 +128,23 @@ async def predict_many_by_version(name: NamePath, version: VersionPath, request:
 
 
 @router.post("/{name}@{alias}/evaluate", name="evaluate-alias",
-             response_model=EvaluationPublic, responses=responses(400, 404, 422))
+             response_model=StoredEvaluationPublic, responses=responses(400, 404, 422))
 def evaluate_by_alias(name: NamePath, alias: AliasPath, body: EvaluateRequest,
                       request: Request, cache: ModelCacheDep, sessions: SessionsDep,
-                      store: StoreDep, principal: PrincipalDep) -> EvaluationPublic:
-    """``POST /models/{model_id}/evaluate`` of the version ``alias`` points at now."""
+                      store: StoreDep, principal: PrincipalDep) -> StoredEvaluationPublic:
+    """``POST /models/{model_id}/evaluate`` of the version ``alias`` points at now (stored
+    with that model's evaluations)."""
     return model_routes.evaluate_model(_resolve(request, principal, name, alias), body, cache,
                                        sessions, store, principal)
 
 
 @router.post("/{name}/{version:int}/evaluate", name="evaluate-version",
-             response_model=EvaluationPublic, responses=responses(400, 404, 422))
+             response_model=StoredEvaluationPublic, responses=responses(400, 404, 422))
 def evaluate_by_version(name: NamePath, version: VersionPath, body: EvaluateRequest,
                         request: Request, cache: ModelCacheDep, sessions: SessionsDep,
-                        store: StoreDep, principal: PrincipalDep) -> EvaluationPublic:
-    """``POST /models/{model_id}/evaluate`` of the version."""
+                        store: StoreDep, principal: PrincipalDep) -> StoredEvaluationPublic:
+    """``POST /models/{model_id}/evaluate`` of the version (stored with that model's
+    evaluations)."""
     return model_routes.evaluate_model(_resolve(request, principal, name, None, version), body,
                                        cache, sessions, store, principal)
 

@@ -199,6 +199,13 @@ export function datasetLine(d) {
   return d.kind === "sharded" ? `${d.name} (sharded in ${d.n_shards}, ${shape})` : `${d.name} (${shape})`;
 }
 
+/** A job's or model's tags as `key=value` chips ("–" when none); text only, never HTML. */
+export function tagList(tags) {
+  const entries = Object.entries(tags || {});
+  if (!entries.length) return "–";
+  return el("span", { class: "tags" }, ...entries.map(([k, v]) => el("code", { class: "tag" }, `${k}=${v}`)));
+}
+
 export function shortId(id) { return id ? id.slice(0, 8) : "–"; }
 
 export function jobElapsed(job) {

@@ -12,7 +12,7 @@
 //
 // A batch prediction job (kind "predict") shows its rows done of the total as they stream in,
 // and once it has succeeded a button that downloads its result.
-import { FINISHED, api, bytes, content, download, datasetLine, el, fmt, jobElapsed, notice, seconds, setTitle, shortId, showError, start, statusBadge, streamLog, table, when } from "./common.js";
+import { FINISHED, api, bytes, content, download, datasetLine, el, fmt, jobElapsed, notice, seconds, setTitle, shortId, showError, start, statusBadge, streamLog, table, tagList, when } from "./common.js";
 import { makePlot, partOf, relativeGap, runTimes } from "./plot.js";
 import { race } from "./race.js";
 
@@ -142,6 +142,7 @@ function showFacts(facts, actions, dataset) {
     ["Elapsed", seconds(jobElapsed(job))],
     ["Created", when(job.created_at)],
     ["Problem", job.problem_key ? el("code", {}, job.problem_key) : "– (tuning job)"],
+    ["Tags", tagList(job.tags)],
   ];
   facts.replaceChildren(...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { "data-fact": k.toLowerCase() }, v)]));
   const buttons = [];

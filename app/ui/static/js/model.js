@@ -2,7 +2,7 @@
 // solvers.evaluate: accuracy, balanced accuracy, F1 macro, ROC AUC, average precision, log
 // loss when calibrated; the ROC curve of a binary model; the confusion matrix), one example
 // predicted, downloads (npz, LIBLINEAR).
-import { api, apiAll, content, download, el, fmt, seconds, setTitle, shortId, showError, start, table } from "./common.js";
+import { api, apiAll, content, download, el, fmt, seconds, setTitle, shortId, showError, start, table, tagList } from "./common.js";
 import { makePlot } from "./plot.js";
 
 const modelId = location.pathname.split("/").filter(Boolean).pop();
@@ -18,6 +18,7 @@ async function render() {
     ["Training time", seconds(model.training_seconds)],
     ["Dataset", names[model.dataset_id] || model.dataset_id],
     ["Training job", model.job_id ? el("a", { href: `/ui/jobs/${model.job_id}` }, shortId(model.job_id)) : "– (deleted)"],
+    ["Tags", tagList(model.tags)],
   ];
   const links = el("div", { class: "actions" },
     downloadLink("Download (.npz)", `/models/${model.id}/download?format=npz`, `model-${model.id}.npz`),
