@@ -171,6 +171,10 @@ _TOGETHER = {
            ("loss", "squared_epsilon_insensitive", {"task": "regression"}),
            ("loss", "epsilon_insensitive", {"task": "regression"}),
            ("task", "regression", {"loss": "squared_epsilon_insensitive"}))},
+    # smo's regression is LIBSVM's epsilon-SVR (svm_type decides the task and the loss)
+    ("smo", "loss", "epsilon_insensitive"): {"task": "regression"},
+    # a scaler folds into a linear-kernel model only
+    **{("smo", "scale", value): {"kernel": "linear"} for value in ("maxabs", "standard")},
 }
 # Fields whose only valid value is the default: another value must reach the model (which
 # rejects it), proving the option passed it on.

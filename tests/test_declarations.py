@@ -156,7 +156,7 @@ def test_lp_at_the_ends_of_its_range_is_the_hinge_or_the_squared_hinge():
 def test_the_loss_layer_names_every_loss_once():
     assert LOSSES == tuple(LOSS_TYPES)
     assert LOSSES == ("hinge", "squared_hinge", "lp", "modified_huber", "least_squares",
-                      "epsilon_insensitive", "squared_epsilon_insensitive", "logistic")
+                      "logistic", "epsilon_insensitive", "squared_epsilon_insensitive")
     for name in LOSSES:
         loss = get_loss(name, 1.5)
         assert loss.name == canonical(name, 1.5)[0]
