@@ -36,7 +36,9 @@ def protected_routes(api) -> list[tuple[str, str, str]]:
     routes = []
     for path, methods in api.app.openapi()["paths"].items():
         if path not in PROBES:
-            url = re.sub(r"\{[a-z_]+\}", lambda _: str(uuid.uuid4()), path)
+            # a random id for each parameter (a registry version is a number: {version:int})
+            url = re.sub(r"\{([a-z_]+)\}", lambda m: "1" if m.group(1) == "version"
+                         else str(uuid.uuid4()), path)
             routes += [(method.upper(), path, url) for method in methods]
     return routes
 

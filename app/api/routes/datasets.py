@@ -111,7 +111,7 @@ async def upload_dataset(
 
 
 @creates_dataset("/sharded", "register_sharded",
-                 "The same shards, read the same way, exist: that dataset", 422)
+                 "The same shards, read the same way, exist: that dataset", 400, 422)
 def register_sharded_dataset(
     body: DatasetShardedCreate,
     response: Response,
