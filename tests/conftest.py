@@ -25,7 +25,7 @@ def index_dtype(request):
 # Under CI a test that skips for want of data is an error: the repository carries its datasets
 # (data/), so such a skip means a test reads something no clone has.
 _MISSING_DATA = re.compile(r"(data ?set|datasets?|data file)s? .*(not found|missing|not "
-                           r"available)|shared/data|\.\./shared", re.IGNORECASE)
+                           r"available)|shared[/\\]data|\.\.[/\\]shared", re.IGNORECASE)
 
 
 @pytest.hookimpl(hookwrapper=True)
