@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from solvers.core.sparse import column_max_abs as sparse_column_max_abs
 from solvers.core.sparse import row_norms_squared
 from solvers.data.dataset import Dataset, as_csr
-from solvers.models import LinearModel, OrdinalModel, RegressionModel
+from solvers.models import KernelModel, LinearModel, OrdinalModel, RegressionModel
 
 SCALES = ("none", "maxabs", "standard")
 
@@ -151,7 +151,8 @@ class FeatureScaler:
 
     def scaled_model(self, model):
         """``model`` (trained on scaled inputs) on raw inputs: a linear, regression or ordinal
-        model with the scaler folded into its weights."""
+        model with the scaler folded into its weights, or a linear-kernel expansion with it
+        folded into its support vectors."""
         if isinstance(model, LinearModel):
             coef, intercept = self.fold(model.coef_, model.intercept_)
             raw = LinearModel(coef, intercept, model.classes_, model.metadata)
@@ -162,10 +163,28 @@ class FeatureScaler:
         elif isinstance(model, RegressionModel):
             coef, intercept = self.fold(model.coef_, model.intercept_)
             raw = RegressionModel(coef, intercept, model.metadata)
+        elif isinstance(model, KernelModel) and type(model) is KernelModel \
+                and model.kernel.name == "linear":
+            raw = self._scaled_linear_kernel_model(model)
         else:
             raise TypeError(f"scaling does not apply to a {type(model).__name__}")
         raw.metadata["scaling"] = self.describe()
         return raw
+
+    def _scaled_linear_kernel_model(self, model: KernelModel) -> KernelModel:
+        """A linear-kernel expansion trained on scaled inputs (smo's one-vs-one, where no
+        single weight vector holds all pairs), on raw inputs.  With s(x) = (x - offset) *
+        factor, each term s(x_j) . s(x) = v_j . x - v_j . offset for v_j = s(x_j) * factor,
+        so the model keeps its support vectors' structure (LIBSVM's per-class groups) with
+        v_j in place of s(x_j), and each function's intercept moves by -sum_j coef_j v_j .
+        offset: the same function, exactly."""
+        vectors = as_csr(model.support_vectors_).copy()
+        vectors.data = vectors.data * self.factor[vectors.indices]
+        intercept = model.intercept_
+        if self.offset is not None:
+            intercept = intercept - model.coef_ @ np.asarray(vectors @ self.offset).ravel()
+        return KernelModel(vectors, model.coef_, intercept, model.classes_, model.kernel,
+                           model.metadata, multiclass=model.multiclass)
 
 
 __all__ = ["SCALES", "SPREAD_WARNING_DECADES", "FeatureScaler", "column_max_abs",

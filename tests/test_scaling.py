@@ -118,3 +118,29 @@ def test_ordinal_models_fold_the_scaler_into_their_thresholds():
     direct = solvers.train(scaler.transform_dataset(raw), solver="mfn", task="ordinal")
     np.testing.assert_array_equal(result.model.predict(raw.X),
                                   direct.model.predict(scaler.transform(raw.X)))
+
+
+@pytest.mark.parametrize("scale", ["maxabs", "standard"])
+def test_one_vs_one_linear_kernel_folds_the_scaler_into_its_support_vectors(scale, tmp_path):
+    """smo's one-vs-one with the linear kernel (three classes of dna, with unscaled columns)
+    is a kernel expansion, not one weight vector: the scaler goes into its support vectors
+    and intercepts, and the model on raw inputs is the scaled problem's solution, LIBSVM
+    file included."""
+    raw = unscaled("dna.scale")
+    raw = raw.subset(np.arange(600))
+    result = solvers.train(raw, solver="smo", kernel="linear", scale=scale, C=0.1,
+                           multiclass="ovo")
+    model = result.model
+    assert model.multiclass == "ovo" and model.metadata["scaling"]["method"] == scale
+    scaler = FeatureScaler.fit(raw.X, scale)
+    direct = solvers.train(scaler.transform_dataset(raw), solver="smo", kernel="linear",
+                           C=0.1, multiclass="ovo")
+    scaled_X = scaler.transform(raw.X)
+    expected = direct.model.pairwise_decision(scaled_X)
+    np.testing.assert_allclose(model.pairwise_decision(raw.X), expected, rtol=1e-8,
+                               atol=1e-8 * np.abs(expected).max())
+    np.testing.assert_array_equal(model.predict(raw.X), direct.model.predict(scaled_X))
+    path = tmp_path / "dna.model"
+    path.write_text(model.to_libsvm())
+    again = solvers.load_model(path)
+    np.testing.assert_array_equal(again.predict(raw.X), model.predict(raw.X))
