@@ -431,6 +431,9 @@ class SolverParams(BaseModel):
     relative_fields: ClassVar[tuple[str, ...]] = RELATIVE_TOLERANCE_FIELDS
     #: fields renamed to the shared spelling, old name -> new name (accepted, deprecated)
     renamed_fields: ClassVar[dict[str, str]] = {}
+    #: the field holding a residual loss's tube width (:attr:`loss_epsilon`), which means
+    #: nothing for a classifier (:meth:`shown`); None where the solver has none
+    tube_field: ClassVar[str | None] = None
 
     solver: str
     C: float = Field(1.0, ge=C_RANGE[0], le=C_RANGE[1],
@@ -703,7 +706,8 @@ class SolverParams(BaseModel):
         kernel rbf, gamma scale, rank 256): the low-rank path's fields without an
         approximation (the kernel's own with a kernel solver), each kernel's unused constants,
         the method-specific ones of the other method, ``bias_scale`` without a regularized
-        bias, ``p`` without lp, an absent class weight."""
+        bias, ``p`` without lp, an absent class weight, the regression tube's width
+        (:attr:`tube_field`) outside regression."""
         approximation = params.get("approximation", "none")
         kernel = params.get("kernel") if approximation != "none" or cls.own_kernel else None
         hidden = {"class_weight"} if params.get("class_weight") is None else set()
@@ -721,6 +725,8 @@ class SolverParams(BaseModel):
             hidden.add("bias_scale")
         if not takes_exponent(params.get("loss")):
             hidden.add("p")
+        if cls.tube_field is not None and params.get("task") != "regression":
+            hidden.add(cls.tube_field)
         return {name: value for name, value in params.items() if name not in hidden}
 
     def posed_task(self, n_classes: int) -> str:

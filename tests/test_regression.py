@@ -28,6 +28,7 @@ from solvers.mfn import solve_regression as mfn_regression
 from solvers.models import RegressionModel, load_model
 from solvers.problems import BinaryProblem, RegressionProblem
 from solvers.registry import mfn_newton
+from solvers.train import validate_params
 
 OBJECTIVE_RTOL = 1e-6  # the issue's bar
 SETS = ("cpusmall", "abalone", "space_ga", "housing", "mg", "bodyfat")
@@ -294,3 +295,24 @@ def test_cross_validation_refuses_a_regression_with_the_reason():
 
     with pytest.raises(InvalidParametersError, match="regression's search .* not built yet"):
         cross_validate(_data("mg"), "dual_cd", C=[0.1, 1.0], folds=3, task="regression")
+
+
+@pytest.mark.parametrize(("solver", "params", "shown_tube"), [
+    ("mfn", {}, set()),  # mfn's epsilon is CGLS's tolerance, shown; its tube is not
+    ("mfn", {"task": "regression"}, {"insensitivity"}),
+    ("dual_cd", {}, set()),
+    ("dual_cd", {"task": "regression"}, {"epsilon"}),
+    ("smo", {}, set()),
+    ("smo", {"svm_type": "epsilon_svr"}, {"epsilon"}),
+    ("smo", {"svm_type": "nu_svr"}, {"nu"}),
+    ("smo", {"svm_type": "one_class"}, {"nu"}),
+    ("smo", {"svm_type": "nu_svc"}, {"nu"}),
+])
+def test_a_models_shown_parameters_hold_the_tube_and_nu_only_where_they_apply(
+        solver, params, shown_tube):
+    """A classifier's page listed ``insensitivity 0.1`` (mfn's SVR tube): the tube's width and
+    nu are shown only for the problems that read them."""
+    _, validated = validate_params(solver, params)
+    shown = type(validated).shown(validated.model_dump())
+    tube = {"insensitivity", "nu"} | ({"epsilon"} if solver != "mfn" else set())
+    assert tube & set(shown) == shown_tube

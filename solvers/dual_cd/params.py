@@ -48,6 +48,7 @@ class DualCDParams(SolverParams):
 
     solves: ClassVar[Solves] = DUAL_CD_SOLVES
     relative_fields: ClassVar[tuple[str, ...]] = ("tol",)  # its epsilon is the tube's width
+    tube_field: ClassVar[str | None] = "epsilon"
 
     solver: Literal["dual_cd"] = "dual_cd"
     task: DUAL_CD_SOLVES.choices("task") = Field(

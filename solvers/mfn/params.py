@@ -56,6 +56,7 @@ class MFNParams(SolverParams):
     preconditioning=0, c_path_start=None, newton_forcing=None`` is Appendix A as written."""
 
     solves: ClassVar[Solves] = MFN_SOLVES
+    tube_field: ClassVar[str | None] = "insensitivity"  # its epsilon is CGLS's tolerance
     renamed_fields: ClassVar[dict[str, str]] = {
         "initial_cgls_iterations": "initial_cgls_iter",  # alm's max_cgls_iter, max_iter
         "max_cgls_iterations": "max_cgls_iter",

@@ -66,6 +66,7 @@ class SMOParams(SolverParams):
     own_kernel: ClassVar[bool] = True
     #: ``epsilon`` is epsilon-SVR's tube, not a tolerance
     relative_fields: ClassVar[tuple[str, ...]] = ("tol",)
+    tube_field: ClassVar[str | None] = "epsilon"
 
     solver: Literal["smo"] = "smo"
     svm_type: SVMType = Field(
@@ -192,6 +193,19 @@ class SMOParams(SolverParams):
                              "data before training (only the linear kernel's classifiers, "
                              "linear models, take a scaler)")
         return self
+
+    @classmethod
+    def shown(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`SolverParams.shown`, and of ``nu`` and ``epsilon`` only what the svm_type
+        reads: nu for nu_svc, one_class and nu_svr, the tube for epsilon_svr alone (nu_svr
+        finds its own)."""
+        shown = super().shown(params)
+        svm_type = params.get("svm_type")
+        if svm_type not in ("nu_svc", "one_class", "nu_svr"):
+            shown.pop("nu", None)
+        if svm_type != "epsilon_svr":
+            shown.pop("epsilon", None)
+        return shown
 
     @classmethod
     def _posing_values(cls, problem: dict[str, Any]) -> dict[str, Any]:
