@@ -128,6 +128,32 @@ def test_crammer_singer_on_dna_certifies():
     assert result.choice.solver == "cutting_plane"
 
 
+def test_a_loser_still_running_when_another_wins_is_abandoned(monkeypatch):
+    """Once a candidate certifies, the others are not asked for their points (their
+    family's stop would compute an objective, a gap and a model nobody reads): each unwinds
+    from its next report and is listed as abandoned, with the records it made.  The winner's
+    fit is its run alone, bit for bit."""
+    monkeypatch.setattr(portfolio, "CHALLENGER_SHARE", 10.0)  # the challenger runs between
+    monkeypatch.setattr(portfolio, "BEHIND", math.inf)  # and is never stopped as behind
+    data = load("a9a").subset(np.arange(3000))
+    first = entrant("mfn", loss="squared_hinge")
+    other = entrant("alm", loss="squared_hinge", variant="inexact")
+    monitor = ListMonitor()
+    outcome = portfolio.run(data, Ranking([first, other], "test"), TOL, monitor,
+                            fit_for(data))
+    assert outcome.entrant is first, outcome.choice.runs
+    runs = {r["candidate"]: r for r in outcome.choice.runs}
+    loser = runs["alm(variant=inexact)"]
+    assert loser["status"] == "abandoned", loser
+    assert loser["outcome"] == "stopped: mfn certified the gap first"
+    assert "objective" not in loser
+    made = [r for r in monitor.records if r.extras["candidate"] == loser["candidate"]]
+    assert loser["iterations"] == len(made) > 0
+    alone = fit_handler(first.spec, first.params, data)(data, first.spec, first.params,
+                                                         ListMonitor())
+    np.testing.assert_array_equal(outcome.fit.model.coef_, alone.model.coef_)
+
+
 def test_the_callers_stop_ends_every_candidate():
     data = unscaled_australian()
     ranking = Ranking([entrant("cutting_plane", method="ocas"), entrant("alm")], "test")

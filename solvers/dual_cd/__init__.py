@@ -58,6 +58,10 @@ pass, the active set's size and eps.  In this mode eps is only Algorithm 3's fir
 when the full set meets it with the gap still above tol, eps is divided by 10 and the descent
 goes on.  The final gap is recomputed with w = sum alpha_i y_i x~_i formed afresh (the w kept
 by the steps accumulates round-off).  ``max_iter`` counts outer iterations (LIBLINEAR's 1000).
+The dual point is the descent's own alpha: a better one from w was tried (issue 52) on
+news20 made binary, hinge, C = 1 -- the KKT map C_i L'(xi_i) clipped to the box, and one Jacobi
+step of the coordinate update, each with an exact line search on D from alpha (one pass) --
+and certified no smaller gap at any of 4-256 epochs (docs/design.md, 4.8), so none is made.
 
 The Newton switch (squared hinge and logistic, ``newton_switch_iter`` = 300): LIBLINEAR's
 ``train_one`` runs ``-s 1`` for at most ``dual_solver_max_iter`` = 300 iterations and, when it
