@@ -112,10 +112,11 @@ class DualCDParams(SolverParams):
     face_newton: bool = Field(
         True,
         description="task='regression' with the epsilon_insensitive loss (stop_rule='gap'): "
-                    "after each stretch of coordinate descent between gap checks, "
+                    "from newton_switch_iter outer iterations on (None: never), after each "
+                    "stretch of coordinate descent between gap checks, "
                     "projected Newton steps on the dual's face (the free b_i and the "
                     "violators with their signs; the objective is quadratic there) while "
-                    "they move, at most 50, which end the slow approach of coordinate "
+                    "they pay (at most 50), which end the slow approach of coordinate "
                     "descent at large C on few features (solvers.dual_cd.regression."
                     "face_newton_step); False: Ho & Lin's coordinate descent alone, as "
                     "LIBLINEAR -s 13.")

@@ -73,43 +73,39 @@ FACE_NEWTON_RCOND = 1e-10
 ARMIJO = 1e-4
 #: At most this many times the working set loses the coordinates its direction pushes out.
 FACE_NEWTON_ROUNDS = 20
-#: At most this many face steps follow a stretch of coordinate descent.
+#: At most this many face steps follow a stretch of coordinate descent; they stop once one
+#: decreases f by at most this fraction of the first one's.
 FACE_NEWTON_STEPS = 50
+FACE_NEWTON_RETURNS = 1e-3
 
 
-def _face_direction(X, working: np.ndarray, sign: np.ndarray, s: float, d1: int,
-                   smooth: np.ndarray, epsilon: float, upper: np.ndarray):
-    """(direction, the rows, their dense copy with the bias column, the gradient) on the
-    working set, or None's when there is no descent: the minimum-norm Newton step on the
-    range of Q_WW = X~_W X~_W' (thin SVD X~_W = U S V', p = -U S^-2 U' g) and, on its null
-    space where f is linear, the steepest descent scaled so that t = 1 moves its largest
-    entry across the box (the search halves it)."""
-    rows = X[working]
-    dense = np.empty((working.size, d1))
-    dense[:, :-1] = rows.toarray()
-    dense[:, -1] = s
-    gradient = smooth[working] + epsilon * sign
+def _face_direction(dense: np.ndarray, gradient: np.ndarray, bound: np.ndarray):
+    """The direction on the working set (its rows ``dense``, with the bias column, and its
+    gradient), or None when there is no descent: the minimum-norm Newton step on the range
+    of Q_WW = X~_W X~_W' (thin SVD X~_W = U S V', p = -U S^-2 U' g) and, on its null space
+    where f is linear, the steepest descent scaled so that t = 1 moves its largest entry
+    across the box (the search halves it)."""
     U, S, _ = np.linalg.svd(dense, full_matrices=False)
     keep = S > FACE_NEWTON_RCOND * S[0] if S.size and S[0] > 0 else np.zeros(0, dtype=bool)
     if not keep.any():
-        return None, None, None, None
+        return None
     U, S = U[:, keep], S[keep]
     projected = U.T @ gradient
     direction = -(U @ (projected / S**2))
     null = gradient - U @ projected
     largest = np.abs(null).max()
     if largest > FACE_NEWTON_RCOND * np.abs(gradient).max():
-        direction -= null * (upper[working].max() / largest)
+        direction -= null * (bound.max() / largest)
     if gradient @ direction >= 0.0:
-        return None, None, None, None
-    return direction, rows, dense, gradient
+        return None
+    return direction
 
 
 def face_newton_step(X, y: np.ndarray, s: float, epsilon: float, upper: np.ndarray,
-                     b: np.ndarray, beta: np.ndarray) -> tuple[int, bool]:
+                     b: np.ndarray, beta: np.ndarray) -> tuple[int, float]:
     """One projected Newton step of the L1-loss dual on the working set coordinate descent
     has found; updates ``b`` and ``beta`` (w = sum_i b_i x~_i, kept) in place and returns the
-    stored entries touched and whether it moved.
+    stored entries touched and the decrease of f (0: no step).
 
     Why.  With the L1 loss (lam = 0) f(b) = 1/2 ||X~'b||^2 - y'b + eps ||b||_1 has the
     Hessian Q = X~ X~' of rank at most d + 1 on n >> d variables: on sets of few features
@@ -147,27 +143,35 @@ def face_newton_step(X, y: np.ndarray, s: float, epsilon: float, upper: np.ndarr
     down = (at_zero & (gn > 0.0)) | (at_lower & (gn < 0.0))
     working = np.flatnonzero(free | up | down)
     if working.size == 0 or working.size * d1 > FACE_NEWTON_MAX_ENTRIES:
-        return X.nnz, False
+        return X.nnz, 0.0
     sign = np.where(free[working], np.sign(b[working]),
                     np.where(up[working], 1.0, -1.0))
     # the direction on the working set; a coordinate at 0 or its bound that the direction
     # would push out of the box leaves the set and the direction is computed again
     # (Bertsekas' rule: the Newton system only on the coordinates that can move)
+    rows = X[working]
+    dense = np.empty((working.size, d1))
+    dense[:, :-1] = rows.toarray()
+    dense[:, -1] = s
+    gradient = smooth[working] + epsilon * sign
+    charged = X.nnz + rows.nnz  # the residuals' pass and the rows' copy
     for _ in range(FACE_NEWTON_ROUNDS):
-        direction, rows, dense, gradient = _face_direction(X, working, sign, s, d1,
-                                                           smooth, epsilon, upper)
+        # an SVD of the |W| x (d + 1) rows: |W| (d + 1)^2 operations, charged as entries
+        charged += dense.size * d1
+        direction = _face_direction(dense, gradient, upper[working])
         if direction is None:
-            return X.nnz, False
+            return charged, 0.0
         z = sign * b[working]
         stuck = ((z <= 0.0) & (sign * direction < 0.0)) | \
             ((z >= upper[working]) & (sign * direction > 0.0))
         if not stuck.any():
             break
-        working, sign = working[~stuck], sign[~stuck]
+        keep = ~stuck
+        working, sign, dense, gradient = working[keep], sign[keep], dense[keep], gradient[keep]
         if working.size == 0:
-            return X.nnz, False
+            return charged, 0.0
     else:
-        return X.nnz, False
+        return charged, 0.0
     free = working
     current = b[free]
     bound = upper[free]
@@ -186,9 +190,10 @@ def face_newton_step(X, y: np.ndarray, s: float, epsilon: float, upper: np.ndarr
         if change <= ARMIJO * (gradient @ delta) and change < 0.0:
             b[free] = moved
             beta += shift
-            return X.nnz + 2 * int(rows.nnz + free.size), True
+            return charged, -change
         t *= 0.5
-    return X.nnz + int(rows.nnz + free.size), False
+        charged += dense.size
+    return charged, 0.0
 
 
 def solve_regression(problem: RegressionProblem, params: DualCDParams | None = None,
@@ -231,21 +236,28 @@ def solve_regression(problem: RegressionProblem, params: DualCDParams | None = N
     upper = np.ascontiguousarray(upper)
     # the L1 loss: a Newton step on the face after each stretch of coordinate descent
     # (face_newton_step); the squared loss has the primal Newton switch instead
+    # from newton_switch_iter on, as the squared losses switch there (coordinate descent
+    # alone certifies the easy problems first, in cheaper steps)
     face_newton = (problem.loss_function.piecewise_linear and params.face_newton
-                   and params.stop_rule == "gap")
+                   and params.stop_rule == "gap" and params.newton_switch_iter is not None)
+
+    ran_total = [0]
 
     def descend(max_epochs, eps, budget):
         ran, met, relative, work = svr_epochs(
             X.indptr, X.indices, X.data, problem.y, s, qd, lam, upper, problem.epsilon, b,
             beta, index, istate, fstate, rng, max_epochs, eps, budget, params.shrinking)
-        if face_newton:
-            # face steps while they move (at most FACE_NEWTON_STEPS)
-            spent = 0
+        ran_total[0] += ran
+        if face_newton and ran_total[0] >= params.newton_switch_iter:
+            # face steps while they pay: until one decreases f by at most
+            # FACE_NEWTON_RETURNS of the first's (at most FACE_NEWTON_STEPS)
+            spent, first = 0, None
             for _ in range(FACE_NEWTON_STEPS):
-                step_work, moved = face_newton_step(X, problem.y, s, problem.epsilon, upper,
-                                                    b, beta)
+                step_work, decrease = face_newton_step(X, problem.y, s, problem.epsilon,
+                                                       upper, b, beta)
                 spent += step_work
-                if not moved:
+                first = decrease if first is None else first
+                if decrease <= FACE_NEWTON_RETURNS * first:
                     break
             work += spent
         record = {"relative_violation": float(relative), "active_size": int(istate[0])}
