@@ -287,3 +287,10 @@ def test_auto_knows_the_problems_of_issue_47():
                               epsilon=epsilon, C=10.0, tol=1e-8)
         assert result.status == alone.status == "converged"
         assert result.objective == pytest.approx(alone.objective, rel=1e-7)
+    # logistic regression through auto ends where newton alone does (tests/test_logistic.py
+    # holds newton to LIBLINEAR -s 0 at -e 1e-10)
+    heart = load("heart_scale")
+    result = solvers.train(heart, solver="auto", loss="logistic", C=1.0, tol=1e-9)
+    alone = solvers.train(heart, solver="newton", loss="logistic", C=1.0, tol=1e-9)
+    assert result.status == "converged"
+    assert result.objective == pytest.approx(alone.objective, rel=1e-8)

@@ -143,7 +143,7 @@ def test_l2_loss_objectives_equal_liblinears(name, point):
 
 
 @pytest.mark.parametrize("point", POINTS, ids=lambda p: f"C={p[0]:g}-eps={p[1]:g}sd")
-@pytest.mark.parametrize("name", ["housing", "mg", "bodyfat"])
+@pytest.mark.parametrize("name", ["housing", "mg", "bodyfat", "abalone", "space_ga"])
 def test_l1_loss_objective_equals_the_optimum_and_beats_liblinears(name, point):
     """dual_cd's L1-loss SVR (-s 13) ends certified within 1e-6 of Clarabel's optimum at its
     default iteration cap, and at or below LIBLINEAR -s 13's objective (which stops at its
