@@ -42,7 +42,7 @@ from threadpoolctl import threadpool_limits
 import solvers
 from bench.commands import Command, option, out, problems
 from bench.harness import machine_description, relative_gap
-from bench.problems import BenchProblem
+from bench.problems import REGRESSION_SETS, BenchProblem
 from bench.references import load_references
 from solvers.auto import (
     MEASURED_TOLERANCES,
@@ -65,7 +65,10 @@ AutoParams = solvers.get_solver("auto").params_model
 DATASETS = ("heart_scale", "breast-cancer_scale", "australian_scale", "diabetes_scale",
             "svmguide1", "mushrooms", "a9a", "ijcnn1", "w8a", "news20-binary",
             "australian-unscaled", "breast-cancer-unscaled")
-LOSSES = ("squared_hinge", "hinge")
+LOSSES = ("squared_hinge", "hinge", "logistic")
+#: The regression sets (bench.problems.REGRESSION_SETS) and their residual losses.
+REGRESSION_DATASETS = REGRESSION_SETS
+REGRESSION_LOSSES = ("squared_epsilon_insensitive", "epsilon_insensitive")
 CS = (0.01, 1.0, 100.0)
 CAP_FACTOR = 10.0
 MIN_CAP = 2.0
@@ -80,7 +83,7 @@ HELD_BACK = ("australian_scale", "w8a")
 def candidates_for(problem: BenchProblem) -> list[Candidate]:
     """The candidates ``auto`` would consider for the problem (the same eligibility test)."""
     ds = problem.train_dataset()
-    params = AutoParams(loss=problem.loss, bias=problem.bias, C=problem.C)
+    params = AutoParams(loss=problem.loss, bias=problem.bias, C=problem.C, **problem.posed)
     eligible = eligible_candidates(params, DatasetShape.of(ds), solvers.get_solver,
                                    supports_task)
     return [candidate for candidate, spec, _ in eligible if spec.run is not None]
@@ -92,6 +95,7 @@ def run_candidate(candidate: Candidate, problem: BenchProblem, tol: float, cap: 
     start = time.perf_counter()
     result = solvers.train(problem.train_dataset(), solver=candidate.solver, C=problem.C,
                            loss=problem.loss, bias=problem.bias, monitor=monitor,
+                           **problem.posed,
                            **candidate.params_for(solvers.get_solver(candidate.solver), tol))
     total = time.perf_counter() - start
     trace = [(r.elapsed, r.objective) for r in result.log]
@@ -150,12 +154,17 @@ def measure_problem(problem: BenchProblem, log=print) -> dict:
     return entry
 
 
-def problems_of(datasets) -> list[BenchProblem]:
+def problems_of(datasets, losses=None) -> list[BenchProblem]:
+    """The problems of ``datasets``: the classification sets with :data:`LOSSES`, the
+    regression sets with :data:`REGRESSION_LOSSES` (``losses``: only those of them)."""
     return [BenchProblem(d, loss, "regularized", C)
-            for d in datasets for loss in LOSSES for C in CS]
+            for d in datasets
+            for loss in (REGRESSION_LOSSES if d in REGRESSION_DATASETS else LOSSES)
+            if losses is None or loss in losses
+            for C in CS]
 
 
-def measure(datasets, out, resume: bool, log=print) -> None:
+def measure(datasets, out, resume: bool, log=print, losses=None) -> None:
     document = {"problems": []}
     if resume and out.exists():
         document = json.loads(out.read_text())
@@ -166,12 +175,13 @@ def measure(datasets, out, resume: bool, log=print) -> None:
     document["method"] = __doc__.split("\n\n")[1]
     with threadpool_limits(limits=1, user_api="blas"):
         for candidate in CANDIDATES:  # compile / load caches, discarded
-            for loss in ("hinge", "squared_hinge"):
-                problem = BenchProblem("heart_scale", loss, "regularized", 1.0)
+            for loss in (*LOSSES, *REGRESSION_LOSSES):
+                problem = BenchProblem("bodyfat" if loss in REGRESSION_LOSSES
+                                       else "heart_scale", loss, "regularized", 1.0)
                 if candidate in candidates_for(problem):
                     run_candidate(candidate, problem, 1e-6, MAX_CAP)
                     break
-        for problem in problems_of(datasets):
+        for problem in problems_of(datasets, losses):
             if problem.key in done:
                 continue
             document["problems"].append(measure_problem(problem, log))
@@ -264,7 +274,8 @@ def summary_by_loss(measurements, rows) -> dict[str, dict[str, float]]:
 
 def run_command(args) -> None:
     if args.command == "measure":
-        measure(args.problems.split(","), args.out, args.resume)
+        measure(args.problems.split(","), args.out, args.resume,
+                losses=args.losses.split(",") if args.losses else None)
         return
     if args.command == "fit":
         document = json.loads(args.measurements.read_text())
@@ -291,9 +302,12 @@ COMMAND = Command(
     "auto", "the solver portfolio: measure, fit, check", run_command, description=__doc__,
     subcommands=(
         Command("measure", "time every candidate on every problem", options=(
-            problems(",".join(DATASETS), alias="--datasets"),
+            problems(",".join((*DATASETS, *REGRESSION_DATASETS)), alias="--datasets"),
             out(MEASUREMENTS),
-            option("--resume", action="store_true"))),
+            option("--resume", action="store_true"),
+            option("--losses", default=None,
+                   help="comma-separated losses to measure (default: every loss of each "
+                        "set)"))),
         Command("fit", "choose k per loss again (measure does it at the end)", options=(
             option("--measurements", type=Path, default=MEASUREMENTS),)),
         Command("check", "held-back evaluation of the rule", options=(

@@ -33,10 +33,12 @@ import numba
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+import solvers
 from bench.anchors import liblinear_train
 from bench.commands import Command, c_values, option, out, problems, repeats
 from bench.harness import machine_description
 from bench.paths import dataset_path
+from bench.problems import BenchProblem
 from solvers import read_svmlight
 from solvers.dual_cd import DualCDParams
 from solvers.dual_cd import solve_regression as dual_cd_regression
@@ -84,13 +86,17 @@ def bench_problem(name: str, C: float, gaps, repeats: int, log=print) -> list[di
     prob.set_bias(1.0)
     rows = []
     for loss, ours, anchors in (
-            ("squared_epsilon_insensitive", ("mfn", "dual_cd"), (11, 12)),
-            ("epsilon_insensitive", ("dual_cd",), (13,))):
+            ("squared_epsilon_insensitive", ("mfn", "dual_cd", "auto"), (11, 12)),
+            ("epsilon_insensitive", ("dual_cd", "auto"), (13,))):
         problem = RegressionProblem(data.X, data.y, C=C, loss=loss, epsilon=epsilon)
         runs = {}
         for solver in ours:
             for gap in gaps:
-                if solver == "mfn":
+                if solver == "auto":  # what a user runs: train's dispatch, the race
+                    def fit(gap=gap, loss=loss):
+                        return solvers.train(data, solver="auto", task="regression",
+                                             loss=loss, C=C, epsilon=epsilon, tol=gap)
+                elif solver == "mfn":
                     def fit(gap=gap, problem=problem):
                         return mfn_regression(problem, MFNParams(
                             task="regression", C=C, epsilon=epsilon, tol=gap))
@@ -122,13 +128,79 @@ def bench_problem(name: str, C: float, gaps, repeats: int, log=print) -> list[di
     return rows
 
 
+def _liblinear_binary_point(prob, s: int, C: float, eps: float, n_features: int):
+    """(seconds, w~) of LIBLINEAR on +-1 labels, w~ oriented to label +1 (LIBLINEAR's w
+    scores its first label, which is the first row's)."""
+    seconds, model = liblinear_train(prob, f"-s {s} -c {C!r} -e {eps!r} -B 1")
+    w = np.ctypeslib.as_array(model.w, shape=(n_features + 1,)).copy()
+    return seconds, (w if model.get_labels()[0] == 1 else -w)
+
+
+def bench_logistic(name: str, C: float, gaps, repeats: int, log=print) -> list[dict]:
+    """Logistic regression (bias -B 1): auto, dual_cd (-s 7, switching to newton after 300
+    outer iterations) and newton (-s 0) against LIBLINEAR -s 0 and -s 7, each at the first
+    -e of 1e-1 .. 1e-10 whose point is within the gap of the optimum (the lowest objective
+    of LIBLINEAR -s 0 at -e 1e-10 and ours)."""
+    from liblinear.liblinear import problem as ll_problem
+
+    bench = BenchProblem(name, "logistic", "regularized", C)
+    data = bench.train_dataset()
+    problem = bench.binary_problem()
+    prob = ll_problem(data.y, data.X)
+    prob.set_bias(1.0)
+    runs = {}
+    for solver in ("auto", "dual_cd", "newton"):
+        for gap in gaps:
+            def fit(gap=gap, solver=solver):
+                return solvers.train(data, solver=solver, loss="logistic", C=C, tol=gap)
+            runs[(solver, gap)] = _median(fit, repeats)
+    reached = [r.objective for _, r in runs.values()]
+    reached.append(problem.objective(
+        _liblinear_binary_point(prob, 0, C, 1e-10, data.n_features)[1]))
+    optimum = min(reached)
+    rows = []
+    for gap in gaps:
+        row = {"dataset": name, "n": data.n_samples, "C": C, "loss": "logistic", "gap": gap}
+        for solver in ("auto", "dual_cd", "newton"):
+            seconds, result = runs[(solver, gap)]
+            row[solver] = {"seconds": seconds, "status": str(result.status),
+                           "suboptimality": (result.objective - optimum) / optimum}
+        for s in (0, 7):
+            row[f"liblinear -s {s}"] = {"seconds": None, "eps": None}
+            for eps in LIBLINEAR_EPS:
+                _, w = _liblinear_binary_point(prob, s, C, eps, data.n_features)
+                if (problem.objective(w) - optimum) / optimum <= gap:
+                    row[f"liblinear -s {s}"] = {"seconds": statistics.median(
+                        _liblinear_binary_point(prob, s, C, eps, data.n_features)[0]
+                        for _ in range(repeats)), "eps": eps}
+                    break
+        rows.append(row)
+        log(json.dumps(row))
+    return rows
+
+
+OURS = ("mfn", "dual_cd", "newton", "auto")
+
+
+def auto_ratios(rows) -> list[float]:
+    """auto's seconds over LIBLINEAR's best setting's, per row where both reached the gap."""
+    ratios = []
+    for row in rows:
+        timed = [v["seconds"] for k, v in row.items()
+                 if k.startswith("liblinear") and v["seconds"] is not None]
+        if timed and "auto" in row:
+            ratios.append(row["auto"]["seconds"] / min(timed))
+    return ratios
+
+
 def markdown(rows, machine, loads) -> str:
     lines = [f"# Linear SVR against LIBLINEAR ({machine.get('cpu_model', '')}; load average "
              f"{loads[0]:.2f} -> {loads[-1]:.2f})", "",
-             "| set | C | loss | gap | ours (s) | LIBLINEAR (s, -e) | ratio |",
-             "|---|---|---|---|---|---|---|"]
+             "| set | C | loss | gap | ours (s) | LIBLINEAR (s, -e) | ratio | auto (s) | "
+             "auto ratio |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        ours = {k: v for k, v in row.items() if k in ("mfn", "dual_cd")}
+        ours = {k: v for k, v in row.items() if k in OURS and k != "auto"}
         theirs = {k: v for k, v in row.items() if k.startswith("liblinear")}
         best_ours = min(ours.items(), key=lambda kv: kv[1]["seconds"])
         timed = [(k, v) for k, v in theirs.items() if v["seconds"] is not None]
@@ -137,9 +209,27 @@ def markdown(rows, machine, loads) -> str:
             f"{best_theirs[1]['seconds']:.4f} ({best_theirs[0][-5:]}, {best_theirs[1]['eps']:g})"
         ratio = "-" if best_theirs is None else \
             f"{best_ours[1]['seconds'] / best_theirs[1]['seconds']:.2f}"
+        auto_ratio = "-" if best_theirs is None else \
+            f"{row['auto']['seconds'] / best_theirs[1]['seconds']:.2f}"
         lines.append(f"| {row['dataset']} | {row['C']:g} | {row['loss']} | {row['gap']:g} | "
-                     f"{best_ours[1]['seconds']:.4f} ({best_ours[0]}) | {ll} | {ratio} |")
+                     f"{best_ours[1]['seconds']:.4f} ({best_ours[0]}) | {ll} | {ratio} | "
+                     f"{row['auto']['seconds']:.4f} | {auto_ratio} |")
+    lines.append("")
+    for loss in dict.fromkeys(row["loss"] for row in rows):
+        for gap in dict.fromkeys(row["gap"] for row in rows):
+            ratios = auto_ratios([r for r in rows if r["loss"] == loss and r["gap"] == gap])
+            if ratios:
+                lines.append(f"- {loss}, gap {gap:g}: auto over LIBLINEAR's best setting, "
+                             f"geometric mean {geometric_mean(ratios):.2f} over "
+                             f"{len(ratios)} problems")
+        ratios = auto_ratios([r for r in rows if r["loss"] == loss])
+        if ratios:
+            lines.append(f"- **{loss}, all gaps: {geometric_mean(ratios):.2f}**")
     return "\n".join(lines) + "\n"
+
+
+def geometric_mean(values) -> float:
+    return float(np.exp(np.mean(np.log(values))))
 
 
 def run_command(args) -> None:
@@ -151,6 +241,9 @@ def run_command(args) -> None:
         for name in args.problems.split(","):
             for C in (float(c) for c in args.Cs.split(",")):
                 rows += bench_problem(name, C, gaps, args.repeats)
+        for name in filter(None, args.logistic.split(",")):
+            for C in (float(c) for c in args.Cs.split(",")):
+                rows += bench_logistic(name, C, gaps, args.repeats)
     loads.append(os.getloadavg()[0])
     machine = machine_description()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -167,6 +260,8 @@ COMMAND = Command(
         problems("cpusmall,abalone,space_ga,housing,mg,bodyfat", alias="--datasets"),
         c_values("0.1,1,10"),
         option("--gaps", default="1e-2,1e-3,1e-6"),
+        option("--logistic", default="heart_scale,australian_scale,diabetes_scale,svmguide1",
+               help="comma-separated classification sets for logistic regression"),
         repeats(3),
         out("bench/results/regression")))
 

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 import solvers
 from bench.paths import dataset_path
+from solvers.losses import is_residual
 from solvers.problems import BinaryProblem
 
 # file, test file, n_features (to align train and test), binary labelling
@@ -30,6 +31,14 @@ DATASETS = {
     "ijcnn1": ("ijcnn1", "ijcnn1.t", 22),
     "news20-binary": ("news20", "news20.t", 62061),
 }
+
+#: The regression sets (``data/regression``, LIBSVM's scaled copies): real-valued labels,
+#: posed with a residual loss and epsilon = 0.1 std(y) (the tube of the same relative width
+#: on each set, as bench_regression's).
+REGRESSION_SETS = ("cpusmall", "abalone", "space_ga", "housing", "mg", "bodyfat")
+DATASETS.update({name: (f"regression/{name}_scale", None, None) for name in REGRESSION_SETS})
+#: epsilon in units of std(y)
+REGRESSION_EPSILON = 0.1
 
 #: Raw copies of scaled datasets (``unscaled``): name -> the scaled dataset.
 UNSCALED = {
@@ -63,6 +72,20 @@ class BenchProblem:
     n_rows: int | None = None  # a nested subset: the first n rows of a seeded permutation
 
     @property
+    def task(self) -> str:
+        """regression for a residual loss (the labels as real values), else classification."""
+        return "regression" if is_residual(self.loss) else "classification"
+
+    @property
+    def posed(self) -> dict:
+        """What ``solvers.train`` needs beyond loss, bias and C to pose the problem: the task
+        and epsilon of a regression (REGRESSION_EPSILON std(y))."""
+        if self.task != "regression":
+            return {}
+        return {"task": "regression",
+                "epsilon": REGRESSION_EPSILON * float(np.std(self.train_dataset().y))}
+
+    @property
     def key(self) -> str:
         rows = "" if self.n_rows is None else f"[:{self.n_rows}]"
         return f"{self.dataset}{rows}/{self.loss}/{self.bias}/C={self.C:g}"
@@ -73,7 +96,10 @@ class BenchProblem:
                              bias_scale=self.bias_scale)
 
     def train_dataset(self) -> solvers.Dataset:
-        """The training set with the benchmark's binary labels (+1/-1)."""
+        """The training set with the benchmark's binary labels (+1/-1); a regression's with
+        its real-valued labels."""
+        if self.task == "regression":
+            return load_dataset(self.dataset)
         return _binary_training_set(self.dataset, self.n_rows)
 
     def test_dataset(self) -> solvers.Dataset | None:

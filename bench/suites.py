@@ -306,6 +306,8 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                 "lssvm", ("--quick",)),
     ScriptSuite("smo", "smo against LIBSVM (scikit-learn SVC, RBF kernel)", "smo",
                 ("--quick",)),
+    ScriptSuite("regression", "linear SVR and logistic regression (mfn, dual_cd, newton, auto) "
+                "against LIBLINEAR -s 0/7/11/12/13 at gaps 1e-2, 1e-3, 1e-6", "regression"),
     ScriptSuite("lowrank", "the low-rank kernel path (Nystrom, incomplete Cholesky) against "
                 "exact LIBSVM (scikit-learn SVC, RBF)", "lowrank", ("--quick",)),
     ScriptSuite("cv", "cross-validated C search against LIBLINEAR -C and scikit-learn",

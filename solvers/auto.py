@@ -42,6 +42,14 @@ and the candidates race on that one factor, a dense n x rank matrix, which
 the rule's measurements (sparse data) do not cover; they are ordered by what
 ``bench/bench_lowrank.py`` measured on factors instead (:data:`FACTOR_ORDER`).
 
+The problems of issue 47 are measured the same way (``bench_auto measure``): the logistic
+loss (dual_cd's Yu-Huang-Lin dual, LIBLINEAR -s 7, against newton's truncated Newton method,
+-s 0) on the small classification sets, and support vector regression on the six regression
+sets of ``data/regression`` (epsilon = 0.1 std(y)): the squared epsilon-insensitive loss
+(mfn, -s 11's problem, against dual_cd, -s 12) and the L1 loss (dual_cd alone, -s 13: no
+other linear family solves it, so it is chosen as the only one).  ``task="regression"``
+takes ``epsilon``, LIBLINEAR's ``-p``, posed to every candidate.
+
 Bias modes: the measurements are of the regularized bias (the mode every candidate solves);
 a problem with a free or no bias is placed the same way among the candidates that support its
 mode.  Losses other than hinge and squared hinge have one solver each (modified Huber: mfn;
@@ -74,7 +82,7 @@ from solvers.base import (
 )
 from solvers.config import INTERIOR_POINT_MAX_DENSE_PARAMS
 from solvers.data.dataset import Dataset
-from solvers.losses import canonical
+from solvers.losses import DEFAULT_EPSILON, canonical
 from solvers.scaling import column_scale_decades, row_norm_decades
 
 MEASUREMENTS = Path(__file__).with_name("auto_measurements.json")
@@ -154,6 +162,8 @@ class AutoParamsBase(SolverParams):
     parameter model from their declarations (:func:`make_spec`; ``get_solver("auto").
     params_model``), this is its base."""
 
+    relative_fields: ClassVar[tuple[str, ...]] = ("tol",)  # its epsilon is the tube's width
+
     solver: Literal["auto"] = "auto"
     loss: LossName = Field("squared_hinge", description="The loss of docs/design.md's objective.")
     bias: BiasMode = Field(
@@ -161,9 +171,15 @@ class AutoParamsBase(SolverParams):
     tol: float = gap_tolerance_field()
     p: float = Field(1.5, ge=1.0, le=2.0,
                      description="The exponent of loss='lp' (ignored by the other losses).")
-    task: Literal["classification", "ordinal"] = Field(
+    task: Literal["classification", "ordinal", "regression"] = Field(
         "classification",
-        description="classification (binary or multi-class), or ordinal regression (ranks).")
+        description="classification (binary or multi-class), ordinal regression (ranks), or "
+                    "regression (real-valued labels, a residual loss).")
+    epsilon: float = Field(
+        DEFAULT_EPSILON, ge=0,
+        description="task='regression': the half width of the insensitive tube of the "
+                    "residual losses, max(0, |y - f(x)| - epsilon) (LIBLINEAR's -p, default "
+                    "0.1); every candidate is posed it.")
     multiclass: MulticlassStrategy = Field(
         "ovr", description="Multi-class strategy: ovr (one-vs-rest) or a native one "
                            "(crammer_singer: one joint problem; ovo: one-vs-one).")
@@ -171,6 +187,10 @@ class AutoParamsBase(SolverParams):
     @property
     def loss_exponent(self) -> float:
         return canonical(self.loss, self.p)[1]
+
+    @property
+    def loss_epsilon(self) -> float:
+        return self.epsilon
 
 
 def params_model(declaration: Solves, chosen_among: tuple[Candidate, ...] = ()

@@ -21,6 +21,7 @@ from solvers.auto import (
     effective_seconds,
     eligible_candidates,
     load_measurements,
+    rank,
     rank_candidates,
     tolerance_key,
 )
@@ -39,7 +40,8 @@ def test_measurements_cover_every_candidate_and_target():
     names = {c.name for c in CANDIDATES}
     unsolved = []  # no candidate converged within the caps (w8a, hinge, C = 100, 1e-6)
     for m in measured:
-        assert m["loss"] in ("hinge", "squared_hinge")
+        assert m["loss"] in ("hinge", "squared_hinge", "logistic", "epsilon_insensitive",
+                             "squared_epsilon_insensitive")
         for tol in MEASURED_TOLERANCES:
             runs = m["runs"][tolerance_key(tol)]
             assert set(runs) <= names
@@ -52,8 +54,11 @@ def test_measurements_cover_every_candidate_and_target():
                     assert run["final_gap"] <= 1.01 * tol + 1e-12, (m["problem"], name, run)
     # no candidate within the 30 s cap: news20's hinge at C = 1 (1e-6) and C = 100; every
     # other dataset has a converged run at every problem and target
-    assert {problem.split("/")[0] for problem, _ in unsolved} <= {"w8a", "news20-binary"}, \
-        unsolved
+    # and the raw australian's logistic loss at C = 100 to 1e-6, where newton's line search
+    # and dual_cd's switch to it both end in numerical_error (float64 round-off, 2026-12-07)
+    rounded_off = {("australian-unscaled/logistic/regularized/C=100", 1e-6)}
+    assert {problem.split("/")[0] for problem, tol in unsolved
+            if (problem, tol) not in rounded_off} <= {"w8a", "news20-binary"}, unsolved
     assert len([p for p, _ in unsolved if p.startswith("w8a")]) <= 1, unsolved
 
 
@@ -253,3 +258,39 @@ def test_a_candidate_past_the_dense_limit_is_left_out():
     a9a = DatasetShape(n_samples=32561, n_features=123, nnz=451592, n_classes=2)
     eligible = eligible_candidates(AutoParams(loss="hinge"), a9a, get_solver, supports_task)
     assert "interior_point" in {candidate.solver for candidate, _, _ in eligible}
+
+
+def test_auto_knows_the_problems_of_issue_47():
+    """Logistic regression races dual_cd (-s 7) and newton (-s 0), ranked by their
+    measurements (newton, the faster on svmguide1 at every measured C and target); support
+    vector regression takes epsilon (LIBLINEAR's -p) and poses it to every candidate: mfn and
+    dual_cd for the squared loss, dual_cd alone for the L1 loss, each ending at the optimum
+    the candidate reaches alone."""
+    svmguide1 = load("svmguide1")
+    logistic = {c.solver for c, _, _ in eligible_candidates(
+        AutoParams(loss="logistic"), DatasetShape.of(svmguide1), get_solver, supports_task)}
+    assert logistic == {"dual_cd", "newton"}
+    ranking = rank(DatasetShape.of(svmguide1), AutoParams(loss="logistic", C=1.0, tol=1e-6),
+                   get_solver, supports_task)
+    assert ranking.entrants[0].candidate.solver == "newton", ranking.reason
+    mg = load("regression/mg_scale")
+    epsilon = 0.1 * float(np.std(mg.y))
+    for loss, solvers_of_loss in (("squared_epsilon_insensitive", {"mfn", "dual_cd"}),
+                                  ("epsilon_insensitive", {"dual_cd"})):
+        params = AutoParams(task="regression", loss=loss, epsilon=epsilon, C=10.0, tol=1e-8)
+        eligible = eligible_candidates(params, DatasetShape.of(mg), get_solver, supports_task)
+        assert {c.solver for c, _, _ in eligible} == solvers_of_loss
+        assert all(chosen.loss_epsilon == epsilon for _, _, chosen in eligible)
+        result = solvers.train(mg, solver="auto", task="regression", loss=loss,
+                               epsilon=epsilon, C=10.0, tol=1e-8)
+        alone = solvers.train(mg, solver="dual_cd", task="regression", loss=loss,
+                              epsilon=epsilon, C=10.0, tol=1e-8)
+        assert result.status == alone.status == "converged"
+        assert result.objective == pytest.approx(alone.objective, rel=1e-7)
+    # logistic regression through auto ends where newton alone does (tests/test_logistic.py
+    # holds newton to LIBLINEAR -s 0 at -e 1e-10)
+    heart = load("heart_scale")
+    result = solvers.train(heart, solver="auto", loss="logistic", C=1.0, tol=1e-9)
+    alone = solvers.train(heart, solver="newton", loss="logistic", C=1.0, tol=1e-9)
+    assert result.status == "converged"
+    assert result.objective == pytest.approx(alone.objective, rel=1e-8)

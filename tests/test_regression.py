@@ -144,16 +144,21 @@ def test_l2_loss_objectives_equal_liblinears(name, point):
 
 
 @pytest.mark.parametrize("point", POINTS, ids=lambda p: f"C={p[0]:g}-eps={p[1]:g}sd")
-@pytest.mark.parametrize("name", ["housing", "mg"])
+@pytest.mark.parametrize("name", ["housing", "mg", "bodyfat", "abalone", "space_ga"])
 def test_l1_loss_objective_equals_the_optimum_and_beats_liblinears(name, point):
-    """dual_cd's L1-loss SVR (-s 13) ends within 1e-6 of Clarabel's optimum, and at or below
-    LIBLINEAR -s 13's objective (which stops at its 1000 iterations above the optimum)."""
+    """dual_cd's L1-loss SVR (-s 13) ends certified within 1e-6 of Clarabel's optimum at its
+    default iteration cap, and at or below LIBLINEAR -s 13's objective (which stops at its
+    1000 iterations above the optimum).  mg at C = 10 and bodyfat at C = 1 and 10 are where
+    coordinate descent alone ended at the cap 3.7e-5 .. 3.6e-4 above it: the face Newton
+    steps (``face_newton``) end them."""
     C, factor = point
     data = _data(name)
     problem = _problem(data, "epsilon_insensitive", C, factor)
     solution = dual_cd_regression(problem, DualCDParams(
         task="regression", loss="epsilon_insensitive", C=C, epsilon=problem.epsilon,
-        tol=1e-8, max_iter=200_000))
+        tol=1e-8))
+    assert solution.status == "converged", solution.message
+    assert solution.extras["relative_duality_gap"] <= 1e-8
     optimum = _clarabel_objective(problem)
     liblinear = problem.objective(_liblinear_beta(_liblinear(data, 13, C, problem.epsilon),
                                                   data.n_features))

@@ -110,6 +110,17 @@ class DualCDParams(SolverParams):
                     "dual_solver_max_iter = 300 iterations.  "
                     "A max_iter at or below it ends the run first (no switch); None: never; "
                     "the hinge never switches (LIBLINEAR only warns for -s 3).")
+    face_newton: bool = Field(
+        True,
+        description="task='regression' with the epsilon_insensitive loss (stop_rule='gap'): "
+                    "from newton_switch_iter outer iterations on (None: never), after each "
+                    "stretch of coordinate descent between gap checks, "
+                    "projected Newton steps on the dual's face (the free b_i and the "
+                    "violators with their signs; the objective is quadratic there) while "
+                    "they pay (at most 50), which end the slow approach of coordinate "
+                    "descent at large C on few features (solvers.dual_cd.regression."
+                    "face_newton_step); False: Ho & Lin's coordinate descent alone, as "
+                    "LIBLINEAR -s 13.")
     shrinking: bool = Field(
         True, description="Algorithm 3's shrinking (False: Algorithm 1, every example every "
                           "pass); for crammer_singer, LIBLINEAR -s 4's shrinking of classes "

@@ -98,6 +98,9 @@ SPECS = (
                   "classification, IEEE TNNLS 2021.",
         warm_up=warm_up,
         warm_start=True,
+        # auto: the primal method for the logistic loss (and the squared hinge), racing
+        # dual_cd's -s 7 (which itself switches here after 300 outer iterations)
+        auto_candidates=((),),
     ),
 )
 
