@@ -191,7 +191,8 @@ function showCrossValidation() {
   cvShown = cv;
   const rankError = cv.metric === "mean_absolute_rank_error";
   const lowest = rankError || cv.metric === "mean_squared_error";
-  const label = rankError ? "mean absolute rank error" : `mean ${cv.metric.replaceAll("_", " ")}`;
+  const label = rankError ? "mean absolute rank error"
+    : `${cv.metric.startsWith("mean_") ? "" : "mean "}${cv.metric.replaceAll("_", " ")}`;
   const Cs = [...new Set(cv.table.map((r) => r.C))].sort((a, b) => a - b);
   const axes = AXES.filter((a) => cv.table.some((r) => r[a] != null));
   const settingOf = (r) => axes.map((a) => r[a]).join(",");
