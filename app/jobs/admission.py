@@ -2,8 +2,8 @@
 in a worker (or kill it) and can be known from the dataset rows and the parameters.
 
 * the task must be possible on the data (:func:`check_labels_for_task`): classification on
-  at least two classes (whole numbers or text beyond two: real-valued labels are refused with
-  a hint to ``task="regression"``), more than two only for a solver with the ``multiclass``
+  at least two classes (labels that look real-valued, the library's rule, are refused with a
+  hint to ``task="regression"``), more than two only for a solver with the ``multiclass``
   task; ``task="ordinal"`` only for a solver with that task and on labels that are ranks
   (integers); ``task="regression"`` on numeric labels, kept as they are (never counted as
   classes); ``task="one_class"`` on any rows (its labels are not read);
@@ -61,8 +61,9 @@ def check_labels_for_task(task: str, dataset: Dataset, settings: Settings) -> in
     ``dataset_id`` or ``params.task``); return their distinct count.
 
     The task decides what the labels are: classes (classification: at least two, at most
-    ``SVMSVC_MAX_CLASSES``, and whole numbers or text unless there are only two: labels such
-    as 0.417 and 1.316 are a regression's real values, and the refusal says to set
+    ``SVMSVC_MAX_CLASSES``, and not more than ``solvers.train.REAL_VALUED_CLASSES`` distinct
+    values that are not all integers: the library's rule, by which labels such as housing's
+    24.0 and 21.6 are a regression's real values, and the refusal says to set
     ``task="regression"``), ranks (ordinal: integers), real values (regression: numbers,
     kept as they are, never counted as classes) or nothing (one_class: not read).
     """
@@ -91,12 +92,14 @@ def check_labels_for_task(task: str, dataset: Dataset, settings: Settings) -> in
     if task == "ordinal" and (numbers is None or not integral):
         raise InvalidJob("dataset_id: ordinal regression needs ranks as labels "
                          "(integers, e.g. 1..p)")
-    if task == "classification" and count > 2 and not integral:
+    from solvers.train import REAL_VALUED_CLASSES
+
+    if task == "classification" and count > REAL_VALUED_CLASSES and not integral:
         example = next(v for v in numbers if v != int(v))
         raise InvalidJob(f"params.task: the dataset's {count} distinct labels are real values "
-                         f"(e.g. {example!r}), not classes: for support vector regression "
-                         f"set params.task to 'regression' (classes given as numbers are "
-                         f"whole numbers)")
+                         f"(e.g. {example!r}), not classes (more than "
+                         f"{REAL_VALUED_CLASSES}, not all integers): for support vector "
+                         f"regression set params.task to 'regression'")
     return count
 
 
