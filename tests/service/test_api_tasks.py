@@ -178,9 +178,9 @@ def test_a_regression_is_evaluated_by_its_errors_and_jobs_sort_by_them(api, hous
 
 def test_a_one_class_model_predicts_outliers_and_is_evaluated_by_them(api, one_class):
     """Predictions carry the signed decision value and the outlier flag (label -1 where it is
-    not positive), those of the library's model; the evaluation's outlier fraction is at most
-    about nu on the training rows, its AUC scikit-learn's for the +1 rows as inliers, and the
-    histogram counts every row."""
+    not positive), those of the library's model (the ONNX download's too); the evaluation's
+    outlier fraction is at most about nu on the training rows, its AUC scikit-learn's for the
+    +1 rows as inliers, and the histogram counts every row."""
     dataset_id, done = one_class
     model = api.get(f"/api/v1/models/{done['model_id']}").json()
     assert model["task"] == "one_class" and model["kind"] == "kernel_one_class"
@@ -197,6 +197,13 @@ def test_a_one_class_model_predicts_outliers_and_is_evaluated_by_them(api, one_c
     x = " ".join(f"{k}:{v!r}" for k, v in rows[0].items())
     one = api.get(f"/api/v1/models/{done['model_id']}/predict", params={"x": x}).json()
     assert one["outlier"] == bool(decision[0] <= 0) and "value" not in one
+    onnx = api.get(f"/api/v1/models/{done['model_id']}/download", params={"format": "onnx"})
+    assert onnx.status_code == 200, onnx.text
+    stored = _stored(api, done["model_id"])
+    outputs = served_by_onnxruntime(onnx.content, stored, data.X)
+    scores = stored.decision_function(data.X)
+    np.testing.assert_allclose(outputs["scores"].ravel(), scores, rtol=1e-6, atol=1e-9)
+    assert outputs["label"].ravel().tolist() == np.where(scores > 0, 1, -1).tolist()
     evaluation = api.post(f"/api/v1/models/{done['model_id']}/evaluate",
                           json={"dataset_id": dataset_id}).json()
     assert evaluation["task"] == "one_class"
