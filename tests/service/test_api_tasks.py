@@ -21,6 +21,7 @@ from sklearn.metrics import (
 from test_api_models import served_by_onnxruntime
 
 import solvers
+from app.jobs.state import progress_stage
 
 SVR = {"solver": "dual_cd", "task": "regression", "loss": "squared_epsilon_insensitive",
        "C": 1.0, "epsilon": 0.5, "tol": 1e-10}
@@ -258,6 +259,10 @@ def test_a_regression_tuning_job_searches_C_and_epsilon_by_mean_squared_error(ap
     assert (cv["best_C"], cv["best_epsilon"]) == (best["C"], best["epsilon"])
     model = api.get(f"/api/v1/models/{done['model_id']}").json()
     assert (model["params"]["C"], model["params"]["epsilon"]) == (best["C"], best["epsilon"])
+    records = api.get(f"/api/v1/jobs/{job['id']}/log", params={"limit": 1000}).json()["data"]
+    fits = [r["extras"] for r in records if r["extras"].get("stage") != "refit"]
+    assert len(fits) == 3 * 4 and {e["epsilon"] for e in fits} == {0.0, 1.0}
+    assert progress_stage(fits[-1]) == "C 2 of 2, epsilon 1, fold 3 of 3"
     heart = uploaded_id(api, data_path("heart_scale"))
     for params, extra, fragment in (
             (ONE_CLASS, {}, "tuning.task: a one-class SVM is not cross-validated"),
