@@ -342,8 +342,8 @@ def test_a_tuning_job_cross_validates_and_refits_at_the_best_point(api, heart, s
     created = api.post("/api/v1/jobs", json={"dataset_id": heart, "params": {"solver": solver},
                                       "tuning": tuning})
     assert created.status_code == 202, created.text
-    assert created.json()["tuning"] == {**tuning, "gamma": None, "fit_gap": 1e-3,
-                                        "scoring": "accuracy"}
+    assert created.json()["tuning"] == {**tuning, "gamma": None, "epsilon": None, "nu": None,
+                                        "fit_gap": 1e-3, "scoring": "accuracy"}
     done = wait_job(api, created.json()["id"])
     assert done["status"] == "succeeded", done
     cv = done["cross_validation"]
