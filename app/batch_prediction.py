@@ -24,9 +24,11 @@ first index past the model's features for a sharded one).
 Columns, in this order: ``row`` (0-based position in the dataset), ``label``, the decision
 values as the predict route's ``decision_values`` (``decision_value`` when there is one,
 else ``decision_value_0`` ...), then ``probability_<label>`` per class in ``classes_`` order
-for a model trained with ``probability=true``.  CSV writes floats with Python's ``repr``
-(they read back bit for bit); Parquet (``format=parquet``, the optional ``pyarrow``
-dependency: ``pip install 'svmsvc[parquet]'``) writes one row group per chunk, typed and
+for a model trained with ``probability=true``; a one-class model's last column is
+``outlier`` (True where the label is -1), a regression model's result is ``row`` and
+``value`` (the predicted real value: its label and decision value).  CSV writes floats with
+Python's ``repr`` (they read back bit for bit); Parquet (``format=parquet``, the optional
+``pyarrow`` dependency: ``pip install 'svmsvc[parquet]'``) writes one row group per chunk, typed and
 compressed, which pandas, Spark, DuckDB and Arrow read directly.
 """
 
@@ -87,9 +89,13 @@ def result_columns(model) -> list[str]:
     raw, chances = model.scores_and_probabilities(sp.csr_matrix((1, model.n_features_in_)),
                                                   parallel=False)
     width = int(np.asarray(raw).reshape(1, -1).shape[1])
+    if model.task == "regression":  # the value is the label and the decision value
+        return ["row", "value"]
     scores = (["decision_value"] if width == 1 else
               [f"decision_value_{j}" for j in range(width)])
     columns = ["row", "label", *scores]
+    if model.task == "one_class":
+        columns.append("outlier")
     if chances is not None:
         columns += [f"probability_{label_value(label)}" for label in model.classes_]
     return columns
@@ -103,16 +109,25 @@ class Chunk:
     labels: list
     scores: np.ndarray
     probabilities: np.ndarray | None
+    #: a one-class model's outlier flags (label -1), None for other models
+    outliers: list | None = None
 
 
 def score(model, start: int, X) -> Chunk:
-    """One chunk scored with the parallel kernels (labels from the same scores)."""
+    """One chunk scored with the parallel kernels (labels from the same scores): a
+    regression's values as its labels (and no decision-value column: they are the same
+    numbers), a one-class model's outlier flags beside its scores."""
     from solvers.data.dataset import label_value
 
     raw, chances = model.scores_and_probabilities(X, parallel=True)
-    labels = [label_value(label) for label in model.labels_from_scores(raw)]
+    predicted = model.labels_from_scores(raw)
+    labels = [label_value(label) for label in predicted]
+    if model.task == "regression":
+        return Chunk(start, labels, np.empty((X.shape[0], 0)), None)
     scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
-    return Chunk(start, labels, scores, None if chances is None else np.asarray(chances))
+    outliers = (np.asarray(predicted) == -1).tolist() if model.task == "one_class" else None
+    return Chunk(start, labels, scores, None if chances is None else np.asarray(chances),
+                 outliers)
 
 
 class CsvResult:
@@ -135,6 +150,8 @@ class CsvResult:
         parts = [rows, chunk.labels, *chunk.scores.T.tolist()]
         if chunk.probabilities is not None:
             parts += chunk.probabilities.T.tolist()
+        if chunk.outliers is not None:
+            parts.append(chunk.outliers)
         self._file.write(self._text(zip(*parts, strict=True)))
 
     def close(self) -> None:
@@ -159,6 +176,8 @@ class ParquetResult:
         arrays += [pa.array(column) for column in chunk.scores.T]
         if chunk.probabilities is not None:
             arrays += [pa.array(column) for column in chunk.probabilities.T]
+        if chunk.outliers is not None:
+            arrays.append(pa.array(chunk.outliers, type=pa.bool_()))
         table = pa.Table.from_arrays(arrays, names=self._columns)
         if self._writer is None:
             self._writer = pq.ParquetWriter(self._file, table.schema, compression="zstd")

@@ -185,4 +185,6 @@ ROUTE_INSTEAD = dict.fromkeys(
     ("max_predict_bytes", "max_predict_rows"),
     "; to predict more rows, upload them as a dataset and queue a batch prediction job: "
     "POST /api/v1/jobs/predict (no size limit but the dataset's)")
+ROUTE_INSTEAD["max_classes"] = ("; labels that many are real values, not classes: for support "
+                                "vector regression set params.task to 'regression'")
 """What a refusal past a synchronous route's cap suggests instead."""

@@ -251,11 +251,18 @@ def predictions_json(model, X) -> bytes | None:
     from solvers.data.dataset import label_value
 
     raw, chances = model.scores_and_probabilities(X, parallel=False)
-    labels = [json.dumps(label_value(v)) for v in model.labels_from_scores(raw)]
+    predicted = model.labels_from_scores(raw)
+    labels = [json.dumps(label_value(v)) for v in predicted]
     scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
     if not np.all(np.isfinite(scores)):
         return None
-    if chances is None:
+    extras = [json.dumps(task_fields(model, v))[1:-1] for v in predicted] \
+        if model.task in TASK_FIELDS else None
+    if extras is not None:
+        parts = ",".join(
+            f'{{"label":{label},"decision_values":[{",".join(map(repr, row))}],{extra}}}'
+            for label, row, extra in zip(labels, scores.tolist(), extras, strict=True))
+    elif chances is None:
         parts = ",".join(
             f'{{"label":{label},"decision_values":[{",".join(map(repr, row))}]}}'
             for label, row in zip(labels, scores.tolist(), strict=True))
@@ -266,6 +273,22 @@ def predictions_json(model, X) -> bytes | None:
             for label, row, p in zip(labels, scores.tolist(), chances.tolist(), strict=True))
     classes = "" if chances is None else f',"classes":{json.dumps(probability_classes(model))}'
     return f'{{"data":[{parts}],"count":{X.shape[0]}{classes}}}'.encode()
+
+
+#: the tasks whose predictions say more than a label: a regression's real ``value`` (its
+#: ``label`` too), a one-class model's ``outlier`` flag (label -1: outside the support)
+TASK_FIELDS = ("regression", "one_class")
+
+
+def task_fields(model, predicted) -> dict[str, Any]:
+    """What a prediction of ``model`` says beside its label and decision values, for the
+    label ``predicted``: ``{"value": v}`` (regression), ``{"outlier": bool}`` (one-class),
+    nothing for a classifier."""
+    if model.task == "regression":
+        return {"value": float(predicted)}
+    if model.task == "one_class":
+        return {"outlier": bool(predicted == -1)}
+    return {}
 
 
 def probability_classes(model) -> list:
@@ -284,7 +307,8 @@ def predictions(model, X) -> list[dict[str, Any]]:
     labels = model.labels_from_scores(raw)  # scored once, not again by predict()
     scores = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1)
     out = [
-        {"label": label_value(label), "decision_values": [float(v) for v in row]}
+        {"label": label_value(label), "decision_values": [float(v) for v in row],
+         **task_fields(model, label)}
         for label, row in zip(labels, scores, strict=True)
     ]
     if chances is not None:
@@ -297,25 +321,27 @@ def predict_linear_one(model, columns: dict[int, float]) -> bytes | None:
     """The JSON of :class:`app.schemas.PredictionPublic` for one example of a linear model,
     scored by ``LinearModel.decision_example`` (the same serial kernels and arithmetic as
     ``decision_function``, without building a SciPy matrix, which cost more than the rest of
-    a prediction); None when ``model`` is not linear (use :func:`predictions`).
+    a prediction; a linear regression model's value alike); None when ``model`` is not
+    linear (use :func:`predictions`).
 
     Cheap enough for the event loop: its time is linear in the example's features, which the
     query string bounds.
     """
     from solvers.models.linear import LinearModel
+    from solvers.models.regression import RegressionModel
 
-    if type(model) is not LinearModel or model.calibrated:
+    if type(model) not in (LinearModel, RegressionModel) or model.calibrated:
         return None  # the general path (it adds a calibrated model's probabilities)
     order = sorted(columns)
     raw = model.decision_example(np.array(order, dtype=np.int32),
                                  np.array([columns[c] for c in order], dtype=np.float64))
     from solvers.data.dataset import label_value
 
-    label = label_value(model.labels_from_scores(raw)[0])
+    predicted = model.labels_from_scores(raw)[0]
     values = raw.ravel().tolist()
     try:
-        return json.dumps({"label": label, "decision_values": values},
-                          allow_nan=False).encode()
+        return json.dumps({"label": label_value(predicted), "decision_values": values,
+                           **task_fields(model, predicted)}, allow_nan=False).encode()
     except ValueError:  # a non-finite score: let the response model say how it is sent
         return None
 

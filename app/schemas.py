@@ -44,6 +44,7 @@ from app.problem import key_fields
 from app.tags import KEY_PATTERN, MAX_KEY_LENGTH, MAX_TAGS, MAX_VALUE_LENGTH, check_count
 from solvers.base import C_RANGE, MIN_RELATIVE_TOL
 from solvers.evaluate import SCORES
+from solvers.model_selection import REGRESSION_SCORES
 
 TagKey = Annotated[str, Field(min_length=1, max_length=MAX_KEY_LENGTH, pattern=KEY_PATTERN)]
 TagValue = Annotated[str, Field(max_length=MAX_VALUE_LENGTH)]
@@ -149,6 +150,17 @@ class DatasetShardedCreate(BaseModel):
     zero_based: bool = Field(False, description="Feature indices in the shards start at 0.")
 
 
+class LabelSummary(BaseModel):
+    """A dataset's labels in numbers: what tells classes or ranks from real values."""
+
+    distinct: int = Field(description="Distinct label values.")
+    integers: bool = Field(description="Every label is a whole number (classes or ranks may "
+                                       "be meant; real values otherwise: task=regression).")
+    min: float | None = Field(None, description="Smallest label (null for text labels).")
+    max: float | None = Field(None, description="Largest label (null for text labels).")
+    mean: float | None = Field(None, description="Mean label (null for text labels).")
+
+
 class DatasetPublic(RowView):
     """A stored dataset and its statistics."""
 
@@ -175,7 +187,12 @@ class DatasetPublic(RowView):
     nnz: int | None
     density: float | None
     class_counts: dict[str, int] | None = Field(
-        description="Examples per label (labels as text).")
+        description="Examples per label (labels as text); null when the dataset has more "
+                    "distinct labels than SVMSVC_MAX_CLASSES (real values, a regression's: "
+                    "label_summary describes them).")
+    label_summary: LabelSummary | None = Field(
+        None, description="What the labels are, whatever the task (null for a sharded "
+                          "dataset, and for one stored before this field).")
     has_qid: bool
     has_sample_weight: bool
     upload_bytes: int = Field(description="Bytes of the first upload, as sent (0: sharded).")
@@ -210,10 +227,13 @@ class DatasetsPublic(BaseModel):
 
 class TuningSpec(BaseModel):
     """Cross-validation over a grid (``solvers.model_selection.cross_validate``): stratified,
-    seeded folds; every fold solves the C grid from small to large, warm-started where the
-    solver can; kernel solvers also search ``gamma``.  The job then refits the solver on all
-    the data at the best point (highest mean ``scoring``, accuracy by default; ordinal:
-    lowest mean absolute rank error), and that is the job's model."""
+    seeded folds (a regression's seeded, not stratified); every fold solves the C grid from
+    small to large, warm-started where the solver can; kernel solvers also search ``gamma``,
+    a regression its tube width ``epsilon``, smo's nu-SVC and nu-SVR their ``nu``.  The job
+    then refits the solver on all the data at the best point (highest mean ``scoring``,
+    accuracy by default; ordinal: lowest mean absolute rank error; regression: lowest mean
+    squared error, or highest R^2), and that is the job's model.  A one-class SVM is not
+    tuned (422): its rows have no labels to score held-out predictions by."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -224,6 +244,15 @@ class TuningSpec(BaseModel):
     gamma: list[Annotated[float, Field(gt=0)]] | None = Field(
         None, min_length=1, max_length=20,
         description="The grid of the kernel's gamma (kernel solvers only).")
+    epsilon: list[Annotated[float, Field(ge=0, le=1e6)]] | None = Field(
+        None, min_length=1, max_length=20,
+        description="The grid of a regression's tube width epsilon (LIBLINEAR's -p; mfn's "
+                    "insensitivity): task='regression' only, not smo's nu_svr (its nu sets "
+                    "the tube).")
+    nu: list[Annotated[float, Field(gt=0, le=1)]] | None = Field(
+        None, min_length=1, max_length=20,
+        description="The grid of nu (0 < nu <= 1): smo with svm_type 'nu_svc' or 'nu_svr' "
+                    "only.")
     folds: int = Field(5, ge=2, le=20, description="Number of folds.")
     seed: int = Field(0, ge=0, le=2**31 - 1, description="Seed of the stratified folds.")
     fit_gap: float | None = Field(
@@ -232,13 +261,15 @@ class TuningSpec(BaseModel):
                     "the solver's tol (every solver that certifies a gap has it; the "
                     "least-squares family does not); null: each fit runs to the solver's own "
                     "stopping rule as the params say. The refit uses the params as given.")
-    scoring: Literal[SCORES] = Field(  # type: ignore[valid-type]
+    scoring: Literal[SCORES + REGRESSION_SCORES] = Field(  # type: ignore[valid-type]
         "accuracy",
-        description="The fold score the best point maximizes (solvers.evaluate.SCORES): "
-                    "accuracy, balanced_accuracy, f1_macro, precision_macro, recall_macro, "
-                    "roc_auc (binary, or the mean one-vs-rest AUC), average_precision (two "
-                    "labels only). Ordinal regression is scored by the mean absolute rank "
-                    "error only.")
+        description="The fold score the best point optimizes (solvers.evaluate.SCORES, "
+                    "higher is better): accuracy, balanced_accuracy, f1_macro, "
+                    "precision_macro, recall_macro, roc_auc (binary, or the mean one-vs-rest "
+                    "AUC), average_precision (two labels only). Ordinal regression is scored "
+                    "by the mean absolute rank error only. A regression (task='regression') "
+                    "by mean_squared_error (lowest best; what the default, accuracy, means "
+                    "for it) or r2 (highest best).")
 
 
 CallbackUrl = Annotated[str | None, Field(
@@ -305,8 +336,11 @@ class PredictionJobCreate(BaseModel):
 class CrossValidationRow(BaseModel):
     C: float
     gamma: float | None
-    mean: float = Field(description="Mean fold score (the tuning's scoring, or the mean "
-                                    "absolute rank error).")
+    epsilon: float | None = Field(None, description="The tube width (an epsilon grid).")
+    nu: float | None = Field(None, description="nu (a nu grid).")
+    mean: float = Field(description="Mean fold score (the tuning's scoring, the mean "
+                                    "absolute rank error, or a regression's mean squared "
+                                    "error).")
     std: float
     fold_scores: list[float]
     objective: float = Field(description="Mean training objective over the folds.")
@@ -317,8 +351,9 @@ class CrossValidationPublic(BaseModel):
     """A tuning job's result: the table and the best point."""
 
     metric: str = Field(description="The tuning's scoring (higher is better: accuracy, "
-                                    "balanced_accuracy, f1_macro, ...) or, for ordinal "
-                                    "regression, mean_absolute_rank_error (lower is better).")
+                                    "balanced_accuracy, f1_macro, ..., r2) or "
+                                    "mean_absolute_rank_error (ordinal regression) or "
+                                    "mean_squared_error (regression): lower is better.")
     folds: int
     warm_start: bool = Field(description="Whether each fold's C path was warm-started.")
     fit_gap: float | None = Field(
@@ -330,6 +365,8 @@ class CrossValidationPublic(BaseModel):
         1, description="How many folds were fitted at once (each in its own thread).")
     best_C: float | None
     best_gamma: float | None
+    best_epsilon: float | None = None
+    best_nu: float | None = None
     status: str
     message: str
     table: list[CrossValidationRow]
@@ -357,7 +394,9 @@ class PredictionResultPublic(BaseModel):
     bytes: int = Field(description="Size of the result file.")
     columns: list[str] = Field(
         description="row, label, the decision values (decision_value, or decision_value_0 "
-                    "...), then probability_<label> per class for a model with probabilities.")
+                    "...), then probability_<label> per class for a model with probabilities; "
+                    "a one-class model's: row, label, decision_value, outlier; a regression "
+                    "model's: row, value.")
     seconds: float = Field(description="Time the worker took to read, score and write.")
     download: str = Field(description="Where to download it (a streamed response).")
 
@@ -462,7 +501,8 @@ def _cross_validation(stored: dict[str, Any] | None) -> CrossValidationPublic | 
         fit_gap=stored.get("fit_gap"), fit_gap_parameter=stored.get("fit_gap_parameter"),
         parallel_folds=stored.get("parallel_folds", 1),
         best_C=best if best is not None and best == best else None,  # NaN: nothing finished
-        best_gamma=stored.get("best_gamma"), status=stored["status"],
+        best_gamma=stored.get("best_gamma"), best_epsilon=stored.get("best_epsilon"),
+        best_nu=stored.get("best_nu"), status=stored["status"],
         message=stored["message"], table=stored["table"])
 
 
@@ -596,12 +636,54 @@ class RocCurve(BaseModel):
                     "positive) is null.")
 
 
+class PredictedVsTrue(BaseModel):
+    """A regression's predictions beside the labels, for plots (at most 500 rows, evenly
+    spaced over the dataset)."""
+
+    true: list[float]
+    predicted: list[float]
+
+
+class DecisionHistogram(BaseModel):
+    """A one-class model's decision values counted in equal bins."""
+
+    edges: list[float] = Field(description="The bins' edges (one more than counts).")
+    counts: list[int]
+    by_label: dict[str, list[int]] | None = Field(
+        None, description="The counts of each label's rows, when the labels have two values.")
+
+
 class EvaluationPublic(BaseModel):
-    """A model's predictions on a dataset against its labels."""
+    """A model's predictions on a dataset against its labels: a classifier's accuracy, ROC
+    and confusion matrix; a regression's errors (task 'regression'); a one-class model's
+    outlier fraction (task 'one_class').  The fields of another task are null."""
 
     dataset_id: uuid.UUID
+    task: Literal["classification", "ordinal", "regression", "one_class"] = Field(
+        "classification", description="The model's task: which fields below it has.")
     n_samples: int
-    accuracy: float
+    accuracy: float | None = Field(None, description="Classifiers: the share of examples "
+                                                     "labelled right.")
+    mean_squared_error: float | None = Field(
+        None, description="Regression: the mean of (y - f(x))^2 (LIBSVM's 'Mean squared "
+                          "error').")
+    mean_absolute_error: float | None = Field(None, description="Regression: mean |y - f(x)|.")
+    r2: float | None = Field(
+        None, description="Regression: 1 - SSE/SST, scikit-learn's coefficient of "
+                          "determination (null for constant labels).")
+    squared_correlation: float | None = Field(
+        None, description="Regression: the squared correlation of predictions and labels "
+                          "(LIBSVM's 'Squared correlation coefficient').")
+    predicted_vs_true: PredictedVsTrue | None = Field(
+        None, description="Regression: (true, predicted) pairs for the residual plots.")
+    outlier_fraction: float | None = Field(
+        None, description="One-class: the share of examples predicted outliers (decision "
+                          "value <= 0).")
+    inlier_label: int | float | str | None = Field(
+        None, description="One-class with labels of two values: the label taken as the "
+                          "inliers' (the larger) for roc_auc.")
+    decision_histogram: DecisionHistogram | None = Field(
+        None, description="One-class: the distribution of the decision values.")
     balanced_accuracy: float | None = Field(
         None, description="Mean recall over the labels the dataset has.")
     precision_macro: float | None = None
@@ -610,7 +692,8 @@ class EvaluationPublic(BaseModel):
         None, description="Mean F1 over the labels the dataset has or the model predicts.")
     roc_auc: float | None = Field(
         None, description="From the decision values: binary, or the mean one-vs-rest AUC "
-                          "of a multi-class model (null where undefined).")
+                          "of a multi-class model; one-class: the inliers (inlier_label) "
+                          "ranked above the others (null where undefined).")
     average_precision: float | None = Field(None, description="Binary models only.")
     roc_curve: RocCurve | None = Field(
         None, description="Binary models: the ROC curve from the decision values (null "
@@ -619,11 +702,13 @@ class EvaluationPublic(BaseModel):
         None, description="Models trained with probability=true: the mean -log of the "
                           "probability of each example's label (null otherwise, or when the "
                           "dataset has a label the model does not know).")
-    labels: list[int | float | str] = Field(
-        description="The model's classes in order, then labels only the dataset has.")
-    confusion_matrix: list[list[int]] = Field(
-        description="Row i, column j: examples of labels[i] predicted as labels[j].")
-    per_class: list[ClassCounts]
+    labels: list[int | float | str] | None = Field(
+        None, description="Classifiers: the model's classes in order, then labels only the "
+                          "dataset has.")
+    confusion_matrix: list[list[int]] | None = Field(
+        None, description="Classifiers: row i, column j: examples of labels[i] predicted as "
+                          "labels[j].")
+    per_class: list[ClassCounts] | None = None
 
 
 class StoredEvaluationPublic(EvaluationPublic):
@@ -704,6 +789,16 @@ class ModelPublic(RowView):
             public.model_name, public.model_version = row.version.name, row.version.version
         return public
 
+    @computed_field(description="What the model predicts: classification (a label of "
+                                "classes), ordinal (a rank), regression (a real value: "
+                                "'value' of a prediction) or one_class (+1 inside the "
+                                "estimated support, -1 an outlier: 'outlier').")
+    @property
+    def task(self) -> Literal["classification", "ordinal", "regression", "one_class"]:
+        from solvers.models.base import task_of_kind
+
+        return task_of_kind(self.kind)
+
     @computed_field(description="The parameters that did something for this model: params "
                                 "without the low-rank path's fields on a linear model, a "
                                 "kernel's unused constants, ... (SolverParams.shown).")
@@ -728,10 +823,18 @@ class ModelsPublic(BaseModel):
 class PredictionPublic(BaseModel):
     """The prediction for one example."""
 
-    label: int | float | str
+    label: int | float | str = Field(
+        description="The predicted label: a class, a rank, a regression's real value (as "
+                    "'value'), a one-class model's +1 (inside the support) or -1 (outlier).")
     decision_values: list[float] = Field(
         description="One score for a binary model (positive favours classes[1]), one per "
-                    "class otherwise.")
+                    "class otherwise; a regression model's value f(x); a one-class model's "
+                    "signed score w.phi(x) - rho (negative: an outlier).")
+    value: float | None = Field(
+        None, description="Regression models (task 'regression'): the predicted real value.")
+    outlier: bool | None = Field(
+        None, description="One-class models (task 'one_class'): whether the example lies "
+                          "outside the estimated support (label -1).")
     probabilities: list[float] | None = Field(
         None, description="Class probabilities, in the order of `classes`: present when "
                           "the model was trained with probability=true (Platt sigmoids "

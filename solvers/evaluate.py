@@ -25,7 +25,9 @@ A regression model (``model.task == "regression"``) is scored by :func:`regressi
 instead: ``mean_squared_error``, ``mean_absolute_error``, ``r2`` (1 - SSE / SST, scikit-learn's
 coefficient of determination) and ``squared_correlation`` (LIBSVM's and LIBLINEAR's
 "Squared correlation coefficient", (n sum pt - sum p sum t)^2 / ((n sum pp - (sum p)^2)
-(n sum tt - (sum t)^2))).
+(n sum tt - (sum t)^2))).  A one-class model (``model.task == "one_class"``) is scored by
+:func:`one_class_scores`: the fraction of rows it calls outliers and, given labels of two
+values, the AUC of its decision values for the inliers (the larger label).
 
 The functions below take arrays, so they serve any caller that has labels and scores.
 """
@@ -253,11 +255,38 @@ def regression_scores(truth, predicted) -> dict[str, Any]:
     return result
 
 
+def one_class_scores(labels, decision) -> dict[str, Any]:
+    """A one-class model's metrics from its decision values (w.phi(x) - rho; negative: an
+    outlier, predicted -1): ``outlier_fraction``, the share predicted outliers (nu bounds it
+    from above on the training rows: Schölkopf et al. 2001, Proposition 4), and, when the
+    labels tell two kinds of rows apart, ``roc_auc``: how well the decision values rank the
+    inliers above the others, the inliers being the rows of the larger label (+1 in LIBSVM's
+    convention, 1 of 0/1 labels; None for labels of one value or of more than two, and for
+    text labels)."""
+    d = np.asarray(decision, dtype=np.float64)
+    labels = np.asarray(labels)
+    result: dict[str, Any] = {"n_samples": int(d.shape[0]), "outlier_fraction": None,
+                              "roc_auc": None, "inlier_label": None}
+    if d.shape[0] == 0:
+        return result
+    result["outlier_fraction"] = float(np.mean(d <= 0.0))  # svm_predict: +1 where d > 0
+    values = np.unique(labels)
+    if values.shape[0] == 2 and labels.dtype.kind in "iuf":
+        inlier = values[1]
+        result["inlier_label"] = label_value(inlier)
+        result["roc_auc"] = binary_roc_auc(labels == inlier, d)
+    return result
+
+
 def evaluate(model, dataset, *, parallel: bool = False) -> dict[str, Any]:
     """Every metric of the module docstring for ``model`` on the labelled ``dataset`` (the
-    rows scored once; a regression model's are :func:`regression_scores`)."""
+    rows scored once; a regression model's are :func:`regression_scores`, a one-class
+    model's :func:`one_class_scores`)."""
     if getattr(model, "task", None) == "regression":
         return regression_scores(dataset.y, model.predict(dataset.X, parallel=parallel))
+    if getattr(model, "task", None) == "one_class":
+        return one_class_scores(dataset.labels,
+                                model.decision_function(dataset.X, parallel=parallel))
     decision, proba = model.scores_and_probabilities(dataset.X, parallel=parallel)
     predicted = model.labels_from_scores(decision)
     if getattr(model, "kind", None) == "ordinal":

@@ -9,10 +9,15 @@ to the new C, binary and Crammer-Singer; the least-squares family from the last 
 CGs, or on one kernel matrix and row cache for every C; the interior-point method from an
 interior point near the last solution; the tasks with their own fit handler through
 ``SolverSpec.path_handlers``) and solves the others cold, saying which in the result.
-Folds are stratified and seeded; every fold solves the grid from the smallest C up.
-Multi-class data are scored on one-vs-rest models built from the warm-started binary problems
-(or on the Crammer-Singer models of its path); ordinal regression is scored by the mean
-absolute rank error (lower is better), classification by accuracy.
+Folds are stratified and seeded (a regression's are seeded, not stratified: real labels have
+no classes); every fold solves the grid from the smallest C up.  Multi-class data are scored on
+one-vs-rest models built from the warm-started binary problems (or on the Crammer-Singer models
+of its path); ordinal regression is scored by the mean absolute rank error (lower is better),
+support vector regression by the mean squared error (lower is better; or R^2, higher, with
+``scoring="r2"``), classification by accuracy.  Beside C the grid may hold the kernel's
+``gamma``, a regression's tube width ``epsilon`` (LIBLINEAR's ``-p``) and the nu of smo's
+nu-SVC and nu-SVR (:data:`GRID_AXES`).  A one-class SVM is not cross-validated: its rows have
+no labels to score held-out predictions by (:func:`check_search` says so).
 
 Folds run in parallel, one thread each, as many at once as the caller has Numba threads
 (``n_jobs``), each fold's kernels on its share of them: the kernels release the GIL, and the
@@ -25,6 +30,7 @@ took the same time on one Numba thread as on two, and 0.58-0.59 of it with two f
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,7 +45,7 @@ from solvers.approximation import approximate
 from solvers.base import InvalidParametersError, SolverParams, SolverSpec
 from solvers.core.sparse import thread_count, threadsafe_threading_layer
 from solvers.data.dataset import Dataset
-from solvers.evaluate import SCORES
+from solvers.evaluate import SCORES, regression_scores
 from solvers.evaluate import score as metric_score
 from solvers.models import Model
 from solvers.monitor import Monitor, Reporter
@@ -56,6 +62,17 @@ from solvers.train import (
     with_labels,
 )
 
+#: the grid's axes beside C, in the order a grid point names them: the kernel's gamma, a
+#: regression's tube width epsilon (LIBLINEAR's -p), smo's nu (nu-SVC, nu-SVR)
+GRID_AXES = ("gamma", "epsilon", "nu")
+
+#: the fold scores of a regression (``scoring=``): the mean squared error (lower is better;
+#: what ``scoring="accuracy"``, the default, means for a regression) and R^2 (higher)
+REGRESSION_SCORES = ("mean_squared_error", "r2")
+
+#: the metrics whose best value is the lowest
+LOWER_IS_BETTER = ("mean_absolute_rank_error", "mean_squared_error")
+
 
 @dataclass(frozen=True)
 class GridPoint:
@@ -63,11 +80,13 @@ class GridPoint:
 
     C: float
     gamma: float | None
-    mean: float  # mean fold score (accuracy, or mean absolute rank error for ordinal)
+    mean: float  # mean fold score (accuracy, ..., mean absolute rank error, mean squared error)
     std: float
     fold_scores: tuple[float, ...]
     objective: float  # mean over folds of the training objective
     seconds: float  # summed over folds
+    epsilon: float | None = None
+    nu: float | None = None
 
 
 @dataclass
@@ -86,6 +105,11 @@ class CrossValidationResult:
     best_C: float
     best_gamma: float | None
     params: dict[str, Any]
+    best_epsilon: float | None = None
+    best_nu: float | None = None
+    #: the solver's parameters at the best point (C, and gamma, the tube width under the
+    #: solver's name for it, nu where searched): what the refit sets
+    best_params: dict[str, float] = field(default_factory=dict)
     status: Termination = Termination.CONVERGED  # stopped: the monitor asked
     message: str = ""
     model: Model | None = None
@@ -93,7 +117,8 @@ class CrossValidationResult:
     choice: dict[str, Any] | None = None  # solver="auto": what it chose and why
 
     def table(self) -> list[dict[str, Any]]:
-        return [{"C": row.C, "gamma": row.gamma, "mean": row.mean, "std": row.std,
+        return [{"C": row.C, "gamma": row.gamma, "epsilon": row.epsilon, "nu": row.nu,
+                 "mean": row.mean, "std": row.std,
                  "fold_scores": list(row.fold_scores), "objective": row.objective,
                  "seconds": row.seconds} for row in self.scores]
 
@@ -103,12 +128,16 @@ class CrossValidationResult:
                 "warm_start": self.warm_start, "fit_gap": self.fit_gap,
                 "fit_gap_parameter": self.fit_gap_parameter,
                 "parallel_folds": self.parallel_folds, "best_C": self.best_C,
-                "best_gamma": self.best_gamma, "status": str(self.status),
+                "best_gamma": self.best_gamma, "best_epsilon": self.best_epsilon,
+                "best_nu": self.best_nu, "status": str(self.status),
                 "message": self.message, "table": self.table(),
                 **({"auto": self.choice} if self.choice is not None else {})}
 
 
 def _score(model: Model, test: Dataset, ordinal: bool, scoring: str = "accuracy") -> float:
+    if scoring in REGRESSION_SCORES:
+        value = regression_scores(test.y, model.predict(test.X))[scoring]
+        return float("nan") if value is None else float(value)  # R^2 of constant labels
     if ordinal:
         predicted = model.predict(test.X)
         classes = model.classes_
@@ -122,10 +151,11 @@ def _score(model: Model, test: Dataset, ordinal: bool, scoring: str = "accuracy"
 
 @dataclass
 class _FoldFits:
-    """One fold's fits at one gamma: (C, test score, training objective, seconds) in grid
-    order, fewer than the grid when a stop was asked for between two fits."""
+    """One fold's fits at one setting of the other axes ((gamma, epsilon, nu), None where an
+    axis is not searched): (C, test score, training objective, seconds) in grid order, fewer
+    than the grid when a stop was asked for between two fits."""
 
-    gamma: float | None
+    setting: tuple
     fits: list[tuple[float, float, float, float]]
 
 
@@ -147,8 +177,9 @@ def parallel_folds(folds: int, n_jobs: int | None = None) -> int:
 
 
 def _grid(values, name: str) -> list[float]:
+    """The sorted distinct values of a grid: positive ones (a tube width epsilon may be 0)."""
     grid = sorted({float(v) for v in values})
-    if not grid or grid[0] <= 0:
+    if not grid or grid[0] < 0 or (grid[0] == 0 and name != "epsilon"):
         raise ValueError(f"the {name} grid must hold positive values")
     return grid
 
@@ -161,24 +192,65 @@ def _grid(values, name: str) -> list[float]:
 CV_FIT_GAP = 1e-3
 
 
+def tube_field(params_model) -> str | None:
+    """The field of a solver's parameters that is a regression's tube width epsilon (mfn's
+    ``insensitivity``, whose ``epsilon`` is its CGLS tolerance; dual_cd's and smo's
+    ``epsilon``), None for a solver without one."""
+    fields = params_model.model_fields
+    if "insensitivity" in fields:
+        return "insensitivity"
+    if "epsilon" in fields and "epsilon" not in params_model.relative_fields:
+        return "epsilon"
+    return None
+
+
+def fold_scoring(params, scoring: str) -> str:
+    """The score a search of ``params`` ranks its points by: a regression's ``accuracy``
+    (the default) is its mean squared error."""
+    if params.task == "regression" and scoring == "accuracy":
+        return "mean_squared_error"
+    return scoring
+
+
 def check_search(spec, params, *, n_samples: int, n_labels: int, folds: int,
-                 gamma, scoring: str) -> None:
+                 gamma, scoring: str, epsilon=None, nu=None) -> None:
     """Refuse, before any fit, a search that cannot run (the service checks a tuning job with
     it when the job is created): :class:`InvalidParametersError` naming the field at fault
-    (``gamma``, ``scoring``, ``folds``)."""
+    (``gamma``, ``epsilon``, ``nu``, ``scoring``, ``folds``, ``task``)."""
     if gamma is not None and not spec.params_model.own_kernel and \
             params.approximation == "none":
         raise InvalidParametersError(
             f"gamma: solver {spec.name!r} has no kernel gamma of its own: its gamma is the "
             f"kernel of approximation='nystrom' or 'icf', and none is asked for")
-    if params.task == "regression":
-        # the folds are stratified by label and the scores are a classifier's: both would be
-        # meaningless on real values (every fold scored 0 accuracy), so refused until
-        # regression's folds and scores (MSE, R^2) are wired here
+    if params.task == "one_class":
         raise InvalidParametersError(
-            "task: cross-validation scores classifiers and ordinal ranks; a regression's "
-            "search (by mean squared error or R^2 on unstratified folds) is not built yet: "
-            "train each C and score it with solvers.evaluate on held-out rows")
+            "task: a one-class SVM is not cross-validated: its rows carry no labels to score "
+            "held-out predictions by, and its nu is the share of outliers it is asked to "
+            "allow (an upper bound on the training rows outside its support, Schölkopf et "
+            "al. 2001), a choice rather than a fit; train it at the nu wanted and evaluate "
+            "it on labelled rows (outlier fraction, AUC)")
+    svm_type = getattr(params, "svm_type", None)
+    if epsilon is not None:
+        if params.task != "regression":
+            raise InvalidParametersError("epsilon: the tube width is a regression's; this "
+                                         f"search's task is {params.task!r}")
+        if tube_field(type(params)) is None or svm_type == "nu_svr":
+            raise InvalidParametersError(
+                f"epsilon: solver {spec.name!r}"
+                + (" with svm_type='nu_svr' finds its tube width from nu: search nu"
+                   if svm_type == "nu_svr" else " has no tube width epsilon"))
+    if nu is not None and svm_type not in ("nu_svc", "nu_svr"):
+        raise InvalidParametersError(
+            "nu: only smo's nu-SVC and nu-SVR (svm_type 'nu_svc', 'nu_svr') take nu in a "
+            "search" + ("" if svm_type is None else f"; svm_type is {svm_type!r}"))
+    if params.task == "regression":
+        if scoring not in ("accuracy", *REGRESSION_SCORES):
+            raise InvalidParametersError(
+                f"scoring: a regression is scored by {' or '.join(REGRESSION_SCORES)} "
+                f"(the default scores it by mean_squared_error), not {scoring}")
+    elif scoring in REGRESSION_SCORES:
+        raise InvalidParametersError(
+            f"scoring: {scoring} scores a regression; this search's task is {params.task!r}")
     if params.task == "ordinal" and scoring != "accuracy":
         raise InvalidParametersError(
             f"scoring: ordinal regression is scored by the mean absolute rank error, not "
@@ -198,9 +270,15 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
                    progress: Callable[[int, float, float | None, float], None] | None = None,
                    monitor: Monitor | None = None, n_jobs: int | None = None,
                    warm_start: bool = True, scoring: str = "accuracy",
+                   epsilon_grid: Sequence[float] | None = None,
+                   nu_grid: Sequence[float] | None = None,
                    **params) -> CrossValidationResult:
     """k-fold cross-validation of ``solver`` over the grid ``C`` (default 2^-5 .. 2^5) and, for
-    kernel solvers, ``gamma``; other keyword arguments are the solver's parameters.
+    kernel solvers, ``gamma``; for a regression, ``epsilon_grid`` (the tube width: LIBLINEAR's
+    ``-p``, dual_cd's and smo's ``epsilon``, mfn's ``insensitivity``); for smo's nu-SVC and
+    nu-SVR, ``nu_grid`` (named apart from the solvers' own ``epsilon`` and ``nu``, which stay
+    keyword parameters: mfn's ``epsilon`` is its CGLS tolerance).  Other keyword arguments are
+    the solver's parameters.
 
     ``fit_gap``: every grid point's fit stops at this certified relative duality gap (P - D)/P,
     through ``tol``, the gap every certifying solver stops on (``SolverSpec.certifies_gap``; it
@@ -226,13 +304,15 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
     ``scoring``: the fold score of a classification, one of :data:`solvers.evaluate.SCORES`
     (accuracy, balanced_accuracy, f1_macro, precision_macro, recall_macro, roc_auc,
     average_precision; higher is better); ordinal regression scores the mean absolute rank
-    error.
+    error; a regression (``task="regression"``, on folds seeded but not stratified) the mean
+    squared error (the default; lower is better) or ``"r2"`` (:data:`REGRESSION_SCORES`).
 
     ``warm_start=False`` solves every point cold even where the solver could start from the
     last one (to measure what the warm start buys); the result's ``warm_start`` says which.
     """
-    search = _plan_search(dataset, solver, C, folds, seed, gamma, fit_gap, warm_start, scoring,
-                          params)
+    search = _plan_search(dataset, solver, C, folds, seed,
+                          {"gamma": gamma, "epsilon": epsilon_grid, "nu": nu_grid},
+                          fit_gap, warm_start, scoring, params)
     n_jobs = parallel_folds(folds, n_jobs)
     tally = _Tally(search, progress, monitor)
     if n_jobs == 1:
@@ -241,10 +321,8 @@ def cross_validate(dataset: Dataset, solver: str = "mfn", C: Sequence[float] | N
         status = _fit_folds_at_once(search, tally, monitor, n_jobs)
     result = _search_result(search, tally, status, n_jobs)
     if refit and result.scores and status != Termination.STOPPED:
-        update = {"C": result.best_C} if result.best_gamma is None else \
-            {"C": result.best_C, "gamma": result.best_gamma}
         result.refit = train(dataset, solver=search.solver, params=search.base.model_dump(),
-                             **update)
+                             **result.best_params)
         result.model = result.refit.model
     return result
 
@@ -260,7 +338,10 @@ class _Search:
     solver: str
     base: SolverParams
     C_grid: list[float]
-    gamma_grid: list[float | None]
+    #: every setting of the other axes, (gamma, epsilon, nu), None where not searched
+    settings: list[tuple]
+    #: each axis's grid (None: not searched)
+    axes: dict[str, list[float] | None]
     folds: int
     assignment: np.ndarray
     ordinal: bool
@@ -274,12 +355,19 @@ class _Search:
     def metric(self) -> str:
         return "mean_absolute_rank_error" if self.ordinal else self.scoring
 
-    def grid_points(self, gamma: float | None) -> list[SolverParams]:
-        """The validated parameters of every C of the grid at ``gamma`` (the fit gap as the
+    def axis_update(self, setting: tuple) -> dict[str, float]:
+        """The parameters a setting (gamma, epsilon, nu) sets: the epsilon axis under the
+        solver's name of the tube width (:func:`tube_field`)."""
+        names = {"gamma": "gamma", "epsilon": tube_field(type(self.base)), "nu": "nu"}
+        return {names[axis]: value for axis, value in zip(GRID_AXES, setting, strict=True)
+                if value is not None}
+
+    def grid_points(self, setting: tuple) -> list[SolverParams]:
+        """The validated parameters of every C of the grid at ``setting`` (the fit gap as the
         solver's tolerance where it applies)."""
         points = []
         for c in self.C_grid:
-            update = {"C": c} if gamma is None else {"C": c, "gamma": gamma}
+            update = {"C": c, **self.axis_update(setting)}
             if self.fit_gap_parameter is not None:
                 update[self.fit_gap_parameter] = self.fit_gap
             points.append(validate_params(self.solver, self.base.model_dump(), **update)[1])
@@ -301,16 +389,16 @@ class _Search:
         last one short of the grid when a stop was asked for between two fits)."""
         train_set, test_set = self.split(fold)
         out = []
-        for gamma in self.gamma_grid:
-            points = self.grid_points(gamma)
+        for setting in self.settings:
+            points = self.grid_points(setting)
             if self.warm_path is not None:
                 fits = self._fit_warm_path(train_set, points, should_stop)
                 if fits is None:  # stopped while factorizing
-                    out.append(_FoldFits(gamma, []))
+                    out.append(_FoldFits(setting, []))
                     break
             else:
                 fits = _fit_cold(train_set, self.solver, points, should_stop)
-            out.append(_FoldFits(gamma, [
+            out.append(_FoldFits(setting, [
                 (c, _score(model, test_set, self.ordinal, self.scoring), objective, elapsed)
                 for c, (model, objective, elapsed) in zip(self.C_grid, fits, strict=False)]))
             if len(fits) < len(points) or should_stop():
@@ -348,14 +436,15 @@ def _fit_cold(train_set: Dataset, solver: str, points: list[SolverParams],
     return fits
 
 
-def _plan_search(dataset: Dataset, solver: str, C, folds: int, seed: int, gamma,
+def _plan_search(dataset: Dataset, solver: str, C, folds: int, seed: int, axes: dict,
                  fit_gap: float | None, warm_start: bool, scoring: str,
                  params: dict) -> _Search:
     """Validate the search and resolve what it fits (``auto`` chooses once, at the grid's
     middle C); refuses before any fit what cannot run (:func:`check_search`)."""
     C_grid = _grid(C if C is not None else 2.0 ** np.arange(-5, 6), "C")
-    if scoring not in SCORES:
-        raise InvalidParametersError(f"scoring: {scoring!r} is not one of {', '.join(SCORES)}")
+    if scoring not in (*SCORES, *REGRESSION_SCORES):
+        raise InvalidParametersError(f"scoring: {scoring!r} is not one of "
+                                     f"{', '.join((*SCORES, *REGRESSION_SCORES))}")
     spec, base = validate_params(solver, params, C=C_grid[0])
     choice = None
     if spec.name == "auto":  # one choice for the whole search, made at the grid's middle C
@@ -368,17 +457,22 @@ def _plan_search(dataset: Dataset, solver: str, C, folds: int, seed: int, gamma,
     if fit_gap_parameter is None:
         fit_gap = None
     check_search(spec, base, n_samples=dataset.n_samples,
-                 n_labels=int(dataset.classes.shape[0]), folds=folds, gamma=gamma,
-                 scoring=scoring)
-    gamma_grid: list[float | None] = _grid(gamma, "gamma") if gamma is not None else [None]
-    assignment = dataset.stratified_folds(folds, seed)
+                 n_labels=int(dataset.classes.shape[0]), folds=folds, gamma=axes["gamma"],
+                 scoring=scoring, epsilon=axes["epsilon"], nu=axes["nu"])
+    scoring = fold_scoring(base, scoring)
+    grids = {axis: None if axes[axis] is None else _grid(axes[axis], axis)
+             for axis in GRID_AXES}
+    settings = list(itertools.product(*[grids[axis] or [None] for axis in GRID_AXES]))
+    # real-valued labels have no classes to stratify by: seeded, shuffled folds
+    assignment = dataset.shuffled_folds(folds, seed) if base.task == "regression" \
+        else dataset.stratified_folds(folds, seed)
     # the path of a warm task: its own path handler, or one-vs-rest over the binary solver's
     # warm start (None: every point cold)
     task = fit_task(base, int(dataset.classes.shape[0]))
     warm_path = spec.path_handlers.get(task, fit_linear_path) \
         if warm_start and task in spec.warm_start_tasks() else None
     return _Search(dataset=dataset, spec=spec, solver=solver, base=base, C_grid=C_grid,
-                   gamma_grid=gamma_grid, folds=folds, assignment=assignment,
+                   settings=settings, axes=grids, folds=folds, assignment=assignment,
                    ordinal=base.task == "ordinal", scoring=scoring, fit_gap=fit_gap,
                    fit_gap_parameter=fit_gap_parameter, warm_path=warm_path, choice=choice)
 
@@ -391,7 +485,7 @@ class _Tally:
         self.search = search
         self.progress = progress
         self.monitor = monitor
-        keys = [(c, g) for c in search.C_grid for g in search.gamma_grid]
+        keys = [(c, g) for c in search.C_grid for g in search.settings]
         self.scores: dict[tuple, list[float]] = {key: [] for key in keys}
         self.objectives: dict[tuple, list[float]] = {key: [] for key in keys}
         self.seconds = dict.fromkeys(keys, 0.0)
@@ -406,18 +500,24 @@ class _Tally:
         """Tally and report one fold's fits in grid order; True once the search must stop."""
         search, reporter = self.search, self.reporter
         for entry in fold_fits:
+            gamma, epsilon, nu = entry.setting
+            gammas = search.axes["gamma"] or [None]
+            others = {axis: value for axis, value in (("epsilon", epsilon), ("nu", nu))
+                      if value is not None}
             for c, score, objective, elapsed in entry.fits:
-                self.scores[(c, entry.gamma)].append(score)
-                self.objectives[(c, entry.gamma)].append(objective)
-                self.seconds[(c, entry.gamma)] += elapsed
+                self.scores[(c, entry.setting)].append(score)
+                self.objectives[(c, entry.setting)].append(objective)
+                self.seconds[(c, entry.setting)] += elapsed
                 if self.progress is not None:
-                    self.progress(fold, c, entry.gamma, score)
+                    self.progress(fold, c, gamma, score)
                 # where the fit sits in the search ("C 3 of 11, fold 2 of 5")
                 if reporter(reporter.records + 1, objective, score, fold=fold, C=c,
-                            gamma=entry.gamma, n_folds=search.folds,
+                            gamma=gamma, n_folds=search.folds,
                             C_index=search.C_grid.index(c), n_C=len(search.C_grid),
-                            gamma_index=search.gamma_grid.index(entry.gamma),
-                            n_gamma=len(search.gamma_grid), metric=search.metric):
+                            gamma_index=gammas.index(gamma), n_gamma=len(gammas),
+                            setting_index=search.settings.index(entry.setting),
+                            n_settings=len(search.settings), metric=search.metric,
+                            **others):
                     return True
             if len(entry.fits) < len(search.C_grid):  # the monitor asked between two fits
                 self.note_stop_reason()
@@ -426,10 +526,11 @@ class _Tally:
 
     def rows(self) -> list[GridPoint]:
         """The table: the grid points with at least one fold scored, gamma by gamma."""
-        return [GridPoint(c, g, float(np.mean(self.scores[(c, g)])),
+        return [GridPoint(c, g[0], float(np.mean(self.scores[(c, g)])),
                           float(np.std(self.scores[(c, g)])), tuple(self.scores[(c, g)]),
-                          float(np.mean(self.objectives[(c, g)])), self.seconds[(c, g)])
-                for g in self.search.gamma_grid for c in self.search.C_grid
+                          float(np.mean(self.objectives[(c, g)])), self.seconds[(c, g)],
+                          epsilon=g[1], nu=g[2])
+                for g in self.search.settings for c in self.search.C_grid
                 if self.scores[(c, g)]]
 
 
@@ -501,11 +602,16 @@ def _search_result(search: _Search, tally: _Tally, status: Termination,
     if not rows:
         return CrossValidationResult(**common, best_C=float("nan"), best_gamma=None,
                                      message=f"stopped: {tally.reporter.stop_reason}")
-    sign = 1.0 if search.ordinal else -1.0
-    best = min(rows, key=lambda r: (sign * r.mean, r.C, r.gamma or 0.0))
-    message = f"best C = {best.C:g}" + ("" if best.gamma is None else
-                                          f", gamma = {best.gamma:g}")
+    sign = 1.0 if search.metric in LOWER_IS_BETTER else -1.0
+    # a NaN mean (R^2 of a fold of constant labels) ranks last
+    best = min(rows, key=lambda r: (r.mean != r.mean, sign * r.mean, r.C, r.gamma or 0.0,
+                                    r.epsilon or 0.0, r.nu or 0.0))
+    message = f"best C = {best.C:g}" + "".join(
+        f", {axis} = {value:g}" for axis, value in
+        (("gamma", best.gamma), ("epsilon", best.epsilon), ("nu", best.nu)) if value is not None)
     if status == Termination.STOPPED:
         message = f"stopped: {tally.reporter.stop_reason} (the table holds the folds done)"
     return CrossValidationResult(**common, best_C=best.C, best_gamma=best.gamma,
-                                 message=message)
+                                 best_epsilon=best.epsilon, best_nu=best.nu, message=message,
+                                 best_params={"C": best.C, **search.axis_update(
+                                     (best.gamma, best.epsilon, best.nu))})

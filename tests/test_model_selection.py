@@ -450,3 +450,89 @@ def test_a_stop_asked_while_a_fold_factorizes_ends_the_factorization(n_jobs, mon
     assert all(step.stopped.reason == approximation_module.STOP_ASKED
                for step in factorizations)
     assert all(step.stopped.done < step.stopped.total for step in factorizations)
+
+
+# -- regression, epsilon and nu grids, one-class --------------------------------------------
+
+
+def test_a_regression_search_scores_unstratified_folds_by_mean_squared_error():
+    """mfn's L2-loss SVR (LIBLINEAR -s 11's problem; the finite Newton method ends at the
+    optimum) over C x epsilon on housing: seeded folds that are not stratified (sizes within
+    one; real labels have no classes), every fold's score the mean squared error of a cold
+    solve on that fold's training rows (scikit-learn's mean_squared_error on the held-out
+    rows), the best point the lowest mean, refitted there; scoring="r2" ranks by R^2."""
+    from sklearn.metrics import mean_squared_error, r2_score
+
+    housing = load("regression/housing_scale")
+    folds = housing.shuffled_folds(3, seed=2)
+    sizes = np.bincount(folds)
+    assert sizes.max() - sizes.min() <= 1 and not np.array_equal(
+        folds, housing.stratified_folds(3, seed=2))
+    params = dict(task="regression", loss="squared_epsilon_insensitive")
+    result = cross_validate(housing, "mfn", C=[0.1, 1.0], epsilon_grid=[0.0, 2.0], folds=3,
+                            seed=2, fit_gap=None, refit=True, warm_start=False, **params)
+    assert result.metric == "mean_squared_error"
+    assert {(row.C, row.epsilon) for row in result.scores} == \
+        {(c, e) for c in (0.1, 1.0) for e in (0.0, 2.0)}
+    for row in result.scores:
+        for fold, score in enumerate(row.fold_scores):
+            cold = solvers.train(housing.subset(folds != fold), solver="mfn", C=row.C,
+                                 epsilon=row.epsilon, **params)
+            assert cold.status == "converged"
+            test = housing.subset(folds == fold)
+            assert score == pytest.approx(
+                mean_squared_error(test.y, cold.model.predict(test.X)), rel=1e-9)
+    best = min(result.scores, key=lambda row: row.mean)
+    assert (result.best_C, result.best_epsilon) == (best.C, best.epsilon)
+    assert result.best_params == {"C": best.C, "insensitivity": best.epsilon}
+    assert result.model.task == "regression"
+    assert result.refit.model.coef_ == pytest.approx(solvers.train(
+        housing, solver="mfn", C=best.C, epsilon=best.epsilon, **params).model.coef_,
+        rel=1e-9)
+    by_r2 = cross_validate(housing, "mfn", C=[0.1, 1.0], folds=3, seed=2, fit_gap=None,
+                           scoring="r2", **params)
+    assert by_r2.metric == "r2"
+    for row in by_r2.scores:
+        cold = solvers.train(housing.subset(folds != 0), solver="mfn", C=row.C, **params)
+        test = housing.subset(folds == 0)
+        assert row.fold_scores[0] == pytest.approx(
+            r2_score(test.y, cold.model.predict(test.X)), rel=1e-9)
+    assert by_r2.best_C == max(by_r2.scores, key=lambda row: row.mean).C
+
+
+def test_mfn_searches_its_tube_width_under_its_own_name():
+    """mfn's epsilon is its CGLS tolerance: an epsilon grid sets its insensitivity, and the
+    CGLS tolerance given stays (dual_cd's and smo's tube is their epsilon)."""
+    mg = load("regression/mg_scale")
+    result = cross_validate(mg, "mfn", C=[1.0], epsilon_grid=[0.05, 0.2], folds=3,
+                            task="regression", loss="squared_epsilon_insensitive",
+                            cgls_epsilon=1e-8)
+    assert result.metric == "mean_squared_error" and len(result.scores) == 2
+    assert result.best_params["insensitivity"] in (0.05, 0.2)
+    assert result.params["epsilon"] == 1e-8
+    svr = cross_validate(mg, "dual_cd", C=[1.0], epsilon_grid=[0.05, 0.2], folds=3,
+                         task="regression", loss="epsilon_insensitive")
+    assert svr.best_params == {"C": 1.0, "epsilon": svr.best_epsilon}
+
+
+def test_smo_searches_nu_of_nu_svr_and_refuses_what_a_search_cannot_score():
+    bodyfat = load("regression/bodyfat_scale")
+    result = cross_validate(bodyfat, "smo", C=[1.0], nu_grid=[0.2, 0.6], gamma=[0.5], folds=3,
+                            svm_type="nu_svr", task="regression", kernel="rbf")
+    assert [row.nu for row in result.scores] == [0.2, 0.6]
+    assert result.best_params == {"C": 1.0, "gamma": 0.5, "nu": result.best_nu}
+    with pytest.raises(solvers.InvalidParametersError, match="epsilon: .*nu_svr"):
+        cross_validate(bodyfat, "smo", C=[1.0], epsilon_grid=[0.1], folds=3,
+                       svm_type="nu_svr", task="regression")
+    with pytest.raises(solvers.InvalidParametersError, match="nu: only smo's nu-SVC"):
+        cross_validate(bodyfat, "dual_cd", C=[1.0], nu_grid=[0.5], folds=3,
+                       task="regression", loss="epsilon_insensitive")
+    with pytest.raises(solvers.InvalidParametersError, match="scoring: a regression"):
+        cross_validate(bodyfat, "dual_cd", C=[1.0], folds=3, scoring="roc_auc",
+                       task="regression", loss="epsilon_insensitive")
+    heart = load("heart_scale")
+    with pytest.raises(solvers.InvalidParametersError, match="task: a one-class SVM"):
+        cross_validate(heart, "smo", C=[1.0], folds=3, svm_type="one_class",
+                       task="one_class")
+    with pytest.raises(solvers.InvalidParametersError, match="scoring: r2 scores a regr"):
+        cross_validate(heart, "mfn", C=[1.0], folds=3, scoring="r2")

@@ -133,6 +133,13 @@ def _print_metrics(model, ds) -> None:
         if report["r2"] is not None:
             print(f"R^2: {report['r2']:.6f}")
         return
+    if model.task == "one_class":  # solvers.evaluate.one_class_scores
+        report = evaluate(model, ds, parallel=True)
+        print(f"outlier fraction: {100.0 * report['outlier_fraction']:.4f}%")
+        if report["roc_auc"] is not None:
+            print(f"ROC AUC (label {report['inlier_label']} as inliers): "
+                  f"{report['roc_auc']:.6f}")
+        return
     report = evaluate(model, ds, parallel=True)
     print(f"balanced accuracy: {100.0 * report['balanced_accuracy']:.4f}%")
     print(f"macro F1: {report['f1_macro']:.6f}")

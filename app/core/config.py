@@ -54,9 +54,10 @@ class Settings(BaseSettings):
         2**24, ge=1, description="Largest number of features (largest feature index) of a "
                                  "dataset; a model's weight vectors are this long.")
     max_classes: int = Field(
-        1000, ge=2, description="Most distinct labels in a dataset (an upload with more is "
-                                "refused): a model has a weight vector, an evaluation a "
-                                "confusion-matrix row, per class.")
+        1000, ge=2, description="Most classes a classification job may train on (a model has a "
+                                "weight vector, an evaluation a confusion-matrix row, per "
+                                "class); a dataset of more distinct labels is stored with its "
+                                "class counts null: real values, for task=regression.")
     max_model_weights: int = Field(
         2**25, ge=1, description="Most weights of a linear model a job may train (weight "
                                  "vectors x (features + 1): one vector for two labels, one "

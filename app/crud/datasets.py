@@ -61,10 +61,13 @@ def store(sessions: Sessions, files: DatasetStorage, dataset, name: str,
             check_dataset_bytes(session, owner, archive_bytes(dataset), settings)
         stored_bytes, written = files.save(dataset, digest)
         stats = dataset.stats()
+        summary = label_summary(dataset)
         row = Dataset(
             name=name, sha256=digest, n_samples=stats.n_samples,
             n_features=stats.n_features, nnz=stats.nnz, density=stats.density,
-            class_counts=stats.class_counts, has_qid=dataset.qid is not None,
+            class_counts=(stats.class_counts if summary["distinct"] <= settings.max_classes
+                          else None),
+            label_summary=summary, has_qid=dataset.qid is not None,
             has_sample_weight=dataset.sample_weight is not None, upload_bytes=upload_bytes,
             stored_bytes=stored_bytes, owner=owner,
         )
@@ -77,6 +80,25 @@ def store(sessions: Sessions, files: DatasetStorage, dataset, name: str,
                 files.delete(digest)
             raise
         return row, True
+
+
+def label_summary(dataset) -> dict:
+    """What a dataset's labels are, whatever the task they serve: ``distinct`` values,
+    ``integers`` (all of them whole numbers: classes or ranks may be meant), and for numeric
+    labels their ``min``, ``max`` and ``mean`` (null for text labels).  A dataset of more
+    distinct labels than ``SVMSVC_MAX_CLASSES`` is stored all the same, its ``class_counts``
+    null: its labels are real values (a regression's), not classes."""
+    import numpy as np
+
+    labels = np.asarray(dataset.labels)
+    summary = {"distinct": int(dataset.classes.shape[0]), "integers": False, "min": None,
+               "max": None, "mean": None}
+    if labels.dtype.kind in "iuf" and labels.size:
+        values = labels.astype(np.float64)
+        summary.update(integers=bool(np.all(values == np.round(values))),
+                       min=float(values.min()), max=float(values.max()),
+                       mean=float(values.mean()))
+    return summary
 
 
 def register_sharded(sessions: Sessions, shards: list[str], name: str | None,

@@ -16,8 +16,12 @@ from app.db.models import Job, TrainedModel
 from app.errors import InvalidRequest
 
 VALIDATION_METRICS = ("accuracy", "balanced_accuracy", "precision_macro", "recall_macro",
-                      "f1_macro", "roc_auc", "average_precision", "log_loss", "n_samples")
-"""The numbers of a model's ``validation`` (``EvaluationPublic``) a job list can sort on."""
+                      "f1_macro", "roc_auc", "average_precision", "log_loss", "n_samples",
+                      "mean_squared_error", "mean_absolute_error", "r2", "squared_correlation",
+                      "outlier_fraction")
+"""The numbers of a model's ``validation`` (``EvaluationPublic``) a job list can sort on: a
+classifier's, a regression's (errors, R^2, squared correlation) and a one-class model's
+(outlier fraction; its AUC is ``roc_auc``)."""
 MODEL_METRICS = {"objective": TrainedModel.objective,
                  "training_seconds": TrainedModel.training_seconds,
                  "iterations": TrainedModel.iterations}

@@ -126,6 +126,10 @@ class Dataset(Base):
     nnz: Mapped[int | None] = mapped_column(BigInteger)
     density: Mapped[float | None] = mapped_column(Float)
     class_counts: Mapped[dict[str, Any] | None]
+    #: the labels' distinct count, range, mean and whether all are integers
+    #: (:func:`app.crud.datasets.label_summary`; null for rows older than it, and for a
+    #: sharded dataset)
+    label_summary: Mapped[dict[str, Any] | None]
     has_qid: Mapped[bool]
     has_sample_weight: Mapped[bool]
     upload_bytes: Mapped[int] = mapped_column(BigInteger)

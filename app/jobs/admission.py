@@ -1,9 +1,12 @@
 """What ``POST /jobs`` checks before it queues a job: everything that would only fail later
 in a worker (or kill it) and can be known from the dataset rows and the parameters.
 
-* the task must be possible on the data: at least two labels; more than two only for a solver
-  with the ``multiclass`` task; ``task="ordinal"`` only for a solver with that task and on
-  labels that are ranks (integers);
+* the task must be possible on the data (:func:`check_labels_for_task`): classification on
+  at least two classes (labels that look real-valued, the library's rule, are refused with a
+  hint to ``task="regression"``), more than two only for a solver with the ``multiclass``
+  task; ``task="ordinal"`` only for a solver with that task and on labels that are ranks
+  (integers); ``task="regression"`` on numeric labels, kept as they are (never counted as
+  classes); ``task="one_class"`` on any rows (its labels are not read);
 * a validation dataset must be in the training data's feature space (no more features);
 * a job runs under a time limit: the one it asks for, at most ``SVMSVC_MAX_JOB_TIME_LIMIT_S``,
   or ``SVMSVC_JOB_TIME_LIMIT_S`` (:func:`job_time_limit`); a tuning job's fits (folds x grid
@@ -34,8 +37,70 @@ from app.db.models import Dataset, DatasetKind
 from app.errors import InvalidJob, LimitExceeded, limit_exceeded, setting_variable
 
 
-def _labels(dataset: Dataset) -> list[float]:
-    return sorted(float(label) for label in dataset.class_counts)
+def _label_count(dataset: Dataset) -> int:
+    """The dataset's distinct labels (its classes' count, or, where they were not counted as
+    classes, the number :func:`app.crud.datasets.label_summary` recorded)."""
+    if dataset.class_counts is not None:
+        return len(dataset.class_counts)
+    return int(dataset.label_summary["distinct"])
+
+
+def _numbers(dataset: Dataset) -> list[float] | None:
+    """The dataset's distinct labels as numbers, sorted (None: text labels, or too many to
+    have been counted)."""
+    if dataset.class_counts is None:
+        return None
+    try:
+        return sorted(float(label) for label in dataset.class_counts)
+    except ValueError:
+        return None
+
+
+def check_labels_for_task(task: str, dataset: Dataset, settings: Settings) -> int:
+    """Refuse a task the dataset's labels do not pose (:class:`InvalidJob` naming
+    ``dataset_id`` or ``params.task``); return their distinct count.
+
+    The task decides what the labels are: classes (classification: at least two, at most
+    ``SVMSVC_MAX_CLASSES``, and not more than ``solvers.train.REAL_VALUED_CLASSES`` distinct
+    values that are not all integers: the library's rule, by which labels such as housing's
+    24.0 and 21.6 are a regression's real values, and the refusal says to set
+    ``task="regression"``), ranks (ordinal: integers), real values (regression: numbers,
+    kept as they are, never counted as classes) or nothing (one_class: not read).
+    """
+    count = _label_count(dataset)
+    summary = dataset.label_summary or {}
+    if task == "regression":
+        if summary and summary.get("min") is None:
+            raise InvalidJob("dataset_id: regression needs numeric labels; the dataset's "
+                             "are text")
+        return count
+    if task == "one_class":
+        return count  # novelty detection reads the rows only
+    if count < 2:
+        numbers = _numbers(dataset)
+        raise InvalidJob(f"dataset_id: training needs at least two distinct labels in the "
+                         f"dataset; it has only "
+                         f"{numbers[0] if numbers else 'no'} label"
+                         + (" (task 'one_class' trains on one class of rows)"
+                            if task == "classification" else ""))
+    if dataset.class_counts is None or count > settings.max_classes:
+        raise limit_exceeded("dataset_id: the dataset's distinct labels", "max_classes",
+                             settings.max_classes, "labels", actual=count,
+                             error=LimitExceeded)
+    numbers = _numbers(dataset)
+    integral = numbers is None or all(math.isfinite(v) and v == int(v) for v in numbers)
+    if task == "ordinal" and (numbers is None or not integral):
+        raise InvalidJob("dataset_id: ordinal regression needs ranks as labels "
+                         "(integers, e.g. 1..p)")
+    from solvers.train import REAL_VALUED_CLASSES
+
+    if task == "classification" and count > REAL_VALUED_CLASSES and not integral:
+        example = next(v for v in numbers if v != int(v))
+        raise InvalidJob(f"params.task: the dataset's {count} distinct labels are real values "
+                         f"(e.g. {example!r}), not classes (more than "
+                         f"{REAL_VALUED_CLASSES}, not all integers): for support vector "
+                         f"regression set params.task to 'regression'")
+    return count
 
 
 def check_sharded_job(spec, params, dataset: Dataset, settings: Settings, tuning) -> None:
@@ -74,8 +139,12 @@ def job_time_limit(asked: float | None, settings: Settings) -> float:
 
 
 def tuning_points(tuning) -> int:
-    """The points of a tuning job's grid: C values x gamma values."""
-    return len(tuning.C) * (len(tuning.gamma) if tuning.gamma else 1)
+    """The points of a tuning job's grid: C values x gamma values x epsilon values x nu
+    values (each axis not searched counting one)."""
+    points = len(tuning.C)
+    for axis in (tuning.gamma, tuning.epsilon, tuning.nu):
+        points *= len(axis) if axis else 1
+    return points
 
 
 def tuning_fits(tuning) -> int:
@@ -95,6 +164,7 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     import solvers
     from solvers.approximation import Approximation
     from solvers.auto import DatasetShape
+    from solvers.base import STANDALONE_TASKS
     from solvers.lssvm.fit import check_kernel_size, uses_row_cache
     from solvers.lssvm.params import KernelSolverParams
     from solvers.model_selection import check_search
@@ -110,13 +180,13 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
             return None  # the rest needs its statistics: checked again when a job reads them
     if spec.name == "auto":  # check what the worker will run: auto's choice for this data
         shape = DatasetShape(dataset.n_samples, dataset.n_features, dataset.nnz,
-                             len(dataset.class_counts))
+                             _label_count(dataset))
         try:
             spec, params, _ = resolve(spec, params, shape)
         except solvers.InvalidParametersError as exc:
             raise InvalidJob(f"params: {exc}") from None
-    labels = _labels(dataset)
     task = getattr(params, "task", "classification")
+    n_labels = _label_count(dataset)
     if tuning is not None and tuning_fits(tuning) > settings.max_tuning_fits:
         raise limit_exceeded(f"tuning: the grid's fits ({tuning.folds} folds x "
                              f"{tuning_points(tuning)} points, and the refit)",
@@ -124,30 +194,21 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
                              actual=tuning_fits(tuning), error=LimitExceeded)
     if tuning is not None:  # the library's own refusals of a search, before any worker
         try:
-            check_search(spec, params, n_samples=dataset.n_samples, n_labels=len(labels),
-                         folds=tuning.folds, gamma=tuning.gamma, scoring=tuning.scoring)
+            check_search(spec, params, n_samples=dataset.n_samples, n_labels=n_labels,
+                         folds=tuning.folds, gamma=tuning.gamma, scoring=tuning.scoring,
+                         epsilon=tuning.epsilon, nu=tuning.nu)
         except solvers.InvalidParametersError as exc:
             raise InvalidJob(f"tuning.{exc}") from None
-    if len(labels) < 2:
-        raise InvalidJob(f"dataset_id: training needs at least two distinct labels in the "
-                            f"dataset; it has only {labels[0] if labels else 'no'} label")
+    n_labels = check_labels_for_task(task, dataset, settings)
     refusal = None if spec.portfolio else spec.solves.refusal(
-        params.posed_task(len(labels)), params.loss, params.bias, params.loss_exponent,
+        params.posed_task(n_labels), params.loss, params.bias, params.loss_exponent,
         f"solver {spec.name!r}")
     if refusal is not None:
-        raise InvalidJob(f"params: {refusal}; the dataset has {len(labels)} labels")
-    if task == "ordinal" and not all(math.isfinite(label) and label == int(label)
-                                     for label in labels):
-        raise InvalidJob("dataset_id: ordinal regression needs ranks as labels "
-                         "(integers, e.g. 1..p)")
+        raise InvalidJob(f"params: {refusal}; the dataset has {n_labels} labels")
     if validation is not None and validation.n_features > dataset.n_features:
         raise InvalidJob(f"validation_dataset_id: the validation dataset has "
                             f"{validation.n_features} features, the training dataset "
                             f"{dataset.n_features}: another feature space")
-    if len(labels) > settings.max_classes:  # stored before the cap, or under a higher one
-        raise limit_exceeded("dataset_id: the dataset's distinct labels", "max_classes",
-                             settings.max_classes, "labels", actual=len(labels),
-                             error=LimitExceeded)
     run = Approximation.solver_params(params)  # on a low-rank factor: the linear kernel
     if isinstance(run, KernelSolverParams) and uses_row_cache(run, dataset.n_samples):
         try:  # the least-squares family's kernel path: refused now, not in the worker
@@ -167,7 +228,7 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         # a linear model holds one weight vector per class (one for two labels or ranks),
         # each n_features + 1 long (a low-rank model as many coefficients over its
         # landmarks): bounded before any worker allocates it
-        vectors = 1 if len(labels) == 2 or task == "ordinal" else len(labels)
+        vectors = 1 if n_labels == 2 or task in STANDALONE_TASKS else n_labels
         weights = vectors * (features + 1)
         if weights > settings.max_model_weights:
             raise limit_exceeded(

@@ -115,11 +115,12 @@ def check_in(session: Session, job_id: uuid.UUID, attempt: int) -> Signal:
 def progress_stage(extras: dict[str, Any]) -> str | None:
     """Where a record stands in its job, in words, from the tags the library puts in its
     extras: a tuning job's fit ("C 3 of 11, fold 2 of 5", with "gamma 2 of 4" on a kernel
-    grid), its refit ("refit at the best point"), the low-rank factorization ("factorizing:
-    640 of 2000 pivots", then "factorized: rank 2000 of 2000";
-    :class:`solvers.approximation.FactorProgress`), a one-vs-rest subproblem ("class 3 of 26
-    (label C)") or a one-vs-one pair ("pair 4 of 45 (3-7)"), a prediction job's rows ("rows
-    50000 of 1000000"); None for a single binary problem."""
+    grid, "epsilon 0.5" or "nu 0.2" on a grid of those), its refit ("refit at the best
+    point"), the low-rank factorization ("factorizing: 640 of 2000 pivots", then
+    "factorized: rank 2000 of 2000"; :class:`solvers.approximation.FactorProgress`), a
+    one-vs-rest subproblem ("class 3 of 26 (label C)") or a one-vs-one pair ("pair 4 of 45
+    (3-7)"), a prediction job's rows ("rows 50000 of 1000000"); None for a single binary
+    problem."""
     parts = []
     if "rows_done" in extras:  # a prediction job's chunk
         total = extras.get("rows_total")
@@ -137,6 +138,9 @@ def progress_stage(extras: dict[str, Any]) -> str | None:
         parts.append(f"C {extras['C_index'] + 1} of {extras['n_C']}")
         if extras.get("n_gamma", 1) > 1:
             parts.append(f"gamma {extras['gamma_index'] + 1} of {extras['n_gamma']}")
+        # a regression's tube width and nu-SVC's / nu-SVR's nu, where the grid has them
+        parts += [f"{axis} {extras[axis]:g}" for axis in ("epsilon", "nu")
+                  if extras.get(axis) is not None]
         parts.append(f"fold {extras['fold'] + 1} of {extras['n_folds']}")
     if "n_classes" in extras:
         parts.append(f"class {extras['class_index'] + 1} of {extras['n_classes']} "

@@ -485,16 +485,14 @@ def tune(dataset, spec: JobSpec, monitor) -> tuple[object | None, dict]:
     tuning = spec.tuning
     clock = Stopwatch()  # the job's time: the refit's records go on from the search's
     result = cross_validate(dataset, spec.solver, C=tuning["C"], gamma=tuning.get("gamma"),
+                            epsilon_grid=tuning.get("epsilon"), nu_grid=tuning.get("nu"),
                             folds=tuning["folds"], seed=tuning["seed"], monitor=monitor,
                             fit_gap=tuning.get("fit_gap", CV_FIT_GAP),
                             scoring=tuning.get("scoring", "accuracy"), **params)
     summary = jsonable(result.summary())
     if result.status == "stopped":
         return None, summary
-    best = {"C": result.best_C}
-    if result.best_gamma is not None:
-        best["gamma"] = result.best_gamma
-    refit = solvers.train(dataset, solver=spec.solver, params={**params, **best},
+    refit = solvers.train(dataset, solver=spec.solver, params={**params, **result.best_params},
                           # the refit's records follow the search's in the job's log,
                           # numbered and timed on from them, tagged stage: refit
                           monitor=Continued(monitor,

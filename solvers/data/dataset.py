@@ -355,6 +355,18 @@ class Dataset(RowMatrix):
         return fold
 
 
+    def shuffled_folds(self, n_folds: int, seed: int = 0) -> np.ndarray:
+        """Fold number (0..n_folds-1) for each row, seeded but not stratified (a
+        regression's: real-valued labels have no classes); fold sizes differ by at most
+        one."""
+        if n_folds < 2:
+            raise ValueError("n_folds must be at least 2")
+        fold = np.empty(self.n_samples, dtype=np.int64)
+        fold[np.random.default_rng(seed).permutation(self.n_samples)] = \
+            np.arange(self.n_samples) % n_folds
+        return fold
+
+
 def _optional_equal(a, b) -> bool:
     if a is None or b is None:
         return a is None and b is None

@@ -43,6 +43,14 @@ def register_model_kind(cls):
     return cls
 
 
+def task_of_kind(kind: str) -> str:
+    """What a model of ``kind`` predicts (its class's ``task``: classification, ordinal,
+    regression or one_class), read without loading one; classification for a kind this
+    version does not know."""
+    cls = _MODEL_KINDS.get(kind)
+    return cls.task if cls is not None else "classification"
+
+
 def as_feature_matrix(X, n_features: int) -> sp.csr_matrix:
     """CSR matrix with exactly ``n_features`` columns: features the model never saw are
     dropped (LIBLINEAR does the same), missing trailing columns are zero."""

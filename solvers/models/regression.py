@@ -10,6 +10,7 @@ line, one weight column: LIBLINEAR's ``predict`` returns w . x there) and export
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,15 @@ class RegressionModel(Model):
         return {**super().describe(), "task": self.task}
 
     # -- LIBLINEAR -------------------------------------------------------------------------
+    def iter_liblinear(self, bias_scale: float | None = None) -> Iterator[str]:
+        """:meth:`to_liblinear`'s text in pieces, as ``LinearModel.iter_liblinear`` gives its
+        own (the service streams a download from them): the header, then the weights, one
+        column of them."""
+        text = self.to_liblinear(bias_scale)
+        split = text.index("w\n") + 2
+        yield text[:split]
+        yield text[split:]
+
     def to_liblinear(self, bias_scale: float | None = None) -> str:
         """The model as LIBLINEAR writes a regression model (``predict`` reads it and returns
         the same values): the solver type of the training loss (L2R_L2LOSS_SVR when it came

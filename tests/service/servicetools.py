@@ -113,10 +113,20 @@ STORED_EVALUATION_FIELDS = ("id", "model_id", "dataset_name", "created_at", "cre
 """What POST /models/{id}/evaluate answers besides the metrics: the stored evaluation's."""
 
 
+#: the fields of a regression's and a one-class model's evaluation, null in a classifier's
+#: (its answer has every field of EvaluationPublic; the library's dict only its task's)
+OTHER_TASKS_FIELDS = ("mean_squared_error", "mean_absolute_error", "r2", "squared_correlation",
+                      "predicted_vs_true", "outlier_fraction", "inlier_label",
+                      "decision_histogram")
+
+
 def metrics_of(evaluation: dict) -> dict:
-    """An evaluation's answer without the fields of its storing (the metrics and the
-    dataset's id, as ``solvers.evaluate`` and a model's ``validation`` have them)."""
-    return {k: v for k, v in evaluation.items() if k not in STORED_EVALUATION_FIELDS}
+    """A classifier's evaluation answer without the fields of its storing, its ``task`` and
+    the other tasks' (null) fields: the metrics and the dataset's id, as ``solvers.evaluate``
+    and a model's ``validation`` have them."""
+    return {k: v for k, v in evaluation.items()
+            if k not in STORED_EVALUATION_FIELDS and k != "task"
+            and not (k in OTHER_TASKS_FIELDS and v is None)}
 
 
 def full_log(client, job_id: str) -> list[dict]:

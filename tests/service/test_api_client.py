@@ -123,6 +123,30 @@ def test_generated_client_runs_the_whole_workflow(live_server, client_package):
         assert isinstance(missing, models.Problem)
         assert missing.status == 404 and missing.detail.endswith("not found")
 
+        # a regression (issue 47): the task, epsilon, its real-valued predictions and errors
+        housing = data_path("regression/housing_scale")
+        regression = datasets_upload.sync(client=client, body=models.DatasetUpload(
+            file=types.File(payload=io.BytesIO(housing.read_bytes()), file_name="housing")))
+        assert regression.label_summary.distinct == 229
+        svr = models.DualCDParams.from_dict({"solver": "dual_cd", "task": "regression",
+                                             "loss": "epsilon_insensitive", "epsilon": 0.5})
+        job = jobs_create.sync(client=client, body=models.JobCreate(
+            dataset_id=regression.id, params=svr, time_limit_s=60.0))
+        deadline = time.monotonic() + PATIENCE_S
+        while job.status.value not in FINISHED:
+            assert time.monotonic() < deadline, "the regression job did not finish"
+            time.sleep(0.1)
+            job = jobs_get.sync(client=client, job_id=job.id)
+        assert job.status == models.JobStatus.SUCCEEDED
+        model = models_get.sync(client=client, model_id=job.model_id)
+        assert model.task.value == "regression" and model.params["epsilon"] == 0.5
+        single = models_predict.sync(client=client, model_id=model.id, x="1:0.7 3:1")
+        assert single.value == single.label == single.decision_values[0]
+        evaluation = models_evaluate.sync(
+            client=client, model_id=model.id,
+            body=models.EvaluateRequest(dataset_id=regression.id))
+        assert evaluation.task.value == "regression" and evaluation.mean_squared_error > 0
+
 
 def test_a_generated_client_authenticates_with_its_token_as_it_is(tmp_path):
     """With keys on, the generated ``AuthenticatedClient(token=key)`` (it sends

@@ -142,7 +142,7 @@ def test_an_oversized_streamed_upload_is_refused_while_it_streams():
     request = Request(scope, receive)
     with pytest.raises(ContentTooLarge):
         anyio.run(lambda: receive_svmlight_upload(
-            request, UploadLimits(limit, 10**9, 10**9, 10**9, 10**9), n_features=None,
+            request, UploadLimits(limit, 10**9, 10**9, 10**9), n_features=None,
             zero_based=False))
     assert limit < sum(received) <= limit + ENVELOPE_BYTES + len(chunk)
 

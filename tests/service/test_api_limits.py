@@ -115,18 +115,16 @@ def _stream_upload(text: bytes, limits: UploadLimits):
 
 
 @pytest.mark.parametrize("limits, fragment", [
-    (UploadLimits(2**20, 2, 100, 100, 100),
+    (UploadLimits(2**20, 2, 100, 100),
      "the dataset's rows (3 rows) exceeds the limit of 2 rows set by SVMSVC_MAX_UPLOAD_ROWS"),
-    (UploadLimits(2**20, 100, 5, 100, 100), "the dataset's stored entries (6 entries) exceeds the "
+    (UploadLimits(2**20, 100, 5, 100), "the dataset's stored entries (6 entries) exceeds the "
                                        "limit of 5 entries set by SVMSVC_MAX_UPLOAD_NNZ"),
-    (UploadLimits(2**20, 100, 100, 3, 100), "(4 features) exceeds the limit of 3 features set by "
+    (UploadLimits(2**20, 100, 100, 3), "(4 features) exceeds the limit of 3 features set by "
                                        "SVMSVC_MAX_FEATURES"),
-    (UploadLimits(2**20, 100, 100, 100, 2), "the dataset's distinct labels (3 labels) exceeds "
-                                           "the limit of 2 labels set by SVMSVC_MAX_CLASSES"),
-], ids=["rows", "nnz", "features", "classes"])
+], ids=["rows", "nnz", "features"])
 def test_each_cap_of_an_upload_names_its_setting(limits, fragment):
     text = b"1 1:1 2:1\n-1 3:1 4:1\n2 1:1 2:1\n"
-    assert _stream_upload(text, UploadLimits(2**20, 100, 100, 100, 100)).dataset.n_samples == 3
+    assert _stream_upload(text, UploadLimits(2**20, 100, 100, 100)).dataset.n_samples == 3
     with pytest.raises(ContentTooLarge) as error:
         _stream_upload(text, limits)
     assert fragment in error.value.detail

@@ -206,9 +206,10 @@ def test_multi_job_logs_for_a_comparison(api, heart):
 # -- the migration -----------------------------------------------------------------------------
 
 
-SHARDED_COLUMNS = {"kind", "source", "scanned_at"}
-"""The dataset columns of revision 0009 (sharded datasets): a table of an earlier revision has
-none of them (``kind``'s Python-side default would otherwise be inserted)."""
+SHARDED_COLUMNS = {"kind", "source", "scanned_at", "label_summary"}
+"""The dataset columns of revision 0009 (sharded datasets) and later (0013_taskservice's
+``label_summary``): a table of a revision before 0009 has none of them (``kind``'s Python-side
+default would otherwise be inserted)."""
 
 
 #: the jobs' columns that revisions after 0009 add (0010_registry, 0010_batch_webhooks, 0012):

@@ -554,6 +554,91 @@ def test_the_train_form_lists_smos_kernel_fields_and_queues_a_kernel_job(page, s
     assert model["kind"] == "kernel"
 
 
+def test_the_train_form_queues_a_regression_tuned_over_epsilon_whose_model_plots_residuals(
+        page, server):
+    """The form offers the task (dual_cd's schema: classification or regression) and epsilon,
+    and the tuning's epsilon grid; the job tunes C x epsilon by the mean squared error, and
+    its model's page shows the regression's errors (those of the evaluate endpoint), the
+    predicted-vs-true and residual plots (one point per pair the API sent) and a predicted
+    value."""
+    housing = _upload(server, data_path("regression/housing_scale"))
+    page.console_errors()
+    page.open(f"/ui/train?dataset={housing}")
+    page.wait(lambda: page.find("#param-C"), "the generated form")
+    page.find("#train-solver option[value=dual_cd]").click()
+    page.wait(lambda: page.find("#param-task option[value=regression]"), "dual_cd's task")
+    page.find("#param-task option[value=regression]").click()
+    page.find("#param-loss option[value=epsilon_insensitive]").click()
+    assert "insensitive tube" in page.find("#param-epsilon-help").text
+    page.find("#tune").click()
+    page.find("#tune-C").clear()
+    page.find("#tune-C").send_keys("2^-2 .. 2^1")
+    page.find("#tune-folds").clear()
+    page.find("#tune-folds").send_keys("3")
+    page.find("#tune-epsilon").send_keys("0 0.5 2")
+    page.screenshot("train-regression", at="#tuning")
+    page.find("#train-submit").click()
+    page.wait(lambda: "/ui/jobs/" in page.driver.current_url, "the job page")
+    job = _finished(server, page.driver.current_url.rsplit("/", 1)[1])
+    assert job["status"] == "succeeded", job
+    assert job["tuning"]["epsilon"] == [0.0, 0.5, 2.0] and job["params"]["task"] == "regression"
+    cv = job["cross_validation"]
+    assert cv["metric"] == "mean_squared_error" and len(cv["table"]) == 12
+    page.wait(lambda: page.find("#plot-cv").get_attribute("data-points") == "4",
+              "the cross-validation curves")
+    assert "(lowest is best)" in page.find("#cv-note").text
+    assert f"epsilon = {cv['best_epsilon']:g}" in page.find("#cv-note").text
+    page.screenshot("job-tuning-regression", at="#cross-validation")
+    page.open(f"/ui/models/{job['model_id']}")
+    page.wait(lambda: page.find("#evaluate-dataset"), "the model page").submit()
+    page.wait(lambda: page.find("#evaluation-residuals").get_attribute("data-points"),
+              "the residual plot")
+    expected = server.client.post(f"/api/v1/models/{job['model_id']}/evaluate",
+                                  json={"dataset_id": housing}).json()
+    shown = {dd.get_attribute("data-metric"): dd.text
+             for dd in page.all("#evaluation-metrics dd")}
+    for key in ("mean_squared_error", "mean_absolute_error", "r2", "squared_correlation"):
+        assert shown[key] == f"{expected[key]:.6g}", key
+    assert page.find("#evaluation-pvt").get_attribute("data-points") == \
+        page.find("#evaluation-residuals").get_attribute("data-points") == \
+        str(len(expected["predicted_vs_true"]["true"]))
+    assert len(page.all("#evaluation-pvt canvas")) == 1
+    assert len(page.all("#evaluation-residuals canvas")) == 1
+    assert "Task" in page.find("dl.facts").text and "regression" in page.find("dl.facts").text
+    page.find("#predict-x").send_keys("1:0.5 6:-0.2")
+    page.find("#predict-x").submit()
+    page.wait_text("#prediction", "Value")
+    assert page.console_errors() == []
+    page.screenshot("model-regression", at="#evaluation-heading")
+
+
+def test_a_one_class_model_page_shows_its_decision_value_distribution(page, server):
+    """smo's one-class SVM (svm_type from the form's schema); its model page shows the
+    outlier fraction, the AUC of the +1 rows as inliers and the histogram of the decision
+    values, one bar per bin the API sent; an example predicted says inlier or outlier."""
+    heart = _upload(server, data_path("heart_scale"))
+    job = _finished(server, _job(server, heart, {"solver": "smo", "svm_type": "one_class",
+                                                 "nu": 0.2, "gamma": 0.1})["id"])
+    assert job["status"] == "succeeded", job
+    page.console_errors()
+    page.open(f"/ui/models/{job['model_id']}")
+    page.wait(lambda: page.find("#evaluate-dataset"), "the model page").submit()
+    page.wait(lambda: page.find("#evaluation-histogram").get_attribute("data-bins"),
+              "the histogram")
+    expected = server.client.post(f"/api/v1/models/{job['model_id']}/evaluate",
+                                  json={"dataset_id": heart}).json()
+    assert page.find("#evaluation-histogram").get_attribute("data-bins") == str(
+        len(expected["decision_histogram"]["counts"]))
+    assert f"{100 * expected['outlier_fraction']:.2f} %" in page.find("#evaluation").text
+    assert f"{expected['roc_auc']:.4g} (inliers: label 1)" in page.find("#evaluation").text
+    assert "label -1" in page.find("#evaluation-histogram .u-legend").text
+    page.find("#predict-x").send_keys("1:0.7 3:1")
+    page.find("#predict-x").submit()
+    page.wait(lambda: "lier" in page.find("#prediction").text, "the prediction")
+    assert page.console_errors() == []
+    page.screenshot("model-one-class", at="#evaluation-heading")
+
+
 def test_no_console_errors_at_desktop_and_phone_width(page, server):
     heart = _upload(server, data_path("heart_scale"))
     jobs = [_job(server, heart, {"solver": solver, "C": 0.5})

@@ -180,8 +180,9 @@ function showFacts(facts, actions, dataset) {
 }
 
 // A tuning job's table (job.cross_validation, once it ran): the curve of the mean fold score
-// against C (log scale), one per gamma for a kernel grid, with mean +- std dashed, and the
-// rows with the best point marked.
+// against C (log scale), one per setting of the other axes (gamma of a kernel grid, a
+// regression's epsilon, nu), with mean +- std dashed, and the rows with the best point marked.
+const AXES = ["gamma", "epsilon", "nu"];
 let cvShown = null;
 function showCrossValidation() {
   const section = document.getElementById("cross-validation");
@@ -189,26 +190,30 @@ function showCrossValidation() {
   if (!section || !cv || cvShown === cv) return;
   cvShown = cv;
   const rankError = cv.metric === "mean_absolute_rank_error";
-  const label = rankError ? "mean absolute rank error" : `mean ${cv.metric.replaceAll("_", " ")}`;
+  const lowest = rankError || cv.metric === "mean_squared_error";
+  const label = rankError ? "mean absolute rank error"
+    : `${cv.metric.startsWith("mean_") ? "" : "mean "}${cv.metric.replaceAll("_", " ")}`;
   const Cs = [...new Set(cv.table.map((r) => r.C))].sort((a, b) => a - b);
-  const gammas = [...new Set(cv.table.map((r) => r.gamma))];
+  const axes = AXES.filter((a) => cv.table.some((r) => r[a] != null));
+  const settingOf = (r) => axes.map((a) => r[a]).join(",");
+  const settings = [...new Map(cv.table.map((r) => [settingOf(r), r])).values()];
   const series = [];
   const data = [Cs];
-  for (const gamma of gammas) {
-    const rows = Cs.map((C) => cv.table.find((r) => r.C === C && r.gamma === gamma));
-    const name = gamma == null ? "" : ` (gamma ${fmt(gamma)})`;
+  for (const setting of settings) {
+    const rows = Cs.map((C) => cv.table.find((r) => r.C === C && settingOf(r) === settingOf(setting)));
+    const name = axes.length ? ` (${axes.map((a) => `${a} ${fmt(setting[a])}`).join(", ")})` : "";
     data.push(rows.map((r) => (r ? r.mean : null)));
     series.push({ label: label + name });
-    if (gammas.length === 1) {
+    if (settings.length === 1) {
       data.push(rows.map((r) => (r ? r.mean - r.std : null)), rows.map((r) => (r ? r.mean + r.std : null)));
       series.push({ label: "− 1 std", width: 1, dash: [4, 4] }, { label: "+ 1 std", width: 1, dash: [4, 4] });
     }
   }
-  const best = (r) => r.C === cv.best_C && r.gamma === cv.best_gamma;
+  const best = (r) => r.C === cv.best_C && axes.every((a) => r[a] === cv[`best_${a}`]);
   const columns = [
     { label: "", render: (r) => (best(r) ? el("strong", {}, "best") : "") },
     { label: "C", num: true, render: (r) => fmt(r.C) },
-    ...(gammas.some((g) => g != null) ? [{ label: "gamma", num: true, render: (r) => fmt(r.gamma) }] : []),
+    ...axes.map((a) => ({ label: a, num: true, render: (r) => fmt(r[a]) })),
     { label: rankError ? "mean rank error" : label, num: true, render: (r) => fmt(r.mean) },
     { label: "std", num: true, render: (r) => fmt(r.std) },
     { label: "mean objective", num: true, render: (r) => fmt(r.objective, 8) },
@@ -216,11 +221,11 @@ function showCrossValidation() {
   ];
   const box = el("div", { class: "plot", id: "plot-cv" });
   const bestText = cv.best_C == null ? "no best point (the search stopped before a full table)"
-    : `best C = ${fmt(cv.best_C)}${cv.best_gamma == null ? "" : `, gamma = ${fmt(cv.best_gamma)}`}`;
+    : `best C = ${fmt(cv.best_C)}${axes.map((a) => `, ${a} = ${fmt(cv[`best_${a}`])}`).join("")}`;
   section.replaceChildren(
     el("h2", {}, "Cross-validation"),
     el("p", { class: "legend-note", id: "cv-note" },
-      `${cv.folds} folds scored by ${rankError ? "the mean absolute rank error (lowest is best)" : `${cv.metric} (highest is best)`}, ${bestText}; ${cv.warm_start ? "warm-started C paths" : "every point solved cold"}` +
+      `${cv.folds} folds scored by ${rankError ? "the mean absolute rank error (lowest is best)" : `${cv.metric} (${lowest ? "lowest" : "highest"} is best)`}, ${bestText}; ${cv.warm_start ? "warm-started C paths" : "every point solved cold"}` +
       `${cv.fit_gap == null ? "" : `, each fit to a certified gap of ${fmt(cv.fit_gap)}`}.` +
       `${cv.status === "stopped" ? ` ${cv.message}` : ""}`),
     box,

@@ -79,8 +79,10 @@ export function partOf(r) {
   const e = r.extras || {};
   const refit = e.stage === "refit";
   if (!refit && e.fold != null && e.C != null) {
-    return { key: `grid:${e.C}:${e.gamma}`, kind: "grid",
-      label: `C = ${fmt(e.C)}${e.gamma == null ? "" : `, gamma = ${fmt(e.gamma)}`}` +
+    const others = ["gamma", "epsilon", "nu"].filter((a) => e[a] != null);
+    const tube = ["epsilon", "nu"].filter((a) => e[a] != null).map((a) => `:${a}=${e[a]}`).join("");
+    return { key: `grid:${e.C}:${e.gamma}${tube}`, kind: "grid",
+      label: `C = ${fmt(e.C)}${others.map((a) => `, ${a} = ${fmt(e[a])}`).join("")}` +
         (e.n_C != null ? ` (C ${e.C_index + 1} of ${e.n_C}${e.n_gamma > 1 ? `, gamma ${e.gamma_index + 1} of ${e.n_gamma}` : ""})` : "") };
   }
   let key = refit ? "refit" : "run";

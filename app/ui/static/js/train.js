@@ -1,8 +1,10 @@
 // Train: a form generated from GET /solvers (each solver's parameter JSON schema, the API's
 // own source of truth), defaults filled in, each parameter's description shown; optionally a
-// tuning job (cross-validation over a C grid, scored by one of the API's `scoring` choices,
-// read from its OpenAPI schema); "Register as" names the model in the registry (its next
-// version).
+// tuning job (cross-validation over a C grid and, where given, grids of the kernel's gamma, a
+// regression's tube width epsilon and nu-SVC's / nu-SVR's nu, scored by one of the API's
+// `scoring` choices, read from its OpenAPI schema); "Register as" names the model in the
+// registry (its next version).  The task (classification, regression, one-class), epsilon and
+// nu are the solver's own parameters, in the form generated from its schema.
 import { api, apiAll, apiKey, content, datasetLine, el, notice, start } from "./common.js";
 
 const query = new URLSearchParams(location.search);
@@ -33,13 +35,20 @@ async function render() {
     "aria-describedby": "tune-C-help" });
   const folds = el("input", { id: "tune-folds", type: "number", min: String(tuningSchema.folds.minimum),
     max: String(tuningSchema.folds.maximum), step: "1", value: String(tuningSchema.folds.default) });
+  const axisInput = (axis) => el("input", { id: `tune-${axis}`, type: "text", size: 16, placeholder: "not searched",
+    title: tuningSchema[axis].description || "" });
+  const axes = { gamma: axisInput("gamma"), epsilon: axisInput("epsilon"), nu: axisInput("nu") };
   const scoring = el("select", { id: "tune-scoring", "aria-describedby": "tune-scoring-help" },
     tuningSchema.scoring.enum.map((s) => el("option", { value: s, selected: s === tuningSchema.scoring.default }, s)));
   const tuning = el("fieldset", { id: "tuning" }, el("legend", {}, "Tuning"),
     el("div", { class: "check" }, tune, el("label", { for: "tune" }, "Cross-validate over a grid of C, then refit at the best C (a tuning job)")),
     el("div", { class: "toolbar" },
       el("label", {}, "C grid", grid), el("label", {}, "Folds", folds), el("label", {}, "Scoring", scoring)),
-    el("small", { id: "tune-C-help" }, "C values separated by spaces or commas; 2^k is accepted, and 2^a .. 2^b is every power between. "),
+    el("div", { class: "toolbar" },
+      el("label", {}, "gamma grid (kernel)", axes.gamma), el("label", {}, "epsilon grid (regression)", axes.epsilon),
+      el("label", {}, "nu grid (nu_svc, nu_svr)", axes.nu)),
+    el("small", { id: "tune-C-help" }, "C values separated by spaces or commas; 2^k is accepted, and 2^a .. 2^b is every power between. " +
+      "The gamma, epsilon and nu grids are optional lists of numbers (empty: not searched). "),
     el("small", { id: "tune-scoring-help" }, tuningSchema.scoring.description || ""));
   const form = el("form", { id: "train-form", novalidate: true },
     el("div", { class: "toolbar" }, el("label", {}, "Dataset", dataset), el("label", {}, "Solver", solver),
@@ -71,6 +80,10 @@ async function render() {
     if (tune.checked) {
       try {
         body.tuning = { C: readGrid(grid.value), folds: Number(folds.value), scoring: scoring.value };
+        for (const [axis, input] of Object.entries(axes)) {
+          const values = readList(input.value, axis);
+          if (values) body.tuning[axis] = values;
+        }
       } catch (error) { notice(error.message); return; }
     }
     if (validation.value) body.validation_dataset_id = validation.value;
@@ -103,6 +116,17 @@ function readGrid(text) {
   const values = text.split(/[\s,]+/).filter(Boolean).map(number);
   if (!values.length) throw new Error("C grid: give at least one value");
   return values;
+}
+
+// "0 0.1 0.5" (spaces or commas): a grid of one of the other axes; empty: not searched.
+function readList(text, name) {
+  const tokens = text.split(/[\s,]+/).filter(Boolean);
+  if (!tokens.length) return null;
+  return tokens.map((t) => {
+    const value = Number(t);
+    if (!Number.isFinite(value)) throw new Error(`${name} grid: "${t}" is not a number`);
+    return value;
+  });
 }
 
 function kinds(schema) {  // the JSON types a field takes (anyOf of a number and null, ...)
