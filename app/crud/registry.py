@@ -170,6 +170,14 @@ ACK_TIMEOUT_S = 10.0
 listener's process stalled that long; logged as a warning)."""
 
 
+def _live_listeners(engine: Engine) -> set[int]:
+    """The backend pids of the :class:`AliasListener` connections to this database."""
+    with engine.connect() as connection:
+        return set(connection.execute(text(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND application_name = :name"), {"name": LISTENER_APPLICATION}).scalars())
+
+
 def commit_announced(session: Session) -> None:
     """Commit the caller's transaction, which changes what some ``name@alias`` or
     ``name/version`` resolves to, so that no web process's :class:`DirectLookup` answers from
@@ -195,9 +203,10 @@ def commit_announced(session: Session) -> None:
         session.execute(text("SELECT pg_notify(:channel, :token)"),
                         {"channel": NOTIFY_CHANNEL, "token": token})
         session.commit()
-        live_listeners = ("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                          "AND application_name = %s")
-        waiting = {pid for pid, in waiter.execute(live_listeners, (LISTENER_APPLICATION,))}
+        # the waiter's connection does nothing but wait for notifications (a query on it
+        # meanwhile could drop one, psycopg < 3.3); each look at pg_stat_activity is a
+        # transaction of its own (a transaction keeps its first snapshot of the statistics)
+        waiting = _live_listeners(engine)
         deadline = time.monotonic() + ACK_TIMEOUT_S
         while waiting:
             for notify in waiter.notifies(timeout=0.05, stop_after=len(waiting)):
@@ -205,8 +214,7 @@ def commit_announced(session: Session) -> None:
                 if acknowledged in (token, "*") and pid.isdigit():
                     waiting.discard(int(pid))
             if waiting:  # a listener gone (its process ended) acknowledges nothing
-                waiting &= {pid for pid, in waiter.execute(live_listeners,
-                                                           (LISTENER_APPLICATION,))}
+                waiting &= _live_listeners(engine)
             if waiting and time.monotonic() > deadline:
                 logger.warning("registry change announced, but listener(s) %s did not "
                                "acknowledge within %.0f s", sorted(waiting), ACK_TIMEOUT_S)
