@@ -125,7 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             process.cancel_background()
-            app.state.registry_lookup.close()
+            app.state.registry_lookup.stop()
             app.state.log_streams.close()
             dispatcher.stop()
             engine.dispose()

@@ -45,7 +45,9 @@ that of all N (and each one's, which shows how the connections spread over them)
 
 ``registry``: GET predict of one linear model (mfn on a9a) by id, by ``name@alias`` and by
 ``name/version`` (issue 50), on one server, interleaved round by round: single client and
-``wrk`` as ``predict``, and the throughput by alias and by version over that by id.
+``wrk`` as ``predict``, and the throughput by alias and by version over that by id; then
+what an alias change costs its writer (PUT and DELETE, milliseconds) and one name's answer
+from the bench's own process (the fast path's cache, a database read, SQLAlchemy).
 
 ``startup``: seconds from ``svmsvc serve`` (two workers) to ``/readyz`` ready, and to every
 worker having compiled (or loaded) every solver's own kernels, first on a cold Numba cache (a
@@ -725,6 +727,7 @@ def registry_predict(directory: Path, rounds: int, requests: int, seconds: float
                 round(summary[name]["wrk_per_s"] / by_id, 3) if by_id else None)
             summary[name]["wrk_cpu_ms_minus_id"] = round(
                 summary[name]["wrk_cpu_ms"] - summary["id"]["wrk_cpu_ms"], 3)
+        summary["alias_change_ms"] = alias_change_cost(server, job["model_version"])
         summary["name_read_us"] = name_read_cost(
             database_url or f"sqlite:///{directory.resolve() / 'svmsvc.db'}",
             job["model_version"])
@@ -733,11 +736,31 @@ def registry_predict(directory: Path, rounds: int, requests: int, seconds: float
         server.stop()
 
 
+def alias_change_cost(server: Server, version: int, changes: int = 20) -> dict:
+    """Milliseconds (median, max) of ``changes`` PUTs that make the alias ``moving`` and as
+    many DELETEs of it, one client: what a change costs its writer, which on PostgreSQL
+    waits until every web process's listener has emptied its cache
+    (``app.crud.registry.commit_announced``)."""
+    path = "/api/v1/registry/bench/aliases/moving"
+    times: dict[str, list[float]] = {"put": [], "delete": []}
+    with server.client() as client:
+        for _ in range(changes):
+            for kind, call in (("put", lambda: client.put(path, json={"version": version})),
+                               ("delete", lambda: client.delete(path))):
+                start = time.perf_counter()
+                call().raise_for_status()
+                times[kind].append(1e3 * (time.perf_counter() - start))
+    return {f"{kind}_{figure}": round(function(values), 2) for kind, values in times.items()
+            for figure, function in (("p50", statistics.median), ("max", max))}
+
+
 def name_read_cost(url: str, version: int, repeats: int = 7, reads: int = 2000) -> dict:
-    """Microseconds per read of ``bench@production`` (and of ``bench/version``) from this
-    process, on the service's database: the fast path's ``DirectLookup`` and, for comparison,
-    ``resolve`` through SQLAlchemy's ``Connection``; the fastest of ``repeats`` rounds of
-    ``reads`` (a loaded machine only ever adds)."""
+    """Microseconds per answer of ``bench@production`` (and of ``bench/version``) from this
+    process, on the service's database: the fast path's ``DirectLookup`` from its cache
+    (``kept_alias``: on SQLite with its ``PRAGMA data_version`` look), the same with the
+    cache emptied before each ask (``direct_alias``, ``direct_version``: the database read)
+    and, for comparison, ``resolve`` through SQLAlchemy's ``Connection``; the fastest of
+    ``repeats`` rounds of ``reads`` (a loaded machine only ever adds)."""
     from app.crud.registry import DirectLookup, resolve
     from app.db.session import create_db_engine
 
@@ -746,18 +769,30 @@ def name_read_cost(url: str, version: int, repeats: int = 7, reads: int = 2000) 
     owner = ""  # the bench's admin key is an owner of its own: read the row's owner
     with engine.connect() as connection:
         owner = connection.exec_driver_sql("SELECT owner FROM model_aliases").scalar()
+    deadline = time.monotonic() + 60
+    while lookup.listener is not None and not lookup.listener.live:  # PostgreSQL
+        if time.monotonic() > deadline:
+            raise SystemExit("the registry listener did not start listening within 60 s")
+        time.sleep(0.05)
+
+    def read(**reference):
+        lookup.invalidate()  # PostgreSQL's cache
+        lookup.local.data_version = None  # SQLite's: as if another connection committed
+        return lookup.model_id(owner, "bench", **reference)
+
     reads_by_kind = {
-        "direct_alias": lambda: lookup.model_id(owner, "bench", "production"),
-        "direct_version": lambda: lookup.model_id(owner, "bench", version=version),
+        "kept_alias": lambda: lookup.model_id(owner, "bench", "production"),
+        "direct_alias": lambda: read(alias="production"),
+        "direct_version": lambda: read(version=version),
         "sqlalchemy_alias": lambda: resolve(engine, owner, "bench", "production")}
     figures = {}
     try:
-        for kind, read in reads_by_kind.items():
-            assert read() is not None, kind
-            best = min(_timed(read, reads) for _ in range(repeats))
+        for kind, call in reads_by_kind.items():
+            assert call() is not None, kind
+            best = min(_timed(call, reads) for _ in range(repeats))
             figures[kind] = round(1e6 * best / reads, 1)
     finally:
-        lookup.close()
+        lookup.stop()
         engine.dispose()
     return figures
 

@@ -329,6 +329,10 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
     ScriptSuite("predict", "GET predict served by one web process and by two (svmsvc serve "
                 "--web-processes 2), interleaved round by round (needs wrk)",
                 "service", ("predict", "--web-processes", "2"), out_flag=None),
+    ScriptSuite("registry", "GET predict by id, by name@alias and by name/version on one "
+                "server, interleaved round by round (needs wrk; --database-url for PostgreSQL), "
+                "and what an alias change costs its writer",
+                "service", ("registry",), out_flag=None),
     ScriptSuite("startup", "svmsvc serve to /readyz ready, on a cold Numba cache and warm",
                 "service", ("startup",), out_flag=None),
     ScriptSuite("dask", "jobs through a Dask cluster (needs PostgreSQL and dask.distributed)",

@@ -1,7 +1,7 @@
 """GET predict of a cached linear model, answered before the router (issue 38), by id or
 through the registry (``/registry/{name}@{alias}/predict``, ``/registry/{name}/{version}/
-predict``: the name resolved to a model id for every request, see :meth:`PredictFastPath.
-_registered`).
+predict``: the name resolved to a model id by :class:`app.crud.registry.DirectLookup`, from
+its cache while nothing changed).
 
 One ``GET /api/v1/models/{model_id}/predict`` cost the web process 0.84-1.0 ms of CPU on a
 2-core machine of this project's kind, of which scoring the example is some 0.07 ms: py-spy
@@ -136,8 +136,9 @@ class PredictFastPath:
             return None
         if match is not None:
             return state, principal, query, uuid.UUID(match.group(1)), self.routes["predict"]
-        # name@alias or name/version: read for every request (app.crud.registry.DirectLookup:
-        # no cache, so a moved alias is seen here at the next request)
+        # name@alias or name/version: app.crud.registry.DirectLookup, a per-process cache
+        # trusted only while nothing changed (SQLite's data_version, PostgreSQL's
+        # acknowledged NOTIFY), so a moved alias is seen here at the next request
         name, alias, version = registered.groups()
         if alias is not None:
             return (state, principal, query, (principal.owner, name, alias, None),

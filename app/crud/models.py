@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.core.principals import Principal
 from app.crud.pages import owned, page, visible
-from app.crud.registry import lock_name, refuse_if_aliased
+from app.crud.registry import commit_announced, lock_name, refuse_if_aliased
 from app.db.models import TrainedModel
 from app.db.session import Sessions
 from app.tags import merged, where_tagged
@@ -102,7 +102,10 @@ def delete(session: Session, model_id: uuid.UUID, principal: Principal) -> None:
         lock_name(session, Principal(version.owner, principal.scope), version.name)
         refuse_if_aliased(session, version.owner, version.name, version.version)
     session.delete(model)
-    session.commit()
+    if model.version is not None:  # name/version resolved to it: no fast path may keep it
+        commit_announced(session)
+    else:
+        session.commit()
 
 
 def set_tags(session: Session, model_id: uuid.UUID, patch: dict[str, str | None],

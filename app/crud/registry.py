@@ -23,20 +23,29 @@ another owner's names do not exist for a caller (404), an admin's included: a na
 something within one owner only.
 
 Resolving.  :func:`resolve` turns ``name@alias`` or ``name/version`` into a model id with one
-primary-key lookup per request, no process-local cache: a moved alias is seen by every web
-process at its next request.  :class:`DirectLookup` is the same read for the predict fast
-path, without SQLAlchemy's per-statement machinery.
+primary-key lookup (the routes: every request).  :class:`DirectLookup` is the predict fast
+path's: the same read without SQLAlchemy's per-statement machinery, its answers kept in a
+per-process cache that is trusted only while a check far cheaper than the read says nothing
+changed, so that a moved alias is still what every web process uses from its next request:
+on SQLite ``PRAGMA data_version`` of the lookup's own connection (it changes whenever
+another connection commits to the database file); on PostgreSQL a listener
+(:class:`AliasListener`, ``LISTEN`` on a connection of its own) that empties the cache at
+every change, and writers that change what a name resolves to (:func:`commit_announced`)
+``NOTIFY`` in their transaction and, after the commit, wait until every listener has
+acknowledged, so that the answer to the ``PUT`` leaves no web process with a stale entry.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
+import time
 import uuid
 from typing import Any
 
-from sqlalchemy import Engine, select, true, update
+from sqlalchemy import Engine, select, text, true, update
 from sqlalchemy.orm import Session
 
 from app.core.principals import Principal
@@ -55,6 +64,8 @@ SLUG_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 letter or a digit (so that neither can contain the ``@`` or ``/`` of the paths)."""
 
 _SLUG = re.compile(SLUG_PATTERN)
+
+logger = logging.getLogger(__name__)
 
 SCALAR_METRICS = ("accuracy", "balanced_accuracy", "precision_macro", "recall_macro",
                   "f1_macro", "roc_auc", "average_precision", "log_loss", "mean_absolute_error",
@@ -136,21 +147,161 @@ def resolve(engine: Engine, owner: str, name: str, alias: str | None = None,
         return connection.execute(query).scalar()
 
 
-class DirectLookup:
-    """:func:`resolve` for the predict fast path, at a fraction of its cost: the same two
-    primary-key reads, as plain SQL on one DBAPI connection of the engine kept by the thread
-    that asks (the event loop's), in autocommit mode (each read its own snapshot: it holds no
-    transaction open between requests, and never waits for a writer: SQLite's WAL,
-    PostgreSQL's MVCC).  Through SQLAlchemy's ``Connection`` the read cost the web process
-    0.3 ms of CPU (a pool checkout, the transaction events, the result machinery), more than
-    the rest of a prediction; this is a cursor's ``execute`` and ``fetchone``.  No cache: the
-    read is made for every request, so a moved alias is seen at the next one.  An error
-    drops the connection (the next call opens another) and answers None: the caller lets the
-    route answer, with its usual errors."""
+def _libpq_url(engine: Engine) -> str:
+    """The engine's PostgreSQL URL as libpq takes it (psycopg's own connections)."""
+    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
 
-    def __init__(self, engine: Engine):
+
+NOTIFY_CHANNEL = "svmsvc_registry"
+"""Where a writer that changes what a name resolves to announces it (:func:`commit_announced`;
+PostgreSQL's ``NOTIFY``, delivered at the commit)."""
+
+ACK_CHANNEL = "svmsvc_registry_ack"
+"""Where each :class:`AliasListener` acknowledges an announcement: ``"<token> <pid>"``, the
+writer's token and the backend pid of the listening connection (``"* <pid>"``: a listener
+that has just started, with an empty cache)."""
+
+LISTENER_APPLICATION = "svmsvc registry listener"
+"""The ``application_name`` of the listening connections: how a writer finds, in
+``pg_stat_activity``, the listeners whose acknowledgement it waits for."""
+
+ACK_TIMEOUT_S = 10.0
+"""How long a writer waits for the listeners' acknowledgements before answering anyway (a
+listener's process stalled that long; logged as a warning)."""
+
+
+def _live_listeners(engine: Engine) -> set[int]:
+    """The backend pids of the :class:`AliasListener` connections to this database."""
+    with engine.connect() as connection:
+        return set(connection.execute(text(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND application_name = :name"), {"name": LISTENER_APPLICATION}).scalars())
+
+
+def commit_announced(session: Session) -> None:
+    """Commit the caller's transaction, which changes what some ``name@alias`` or
+    ``name/version`` resolves to, so that no web process's :class:`DirectLookup` answers from
+    a stale entry afterwards.  SQLite: a plain commit (every lookup sees the database's
+    ``data_version`` change).  PostgreSQL: before the commit, listen on
+    :data:`ACK_CHANNEL` (a connection of this call's own) and ``NOTIFY``
+    :data:`NOTIFY_CHANNEL` with a fresh token in the transaction (delivered at the commit,
+    not at all on a rollback); after it, wait until every listener that ``pg_stat_activity``
+    shows (:data:`LISTENER_APPLICATION`) has acknowledged the token, or has started since
+    (``*``), or is gone, for at most :data:`ACK_TIMEOUT_S`.  A listener acknowledges after
+    emptying its cache, so when this returns (and the route answers) every live web process
+    reads the database again at its next request."""
+    engine = session.get_bind()
+    if engine.dialect.name != "postgresql":
+        session.commit()
+        return
+    import psycopg
+
+    token = uuid.uuid4().hex
+    with psycopg.connect(_libpq_url(engine), autocommit=True,
+                         application_name="svmsvc registry writer") as waiter:
+        waiter.execute(f"LISTEN {ACK_CHANNEL}")
+        session.execute(text("SELECT pg_notify(:channel, :token)"),
+                        {"channel": NOTIFY_CHANNEL, "token": token})
+        session.commit()
+        # the waiter's connection does nothing but wait for notifications (a query on it
+        # meanwhile could drop one, psycopg < 3.3); each look at pg_stat_activity is a
+        # transaction of its own (a transaction keeps its first snapshot of the statistics)
+        waiting = _live_listeners(engine)
+        deadline = time.monotonic() + ACK_TIMEOUT_S
+        while waiting:
+            for notify in waiter.notifies(timeout=0.05, stop_after=len(waiting)):
+                acknowledged, _, pid = notify.payload.partition(" ")
+                if acknowledged in (token, "*") and pid.isdigit():
+                    waiting.discard(int(pid))
+            if waiting:  # a listener gone (its process ended) acknowledges nothing
+                waiting &= _live_listeners(engine)
+            if waiting and time.monotonic() > deadline:
+                logger.warning("registry change announced, but listener(s) %s did not "
+                               "acknowledge within %.0f s", sorted(waiting), ACK_TIMEOUT_S)
+                return
+
+
+class AliasListener:
+    """The PostgreSQL half of :class:`DirectLookup`'s cache: a daemon thread that ``LISTEN``\\ s
+    on :data:`NOTIFY_CHANNEL` on a connection of its own (``application_name``
+    :data:`LISTENER_APPLICATION`), empties the lookup's cache at every announcement, then
+    acknowledges it on :data:`ACK_CHANNEL` from a second connection (the first one is held
+    by the wait for notifications).  The cache is trusted only while the listener is
+    ``live``: it is emptied and distrusted from the moment the connection fails (the lookup
+    then reads the database for every request, as without a cache) until a new connection
+    listens again, and started empty then (it may have missed announcements)."""
+
+    WAKE_S = 0.5
+    """How often the thread looks whether it is to stop."""
+
+    def __init__(self, lookup: DirectLookup):
+        self.lookup = lookup
+        self.live = False
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="registry-listener", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                self._listen()
+            except Exception as exc:  # the connection lost or refused: no cache meanwhile
+                logger.info("registry listener: %s; the fast path reads every name until "
+                            "it listens again", exc)
+            self.live = False
+            self.lookup.invalidate()
+            self.stopping.wait(1.0)
+
+    def _listen(self) -> None:
+        import psycopg
+
+        url = _libpq_url(self.lookup.engine)
+        with psycopg.connect(url, autocommit=True,
+                             application_name=LISTENER_APPLICATION) as listening, \
+                psycopg.connect(url, autocommit=True,
+                                application_name="svmsvc registry ack") as acknowledging:
+            pid = listening.info.backend_pid
+            listening.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            self.lookup.invalidate()
+            self.live = True
+            acknowledge = "SELECT pg_notify(%s, %s)"
+            acknowledging.execute(acknowledge, (ACK_CHANNEL, f"* {pid}"))
+            while not self.stopping.is_set():
+                for notify in listening.notifies(timeout=self.WAKE_S):
+                    self.lookup.invalidate()
+                    acknowledging.execute(acknowledge, (ACK_CHANNEL, f"{notify.payload} {pid}"))
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+
+class DirectLookup:
+    """:func:`resolve` for the predict fast path, at a fraction of its cost.  The read is
+    the same two primary-key lookups, as plain SQL on one DBAPI connection of the engine kept
+    by the thread that asks (the event loop's), in autocommit mode (each read its own
+    snapshot: it holds no transaction open between requests, and never waits for a writer:
+    SQLite's WAL, PostgreSQL's MVCC); through SQLAlchemy's ``Connection`` the read cost the
+    web process 0.3 ms of CPU (a pool checkout, the transaction events, the result
+    machinery), more than the rest of a prediction.  An error drops the connection (the
+    next call opens another) and answers None: the caller lets the route answer, with its
+    usual errors.
+
+    Its answers (model ids found; a name not found is not kept) are cached, and the cache
+    trusted only after a check that nothing changed since it was filled (see the module
+    docstring): on SQLite ``PRAGMA data_version`` on the thread's connection before every
+    answer (a different value: another connection committed, the cache is emptied); on
+    PostgreSQL, while the :class:`AliasListener` listens, with :func:`commit_announced`
+    making the writers wait for it.  A cache hit costs no read at all, which is what makes
+    a prediction by name as cheap as by id (``python -m bench service registry``)."""
+
+    MAX_ENTRIES = 4096
+    """The cache is emptied when it would hold more (names a client asks for by the
+    thousand)."""
+
+    def __init__(self, engine: Engine, listen: bool = True):
         self.engine = engine
         self.local = threading.local()
+        self.postgresql = engine.dialect.name == "postgresql"
         mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
         self.alias_sql = (f"SELECT model_id FROM model_aliases WHERE owner = {mark} AND "
                           f"name = {mark} AND alias = {mark}")
@@ -159,6 +310,13 @@ class DirectLookup:
         self._async_free: list = []  # model_id_async's idle connections (PostgreSQL)
         self._async_open = 0
         self._async_ready = asyncio.Event()  # a connection was given back
+        self.cache: dict = {}  # PostgreSQL: (owner, name, alias, version) -> model id
+        self.listener = AliasListener(self) if self.postgresql and listen else None
+
+    def invalidate(self) -> None:
+        """Empty the PostgreSQL cache (a new dict: a read that started before, still
+        filling the old one, fills a dict nobody reads)."""
+        self.cache = {}
 
     def _driver(self):
         """This thread's driver connection (sqlite3's or psycopg's), checked out of the
@@ -166,42 +324,76 @@ class DirectLookup:
         connection = getattr(self.local, "connection", None)
         if connection is None:
             connection = self.engine.raw_connection()
-            if self.engine.dialect.name == "postgresql":
+            if self.postgresql:
                 connection.driver_connection.autocommit = True
             # SQLite's connections already are (isolation_level None: app.db.session)
             self.local.connection = connection
+            self.local.cache, self.local.data_version = {}, None
         return connection.driver_connection
+
+    def _trusted_cache(self, driver=None) -> dict | None:
+        """The cache that may be answered from now, None when none may (PostgreSQL: the
+        listener is not listening).  SQLite: this thread's, emptied if the database's
+        ``data_version`` on ``driver`` (this thread's connection) moved since the last
+        look (a failed look raises)."""
+        if self.postgresql:
+            return self.cache if self.listener is not None and self.listener.live else None
+        data_version = driver.execute("PRAGMA data_version").fetchone()[0]
+        if data_version != self.local.data_version:
+            self.local.cache, self.local.data_version = {}, data_version
+        return self.local.cache
+
+    def _statement(self, owner: str, name: str, alias: str | None,
+                   version: int | None) -> tuple[str, tuple]:
+        """The read of ``name@alias`` or ``name/version`` and its parameters."""
+        return ((self.alias_sql, (owner, name, alias)) if alias is not None
+                else (self.version_sql, (owner, name, version)))
+
+    def _keep(self, cache: dict | None, key: tuple, model_id: uuid.UUID | None) -> None:
+        if cache is not None and model_id is not None:
+            if len(cache) >= self.MAX_ENTRIES:
+                cache.clear()
+            cache[key] = model_id
 
     def model_id(self, owner: str, name: str, alias: str | None = None,
                  version: int | None = None) -> uuid.UUID | None:
         """The model id of ``name@alias`` or ``name/version`` of ``owner``; None when there
         is none, or when the read failed."""
-        sql, parameters = ((self.alias_sql, (owner, name, alias)) if alias is not None
-                           else (self.version_sql, (owner, name, version)))
+        key = (owner, name, alias, version)
+        sql, parameters = self._statement(*key)
         try:
+            driver = self._driver()
+            cache = self._trusted_cache(driver)
+            if cache is not None and (found := cache.get(key)) is not None:
+                return found
             # both drivers' Connection.execute: a cursor made, executed and returned
-            row = self._driver().execute(sql, parameters).fetchone()
+            row = driver.execute(sql, parameters).fetchone()
         except Exception:  # a connection gone (server restart ...): the route answers
             self.close()
             return None
         if row is None:
             return None
         value = row[0]  # PostgreSQL: a UUID; SQLite: its 32 hex digits (SQLAlchemy's Uuid)
-        return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
+        found = value if isinstance(value, uuid.UUID) else uuid.UUID(value)
+        self._keep(cache, key, found)
+        return found
 
     async def model_id_async(self, owner: str, name: str, alias: str | None = None,
                              version: int | None = None) -> uuid.UUID | None:
-        """:meth:`model_id` for the event loop.  On PostgreSQL the read is a round trip to
-        the server (0.1-0.4 ms on this project's machine): made blocking, the event loop
-        would wait through it and one process would answer a third as many predictions by
-        alias as by id under ``wrk`` (measured); so it is awaited on one of at most
-        ``ASYNC_CONNECTIONS`` asynchronous connections of this loop, in autocommit mode,
-        while the loop serves other requests.  On SQLite (no server: a read of the file's
-        pages) it is :meth:`model_id`."""
-        if self.engine.dialect.name != "postgresql":
+        """:meth:`model_id` for the event loop.  A cache hit is answered at once.  On a miss
+        on PostgreSQL the read is a round trip to the server (0.1-0.4 ms on this project's
+        machine): made blocking, the event loop would wait through it and one process would
+        answer a third as many predictions by alias as by id under ``wrk`` (measured); so it
+        is awaited on one of at most ``ASYNC_CONNECTIONS`` asynchronous connections of this
+        loop, in autocommit mode, while the loop serves other requests.  On SQLite (no
+        server: a read of the file's pages) it is :meth:`model_id`."""
+        if not self.postgresql:
             return self.model_id(owner, name, alias, version)
-        sql, parameters = ((self.alias_sql, (owner, name, alias)) if alias is not None
-                           else (self.version_sql, (owner, name, version)))
+        key = (owner, name, alias, version)
+        cache = self._trusted_cache()
+        if cache is not None and (found := cache.get(key)) is not None:
+            return found
+        sql, parameters = self._statement(*key)
         connection = await self._async_connection()
         if connection is None:
             return None
@@ -213,7 +405,9 @@ class DirectLookup:
             return None
         self._async_free.append(connection)
         self._async_ready.set()
-        return None if row is None else row[0]
+        found = None if row is None else row[0]
+        self._keep(cache, key, found)
+        return found
 
     ASYNC_CONNECTIONS = 4
     """The most asynchronous connections :meth:`model_id_async` opens (per process)."""
@@ -229,10 +423,9 @@ class DirectLookup:
         if self._async_free:
             return self._async_free.pop()
         self._async_open += 1
-        url = self.engine.url.set(drivername="postgresql")
         try:
-            return await psycopg.AsyncConnection.connect(
-                url.render_as_string(hide_password=False), autocommit=True)
+            return await psycopg.AsyncConnection.connect(_libpq_url(self.engine),
+                                                         autocommit=True)
         except Exception:
             self._async_open -= 1
             return None
@@ -250,6 +443,7 @@ class DirectLookup:
         the asynchronous ones (their sockets close with them)."""
         connection = getattr(self.local, "connection", None)
         self.local.connection = None
+        self.local.cache, self.local.data_version = {}, None
         if connection is not None:
             try:
                 connection.invalidate()
@@ -261,6 +455,12 @@ class DirectLookup:
             except Exception:
                 pass
         self._async_free, self._async_open = [], 0
+
+    def stop(self) -> None:
+        """:meth:`close`, and stop the listener (the application's end)."""
+        if self.listener is not None:
+            self.listener.stop()
+        self.close()
 
 
 def resolve_or_404(engine: Engine, principal: Principal, name: str, alias: str | None = None,
@@ -382,7 +582,7 @@ def move_alias(session: Session, principal: Principal, name: str, alias: str,
                            from_version=previous, to_version=version,
                            moved_by=principal.owner, moved_at=now))
     registered.updated_at = now
-    session.commit()
+    commit_announced(session)
     return row
 
 
@@ -398,7 +598,7 @@ def delete_alias(session: Session, principal: Principal, name: str, alias: str) 
                            moved_by=principal.owner, moved_at=now))
     session.delete(row)
     registered.updated_at = now
-    session.commit()
+    commit_announced(session)
 
 
 def aliases_pointing_at(session: Session, owner: str, name: str, version: int) -> list[str]:
@@ -432,5 +632,5 @@ def delete_version(session: Session, principal: Principal, name: str,
     if model is not None:
         session.delete(model)
     registered.updated_at = utcnow()
-    session.commit()
+    commit_announced(session)
     return row.model_id

@@ -15,7 +15,15 @@ import uuid
 
 import pytest
 from conftest import API_KEYS, TENANT_KEYS
-from servicetools import QUICK_PARAMS, data_path, metrics_of, uploaded_id, wait_job
+from servicetools import (
+    PATIENCE_S,
+    QUICK_PARAMS,
+    data_path,
+    metrics_of,
+    uploaded_id,
+    wait_for,
+    wait_job,
+)
 
 from app.crud.registry import resolve
 from app.db.models import Job, JobStatus, ModelVersion, TrainedModel, utcnow
@@ -327,39 +335,90 @@ def test_a_batch_by_alias_is_bounded_as_by_id(api, churn):
         assert refused.json()["setting"] == "SVMSVC_MAX_PREDICT_BYTES"
 
 
-def test_the_fast_paths_lookup_reads_every_time_and_survives_a_lost_connection(api, churn):
-    """``DirectLookup`` (the fast path's read) answers what ``resolve`` answers, sees a move
-    at once (no cache), answers None for a name it does not have, and after its connection
-    is lost answers None once (the route then answers) and reconnects."""
+def test_the_fast_paths_lookup_caches_sees_every_change_at_once_and_survives_a_lost_connection(
+        api, churn, heart):
+    """``DirectLookup`` (the fast path's read) answers what ``resolve`` answers and keeps it
+    (a second ask reads nothing), yet sees at once, with a warm cache, every change another
+    connection commits: an alias moved and moved back, deleted and made again, a version
+    deleted (SQLite: ``data_version``; PostgreSQL: the listener, which each writer waits
+    for); it keeps no name it did not find and nothing across owners; after its connection
+    is lost it answers None once (the route then answers) and reconnects."""
     from app.crud.registry import DirectLookup
 
     name, first, second = churn
-    lookup = DirectLookup(api.app.state.sessions.engine)
+    engine = api.app.state.sessions.engine
+    lookup = DirectLookup(engine)
     try:
-        assert lookup.model_id("tester", name, "production") == uuid.UUID(first["model_id"])
-        assert lookup.model_id("tester", name, version=2) == uuid.UUID(second["model_id"])
-        assert lookup.model_id("bob", name, "production") is None
+        if lookup.postgresql:  # listening, or the cache is not trusted (every ask reads)
+            wait_for(lambda: lookup.listener.live, PATIENCE_S, what="the registry listener")
+        first_id, second_id = uuid.UUID(first["model_id"]), uuid.UUID(second["model_id"])
+        assert lookup.model_id("tester", name, "production") == first_id
+        assert lookup.model_id("tester", name, version=2) == second_id
+        reads: list[str] = []
+        driver = lookup._driver()
+        lookup._driver = lambda: ReadCounter(driver, reads)
+        assert lookup.model_id("tester", name, "production") == first_id  # kept: no read
+        assert lookup.model_id("tester", name, version=2) == second_id
+        assert [sql for sql in reads if "model_" in sql] == []
+        assert lookup.model_id("bob", name, "production") is None  # another owner: read
         assert lookup.model_id("tester", name, version=9) is None
+        assert len([sql for sql in reads if "model_" in sql]) == 2
+        assert lookup.model_id("bob", name, "production") is None  # not found: not kept
+        del lookup._driver
+
         path = f"/api/v1/registry/{name}/aliases/lookup-test"
-        for version, job in ((2, second), (1, first)):
+        for version, model_id in ((2, second_id), (1, first_id), (2, second_id)):
             assert api.put(path, json={"version": version}).status_code == 200
-            assert lookup.model_id("tester", name, "lookup-test") == uuid.UUID(job["model_id"])
-        lookup.local.connection.driver_connection.close()
-        assert lookup.model_id("tester", name, "production") is None
-        assert lookup.model_id("tester", name, "production") == uuid.UUID(first["model_id"])
+            assert lookup.model_id("tester", name, "lookup-test") == model_id
+            assert lookup.model_id("tester", name, "lookup-test") == model_id  # kept
         assert api.delete(path).status_code == 204
         assert lookup.model_id("tester", name, "lookup-test") is None
+        assert api.put(path, json={"version": 1}).status_code == 200  # made again
+        assert lookup.model_id("tester", name, "lookup-test") == first_id
+        assert api.delete(path).status_code == 204
+
+        third = train_named(api, heart, name, C=0.1)  # a version deleted while kept
+        third_id = uuid.UUID(third["model_id"])
+        number = third["model_version"]
+        assert lookup.model_id("tester", name, version=number) == third_id
+        assert lookup.model_id("tester", name, version=number) == third_id
+        assert api.delete(f"/api/v1/registry/{name}/{number}",
+                          headers={"X-API-Key": API_KEYS["admin"]}).status_code == 204
+        assert lookup.model_id("tester", name, version=number) is None
+        assert api.get(f"/api/v1/registry/{name}/{number}/predict",
+                       params={"x": EXAMPLE}).status_code == 404
+
+        lookup.close()  # a fresh connection, the cache empty: the next ask reads
+        lookup.invalidate()
+        lookup._driver().close()
+        assert lookup.model_id("tester", name, "production") is None
+        assert lookup.model_id("tester", name, "production") == first_id
 
         async def read_concurrently():  # the event loop's reads (PostgreSQL: not blocking)
+            lookup.invalidate()
             return await asyncio.gather(*(
                 lookup.model_id_async("tester", name, *reference)
                 for reference in [("production", None), (None, 2), ("staging", None)] * 4))
 
         found = asyncio.run(read_concurrently())
-        assert found == [uuid.UUID(first["model_id"]), uuid.UUID(second["model_id"]), None] * 4
+        assert found == [first_id, second_id, None] * 4
         assert lookup._async_open <= lookup.ASYNC_CONNECTIONS
     finally:
-        lookup.close()
+        lookup.stop()
+
+
+class ReadCounter:
+    """A driver connection that records the SQL it is given (which asks read the tables)."""
+
+    def __init__(self, driver, reads: list[str]):
+        self.driver, self.reads = driver, reads
+
+    def execute(self, sql, *args):
+        self.reads.append(sql)
+        return self.driver.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self.driver, name)
 
 
 def test_concurrent_moves_of_one_alias_leave_one_consistent_history(api, churn):

@@ -2,7 +2,10 @@
 one database (SQLite, and PostgreSQL: two API processes on one server).  Twenty jobs under one
 name, created at once through both web processes and finished by two workers, take versions 1
 to 20, each once; an alias moved through one process is what the very next request of either
-process predicts with (the name is resolved per request, never cached in a process)."""
+process predicts with, though each process keeps what names resolve to (the fast path's
+cache, trusted only while SQLite's ``data_version`` stays put or, on PostgreSQL, emptied by
+a ``NOTIFY`` every writer waits to see acknowledged); so is an alias deleted and made again,
+and a version deleted."""
 
 from __future__ import annotations
 
@@ -95,8 +98,32 @@ def test_versions_and_alias_moves_across_two_web_processes(server):
             answers = set(pool.map(predict, range(40)))
         assert answers == {by_id(target)}  # every request after the move: the new version
     assert set(served_by(server, f"GET {predict_path}")) == set(web_processes(server))
+
+    def statuses(path: str) -> set[int]:
+        """40 GET predict of ``path`` on fresh connections (both processes answer)."""
+        with ThreadPoolExecutor(4) as pool:
+            return set(pool.map(lambda _: on_a_new_connection(
+                server, "GET", path, params={"x": EXAMPLE}).status_code, range(40)))
+
+    # deleted while both processes keep it, then made again on another version
+    assert on_a_new_connection(server, "DELETE", alias_path).status_code == 204
+    assert statuses(predict_path) == {404}
+    assert on_a_new_connection(server, "PUT", alias_path, json={"version": high}).status_code \
+        == 200
+    with ThreadPoolExecutor(4) as pool:
+        assert set(pool.map(lambda _: on_a_new_connection(
+            server, "GET", predict_path, params={"x": EXAMPLE}).content, range(40))) \
+            == {by_id(high)}
+    # a version both processes keep, deleted: the next request of either finds none
+    spare = next(version for version in by_version if version not in (low, high))
+    version_path = f"/api/v1/registry/{name}/{spare}/predict"
+    assert statuses(version_path) == {200}
+    assert on_a_new_connection(server, "DELETE",
+                               f"/api/v1/registry/{name}/{spare}").status_code == 204
+    assert statuses(version_path) == {404}
+    assert set(served_by(server, f"GET {version_path}")) == set(web_processes(server))
     history = next(a for a in server.client.get(f"/api/v1/registry/{name}").json()["aliases"]
                    if a["alias"] == "production")["history"]
     assert [(e["from_version"], e["to_version"]) for e in history] == [
-        (high, low), (low, high), (None, low)]
+        (None, high), (low, None), (high, low), (low, high), (None, low)]
     assert json.loads(by_id(low))["label"] in (-1, 1)

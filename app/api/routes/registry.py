@@ -1,12 +1,14 @@
 """``/registry``: named models, their versions and aliases (:mod:`app.crud.registry`), and
 predict / evaluate by ``{name}@{alias}`` or ``{name}/{version}``.
 
-A registry path is resolved to a model id (one primary-key lookup, no process-local cache: a
-moved alias is what every web process's next request sees), then answered by the very
-handler of ``/models/{model_id}/...``: the same query and body shapes, the same answers.
-The common GET predict by alias or version is answered before the router, as by id
-(:mod:`app.api.fast_path`).  Reads need the ``read`` scope; moving or deleting an alias
-``train``; deleting a version (and its model) ``admin``.
+A registry path is resolved to a model id (one primary-key lookup per request here), then
+answered by the very handler of ``/models/{model_id}/...``: the same query and body shapes,
+the same answers.  The common GET predict by alias or version is answered before the
+router, as by id (:mod:`app.api.fast_path`), from a per-process cache of what names resolve
+to that every change empties before its request is answered
+(:class:`app.crud.registry.DirectLookup`, :func:`app.crud.registry.commit_announced`): a
+moved alias is what every web process's next request sees.  Reads need the ``read``
+scope; moving or deleting an alias ``train``; deleting a version (and its model) ``admin``.
 """
 
 from __future__ import annotations
