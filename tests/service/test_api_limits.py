@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import json
 import lzma
 import uuid
 
@@ -243,3 +244,46 @@ def test_a_prediction_of_too_many_rows_is_a_413_however_small_its_body(api, fini
     assert response.json()["count"] == cap
     refused = api.post(url, content=b"1:1\n" * (cap + 1), headers={"content-type": "text/plain"})
     assert "SVMSVC_MAX_PREDICT_ROWS" in refused.json()["detail"]
+
+
+@pytest.fixture(scope="module")
+def two_finished_jobs(api):
+    dataset_id = uploaded_id(api, data_path("heart_scale"))
+    return [wait_job(api, create_job(api, dataset_id, {**QUICK_PARAMS, "C": C})["id"])
+            for C in (1.0, 2.0)]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/datasets", "/api/v1/jobs", "/api/v1/models"])
+def test_list_pages_are_bounded_in_bytes_and_linked_by_next(api, two_finished_jobs, path,
+                                                             monkeypatch):
+    """A page ends before the item that would take its items' JSON past
+    SVMSVC_MAX_LIST_BYTES (here its least, 1 KiB: one job or model, one or two datasets a
+    page), whatever ``limit`` asks; following ``next`` gives every item once, in the order
+    of one unbounded page, and the last page's ``next`` is null."""
+    unbounded = api.get(path, params={"limit": 1000}).json()
+    assert unbounded["next"] is None and len(unbounded["data"]) == unbounded["count"] >= 2
+    monkeypatch.setattr(api.app.state.settings, "max_list_bytes", 1024)
+    pages, link = [], f"{path}?limit=1000"
+    while link is not None:
+        page = api.get(link).json()
+        assert page["count"] == unbounded["count"]
+        pages.append(page["data"])
+        link = page["next"]
+        if link is not None:
+            assert link.startswith(path) and "limit=1000" in link
+    assert len(pages) > 1
+    for data in pages:
+        assert len(data) == 1 or len(json.dumps(data, separators=(",", ":"))) <= 1024, data
+    assert [item["id"] for data in pages for item in data] == \
+        [item["id"] for item in unbounded["data"]]
+
+
+def test_a_stream_resumes_after_its_last_event_id_and_refuses_no_schema_valid_one(
+        api, finished_job):
+    stream = f"/api/v1/jobs/{finished_job['id']}/log/stream"
+    for headers in ({}, {"Last-Event-ID": "0"}, {"Last-Event-ID": "2147483647"}):
+        answer = api.get(stream, headers=headers)
+        assert answer.status_code == 200, (headers, answer.text)
+        assert "event: end" in answer.text
+    refused = api.get(stream, headers={"Last-Event-ID": "null"})  # not an integer
+    assert refused.status_code == 422 and "last-event-id" in refused.text
