@@ -196,7 +196,7 @@ class OnnxGraph:
         needed = self._constant_bytes[0] + nbytes
         if needed > self.max_constant_bytes:
             limit = self.max_constant_bytes
-            reason = "more than a protocol-buffer file holds (2 GB)" \
+            reason = "more than an ONNX file holds (a protocol buffer's 2 GB)" \
                 if limit == MAX_CONSTANT_BYTES else f"more than the ceiling of {limit} bytes"
             raise ConstantsTooLarge(f"the ONNX graph would hold at least {needed} bytes of "
                                     f"{what}, {reason}", needed, limit)
