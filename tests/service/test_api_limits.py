@@ -11,7 +11,15 @@ import uuid
 
 import anyio
 import pytest
-from servicetools import QUICK_PARAMS, create_job, data_path, upload, uploaded_id, wait_job
+from servicetools import (
+    QUICK_PARAMS,
+    create_job,
+    data_path,
+    random_svmlight,
+    upload,
+    uploaded_id,
+    wait_job,
+)
 from starlette.requests import Request
 
 from app.api.bodies import receive_svmlight_upload
@@ -248,9 +256,11 @@ def test_a_prediction_of_too_many_rows_is_a_413_however_small_its_body(api, fini
 
 @pytest.fixture(scope="module")
 def two_finished_jobs(api):
-    dataset_id = uploaded_id(api, data_path("heart_scale"))
-    return [wait_job(api, create_job(api, dataset_id, {**QUICK_PARAMS, "C": C})["id"])
-            for C in (1.0, 2.0)]
+    """Two datasets, a job on each and their models (at least: the service is shared)."""
+    datasets = [uploaded_id(api, data_path("heart_scale")),
+                uploaded_id(api, random_svmlight(n_rows=40, seed=49049))]
+    return [wait_job(api, create_job(api, dataset_id, QUICK_PARAMS)["id"])
+            for dataset_id in datasets]
 
 
 @pytest.mark.parametrize("path", ["/api/v1/datasets", "/api/v1/jobs", "/api/v1/models"])
