@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import json
 import lzma
 import uuid
 
@@ -24,6 +23,7 @@ from starlette.requests import Request
 
 from app.api.bodies import receive_svmlight_upload
 from app.errors import ContentTooLarge
+from app.schemas import DatasetPublic, JobPublic, ModelPublic
 from app.uploads import UploadLimits
 
 HUGE = [2**31, 2**63, 2**64]
@@ -263,27 +263,43 @@ def two_finished_jobs(api):
             for dataset_id in datasets]
 
 
-@pytest.mark.parametrize("path", ["/api/v1/datasets", "/api/v1/jobs", "/api/v1/models"])
-def test_list_pages_are_bounded_in_bytes_and_linked_by_next(api, two_finished_jobs, path,
-                                                             monkeypatch):
+ITEM_SCHEMAS = {"/api/v1/datasets": DatasetPublic, "/api/v1/jobs": JobPublic,
+                "/api/v1/models": ModelPublic}
+
+
+@pytest.mark.parametrize("path", list(ITEM_SCHEMAS))
+def test_list_pages_are_bounded_in_bytes_and_linked_by_next(api, two_finished_jobs, path):
     """A page ends before the item that would take its items' JSON past
-    SVMSVC_MAX_LIST_BYTES (here its least, 1 KiB: one job or model, one or two datasets a
-    page), whatever ``limit`` asks; following ``next`` gives every item once, in the order
-    of one unbounded page, and the last page's ``next`` is null."""
-    unbounded = api.get(path, params={"limit": 1000}).json()
+    SVMSVC_MAX_LIST_BYTES (here set so that the first page holds one item), whatever
+    ``limit`` asks; following ``next`` gives every item once, in the order of one unbounded
+    page, and the last page's ``next`` is null."""
+    answer = api.get(path, params={"limit": 1000})
+    assert answer.status_code == 200, answer.text
+    unbounded = answer.json()
     assert unbounded["next"] is None and len(unbounded["data"]) == unbounded["count"] >= 2
-    monkeypatch.setattr(api.app.state.settings, "max_list_bytes", 1024)
-    pages, link = [], f"{path}?limit=1000"
-    while link is not None:
-        page = api.get(link).json()
-        assert page["count"] == unbounded["count"]
-        pages.append(page["data"])
-        link = page["next"]
-        if link is not None:
-            assert link.startswith(path) and "limit=1000" in link
-    assert len(pages) > 1
+    schema = ITEM_SCHEMAS[path]
+
+    def size(item: dict) -> int:  # as the service counts an item: its model's JSON
+        return len(schema.model_validate(item).model_dump_json())
+
+    first, second = (size(item) for item in unbounded["data"][:2])
+    budget = 2 + first + 1 + second // 2  # the brackets, the first item and its comma fit
+    settings = api.app.state.settings  # frozen: a copy with the budget, put back after
+    api.app.state.settings = settings.model_copy(update={"max_list_bytes": budget})
+    try:
+        pages, link = [], f"{path}?limit=1000"
+        while link is not None:
+            page = api.get(link).json()
+            assert page["count"] == unbounded["count"]
+            pages.append(page["data"])
+            link = page["next"]
+            if link is not None:
+                assert link.startswith(path) and "limit=1000" in link
+    finally:
+        api.app.state.settings = settings
+    assert len(pages[0]) == 1 and len(pages) > 1
     for data in pages:
-        assert len(data) == 1 or len(json.dumps(data, separators=(",", ":"))) <= 1024, data
+        assert len(data) == 1 or 2 + sum(size(item) + 1 for item in data) <= budget, data
     assert [item["id"] for data in pages for item in data] == \
         [item["id"] for item in unbounded["data"]]
 
