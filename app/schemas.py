@@ -215,11 +215,20 @@ class DatasetPublic(RowView):
         return public
 
 
+NextPage = Annotated[str | None, Field(
+    description="The next page (this request with `offset` past this page's items; a path "
+                "and query), or null on the last page.  A page ends at `limit` items or "
+                "before the item that would take its items' JSON past SVMSVC_MAX_LIST_BYTES, "
+                "whichever comes first (app.api.pages).")]
+"""The ``next`` link of a list answer's page."""
+
+
 class DatasetsPublic(BaseModel):
     """A page of datasets, newest first."""
 
     data: list[DatasetPublic]
     count: int = Field(description="Datasets in all (not only this page).")
+    next: NextPage = None
 
 
 # -- jobs -----------------------------------------------------------------------------------
@@ -554,6 +563,7 @@ class JobsPublic(BaseModel):
 
     data: list[JobPublic]
     count: int = Field(description="Jobs matching the filter in all (not only this page).")
+    next: NextPage = None
 
 
 class LogRecordPublic(RowView):
@@ -735,6 +745,7 @@ class StoredEvaluationsPublic(BaseModel):
 
     data: list[StoredEvaluationPublic]
     count: int
+    next: NextPage = None
 
 
 class SubproblemPublic(BaseModel):
@@ -818,6 +829,7 @@ class ModelsPublic(BaseModel):
 
     data: list[ModelPublic]
     count: int
+    next: NextPage = None
 
 
 class PredictionPublic(BaseModel):
@@ -1050,6 +1062,7 @@ class ApiKeysPublic(BaseModel):
 
     data: list[ApiKeyPublic]
     count: int
+    next: NextPage = None
 # -- registry -------------------------------------------------------------------------------
 
 
@@ -1139,6 +1152,7 @@ class RegisteredModelsPublic(BaseModel):
 
     data: list[RegisteredModelSummary]
     count: int
+    next: NextPage = None
 
 
 class RegisteredModelPublic(BaseModel):
@@ -1182,6 +1196,9 @@ class JobsUsage(BaseModel):
 
     queued: int
     running: int
+    reserved_model_bytes: int = Field(
+        description="The model bytes the queued and running jobs reserved at admission (an "
+                    "estimate from each model's shape), counted against the model quota.")
     limit_queued: int = Field(description="Most jobs the owner may have queued at once.")
     setting: str = Field(description="The setting of the queue quota.")
 

@@ -10,6 +10,8 @@
     python -m bench service registry [--rounds 5] [--requests 2000] [--seconds 10]
         [--connections 8] [--database-url URL]
     python -m bench service startup [--warm-runs 3]
+    python -m bench service uploads [--baseline SOURCE_TREE] [--rounds 3] [--uploads 10]
+        [--uploaders 4] [--database-url URL]
     python -m bench service download [--baseline SOURCE_TREE] [--features 16777216]
         [--formats npz,liblinear] [--database-url URL]
 
@@ -48,6 +50,11 @@ that of all N (and each one's, which shows how the connections spread over them)
 ``wrk`` as ``predict``, and the throughput by alias and by version over that by id; then
 what an alias change costs its writer (PUT and DELETE, milliseconds) and one name's answer
 from the bench's own process (the fast path's cache, a database read, SQLAlchemy).
+
+``uploads``: /healthz and GET predict (a linear model of heart_scale, one example) probed
+every 20 ms each while ``--uploaders`` clients upload ``--uploads`` fresh 1.4 MB SVMlight
+files (14,000 rows) a round: p50, p99 and max of each, the medians over ``--rounds``; with
+``--baseline``, a server of that source tree is measured too, interleaved round by round.
 
 ``startup``: seconds from ``svmsvc serve`` (two workers) to ``/readyz`` ready, and to every
 worker having compiled (or loaded) every solver's own kernels, first on a cold Numba cache (a
@@ -345,13 +352,9 @@ def healthz_during_evaluation(server: Server, evaluations: int = 4) -> dict:
             "healthz_max_ms": 1e3 * max(probes)}
 
 
-def healthz_during_uploads(server: Server, uploads: int = 10, rows: int = 14000) -> dict:
-    """/healthz latencies while ``uploads`` SVMlight files of about 1.4 MB (``rows`` rows of
-    8 features) are uploaded one after another: each is followed by the memory release
-    (:mod:`app.memory`), which must not stall the event loop (issue 35's goal: under 50 ms)."""
-    import io
-    import threading
-
+def upload_files(uploads: int, rows: int) -> list[bytes]:
+    """``uploads`` SVMlight files of ``rows`` rows of 8 features out of 200 (about 1.4 MB at
+    14,000 rows), all different."""
     import numpy as np
 
     rng = np.random.default_rng(35)
@@ -361,29 +364,98 @@ def healthz_during_uploads(server: Server, uploads: int = 10, rows: int = 14000)
             f"{j}:{v:.6f}" for j, v in zip(np.sort(rng.choice(200, 8, replace=False)) + 1,
                                           rng.random(8), strict=True)) for _ in range(rows)]
         files.append(("\n".join(lines) + "\n").encode())
-    probes: list[float] = []
+    return files
+
+
+def healthz_during_uploads(server: Server, uploads: int = 10, rows: int = 14000,
+                          uploaders: int = 1, model: str | None = None,
+                          files: list[bytes] | None = None) -> dict:
+    """/healthz latencies while ``uploads`` SVMlight files of about 1.4 MB (``rows`` rows of
+    8 features) are uploaded by ``uploaders`` clients at once (each upload is parsed, stored,
+    and followed by the memory release, :mod:`app.memory`; none may stall the event loop:
+    issue 35's and 49's goal, p99 under 50 ms).  With ``model``, a second prober sends
+    GET predict of that model (one example) beside the /healthz prober, each probe every
+    20 ms."""
+    import io
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    files = files or upload_files(uploads, rows)
+    probes: dict[str, list[float]] = {"healthz": [], "predict": []}
     done = threading.Event()
 
-    def probe() -> None:
+    def probe(kind: str, path: str, params: dict) -> None:
         with server.client() as own:
             while not done.is_set():
                 started = time.perf_counter()
-                own.get("/healthz").raise_for_status()
-                probes.append(time.perf_counter() - started)
+                own.get(path, params=params).raise_for_status()
+                probes[kind].append(time.perf_counter() - started)
                 time.sleep(0.02)
 
-    prober = threading.Thread(target=probe)
-    prober.start()
-    with server.client() as client:
-        for content in files:
+    probers = [threading.Thread(target=probe, args=("healthz", "/healthz", {}))]
+    if model is not None:
+        probers.append(threading.Thread(target=probe, args=(
+            "predict", f"/api/v1/models/{model}/predict", {"x": "3:1 10:0.5 13:1"})))
+    for prober in probers:
+        prober.start()
+
+    def send(content: bytes) -> None:
+        with server.client() as client:
             client.post("/api/v1/datasets", files={"file": ("d.svm", io.BytesIO(content))}
                         ).raise_for_status()
-    done.set()
-    prober.join()
-    return {"uploads": uploads, "upload_bytes": len(files[0]), "healthz_n": len(probes),
-            "healthz_p50_ms": 1e3 * _percentile(probes, 0.5),
-            "healthz_p99_ms": 1e3 * _percentile(probes, 0.99),
-            "healthz_max_ms": 1e3 * max(probes)}
+
+    try:
+        with ThreadPoolExecutor(uploaders) as pool:
+            list(pool.map(send, files))
+    finally:
+        done.set()
+        for prober in probers:
+            prober.join()
+    figures = {"uploads": len(files), "uploaders": uploaders, "upload_bytes": len(files[0])}
+    for kind, values in probes.items():
+        if values:
+            figures.update({f"{kind}_n": len(values),
+                            f"{kind}_p50_ms": 1e3 * _percentile(values, 0.5),
+                            f"{kind}_p99_ms": 1e3 * _percentile(values, 0.99),
+                            f"{kind}_max_ms": 1e3 * max(values)})
+    return figures
+
+
+def uploads_ab(directory: Path, variants: dict[str, str | None], rounds: int, uploads: int,
+               uploaders: int, database_url: str | None) -> dict:
+    """:func:`healthz_during_uploads` (with GET predict of an mfn model of heart_scale) on
+    one server per variant (a source tree put first on ``PYTHONPATH``), the variants
+    interleaved round by round, the order alternating; each round uploads fresh files (the
+    same ones to every variant).  The medians over the rounds of each figure."""
+    servers, models = {}, {}
+    try:
+        for number, (name, source) in enumerate(variants.items()):
+            (directory / str(number)).mkdir()
+            servers[name] = Server(directory / str(number), workers=1,
+                                   database_url=database_url,
+                                   extra_env={"PYTHONPATH": source} if source else {})
+        for name, server in servers.items():
+            server.wait_ready(timeout=1200)  # a loaded 2-core machine: minutes to warm up
+            with server.client() as client:
+                models[name] = trained_model(client, "heart_scale", timeout=600)[1]["model_id"]
+        results: dict = {name: [] for name in servers}
+        names = list(servers)
+        all_files = upload_files(uploads * rounds, 14000)
+        for round_ in range(rounds):
+            files = all_files[round_ * uploads:(round_ + 1) * uploads]
+            for name in (names if round_ % 2 == 0 else names[::-1]):
+                figures = {"utc": time.strftime("%H:%M:%S", time.gmtime()),
+                           "load": os.getloadavg()[0],
+                           **healthz_during_uploads(servers[name], uploaders=uploaders,
+                                                    model=models[name], files=files)}
+                results[name].append(figures)
+                print(name, json.dumps(figures), flush=True)
+        return {name: {key: statistics.median(r[key] for r in runs)
+                       for key in runs[0] if key != "utc"}
+                for name, runs in results.items()}
+    finally:
+        for server in servers.values():
+            server.stop()
 
 
 def rss_mb(pid: int) -> float:
@@ -883,6 +955,19 @@ def run_command(args) -> None:
             print(json.dumps(download(Path(directory), variants, args.features,
                                       args.formats.split(","), args.database_url), indent=1))
         return
+    if args.command == "uploads":
+        variants = {"this": str(Path(__file__).resolve().parents[1])}
+        if args.baseline:
+            variants = {"baseline": str(Path(args.baseline).resolve()), **variants}
+        with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
+            print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+                  f"{os.getloadavg()[0]:.2f}")
+            summary = uploads_ab(Path(directory), variants, args.rounds, args.uploads,
+                                 args.uploaders, args.database_url)
+            print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+                  f"{os.getloadavg()[0]:.2f}")
+            print(json.dumps(summary, indent=1))
+        return
     if args.command == "startup":
         with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
             print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
@@ -901,10 +986,6 @@ def run_command(args) -> None:
                       f"load average {os.getloadavg()[0]:.2f}): "
                       f"median {statistics.median(latencies):.3f} s, "
                       f"min {min(latencies):.3f} s, max {max(latencies):.3f} s")
-            elif args.command == "uploads":
-                print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
-                      f"{os.getloadavg()[0]:.2f}")
-                print(json.dumps(healthz_during_uploads(server), indent=1))
             elif args.command == "memory":
                 print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                       f"{os.getloadavg()[0]:.2f}")
@@ -934,8 +1015,16 @@ COMMAND = Command(
                    help="GET predict from this many wrk connections instead of the client "
                         "threads (which then run the rest of the mix)"),
             database_url())),
-        Command("uploads", "/healthz latency while ~1.4 MB files are uploaded",
-                options=(database_url(),)),
+        Command("uploads", "/healthz and GET predict latency while ~1.4 MB files are uploaded",
+                options=(
+                    option("--rounds", type=int, default=3),
+                    option("--uploads", type=int, default=10, help="files per round"),
+                    option("--uploaders", type=int, default=4,
+                           help="clients uploading at once"),
+                    option("--baseline", default=None,
+                           help="a source tree (e.g. a worktree of main) to compare against, "
+                                "run as a second server, interleaved"),
+                    database_url())),
         Command("memory", "idle memory after large requests", options=(
             option("--rounds", type=int, default=6), database_url())),
         Command("predict", "GET predict: single client and wrk, A/B", options=(

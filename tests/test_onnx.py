@@ -15,7 +15,7 @@ import solvers
 from solvers.calibration import fit_platt
 from solvers.core.kernels import Kernel
 from solvers.models import KernelModel, LinearModel, Model, ModelExportError, OrdinalModel
-from solvers.models.onnx_export import IR_VERSION, MAX_CONSTANT_BYTES, OPSET
+from solvers.models.onnx_export import IR_VERSION, MAX_CONSTANT_BYTES, OPSET, ConstantsTooLarge
 
 
 def served(model: Model, X) -> dict[str, np.ndarray]:
@@ -248,3 +248,18 @@ def test_a_kernel_model_too_large_for_a_protocol_buffer_is_refused_before_densif
     model = KernelModel(support, [[1.0, -1.0]], [0.0], [0, 1], Kernel("rbf", gamma=1.0))
     with pytest.raises(ModelExportError, match="more than an ONNX file holds"):
         model.to_onnx()
+
+
+def test_a_ceiling_on_the_constants_refuses_a_graph_before_it_is_built():
+    """``max_constant_bytes`` (the service's SVMSVC_MAX_ONNX_BYTES) bounds the weights and the
+    dense support vectors; the refusal counts what the graph needs at least."""
+    linear = LinearModel(np.ones((1, 1000)), np.zeros(1), np.array([-1, 1]))
+    with pytest.raises(ConstantsTooLarge, match="more than the ceiling of 4000 bytes") as info:
+        linear.to_onnx(max_constant_bytes=4000)
+    assert info.value.needed >= 8000 and info.value.limit == 4000
+    assert len(linear.to_onnx(max_constant_bytes=10**6)) > 8000
+    support = sp.csr_matrix((np.ones(2), np.array([0, 999]), np.array([0, 1, 2])),
+                            shape=(2, 1000))  # 16,000 bytes dense
+    kernel = KernelModel(support, [[1.0, -1.0]], [0.0], [0, 1], Kernel("rbf", gamma=1.0))
+    with pytest.raises(ConstantsTooLarge, match="16000 bytes dense"):
+        kernel.to_onnx(max_constant_bytes=10000)

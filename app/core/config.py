@@ -68,6 +68,12 @@ class Settings(BaseSettings):
         2**20, ge=1, description="Largest body of any request but a dataset upload or a batch "
                                  "prediction (the JSON of jobs, sharded datasets, evaluations, "
                                  "pose): refused (413) before it is read or parsed.")
+    max_list_bytes: int = Field(
+        2**20, ge=1024, description="Largest page of a list answer (GET /jobs, /models, "
+                                    "/datasets, /registry, a model's evaluations, the API "
+                                    "keys), in bytes of its items' JSON: a page ends before "
+                                    "the item that would pass it (the first item is always "
+                                    "sent), and its `next` link asks for the rest.")
     body_read_timeout_s: float = Field(
         60.0, gt=0, description="Seconds a request body may go without a byte arriving (a "
                                 "client stalled mid-upload); past them the request is a 408.")
@@ -101,6 +107,12 @@ class Settings(BaseSettings):
     max_tuning_fits: int = Field(
         1000, ge=1, description="Most fits a tuning job may ask for: folds x grid points (C "
                                 "values x gamma values), plus the refit at the best point.")
+    max_onnx_bytes: int = Field(
+        64 * 2**20, ge=2**20, le=2**31 - 2**24,
+        description="Largest ONNX download, in bytes of the graph's constants (a linear "
+                    "model's weights, a kernel model's support vectors, dense): a model past "
+                    "it is refused (422) before its graph is built; building and checking "
+                    "the graph holds about six times this in the web process at its peak.")
     model_cache_bytes: int = Field(
         256 * 2**20, ge=2**20, description="Bytes of models kept loaded in the web process "
                                            "for predictions (the sizes of their archives); "

@@ -20,7 +20,7 @@ from app.errors import Conflict, QuotaExceeded, limit_exceeded
 from app.jobs.admission import check_job, job_time_limit
 from app.jobs.state import delete_finished_job, request_cancel
 from app.problem import problem_key
-from app.quotas import check_model_bytes
+from app.quotas import check_model_bytes, lock_owner
 from app.storage import DatasetStorage
 from app.tags import merged, where_tagged
 from app.webhooks import check_callback_url, owner_secret
@@ -29,8 +29,8 @@ from app.webhooks import check_callback_url, owner_secret
 def create(session: Session, body, principal: Principal, settings: Settings) -> Job:
     """Queue the job of a ``JobCreate`` for ``principal``'s owner: 422 for datasets that do
     not exist (for it) or a job that cannot succeed (:func:`~app.jobs.admission.check_job`),
-    413 when its model would take the owner past its model quota (:mod:`app.quotas`), 429
-    past the owner's queue quota."""
+    413 when its model would take the owner past its model quota, counting what its queued
+    and running jobs reserved (:mod:`app.quotas`), 429 past the owner's queue quota."""
     datasets = {}
     for field, dataset_id in (("dataset_id", body.dataset_id),
                               ("validation_dataset_id", body.validation_dataset_id)):
@@ -40,6 +40,7 @@ def create(session: Session, body, principal: Principal, settings: Settings) -> 
     model_bytes = check_job(body.params, datasets["dataset_id"],
                             datasets.get("validation_dataset_id"), settings, body.tuning)
     owner = principal.owner
+    lock_owner(session, owner)  # the quotas' sums and this job's reservation, atomically
     check_model_bytes(session, owner, model_bytes, settings)
     _check_callback(session, body.callback_url, owner, settings)
     _check_queue_quota(session, owner, settings)
@@ -58,6 +59,7 @@ def create(session: Session, body, principal: Principal, settings: Settings) -> 
         keep_last_good=body.keep_last_good,
         tags=dict(body.tags),
         model_name=body.model_name,
+        reserved_model_bytes=model_bytes,
     )
     session.add(job)
     session.commit()

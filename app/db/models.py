@@ -202,6 +202,9 @@ class Job(Base):
     result: Mapped[dict[str, Any] | None]
     rows_done: Mapped[int | None] = mapped_column(BigInteger)  # a prediction job's progress
     rows_total: Mapped[int | None] = mapped_column(BigInteger)
+    # the bytes of its model reserved against the owner's model quota at admission, from the
+    # model's shape (app.quotas): counted while the job is queued or running; None: unknown
+    reserved_model_bytes: Mapped[int | None] = mapped_column(BigInteger)
     # where the job's end is POSTed (app.webhooks); checked against the allowed hosts
     callback_url: Mapped[str | None] = mapped_column(String(2048))
 

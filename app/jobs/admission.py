@@ -157,14 +157,14 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     """Raise :class:`InvalidJob` for a job that cannot succeed, :class:`LimitExceeded` for one
     that asks for more memory than allowed (a tuning job: at every point of its grid).
 
-    Returns the bytes its model will take where its shape is known now (a linear model:
-    8 bytes a weight; the owner's model quota is checked against them, :mod:`app.quotas`),
-    None where it is not (a kernel model's support vectors, a sharded dataset not read yet).
+    Returns the bytes its model will take, estimated from its shape (:func:`model_bytes`;
+    the owner's model quota is checked against them and they are reserved while the job is
+    in flight, :mod:`app.quotas`), None where the shape is not known yet (a sharded dataset
+    not read yet).
     """
     import solvers
     from solvers.approximation import Approximation
     from solvers.auto import DatasetShape
-    from solvers.base import STANDALONE_TASKS
     from solvers.lssvm.fit import check_kernel_size, uses_row_cache
     from solvers.lssvm.params import KernelSolverParams
     from solvers.model_selection import check_search
@@ -223,12 +223,11 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
                              f"{features})", "max_factor_entries",
                              settings.max_factor_entries, "entries",
                              actual=dataset.n_samples * features, error=LimitExceeded)
-    model_bytes = None
     if not params.exact_kernel:
         # a linear model holds one weight vector per class (one for two labels or ranks),
         # each n_features + 1 long (a low-rank model as many coefficients over its
         # landmarks): bounded before any worker allocates it
-        vectors = 1 if n_labels == 2 or task in STANDALONE_TASKS else n_labels
+        vectors = weight_vectors(params, n_labels)
         weights = vectors * (features + 1)
         if weights > settings.max_model_weights:
             raise limit_exceeded(
@@ -242,7 +241,6 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
                 f"the model ({vectors} weight vectors of {features + 1}, 8 bytes a weight)",
                 "model_cache_bytes", settings.model_cache_bytes, "bytes",
                 actual=8 * weights, error=LimitExceeded)
-        model_bytes = 8 * weights
     cache_mb = getattr(params, "cache_mb", None)
     if cache_mb is not None and cache_mb > settings.max_kernel_cache_mb:
         raise limit_exceeded("params.cache_mb", "max_kernel_cache_mb",
@@ -255,4 +253,28 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
         what, side = system
         raise limit_exceeded(f"params: {what}", "max_direct_rows", settings.max_direct_rows,
                              "rows", actual=side, error=LimitExceeded)
-    return model_bytes
+    return model_bytes(params, dataset, n_labels, features)
+
+
+def weight_vectors(params, labels: int) -> int:
+    """A model's rows of weights (or of coefficients): one per class, one for two labels or
+    a task with one function (ordinal, regression, one-class: ``STANDALONE_TASKS``)."""
+    from solvers.base import STANDALONE_TASKS
+
+    task = getattr(params, "task", "classification")
+    return 1 if labels == 2 or task in STANDALONE_TASKS else labels
+
+
+def model_bytes(params, dataset: Dataset, labels: int, features: int) -> int:
+    """The bytes a job's model is reserved at admission (:mod:`app.quotas`).  A linear model
+    (or a low-rank one, linear over its landmarks): its weights as float64, one vector of
+    ``features`` + 1 per class (one for two labels or a one-function task), exact where the
+    archive does not compress them.  A kernel model: a bound, its support vectors being
+    rows of the dataset, stored as the dataset's arrays are (``stored_bytes``; a sharded
+    dataset's rows as CSR, 16 bytes a nonzero and 8 a row), with a float64 coefficient per
+    row and class."""
+    vectors = weight_vectors(params, labels)
+    if not params.exact_kernel:
+        return 8 * vectors * (features + 1)
+    rows = dataset.stored_bytes or 16 * (dataset.nnz or 0) + 8 * (dataset.n_samples + 1)
+    return rows + 8 * dataset.n_samples * vectors

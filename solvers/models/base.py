@@ -166,14 +166,17 @@ class Model(ABC):
             f.write(self.to_bytes())
 
     # -- ONNX ----------------------------------------------------------------------------------
-    def to_onnx(self) -> bytes:
+    def to_onnx(self, max_constant_bytes: int | None = None) -> bytes:
         """The model as an ONNX file (:mod:`solvers.models.onnx_export`, which needs the
         ``onnx`` package): input ``X``, dense float64 rows of ``n_features_in_`` features
         (:meth:`onnx_input`); outputs ``label``, ``scores`` and, for a model trained with
         ``probability=True``, ``probabilities``: what ``predict``, ``decision_function`` and
         ``predict_proba`` give.  A kind without an ONNX form raises
-        :class:`~solvers.models.onnx_export.ModelExportError` saying why."""
-        graph = OnnxGraph()
+        :class:`~solvers.models.onnx_export.ModelExportError` saying why;
+        ``max_constant_bytes`` bounds the graph's constants (weights, support vectors; the
+        file's size, give or take its few kB of nodes), a graph past it raising
+        :class:`~solvers.models.onnx_export.ConstantsTooLarge` before it is built."""
+        graph = OnnxGraph(max_constant_bytes=max_constant_bytes or onnx_export.MAX_CONSTANT_BYTES)
         return onnx_export.serialize(graph, self, self._onnx_outputs(graph, onnx_export.INPUT))
 
     def _onnx_outputs(self, graph: OnnxGraph, X: str) -> GraphOutputs:

@@ -70,7 +70,14 @@ labels, scores to 1e-6 relative, probabilities to 1e-6.
 
 The support vectors are stored dense, m x d doubles: a kernel model on sparse data with many
 features (news20) may not fit a protocol-buffer file, whose limit is 2 GB;
-:data:`MAX_CONSTANT_BYTES` refuses such a model with the reason.
+:data:`MAX_CONSTANT_BYTES` refuses such a model with the reason.  A caller that must bound its
+memory passes a lower ceiling (``Model.to_onnx(max_constant_bytes=...)``, the service's
+``SVMSVC_MAX_ONNX_BYTES``): the constants are counted as they are added, the support vectors
+from their shape before they are densified, and the first past the ceiling raises
+:class:`ConstantsTooLarge`, so a refused export never holds more than the model and one
+constant's copy.  Building and checking the file holds its constants several times over (the
+initializers, the graph and model messages they are copied into, the checker's serialized
+copy and the file itself): about six times the constants at the peak.
 """
 
 from __future__ import annotations
@@ -105,6 +112,16 @@ class ModelExportError(ValueError):
     """The model cannot be written in the format asked for (the message says why)."""
 
 
+class ConstantsTooLarge(ModelExportError):
+    """The graph's constants would pass the ceiling ``limit`` (bytes): ``needed`` counts them
+    up to the one refused (the whole graph needs at least that)."""
+
+    def __init__(self, message: str, needed: int, limit: int):
+        super().__init__(message)
+        self.needed = needed
+        self.limit = limit
+
+
 @dataclass(frozen=True)
 class GraphOutputs:
     """What a model kind's graph computes: the names of its label and score tensors, the
@@ -137,8 +154,11 @@ class OnnxGraph:
     names and constants), built with ``onnx.helper``; every node has one output, named
     uniquely."""
 
-    def __init__(self, parent: OnnxGraph | None = None):
+    def __init__(self, parent: OnnxGraph | None = None,
+                 max_constant_bytes: int = MAX_CONSTANT_BYTES):
         self.onnx = _onnx() if parent is None else parent.onnx
+        self.max_constant_bytes = min(max_constant_bytes, MAX_CONSTANT_BYTES) \
+            if parent is None else parent.max_constant_bytes
         self.nodes: list = []
         self.initializers: list = [] if parent is None else parent.initializers
         self._counter = itertools.count() if parent is None else parent._counter
@@ -154,11 +174,7 @@ class OnnxGraph:
         values = np.asarray(values)
         kind = values.dtype.kind
         name = self.name(hint)
-        self._constant_bytes[0] += values.nbytes
-        if self._constant_bytes[0] > MAX_CONSTANT_BYTES:
-            raise ModelExportError(
-                f"the ONNX graph would hold over {MAX_CONSTANT_BYTES / 1e9:.1f} GB of "
-                f"constants, more than a protocol-buffer file holds (2 GB)")
+        self.reserve(values.nbytes)
         helper = self.onnx.helper
         if kind in "UO":
             tensor = helper.make_tensor(name, self.onnx.TensorProto.STRING, values.shape,
@@ -168,6 +184,22 @@ class OnnxGraph:
             tensor = self.onnx.numpy_helper.from_array(values.astype(dtype), name)
         self.initializers.append(tensor)
         return name
+
+    def reserve(self, nbytes: int) -> None:
+        """Count ``nbytes`` of constants about to be added (:meth:`check_room` first)."""
+        self.check_room(nbytes)
+        self._constant_bytes[0] += nbytes
+
+    def check_room(self, nbytes: int, what: str = "constants") -> None:
+        """:class:`ConstantsTooLarge` when ``nbytes`` more of constants would pass the ceiling
+        (a protocol buffer's 2 GB, or the caller's lower one)."""
+        needed = self._constant_bytes[0] + nbytes
+        if needed > self.max_constant_bytes:
+            limit = self.max_constant_bytes
+            reason = "more than an ONNX file holds (a protocol buffer's 2 GB)" \
+                if limit == MAX_CONSTANT_BYTES else f"more than the ceiling of {limit} bytes"
+            raise ConstantsTooLarge(f"the ONNX graph would hold at least {needed} bytes of "
+                                    f"{what}, {reason}", needed, limit)
 
     def scalar(self, value: float) -> str:
         """A double constant of shape () (one initializer per value)."""
@@ -217,11 +249,10 @@ def column(graph: OnnxGraph, values: str) -> str:
 def kernel_rows(graph: OnnxGraph, X: str, support_vectors, kernel: Kernel) -> str:
     """(N, m) values k(x_i, s_j) against the support vectors (dense constants)."""
     S = as_csr(support_vectors)
-    if S.shape[0] * S.shape[1] * 8 > MAX_CONSTANT_BYTES:
-        raise ModelExportError(
-            f"the model's {S.shape[0]} support vectors of {S.shape[1]} features are "
-            f"{S.shape[0] * S.shape[1] * 8 / 1e9:.1f} GB dense, more than an ONNX file "
-            f"holds (2 GB; ONNX stores them dense)")
+    dense = S.shape[0] * S.shape[1] * 8
+    graph.check_room(dense, f"constants (the model's {S.shape[0]} support vectors of "
+                            f"{S.shape[1]} features are {dense} bytes dense; ONNX stores "
+                            f"them dense)")  # before they are densified
     dots = graph.op("MatMul", X, graph.constant(np.ascontiguousarray(S.toarray().T),
                                                 "support_vectors_t"))
     if kernel.name == "linear":

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
-from servicetools import create_job, random_svmlight, upload, wait_job
+from servicetools import PATIENCE_S, create_job, random_svmlight, upload, wait_job
 
 import app.memory
 
@@ -132,3 +133,57 @@ def test_hostile_requests_leave_the_web_process_within_a_memory_bound(server_fac
     peak = peak_rss_mb(server.process.pid)
     print(f"peak RSS of the web process: {peak:.0f} MB")
     assert peak < PEAK_RSS_BOUND_MB
+
+
+ONNX_CEILING = 24 * 2**20
+"""``SVMSVC_MAX_ONNX_BYTES`` of the test below: between its two models' constants."""
+
+ONNX_GROWTH_FACTOR = 8
+"""How many times its constants an ONNX download of a model already loaded may take the web
+process above where it was: the graph is built whole (the initializers, the graph and model
+messages they are copied into, the checker's copy and the file).  Measured (2026-12-07, load
+about 20): 16 MB of constants (15.3 MiB), 271 -> 381 MiB, 7.2 times; with the model's first
+load in it, 254 -> 382 MiB, 8.4 times, hence the load first."""
+
+
+@pytest.mark.slow
+@pytest.mark.embedded_database_only
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_onnx_downloads_are_bounded_by_their_setting_and_their_constants(server_factory):
+    """A linear model of 2,000,001 weights (16 MB of constants) downloads as ONNX within
+    ONNX_GROWTH_FACTOR times that of the web process's memory; one of 4,000,001 weights
+    (32 MB) is past SVMSVC_MAX_ONNX_BYTES (24 MiB) and refused, naming it, before its graph
+    is built (within the same bound: the weights' one transposed copy at most)."""
+    from test_api_body_limits import reset_peak
+
+    server = server_factory(workers=1, max_onnx_bytes=ONNX_CEILING)
+    server.wait_ready()
+    client, pid = server.client, server.process.pid
+    models = {}
+    for weights in (2_000_001, 4_000_001):
+        wide = upload(client, f"1 {weights - 1}:1\n-1 1:1\n".encode())
+        assert wide.status_code == 201, wide.text
+        done = wait_job(client, create_job(client, wide.json()["id"], {"solver": "dual_cd"})["id"])
+        assert done["status"] == "succeeded", done
+        models[weights] = done["model_id"]
+    for weights, model_id in models.items():
+        constants = 8 * weights
+        # the model loaded (into the prediction cache) first: what is measured is the export
+        assert client.get(f"/api/v1/models/{model_id}/predict",
+                          params={"x": "1:1"}).status_code == 200
+        before = reset_peak(pid)
+        response = client.get(f"/api/v1/models/{model_id}/download", params={"format": "onnx"},
+                              timeout=PATIENCE_S)
+        peak = peak_rss_mb(pid)
+        print(f"ONNX of {weights} weights: {response.status_code}, "
+              f"{len(response.content)} bytes, {before:.0f} MB -> peak {peak:.0f} MB")
+        if constants <= ONNX_CEILING:
+            assert response.status_code == 200, response.text[:300]
+            assert constants < len(response.content) < constants + 2**16
+        else:
+            assert response.status_code == 422, response.text[:300]
+            problem = response.json()
+            assert problem["setting"] == "SVMSVC_MAX_ONNX_BYTES"
+            needed = int(re.search(r"\((\d+) bytes\) exceeds", problem["detail"]).group(1))
+            assert constants - 8 <= needed <= constants + 2**16, problem  # the weights' at least
+        assert peak - before < ONNX_GROWTH_FACTOR * constants / 2**20, (weights, before, peak)

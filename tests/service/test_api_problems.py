@@ -212,10 +212,11 @@ SHARDED_COLUMNS = {"kind", "source", "scanned_at", "label_summary"}
 default would otherwise be inserted)."""
 
 
-#: the jobs' columns that revisions after 0009 add (0010_registry, 0010_batch_webhooks, 0012):
-#: a test at an earlier revision leaves them out (kind has a default the insert would send)
+#: the jobs' columns that revisions after 0009 add (0010_registry, 0010_batch_webhooks, 0012,
+#: 0013_limits): a test at an earlier revision leaves them out (kind has a default the insert
+#: would send)
 JOB_COLUMNS_AFTER_0009 = {"model_name", "kind", "predict_model_id", "result", "rows_done",
-                          "rows_total", "callback_url", "tags"}
+                          "rows_total", "callback_url", "tags", "reserved_model_bytes"}
 
 
 def table_at(row_kind, later: set[str]) -> Table:

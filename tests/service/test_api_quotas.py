@@ -10,11 +10,20 @@ keys: ``tester``, ``alice``, ``bob``)."""
 from __future__ import annotations
 
 import io
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import API_KEY_ENTRIES, API_KEYS, TENANT_KEYS, service_settings
 from fastapi.testclient import TestClient
-from servicetools import QUICK_PARAMS, random_svmlight, wait_job
+from servicetools import (
+    LONG_PARAMS,
+    QUICK_PARAMS,
+    create_job,
+    random_svmlight,
+    uploaded_id,
+    wait_job,
+)
+from shared_data import data_path
 
 from app.main import create_app
 
@@ -98,6 +107,40 @@ def test_a_job_whose_linear_model_would_pass_the_owners_model_quota_is_refused(
         assert client.get("/api/v1/jobs", headers=ALICE).json()["count"] == 0
 
 
+def test_jobs_in_flight_reserve_their_models_bytes_so_many_at_once_cannot_pass_the_quota(
+        backend, tmp_path):
+    """Each job admitted reserves its model's bytes (from its shape) until it finishes: eight
+    jobs of an 80,008-byte model sent at once against a 200,000-byte quota, while the one
+    worker is busy with another owner's job, are two admitted and six refused naming the
+    setting, not eight admitted on the models stored so far (none)."""
+    quota, model = 200_000, 80_008
+    with service(backend, tmp_path / "data", max_model_bytes_per_owner=quota) as client:
+        a9a = uploaded_id(client, data_path("a9a"))  # the admin's owner, "tester"
+        blocker = create_job(client, a9a, LONG_PARAMS)["id"]
+        wide = post_upload(client, ALICE, b"1 10000:1\n-1 1:1\n").json()["id"]
+        wait_job(client, blocker, until=lambda j: j["status"] == "running")
+
+        def admit(_):
+            return client.post("/api/v1/jobs", headers=ALICE, json={
+                "dataset_id": wide, "params": {"solver": "dual_cd"}})
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(admit, range(8)))
+        assert sorted(a.status_code for a in answers) == [202] * 2 + [413] * 6, \
+            [a.text for a in answers]
+        refusal = next(a.json() for a in answers if a.status_code == 413)
+        assert refusal["setting"] == MODEL_SETTING and MODEL_SETTING in refusal["detail"]
+        assert f"{2 * model} of them reserved" in refusal["detail"], refusal
+        assert usage(client, ALICE)["jobs"]["reserved_model_bytes"] == 2 * model
+        assert client.get("/api/v1/jobs", headers=ALICE).json()["count"] == 2  # none stored
+        assert client.post(f"/api/v1/jobs/{blocker}/cancel").status_code == 202
+        for admitted in (a.json()["id"] for a in answers if a.status_code == 202):
+            assert wait_job(client, admitted)["status"] == "succeeded"
+        after = usage(client, ALICE)  # the reservations ended with the jobs
+        assert after["jobs"]["reserved_model_bytes"] == 0
+        assert after["models"]["count"] == 2 and after["models"]["bytes"] <= quota
+
+
 def test_a_model_that_would_pass_the_quota_when_written_fails_its_job_unstored(
         backend, tmp_path):
     """The size known at admission is the weights'; the archive holds more (its metadata):
@@ -126,7 +169,8 @@ def test_usage_is_the_callers_owners_and_an_admin_may_ask_for_any(backend, tmp_p
         assert mine["datasets"]["bytes"] == dataset["stored_bytes"]
         limit = quotas.get("max_dataset_bytes_per_owner", 16 * 2**30) or None
         assert mine["datasets"]["limit_bytes"] == limit
-        assert mine["jobs"] == {"queued": 0, "running": 0, "limit_queued": 100,
+        assert mine["jobs"] == {"queued": 0, "running": 0, "reserved_model_bytes": 0,
+                                "limit_queued": 100,
                                 "setting": "SVMSVC_MAX_QUEUED_JOBS_PER_KEY"}
         bobs = usage(client, BOB)
         assert bobs["owner"] == "bob" and bobs["datasets"]["count"] == 0

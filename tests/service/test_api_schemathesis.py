@@ -143,9 +143,14 @@ STATEFUL_SCENARIOS = 30
 
 @pytest.mark.xfail(strict=False, reason=(
     "not yet dependable (2026-12-07, two full runs): in 30 random scenarios the two owners' "
-    "calls cross too rarely (one run crossed none: 'assert 0 > 0'), and one run found GET "
-    "/jobs/{job_id}/log/stream rejecting a request its schema allows (422), which is open; "
-    "tenant isolation is pinned by test_api_tenants.py meanwhile"))
+    "calls cross too rarely (one run crossed none: 'assert 0 > 0'); the 422 one run found on "
+    "GET /jobs/{job_id}/log/stream (a null Last-Event-ID, which the spec allowed and a header "
+    "cannot carry) is fixed, pinned by test_api_spec.py and test_api_limits.py; since, one "
+    "run on SQLite passed (xpassed, 6 min at load 25) and one on PostgreSQL found a 500 (a "
+    "?tag= filter with a NUL, which PostgreSQL's text cannot hold; now a 422 by the spec's "
+    "pattern, pinned in test_api_limits.py) and ended in hypothesis's "
+    "FlakyStrategyDefinition; not rerun since; tenant isolation is pinned by "
+    "test_api_tenants.py meanwhile"))
 def test_two_owners_statefully_see_nothing_of_each_other(api):
     """Each owner has a dataset, a job and its model to begin with (random uploads are seldom
     SVMlight): a list answered to one is followed by the other asking for what it names."""

@@ -11,6 +11,7 @@ from fastapi import Request, Response, status
 from app.api import API_PREFIX
 from app.api.deps import LimitQuery, OffsetQuery, SessionDep, WriteSessionDep
 from app.api.errors import responses
+from app.api.pages import bounded_page
 from app.api.routes import resource_router
 from app.api.security import ADMIN, PrincipalDep
 from app.crud import api_keys as crud_api_keys
@@ -45,12 +46,12 @@ def create_api_key(body: ApiKeyCreate, session: WriteSessionDep,
 
 @router.get("", name="list", dependencies=[ADMIN], response_model=ApiKeysPublic,
             responses=responses(422))
-def list_api_keys(session: SessionDep, offset: OffsetQuery = 0,
+def list_api_keys(request: Request, session: SessionDep, offset: OffsetQuery = 0,
                   limit: LimitQuery = 100) -> ApiKeysPublic:
     """The keys created through the API, newest first, revoked and expired ones included;
     never their secrets (keys configured by SVMSVC_API_KEYS or its file are not listed)."""
     rows, count = crud_api_keys.list_page(session, offset, limit)
-    return ApiKeysPublic(data=[_public(row) for row in rows], count=count)
+    return ApiKeysPublic(**bounded_page(request, [_public(row) for row in rows], count, offset))
 
 
 @router.delete("/{key_id}", name="delete", status_code=status.HTTP_204_NO_CONTENT,

@@ -24,6 +24,7 @@ from app.api.deps import (
     WriteSessionDep,
 )
 from app.api.errors import responses
+from app.api.pages import bounded_page
 from app.api.routes import item_delete, item_get, resource_router
 from app.api.security import TRAIN, PrincipalDep
 from app.crud import datasets as crud_datasets
@@ -148,17 +149,18 @@ def sharded_other_methods() -> None:
 
 @router.get("", name="list", response_model=DatasetsPublic, responses=responses(422))
 def list_datasets(
+    request: Request,
     session: SessionDep,
     principal: PrincipalDep,
     offset: OffsetQuery = 0,
     limit: LimitQuery = 100,
 ) -> DatasetsPublic:
     """The caller's datasets (an admin's: all), newest first; a sharded dataset without its
-    shards (``n_shards`` only: ``GET /datasets/{id}`` pages them), so that a page's bytes are
-    bounded by ``limit`` whatever was registered."""
+    shards (``n_shards`` only: ``GET /datasets/{id}`` pages them); a page ends at ``limit``
+    items or at ``SVMSVC_MAX_LIST_BYTES`` (``next`` links the rest)."""
     rows, count = crud_datasets.list_page(session, principal, offset, limit)
-    return DatasetsPublic(data=[DatasetPublic.from_row(r, shard_limit=None) for r in rows],
-                          count=count)
+    return DatasetsPublic(**bounded_page(
+        request, [DatasetPublic.from_row(r, shard_limit=None) for r in rows], count, offset))
 
 
 @item_get(router, "/{dataset_id}", DatasetPublic)

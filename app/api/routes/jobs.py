@@ -32,6 +32,7 @@ from app.api.deps import (
 )
 from app.api.errors import responses
 from app.api.log_streams import LogStreams
+from app.api.pages import bounded_page
 from app.api.routes import item_delete, item_get, resource_router
 from app.api.security import TRAIN, PrincipalDep
 from app.crud import jobs as crud_jobs
@@ -114,6 +115,7 @@ def predict_other_methods() -> None:
 
 @router.get("", name="list", response_model=JobsPublic, responses=responses(422))
 def list_jobs(
+    request: Request,
     session: SessionDep,
     dispatcher: DispatcherDep,
     principal: PrincipalDep,
@@ -141,12 +143,14 @@ def list_jobs(
 ) -> JobsPublic:
     """Jobs, newest first or sorted by a stored metric of their model (``sort``), optionally
     only those in one state, of one kind, on one dataset, solving one problem, with given
-    tags or within bounds of metrics (``min``, ``max``)."""
+    tags or within bounds of metrics (``min``, ``max``); a page ends at ``limit`` items or at
+    ``SVMSVC_MAX_LIST_BYTES`` (``next`` links the rest)."""
     rows, count = crud_jobs.list_page(
         session, principal, status_filter, dataset_id, offset, limit, problem_key, kind,
         parse_filters(tag), sort, parse_bounds(minimum, "min"), parse_bounds(maximum, "max"))
     waiting = _queued_message(dispatcher)
-    return JobsPublic(data=[_public(job, waiting) for job in rows], count=count)
+    return JobsPublic(**bounded_page(request, [_public(job, waiting) for job in rows], count,
+                                     offset))
 
 
 @router.patch("/{job_id}", name="update", dependencies=[TRAIN], response_model=JobPublic,
@@ -333,7 +337,10 @@ async def stream_job_log(
     request: Request,
     job_id: Annotated[uuid.UUID, Depends(existing_job_id)],
     after: AfterQuery = 0,
-    last_event_id: Annotated[int | None, Header(
+    # an integer in the spec, not "integer or null": a header cannot carry a null, and the
+    # nullable form let schemathesis send "null" (or nothing after the colon), which the
+    # handler refused (422) though the spec allowed it; absent, it is None
+    last_event_id: Annotated[int, Header(
         ge=0, le=MAX_POSITION,
         description="Resume after this iteration (sent by EventSource on reconnect).")] = None,
 ) -> AsyncIterable[ServerSentEvent]:

@@ -30,11 +30,12 @@ from app.api.deps import (
     WriteSessionDep,
 )
 from app.api.errors import responses
+from app.api.pages import bounded_page
 from app.api.routes import item_delete, item_get, resource_router
 from app.api.security import TRAIN, PrincipalDep
 from app.crud import evaluations as crud_evaluations
 from app.crud import models as crud_models
-from app.errors import Conflict, InvalidRequest
+from app.errors import Conflict, InvalidRequest, LimitExceeded, limit_exceeded
 from app.evaluation import evaluate_on_dataset
 from app.prediction import (
     PredictionLines,
@@ -58,6 +59,7 @@ from app.schemas import (
 )
 from app.tags import parse_filters
 from solvers.models import ModelExportError
+from solvers.models.onnx_export import ConstantsTooLarge
 
 router = resource_router("models")
 
@@ -84,6 +86,7 @@ JSON = "application/json"
 
 @router.get("", name="list", response_model=ModelsPublic, responses=responses(422))
 def list_models(
+    request: Request,
     session: SessionDep,
     principal: PrincipalDep,
     dataset_id: uuid.UUID | None = None,
@@ -93,10 +96,12 @@ def list_models(
     limit: LimitQuery = 100,
 ) -> ModelsPublic:
     """The caller's models (an admin's: all), newest first, optionally only those of one
-    dataset or solver, or with given tags."""
+    dataset or solver, or with given tags; a page ends at ``limit`` items or at
+    ``SVMSVC_MAX_LIST_BYTES`` (``next`` links the rest)."""
     rows, count = crud_models.list_page(session, principal, dataset_id, solver, offset, limit,
                                         parse_filters(tag))
-    return ModelsPublic(data=[ModelPublic.from_row(row) for row in rows], count=count)
+    return ModelsPublic(**bounded_page(request, [ModelPublic.from_row(row) for row in rows],
+                                       count, offset))
 
 
 @item_get(router, "/{model_id}", ModelPublic)
@@ -139,6 +144,7 @@ def download_model(
     cache: ModelCacheDep,
     sessions: SessionsDep,
     principal: PrincipalDep,
+    settings: SettingsDep,
     format: DownloadFormat = DownloadFormat.npz,
 ) -> Response:
     """The model as an ``.npz`` archive (read back with ``solvers.load_model``), in
@@ -150,7 +156,8 @@ def download_model(
     Streamed with bounded memory: the archive is read from the database a chunk at a time
     (never whole in this process), the text formats are written a block of weight rows or
     support vectors at a time; the ONNX graph is built whole (protobuf has no piecewise
-    writer), as large as the model's archive."""
+    writer), its constants (weights, dense support vectors) at most ``SVMSVC_MAX_ONNX_BYTES``:
+    a model past it is a 422 naming the setting, refused before its graph is built."""
     attachment = {"Content-Disposition": f'attachment; filename="model-{model.id}.'
                                          f'{DOWNLOAD_SUFFIX[format]}"'}
     if format is DownloadFormat.npz:
@@ -161,7 +168,11 @@ def download_model(
     loaded = load_model(cache, sessions, model.id, principal)
     if format is DownloadFormat.onnx:
         try:
-            graph = loaded.to_onnx()
+            graph = loaded.to_onnx(max_constant_bytes=settings.max_onnx_bytes)
+        except ConstantsTooLarge as exc:
+            raise limit_exceeded("the model's ONNX graph (its constants: weights, dense support "
+                                 "vectors)", "max_onnx_bytes", exc.limit, "bytes",
+                                 actual=exc.needed, error=LimitExceeded) from None
         except ModelExportError as exc:
             raise Conflict(f"{exc}; download format=npz") from None
         return Response(graph, media_type="application/octet-stream", headers=attachment)
@@ -302,9 +313,9 @@ def evaluate_model(
 
 @router.get("/{model_id}/evaluations", name="evaluations",
             response_model=StoredEvaluationsPublic, responses=responses(404, 422))
-def list_evaluations(model: ModelDep, session: SessionDep, offset: OffsetQuery = 0,
-                     limit: LimitQuery = 100) -> StoredEvaluationsPublic:
+def list_evaluations(request: Request, model: ModelDep, session: SessionDep,
+                     offset: OffsetQuery = 0, limit: LimitQuery = 100) -> StoredEvaluationsPublic:
     """The model's stored evaluations (each POST /models/{id}/evaluate), newest first."""
     rows, count = crud_evaluations.list_page(session, model, offset, limit)
-    return StoredEvaluationsPublic(data=[StoredEvaluationPublic.from_row(row) for row in rows],
-                                   count=count)
+    return StoredEvaluationsPublic(**bounded_page(
+        request, [StoredEvaluationPublic.from_row(row) for row in rows], count, offset))

@@ -31,6 +31,7 @@ from app.api.deps import (
     WriteSessionDep,
 )
 from app.api.errors import responses
+from app.api.pages import bounded_page
 from app.api.routes import models as model_routes
 from app.api.routes import resource_router
 from app.api.security import ADMIN, TRAIN, PrincipalDep
@@ -64,16 +65,16 @@ def _resolve(request: Request, principal, name: str, alias: str | None = None,
 
 
 @router.get("", name="list", response_model=RegisteredModelsPublic, responses=responses(422))
-def list_registered(session: SessionDep, principal: PrincipalDep, offset: OffsetQuery = 0,
-                    limit: LimitQuery = 100) -> RegisteredModelsPublic:
+def list_registered(request: Request, session: SessionDep, principal: PrincipalDep,
+                    offset: OffsetQuery = 0, limit: LimitQuery = 100) -> RegisteredModelsPublic:
     """The caller's registered models by name: latest version, how many versions, aliases.
     Names are per owner (an admin key lists its own owner's)."""
     rows, count = crud_registry.list_names(session, principal, offset, limit)
-    return RegisteredModelsPublic(count=count, data=[
+    return RegisteredModelsPublic(**bounded_page(request, [
         RegisteredModelSummary(name=row.name, latest_version=row.latest_version,
                                versions=versions, aliases=aliases, created_at=row.created_at,
                                updated_at=row.updated_at)
-        for row, versions, aliases in rows])
+        for row, versions, aliases in rows], count, offset))
 
 
 # The version is matched as digits ({version:int}): "x@prod/predict" is no version route's
