@@ -306,6 +306,10 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                 "lssvm", ("--quick",)),
     ScriptSuite("smo", "smo against LIBSVM (scikit-learn SVC, RBF kernel)", "smo",
                 ("--quick",)),
+    ScriptSuite("smo_anchors", "smo against LIBSVM (scikit-learn SVC) and oneDAL "
+                "(scikit-learn-intelex SVC, an interpreter of its own: --onedal-python) on the "
+                "whole dna, letter, svmguide1 and a9a at C = 1 and 10, held-out accuracy",
+                "smo_anchors"),
     ScriptSuite("lowrank", "the low-rank kernel path (Nystrom, incomplete Cholesky) against "
                 "exact LIBSVM (scikit-learn SVC, RBF)", "lowrank", ("--quick",)),
     ScriptSuite("cv", "cross-validated C search against LIBLINEAR -C and scikit-learn",
