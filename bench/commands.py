@@ -112,6 +112,7 @@ MODULES: dict[str, str] = {
     "regression": "bench.bench_regression",
     "service": "bench.bench_service",
     "smo": "bench.bench_smo",
+    "smo_anchors": "bench.bench_smo_anchors",
     "smo_tasks": "bench.bench_smo_tasks",
 }
 """Sub-command -> the module that declares it (as ``COMMAND``, or ``COMMANDS`` by name)."""

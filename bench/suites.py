@@ -308,6 +308,10 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                 ("--quick",)),
     ScriptSuite("regression", "linear SVR and logistic regression (mfn, dual_cd, newton, auto) "
                 "against LIBLINEAR -s 0/7/11/12/13 at gaps 1e-2, 1e-3, 1e-6", "regression"),
+    ScriptSuite("smo_anchors", "smo against LIBSVM (scikit-learn SVC) and oneDAL "
+                "(scikit-learn-intelex SVC, an interpreter of its own: --onedal-python) on the "
+                "whole dna, letter, svmguide1 and a9a at C = 1 and 10, held-out accuracy",
+                "smo_anchors"),
     ScriptSuite("lowrank", "the low-rank kernel path (Nystrom, incomplete Cholesky) against "
                 "exact LIBSVM (scikit-learn SVC, RBF)", "lowrank", ("--quick",)),
     ScriptSuite("cv", "cross-validated C search against LIBLINEAR -C and scikit-learn",

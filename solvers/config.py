@@ -109,6 +109,14 @@ KERNEL_CACHE_MB = 256.0
 # (rows x stored entries of the other matrix); below it waking the thread pool costs more.
 KERNEL_PARALLEL_MIN_WORK = 2_000_000
 
+# A kernel model's decision values (predict(..., parallel=True)) use the parallel kernel only
+# from this many kernel entries on (rows x support vectors x (1 + decision functions)): below
+# it, waking the thread pool for each call costs more than it saves.  Measured 2026-12-07 (2
+# cores, load 17, OpenMP layer, medians of 3; smo's RBF model of a9a's first 6,000 rows, 2,367
+# SVs, predicting a9a.t's first rows): 1 row 0.19 ms serial vs 9.7 ms parallel, 100 rows
+# (0.47M entries) 2.6 vs 33 ms, 1,000 rows (4.7M) 178 vs 150 ms, 16,000 rows 3.16 vs 2.31 s.
+KERNEL_DECISION_PARALLEL_MIN_ENTRIES = 2_000_000
+
 # Blocks per thread when a kernel walks rows in parallel (more blocks balance uneven rows).
 KERNEL_BLOCKS_PER_THREAD = 4
 
@@ -117,8 +125,10 @@ KERNEL_BLOCKS_PER_THREAD = 4
 # fraction of its entries is stored and it has at most this many entries (8 bytes each).
 # Measured 2026-11-26 (loaded VM, Numba loop timings): a linear kernel row of svmguide1 (4
 # features, all stored) 42 -> 13 us, an RBF row of ijcnn1 (4,000 rows, 13 of 22 stored)
-# 263 -> 133 us; the values are bitwise the scatter's (solvers/core/kernels.py).
-KERNEL_DENSE_MIN_DENSITY = 0.25
+# 263 -> 133 us; the values are bitwise the scatter's (solvers/core/kernels.py).  Measured
+# 2026-12-07 (load 20, CPU time of 3 x 300 rows): an RBF row of the whole a9a (32,561 rows,
+# 11% of 123 stored) 0.30-0.31 -> 0.18-0.21 ms, so the threshold went from 0.25 to 0.1.
+KERNEL_DENSE_MIN_DENSITY = 0.1
 KERNEL_DENSE_MAX_ENTRIES = 2**23
 
 # method="auto" of lssvm / proximal_svm with a nonlinear kernel: a dense factorization up to

@@ -182,7 +182,7 @@ def test_dense_columns_give_the_scattered_rows_values(kernel, monkeypatch):
     X = load("heart_scale").X
     Q = random_csr(7, X.shape[1], 0.6, seed=11)
     assert column_operand(X)[4].shape == (X.shape[1], X.shape[0])
-    assert column_operand(random_csr(50, 40, 0.1, seed=12))[4].size == 0
+    assert column_operand(random_csr(50, 40, 0.04, seed=12))[4].size == 0
     dense = kernel_matrix(Q, X, kernel, parallel=False)
     monkeypatch.setattr(config, "KERNEL_DENSE_MIN_DENSITY", 2.0)
     assert column_operand(X)[4].size == 0
@@ -206,3 +206,36 @@ def test_vectorized_exponential_is_within_one_ulp_of_the_c_library():
     assert np.all(np.abs(values[normal] - exact[normal]) <= np.spacing(exact[normal]))
     assert np.all(values[~normal] == 0.0) and np.all(exact[~normal] < 3.4e-308)
     assert values[x == 0.0][0] == 1.0  # k(x, x) is exactly one
+
+
+def test_model_prediction_takes_threads_only_for_batches_that_pay(monkeypatch):
+    """predict(parallel=True) chooses by size (config.KERNEL_DECISION_PARALLEL_MIN_ENTRIES,
+    measured): one row runs serially, a large batch on the thread pool; both give the
+    serial values."""
+    import numba
+
+    from solvers import config
+    from solvers.core import kernels
+    from solvers.models import KernelModel
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("one Numba thread: nothing to choose")
+    Z = random_csr(700, 20, 0.3, seed=11)
+    model = KernelModel(Z, np.random.default_rng(12).standard_normal((1, 700)), [0.1],
+                        np.array([-1.0, 1.0]), Kernel("rbf", 0.5))
+    calls = []
+    for name in ("kernel_decision_serial", "kernel_decision_parallel"):
+        original = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name,
+                            lambda *a, _f=original, _n=name: (calls.append(_n), _f(*a))[1])
+    large = -(-config.KERNEL_DECISION_PARALLEL_MIN_ENTRIES // (2 * 700))
+    for rows, expected in ((1, "kernel_decision_serial"), (large, "kernel_decision_parallel")):
+        X = random_csr(rows, 20, 0.3, seed=13)
+        calls.clear()
+        threaded = model.decision_function(X, parallel=True)
+        assert calls == [expected]
+        np.testing.assert_allclose(threaded, model.decision_function(X), rtol=1e-12,
+                                   atol=1e-12)
+    assert kernels.use_parallel_decision(large, 700, 1)
+    assert not kernels.use_parallel_decision(large - 1, 700, 1)
+

@@ -395,6 +395,15 @@ def use_parallel_kernel(n_rows: int, work: float) -> bool:
     return threads >= 2 and n_rows >= threads and work >= config.KERNEL_PARALLEL_MIN_WORK
 
 
+def use_parallel_decision(n_rows: int, n_support: int, n_functions: int) -> bool:
+    """Whether decision values of ``n_rows`` rows against ``n_support`` support vectors and
+    ``n_functions`` decision functions pay for the thread pool
+    (``config.KERNEL_DECISION_PARALLEL_MIN_ENTRIES``, measured)."""
+    entries = float(n_rows) * float(n_support) * (1 + n_functions)
+    return numba.get_num_threads() >= 2 and n_rows >= 2 and \
+        entries >= config.KERNEL_DECISION_PARALLEL_MIN_ENTRIES
+
+
 def _check_columns(Q, Z):
     if Q.shape[1] != Z.shape[1]:
         raise ValueError(f"matrices have {Q.shape[1]} and {Z.shape[1]} columns")
@@ -421,12 +430,15 @@ def kernel_diagonal(X, kernel: Kernel) -> np.ndarray:
     return out
 
 
-def kernel_decision(Q, Z, kernel: Kernel, coef, intercept, *, parallel: bool = False,
+def kernel_decision(Q, Z, kernel: Kernel, coef, intercept, *,
+                    parallel: bool | None = False,
                     Z_columns: tuple | None = None) -> np.ndarray:
     """K(Q, Z) coef' + intercept: shape (n_rows of Q, rows of ``coef``).
 
     ``coef`` has one row per output and one column per row of Z; ``Z_columns`` may pass
-    :func:`column_operand` of Z precomputed (a model keeps it).
+    :func:`column_operand` of Z precomputed (a model keeps it).  ``parallel``: True the
+    parallel kernel, False the serial one, None the parallel one only where it pays
+    (:func:`use_parallel_decision`).
     """
     _check_columns(Q, Z)
     coef = np.ascontiguousarray(np.atleast_2d(coef), dtype=np.float64)
@@ -436,6 +448,8 @@ def kernel_decision(Q, Z, kernel: Kernel, coef, intercept, *, parallel: bool = F
     out = np.empty((Q.shape[0], coef.shape[0]))
     columns = Z_columns if Z_columns is not None else column_operand(Z)
     args = (row_operand(Q), columns, kernel.params, coef, intercept, out)
+    if parallel is None:
+        parallel = use_parallel_decision(Q.shape[0], Z.shape[0], coef.shape[0])
     if parallel:
         kernel_decision_parallel(*args, _n_blocks())
     else:

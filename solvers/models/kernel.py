@@ -49,7 +49,9 @@ class KernelModel(Model):
     first class among those with most votes).
 
     Decision values are computed by the Numba kernels of :mod:`solvers.core.kernels`: the
-    serial one by default (safe in request threads), the parallel one with ``parallel=True``.
+    serial one by default (safe in request threads); ``parallel=True`` allows the parallel one,
+    taken for batches large enough to pay for waking the threads (measured:
+    ``config.KERNEL_DECISION_PARALLEL_MIN_ENTRIES``).
     """
 
     kind = "kernel"
@@ -91,10 +93,13 @@ class KernelModel(Model):
         return self.support_vectors_.shape[0]
 
     def pairwise_decision(self, X, *, parallel: bool = False) -> np.ndarray:
-        """The rows' values of every binary function (one column per row of ``coef_``)."""
+        """The rows' values of every binary function (one column per row of ``coef_``);
+        ``parallel=True`` lets threads compute them where the batch is large enough to pay
+        for them (:func:`solvers.core.kernels.use_parallel_decision`)."""
         X = as_feature_matrix(X, self.n_features_in_)
         return kernel_decision(X, self.support_vectors_, self.kernel, self.coef_,
-                               self.intercept_, parallel=parallel, Z_columns=self._columns)
+                               self.intercept_, parallel=None if parallel else False,
+                               Z_columns=self._columns)
 
     def decision_function(self, X, *, parallel: bool = False) -> np.ndarray:
         return self._scores(self.pairwise_decision(X, parallel=parallel))

@@ -1,0 +1,238 @@
+"""``python -m bench smo_anchors``: ``smo`` against LIBSVM (scikit-learn's ``SVC``) and Intel's
+oneDAL (scikit-learn-intelex's ``SVC``) side by side in one run, on the whole training files.
+
+    python -m bench smo_anchors [--problems dna,letter,svmguide1,a9a] [--Cs 1,10]
+        [--repeats R] [--onedal-python PATH] [--out DIR]
+
+Problems: the shipped training and test files, every row (a9a 32,561, letter's training split
+15,000 with 26 classes, dna 2,000 with 3, svmguide1 3,089), columns scaled to [-1, 1] by their
+largest |x| (:func:`bench.bench_smo.problem`).  RBF kernel with gamma = 1 / (d Var X) of the
+scaled training matrix (scikit-learn's ``"scale"``) passed to every library as a number, the
+same C, ``cache_mb`` = 256 MB everywhere, one-vs-one for several classes (all three).
+
+Runners:
+
+* ``smo kkt``: ``stop_rule="kkt"``, ``kkt_tol=1e-3``, LIBSVM's own rule and tolerance;
+* ``smo gap``: the default, a certified relative duality gap of 1e-6;
+* ``LIBSVM``: scikit-learn's ``SVC`` (LIBSVM 3.x inside), ``tol=1e-3``, shrinking on, in this
+  process;
+* ``oneDAL``: scikit-learn-intelex's ``SVC`` (oneDAL's Thunder-style solver, threaded), same
+  parameters, in a subprocess of the interpreter ``--onedal-python`` (default
+  ``$SVMSVC_ONEDAL_PYTHON``; an environment of its own: ``python -m venv DIR &&
+  DIR/bin/pip install scikit-learn-intelex``), which reads the scaled problem from a
+  temporary ``.npz`` and times only ``fit``.  Without such an interpreter the column is left
+  out and the output says so.
+
+Each (problem, C): ``smo`` compiles on a small problem first (discarded), then ``repeats``
+rounds with the runners' order rotating; the median wall-clock time of ``fit`` is reported
+beside its CPU time (the process's, oneDAL's subprocess's own; on a loaded machine a threaded
+library's wall time moves most), the held-out accuracy and the number of support vectors.
+The ratio is ``smo kkt`` over the faster anchor.  Load averages at start and end are
+recorded: the machine is shared and timings move with it.
+
+Writes ``smo_anchors.json`` and ``smo_anchors.md`` to ``--out`` (default
+bench/results/smo_anchors) and prints the Markdown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.svm import SVC
+
+import solvers
+from bench.bench_smo import PROBLEMS as SMO_PROBLEMS
+from bench.bench_smo import _load, _scaled
+from bench.commands import Command, c_values, option, out, problems, repeats
+from bench.harness import machine_description
+from solvers.core.kernels import scale_gamma
+
+CACHE_MB = 256.0
+PROBLEMS = {  # name: (train file, test file, n_features)
+    "dna": ("dna.scale", "dna.scale.t", 180),
+    "letter": ("letter.scale", "letter.scale.t", 16),
+    "svmguide1": ("svmguide1", "svmguide1.t", 4),
+    "a9a": ("a9a", "a9a.t", 123),
+}
+assert all(SMO_PROBLEMS[k][0] == v[0] for k, v in PROBLEMS.items() if k in SMO_PROBLEMS)
+
+# Runs inside the oneDAL environment: argv = .npz path, C, gamma, cache MB; prints
+# {"seconds", "cpu_seconds", "accuracy", "n_support"}.
+_WORKER = r"""
+import json, sys, time
+import numpy as np, scipy.sparse as sp
+from sklearnex.svm import SVC
+path, C, gamma, cache = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+z = np.load(path)
+X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+Xt = sp.csr_matrix((z["t_data"], z["t_indices"], z["t_indptr"]), shape=tuple(z["t_shape"]))
+svc = SVC(C=C, kernel="rbf", gamma=gamma, tol=1e-3, cache_size=cache)
+start, cpu = time.perf_counter(), time.process_time()
+svc.fit(X, z["y"])
+seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu,
+                  "accuracy": float(np.mean(svc.predict(Xt) == z["t_y"])),
+                  "n_support": int(np.sum(svc.n_support_))}))
+"""
+
+
+def _timed(fit):
+    start, cpu = time.perf_counter(), time.process_time()
+    fitted = fit()
+    return fitted, time.perf_counter() - start, time.process_time() - cpu
+
+
+def run_smo(train, test, C, gamma, **params):
+    result, seconds, cpu = _timed(lambda: solvers.train(
+        train, solver="smo", C=C, kernel="rbf", gamma=gamma, cache_mb=CACHE_MB, **params))
+    return {"seconds": seconds, "cpu_seconds": cpu,
+            "accuracy": float(np.mean(result.model.predict(test.X) == test.y)),
+            "n_support": int(result.model.n_support),
+            "iterations": sum(s.extras["smo_iterations"] for s in result.subproblems)}
+
+
+def run_libsvm(train, test, C, gamma):
+    svc, seconds, cpu = _timed(lambda: SVC(C=C, kernel="rbf", gamma=gamma, tol=1e-3,
+                                           cache_size=CACHE_MB).fit(train.X, train.y))
+    return {"seconds": seconds, "cpu_seconds": cpu,
+            "accuracy": float(np.mean(svc.predict(test.X) == test.y)),
+            "n_support": int(np.sum(svc.n_support_)),
+            "iterations": int(np.sum(svc.n_iter_))}
+
+
+def _save_problem(path: Path, train, test) -> None:
+    X, Xt = sp.csr_matrix(train.X), sp.csr_matrix(test.X)
+    np.savez(path, data=X.data, indices=X.indices, indptr=X.indptr, shape=X.shape, y=train.y,
+             t_data=Xt.data, t_indices=Xt.indices, t_indptr=Xt.indptr, t_shape=Xt.shape,
+             t_y=test.y)
+
+
+def run_onedal(python: str, train, test, C, gamma, npz: Path):
+    done = subprocess.run([python, "-c", _WORKER, str(npz), repr(C), repr(gamma),
+                           repr(CACHE_MB)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"oneDAL worker failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+RUNNERS = {  # (train, test, C, gamma, npz) -> measures; oneDAL's takes its interpreter first
+    "smo kkt": lambda tr, te, C, g, _: run_smo(tr, te, C, g, stop_rule="kkt", kkt_tol=1e-3),
+    "smo gap": lambda tr, te, C, g, _: run_smo(tr, te, C, g),
+    "LIBSVM": lambda tr, te, C, g, _: run_libsvm(tr, te, C, g),
+    "oneDAL": run_onedal,
+}
+
+
+def _onedal_python(args) -> str | None:
+    python = args.onedal_python or os.environ.get("SVMSVC_ONEDAL_PYTHON")
+    return python if python and Path(python).exists() else None
+
+
+def run_command(args) -> int:
+    machine = machine_description()
+    python = _onedal_python(args)
+    names = args.problems.split(",")
+    Cs = [float(c) for c in args.Cs.split(",")]
+    unknown = [n for n in names if n not in PROBLEMS]
+    if unknown:
+        raise SystemExit(f"unknown problems {unknown}; known: {sorted(PROBLEMS)}")
+    # Numba's compilation, once, on a small problem
+    warm, warm_test = problem("svmguide1")
+    rows = np.sort(np.random.default_rng(0).permutation(warm.n_samples)[:300])
+    run_smo(warm.subset(rows), warm_test, 1.0, 1.0, stop_rule="kkt", kkt_tol=1e-3)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            train, test = problem(name)
+            gamma = scale_gamma(train.X)
+            npz = Path(tmp) / f"{name}.npz"
+            _save_problem(npz, train, test)
+            for C in Cs:
+                case = (train, test, C, gamma, npz)
+                runners = {r: run for r, run in RUNNERS.items() if r != "oneDAL"}
+                if python is not None:
+                    runners["oneDAL"] = lambda *c: run_onedal(python, *c)
+                order = list(runners)
+                results = {r: [] for r in order}
+                for repeat in range(args.repeats):
+                    for r in order[repeat % len(order):] + order[:repeat % len(order)]:
+                        results[r].append(runners[r](*case))
+                        print(name, C, r, f"{results[r][-1]['seconds']:.2f} s", flush=True)
+                for r, runs in results.items():
+                    rows.append({"problem": name, "C": C, "rows": train.n_samples,
+                                 "runner": r, "gamma": gamma,
+                                 "seconds": statistics.median(x["seconds"] for x in runs),
+                                 "cpu_seconds": statistics.median(x["cpu_seconds"]
+                                                                  for x in runs),
+                                 "times": [x["seconds"] for x in runs],
+                                 **{k: v for k, v in runs[-1].items()
+                                    if k not in ("seconds", "cpu_seconds")}})
+    machine["load_average_at_end"] = os.getloadavg()[0]
+    return publish(args, machine, rows, python)
+
+
+def problem(name: str):
+    file, test_file, d = PROBLEMS[name]
+    return _scaled(_load(file, d), _load(test_file, d))
+
+
+def publish(args, machine: dict, rows: list[dict], python: str | None) -> int:
+    """The table, the ratios ``smo kkt`` / faster anchor with their geometric mean, printed
+    and written to ``args.out``."""
+    seconds = {(r["problem"], r["C"], r["runner"]): r["seconds"] for r in rows}
+    cases = list(dict.fromkeys((r["problem"], r["C"]) for r in rows))
+    anchors = [a for a in ("LIBSVM", "oneDAL") if any(r["runner"] == a for r in rows)]
+    ratios = {}
+    for p, C in cases:
+        faster = min(seconds[p, C, a] for a in anchors)
+        ratios[f"{p} C={C:g}"] = seconds[p, C, "smo kkt"] / faster
+    geomean = math.exp(statistics.mean(math.log(v) for v in ratios.values()))
+    lines = [f"Machine: {machine}", ""]
+    if python is None:
+        lines += ["oneDAL: no interpreter given (--onedal-python / SVMSVC_ONEDAL_PYTHON); "
+                  "the column is left out.", ""]
+    lines += ["| problem | C | rows | runner | median s | CPU s | test acc. | SVs | iterations |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['problem']} | {r['C']:g} | {r['rows']} | {r['runner']} | "
+              f"{r['seconds']:.3f} | {r['cpu_seconds']:.3f} | {100 * r['accuracy']:.2f}% | "
+              f"{r['n_support']} | {r.get('iterations', '')} |" for r in rows]
+    lines += ["", "smo kkt / faster anchor: "
+              + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items())
+              + f"; geometric mean {geomean:.2f}"]
+    text = "\n".join(lines)
+    target = Path(args.out)
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "smo_anchors.json").write_text(json.dumps(
+        {"machine": machine, "rows": rows, "ratios": ratios, "geomean": geomean}, indent=1))
+    (target / "smo_anchors.md").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+COMMAND = Command(
+    "smo_anchors", "smo against LIBSVM and oneDAL (scikit-learn-intelex) on whole files, "
+    "C = 1 and 10", run_command, description=__doc__,
+    options=(
+        problems("dna,letter,svmguide1,a9a"),
+        c_values("1,10"),
+        repeats(3),
+        option("--onedal-python", default=None,
+               help="an interpreter with scikit-learn-intelex (default: "
+                    "$SVMSVC_ONEDAL_PYTHON)"),
+        out(Path(__file__).parent / "results" / "smo_anchors")))
+
+
+if __name__ == "__main__":
+    from bench import cli
+
+    sys.exit(cli.main(["smo_anchors", *sys.argv[1:]]))
