@@ -327,7 +327,8 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
     ScriptSuite("predict", "GET predict served by one web process and by two (svmsvc serve "
                 "--web-processes 2), interleaved round by round (needs wrk)",
                 "service", ("predict", "--web-processes", "2"), out_flag=None),
-    ScriptSuite("startup", "svmsvc serve to /readyz ready, on a cold Numba cache and warm",
+    ScriptSuite("startup", "svmsvc serve to /readyz ready and to the first a9a model (auto), "
+                "on a cold Numba cache and warm",
                 "service", ("startup",), out_flag=None),
     ScriptSuite("dask", "jobs through a Dask cluster (needs PostgreSQL and dask.distributed)",
                 "dask", (), out_flag=None),
