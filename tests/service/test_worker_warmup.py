@@ -79,7 +79,8 @@ def test_it_leaves_a_solver_another_process_compiles_to_it(left, compiled):
     with held_elsewhere("solver alm"):
         warm.compile_one_while_idle(worker)
     assert ran == compiled and list(warm.pending) == ["alm"]
-    assert drain(dispatcher) == ([("warming", "smo"), ("idle",)] if compiled else [])
+    assert drain(dispatcher) == ([("warming", "smo"), ("compiled", "smo"), ("idle",)]
+                                 if compiled else [])
 
 
 def test_one_worker_of_the_machine_compiles_while_idle_the_others_stay_free():
