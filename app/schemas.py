@@ -570,8 +570,11 @@ class LogRecordPublic(RowView):
     """One solver iteration: numbered consecutively across one-vs-rest subproblems."""
 
     iteration: int
-    elapsed: float = Field(description="Seconds since the job's run started (one clock across "
-                                       "its subproblems, folds and refit).")
+    elapsed: float = Field(description="Seconds since the attempt's started_at when the record "
+                                       "reached the service: the clock of the job's elapsed "
+                                       "time (finished_at - started_at), one across its "
+                                       "subproblems, folds and refit; the solver's own in "
+                                       "extras.solver_elapsed.")
     objective: float | None = Field(description="Primal objective (docs/design.md section 2.1).")
     optimality: float | None = Field(description="The solver's own optimality measure.")
     extras: dict[str, Any]
@@ -988,6 +991,11 @@ class WorkerPublic(BaseModel):
     job_id: uuid.UUID | None = Field(
         description="The job it runs; shown to an admin key only (or on a service without "
                     "keys): null for other callers, as the job belongs to a tenant.")
+    solvers_compiled: list[str] = Field(
+        default_factory=list,
+        description="The solvers whose own kernels it has compiled (or loaded from the cache), "
+                    "in that order: a job of another solver compiles its kernels first, "
+                    "saying so in its message (auto: the candidate it runs first only).")
     state: str | None = Field(
         None, description="What a worker not yet ready is doing: 'warming up kernels: k of n "
                           "(step)' (the first start on a machine compiles them, later ones "
@@ -1009,6 +1017,11 @@ class ReadinessPublic(BaseModel):
     database: bool
     dispatcher: bool
     workers: list[WorkerPublic]
+    solvers_ready: list[str] = Field(
+        default_factory=list,
+        description="The solvers whose own kernels a ready worker has compiled: their jobs "
+                    "start computing at once; the others' first job compiles them first "
+                    "(seconds to minutes on a cold cache), saying so in its message.")
     message: str | None = Field(
         None, description="Why the service is not ready yet, in words (e.g. the workers' "
                           "warm-up progress).")

@@ -340,7 +340,8 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
     ScriptSuite("uploads", "/healthz and GET predict latency (p50, p99) while 4 clients upload "
                 "1.4 MB files, 3 rounds (-- --baseline TREE: against another tree, "
                 "interleaved)", "service", ("uploads",), out_flag=None),
-    ScriptSuite("startup", "svmsvc serve to /readyz ready, on a cold Numba cache and warm",
+    ScriptSuite("startup", "svmsvc serve to /readyz ready and to the first a9a model (auto), "
+                "on a cold Numba cache and warm",
                 "service", ("startup",), out_flag=None),
     ScriptSuite("dask", "jobs through a Dask cluster (needs PostgreSQL and dask.distributed)",
                 "dask", (), out_flag=None),

@@ -290,6 +290,21 @@ def load_measurements(path: Path = MEASUREMENTS) -> list[dict[str, Any]]:
     return _document(path)["problems"]
 
 
+def measured_wins(path: Path = MEASUREMENTS) -> dict[str, int]:
+    """How often each solver was the fastest to certify its target over the measurements
+    (every problem and target): the solvers auto most often runs first, by name (what a
+    service compiles first, ``app.jobs.worker.SolverWarmUp``)."""
+    wins: dict[str, int] = {}
+    for problem in load_measurements(path):
+        for runs in problem["runs"].values():
+            converged = {name: entry["seconds"] for name, entry in runs.items()
+                         if entry["status"] == "converged" and entry["seconds"] is not None}
+            if converged:
+                solver = min(converged, key=converged.__getitem__).split("(")[0]
+                wins[solver] = wins.get(solver, 0) + 1
+    return wins
+
+
 def fitted_neighbours(loss: str, path: Path = MEASUREMENTS) -> int:
     """The k chosen for ``loss`` by ``bench_auto fit`` (leave-one-dataset-out)."""
     return _document(path).get("neighbours", {}).get(loss, NEIGHBOURS)

@@ -5,7 +5,7 @@ imported, compiles (or loads) the kernels once, then serves the dispatcher over 
 
     dispatcher -> worker   ("run", job_id, attempt)  |  None (stop)
     worker -> dispatcher   ("progress", done, total, what)  |  ("ready", pid)
-                           |  ("warming", solver)  |  ("idle",)
+                           |  ("warming", solver)  |  ("compiled", solver)  |  ("idle",)
                            |  ("training", job_id)  |  ("done", job_id, final status or None)
 
 Ready on the shared layers, each solver's own kernels later.  A worker says "ready" once the
@@ -15,9 +15,11 @@ each step under its own lock).
 Each solver's own kernels (its spec's warm-up hook; ALM's alone took about three minutes of a
 cold six-minute warm-up on this 2-core machine under load) are compiled while the worker is
 idle, one solver at a time, only when no other process holds the machine's compile lock, with
-"warming" / "idle" around each so that the dispatcher gives it no job meanwhile; a job whose
-solver is not compiled yet compiles it first, saying so in the job's progress, and its time
-limit starts when training does ("training").  On a warm cache all of it loads in seconds.
+"warming" / "idle" around each so that the dispatcher gives it no job meanwhile, and
+"compiled" when one is (``/readyz`` lists them); a job whose solver is not compiled yet
+compiles it first (not ``auto``'s: it compiles what it calls, lazily), saying so
+in the job's progress, and its time limit starts when training does ("training").  On a
+warm cache all of it loads in seconds.
 With one Numba thread the parallel forms of the shared kernels are not compiled at start: no
 solver runs them below two threads (``solvers.core.sparse.use_parallel``).  Measured cold, in
 CPU seconds of one process (2026-11-27, load 10-14): core 72 (serial forms, both index
@@ -42,6 +44,7 @@ import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy.orm import Session
 
@@ -190,6 +193,7 @@ class SolverWarmUp:
                         if not connection.poll(0):
                             started = time.perf_counter()
                             self.pending.pop(name)()
+                            connection.send(("compiled", name))
                             logger.info("solver %s's kernels ready (%.1f s, while idle)", name,
                                         time.perf_counter() - started)
                     finally:
@@ -197,12 +201,18 @@ class SolverWarmUp:
                     return
 
     def prepare_job(self, spec: JobSpec, sessions: Sessions, connection) -> None:
-        """Before a job trains: compile what its solver needs that is not compiled yet (every
-        candidate for ``auto``), saying so in the job's message, then tell the dispatcher
-        that training starts (the time limit counts from there)."""
+        """Before a job trains: compile its solver's own kernels if they are not yet, saying
+        so in the job's message, then tell the dispatcher that training starts (the time
+        limit counts from there).  Not for ``auto``: its job compiles what it calls as it
+        calls it (Numba compiles lazily), within the job's time.  Measured cold, in CPU
+        seconds of one process (2026-12-07, load 16-24, after the worker's shared steps):
+        the whole a9a ``auto`` job at its defaults, compiling lazily what mfn (the
+        candidate it ran) called, 1.2, where a hook compiles every variant of its solver
+        (ALM's 91 alone); compiling every candidate's hooks first made the first a9a job
+        wait 154 s (issue 48)."""
         from solvers.warmup import compile_lock
 
-        names = [name for name in self.pending if spec.solver in (name, "auto")]
+        names = [name for name in self.pending if name == spec.solver]
         if names:
             message = (f"compiling the kernels of {', '.join(names)} "
                        f"(the first job on this machine)")
@@ -212,6 +222,7 @@ class SolverWarmUp:
                 started = time.perf_counter()
                 with compile_lock(len(names), what=f"solver {name}"):
                     self.pending.pop(name)()
+                connection.send(("compiled", name))
                 logger.info("solver %s's kernels ready (%.1f s, for job %s)", name,
                             time.perf_counter() - started, spec.job_id)
             with sessions.write() as session:
@@ -235,6 +246,7 @@ class JobSpec:
     tuning: dict | None = None
     keep_last_good: bool = False
     dataset_source: dict | None = None  # a sharded dataset's shards (app.shards)
+    started_at: datetime | None = None  # the attempt's start: the origin of its records' time
 
 
 def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec | None:
@@ -255,6 +267,7 @@ def load_job_spec(session: Session, job_id: uuid.UUID, attempt: int) -> JobSpec 
         validation_digest=None if validation is None else validation.sha256,
         tuning=job.tuning,
         keep_last_good=bool(job.keep_last_good),
+        started_at=job.started_at,
     )
 
 
@@ -374,7 +387,8 @@ def _run_job(sessions: Sessions, store: DatasetStorage, spec: JobSpec, parent_al
     job_id, attempt = spec.job_id, spec.attempt
     if prepare is not None:
         prepare(spec)  # the worker's: compile its solver's kernels if they are not yet
-    monitor = DatabaseMonitor(sessions, job_id, attempt, spec.time_limit_s, parent_alive)
+    monitor = DatabaseMonitor(sessions, job_id, attempt, spec.time_limit_s, parent_alive,
+                              started_at=spec.started_at)
     logger.info("job %s attempt %d: %s on dataset %s", job_id, attempt, spec.solver,
                 spec.dataset_id)
 

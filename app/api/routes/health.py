@@ -41,8 +41,11 @@ def readyz(request: Request, sessions: SessionsDep, dispatcher: DispatcherDep,
         logger.warning("readiness: database unreachable: %s", exc)
         database = False
     workers = [WorkerPublic(index=w.index, pid=w.pid, alive=w.alive, ready=w.ready,
-                            job_id=w.job_id if admin else None, state=w.state)
+                            job_id=w.job_id if admin else None, state=w.state,
+                            solvers_compiled=list(w.solvers))
                for w in dispatcher.snapshot()]
+    solvers_ready = sorted({name for w in workers if w.alive and w.ready
+                            for name in w.solvers_compiled})
     dispatching = dispatcher.dispatching
     ready = database and dispatching and any(w.alive and w.ready for w in workers)
     message = None
@@ -53,4 +56,5 @@ def readyz(request: Request, sessions: SessionsDep, dispatcher: DispatcherDep,
                   [f"worker {w.index}: {w.state}" for w in workers if w.state]
         message = "; ".join(reasons) or "no worker is ready"
     return ReadinessPublic(status="ready" if ready else "unavailable", database=database,
-                           dispatcher=dispatching, workers=workers, message=message)
+                           dispatcher=dispatching, workers=workers,
+                           solvers_ready=solvers_ready, message=message)

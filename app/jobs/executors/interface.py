@@ -59,6 +59,7 @@ class WorkerInfo:
     ready: bool
     job_id: uuid.UUID | None
     state: str | None = None  # what a worker not yet ready is doing (its warm-up's progress)
+    solvers: tuple[str, ...] = ()  # the solvers whose own kernels it has compiled (or loaded)
 
 
 class Waitable(Protocol):

@@ -43,6 +43,19 @@ class _Worker:
     state: str | None = "starting"  # its warm-up's progress, until it is ready
     hung: bool = False  # killed for reporting no warm-up progress within the deadline
     warming: str | None = None  # the solver whose kernels it compiles while idle
+    compiled: list[str] = field(default_factory=list)  # the solvers whose own kernels it has
+    cpu: float = 0.0  # its CPU seconds when last looked at (a compiling worker uses CPU)
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """The CPU seconds (user and system) process ``pid`` has used, from ``/proc``; None where
+    there is no ``/proc`` or the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class ProcessExecutor:
@@ -127,7 +140,8 @@ class ProcessExecutor:
                     state = (None if w.warming is None else
                              f"compiling solver {w.warming}'s kernels while idle")
                 infos.append(WorkerInfo(w.index, w.process.pid, alive, w.ready and alive,
-                                        w.assignment.job_id if w.assignment else None, state))
+                                        w.assignment.job_id if w.assignment else None, state,
+                                        tuple(w.compiled)))
             return infos
 
     def wait(self, timeout: float, wake: Waitable) -> list[Ended]:
@@ -149,10 +163,11 @@ class ProcessExecutor:
 
     def _kill_hung(self) -> None:
         """Kill the workers not ready that reported no warm-up progress for
-        ``worker_warm_up_timeout_s`` (hung in their imports or warm-up; a worker compiling,
-        or waiting for another process's compilation, reports every step and every few
-        seconds, so it is never killed for being slow); their exit replaces them like any
-        death before ready."""
+        ``worker_warm_up_timeout_s`` and used no CPU since it was last looked at (hung in
+        their imports or warm-up; a worker compiling, or waiting for another process's
+        compilation, reports every step and every few seconds, and a step that compiles for
+        longer uses CPU, so it is never killed for being slow); their exit replaces them like
+        any death before ready."""
         limit = self._settings.worker_warm_up_timeout_s
         now = time.monotonic()
         for worker in self._workers:
@@ -160,6 +175,13 @@ class ProcessExecutor:
                 continue
             self._receive(worker)  # a report or a "ready" that arrived just now
             if worker.ready or not worker.process.is_alive() or now - worker.heard <= limit:
+                continue
+            used = process_cpu_seconds(worker.process.pid)
+            if used is not None and used > worker.cpu:
+                # one step compiling for longer than the limit on a loaded machine (the core
+                # kernels took 907 s at load 20 on 2 cores; issue 48's first measurement
+                # killed such a worker and started it over): it computes, so it is heard
+                worker.cpu, worker.heard = used, now
                 continue
             worker.hung = True
             logger.error("worker %d (pid %d) reported no warm-up progress for %.0f s (%.0f s "
@@ -216,6 +238,9 @@ class ProcessExecutor:
                 elif message[0] == "warming":
                     with self._lock:
                         worker.warming = message[1]
+                elif message[0] == "compiled":  # a solver's own kernels: /readyz lists it
+                    with self._lock:
+                        worker.compiled.append(message[1])
                 elif message[0] == "idle":
                     with self._lock:
                         worker.warming = None

@@ -10,8 +10,9 @@ export function seriesStyle(i) {
            points: { size: 5 + (i % 3) * 2, fill: i % 2 ? "#fff" : PALETTE[i % PALETTE.length] } };
 }
 
-// Time along the whole run: `elapsed` is the job's clock now; in logs written before it (2026-11-26)
-// it restarted with each one-vs-rest subproblem, which this still lays end to end.
+// Time along the whole run: `elapsed` is the job's clock (seconds since started_at, the clock of
+// the page's Elapsed: monotonic, never past finished_at); in logs written before 2026-11-26 it
+// restarted with each one-vs-rest subproblem, which this still lays end to end.
 export function runTimes(records) {
   const out = [];
   let offset = 0;
