@@ -44,7 +44,7 @@ def test_under_ci_a_skip_for_missing_data_fails_and_other_skips_stay(tmp_path):
     (tmp_path / "test_skips.py").write_text(
         "import pytest\n"
         "def test_data():\n"
-        "    pytest.skip('dataset a9a not found at /nowhere (the shared data directory is missing)')\n"
+        "    pytest.skip('dataset a9a not found at /nowhere (no data directory)')\n"
         "def test_server():\n"
         "    pytest.skip('PostgreSQL is not reachable')\n"
         "@pytest.mark.xfail(strict=True, reason='a measured dataset rule not met')\n"
