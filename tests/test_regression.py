@@ -295,13 +295,6 @@ def test_regression_metrics_are_the_usual_ones():
     assert constant["r2"] is None and constant["squared_correlation"] is None
 
 
-def test_cross_validation_refuses_a_regression_with_the_reason():
-    from solvers.model_selection import cross_validate
-
-    with pytest.raises(InvalidParametersError, match="regression's search .* not built yet"):
-        cross_validate(_data("mg"), "dual_cd", C=[0.1, 1.0], folds=3, task="regression")
-
-
 @pytest.mark.parametrize(("solver", "params", "shown_tube"), [
     ("mfn", {}, set()),  # mfn's epsilon is CGLS's tolerance, shown; its tube is not
     ("mfn", {"task": "regression"}, {"insensitivity"}),

@@ -151,7 +151,7 @@ def test_download_onnx_serves_the_models_predictions(api, binary, multiclass):
 def test_a_model_without_an_onnx_form_answers_409_with_the_reason(api, binary, monkeypatch):
     """Every kind of the library exports; one that cannot (a kernel model whose dense support
     vectors pass 2 GB) is refused as the other formats refuse theirs."""
-    def refuse(model):
+    def refuse(model, max_constant_bytes=None):
         raise solvers.ModelExportError("too large for an ONNX file")
 
     monkeypatch.setattr(solvers.LinearModel, "to_onnx", refuse)

@@ -5,7 +5,6 @@ the solver a job asks for, before that job trains (the time limit starting after
 from __future__ import annotations
 
 import multiprocessing
-import os
 import threading
 import time
 import uuid
@@ -156,21 +155,38 @@ def test_the_solvers_auto_runs_first_most_often_compile_first():
     assert order[0] == max(wins, key=wins.get) and order.index("alm") > order.index("dual_cd")
 
 
-def test_a_worker_compiling_one_step_longer_than_the_limit_is_not_killed():
+def test_a_worker_compiling_one_step_longer_than_the_limit_is_not_killed(monkeypatch):
     """A warm-up step that compiles past SVMSVC_WORKER_WARM_UP_TIMEOUT_S on a loaded machine
-    (907 s at load 20, measured) uses CPU: heard, not killed; one that used none is."""
+    (907 s at load 20, measured) uses CPU: watched for CPU_WATCH_S, heard, not killed; one
+    that used less than CPU_BUSY_SHARE of a core meanwhile (a wait waking now and then) is."""
+    from app.jobs.executors import local
+
+    cpu_seconds = [5.0]
+    monkeypatch.setattr(local, "process_cpu_seconds", lambda pid: cpu_seconds[0])
     executor = ProcessExecutor(Settings(data_dir="unused"), metrics=ServiceMetrics())
     killed: list[int] = []
     dispatcher, _ = multiprocessing.Pipe()
-    process = SimpleNamespace(pid=os.getpid(), is_alive=lambda: True,
+    process = SimpleNamespace(pid=12345, is_alive=lambda: True,
                               kill=lambda: killed.append(1))
     long_ago = time.monotonic() - 10 * executor._settings.worker_warm_up_timeout_s
     slot = _Worker(0, process, dispatcher, heard=long_ago)
     executor._workers.append(slot)
-    executor._kill_hung()
-    assert killed == [] and not slot.hung and slot.heard > long_ago and slot.cpu > 0
-    slot.heard, slot.cpu = long_ago, float("inf")  # no CPU used since it was looked at
-    executor._kill_hung()
+
+    def watched_for_the_window(used: float) -> None:
+        executor._kill_hung()  # past the deadline: watched from now
+        assert killed == [] and slot.cpu_seen is not None and slot.cpu_seen[0] == cpu_seconds[0]
+        executor._kill_hung()  # within the window: not judged yet
+        assert killed == [] and slot.cpu_seen is not None
+        slot.cpu_seen = (cpu_seconds[0], time.monotonic() - local.CPU_WATCH_S - 1.0)
+        cpu_seconds[0] += used
+        executor._kill_hung()
+
+    # 0.5 CPU-s in about 11 s: about 5% of a core, what a compile got at load 20
+    watched_for_the_window(0.5)
+    assert killed == [] and not slot.hung and slot.heard > long_ago and slot.cpu_seen is None
+    slot.heard = long_ago
+    # a hung wait: 10 ms of CPU in the window
+    watched_for_the_window(0.01)
     assert killed == [1] and slot.hung
 
 

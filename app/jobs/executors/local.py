@@ -44,7 +44,17 @@ class _Worker:
     hung: bool = False  # killed for reporting no warm-up progress within the deadline
     warming: str | None = None  # the solver whose kernels it compiles while idle
     compiled: list[str] = field(default_factory=list)  # the solvers whose own kernels it has
-    cpu: float = 0.0  # its CPU seconds when last looked at (a compiling worker uses CPU)
+    # its CPU seconds and when they were read, once past the warm-up deadline without a
+    # report (a compiling worker uses CPU; one hung waits): None until then
+    cpu_seen: tuple[float, float] | None = None
+
+
+#: How long a worker past its warm-up deadline is watched for CPU use before it is judged, and
+#: the share of a core it must use meanwhile to count as compiling.  A compile step on a loaded
+#: 2-core machine got about 5% of a core (the core kernels: 50 CPU-s in 907 s at load 20); a
+#: worker hung in a wait wakes a few times a second for microseconds (well under 0.1%).
+CPU_WATCH_S = 10.0
+CPU_BUSY_SHARE = 0.01
 
 
 def process_cpu_seconds(pid: int) -> float | None:
@@ -163,11 +173,11 @@ class ProcessExecutor:
 
     def _kill_hung(self) -> None:
         """Kill the workers not ready that reported no warm-up progress for
-        ``worker_warm_up_timeout_s`` and used no CPU since it was last looked at (hung in
-        their imports or warm-up; a worker compiling, or waiting for another process's
-        compilation, reports every step and every few seconds, and a step that compiles for
-        longer uses CPU, so it is never killed for being slow); their exit replaces them like
-        any death before ready."""
+        ``worker_warm_up_timeout_s`` and then, watched for ``CPU_WATCH_S``, used less than
+        ``CPU_BUSY_SHARE`` of a core (hung in their imports or warm-up; a worker compiling, or
+        waiting for another process's compilation, reports every step and every few seconds,
+        and a step that compiles for longer uses CPU, so it is never killed for being slow);
+        their exit replaces them like any death before ready."""
         limit = self._settings.worker_warm_up_timeout_s
         now = time.monotonic()
         for worker in self._workers:
@@ -177,12 +187,21 @@ class ProcessExecutor:
             if worker.ready or not worker.process.is_alive() or now - worker.heard <= limit:
                 continue
             used = process_cpu_seconds(worker.process.pid)
-            if used is not None and used > worker.cpu:
-                # one step compiling for longer than the limit on a loaded machine (the core
-                # kernels took 907 s at load 20 on 2 cores; issue 48's first measurement
-                # killed such a worker and started it over): it computes, so it is heard
-                worker.cpu, worker.heard = used, now
-                continue
+            if used is not None:
+                if worker.cpu_seen is None:  # past the deadline: watch it from now
+                    worker.cpu_seen = (used, now)
+                    continue
+                seen, since = worker.cpu_seen
+                if now - since < CPU_WATCH_S:
+                    continue
+                worker.cpu_seen = None
+                if used - seen >= CPU_BUSY_SHARE * (now - since):
+                    # one step compiling for longer than the limit on a loaded machine (the
+                    # core kernels took 907 s at load 20 on 2 cores; issue 48's first
+                    # measurement killed such a worker and started it over): it computes,
+                    # so it is heard
+                    worker.heard = now
+                    continue
             worker.hung = True
             logger.error("worker %d (pid %d) reported no warm-up progress for %.0f s (%.0f s "
                          "after it started; last: %s): hung in its warm-up (limit "
