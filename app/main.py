@@ -16,6 +16,7 @@ import threading
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
+from anyio import CapacityLimiter
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
@@ -29,7 +30,7 @@ from app.api.body_limits import BodyGuard, document_refusals
 from app.api.errors import install_error_handlers
 from app.api.fast_path import install as install_predict_fast_path
 from app.api.log_streams import LogStreams
-from app.api.middleware import MetricsMiddleware
+from app.api.middleware import LivenessProbe, MetricsMiddleware
 from app.api.routes import (
     api_keys,
     datasets,
@@ -142,6 +143,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.api_keys = KeyRing(ApiKeys.from_settings(settings), settings.api_key_cache_s)
     app.state.store = open_store(settings.dataset_location)
+    app.state.upload_parsing = CapacityLimiter(settings.upload_parse_threads)
     app.state.model_cache = ModelCache(settings.model_cache_bytes)
     app.state.log_streams = LogStreams(None, settings.max_log_streams,
                                        settings.max_log_streams_per_key)
@@ -164,11 +166,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 def _add_middleware(app: FastAPI, settings: Settings, metrics: ServiceMetrics) -> None:
     """The body guard (the key and the body's size, before the router reads a body),
-    request metrics, memory release and, when origins are configured, CORS (the last added
-    is the outermost)."""
+    request metrics, memory release, the liveness probe's own answer (outside them all but
+    CORS: :class:`LivenessProbe`) and, when origins are configured, CORS (the last added is
+    the outermost)."""
     app.add_middleware(BodyGuard, settings=settings, keys=app.state.api_keys)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(ReleaseMemoryMiddleware)
+    app.add_middleware(LivenessProbe)
     if settings.cors_origin_list:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origin_list,

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 
-from anyio import to_thread
+from anyio import CapacityLimiter, to_thread
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
@@ -239,22 +239,25 @@ async def parse_text_body(chunks: AsyncIterable[bytes], declared_length: str | N
     return await to_thread.run_sync(parser.finish)
 
 
-async def _feed_in_batches(chunks: AsyncIterable[bytes], feed) -> None:
+async def _feed_in_batches(chunks: AsyncIterable[bytes], feed,
+                           limiter: CapacityLimiter | None = None) -> None:
     """Hand the bytes of ``chunks`` to ``feed`` in a worker thread, :data:`FEED_BYTES` or
-    more at a time (the last batch whatever is left)."""
+    more at a time (the last batch whatever is left); with ``limiter``, a thread it admits
+    (the body waits meanwhile, unread)."""
     batch = bytearray()
     async for chunk in chunks:
         batch += chunk
         if len(batch) >= FEED_BYTES:
             data, batch = bytes(batch), bytearray()
-            await to_thread.run_sync(feed, data)
+            await to_thread.run_sync(feed, data, limiter=limiter)
     if batch:
-        await to_thread.run_sync(feed, bytes(batch))
+        await to_thread.run_sync(feed, bytes(batch), limiter=limiter)
 
 
 async def parse_svmlight_upload(chunks: AsyncIterable[bytes], content_type: str,
                                 declared_length: str | None, limits: UploadLimits, *,
-                                n_features: int | None, zero_based: bool) -> ParsedUpload:
+                                n_features: int | None, zero_based: bool,
+                                limiter: CapacityLimiter | None = None) -> ParsedUpload:
     """Parse the SVMlight file of a ``multipart/form-data`` body while it streams in as
     ``chunks`` (``content_type`` and ``declared_length``: the body's ``Content-Type`` and
     ``Content-Length`` headers).
@@ -263,6 +266,9 @@ async def parse_svmlight_upload(chunks: AsyncIterable[bytes], content_type: str,
     multipart upload with one ``file`` field (``MalformedInput`` for a malformed one), and
     ``solvers.SVMLightFormatError`` for a malformed file; whatever ``chunks`` raises (the
     route layer's ``UnreadableBody`` for a body cut off by the client) passes through.
+    ``limiter`` (the service's, ``upload_parse_threads``) caps the threads parsing uploads at
+    once: each megabyte's step waits for a place, so concurrent uploads take turns rather than
+    each adding a thread that competes with the event loop for the GIL (issue 49).
     """
     import solvers
 
@@ -294,8 +300,8 @@ async def parse_svmlight_upload(chunks: AsyncIterable[bytes], content_type: str,
             yield chunk
 
     try:
-        await _feed_in_batches(counted(), upload.consume)
-        dataset = await to_thread.run_sync(upload.finish)
+        await _feed_in_batches(counted(), upload.consume, limiter)
+        dataset = await to_thread.run_sync(upload.finish, limiter=limiter)
         return ParsedUpload(dataset, upload.filename or "upload", upload.size)
     finally:
         upload.close()  # freed by reference counting, whatever happened

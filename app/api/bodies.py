@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+from anyio import CapacityLimiter
 from starlette.requests import ClientDisconnect, Request
 
 from app.errors import UnreadableBody
@@ -36,14 +37,15 @@ async def receive_parsed_text(request: Request, parser, limit: int, setting: str
 
 async def receive_svmlight_upload(request: Request, limits: UploadLimits, *,
                                   n_features: int | None,
-                                  zero_based: bool) -> ParsedUpload:
+                                  zero_based: bool,
+                                  limiter: CapacityLimiter | None = None) -> ParsedUpload:
     """Parse the SVMlight file of a ``multipart/form-data`` request while it streams in
-    (:func:`app.uploads.parse_svmlight_upload`); ``UnreadableBody`` for a body cut off by the
-    client."""
+    (:func:`app.uploads.parse_svmlight_upload`, its threads admitted by ``limiter``);
+    ``UnreadableBody`` for a body cut off by the client."""
     return await parse_svmlight_upload(
         _chunks(request), request.headers.get("content-type", ""),
         request.headers.get("content-length"), limits, n_features=n_features,
-        zero_based=zero_based)
+        zero_based=zero_based, limiter=limiter)
 
 
 async def _chunks(request: Request) -> AsyncIterator[bytes]:

@@ -50,6 +50,12 @@ class Settings(BaseSettings):
     max_upload_nnz: int = Field(
         50_000_000, ge=1, description="Most stored entries (non-zero features) in an uploaded "
                                       "dataset.")
+    upload_parse_threads: int = Field(
+        1, ge=1, description="Worker threads parsing dataset uploads at once (the multipart "
+                             "framing, decompression and SVMlight parsing, a megabyte at a "
+                             "time); the other uploads' pieces wait their turn.  Each such "
+                             "thread holds the GIL for part of its work, and the event loop "
+                             "waits for it (issue 49).")
     max_features: int = Field(
         2**24, ge=1, description="Largest number of features (largest feature index) of a "
                                  "dataset; a model's weight vectors are this long.")

@@ -104,7 +104,7 @@ async def upload_dataset(
     await run_in_threadpool(check_owner_below_quota, sessions, principal.owner, settings)
     upload = await receive_svmlight_upload(
         request, UploadLimits.from_settings(settings), n_features=n_features,
-        zero_based=zero_based)
+        zero_based=zero_based, limiter=request.app.state.upload_parsing)
     dataset, created = await run_in_threadpool(
         crud_datasets.store, sessions, store, upload.dataset, upload.name, upload.size,
         principal.owner, settings)
