@@ -245,29 +245,3 @@ def test_auto_returns_a_certified_point_on_unscaled_data(loss):
     reference = hinge_or_squared_hinge_optimum(data, loss)
     difference = (result.objective - reference) / reference
     assert -1e-9 <= difference <= TOL + 1e-9, (difference, result.choice.runs)
-
-
-def test_a_small_problem_is_won_on_the_calling_thread_with_the_races_model(monkeypatch):
-    """Issue 52's fixed cost: a favourite whose first slice is small runs it on the calling
-    thread and, certifying there, is the result without a lane's thread; the model is the
-    one the race with threads returns, bit for bit (and its run alone)."""
-    data = load("heart_scale")
-    first = entrant("dual_cd", predicted=0.01, gap_check_clock="work")
-    other = entrant("interior_point")
-    monitor = ListMonitor()
-    started = []
-    monkeypatch.setattr(portfolio._Lane, "start", lambda lane: started.append(lane.name))
-    here = portfolio.run(data, Ranking([first, other], "test"), TOL, monitor, fit_for(data))
-    assert started == [] and here.entrant is first, here.choice.runs
-    assert [r["outcome"] for r in here.choice.runs] == ["won"]
-    assert here.choice.strategy == "race" and here.fit.subproblems[0].status == "converged"
-    assert [r.iteration for r in monitor.records] == list(range(1, len(monitor.records) + 1))
-    assert {r.extras["candidate"] for r in monitor.records} == {"dual_cd"}
-    monkeypatch.undo()
-    monkeypatch.setattr(portfolio, "HERE_SECONDS", 0.0)  # the race with its lanes
-    raced = portfolio.run(data, Ranking([first, other], "test"), TOL, ListMonitor(),
-                          fit_for(data))
-    assert raced.entrant is first
-    np.testing.assert_array_equal(here.fit.model.coef_, raced.fit.model.coef_)
-    np.testing.assert_array_equal(here.fit.model.intercept_, raced.fit.model.intercept_)
-    assert here.choice.runs[0]["work_passes"] == raced.choice.runs[0]["work_passes"]
