@@ -57,6 +57,17 @@ def _generated(spec_json: dict, tmp_path: Path):
             del sys.modules[name]
 
 
+def _finished(jobs_get, client, job, what: str):
+    """``job`` polled through the generated client's ``jobs_get`` until it has finished
+    (a ceiling of PATIENCE_S, not a timing)."""
+    deadline = time.monotonic() + PATIENCE_S
+    while job.status.value not in FINISHED:
+        assert time.monotonic() < deadline, f"{what} did not finish"
+        time.sleep(0.1)
+        job = jobs_get.sync(client=client, job_id=job.id)
+    return job
+
+
 def test_generated_client_runs_the_whole_workflow(live_server, client_package):
     models = importlib.import_module(f"{PACKAGE}.models")
     types = importlib.import_module(f"{PACKAGE}.types")
@@ -86,11 +97,7 @@ def test_generated_client_runs_the_whole_workflow(live_server, client_package):
             dataset_id=dataset.id, params=params, time_limit_s=60.0))
         assert isinstance(job, models.JobPublic)
 
-        deadline = time.monotonic() + PATIENCE_S
-        while job.status.value not in FINISHED:
-            assert time.monotonic() < deadline, "the job did not finish"
-            time.sleep(0.1)
-            job = jobs_get.sync(client=client, job_id=job.id)
+        job = _finished(jobs_get, client, job, "the job")
         assert job.status == models.JobStatus.SUCCEEDED
 
         log = jobs_log.sync(client=client, job_id=job.id, after=0)
@@ -132,11 +139,7 @@ def test_generated_client_runs_the_whole_workflow(live_server, client_package):
                                              "loss": "epsilon_insensitive", "epsilon": 0.5})
         job = jobs_create.sync(client=client, body=models.JobCreate(
             dataset_id=regression.id, params=svr, time_limit_s=60.0))
-        deadline = time.monotonic() + PATIENCE_S
-        while job.status.value not in FINISHED:
-            assert time.monotonic() < deadline, "the regression job did not finish"
-            time.sleep(0.1)
-            job = jobs_get.sync(client=client, job_id=job.id)
+        job = _finished(jobs_get, client, job, "the regression job")
         assert job.status == models.JobStatus.SUCCEEDED
         model = models_get.sync(client=client, model_id=job.model_id)
         assert model.task.value == "regression" and model.params["epsilon"] == 0.5
@@ -192,11 +195,7 @@ def test_generated_client_drives_the_registry(live_server, client_package):
         params = models.MFNParams.from_dict({"solver": "mfn", "C": 2.0})
         job = jobs_create.sync(client=client, body=models.JobCreate(
             dataset_id=dataset.id, params=params, model_name=name))
-        deadline = time.monotonic() + PATIENCE_S
-        while job.status.value not in FINISHED:
-            assert time.monotonic() < deadline, "the job did not finish"
-            time.sleep(0.1)
-            job = jobs_get.sync(client=client, job_id=job.id)
+        job = _finished(jobs_get, client, job, "the job")
         assert job.model_name == name and job.model_version == 1
 
         alias = registry["move_alias"].sync(client=client, name=name, alias="production",

@@ -269,6 +269,23 @@ def test_a_tuning_job_page_shows_the_cross_validation_curve_and_table(page, serv
     page.screenshot("job-tuning", at="#cross-validation")
 
 
+def _evaluated_on_page(page, server, model_id: str, dataset_id: str, plot: str,
+                       attribute: str, what: str) -> dict:
+    """Open the model's page, evaluate it on ``dataset_id`` there and wait until ``plot``
+    carries ``attribute`` (``what`` names it); the API's own evaluation, to compare with."""
+    page.open(f"/ui/models/{model_id}")
+    page.wait(lambda: page.find("#evaluate-dataset"), "the model page").submit()
+    page.wait(lambda: page.find(plot).get_attribute(attribute), what)
+    return server.client.post(f"/api/v1/models/{model_id}/evaluate",
+                              json={"dataset_id": dataset_id}).json()
+
+
+def _shown_metrics(page) -> dict[str, str]:
+    """The evaluation's metrics as the page shows them, by their ``data-metric``."""
+    return {dd.get_attribute("data-metric"): dd.text
+            for dd in page.all("#evaluation-metrics dd")}
+
+
 def _log(server, job_id: str) -> list[dict]:
     records, after = [], 0
     while True:
@@ -506,14 +523,9 @@ def test_a_tuning_job_from_the_form_scores_by_roc_auc_and_its_model_shows_metric
               "the cross-validation curve")
     assert "mean roc auc" in page.find("#plot-cv .u-legend").text
     assert "scored by roc_auc (highest is best)" in page.find("#cv-note").text
-    page.open(f"/ui/models/{job['model_id']}")
-    page.wait(lambda: page.find("#evaluate-dataset"), "the model page").submit()
-    page.wait(lambda: page.find("#evaluation-roc").get_attribute("data-points"),
-              "the ROC curve")
-    expected = server.client.post(f"/api/v1/models/{job['model_id']}/evaluate",
-                                  json={"dataset_id": heart}).json()
-    shown = {dd.get_attribute("data-metric"): dd.text
-             for dd in page.all("#evaluation-metrics dd")}
+    expected = _evaluated_on_page(page, server, job["model_id"], heart, "#evaluation-roc",
+                                  "data-points", "the ROC curve")
+    shown = _shown_metrics(page)
     assert shown["accuracy"] == f"{100 * expected['accuracy']:.2f} %"
     assert shown["balanced_accuracy"] == f"{100 * expected['balanced_accuracy']:.2f} %"
     for key in ("f1_macro", "roc_auc", "average_precision", "log_loss"):
@@ -589,14 +601,9 @@ def test_the_train_form_queues_a_regression_tuned_over_epsilon_whose_model_plots
     assert "(lowest is best)" in page.find("#cv-note").text
     assert f"epsilon = {cv['best_epsilon']:g}" in page.find("#cv-note").text
     page.screenshot("job-tuning-regression", at="#cross-validation")
-    page.open(f"/ui/models/{job['model_id']}")
-    page.wait(lambda: page.find("#evaluate-dataset"), "the model page").submit()
-    page.wait(lambda: page.find("#evaluation-residuals").get_attribute("data-points"),
-              "the residual plot")
-    expected = server.client.post(f"/api/v1/models/{job['model_id']}/evaluate",
-                                  json={"dataset_id": housing}).json()
-    shown = {dd.get_attribute("data-metric"): dd.text
-             for dd in page.all("#evaluation-metrics dd")}
+    expected = _evaluated_on_page(page, server, job["model_id"], housing,
+                                  "#evaluation-residuals", "data-points", "the residual plot")
+    shown = _shown_metrics(page)
     for key in ("mean_squared_error", "mean_absolute_error", "r2", "squared_correlation"):
         assert shown[key] == f"{expected[key]:.6g}", key
     assert page.find("#evaluation-pvt").get_attribute("data-points") == \
@@ -621,12 +628,8 @@ def test_a_one_class_model_page_shows_its_decision_value_distribution(page, serv
                                                  "nu": 0.2, "gamma": 0.1})["id"])
     assert job["status"] == "succeeded", job
     page.console_errors()
-    page.open(f"/ui/models/{job['model_id']}")
-    page.wait(lambda: page.find("#evaluate-dataset"), "the model page").submit()
-    page.wait(lambda: page.find("#evaluation-histogram").get_attribute("data-bins"),
-              "the histogram")
-    expected = server.client.post(f"/api/v1/models/{job['model_id']}/evaluate",
-                                  json={"dataset_id": heart}).json()
+    expected = _evaluated_on_page(page, server, job["model_id"], heart,
+                                  "#evaluation-histogram", "data-bins", "the histogram")
     assert page.find("#evaluation-histogram").get_attribute("data-bins") == str(
         len(expected["decision_histogram"]["counts"]))
     assert f"{100 * expected['outlier_fraction']:.2f} %" in page.find("#evaluation").text
