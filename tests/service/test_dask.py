@@ -18,7 +18,7 @@ import pytest
 
 distributed = pytest.importorskip(
     "distributed", reason="dask[distributed] is not installed (pip install 'svmsvc[dask]')")
-
+import dask  # noqa: E402
 from conftest import PostgresBackend  # noqa: E402
 from servicetools import (  # noqa: E402
     LIVE_GRACE_S,
@@ -60,6 +60,13 @@ class LocalClusterProcesses:
     name = "LocalCluster"
 
     def __init__(self):
+        # A killed worker's nanny starts it again; the cluster object itself closes that nanny
+        # if no worker of the same name is in its view of the scheduler ``lost-worker-timeout``
+        # (15 s) after the loss.  On a loaded machine the new worker process (imports, kernel
+        # warm-up) and the cluster's view of it can take longer, and the nanny was closed for
+        # good (CI, 2026-12-07: the next wait for two job slots timed out): give it an hour.
+        self._config = dask.config.set({"distributed.deploy.lost-worker-timeout": "1h"})
+        self._config.__enter__()
         self.cluster = distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, resources={"threads": 1},
             dashboard_address=":0", env=WORKER_ENV)
@@ -67,6 +74,7 @@ class LocalClusterProcesses:
 
     def close(self) -> None:
         self.cluster.close()
+        self._config.__exit__(None, None, None)
 
 
 class SeparateProcesses:
@@ -145,13 +153,18 @@ def service(cluster, postgres, tmp_path_factory):
 
 def wait_ready(client) -> dict:
     """The readiness once two job slots (one per Dask worker) are ready."""
+    last = {}
+
     def ready():
         response = client.get("/readyz")
-        state = response.json()
-        slots = [w for w in state.get("workers", []) if w["ready"]]
-        return state if response.status_code == 200 and len(slots) == 2 else None
+        last.update(status=response.status_code, state=response.json())
+        slots = [w for w in last["state"].get("workers", []) if w["ready"]]
+        return last["state"] if response.status_code == 200 and len(slots) == 2 else None
 
-    return wait_for(ready, START_PATIENCE_S, interval=0.2, what="two Dask job slots")
+    try:
+        return wait_for(ready, START_PATIENCE_S, interval=0.2, what="two Dask job slots")
+    except AssertionError as error:  # say what the service saw last
+        raise AssertionError(f"{error}; the last /readyz answered {last}") from None
 
 
 @pytest.fixture(scope="module")
