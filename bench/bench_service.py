@@ -48,8 +48,10 @@ that of all N (and each one's, which shows how the connections spread over them)
 ``registry``: GET predict of one linear model (mfn on a9a) by id, by ``name@alias`` and by
 ``name/version`` (issue 50), on one server, interleaved round by round: single client and
 ``wrk`` as ``predict``, and the throughput by alias and by version over that by id; then
-what an alias change costs its writer (PUT and DELETE, milliseconds) and one name's answer
-from the bench's own process (the fast path's cache, a database read, SQLAlchemy).
+what an alias change costs its writer (PUT and DELETE, milliseconds), one name's answer
+from the bench's own process (the fast path's cache, a database read, SQLAlchemy) and the
+fast path's CPU per prediction by id, alias and version in the bench's process
+(``fast_path_cpu_us``).
 
 ``uploads``: /healthz and GET predict (a linear model of heart_scale, one example) probed
 every 20 ms each while ``--uploaders`` clients upload ``--uploads`` fresh 1.4 MB SVMlight
@@ -805,9 +807,72 @@ def registry_predict(directory: Path, rounds: int, requests: int, seconds: float
         summary["name_read_us"] = name_read_cost(
             database_url or f"sqlite:///{directory.resolve() / 'svmsvc.db'}",
             job["model_version"])
+        summary["fast_path_cpu_us"] = fast_path_cpu(directory, database_url, targets)
         return summary
     finally:
         server.stop()
+
+
+def fast_path_cpu(directory: Path, database_url: str | None, targets: dict,
+                  rounds: int = 8, requests: int = 3000) -> dict:
+    """CPU microseconds per GET predict answered by the fast path in this process, by id,
+    by ``name@alias`` and by ``name/version`` (the ASGI app called directly: no socket, no
+    HTTP parsing, no client): what resolving a name adds to a prediction, which ``wrk``'s
+    throughput on a shared 2-core machine shows only within its noise.  An app of this
+    process on the server's database and data directory (one worker process, idle) answers;
+    rounds interleaved, the order rotating; median of ``rounds``."""
+    from urllib.parse import quote
+
+    from fastapi.testclient import TestClient
+
+    from app.core.config import Settings
+    from app.main import create_app
+
+    settings = Settings(data_dir=directory, database_url=database_url or
+                        f"sqlite:///{directory.resolve() / 'svmsvc.db'}",
+                        api_keys=f"admin:{ADMIN_KEY}", workers=1, threads_per_worker=1)
+    app = create_app(settings)
+    paths = {name: f"/api/v1/{prefix}/{model}/predict" for name, (prefix, model)
+             in targets.items()}
+    query = f"x={quote(PREDICT_X)}".encode()
+
+    async def answer(path: str, times: int) -> float:
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                 "method": "GET", "scheme": "http", "path": path,
+                 "raw_path": path.encode(), "query_string": query, "root_path": "",
+                 "headers": [(b"host", b"bench"), (b"x-api-key", ADMIN_KEY.encode())],
+                 "client": ("127.0.0.1", 1), "server": ("bench", 80)}
+        statuses = set()
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            if message["type"] == "http.response.start":
+                statuses.add(message["status"])
+
+        start = time.process_time()
+        for _ in range(times):
+            await app(scope, receive, send)
+        seconds = time.process_time() - start
+        if statuses != {200}:
+            raise SystemExit(f"GET {path}: {statuses}")
+        return 1e6 * seconds / times
+
+    runs: dict[str, list[float]] = {name: [] for name in paths}
+    with TestClient(app) as client:
+        for path in paths.values():  # the model into this process's cache, names read once
+            client.get(path, params={"x": PREDICT_X},
+                       headers={"X-API-Key": ADMIN_KEY}).raise_for_status()
+            client.portal.call(answer, path, 300)
+        names = list(paths)
+        for round_ in range(rounds):
+            for name in names[round_ % 3:] + names[:round_ % 3]:
+                runs[name].append(client.portal.call(answer, paths[name], requests))
+    figures = {name: round(statistics.median(values), 1) for name, values in runs.items()}
+    figures.update({f"{name}_minus_id": round(figures[name] - figures["id"], 1)
+                    for name in ("alias", "version")})
+    return figures
 
 
 def alias_change_cost(server: Server, version: int, changes: int = 20) -> dict:

@@ -360,14 +360,13 @@ class DirectLookup:
         """The model id of ``name@alias`` or ``name/version`` of ``owner``; None when there
         is none, or when the read failed."""
         key = (owner, name, alias, version)
-        sql, parameters = self._statement(*key)
         try:
             driver = self._driver()
             cache = self._trusted_cache(driver)
             if cache is not None and (found := cache.get(key)) is not None:
                 return found
             # both drivers' Connection.execute: a cursor made, executed and returned
-            row = driver.execute(sql, parameters).fetchone()
+            row = driver.execute(*self._statement(*key)).fetchone()
         except Exception:  # a connection gone (server restart ...): the route answers
             self.close()
             return None
