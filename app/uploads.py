@@ -57,7 +57,7 @@ class UploadThreads:
 
     Issue 49: under uploads, the event loop that answers every request (``/healthz``
     included) is idle most of the time and waits for a CPU when a request arrives: over a
-    round of four clients' uploads it ran 60-80 ms and waited 150-900 ms on a run queue
+    round of four clients' uploads it ran 60-100 ms and waited 150-900 ms on a run queue
     (``bench/README.md``), part of that behind these very threads, which the scheduler
     treated as its equals.  A niceness of 10 gives them a tenth of its weight; they still
     take whatever CPU the loop leaves.  Raising a thread's niceness needs no privilege
