@@ -16,7 +16,6 @@ import threading
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
-from anyio import CapacityLimiter
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
@@ -61,6 +60,7 @@ from app.metrics import ServiceMetrics
 from app.prediction import ModelCache
 from app.schemas import DatasetUpload, PredictBatchRequest, Problem
 from app.storage import open_store
+from app.uploads import UploadThreads
 
 DESCRIPTION = """\
 Train support vector machines on uploaded SVMlight datasets and serve their predictions.
@@ -143,7 +143,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.api_keys = KeyRing(ApiKeys.from_settings(settings), settings.api_key_cache_s)
     app.state.store = open_store(settings.dataset_location)
-    app.state.upload_parsing = CapacityLimiter(settings.upload_parse_threads)
+    app.state.upload_threads = UploadThreads(settings.upload_parse_threads,
+                                             settings.upload_nice)
     app.state.model_cache = ModelCache(settings.model_cache_bytes)
     app.state.log_streams = LogStreams(None, settings.max_log_streams,
                                        settings.max_log_streams_per_key)

@@ -11,7 +11,7 @@
         [--connections 8] [--database-url URL]
     python -m bench service startup [--warm-runs 3]
     python -m bench service uploads [--baseline SOURCE_TREE] [--rounds 3] [--uploads 10]
-        [--uploaders 4] [--database-url URL]
+        [--uploaders 4] [--probers process,thread] [--no-floor] [--database-url URL]
     python -m bench service download [--baseline SOURCE_TREE] [--features 16777216]
         [--formats npz,liblinear] [--database-url URL]
 
@@ -55,8 +55,15 @@ fast path's CPU per prediction by id, alias and version in the bench's process
 
 ``uploads``: /healthz and GET predict (a linear model of heart_scale, one example) probed
 every 20 ms each while ``--uploaders`` clients upload ``--uploads`` fresh 1.4 MB SVMlight
-files (14,000 rows) a round: p50, p99 and max of each, the medians over ``--rounds``; with
-``--baseline``, a server of that source tree is measured too, interleaved round by round.
+files (14,000 rows) a round: p50, p99 and max of each, the event-loop thread's CPU time and
+run-queue wait (``schedstat``), the medians over ``--rounds``; with ``--baseline``, a server
+of that source tree is measured too, interleaved round by round.  The probes come from a
+process of their own (``bench/prober.py``), as a kubelet's do; ``--probers process,thread``
+measures each server also from threads of the bench's process, as before 2026-12-07 17:40
+UTC (they shared its GIL with the upload clients: the bench measured itself too).  An idle
+server of this tree, probed the same way while each round's uploads go to the first
+server (the floor; ``--no-floor`` to leave it out), shows what a probe costs on this machine
+at that moment whatever the service does.
 
 ``startup``: seconds from ``svmsvc serve`` (two workers) to ``/readyz`` ready (and whether
 the log said "svmsvc ready" by then), to the first a9a model (``solver="auto"`` at its
@@ -371,52 +378,117 @@ def upload_files(uploads: int, rows: int) -> list[bytes]:
     return files
 
 
+PROBERS = ("process", "thread")
+"""Where the probes of :func:`healthz_during_uploads` come from: ``process``, a prober process
+of its own (:mod:`bench.prober`, as a kubelet is); ``thread``, threads of the bench's own
+process, beside the upload clients (the method of the records before 2026-12-07 17:40 UTC)."""
+
+
+def loop_thread_schedstat(pid: int) -> tuple[float, float]:
+    """(CPU ms, ms waiting on a run queue) of a process's main thread so far (Linux
+    ``/proc/PID/task/PID/schedstat``): for ``svmsvc serve`` with one web process, the thread
+    of the event loop that answers every request."""
+    cpu_ns, wait_ns, _ = Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()
+    return int(cpu_ns) / 1e6, int(wait_ns) / 1e6
+
+
+class _ProberProcess:
+    """:mod:`bench.prober` on ``targets`` of ``server``: started (and every target answered
+    once) on entry; on exit, told to stop, its latencies in :attr:`latencies`."""
+
+    def __init__(self, server: Server, targets: list[tuple[str, str, dict]],
+                 timeout: float = 120.0):
+        self.server, self.targets, self.timeout = server, targets, timeout
+        self.latencies: dict[str, list[float]] = {}
+
+    def __enter__(self) -> _ProberProcess:
+        import select
+
+        spec = {"url": self.server.url, "headers": self.server.headers, "interval": 0.02,
+                "targets": self.targets}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bench.prober", json.dumps(spec)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+        ready, _, _ = select.select([self.process.stdout], [], [], self.timeout)
+        if not ready or self.process.stdout.readline().strip() != "ready":
+            self.process.kill()
+            raise SystemExit(f"the prober was not ready within {self.timeout:.0f} s")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            out, _ = self.process.communicate(input="", timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            raise SystemExit("the prober did not stop") from None
+        if exc[0] is None:
+            self.latencies = json.loads(out.strip().splitlines()[-1])
+
+
 def healthz_during_uploads(server: Server, uploads: int = 10, rows: int = 14000,
                           uploaders: int = 1, model: str | None = None,
-                          files: list[bytes] | None = None) -> dict:
+                          files: list[bytes] | None = None, prober: str = "process",
+                          probed: Server | None = None) -> dict:
     """/healthz latencies while ``uploads`` SVMlight files of about 1.4 MB (``rows`` rows of
-    8 features) are uploaded by ``uploaders`` clients at once (each upload is parsed, stored,
-    and followed by the memory release, :mod:`app.memory`; none may stall the event loop:
-    issue 35's and 49's goal, p99 under 50 ms).  With ``model``, a second prober sends
-    GET predict of that model (one example) beside the /healthz prober, each probe every
-    20 ms."""
+    8 features) are uploaded to ``server`` by ``uploaders`` clients at once (each upload is
+    parsed, stored, and followed by the memory release, :mod:`app.memory`; none may stall the
+    event loop: issue 35's and 49's goal, p99 under 50 ms).  With ``model``, GET predict of
+    that model (one example) is probed too, each probe every 20 ms, from a process of their
+    own (``prober="process"``) or from threads of this one (``"thread"``, see
+    :data:`PROBERS`).  ``probed``: the server probed, by default ``server``; another (idle)
+    one measures what the machine alone costs a probe meanwhile (the floor).  Also the
+    probed server's event-loop thread's CPU and run-queue wait over the round
+    (:func:`loop_thread_schedstat`; one web process)."""
     import io
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
+    probed = probed or server
     files = files or upload_files(uploads, rows)
-    probes: dict[str, list[float]] = {"healthz": [], "predict": []}
-    done = threading.Event()
-
-    def probe(kind: str, path: str, params: dict) -> None:
-        with server.client() as own:
-            while not done.is_set():
-                started = time.perf_counter()
-                own.get(path, params=params).raise_for_status()
-                probes[kind].append(time.perf_counter() - started)
-                time.sleep(0.02)
-
-    probers = [threading.Thread(target=probe, args=("healthz", "/healthz", {}))]
+    targets = [("healthz", "/healthz", {})]
     if model is not None:
-        probers.append(threading.Thread(target=probe, args=(
-            "predict", f"/api/v1/models/{model}/predict", {"x": "3:1 10:0.5 13:1"})))
-    for prober in probers:
-        prober.start()
+        targets.append(("predict", f"/api/v1/models/{model}/predict",
+                        {"x": "3:1 10:0.5 13:1"}))
 
     def send(content: bytes) -> None:
         with server.client() as client:
             client.post("/api/v1/datasets", files={"file": ("d.svm", io.BytesIO(content))}
                         ).raise_for_status()
 
-    try:
+    def upload_all() -> None:
         with ThreadPoolExecutor(uploaders) as pool:
             list(pool.map(send, files))
-    finally:
-        done.set()
-        for prober in probers:
-            prober.join()
-    figures = {"uploads": len(files), "uploaders": uploaders, "upload_bytes": len(files[0])}
-    for kind, values in probes.items():
+
+    before = loop_thread_schedstat(probed.process.pid)
+    if prober == "process":
+        with _ProberProcess(probed, targets) as probes:
+            upload_all()
+        latencies = probes.latencies
+    else:
+        latencies = {kind: [] for kind, _, _ in targets}
+        done = threading.Event()
+
+        def probe(kind: str, path: str, params: dict) -> None:
+            with probed.client() as own:
+                while not done.is_set():
+                    started = time.perf_counter()
+                    own.get(path, params=params).raise_for_status()
+                    latencies[kind].append(time.perf_counter() - started)
+                    time.sleep(0.02)
+
+        probers = [threading.Thread(target=probe, args=target) for target in targets]
+        for thread in probers:
+            thread.start()
+        try:
+            upload_all()
+        finally:
+            done.set()
+            for thread in probers:
+                thread.join()
+    after = loop_thread_schedstat(probed.process.pid)
+    figures = {"uploads": len(files), "uploaders": uploaders, "upload_bytes": len(files[0]),
+               "loop_cpu_ms": after[0] - before[0], "loop_runq_wait_ms": after[1] - before[1]}
+    for kind, values in latencies.items():
         if values:
             figures.update({f"{kind}_n": len(values),
                             f"{kind}_p50_ms": 1e3 * _percentile(values, 0.5),
@@ -425,15 +497,24 @@ def healthz_during_uploads(server: Server, uploads: int = 10, rows: int = 14000,
     return figures
 
 
+FLOOR = "floor (an idle server of this tree)"
+
+
 def uploads_ab(directory: Path, variants: dict[str, str | None], rounds: int, uploads: int,
-               uploaders: int, database_url: str | None) -> dict:
+               uploaders: int, database_url: str | None, probers: tuple[str, ...] = ("process",),
+               floor: bool = True) -> dict:
     """:func:`healthz_during_uploads` (with GET predict of an mfn model of heart_scale) on
     one server per variant (a source tree put first on ``PYTHONPATH``), the variants
     interleaved round by round, the order alternating; each round uploads fresh files (the
-    same ones to every variant).  The medians over the rounds of each figure."""
+    same ones to every variant), probed from each of ``probers``.  With ``floor``, one more
+    server of this tree stays idle and is probed the same way while the round's uploads go
+    to the first variant's server (files of their own): a probe's latency on this machine at
+    this moment, whatever the service does.  The medians over the rounds of each figure."""
     servers, models = {}, {}
+    here = str(Path(__file__).resolve().parents[1])
+    sources = dict(variants, **({FLOOR: here} if floor else {}))
     try:
-        for number, (name, source) in enumerate(variants.items()):
+        for number, (name, source) in enumerate(sources.items()):
             (directory / str(number)).mkdir()
             servers[name] = Server(directory / str(number), workers=1,
                                    database_url=database_url,
@@ -442,24 +523,35 @@ def uploads_ab(directory: Path, variants: dict[str, str | None], rounds: int, up
             server.wait_ready(timeout=1200)  # a loaded 2-core machine: minutes to warm up
             with server.client() as client:
                 models[name] = trained_model(client, "heart_scale", timeout=600)[1]["model_id"]
-        results: dict = {name: [] for name in servers}
-        names = list(servers)
-        all_files = upload_files(uploads * rounds, 14000)
+        measured = [(name, prober) for name in servers for prober in probers]
+        results: dict = {_label(*m, probers): [] for m in measured}
+        all_files = upload_files(uploads * rounds * (2 if floor else 1), 14000)
+        first = next(iter(variants))
         for round_ in range(rounds):
             files = all_files[round_ * uploads:(round_ + 1) * uploads]
-            for name in (names if round_ % 2 == 0 else names[::-1]):
+            floor_files = all_files[(rounds + round_) * uploads:(rounds + round_ + 1) * uploads]
+            for name, prober in (measured if round_ % 2 == 0 else measured[::-1]):
+                target = servers[first] if name == FLOOR else servers[name]
                 figures = {"utc": time.strftime("%H:%M:%S", time.gmtime()),
                            "load": os.getloadavg()[0],
-                           **healthz_during_uploads(servers[name], uploaders=uploaders,
-                                                    model=models[name], files=files)}
-                results[name].append(figures)
-                print(name, json.dumps(figures), flush=True)
+                           **healthz_during_uploads(
+                               target, uploaders=uploaders, model=models[name],
+                               files=floor_files if name == FLOOR else files, prober=prober,
+                               probed=servers[name])}
+                results[_label(name, prober, probers)].append(figures)
+                print(_label(name, prober, probers), json.dumps(figures), flush=True)
         return {name: {key: statistics.median(r[key] for r in runs)
                        for key in runs[0] if key != "utc"}
+                | {"rounds_healthz_p99_under_50_ms": sum(r["healthz_p99_ms"] < 50 for r in runs),
+                   "rounds": len(runs)}
                 for name, runs in results.items()}
     finally:
         for server in servers.values():
             server.stop()
+
+
+def _label(name: str, prober: str, probers: tuple[str, ...]) -> str:
+    return name if probers == ("process",) else f"{name}, probers: {prober}"
 
 
 def rss_mb(pid: int) -> float:
@@ -1047,8 +1139,12 @@ def run_command(args) -> None:
         with tempfile.TemporaryDirectory(prefix="svmsvc-bench-") as directory:
             print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                   f"{os.getloadavg()[0]:.2f}")
+            probers = tuple(args.probers.split(","))
+            if not set(probers) <= set(PROBERS):
+                raise SystemExit(f"--probers: each of {', '.join(PROBERS)}")
             summary = uploads_ab(Path(directory), variants, args.rounds, args.uploads,
-                                 args.uploaders, args.database_url)
+                                 args.uploaders, args.database_url, probers,
+                                 floor=not args.no_floor)
             print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
                   f"{os.getloadavg()[0]:.2f}")
             print(json.dumps(summary, indent=1))
@@ -1106,6 +1202,13 @@ COMMAND = Command(
                     option("--uploads", type=int, default=10, help="files per round"),
                     option("--uploaders", type=int, default=4,
                            help="clients uploading at once"),
+                    option("--probers", default="process",
+                           help="where the probes come from, comma-separated: process (a "
+                                "prober process of its own), thread (threads of the bench's "
+                                "process, beside the upload clients: the method before "
+                                "2026-12-07 17:40 UTC)"),
+                    option("--no-floor", action="store_true",
+                           help="no idle server probed beside (the floor)"),
                     option("--baseline", default=None,
                            help="a source tree (e.g. a worktree of main) to compare against, "
                                 "run as a second server, interleaved"),

@@ -337,9 +337,11 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                 "server, interleaved round by round (needs wrk; --database-url for PostgreSQL), "
                 "and what an alias change costs its writer",
                 "service", ("registry",), out_flag=None),
-    ScriptSuite("uploads", "/healthz and GET predict latency (p50, p99) while 4 clients upload "
-                "1.4 MB files, 3 rounds (-- --baseline TREE: against another tree, "
-                "interleaved)", "service", ("uploads",), out_flag=None),
+    ScriptSuite("uploads", "/healthz and GET predict latency (p50, p99), probed from a "
+                "process of their own, while 4 clients upload 1.4 MB files, 3 rounds, beside "
+                "an idle server's (the floor) (-- --baseline TREE: against another tree, "
+                "interleaved; --probers process,thread: also from the bench's threads)",
+                "service", ("uploads",), out_flag=None),
     ScriptSuite("startup", "svmsvc serve to /readyz ready and to the first a9a model (auto), "
                 "on a cold Numba cache and warm",
                 "service", ("startup",), out_flag=None),

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from anyio import CapacityLimiter
 from starlette.requests import ClientDisconnect, Request
 
 from app.errors import UnreadableBody
 from app.uploads import (
     ParsedUpload,
     UploadLimits,
+    UploadThreads,
     parse_svmlight_upload,
     parse_text_body,
     read_body,
@@ -38,14 +38,14 @@ async def receive_parsed_text(request: Request, parser, limit: int, setting: str
 async def receive_svmlight_upload(request: Request, limits: UploadLimits, *,
                                   n_features: int | None,
                                   zero_based: bool,
-                                  limiter: CapacityLimiter | None = None) -> ParsedUpload:
+                                  threads: UploadThreads | None = None) -> ParsedUpload:
     """Parse the SVMlight file of a ``multipart/form-data`` request while it streams in
-    (:func:`app.uploads.parse_svmlight_upload`, its threads admitted by ``limiter``);
+    (:func:`app.uploads.parse_svmlight_upload`, its steps run by ``threads``);
     ``UnreadableBody`` for a body cut off by the client."""
     return await parse_svmlight_upload(
         _chunks(request), request.headers.get("content-type", ""),
         request.headers.get("content-length"), limits, n_features=n_features,
-        zero_based=zero_based, limiter=limiter)
+        zero_based=zero_based, threads=threads)
 
 
 async def _chunks(request: Request) -> AsyncIterator[bytes]:

@@ -58,9 +58,12 @@ class LivenessProbe:
     middleware layers, FastAPI's routing, dependency resolution, the response model's
     validation and serialisation) is a point where the probe may wait for it.  With the cap
     on upload parse threads (``SVMSVC_UPLOAD_PARSE_THREADS``), ``/healthz``'s p99 under four
-    1.4 MB uploads at once about halved (``bench/README.md``).  Other methods and paths go on
-    to the application (the router answers them, as before).  Not counted in the request
-    metrics."""
+    1.4 MB uploads at once about halved (``bench/README.md``).  What a profile then showed is
+    the loop waiting for a CPU, not for Python: it ran 60-100 ms over a round of uploads and
+    waited 150-900 ms on a run queue, partly behind the upload threads, which now run at a
+    lower priority (``SVMSVC_UPLOAD_NICE``, :class:`app.uploads.UploadThreads`).  Other
+    methods and paths go on to the application (the router answers them, as before).  Not
+    counted in the request metrics."""
 
     def __init__(self, app: ASGIApp):
         self.app = app

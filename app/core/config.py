@@ -56,6 +56,11 @@ class Settings(BaseSettings):
                              "time); the other uploads' pieces wait their turn.  Each such "
                              "thread holds the GIL for part of its work, and the event loop "
                              "waits for it (issue 49).")
+    upload_nice: int = Field(
+        10, ge=0, le=19, description="CPU niceness the upload threads add to the process's "
+                                     "(Linux): the event loop, which answers every request, "
+                                     "gets a CPU ahead of them when it needs one (issue 49); "
+                                     "0: the same priority.")
     max_features: int = Field(
         2**24, ge=1, description="Largest number of features (largest feature index) of a "
                                  "dataset; a model's weight vectors are this long.")

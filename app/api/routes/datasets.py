@@ -102,10 +102,11 @@ async def upload_dataset(
     """
     check_width(n_features, settings)
     await run_in_threadpool(check_owner_below_quota, sessions, principal.owner, settings)
+    threads = request.app.state.upload_threads
     upload = await receive_svmlight_upload(
         request, UploadLimits.from_settings(settings), n_features=n_features,
-        zero_based=zero_based, limiter=request.app.state.upload_parsing)
-    dataset, created = await run_in_threadpool(
+        zero_based=zero_based, threads=threads)
+    dataset, created = await threads.run(
         crud_datasets.store, sessions, store, upload.dataset, upload.name, upload.size,
         principal.owner, settings)
     return answer_created(response, dataset, created)
