@@ -26,6 +26,7 @@ Dask is imported here and in :mod:`solvers.distributed.dataset` only.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -264,6 +265,9 @@ def payload_bytes(value) -> int:
         return sum(payload_bytes(v) for v in value)
     if isinstance(value, dict):
         return sum(payload_bytes(v) for v in value.values())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # a round's named answer (solvers.problems.newton_rows): its fields
+        return sum(payload_bytes(getattr(value, f.name)) for f in dataclasses.fields(value))
     if isinstance(value, str):
         return len(value)
     if callable(value):
