@@ -256,6 +256,10 @@ def test_mfn_makes_its_trial_round_with_the_factorized_step(a9a):
     assert _relative(_beta(one.model), _beta(many.model)) <= 1e-9
     newton = len(many.log)
     factorized = names.count("_factor_step")
+    kinds = data.partitions.communication.kinds()  # the record by kind of round
+    assert kinds["_factor_step"][0] == factorized and kinds["_point"][0] == names.count("_point")
+    assert sum(k[1] + k[2] for k in kinds.values()) == \
+        data.partitions.communication.bytes_sent + data.partitions.communication.bytes_received
     # a trial round of its own only where CGLS moved beta_bar (heuristic 1's capped call, a
     # factorized step rule (13) rejected); the rest came with the factorized step
     moved = sum(1 for r in many.log if r.extras["cg_iterations"] > 0)
