@@ -38,10 +38,11 @@ from solvers.distributed import (
 from solvers.distributed import dataset as distributed_dataset
 from solvers.distributed import newton_rows as partitioned_rows
 from solvers.distributed.cluster import payload_bytes
+from solvers.interior_point.distributed import PredictorAnswer, SetupAnswer
 from solvers.losses.kernels import clipped_loss_breakpoints
 from solvers.mfn import engine as mfn_engine
 from solvers.problems import BinaryProblem
-from solvers.problems.newton_rows import TrialAnswer
+from solvers.problems.newton_rows import TrialAnswer, combine
 
 
 class _Done:
@@ -348,6 +349,23 @@ def test_a_rounds_named_answer_is_counted_by_its_fields():
     trial = TrialAnswer(True, 0.5, 1.5, None)
     assert payload_bytes([partitioned_rows.FactorAnswer(np.zeros(d), 1.0, trial)]) == \
         8 * d + 8 + 4 * 8
+
+
+def test_the_partitions_answers_combine_field_by_field():
+    """combine(): arrays and numbers summed (None skipped), 'max' / 'min' the extreme of the
+    present ones, 'all' and-ed, 'list' kept per partition (what the rounds' named answers of
+    mfn and the interior-point method declare)."""
+    total = combine([SetupAnswer(2.0, 3), SetupAnswer(5.0, 0), SetupAnswer(1.0, 4)])
+    assert (total.data_max, total.n) == (5.0, 7)
+    total = combine([PredictorAnswer("d0", 0.5, np.array([1.0, 2.0, 3.0])),
+                     PredictorAnswer("d1"),  # a partition with no step bound (no rows)
+                     PredictorAnswer("d2", 0.25, np.array([0.5, 0.5, 0.5]))])
+    assert total.dual == ["d0", "d1", "d2"] and total.ratio == 0.25
+    np.testing.assert_array_equal(total.coefficients, [1.5, 2.5, 3.5])
+    assert total.a0 is None
+    trial = combine([TrialAnswer(True, 1.0, 2.0, "s0"), TrialAnswer(False, 0.5, 0.5, "s1")])
+    assert trial.holds is False and (trial.l0, trial.r0) == (1.5, 2.5)
+    assert trial.summaries == ["s0", "s1"]
 
 
 def test_mfn_error_exit_on_partitioned_rows_keeps_the_last_good_point(a9a, monkeypatch):

@@ -54,7 +54,8 @@ SLACKS = "slacks"  # the per-example slacks at the point (the dual KKT continuat
 def combine(answers: list):
     """The sum of the partitions' answers to one round (dataclasses of one type), field by
     field: numbers and arrays summed, None skipped (None when every one is None); a field with
-    ``metadata={"combine": "all"}`` and-ed, ``"list"`` kept as the list of the answers'."""
+    ``metadata={"combine": "all"}`` and-ed, ``"max"`` or ``"min"`` the largest or smallest
+    (None skipped), ``"list"`` kept as the list of the answers'."""
     first = answers[0]
     values = {}
     for f in fields(first):
@@ -64,6 +65,9 @@ def combine(answers: list):
             values[f.name] = items
         elif how == "all":
             values[f.name] = all(items)
+        elif how in ("max", "min"):
+            present = [x for x in items if x is not None]
+            values[f.name] = (max if how == "max" else min)(present) if present else None
         else:
             present = [x for x in items if x is not None]
             if not present:
