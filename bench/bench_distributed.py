@@ -10,7 +10,9 @@ Same data, same parameters, same machine: the single-process solver with 2 Numba
 boundaries) on a ``distributed.LocalCluster`` of 2 worker processes x 1 thread (one Numba
 thread each).  Each side runs once to warm up (Numba's cached kernels load in each worker on
 first use) and then ``--repeats`` times; the medians are reported with the distributed
-run's communication record: rounds (reductions) and bytes moved per iteration, and the
+run's communication record: rounds (reductions) and bytes moved per iteration and per
+round, the latter against the least a round moves (one d-vector out to every partition and
+one back: :func:`minimum_round_bytes`), and the
 seconds per round beyond the slowest partition's own work (the client-to-worker round trip:
 actor calls go to the workers, not through the task graph, so this is where Dask's time
 is; the client uses ``direct_to_workers=True``, without which actor calls are proxied
@@ -41,6 +43,7 @@ from bench.harness import machine_description
 from bench.paths import dataset_path
 from bench.problems import news20_binary
 from bench.synthetic import synthetic_dataset
+from solvers import config
 
 SOLVERS = {
     "mfn": ("mfn", {}),
@@ -88,14 +91,16 @@ def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
         for _ in range(repeats):
             single.append(_timed(lambda: solvers.train(local, solver=solver, **options)))
             before = data.partitions.communication.totals()
+            kinds_before = data.partitions.communication.kinds()
             seconds, result = _timed(lambda: solvers.train(data, solver=solver, **options))
             after = data.partitions.communication.totals()
-            many.append((seconds, result, {k: after[k] - before[k] for k in after}))
+            kinds = _kinds_since(data.partitions.communication.kinds(), kinds_before)
+            many.append((seconds, result, {k: after[k] - before[k] for k in after}, kinds))
     finally:
         data.close()
     t1 = statistics.median(s for s, _ in single)
-    t2 = statistics.median(s for s, _, _ in many)
-    last_seconds, result, comm = many[-1]
+    t2 = statistics.median(s for s, _, _, _ in many)
+    last_seconds, result, comm, kinds = many[-1]
     one = single[-1][1]
     iterations = max(len(result.log), 1)
     row = {
@@ -107,6 +112,7 @@ def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
         / abs(one.objective),
         "reductions_per_iteration": comm["reductions"] / iterations,
         "bytes_per_iteration": (comm["bytes_sent"] + comm["bytes_received"]) / iterations,
+        **round_bytes(comm, local.n_features, shards),
         "round_seconds_per_reduction": comm["round_seconds"] / max(comm["reductions"], 1),
         "communication_seconds_per_reduction":
             comm["communication_seconds"] / max(comm["reductions"], 1),
@@ -115,6 +121,13 @@ def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
         "work_seconds_per_iteration":
             (comm["round_seconds"] - comm["communication_seconds"]) / iterations,
         "linear_solver": result.subproblems[0].extras.get("linear_solver"),
+        "gather_breakpoints": config.DISTRIBUTED_GATHER_BREAKPOINTS,
+        "rounds_by_kind": {
+            kind: {"rounds": n, "bytes_per_round": (sent + received) / n,
+                   "over_minimum": (sent + received) / n
+                   / minimum_round_bytes(local.n_features, shards),
+                   "ms_per_round": 1e3 * seconds / n}
+            for kind, (n, sent, received, seconds) in kinds.items()},
     }
     log(f"{problem} {solver_key}: single {t1:.3f} s, distributed {t2:.3f} s "
         f"(ratio {row['ratio']:.2f}), {row['reductions_per_iteration']:.1f} reductions and "
@@ -124,19 +137,67 @@ def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
     return row
 
 
+def _kinds_since(now: dict, before: dict) -> dict:
+    """Per kind of round, the counts of one solve (``Communication.kinds`` before and
+    after)."""
+    out = {}
+    for kind, entry in now.items():
+        old = before.get(kind, [0, 0, 0, 0.0])
+        delta = [a - b for a, b in zip(entry, old, strict=True)]
+        if delta[0]:
+            out[kind] = delta
+    return out
+
+
+def minimum_round_bytes(n_features: int, partitions: int) -> int:
+    """The least a round of these methods moves: one parameter vector (d + 1 doubles) out to
+    every partition and one back from each (the scalars beside them left out)."""
+    return 2 * 8 * (n_features + 1) * partitions
+
+
+def round_bytes(comm: dict, n_features: int, partitions: int) -> dict:
+    """Bytes per round, sent and received, against :func:`minimum_round_bytes`."""
+    rounds = max(comm["reductions"], 1)
+    moved = (comm["bytes_sent"] + comm["bytes_received"]) / rounds
+    minimum = minimum_round_bytes(n_features, partitions)
+    return {"bytes_sent_per_round": comm["bytes_sent"] / rounds,
+            "bytes_received_per_round": comm["bytes_received"] / rounds,
+            "bytes_per_round": moved, "minimum_bytes_per_round": minimum,
+            "bytes_over_minimum": moved / minimum}
+
+
 def markdown(rows: list[dict]) -> str:
     lines = ["| problem | solver | single (2 threads) s | distributed (2 x 1) s | ratio | "
-             "iterations (1 / dist) | reductions / it | kB / it | ms / round (comm) | "
-             "comm share |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "iterations (1 / dist) | reductions / it | kB / it | kB / round (x minimum) | "
+             "ms / round (comm) | comm share |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
             f"| {r['problem']} | {r['solver']} | {r['single_seconds']:.3f} | "
             f"{r['distributed_seconds']:.3f} | {r['ratio']:.2f} | "
             f"{r['single_iterations']} / {r['distributed_iterations']} | "
             f"{r['reductions_per_iteration']:.1f} | {r['bytes_per_iteration'] / 1e3:.1f} | "
-            f"{1e3 * r['communication_seconds_per_reduction']:.2f} | "
+            f"{_per_round(r)} | {1e3 * r['communication_seconds_per_reduction']:.2f} | "
             f"{100 * r['communication_share']:.0f}% |")
+    return "\n".join(lines)
+
+
+def _per_round(row: dict) -> str:
+    if "bytes_per_round" not in row:  # a record from before the column
+        return "-"
+    return f"{row['bytes_per_round'] / 1e3:.1f} ({row['bytes_over_minimum']:.2f})"
+
+
+def kinds_markdown(rows: list[dict]) -> str:
+    """Where each run's bytes go: per kind of round, its count, bytes against the minimum
+    and milliseconds."""
+    lines = ["| problem | solver | round | rounds | kB / round | x minimum | ms / round |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for kind, k in sorted(r.get("rounds_by_kind", {}).items()):
+            lines.append(f"| {r['problem']} | {r['solver']} | {kind} | {k['rounds']} | "
+                         f"{k['bytes_per_round'] / 1e3:.1f} | {k['over_minimum']:.2f} | "
+                         f"{k['ms_per_round']:.2f} |")
     return "\n".join(lines)
 
 
@@ -182,6 +243,8 @@ def run_command(args) -> int:
     import numba  # noqa: PLC0415
 
     numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    if args.gather is not None:  # read on the driver: it sends each partition its share
+        config.DISTRIBUTED_GATHER_BREAKPOINTS = args.gather
     machine = machine_description()
     rows = []
     with tempfile.TemporaryDirectory() as tmp, \
@@ -197,6 +260,8 @@ def run_command(args) -> int:
                                     args.shards))
     report = {"machine": machine, "load_after": os.getloadavg(), "rows": rows}
     print(markdown(rows))
+    print()
+    print(kinds_markdown(rows))
     print()
     print(model_markdown(rows))
     print(f"load average before {machine.get('load_average_at_start')}, after "
@@ -214,6 +279,10 @@ COMMAND = Command(
         option("--solvers", default="mfn,ocas"),
         repeats(2),
         option("--shards", type=int, default=2),
+        option("--gather", type=int, default=None,
+               help="DISTRIBUTED_GATHER_BREAKPOINTS for the run (the breakpoints a line "
+                    "search brings back at most, over all partitions, instead of a selection "
+                    "round)"),
         out(None)))
 
 

@@ -17,7 +17,7 @@ from solvers.core import gram
 from solvers.core.gram import NormalEquations
 from solvers.mfn import engine as mfn_engine
 from solvers.monitor import ListMonitor
-from solvers.problems import BinaryProblem
+from solvers.problems import BinaryProblem, newton_rows
 
 # The issue's bar: objective within 1e-6 (relative) of the independent optimum.
 OBJECTIVE_RTOL = 1e-6
@@ -166,7 +166,7 @@ def test_error_exit_when_the_objective_rises(monkeypatch):
     """Step 7: a step that increases f ends the run with an error (forced here by a line
     search that overshoots)."""
     X, y = binary("heart_scale")
-    monkeypatch.setattr(mfn_engine, "piecewise_linear_root", lambda *args: 25.0)
+    monkeypatch.setattr(newton_rows, "piecewise_linear_root", lambda *args: 25.0)
     problem = BinaryProblem(X, y, C=1.0)
     solution = mfn.solve(problem)
     assert solution.status == "failed"
@@ -373,13 +373,13 @@ def test_auto_preconditioning(monkeypatch):
     fewer rows of equal norms; none on fewer rows of unequal norms (raw word counts), none when
     CGLS only checks a factorized step."""
     calls = []
-    original = mfn_engine.cgls_compact
+    original = newton_rows.cgls_compact
 
     def recording(A, *args, **kwargs):
         calls.append((A.n_rows, kwargs["precondition"], kwargs["max_iter"]))
         return original(A, *args, **kwargs)
 
-    monkeypatch.setattr(mfn_engine, "cgls_compact", recording)
+    monkeypatch.setattr(newton_rows, "cgls_compact", recording)
     X, y = binary("a9a")
     mfn.solve(BinaryProblem(X, y, C=1.0), mfn.MFNParams(linear_solver="cgls"))
     assert calls and all(alpha == 0.01 for _, alpha, _ in calls)
@@ -488,9 +488,9 @@ def test_gram_matrix_follows_the_active_set():
 
 def test_auto_factorizes_only_when_it_is_cheap():
     a9a = mfn.binary_terms(BinaryProblem(*binary("a9a"), C=1.0))
-    assert mfn_engine._choose_normal_equations(mfn.MFNParams(), a9a, a9a.cost) is not None
-    assert mfn_engine._choose_normal_equations(mfn.MFNParams(linear_solver="cgls"), a9a,
-                                        a9a.cost) is None
+    pays = mfn_engine.normal_equations_pay
+    assert newton_rows.LocalNewtonRows(a9a, None, 1.0).choose_normal_equations("auto", pays)
+    assert not newton_rows.LocalNewtonRows(a9a, None, 1.0).choose_normal_equations("cgls", pays)
     # text-like: many more features than a dense factorization can afford
     wide = random_csr(2000, 20000, 0.001, seed=3)
     y = np.where(np.arange(2000) % 2 == 0, 1.0, -1.0)

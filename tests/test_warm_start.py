@@ -28,7 +28,6 @@ from solvers.base import WarmStart
 from solvers.cutting_plane import PathCarry
 from solvers.distributed import DistributedBinaryProblem
 from solvers.interior_point import distributed as interior_point_distributed
-from solvers.mfn import distributed as mfn_distributed
 from solvers.monitor import ListMonitor
 from solvers.multiclass import fit_linear_one_vs_rest
 from solvers.problems import BinaryProblem, CrammerSingerProblem, OrdinalProblem
@@ -270,12 +269,12 @@ def partitioned():
     return data, in_process(data, [2, 1])
 
 
-@pytest.mark.parametrize("family, params", [
-    (mfn_distributed, mfn.MFNParams()),
-    (interior_point_distributed,
+@pytest.mark.parametrize("solve, params", [
+    (mfn.solve_distributed, mfn.MFNParams()),
+    (interior_point_distributed.solve,
      solvers.get_solver("interior_point").params_model(loss="hinge", linear_solver="direct")),
 ])
-def test_the_distributed_solves_take_the_warm_start_and_resume_warns(partitioned, family,
+def test_the_distributed_solves_take_the_warm_start_and_resume_warns(partitioned, solve,
                                                                     params):
     data, remote = partitioned
     positive = data.classes[1]
@@ -285,13 +284,13 @@ def test_the_distributed_solves_take_the_warm_start_and_resume_warns(partitioned
                                         bias=params.bias)
 
     cold_problem = problem()
-    cold = family.solve(cold_problem, params)
+    cold = solve(cold_problem, params)
     assert isinstance(cold_problem.checkpoint, WarmStart)
     np.testing.assert_array_equal(cold_problem.checkpoint.beta, cold.beta)
     nearby = cold.beta * 0.9
-    new = family.solve(problem(), params, start=WarmStart(beta=nearby))
+    new = solve(problem(), params, start=WarmStart(beta=nearby))
     with pytest.warns(DEPRECATED, match=r"resume= .* start=WarmStart\(beta=\.\.\.\)"):
-        old = family.solve(problem(), params, resume=nearby)
+        old = solve(problem(), params, resume=nearby)
     assert new.iterations == old.iterations
     np.testing.assert_array_equal(new.beta, old.beta)
 

@@ -26,6 +26,7 @@ Dask is imported here and in :mod:`solvers.distributed.dataset` only.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -264,11 +265,23 @@ def payload_bytes(value) -> int:
         return sum(payload_bytes(v) for v in value)
     if isinstance(value, dict):
         return sum(payload_bytes(v) for v in value.values())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # a round's named answer (solvers.problems.newton_rows): its fields
+        return sum(payload_bytes(getattr(value, f.name)) for f in dataclasses.fields(value))
     if isinstance(value, str):
         return len(value)
     if callable(value):
         return 0  # a module-level function pickles by reference (its name)
     return 8
+
+
+def _round_kind(function, args) -> str:
+    """The name of what a round runs (a problem's rounds carry their function after the
+    drops and the deferred work: ``DistributedBinaryProblem.round``)."""
+    name = getattr(function, "__name__", str(function))
+    if name == "_with_pending" and len(args) > 2:
+        name = getattr(args[2], "__name__", name)
+    return name
 
 
 @dataclass
@@ -281,7 +294,21 @@ class Communication:
     bytes_received: int = 0
     seconds: float = 0.0  # rounds' wall time
     overhead_seconds: float = 0.0  # wall time beyond the slowest partition's work
+    #: per kind of round (the function a round runs): [rounds, bytes sent, bytes received,
+    #: seconds], where a method's bytes go (bench distributed records them)
+    by_kind: dict = field(default_factory=dict)
     _mark: dict = field(default_factory=dict)
+
+    def count(self, kind: str, sent: int, received: int, seconds: float) -> None:
+        entry = self.by_kind.setdefault(kind, [0, 0, 0, 0.0])
+        entry[0] += 1
+        entry[1] += sent
+        entry[2] += received
+        entry[3] += seconds
+
+    def kinds(self) -> dict:
+        """A copy of :attr:`by_kind` (subtract two to get one solve's)."""
+        return {kind: list(entry) for kind, entry in self.by_kind.items()}
 
     def totals(self) -> dict:
         return {"reductions": self.reductions, "bytes_sent": self.bytes_sent,
@@ -348,11 +375,13 @@ class PartitionGroup:
         results = [r for r, _ in outcomes]
         work = max((s for _, s in outcomes), default=0.0)
         c = self.communication
+        received = payload_bytes(results)
         c.reductions += 1
         c.bytes_sent += sent
-        c.bytes_received += payload_bytes(results)
+        c.bytes_received += received
         c.seconds += elapsed
         c.overhead_seconds += max(elapsed - work, 0.0)
+        c.count(_round_kind(function, args), sent, received, elapsed)
         return results
 
     def _results(self, futures: list) -> list:

@@ -40,6 +40,13 @@ sums); the driver the same small steps (``solve_reduced``, ``fold_blocking``,
   the driver folds the candidates in the single machine's order, takes Mehrotra's step
   length and updates w, beta; the workers apply the step at the next round A.
 
+Each round's answer from a partition is a named dataclass (:class:`IterateAnswer` for A,
+:class:`PredictorAnswer` for B, :class:`CorrectorAnswer` for D, :class:`SetupAnswer`,
+:class:`ViolationAnswer`), summed field by field by the problem layer's
+:func:`~solvers.problems.newton_rows.combine` (maxima, minima and per-partition lists as the
+fields declare): no positional tuples.  This module's ``_solve`` is still a second driver of
+``mpc.py``'s loop (issue 51: one loop over a row-operator protocol, as mfn's, is not done).
+
 So 3 rounds per MPC iteration (no bias, regularized bias), 3 + the balance's (free bias:
 typically 4), and one packed lower triangle of the (d+1) x (d+1) matrix, a few d-vectors and
 scalars moved per partition.  Before the first
@@ -58,6 +65,9 @@ more than ``INTERIOR_POINT_MAX_DENSE_PARAMS`` parameters (the dense M).  ``"auto
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -65,7 +75,7 @@ from solvers import config
 from solvers.base import Solution, WarmStart, replaced_keyword, warm_start_argument
 from solvers.core.gram import weighted_gram
 from solvers.core.linalg import dot, single_threaded_blas
-from solvers.distributed import DistributedBinaryProblem, Partition, reduce_sum
+from solvers.distributed import DistributedBinaryProblem, Partition
 from solvers.distributed.problem import (
     balance_pivots,
     balance_shares,
@@ -93,7 +103,74 @@ from solvers.interior_point.mpc import (
 )
 from solvers.interior_point.params import INTERIOR_POINT_SOLVES, InteriorPointParams
 from solvers.monitor import Monitor, Reporter
+from solvers.problems.newton_rows import combine
 from solvers.termination import Termination, format_gap
+
+# -- the rounds' answers (one partition's; combine() sums them field by field) ------------------
+
+
+@dataclass
+class SetupAnswer:
+    """The partition's max |x_ij| and rows."""
+
+    data_max: float = field(metadata={"combine": "max"})
+    n: int
+
+
+@dataclass
+class ViolationAnswer:
+    """The default start's largest negativities after its affine step (primal, dual)."""
+
+    primal: float = field(metadata={"combine": "max"})
+    dual: float = field(metadata={"combine": "max"})
+
+
+@dataclass
+class IterateAnswer:
+    """Round A: the residual sums X~'(d v), d'v and OOQP's gap, the complementarity, the
+    largest |r_z| and |r_s|, the record's loss sum and dual shares (``dual_shares``, or with a
+    free bias ``balance_shares``; None without a record), the Gram matrix's lower triangle,
+    y_d and sigma (free bias), and the predictor's X~'(d q) and d'q."""
+
+    adjoint_dv: np.ndarray
+    rho: float
+    gap: float
+    complementarity: float
+    r_z_max: float = field(metadata={"combine": "max"})
+    r_s_max: float = field(metadata={"combine": "max"})
+    loss_sum: float | None
+    shares: Any = field(metadata={"combine": "list"})
+    gram: np.ndarray
+    y_d: np.ndarray | None
+    sigma: float
+    adjoint_dq: np.ndarray
+    dq: float
+
+
+@dataclass
+class PredictorAnswer:
+    """Round B: the record's dual shares at the balanced point (free bias; else None); the
+    affine step's bound (the partition's smallest ratio), its mu_step coefficients and the
+    corrector's X~'(d q), d'q at sigma mu = 0 (a0, b0) and per unit of it (a1, b1); None
+    when the factorization failed."""
+
+    dual: Any = field(metadata={"combine": "list"})
+    ratio: float | None = field(default=None, metadata={"combine": "min"})
+    coefficients: np.ndarray | None = None
+    a0: np.ndarray | None = None
+    b0: float | None = None
+    a1: np.ndarray | None = None
+    b1: float | None = None
+
+
+@dataclass
+class CorrectorAnswer:
+    """Round D: per group of pairs the partition's blocking candidate, and mu_step's
+    coefficients along the step."""
+
+    candidates: list = field(metadata={"combine": "list"})
+    coefficients: np.ndarray
+
 
 # -- worker side ---------------------------------------------------------------------------------
 
@@ -103,7 +180,7 @@ def _setup(part: Partition):
     max |x_ij| and row count."""
     qp = SVMQP(part.state["problem"])
     part.state["ipm"] = {"qp": qp}
-    return qp.data_max, qp.n
+    return SetupAnswer(qp.data_max, qp.n)
 
 
 def _warm(part: Partition, beta, quantiles, small, pivots=None):
@@ -151,8 +228,7 @@ def _iterate(part: Partition, move, w, beta, record: bool, quantiles, small, piv
     adjoint_dv, rho, r_z, r_s, gap, outputs = qp.residual_pieces(x)
     st["r_z"], st["r_s"] = r_z, r_s
     complementarity = sum(dot(p, q) for p, q in x.pairs())
-    maxima = (float(np.max(np.abs(r_z), initial=0.0)), float(np.max(np.abs(r_s), initial=0.0)))
-    records = None
+    loss_sum = shares = None
     if record:
         problem = qp.problem
         loss_sum = float(problem.loss_function.sum(1.0 - qp.d * (outputs - x.beta),
@@ -161,10 +237,9 @@ def _iterate(part: Partition, move, w, beta, record: bool, quantiles, small, piv
         alpha = np.clip(x.v, 0.0, upper)  # SVMQP.dual_point before the balance
         if qp.free:
             st["alpha"] = alpha
-            records = (loss_sum, balance_shares(part, problem, alpha, quantiles, small,
-                                                pivots))
+            shares = balance_shares(part, problem, alpha, quantiles, small, pivots)
         else:
-            records = (loss_sum, dual_shares(problem, alpha))
+            shares = dual_shares(problem, alpha)
     with np.errstate(divide="ignore", invalid="ignore"):
         qp.set_weights(x)  # Omega^-1 and this partition's share of y_d, sigma
         gram = weighted_gram(qp.X, qp.op.inv_omega, extra_value=qp.op.c, mirror=False)
@@ -175,8 +250,10 @@ def _iterate(part: Partition, move, w, beta, record: bool, quantiles, small, piv
     gram = gram[st["lower"]]  # the lower triangle only: half the bytes
     st["predictor"] = (zu, r_z_hat, r_omega)
     sigma = float(qp.op.inv_omega.sum()) if qp.free else 0.0
-    return (adjoint_dv, float(rho), float(gap), complementarity, maxima, records, gram,
-            qp.op.y_d if qp.free else None, sigma, adjoint_dq, float(dq))
+    return IterateAnswer(adjoint_dv, float(rho), float(gap), complementarity,
+                         float(np.max(np.abs(r_z), initial=0.0)),
+                         float(np.max(np.abs(r_s), initial=0.0)), loss_sum, shares, gram,
+                         qp.op.y_d if qp.free else None, sigma, adjoint_dq, float(dq))
 
 
 def _start_step(part: Partition, dw, dbeta):
@@ -188,7 +265,7 @@ def _start_step(part: Partition, dw, dbeta):
     with np.errstate(divide="ignore", invalid="ignore"):
         step = qp.back_substitute(x, x.z * x.u, x.s * x.v, zu, r_z_hat, r_omega, dw, dbeta)
     x.axpy(1.0, step)
-    return x.violation()
+    return ViolationAnswer(*x.violation())
 
 
 def _predictor(part: Partition, dw, dbeta, shift):
@@ -201,7 +278,7 @@ def _predictor(part: Partition, dw, dbeta, shift):
     if shift is not None:
         dual = dual_shares(qp.problem, balanced(qp.problem, st.pop("alpha"), shift))
     if dw is None:  # the factorization failed: the record's sums only
-        return dual, None
+        return PredictorAnswer(dual)
     zu, r_z_hat, r_omega = st.pop("predictor")
     with np.errstate(divide="ignore", invalid="ignore"):
         affine = qp.back_substitute(x, x.z * x.u, x.s * x.v, zu, r_z_hat, r_omega, dw, dbeta)
@@ -215,7 +292,8 @@ def _predictor(part: Partition, dw, dbeta, shift):
         q1 = qp.reduced_vectors(x, 0.0, 0.0, unit, unit)[3]
         a0, b0 = qp.reduced_products(q0)
         a1, b1 = qp.reduced_products(q1)
-    return dual, (min(ratios, default=1.0), coefficients, a0, float(b0), a1, float(b1))
+    return PredictorAnswer(dual, min(ratios, default=1.0), np.asarray(coefficients), a0,
+                           float(b0), a1, float(b1))
 
 
 def _corrector(part: Partition, dw, dbeta, sigma_mu):
@@ -230,7 +308,8 @@ def _corrector(part: Partition, dw, dbeta, sigma_mu):
         zu, r_z_hat, r_omega, _ = qp.reduced_vectors(x, st["r_s"], st["r_z"], r_u, r_v)
         step = qp.back_substitute(x, r_u, r_v, zu, r_z_hat, r_omega, dw, dbeta)
         st["step"] = step
-        return blocking_candidates(x, step), x.mu_step_coefficients(step)
+        return CorrectorAnswer(blocking_candidates(x, step),
+                               np.asarray(x.mu_step_coefficients(step)))
 
 
 def _final_loss(part: Partition, beta):
@@ -297,22 +376,23 @@ class _Driver:
         self.quantiles = config.DISTRIBUTED_PIVOTS
         self.lower = np.tril_indices(self.dim)
         self.pivots = None  # the last balance's pivots, where the next one's are taken
-        maxima = problem.round(_setup)
-        self.n = int(sum(r[1] for r in maxima))
+        setup = combine(problem.round(_setup))
+        self.n = int(setup.n)
         self.linsys.active_size = self.n
-        self.dnorm = data_norm(max((r[0] for r in maxima), default=0.0), self.c)
+        self.dnorm = data_norm(setup.data_max if setup.data_max is not None else 0.0,
+                               self.c)
 
     def round(self, function, *args):
         return self.problem.round(function, *args)
 
-    def normal_equations(self, results) -> None:
-        """Sum the partitions' Gram shares (lower triangles, packed), y_d and sigma; M (11)
-        factorized."""
+    def normal_equations(self, answer: IterateAnswer) -> None:
+        """From round A's summed answer: the Gram matrix (its lower triangle, packed), y_d
+        and sigma; M (11) factorized."""
         G = np.zeros((self.dim, self.dim))
-        G[self.lower] = reduce_sum([r[6] for r in results])
+        G[self.lower] = answer.gram
         if self.free:
-            self.y_d = reduce_sum([r[7] for r in results])
-            self.sigma = float(sum(r[8] for r in results))
+            self.y_d = answer.y_d
+            self.sigma = float(answer.sigma)
         else:
             self.y_d, self.sigma = np.zeros(self.dim), 1.0
         self.linsys.factorize(G, self.y_d, self.sigma)
@@ -365,20 +445,16 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
         if start is None:
             a = float(np.sqrt(drv.dnorm))
             w, beta = np.zeros(drv.dim), 0.0
-            results = drv.round(_iterate, ("cold", a, drv.dim, params.cold_start), w, beta, False,
-                                drv.quantiles, drv.small)
-            r_w = w - reduce_sum([r[0] for r in results])
-            rho = float(sum(r[1] for r in results))
-            mu0 = sum(r[3] for r in results) / (n_pairs * n)
-            drv.normal_equations(results)
-            dw, dbeta = drv.solve(r_w, rho, reduce_sum([r[9] for r in results]),
-                                  float(sum(r[10] for r in results)), False, mu0)
-            violations = drv.round(_start_step, dw, dbeta)
+            answer = combine(drv.round(_iterate, ("cold", a, drv.dim, params.cold_start), w,
+                                       beta, False, drv.quantiles, drv.small))
+            r_w = w - answer.adjoint_dv
+            mu0 = answer.complementarity / (n_pairs * n)
+            drv.normal_equations(answer)
+            dw, dbeta = drv.solve(r_w, answer.rho, answer.adjoint_dq, answer.dq, False, mu0)
+            violations = combine(drv.round(_start_step, dw, dbeta))
             w += 1.0 * dw
             beta += 1.0 * dbeta
-            primal = max(v[0] for v in violations)
-            dual = max(v[1] for v in violations)
-            move = ("shift", params.cold_start, primal, dual)
+            move = ("shift", params.cold_start, violations.primal, violations.dual)
         else:
             beta_start, w, beta = warm_parameters(start, drv.dim, drv.bias)
             shares = drv.round(_warm, beta_start, drv.quantiles, drv.small, drv.pivots)
@@ -386,43 +462,39 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
             move = ("warm", w.copy(), beta, shift)
         # -- MPC
         while True:
-            results = drv.round(_iterate, move, w, beta, True, drv.quantiles, drv.small,
-                                drv.pivots)
+            answer = combine(drv.round(_iterate, move, w, beta, True, drv.quantiles,
+                                       drv.small, drv.pivots))
             move = None
-            r_w = w - reduce_sum([r[0] for r in results])
-            rho = float(sum(r[1] for r in results))
-            gap = float(sum(r[2] for r in results))
-            mu = sum(r[3] for r in results) / (n_pairs * n)
-            r_z_max = max(r[4][0] for r in results)
-            r_s_max = max(r[4][1] for r in results)
+            r_w = w - answer.adjoint_dv
+            rho = answer.rho
+            gap = answer.gap
+            mu = answer.complementarity / (n_pairs * n)
             norms = {"r_w": float(np.max(np.abs(r_w))), "rho_beta": abs(rho),
-                     "r_z": r_z_max, "r_s": r_s_max}
+                     "r_z": answer.r_z_max, "r_s": answer.r_s_max}
             rnorm = max(norms.values())
             elapsed = reporter.clock()
             verdict = status_test(iteration, mu, rnorm, gap)
             if verdict is not None:
                 status, message = verdict
             params_vector = parameters_of(w, beta, drv.bias)
-            objective = template.regularizer(params_vector) + \
-                float(sum(r[5][0] for r in results))
-            shift = drv.balance([r[5][1] for r in results]) if free else None
+            objective = template.regularizer(params_vector) + answer.loss_sum
+            shift = drv.balance(answer.shares) if free else None
             # the predictor's solve (with the record's dual sums in its round B)
             failure = None
             dw = dbeta = None
             try:
-                drv.normal_equations(results)
-                dw, dbeta = drv.solve(r_w, rho, reduce_sum([r[9] for r in results]),
-                                      float(sum(r[10] for r in results)), False, mu)
+                drv.normal_equations(answer)
+                dw, dbeta = drv.solve(r_w, rho, answer.adjoint_dq, answer.dq, False, mu)
             except SingularSystemError as error:
                 failure = error
             predicted = None
             if free:  # the record's dual sums need the shift: they ride with round B
-                outcome = drv.round(_predictor, dw, dbeta, shift)
+                outcome = combine(drv.round(_predictor, dw, dbeta, shift))
                 if dw is not None:
-                    predicted = [o[1] for o in outcome]
-                shares = [o[0] for o in outcome]
+                    predicted = outcome
+                shares = outcome.dual
             else:
-                shares = [r[5][1] for r in results]
+                shares = answer.shares
             dual_value = dual_objective_from_shares(template, shares)
             duality_gap = objective - dual_value
             relative_gap = duality_gap / max(abs(objective), 1e-300)
@@ -449,22 +521,19 @@ def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
             if failure is not None:
                 raise failure
             if not free:  # round B after the record: none at the last iteration
-                predicted = [o[1] for o in drv.round(_predictor, dw, dbeta, None)]
+                predicted = combine(drv.round(_predictor, dw, dbeta, None))
             iteration += 1
             # predictor's step bound and mu_aff, sigma; the corrector's right-hand side
-            alpha_aff = min(1.0, min(p[0] for p in predicted))
-            coefficients = reduce_sum([p[1] for p in predicted])
-            mu_aff = mu_from_coefficients(coefficients, alpha_aff, n_pairs, n)
+            alpha_aff = min(1.0, predicted.ratio)
+            mu_aff = mu_from_coefficients(predicted.coefficients, alpha_aff, n_pairs, n)
             sigma = (mu_aff / mu) ** params.sigma_exponent
             sigma_mu = sigma * mu
-            adjoint_dq = reduce_sum([p[2] for p in predicted]) + \
-                sigma_mu * reduce_sum([p[4] for p in predicted])
-            dq = float(sum(p[3] for p in predicted)) + \
-                sigma_mu * float(sum(p[5] for p in predicted))
+            adjoint_dq = predicted.a0 + sigma_mu * predicted.a1
+            dq = float(predicted.b0) + sigma_mu * float(predicted.b1)
             dw, dbeta = drv.solve(r_w, rho, adjoint_dq, dq, True, mu)
-            corrected = drv.round(_corrector, dw, dbeta, sigma_mu)
-            max_alpha, blocking = fold_blocking(_combine_candidates([c[0] for c in corrected]))
-            coefficients = reduce_sum([c[1] for c in corrected])
+            corrected = combine(drv.round(_corrector, dw, dbeta, sigma_mu))
+            max_alpha, blocking = fold_blocking(_combine_candidates(corrected.candidates))
+            coefficients = corrected.coefficients
 
             def mu_at(t, coefficients=coefficients):
                 return mu_from_coefficients(coefficients, t, n_pairs, n)

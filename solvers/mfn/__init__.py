@@ -218,11 +218,11 @@ from solvers.mfn.binary import (
     run,
     seed_from_weights,
     solve,
+    solve_distributed,
     solve_path,
     spec_path,
 )
 from solvers.mfn.continuation import c_path_stages
-from solvers.mfn.distributed import solve as solve_distributed
 from solvers.mfn.engine import MFNState
 from solvers.mfn.ordinal import fit_ordinal, fit_ordinal_path, solve_ordinal
 from solvers.mfn.params import MFNParams

@@ -15,7 +15,8 @@ from solvers.base import (
 from solvers.core.linalg import dot
 from solvers.core.rows import BinaryRows
 from solvers.core.sparse import csr_matvec, csr_rmatvec_rows
-from solvers.mfn.continuation import solve_extras, solve_terms
+from solvers.distributed.newton_rows import PartitionedNewtonRows
+from solvers.mfn.continuation import solve_extras, solve_rows, solve_terms
 from solvers.mfn.params import MFN_SOLVES, MFNParams, dual_kkt_applies
 from solvers.monitor import Monitor, Reporter, Stopwatch
 from solvers.problems import BinaryProblem
@@ -67,6 +68,41 @@ def solve(problem: BinaryProblem, params: MFNParams | None = None,
     return _solution(problem, terms, engine, state, status, message, diagnostics=True)
 
 
+def solve_distributed(problem, params: MFNParams, monitor: Monitor | None = None,
+                      start: WarmStart | None = None, *,
+                      resume: np.ndarray | None = None) -> Solution:
+    """mfn on a :class:`~solvers.distributed.DistributedBinaryProblem`: the same loop
+    (:func:`~solvers.mfn.continuation.solve_rows`) over the partitions' rows
+    (:class:`~solvers.distributed.newton_rows.PartitionedNewtonRows`), from beta = 0 (a
+    crude start: both heuristics, and the C path when C is large, as for local rows).
+
+    ``start.beta`` (the rest of the :class:`~solvers.base.WarmStart` is ignored): a nearby
+    problem's solution or the last iterate of a solve that lost a worker
+    (``problem.checkpoint``, which the rows keep current; ``solvers.train`` passes it).  The
+    solve then starts from it at the target C and the final epsilon (ini = 1): a warm start,
+    so the cold start's heuristics are not repeated.  Its optimum is the same; the path to it
+    differs from the uninterrupted solve's.  ``resume``: the deprecated spelling of
+    ``start=WarmStart(beta=...)``, kept for one release."""
+    reason = params.rows_refusal(problem.loss_function, PartitionedNewtonRows.capabilities)
+    if reason is not None:
+        raise ValueError(reason)
+    reporter = Reporter(monitor, "relative_duality_gap")
+    start = replaced_keyword(warm_start_argument(start), "resume", resume, "beta")
+    warm = start is not None and start.beta is not None
+    def checkpoint(beta):  # the loop's beta, updated in place: the last accepted iterate
+        problem.checkpoint = WarmStart(beta=beta)
+
+    rows = PartitionedNewtonRows(problem, checkpoint)
+    state, status, message, engine = solve_rows(
+        rows, problem.C, problem.loss_function, params, reporter,
+        start.beta if warm else None, not warm)
+    objective = problem.regularizer(state.beta) + rows.loss_sum(state.beta)
+    extras = {**solve_extras(engine, state), "distributed": True,
+              **problem.communication_totals()}
+    return Solution(state.beta.copy(), objective, Termination(status), message,
+                    engine.count.iterations, extras)
+
+
 def _solution(problem: BinaryProblem, terms: BinaryRows, engine, state, status, message,
               diagnostics: bool) -> Solution:
     """The :class:`Solution` at the engine's state: the problem's objective, the run's
@@ -76,7 +112,8 @@ def _solution(problem: BinaryProblem, terms: BinaryRows, engine, state, status, 
     if diagnostics and dual_kkt_applies(problem.loss_function):
         extras["dual_kkt_violation"] = dual_kkt_violation(
             problem, state.beta, terms.outputs_in_input_order(state.outputs))[1]
-    objective = engine.problem_objective(state.beta, 1.0 - engine.t * state.outputs)
+    objective = engine.rows.problem_objective_from_slacks(
+        state.beta, 1.0 - engine.rows.t * state.outputs)
     return Solution(state.beta.copy(), objective, Termination(status), message,
                     engine.count.iterations, extras)
 

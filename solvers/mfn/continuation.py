@@ -11,6 +11,7 @@ from solvers.losses import ClippedLoss, Loss
 from solvers.mfn.engine import Engine, MFNState
 from solvers.mfn.params import MFNParams
 from solvers.monitor import Reporter
+from solvers.problems.newton_rows import LocalNewtonRows
 from solvers.termination import format_gap
 
 # _drive_dual_kkt gives up once eps would fall below this.
@@ -20,23 +21,34 @@ _SMALLEST_EPSILON = 1e-15
 def solve_terms(terms, problem, loss: Loss, params: MFNParams, reporter: Reporter,
                 beta0: np.ndarray | None, crude: bool, dual_kkt=None):
     """Run Appendix A (and the homotopy or the dual KKT continuation) on ``terms`` of
-    ``problem`` with its ``loss``: a clipped loss directly, another (the hinge) through the
-    clipped losses of its smoothing; returns (state, status, message, engine).  The
-    reporter's clock started when the caller did, before the terms were set up (the records'
-    times include that work)."""
+    ``problem`` (a row operator of :mod:`solvers.core.rows`, in this process) with its
+    ``loss``: :func:`solve_rows` on their :class:`LocalNewtonRows`."""
+    return solve_rows(LocalNewtonRows(terms, problem, problem.C), problem.C, loss, params,
+                      reporter, beta0, crude, dual_kkt)
+
+
+def solve_rows(rows, C: float, loss: Loss, params: MFNParams, reporter: Reporter,
+               beta0: np.ndarray | None, crude: bool, dual_kkt=None):
+    """Run Appendix A (and the homotopy or the dual KKT continuation) over ``rows`` (a
+    :class:`~solvers.problems.newton_rows.NewtonRows`: local terms or a distributed
+    dataset's partitions) at ``C`` with ``loss``: a clipped loss directly, another (the hinge)
+    through the clipped losses of its smoothing; returns (state, status, message, engine).
+    The reporter's clock started when the caller did, before the terms were set up (the
+    records' times include that work)."""
     homotopy = not loss.clipped
-    engine = Engine(terms, problem, problem.C, params, reporter, homotopy=homotopy)
-    beta = np.zeros(terms.n_params) if beta0 is None else np.array(beta0, dtype=np.float64)
-    if beta.shape != (terms.n_params,):
-        raise ValueError(f"the starting point must have {terms.n_params} entries")
-    if terms.extra_value == 0.0:
+    engine = Engine(rows, C, params, reporter, homotopy=homotopy)
+    beta = np.zeros(rows.n_params) if beta0 is None else np.array(beta0, dtype=np.float64)
+    if beta.shape != (rows.n_params,):
+        raise ValueError(f"the starting point must have {rows.n_params} entries")
+    if rows.extra_value == 0.0:
         beta[-1] = 0.0
-    state = MFNState(beta, terms.outputs(beta), crude)
+    engine.start(beta)
+    state = MFNState(beta, rows.outputs_state(), crude)
     if homotopy:
         status, message = _homotopy(engine, state, params, loss)
     else:
         staged = False
-        if crude and beta0 is None and engine.normal_equations is None:
+        if crude and beta0 is None and not engine.normal_equations:
             status, message, staged = _run_c_path(engine, state, params, loss)
             if status == Termination.STOPPED:
                 return state, status, message, engine
@@ -54,7 +66,13 @@ def c_path_stages(C: float, terms, cost: np.ndarray, start: float | None) -> lis
     ``start`` is None or C is below 10 times that bound."""
     if start is None:
         return []
-    scale = float(np.mean(cost / C * terms.square_norms()))
+    return c_path(C, float(np.mean(cost / C * terms.square_norms())), start)
+
+
+def c_path(C: float, scale: float, start: float | None) -> list[float]:
+    """:func:`c_path_stages` from ``scale`` = mean_k c_k ||x~_k||^2."""
+    if start is None:
+        return []
     if not scale > 0.0:
         return []
     lowest = start / scale
@@ -82,8 +100,7 @@ def _run_c_path(engine: Engine, state: MFNState, params: MFNParams,
     as the next seed, so the path goes on; each stage's status is in ``extras["runs"]``."""
     stage_eps = params.first_round_epsilon or params.epsilon
     status, message = Termination.CONVERGED, ""
-    stages = c_path_stages(engine.target_C, engine.terms, engine.target_cost,
-                           params.c_path_start)
+    stages = c_path(engine.target_C, engine.rows.scale_mean(), params.c_path_start)
     for C in stages:
         engine.set_stage(C)
         status, message = engine.run(state, loss, max(stage_eps, params.epsilon))
@@ -129,9 +146,9 @@ def _homotopy(engine: Engine, state: MFNState, params: MFNParams,
         status, message = engine.run(state, loss, params.epsilon)
         if status != Termination.CONVERGED:
             return status, f"tau=2^-{j}: {message}"
-        xi = 1.0 - engine.t * state.outputs
-        primal = engine.problem_objective(state.beta, xi)
-        gap = (primal - engine.dual_objective(xi, loss)) / max(abs(primal), 1e-300)
+        xi = 1.0 - engine.rows.t * state.outputs
+        primal = engine.rows.problem_objective_from_slacks(state.beta, xi)
+        gap = (primal - engine.rows.dual_from_slacks(xi, loss)) / max(abs(primal), 1e-300)
         if gap <= params.tol:
             return Termination.CONVERGED, (
                 f"converged: {target.name} duality gap {format_gap(gap)} (relative) <= "
@@ -145,16 +162,17 @@ def _homotopy(engine: Engine, state: MFNState, params: MFNParams,
 
 def solve_extras(engine: Engine, state: MFNState) -> dict:
     extras = {"cg_iterations": engine.count.cg_iterations, "runs": engine.count.runs,
-              "linear_solver": "cgls" if engine.normal_equations is None else "cholesky",
+              "linear_solver": "cholesky" if engine.normal_equations else "cgls",
               "factorizations": engine.count.factorizations,
               "row_space_solves": engine.count.row_space_solves,
               # the last record's certified gap (inf: no record; Solution checks it)
               "relative_duality_gap": float(engine.last_gap)}
     if engine.homotopy:
-        xi = 1.0 - engine.t * state.outputs
-        loss = engine.problem.loss_function.smoothing(engine.count.runs[-1]["tau"])
-        primal = engine.problem_objective(state.beta, xi)
+        rows = engine.rows
+        xi = 1.0 - rows.t * state.outputs
+        loss = rows.problem.loss_function.smoothing(engine.count.runs[-1]["tau"])
+        primal = rows.problem_objective_from_slacks(state.beta, xi)
         extras["tau"] = engine.count.runs[-1]["tau"]
         extras["hinge_relative_gap"] = \
-            (primal - engine.dual_objective(xi, loss)) / max(abs(primal), 1e-300)
+            (primal - rows.dual_from_slacks(xi, loss)) / max(abs(primal), 1e-300)
     return extras

@@ -1,5 +1,8 @@
 """Appendix A of Keerthi & DeCoste on the least-squares terms of one problem (the package
-docstring says what each step does and where the defaults depart from the paper)."""
+docstring says what each step does and where the defaults depart from the paper): one loop,
+over the rows of :mod:`solvers.problems.newton_rows` -- this process's terms
+(:class:`~solvers.problems.newton_rows.LocalNewtonRows`) or a distributed dataset's
+partitions (:class:`solvers.distributed.newton_rows.PartitionedNewtonRows`)."""
 
 from __future__ import annotations
 
@@ -10,19 +13,15 @@ import numpy as np
 
 from solvers import config
 from solvers.base import Termination
-from solvers.core.gram import NormalEquations
-from solvers.core.linalg import cg_dual_compact, cgls_compact, dot, gram_cost
-from solvers.core.linesearch import piecewise_linear_root
-from solvers.core.sparse import CompactRows
+from solvers.core.linalg import dot
 from solvers.losses import ClippedLoss
-from solvers.losses.kernels import (
-    clipped_loss_breakpoints,
-    clipped_loss_sets,
-    clipped_loss_sets_hold,
-    margin_slacks,
-)
 from solvers.mfn.params import MFNParams
 from solvers.monitor import Reporter
+from solvers.problems.newton_rows import (
+    ROW_SPACE,
+    NewtonContext,
+    NewtonPoint,
+)
 from solvers.termination import format_gap
 
 # Relative slack on "the objective rose" (step 7): exact line search cannot increase f, but
@@ -48,11 +47,12 @@ def converged_message(eps: float, set_tol: float) -> str:
 
 @dataclass
 class MFNState:
-    """The current point: beta, the outputs y_k = x~_k . beta of every term, and whether it is a
-    crude start (Appendix A's ini = 0)."""
+    """The current point: beta, the outputs y_k = x~_k . beta of every term (the local rows'
+    array, updated in place; None where the rows keep them elsewhere: on a distributed
+    dataset's workers), and whether it is a crude start (Appendix A's ini = 0)."""
 
     beta: np.ndarray
-    outputs: np.ndarray
+    outputs: np.ndarray | None
     crude: bool
 
 
@@ -65,29 +65,6 @@ class _Counters:
     runs: list = field(default_factory=list)  # one dict per run of Appendix A
 
 
-@dataclass
-class _NewtonPoint:
-    """Step 3's data at the current point, computed once and shared with the point's record.
-
-    The index sets (``active`` = I1, the least-squares terms; ``saturated`` = I2), the active
-    terms compacted for CGLS (``A`` with the pair structure of ordinal terms), the CGLS warm
-    start z^0 = sqrt(c_k) t_k (xi_k - xi_lo) on the active terms (``residual``; footnote 7: the
-    outputs are known, no product is needed), g = sum_{I1} c_k t_k (xi_k - xi_lo) x~_k, and the
-    shift q of eq. (23) (None without saturated terms).  From g come both CGLS's r^0 =
-    g - lam (beta - q) and the dual point the record's duality gap needs, w(alpha) =
-    kappa C (g + lam q): one pass over the active rows serves the two."""
-
-    key: tuple  # (loss, C) the sets and the shift were computed for
-    active: np.ndarray
-    saturated: np.ndarray
-    A: CompactRows
-    pair_ptr: np.ndarray | None
-    pair_col: np.ndarray | None
-    residual: np.ndarray
-    g: np.ndarray
-    shift: np.ndarray | None
-
-
 @dataclass(frozen=True)
 class _Step3:
     """How step 3 went at one Newton iteration (for its record)."""
@@ -97,24 +74,6 @@ class _Step3:
     cg_iterations: int
     factorized: bool  # solved by Cholesky (CGLS then only checked rule (13))
     row_space: bool  # solved by CG in the active rows' space (cg_dual_compact)
-
-
-def _choose_normal_equations(params: MFNParams, terms, weight: np.ndarray):
-    """The :class:`NormalEquations` of ``linear_solver``, or None for CGLS alone."""
-    choice = params.linear_solver
-    if choice in ("cgls", "dual_cg"):
-        return None
-    n = terms.n_params
-    if choice == "cholesky":
-        if n > config.MFN_CHOLESKY_MAX_PARAMS:
-            raise ValueError(
-                f"linear_solver='cholesky' factorizes a dense {n} x {n} matrix; above "
-                f"{config.MFN_CHOLESKY_MAX_PARAMS} parameters use 'cgls' or 'auto'")
-        return NormalEquations(terms, weight)
-    indptr = terms.X.indptr
-    nnz = int(indptr[-1]) + terms.X.shape[0]  # with the bias column
-    build = gram_cost(indptr, np.arange(terms.X.shape[0])) + terms.X.shape[0]
-    return NormalEquations(terms, weight) if normal_equations_pay(n, nnz, build) else None
 
 
 def normal_equations_pay(n_params: int, nnz: int, build: int) -> bool:
@@ -196,12 +155,15 @@ def forcing_term(params: MFNParams, eps: float, final_eps: float, n_active: int,
 
 
 class Engine:
-    """Appendix A on the terms of one problem, for any loss of the clipped family."""
+    """Appendix A over the rows of one problem (a
+    :class:`~solvers.problems.newton_rows.NewtonRows`), for any loss of the clipped family.
+    The rows evaluate everything per example (step 3's data, the trial point, the line
+    search's breakpoints, the objective and dual values the records report); this loop holds
+    beta, the parameter vectors and the scalars, and makes every decision."""
 
-    def __init__(self, terms, problem, C: float, params: MFNParams, reporter: Reporter,
+    def __init__(self, rows, C: float, params: MFNParams, reporter: Reporter,
                  homotopy: bool = False):
-        self.terms = terms
-        self.problem = problem  # evaluates every objective and dual value reported
+        self.rows = rows
         self.C = C
         self.target_C = C
         self.params = params
@@ -210,105 +172,68 @@ class Engine:
         # hinge), not of the smoothed loss a round runs on; ``tau`` is the round's
         self.homotopy = homotopy
         self.tau: float | None = None
-        self.t = terms.labels
-        self.target_cost = terms.cost  # C_i of the problem asked for
-        self.cost = terms.cost  # C_i of the problem being solved (a stage of the C path)
-        self.weight = terms.cost / C  # c_i, the example weights (the same at every stage)
-        self.sqrt_weight = np.sqrt(self.weight)
         self.count = _Counters()
-        self.normal_equations = _choose_normal_equations(params, terms, self.weight)
-        self._rho = None
-        self._point: _NewtonPoint | None = None  # step 3's data at the state's current point
+        self.normal_equations = False  # chosen by :meth:`start`
+        self._point: tuple[tuple, NewtonPoint] | None = None  # step 3's data at the point
         self.last_gap = float("inf")  # the relative duality gap of the last record
 
     @property
     def at_target(self) -> bool:
-        return self.cost is self.target_cost
+        return self.C == self.target_C
+
+    def start(self, beta: np.ndarray):
+        """The rows' outputs at ``beta`` and ``linear_solver``'s choice: the normal equations
+        factorized (few parameters) or CGLS alone."""
+        started = self.rows.start(beta)
+        choice = self.params.linear_solver
+        n = self.rows.n_params
+        if choice == "cholesky" and n > config.MFN_CHOLESKY_MAX_PARAMS:
+            raise ValueError(
+                f"linear_solver='cholesky' factorizes a dense {n} x {n} matrix; above "
+                f"{config.MFN_CHOLESKY_MAX_PARAMS} parameters use 'cgls' or 'auto'")
+        self.normal_equations = self.rows.choose_normal_equations(choice, normal_equations_pay)
+        return started
 
     def retarget(self, problem, reporter: Reporter):
         """Solve the same terms at ``problem``'s C (the next point of a C path): the sorted
         rows, the Gram upkeep of the factorized step 3 and the data norm depend only on the
         example weights, so they carry over; the counters start again."""
-        self.problem = problem
+        self.rows.retarget(problem)
         self.reporter = reporter
         self.C = self.target_C = problem.C
-        self.target_cost = self.cost = self.weight * problem.C
         self.count = _Counters()
         self._point = None
 
     def set_stage(self, C: float):
         """Solve for C instead of the problem's own C (a stage of the C path), or go back."""
-        same = C == self.target_C
-        self.cost = self.target_cost if same else self.target_cost * (C / self.target_C)
         self.C = C
         self._point = None
 
+    def context(self, loss: ClippedLoss) -> NewtonContext:
+        return NewtonContext(loss, self.C, self.target_C, 1.0 / (self.C * loss.kappa),
+                             self._set_tolerance(loss))
+
     def data_norm(self) -> float | None:
-        """rho = ||X~|| of the 'gradient_bound' rule (None for rule (13)): the largest singular
-        value of the weighted matrix of all terms, by power iteration to 1% (computed once)."""
+        """rho = ||X~|| of the 'gradient_bound' rule (None for rule (13))."""
         if self.params.cgls_rule == "residual":
             return None
-        if self._rho is None:
-            everything = np.arange(self.t.shape[0])
-            v = np.ones(self.terms.n_params)
-            rho = 0.0
-            for _ in range(100):
-                v /= np.sqrt(dot(v, v))
-                u = self.sqrt_weight * self.terms.forward(everything, v)
-                v = self.terms.adjoint(everything, self.sqrt_weight * u)
-                previous, rho = rho, np.sqrt(dot(u, u))
-                if rho - previous <= 1e-2 * rho:
-                    break
-            self._rho = rho
-        return self._rho
-
-    # -- objective and certificates (evaluated by the problem) ---------------------------------
-    def objective(self, beta: np.ndarray, xi: np.ndarray, loss: ClippedLoss,
-                  cost: np.ndarray | None = None) -> float:
-        """The objective with ``loss`` (the smoothed hinge of a homotopy round, or the
-        problem's own loss) at this stage's costs, from the terms' slacks ``xi``."""
-        cost = self.cost if cost is None else cost
-        return self.problem.objective_from_slacks(beta, xi, cost, loss)
-
-    def problem_objective(self, beta: np.ndarray, xi: np.ndarray) -> float:
-        """The objective of the problem asked for (its loss and C)."""
-        return self.problem.objective_from_slacks(beta, xi, self.target_cost)
-
-    def dual_objective(self, xi: np.ndarray, loss: ClippedLoss,
-                       cost: np.ndarray | None = None, w_alpha: np.ndarray | None = None) -> float:
-        """D(alpha) of the problem at alpha_i = C_i loss'(xi_i) (for the hinge homotopy, the
-        smoothed loss's derivative lies in the hinge's box [0, C_i]).  ``w_alpha`` =
-        sum_i alpha_i t_i x~_i when the caller has it."""
-        cost = self.cost if cost is None else cost
-        alpha = cost * loss.derivative(xi)
-        if w_alpha is None:
-            support = np.flatnonzero(alpha)
-            w_alpha = self.terms.adjoint(support, (alpha * self.t)[support])
-        return self.problem.dual_objective(alpha, w_alpha, cost)
+        return self.rows.data_norm()
 
     # -- step 3's data ---------------------------------------------------------------------------
-    def newton_point(self, xi: np.ndarray, loss: ClippedLoss, lam: float) -> _NewtonPoint:
-        """The index sets at the current point (slacks ``xi``), the compacted active terms, the
-        CGLS warm start and g (see :class:`_NewtonPoint`)."""
-        key = (loss, self.C)
-        if self._point is not None and self._point.key == key:
-            return self._point
-        lo = loss.xi_lo
-        active, saturated = clipped_loss_sets(xi, lo, loss.width)
-        A, pair_ptr, pair_col = self.terms.compact(active)
-        sqrt_c = self.sqrt_weight[active]
-        residual = sqrt_c * self.t[active] * (xi[active] - lo)
-        g = self.terms.compact_adjoint(A, sqrt_c * residual, pair_ptr, pair_col)
-        shift = None
-        if saturated.size:
-            # q = (width / lambda) sum_{I2} c_i t_i x~_i, eq. (23)
-            shift = self.terms.adjoint(saturated, (self.weight * self.t)[saturated])
-            shift *= loss.width / lam
-        self._point = _NewtonPoint(key, active, saturated, A, pair_ptr, pair_col, residual, g,
-                                   shift)
-        return self._point
+    def newton_point(self, context: NewtonContext, move=None, gram: bool = True
+                     ) -> NewtonPoint:
+        """Step 3's data at the current point, or at the outputs moved by ``move`` (the rows
+        keep them as a candidate until committed).  ``gram``: the partitioned rows' Gram
+        matrix with it (with the normal equations; not for heuristic 1's capped first call)."""
+        key = (context.loss, self.C)
+        if move is None and self._point is not None and self._point[0] == key:
+            return self._point[1]
+        point = self.rows.point(context, move, gram=self.normal_equations and gram,
+                                diagonal=self.params.preconditioning != 0.0)
+        self._point = (key, point)
+        return point
 
-    def _preconditioning(self, point: _NewtonPoint, solved: bool) -> float:
+    def _preconditioning(self, point: NewtonPoint, solved: bool) -> float:
         """alpha of CGLS's diagonal preconditioner for this call (``preconditioning``): "auto"
         takes LIBLINEAR's alpha unless CGLS only checks a factorized step, or the active
         least-squares rows are fewer than the parameters and their norms vary (see
@@ -319,33 +244,31 @@ class Engine:
         if solved:
             return 0.0
         mean = std = 0.0
-        if point.active.size < self.terms.n_params:
-            norms = (self.weight * self.terms.square_norms())[point.active]
-            mean = float(norms.mean()) if norms.size else 0.0
-            std = float(norms.std()) if norms.size else 0.0
-        return auto_preconditioning(point.active.size, self.terms.n_params, mean, std)
+        if point.n_active < self.rows.n_params:
+            mean, std = self.rows.active_norm_stats(point)
+        return auto_preconditioning(point.n_active, self.rows.n_params, mean, std)
 
-    def _row_space(self, point: _NewtonPoint, lam: float, capped: bool, eps: float) -> bool:
+    def _row_space(self, point: NewtonPoint, lam: float, capped: bool, eps: float) -> bool:
         """Whether step 3 runs CG in the active rows' space (:func:`cg_dual_compact`) rather
         than CGLS: always with ``linear_solver="dual_cg"``; with "auto" (when not factorized)
         in a round whose eps is at most ``MFN_ROW_SPACE_MAX_EPSILON`` (the solve is then close
         to exact, so the start u^0 = z^0 / lambda does not shape the step), when the active
         rows are fewer than the parameters and lambda is at most ``MFN_ROW_SPACE_MAX_LAMBDA``
         times the median c_i ||x~_i||^2 of the active rows (see ``solvers/config.py``).  Never
-        for heuristic 1's capped first call, ordinal pairs or the 'gradient_bound' rule."""
+        for heuristic 1's capped first call, ordinal pairs, the 'gradient_bound' rule or rows
+        that do not offer it."""
         choice = self.params.linear_solver
-        if choice not in ("auto", "dual_cg") or self.normal_equations is not None or capped \
-                or point.pair_ptr is not None or self.params.cgls_rule != "residual" \
-                or not point.active.size:
+        if ROW_SPACE not in self.rows.capabilities or choice not in ("auto", "dual_cg") \
+                or self.normal_equations or capped or self.params.cgls_rule != "residual" \
+                or not point.n_active or self.rows.has_pairs(point):
             return False
         if choice == "dual_cg":
             return True
-        if eps > config.MFN_ROW_SPACE_MAX_EPSILON or point.active.size >= self.terms.n_params:
+        if eps > config.MFN_ROW_SPACE_MAX_EPSILON or point.n_active >= self.rows.n_params:
             return False
-        norms = (self.weight * self.terms.square_norms())[point.active]
-        return lam <= config.MFN_ROW_SPACE_MAX_LAMBDA * float(np.median(norms))
+        return self.rows.row_space_pays(point, lam)
 
-    def _forcing(self, point: _NewtonPoint, eps: float, crude_run: bool, newton: int,
+    def _forcing(self, point: NewtonPoint, eps: float, crude_run: bool, newton: int,
                  exempt: bool) -> float:
         """CGLS's forcing term for the Newton iteration after ``newton`` of a run at ``eps``
         (0: rule (13) alone).  With a gap tolerance, at the asked C, every step's term is tied
@@ -365,28 +288,9 @@ class Engine:
         iterations, each a few passes over all rows, cost about what it saves."""
         # the final round: at epsilon, or a gap tolerance's looser round
         final_eps = self._gap_round_epsilon(self.params.epsilon)
-        return forcing_term(self.params, eps, final_eps, point.active.size,
-                            self.terms.n_params, self.at_target, crude_run, newton, exempt,
+        return forcing_term(self.params, eps, final_eps, point.n_active,
+                            self.rows.n_params, self.at_target, crude_run, newton, exempt,
                             self.last_gap if self._gap_stop() else None)
-
-    def _factorized_step(self, point: _NewtonPoint, lam: float, beta_bar: np.ndarray,
-                         residual: np.ndarray, gradient: np.ndarray) -> bool:
-        """Solve (lam I + A'A) delta = r^0 (the normal equations (12) at the warm start) by
-        Cholesky, move ``beta_bar`` by delta and bring CGLS's z and r (``residual``,
-        ``gradient``, updated in place) to the new point: two products over the active terms.
-        Returns False, changing nothing, when the factorization fails."""
-        delta = self.normal_equations.solve(point.active, lam, gradient)
-        if delta is None:
-            return False
-        sqrt_c = self.sqrt_weight[point.active]
-        beta_bar += delta
-        residual -= sqrt_c * self.terms.compact_forward(point.A, delta, point.pair_ptr,
-                                                        point.pair_col)
-        gradient[:] = self.terms.compact_adjoint(point.A, sqrt_c * residual, point.pair_ptr,
-                                                 point.pair_col)
-        gradient -= lam * beta_bar
-        self.count.factorizations += 1
-        return True
 
     # -- one run of Appendix A -------------------------------------------------------------------
     def run(self, state: MFNState, loss: ClippedLoss, epsilon: float,
@@ -394,10 +298,10 @@ class Engine:
         """Steps 2-8 from ``state`` (updated in place).  Returns (status, message).
         ``first_round`` runs heuristic 2's first round (default: for a crude start)."""
         p = self.params
-        terms = self.terms
-        lam = 1.0 / (self.C * loss.kappa)
-        lo, width = loss.xi_lo, loss.width
-        set_tol = self._set_tolerance(loss)
+        rows = self.rows
+        context = self.context(loss)
+        lam = context.lam
+        set_tol = context.set_tol
         # Step 1: ini = 0 (crude start) runs both heuristics; ini = 1 goes straight to eps.
         if first_round is None:
             first_round = state.crude
@@ -411,14 +315,15 @@ class Engine:
         self.last_gap = float("inf")
         first_call = crude_run = state.crude
         state.crude = False
-        beta, outputs = state.beta, state.outputs
-        xi = np.empty_like(outputs)
-        margin_slacks(self.t, outputs, xi)
-        F_previous = self.objective(beta, xi, loss)
+        beta = state.beta
+        # Step 3's data at the start (heuristic 1's capped first call runs preconditioned
+        # CGLS, not the factorized step: no Gram matrix for it)
+        point = self.newton_point(context, gram=not (first_call and
+                                                     p.initial_cgls_iter is not None))
+        F_previous = rows.objective(beta, point, context)
         if self._gap_stop():
-            # the gap at the start, for the first step's forcing term: step 3's data at this
-            # point (computed here, used by the first iteration) and the dual value
-            self.last_gap = self._certified_gap(xi, loss, lam, F_previous)
+            # the gap at the start, for the first step's forcing term
+            self.last_gap = self._certified_gap(point, context, F_previous)
         newton = 0  # Appendix A's iter (step 2)
         cg_total = 0
         while True:
@@ -426,7 +331,6 @@ class Engine:
             # and the least-squares problem on I1.  With saturated terms CGLS solves (23) for
             # beta~ = beta - q, with targets t_i (1 - xi_lo) - x~_i . q (its warm-start
             # residual at beta - q is the one at beta).
-            point = self.newton_point(xi, loss, lam)
             beta_bar = beta.copy()
             if point.shift is not None:
                 beta_bar -= point.shift
@@ -439,61 +343,50 @@ class Engine:
             # Maass) from z^0 and r^0 (footnote 7), stopped by rule (13) (or the bound it
             # comes from, ``cgls_rule``).  With the normal equations factorized (few
             # features), CGLS starts from their solution instead and only checks rule (13).
-            residual = point.residual.copy()
-            gradient = point.g - lam * beta_bar
+            work = rows.step3_start(point, lam, beta_bar)
             solved = False
-            if self.normal_equations is not None and not heuristic_1:
-                solved = self._factorized_step(point, lam, beta_bar, residual, gradient)
+            if self.normal_equations and not heuristic_1:
+                solved = rows.factorized_step(work, point, context, beta_bar)
+                self.count.factorizations += solved
             row_space = not solved and self._row_space(point, lam, heuristic_1, eps)
             forcing = self._forcing(point, eps, crude_run, newton, solved or heuristic_1)
             optimal_at_start = False
             if row_space:
                 start = beta_bar.copy()
-                # the same least-squares problem as (u = z / lambda, beta = A'u) over the
-                # active rows, from the same warm start
-                cg_iters, optimal = cg_dual_compact(
-                    point.A, self.sqrt_weight[point.active], beta_bar,
-                    bias_scale=terms.extra_value, lam=lam, eps=eps, max_iter=cg_cap,
-                    residual=residual, gradient=gradient, forcing=forcing)
+                cg_iters, optimal = rows.row_space_solve(work, point, beta_bar, lam, eps,
+                                                         cg_cap, forcing)
                 self.count.row_space_solves += 1
                 # no iteration: either beta itself met rule (13) (left unchanged) or the
                 # row-space start A'u^0 did (beta_bar moved)
                 optimal_at_start = cg_iters == 0 and np.array_equal(beta_bar, start)
             else:
-                cg_iters, optimal = cgls_compact(
-                    point.A, self.sqrt_weight[point.active], None, beta_bar,
-                    bias_scale=terms.extra_value, lam=lam, eps=eps, max_iter=cg_cap,
-                    pair_ptr=point.pair_ptr, pair_col=point.pair_col,
-                    precondition=self._preconditioning(point, solved), rho=self.data_norm(),
-                    residual=residual, gradient=gradient, forcing=forcing)
-            if cg_iters == 0 and not solved and (not row_space or optimal_at_start):
+                cg_iters, optimal = rows.cgls(work, point, beta_bar, lam, eps, cg_cap,
+                                              self._preconditioning(point, solved), forcing,
+                                              self.data_norm())
+            at_point = cg_iters == 0 and not solved and (not row_space or optimal_at_start)
+            if at_point:
                 beta_bar = beta.copy()
-                outputs_bar = outputs.copy()
             else:
                 if point.shift is not None:
                     beta_bar += point.shift
-                if terms.extra_value == 0.0:
+                if rows.extra_value == 0.0:
                     beta_bar[-1] = 0.0
-                outputs_bar = terms.outputs(beta_bar)
             self.count.cg_iterations += cg_iters
             cg_total += cg_iters
             newton += 1
             self.count.iterations += 1
-            step3 = _Step3(point.active.size, point.saturated.size, cg_iters, solved,
-                           row_space)
+            step3 = _Step3(point.n_active, point.n_saturated, cg_iters, solved, row_space)
 
             # Step 5: beta_bar is optimal if CGLS met (13) and no term changes set (within tol
             # in t_i y_i): (b) active terms keep xi >= -tol (and, with three sets, <= hi + tol),
             # (c) inactive ones keep xi <= tol, saturated ones xi >= hi - tol.
-            xi_bar = np.empty_like(outputs)
-            margin_slacks(self.t, outputs_bar, xi_bar)
-            if optimal and clipped_loss_sets_hold(xi, xi_bar, lo, width, set_tol):
+            trial = rows.trial(point, beta_bar, at_point, context)
+            if optimal and trial.holds:
+                point = self.newton_point(context, "accept")
+                rows.commit()
                 beta[:] = beta_bar
-                outputs[:] = outputs_bar
-                xi = xi_bar
-                self._point = None
-                F = self.objective(beta, xi, loss)
-                if self._report(beta, xi, loss, lam, F, step3, 1.0, eps):
+                F = rows.objective(beta, point, context)
+                if self._report(beta, point, context, F, step3, 1.0, eps):
                     return self._finish(Termination.STOPPED, self.reporter.stop_message, loss,
                                         eps, newton, cg_total)
                 if self._gap_met():
@@ -511,11 +404,8 @@ class Engine:
             # slope's ordinates at delta = 0 and 1 (eqs. (16)-(17), regularizer + loss) and
             # the breakpoints where terms change set.
             direction = beta_bar - beta
-            loss_l0, loss_r0, breakpoints, dl, dr = clipped_loss_breakpoints(
-                xi, xi_bar, self.cost * loss.kappa, lo, width)
-            l0 = dot(beta, direction) + loss_l0
-            r0 = dot(beta_bar, direction) + loss_r0
-            delta = piecewise_linear_root(l0, r0, breakpoints, dl, dr)
+            delta = rows.line_root(point, trial, context, dot(beta, direction),
+                                   dot(beta_bar, direction))
 
             # Step 7: move, recompute the index sets (next pass) and the objective.  A step
             # that would raise f (the error exit), or that is not finite (the least-squares
@@ -530,20 +420,18 @@ class Engine:
                     f"the line search found no finite step at Newton iteration {newton} "
                     f"({cause}); the last point is kept"), loss, eps, newton, cg_total)
             new_beta = beta + delta * direction
-            new_outputs = outputs + delta * (outputs_bar - outputs)
-            new_xi = np.empty_like(xi)
-            margin_slacks(self.t, new_outputs, new_xi)
-            F = self.objective(new_beta, new_xi, loss)
+            point = self.newton_point(context, float(delta))
+            F = rows.objective(new_beta, point, context)
             if not F <= F_previous * (1.0 + _RISE_SLACK) + 1e-300:
+                rows.revert(beta)
+                self._point = None
                 return self._finish(Termination.FAILED, (
                     f"objective rose from {F_previous:.17g} to {F:.17g} at Newton iteration "
                     f"{newton} (Appendix A step 7 error exit; step {delta:.3g}, lambda "
                     f"{lam:.3g}); the last point is kept"), loss, eps, newton, cg_total)
+            rows.commit()
             beta[:] = new_beta
-            outputs[:] = new_outputs
-            xi = new_xi
-            self._point = None
-            if self._report(beta, xi, loss, lam, F, step3, delta, eps):
+            if self._report(beta, point, context, F, step3, delta, eps):
                 return self._finish(Termination.STOPPED, self.reporter.stop_message, loss, eps,
                                     newton, cg_total)
             if self._gap_met():
@@ -583,28 +471,27 @@ class Engine:
                                 "status": status})
         return status, message
 
-    def _certified_gap(self, xi, loss, lam, primal: float) -> float:
-        """The relative duality gap at the point of slacks ``xi`` (``primal``: the objective of
-        the problem asked for there), its dual point alpha = C_i loss'(xi_i): w(alpha) comes
-        from step 3's data at the point (computed here, used by the next Newton iteration)."""
-        point = self.newton_point(xi, loss, lam)
-        w_alpha = point.g if point.shift is None else point.g + lam * point.shift
-        w_alpha = (loss.kappa * self.target_C) * w_alpha
-        dual = self.dual_objective(xi, loss, self.target_cost, w_alpha)
+    def _certified_gap(self, point: NewtonPoint, context: NewtonContext,
+                       primal: float) -> float:
+        """The relative duality gap at the point (``primal``: the objective of the problem
+        asked for there), its dual point alpha = C_i loss'(xi_i): w(alpha) from step 3's data
+        at the point, g + lam q."""
+        w_alpha = point.g if point.shift is None else point.g + context.lam * point.shift
+        w_alpha = (context.loss.kappa * self.target_C) * w_alpha
+        dual = self.rows.dual_objective(point, context, w_alpha)
         return (primal - dual) / max(abs(primal), 1e-300)
 
-    def _report(self, beta, xi, loss, lam, F, step3: _Step3, delta, eps) -> bool:
+    def _report(self, beta, point: NewtonPoint, context: NewtonContext, F, step3: _Step3,
+                delta, eps) -> bool:
         """One record per Newton iteration: the objective of ``docs/design.md``'s problem (for the
         homotopy, the hinge objective; on a stage of the C path, the objective at the C asked
-        for) and the relative duality gap.  The record's time is when the iterate was ready.
-        The gap's dual point comes from step 3's data at the new point (computed here, used
-        by the next Newton iteration)."""
+        for) and the relative duality gap.  The record's time is when the iterate was ready."""
         elapsed = self.reporter.clock()
         if self.homotopy or not self.at_target:
-            primal = self.problem_objective(beta, xi)
+            primal = self.rows.problem_objective(beta, point)
         else:
             primal = F
-        gap = self._certified_gap(xi, loss, lam, primal)
+        gap = self._certified_gap(point, context, primal)
         self.last_gap = gap
         extras = {
             "active": int(step3.n_active),
@@ -621,4 +508,5 @@ class Engine:
         if self.homotopy:
             extras["tau"] = float(self.tau)
             extras["smoothed_objective"] = float(F)
+        extras.update(self.rows.record_extras(point))
         return self.reporter(self.count.iterations, primal, gap, elapsed=elapsed, **extras)

@@ -40,7 +40,8 @@ def solve_ordinal(problem: OrdinalProblem, params: MFNParams | None = None,
     state, status, message, engine = solve_terms(
         terms, problem, problem.loss_function, params, reporter,
         None if start is None else start.beta, not continuation)
-    objective = engine.problem_objective(state.beta, 1.0 - terms.labels * state.outputs)
+    objective = engine.rows.problem_objective_from_slacks(
+        state.beta, 1.0 - terms.labels * state.outputs)
     return Solution(state.beta, objective, Termination(status), message,
                     engine.count.iterations, solve_extras(engine, state))
 

@@ -15,6 +15,7 @@ from solvers.base import (
     residual_loss_refusal,
 )
 from solvers.losses import DEFAULT_EPSILON, LossFamily, get_loss
+from solvers.problems.newton_rows import GRADIENT_BOUND, HOMOTOPY, ROW_SPACE, SLACKS
 
 #: The losses mfn's engine runs on, by their declarations: the clipped family L'(xi) = kappa
 #: clip(xi - xi_lo, 0, width) (the squared hinge; modified Huber, section 6) and a loss with a
@@ -215,6 +216,24 @@ class MFNParams(SolverParams):
             raise ValueError("dual_kkt_tol (section 4.7) is for the squared hinge loss "
                              "(a clipped loss whose multipliers have no upper bound)")
         return self
+
+    def rows_refusal(self, loss, capabilities: frozenset) -> str | None:
+        """Why mfn does not run these parameters over rows that offer only ``capabilities``
+        (:mod:`solvers.problems.newton_rows`: a distributed dataset's partitions offer none of
+        the extras), or None."""
+        where = "mfn on distributed data" if not capabilities else "mfn on these rows"
+        if not loss.clipped and HOMOTOPY not in capabilities:
+            return (f"{where}: the {loss.name} loss's homotopy (section 6) is not "
+                    f"distributed; use cutting_plane (ocas) for the hinge")
+        if self.linear_solver == "dual_cg" and ROW_SPACE not in capabilities:
+            return (f"{where}: linear_solver='dual_cg' (CG in the active rows' space) is not "
+                    f"distributed; use 'cgls', 'cholesky' or 'auto'")
+        if self.cgls_rule != "residual" and GRADIENT_BOUND not in capabilities:
+            return (f"{where}: cgls_rule='gradient_bound' is not distributed; use "
+                    f"'residual' (rule (13))")
+        if self.dual_kkt_tol is not None and SLACKS not in capabilities:
+            return f"{where}: dual_kkt_tol is not distributed"
+        return None
 
 
 def dual_kkt_applies(loss) -> bool:
