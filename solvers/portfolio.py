@@ -36,7 +36,10 @@ not a second (a candidate whose passes are dearer than the count says is favoure
 1. The ranking's first candidate (the *favourite*) runs a first slice of the passes the
    rule predicts it needs (:func:`first_slice`: its predicted seconds at
    :data:`ENTRIES_PER_SECOND`; at least :data:`MIN_PASSES`).  When the rule is right it
-   often certifies within it, and nothing else runs.
+   often certifies within it, and nothing else runs.  On a small problem (that slice under
+   :data:`HERE_SECONDS` at :data:`ENTRIES_PER_SECOND`) the slice runs on the calling thread,
+   no lane started; a favourite that does not certify within it is run again as the race's
+   first lane, so the race and its model are what they were.
 2. Otherwise the *challengers* (the next :data:`FIELD` - 1 of the ranking, but none the
    rule predicts at over :data:`PRIOR_BEHIND` times the first's seconds) are fed slices in
    turn, doubling, while their total work stays within :data:`CHALLENGER_SHARE` of the
@@ -121,6 +124,19 @@ SWAP_MARGIN = 2.0
 FIT_RECORDS = 3
 #: How often the calling thread forwards records and asks its monitor (seconds).
 POLL_S = 0.02
+#: A favourite whose first slice the rule puts at under this many seconds (its passes at
+#: :data:`ENTRIES_PER_SECOND`) runs that slice on the calling thread, no lane, no thread:
+#: when it certifies within it, its fit is the result, as the race's would be (the race
+#: runs the first slice alone and ends there when it certifies); when not, the attempt is
+#: dropped and the race runs from the start, as it always did.  The returned model is the
+#: same either way (the slice is counted in passes, never in seconds).  What it saves, a
+#: thread's start, the hand-overs and the lanes' queue, is most of auto's fixed cost on a
+#: small set (issue 52: housing, mg, heart, solved in 0.1-1 ms by LIBLINEAR;
+#: ``bench/history/notebook.md``); what a favourite that misses its first slice costs is
+#: that slice once more, under this bound.  The bound keeps a9a (whose first slice the rule
+#: puts at 0.1 s) and larger problems on the lanes: at load 13-16 Numba's parallel kernels
+#: ran 2x slower on the calling thread's team than on a new thread's (``bench race``'s note).
+HERE_SECONDS = 0.05
 
 FitFor = Callable[[SolverSpec, SolverParams], Callable[..., Fit]]
 
@@ -130,6 +146,12 @@ class _Abandoned(BaseException):
     unwinds at once instead of finishing (its family's stop computes the final objective, gap
     and model, a few passes nobody reads).  A BaseException, so that no family's own
     ``except Exception`` takes it for a failure of its own."""
+
+
+class _SliceSpent(_Abandoned):
+    """Raised inside the ``report`` of a favourite running its first slice on the calling
+    thread (:data:`HERE_SECONDS`) once the slice is spent uncertified: the attempt unwinds
+    and the race starts from scratch."""
 
 
 @dataclass
@@ -256,6 +278,8 @@ class _Lane:
         self.slices = 0
         self.thread: threading.Thread | None = None
         self.outcome: str | None = None
+        self.here = False  # running its first slice on the calling thread (run_here)
+        self.ask_at = 0.0  # when run_here next asks the caller's monitor
 
     # -- the candidate's thread ------------------------------------------------------------
     def report(self, record: IterationRecord) -> None:
@@ -273,6 +297,8 @@ class _Lane:
         last_class = self.points[-1].subproblem >= self.points[-1].n_subproblems - 1
         certified = last_class and record.optimality <= race.tol
         if self.stop is None and self.work >= self.slice_end and not certified:
+            if self.here:
+                raise _SliceSpent
             self.resume.clear()
             race.events.put(("paused", self))
             self.resume.wait()
@@ -282,6 +308,9 @@ class _Lane:
     def stop_reason(self) -> str | None:
         if self.abandoned:
             raise _Abandoned
+        if self.here and time.perf_counter() >= self.ask_at:  # as a lane's poll would
+            self.ask_at = time.perf_counter() + POLL_S
+            self.race.ask_caller(self)
         return self.stop
 
     def start(self) -> None:
@@ -290,6 +319,23 @@ class _Lane:
         self.thread = threading.Thread(target=self.main, args=(start_model,),
                                        daemon=True, name=f"auto-{self.name}")
         self.thread.start()
+
+    def run_here(self, passes: float) -> bool:
+        """Run the first slice of ``passes`` on the calling thread; whether the candidate
+        certified within it (its fit then stands, as the race's first slice would give it)."""
+        self.here, self.slice_end, self.slices = True, passes, 1
+        begin = time.perf_counter()
+        try:
+            with thread_count(self.race.threads):
+                self.fit, _ = _fit(self.race.fit_for, self.race.dataset, self.entrant, self)
+        except _SliceSpent:
+            return False
+        except Exception:  # noqa: BLE001 - the race runs it again and keeps its error
+            return False
+        finally:
+            self.seconds = time.perf_counter() - begin
+            self.done = True
+        return self.converged
 
     def main(self, start_model) -> None:
         self.resume.wait()
@@ -471,10 +517,22 @@ def _single(dataset: Dataset, entrant: Entrant, monitor: Monitor, fit_for: FitFo
 
 def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monitor,
           fit_for: FitFor, threads: int) -> tuple[Fit, Entrant, list[dict[str, Any]]]:
-    race = _Race(dataset, fit_for, threads, tol, monitor, dataset.n_samples, dataset.nnz,
-                 dataset.n_features)
-    lanes: list[_Lane] = []
+    def new_race() -> _Race:
+        return _Race(dataset, fit_for, threads, tol, monitor, dataset.n_samples, dataset.nnz,
+                     dataset.n_features)
+
     field, rest = _field(entrants)
+    passes = first_slice(field[0], dataset)
+    if passes * max(dataset.nnz + dataset.n_samples, 1) <= HERE_SECONDS * ENTRIES_PER_SECOND:
+        lane = _Lane(0, field[0], new_race())
+        if lane.run_here(passes):  # certified: what the race's first slice would return
+            lane.outcome = "won"
+            lane.race.drain()
+            lane.race.ask_caller(lane)
+            return lane.fit, lane.entrant, [_summary(lane, threads)]
+        # not certified (or failed): its records are dropped, the race runs it again
+    race = new_race()
+    lanes: list[_Lane] = []
     waiting = field + rest
 
     def start(start_from: _Lane | None = None) -> _Lane:
