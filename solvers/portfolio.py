@@ -38,8 +38,9 @@ not a second (a candidate whose passes are dearer than the count says is favoure
    :data:`ENTRIES_PER_SECOND`; at least :data:`MIN_PASSES`).  When the rule is right it
    often certifies within it, and nothing else runs.  On a small problem (that slice under
    :data:`HERE_SECONDS` at :data:`ENTRIES_PER_SECOND`) the slice runs on the calling thread,
-   no lane started; a favourite that does not certify within it is run again as the race's
-   first lane, so the race and its model are what they were.
+   no lane started; a favourite that ends within it (certified, short of ``tol``, failed) is
+   the race's first lane as it is, one that spends the slice uncertified is run again from
+   scratch on a lane, so the race and its model are what they were.
 2. Otherwise the *challengers* (the next :data:`FIELD` - 1 of the ranking, but none the
    rule predicts at over :data:`PRIOR_BEHIND` times the first's seconds) are fed slices in
    turn, doubling, while their total work stays within :data:`CHALLENGER_SHARE` of the
@@ -126,13 +127,15 @@ FIT_RECORDS = 3
 POLL_S = 0.02
 #: A favourite whose first slice the rule puts at under this many seconds (its passes at
 #: :data:`ENTRIES_PER_SECOND`) runs that slice on the calling thread, no lane, no thread:
-#: when it certifies within it, its fit is the result, as the race's would be (the race
-#: runs the first slice alone and ends there when it certifies); when not, the attempt is
-#: dropped and the race runs from the start, as it always did.  The returned model is the
-#: same either way (the slice is counted in passes, never in seconds).  What it saves, a
+#: when it ends within it (certified, short of ``tol``, failed), the race goes on from it as
+#: from a lane's first slice (the race runs the first slice alone and ends there when it
+#: certifies); when it spends the slice uncertified, the attempt is dropped (a paused lane
+#: would go on; a run on the calling thread cannot) and a lane runs it again from scratch.
+#: The returned model is the same either way (the slice is counted in passes, never in
+#: seconds).  What it saves, a
 #: thread's start, the hand-overs and the lanes' queue, is most of auto's fixed cost on a
 #: small set (issue 52: housing, mg, heart, solved in 0.1-1 ms by LIBLINEAR;
-#: ``bench/history/notebook.md``); what a favourite that misses its first slice costs is
+#: ``bench/history/notebook.md``); what a favourite that spends its first slice costs is
 #: that slice once more, under this bound.  The bound keeps a9a (whose first slice the rule
 #: puts at 0.1 s) and larger problems on the lanes: at load 13-16 Numba's parallel kernels
 #: ran 2x slower on the calling thread's team than on a new thread's (``bench race``'s note).
@@ -322,7 +325,9 @@ class _Lane:
 
     def run_here(self, passes: float) -> bool:
         """Run the first slice of ``passes`` on the calling thread; whether the candidate
-        certified within it (its fit then stands, as the race's first slice would give it)."""
+        ended within it (certified, short of ``tol`` or failed: its fit or its error then
+        stands, as the race's first slice on a lane would give it) rather than spending the
+        slice (a paused lane would go on; this attempt cannot, and the race runs it again)."""
         self.here, self.slice_end, self.slices = True, passes, 1
         begin = time.perf_counter()
         try:
@@ -330,12 +335,12 @@ class _Lane:
                 self.fit, _ = _fit(self.race.fit_for, self.race.dataset, self.entrant, self)
         except _SliceSpent:
             return False
-        except Exception:  # noqa: BLE001 - the race runs it again and keeps its error
-            return False
+        except Exception as exc:  # noqa: BLE001 - a candidate that broke leaves the race
+            self.error = exc
         finally:
             self.seconds = time.perf_counter() - begin
             self.done = True
-        return self.converged
+        return True
 
     def main(self, start_model) -> None:
         self.resume.wait()
@@ -517,23 +522,23 @@ def _single(dataset: Dataset, entrant: Entrant, monitor: Monitor, fit_for: FitFo
 
 def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monitor,
           fit_for: FitFor, threads: int) -> tuple[Fit, Entrant, list[dict[str, Any]]]:
-    def new_race() -> _Race:
-        return _Race(dataset, fit_for, threads, tol, monitor, dataset.n_samples, dataset.nnz,
-                     dataset.n_features)
-
-    field, rest = _field(entrants)
-    passes = first_slice(field[0], dataset)
-    if passes * max(dataset.nnz + dataset.n_samples, 1) <= HERE_SECONDS * ENTRIES_PER_SECOND:
-        lane = _Lane(0, field[0], new_race())
-        if lane.run_here(passes):  # certified: what the race's first slice would return
-            lane.outcome = "won"
-            lane.race.drain()
-            lane.race.ask_caller(lane)
-            return lane.fit, lane.entrant, [_summary(lane, threads)]
-        # not certified (or failed): its records are dropped, the race runs it again
-    race = new_race()
+    race = _Race(dataset, fit_for, threads, tol, monitor, dataset.n_samples, dataset.nnz,
+                 dataset.n_features)
     lanes: list[_Lane] = []
+    field, rest = _field(entrants)
     waiting = field + rest
+    passes = first_slice(field[0], dataset)
+    here = None
+    if passes * max(dataset.nnz + dataset.n_samples, 1) <= HERE_SECONDS * ENTRIES_PER_SECOND:
+        here = _Lane(0, field[0], race)
+        if here.run_here(passes):  # ended: the race goes on from it, as from a lane's slice
+            waiting.pop(0)
+            lanes.append(here)
+            race.drain()
+            race.ask_caller(here)
+        else:  # its slice spent uncertified: its records are dropped, a lane runs it again
+            race.records.clear()
+            here = None
 
     def start(start_from: _Lane | None = None) -> _Lane:
         """The next waiting candidate's lane (its thread starts with its first slice), to
@@ -556,10 +561,11 @@ def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monito
                 f"ended {_status(lane.fit)}"
         return None
 
-    first = favourite = start()
+    first = favourite = here or start()
     winner = None
     try:
-        race.run_slice(first, first_slice(first.entrant, dataset))
+        if here is None:
+            race.run_slice(first, passes)
         winner = settle(first)
         for _ in range(len(field) - 1):
             if winner is None:
@@ -613,7 +619,7 @@ def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monito
         winner.outcome = "kept: no candidate converged"
     if winner.warm_from is not None:
         winner.outcome += f" (started from {winner.warm_from}'s point)"
-    ran = [lane for lane in lanes if lane.thread is not None]
+    ran = [lane for lane in lanes if lane.thread is not None or lane.here]
     for lane in ran:
         if lane.outcome is None:
             lane.outcome = f"ended {_status(lane.fit)}" if lane.fit is not None else "failed"

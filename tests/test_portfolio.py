@@ -327,10 +327,12 @@ def test_a_small_problem_is_won_on_the_calling_thread_with_the_races_model(monke
 
 @pytest.mark.parametrize("case", ["ends_uncertified", "slice_spent"])
 def test_a_favourite_not_certified_on_the_calling_thread_races_as_before(monkeypatch, case):
-    """A favourite that does not certify within its first slice on the calling thread (it
-    ends at its iteration limit: dual_cd, hinge, 1e-6 on heart; or its slice is spent: mfn
-    given the least slice) is dropped, and the race runs from the start on its lanes: the
-    same candidates, outcomes and model as the race without the calling-thread slice."""
+    """A favourite that does not certify within its first slice on the calling thread races
+    on as it would have from a lane: one that ends there (its iteration limit: dual_cd,
+    hinge, 1e-6 on heart) is the race's first lane as it is, not run again; one whose slice is
+    spent (mfn given the least slice) is dropped and run again from scratch on a lane.  The
+    same candidates, outcomes, model and record stream as the race without the
+    calling-thread slice."""
     data = load("heart_scale")
     if case == "ends_uncertified":
         first = entrant("dual_cd", predicted=0.01, gap_check_clock="work")
@@ -341,8 +343,12 @@ def test_a_favourite_not_certified_on_the_calling_thread_races_as_before(monkeyp
     ranking = Ranking([first, other], "test")
     monitor = ListMonitor()
     here, started, attempts = _run_counting_lanes(monkeypatch, data, ranking, monitor)
-    assert attempts == [(first.candidate.name, False)], here.choice.runs
-    assert started[0] == first.candidate.name
+    name = first.candidate.name
+    if case == "ends_uncertified":
+        assert attempts == [(name, True)] and name not in started, here.choice.runs
+        assert here.choice.runs[0]["outcome"] == "ended max_iter"
+    else:
+        assert attempts == [(name, False)] and started[0] == name, here.choice.runs
     lanes_only = ListMonitor()
     raced, _, attempts = _run_counting_lanes(monkeypatch, data, ranking, lanes_only,
                                              here_seconds=0.0)
@@ -351,7 +357,7 @@ def test_a_favourite_not_certified_on_the_calling_thread_races_as_before(monkeyp
         [(r["candidate"], r["outcome"]) for r in raced.choice.runs]
     assert here.entrant is raced.entrant and here.fit.subproblems[0].status == "converged"
     _same_model(here, raced)
-    # the dropped attempt's records never reach the caller: the stream is the race's
+    # a dropped attempt's records never reach the caller: the stream is the race's
 
     def stream(records):
         return [(r.iteration, r.extras["candidate"], r.objective, r.optimality)
