@@ -63,7 +63,7 @@ import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -82,7 +82,7 @@ from solvers.base import (
 )
 from solvers.config import INTERIOR_POINT_MAX_DENSE_PARAMS
 from solvers.data.dataset import Dataset
-from solvers.losses import DEFAULT_EPSILON, canonical
+from solvers.losses import DEFAULT_EPSILON, LOSS_TYPES, canonical
 from solvers.scaling import column_scale_decades, row_norm_decades
 
 MEASUREMENTS = Path(__file__).with_name("auto_measurements.json")
@@ -336,10 +336,33 @@ def rank_candidates(features: tuple[float, ...], loss: str, tol: float, names: l
     docstring); returns (scores, the neighbours used, each as {problem, runs}).  ``exclude``
     drops measured problems (the held-back ones of a test)."""
     key = tolerance_key(measured_tolerance(tol))
-    measured = [{"problem": m["problem"], "features": m["features"], "runs": m["runs"][key]}
-                for m in measurements if m["loss"] == loss and key in m["runs"]
-                and (exclude is None or not exclude(m))
-                and any(n in m["runs"][key] for n in names)]
+    if measurements is load_measurements() and exclude is None:
+        measured = _package_measured(loss, key, tuple(names))
+    else:
+        measured = _measured(measurements, loss, key, names, exclude)
+    return _scores(features, names, measured, neighbours)
+
+
+def _measured(measurements: list[dict[str, Any]], loss: str, key: str, names: Iterable[str],
+              exclude: Callable[[dict[str, Any]], bool] | None = None
+              ) -> list[dict[str, Any]]:
+    """The measured problems of ``loss`` at target ``key`` that ran any of ``names``."""
+    return [{"problem": m["problem"], "features": m["features"], "runs": m["runs"][key]}
+            for m in measurements if m["loss"] == loss and key in m["runs"]
+            and (exclude is None or not exclude(m))
+            and any(n in m["runs"][key] for n in names)]
+
+
+@lru_cache(maxsize=64)
+def _package_measured(loss: str, key: str, names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """:func:`_measured` over the package's measurements (loaded once, never changed at run
+    time), kept per (loss, target, candidates): every ``train(solver="auto")`` filtered the
+    whole file again, 0.1 ms of a small problem's 1-2 ms (issue 52's fixed cost)."""
+    return _measured(load_measurements(), loss, key, names)
+
+
+def _scores(features: tuple[float, ...], names: list[str], measured: list[dict[str, Any]],
+            neighbours: int) -> tuple[dict[str, float], list[dict[str, Any]]]:
     nearest = sorted(measured, key=lambda m: math.dist(features, m["features"]))[:neighbours]
     scores: dict[str, float] = {}
     for name in names:
@@ -363,9 +386,28 @@ def eligible_candidates(params: AutoParamsBase, shape: DatasetShape,
                         get_solver: Callable[[str], SolverSpec], supports_task: TaskCheck,
                         ) -> list[tuple[Candidate, SolverSpec, SolverParams]]:
     """The candidates that solve the problem ``params`` state, with their validated
-    parameters."""
+    parameters.  Kept per (parameters, n, d, classes, the loss catalogue): posing every
+    candidate through its parameter model was half of :func:`rank`'s time, 0.1-0.2 ms of a
+    small problem's 1-2 ms (issue 52's fixed cost); the parameter models are frozen, so the
+    kept ones are shared safely.  Parameters that do not hash (a class_weight dict) are
+    posed every time."""
+    try:
+        return list(_eligible(params, shape.n_samples, shape.n_features, shape.n_classes,
+                              get_solver, supports_task, tuple(LOSS_TYPES)))
+    except TypeError:  # unhashable parameters
+        return list(_eligible.__wrapped__(params, shape.n_samples, shape.n_features,
+                                          shape.n_classes, get_solver, supports_task, ()))
+
+
+@lru_cache(maxsize=256)
+def _eligible(params: AutoParamsBase, n_samples: int, n_features: int, n_classes: int,
+              get_solver: Callable[[str], SolverSpec], supports_task: TaskCheck,
+              catalogue: tuple[str, ...]) -> tuple[tuple[Candidate, SolverSpec, SolverParams],
+                                                   ...]:
+    """:func:`eligible_candidates`' work (``catalogue``: the loss types registered, part of
+    the key since a solver's declarations read them)."""
     problem = params.problem_fields()
-    task = params.posed_task(shape.n_classes)
+    task = params.posed_task(n_classes)
     found = []
     for candidate in type(params).candidates:
         spec = get_solver(candidate.solver)
@@ -375,13 +417,13 @@ def eligible_candidates(params: AutoParamsBase, shape: DatasetShape,
             chosen = spec.params_model.posing(problem, **candidate.params_for(spec, params.tol))
         except InvalidParametersError:
             continue
-        dense = spec.dense_system(chosen, shape.n_samples, shape.n_features) \
+        dense = spec.dense_system(chosen, n_samples, n_features) \
             if spec.dense_system is not None else None
         if dense is not None and dense[1] > MAX_DENSE_SIDE:
             continue
-        if supports_task(spec, chosen, shape.n_classes):
+        if supports_task(spec, chosen, n_classes):
             found.append((candidate, spec, chosen))
-    return found
+    return tuple(found)
 
 
 @dataclass

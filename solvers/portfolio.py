@@ -36,7 +36,11 @@ not a second (a candidate whose passes are dearer than the count says is favoure
 1. The ranking's first candidate (the *favourite*) runs a first slice of the passes the
    rule predicts it needs (:func:`first_slice`: its predicted seconds at
    :data:`ENTRIES_PER_SECOND`; at least :data:`MIN_PASSES`).  When the rule is right it
-   often certifies within it, and nothing else runs.
+   often certifies within it, and nothing else runs.  On a small problem (that slice under
+   :data:`HERE_SECONDS` at :data:`ENTRIES_PER_SECOND`) the slice runs on the calling thread,
+   no lane started; a favourite that ends within it (certified, short of ``tol``, failed) is
+   the race's first lane as it is, one that spends the slice uncertified is run again from
+   scratch on a lane, so the race and its model are what they were.
 2. Otherwise the *challengers* (the next :data:`FIELD` - 1 of the ranking, but none the
    rule predicts at over :data:`PRIOR_BEHIND` times the first's seconds) are fed slices in
    turn, doubling, while their total work stays within :data:`CHALLENGER_SHARE` of the
@@ -121,6 +125,21 @@ SWAP_MARGIN = 2.0
 FIT_RECORDS = 3
 #: How often the calling thread forwards records and asks its monitor (seconds).
 POLL_S = 0.02
+#: A favourite whose first slice the rule puts at under this many seconds (its passes at
+#: :data:`ENTRIES_PER_SECOND`) runs that slice on the calling thread, no lane, no thread:
+#: when it ends within it (certified, short of ``tol``, failed), the race goes on from it as
+#: from a lane's first slice (the race runs the first slice alone and ends there when it
+#: certifies); when it spends the slice uncertified, the attempt is dropped (a paused lane
+#: would go on; a run on the calling thread cannot) and a lane runs it again from scratch.
+#: The returned model is the same either way (the slice is counted in passes, never in
+#: seconds).  What it saves, a
+#: thread's start, the hand-overs and the lanes' queue, is most of auto's fixed cost on a
+#: small set (issue 52: housing, mg, heart, solved in 0.1-1 ms by LIBLINEAR;
+#: ``bench/history/notebook.md``); what a favourite that spends its first slice costs is
+#: that slice once more, under this bound.  The bound keeps a9a (whose first slice the rule
+#: puts at 0.1 s) and larger problems on the lanes: at load 13-16 Numba's parallel kernels
+#: ran 2x slower on the calling thread's team than on a new thread's (``bench race``'s note).
+HERE_SECONDS = 0.05
 
 FitFor = Callable[[SolverSpec, SolverParams], Callable[..., Fit]]
 
@@ -130,6 +149,12 @@ class _Abandoned(BaseException):
     unwinds at once instead of finishing (its family's stop computes the final objective, gap
     and model, a few passes nobody reads).  A BaseException, so that no family's own
     ``except Exception`` takes it for a failure of its own."""
+
+
+class _SliceSpent(_Abandoned):
+    """Raised inside the ``report`` of a favourite running its first slice on the calling
+    thread (:data:`HERE_SECONDS`) once the slice is spent uncertified: the attempt unwinds
+    and the race starts from scratch."""
 
 
 @dataclass
@@ -256,6 +281,8 @@ class _Lane:
         self.slices = 0
         self.thread: threading.Thread | None = None
         self.outcome: str | None = None
+        self.here = False  # running its first slice on the calling thread (run_here)
+        self.ask_at = 0.0  # when run_here next asks the caller's monitor
 
     # -- the candidate's thread ------------------------------------------------------------
     def report(self, record: IterationRecord) -> None:
@@ -273,6 +300,8 @@ class _Lane:
         last_class = self.points[-1].subproblem >= self.points[-1].n_subproblems - 1
         certified = last_class and record.optimality <= race.tol
         if self.stop is None and self.work >= self.slice_end and not certified:
+            if self.here:
+                raise _SliceSpent
             self.resume.clear()
             race.events.put(("paused", self))
             self.resume.wait()
@@ -282,6 +311,9 @@ class _Lane:
     def stop_reason(self) -> str | None:
         if self.abandoned:
             raise _Abandoned
+        if self.here and time.perf_counter() >= self.ask_at:  # as a lane's poll would
+            self.ask_at = time.perf_counter() + POLL_S
+            self.race.ask_caller(self)
         return self.stop
 
     def start(self) -> None:
@@ -290,6 +322,25 @@ class _Lane:
         self.thread = threading.Thread(target=self.main, args=(start_model,),
                                        daemon=True, name=f"auto-{self.name}")
         self.thread.start()
+
+    def run_here(self, passes: float) -> bool:
+        """Run the first slice of ``passes`` on the calling thread; whether the candidate
+        ended within it (certified, short of ``tol`` or failed: its fit or its error then
+        stands, as the race's first slice on a lane would give it) rather than spending the
+        slice (a paused lane would go on; this attempt cannot, and the race runs it again)."""
+        self.here, self.slice_end, self.slices = True, passes, 1
+        begin = time.perf_counter()
+        try:
+            with thread_count(self.race.threads):
+                self.fit, _ = _fit(self.race.fit_for, self.race.dataset, self.entrant, self)
+        except _SliceSpent:
+            return False
+        except Exception as exc:  # noqa: BLE001 - a candidate that broke leaves the race
+            self.error = exc
+        finally:
+            self.seconds = time.perf_counter() - begin
+            self.done = True
+        return True
 
     def main(self, start_model) -> None:
         self.resume.wait()
@@ -476,6 +527,18 @@ def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monito
     lanes: list[_Lane] = []
     field, rest = _field(entrants)
     waiting = field + rest
+    passes = first_slice(field[0], dataset)
+    here = None
+    if passes * max(dataset.nnz + dataset.n_samples, 1) <= HERE_SECONDS * ENTRIES_PER_SECOND:
+        here = _Lane(0, field[0], race)
+        if here.run_here(passes):  # ended: the race goes on from it, as from a lane's slice
+            waiting.pop(0)
+            lanes.append(here)
+            race.drain()
+            race.ask_caller(here)
+        else:  # its slice spent uncertified: its records are dropped, a lane runs it again
+            race.records.clear()
+            here = None
 
     def start(start_from: _Lane | None = None) -> _Lane:
         """The next waiting candidate's lane (its thread starts with its first slice), to
@@ -498,10 +561,11 @@ def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monito
                 f"ended {_status(lane.fit)}"
         return None
 
-    first = favourite = start()
+    first = favourite = here or start()
     winner = None
     try:
-        race.run_slice(first, first_slice(first.entrant, dataset))
+        if here is None:
+            race.run_slice(first, passes)
         winner = settle(first)
         for _ in range(len(field) - 1):
             if winner is None:
@@ -555,7 +619,7 @@ def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monito
         winner.outcome = "kept: no candidate converged"
     if winner.warm_from is not None:
         winner.outcome += f" (started from {winner.warm_from}'s point)"
-    ran = [lane for lane in lanes if lane.thread is not None]
+    ran = [lane for lane in lanes if lane.thread is not None or lane.here]
     for lane in ran:
         if lane.outcome is None:
             lane.outcome = f"ended {_status(lane.fit)}" if lane.fit is not None else "failed"

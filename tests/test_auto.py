@@ -294,3 +294,35 @@ def test_auto_knows_the_problems_of_issue_47():
     alone = solvers.train(heart, solver="newton", loss="logistic", C=1.0, tol=1e-9)
     assert result.status == "converged"
     assert result.objective == pytest.approx(alone.objective, rel=1e-8)
+
+
+def test_the_ranking_is_kept_per_problem_and_the_same_as_posed_afresh():
+    """Issue 52's fixed cost: every train(solver="auto") posed each candidate through its
+    parameter model and filtered the whole measurement file; both are kept per problem now.
+    A kept answer is the one computed afresh (equal candidates and parameters, the same
+    order, scores and predictions), a different problem (another C, another shape) is posed
+    afresh, and parameters that do not hash (a class_weight dict) are still served."""
+    from solvers import auto
+
+    heart = DatasetShape.of(load("heart_scale"))
+    params = AutoParams(loss="logistic", C=1.0, tol=1e-3)
+    auto._eligible.cache_clear()
+    auto._package_measured.cache_clear()
+    first = rank(heart, params, get_solver, supports_task)
+    again = rank(heart, params, get_solver, supports_task)
+    assert auto._eligible.cache_info().hits == 1
+    assert auto._package_measured.cache_info().hits == 1
+    fresh = rank(heart, params, get_solver, supports_task,
+                 measurements=list(load_measurements()))
+    for other in (again, fresh):
+        assert [(e.candidate, e.params, e.score, e.predicted) for e in other.entrants] == \
+            [(e.candidate, e.params, e.score, e.predicted) for e in first.entrants]
+        assert other.reason == first.reason
+    rank(heart, AutoParams(loss="logistic", C=10.0, tol=1e-3), get_solver, supports_task)
+    rank(DatasetShape(10, 5, 50, 2), params, get_solver, supports_task)
+    assert auto._eligible.cache_info().misses == 3
+    weighted = AutoParams(loss="hinge", class_weight={1: 2.0})
+    eligible = eligible_candidates(weighted, heart, get_solver, supports_task)
+    posed = auto._eligible.__wrapped__(weighted, heart.n_samples, heart.n_features,
+                                       heart.n_classes, get_solver, supports_task, ())
+    assert eligible == list(posed) and all(chosen.class_weight for _, _, chosen in eligible)

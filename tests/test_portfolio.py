@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import threading
 
 import numpy as np
 import pytest
@@ -245,3 +246,121 @@ def test_auto_returns_a_certified_point_on_unscaled_data(loss):
     reference = hinge_or_squared_hinge_optimum(data, loss)
     difference = (result.objective - reference) / reference
     assert -1e-9 <= difference <= TOL + 1e-9, (difference, result.choice.runs)
+
+
+#: The ceiling on a whole portfolio run of a test on a small set (a few ms idle; a run that
+#: waits on a lane that never reports fails here instead of hanging the suite).
+CEILING_S = 300.0
+
+
+def within_ceiling(run, seconds: float = CEILING_S):
+    """``run()``'s result, computed on a daemon thread that must end within ``seconds``."""
+    done = threading.Event()
+    box = {}
+
+    def target():
+        try:
+            box["result"] = run()
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the test's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, daemon=True, name="portfolio-under-test").start()
+    assert done.wait(timeout=seconds), f"the portfolio run did not end within {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def _run_counting_lanes(monkeypatch, data, ranking, monitor, here_seconds=None):
+    """portfolio.run under a ceiling, with the lanes' threads counted (the real start runs:
+    nothing the race waits on is stubbed); ``here_seconds`` overrides HERE_SECONDS."""
+    started, here = [], []
+    real_start, real_here = portfolio._Lane.start, portfolio._Lane.run_here
+
+    def counting_start(lane):
+        started.append(lane.name)
+        real_start(lane)
+
+    def counting_here(lane, passes):
+        here.append((lane.name, real_here(lane, passes)))
+        return here[-1][1]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(portfolio._Lane, "start", counting_start)
+        patch.setattr(portfolio._Lane, "run_here", counting_here)
+        if here_seconds is not None:
+            patch.setattr(portfolio, "HERE_SECONDS", here_seconds)
+        outcome = within_ceiling(lambda: portfolio.run(data, ranking, TOL, monitor,
+                                                       fit_for(data)))
+    return outcome, started, here
+
+
+def _same_model(a, b):
+    np.testing.assert_array_equal(a.fit.model.coef_, b.fit.model.coef_)
+    np.testing.assert_array_equal(a.fit.model.intercept_, b.fit.model.intercept_)
+
+
+def test_a_small_problem_is_won_on_the_calling_thread_with_the_races_model(monkeypatch):
+    """Issue 52's fixed cost: a favourite whose first slice is small runs it on the calling
+    thread and, certifying there, is the result without a lane's thread; the model is the
+    one the race with its lanes returns, bit for bit."""
+    data = load("heart_scale")
+    first = entrant("mfn", predicted=0.01, loss="squared_hinge")
+    other = entrant("dual_cd", loss="squared_hinge", gap_check_clock="work")
+    monitor = ListMonitor()
+    here, started, attempts = _run_counting_lanes(monkeypatch, data,
+                                                  Ranking([first, other], "test"), monitor)
+    assert attempts == [("mfn", True)] and started == [], here.choice.runs
+    assert here.entrant is first
+    assert [r["outcome"] for r in here.choice.runs] == ["won"]
+    assert here.choice.strategy == "race" and here.fit.subproblems[0].status == "converged"
+    assert [r.iteration for r in monitor.records] == list(range(1, len(monitor.records) + 1))
+    assert {r.extras["candidate"] for r in monitor.records} == {"mfn"}
+    raced, started, attempts = _run_counting_lanes(
+        monkeypatch, data, Ranking([first, other], "test"), ListMonitor(), here_seconds=0.0)
+    assert attempts == [] and started == ["mfn"] and raced.entrant is first, raced.choice.runs
+    _same_model(here, raced)
+    assert here.choice.runs[0]["work_passes"] == raced.choice.runs[0]["work_passes"]
+
+
+@pytest.mark.parametrize("case", ["ends_uncertified", "slice_spent"])
+def test_a_favourite_not_certified_on_the_calling_thread_races_as_before(monkeypatch, case):
+    """A favourite that does not certify within its first slice on the calling thread races
+    on as it would have from a lane: one that ends there (its iteration limit: dual_cd,
+    hinge, 1e-6 on heart) is the race's first lane as it is, not run again; one whose slice is
+    spent (mfn given the least slice) is dropped and run again from scratch on a lane.  The
+    same candidates, outcomes, model and record stream as the race without the
+    calling-thread slice."""
+    data = load("heart_scale")
+    if case == "ends_uncertified":
+        first = entrant("dual_cd", predicted=0.01, gap_check_clock="work")
+        other = entrant("interior_point")
+    else:
+        first = entrant("mfn", predicted=1e-12, loss="squared_hinge")
+        other = entrant("dual_cd", loss="squared_hinge", gap_check_clock="work")
+    ranking = Ranking([first, other], "test")
+    monitor = ListMonitor()
+    here, started, attempts = _run_counting_lanes(monkeypatch, data, ranking, monitor)
+    name = first.candidate.name
+    if case == "ends_uncertified":
+        assert attempts == [(name, True)] and name not in started, here.choice.runs
+        assert here.choice.runs[0]["outcome"] == "ended max_iter"
+    else:
+        assert attempts == [(name, False)] and started[0] == name, here.choice.runs
+    lanes_only = ListMonitor()
+    raced, _, attempts = _run_counting_lanes(monkeypatch, data, ranking, lanes_only,
+                                             here_seconds=0.0)
+    assert attempts == []
+    assert [(r["candidate"], r["outcome"]) for r in here.choice.runs] == \
+        [(r["candidate"], r["outcome"]) for r in raced.choice.runs]
+    assert here.entrant is raced.entrant and here.fit.subproblems[0].status == "converged"
+    _same_model(here, raced)
+    # a dropped attempt's records never reach the caller: the stream is the race's
+
+    def stream(records):
+        return [(r.iteration, r.extras["candidate"], r.objective, r.optimality)
+                for r in records]
+
+    assert stream(monitor.records) == stream(lanes_only.records)

@@ -238,8 +238,14 @@ class Dataset(RowMatrix):
 
     def class_counts(self) -> dict[str, int]:
         classes, counts = np.unique(self.y, return_counts=True)
-        return {label_key(c): int(k)
-                for c, k in zip(self.to_labels(classes), counts, strict=True)}
+        # as Python scalars: label_key on NumPy ones cost 3 us a label, more than a small
+        # regression set's whole solve (mg's 1,372 distinct real labels: 3.9 ms a model)
+        labels, counts = self.to_labels(classes), counts.tolist()
+        if labels.dtype.kind == "f":  # label_key's rule, inlined for real-valued labels
+            keys = [str(int(v)) if v.is_integer() else repr(v) for v in labels.tolist()]
+        else:
+            keys = [label_key(c) for c in labels.tolist()]
+        return dict(zip(keys, counts, strict=True))
 
     def stats(self) -> DatasetStats:
         return DatasetStats(
