@@ -46,61 +46,88 @@ INF = np.inf
 
 
 @njit(cache=True, nogil=True)
+def _extreme_candidates(values, positions, count, wanted, largest):
+    """The positions of the ``wanted`` largest (``largest``) or smallest of values[:count],
+    ordered from the most extreme (ties at the threshold all kept): a partition finds the
+    threshold, only those past it are sorted."""
+    if count > wanted > 0:
+        if largest:
+            threshold = np.partition(values[:count], count - wanted)[count - wanted]
+        else:
+            threshold = np.partition(values[:count], wanted - 1)[wanted - 1]
+        kept = 0
+        for k in range(count):
+            if (values[k] >= threshold) if largest else (values[k] <= threshold):
+                values[kept] = values[k]
+                positions[kept] = positions[k]
+                kept += 1
+        count = kept
+    ranked = np.argsort(-values[:count] if largest else values[:count], kind="mergesort")
+    return positions[:count][ranked]
+
+
+@njit(cache=True, nogil=True)
 def select_block(y, alpha, cost, G, order, length, keep, n_new, member, out):
     """The working set: ``keep`` (kept from the previous one) then up to ``n_new`` variables
     not in it, alternately the next largest -y_t G_t over I_up and the next smallest over
-    I_low among the first ``length`` of ``order``.  ``member`` is a scratch array of
-    False per variable.  Writes the set to ``out`` and returns (its size, m(alpha) -
-    M(alpha) over the whole set)."""
-    f = np.empty(length)
-    up = np.empty(length, np.bool_)
-    low = np.empty(length, np.bool_)
+    I_low among the first ``length`` of ``order`` (a variable in both taken once).
+    ``member`` is a scratch array of False per variable.  Writes the set to ``out`` and
+    returns (its size, m(alpha) - M(alpha) over the whole set)."""
+    for k in range(keep.shape[0]):
+        member[keep[k]] = True
+    up_values = np.empty(length)
+    up_at = np.empty(length, np.int64)
+    low_values = np.empty(length)
+    low_at = np.empty(length, np.int64)
+    n_up = 0
+    n_low = 0
     gmax = -INF
     gmin = INF
     for k in range(length):
         t = order[k]
-        f[k] = -y[t] * G[t]
+        f = -y[t] * G[t]
         if y[t] > 0:
-            up[k] = alpha[t] < cost[t]
-            low[k] = alpha[t] > 0.0
+            up = alpha[t] < cost[t]
+            low = alpha[t] > 0.0
         else:
-            up[k] = alpha[t] > 0.0
-            low[k] = alpha[t] < cost[t]
-        if up[k] and f[k] > gmax:
-            gmax = f[k]
-        if low[k] and f[k] < gmin:
-            gmin = f[k]
-    size = 0
-    for k in range(keep.shape[0]):
-        out[size] = keep[k]
-        member[keep[k]] = True
-        size += 1
-    sorted_k = np.argsort(f, kind="mergesort")
-    top = length - 1
+            up = alpha[t] > 0.0
+            low = alpha[t] < cost[t]
+        if up:
+            gmax = max(gmax, f)
+            if not member[t]:
+                up_values[n_up] = f
+                up_at[n_up] = t
+                n_up += 1
+        if low:
+            gmin = min(gmin, f)
+            if not member[t]:
+                low_values[n_low] = f
+                low_at[n_low] = t
+                n_low += 1
+    ups = _extreme_candidates(up_values, up_at, n_up, n_new, True)
+    lows = _extreme_candidates(low_values, low_at, n_low, n_new, False)
+    size = keep.shape[0]
+    out[:size] = keep
+    top = 0
     bottom = 0
     added = 0
-    while added < n_new and (top >= 0 or bottom < length):
-        while top >= 0 and not (up[sorted_k[top]] and not member[order[sorted_k[top]]]):
-            top -= 1
-        if top >= 0:
-            t = order[sorted_k[top]]
-            member[t] = True
-            out[size] = t
+    while added < n_new and (top < ups.shape[0] or bottom < lows.shape[0]):
+        while top < ups.shape[0] and member[ups[top]]:
+            top += 1
+        if top < ups.shape[0]:
+            member[ups[top]] = True
+            out[size] = ups[top]
             size += 1
             added += 1
-            top -= 1
         if added == n_new:
             break
-        while bottom < length and not (low[sorted_k[bottom]] and
-                                       not member[order[sorted_k[bottom]]]):
+        while bottom < lows.shape[0] and member[lows[bottom]]:
             bottom += 1
-        if bottom < length:
-            t = order[sorted_k[bottom]]
-            member[t] = True
-            out[size] = t
+        if bottom < lows.shape[0]:
+            member[lows[bottom]] = True
+            out[size] = lows[bottom]
             size += 1
             added += 1
-            bottom += 1
     for k in range(size):
         member[out[k]] = False
     return size, gmax - gmin
@@ -115,32 +142,43 @@ def gather_block(slots, row_slot, index, block, out):
             out[a, b] = row[index[block[b]]]
 
 
-@njit(cache=True, nogil=True)
-def _gradient_rows(slots, row_slot, index, y, coef, changed, G, order, lo, hi):
-    for c in range(changed.shape[0]):
-        row = slots[row_slot[index[changed[c]]]]
-        w = coef[c]
-        for k in range(lo, hi):
-            t = order[k]
-            G[t] += w * y[t] * row[index[t]]
+_CHUNK = 2048
 
 
 @njit(cache=True, nogil=True)
-def update_gradient_serial(slots, row_slot, index, y, coef, changed, G, order, length):
-    """G_t += y_t sum_c coef_c K(index[changed_c], index[t]) over the first ``length`` of
-    ``order`` (coef_c = y_c (alpha_c - alpha_c^old))."""
-    _gradient_rows(slots, row_slot, index, y, coef, changed, G, order, 0, length)
+def _gradient_rows(slots, row_slot, y, coef, changed, G, lo, hi):
+    """G_t += y_t sum_c coef_c K(changed_c, t) for t in [lo, hi), a chunk of t at a time
+    (the chunk's sums stay in cache while every changed row is read once)."""
+    acc = np.empty(_CHUNK)
+    for j0 in range(lo, hi, _CHUNK):
+        j1 = min(hi, j0 + _CHUNK)
+        width = j1 - j0
+        acc[:width] = 0.0
+        for c in range(changed.shape[0]):
+            row = slots[row_slot[changed[c]]]
+            w = coef[c]
+            for j in range(width):
+                acc[j] += w * row[j0 + j]
+        for j in range(width):
+            G[j0 + j] += y[j0 + j] * acc[j]
+
+
+@njit(cache=True, nogil=True)
+def update_gradient_serial(slots, row_slot, y, coef, changed, G):
+    """G_t += y_t sum_c coef_c K(changed_c, t) for every variable t (coef_c = y_c (alpha_c -
+    alpha_c^old)); C-SVC's variables are the rows (index the identity), and those with
+    C_t = 0, never selected, get their exact gradient too."""
+    _gradient_rows(slots, row_slot, y, coef, changed, G, 0, G.shape[0])
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def update_gradient_parallel(slots, row_slot, index, y, coef, changed, G, order, length,
-                             n_blocks):
+def update_gradient_parallel(slots, row_slot, y, coef, changed, G, n_blocks):
     """:func:`update_gradient_serial` on the threads, one block of variables each."""
-    n_blocks = min(length, n_blocks)
-    step = (length + n_blocks - 1) // n_blocks
+    n = G.shape[0]
+    n_blocks = min(n, n_blocks)
+    step = (n + n_blocks - 1) // n_blocks
     for b in prange(n_blocks):
-        _gradient_rows(slots, row_slot, index, y, coef, changed, G, order, b * step,
-                       min(length, (b + 1) * step))
+        _gradient_rows(slots, row_slot, y, coef, changed, G, b * step, min(n, (b + 1) * step))
 
 
 class BlockSMO:
@@ -177,6 +215,9 @@ class BlockSMO:
         length = int(state[LENGTH])
         state[ACTIVE_SIZE] = length
         if self.member is None:
+            if index.shape[0] != cache.n or np.any(index != np.arange(cache.n)):
+                raise ValueError("working sets of many variables are C-SVC's: one variable "
+                                 "a training row")
             self.member = np.zeros(y.shape[0], np.bool_)
         engine = (cache.rows, cache.columns, cache.kernel_params)
         slots, row_slot = cache.store[0], cache.store[2]
@@ -216,8 +257,8 @@ class BlockSMO:
             alpha[block] = a
             if changed.size:
                 coef = np.ascontiguousarray(yb[changed] * delta[changed])
-                args = (slots, row_slot, index, y, coef, block[changed], G, order, length)
-                if self.parallel and float(changed.size) * length >= \
+                args = (slots, row_slot, y, coef, block[changed], G)
+                if self.parallel and float(changed.size) * y.shape[0] >= \
                         config.KERNEL_PARALLEL_MIN_WORK:
                     update_gradient_parallel(*args, config.KERNEL_BLOCKS_PER_THREAD *
                                              numba.get_num_threads())
