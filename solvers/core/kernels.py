@@ -295,18 +295,25 @@ def _claim_slot(store, i):
     return s
 
 
+@njit(cache=True, inline="always")
+def _touch(store, s):
+    """A hit on slot s: counted, and the slot made the most recently used."""
+    _, _, _, prev, nxt, state = store
+    state[_HITS] += 1
+    if state[_HEAD] != s:
+        _lru_unlink(prev, nxt, state, s)
+        _lru_push_front(prev, nxt, state, s)
+
+
 @njit(cache=True, nogil=True)
 def cache_row(rows, columns, kernel, store, i):
     """The slot of ``store`` holding kernel row i of X (computed on a miss from X's
     :func:`row_operand` and :func:`column_operand`); the row becomes the most recently
     used."""
-    slots, _, row_slot, prev, nxt, state = store
+    slots, _, row_slot, _, _, state = store
     s = row_slot[i]
     if s >= 0:
-        state[_HITS] += 1
-        if state[_HEAD] != s:
-            _lru_unlink(prev, nxt, state, s)
-            _lru_push_front(prev, nxt, state, s)
+        _touch(store, s)
         return s
     state[_MISSES] += 1
     s = _claim_slot(store, i)
@@ -319,19 +326,16 @@ def _reserve_free_slots(store, n_rows):
     """Map uncached rows 0, 1, ... to the free slots (no eviction); returns the rows and slots
     so that the caller can compute them (in parallel)."""
     slots, _, row_slot, _, _, state = store
-    free = slots.shape[0] - state[_USED]
-    rows = np.empty(max(free, 0), np.int64)
-    targets = np.empty(max(free, 0), np.int64)
+    free = max(slots.shape[0] - state[_USED], 0)
+    which = np.empty(free, np.int64)
     count = 0
     for i in range(n_rows):
         if count == free:
             break
         if row_slot[i] < 0:
-            rows[count] = i
-            targets[count] = _claim_slot(store, i)
+            which[count] = i
             count += 1
-    state[_MISSES] += count
-    return rows[:count], targets[:count]
+    return _reserve_rows(store, which[:count])
 
 
 @njit(cache=True, nogil=True)
@@ -340,7 +344,7 @@ def _reserve_rows(store, which):
     hit), an uncached one gets a slot (a miss; the least recently used is evicted) that the
     caller must fill.  Returns the missing rows and their slots.  A row of ``which`` is not
     evicted by a later one as long as ``which`` has at most the cache's capacity of rows."""
-    _, _, row_slot, prev, nxt, state = store
+    row_slot = store[2]
     rows = np.empty(which.shape[0], np.int64)
     targets = np.empty(which.shape[0], np.int64)
     count = 0
@@ -348,15 +352,12 @@ def _reserve_rows(store, which):
         i = which[k]
         s = row_slot[i]
         if s >= 0:
-            state[_HITS] += 1
-            if state[_HEAD] != s:
-                _lru_unlink(prev, nxt, state, s)
-                _lru_push_front(prev, nxt, state, s)
+            _touch(store, s)
         else:
             rows[count] = i
             targets[count] = _claim_slot(store, i)
             count += 1
-    state[_MISSES] += count
+    store[5][_MISSES] += count
     return rows[:count], targets[:count]
 
 

@@ -66,6 +66,29 @@ def _extreme_candidates(values, positions, count, wanted, largest):
     return positions[:count][ranked]
 
 
+@njit(cache=True, inline="always")
+def _candidate(values, at, count, f, t, member):
+    """Variable t (value f) appended to the candidates unless already a member; the count."""
+    if member[t]:
+        return count
+    values[count] = f
+    at[count] = t
+    return count + 1
+
+
+@njit(cache=True, inline="always")
+def _take_next(ranked, at, member, out, size):
+    """The next of ``ranked`` from position ``at`` not yet a member appended to ``out``;
+    returns (the position after it, the new size)."""
+    while at < ranked.shape[0] and member[ranked[at]]:
+        at += 1
+    if at < ranked.shape[0]:
+        member[ranked[at]] = True
+        out[size] = ranked[at]
+        return at + 1, size + 1
+    return at, size
+
+
 @njit(cache=True, nogil=True)
 def select_block(y, alpha, cost, G, order, length, keep, n_new, member, out):
     """The working set: ``keep`` (kept from the previous one) then up to ``n_new`` variables
@@ -94,40 +117,21 @@ def select_block(y, alpha, cost, G, order, length, keep, n_new, member, out):
             low = alpha[t] < cost[t]
         if up:
             gmax = max(gmax, f)
-            if not member[t]:
-                up_values[n_up] = f
-                up_at[n_up] = t
-                n_up += 1
+            n_up = _candidate(up_values, up_at, n_up, f, t, member)
         if low:
             gmin = min(gmin, f)
-            if not member[t]:
-                low_values[n_low] = f
-                low_at[n_low] = t
-                n_low += 1
+            n_low = _candidate(low_values, low_at, n_low, f, t, member)
     ups = _extreme_candidates(up_values, up_at, n_up, n_new, True)
     lows = _extreme_candidates(low_values, low_at, n_low, n_new, False)
     size = keep.shape[0]
     out[:size] = keep
     top = 0
     bottom = 0
-    added = 0
-    while added < n_new and (top < ups.shape[0] or bottom < lows.shape[0]):
-        while top < ups.shape[0] and member[ups[top]]:
-            top += 1
-        if top < ups.shape[0]:
-            member[ups[top]] = True
-            out[size] = ups[top]
-            size += 1
-            added += 1
-        if added == n_new:
-            break
-        while bottom < lows.shape[0] and member[lows[bottom]]:
-            bottom += 1
-        if bottom < lows.shape[0]:
-            member[lows[bottom]] = True
-            out[size] = lows[bottom]
-            size += 1
-            added += 1
+    end = size + n_new
+    while size < end and (top < ups.shape[0] or bottom < lows.shape[0]):
+        top, size = _take_next(ups, top, member, out, size)
+        if size < end:
+            bottom, size = _take_next(lows, bottom, member, out, size)
     for k in range(size):
         member[out[k]] = False
     return size, gmax - gmin
