@@ -2,7 +2,7 @@
 oneDAL (scikit-learn-intelex's ``SVC``) side by side in one run, on the whole training files.
 
     python -m bench smo_anchors [--problems dna,letter,svmguide1,a9a] [--Cs 1,10]
-        [--repeats R] [--onedal-python PATH] [--out DIR]
+        [--repeats R] [--onedal-python PATH] [--runners smo kkt,oneDAL,...] [--out DIR]
 
 Problems: the shipped training and test files, every row (a9a 32,561, letter's training split
 15,000 with 26 classes, dna 2,000 with 3, svmguide1 3,089), columns scaled to [-1, 1] by their
@@ -14,6 +14,9 @@ Runners:
 
 * ``smo kkt``: ``stop_rule="kkt"``, ``kkt_tol=1e-3``, LIBSVM's own rule and tolerance;
 * ``smo gap``: the default, a certified relative duality gap of 1e-6;
+* ``smo kkt pairs``: ``smo kkt`` with ``working_set="pair"``, LIBSVM's two-variable working
+  sets where ``"auto"`` chooses ThunderSVM's many-variable ones (C-SVC on 10,000 rows or
+  more: a9a), the scheme before issue 53's change, in the same run;
 * ``LIBSVM``: scikit-learn's ``SVC`` (LIBSVM 3.x inside), ``tol=1e-3``, shrinking on, in this
   process;
 * ``oneDAL``: scikit-learn-intelex's ``SVC`` (oneDAL's Thunder-style solver, threaded), same
@@ -128,6 +131,8 @@ def run_onedal(python: str, train, test, C, gamma, npz: Path):
 RUNNERS = {  # (train, test, C, gamma, npz) -> measures; oneDAL's takes its interpreter first
     "smo kkt": lambda tr, te, C, g, _: run_smo(tr, te, C, g, stop_rule="kkt", kkt_tol=1e-3),
     "smo gap": lambda tr, te, C, g, _: run_smo(tr, te, C, g),
+    "smo kkt pairs": lambda tr, te, C, g, _: run_smo(tr, te, C, g, stop_rule="kkt",
+                                                     kkt_tol=1e-3, working_set="pair"),
     "LIBSVM": lambda tr, te, C, g, _: run_libsvm(tr, te, C, g),
     "oneDAL": run_onedal,
 }
@@ -143,6 +148,10 @@ def run_command(args) -> int:
     python = _onedal_python(args)
     names = args.problems.split(",")
     Cs = [float(c) for c in args.Cs.split(",")]
+    chosen = args.runners.split(",") if args.runners else list(RUNNERS)
+    if "smo kkt" not in chosen or not {"LIBSVM", "oneDAL"} & set(chosen) or \
+            not set(chosen) <= set(RUNNERS):
+        raise SystemExit(f"--runners: 'smo kkt' and an anchor of {sorted(RUNNERS)}")
     unknown = [n for n in names if n not in PROBLEMS]
     if unknown:
         raise SystemExit(f"unknown problems {unknown}; known: {sorted(PROBLEMS)}")
@@ -159,8 +168,9 @@ def run_command(args) -> int:
             _save_problem(npz, train, test)
             for C in Cs:
                 case = (train, test, C, gamma, npz)
-                runners = {r: run for r, run in RUNNERS.items() if r != "oneDAL"}
-                if python is not None:
+                runners = {r: run for r, run in RUNNERS.items()
+                           if r != "oneDAL" and r in chosen}
+                if python is not None and "oneDAL" in chosen:
                     runners["oneDAL"] = lambda *c: run_onedal(python, *c)
                 order = list(runners)
                 results = {r: [] for r in order}
@@ -229,6 +239,9 @@ COMMAND = Command(
         option("--onedal-python", default=None,
                help="an interpreter with scikit-learn-intelex (default: "
                     "$SVMSVC_ONEDAL_PYTHON)"),
+        option("--runners", default=None,
+               help="comma-separated runners (default: all); 'smo kkt' and an anchor "
+                    "at least"),
         out(Path(__file__).parent / "results" / "smo_anchors")))
 
 

@@ -131,6 +131,19 @@ KERNEL_BLOCKS_PER_THREAD = 4
 KERNEL_DENSE_MIN_DENSITY = 0.1
 KERNEL_DENSE_MAX_ENTRIES = 2**23
 
+# Several kernel rows over a dense column copy are computed this many columns at a time
+# (solvers/core/kernels.py, _rows_block): the chunk of the copy (features x columns x 8 bytes,
+# a9a: 123 x 1024 x 8 = 1 MB) stays in cache while every row of the block reads it.
+KERNEL_BLOCK_COLUMNS = 1024
+
+# smo's working sets of many variables (solvers/smo/blocks.py, ThunderSVM's scheme): the
+# set's size (at most the kernel cache's rows), the subproblem's budget of two-variable
+# updates per variable of the set, and the training rows from which working_set="auto" uses it
+# for C-SVC.
+SMO_BLOCK_SIZE = 512
+SMO_BLOCK_INNER_ITERATIONS = 10
+SMO_BLOCK_MIN_ROWS = 10_000
+
 # method="auto" of lssvm / proximal_svm with a nonlinear kernel: a dense factorization up to
 # this many training rows (memory 2 n^2 doubles), conjugate gradients through the row cache
 # beyond.  The proximal SVM's matrix K K costs n^3 to form, hence the lower threshold.

@@ -239,3 +239,30 @@ def test_model_prediction_takes_threads_only_for_batches_that_pay(monkeypatch):
     assert kernels.use_parallel_decision(large, 700, 1)
     assert not kernels.use_parallel_decision(large - 1, 700, 1)
 
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=KERNEL_IDS)
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+def test_rows_loaded_together_are_the_single_rows_values(kernel, parallel):
+    """KernelCache.load computes the missing rows of a block together, column chunk by column
+    chunk over the dense copy (3,000 rows of a9a: three chunks of KERNEL_BLOCK_COLUMNS) or
+    row by row over the scatter (w8a's 4% density): bitwise the rows one at a time; the rows
+    of a block stay resident while it is loaded, cached ones count as hits."""
+    for name, rows in (("a9a", 3000), ("w8a", 1500)):
+        ds = load(name)
+        X = ds.X[np.sort(np.random.default_rng(1).permutation(ds.n_samples)[:rows])]
+        cache = KernelCache(X, kernel, cache_mb=40 * 8 * rows / 2**20, parallel=parallel)
+        assert cache.capacity == 40
+        assert (cache.columns[4].size > 0) == (name == "a9a")
+        first = np.arange(0, 60, 2)
+        cache.load(first, parallel=parallel)
+        second = np.concatenate([first[:10], np.arange(100, 130)])  # 10 hits, 30 misses
+        cache.load(second, parallel=parallel)
+        assert (cache.hits, cache.misses) == (10, 60)
+        assert set(cache.cached_rows()) >= set(second)
+        expected = kernel_matrix(X[second], X, kernel, parallel=False)
+        for k, i in enumerate(second):
+            np.testing.assert_array_equal(cache.store[0][cache.slots_of(np.array([i]))[0]],
+                                          expected[k])
+        with pytest.raises(ValueError, match="do not fit"):
+            cache.load(np.arange(41))

@@ -24,7 +24,10 @@ Algorithm (:mod:`solvers.smo.engine`): SMO with working set selection WSS 2 of F
 their section 4 does for non-positive-definite kernels, so the sigmoid kernel is handled), the exact
 two-variable update clipped to the box, shrinking every min(l, 1000) iterations with one
 unshrink (the gradient reconstructed from G_bar) the first time m - M <= 10 eps, LIBSVM's
-``calculate_rho`` for the bias.
+``calculate_rho`` for the bias.  For a C-SVC of 10,000 rows or more (``working_set``,
+:mod:`solvers.smo.blocks`) the pairs are chosen inside working sets of 512 variables
+(ThunderSVM's scheme), whose kernel rows are computed as one block on every core; the stopping
+rules below are checked on the whole gradient either way.
 
 Stopping (``stop_rule``):
 * ``"gap"`` (default): the project's certified rule, the relative duality gap (P - D)/P <=
@@ -80,7 +83,7 @@ from solvers.smo.solver import CSVC, SMOSolver, full_gradient
 
 def warm_up() -> None:
     """Compile the SMO engine on a few rows for every kernel (with and without shrinking),
-    and its nu-formulation path."""
+    the working sets of many variables and the nu-formulation path."""
     X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0],
                                 [0.5, 1.0, 0.0]]))
     y = np.array([1.0, -1.0, 1.0, -1.0])
@@ -89,6 +92,11 @@ def warm_up() -> None:
         cache = KernelCache(X, Kernel(name, 0.5, 2, 0.1), 1.0, min_rows=2)
         for shrinking in (True, False):
             CSVC(cache).solve(y, np.ones(4), SMOParams(shrinking=shrinking), None)
+    # working sets of many variables (solvers.smo.blocks): 40 rows, sets of 16
+    Xb = sp.csr_matrix(np.random.default_rng(0).random((40, 3)))
+    cache = KernelCache(Xb, Kernel("rbf", 0.5, 2, 0.1), 1.0, min_rows=2)
+    CSVC(cache).solve(np.where(np.arange(40) % 2 == 0, 1.0, -1.0), np.ones(40),
+                      SMOParams(working_set=16), None)
     # the nu working sets and the nonzero starting point (initial_gradient)
     cache = KernelCache(X, Kernel("rbf", 0.5, 2, 0.1), 1.0, min_rows=2)
     SMOSolver(cache).solve(LibsvmProblem("nu_svr", targets, np.ones(4), nu=0.5),

@@ -112,6 +112,14 @@ class SMOParams(SolverParams):
                             description="Memory of the kernel-row cache in MiB (rows of "
                                         "float64, LRU; at least two rows are kept).")
     shrinking: bool = Field(True, description="LIBSVM's shrinking heuristic (-h).")
+    working_set: int | Literal["auto", "pair"] = Field(
+        "auto", description="pair: LIBSVM's two-variable working sets; a number q >= 16: "
+                            "ThunderSVM's working sets of q variables (q/2 new a step, their "
+                            "kernel rows computed together on every core, an inner SMO over "
+                            "them; C-SVC only, shrinking does not apply; at most the cache's "
+                            "rows); auto: q = 512 for a C-SVC of 10,000 rows or more, pairs "
+                            "otherwise.  Every choice stops by the same rule on the whole "
+                            "gradient.")
     stop_rule: Literal["gap", "kkt"] = Field(
         "gap", description="gap: stop once the certified relative duality gap is at most "
                            "tol (the project's rule; checked at every report from the "
@@ -167,6 +175,21 @@ class SMOParams(SolverParams):
             raise ValueError("smo solves the exact kernel problem; approximation='nystrom' "
                              "or 'icf' trains a linear solver on a low-rank factor (mfn, "
                              "alm, cutting_plane, interior_point, dual_cd)")
+        return self
+
+    @model_validator(mode="after")
+    def _working_set_applies(self):
+        """A working set of many variables is C-SVC's (the nu-formulations pick pairs of one
+        sign) and at least 16 variables."""
+        size = self.working_set
+        if isinstance(size, int):
+            if size < 16:
+                raise ValueError(f"working_set={size}: a set of many variables has at least "
+                                 "16 (working_set='pair' is LIBSVM's two)")
+            if self.svm_type != "c_svc":
+                raise ValueError(f"working_set={size} is C-SVC's; svm_type="
+                                 f"{self.svm_type!r} uses LIBSVM's pairs (working_set='pair' "
+                                 "or 'auto')")
         return self
 
     @property

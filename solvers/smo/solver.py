@@ -7,11 +7,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from solvers import config
 from solvers.base import Termination
 from solvers.core.kernels import KernelCache
 from solvers.monitor import Monitor, Reporter
 from solvers.problems import KernelSolution
 from solvers.problems.libsvm import LibsvmProblem
+from solvers.smo.blocks import BlockSMO
 from solvers.smo.engine import (
     ACTIVE_SIZE,
     ITERATIONS,
@@ -82,10 +84,16 @@ class SMOSolver:
         eps = params.kkt_tol
         gap_rule = params.stop_rule == "gap"
         status = message = None
+        block_size = self._block_size(problem, params, length)
+        blocks = BlockSMO(cache, block_size) if block_size else None
         while status is None:
             budget = min(chunk, params.max_iter - int(state[ITERATIONS]))
-            code, _ = smo_iterations(*engine, index, qd, y, p, alpha, cost, G, G_bar, order,
-                                     state, eps, budget, params.shrinking, nu)
+            if blocks is not None:
+                code, _ = blocks.iterations(index, qd, y, p, alpha, cost, G, order, state, eps,
+                                            budget)
+            else:
+                code, _ = smo_iterations(*engine, index, qd, y, p, alpha, cost, G, G_bar,
+                                         order, state, eps, budget, params.shrinking, nu)
             full_gradient(*engine, *variables, G, G_bar, order, state, gradient)
             kkt, primal, dual = self._measures(problem, alpha, gradient, order, length)
             relative_gap = problem.relative_gap(primal, dual)
@@ -130,6 +138,22 @@ class SMOSolver:
             extras["epsilon"] = -r  # LIBSVM prints epsilon = -r
         return KernelSolution(coef, intercept, primal, status, message,
                               int(state[ITERATIONS]), extras)
+
+    def _block_size(self, problem: LibsvmProblem, params: SMOParams, length: int) -> int:
+        """The working set's size of :class:`~solvers.smo.blocks.BlockSMO`, 0 for LIBSVM's
+        pairs: ``params.working_set`` given, else (``"auto"``) ``config.SMO_BLOCK_SIZE`` for
+        a C-SVC of at least ``config.SMO_BLOCK_MIN_ROWS`` variables; at most the cache's
+        rows and the variables, and pairs below 16 (a set that small is the pair scheme
+        with more overhead)."""
+        size = params.working_set
+        if size == "pair":
+            return 0
+        if size == "auto":
+            if problem.svm_type != "c_svc" or length < config.SMO_BLOCK_MIN_ROWS:
+                return 0
+            size = config.SMO_BLOCK_SIZE
+        size = min(int(size), self.cache.capacity, length)
+        return size if size >= 16 else 0
 
     @staticmethod
     def _levels(problem: LibsvmProblem, alpha, G, order, length) -> tuple[float, float]:
