@@ -1,5 +1,7 @@
 """Gertz & Griffin's MPC method on a distributed dataset (``interior_point`` with
-``linear_solver="direct"``, binary and one-vs-rest), the way H2O's PSVM distributes an
+``linear_solver="direct"``, binary and one-vs-rest): :class:`PartitionedMPCRows`, the
+partitioned implementation of :class:`solvers.problems.mpc_rows.MPCRows`, under ``mpc.py``'s
+one loop (:func:`~solvers.interior_point.mpc.solve_rows`), the way H2O's PSVM distributes an
 interior-point method for few features: the normal equations are (d+1) x (d+1), so one
 reduction of the weighted Gram matrix X~' Omega^-1 X~ per MPC iteration (each partition
 builds its share with the core's :func:`~solvers.core.gram.weighted_gram`) gives the driver
@@ -11,16 +13,17 @@ the outputs, Omega^-1, the affine step and the step.  The driver holds w, beta (
 bias), d-vectors and scalars.  Each partition runs the single machine's per-example code on
 its own :class:`~solvers.interior_point.mpc.SVMQP` (``residual_pieces``,
 ``reduced_vectors``, ``reduced_products``, ``back_substitute``, ``Iterate``'s pairs and
-sums); the driver the same small steps (``solve_reduced``, ``fold_blocking``,
+sums); the loop, the same for local rows, the rest (``solve_reduced``, ``fold_blocking``,
 ``mehrotra_step_length``, :class:`~solvers.interior_point.mpc.OOQPStatus`,
-``parameters_of``).  Rounds per MPC iteration:
+``parameters_of``).  Rounds per MPC iteration, and the protocol's calls each answers:
 
 * **A** (at the new iterate; the last step x + alpha dx is applied first): the residual
   sums (X~'(d v), d'v, OOQP's gap, max |r_z|, max |r_s|), the complementarity v's + u'z, the
   record's loss sum at the margins and its dual point alpha = clip(v, 0, tau) (its dual
   sums, or with a free bias its share of the balancing shift's g); then Omega^-1 and the
   normal equations' data: the weighted Gram matrix (lower triangle), y_d and sigma (8c-d),
-  and the predictor's X~'(d q) and d'q;
+  and the predictor's X~'(d q) and d'q (``iterate``; ``prepare`` and
+  ``predictor_products`` are then answered without a round);
 * with a free bias, the balancing shift (:func:`solvers.distributed.problem.
   balancing_shift`): 0 rounds when the partitions hold at most
   ``DISTRIBUTED_GATHER_BREAKPOINTS`` breakpoints in all; else round A also sums the
@@ -34,18 +37,22 @@ sums); the driver the same small steps (``solve_reduced``, ``fold_blocking``,
   dual sums at the balanced point (free bias), and the corrector's right-hand side: r_u and
   r_v of the corrector are linear in sigma mu, so the partitions return X~'(d q) and d'q for
   sigma mu = 0 and per unit of it; the driver, once it has alpha_aff, mu_aff and sigma,
-  combines them and solves for the corrector's (dw, dbeta);
+  combines them and solves for the corrector's (dw, dbeta) (``predictor``; with a free
+  bias made already by ``dual_objective``, which asks the loop's predictor solve before the
+  record; ``mu_affine`` and ``corrector_products`` without a round);
 * **D**: the corrector's back substitution (kept), per group of complementary pairs the
   partition's blocking candidate (ratio and the pair's values) and mu_step's coefficients;
   the driver folds the candidates in the single machine's order, takes Mehrotra's step
-  length and updates w, beta; the workers apply the step at the next round A.
+  length and updates w, beta; the workers apply the step at the next round A
+  (``corrector``; ``mu_step`` without a round; ``step`` rides with the next round A).
 
-Each round's answer from a partition is a named dataclass (:class:`IterateAnswer` for A,
-:class:`PredictorAnswer` for B, :class:`CorrectorAnswer` for D, :class:`SetupAnswer`,
-:class:`ViolationAnswer`), summed field by field by the problem layer's
-:func:`~solvers.problems.newton_rows.combine` (maxima, minima and per-partition lists as the
-fields declare): no positional tuples.  This module's ``_solve`` is still a second driver of
-``mpc.py``'s loop (issue 51: one loop over a row-operator protocol, as mfn's, is not done).
+Each round's answer from a partition is a named dataclass (the problem layer's
+:class:`~solvers.problems.mpc_rows.MPCPoint` for A, :class:`PredictorAnswer` for B,
+:class:`CorrectorAnswer` for D, :class:`SetupAnswer`, :class:`ViolationAnswer`), summed field
+by field by :func:`~solvers.problems.newton_rows.combine` (maxima, minima and per-partition
+lists as the fields declare).  The loop is ``mpc.py``'s, the single machine's: the second
+driver this module held until 2026-12-07 is gone (issue 51), with bit for bit the same
+records, rounds and bytes.
 
 So 3 rounds per MPC iteration (no bias, regularized bias), 3 + the balance's (free bias:
 typically 4), and one packed lower triangle of the (d+1) x (d+1) matrix, a few d-vectors and
@@ -57,9 +64,11 @@ or the resume from ``problem.checkpoint`` after a lost worker: the last recorded
 round for the objective at the returned parameters (a fresh product, as the single
 machine's ``problem.objective``).
 
-Not distributed (refused with the reason): ``linear_solver="pcg"`` (the preconditioner's
-rule (15) picks rows by a global threshold, and each PCG iteration would be two rounds),
-more than ``INTERIOR_POINT_MAX_DENSE_PARAMS`` parameters (the dense M).  ``"auto"`` runs
+Not distributed (the rows declare no matrix-free M, and
+:meth:`~solvers.interior_point.params.InteriorPointParams.rows_refusal` refuses with the
+reason): ``linear_solver="pcg"`` (the preconditioner's rule (15) picks rows by a global
+threshold, and each PCG iteration would be two rounds), more than
+``INTERIOR_POINT_MAX_DENSE_PARAMS`` parameters (the dense M).  ``"auto"`` runs
 ``direct`` (the single machine's cost model may choose PCG; the optimum is the same).
 """
 
