@@ -1,7 +1,12 @@
 """Mehrotra's predictor-corrector method on the SVM problem (1), as OOQP implements it
 (Gertz & Wright 2003; OOQP's ``MehrotraSolver``, ``Solver::finalStepLength``,
 ``Solver::defaultStart``, ``Solver::defaultStatus`` and the ``Svm`` module's variables and
-residuals).  See the package docstring for the problem and the parameter mapping."""
+residuals).  See the package docstring for the problem and the parameter mapping.
+
+One loop, :func:`solve_rows`, over the rows of :class:`solvers.problems.mpc_rows.MPCRows`:
+it holds (w, beta) and the scalars, the rows the per-example part of the iterate and the data
+(:class:`LocalMPCRows` in this process, ``distributed.PartitionedMPCRows`` on a distributed
+dataset's partitions)."""
 
 from __future__ import annotations
 
