@@ -93,16 +93,20 @@ choice, and the interior-point method adds the free bias.
 
 Multi-class: one-vs-rest through the shared multiclass layer.
 
-Distributed data (``solvers.train`` on a ``solvers.distributed.DistributedDataset``, binary
-and one-vs-rest): ``distributed.py`` drives the same MPC iterations with every per-example
-vector on the workers and the driver holding w, beta, d-vectors and scalars: 3 rounds per
-MPC iteration (plus the free bias's balancing shift of the records' dual point, typically 1
-more), the (d+1) x (d+1) weighted Gram matrix one reduction of them, factorized on the
-driver by ``DirectSolver``.  Each partition runs this module's per-example code on its own
-rows (``SVMQP.residual_pieces``, ``reduced_vectors``, ``back_substitute``; the driver
-``solve_reduced``, ``fold_blocking``, ``mehrotra_step_length``, ``OOQPStatus``).  Refused:
-``linear_solver="pcg"``, more than ``INTERIOR_POINT_MAX_DENSE_PARAMS`` parameters;
-``"auto"`` runs ``direct``.
+One loop, local or distributed rows: ``mpc.solve_rows`` runs the MPC iterations over a row
+protocol (``solvers.problems.mpc_rows.MPCRows``): the loop holds (w, beta), the rows the
+per-example part of the iterate and the data.  ``mpc.LocalMPCRows`` is one process's (the
+direct or PCG linear solver on its operator); on distributed data (``solvers.train`` on a
+``solvers.distributed.DistributedDataset``, binary and one-vs-rest)
+``distributed.PartitionedMPCRows`` answers the same calls by rounds, every per-example vector
+on the workers: 3 rounds per MPC iteration (plus the free bias's balancing shift of the
+records' dual point: none while its breakpoints are few enough to gather, else typically
+1), the (d+1) x (d+1) weighted Gram matrix one reduction
+of them, factorized on the driver by ``DirectSolver``.  Each partition runs this module's
+per-example code on its own rows (``SVMQP.residual_pieces``, ``reduced_vectors``,
+``back_substitute``).  Refused (the partitions declare no matrix-free M:
+``InteriorPointParams.rows_refusal``): ``linear_solver="pcg"``, more than
+``INTERIOR_POINT_MAX_DENSE_PARAMS`` parameters; ``"auto"`` runs ``direct``.
 """
 
 from __future__ import annotations
@@ -152,8 +156,8 @@ SPECS = (
         warm_start=True,
         dense_system=dense_system,
         auto_candidates=((),),
-        # binary and one-vs-rest on a DistributedDataset: the same MPC iterations, the
-        # Gram matrix of the normal equations one reduction per iteration (distributed.py)
+        # binary and one-vs-rest on a DistributedDataset: mpc.py's loop over the partitioned
+        # rows, the Gram matrix of the normal equations one reduction per iteration
         distributed=solve_distributed,
     ),
 )

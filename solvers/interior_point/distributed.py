@@ -1,5 +1,7 @@
 """Gertz & Griffin's MPC method on a distributed dataset (``interior_point`` with
-``linear_solver="direct"``, binary and one-vs-rest), the way H2O's PSVM distributes an
+``linear_solver="direct"``, binary and one-vs-rest): :class:`PartitionedMPCRows`, the
+partitioned implementation of :class:`solvers.problems.mpc_rows.MPCRows`, under ``mpc.py``'s
+one loop (:func:`~solvers.interior_point.mpc.solve_rows`), the way H2O's PSVM distributes an
 interior-point method for few features: the normal equations are (d+1) x (d+1), so one
 reduction of the weighted Gram matrix X~' Omega^-1 X~ per MPC iteration (each partition
 builds its share with the core's :func:`~solvers.core.gram.weighted_gram`) gives the driver
@@ -11,16 +13,17 @@ the outputs, Omega^-1, the affine step and the step.  The driver holds w, beta (
 bias), d-vectors and scalars.  Each partition runs the single machine's per-example code on
 its own :class:`~solvers.interior_point.mpc.SVMQP` (``residual_pieces``,
 ``reduced_vectors``, ``reduced_products``, ``back_substitute``, ``Iterate``'s pairs and
-sums); the driver the same small steps (``solve_reduced``, ``fold_blocking``,
+sums); the loop, the same for local rows, the rest (``solve_reduced``, ``fold_blocking``,
 ``mehrotra_step_length``, :class:`~solvers.interior_point.mpc.OOQPStatus`,
-``parameters_of``).  Rounds per MPC iteration:
+``parameters_of``).  Rounds per MPC iteration, and the protocol's calls each answers:
 
 * **A** (at the new iterate; the last step x + alpha dx is applied first): the residual
   sums (X~'(d v), d'v, OOQP's gap, max |r_z|, max |r_s|), the complementarity v's + u'z, the
   record's loss sum at the margins and its dual point alpha = clip(v, 0, tau) (its dual
   sums, or with a free bias its share of the balancing shift's g); then Omega^-1 and the
   normal equations' data: the weighted Gram matrix (lower triangle), y_d and sigma (8c-d),
-  and the predictor's X~'(d q) and d'q;
+  and the predictor's X~'(d q) and d'q (``iterate``; ``prepare`` and
+  ``predictor_products`` are then answered without a round);
 * with a free bias, the balancing shift (:func:`solvers.distributed.problem.
   balancing_shift`): 0 rounds when the partitions hold at most
   ``DISTRIBUTED_GATHER_BREAKPOINTS`` breakpoints in all; else round A also sums the
@@ -34,18 +37,22 @@ sums); the driver the same small steps (``solve_reduced``, ``fold_blocking``,
   dual sums at the balanced point (free bias), and the corrector's right-hand side: r_u and
   r_v of the corrector are linear in sigma mu, so the partitions return X~'(d q) and d'q for
   sigma mu = 0 and per unit of it; the driver, once it has alpha_aff, mu_aff and sigma,
-  combines them and solves for the corrector's (dw, dbeta);
+  combines them and solves for the corrector's (dw, dbeta) (``predictor``; with a free
+  bias made already by ``dual_objective``, which asks the loop's predictor solve before the
+  record; ``mu_affine`` and ``corrector_products`` without a round);
 * **D**: the corrector's back substitution (kept), per group of complementary pairs the
   partition's blocking candidate (ratio and the pair's values) and mu_step's coefficients;
   the driver folds the candidates in the single machine's order, takes Mehrotra's step
-  length and updates w, beta; the workers apply the step at the next round A.
+  length and updates w, beta; the workers apply the step at the next round A
+  (``corrector``; ``mu_step`` without a round; ``step`` rides with the next round A).
 
-Each round's answer from a partition is a named dataclass (:class:`IterateAnswer` for A,
-:class:`PredictorAnswer` for B, :class:`CorrectorAnswer` for D, :class:`SetupAnswer`,
-:class:`ViolationAnswer`), summed field by field by the problem layer's
-:func:`~solvers.problems.newton_rows.combine` (maxima, minima and per-partition lists as the
-fields declare): no positional tuples.  This module's ``_solve`` is still a second driver of
-``mpc.py``'s loop (issue 51: one loop over a row-operator protocol, as mfn's, is not done).
+Each round's answer from a partition is a named dataclass (the problem layer's
+:class:`~solvers.problems.mpc_rows.MPCPoint` for A, :class:`PredictorAnswer` for B,
+:class:`CorrectorAnswer` for D, :class:`SetupAnswer`, :class:`ViolationAnswer`), summed field
+by field by :func:`~solvers.problems.newton_rows.combine` (maxima, minima and per-partition
+lists as the fields declare).  The loop is ``mpc.py``'s, the single machine's: the second
+driver this module held until 2026-12-07 is gone (issue 51), with bit for bit the same
+records, rounds and bytes.
 
 So 3 rounds per MPC iteration (no bias, regularized bias), 3 + the balance's (free bias:
 typically 4), and one packed lower triangle of the (d+1) x (d+1) matrix, a few d-vectors and
@@ -57,9 +64,11 @@ or the resume from ``problem.checkpoint`` after a lost worker: the last recorded
 round for the objective at the returned parameters (a fresh product, as the single
 machine's ``problem.objective``).
 
-Not distributed (refused with the reason): ``linear_solver="pcg"`` (the preconditioner's
-rule (15) picks rows by a global threshold, and each PCG iteration would be two rounds),
-more than ``INTERIOR_POINT_MAX_DENSE_PARAMS`` parameters (the dense M).  ``"auto"`` runs
+Not distributed (the rows declare no matrix-free M, and
+:meth:`~solvers.interior_point.params.InteriorPointParams.rows_refusal` refuses with the
+reason): ``linear_solver="pcg"`` (the preconditioner's rule (15) picks rows by a global
+threshold, and each PCG iteration would be two rounds), more than
+``INTERIOR_POINT_MAX_DENSE_PARAMS`` parameters (the dense M).  ``"auto"`` runs
 ``direct`` (the single machine's cost model may choose PCG; the optimum is the same).
 """
 
@@ -86,25 +95,21 @@ from solvers.distributed.problem import (
 )
 from solvers.interior_point.linsys import DirectSolver, NormalOperator, SingularSystemError
 from solvers.interior_point.mpc import (
-    _BEST_ITERATE,
     SVMQP,
-    OOQPStatus,
     blocking_candidates,
     data_norm,
     fold_blocking,
     initial_iterate,
-    mehrotra_step_length,
     mu_from_coefficients,
-    parameters_of,
     shift_start,
-    solve_reduced,
+    solve_rows,
     warm_iterate,
     warm_parameters,
 )
 from solvers.interior_point.params import INTERIOR_POINT_SOLVES, InteriorPointParams
 from solvers.monitor import Monitor, Reporter
+from solvers.problems.mpc_rows import MPCPoint
 from solvers.problems.newton_rows import combine
-from solvers.termination import Termination, format_gap
 
 # -- the rounds' answers (one partition's; combine() sums them field by field) ------------------
 
@@ -123,28 +128,6 @@ class ViolationAnswer:
 
     primal: float = field(metadata={"combine": "max"})
     dual: float = field(metadata={"combine": "max"})
-
-
-@dataclass
-class IterateAnswer:
-    """Round A: the residual sums X~'(d v), d'v and OOQP's gap, the complementarity, the
-    largest |r_z| and |r_s|, the record's loss sum and dual shares (``dual_shares``, or with a
-    free bias ``balance_shares``; None without a record), the Gram matrix's lower triangle,
-    y_d and sigma (free bias), and the predictor's X~'(d q) and d'q."""
-
-    adjoint_dv: np.ndarray
-    rho: float
-    gap: float
-    complementarity: float
-    r_z_max: float = field(metadata={"combine": "max"})
-    r_s_max: float = field(metadata={"combine": "max"})
-    loss_sum: float | None
-    shares: Any = field(metadata={"combine": "list"})
-    gram: np.ndarray
-    y_d: np.ndarray | None
-    sigma: float
-    adjoint_dq: np.ndarray
-    dq: float
 
 
 @dataclass
@@ -213,8 +196,8 @@ def _move(part: Partition, move) -> None:
         if shift is not None:
             alpha = balanced(qp.problem, alpha, shift)
         st["x"] = warm_iterate(w.copy(), bias, st.pop("warm_margins"), alpha, qp.tau, qp.hinge)
-    elif kind == "step":
-        st["x"].axpy(move[1], st.pop("step"))
+    elif kind == "step":  # (w, beta) come with the round
+        st["x"].axpy_examples(move[1], st.pop("step"))
 
 
 def _iterate(part: Partition, move, w, beta, record: bool, quantiles, small, pivots=None):
@@ -250,10 +233,10 @@ def _iterate(part: Partition, move, w, beta, record: bool, quantiles, small, piv
     gram = gram[st["lower"]]  # the lower triangle only: half the bytes
     st["predictor"] = (zu, r_z_hat, r_omega)
     sigma = float(qp.op.inv_omega.sum()) if qp.free else 0.0
-    return IterateAnswer(adjoint_dv, float(rho), float(gap), complementarity,
+    return MPCPoint(adjoint_dv, float(rho), float(gap), complementarity,
                          float(np.max(np.abs(r_z), initial=0.0)),
-                         float(np.max(np.abs(r_s), initial=0.0)), loss_sum, shares, gram,
-                         qp.op.y_d if qp.free else None, sigma, adjoint_dq, float(dq))
+                    float(np.max(np.abs(r_s), initial=0.0)), loss_sum, shares, gram,
+                    qp.op.y_d if qp.free else None, sigma, adjoint_dq, float(dq))
 
 
 def _start_step(part: Partition, dw, dbeta):
@@ -321,22 +304,6 @@ def _final_loss(part: Partition, beta):
 # -- driver ------------------------------------------------------------------------------------
 
 
-def refusal(params: InteriorPointParams, n_features: int) -> str | None:
-    """Why the distributed MPC does not run ``params`` (None when it does)."""
-    if params.linear_solver == "pcg":
-        return ("interior_point on distributed data: linear_solver='pcg' is not distributed "
-                "(the SVM preconditioner's rule (15) selects rows by a global threshold and "
-                "each PCG iteration would be two rounds); use 'direct' (one (d+1) x (d+1) "
-                "reduction per MPC iteration) or 'auto'")
-    side = n_features + 1
-    if side > config.INTERIOR_POINT_MAX_DENSE_PARAMS:
-        return (f"interior_point on distributed data forms and factorizes the dense "
-                f"{side} x {side} normal equations on the driver; at most "
-                f"{config.INTERIOR_POINT_MAX_DENSE_PARAMS} parameters "
-                f"(INTERIOR_POINT_MAX_DENSE_PARAMS): use mfn or cutting_plane")
-    return None
-
-
 def _combine_candidates(per_partition: list) -> list:
     """Per group, the smallest ratio over the partitions (in row order, the first on ties:
     the single machine's first index of the smallest)."""
@@ -352,25 +319,30 @@ def _combine_candidates(per_partition: list) -> list:
     return out
 
 
-class _Driver:
-    def __init__(self, problem: DistributedBinaryProblem, params: InteriorPointParams):
+class PartitionedMPCRows:
+    """The rows of a :class:`~solvers.distributed.DistributedBinaryProblem` under the MPC
+    loop (:class:`solvers.problems.mpc_rows.MPCRows`; the module docstring has the rounds):
+    the iterate's changes ride with the next round, and the calls the rounds answered in
+    advance (the normal equations and the predictor's products with round A, the corrector's
+    right-hand side and mu along the affine step with round B, mu along the step with
+    round D) make none."""
+
+    capabilities = frozenset()  # no matrix-free M: linear_solver "direct" only
+
+    def __init__(self, problem: DistributedBinaryProblem):
         INTERIOR_POINT_SOLVES.require_problem(problem.template, "interior_point")
-        reason = refusal(params, problem.n_features)
-        if reason is not None:
-            raise ValueError(reason)
         self.problem = problem
-        self.params = params
         self.template = problem.template
         self.bias = problem.bias
-        self.hinge = problem.loss_function.piecewise_linear  # as SVMQP.hinge
         self.free = problem.bias == "free"
-        self.c = problem.bias_scale if problem.bias == "regularized" else 0.0
+        hinge = problem.loss_function.piecewise_linear  # as SVMQP.hinge
+        self.n_pairs = 2 if hinge else 1
+        c = problem.bias_scale if problem.bias == "regularized" else 0.0
         self.dim = problem.n_features + 1
         # the single machine's DirectSolver on an operator of no rows: M is formed from the
         # partitions' Gram shares and factorized here
-        self.linsys = DirectSolver(NormalOperator(sp.csr_matrix((0, problem.n_features)),
-                                                  self.c, self.free))
-        self.n_pairs = 2 if self.hinge else 1
+        self.linsys = DirectSolver(NormalOperator(sp.csr_matrix((0, problem.n_features)), c,
+                                                  self.free))
         self.small = max(config.DISTRIBUTED_GATHER_BREAKPOINTS // max(len(problem.group), 1),
                          1)
         self.quantiles = config.DISTRIBUTED_PIVOTS
@@ -379,29 +351,16 @@ class _Driver:
         setup = combine(problem.round(_setup))
         self.n = int(setup.n)
         self.linsys.active_size = self.n
-        self.dnorm = data_norm(setup.data_max if setup.data_max is not None else 0.0,
-                               self.c)
+        self.dnorm = data_norm(setup.data_max if setup.data_max is not None else 0.0, c)
+        self._move = None  # the iterate's change, made with the next round A
+        self._predicted: PredictorAnswer | None = None
+        self._sigma_mu = 0.0
+        self._coefficients = None
 
     def round(self, function, *args):
         return self.problem.round(function, *args)
 
-    def normal_equations(self, answer: IterateAnswer) -> None:
-        """From round A's summed answer: the Gram matrix (its lower triangle, packed), y_d
-        and sigma; M (11) factorized."""
-        G = np.zeros((self.dim, self.dim))
-        G[self.lower] = answer.gram
-        if self.free:
-            self.y_d = answer.y_d
-            self.sigma = float(answer.sigma)
-        else:
-            self.y_d, self.sigma = np.zeros(self.dim), 1.0
-        self.linsys.factorize(G, self.y_d, self.sigma)
-
-    def solve(self, r_w, rho, adjoint_dq, dq, corrector, mu):
-        return solve_reduced(r_w, rho, adjoint_dq, dq, self.y_d, self.sigma, self.free,
-                             self.linsys, None, corrector, mu)
-
-    def balance(self, shares) -> float:
+    def _balance(self, shares) -> float:
         shift = balancing_shift(self.problem.group, shares, self.pivots)
         self.pivots = balance_pivots(shares)
         if shift is None:
@@ -409,168 +368,133 @@ class _Driver:
                              "present?)")
         return shift
 
+    # -- the protocol ----------------------------------------------------------------------------
+    def cold(self, a: float, start: str) -> None:
+        self._move = ("cold", a, self.dim, start)
+
+    def warm(self, start: np.ndarray) -> tuple[np.ndarray, float]:
+        """A round for the margins and the KKT point at ``start`` (and the balance's with a
+        free bias); the point is made with the next round A."""
+        beta_start, w, beta = warm_parameters(start, self.dim, self.bias)
+        shares = self.round(_warm, beta_start, self.quantiles, self.small, self.pivots)
+        shift = self._balance(shares) if self.free else None
+        self._move = ("warm", w.copy(), beta, shift)
+        return w, beta
+
+    def iterate(self, w: np.ndarray, beta: float, record: bool = True) -> MPCPoint:
+        """Round A."""
+        move, self._move = self._move, None
+        self._predicted = None
+        pivots = (self.pivots,) if record else ()  # the record's balance reads them
+        return combine(self.round(_iterate, move, w, beta, record, self.quantiles, self.small,
+                                  *pivots))
+
+    def objective(self, parameters: np.ndarray, point: MPCPoint) -> float:
+        return self.template.regularizer(parameters) + point.loss_sum
+
+    def dual_objective(self, point: MPCPoint, predictor) -> float:
+        """From round A's dual sums; with a free bias at the balanced point, whose sums ride
+        with round B: the predictor's solve is asked for here (a failed factorization makes
+        round B with the record's sums only, and fails the loop where it asks)."""
+        if not self.free:
+            return dual_objective_from_shares(self.template, point.shares)
+        shift = self._balance(point.shares)
+        try:
+            dw, dbeta = predictor()
+        except SingularSystemError:
+            dw = dbeta = None
+        answer = combine(self.round(_predictor, dw, dbeta, shift))
+        if dw is not None:
+            self._predicted = answer
+        return dual_objective_from_shares(self.template, answer.dual)
+
+    def prepare(self, point: MPCPoint, mu: float) -> tuple[np.ndarray, float]:
+        """M (11) from round A's Gram matrix (its lower triangle, packed), y_d and sigma,
+        factorized here."""
+        G = np.zeros((self.dim, self.dim))
+        G[self.lower] = point.gram
+        if self.free:
+            y_d, sigma = point.y_d, float(point.sigma)
+        else:
+            y_d, sigma = np.zeros(self.dim), 1.0
+        self.linsys.factorize(G, y_d, sigma)
+        return y_d, sigma
+
+    def predictor_products(self, point: MPCPoint) -> tuple[np.ndarray, float]:
+        return point.adjoint_dq, point.dq
+
+    def start_step(self, dw: np.ndarray, dbeta: float) -> tuple[float, float]:
+        violations = combine(self.round(_start_step, dw, dbeta))
+        return violations.primal, violations.dual
+
+    def shift(self, start: str, primal: float, dual: float) -> None:
+        self._move = ("shift", start, primal, dual)
+
+    def predictor(self, dw: np.ndarray, dbeta: float) -> float:
+        """Round B (none when the free bias's record made it)."""
+        if self._predicted is None:
+            self._predicted = combine(self.round(_predictor, dw, dbeta, None))
+        return min(1.0, self._predicted.ratio)
+
+    def mu_affine(self, alpha: float) -> float:
+        return mu_from_coefficients(self._predicted.coefficients, alpha, self.n_pairs, self.n)
+
+    def corrector_products(self, sigma_mu: float) -> tuple[np.ndarray, float]:
+        """From round B's two parts, at sigma mu = 0 and per unit of it: no round."""
+        p = self._predicted
+        self._sigma_mu = sigma_mu
+        return p.a0 + sigma_mu * p.a1, float(p.b0) + sigma_mu * float(p.b1)
+
+    def corrector(self, dw: np.ndarray, dbeta: float) -> tuple[float, tuple | None]:
+        """Round D: the partitions' blocking candidates folded in the single machine's
+        order."""
+        corrected = combine(self.round(_corrector, dw, dbeta, self._sigma_mu))
+        self._coefficients = corrected.coefficients
+        return fold_blocking(_combine_candidates(corrected.candidates))
+
+    def mu_step(self, alpha: float) -> float:
+        return mu_from_coefficients(self._coefficients, alpha, self.n_pairs, self.n)
+
+    def step(self, alpha: float) -> None:
+        self._move = ("step", alpha)
+
+    def final_objective(self, parameters: np.ndarray) -> float:
+        """From a fresh product, as the single machine's ``problem.objective``."""
+        return self.template.regularizer(parameters) + \
+            float(sum(self.round(_final_loss, parameters)))
+
+    def unstarted(self) -> tuple[float, float]:
+        return -np.inf, float("nan")
+
+    def record_extras(self) -> dict:
+        return {"distributed": True}
+
 
 def solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
           monitor: Monitor | None = None, start: WarmStart | None = None, *,
           resume: np.ndarray | None = None) -> Solution:
-    """Gertz & Griffin's MPC method on a distributed binary problem (the module docstring
-    lists the rounds).  ``start``: a :class:`~solvers.base.WarmStart` whose ``beta`` is
-    docs/design.md's (w, b) of a nearby problem or the last recorded iterate of a solve that
-    lost a worker (``problem.checkpoint``, which ``solvers.train`` passes), from which
-    :func:`~solvers.interior_point.mpc.warm_starting_point`'s point is built instead of
+    """Gertz & Griffin's MPC method on a distributed binary problem: ``mpc.py``'s loop
+    (:func:`~solvers.interior_point.mpc.solve_rows`) over :class:`PartitionedMPCRows`.
+    ``start``: a :class:`~solvers.base.WarmStart` whose ``beta`` is docs/design.md's (w, b)
+    of a nearby problem or the last recorded iterate of a solve that lost a worker
+    (``problem.checkpoint``, which the loop keeps current and ``solvers.train`` passes), from
+    which :func:`~solvers.interior_point.mpc.warm_starting_point`'s point is built instead of
     ``params.cold_start``; the rest of it is ignored.  ``resume``: the deprecated spelling of
     ``start=WarmStart(beta=...)``, kept for one release."""
     start = replaced_keyword(warm_start_argument(start), "resume", resume, "beta")
+    reason = params.rows_refusal(PartitionedMPCRows.capabilities, problem.n_features)
+    if reason is not None:
+        raise ValueError(reason)
+    beta = None if start is None else start.beta
+    problem.checkpoint = None if beta is None else WarmStart(
+        beta=np.array(beta, dtype=np.float64))
+
+    def checkpoint(parameters):
+        problem.checkpoint = WarmStart(beta=parameters.copy())
+
     with single_threaded_blas():
-        return _solve(problem, params, monitor, None if start is None else start.beta)
-
-
-def _solve(problem: DistributedBinaryProblem, params: InteriorPointParams,
-           monitor: Monitor | None, start: np.ndarray | None) -> Solution:
-    reporter = Reporter(monitor, "relative_duality_gap")
-    drv = _Driver(problem, params)
-    template = problem.template
-    status_test = OOQPStatus(drv.dnorm, params.mu_tol, params.residual_tol,
-                             params.max_iter, test_mu=params.stop_rule == "paper")
-    free, n, n_pairs = drv.free, drv.n, drv.n_pairs
-    status, message = None, ""
-    alpha = sigma = float("nan")
-    recorded = best = None  # (w, beta, dual objective, mu) of the last / best record
-    best_gap = np.inf
-    iteration = 0
-    problem.checkpoint = None if start is None else WarmStart(
-        beta=np.array(start, dtype=np.float64))
-    try:
-        # -- the starting point
-        if start is None:
-            a = float(np.sqrt(drv.dnorm))
-            w, beta = np.zeros(drv.dim), 0.0
-            answer = combine(drv.round(_iterate, ("cold", a, drv.dim, params.cold_start), w,
-                                       beta, False, drv.quantiles, drv.small))
-            r_w = w - answer.adjoint_dv
-            mu0 = answer.complementarity / (n_pairs * n)
-            drv.normal_equations(answer)
-            dw, dbeta = drv.solve(r_w, answer.rho, answer.adjoint_dq, answer.dq, False, mu0)
-            violations = combine(drv.round(_start_step, dw, dbeta))
-            w += 1.0 * dw
-            beta += 1.0 * dbeta
-            move = ("shift", params.cold_start, violations.primal, violations.dual)
-        else:
-            beta_start, w, beta = warm_parameters(start, drv.dim, drv.bias)
-            shares = drv.round(_warm, beta_start, drv.quantiles, drv.small, drv.pivots)
-            shift = drv.balance(shares) if free else None
-            move = ("warm", w.copy(), beta, shift)
-        # -- MPC
-        while True:
-            answer = combine(drv.round(_iterate, move, w, beta, True, drv.quantiles,
-                                       drv.small, drv.pivots))
-            move = None
-            r_w = w - answer.adjoint_dv
-            rho = answer.rho
-            gap = answer.gap
-            mu = answer.complementarity / (n_pairs * n)
-            norms = {"r_w": float(np.max(np.abs(r_w))), "rho_beta": abs(rho),
-                     "r_z": answer.r_z_max, "r_s": answer.r_s_max}
-            rnorm = max(norms.values())
-            elapsed = reporter.clock()
-            verdict = status_test(iteration, mu, rnorm, gap)
-            if verdict is not None:
-                status, message = verdict
-            params_vector = parameters_of(w, beta, drv.bias)
-            objective = template.regularizer(params_vector) + answer.loss_sum
-            shift = drv.balance(answer.shares) if free else None
-            # the predictor's solve (with the record's dual sums in its round B)
-            failure = None
-            dw = dbeta = None
-            try:
-                drv.normal_equations(answer)
-                dw, dbeta = drv.solve(r_w, rho, answer.adjoint_dq, answer.dq, False, mu)
-            except SingularSystemError as error:
-                failure = error
-            predicted = None
-            if free:  # the record's dual sums need the shift: they ride with round B
-                outcome = combine(drv.round(_predictor, dw, dbeta, shift))
-                if dw is not None:
-                    predicted = outcome
-                shares = outcome.dual
-            else:
-                shares = answer.shares
-            dual_value = dual_objective_from_shares(template, shares)
-            duality_gap = objective - dual_value
-            relative_gap = duality_gap / max(abs(objective), 1e-300)
-            recorded = (w.copy(), beta, dual_value, mu)
-            if relative_gap < best_gap:
-                best, best_gap = recorded, relative_gap
-            problem.checkpoint = WarmStart(beta=params_vector.copy())
-            if params.stop_rule == "gap" and relative_gap <= params.tol:
-                status = Termination.CONVERGED
-                message = (f"converged: relative duality gap {format_gap(relative_gap)} <= "
-                           f"tol={params.tol:g}")
-            stop = reporter(iteration, objective, relative_gap,
-                            elapsed=elapsed, mu=mu, residual_norm=rnorm / drv.dnorm,
-                            **norms, duality_gap=duality_gap, step_length=alpha,
-                            sigma=sigma, pcg_iterations=0, active_set=int(n), gamma=0.0,
-                            linear_solver="direct", distributed=True)
-            if status is not None:
-                break
-            if stop:
-                status, message = Termination.STOPPED, reporter.stop_message
-                break
-            if not mu > 0.0:
-                raise SingularSystemError(f"mu = {mu:g}: no interior left to step from")
-            if failure is not None:
-                raise failure
-            if not free:  # round B after the record: none at the last iteration
-                predicted = combine(drv.round(_predictor, dw, dbeta, None))
-            iteration += 1
-            # predictor's step bound and mu_aff, sigma; the corrector's right-hand side
-            alpha_aff = min(1.0, predicted.ratio)
-            mu_aff = mu_from_coefficients(predicted.coefficients, alpha_aff, n_pairs, n)
-            sigma = (mu_aff / mu) ** params.sigma_exponent
-            sigma_mu = sigma * mu
-            adjoint_dq = predicted.a0 + sigma_mu * predicted.a1
-            dq = float(predicted.b0) + sigma_mu * float(predicted.b1)
-            dw, dbeta = drv.solve(r_w, rho, adjoint_dq, dq, True, mu)
-            corrected = combine(drv.round(_corrector, dw, dbeta, sigma_mu))
-            max_alpha, blocking = fold_blocking(_combine_candidates(corrected.candidates))
-            coefficients = corrected.coefficients
-
-            def mu_at(t, coefficients=coefficients):
-                return mu_from_coefficients(coefficients, t, n_pairs, n)
-
-            alpha = mehrotra_step_length(max_alpha, blocking, mu_at, params.step_factor)
-            if not (np.isfinite(mu_at(alpha)) and np.all(np.isfinite(dw))
-                    and np.isfinite(dbeta)):
-                raise SingularSystemError("the step is not finite (the iterate is kept)")
-            w += alpha * dw
-            beta += alpha * dbeta
-            move = ("step", alpha)
-    except SingularSystemError as error:
-        status, message = Termination.NUMERICAL_ERROR, f"numerical error: {error}"
-        iteration = max(len(status_test.mu) - 1, 0)
-    chosen = recorded
-    if status in _BEST_ITERATE and best is not None:
-        chosen = best
-        message += (f"; the iterate of smallest relative duality gap ({format_gap(best_gap)})"
-                    " is returned")
-    if chosen is None:  # no iterate recorded (the start failed)
-        chosen = (np.zeros(drv.dim), 0.0, -np.inf, float("nan"))
-    w_out, beta_out, dual_value, mu_out = chosen
-    params_vector = parameters_of(w_out, beta_out, drv.bias)
-    objective = template.regularizer(params_vector) + \
-        float(sum(problem.round(_final_loss, params_vector)))
-    duality_gap = objective - dual_value
-    extras = {
-        "linear_solver": "direct",
-        "mpc_iterations": iteration,
-        "pcg_iterations": 0,
-        "pcg_per_mpc_iteration": 0.0,
-        "mu": mu_out,
-        "relative_duality_gap": duality_gap / max(abs(objective), 1e-300),
-        "active_set": int(n),
-        "gamma": 0.0,
-        "start": params.cold_start if start is None else "warm",
-        "distributed": True,
-        **problem.communication_totals(),
-    }
-    return Solution(params_vector, objective, status, message, iteration, extras)
+        rows = PartitionedMPCRows(problem)
+        solution = solve_rows(rows, params, Reporter(monitor, "relative_duality_gap"), beta,
+                              on_record=checkpoint)
+    solution.extras.update({"distributed": True, **problem.communication_totals()})
+    return solution

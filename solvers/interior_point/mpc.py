@@ -1,7 +1,12 @@
 """Mehrotra's predictor-corrector method on the SVM problem (1), as OOQP implements it
 (Gertz & Wright 2003; OOQP's ``MehrotraSolver``, ``Solver::finalStepLength``,
 ``Solver::defaultStart``, ``Solver::defaultStatus`` and the ``Svm`` module's variables and
-residuals).  See the package docstring for the problem and the parameter mapping."""
+residuals).  See the package docstring for the problem and the parameter mapping.
+
+One loop, :func:`solve_rows`, over the rows of :class:`solvers.problems.mpc_rows.MPCRows`:
+it holds (w, beta) and the scalars, the rows the per-example part of the iterate and the data
+(:class:`LocalMPCRows` in this process, ``distributed.PartitionedMPCRows`` on a distributed
+dataset's partitions)."""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from solvers.interior_point.linsys import (
 from solvers.interior_point.params import INTERIOR_POINT_SOLVES, InteriorPointParams
 from solvers.monitor import Monitor, Reporter
 from solvers.problems import BinaryProblem
+from solvers.problems.mpc_rows import MATRIX_FREE, MPCPoint, MPCRows
 from solvers.termination import Termination, format_gap
 
 
@@ -58,6 +64,11 @@ class Iterate:
     def axpy(self, alpha: float, step: Iterate) -> None:
         self.w += alpha * step.w
         self.beta += alpha * step.beta
+        self.axpy_examples(alpha, step)
+
+    def axpy_examples(self, alpha: float, step: Iterate) -> None:
+        """The per-example part of :meth:`axpy` (v, z, u, s): what the rows keep, (w, beta)
+        being the loop's."""
         self.v += alpha * step.v
         self.z += alpha * step.z
         self.u += alpha * step.u
@@ -336,7 +347,7 @@ def make_linear_solver(qp: SVMQP, params: InteriorPointParams, choice: str):
     return PCGSolver(qp.op, params.pcg_gamma)
 
 
-def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:
+def starting_point(rows: MPCRows, params: InteriorPointParams) -> tuple[np.ndarray, float]:
     """OOQP's ``Solver::defaultStart``: from w = 0, beta = 0, z = s = u = v = sqrt(max|x_ij|),
     the full affine-scaling step (the Newton step (5) with r_u = Zu, r_v = Sv), then every
     slack and multiplier shifted by 1e3 + 2 * the largest negativity (``cold_start="ooqp"``).
@@ -348,18 +359,20 @@ def starting_point(qp: SVMQP, params: InteriorPointParams, linsys) -> Iterate:
     multipliers v, u by tau_i / 2 + 2 * their largest negativity (they live in [0, tau_i]).
     OOQP's 1e3 puts v and u four orders of magnitude outside their box when tau = 0.05 (Adult)
     and the iterations spend themselves bringing them back; the package docstring has the
-    measured iteration counts of both starts."""
-    n = qp.n
-    a = float(np.sqrt(qp.dnorm))
-    x = initial_iterate(n, a, qp.op.dim, qp.tau, qp.hinge, params.cold_start)
-    res = qp.residuals(x)
-    qp.set_weights(x)
-    linsys.prepare(x.mu())
-    step = qp.newton_step(x, res, x.z * x.u, x.s * x.v, linsys, False, x.mu())
-    x.axpy(1.0, step)
-    primal, dual = x.violation()
-    shift_start(x, params.cold_start, primal, dual, qp.tau)
-    return x
+    measured iteration counts of both starts.  Returns (w, beta); ``rows`` keep the rest."""
+    w, beta = np.zeros(rows.dim), 0.0
+    rows.cold(float(np.sqrt(rows.dnorm)), params.cold_start)
+    point = rows.iterate(w, beta, record=False)
+    mu = point.complementarity / (rows.n_pairs * rows.n)
+    y_d, sigma = rows.prepare(point, mu)
+    adjoint_dq, dq = rows.predictor_products(point)
+    dw, dbeta = solve_reduced(w - point.adjoint_dv, point.rho, adjoint_dq, dq, y_d, sigma,
+                              rows.free, rows.linsys, None, False, mu)
+    primal, dual = rows.start_step(dw, dbeta)
+    w += 1.0 * dw
+    beta += 1.0 * dbeta
+    rows.shift(params.cold_start, primal, dual)
+    return w, beta
 
 
 def initial_iterate(n: int, a: float, dim: int, tau: np.ndarray, hinge: bool,
@@ -507,6 +520,143 @@ _BEST_ITERATE = (Termination.MAX_ITER, Termination.INFEASIBLE, Termination.FAILE
                  Termination.NUMERICAL_ERROR)
 
 
+class LocalMPCRows:
+    """The rows of one problem in this process (:class:`solvers.problems.mpc_rows.MPCRows`):
+    the per-example part of the iterate on :class:`SVMQP`'s data and the linear solver of
+    ``params`` on its operator (``direct``, ``pcg`` or ``auto``'s choice); every call computes
+    what it is asked, in the order the loop asks."""
+
+    capabilities = frozenset({MATRIX_FREE})
+
+    def __init__(self, problem: BinaryProblem, params: InteriorPointParams):
+        self.problem = problem
+        self.qp = qp = SVMQP(problem)
+        choice = params.linear_solver
+        if choice == "auto":
+            choice = choose_linear_solver(problem.X, problem.bias == "regularized")
+        self.linsys = make_linear_solver(qp, params, choice)
+        self.n, self.dim, self.bias, self.free = qp.n, qp.op.dim, problem.bias, qp.free
+        self.n_pairs = 2 if qp.hinge else 1
+        self.dnorm = qp.dnorm
+        self.x: Iterate | None = None
+        self._r_z = self._r_s = self._outputs = None
+        self._rhs = None  # (r_u, r_v, U^-1 Z, r^_z, r_Omega) of the last right-hand side
+        self._affine: Iterate | None = None
+        self._step: Iterate | None = None
+
+    def cold(self, a: float, start: str) -> None:
+        qp = self.qp
+        self.x = initial_iterate(qp.n, a, qp.op.dim, qp.tau, qp.hinge, start)
+
+    def warm(self, start: np.ndarray) -> tuple[np.ndarray, float]:
+        self.x = warm_starting_point(self.qp, start)
+        return self.x.w, self.x.beta
+
+    def iterate(self, w: np.ndarray, beta: float, record: bool = True) -> MPCPoint:
+        x = self.x
+        x.w, x.beta = w, beta
+        adjoint_dv, rho, r_z, r_s, gap, outputs = self.qp.residual_pieces(x)
+        self._r_z, self._r_s, self._outputs = r_z, r_s, outputs
+        return MPCPoint(adjoint_dv, rho, gap, sum(dot(p, q) for p, q in x.pairs()),
+                        float(np.max(np.abs(r_z))), float(np.max(np.abs(r_s))))
+
+    def objective(self, parameters: np.ndarray, point: MPCPoint) -> float:
+        qp = self.qp
+        return self.problem.objective_from_margins(parameters,
+                                                   qp.d * (self._outputs - self.x.beta))
+
+    def dual_objective(self, point: MPCPoint, predictor) -> float:
+        return self.problem.dual_objective(self.qp.dual_point(self.x))
+
+    def prepare(self, point: MPCPoint, mu: float) -> tuple[np.ndarray, float]:
+        self.qp.set_weights(self.x)
+        self.linsys.prepare(mu)
+        return self.qp.op.y_d, self.qp.op.sigma
+
+    def _products(self, r_u, r_v) -> tuple[np.ndarray, float]:
+        zu, r_z_hat, r_omega, q = self.qp.reduced_vectors(self.x, self._r_s, self._r_z, r_u,
+                                                          r_v)
+        self._rhs = (r_u, r_v, zu, r_z_hat, r_omega)
+        return self.qp.reduced_products(q)
+
+    def _back_substitute(self, dw: np.ndarray, dbeta: float) -> Iterate:
+        return self.qp.back_substitute(self.x, *self._rhs, dw, dbeta)
+
+    def predictor_products(self, point: MPCPoint) -> tuple[np.ndarray, float]:
+        x = self.x
+        return self._products(x.z * x.u, x.s * x.v)
+
+    def start_step(self, dw: np.ndarray, dbeta: float) -> tuple[float, float]:
+        self.x.axpy_examples(1.0, self._back_substitute(dw, dbeta))
+        return self.x.violation()
+
+    def shift(self, start: str, primal: float, dual: float) -> None:
+        shift_start(self.x, start, primal, dual, self.qp.tau)
+
+    def predictor(self, dw: np.ndarray, dbeta: float) -> float:
+        self._affine = self._back_substitute(dw, dbeta)
+        return step_bound(self.x, self._affine)
+
+    def mu_affine(self, alpha: float) -> float:
+        return self.x.mu_step(self._affine, alpha)
+
+    def corrector_products(self, sigma_mu: float) -> tuple[np.ndarray, float]:
+        x, affine = self.x, self._affine
+        return self._products(x.z * x.u + affine.z * affine.u - sigma_mu,
+                              x.s * x.v + affine.s * affine.v - sigma_mu)
+
+    def corrector(self, dw: np.ndarray, dbeta: float) -> tuple[float, tuple | None]:
+        self._step = self._back_substitute(dw, dbeta)
+        return fold_blocking(blocking_candidates(self.x, self._step))
+
+    def mu_step(self, alpha: float) -> float:
+        return self.x.mu_step(self._step, alpha)
+
+    def step(self, alpha: float) -> None:
+        self.x.axpy_examples(alpha, self._step)
+
+    def final_objective(self, parameters: np.ndarray) -> float:
+        return self.problem.objective(parameters)
+
+    def unstarted(self) -> tuple[float, float]:
+        """(the dual value, mu) reported when the start failed: at v = u = tau / 2."""
+        qp = self.qp
+        x = Iterate(np.zeros(qp.op.dim), 0.0, qp.tau / 2, np.ones(qp.n), qp.tau / 2,
+                    np.ones(qp.n), qp.hinge)
+        return self.problem.dual_objective(qp.dual_point(x)), x.mu()
+
+    def record_extras(self) -> dict:
+        return {}
+
+
+class _Predictor:
+    """The predictor's solve at the current iterate, (dw, dbeta) of (9) with r_u = Zu,
+    r_v = Sv, made once when first asked (the loop asks after the record; rows may ask
+    before, as the partitioned rows do when the record's dual value rides with the
+    predictor's round) and its failure kept to be raised where the loop asks."""
+
+    def __init__(self, rows: MPCRows, point: MPCPoint, r_w: np.ndarray, mu: float):
+        self.rows, self.point, self.r_w, self.mu = rows, point, r_w, mu
+        self.y_d = self.sigma = None
+        self._result = self._error = None
+
+    def __call__(self) -> tuple[np.ndarray, float]:
+        if self._result is None and self._error is None:
+            rows, point = self.rows, self.point
+            try:
+                rows.linsys.start_iteration()
+                self.y_d, self.sigma = rows.prepare(point, self.mu)
+                adjoint_dq, dq = rows.predictor_products(point)
+                self._result = solve_reduced(self.r_w, point.rho, adjoint_dq, dq, self.y_d,
+                                             self.sigma, rows.free, rows.linsys, None, False,
+                                             self.mu)
+            except SingularSystemError as error:
+                self._error = error
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
 def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
         monitor: Monitor | None = None, start: WarmStart | None = None) -> Solution:
     """Solve the hinge-loss ``problem`` by Gertz & Griffin's interior-point method (BLAS
@@ -516,56 +666,67 @@ def run(problem: BinaryProblem, params: InteriorPointParams | None = None,
     ``dual``, ``state`` and ``model`` are ignored (the multipliers come from beta's KKT map,
     held inside the box)."""
     start = warm_start_argument(start)
-    with single_threaded_blas():
-        return _run(problem, params, monitor, None if start is None else start.beta)
-
-
-def _run(problem: BinaryProblem, params: InteriorPointParams | None,
-         monitor: Monitor | None, start: np.ndarray | None = None) -> Solution:
-    reporter = Reporter(monitor, "relative_duality_gap")
     params = params or InteriorPointParams(C=problem.C, bias=problem.bias,
                                            bias_scale=problem.bias_scale)
-    qp = SVMQP(problem)
-    choice = params.linear_solver
-    if choice == "auto":
-        choice = choose_linear_solver(problem.X, problem.bias == "regularized")
-    linsys = make_linear_solver(qp, params, choice)
-    status_test = OOQPStatus(qp.dnorm, params.mu_tol, params.residual_tol,
+    with single_threaded_blas():
+        return solve_rows(LocalMPCRows(problem, params), params,
+                          Reporter(monitor, "relative_duality_gap"),
+                          None if start is None else start.beta)
+
+
+def solve_rows(rows: MPCRows, params: InteriorPointParams, reporter: Reporter,
+               start: np.ndarray | None = None, on_record=None) -> Solution:
+    """The MPC iterations over ``rows`` (:class:`~solvers.problems.mpc_rows.MPCRows`: local
+    or partitioned), from ``params.cold_start`` or the (w, b) ``start``; the loop holds
+    (w, beta), the rows the rest.  ``on_record(parameters)``: told every recorded iterate's
+    (w, b) (a distributed solve's checkpoint)."""
+    linsys = rows.linsys
+    n_pairs, n = rows.n_pairs, rows.n
+    status_test = OOQPStatus(rows.dnorm, params.mu_tol, params.residual_tol,
                              params.max_iter, test_mu=params.stop_rule == "paper")
     pcg_total = 0
     status, message = None, ""
     alpha = sigma = float("nan")
-    x = best = None
+    recorded = best = None  # (w, beta, dual objective, mu) of the last / best record
     best_gap = np.inf
+    iteration = 0
     try:
         linsys.start_iteration()
-        x = (starting_point(qp, params, linsys) if start is None
-             else warm_starting_point(qp, start))
+        w, beta = starting_point(rows, params) if start is None else rows.warm(start)
         pcg_total += linsys.iterations
         pcg_this = linsys.iterations
-        iteration = 0
         while True:
-            res = qp.residuals(x)
-            mu = x.mu()
+            point = rows.iterate(w, beta)
+            r_w = w - point.adjoint_dv
+            norms = {"r_w": float(np.max(np.abs(r_w))), "rho_beta": abs(point.rho),
+                     "r_z": point.r_z_max, "r_s": point.r_s_max}
+            rnorm = max(norms.values())
+            mu = point.complementarity / (n_pairs * n)
             elapsed = reporter.clock()
-            verdict = status_test(iteration, mu, res.norm, res.gap)
+            verdict = status_test(iteration, mu, rnorm, point.gap)
             if verdict is not None:
                 status, message = verdict
-            beta = qp.parameters(x)
-            objective = problem.objective_from_margins(beta, qp.d * (res.outputs - x.beta))
-            gap = objective - problem.dual_objective(qp.dual_point(x))
-            relative_gap = gap / max(abs(objective), 1e-300)
+            parameters = parameters_of(w, beta, rows.bias)
+            objective = rows.objective(parameters, point)
+            predictor = _Predictor(rows, point, r_w, mu)
+            dual_value = rows.dual_objective(point, predictor)
+            duality_gap = objective - dual_value
+            relative_gap = duality_gap / max(abs(objective), 1e-300)
+            recorded = (w.copy(), beta, dual_value, mu)
             if relative_gap < best_gap:
-                best, best_gap = x.copy(), relative_gap
+                best, best_gap = recorded, relative_gap
+            if on_record is not None:
+                on_record(parameters)
             if params.stop_rule == "gap" and relative_gap <= params.tol:
                 status = Termination.CONVERGED
                 message = (f"converged: relative duality gap {format_gap(relative_gap)} <= "
                            f"tol={params.tol:g}")
             stop = reporter(iteration, objective, relative_gap,
-                            elapsed=elapsed, mu=mu, residual_norm=res.norm / qp.dnorm,
-                            **res.norms(), duality_gap=gap, step_length=alpha, sigma=sigma,
+                            elapsed=elapsed, mu=mu, residual_norm=rnorm / rows.dnorm,
+                            **norms, duality_gap=duality_gap, step_length=alpha, sigma=sigma,
                             pcg_iterations=pcg_this, active_set=int(linsys.active_size),
-                            gamma=float(linsys.gamma), linear_solver=linsys.name)
+                            gamma=float(linsys.gamma), linear_solver=linsys.name,
+                            **rows.record_extras())
             if status is not None:
                 break
             if stop:
@@ -574,48 +735,50 @@ def _run(problem: BinaryProblem, params: InteriorPointParams | None,
             if not mu > 0.0:
                 raise SingularSystemError(f"mu = {mu:g}: no interior left to step from")
             iteration += 1
-            linsys.start_iteration()
-            qp.set_weights(x)
-            linsys.prepare(mu)
             # predictor: the affine-scaling step (r_u = Zu, r_v = Sv)
-            affine = qp.newton_step(x, res, x.z * x.u, x.s * x.v, linsys, False, mu)
-            alpha_aff = step_bound(x, affine)
-            mu_aff = x.mu_step(affine, alpha_aff)
+            dw, dbeta = predictor()
+            alpha_aff = rows.predictor(dw, dbeta)
+            mu_aff = rows.mu_affine(alpha_aff)
             sigma = (mu_aff / mu) ** params.sigma_exponent
             # corrector: second-order term and centering, warm-started from the predictor
-            r_u = x.z * x.u + affine.z * affine.u - sigma * mu
-            r_v = x.s * x.v + affine.s * affine.v - sigma * mu
-            step = qp.newton_step(x, res, r_u, r_v, linsys, True, mu, w0=affine.w)
-            alpha = final_step_length(x, step, params.step_factor)
-            if not (np.isfinite(x.mu_step(step, alpha)) and np.all(np.isfinite(step.w))
-                    and np.isfinite(step.beta)):
+            adjoint_dq, dq = rows.corrector_products(sigma * mu)
+            dw_c, dbeta_c = solve_reduced(r_w, point.rho, adjoint_dq, dq, predictor.y_d,
+                                          predictor.sigma, rows.free, linsys, dw, True, mu)
+            max_alpha, blocking = rows.corrector(dw_c, dbeta_c)
+            alpha = mehrotra_step_length(max_alpha, blocking, rows.mu_step,
+                                         params.step_factor)
+            if not (np.isfinite(rows.mu_step(alpha)) and np.all(np.isfinite(dw_c))
+                    and np.isfinite(dbeta_c)):
                 raise SingularSystemError("the step is not finite (the iterate is kept)")
-            x.axpy(alpha, step)
+            w += alpha * dw_c
+            beta += alpha * dbeta_c
+            rows.step(alpha)
             pcg_this = linsys.iterations
             pcg_total += pcg_this
     except SingularSystemError as error:
         status, message = Termination.NUMERICAL_ERROR, f"numerical error: {error}"
-        if x is None:
-            x = Iterate(np.zeros(qp.op.dim), 0.0, qp.tau / 2, np.ones(qp.n), qp.tau / 2,
-                        np.ones(qp.n), qp.hinge)
         iteration = max(len(status_test.mu) - 1, 0)
+    chosen = recorded
     if status in _BEST_ITERATE and best is not None:
-        x = best
+        chosen = best
         message += (f"; the iterate of smallest relative duality gap ({format_gap(best_gap)})"
                     " is returned")
-    beta = qp.parameters(x)
-    objective = problem.objective(beta)
-    gap = objective - problem.dual_objective(qp.dual_point(x))
+    if chosen is None:  # no iterate recorded (the start failed)
+        chosen = (np.zeros(rows.dim), 0.0, *rows.unstarted())
+    w_out, beta_out, dual_value, mu_out = chosen
+    parameters = parameters_of(w_out, beta_out, rows.bias)
+    objective = rows.final_objective(parameters)
+    gap = objective - dual_value
     extras = {
         "linear_solver": linsys.name,
         "mpc_iterations": iteration,
         "pcg_iterations": pcg_total,
         "pcg_per_mpc_iteration": pcg_total / max(iteration, 1) if linsys.name == "pcg"
         else 0.0,
-        "mu": x.mu(),
+        "mu": mu_out,
         "relative_duality_gap": gap / max(abs(objective), 1e-300),
         "active_set": int(linsys.active_size),
         "gamma": float(linsys.gamma),
         "start": params.cold_start if start is None else "warm",
     }
-    return Solution(beta, objective, status, message, iteration, extras)
+    return Solution(parameters, objective, status, message, iteration, extras)

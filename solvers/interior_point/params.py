@@ -6,7 +6,9 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from solvers import config
 from solvers.base import SolverParams, Solves, gap_tolerance_field
+from solvers.problems.mpc_rows import MATRIX_FREE
 
 #: What interior_point solves: the hinge-loss QP (1) of the paper with its free bias, and
 #: beside it no bias, the regularized bias, and the squared hinge (the extension).
@@ -78,3 +80,23 @@ class InteriorPointParams(SolverParams):
     step_factor: float = Field(
         0.99, gt=0, lt=1,
         description="gamma_f of Mehrotra's step-length heuristic (OOQP: 0.99).")
+
+    def rows_refusal(self, capabilities: frozenset, n_features: int) -> str | None:
+        """Why the MPC loop does not run these parameters over rows that offer only
+        ``capabilities`` (:mod:`solvers.problems.mpc_rows`: a distributed dataset's
+        partitions offer none), or None.  Without a matrix-free M the normal equations are
+        formed and factorized dense, by ``direct`` (``auto`` runs it)."""
+        if MATRIX_FREE in capabilities:
+            return None
+        if self.linear_solver == "pcg":
+            return ("interior_point on distributed data: linear_solver='pcg' is not "
+                    "distributed (the SVM preconditioner's rule (15) selects rows by a global "
+                    "threshold and each PCG iteration would be two rounds); use 'direct' (one "
+                    "(d+1) x (d+1) reduction per MPC iteration) or 'auto'")
+        side = n_features + 1
+        if side > config.INTERIOR_POINT_MAX_DENSE_PARAMS:
+            return (f"interior_point on distributed data forms and factorizes the dense "
+                    f"{side} x {side} normal equations on the driver; at most "
+                    f"{config.INTERIOR_POINT_MAX_DENSE_PARAMS} parameters "
+                    f"(INTERIOR_POINT_MAX_DENSE_PARAMS): use mfn or cutting_plane")
+        return None
