@@ -154,18 +154,19 @@ def interleaved(runners: dict, call, repeats: int, warm_up: bool = True
     return times, last
 
 
-def _geomean(values) -> float:
+def geometric_mean(values) -> float:
     return math.exp(statistics.mean(math.log(v) for v in values))
 
 
 def publish(args, stem: str, machine: dict, rows: list[dict], mine: str,
-            reference: str | tuple[str, ...], header: list[str], cells, group=None) -> int:
+            reference: str | tuple[str, ...], header: list[str], cells, group=None,
+            notes: tuple[str, ...] = ()) -> int:
     """The Markdown table (``header``, then ``cells(row, reference seconds)`` per row) and
     the ratio ``mine`` / ``reference`` per problem with their geometric mean, printed and
     written with the rows as ``stem``.md and ``stem``.json to ``args.out``.  ``reference``
     may name several runners: the fastest of them on each problem is the reference.  With
     ``group`` (a row's field, such as a tolerance) the problems are (problem, group) pairs
-    and the geometric mean is given per group too."""
+    and the geometric mean is given per group too; ``notes``: lines added at the end."""
     machine["load_average_at_end"] = os.getloadavg()[0]
     references = (reference,) if isinstance(reference, str) else tuple(reference)
 
@@ -176,7 +177,7 @@ def publish(args, stem: str, machine: dict, rows: list[dict], mine: str,
     seconds = {(case(r), r["runner"]): r["seconds"] for r in rows}
     base = {p: min(seconds[p, name] for name in references) for p in problems}
     ratios = {p: seconds[p, mine] / base[p] for p in problems}
-    geomean = _geomean(ratios.values())
+    geomean = geometric_mean(ratios.values())
     lines = [f"Machine: {machine}", "", "| " + " | ".join(header) + " |",
              "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cells(r, base[case(r)])) + " |" for r in rows]
@@ -187,11 +188,12 @@ def publish(args, stem: str, machine: dict, rows: list[dict], mine: str,
     by_group = {}
     if group is not None:
         for value in dict.fromkeys(r[group] for r in rows):
-            by_group[f"{value:g}"] = _geomean(
+            by_group[f"{value:g}"] = geometric_mean(
                 ratios[case(r)] for r in rows
                 if r[group] == value and r["runner"] == mine)
         lines.append(f"geometric mean by {group}: " + ", ".join(
             f"{k} {v:.2f}" for k, v in by_group.items()))
+    lines += notes
     text = "\n".join(lines)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
