@@ -21,8 +21,9 @@ scratch.  How one number maps on each side:
   dual's gradient, not on the objective.  Given the CSR matrix (LIBSVM's own sparse rows,
   as ``svm-train`` reads them);
 * ``LIBSVM dense``: the same on a dense copy (scikit-learn's dense build of LIBSVM, what a
-  user with a NumPy array runs): 10x faster than the sparse rows on dna (180 features, a
-  quarter of them nonzero), level on the others.  The ratio is to the faster of the two;
+  user with a NumPy array runs): 6-7x faster than the sparse rows on dna (180 features, a
+  quarter of them nonzero), up to 1.4x on the others (2026-12-07).  The ratio is to the
+  faster of the two;
 * ``smo kkt``: ``stop_rule="kkt"``, ``kkt_tol=TOL``: the same rule with the same number, the
   like-for-like runner, whose time over the faster LIBSVM's is the ratio reported;
 * ``smo gap``: ``stop_rule="gap"``, ``tol=TOL``: the project's certified rule, the relative
