@@ -136,12 +136,13 @@ RUNNERS = {
 }
 
 
-def interleaved(runners: dict, call, repeats: int) -> tuple[dict, dict]:
-    """Each runner once to warm up (discarded), then ``repeats`` rounds with the runners'
-    order rotating: ({runner: [seconds]}, {runner: the rest of its last run's result}) of
-    ``call(run) -> (seconds, *rest)``."""
+def interleaved(runners: dict, call, repeats: int, warm_up: bool = True
+                ) -> tuple[dict, dict]:
+    """Each runner once to warm up (discarded; ``warm_up=False`` when the caller has warmed
+    them), then ``repeats`` rounds with the runners' order rotating: ({runner: [seconds]},
+    {runner: the rest of its last run's result}) of ``call(run) -> (seconds, *rest)``."""
     names = list(runners)
-    for runner in names:
+    for runner in names if warm_up else ():
         call(runners[runner])
     times = {r: [] for r in names}
     last = {}
@@ -153,29 +154,53 @@ def interleaved(runners: dict, call, repeats: int) -> tuple[dict, dict]:
     return times, last
 
 
-def publish(args, stem: str, machine: dict, rows: list[dict], mine: str, reference: str,
-            header: list[str], cells) -> int:
+def geometric_mean(values) -> float:
+    return math.exp(statistics.mean(math.log(v) for v in values))
+
+
+def publish(args, stem: str, machine: dict, rows: list[dict], mine: str,
+            reference: str | tuple[str, ...], header: list[str], cells, group=None,
+            notes: tuple[str, ...] = ()) -> int:
     """The Markdown table (``header``, then ``cells(row, reference seconds)`` per row) and
     the ratio ``mine`` / ``reference`` per problem with their geometric mean, printed and
-    written with the rows as ``stem``.md and ``stem``.json to ``args.out``."""
+    written with the rows as ``stem``.md and ``stem``.json to ``args.out``.  ``reference``
+    may name several runners: the fastest of them on each problem is the reference.  With
+    ``group`` (a row's field, such as a tolerance) the problems are (problem, group) pairs
+    and the geometric mean is given per group too; ``notes``: lines added at the end."""
     machine["load_average_at_end"] = os.getloadavg()[0]
-    problems = list(dict.fromkeys(r["problem"] for r in rows))
-    seconds = {(r["problem"], r["runner"]): r["seconds"] for r in rows}
-    ratios = {p: seconds[p, mine] / seconds[p, reference] for p in problems}
-    geomean = math.exp(statistics.mean(math.log(v) for v in ratios.values()))
+    references = (reference,) if isinstance(reference, str) else tuple(reference)
+
+    def case(r: dict) -> str:
+        return r["problem"] if group is None else f"{r['problem']} at {r[group]:g}"
+
+    problems = list(dict.fromkeys(case(r) for r in rows))
+    seconds = {(case(r), r["runner"]): r["seconds"] for r in rows}
+    base = {p: min(seconds[p, name] for name in references) for p in problems}
+    ratios = {p: seconds[p, mine] / base[p] for p in problems}
+    geomean = geometric_mean(ratios.values())
     lines = [f"Machine: {machine}", "", "| " + " | ".join(header) + " |",
              "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cells(r, seconds[r["problem"], reference])) + " |"
-              for r in rows]
-    lines += ["", f"{mine} / {reference}: " + ", ".join(f"{k} {v:.2f}"
-                                                       for k, v in ratios.items())
+    lines += ["| " + " | ".join(cells(r, base[case(r)])) + " |" for r in rows]
+    label = " or ".join(references) + (" (the faster)" if len(references) > 1 else "")
+    lines += ["", f"{mine} / {label}: " + ", ".join(f"{k} {v:.2f}"
+                                                   for k, v in ratios.items())
               + f"; geometric mean {geomean:.2f}"]
+    by_group = {}
+    if group is not None:
+        for value in dict.fromkeys(r[group] for r in rows):
+            by_group[f"{value:g}"] = geometric_mean(
+                ratios[case(r)] for r in rows
+                if r[group] == value and r["runner"] == mine)
+        lines.append(f"geometric mean by {group}: " + ", ".join(
+            f"{k} {v:.2f}" for k, v in by_group.items()))
+    lines += notes
     text = "\n".join(lines)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.json").write_text(json.dumps({"machine": machine, "rows": rows,
-                                                  "ratios": ratios, "geomean": geomean},
-                                                 indent=1))
+    record = {"machine": machine, "rows": rows, "ratios": ratios, "geomean": geomean}
+    if by_group:
+        record[f"geomean_by_{group}"] = by_group
+    (out / f"{stem}.json").write_text(json.dumps(record, indent=1))
     (out / f"{stem}.md").write_text(text + "\n")
     print(text)
     return 0

@@ -312,6 +312,9 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                 "(scikit-learn-intelex SVC, an interpreter of its own: --onedal-python) on the "
                 "whole dna, letter, svmguide1 and a9a at C = 1 and 10, held-out accuracy",
                 "smo_anchors"),
+    ScriptSuite("smo_tasks", "smo's epsilon-SVR, nu-SVR, one-class and nu-SVC against LIBSVM "
+                "(scikit-learn SVR, NuSVR, OneClassSVM, NuSVC on CSR and dense input) at "
+                "tolerances 1e-2, 1e-3 and 1e-6, one thread each", "smo_tasks"),
     ScriptSuite("lowrank", "the low-rank kernel path (Nystrom, incomplete Cholesky) against "
                 "exact LIBSVM (scikit-learn SVC, RBF)", "lowrank", ("--quick",)),
     ScriptSuite("cv", "cross-validated C search against LIBLINEAR -C and scikit-learn",

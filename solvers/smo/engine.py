@@ -250,6 +250,24 @@ def do_shrinking(rows, columns, kernel, store, index, y, p, alpha, cost, G, G_ba
     state[ACTIVE_SIZE] = size
 
 
+@njit(cache=True, inline="always")
+def _low_violation(y, alpha, cost, G, t):
+    """(whether t is in I_low, its violation y_t G_t): y_t = +1 and alpha_t > 0, or y_t = -1
+    and alpha_t < C_t (LIBSVM's two branches, one with the sign folded in)."""
+    if y[t] > 0:
+        return not _lower(alpha, t), G[t]
+    return not _upper(alpha, cost, t), -G[t]
+
+
+@njit(cache=True, inline="always")
+def _second_order_gain(grad_diff, kii, ktt, kit):
+    """WSS 2's -b^2 / a for the pair (i, t), a = K_ii + K_tt - 2 K_it (tau when a <= 0)."""
+    quad = kii + ktt - 2.0 * kit
+    if quad <= 0.0:
+        quad = TAU
+    return -(grad_diff * grad_diff) / quad
+
+
 @njit(cache=True, nogil=True)
 def select_working_set(rows, columns, kernel, store, index, qd, y, alpha, cost, G, order,
                        size, eps):
@@ -277,24 +295,14 @@ def select_working_set(rows, columns, kernel, store, index, qd, y, alpha, cost, 
         kii = qd[i]
         for k in range(size):
             t = order[k]
-            # t in I_low: y_t = +1 and alpha_t > 0, or y_t = -1 and alpha_t < C_t; its
-            # violation is y_t G_t (LIBSVM's two branches, one with the sign folded in)
-            if y[t] > 0:
-                if _lower(alpha, t):
-                    continue
-                y_grad = G[t]
-            else:
-                if _upper(alpha, cost, t):
-                    continue
-                y_grad = -G[t]
+            low, y_grad = _low_violation(y, alpha, cost, G, t)
+            if not low:
+                continue
             grad_diff = gmax + y_grad
             if y_grad >= gmax2:
                 gmax2 = y_grad
             if grad_diff > 0.0:
-                quad = kii + qd[t] - 2.0 * row[index[t]]
-                if quad <= 0.0:
-                    quad = TAU
-                obj_diff = -(grad_diff * grad_diff) / quad
+                obj_diff = _second_order_gain(grad_diff, kii, qd[t], row[index[t]])
                 if obj_diff <= obj_diff_min:
                     gmin_idx = t
                     obj_diff_min = obj_diff
@@ -312,46 +320,15 @@ def select_working_set(rows, columns, kernel, store, index, qd, y, alpha, cost, 
     return i, gmin_idx, gap
 
 
-@njit(cache=True, inline="always")
-def _partner_of_sign(rows, columns, kernel, store, index, qd, y, alpha, cost, G, order, size,
-                     i, gmax, sign, gmin_idx, obj_diff_min):
-    """``Solver_NU::select_working_set``'s scan of one sign's variables t in I_low (for
-    sign +1 alpha_t > 0, violation G_t; for -1 alpha_t < C_t, violation -G_t): the largest
-    violation, and the t of least -b^2 / a against that sign's i (none when i = -1), kept
-    when below ``obj_diff_min`` (ties to the later t).  Returns (largest violation, j, its
-    -b^2 / a)."""
-    largest = -INF
-    row = store[0][cache_row(rows, columns, kernel, store, index[i])] if i >= 0 else qd
-    for k in range(size):
-        t = order[k]
-        if y[t] != sign:
-            continue
-        if (sign > 0 and _lower(alpha, t)) or (sign < 0 and _upper(alpha, cost, t)):
-            continue
-        violation_t = sign * G[t]
-        if violation_t >= largest:
-            largest = violation_t
-        grad_diff = gmax + violation_t
-        if i >= 0 and grad_diff > 0.0:
-            # Q between two variables of one sign is +K
-            quad = qd[i] + qd[t] - 2.0 * row[index[t]]
-            if quad <= 0.0:
-                quad = TAU
-            obj_diff = -(grad_diff * grad_diff) / quad
-            if obj_diff <= obj_diff_min:
-                gmin_idx = t
-                obj_diff_min = obj_diff
-    return largest, gmin_idx, obj_diff_min
-
-
 @njit(cache=True, nogil=True)
 def select_working_set_nu(rows, columns, kernel, store, index, qd, y, alpha, cost, G, order,
                           size, eps):
     """``Solver_NU::select_working_set``: WSS 2 within each sign (the pair keeps both
     y'alpha and e'alpha); i_p maximizes -G over the positive variables in I_up, i_n
     maximizes G over the negative ones in I_low, and j minimizes -b^2 / a against the i of
-    its own sign.  (i, j, max of the two signs' m - M); i = -1 when that is < eps or no j
-    exists."""
+    its own sign (ties to the later t).  (i, j, max of the two signs' m - M); i = -1 when
+    that is < eps or no j exists.  As LIBSVM, one pass over the active set chooses j among
+    both signs, with the rows of i_p and i_n at hand (the cache holds at least two rows)."""
     gmaxp = -INF
     gmaxp_idx = -1
     gmaxn = -INF
@@ -367,13 +344,37 @@ def select_working_set_nu(rows, columns, kernel, store, index, qd, y, alpha, cos
             gmaxn_idx = t
     ip = gmaxp_idx
     iN = gmaxn_idx
-    # one sign's row at a time: the cache keeps the latest two (i's and j's) only
-    gmaxp2, gmin_idx, obj_diff_min = _partner_of_sign(
-        rows, columns, kernel, store, index, qd, y, alpha, cost, G, order, size, ip, gmaxp,
-        1.0, -1, INF)
-    gmaxn2, gmin_idx, obj_diff_min = _partner_of_sign(
-        rows, columns, kernel, store, index, qd, y, alpha, cost, G, order, size, iN, gmaxn,
-        -1.0, gmin_idx, obj_diff_min)
+    slots = store[0]
+    # a sign without its i reads no row (qd stands in; its t only update the violation)
+    row_p = slots[cache_row(rows, columns, kernel, store, index[ip])] if ip >= 0 else qd
+    row_n = slots[cache_row(rows, columns, kernel, store, index[iN])] if iN >= 0 else qd
+    gmaxp2 = -INF
+    gmaxn2 = -INF
+    gmin_idx = -1
+    obj_diff_min = INF
+    for k in range(size):
+        t = order[k]
+        # t in I_low of its sign: for +1 alpha_t > 0 (violation G_t), for -1 alpha_t < C_t
+        # (violation -G_t), paired with its sign's i; Q between two variables of one sign
+        # is +K
+        low, violation_t = _low_violation(y, alpha, cost, G, t)
+        if not low:
+            continue
+        if y[t] > 0:
+            gmaxp2 = max(gmaxp2, violation_t)
+            if ip < 0:
+                continue
+            grad_diff, kii, kit = gmaxp + violation_t, qd[ip], row_p[index[t]]
+        else:
+            gmaxn2 = max(gmaxn2, violation_t)
+            if iN < 0:
+                continue
+            grad_diff, kii, kit = gmaxn + violation_t, qd[iN], row_n[index[t]]
+        if grad_diff > 0.0:
+            obj_diff = _second_order_gain(grad_diff, kii, qd[t], kit)
+            if obj_diff <= obj_diff_min:
+                gmin_idx = t
+                obj_diff_min = obj_diff
     gap = max(gmaxp + gmaxp2, gmaxn + gmaxn2)
     if gap < eps or gmin_idx == -1:
         return -1, -1, gap
