@@ -138,19 +138,12 @@ class TwoOwners(schema.as_state_machine()):
 
 
 STATEFUL_SCENARIOS = 30
-"""Kept small (the suite runs on 2 cores): 30 scenarios of up to six calls."""
+"""Kept small (the suite runs on 2 cores): 30 scenarios of up to six calls a batch."""
+
+STATEFUL_BATCHES = 4
+"""Batches run at most, until the owners' calls have crossed."""
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "not yet dependable (2026-12-07, two full runs): in 30 random scenarios the two owners' "
-    "calls cross too rarely (one run crossed none: 'assert 0 > 0'); the 422 one run found on "
-    "GET /jobs/{job_id}/log/stream (a null Last-Event-ID, which the spec allowed and a header "
-    "cannot carry) is fixed, pinned by test_api_spec.py and test_api_limits.py; since, one "
-    "run on SQLite passed (xpassed, 6 min at load 25) and one on PostgreSQL found a 500 (a "
-    "?tag= filter with a NUL, which PostgreSQL's text cannot hold; now a 422 by the spec's "
-    "pattern, pinned in test_api_limits.py) and ended in hypothesis's "
-    "FlakyStrategyDefinition; not rerun since; tenant isolation is pinned by "
-    "test_api_tenants.py meanwhile"))
 def test_two_owners_statefully_see_nothing_of_each_other(api):
     """Each owner has a dataset, a job and its model to begin with (random uploads are seldom
     SVMlight): a list answered to one is followed by the other asking for what it names."""
@@ -165,8 +158,15 @@ def test_two_owners_statefully_see_nothing_of_each_other(api):
         assert done["status"] == "succeeded", done
         owned[owner] = {uploaded.json()["id"], job["id"], done["model_id"]}
     TwoOwners.client, TwoOwners.crossed, TwoOwners.owned = api, 0, owned
-    TwoOwners.run(settings=settings(
-        max_examples=STATEFUL_SCENARIOS, stateful_step_count=6, deadline=None,
-        derandomize=True, suppress_health_check=list(HealthCheck)))
-    print(f"calls naming the other owner's ids: {TwoOwners.crossed}")
+    # The first batch is derandomized (a failure reproduces); the owners' calls cross only
+    # where a scenario follows a link from one's answer into the other's turn, which 30
+    # scenarios did not always do (2026-12-07: 0 once, 7 in the last runs): further batches,
+    # random and not stored, until some call has named the other owner's things
+    for batch in range(STATEFUL_BATCHES):
+        TwoOwners.run(settings=settings(
+            max_examples=STATEFUL_SCENARIOS, stateful_step_count=6, deadline=None,
+            derandomize=batch == 0, database=None, suppress_health_check=list(HealthCheck)))
+        print(f"batch {batch + 1}: calls naming the other owner's ids: {TwoOwners.crossed}")
+        if TwoOwners.crossed > 0:
+            break
     assert TwoOwners.crossed > 0  # the scenarios did ask for the other owner's things
