@@ -3,7 +3,8 @@
 Both solutions are judged by one objective computed here, independently of either solver:
 the C-SVC dual D(beta) = sum_i |beta_i| - 1/2 beta'K beta at the dual coefficients
 beta_i = y_i alpha_i (scikit-learn's ``dual_coef_``, our model's ``coef_``), with K from
-scikit-learn's ``pairwise_kernels``.  LIBSVM runs with tol 1e-8 (its m - M); our SMO runs to a
+scikit-learn's ``pairwise_kernels``.  LIBSVM runs with tol 1e-8 (its m - M; 1e-5 where that
+is as exact and 30 times faster, see ``_LIBSVM_TOL``); our SMO runs to a
 certified relative duality gap of GAP (so its dual is within GAP of the optimum, whatever its
 KKT violation); the duals must agree to DUAL_RTOL relative.  (At KKT tolerances near 1e-8 SMO
 can crawl on a degenerate problem, the linear kernel at C = 10 on diabetes: rank-8 Q; the
@@ -118,17 +119,19 @@ CASES = [(name, rows, kernel, C)
 
 
 # LIBSVM needs 77M iterations (48 s) to reach m - M <= 1e-8 on australian with the linear
-# kernel at C = 10 (smo certifies a 1e-8 gap in 0.5M iterations, 1.5 s): slow
-_SLOW = {("australian_scale", "linear", 10.0)}
+# kernel at C = 10 (smo certifies a 1e-8 gap in 0.5M iterations, 1.5 s).  There its m - M <=
+# 1e-5 is as exact an anchor for what the test compares (measured 2026-12-07, load 2, against
+# its 1e-8 solution: the dual within 2.1e-13 relative, the decision values within 3.7e-5 where
+# the test allows 0.12) in 0.6 s instead of 18 s.
+_LIBSVM_TOL = {("australian_scale", "linear", 10.0): 1e-5}
 
 
 @pytest.mark.parametrize(("name", "rows", "kernel", "C"), [
-    pytest.param(*case, marks=[pytest.mark.slow] if (case[0], case[2], case[3]) in _SLOW
-                 else [], id=f"{case[0]}-{case[2]}-C{case[3]:g}") for case in CASES])
+    pytest.param(*case, id=f"{case[0]}-{case[2]}-C{case[3]:g}") for case in CASES])
 def test_dual_objective_and_predictions_match_libsvm(name, rows, kernel, C):
     ds = _data(name, rows)
     args = _kernel_args(kernel, _gamma(ds, kernel))
-    svc, beta_ref = _libsvm(ds, C, args)
+    svc, beta_ref = _libsvm(ds, C, args, tol=_LIBSVM_TOL.get((name, kernel, C), KKT))
     result, beta = _ours(ds, C, args, tol=GAP)
     assert result.status == "converged", result.message
     extras = result.subproblems[0].extras

@@ -99,8 +99,9 @@ def _backends() -> list:
 
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``embedded_database_only`` run on SQLite only: what they check lies above
-    the database (a client generated from the spec drives the API), and the query layer under
-    them is tested on both backends by the API tests."""
+    the database (a client generated from the spec drives the API; a worker's watchdog or
+    process lifetime; a prediction's size), and the query layer under them is tested on both
+    backends by the API tests."""
     kept, dropped = [], []
     for item in items:
         callspec = getattr(item, "callspec", None)

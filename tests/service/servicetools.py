@@ -109,6 +109,18 @@ def wait_job(client, job_id: str, timeout: float = PATIENCE_S,
     return wait_for(reached, timeout, interval=0.05, what=f"job {job_id}")
 
 
+def running_with_progress(j: dict) -> bool:
+    """A job running that has reported an iteration (``until`` of :func:`wait_job`)."""
+    return j["status"] == "running" and j["progress"] is not None
+
+
+def assert_contiguous_log(client, job_id: str) -> list[dict]:
+    """The job's whole log, its iterations numbered 1, 2, ... without a gap."""
+    records = full_log(client, job_id)
+    assert [r["iteration"] for r in records] == list(range(1, len(records) + 1))
+    return records
+
+
 STORED_EVALUATION_FIELDS = ("id", "model_id", "dataset_name", "created_at", "created_by")
 """What POST /models/{id}/evaluate answers besides the metrics: the stored evaluation's."""
 

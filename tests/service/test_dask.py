@@ -30,6 +30,7 @@ from servicetools import (  # noqa: E402
     data_path,
     free_port,
     job,
+    running_with_progress,
     uploaded_id,
     wait_for,
     wait_job,
@@ -175,10 +176,6 @@ def heart(service):
 @pytest.fixture(scope="module")
 def a9a(service):
     return uploaded_id(service, data_path("a9a"))
-
-
-def running_with_progress(j: dict) -> bool:
-    return j["status"] == "running" and j["progress"] is not None
 
 
 def worker_pid(cluster, j: dict) -> int:

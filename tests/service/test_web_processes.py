@@ -184,7 +184,11 @@ def test_two_web_processes_share_one_dispatcher(server):
     assert after["status"] == "succeeded", after
 
 
+@pytest.mark.embedded_database_only
 def test_a_second_service_on_the_same_data_directory_is_refused(server):
+    """The data directory's lock refuses the second service before it opens a database (its
+    own SQLite file, whatever the first one's backend): SQLite only, nothing of it is the
+    database's."""
     other = ServerProcess(server.data_dir, f"sqlite:///{server.data_dir / 'other.db'}",
                           workers=1, web_processes=2)
     try:
