@@ -557,6 +557,10 @@ def test_the_train_form_lists_smos_kernel_fields_and_queues_a_kernel_job(page, s
     assert "scale | auto" in page.find("#param-gamma").get_attribute("placeholder")
     for name in ("degree", "coef0", "cache_mb", "shrinking", "stop_rule", "kkt_tol", "tol"):
         assert page.find(f"#param-{name}"), name
+    # a number or one of two words (an enum beside the integer in its schema), left at 'auto':
+    # read back as the word, not refused as "not a number"
+    assert page.find("#param-working_set").get_attribute("value") == "auto"
+    assert page.find("#param-working_set").get_attribute("placeholder") == "auto | pair"
     page.find("#train-submit").click()
     page.wait(lambda: "/ui/jobs/" in page.driver.current_url, "the job page")
     job = _finished(server, page.driver.current_url.rsplit("/", 1)[1])

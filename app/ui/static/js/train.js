@@ -129,9 +129,11 @@ function readList(text, name) {
   });
 }
 
-function kinds(schema) {  // the JSON types a field takes (anyOf of a number and null, ...)
+function kinds(schema) {  // the JSON types a field takes (anyOf of a number and null, ...):
+  // a constant, or each value of an enum ("auto" | "pair" beside a number), as `const:value`
   const options = schema.anyOf || [schema];
-  return options.map((o) => (o.const !== undefined ? `const:${o.const}` : o.enum ? "enum" : o.type));
+  return options.flatMap((o) => (o.const !== undefined ? [`const:${o.const}`]
+    : o.enum ? o.enum.map((v) => `const:${v}`) : [o.type]));
 }
 
 function field(name, schema) {
