@@ -8,6 +8,7 @@ supervisor, as ``dask worker`` exits when its scheduler dies) leaves no job runn
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -66,16 +67,21 @@ class LocalClusterProcesses:
         # (15 s) after the loss.  On a loaded machine the new worker process (imports, kernel
         # warm-up) and the cluster's view of it can take longer, and the nanny was closed for
         # good (CI, 2026-12-07: the next wait for two job slots timed out): give it an hour.
-        self._config = dask.config.set({"distributed.deploy.lost-worker-timeout": "1h"})
-        self._config.__enter__()
-        self.cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, resources={"threads": 1},
-            dashboard_address=":0", env=WORKER_ENV)
+        self._config = contextlib.ExitStack()
+        self._config.enter_context(
+            dask.config.set({"distributed.deploy.lost-worker-timeout": "1h"}))
+        try:
+            self.cluster = distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, resources={"threads": 1},
+                dashboard_address=":0", env=WORKER_ENV)
+        except BaseException:
+            self._config.close()  # the setting ends with the cluster it was for
+            raise
         self.address = self.cluster.scheduler_address
 
     def close(self) -> None:
         self.cluster.close()
-        self._config.__exit__(None, None, None)
+        self._config.close()
 
 
 class SeparateProcesses:

@@ -22,6 +22,7 @@ from conftest import service_settings  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 from servicetools import (  # noqa: E402
     FINISHED,
+    LONG_PARAMS,
     create_job,
     data_path,
     full_log,
@@ -40,9 +41,7 @@ INVALID_SHARD = "urn:svmsvc:problem:invalid-shard"
 INVALID_JOB = "urn:svmsvc:problem:invalid-job"
 
 
-SHARDED_LONG_PARAMS = {"solver": "mfn", "C": 100.0, "epsilon": 1e-15, "linear_solver": "cgls",
-                       "max_cgls_iter": 100, "max_iter": 100000, "c_path_start": None,
-                       "tol": None}
+SHARDED_LONG_PARAMS = {**LONG_PARAMS, "linear_solver": "cgls", "max_cgls_iter": 100}
 """Never converges on a9a's shards: every Newton step is CGLS (Appendix A as written) at a rule
 (13) below what floating point reaches, so each runs its 100 CG iterations, one round of the
 partitions each.  (servicetools' LONG_PARAMS leave ``linear_solver`` to 'auto', which on a9a's
