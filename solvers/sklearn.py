@@ -108,7 +108,11 @@ class SVMClassifier(_SolversEstimator, ClassifierMixin, BaseEstimator):
     kernel, gamma : default None
         The kernel of a kernel solver (``smo``, the least-squares family) or of the low-rank
         path (``solver_params={"approximation": "nystrom"}``), as ``SVC(kernel=, gamma=)``;
-        refused for a linear solver without an approximation (it would be ignored).
+        refused for a linear solver without an approximation (it would be ignored).  With
+        ``solver="auto"``, a kernel other than linear (or a gamma alone: SVC's default kernel
+        is the RBF) trains the exact kernel SVM, ``smo``, as ``SVC`` does; ``auto``'s own
+        candidates are linear, and it does not choose the low-rank path by itself (ask for it
+        with ``solver_params={"approximation": "nystrom"}``).
     loss, bias, tol, multiclass : default None
         As every solver's parameters (``solvers.base.SolverParams``); None takes the solver's
         own default (smo: the hinge, a free bias, one-vs-one; mfn: the squared hinge, a
@@ -166,6 +170,19 @@ class SVMClassifier(_SolversEstimator, ClassifierMixin, BaseEstimator):
                                  f"solver_params={{'approximation': 'nystrom'}}")
         return params
 
+    def _solver(self) -> str:
+        """The solver :meth:`fit` trains with: ``solver``, except ``auto`` asked for a kernel
+        (``kernel`` other than linear, or ``gamma``) without an approximation, which is the
+        exact kernel SVM, ``smo``: every candidate of ``auto`` is linear, and it used to
+        train a linear model and ignore the kernel (issue 48: an estimator refuses what it
+        will not honour)."""
+        if self.solver != "auto" or (self.solver_params or {}).get("approximation",
+                                                                   "none") != "none":
+            return self.solver
+        kernel = self.kernel if self.kernel is not None else (
+            "rbf" if self.gamma is not None else "linear")
+        return "smo" if kernel != "linear" else "auto"
+
     def fit(self, X, y=None, sample_weight=None):
         """Train on (X, y) or on a :class:`solvers.Dataset` (its ``cost:`` weights, unless
         ``sample_weight`` is given)."""
@@ -184,7 +201,14 @@ class SVMClassifier(_SolversEstimator, ClassifierMixin, BaseEstimator):
             dataset = Dataset(X, y, sample_weight=sample_weight)
         if dataset.classes.shape[0] < 2:
             raise ValueError("Classifier can't train when only one class is present.")
-        self.result_ = train(dataset, solver=self.solver, params=self._params())
+        solver = self._solver()
+        try:
+            self.result_ = train(dataset, solver=solver, params=self._params())
+        except ValueError as error:
+            if solver == self.solver:
+                raise
+            raise ValueError(f"kernel={self.kernel or 'rbf'!r} with solver='auto' trains the "
+                             f"exact kernel SVM (solver 'smo'): {error}") from None
         self.model_ = self.result_.model
         self.classes_ = np.asarray(self.model_.classes_)
         if not isinstance(X, Dataset) and np.asarray(y).dtype.kind == "O":
@@ -323,7 +347,14 @@ class SVMRegressor(_SolversEstimator, RegressorMixin, BaseEstimator):
     def fit(self, X, y=None, sample_weight=None):
         """Train on (X, y) with real-valued y, or on a :class:`solvers.Dataset`."""
         dataset = _fit_dataset(self, X, y, sample_weight, y_numeric=True)
-        self.result_ = train(dataset, solver=self.solver, params=self._params())
+        solver = self._solver()
+        try:
+            self.result_ = train(dataset, solver=solver, params=self._params())
+        except ValueError as error:
+            if solver == self.solver:
+                raise
+            raise ValueError(f"kernel={self.kernel or 'rbf'!r} with solver='auto' trains the "
+                             f"exact kernel SVM (solver 'smo'): {error}") from None
         self.model_ = self.result_.model
         self.coef_ = getattr(self.model_, "coef_", None)
         self.intercept_ = getattr(self.model_, "intercept_", None)

@@ -77,6 +77,29 @@ def test_the_solvers_own_defaults_apply_and_kernel_is_on_top():
     assert calibrated.predict_proba(X[:3]).shape == (3, 3)
 
 
+def test_auto_with_a_kernel_is_the_exact_kernel_svm():
+    """SVC's habit: SVMClassifier(kernel="rbf") at its default solver, auto, trained a linear
+    model and ignored the kernel (auto's candidates are linear).  A kernel other than linear,
+    or a gamma alone (SVC's default kernel is the RBF), now trains smo, the exact kernel SVM:
+    the same model as naming smo; a linear kernel stays with auto's linear candidates; what
+    smo does not solve is refused, naming why smo was asked."""
+    ds = load("dna.scale")
+    X, y, Xt = ds.X[:600], ds.labels[:600], ds.X[600:900]
+    by_auto = SVMClassifier(kernel="rbf", gamma=0.01, C=10).fit(X, y)
+    by_name = SVMClassifier(solver="smo", kernel="rbf", gamma=0.01, C=10).fit(X, y)
+    assert by_auto.model_.kind == "kernel" and by_auto.result_.params.solver == "smo"
+    assert by_auto.result_.params.kernel == "rbf" and by_auto.result_.params.gamma == 0.01
+    np.testing.assert_array_equal(by_auto.predict(Xt), by_name.predict(Xt))
+    np.testing.assert_allclose(by_auto.decision_function(Xt), by_name.decision_function(Xt),
+                               rtol=0, atol=1e-12)
+    assert SVMClassifier(gamma=0.01).fit(X, y).result_.params.kernel == "rbf"
+    assert SVMClassifier(kernel="linear").fit(X, y).model_.kind == "linear"
+    assert SVMClassifier().fit(X, y).model_.kind == "linear"
+    with pytest.raises(ValueError, match=r"kernel='rbf' with solver='auto' trains the exact "
+                                         r"kernel SVM \(solver 'smo'\).*squared_hinge"):
+        SVMClassifier(kernel="rbf", loss="squared_hinge").fit(X, y)
+
+
 def test_same_optimum_as_linear_svc():
     ds = load("a9a")
     X, y = ds.X, ds.labels
