@@ -216,10 +216,12 @@ DISTRIBUTED_GATHER_BREAKPOINTS = 65536
 #: breakpoints in [0, window] (and a few points above it); breakpoints above the root never
 #: change it, so when the summed slope is >= 0 at the window's end the driver finishes with
 #: those (no further round), otherwise one selection round or more follow from the bracket
-#: (window, inf).  mfn: the trial point is at 1, Appendix A's step is usually at most 1;
-#: OCAS: mu's window starts at this and follows the last mu found (twice it).  None: the
-#: whole ray (every breakpoint up to DISTRIBUTED_GATHER_BREAKPOINTS, as before 2026-12-07).
-DISTRIBUTED_NEWTON_WINDOW: float | None = 1.0
+#: (window, inf).  mfn: the trial point is at 1 and Appendix A's step overshoots it a little
+#: (measured, 2 partitions: a9a 1.00-1.23, ijcnn1 1.00-1.40, w8a 1.00-1.71; at 1 the window
+#: missed at every Newton iteration but the last, a round each); OCAS: mu's window starts at
+#: this and follows the last mu found (twice it).  None: the whole ray (every breakpoint up
+#: to DISTRIBUTED_GATHER_BREAKPOINTS, as before 2026-12-07).
+DISTRIBUTED_NEWTON_WINDOW: float | None = 2.0
 DISTRIBUTED_OCAS_WINDOW: float | None = 1.0
 #: Distributed mfn: a partition copies its active rows into compacted arrays for CGLS when
 #: they hold at most this fraction of its stored entries; above it, CGLS passes over all its
