@@ -17,8 +17,10 @@ objective of the coefficients Spark returns (:func:`spark_runs` reports both).
 Spark has no certified gap, so its time to a relative distance g from the optimum is the
 fit time of the smallest ``maxIter`` of a schedule whose coefficients' objective (computed
 here, on all the rows) is within g of the optimum (``tol`` set tiny so that ``maxIter``
-ends each fit); every fit reads nothing (the rows are cached and counted before the first
-one, whose JVM warm-up is one discarded fit).
+ends each fit), and, finer, the iteration of the longest fit's objective history that first
+gets there at that fit's mean time per iteration (an estimate); every fit reads nothing
+(the rows are cached and counted before the first one, whose JVM warm-up is one discarded
+fit).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import solvers
 from bench.harness import run_in_interpreter
 
 #: maxIter of the fits whose objectives give Spark's time to a gap
-SCHEDULE = (5, 10, 20, 40, 80, 160, 320)
+SCHEDULE = (10, 50, 200)
 
 # Runs in the Spark interpreter: argv = SVMlight path, n_features, C, the maxIter schedule
 # (commas), partitions; prints {"rows", "read_seconds", "runs": [{"max_iter", "seconds",
@@ -63,7 +65,7 @@ def fit(max_iter):
     history = list(model.summary().objectiveHistory) if callable(model.summary) else \
         list(model.summary.objectiveHistory)
     return {"max_iter": max_iter, "seconds": seconds, "iterations": len(history) - 1,
-            "objective": history[-1] if history else None,
+            "objective": history[-1] if history else None, "history": history,
             "coefficients": model.coefficients.toArray().tolist()}
 fit(2)  # the JVM's warm-up, discarded
 runs = [fit(m) for m in schedule]
@@ -102,4 +104,18 @@ def seconds_to(runs: list[dict], optimum: float, gap: float) -> tuple[float | No
     for run in runs:
         if (run["objective_here"] - optimum) / abs(optimum) <= gap:
             return run["seconds"], run["max_iter"]
+    return None, None
+
+
+def iterations_to(runs: list[dict], optimum: float, gap: float, C: float, rows: int
+                  ) -> tuple[int | None, float | None]:
+    """From the longest fit's objective history (Spark's own values times C n, checked
+    against this library's by :func:`spark_runs`): the first iteration within relative
+    ``gap`` of ``optimum`` and its time estimated at that fit's mean seconds per iteration
+    (an estimate: the measured times are :func:`seconds_to`'s)."""
+    longest = max(runs, key=lambda r: r["iterations"])
+    per_iteration = longest["seconds"] / max(longest["iterations"], 1)
+    for k, value in enumerate(longest["history"]):
+        if (value * C * rows - optimum) / abs(optimum) <= gap:
+            return k, k * per_iteration
     return None, None

@@ -243,6 +243,21 @@ def test_a_window_brings_back_only_its_breakpoints_and_finds_the_same_root(jumps
     assert max(gathered) < everything
 
 
+@pytest.mark.parametrize("jumps", [True, False])
+def test_a_window_too_full_for_one_partition_mixes_with_the_others(jumps, monkeypatch):
+    """A partition whose window holds more than it may send answers with points over the
+    whole ray; the others' windows are read as points too, and the root is the same."""
+    monkeypatch.setattr(config, "DISTRIBUTED_GATHER_BREAKPOINTS", 600)  # 300 a partition
+    rng = np.random.default_rng(77)
+    pieces = _hinge_rays(rng, [200, 5000], False) if jumps else \
+        _squared_hinge_rays(rng, [200, 5000])
+    reg = (-0.5, 3.0) if jumps else (-2.0, 40.0)
+    answers = []
+    root, rounds, single = _root(pieces, *reg, jumps, window=1e6, answers=answers)
+    assert [type(a).__name__ for a in answers] == ["WindowAnswer", "tuple"]
+    assert rounds >= 1 and root == pytest.approx(single, rel=1e-12, abs=1e-15)
+
+
 def test_jumps_updates_are_sent_once():
     """OCAS's breakpoints move the slope's line in parallel (dl = dr, a jump): one array of
     updates goes back, 16 bytes a breakpoint, not 24."""

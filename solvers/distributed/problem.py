@@ -151,15 +151,32 @@ def keep_breakpoints(part: Partition, bp, dl, dr, quantiles: int, small: int,
     sums_r = sums_l if same else np.concatenate(([0.0], np.cumsum(dr)))
     part.state[key] = (bp, dl, dr, sums_l, sums_r)
     if window is not None:
-        inside = int(np.searchsorted(bp, window, side="right"))
-        if inside <= small:
-            # the window's breakpoints from 0 on (0 itself included: a term at its knot
-            # switches at once, as in the single machine's sweep); the rest as few points
+        # the window's breakpoints in (0, U], as the bracket (0, inf) of the selection
+        # counts them; the rest as a few points
+        lo = int(np.searchsorted(bp, 0.0, side="right"))
+        hi = int(np.searchsorted(bp, window, side="right"))
+        if hi - lo <= small:
             few = max(min(quantiles, 16), 2)
-            return WindowAnswer(float(window), (bp[:inside], dl[:inside],
-                                                None if same else dr[:inside]),
+            return WindowAnswer(float(window), (bp[lo:hi], dl[lo:hi],
+                                                None if same else dr[lo:hi]),
                                 _summary(part.state[key], window, window, np.inf, few, few))
     return _summary(part.state[key], 0.0, 0.0, np.inf, quantiles, small)
+
+
+def _window_points(answer: WindowAnswer) -> tuple:
+    """A :class:`WindowAnswer` as a :func:`_summary` of the bracket (0, inf) with points:
+    every breakpoint of the window (exact sums at each) and the points above it (their sums
+    past the window's)."""
+    bp, dl, dr = _updates(answer.exact)
+    inside = _points((None, None, None, (bp, dl, dr)))
+    above = _points(answer.beyond)
+    total_l, total_r = float(dl.sum()), float(dr.sum())
+    stats = (np.concatenate((inside[0], above[0])),
+             np.concatenate((inside[1], total_l + above[1])),
+             np.concatenate((inside[2], total_r + above[2])),
+             np.concatenate((inside[3], total_l + above[3])),
+             np.concatenate((inside[4], total_r + above[4])))
+    return (0.0, 0.0), int(bp.shape[0]) + int(answer.beyond[1]), stats, None
 
 
 def _updates(kept) -> tuple:
@@ -325,7 +342,9 @@ def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
         a = window
         summaries = [s.beyond for s in first]
     elif any(isinstance(s, WindowAnswer) for s in first):
-        raise ValueError("breakpoint_root: some partitions answered a window, others not")
+        # a partition held more than it may send in the window and answered with points
+        # over (0, inf): the others' windows as points there too (no round)
+        summaries = [_window_points(s) if isinstance(s, WindowAnswer) else s for s in first]
     while True:
         for k, (passed, _, _, _) in enumerate(summaries):
             ls += passed[0]
