@@ -42,6 +42,7 @@ from bench.commands import Command, option, out, problems, repeats
 from bench.harness import machine_description
 from bench.paths import dataset_path
 from bench.problems import news20_binary
+from bench.spark_anchor import iterations_to, seconds_to, spark_python, spark_runs
 from bench.synthetic import synthetic_dataset
 from solvers import config
 
@@ -76,9 +77,9 @@ def _timed(function):
 
 
 def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
-            shards: int, log=print) -> dict:
+            shards: int, log=print, overrides: dict | None = None) -> dict:
     solver, options = SOLVERS[solver_key]
-    options = {**options, "C": C.get(problem, 1.0)}
+    options = {**options, "C": C.get(problem, 1.0), **(overrides or {})}
     path = _source(problem, workdir)
     local = solvers.read_svmlight(path)
     parts = solvers.distributed.split_svmlight(path, workdir / f"{problem}-{shards}",
@@ -121,6 +122,8 @@ def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
         "work_seconds_per_iteration":
             (comm["round_seconds"] - comm["communication_seconds"]) / iterations,
         "linear_solver": result.subproblems[0].extras.get("linear_solver"),
+        "options": {k: v for k, v in options.items() if not callable(v)},
+        "single_objective": one.objective, "distributed_objective": result.objective,
         "gather_breakpoints": config.DISTRIBUTED_GATHER_BREAKPOINTS,
         "rounds_by_kind": {
             kind: {"rounds": n, "bytes_per_round": (sent + received) / n,
@@ -135,6 +138,68 @@ def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
         f"{1e3 * row['communication_seconds_per_reduction']:.2f} ms per round in "
         f"communication")
     return row
+
+
+def _spark_file(problem: str, workdir: Path, target: Path) -> Path:
+    """The set as a plain SVMlight file Spark's reader takes (no compression)."""
+    out = target / problem
+    if not out.exists():
+        solvers.write_svmlight(solvers.read_svmlight(_source(problem, workdir)), out)
+    return out
+
+
+def spark_anchor_row(python: str, problem: str, spark_dir: Path, rows: list[dict],
+                     gaps=(1e-2, 1e-3)) -> dict:
+    """Spark's ``LinearSVC`` on ``problem`` (:mod:`bench.spark_anchor`) beside this run's
+    rows of the same problem (hinge, no bias: the C mapping checked by the objective
+    values), its time to each relative distance of ``gaps`` from the optimum (this
+    library's dual coordinate descent at tol 1e-9, a certified gap)."""
+    path = spark_dir / problem
+    data = solvers.read_svmlight(path)
+    c = C.get(problem, 1.0)
+    optimum = solvers.train(data, solver="dual_cd", loss="hinge", bias="none", C=c,
+                            tol=1e-9).objective
+    spark = spark_runs(python, data, path, c)
+    last = spark["runs"][-1]
+    row = {"problem": problem, "C": c, "optimum": optimum, "rows": spark["rows"],
+           "read_seconds": spark["read_seconds"], "runs": spark["runs"],
+           "objective_mapping": (last["spark_objective_scaled"] / last["objective_here"]
+                                 if last["spark_objective_scaled"] else None),
+           "last_gap": (last["objective_here"] - optimum) / abs(optimum)}
+    for gap in gaps:
+        row[f"spark_seconds_{gap:g}"], row[f"spark_max_iter_{gap:g}"] = \
+            seconds_to(spark["runs"], optimum, gap)
+        row[f"spark_iterations_{gap:g}"], row[f"spark_estimated_seconds_{gap:g}"] = \
+            iterations_to(spark["runs"], optimum, gap, c, spark["rows"])
+    row["beside"] = [{"solver": r["solver"], "options": r["options"],
+                      "single_seconds": r["single_seconds"],
+                      "distributed_seconds": r["distributed_seconds"],
+                      "single_gap": (r["single_objective"] - optimum) / abs(optimum),
+                      "distributed_gap": (r["distributed_objective"] - optimum) / abs(optimum)}
+                     for r in rows if r["problem"] == problem]
+    return row
+
+
+def spark_markdown(anchors: list[dict]) -> str:
+    lines = ["| problem | Spark LinearSVC s to 1e-2 (maxIter; estimate) | to 1e-3 | Spark's "
+             "objective x C n / ours | solver here | single s (gap) | distributed s (gap) |",
+             "|---|---|---|---|---|---|---|"]
+    def spark(a, gap):
+        seconds = a[f"spark_seconds_{gap:g}"]
+        measured = "not reached" if seconds is None else \
+            f"{seconds:.2f} ({a[f'spark_max_iter_{gap:g}']})"
+        k = a.get(f"spark_iterations_{gap:g}")
+        estimate = "" if k is None else \
+            f"; ~{a[f'spark_estimated_seconds_{gap:g}']:.2f} at iteration {k}"
+        return measured + estimate
+
+    for a in anchors:
+        for b in a["beside"]:
+            lines.append(f"| {a['problem']} | {spark(a, 1e-2)} | {spark(a, 1e-3)} | "
+                         f"{a['objective_mapping']:.6f} | {b['solver']} | "
+                         f"{b['single_seconds']:.3f} ({b['single_gap']:.1e}) | "
+                         f"{b['distributed_seconds']:.3f} ({b['distributed_gap']:.1e}) |")
+    return "\n".join(lines)
 
 
 def _kinds_since(now: dict, before: dict) -> dict:
@@ -167,7 +232,9 @@ def round_bytes(comm: dict, n_features: int, partitions: int) -> dict:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| problem | solver | single (2 threads) s | distributed (2 x 1) s | ratio | "
+    shape = (f"{rows[0].get('workers', 2)} x {rows[0].get('threads_per_worker', 1)}"
+             if rows else "2 x 1")
+    lines = [f"| problem | solver | single (2 threads) s | distributed ({shape}) s | ratio | "
              "iterations (1 / dist) | reductions / it | kB / it | kB / round (x minimum) | "
              "ms / round (comm) | comm share |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -245,21 +312,43 @@ def run_command(args) -> int:
     numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     if args.gather is not None:  # read on the driver: it sends each partition its share
         config.DISTRIBUTED_GATHER_BREAKPOINTS = args.gather
+    if args.no_window:  # every breakpoint up to the gathering limit (before issue 51's)
+        config.DISTRIBUTED_NEWTON_WINDOW = config.DISTRIBUTED_OCAS_WINDOW = None
     machine = machine_description()
     rows = []
-    with tempfile.TemporaryDirectory() as tmp, \
-            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                     dashboard_address=None,
-                                     env={"NUMBA_NUM_THREADS": "1",
-                                          "OPENBLAS_NUM_THREADS": "1"},
-                                     silence_logs=40) as cluster, \
-            distributed.Client(cluster, direct_to_workers=True) as client:
-        for problem in args.problems.split(","):
-            for solver_key in args.solvers.split(","):
-                rows.append(measure(problem, solver_key, client, Path(tmp), args.repeats,
-                                    args.shards))
-    report = {"machine": machine, "load_after": os.getloadavg(), "rows": rows}
+    overrides = {k: v for k, v in (("tol", args.tol), ("bias", args.bias)) if v is not None}
+    spark = spark_python(args.spark_python)
+    threads = str(args.threads)
+    shards = args.shards if args.shards is not None else args.workers
+    anchors = []
+    with tempfile.TemporaryDirectory() as spark_tmp:
+        with tempfile.TemporaryDirectory() as tmp, \
+                distributed.LocalCluster(n_workers=args.workers,
+                                         threads_per_worker=args.threads, processes=True,
+                                         dashboard_address=None,
+                                         env={"NUMBA_NUM_THREADS": threads,
+                                              "OPENBLAS_NUM_THREADS": "1"},
+                                         silence_logs=40) as cluster, \
+                distributed.Client(cluster, direct_to_workers=True) as client:
+            for problem in args.problems.split(","):
+                for solver_key in args.solvers.split(","):
+                    row = measure(problem, solver_key, client, Path(tmp), args.repeats,
+                                  shards, overrides=overrides)
+                    row.update(workers=args.workers, threads_per_worker=args.threads)
+                    rows.append(row)
+                if spark is not None:  # its file now; its JVM once the cluster is closed
+                    _spark_file(problem, Path(tmp), Path(spark_tmp))
+        for problem in args.problems.split(",") if spark is not None else ():
+            anchors.append(spark_anchor_row(spark, problem, Path(spark_tmp), rows))
+    report = {"machine": machine, "load_after": os.getloadavg(), "rows": rows,
+              "workers": args.workers, "threads_per_worker": args.threads,
+              "gather_breakpoints": config.DISTRIBUTED_GATHER_BREAKPOINTS,
+              "newton_window": config.DISTRIBUTED_NEWTON_WINDOW,
+              "ocas_window": config.DISTRIBUTED_OCAS_WINDOW, "spark": anchors}
     print(markdown(rows))
+    if anchors:
+        print()
+        print(spark_markdown(anchors))
     print()
     print(kinds_markdown(rows))
     print()
@@ -278,11 +367,26 @@ COMMAND = Command(
         problems("a9a,w8a"),
         option("--solvers", default="mfn,ocas"),
         repeats(2),
-        option("--shards", type=int, default=2),
+        option("--shards", type=int, default=None,
+               help="shards (partitions) of each set; default one per worker"),
+        option("--workers", type=int, default=2, help="worker processes"),
+        option("--threads", type=int, default=1,
+               help="threads per worker (its NUMBA_NUM_THREADS: a partition's kernels run "
+                    "on that many Numba threads)"),
+        option("--no-window", action="store_true",
+               help="the line searches bring back every breakpoint (up to --gather), not "
+                    "only those in their window (DISTRIBUTED_NEWTON_WINDOW, "
+                    "DISTRIBUTED_OCAS_WINDOW)"),
         option("--gather", type=int, default=None,
                help="DISTRIBUTED_GATHER_BREAKPOINTS for the run (the breakpoints a line "
                     "search brings back at most, over all partitions, instead of a selection "
                     "round)"),
+        option("--tol", type=float, default=None, help="every solver's tol"),
+        option("--bias", default=None, help="every solver's bias (Spark's anchor: none)"),
+        option("--spark-python", default=None,
+               help="the interpreter of an environment with pyspark (default "
+                    "$SVMSVC_SPARK_PYTHON): Spark's LinearSVC on local[2] beside each problem "
+                    "(bench/spark_anchor.py), after the cluster is closed"),
         out(None)))
 
 

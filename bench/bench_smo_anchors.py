@@ -43,7 +43,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -57,7 +56,7 @@ import solvers
 from bench.bench_smo import PROBLEMS as SMO_PROBLEMS
 from bench.bench_smo import _load, _scaled
 from bench.commands import Command, c_values, option, out, problems, repeats
-from bench.harness import machine_description
+from bench.harness import machine_description, run_in_interpreter
 from solvers.core.kernels import scale_gamma
 
 CACHE_MB = 256.0
@@ -121,11 +120,8 @@ def _save_problem(path: Path, train, test) -> None:
 
 
 def run_onedal(python: str, train, test, C, gamma, npz: Path):
-    done = subprocess.run([python, "-c", _WORKER, str(npz), repr(C), repr(gamma),
-                           repr(CACHE_MB)], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"oneDAL worker failed: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_in_interpreter(python, _WORKER, str(npz), repr(C), repr(gamma), repr(CACHE_MB),
+                              name="oneDAL")
 
 
 RUNNERS = {  # (train, test, C, gamma, npz) -> measures; oneDAL's takes its interpreter first

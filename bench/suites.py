@@ -351,8 +351,9 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
     ScriptSuite("dask", "jobs through a Dask cluster (needs PostgreSQL and dask.distributed)",
                 "dask", (), out_flag=None),
     ScriptSuite("distributed", "one model trained data-parallel on 2 Dask worker processes x 1 "
-                "thread against the single process with 2 threads (a9a, w8a; mfn and OCAS): "
-                "time ratio, reductions and bytes per iteration (needs dask.distributed)",
+                "thread (--workers, --threads) against the single process with 2 threads (a9a, "
+                "w8a; mfn and OCAS): time ratio, reductions and bytes per iteration, Spark's "
+                "LinearSVC beside with --spark-python (needs dask.distributed)",
                 "distributed", (), out_is_file=True),
     ScriptSuite("distributed_memory", "a text-like set of about 5 GB in CSR generated on 4 Dask "
                 "workers at a 2 GB memory limit, mfn on it: peak memory per worker, the "

@@ -212,6 +212,17 @@ DISTRIBUTED_PIVOTS = 64
 #: rounds instead of 3 (2 x 1 workers, load 3.9: 4.23 s against 5.04 s, w8a 2.80 s against
 #: 3.08 s; 0.4 MB against 17.5 kB moved an iteration).
 DISTRIBUTED_GATHER_BREAKPOINTS = 65536
+#: The exact line searches' window (issue 51): the first round brings back only the
+#: breakpoints in [0, window] (and a few points above it); breakpoints above the root never
+#: change it, so when the summed slope is >= 0 at the window's end the driver finishes with
+#: those (no further round), otherwise one selection round or more follow from the bracket
+#: (window, inf).  mfn: the trial point is at 1 and Appendix A's step overshoots it a little
+#: (measured, 2 partitions: a9a 1.00-1.23, ijcnn1 1.00-1.40, w8a 1.00-1.71; at 1 the window
+#: missed at every Newton iteration but the last, a round each); OCAS: mu's window starts at
+#: this and follows the last mu found (twice it).  None: the whole ray (every breakpoint up
+#: to DISTRIBUTED_GATHER_BREAKPOINTS, as before 2026-12-07).
+DISTRIBUTED_NEWTON_WINDOW: float | None = 2.0
+DISTRIBUTED_OCAS_WINDOW: float | None = 1.0
 #: Distributed mfn: a partition copies its active rows into compacted arrays for CGLS when
 #: they hold at most this fraction of its stored entries; above it, CGLS passes over all its
 #: rows with the inactive ones weighted zero (no copy: more work per pass, and the rows a

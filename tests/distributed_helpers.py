@@ -24,10 +24,11 @@ SHARDINGS = {2: [3, 1], 3: [1, 0, 2], 7: [5, 1, 0, 2, 3, 1, 4]}
 TIMEOUT = 120
 
 
-def local_cluster(n_workers=2):
-    return distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                     dashboard_address=None, worker_dashboard_address=None,
-                                     env={"NUMBA_NUM_THREADS": "1"}, silence_logs=40)
+def local_cluster(n_workers=2, threads=1):
+    return distributed.LocalCluster(n_workers=n_workers, threads_per_worker=threads,
+                                     processes=True, dashboard_address=None,
+                                     worker_dashboard_address=None,
+                                     env={"NUMBA_NUM_THREADS": str(threads)}, silence_logs=40)
 
 
 def cluster_client():

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distributed_helpers import TIMEOUT, assert_same_records, cluster_client
+from distributed_helpers import TIMEOUT, assert_same_records, cluster_client, local_cluster
 from distributed_helpers import beta_of as _beta
 from distributed_helpers import head as _head
 from distributed_helpers import read as _read
@@ -115,6 +115,35 @@ def test_mfn_binary_equals_the_single_machine_solve(client, files, count):
     beta = problem.join(many.model.coef_[0], many.model.intercept_[0])
     assert problem.objective(beta) == pytest.approx(many.objective, rel=1e-12)
     assert many.log[-1].objective == pytest.approx(many.objective, rel=1e-12)
+
+
+def test_a_workers_partitions_answer_at_once_on_its_threads(files):
+    """One worker of 2 threads holding 3 partitions: they answer each round on the worker's
+    thread pool (not Dask's one actor thread), each with its share of the threads (1), and
+    mfn and OCAS take the single machine's solve."""
+    def threads(part):
+        import threading  # noqa: PLC0415
+
+        import numba  # noqa: PLC0415
+
+        return numba.get_num_threads(), threading.current_thread().name
+
+    with local_cluster(n_workers=1, threads=2) as cluster, \
+            distributed.Client(cluster, timeout=TIMEOUT, direct_to_workers=True) as client:
+        local, data = _read(client, files, "a9a", 3)
+        try:
+            assert data.partitions.threaded
+            seen = data.partitions.map(threads)
+            assert {n for n, _ in seen} == {1}  # 2 threads shared by 3 partitions
+            assert not any("Actor" in name for _, name in seen)
+            one = solvers.train(local, solver="mfn", **MFN_EXACT)
+            many = solvers.train(data, solver="mfn", **MFN_EXACT)
+            assert _relative(_beta(one.model), _beta(many.model)) <= 1e-9
+            options = {"loss": "hinge", "method": "ocas", "max_iter": 10}
+            assert_same_records(solvers.train(local, solver="cutting_plane", **options),
+                                solvers.train(data, solver="cutting_plane", **options), 10)
+        finally:
+            data.close()
 
 
 @pytest.mark.parametrize(("name", "loss"), [("dna", "squared_hinge"),

@@ -151,12 +151,16 @@ def _squared_hinge_rays(rng, sizes):
     return out
 
 
-def _root(pieces, reg_l, reg_r, jumps, quantiles=None):
-    """(the distributed root, the rounds it took, the single machine's root)."""
+def _root(pieces, reg_l, reg_r, jumps, quantiles=None, window=None, answers=None):
+    """(the distributed root, the rounds it took, the single machine's root); ``answers``
+    (a list) receives the partitions' first answers."""
     group, parts = _local_group(len(pieces))
     small = max(config.DISTRIBUTED_GATHER_BREAKPOINTS // len(pieces), 1)
-    first = [keep_breakpoints(part, *piece[2:], quantiles or config.DISTRIBUTED_PIVOTS, small)
+    first = [keep_breakpoints(part, *piece[2:], quantiles or config.DISTRIBUTED_PIVOTS, small,
+                              window=window)
              for part, piece in zip(parts, pieces, strict=True)]
+    if answers is not None:
+        answers.extend(first)
     l0 = reg_l + sum(p[0] for p in pieces)
     r0 = reg_r + sum(p[1] for p in pieces)
     before = group.communication.reductions
@@ -212,6 +216,60 @@ def test_several_selection_rounds_find_the_single_machines_root(jumps, seed, mon
     assert root == pytest.approx(single, rel=1e-12, abs=1e-15)
 
 
+@pytest.mark.parametrize("jumps", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_window_brings_back_only_its_breakpoints_and_finds_the_same_root(jumps, seed):
+    """The first answer holds the breakpoints in [0, window] only (and a few points above
+    it): no further round when the root is inside, one selection round or more when it is
+    above; the single machine's root either way, for fewer bytes than every breakpoint."""
+    rng = np.random.default_rng(40 + seed)
+    sizes = [int(s) for s in rng.integers(500, 4000, 3)] + [0]
+    pieces = _hinge_rays(rng, sizes, seed % 2 == 0) if jumps else \
+        _squared_hinge_rays(rng, sizes)
+    reg = (-rng.uniform(0.1, 5.0), rng.uniform(0.5, 60.0))
+    gathered, answers_all = [], []
+    root, rounds, single = _root(pieces, *reg, jumps, answers=answers_all)
+    assert rounds == 0 and root == pytest.approx(single, rel=1e-12, abs=1e-15)
+    everything = payload_bytes(answers_all)
+    for window, inside in ((2.0 * root + 1e-3, True), (0.5 * root, False)):
+        answers = []
+        windowed, rounds, _ = _root(pieces, *reg, jumps, window=window, answers=answers)
+        assert windowed == pytest.approx(single, rel=1e-12, abs=1e-15)
+        assert (rounds == 0) == inside
+        kept = sum(a.exact[0].shape[0] for a in answers)
+        total = sum(p[2].shape[0] for p in pieces)
+        assert kept == sum(int((p[2] <= window).sum()) for p in pieces) < total
+        gathered.append(payload_bytes(answers))
+    assert max(gathered) < everything
+
+
+@pytest.mark.parametrize("jumps", [True, False])
+def test_a_window_too_full_for_one_partition_mixes_with_the_others(jumps, monkeypatch):
+    """A partition whose window holds more than it may send answers with points over the
+    whole ray; the others' windows are read as points too, and the root is the same."""
+    monkeypatch.setattr(config, "DISTRIBUTED_GATHER_BREAKPOINTS", 600)  # 300 a partition
+    rng = np.random.default_rng(77)
+    pieces = _hinge_rays(rng, [200, 5000], False) if jumps else \
+        _squared_hinge_rays(rng, [200, 5000])
+    reg = (-0.5, 3.0) if jumps else (-2.0, 40.0)
+    answers = []
+    root, rounds, single = _root(pieces, *reg, jumps, window=1e6, answers=answers)
+    assert [type(a).__name__ for a in answers] == ["WindowAnswer", "tuple"]
+    assert rounds >= 1 and root == pytest.approx(single, rel=1e-12, abs=1e-15)
+
+
+def test_jumps_updates_are_sent_once():
+    """OCAS's breakpoints move the slope's line in parallel (dl = dr, a jump): one array of
+    updates goes back, 16 bytes a breakpoint, not 24."""
+    rng = np.random.default_rng(5)
+    (slope, _, bp, jump, _), = _hinge_rays(rng, [2000], False)
+    part = _local_group(1)[1][0]
+    answer = keep_breakpoints(part, bp, jump, jump, 64, 10 ** 6)
+    assert answer[3][2] is None and payload_bytes(answer) == 16 * bp.shape[0] + 40
+    windowed = keep_breakpoints(part, bp, jump, jump, 64, 10 ** 6, window=0.5)
+    assert windowed.exact[2] is None
+
+
 def test_a_jump_over_zero_at_a_value_every_breakpoint_shares(monkeypatch):
     """Thousands of breakpoints at one value (duplicated rows) more than are gathered: the
     bracket cannot narrow below them; the slope jumps over zero there."""
@@ -234,17 +292,28 @@ def test_mfn_partitions_update_their_gram_matrix_by_the_rows_that_changed(a9a):
     partitioned_rows._start(part, np.zeros(problem.n_features + 1))
     terms, weight = part.state["terms"], part.state["weight"]
     lower = np.tril_indices(terms.n_params)
+    total = np.zeros((terms.n_params, terms.n_params))  # the driver's sum of the changes
     for k, point in enumerate((None, 1.0, 0.98, 0.97)):  # all rows active, then near the optimum
         if point is not None:
             part.state["outputs_bar"] = terms.outputs(point * beta)
         result = partitioned_rows._point(part, None if point is None else "accept",
                                          "squared_hinge", False, True)
+        change = result.gram
+        if change.columns is None:
+            total[lower] += change.packed
+        else:
+            rows, cols = np.tril_indices(change.columns.size)
+            total[change.columns[rows], change.columns[cols]] += change.packed
         active = part.state["active"]
         expected = weighted_gram(terms.X, weight[active], rows=active,
                                  extra_value=terms.extra_value)
-        assert np.allclose(result.gram, expected[lower], rtol=1e-12, atol=1e-12)
-        if k >= 2:  # a few rows entered or left: updated, not rebuilt
+        assert np.allclose(total[lower], expected[lower], rtol=1e-12, atol=1e-12)
+        if k == 0:
+            assert change.columns is None  # the first: the whole triangle
+        if k >= 2:  # a few rows entered or left: updated, not rebuilt, and the change sent
+            # on their columns only
             assert part.state["normal"].updates > 0
+            assert change.columns is not None and change.columns.size < terms.n_params
 
 
 def test_mfn_makes_its_trial_round_with_the_factorized_step(a9a):
@@ -479,10 +548,11 @@ def test_mfn_error_exit_on_partitioned_rows_keeps_the_last_good_point(a9a, monke
 # -- the cutting planes: rounds per iteration ---------------------------------------------------
 
 
-@pytest.mark.parametrize("gather", [10 ** 6, 64])
+@pytest.mark.parametrize(("gather", "window"), [(10 ** 6, None), (10 ** 6, 1.0), (64, None)])
 def test_ocas_makes_two_or_three_rounds_an_iteration_on_the_single_machines_path(
-        a9a, gather, monkeypatch):
+        a9a, gather, window, monkeypatch):
     monkeypatch.setattr(config, "DISTRIBUTED_GATHER_BREAKPOINTS", gather)
+    monkeypatch.setattr(config, "DISTRIBUTED_OCAS_WINDOW", window)
     data = in_process(a9a, [3, 1, 0, 2])
     names = record_rounds(data.partitions)
     options = {"loss": "hinge", "method": "ocas", "max_iter": 12}
@@ -509,8 +579,8 @@ def test_ocas_makes_two_or_three_rounds_an_iteration_on_the_single_machines_path
         assert rounds == ["_hinge_ray", *["_bracket_summary"] * selection, "_oracle"]
         if record.iteration > 1:
             assert record.extras["reductions"] == len(rounds)
-        if gather == 10 ** 6:
-            assert selection == 0
+        if gather == 10 ** 6:  # gathered: none; windowed: one when mu is above the window
+            assert selection == (0 if window is None else selection) <= 1
     if gather == 64:  # 16 breakpoints a partition gathered: the selection ran
         assert any(len(rounds) > 2 for rounds in iterations)
 

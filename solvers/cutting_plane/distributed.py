@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from solvers import config
 from solvers.cutting_plane.params import CUTTING_PLANE_SOLVES, CuttingPlaneParams
 from solvers.cutting_plane.search import hinge_ray_breakpoints, hinge_ray_values
 from solvers.distributed import DistributedBinaryProblem, Partition, reduce_sum
@@ -38,10 +39,13 @@ class DistributedRay:
     """f(mu) on the ray w_b + mu (w_t - w_b) from the margins on the workers (the
     :class:`~solvers.cutting_plane.search.Ray` of distributed data)."""
 
-    def __init__(self, problem: DistributedBinaryProblem, ob, ot, nb, B0, A0):
+    def __init__(self, problem: DistributedBinaryProblem, ob, ot, nb, B0, A0,
+                 window: float | None = None, mus: list | None = None):
         self.problem, self.ob, self.ot = problem, ob, ot
         self.nb, self.B0, self.A0 = nb, B0, A0
         self.evaluations = 0
+        self.window = window
+        self.mus = [] if mus is None else mus  # the exact searches' mu, the geometry's list
 
     def values(self, mus) -> np.ndarray:
         mus = np.ascontiguousarray(np.atleast_1d(np.asarray(mus, dtype=np.float64)))
@@ -54,8 +58,12 @@ class DistributedRay:
         return float(self.values(mu)[0])
 
     def exact(self) -> float:
-        return self.problem.hinge_ray_exact(hinge_ray_breakpoints, self.ob, self.ot, self.B0,
-                                            self.A0)
+        """mu by :meth:`DistributedBinaryProblem.hinge_ray_exact`, its window the
+        geometry's (twice the last mu, at least ``DISTRIBUTED_OCAS_WINDOW``)."""
+        mu = self.problem.hinge_ray_exact(hinge_ray_breakpoints, self.ob, self.ot, self.B0,
+                                          self.A0, self.window)
+        self.mus.append(mu)
+        return mu
 
 
 class DistributedBinaryGeometry:
@@ -71,6 +79,7 @@ class DistributedBinaryGeometry:
         CUTTING_PLANE_SOLVES.require_problem(problem, "cutting_plane")
         self.problem = problem
         self.shape = (problem.n_features + 1,)
+        self.mus: list[float] = []
 
     def oracle(self, beta, outputs=None, want_cut=True):
         return self.problem.risk_oracle(beta, outputs, want_cut)
@@ -92,7 +101,15 @@ class DistributedBinaryGeometry:
         return self.problem.on_ray(a, b, t)
 
     def ray(self, ob, ot, nb, B0, A0) -> DistributedRay:
-        return DistributedRay(self.problem, ob, ot, nb, B0, A0)
+        return DistributedRay(self.problem, ob, ot, nb, B0, A0, self._window(), self.mus)
+
+    def _window(self) -> float | None:
+        """The exact search's window: ``DISTRIBUTED_OCAS_WINDOW``, or twice the last mu when
+        larger (mu moves slowly between iterations)."""
+        first = config.DISTRIBUTED_OCAS_WINDOW
+        if first is None or not self.mus:
+            return first
+        return max(first, 2.0 * self.mus[-1])
 
 
 def distributed_geometry(problem: DistributedBinaryProblem, params: CuttingPlaneParams

@@ -169,9 +169,36 @@ class Partition:
         record)."""
         start = time.perf_counter()
         if self.numba_threads is not None:
-            numba.set_num_threads(self.numba_threads)  # per thread: the actor's own
+            numba.set_num_threads(self.numba_threads)  # per thread: the calling one's
         result = function(self, *args)
         return result, time.perf_counter() - start
+
+    async def apply_threaded(self, function: Callable, *args):
+        """:meth:`apply` on a thread of the worker's own pool (``threads_per_worker``
+        threads) instead of Dask's one actor thread per worker, on which the partitions of a
+        worker answer a round one after another: here they answer it at once, each with its
+        share of the worker's threads (:meth:`share_threads`).  Dask awaits an actor's
+        coroutine on the worker's event loop."""
+        import asyncio  # noqa: PLC0415
+
+        from distributed import get_worker  # noqa: PLC0415 (only where Dask runs this)
+
+        executor = get_worker().executors["default"]
+        return await asyncio.get_running_loop().run_in_executor(executor, self.apply,
+                                                                function, *args)
+
+    def share_threads(self, partitions: int) -> int | None:
+        """The Numba threads of each call when ``partitions`` partitions of this worker
+        answer a round at once (:meth:`apply_threaded`): the worker's threads divided among
+        them, at least 1; more than 1 only under a thread-safe Numba threading layer (TBB
+        or OpenMP: the workqueue layer aborts on parallel regions from several threads)."""
+        asked = _numba_threads()
+        if asked is not None:
+            share = max(1, asked // max(partitions, 1))
+            if partitions > 1 and share > 1 and not _threadsafe_numba():
+                share = 1
+            self.numba_threads = share
+        return self.numba_threads
 
     def pid(self) -> int:
         return os.getpid()
@@ -203,6 +230,24 @@ def _numba_threads() -> int | None:
     if int(asked) != pool:
         os.environ["NUMBA_NUM_THREADS"] = str(pool)
     return max(1, min(int(asked), pool))
+
+
+def _threadsafe_numba() -> bool:
+    """Whether Numba's threading layer takes parallel regions from several threads at once:
+    TBB or OpenMP, which its default choice prefers when installed (the workqueue layer, the
+    fallback, does not)."""
+    layer = numba.config.THREADING_LAYER
+    if layer in ("tbb", "omp", "threadsafe"):
+        return True
+    if layer == "workqueue":
+        return False
+    for pool in ("tbbpool", "omppool"):
+        try:
+            __import__(f"numba.np.ufunc.{pool}")
+            return True
+        except ImportError:
+            continue
+    return False
 
 
 def _worker_memory_limit() -> int | None:
@@ -347,6 +392,27 @@ class PartitionGroup:
         self.shapes: list[tuple[int, int]] = []
         self.width: int | None = None
         self.communication = Communication()
+        #: the partitions answer through :meth:`Partition.apply_threaded` (a worker's
+        #: partitions at once on its threads): set by :meth:`share_threads`
+        self.threaded = False
+
+    def share_threads(self) -> None:
+        """Where a worker has more threads than one and holds several partitions, let them
+        answer a round at once on its threads, each with its share of them
+        (:meth:`Partition.share_threads`); elsewhere a partition's calls keep Dask's actor
+        thread and every thread of its worker for its Numba kernels."""
+        try:
+            info = self.client.scheduler_info()["workers"]
+        except Exception:  # noqa: BLE001 (no scheduler to ask: the actor thread)
+            return
+        threads = {w: int(info.get(w, {}).get("nthreads", 1) or 1) for w in self.workers}
+        held = {w: self.workers.count(w) for w in set(self.workers)}
+        self.threaded = any(threads[w] > 1 and held[w] > 1 for w in held)
+        if any(t > 1 for t in threads.values()):
+            done = [a.share_threads(held[w]) for a, w in zip(self.actors, self.workers,
+                                                              strict=True)]
+            for d in done:
+                d.result(timeout=config.DISTRIBUTED_ROUND_TIMEOUT)
 
     def __len__(self) -> int:
         return len(self.actors)
@@ -363,7 +429,8 @@ class PartitionGroup:
                 extra = () if per_partition is None else (per_partition[k],)
                 if per_partition is not None:
                     sent += payload_bytes(per_partition[k])
-                futures.append(actor.apply(function, *args, *extra))
+                call = actor.apply_threaded if self.threaded else actor.apply
+                futures.append(call(function, *args, *extra))
             outcomes = self._results(futures)
         except (TimeoutError, OSError, PartitionLostError) as exc:
             raise PartitionLostError(self._lost_reason(function, exc)) from exc
@@ -531,6 +598,7 @@ class PartitionGroup:
             if k < len(self.futures):
                 self.futures[k] = futures[k]  # the lost actor's future is released
             self.workers[k] = placed[k]
+        self.share_threads()  # the workers' shares of partitions changed
         return {"lost": lost, "lost_workers": sorted(dead), "placed": placed}
 
 

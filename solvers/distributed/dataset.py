@@ -114,6 +114,7 @@ def read_svmlight(client, paths, n_features: int | None = None, zero_based: bool
             done.result(timeout=timeout)
     group.width = int(width)
     group.shapes = [(int(s["n_samples"]), int(s["nnz"])) for s in summaries]
+    group.share_threads()  # a worker's partitions at once on its threads
     classes = np.unique(np.concatenate([s["classes"] for s in summaries]))
     counts = np.zeros(classes.shape[0], dtype=np.int64)
     for s in summaries:

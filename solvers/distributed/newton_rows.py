@@ -134,16 +134,44 @@ def _lower(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.tril_indices(n)
 
 
-def _gram(part: Partition, active) -> np.ndarray:
-    """sum_k c_k x~_k x~_k' over the partition's active rows, its lower triangle packed
-    (:func:`_lower`), kept on the partition by the single machine's upkeep
-    (:class:`solvers.core.gram.NormalEquations`)."""
+@dataclass
+class GramChange:
+    """A partition's Gram matrix sent as its change since the last one it sent (the driver
+    keeps their sum): the lower triangle of the change on the parameters ``columns``
+    (packed by :func:`_lower`), or on all of them (``columns`` None).  Rows entering or
+    leaving the active set change only the entries of the columns they hold, so after the
+    upkeep's update (not a rebuild) the change is confined to those; nothing changed sends
+    no columns."""
+
+    columns: np.ndarray | None
+    packed: np.ndarray
+
+
+def _gram(part: Partition, active) -> GramChange:
+    """sum_k c_k x~_k x~_k' over the partition's active rows, kept on the partition by the
+    single machine's upkeep (:class:`solvers.core.gram.NormalEquations`), sent as its change
+    since the last one sent (:class:`GramChange`; the whole matrix the first time)."""
     st = part.state
     if st["normal"] is None:
         st["normal"] = NormalEquations(st["terms"], st["weight"])
+        st["gram_sent"] = None
     normal = st["normal"]
     normal.update(active)
-    return normal.G[_lower(normal.G.shape[0])]
+    G = normal.G
+    n = G.shape[0]
+    sent = st["gram_sent"]
+    st["gram_sent"] = G.copy()
+    change = G if sent is None else G - sent
+    columns = None
+    if sent is not None:  # an entry (i, j) changed: both i and j are among the columns
+        changed = change != 0.0
+        columns = np.flatnonzero(np.any(changed, axis=0) | np.any(changed, axis=1))
+    # the columns' triangle and their indices, when that is less than the whole triangle
+    if columns is None or (columns.size * (columns.size + 1) // 2) * 8 + 4 * columns.size \
+            >= 8 * n * (n + 1) // 2:
+        return GramChange(None, change[_lower(n)])
+    block = change[np.ix_(columns, columns)]
+    return GramChange(columns.astype(np.int32), block[_lower(columns.size)])
 
 
 def _copy_bytes(terms: BinaryRows, entries: int, n_rows: int) -> int:
@@ -238,8 +266,8 @@ def _point(part: Partition, move, loss_name, precondition, gram, compact_max=1.0
                        gram=G, uncompacted=int(masked))
 
 
-def _trial(part: Partition, beta_bar, scale, kappa, lo, width, set_tol, quantiles, small
-           ) -> TrialAnswer:
+def _trial(part: Partition, beta_bar, scale, kappa, lo, width, set_tol, quantiles, small,
+           window=None) -> TrialAnswer:
     """The outputs at beta_bar (kept; the point's own when beta_bar is None), whether the
     index sets hold within ``set_tol``, the ordinates of the line search's slope at 0 and 1
     (loss part) and its breakpoints (kept), with the first round's summary of them."""
@@ -254,7 +282,7 @@ def _trial(part: Partition, beta_bar, scale, kappa, lo, width, set_tol, quantile
     l0, r0, bp, dl, dr = clipped_loss_breakpoints(xi, xi_bar, scale * terms.cost * kappa, lo,
                                                   width)
     return TrialAnswer(holds, float(l0), float(r0),
-                       keep_breakpoints(part, bp, dl, dr, quantiles, small))
+                       keep_breakpoints(part, bp, dl, dr, quantiles, small, window=window))
 
 
 def _factor_step(part: Partition, delta, trial_point, trial_options) -> FactorAnswer:
@@ -327,6 +355,7 @@ class PartitionedNewtonRows:
         self._made: list | None = None  # the trial answers made with the factorized step
         self._trial: list | None = None
         self._start: RowsStart | None = None
+        self._gram: np.ndarray | None = None  # the sum of the partitions' Gram matrices
 
     def round(self, function, *args) -> list:
         return self.group.map(function, *args)
@@ -337,7 +366,7 @@ class PartitionedNewtonRows:
     def _trial_options(self, context: NewtonContext) -> tuple:
         loss = context.loss
         return (context.scale, loss.kappa, loss.xi_lo, loss.width, context.set_tol,
-                config.DISTRIBUTED_PIVOTS, self._small())
+                config.DISTRIBUTED_PIVOTS, self._small(), config.DISTRIBUTED_NEWTON_WINDOW)
 
     # -- the protocol ----------------------------------------------------------------------------
     def start(self, beta: np.ndarray) -> RowsStart:
@@ -345,6 +374,7 @@ class PartitionedNewtonRows:
         updated in place: always the last accepted iterate, what a solve that lost a worker
         resumes from)."""
         self._start = combine(self.round(_start, beta))
+        self._gram = None  # the partitions start their Gram matrices again
         if self.on_start is not None:
             self.on_start(beta)
         return self._start
@@ -373,10 +403,20 @@ class PartitionedNewtonRows:
                                    config.DISTRIBUTED_COMPACT_MEMORY_FRACTION))
         if point.shift is not None:
             point.shift *= context.loss.width / context.lam
-        if point.gram is not None:  # the lower triangle: what the factorization reads
-            G = np.zeros((self.n_params, self.n_params))
-            G[_lower(self.n_params)] = point.gram
-            point.gram = G
+        if gram:  # the partitions' changes added to their sum: its lower triangle, what
+            # the factorization reads
+            if self._gram is None:
+                self._gram = np.zeros((self.n_params, self.n_params))
+            G = self._gram
+            for change in point.gram:
+                if change.columns is None:
+                    G[_lower(self.n_params)] += change.packed
+                elif change.columns.size:
+                    rows, cols = _lower(change.columns.size)
+                    G[change.columns[rows], change.columns[cols]] += change.packed
+            point.gram = G.copy()
+        else:
+            point.gram = None
         self._made = self._trial = None
         return point
 

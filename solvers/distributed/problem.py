@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 
 from solvers import config
 from solvers.core.linalg import dot
 from solvers.core.linesearch import piecewise_linear_root, piecewise_linear_root_jumps
+from solvers.core.sparse import TimedChoice
 from solvers.distributed.cluster import Partition, PartitionGroup, reduce_sum
 from solvers.distributed.dataset import DistributedDataset
 from solvers.problems import BinaryProblem
@@ -85,11 +87,18 @@ def _with_pending(part: Partition, drop, pending, function, *args):
 def _oracle(part: Partition, beta, given, want_cut, out, loss_at=None):
     """(R, cut, loss sum) of the partition's rows at beta; its margins stored as ``out`` (or
     taken from ``given``); the loss sum at the margins ``loss_at`` (``out`` itself allowed),
-    or None."""
+    or None.  The oracle's serial or parallel form (the worker's Numba threads) is chosen by
+    timing, one choice per kind of call, as the single machine's cutting planes do
+    (:class:`solvers.core.sparse.TimedChoice`)."""
     problem = part.state["problem"]
     vectors = part.state["vectors"]
     margins = vectors[given] if given is not None else None
-    risk, cut, margins = problem.risk_oracle(beta, margins, want_cut, parallel=False)
+    choices = part.state.setdefault("oracle_choices", {})
+    key = (given is None, bool(want_cut))
+    if key not in choices:
+        choices[key] = TimedChoice(problem.oracle_parallel_allowed())
+    risk, cut, margins = choices[key].run(
+        lambda parallel: problem.risk_oracle(beta, margins, want_cut, parallel))
     vectors[out] = margins
     return risk, cut, None if loss_at is None else _loss_sum(part, loss_at)
 
@@ -99,31 +108,81 @@ def _loss_sum(part: Partition, margins):
     return problem.loss_function.sum(1.0 - part.state["vectors"][margins], problem.cost)
 
 
-def _hinge_ray(part: Partition, kernel, mb, mt, quantiles, small):
+def _hinge_ray(part: Partition, kernel, mb, mt, quantiles, small, window=None):
     """OCAS's breakpoints on the ray between the margins ``mb`` and ``mt`` (the family's
     kernel, sent once and kept: :func:`solvers.cutting_plane.search.hinge_ray_breakpoints`),
     kept here for :func:`breakpoint_root`; returns the slope at 0+ and the first round's
-    summary."""
+    summary (:func:`keep_breakpoints`: those in [0, ``window``] when given)."""
     if kernel is not None:
         part.state["ray_kernel"] = kernel
     kernel = part.state["ray_kernel"]
     problem = part.state["problem"]
     vectors = part.state["vectors"]
     slope, bp, jump = kernel(vectors[mb], vectors[mt], problem.cost)
-    return slope, keep_breakpoints(part, bp, jump, jump, quantiles, small)
+    return slope, keep_breakpoints(part, bp, jump, jump, quantiles, small, window=window)
+
+
+@dataclass
+class WindowAnswer:
+    """A partition's first answer when the driver expects the root in [0, ``window``]:
+    every breakpoint there (``exact``: values and updates, the updates of jumps sent once)
+    and a :func:`_summary` of those above it (``beyond``: a few points, relative to the
+    window's end).  Breakpoints above the root never change it, so when the summed slope is
+    >= 0 at the window's end the driver finishes with these alone (no round); otherwise the
+    bracket (window, beyond's points) goes on as a selection."""
+
+    window: float
+    exact: tuple
+    beyond: tuple
 
 
 def keep_breakpoints(part: Partition, bp, dl, dr, quantiles: int, small: int,
-                     key: str = "breakpoints"):
+                     key: str = "breakpoints", window: float | None = None):
     """Store breakpoints sorted with the prefix sums of their updates (as ``key``: a round
     may keep several sets, of which the driver searches one); return the first round's
-    summary of them (:func:`_summary` of the bracket (0, inf))."""
+    summary of them: :func:`_summary` of the bracket (0, inf), or with ``window`` a
+    :class:`WindowAnswer` (unless the window holds more than ``small`` of them).  ``dr is
+    dl`` (jumps: the slope's line moves in parallel) is kept and sent once."""
     order = np.argsort(bp, kind="stable")
-    bp, dl, dr = bp[order], dl[order], dr[order]
+    same = dr is dl
+    bp, dl = bp[order], dl[order]
+    dr = dl if same else dr[order]
     sums_l = np.concatenate(([0.0], np.cumsum(dl)))
-    sums_r = np.concatenate(([0.0], np.cumsum(dr)))
+    sums_r = sums_l if same else np.concatenate(([0.0], np.cumsum(dr)))
     part.state[key] = (bp, dl, dr, sums_l, sums_r)
+    if window is not None:
+        # the window's breakpoints in (0, U], as the bracket (0, inf) of the selection
+        # counts them; the rest as a few points
+        lo = int(np.searchsorted(bp, 0.0, side="right"))
+        hi = int(np.searchsorted(bp, window, side="right"))
+        if hi - lo <= small:
+            few = max(min(quantiles, 16), 2)
+            return WindowAnswer(float(window), (bp[lo:hi], dl[lo:hi],
+                                                None if same else dr[lo:hi]),
+                                _summary(part.state[key], window, window, np.inf, few, few))
     return _summary(part.state[key], 0.0, 0.0, np.inf, quantiles, small)
+
+
+def _window_points(answer: WindowAnswer) -> tuple:
+    """A :class:`WindowAnswer` as a :func:`_summary` of the bracket (0, inf) with points:
+    every breakpoint of the window (exact sums at each) and the points above it (their sums
+    past the window's)."""
+    bp, dl, dr = _updates(answer.exact)
+    inside = _points((None, None, None, (bp, dl, dr)))
+    above = _points(answer.beyond)
+    total_l, total_r = float(dl.sum()), float(dr.sum())
+    stats = (np.concatenate((inside[0], above[0])),
+             np.concatenate((inside[1], total_l + above[1])),
+             np.concatenate((inside[2], total_r + above[2])),
+             np.concatenate((inside[3], total_l + above[3])),
+             np.concatenate((inside[4], total_r + above[4])))
+    return (0.0, 0.0), int(bp.shape[0]) + int(answer.beyond[1]), stats, None
+
+
+def _updates(kept) -> tuple:
+    """(values, dl, dr) of breakpoints sent with ``dr`` None when it is ``dl`` (jumps)."""
+    bp, dl, dr = kept
+    return bp, dl, dl if dr is None else dr
 
 
 def _bracket_stats(part: Partition, a, pivots, key="breakpoints"):
@@ -154,7 +213,7 @@ def _summary(kept, passed_from, a, b, quantiles: int, small: int):
     passed = (float(sums_l[lo] - sums_l[start]), float(sums_r[lo] - sums_r[start]))
     count = int(hi - lo)
     if count <= small:
-        return passed, count, None, (bp[lo:hi], dl[lo:hi], dr[lo:hi])
+        return passed, count, None, (bp[lo:hi], dl[lo:hi], None if dr is dl else dr[lo:hi])
     m = min(max(quantiles, -(-4 * count // small)), small)
     values = bp[np.unique(np.linspace(lo, hi - 1, m).astype(np.int64))]
     left = np.searchsorted(bp, values, side="left")
@@ -175,7 +234,7 @@ def _points(summary):
     _, _, stats, kept = summary
     if stats is not None:
         return (*stats, False)
-    bp, dl, dr = kept
+    bp, dl, dr = _updates(kept)
     # all its breakpoints, ties merged (the sums at a value pass every tie)
     values, first = np.unique(bp, return_index=True)
     at = np.concatenate((first[1:], [bp.shape[0]]))
@@ -261,11 +320,31 @@ def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
     shares = [(float(l), float(r)) for l, r in lines]
     base_l = l0 - sum(l for l, _ in shares)
     base_r = r0 - sum(r for _, r in shares)
-    a, b = 0.0, np.inf
     q = config.DISTRIBUTED_PIVOTS
     small = max(config.DISTRIBUTED_GATHER_BREAKPOINTS // max(len(group), 1), 1)
     summaries = first
     named = () if key == "breakpoints" else (key,)  # the default costs no bytes
+    a, b = 0.0, np.inf
+    if first and all(isinstance(s, WindowAnswer) for s in first):
+        # every breakpoint in [0, U] came back: the slope's right limit at U is exact
+        exact = [_updates(s.exact) for s in first]
+        bp = np.concatenate([e[0] for e in exact])
+        dl = np.concatenate([e[1] for e in exact])
+        dr = np.concatenate([e[2] for e in exact])
+        window = first[0].window
+        passed = [(float(e[1].sum()), float(e[2].sum())) for e in exact]
+        lu, ru = ls + sum(p[0] for p in passed), rs + sum(p[1] for p in passed)
+        if lu + window * (ru - lu) >= 0.0:
+            return float(finish(ls, rs, bp, dl, dr))  # the root is in [0, U]
+        # above U: the bracket (U, inf) with every breakpoint <= U passed
+        ls, rs = lu, ru
+        shares = [(sl + p[0], sr + p[1]) for (sl, sr), p in zip(shares, passed, strict=True)]
+        a = window
+        summaries = [s.beyond for s in first]
+    elif any(isinstance(s, WindowAnswer) for s in first):
+        # a partition held more than it may send in the window and answered with points
+        # over (0, inf): the others' windows as points there too (no round)
+        summaries = [_window_points(s) if isinstance(s, WindowAnswer) else s for s in first]
     while True:
         for k, (passed, _, _, _) in enumerate(summaries):
             ls += passed[0]
@@ -274,9 +353,10 @@ def breakpoint_root(group: PartitionGroup, first: list, l0: float, r0: float,
         if a > 0.0 and ls + a * (rs - ls) >= 0.0:
             return a  # only by rounding: a was chosen with the slope surely < 0 there
         if all(s[3] is not None for s in summaries):
-            bp = np.concatenate([s[3][0] for s in summaries])
-            dl = np.concatenate([s[3][1] for s in summaries])
-            dr = np.concatenate([s[3][2] for s in summaries])
+            kept = [_updates(s[3]) for s in summaries]
+            bp = np.concatenate([k[0] for k in kept])
+            dl = np.concatenate([k[1] for k in kept])
+            dr = np.concatenate([k[2] for k in kept])
             return float(finish(ls, rs, bp, dl, dr))
         points = [_points(s) for s in summaries]
         x = np.unique(np.concatenate([p[0] for p in points]))
@@ -443,14 +523,15 @@ class DistributedBinaryProblem:
         return self.regularizer(beta) + float(sum(self.round(_loss_sum, margins.name)))
 
     def hinge_ray_exact(self, kernel, mb: RemoteVector, mt: RemoteVector, B0: float,
-                        A0: float) -> float:
+                        A0: float, window: float | None = None) -> float:
         """OCAS's exact mu (:meth:`solvers.cutting_plane.search.Ray.exact`) on the ray
         between the margins ``mb`` and ``mt``: the breakpoints stay on the workers
-        (``kernel`` makes them there)."""
+        (``kernel`` makes them there); those in [0, ``window``] come back when it is given
+        (:class:`WindowAnswer`: no further round when mu is there)."""
         send = None if self._kernel_set else kernel
         small = max(config.DISTRIBUTED_GATHER_BREAKPOINTS // max(len(self.group), 1), 1)
         results = self.round(_hinge_ray, send, mb.name, mt.name, config.DISTRIBUTED_PIVOTS,
-                             small)
+                             small, window)
         self._kernel_set = True
         slope = float(sum(s for s, _ in results))
         l0 = B0 + slope

@@ -120,10 +120,11 @@ class NewtonPoint:
     """Step 3's data at the current point (summed over the rows): |I1|, |I2|, g = A'z^0,
     ||z^0||^2, the shift q of eq. (23) (None without saturated terms).  The partitioned rows
     add the sums the records' values come from (the loss at the problem's costs, sum alpha,
-    the conjugate sum), diag(A'A) or the Gram matrix when asked, the active rows' weighted
-    squared norms (sum, sum of squares) and the partitions that did not compact their active
-    rows; ``rows``: what the implementation keeps of the point (the local one: the slacks,
-    the compacted rows, z^0)."""
+    the conjugate sum), diag(A'A) or the Gram matrix when asked (each partition's change to
+    it, kept as a list and summed by the rows: ``solvers.distributed.newton_rows``), the
+    active rows' weighted squared norms (sum, sum of squares) and the partitions that did
+    not compact their active rows; ``rows``: what the implementation keeps of the point (the
+    local one: the slacks, the compacted rows, z^0)."""
 
     n_active: int
     n_saturated: int
@@ -136,7 +137,7 @@ class NewtonPoint:
     diagonal: np.ndarray | None = None
     norm_sum: float = 0.0
     norm_square: float = 0.0
-    gram: np.ndarray | None = None
+    gram: Any = field(default=None, metadata={"combine": "list"})
     uncompacted: int = 0
     rows: Any = field(default=None, repr=False)
 
