@@ -202,6 +202,8 @@ class Loss(abc.ABC):
                 np.any(alpha > self.dual_upper(cost) + tol):
             return math.inf
         positive = cost > 0
+        if positive.all():  # the usual case: the same values without the masked copies
+            return float((cost * self.conjugate(alpha / cost)).sum())
         values = np.zeros_like(alpha)
         values[positive] = cost[positive] * self.conjugate(alpha[positive] / cost[positive])
         return float(values.sum())
