@@ -488,6 +488,9 @@ class Logistic(Loss):
             return v + np.where(v > 0.0, v * np.log(v), 0.0) + \
                 np.where(u > 0.0, u * np.log(u), 0.0)
 
+    def conjugate_sum(self, alpha, cost) -> float:
+        return float(kernels.entropy_conjugate_sum(_as_array(alpha), _as_array(cost)))
+
 
 def smoothed_hinge(tau: float) -> ClippedLoss:
     """tau/2 L_h(xi/tau + 1) of Keerthi & DeCoste section 6: 0 below -tau, (xi + tau)^2 /

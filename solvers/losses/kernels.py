@@ -286,6 +286,36 @@ def quadratic_conjugate_sum(alpha, cost, nonnegative, upper_factor, linear, quad
     return total
 
 
+@njit(cache=True, nogil=True)
+def entropy_conjugate_sum(alpha, cost):
+    """sum_i C_i L*(alpha_i / C_i) for the logistic loss, L*(v) = v + v log v + (1 - v)
+    log(1 - v) on [0, 1] (0 log 0 = 0), v clipped into it, in one pass; +inf when some
+    alpha_i leaves [0, C_i] (up to a relative 1e-12 of the largest C_i); examples with C_i = 0
+    add nothing.  The generic numpy form (``Loss.conjugate_sum``) made a dozen temporaries of
+    n entries: 25-40 us of a small set's 200 us Newton iteration (issue 47)."""
+    largest = 1.0
+    for i in range(cost.shape[0]):
+        if cost[i] > largest:
+            largest = cost[i]
+    tol = 1e-12 * largest
+    total = 0.0
+    for i in range(alpha.shape[0]):
+        a = alpha[i]
+        c = cost[i]
+        if a < -tol or a > c + tol:
+            return np.inf
+        if c > 0.0:
+            v = min(max(a / c, 0.0), 1.0)
+            u = 1.0 - v
+            value = v
+            if v > 0.0:
+                value += v * np.log(v)
+            if u > 0.0:
+                value += u * np.log(u)
+            total += c * value
+    return total
+
+
 # -- the clipped family: sets, sums, line-search breakpoints ------------------------------------
 #
 # L(xi) with L'(xi) = clip(xi - xi_lo, 0, width): 0 for xi <= xi_lo (set I0), quadratic on
