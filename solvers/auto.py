@@ -68,7 +68,6 @@ from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-import numpy as np
 from pydantic import Field
 
 from solvers.base import (
