@@ -61,13 +61,13 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-import numpy as np
 from pydantic import Field
 
 from solvers.base import (
@@ -222,15 +222,16 @@ class DatasetShape:
     n_features: int
     nnz: int
     n_classes: int
-    #: the feature matrix, for the scale spreads: read only when the ranking places the
-    #: problem among the measured ones (a pass over the data each, so not for a single
-    #: candidate or on a low-rank factor)
+    #: the feature matrix, or the dataset (which keeps its columns' maxima and rows' norms:
+    #: a repeated ``train`` on it makes no pass), for the scale spreads: read only when the
+    #: ranking places the problem among the measured ones (a pass over the data each, so not
+    #: for a single candidate or on a low-rank factor)
     X: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, dataset: Dataset) -> DatasetShape:
         return cls(dataset.n_samples, dataset.n_features, dataset.nnz,
-                   int(dataset.classes.shape[0]), dataset.X)
+                   int(dataset.classes.shape[0]), dataset)
 
     @cached_property
     def spreads(self) -> tuple[float, float]:
@@ -347,7 +348,8 @@ def _measured(measurements: list[dict[str, Any]], loss: str, key: str, names: It
               exclude: Callable[[dict[str, Any]], bool] | None = None
               ) -> list[dict[str, Any]]:
     """The measured problems of ``loss`` at target ``key`` that ran any of ``names``."""
-    return [{"problem": m["problem"], "features": m["features"], "runs": m["runs"][key]}
+    return [{"problem": m["problem"], "features": m["features"], "runs": m["runs"][key],
+             "nnz": m.get("nnz")}
             for m in measurements if m["loss"] == loss and key in m["runs"]
             and (exclude is None or not exclude(m))
             and any(n in m["runs"][key] for n in names)]
@@ -463,7 +465,9 @@ def predicted_seconds(name: str, nearest: list[dict[str, Any]], nnz: int) -> flo
     ratio of stored entries (the passes over the data scale with them)."""
     times = [effective_seconds(m["runs"][name]) * nnz / max(m["nnz"], 1)
              for m in nearest if name in m["runs"]]
-    return float(np.median(times)) if times else None
+    # statistics' median of a few floats: the same number as numpy's, without its set-up
+    # (numpy's was 40% of the ranking's time on a small set, issue 47)
+    return float(statistics.median(times)) if times else None
 
 
 def rank(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[str], SolverSpec],

@@ -47,7 +47,11 @@ SPREAD_WARNING_DECADES = 3.0
 
 
 def column_max_abs(X) -> np.ndarray:
-    """max_i |x_ij| per column (0 for a column without entries)."""
+    """max_i |x_ij| per column (0 for a column without entries).  ``X`` a matrix, or a
+    :class:`~solvers.data.Dataset`, whose columns' maxima are computed once and kept
+    (read-only)."""
+    if isinstance(X, Dataset):
+        return X.column_max_abs()
     X = as_csr(X)
     out = np.zeros(X.shape[1])
     sparse_column_max_abs(X.indices, X.data, out)
@@ -68,7 +72,10 @@ def column_scale_decades(X) -> float:
 
 
 def row_norm_decades(X) -> float:
-    """How many decades the rows' Euclidean norms (rows with an entry) span."""
+    """How many decades the rows' Euclidean norms (rows with an entry) span (``X`` a matrix
+    or a :class:`~solvers.data.Dataset`, whose squared norms are kept)."""
+    if isinstance(X, Dataset):
+        return 0.5 * decades(X.row_norms_squared())
     X = as_csr(X)
     squared = np.empty(X.shape[0])
     row_norms_squared(X.indptr, X.indices, X.data, squared)
@@ -77,7 +84,7 @@ def row_norm_decades(X) -> float:
 
 def scale_spread_warning(X) -> str | None:
     """A warning when the columns' scales span more than ``SPREAD_WARNING_DECADES`` decades
-    (None otherwise)."""
+    (None otherwise); ``X`` a matrix or a :class:`~solvers.data.Dataset`."""
     scales = column_max_abs(X)
     spread = decades(scales)
     if spread <= SPREAD_WARNING_DECADES:

@@ -589,7 +589,7 @@ def prepare_features(dataset: Dataset, scale: str
     and the warnings to pass on: with scaling, that sparse data were not centered; without,
     that the columns' scales span more than three decades (:mod:`solvers.scaling`)."""
     if scale == "none":
-        warning = scale_spread_warning(dataset.X)
+        warning = scale_spread_warning(dataset)  # the dataset keeps its columns' maxima
         return None, dataset, [warning] if warning else []
     scaler = FeatureScaler.fit(dataset.X, scale)
     warnings = []

@@ -66,3 +66,40 @@ def test_folds_are_stratified():
     assert counts.max() - counts.min() <= 1
     positives = np.bincount(folds[ds.y == 1], minlength=10)
     assert positives.max() - positives.min() <= 1
+
+
+def test_the_facts_train_reads_are_computed_once_and_right():
+    """A dataset keeps its columns' max |x_ij|, rows' squared norms and class counts (train
+    reads them on every call): the values numpy computes, read-only, the same arrays on the
+    next call, and class counts a fresh dict each time."""
+    ds = load("heart_scale")
+    dense = ds.X.toarray()
+    columns, rows = ds.column_max_abs(), ds.row_norms_squared()
+    np.testing.assert_array_equal(columns, np.abs(dense).max(axis=0))
+    np.testing.assert_allclose(rows, (dense * dense).sum(axis=1), rtol=1e-14)
+    assert ds.column_max_abs() is columns and ds.row_norms_squared() is rows
+    with pytest.raises(ValueError, match="read-only"):
+        columns[0] = 1.0
+    counts = ds.class_counts()
+    counts["1"] = -5
+    assert ds.class_counts() == {"-1": 150, "1": 120}
+    # a derived dataset computes its own
+    half = ds.subset(np.arange(100))
+    np.testing.assert_array_equal(half.column_max_abs(), np.abs(dense[:100]).max(axis=0))
+
+
+def test_a_canonical_matrix_is_taken_as_it_is():
+    """as_csr hands back a matrix already in canonical form (no new object), still refusing
+    non-finite values, and converts anything else as before."""
+    from solvers.data.dataset import as_csr
+
+    X = load("heart_scale").X
+    assert as_csr(X) is X
+    bad = X.copy()
+    bad.data[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        as_csr(bad)
+    wide = as_csr(X, n_features=X.shape[1] + 2)
+    assert wide is not X and wide.shape == (X.shape[0], X.shape[1] + 2)
+    as_array = as_csr(sp.csr_array(X))
+    assert type(as_array) is sp.csr_matrix and as_array is not X

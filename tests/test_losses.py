@@ -205,3 +205,27 @@ def test_the_declarations_are_the_formulas(name, p):
             gap = loss.smoothing(tau).value(XI) - loss.value(XI)
             assert np.all(gap >= -1e-15) and np.all(gap <= tau / 4 + 1e-15)
     assert (name == "lp" and 1.0 < p < 2.0) == (type(loss).has_exponent)
+
+
+def test_the_logistic_conjugate_sum_kernel_is_the_formula():
+    """The logistic loss's one-pass entropy kernel equals the generic form over its
+    ``conjugate`` (the base class's ``conjugate_sum``) to round-off, at the box's ends, with
+    examples of cost 0, and refuses a point outside the box as that does."""
+    loss = get_loss("logistic")
+    rng = np.random.default_rng(47)
+    for n in (1, 7, 270, 5000):
+        cost = rng.uniform(0.1, 10.0, n)
+        cost[rng.random(n) < 0.1] = 0.0
+        alpha = rng.uniform(0.0, 1.0, n) * cost
+        ends = rng.random(n)
+        alpha[ends < 0.1] = 0.0
+        alpha[ends > 0.9] = cost[ends > 0.9]
+        assert loss.conjugate_sum(alpha, cost) == \
+            pytest.approx(Loss.conjugate_sum(loss, alpha, cost), rel=1e-13, abs=1e-300)
+    ones = np.ones(3)
+    for outside in (np.array([0.5, 1.0 + 1e-9, 0.2]), np.array([0.5, -1e-9, 0.2])):
+        assert loss.conjugate_sum(outside, ones) == np.inf == \
+            Loss.conjugate_sum(loss, outside, ones)
+    within = np.array([0.5, 1.0 + 1e-13, 0.0])  # the relative 1e-12 slack on the bounds
+    assert loss.conjugate_sum(within, ones) == \
+        pytest.approx(Loss.conjugate_sum(loss, within, ones), rel=1e-15)

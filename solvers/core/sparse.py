@@ -441,7 +441,9 @@ def rows_nnz(indptr, rows):
 
 def use_parallel(nnz_touched: int, n_features: int) -> bool:
     """Whether a product touching ``nnz_touched`` entries should use the parallel kernels."""
-    if numba.get_num_threads() < 2 or nnz_touched < config.PARALLEL_MIN_NNZ:
+    # the size first: numba.get_num_threads costs microseconds, and a small problem's Newton
+    # iteration asks this of every product
+    if nnz_touched < config.PARALLEL_MIN_NNZ or numba.get_num_threads() < 2:
         return False
     buffer_cost = numba.get_num_threads() * n_features
     return buffer_cost <= config.PARALLEL_MAX_BUFFER_RATIO * nnz_touched

@@ -202,6 +202,8 @@ class Loss(abc.ABC):
                 np.any(alpha > self.dual_upper(cost) + tol):
             return math.inf
         positive = cost > 0
+        if positive.all():  # the usual case: the same values without the masked copies
+            return float((cost * self.conjugate(alpha / cost)).sum())
         values = np.zeros_like(alpha)
         values[positive] = cost[positive] * self.conjugate(alpha[positive] / cost[positive])
         return float(values.sum())
@@ -485,6 +487,9 @@ class Logistic(Loss):
         with np.errstate(divide="ignore", invalid="ignore"):
             return v + np.where(v > 0.0, v * np.log(v), 0.0) + \
                 np.where(u > 0.0, u * np.log(u), 0.0)
+
+    def conjugate_sum(self, alpha, cost) -> float:
+        return float(kernels.entropy_conjugate_sum(_as_array(alpha), _as_array(cost)))
 
 
 def smoothed_hinge(tau: float) -> ClippedLoss:

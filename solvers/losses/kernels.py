@@ -260,6 +260,17 @@ def loss_prox(code, p, v, t, out):
         out[i] = prox_value(code, p, v[i], t[i])
 
 
+@njit(cache=True, inline="always")
+def _dual_slack(cost):
+    """The slack a dual point may leave its box by: 1e-12 of the largest C_i (at least of
+    1), the loss layer's ``_DUAL_TOL``."""
+    largest = 1.0
+    for i in range(cost.shape[0]):
+        if cost[i] > largest:
+            largest = cost[i]
+    return 1e-12 * largest
+
+
 @njit(cache=True, nogil=True)
 def quadratic_conjugate_sum(alpha, cost, nonnegative, upper_factor, linear, quadratic):
     """sum_i C_i L*(alpha_i / C_i) for a loss whose conjugate is quadratic on its dual range,
@@ -267,11 +278,7 @@ def quadratic_conjugate_sum(alpha, cost, nonnegative, upper_factor, linear, quad
     square term), in one pass; +inf when some alpha_i leaves C_i times the range (up to a
     relative 1e-12 of the largest C_i).  The hinge, the clipped family (squared hinge,
     modified Huber, smoothed hinge) and least squares."""
-    largest = 1.0
-    for i in range(cost.shape[0]):
-        if cost[i] > largest:
-            largest = cost[i]
-    tol = 1e-12 * largest
+    tol = _dual_slack(cost)
     total = 0.0
     square = np.isfinite(quadratic)
     for i in range(alpha.shape[0]):
@@ -283,6 +290,32 @@ def quadratic_conjugate_sum(alpha, cost, nonnegative, upper_factor, linear, quad
             total += linear * a
             if square:
                 total += a * a / (quadratic * c)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def entropy_conjugate_sum(alpha, cost):
+    """sum_i C_i L*(alpha_i / C_i) for the logistic loss, L*(v) = v + v log v + (1 - v)
+    log(1 - v) on [0, 1] (0 log 0 = 0), v clipped into it, in one pass; +inf when some
+    alpha_i leaves [0, C_i] (up to a relative 1e-12 of the largest C_i); examples with C_i = 0
+    add nothing.  The generic numpy form (``Loss.conjugate_sum``) made a dozen temporaries of
+    n entries: 25-40 us of a small set's 200 us Newton iteration (issue 47)."""
+    tol = _dual_slack(cost)
+    total = 0.0
+    for i in range(alpha.shape[0]):
+        a = alpha[i]
+        c = cost[i]
+        if a < -tol or a > c + tol:
+            return np.inf
+        if c > 0.0:
+            v = min(max(a / c, 0.0), 1.0)
+            u = 1.0 - v
+            value = v
+            if v > 0.0:
+                value += v * np.log(v)
+            if u > 0.0:
+                value += u * np.log(u)
+            total += c * value
     return total
 
 

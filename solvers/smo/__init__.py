@@ -34,8 +34,9 @@ Stopping (``stop_rule``):
   ``tol`` (``solvers.base.gap_tolerance_field``).  With G = Q alpha - e maintained, the margins
   are y_i f(x_i) = G_i + 1 + y_i b and ||w||^2 = sum alpha_i (G_i + 1), so P and D cost O(n) per
   check (``KernelProblem.csvc_objectives``); variables shrunk away get their gradient from
-  G_bar and the free variables' (mostly cached) rows.  SMO runs to m - M <= ``kkt_tol``, and
-  if the gap is not yet certified the KKT tolerance is divided by 10 and SMO continues.  It is
+  G_bar and the free variables' (mostly cached) rows.  SMO runs to m - M <= max(``kkt_tol``,
+  ``tol``) (a loose tol, 1e-2, does not do kkt_tol's 1e-3 work first), and if the gap is not
+  yet certified the KKT tolerance is divided by 10 and SMO continues.  It is
   the default because every solver of the project that certifies its stop shares ``tol`` and
   its default (``auto``, the race and cross-validation compare solvers on it).
 * ``"kkt"``: LIBSVM's rule, the maximal violating pair m(alpha) - M(alpha) <= ``kkt_tol``

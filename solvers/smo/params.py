@@ -130,7 +130,8 @@ class SMOParams(SolverParams):
     kkt_tol: float = Field(1e-3, gt=0,
                            description="LIBSVM's -e: the maximal violating pair's "
                                        "m(alpha) - M(alpha) at which stop_rule='kkt' stops "
-                                       "(the first KKT tolerance of stop_rule='gap').")
+                                       "(stop_rule='gap' starts at the larger of it "
+                                       "and tol).")
     max_iter: int = Field(10_000_000, ge=1, description="SMO iterations (two-variable "
                                                         "updates) per binary problem.")
 

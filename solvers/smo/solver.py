@@ -81,8 +81,13 @@ class SMOSolver:
         gradient = np.empty(m)
         report = Reporter(monitor, "kkt_violation")
         chunk = max(length, 1000)
-        eps = params.kkt_tol
         gap_rule = params.stop_rule == "gap"
+        # the gap rule's first KKT stage follows tol: m - M <= max(kkt_tol, tol), so a loose
+        # tol (1e-2) no longer does kkt_tol's (1e-3) work first (issue 47: on dna nu-SVC,
+        # 1,535 SMO iterations against 2,165, gap 2.6e-3; abalone nu-SVR 2,207 against 2,621);
+        # m - M and the relative gap are the same number where LIBSVM's -e meets this rule's
+        # tol, and a stage that does not certify tol tightens tenfold as before
+        eps = max(params.kkt_tol, params.tol) if gap_rule else params.kkt_tol
         status = message = None
         block_size = self._block_size(problem, params, length)
         blocks = BlockSMO(cache, block_size) if block_size else None
