@@ -9,8 +9,12 @@
 #
 #   docker/smoke.sh                       # python:3.11-slim and postgres:16 from a registry
 #   LOCAL_BASES=1 docker/smoke.sh         # no registry: build-local-bases.sh's Debian images
+#   COMPOSE=docker-compose docker/smoke.sh   # compose v1 where the v2 plugin is installed too
 #
 # Settings (environment):
+#   COMPOSE               the compose command: "docker compose" (v2, the CLI plugin) or
+#                         "docker-compose" (v1); default: v2 when `docker compose version`
+#                         answers, else docker-compose
 #   LOCAL_BASES=1         build and use svmsvc-local/python:3.11 and svmsvc-local/postgres:15
 #   BASE_IMAGE, POSTGRES_IMAGE   base images (override LOCAL_BASES's)
 #   SMOKE_EXECUTOR        dask (default) or local (the API's own process pool; no worker kill)
@@ -29,7 +33,13 @@ if ! docker info >/dev/null 2>&1; then
     echo "SKIP: no Docker engine answers (docker info failed); install Docker and start dockerd"
     exit 77
 fi
-if docker compose version >/dev/null 2>&1; then
+if [ -n "${COMPOSE:-}" ]; then
+    # The tester's choice: a failure to answer is a failure, not a skip.
+    if ! $COMPOSE version >/dev/null 2>&1; then
+        echo "FAILED: COMPOSE='$COMPOSE' does not answer '$COMPOSE version'"
+        exit 1
+    fi
+elif docker compose version >/dev/null 2>&1; then
     COMPOSE="docker compose"
 elif command -v docker-compose >/dev/null 2>&1; then
     COMPOSE="docker-compose"

@@ -34,3 +34,15 @@ def test_the_smoke_jobs_parameters_validate(name):
     # the service admits it on the smoke's dataset (mushrooms, 8124 rows): the kernel fits
     # the row cache (a refusal there answered 422 on the first Docker run of 2026-11-27)
     check_kernel_size(validated, MUSHROOMS_ROWS)
+
+
+def test_the_smoke_reads_the_repositorys_compressed_dataset_as_its_text(tmp_path):
+    # smoke.sh's default dataset is data/mushrooms.xz: its rows are read and split at line
+    # ends, so the smoke decompresses it first (it read the xz bytes as text before)
+    from bench.paths import DATA_DIR, dataset_path
+
+    plain = smoke_module().plain_dataset(DATA_DIR / "mushrooms.xz", tmp_path)
+    assert plain.read_bytes() == dataset_path("mushrooms").read_bytes()
+    assert len(plain.read_text().splitlines()) == MUSHROOMS_ROWS
+    text = dataset_path("heart_scale")
+    assert smoke_module().plain_dataset(text, tmp_path) == text  # plain text: used as it is
