@@ -43,14 +43,12 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.svm import SVC
 
 import solvers
@@ -58,6 +56,7 @@ from bench.bench_smo import PROBLEMS as SMO_PROBLEMS
 from bench.bench_smo import _load, _scaled
 from bench.commands import Command, c_values, option, out, problems, repeats
 from bench.harness import machine_description
+from bench.interpreter import interpreter, run_worker, save_problem
 from solvers.core.kernels import scale_gamma
 
 CACHE_MB = 256.0
@@ -113,19 +112,8 @@ def run_libsvm(train, test, C, gamma):
             "iterations": int(np.sum(svc.n_iter_))}
 
 
-def _save_problem(path: Path, train, test) -> None:
-    X, Xt = sp.csr_matrix(train.X), sp.csr_matrix(test.X)
-    np.savez(path, data=X.data, indices=X.indices, indptr=X.indptr, shape=X.shape, y=train.y,
-             t_data=Xt.data, t_indices=Xt.indices, t_indptr=Xt.indptr, t_shape=Xt.shape,
-             t_y=test.y)
-
-
 def run_onedal(python: str, train, test, C, gamma, npz: Path):
-    done = subprocess.run([python, "-c", _WORKER, str(npz), repr(C), repr(gamma),
-                           repr(CACHE_MB)], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"oneDAL worker failed: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_worker(python, _WORKER, npz, repr(C), repr(gamma), repr(CACHE_MB))[-1]
 
 
 RUNNERS = {  # (train, test, C, gamma, npz) -> measures; oneDAL's takes its interpreter first
@@ -139,8 +127,7 @@ RUNNERS = {  # (train, test, C, gamma, npz) -> measures; oneDAL's takes its inte
 
 
 def _onedal_python(args) -> str | None:
-    python = args.onedal_python or os.environ.get("SVMSVC_ONEDAL_PYTHON")
-    return python if python and Path(python).exists() else None
+    return interpreter(args.onedal_python, "SVMSVC_ONEDAL_PYTHON")
 
 
 def run_command(args) -> int:
@@ -165,7 +152,7 @@ def run_command(args) -> int:
             train, test = problem(name)
             gamma = scale_gamma(train.X)
             npz = Path(tmp) / f"{name}.npz"
-            _save_problem(npz, train, test)
+            save_problem(npz, train, test)
             for C in Cs:
                 case = (train, test, C, gamma, npz)
                 runners = {r: run for r, run in RUNNERS.items()
