@@ -45,7 +45,8 @@ not a second (a candidate whose passes are dearer than the count says is favoure
    schedule gives it its next slice, so it goes on from its own state (never run again from
    scratch), the same decisions in the same order as on a lane.
 2. Otherwise the *challengers* (the next :data:`FIELD` - 1 of the ranking, but none the
-   rule predicts at over :data:`PRIOR_BEHIND` times the first's seconds) are fed slices in
+   rule predicts at over :data:`PRIOR_BEHIND` times the first's seconds, nor one it never
+   measured where the first has a prediction: :func:`_field`) are fed slices in
    turn, doubling, while their total work stays within :data:`CHALLENGER_SHARE` of the
    favourite's; the favourite runs, doubling its slice, the rest of the time.  Every
    candidate's remaining work to ``tol`` is predicted from its own trajectory (:func:`predict`:
