@@ -18,7 +18,15 @@ whole ``solvers.train``:
   one-vs-rest as ours on letter; not Crammer-Singer), oracle-stopped: each of
   :data:`LIBLINEAR_EPS` from the loosest, the first run whose objective is within ``tol`` of
   the best objective any run reached (and the stored reference optimum, where there is one);
-  its time is the bar's, the fastest setting the best.
+  its time is the bar's, the fastest setting the best;
+* on the binary problems, the same oracle over LIBLINEAR's multi-core build ``-m 2``
+  (:mod:`bench.liblinear_multicore`, its own environment) and over Snap ML's
+  ``SupportVectorMachine`` (n_jobs 1 and 2, tolerances :data:`SNAPML_TOL`; its own interpreter,
+  ``--snapml-python`` or ``$SVMSVC_SNAPML_PYTHON``: ``python -m venv DIR && DIR/bin/pip install
+  snapml``, run through :mod:`bench.interpreter` as ``bench smo_anchors`` runs oneDAL), its
+  ``regularizer`` posed as 1 / C (:func:`snapml_regularizer`), which the record checks: Snap ML's
+  tightest run's objective under our problem at C against the best objective
+  (``snapml_relative_gap``).  The best anchor is the fastest of the three oracles.
 
 The cost of watching is read from ``auto``'s own runs: its time less the time in its lanes
 (the ranking, the threads, the forwarding), and the challengers' time in the lanes.  The load
@@ -33,6 +41,7 @@ import json
 import math
 import os
 import statistics
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +52,8 @@ import numpy as np
 import solvers
 from bench.commands import Command, option, out, problems, repeats
 from bench.harness import machine_description
+from bench.interpreter import interpreter, run_worker, save_problem
+from bench.liblinear_multicore import LiblinearMulticore, MulticoreUnavailable
 from bench.paths import RESULTS_DIR, dataset_path
 from bench.problems import BenchProblem
 from bench.references import load_references
@@ -57,6 +68,35 @@ CAP_FACTOR = 5.0
 CAP_MIN_S = 5.0
 #: LIBLINEAR's -e values, loosest first (oracle-stopped at the first one within tol).
 LIBLINEAR_EPS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4, 1e-5, 1e-6)
+#: Snap ML's tol values, loosest first (oracle-stopped as LIBLINEAR's), and its thread counts.
+SNAPML_TOL = (0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4, 1e-5, 1e-6)
+SNAPML_JOBS = (1, 2)
+
+# Runs inside Snap ML's environment: argv = .npz path, loss, regularizer, output directory,
+# then "n_jobs:tol" settings; prints one JSON object per setting: {"n_jobs", "tol",
+# "seconds" (fit only), "coef" (a .npy path), "intercept"}.
+_SNAPML_WORKER = r"""
+import json, os, sys, time
+import numpy as np, scipy.sparse as sp
+from snapml import SupportVectorMachine
+path, loss, regularizer, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+z = np.load(path)
+X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+y = z["y"]
+for k, setting in enumerate(sys.argv[5:]):
+    n_jobs, tol = setting.split(":")
+    svm = SupportVectorMachine(regularizer=regularizer, loss=loss, fit_intercept=True,
+                               intercept_scaling=1.0, n_jobs=int(n_jobs), tol=float(tol),
+                               max_iter=100000)
+    start = time.perf_counter()
+    svm.fit(X, y)
+    seconds = time.perf_counter() - start
+    coef = os.path.join(out, f"coef-{k}.npy")
+    np.save(coef, np.ravel(svm.coef_))
+    print(json.dumps({"n_jobs": int(n_jobs), "tol": float(tol), "seconds": seconds,
+                      "coef": coef, "intercept": float(np.ravel(svm.intercept_)[0])}),
+          flush=True)
+"""
 
 
 @dataclass(frozen=True)
@@ -74,7 +114,13 @@ class RaceProblem:
         if self.dataset == "dna600":
             dna = solvers.read_svmlight(dataset_path("dna.scale"))
             return dna.subset(np.arange(600))
-        return BenchProblem(self.dataset, self.loss, "regularized", self.C).train_dataset()
+        return self.bench_problem().train_dataset()
+
+    def bench_problem(self) -> BenchProblem | None:
+        """The binary problem as the harness poses it (None: multi-class)."""
+        if self.dataset in ("letter", "dna600"):
+            return None
+        return BenchProblem(self.dataset, self.loss, "regularized", self.C)
 
     @property
     def reference_key(self) -> str:
@@ -241,6 +287,60 @@ def run_liblinear(data, problem: RaceProblem) -> list[dict[str, Any]]:
     return rows
 
 
+def _binary_labels(data) -> np.ndarray:
+    return np.where(data.y == data.classes[1], 1.0, -1.0)
+
+
+def run_multicore(problem: RaceProblem) -> list[dict[str, Any]]:
+    """LIBLINEAR's multi-core build, ``-m 2``, every -e of :data:`LIBLINEAR_EPS` for each
+    type the loss has (binary problems; [] where the build is unavailable)."""
+    bench = problem.bench_problem()
+    if bench is None:
+        return []
+    rows = []
+    bp = bench.binary_problem()
+    for solver_type in {"squared_hinge": (1, 2), "hinge": (3,)}[problem.loss]:
+        runner = LiblinearMulticore(solver_type, threads=2, eps_schedule=LIBLINEAR_EPS)
+        if not runner.supports(bench):
+            return []
+        try:
+            fits = runner.fits(bench)
+        except MulticoreUnavailable as exc:
+            print(f"liblinear-multicore -s {solver_type} failed: {exc}", flush=True)
+            continue
+        rows += [{"setting": f"-s {solver_type} -m 2", "eps": eps, "seconds": seconds,
+                  "objective": bp.objective(beta)}
+                 for eps, (seconds, beta) in zip(LIBLINEAR_EPS, fits, strict=True)]
+    return rows
+
+
+def snapml_regularizer(C: float) -> float:
+    """Snap ML's ``regularizer`` for our C: its SupportVectorMachine minimizes
+    sum_i loss_i + regularizer / 2 ||w||^2 (the bias a weight on a constant feature of
+    ``intercept_scaling`` = 1, regularized as LIBLINEAR's ``-B 1``), so regularizer = 1 / C;
+    the record checks it by the objective its tightest run reaches under our problem."""
+    return 1.0 / C
+
+
+def run_snapml(python: str | None, data, problem: RaceProblem) -> list[dict[str, Any]]:
+    """Snap ML's SupportVectorMachine at every tol of :data:`SNAPML_TOL` for each n_jobs of
+    :data:`SNAPML_JOBS` (binary problems; [] without its interpreter)."""
+    if python is None or problem.bench_problem() is None:
+        return []
+    bp = BinaryProblem(data.X, _binary_labels(data), C=problem.C, loss=problem.loss,
+                       bias="regularized")
+    with tempfile.TemporaryDirectory() as tmp:
+        npz = Path(tmp) / "problem.npz"
+        save_problem(npz, solvers.Dataset(data.X, _binary_labels(data)))
+        fits = run_worker(python, _SNAPML_WORKER, npz, problem.loss,
+                          repr(snapml_regularizer(problem.C)), tmp,
+                          *(f"{jobs}:{tol!r}" for jobs in SNAPML_JOBS for tol in SNAPML_TOL))
+        return [{"setting": f"snapml n_jobs={fit['n_jobs']}", "eps": fit["tol"],
+                 "seconds": fit["seconds"],
+                 "objective": bp.objective(np.append(np.load(fit["coef"]), fit["intercept"]))}
+                for fit in fits]
+
+
 def oracle(rows: list[dict[str, Any]], reference: float, tol: float) -> dict[str, Any] | None:
     """LIBLINEAR's best setting stopped by an oracle: per setting the first eps within tol of
     ``reference``, the fastest of them."""
@@ -251,16 +351,18 @@ def oracle(rows: list[dict[str, Any]], reference: float, tol: float) -> dict[str
     return min(firsts.values(), key=lambda r: r["seconds"]) if firsts else None
 
 
-def measure(problem: RaceProblem, repeats_: int) -> dict[str, Any]:
+def measure(problem: RaceProblem, repeats_: int, snapml: str | None = None) -> dict[str, Any]:
     load_start = os.getloadavg()[0]
     data = problem.data()
     _train(data, problem, "auto", tol=problem.tol)  # compile / load the caches, discarded
     mine = run_auto(data, problem, repeats_)
     alone = run_candidates(data, problem, max(CAP_MIN_S, CAP_FACTOR * mine["seconds"]))
     liblinear = run_liblinear(data, problem)
+    multicore = run_multicore(problem)
+    snap = run_snapml(snapml, data, problem)
     objectives = [mine["objective"]] + [r["objective"] for r in alone
                                          if r["status"] == "converged"]
-    objectives += [r["objective"] for r in liblinear]
+    objectives += [r["objective"] for r in liblinear + multicore + snap]
     stored = load_references().get(problem.reference_key)
     if stored is not None and problem.multiclass == "ovr":
         objectives.append(stored["objective"])
@@ -268,6 +370,11 @@ def measure(problem: RaceProblem, repeats_: int) -> dict[str, Any]:
     converged = [r for r in alone if r["status"] == "converged"]
     best = min(converged, key=lambda r: r["seconds"]) if converged else None
     anchor = oracle(liblinear, reference, problem.tol)
+    anchors = {name: found for name, found in (
+        ("liblinear", anchor), ("liblinear -m 2", oracle(multicore, reference, problem.tol)),
+        ("snapml", oracle(snap, reference, problem.tol))) if found is not None}
+    best_anchor = min(anchors.values(), key=lambda r: r["seconds"], default=None)
+    tightest = [r for r in snap if r["eps"] == SNAPML_TOL[-1]]
     return {"problem": problem.name, "dataset": problem.dataset, "loss": problem.loss,
             "C": problem.C, "tol": problem.tol, "multiclass": problem.multiclass,
             "n_samples": data.n_samples, "nnz": data.nnz, "reference_objective": reference,
@@ -276,6 +383,11 @@ def measure(problem: RaceProblem, repeats_: int) -> dict[str, Any]:
             "auto_over_best_alone": None if best is None else mine["seconds"] / best["seconds"],
             "auto_over_liblinear": None if anchor is None
             else mine["seconds"] / anchor["seconds"],
+            "liblinear_multicore": multicore, "snapml": snap, "anchors_best": anchors,
+            "best_anchor": best_anchor,
+            "auto_over_best_anchor": None if best_anchor is None
+            else mine["seconds"] / best_anchor["seconds"],
+            "snapml_relative_gap": [(r["objective"] - reference) / reference for r in tightest],
             "auto_relative_gap": (mine["objective"] - reference) / reference,
             "load_average_at_start": load_start, "load_average_at_end": os.getloadavg()[0]}
 
@@ -323,19 +435,47 @@ def watching_cost(records: int = 2000, repeats_: int = 9) -> dict[str, Any]:
 
 def markdown(results: list[dict[str, Any]]) -> str:
     lines = ["| problem | auto s | auto chose | identical | best alone | s | ratio | "
-             "LIBLINEAR best | s | ratio | outside lanes ms | challengers ms | load |",
-             "|---|---:|---|---|---|---:|---:|---|---:|---:|---:|---:|---|"]
+             "LIBLINEAR best | s | ratio | best anchor | s | ratio | outside lanes ms | "
+             "challengers ms | load |",
+             "|---|---:|---|---|---|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---|"]
     for r in results:
         a, b, ll = r["auto"], r["best_alone"], r["liblinear_best"]
+        best = r.get("best_anchor")
         lines.append(
             f"| {r['problem']} | {a['seconds']:.3f} | {a['candidate']} | {a['identical']} | "
             + (f"{b['candidate']} | {b['seconds']:.3f} | {r['auto_over_best_alone']:.2f} | "
                if b else "none converged | | | ")
             + (f"{ll['setting']} -e {ll['eps']:g} | {ll['seconds']:.3f} | "
                f"{r['auto_over_liblinear']:.2f} | " if ll else "not within tol | | | ")
+            + (f"{best['setting']} {best['eps']:g} | {best['seconds']:.3f} | "
+               f"{r['auto_over_best_anchor']:.2f} | " if best else "none within tol | | | ")
             + f"{1e3 * a['outside_lanes_s']:.1f} | {1e3 * a['challengers_s']:.1f} | "
             f"{r['load_average_at_start']:.1f}-{r['load_average_at_end']:.1f} |")
+    lines.append("")
+    lines.append(summary(results))
     return "\n".join(lines)
+
+
+def _geomean(values: list[float]) -> float | None:
+    return math.exp(statistics.mean(math.log(v) for v in values)) if values else None
+
+
+def summary(results: list[dict[str, Any]]) -> str:
+    """The geometric means and worst cases of auto over the best candidate alone and over
+    the best anchor, and Snap ML's objective check."""
+    parts = []
+    for key, name in (("auto_over_best_alone", "the best candidate alone"),
+                      ("auto_over_best_anchor", "the best anchor")):
+        ratios = {r["problem"]: r[key] for r in results if r.get(key) is not None}
+        if ratios:
+            worst = max(ratios, key=ratios.get)
+            parts.append(f"auto over {name}: geometric mean {_geomean(list(ratios.values())):.2f} "
+                         f"over {len(ratios)}, worst {ratios[worst]:.2f} ({worst})")
+    gaps = [g for r in results for g in r.get("snapml_relative_gap", [])]
+    if gaps:
+        parts.append(f"Snap ML at tol {SNAPML_TOL[-1]:g} with regularizer 1 / C: relative "
+                     f"objective above the best {min(gaps):.2g} to {max(gaps):.2g}")
+    return "; ".join(parts) + "."
 
 
 def run_command(args) -> int:
@@ -362,7 +502,8 @@ def run_command(args) -> int:
     path = args.out or RESULTS_DIR / f"race-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
     for name in args.problems.split(","):
         print(f"{name} ...", flush=True)
-        results.append(measure(PROBLEMS[name], args.repeats))
+        results.append(measure(PROBLEMS[name], args.repeats,
+                               interpreter(args.snapml_python, "SVMSVC_SNAPML_PYTHON")))
         machine["load_average_at_end"] = os.getloadavg()[0]
         Path(path).write_text(json.dumps({"machine": machine, "results": results}, indent=1,
                                          default=str))
@@ -381,6 +522,9 @@ COMMAND = Command(
                     help="each candidate alone: when its own certificate, an exact one and "
                          "the best bound any candidate proved would certify tol (issue 52; "
                          f"default problems {CERTIFICATE_DEFAULT})"),
+             option("--snapml-python", default=None,
+                    help="an interpreter with snapml (default: $SVMSVC_SNAPML_PYTHON; "
+                         "without one Snap ML is left out)"),
              out(None, "the JSON file (default bench/results/race-<UTC stamp>.json)")))
 
 

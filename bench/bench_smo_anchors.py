@@ -49,14 +49,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.svm import SVC
 
 import solvers
 from bench.bench_smo import PROBLEMS as SMO_PROBLEMS
 from bench.bench_smo import _load, _scaled
 from bench.commands import Command, c_values, option, out, problems, repeats
-from bench.harness import machine_description, run_in_interpreter
+from bench.harness import machine_description
+from bench.interpreter import interpreter, run_worker, save_problem
 from solvers.core.kernels import scale_gamma
 
 CACHE_MB = 256.0
@@ -112,16 +112,8 @@ def run_libsvm(train, test, C, gamma):
             "iterations": int(np.sum(svc.n_iter_))}
 
 
-def _save_problem(path: Path, train, test) -> None:
-    X, Xt = sp.csr_matrix(train.X), sp.csr_matrix(test.X)
-    np.savez(path, data=X.data, indices=X.indices, indptr=X.indptr, shape=X.shape, y=train.y,
-             t_data=Xt.data, t_indices=Xt.indices, t_indptr=Xt.indptr, t_shape=Xt.shape,
-             t_y=test.y)
-
-
 def run_onedal(python: str, train, test, C, gamma, npz: Path):
-    return run_in_interpreter(python, _WORKER, str(npz), repr(C), repr(gamma), repr(CACHE_MB),
-                              name="oneDAL")
+    return run_worker(python, _WORKER, npz, repr(C), repr(gamma), repr(CACHE_MB))[-1]
 
 
 RUNNERS = {  # (train, test, C, gamma, npz) -> measures; oneDAL's takes its interpreter first
@@ -135,8 +127,7 @@ RUNNERS = {  # (train, test, C, gamma, npz) -> measures; oneDAL's takes its inte
 
 
 def _onedal_python(args) -> str | None:
-    python = args.onedal_python or os.environ.get("SVMSVC_ONEDAL_PYTHON")
-    return python if python and Path(python).exists() else None
+    return interpreter(args.onedal_python, "SVMSVC_ONEDAL_PYTHON")
 
 
 def run_command(args) -> int:
@@ -151,13 +142,17 @@ def run_command(args) -> int:
     unknown = [n for n in names if n not in PROBLEMS]
     if unknown:
         raise SystemExit(f"unknown problems {unknown}; known: {sorted(PROBLEMS)}")
+    # Numba's compilation, once, on a small problem
+    warm, warm_test = problem("svmguide1")
+    rows = np.sort(np.random.default_rng(0).permutation(warm.n_samples)[:300])
+    run_smo(warm.subset(rows), warm_test, 1.0, 1.0, stop_rule="kkt", kkt_tol=1e-3)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             train, test = problem(name)
             gamma = scale_gamma(train.X)
             npz = Path(tmp) / f"{name}.npz"
-            _save_problem(npz, train, test)
+            save_problem(npz, train, test)
             _compile(train, test, gamma)
             for C in Cs:
                 case = (train, test, C, gamma, npz)

@@ -17,7 +17,6 @@ any runner reached.
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import platform
 import statistics
@@ -75,18 +74,6 @@ class ProblemResult:
         if ours is None or not anchors:
             return None
         return ours / min(anchors)
-
-
-def run_in_interpreter(python: str, script: str, *args: str, name: str = "anchor",
-                       timeout: float | None = None) -> dict:
-    """Run an anchor's ``script`` (``python -c script args...``) in an interpreter of its
-    own (its own environment: oneDAL, Spark) and return the JSON object its last output line
-    prints; RuntimeError with the end of its error output when it fails."""
-    done = subprocess.run([python, "-c", script, *args], capture_output=True, text=True,
-                          check=False, timeout=timeout)
-    if done.returncode != 0:
-        raise RuntimeError(f"{name} worker failed: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def relative_gap(objective: float, reference: float) -> float:

@@ -1,7 +1,6 @@
 """Spark MLlib's ``LinearSVC`` as the distributed path's anchor (issue 51), in an interpreter
 of its own (``python -m venv DIR && DIR/bin/pip install pyspark``; Java from Debian's
-``openjdk-17-jre-headless``), run as the oneDAL anchor is (:func:`bench.harness.
-run_in_interpreter`).
+``openjdk-17-jre-headless``), run as the oneDAL and Snap ML anchors are (:mod:`bench.interpreter`).
 
 The problem is section 2.1's with the hinge loss and no bias:
 
@@ -25,13 +24,12 @@ fit).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 import solvers
-from bench.harness import run_in_interpreter
+from bench.interpreter import interpreter, run_worker
 
 #: maxIter of the fits whose objectives give Spark's time to a gap
 SCHEDULE = (10, 50, 200)
@@ -76,8 +74,7 @@ spark.stop()
 
 def spark_python(given: str | None) -> str | None:
     """The Spark interpreter: ``given``, else ``$SVMSVC_SPARK_PYTHON``; None when absent."""
-    python = given or os.environ.get("SVMSVC_SPARK_PYTHON")
-    return python if python and Path(python).exists() else None
+    return interpreter(given, "SVMSVC_SPARK_PYTHON")
 
 
 def spark_runs(python: str, data: solvers.Dataset, path: Path, C: float,
@@ -85,9 +82,8 @@ def spark_runs(python: str, data: solvers.Dataset, path: Path, C: float,
     """Spark's fits on the SVMlight file ``path`` (``data``'s rows) at each ``maxIter`` of
     ``schedule``: seconds, iterations, Spark's objective times C n and this library's
     objective of the coefficients (hinge, no bias, C) on ``data``."""
-    out = run_in_interpreter(python, _WORKER, str(path), str(data.n_features), repr(C),
-                             ",".join(str(m) for m in schedule), str(partitions),
-                             name="Spark")
+    out = run_worker(python, _WORKER, path, data.n_features, repr(C),
+                     ",".join(str(m) for m in schedule), partitions)[-1]
     problem = solvers.BinaryProblem(data.X, np.where(data.y > 0, 1.0, -1.0), C=C,
                                     loss="hinge", bias="none")
     runs = []

@@ -312,6 +312,10 @@ SUITES: dict[str, HarnessSuite | ScriptSuite] = {s.name: s for s in (
                 "(scikit-learn-intelex SVC, an interpreter of its own: --onedal-python) on the "
                 "whole dna, letter, svmguide1 and a9a at C = 1 and 10, held-out accuracy",
                 "smo_anchors"),
+    ScriptSuite("race", "solver='auto' (the race on certified progress) on held-out problems "
+                "against each of its candidates alone, LIBLINEAR (one thread and multi-core "
+                "-m 2, oracle-stopped) and Snap ML (n_jobs 1 and 2; --snapml-python or "
+                "$SVMSVC_SNAPML_PYTHON)", "race", out_is_file=True),
     ScriptSuite("smo_tasks", "smo's epsilon-SVR, nu-SVR, one-class and nu-SVC against LIBSVM "
                 "(scikit-learn SVR, NuSVR, OneClassSVM, NuSVC on CSR and dense input) at "
                 "tolerances 1e-2, 1e-3 and 1e-6, one thread each", "smo_tasks"),

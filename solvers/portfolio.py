@@ -37,12 +37,16 @@ not a second (a candidate whose passes are dearer than the count says is favoure
    rule predicts it needs (:func:`first_slice`: its predicted seconds at
    :data:`ENTRIES_PER_SECOND`; at least :data:`MIN_PASSES`).  When the rule is right it
    often certifies within it, and nothing else runs.  On a small problem (that slice under
-   :data:`HERE_SECONDS` at :data:`ENTRIES_PER_SECOND`) the slice runs on the calling thread,
-   no lane started; a favourite that ends within it (certified, short of ``tol``, failed) is
-   the race's first lane as it is, one that spends the slice uncertified is run again from
-   scratch on a lane, so the race and its model are what they were.
+   :data:`HERE_SECONDS` at :data:`ENTRIES_PER_SECOND`) the favourite runs on the calling
+   thread, no thread of its own: a favourite that ends within its slice is the race's first
+   lane as it is; one that spends it uncertified *hands over from inside its report*
+   (:meth:`_Schedule.hand_over`): the calling thread runs the race from there, the
+   challengers' slices on their lanes, and returns into the favourite's report when the
+   schedule gives it its next slice, so it goes on from its own state (never run again from
+   scratch), the same decisions in the same order as on a lane.
 2. Otherwise the *challengers* (the next :data:`FIELD` - 1 of the ranking, but none the
-   rule predicts at over :data:`PRIOR_BEHIND` times the first's seconds) are fed slices in
+   rule predicts at over :data:`PRIOR_BEHIND` times the first's seconds, nor one it never
+   measured where the first has a prediction: :func:`_field`) are fed slices in
    turn, doubling, while their total work stays within :data:`CHALLENGER_SHARE` of the
    favourite's; the favourite runs, doubling its slice, the rest of the time.  Every
    candidate's remaining work to ``tol`` is predicted from its own trajectory (:func:`predict`:
@@ -126,19 +130,19 @@ FIT_RECORDS = 3
 #: How often the calling thread forwards records and asks its monitor (seconds).
 POLL_S = 0.02
 #: A favourite whose first slice the rule puts at under this many seconds (its passes at
-#: :data:`ENTRIES_PER_SECOND`) runs that slice on the calling thread, no lane, no thread:
-#: when it ends within it (certified, short of ``tol``, failed), the race goes on from it as
-#: from a lane's first slice (the race runs the first slice alone and ends there when it
-#: certifies); when it spends the slice uncertified, the attempt is dropped (a paused lane
-#: would go on; a run on the calling thread cannot) and a lane runs it again from scratch.
-#: The returned model is the same either way (the slice is counted in passes, never in
-#: seconds).  What it saves, a
-#: thread's start, the hand-overs and the lanes' queue, is most of auto's fixed cost on a
-#: small set (issue 52: housing, mg, heart, solved in 0.1-1 ms by LIBLINEAR;
-#: ``bench/history/notebook.md``); what a favourite that spends its first slice costs is
-#: that slice once more, under this bound.  The bound keeps a9a (whose first slice the rule
-#: puts at 0.1 s) and larger problems on the lanes: at load 13-16 Numba's parallel kernels
-#: ran 2x slower on the calling thread's team than on a new thread's (``bench race``'s note).
+#: :data:`ENTRIES_PER_SECOND`) runs on the calling thread, no lane, no thread: when it ends
+#: within the slice (certified, short of ``tol``, failed), the race goes on from it as from a
+#: lane's first slice (the race runs the first slice alone and ends there when it
+#: certifies); when it spends the slice uncertified, it hands the calling thread over to the
+#: race from inside its ``report`` (:meth:`_Schedule.hand_over`) and goes on from its own
+#: state when its next slice comes (until 2026-12-07 the attempt was dropped and a lane ran
+#: it again from scratch: that slice twice).  The returned model is the same either way (the
+#: slices are counted in passes, never in seconds).  What it saves, a thread's start, the
+#: hand-overs and the lanes' queue, is most of auto's fixed cost on a small set (issue 52:
+#: housing, mg, heart, solved in 0.1-1 ms by LIBLINEAR; ``bench/history/notebook.md``).  The
+#: bound keeps a9a (whose first slice the rule puts at 0.1 s) and larger problems on the
+#: lanes: at load 13-16 Numba's parallel kernels ran 2x slower on the calling thread's team
+#: than on a new thread's (``bench race``'s note).
 HERE_SECONDS = 0.05
 
 FitFor = Callable[[SolverSpec, SolverParams], Callable[..., Fit]]
@@ -149,12 +153,6 @@ class _Abandoned(BaseException):
     unwinds at once instead of finishing (its family's stop computes the final objective, gap
     and model, a few passes nobody reads).  A BaseException, so that no family's own
     ``except Exception`` takes it for a failure of its own."""
-
-
-class _SliceSpent(_Abandoned):
-    """Raised inside the ``report`` of a favourite running its first slice on the calling
-    thread (:data:`HERE_SECONDS`) once the slice is spent uncertified: the attempt unwinds
-    and the race starts from scratch."""
 
 
 @dataclass
@@ -281,8 +279,10 @@ class _Lane:
         self.slices = 0
         self.thread: threading.Thread | None = None
         self.outcome: str | None = None
-        self.here = False  # running its first slice on the calling thread (run_here)
+        self.here = False  # running on the calling thread (run_here)
+        self.schedule: _Schedule | None = None  # the race's decisions, for a lane run here
         self.ask_at = 0.0  # when run_here next asks the caller's monitor
+        self.elsewhere = 0.0  # seconds a lane run here spent running the others' slices
 
     # -- the candidate's thread ------------------------------------------------------------
     def report(self, record: IterationRecord) -> None:
@@ -300,8 +300,9 @@ class _Lane:
         last_class = self.points[-1].subproblem >= self.points[-1].n_subproblems - 1
         certified = last_class and record.optimality <= race.tol
         if self.stop is None and self.work >= self.slice_end and not certified:
-            if self.here:
-                raise _SliceSpent
+            if self.here:  # the calling thread runs the race from here (hand_over)
+                self.schedule.hand_over(self)
+                return
             self.resume.clear()
             race.events.put(("paused", self))
             self.resume.wait()
@@ -313,6 +314,7 @@ class _Lane:
             raise _Abandoned
         if self.here and time.perf_counter() >= self.ask_at:  # as a lane's poll would
             self.ask_at = time.perf_counter() + POLL_S
+            self.race.drain()
             self.race.ask_caller(self)
         return self.stop
 
@@ -323,24 +325,26 @@ class _Lane:
                                        daemon=True, name=f"auto-{self.name}")
         self.thread.start()
 
-    def run_here(self, passes: float) -> bool:
-        """Run the first slice of ``passes`` on the calling thread; whether the candidate
-        ended within it (certified, short of ``tol`` or failed: its fit or its error then
-        stands, as the race's first slice on a lane would give it) rather than spending the
-        slice (a paused lane would go on; this attempt cannot, and the race runs it again)."""
-        self.here, self.slice_end, self.slices = True, passes, 1
+    def run_here(self, passes: float, schedule: _Schedule) -> None:
+        """Run the candidate on the calling thread, its first slice ``passes``: when the slice
+        is spent uncertified, its ``report`` hands the calling thread over to the race
+        (:meth:`_Schedule.hand_over`), which runs the others' slices from there and returns
+        when the schedule gives this candidate its next slice, so it goes on from its own
+        state, as a paused lane does, never run again from scratch."""
+        self.here, self.slice_end, self.slices, self.schedule = True, passes, 1, schedule
         begin = time.perf_counter()
         try:
             with thread_count(self.race.threads):
                 self.fit, _ = _fit(self.race.fit_for, self.race.dataset, self.entrant, self)
-        except _SliceSpent:
-            return False
+        except _Abandoned:
+            pass  # another candidate won while this one was handed over
         except Exception as exc:  # noqa: BLE001 - a candidate that broke leaves the race
             self.error = exc
         finally:
-            self.seconds = time.perf_counter() - begin
+            self.seconds = time.perf_counter() - begin - self.elsewhere
             self.done = True
-        return True
+        self.race.drain()
+        self.race.ask_caller(self)
 
     def main(self, start_model) -> None:
         self.resume.wait()
@@ -437,10 +441,12 @@ class _Race:
     def end(self, lane: _Lane, reason: str, abandon: bool = False) -> None:
         """Stop a paused lane and let it return its point (its family's stop), or with
         ``abandon`` (another candidate won: its point is not wanted) let it unwind at once."""
-        if lane.done or lane.thread is None:
+        if lane.done or (lane.thread is None and not lane.here):
             return
         lane.stop = reason
         lane.abandoned = abandon
+        if lane.here:  # the calling thread is inside its report: it stops when it returns there
+            return
         while not lane.done:
             self.run_slice(lane, math.inf)
 
@@ -520,81 +526,138 @@ def _single(dataset: Dataset, entrant: Entrant, monitor: Monitor, fit_for: FitFo
                   "iterations": sum(s.iterations for s in fit.subproblems)}]
 
 
-def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monitor,
-          fit_for: FitFor, threads: int) -> tuple[Fit, Entrant, list[dict[str, Any]]]:
-    race = _Race(dataset, fit_for, threads, tol, monitor, dataset.n_samples, dataset.nnz,
-                 dataset.n_features)
-    lanes: list[_Lane] = []
-    field, rest = _field(entrants)
-    waiting = field + rest
-    passes = first_slice(field[0], dataset)
-    here = None
-    if passes * max(dataset.nnz + dataset.n_samples, 1) <= HERE_SECONDS * ENTRIES_PER_SECOND:
-        here = _Lane(0, field[0], race)
-        if here.run_here(passes):  # ended: the race goes on from it, as from a lane's slice
-            waiting.pop(0)
-            lanes.append(here)
-            race.drain()
-            race.ask_caller(here)
-        else:  # its slice spent uncertified: its records are dropped, a lane runs it again
-            race.records.clear()
-            here = None
+class _Schedule:
+    """The race's decisions (the module docstring's steps 2-4): which lane runs its next
+    slice and for how many passes, and what follows each slice (the winner, a new favourite,
+    the behind stopped).  Run by the calling thread, at the top of :func:`_race` or, while a
+    candidate runs on the calling thread, from inside that candidate's ``report``
+    (:meth:`hand_over`): the same decisions in the same order either way."""
 
-    def start(start_from: _Lane | None = None) -> _Lane:
+    def __init__(self, race: _Race, entrants: list[Entrant]):
+        self.race = race
+        self.field, rest = _field(entrants)
+        self.waiting = self.field + rest
+        self.lanes: list[_Lane] = []
+        self.favourite: _Lane | None = None
+        self.winner: _Lane | None = None
+        self.begun = False  # the favourite's first slice is over and the field has entered
+
+    def start(self, start_from: _Lane | None = None) -> _Lane:
         """The next waiting candidate's lane (its thread starts with its first slice), to
         start from ``start_from``'s point where it warm-starts."""
-        lane = _Lane(len(lanes), waiting.pop(0), race, start_from)
-        lanes.append(lane)
+        lane = _Lane(len(self.lanes), self.waiting.pop(0), self.race, start_from)
+        self.lanes.append(lane)
         return lane
 
-    def settle(lane: _Lane) -> _Lane | None:
+    def settle(self, lane: _Lane) -> None:
         """After a slice: the lane's verdict if it ended (the winner, or out)."""
         if not lane.done:
-            return None
+            return
         if lane.converged:
             lane.outcome = "won"
-            return lane
+            self.winner = lane
+            return
         if lane.error is not None:
             lane.outcome = "failed"
         elif lane.outcome is None:
             lane.outcome = f"stopped: {lane.stop}" if lane.stop is not None else \
                 f"ended {_status(lane.fit)}"
-        return None
 
-    first = favourite = here or start()
-    winner = None
-    try:
-        if here is None:
-            race.run_slice(first, passes)
-        winner = settle(first)
-        for _ in range(len(field) - 1):
-            if winner is None:
-                start()
-        while winner is None and race.caller_stop is None:
-            alive = [lane for lane in lanes if not lane.done]
+    def after(self, lane: _Lane) -> None:
+        """What follows a slice of ``lane``: after the favourite's first one, the field
+        enters (unless it won); after any other, the favourite is chosen again and the
+        challengers behind it stop."""
+        self.settle(lane)
+        if not self.begun:
+            self.begun = True
+            for _ in range(len(self.field) - 1):
+                if self.winner is None:
+                    self.start()
+            return
+        alive = [other for other in self.lanes if not other.done]
+        if self.winner is None and alive:
+            self.favourite = _favourite(self.favourite, alive)
+            _drop_the_behind(self.race, self.lanes, self.favourite)
+
+    def next_turn(self) -> tuple[_Lane, float] | None:
+        """The lane to run next and its slice in passes; None when the race is over (a
+        winner, the caller's stop, or no candidate left)."""
+        while self.winner is None and self.race.caller_stop is None:
+            alive = [lane for lane in self.lanes if not lane.done]
             if not alive:
-                if not waiting:
-                    break
-                start(_best_point(lanes))
+                if not self.waiting:
+                    return None
+                self.start(_best_point(self.lanes))
                 continue
-            favourite = _favourite(favourite, alive)
+            favourite = self.favourite = _favourite(self.favourite, alive)
             challengers = [lane for lane in alive if lane is not favourite]
-            spent = sum(lane.work for lane in lanes if lane is not favourite)
-            hungry = [lane for lane in challengers
-                      if spent < CHALLENGER_SHARE * max(favourite.work, MIN_PASSES)]
+            spent = sum(lane.work for lane in self.lanes if lane is not favourite)
+            share = CHALLENGER_SHARE * max(favourite.work, MIN_PASSES)
+            hungry = [lane for lane in challengers if spent < share]
             if hungry:  # a challenger's slice doubles its work within the share left
                 lane = min(hungry, key=lambda lane: (lane.work, lane.index))
-                allowance = CHALLENGER_SHARE * max(favourite.work, MIN_PASSES) - spent
-                passes = max(MIN_PASSES, min(lane.work, allowance))
-            else:
-                lane, passes = favourite, max(MIN_PASSES, favourite.work)
-            race.run_slice(lane, passes)
-            winner = settle(lane)
-            alive = [lane for lane in lanes if not lane.done]
-            if winner is None and alive:
-                favourite = _favourite(favourite, alive)
-                _drop_the_behind(race, lanes, favourite)
+                return lane, max(MIN_PASSES, min(lane.work, share - spent))
+            return favourite, max(MIN_PASSES, favourite.work)
+        return None
+
+    def run(self) -> None:
+        """The race from the calling thread's top: slices until it is over."""
+        while (turn := self.next_turn()) is not None:
+            lane, passes = turn
+            self.race.run_slice(lane, passes)
+            self.after(lane)
+
+    def hand_over(self, here: _Lane) -> None:
+        """Called from inside the ``report`` of ``here``, a candidate running on the calling
+        thread, once its slice is spent: the race goes on from there, the other lanes' slices
+        run (each on its paused thread), and this returns when the schedule gives ``here``
+        its next slice (it goes on from its own state), or with ``here.stop`` set (behind,
+        the caller's stop: its family's ordinary stop follows); when another candidate
+        certifies, ``here`` unwinds (:class:`_Abandoned`)."""
+        race = self.race
+        begin = time.perf_counter()
+        race.drain()
+        race.ask_caller(here)
+        try:
+            self.after(here)
+            while here.stop is None:
+                turn = self.next_turn()
+                if turn is None:
+                    break
+                lane, passes = turn
+                if lane is here:
+                    here.slice_end = here.work + passes
+                    here.slices += 1
+                    return
+                race.run_slice(lane, passes)
+                self.after(lane)
+        finally:
+            here.elsewhere += time.perf_counter() - begin
+        if self.winner is not None:
+            here.abandoned = True
+            here.outcome = f"stopped: {self.winner.name} certified the gap first"
+            raise _Abandoned
+        if here.stop is None:
+            here.stop = race.caller_stop or "the race ended"
+
+
+def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monitor,
+          fit_for: FitFor, threads: int) -> tuple[Fit, Entrant, list[dict[str, Any]]]:
+    race = _Race(dataset, fit_for, threads, tol, monitor, dataset.n_samples, dataset.nnz,
+                 dataset.n_features)
+    schedule = _Schedule(race, entrants)
+    lanes = schedule.lanes
+    passes = first_slice(schedule.field[0], dataset)
+    first = schedule.favourite = schedule.start()
+    try:
+        if passes * max(dataset.nnz + dataset.n_samples, 1) <= HERE_SECONDS * ENTRIES_PER_SECOND:
+            first.run_here(passes, schedule)  # the race runs from inside its report
+        else:
+            race.run_slice(first, passes)
+        schedule.after(first)
+        schedule.run()
     finally:
+        winner = schedule.winner
         for lane in lanes:
             if not lane.done and lane.thread is not None:
                 reason = race.caller_stop or (
@@ -631,12 +694,17 @@ def _field(entrants: list[Entrant]) -> tuple[list[Entrant], list[Entrant]]:
     not predict at over :data:`PRIOR_BEHIND` times the first one's seconds (one iteration of
     such a candidate can outlast the whole race: alm's exact CGLS step on news20, 1,598 passes and
     5.5 s before its first record), and the rest, in the ranking's order, which run when
-    every candidate of the field has ended uncertified."""
+    every candidate of the field has ended uncertified.  Where the first one has a
+    prediction, a candidate the rule never measured on such problems has none to bound its
+    first iteration by, and waits with the rest (newton on news20 made binary, squared hinge:
+    its first record came after 18 CG iterations, 1.0 s at load 8 where its count said 39
+    passes, 55 ms a CG iteration against mfn's 20 ms: the challengers' whole share, and
+    mfn, the wrong favourite, ran 550 passes before dual_cd had its slices)."""
     lead = entrants[0].predicted
 
     def plausible(entrant: Entrant) -> bool:
-        return lead is None or entrant.predicted is None or \
-            entrant.predicted <= PRIOR_BEHIND * lead
+        return lead is None or (entrant.predicted is not None
+                                and entrant.predicted <= PRIOR_BEHIND * lead)
 
     field = [e for e in entrants if plausible(e)][:FIELD]
     return field, [e for e in entrants if not any(e is f for f in field)]

@@ -181,6 +181,23 @@ def test_a_candidate_that_raises_leaves_the_race():
     assert failed["outcome"] == "failed" and "the lane blew up" in failed["error"]
 
 
+def test_a_candidate_the_rule_never_measured_waits_outside_the_field():
+    """Where the first candidate has a prediction, one without any (unmeasured on such
+    problems) cannot be bounded and waits with the rest; one the rule puts at over
+    PRIOR_BEHIND times the first's waits too; without a prediction for the first, all race."""
+    sq = "squared_hinge"
+    lead, near = entrant("mfn", 1.0, sq), entrant("dual_cd", 2.0, sq)
+    unmeasured, far = entrant("newton", None, sq), entrant("alm", 50.0, sq)
+
+    def names(entrants):
+        return [e.candidate.name for e in entrants]
+
+    field, rest = portfolio._field([lead, unmeasured, far, near])
+    assert names(field) == ["mfn", "dual_cd"] and names(rest) == ["newton", "alm"]
+    field, rest = portfolio._field([entrant("mfn", None, sq), unmeasured, far])
+    assert names(field) == ["mfn", "newton", "alm"] and rest == []
+
+
 def test_the_prediction_reads_the_trajectory():
     """A gap that falls a decade every 10 passes is 30 passes from 1e-6 at 1e-3; a
     one-vs-rest run adds the classes to come at the finished ones' mean; a gap that does not
@@ -283,9 +300,9 @@ def _run_counting_lanes(monkeypatch, data, ranking, monitor, here_seconds=None):
         started.append(lane.name)
         real_start(lane)
 
-    def counting_here(lane, passes):
-        here.append((lane.name, real_here(lane, passes)))
-        return here[-1][1]
+    def counting_here(lane, passes, schedule):
+        here.append(lane.name)
+        real_here(lane, passes, schedule)
 
     with monkeypatch.context() as patch:
         patch.setattr(portfolio._Lane, "start", counting_start)
@@ -308,11 +325,11 @@ def test_a_small_problem_is_won_on_the_calling_thread_with_the_races_model(monke
     one the race with its lanes returns, bit for bit."""
     data = load("heart_scale")
     first = entrant("mfn", predicted=0.01, loss="squared_hinge")
-    other = entrant("dual_cd", loss="squared_hinge", gap_check_clock="work")
+    other = entrant("dual_cd", predicted=0.01, loss="squared_hinge", gap_check_clock="work")
     monitor = ListMonitor()
     here, started, attempts = _run_counting_lanes(monkeypatch, data,
                                                   Ranking([first, other], "test"), monitor)
-    assert attempts == [("mfn", True)] and started == [], here.choice.runs
+    assert attempts == ["mfn"] and started == [], here.choice.runs
     assert here.entrant is first
     assert [r["outcome"] for r in here.choice.runs] == ["won"]
     assert here.choice.strategy == "race" and here.fit.subproblems[0].status == "converged"
@@ -329,26 +346,28 @@ def test_a_small_problem_is_won_on_the_calling_thread_with_the_races_model(monke
 def test_a_favourite_not_certified_on_the_calling_thread_races_as_before(monkeypatch, case):
     """A favourite that does not certify within its first slice on the calling thread races
     on as it would have from a lane: one that ends there (its iteration limit: dual_cd,
-    hinge, 1e-6 on heart) is the race's first lane as it is, not run again; one whose slice is
-    spent (mfn given the least slice) is dropped and run again from scratch on a lane.  The
-    same candidates, outcomes, model and record stream as the race without the
-    calling-thread slice."""
+    hinge, 1e-6 on heart) is the race's first lane as it is; one whose slice is spent (mfn
+    given the least slice) hands the calling thread over to the race from inside its report
+    and goes on from its own state, never run again on a lane.  The same candidates,
+    outcomes, model and record stream as the race without the calling-thread slice."""
     data = load("heart_scale")
     if case == "ends_uncertified":
         first = entrant("dual_cd", predicted=0.01, gap_check_clock="work")
-        other = entrant("interior_point")
+        other = entrant("interior_point", predicted=0.01)
     else:
         first = entrant("mfn", predicted=1e-12, loss="squared_hinge")
-        other = entrant("dual_cd", loss="squared_hinge", gap_check_clock="work")
+        other = entrant("dual_cd", predicted=1e-12, loss="squared_hinge",
+                        gap_check_clock="work")
     ranking = Ranking([first, other], "test")
     monitor = ListMonitor()
     here, started, attempts = _run_counting_lanes(monkeypatch, data, ranking, monitor)
     name = first.candidate.name
+    assert attempts == [name] and name not in started, here.choice.runs
     if case == "ends_uncertified":
-        assert attempts == [(name, True)] and name not in started, here.choice.runs
         assert here.choice.runs[0]["outcome"] == "ended max_iter"
     else:
-        assert attempts == [(name, False)] and started[0] == name, here.choice.runs
+        # the challenger ran on its lane while the favourite was handed over
+        assert started == [other.candidate.name], here.choice.runs
     lanes_only = ListMonitor()
     raced, _, attempts = _run_counting_lanes(monkeypatch, data, ranking, lanes_only,
                                              here_seconds=0.0)
@@ -364,3 +383,27 @@ def test_a_favourite_not_certified_on_the_calling_thread_races_as_before(monkeyp
                 for r in records]
 
     assert stream(monitor.records) == stream(lanes_only.records)
+
+
+def test_a_favourite_handed_over_at_every_record_computes_what_it_computes_alone(
+        monkeypatch):
+    """The favourite runs on the calling thread and, with slices of half a pass, hands the
+    thread over to the race at every record (the challenger runs in between, on its lane):
+    it goes on from its own state each time, so its result is, bit for bit, its run alone,
+    and it never runs on a lane of its own."""
+    monkeypatch.setattr(portfolio, "MIN_PASSES", 0.5)
+    monkeypatch.setattr(portfolio, "CHALLENGER_SHARE", 10.0)  # the other runs between
+    data = load("a9a").subset(np.arange(3000))
+    first = entrant("mfn", predicted=1e-12, loss="squared_hinge")
+    other = entrant("alm", predicted=1e-12, loss="squared_hinge", variant="inexact")
+    outcome, started, attempts = _run_counting_lanes(
+        monkeypatch, data, Ranking([first, other], "test"), ListMonitor(), here_seconds=1.0)
+    assert attempts == ["mfn"] and started == ["alm(variant=inexact)"], outcome.choice.runs
+    assert outcome.entrant is first, outcome.choice.runs
+    runs = {r["candidate"]: r for r in outcome.choice.runs}
+    assert runs["mfn"]["slices"] > 2 and runs["mfn"]["outcome"] == "won"
+    assert runs["alm(variant=inexact)"]["slices"] >= 2
+    alone = fit_handler(first.spec, first.params, data)(data, first.spec, first.params,
+                                                         ListMonitor())
+    np.testing.assert_array_equal(outcome.fit.model.coef_, alone.model.coef_)
+    np.testing.assert_array_equal(outcome.fit.model.intercept_, alone.model.intercept_)
