@@ -142,10 +142,6 @@ def run_command(args) -> int:
     unknown = [n for n in names if n not in PROBLEMS]
     if unknown:
         raise SystemExit(f"unknown problems {unknown}; known: {sorted(PROBLEMS)}")
-    # Numba's compilation, once, on a small problem
-    warm, warm_test = problem("svmguide1")
-    rows = np.sort(np.random.default_rng(0).permutation(warm.n_samples)[:300])
-    run_smo(warm.subset(rows), warm_test, 1.0, 1.0, stop_rule="kkt", kkt_tol=1e-3)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:

@@ -120,13 +120,98 @@ def column_operand(X) -> tuple:
     Xc = X.tocsc()
     Xc.sort_indices()
     n, d = X.shape
-    entries = n * d
-    if entries and entries <= config.KERNEL_DENSE_MAX_ENTRIES and \
-            X.nnz >= config.KERNEL_DENSE_MIN_DENSITY * entries:
+    if _dense_enough(n, d, X.nnz):
         dense = np.ascontiguousarray(Xc.T.toarray(), dtype=np.float64)
     else:
         dense = np.empty((0, 0))
     return (Xc.indptr, Xc.indices, Xc.data, row_operand(X)[3], dense)
+
+
+@njit(cache=True, nogil=True)
+def _take_csr(indptr, indices, data, which):
+    """The CSR arrays of rows ``which`` of a CSR matrix (in that order; each row's entries in
+    their stored order): what ``X[which]`` holds."""
+    n = which.shape[0]
+    out_ptr = np.empty(n + 1, indptr.dtype)
+    out_ptr[0] = 0
+    for k in range(n):
+        i = which[k]
+        out_ptr[k + 1] = out_ptr[k] + indptr[i + 1] - indptr[i]
+    out_indices = np.empty(out_ptr[n], indices.dtype)
+    out_data = np.empty(out_ptr[n], data.dtype)
+    for k in range(n):
+        i = which[k]
+        at = out_ptr[k] - indptr[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            out_indices[at + p] = indices[p]
+            out_data[at + p] = data[p]
+    return out_ptr, out_indices, out_data
+
+
+@njit(cache=True, nogil=True)
+def _csr_to_csc(indptr, indices, data, n_columns):
+    """The CSC arrays of a CSR matrix, each column's rows increasing (scipy's ``tocsc``
+    with sorted indices)."""
+    col_ptr = np.zeros(n_columns + 1, indptr.dtype)
+    for p in range(indptr[indptr.shape[0] - 1]):
+        col_ptr[indices[p] + 1] += 1
+    for f in range(n_columns):
+        col_ptr[f + 1] += col_ptr[f]
+    fill = col_ptr[:n_columns].copy()
+    row_idx = np.empty(indices.shape[0], indices.dtype)
+    values = np.empty(data.shape[0], data.dtype)
+    for r in range(indptr.shape[0] - 1):
+        for p in range(indptr[r], indptr[r + 1]):
+            f = indices[p]
+            row_idx[fill[f]] = r
+            values[fill[f]] = data[p]
+            fill[f] += 1
+    return col_ptr, row_idx, values
+
+
+@njit(cache=True, nogil=True)
+def _dense_columns(col_ptr, row_idx, values, n_rows):
+    """X' as a dense (n_features, n_rows) array from X's CSC arrays (duplicates added, as
+    scipy's ``toarray``)."""
+    out = np.zeros((col_ptr.shape[0] - 1, n_rows))
+    for f in range(col_ptr.shape[0] - 1):
+        for p in range(col_ptr[f], col_ptr[f + 1]):
+            out[f, row_idx[p]] += values[p]
+    return out
+
+
+def _dense_enough(n: int, d: int, nnz: int) -> bool:
+    """Whether a matrix of n rows, d columns and nnz stored entries gets a dense column copy
+    (``config.KERNEL_DENSE_MIN_DENSITY``, ``KERNEL_DENSE_MAX_ENTRIES``)."""
+    entries = n * d
+    return bool(entries) and entries <= config.KERNEL_DENSE_MAX_ENTRIES and \
+        nnz >= config.KERNEL_DENSE_MIN_DENSITY * entries
+
+
+def take_operands(rows: tuple, columns: tuple, which) -> tuple[tuple, tuple]:
+    """(:func:`row_operand`, :func:`column_operand`) of ``X[which]`` from those of X, without
+    building the submatrix (one-vs-one poses a problem on two classes' rows per pair): the
+    same arrays, so the same kernel values, at a fraction of scipy's indexing and
+    conversion cost.  ``which`` are distinct row indices; the squared norms and a dense
+    column copy are taken from X's when it has one.  Where the dense copy applies, the CSC
+    arrays of the column operand are left empty: the kernels read the dense copy only."""
+    which = np.ascontiguousarray(which, dtype=np.int64)
+    indptr, indices, data, sq = rows
+    sub_ptr, sub_indices, sub_data = _take_csr(indptr, indices, data, which)
+    sub_sq = sq[which]
+    col_ptr, row_idx, values, _, dense = columns
+    d = dense.shape[0] if dense.shape[0] > 0 else col_ptr.shape[0] - 1
+    n = which.shape[0]
+    if _dense_enough(n, d, int(sub_ptr[n])):
+        if dense.shape[0] > 0:
+            dense = np.ascontiguousarray(dense[:, which])
+        else:
+            dense = _dense_columns(*_csr_to_csc(sub_ptr, sub_indices, sub_data, d), n)
+        csc = (col_ptr[:0], row_idx[:0], values[:0])
+    else:
+        dense = np.empty((0, 0))
+        csc = _csr_to_csc(sub_ptr, sub_indices, sub_data, d)
+    return (sub_ptr, sub_indices, sub_data, sub_sq), (*csc, sub_sq, dense)
 
 
 # -- one kernel row --------------------------------------------------------------------------
@@ -543,22 +628,37 @@ class KernelCache:
     :meth:`fill` and :meth:`matvec` use the parallel kernels.  ``min_rows`` raises the
     capacity above the budget when a caller holds that many rows at once (SMO reads the
     rows of both working-set indices: two).
+
+    ``X`` may also be the pair (:func:`row_operand`, :func:`column_operand`) of the matrix
+    (:func:`take_operands` gives a subset's), and ``buffer`` a float64 array of at least
+    ``capacity * n`` entries that the rows are stored in (a caller solving many problems one
+    after another reuses one; its contents are overwritten).
     """
 
     def __init__(self, X, kernel: Kernel, cache_mb: float = config.KERNEL_CACHE_MB,
-                 parallel: bool | None = None, min_rows: int = 1):
+                 parallel: bool | None = None, min_rows: int = 1,
+                 buffer: np.ndarray | None = None):
         if not cache_mb > 0:
             raise ValueError("cache_mb must be positive")
-        self.X = X
+        self.X = None if isinstance(X, tuple) else X  # the matrix, when given as one
+        if isinstance(X, tuple):
+            self.rows, self.columns = X
+            self.n = self.rows[3].shape[0]
+            self.nnz = int(self.rows[0][self.n])
+        else:
+            self.n = X.shape[0]
+            self.nnz = int(X.nnz)
+            self.rows = row_operand(X)
+            self.columns = column_operand(X)
         self.kernel = kernel
-        self.n = X.shape[0]
-        self.rows = row_operand(X)
-        self.columns = column_operand(X)
         self.kernel_params = kernel.params
-        self.capacity = int(min(self.n, max(min_rows,
-                                            (cache_mb * 2**20) // (8 * max(self.n, 1)))))
+        self.capacity = self.rows_for(self.n, cache_mb, min_rows)
         self.cache_mb = float(cache_mb)
-        slots = np.empty((self.capacity, self.n))
+        if buffer is not None and buffer.dtype == np.float64 and \
+                buffer.size >= self.capacity * self.n:
+            slots = buffer.reshape(-1)[:self.capacity * self.n].reshape(self.capacity, self.n)
+        else:
+            slots = np.empty((self.capacity, self.n))
         slot_row = np.full(self.capacity, -1, np.int64)
         row_slot = np.full(self.n, -1, np.int64)
         prev = np.full(self.capacity, -1, np.int64)
@@ -568,8 +668,14 @@ class KernelCache:
         self.diagonal = np.empty(self.n)
         kernel_diagonal_values(self.rows, self.kernel_params, self.diagonal)
         if parallel is None:
-            parallel = use_parallel_kernel(self.n, float(self.n) * X.nnz)
+            parallel = use_parallel_kernel(self.n, float(self.n) * self.nnz)
         self.parallel = parallel
+
+    @staticmethod
+    def rows_for(n: int, cache_mb: float, min_rows: int = 1) -> int:
+        """The capacity of a cache of ``cache_mb`` MiB over n rows: as many rows of n float64
+        as fit, at least ``min_rows`` (and one), at most n."""
+        return int(min(n, max(min_rows, 1, (cache_mb * 2**20) // (8 * max(n, 1)))))
 
     # -- counters ---------------------------------------------------------------------------
     @property
@@ -638,7 +744,7 @@ class KernelCache:
                     self.store[0])
             if parallel is None:
                 parallel = self.parallel and use_parallel_kernel(
-                    missing.size, float(missing.size) * self.X.nnz)
+                    missing.size, float(missing.size) * self.nnz)
             if parallel:
                 _compute_rows_parallel(*args, _n_blocks())
             else:

@@ -4,11 +4,13 @@ its own cache); one-class and the regressions (epsilon-SVR, nu-SVR), one problem
 
 from __future__ import annotations
 
+import threading
+
 import numba
 import numpy as np
 
 from solvers.base import Fit, SolverSpec, SubproblemResult, Termination
-from solvers.core.kernels import KernelCache
+from solvers.core.kernels import KernelCache, column_operand, row_operand, take_operands
 from solvers.core.sparse import threadsafe_threading_layer
 from solvers.data.dataset import label_key
 from solvers.models import KernelModel
@@ -50,11 +52,20 @@ def _classifier(params: SMOParams, y: np.ndarray, cost: np.ndarray) -> LibsvmPro
     return LibsvmProblem(params.svm_type, y, cost, nu=params.nu)
 
 
-def _model(X, coef: np.ndarray, intercept: np.ndarray, classes, kernel,
-           multiclass: str) -> KernelModel:
-    keep = np.flatnonzero(np.any(coef != 0.0, axis=0))
-    return KernelModel(X[keep], coef[:, keep], intercept, classes, kernel,
-                       multiclass=multiclass)
+def _expansion(X, pair_rows: list[np.ndarray], solutions, classes, kernel,
+               multiclass: str) -> KernelModel:
+    """The model of problems posed on subsets of the rows (``pair_rows[p]``, increasing):
+    coef[p, j] = problem p's coefficient of training row keep[j], keep the rows some problem
+    uses, in order; a problem without a solution (a stopped run) keeps zeros."""
+    used = [rows[solution.coef != 0.0]
+            for rows, solution in zip(pair_rows[:len(solutions)], solutions, strict=True)]
+    keep = np.unique(np.concatenate(used)) if used else np.empty(0, np.int64)
+    coef = np.zeros((len(pair_rows), keep.shape[0]))
+    intercept = np.zeros(len(pair_rows))
+    for p, (rows, solution) in enumerate(zip(used, solutions, strict=True)):
+        coef[p, np.searchsorted(keep, rows)] = solution.coef[solution.coef != 0.0]
+        intercept[p] = solution.intercept
+    return KernelModel(X[keep], coef, intercept, classes, kernel, multiclass=multiclass)
 
 
 def fit_csvc(dataset, spec: SolverSpec, params: SMOParams, monitor: Monitor) -> Fit:
@@ -90,7 +101,13 @@ def fit_one_vs_one(dataset, spec: SolverSpec, params: SMOParams, monitor: Monito
     threads run kernels at once) t of them are solved at a time, one per thread
     (:func:`solvers.multiclass.solve_subproblems`), each with a cache of ``cache_mb`` / t, so
     that the caches together stay within ``cache_mb``.  LIBSVM solves them one after another
-    (each with the whole ``cache_size``); every pair's solution is the same either way."""
+    (each with the whole ``cache_size``); every pair's solution is the same either way.
+
+    What a pair costs besides its SMO is kept small (letter's 325 pairs multiply it): the
+    kernel operands of the whole set are built once and each pair's taken from them
+    (:func:`solvers.core.kernels.take_operands`, not a submatrix and its conversions), each
+    thread stores its caches' rows in one buffer reused from pair to pair, and the model is
+    assembled over the support rows only."""
     X = dataset.X
     classes = dataset.classes
     k = classes.shape[0]
@@ -100,37 +117,39 @@ def fit_one_vs_one(dataset, spec: SolverSpec, params: SMOParams, monitor: Monito
     if threads > 1 and not threadsafe_threading_layer():
         threads = 1
     at_once = max(1, min(threads, len(pairs)))
-    coef = np.zeros((len(pairs), dataset.n_samples))
-    intercept = np.zeros(len(pairs))
     counter = [0]
-    pair_rows = [np.flatnonzero((dataset.y == classes[a]) | (dataset.y == classes[b]))
-                 for a, b in pairs]
+    members = [np.flatnonzero(dataset.y == c) for c in classes]
+    pair_rows = [np.sort(np.concatenate([members[a], members[b]])) for a, b in pairs]
     # every pair posed (and nu-SVC's feasibility checked) before any is solved
     cost = _classifier_cost(params, dataset)
     problems = [_classifier(params, np.where(dataset.y[rows] == classes[a], 1.0, -1.0),
                             cost[rows])
                 for (a, _), rows in zip(pairs, pair_rows, strict=True)]
+    operands = (row_operand(X), column_operand(X))
+    cache_mb = params.cache_mb / at_once
+    largest = max(rows.shape[0] * KernelCache.rows_for(rows.shape[0], cache_mb, 2)
+                  for rows in pair_rows)
+    buffers = threading.local()  # each thread's row store, for the largest pair's cache
 
     def tag(p: int) -> str:
         a, b = pairs[p]
         return f"{label_key(classes[a])}-{label_key(classes[b])}"
 
     def solve_pair(p: int, pair_monitor: Monitor):
-        cache = KernelCache(X[pair_rows[p]], kernel, params.cache_mb / at_once, min_rows=2)
+        if getattr(buffers, "rows", None) is None:
+            buffers.rows = np.empty(largest)
+        cache = KernelCache(take_operands(*operands, pair_rows[p]), kernel, cache_mb,
+                            min_rows=2, buffer=buffers.rows)
         return SMOSolver(cache).solve(problems[p], params, pair_monitor)
 
     def tagged(p: int, clock) -> SubproblemMonitor:
         return SubproblemMonitor(monitor, counter, p, tag(p), len(pairs), clock, kind="pair")
 
     solutions = solve_subproblems(len(pairs), solve_pair, monitor, tagged, at_once)
-    summaries = []
-    for p, solution in enumerate(solutions):
-        coef[p, pair_rows[p]] = solution.coef
-        intercept[p] = solution.intercept
-        summaries.append(SubproblemResult(tag(p), solution.objective,
-                                          Termination(solution.status), solution.message,
-                                          solution.iterations, solution.extras))
-    model = _model(X, coef, intercept, classes, kernel, "ovo")
+    summaries = [SubproblemResult(tag(p), solution.objective, Termination(solution.status),
+                                  solution.message, solution.iterations, solution.extras)
+                 for p, solution in enumerate(solutions)]
+    model = _expansion(X, pair_rows, solutions, classes, kernel, "ovo")
     return Fit(model, summaries)
 
 

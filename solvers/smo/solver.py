@@ -21,7 +21,6 @@ from solvers.smo.engine import (
     UNSHRINK,
     inactive_gradient,
     initial_gradient,
-    reconstruct_gradient,
     rho_and_r_nu,
     rho_of,
     smo_iterations,
@@ -100,7 +99,7 @@ class SMOSolver:
                 code, _ = smo_iterations(*engine, index, qd, y, p, alpha, cost, G, G_bar,
                                          order, state, eps, budget, params.shrinking, nu)
             full_gradient(*engine, *variables, G, G_bar, order, state, gradient)
-            kkt, primal, dual = self._measures(problem, alpha, gradient, order, length)
+            kkt, primal, dual, rho, r = self._measures(problem, alpha, gradient, order, length)
             relative_gap = problem.relative_gap(primal, dual)
             iterations = int(state[ITERATIONS])
             if report(iterations, primal, kkt, dual_objective=dual,
@@ -128,15 +127,15 @@ class SMOSolver:
                 status, message = Termination.MAX_ITER, (
                     f"max_iter={params.max_iter} SMO iterations reached with m - M = "
                     f"{kkt:.3g}, relative duality gap {format_gap(relative_gap)}")
-        reconstruct_gradient(*engine, *variables, G, G_bar, order, state)
-        kkt, primal, dual = self._measures(problem, alpha, G, order, length)
-        rho, r = self._levels(problem, alpha, G, order, length)
+        # the loop ends at a report: ``gradient`` is the whole gradient at the final alpha (what
+        # reconstructing the shrunk variables' gives) and the measures are those of the answer
         coef, intercept = problem.solution(alpha, rho, r)
         extras = {"dual_objective": dual, "duality_gap": primal - dual,
                   "relative_duality_gap": problem.relative_gap(primal, dual),
                   "kkt_violation": kkt, "n_support": int(np.count_nonzero(coef)),
                   "n_bounded": problem.bounded(alpha),
-                  "smo_iterations": int(state[ITERATIONS]), **cache.stats()}
+                  "smo_iterations": int(state[ITERATIONS]), **cache.stats(),
+                  **(blocks.stats() if blocks is not None else {})}
         if problem.svm_type == "nu_svc":
             extras["margin_r"] = r  # LIBSVM prints C = 1/r
         elif problem.svm_type == "nu_svr":
@@ -171,13 +170,14 @@ class SMOSolver:
         return float(rho_of(y, alpha, cost, G, order, length)), 0.0
 
     def _measures(self, problem: LibsvmProblem, alpha, G, order, length
-                  ) -> tuple[float, float, float]:
-        """(m - M, primal, dual) at alpha with the full gradient G."""
+                  ) -> tuple[float, float, float, float, float]:
+        """(m - M, primal, dual, rho, r) at alpha with the full gradient G (rho and r:
+        :meth:`_levels`)."""
         y, _, _, cost, _ = problem.variables_cache()
         kkt = float(violation(y, alpha, cost, G, order, length, problem.nu_constraint))
         rho, r = self._levels(problem, alpha, G, order, length)
         primal, dual = problem.objectives(alpha, G, rho, r)
-        return kkt, primal, dual
+        return kkt, primal, dual, rho, r
 
 
 class CSVC:
