@@ -347,14 +347,7 @@ class SVMRegressor(_SolversEstimator, RegressorMixin, BaseEstimator):
     def fit(self, X, y=None, sample_weight=None):
         """Train on (X, y) with real-valued y, or on a :class:`solvers.Dataset`."""
         dataset = _fit_dataset(self, X, y, sample_weight, y_numeric=True)
-        solver = self._solver()
-        try:
-            self.result_ = train(dataset, solver=solver, params=self._params())
-        except ValueError as error:
-            if solver == self.solver:
-                raise
-            raise ValueError(f"kernel={self.kernel or 'rbf'!r} with solver='auto' trains the "
-                             f"exact kernel SVM (solver 'smo'): {error}") from None
+        self.result_ = train(dataset, solver=self.solver, params=self._params())
         self.model_ = self.result_.model
         self.coef_ = getattr(self.model_, "coef_", None)
         self.intercept_ = getattr(self.model_, "intercept_", None)

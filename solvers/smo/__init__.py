@@ -74,7 +74,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.base import SolverSpec
-from solvers.core.kernels import Kernel, KernelCache
+from solvers.core.kernels import Kernel, KernelCache, column_operand, row_operand, take_operands
 from solvers.problems.libsvm import LibsvmProblem
 from solvers.smo.engine import reconstruct_gradient, rho_of, smo_iterations, violation
 from solvers.smo.fit import fit_csvc, fit_one_class, fit_one_vs_one, fit_regression
@@ -98,6 +98,12 @@ def warm_up() -> None:
     cache = KernelCache(Xb, Kernel("rbf", 0.5, 2, 0.1), 1.0, min_rows=2)
     CSVC(cache).solve(np.where(np.arange(40) % 2 == 0, 1.0, -1.0), np.ones(40),
                       SMOParams(working_set=16), None)
+    # one-vs-one's per-pair operands taken from the whole set's (take_operands), for both
+    # index widths of the CSR arrays
+    for width in (np.int32, np.int64):
+        Xw = X.copy()  # set after construction: SciPy's constructor narrows them to int32
+        Xw.indices, Xw.indptr = X.indices.astype(width), X.indptr.astype(width)
+        take_operands(row_operand(Xw), column_operand(Xw), np.array([0, 2]))
     # the nu working sets and the nonzero starting point (initial_gradient)
     cache = KernelCache(X, Kernel("rbf", 0.5, 2, 0.1), 1.0, min_rows=2)
     SMOSolver(cache).solve(LibsvmProblem("nu_svr", targets, np.ones(4), nu=0.5),
