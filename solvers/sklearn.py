@@ -201,9 +201,9 @@ class SVMClassifier(_SolversEstimator, ClassifierMixin, BaseEstimator):
             dataset = Dataset(X, y, sample_weight=sample_weight)
         if dataset.classes.shape[0] < 2:
             raise ValueError("Classifier can't train when only one class is present.")
-        solver = self._solver()
+        solver, params = self._solver(), self._params()
         try:
-            self.result_ = train(dataset, solver=solver, params=self._params())
+            self.result_ = train(dataset, solver=solver, params=params)
         except ValueError as error:
             if solver == self.solver:
                 raise
