@@ -381,3 +381,20 @@ def test_the_bench_readme_shows_the_committed_records():
     text = (REPOSITORY / "bench" / "README.md").read_text()
     section = text.split(BEGIN, 1)[1].split(END, 1)[0]
     assert section == f"\n\n{results_section(load_records(RESULTS_DIR))}\n"
+
+
+def test_lowrank_routing_problems_hold_out_disjoint_rows_and_take_seeded_subsets():
+    """``bench lowrank --routing``'s sets without a test file hold a seeded fifth out (no row
+    on both sides), and ``NAME:ROWS`` keeps that many training rows, the same ones each run."""
+    import numpy as np
+
+    from bench.bench_lowrank import problem
+
+    train, test = problem("mushrooms", quick=False)
+    assert (train.n_samples, test.n_samples) == (8124 - 8124 // 5, 8124 // 5)
+    rows = {tuple(r) for r in np.hstack([train.X.toarray(), train.y[:, None]])}
+    assert not rows & {tuple(r) for r in np.hstack([test.X.toarray(), test.y[:, None]])}
+    subset, same_test = problem("mushrooms:1000", quick=False)
+    again, _ = problem("mushrooms:1000", quick=False)
+    assert subset.n_samples == 1000 and same_test.n_samples == test.n_samples
+    assert (subset.X != again.X).nnz == 0 and np.array_equal(subset.y, again.y)
