@@ -410,6 +410,18 @@ class PredictionResultPublic(BaseModel):
     download: str = Field(description="Where to download it (a streamed response).")
 
 
+def shown_params(solver: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` without the fields that did nothing for what they trained
+    (:meth:`solvers.base.SolverParams.shown`: a linear solver's low-rank fields without an
+    approximation, a kernel's unused constants, ...), for the pages people read."""
+    from solvers.registry import get_solver
+
+    try:
+        return get_solver(params.get("solver", solver)).params_model.shown(params)
+    except ValueError:  # a solver this version no longer has: everything, unfiltered
+        return dict(params)
+
+
 class JobPublic(BaseModel):
     """A job: ``queued -> running -> succeeded | failed | cancelled``; ``kind`` says whether it
     trains a model or predicts a dataset with one (a batch prediction job)."""
@@ -462,6 +474,13 @@ class JobPublic(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+    @computed_field(description="The parameters that do something for this job: params "
+                                "without the low-rank path's fields on a linear solver, a "
+                                "kernel's unused constants, ... (SolverParams.shown).")
+    @property
+    def shown_params(self) -> dict[str, Any]:
+        return shown_params(self.solver, self.params)
 
     @classmethod
     def from_row(cls, job: Job) -> JobPublic:
@@ -818,13 +837,7 @@ class ModelPublic(RowView):
                                 "kernel's unused constants, ... (SolverParams.shown).")
     @property
     def shown_params(self) -> dict[str, Any]:
-        from solvers.registry import get_solver
-
-        try:
-            return get_solver(self.params.get("solver", self.solver)).params_model.shown(
-                self.params)
-        except ValueError:  # a solver this version no longer has: everything, unfiltered
-            return dict(self.params)
+        return shown_params(self.solver, self.params)
 
 
 class ModelsPublic(BaseModel):

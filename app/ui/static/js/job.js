@@ -32,7 +32,7 @@ async function render() {
   const dataset = await api(`/datasets/${job.dataset_id}`).catch(() => null);
   const facts = el("dl", { class: "facts", id: "job-facts" });
   const params = el("dl", { class: "facts", id: "job-params" },
-    Object.entries(job.params).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v == null ? "none" : String(v))]));
+    Object.entries(job.shown_params || job.params).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v == null ? "none" : String(v))]));
   const actions = el("div", { class: "actions" });
   const axis = el("fieldset", { class: "toolbar", id: "x-axis" }, el("legend", {}, "Against"),
     ["time", "iterations"].map((value) => el("label", { style: "flex-direction:row;gap:.3rem" },
