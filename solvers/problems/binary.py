@@ -263,7 +263,8 @@ class BinaryProblem(RowMatrix):
 
     def regularizer(self, beta: np.ndarray) -> float:
         w = beta[:-1]
-        return 0.5 * (dot(w, w) + self.bias_regularization * float(beta[-1]) ** 2)
+        b = float(beta[-1])  # b * b, correctly rounded (libm's pow(b, 2) is within an ulp)
+        return 0.5 * (dot(w, w) + self.bias_regularization * (b * b))
 
     def objective_from_slacks(self, beta: np.ndarray, xi: np.ndarray,
                               cost: np.ndarray | None = None, loss: Loss | None = None) -> float:

@@ -27,7 +27,7 @@ from solvers.losses import kernels as loss_kernels
 def regularizer(beta, r):
     """1/2 (||w||^2 + r b^2) (:meth:`BinaryProblem.regularizer`)."""
     d = beta.shape[0] - 1
-    return 0.5 * (dot(beta[:d], beta[:d]) + r * beta[d] * beta[d])
+    return 0.5 * (dot(beta[:d], beta[:d]) + r * (beta[d] * beta[d]))
 
 
 @njit(cache=True, nogil=True)
