@@ -696,9 +696,29 @@ def training_metadata(spec: SolverSpec, params: SolverParams, dataset: Dataset,
                       objective: float, status: str, elapsed: float) -> dict[str, Any]:
     return {
         "solver": spec.name,
-        "params": params.model_dump(mode="json"),
+        "params": _dumped(params),
         "objective": objective,
         "status": str(status),
         "training_seconds": elapsed,
         "training_data": dataset.stats().as_dict(),
     }
+
+
+def _dumped(params: SolverParams) -> dict[str, Any]:
+    """``params.model_dump(mode="json")``, kept per (frozen, hashable) parameters: pydantic's
+    serializer was 20-40 us of a small set's ``train`` (issue 47).  A fresh dict each call
+    (its lists copied), so a model's metadata never shares one with another's."""
+    try:
+        dumped = _dump(params)
+    except TypeError:  # unhashable parameters (a class_weight dict)
+        return params.model_dump(mode="json")
+    return {key: _copied(value) for key, value in dumped.items()}
+
+
+def _copied(value):
+    return [_copied(item) for item in value] if isinstance(value, list) else value
+
+
+@functools.lru_cache(maxsize=256)
+def _dump(params: SolverParams) -> dict[str, Any]:
+    return params.model_dump(mode="json")

@@ -197,7 +197,7 @@ def _run_loop(problem: BinaryProblem, params: NewtonParams, beta: np.ndarray, ga
     X = problem.X
     records = np.empty((max_iter + 2, 8))
     loss = problem.loss_function
-    result = newton_loop(X.indptr, X.indices, X.data, problem.squared().data, problem.y,
+    result = newton_loop(X.indptr, X.indices, X.data, problem.squared_values(), problem.y,
                          problem.cost, loss.code, loss.p, problem.effective_bias_scale,
                          problem.bias_regularization, problem.bias == "none", beta, gap_rule,
                          params.tol, gradient_bound, max_iter, cg_tol, params.preconditioning,
