@@ -498,30 +498,54 @@ def rank(shape: DatasetShape, params: AutoParamsBase, get_solver: Callable[[str]
         return Ranking(entrants, f"on a dense low-rank factor ({shape.n_samples} x "
                                  f"{shape.n_features}): the order bench_lowrank measured on "
                                  f"factors, {entrants[0].candidate.name} first")
-    measurements = load_measurements() if measurements is None else measurements
     features = shape.features(params.C)
-    names = [e.candidate.name for e in entrants]
-    scores, nearest = rank_candidates(features, params.loss, params.tol, names, measurements,
-                                      fitted_neighbours(params.loss))
-    if not scores:
+    names = tuple(e.candidate.name for e in entrants)
+    if measurements is None:  # the package's: the placing kept per problem (_placed)
+        placed = _placed(params.loss, params.tol, features, shape.nnz, names)
+    else:
+        placed = _place(params.loss, params.tol, features, shape.nnz, names, measurements)
+    if placed is None:
         return Ranking(entrants, f"no measurements for loss={params.loss!r}: the candidates "
                                  f"in their listed order ({names[0]} first)")
-    key = tolerance_key(measured_tolerance(params.tol))
-    near = [{"nnz": m.get("nnz") or _measured_nnz(m["problem"], measurements),
-             "runs": m["runs"]} for m in nearest]
+    scores, predicted, reason, neighbours = placed
     for entrant in entrants:
         entrant.score = scores.get(entrant.candidate.name)
-        entrant.predicted = predicted_seconds(entrant.candidate.name, near, shape.nnz)
+        entrant.predicted = predicted.get(entrant.candidate.name)
     entrants.sort(key=lambda e: (e.score is None, e.score if e.score is not None else 0.0))
-    best = entrants[0].candidate.name
+    return Ranking(entrants, reason, [dict(n) for n in neighbours])
+
+
+def _place(loss: str, tol: float, features: tuple[float, ...], nnz: int, names: tuple[str, ...],
+           measurements: list[dict[str, Any]]):
+    """The problem placed among the measured ones (:func:`rank`'s rule): (scores, predicted
+    seconds, the reason, the neighbours), or None when nothing of ``loss`` was measured."""
+    scores, nearest = rank_candidates(features, loss, tol, list(names), measurements,
+                                      fitted_neighbours(loss))
+    if not scores:
+        return None
+    key = tolerance_key(measured_tolerance(tol))
+    near = [{"nnz": m.get("nnz") or _measured_nnz(m["problem"], measurements),
+             "runs": m["runs"]} for m in nearest]
+    predicted = {name: predicted_seconds(name, near, nnz) for name in names}
+    best = min((name for name in names if name in scores), key=scores.__getitem__)
     neighbours = [{"problem": m["problem"],
                    "seconds": {n: m["runs"][n]["seconds"] for n in names if n in m["runs"]}}
                   for m in nearest]
     reason = (f"{best} was fastest to a certified {float(key):g} gap (its time over the "
               f"fastest's, geometric mean: {scores[best]:.2f}) on the {len(nearest)} measured "
-              f"{params.loss} problems nearest in shape and C: "
+              f"{loss} problems nearest in shape and C: "
               + ", ".join(m["problem"] for m in nearest))
-    return Ranking(entrants, reason, neighbours)
+    return scores, predicted, reason, neighbours
+
+
+@lru_cache(maxsize=256)
+def _placed(loss: str, tol: float, features: tuple[float, ...], nnz: int,
+            names: tuple[str, ...]):
+    """:func:`_place` over the package's measurements (never changed at run time), kept per
+    problem: a repeated ``train(solver="auto")`` on one dataset and problem placed it again
+    every call, 60-150 us of a small set's 1-2 ms (issue 47); the kept result is read only
+    (:func:`rank` copies what it hands out)."""
+    return _place(loss, tol, features, nnz, names, load_measurements())
 
 
 def _measured_nnz(problem: str, measurements: list[dict[str, Any]]) -> int:

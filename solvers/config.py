@@ -246,3 +246,14 @@ DISTRIBUTED_COMPACT_MAX_FRACTION = 1.0
 #: a 5 GB set on 4 workers at 2 GB failed at 1.0 without the rule (every worker restarted by
 #: its nanny) and trains with it (docs/distributed.md).
 DISTRIBUTED_COMPACT_MEMORY_FRACTION: float | None = 0.7
+
+# newton runs its loop compiled whole (solvers/newton/compiled.py) on problems with fewer stored
+# entries than this: those whose products the Python driver runs serially anyway
+# (PARALLEL_MIN_NNZ), so the compiled loop does the same arithmetic without the dispatch around
+# each product (issue 47: heart's Newton iteration was ~200 us of dispatch at load 12-15).
+NEWTON_COMPILED_MAX_NNZ = PARALLEL_MIN_NNZ
+
+# dual_cd's support vector regression runs its descent and gap checks as one Numba loop
+# (solvers/dual_cd/compiled.py) on problems with fewer stored entries than this, as newton's loop
+# above: the serial regime, where a check's Python dispatch costs more than a pass.
+DUAL_CD_COMPILED_MAX_NNZ = PARALLEL_MIN_NNZ

@@ -9,6 +9,7 @@ train through here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,10 +95,36 @@ def validate_params(solver: str, params: SolverParams | dict | None = None,
     values.update(kwargs)
     values["solver"] = solver
     try:
+        key = _values_key(spec.params_model, values)
+        if key is not None:
+            return spec, _validated(spec.params_model, key)
         return spec, spec.params_model.model_validate(values)
     except ValidationError as exc:
         raise InvalidParametersError(
             f"invalid parameters for solver {solver!r}: {_validation_message(exc)}") from None
+
+
+def _values_key(model: type[SolverParams], values: dict[str, Any]) -> tuple | None:
+    """The key :func:`_validated` keeps a validation under: the values with their types (1,
+    1.0 and True are equal keys otherwise), or None when one does not hash (a class_weight
+    dict) or a deprecated name is among them (its warning is given at every call)."""
+    if any(name in values for name in model.renamed_fields):
+        return None
+    key = tuple(sorted((name, type(value), value) for name, value in values.items()))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+@functools.lru_cache(maxsize=512)
+def _validated(model: type[SolverParams], key: tuple) -> SolverParams:
+    """``model`` validated from the values of ``key`` (:func:`_values_key`), kept: the models
+    are frozen, so one validated object serves every call with the same values (pydantic's
+    validation was 25-125 us of a small set's 1-2 ms ``train``, issue 47).  A refusal raises
+    and is not kept."""
+    return model.model_validate({name: value for name, _, value in key})
 
 
 def fit_handler(spec: SolverSpec, params: SolverParams, dataset: Dataset):
@@ -195,8 +222,8 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
                                 on_factor=approximation is not None)
             for entrant in ranking.entrants:
                 entrant.params = Approximation.solver_params(entrant.params)
-            outcome = portfolio.run(work, ranking, params.tol, sink,
-                                    lambda s, p: fit_handler(s, p, dataset))
+            outcome = run_auto(work, ranking, params.tol, sink, collector,
+                               lambda s, p: fit_handler(s, p, dataset))
             fit, spec, choice = outcome.fit, outcome.entrant.spec, outcome.choice
             # the winner's parameters, with the approximation it trained under
             params = Approximation.with_approximation(outcome.entrant.params, params)
@@ -208,7 +235,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     objective = float(sum(s.objective for s in subproblems))
     elapsed = clock()
     log = collector.records
-    if choice is not None and choice.strategy == "race":
+    if choice is not None and choice.strategy in ("race", "alone"):
         # the result's log is the winner's; the caller's monitor saw every candidate's, tagged
         log = [r for r in log if r.extras.get("candidate") == choice.candidate]
     model = fit.model if scaler is None else scaler.scaled_model(fit.model)
@@ -228,6 +255,72 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         message = f"{message} (auto: {choice.candidate}, {choice.strategy})"
     return TrainResult(model, objective, log, status, message, elapsed, params, subproblems,
                        choice, warnings)
+
+
+#: ``auto`` runs its ranked favourite alone, without the race, where the race would run the
+#: favourite's first slice on the calling thread anyway: a first slice
+#: (``portfolio.first_slice``, 1.5 times the passes the rule predicts) of at most
+#: ``portfolio.HERE_SECONDS`` at ``portfolio.ENTRIES_PER_SECOND`` (:func:`run_auto`).  What
+#: the race costs around a fit that ends within that slice (its schedule, lane, per-record
+#: charges and forwarding, its summary) was 130-220 us on sets LIBLINEAR solves in 0.05-0.4
+#: ms (issue 47): a large share of such a run, for nothing the fallback does not keep (a
+#: favourite that does not certify within the slice gives way to the race).
+ALONE_MAX_SLICE_ENTRIES = portfolio.HERE_SECONDS * portfolio.ENTRIES_PER_SECOND
+
+
+class _FirstSlice:
+    """The favourite's monitor when it runs alone: each record charged its passes over the
+    stored entries (``portfolio.record_passes``, the race's count) and the run stopped once
+    they exceed its first slice uncertified (the race would have started its challengers
+    there); the caller's stop requests are the caller's."""
+
+    def __init__(self, target: Monitor, passes: float, tol: float, n: int, nnz: int, d: int):
+        self.target, self.passes, self.tol = target, passes, tol
+        self.n, self.nnz, self.d = n, nnz, d
+        self.work = 0.0
+        self.spent = False
+
+    def report(self, record: IterationRecord) -> None:
+        self.work += portfolio.record_passes(record.extras, self.n, self.nnz, self.d)
+        extras = record.extras
+        last_class = int(extras.get("subproblem", 0)) >= int(extras.get("n_subproblems", 1)) - 1
+        if self.work > self.passes and not (last_class and record.optimality <= self.tol):
+            self.spent = True
+        self.target.report(record)
+
+    def stop_reason(self) -> str | None:
+        if self.spent:
+            return "its first slice was spent uncertified: the race takes over"
+        return self.target.stop_reason()
+
+
+def run_auto(dataset: Dataset, ranking: auto.Ranking, tol: float, sink: Monitor,
+             collector: ListMonitor, fit_for) -> portfolio.Outcome:
+    """``auto``'s run: the race of :mod:`solvers.portfolio` over the ranking, or, on a
+    problem whose favourite's first slice spans at most :data:`ALONE_MAX_SLICE_ENTRIES`, the
+    favourite alone (``strategy="alone"``, no lanes) within that slice; one that does not
+    certify in it gives way to the race from the start (its records leave the result's log;
+    the caller's monitor saw them, tagged).  Decisions read work, never time: the returned
+    model is a function of the data and the parameters, certified as the race's."""
+    favourite = ranking.entrants[0]
+    passes = portfolio.first_slice(favourite, dataset)
+    entries = max(dataset.nnz + dataset.n_samples, 1)
+    if len(ranking.entrants) > 1 and passes * entries <= ALONE_MAX_SLICE_ENTRIES:
+        mark = len(collector.records)
+        watch = _FirstSlice(sink, passes, tol, dataset.n_samples, dataset.nnz,
+                            dataset.n_features)
+        alone = auto.Ranking([favourite], ranking.reason, ranking.neighbours)
+        outcome = portfolio.run(dataset, alone, tol, watch, fit_for)
+        status = outcome.choice.runs[0]["status"]
+        if not watch.spent and status in (str(Termination.CONVERGED),
+                                          str(Termination.STOPPED)):
+            # certified within its slice, or the caller's stop (a time limit, a cancel)
+            choice = ranking.choice(tol, favourite)
+            choice.strategy = "alone"
+            choice.runs = outcome.choice.runs
+            return portfolio.Outcome(outcome.fit, favourite, choice)
+        del collector.records[mark:]
+    return portfolio.run(dataset, ranking, tol, sink, fit_for)
 
 
 #: Up to this many binary problems a run's message lists each; beyond, it is summarised
@@ -603,9 +696,29 @@ def training_metadata(spec: SolverSpec, params: SolverParams, dataset: Dataset,
                       objective: float, status: str, elapsed: float) -> dict[str, Any]:
     return {
         "solver": spec.name,
-        "params": params.model_dump(mode="json"),
+        "params": _dumped(params),
         "objective": objective,
         "status": str(status),
         "training_seconds": elapsed,
         "training_data": dataset.stats().as_dict(),
     }
+
+
+def _dumped(params: SolverParams) -> dict[str, Any]:
+    """``params.model_dump(mode="json")``, kept per (frozen, hashable) parameters: pydantic's
+    serializer was 20-40 us of a small set's ``train`` (issue 47).  A fresh dict each call
+    (its lists copied), so a model's metadata never shares one with another's."""
+    try:
+        dumped = _dump(params)
+    except TypeError:  # unhashable parameters (a class_weight dict)
+        return params.model_dump(mode="json")
+    return {key: _copied(value) for key, value in dumped.items()}
+
+
+def _copied(value):
+    return [_copied(item) for item in value] if isinstance(value, list) else value
+
+
+@functools.lru_cache(maxsize=256)
+def _dump(params: SolverParams) -> dict[str, Any]:
+    return params.model_dump(mode="json")

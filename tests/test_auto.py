@@ -298,7 +298,8 @@ def test_auto_knows_the_problems_of_issue_47():
 
 def test_the_ranking_is_kept_per_problem_and_the_same_as_posed_afresh():
     """Issue 52's fixed cost: every train(solver="auto") posed each candidate through its
-    parameter model and filtered the whole measurement file; both are kept per problem now.
+    parameter model and filtered the whole measurement file; both are kept per problem now,
+    and (issue 47) so is the problem's placing among the measurements.
     A kept answer is the one computed afresh (equal candidates and parameters, the same
     order, scores and predictions), a different problem (another C, another shape) is posed
     afresh, and parameters that do not hash (a class_weight dict) are still served."""
@@ -308,10 +309,13 @@ def test_the_ranking_is_kept_per_problem_and_the_same_as_posed_afresh():
     params = AutoParams(loss="logistic", C=1.0, tol=1e-3)
     auto._eligible.cache_clear()
     auto._package_measured.cache_clear()
+    auto._placed.cache_clear()
     first = rank(heart, params, get_solver, supports_task)
     again = rank(heart, params, get_solver, supports_task)
     assert auto._eligible.cache_info().hits == 1
-    assert auto._package_measured.cache_info().hits == 1
+    # the placing among the measurements is kept whole (issue 47), the filtered file once
+    assert auto._placed.cache_info().hits == 1
+    assert auto._package_measured.cache_info().misses == 1
     fresh = rank(heart, params, get_solver, supports_task,
                  measurements=list(load_measurements()))
     for other in (again, fresh):

@@ -427,3 +427,14 @@ def test_cholesky_solve_reads_the_lower_triangle_and_reports_failure():
     np.testing.assert_allclose(cholesky_solve(lower, rhs.copy()), np.linalg.solve(M, rhs),
                                rtol=1e-9)
     assert cholesky_solve(-np.eye(3), np.ones(3)) is None
+
+
+def test_pairwise_sum_is_numpys_sum_bit_for_bit():
+    """``core.linalg.pairwise_sum``: NumPy's ``ndarray.sum`` of a 1-d float64 array, bit for
+    bit (its pairwise summation), at every length around its block sizes and beyond."""
+    from solvers.core.linalg import pairwise_sum
+
+    rng = np.random.default_rng(7)
+    for n in [*range(0, 300), 511, 512, 513, 683, 1000, 4097, 65_537]:
+        a = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
+        assert pairwise_sum(a) == a.sum(), n

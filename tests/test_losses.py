@@ -229,3 +229,29 @@ def test_the_logistic_conjugate_sum_kernel_is_the_formula():
     within = np.array([0.5, 1.0 + 1e-13, 0.0])  # the relative 1e-12 slack on the bounds
     assert loss.conjugate_sum(within, ones) == \
         pytest.approx(Loss.conjugate_sum(loss, within, ones), rel=1e-15)
+
+
+@pytest.mark.parametrize("name", [n for n in LOSSES if n not in ("lp",)])
+def test_the_compiled_conjugate_sum_is_the_losss_own(name):
+    """``kernels.conjugate_sum`` by code (what a compiled driver's certificate calls) gives
+    each coded loss's ``conjugate_sum`` bit for bit, +inf outside the dual range; lp (no
+    conjugate kernel) gives NaN, so a compiled driver cannot take it silently."""
+    from solvers.losses import kernels
+
+    loss = get_loss(name)
+    if loss.code is None or loss.slack != "margin":
+        pytest.skip(f"{name}: no kernel code of a margin loss")
+    rng = np.random.default_rng(3)
+    cost = rng.uniform(0.5, 2.0, 50)
+    lower = np.maximum(loss.dual_lower(cost), -3.0)
+    upper = np.minimum(loss.dual_upper(cost), 3.0)
+    alpha = rng.uniform(lower, upper)
+    assert kernels.conjugate_sum(loss.code, loss.p, alpha, cost) == \
+        loss.conjugate_sum(alpha, cost)
+    if np.isfinite(loss.dual_upper(cost)).all():
+        outside = alpha.copy()
+        outside[0] = loss.dual_upper(cost)[0] * 1.01
+        assert kernels.conjugate_sum(loss.code, loss.p, outside, cost) == np.inf == \
+            loss.conjugate_sum(outside, cost)
+    lp = get_loss("lp", 1.5)
+    assert np.isnan(kernels.conjugate_sum(lp.code, lp.p, np.full(3, 0.5), np.ones(3)))

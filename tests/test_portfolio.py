@@ -254,7 +254,9 @@ def test_auto_returns_a_certified_point_on_unscaled_data(loss):
     data = unscaled_australian()
     result = solvers.train(data, solver="auto", loss=loss, C=1.0, tol=TOL)
     assert result.status == "converged", result.message
-    assert result.choice.strategy == "race"
+    # a favourite whose first slice is small runs alone and certifies within it (train's
+    # run_auto, issue 47), else the race
+    assert result.choice.strategy in ("race", "alone")
     assert sum(r["outcome"].startswith("won") for r in result.choice.runs) == 1
     assert result.model.metadata["auto"]["runs"] == result.choice.runs
     assert any("scale='maxabs'" in w for w in result.warnings)

@@ -837,7 +837,8 @@ def _norm(v: np.ndarray) -> float:
 
 
 def conjugate_gradient(apply_A, b, x0=None, *, precondition=None, rtol=1e-8, atol=0.0,
-                       max_iter=None, callback=None, quadratic_tol=None) -> CGResult:
+                       max_iter=None, callback=None, quadratic_tol=None,
+                       inner=None) -> CGResult:
     """Preconditioned conjugate gradients for A x = b, A symmetric positive definite.
 
     ``apply_A(v)`` returns A v; ``precondition(r)`` returns M^{-1} r for a symmetric positive
@@ -851,6 +852,10 @@ def conjugate_gradient(apply_A, b, x0=None, *, precondition=None, rtol=1e-8, ato
     ``pcg``: the last step's decrease, times k, is within that fraction of the whole decrease.
     q is kept without products: each step lowers it by alpha_k (r'z)_k / 2.  A step that
     raised q (round-off) stops too.
+
+    ``inner(u, v)``: the inner product of the iteration's r'z and p'Ap (None: NumPy's ``@``,
+    a BLAS call; newton passes the core's serial :func:`dot`, the one its compiled loop
+    uses, so that both compute the same iterates).
     """
     b = np.asarray(b, dtype=np.float64)
     n = b.shape[0]
@@ -862,13 +867,16 @@ def conjugate_gradient(apply_A, b, x0=None, *, precondition=None, rtol=1e-8, ato
     residual_norm = _norm(r)
     if residual_norm <= threshold:
         return CGResult(x, 0, residual_norm, Termination.CONVERGED)
+    if inner is None:
+        def inner(u, v):
+            return u @ v
     z = precondition(r) if precondition is not None else r
     p = z.copy()
-    rz = float(r @ z)
+    rz = float(inner(r, z))
     q = 0.0
     for k in range(1, max_iter + 1):
         Ap = apply_A(p)
-        curvature = float(p @ Ap)
+        curvature = float(inner(p, Ap))
         if curvature <= 0.0:
             return CGResult(x, k - 1, residual_norm, Termination.NUMERICAL_ERROR)
         alpha = rz / curvature
@@ -885,7 +893,7 @@ def conjugate_gradient(apply_A, b, x0=None, *, precondition=None, rtol=1e-8, ato
             if decrease > 0.0 or k * decrease >= quadratic_tol * q:
                 return CGResult(x, k, residual_norm, Termination.CONVERGED)
         z = precondition(r) if precondition is not None else r
-        rz_new = float(r @ z)
+        rz_new = float(inner(r, z))
         p = z + (rz_new / rz) * p
         rz = rz_new
     return CGResult(x, max_iter, residual_norm, Termination.MAX_ITER)
@@ -963,3 +971,77 @@ def dot(a, b):
     for i in range(a.shape[0]):
         s += a[i] * b[i]
     return s
+
+
+@njit(cache=True, nogil=True)
+def _pairwise_block(a, lo, n):
+    """NumPy's pairwise sum of a[lo:lo + n] for n <= 128 (no split)."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    end = n - n % 8
+    while i < end:
+        k = lo + i
+        r0 += a[k]
+        r1 += a[k + 1]
+        r2 += a[k + 2]
+        r3 += a[k + 3]
+        r4 += a[k + 4]
+        r5 += a[k + 5]
+        r6 += a[k + 6]
+        r7 += a[k + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True, nogil=True)
+def pairwise_sum(a):
+    """sum_i a_i for a 1-d float64 array as NumPy's ``a.sum()`` computes it, bit for bit
+    (its pairwise summation: 8 accumulators on blocks of up to 128 entries, a longer range
+    split in two halves, the first a multiple of 8, summed left + right), on the calling
+    thread: a compiled loop that must reproduce a NumPy driver's sums
+    (``solvers.newton.compiled``) calls this rather than a sequential loop.  The halving is
+    walked with an explicit stack (a recursive function does not survive Numba's cache)."""
+    n = a.shape[0]
+    if n <= 128:
+        return _pairwise_block(a, 0, n)
+    los = np.empty(64, np.int64)
+    sizes = np.empty(64, np.int64)
+    phase = np.zeros(64, np.int64)
+    partial = np.empty(64)
+    top = 0
+    done = 0
+    los[0] = 0
+    sizes[0] = n
+    while top >= 0:
+        lo = los[top]
+        m = sizes[top]
+        if m <= 128:
+            partial[done] = _pairwise_block(a, lo, m)
+            done += 1
+            top -= 1
+            continue
+        half = m // 2
+        half -= half % 8
+        if phase[top] == 0:  # the left half first
+            phase[top] = 1
+            top += 1
+            los[top], sizes[top], phase[top] = lo, half, 0
+        elif phase[top] == 1:  # then the right one
+            phase[top] = 2
+            top += 1
+            los[top], sizes[top], phase[top] = lo + half, m - half, 0
+        else:  # both done: left + right
+            done -= 1
+            partial[done - 1] = partial[done - 1] + partial[done]
+            top -= 1
+    return partial[0]

@@ -196,8 +196,11 @@ def warm_up() -> None:
                              DualCDParams(loss="hinge", multiclass="crammer_singer",
                                           max_iter=3))
         for loss in ("epsilon_insensitive", "squared_epsilon_insensitive"):
-            solve_regression(RegressionProblem(Xi, np.array([0.5, -1.0, 2.0, 0.0]), loss=loss),
-                             DualCDParams(task="regression", loss=loss, max_iter=3))
+            for driver in ("python", "compiled"):  # a small problem's loop compiled whole
+                solve_regression(RegressionProblem(Xi, np.array([0.5, -1.0, 2.0, 0.0]),
+                                                   loss=loss),
+                                 DualCDParams(task="regression", loss=loss, max_iter=3),
+                                 driver=driver)
 
 
 SPECS = (

@@ -39,11 +39,28 @@ import numpy as np
 
 from solvers.base import Fit, Solution, SubproblemResult, WarmStart, warm_start_argument
 from solvers.core.sparse import csr_matvec, row_norms_squared
+from solvers.dual_cd.compiled import (
+    ACTIVE,
+    CONVERGED,
+    DUAL,
+    EPOCHS,
+    EPS,
+    FACE_NEWTON,
+    GAP,
+    MAX_ITER,
+    PRIMAL,
+    RELATIVE,
+    WORK,
+    compiled_applies,
+    max_records,
+    svr_loop,
+)
 from solvers.dual_cd.kernels import svr_epochs
 from solvers.dual_cd.params import DUAL_CD_SOLVES, DualCDParams
 from solvers.dual_cd.solver import (
     NewtonMethod,
     _generator,
+    _verdict,
     descend_with_gap_checks,
     newton_switch_at,
 )
@@ -198,12 +215,15 @@ def face_newton_step(X, y: np.ndarray, s: float, epsilon: float, upper: np.ndarr
 
 def solve_regression(problem: RegressionProblem, params: DualCDParams | None = None,
                      monitor: Monitor | None = None, start: WarmStart | None = None,
-                     newton: NewtonMethod | None = None) -> Solution:
+                     newton: NewtonMethod | None = None, *,
+                     driver: str | None = None) -> Solution:
     """Solve ``problem`` (either residual loss; regularized bias or none) by Ho & Lin's dual
     coordinate descent from b = 0 or from ``start`` (the module docstring); returns the
     solution, ``extras["dual"]`` the final b.  ``newton``: the primal Newton method an L2-loss
     run hands w to at ``newton_switch_iter`` without a stop (LIBLINEAR's -s 12 -> -s 11;
-    the registered spec's is mfn's; None: no switch)."""
+    the registered spec's is mfn's; None: no switch).  ``driver``: "compiled" (the descent
+    and its checks as one Numba loop, :mod:`solvers.dual_cd.compiled`, on the work clock) or
+    "python"; None: compiled on a small problem (``compiled_applies``)."""
     DUAL_CD_SOLVES.require("regression", problem.loss, problem.bias, solver="dual_cd")
     params = params or DualCDParams(C=problem.C, task="regression", loss=problem.loss,
                                     epsilon=problem.epsilon, bias=problem.bias,
@@ -242,12 +262,34 @@ def solve_regression(problem: RegressionProblem, params: DualCDParams | None = N
                    and params.stop_rule == "gap" and params.newton_switch_iter is not None)
 
     ran_total = [0]
+    best = {"primal": np.inf, "beta": beta.copy()}
+    pending = []  # the compiled loop's last sweep, before its face Newton steps
+    resume = None
+    if driver is None:
+        driver = "compiled" if compiled_applies(X.nnz, params.max_iter,
+                                                params.gap_check_work) else "python"
+    if driver == "compiled":
+        state = (b, beta, index, istate, fstate, rng)
+        outcome = _run_compiled(problem, params, reporter, state, qd, lam, upper, limit,
+                                params.newton_switch_iter if face_newton else 0)
+        if outcome[0] == "face_newton":
+            _, resume, ran_total[0], sweep, best["primal"], best["beta"] = outcome
+            pending.append(sweep)
+        else:
+            status, message, epochs, eps, total_work, checks, primal, best["beta"] = outcome
+            beta = best["beta"]
+            return _finish(problem, params, monitor, reporter, status, message, epochs, eps,
+                           total_work, checks, primal, beta, b, istate, newton, "compiled")
 
     def descend(max_epochs, eps, budget):
-        ran, met, relative, work = svr_epochs(
-            X.indptr, X.indices, X.data, problem.y, s, qd, lam, upper, problem.epsilon, b,
-            beta, index, istate, fstate, rng, max_epochs, eps, budget, params.shrinking)
-        ran_total[0] += ran
+        if pending:  # the compiled loop's sweep (its epochs already counted in ran_total)
+            ran, met, relative, work = pending.pop()
+        else:
+            ran, met, relative, work = svr_epochs(
+                X.indptr, X.indices, X.data, problem.y, s, qd, lam, upper, problem.epsilon,
+                b, beta, index, istate, fstate, rng, max_epochs, eps, budget,
+                params.shrinking)
+            ran_total[0] += ran
         if face_newton and ran_total[0] >= params.newton_switch_iter:
             # face steps while they pay: until one decreases f by at most
             # FACE_NEWTON_RETURNS of the first's (at most FACE_NEWTON_STEPS)
@@ -263,8 +305,6 @@ def solve_regression(problem: RegressionProblem, params: DualCDParams | None = N
         record = {"relative_violation": float(relative), "active_size": int(istate[0])}
         return ran, met, f"Gnorm1 {relative:.3g} of its first pass's", work, record
 
-    best = {"primal": np.inf, "beta": beta.copy()}
-
     def certify():
         # P at the best w of the checks so far against D at the current b: a valid pair
         # (weak duality holds for any w and any b in the box), and P(w(b)) is not monotone
@@ -276,20 +316,96 @@ def solve_regression(problem: RegressionProblem, params: DualCDParams | None = N
         return primal, dual, (primal - dual) / max(abs(primal), 1e-300)
 
     status, message, epochs, eps, total_work, checks, primal = descend_with_gap_checks(
-        params, reporter, limit, max(X.nnz + n, 1), descend, certify)
-    beta = best["beta"]
-    # the certificate against D(b) at w(b) recomputed from b (the w kept by the steps
-    # accumulates round-off)
+        params, reporter, limit, max(X.nnz + n, 1), descend, certify, resume)
+    return _finish(problem, params, monitor, reporter, status, message, epochs, eps,
+                   total_work, checks, primal, best["beta"], b, istate, newton,
+                   "python" if resume is None else "compiled, then python")
+
+
+def _finish(problem: RegressionProblem, params: DualCDParams, monitor, reporter: Reporter,
+            status, message, epochs: int, eps: float, total_work: int, checks: int,
+            primal: float, beta: np.ndarray, b: np.ndarray, istate: np.ndarray,
+            newton: NewtonMethod | None, driver: str) -> Solution:
+    """The solution at the best point of the checks, certified against D(b) at w(b)
+    recomputed from b (the w kept by the steps accumulates round-off); the L2 loss's Newton
+    switch when the descent reached its limit without a verdict."""
+    X = problem.X
+    n = problem.n_samples
     exact_dual = problem.dual_objective(b)
     gap = (primal - exact_dual) / max(abs(primal), 1e-300)
     extras = {"epochs": epochs, "gap_checks": checks, "relative_duality_gap": float(gap),
               "active_size": int(istate[0]), "final_eps": eps,
               "work_passes": total_work / max(X.nnz + n, 1),
-              "nnz_dual": int(np.count_nonzero(b)), "dual": b}
+              "nnz_dual": int(np.count_nonzero(b)), "dual": b, "driver": driver}
     if status is None:
         return _switch_to_newton(problem, params, monitor, reporter, epochs, extras, beta,
                                  newton)
     return Solution(beta.copy(), float(primal), status, message, epochs, extras)
+
+
+def _run_compiled(problem: RegressionProblem, params: DualCDParams, reporter: Reporter,
+                  state: tuple, qd: np.ndarray, lam: np.ndarray, upper: np.ndarray,
+                  limit: int, face_at: int):
+    """The descent and its checks by :func:`~solvers.dual_cd.compiled.svr_loop` from
+    ``state`` = (b, beta, index, istate, fstate, rng) (updated in place), its records then
+    handed to the monitor as the Python loop reports them.  Returns ``descend_with_gap_
+    checks``' outcome and the best point, (status, message, epochs, eps, entries, checks, P,
+    best beta); or, when the loop reached the face Newton steps, ("face_newton", the
+    ``resume`` state, epochs with the pending sweep's, that sweep, the best P and beta).  A
+    stop asked at a record ends the run at that check's point (the loop run again from the
+    start to it: it is deterministic)."""
+    start = tuple(np.array(a, copy=True) for a in state)
+    X = problem.X
+    n = problem.n_samples
+    pass_work = max(X.nnz + n, 1)
+    gap_rule = params.stop_rule == "gap"
+    margin = problem.loss_function.margin_loss
+    records = np.empty((max_records(params.max_iter, params.gap_check_work), 8))
+
+    def loop(arrays, max_checks):
+        b, beta, index, istate, fstate, rng = arrays
+        best_beta = beta.copy()
+        result = svr_loop(X.indptr, X.indices, X.data, problem.y, problem.cost, margin.code,
+                          margin.p, problem.effective_bias_scale,
+                          1.0 if problem.bias == "regularized" else 0.0, problem.epsilon, qd,
+                          lam, upper, b, beta, index, istate, fstate, rng, params.shrinking,
+                          params.eps, gap_rule, params.tol, params.max_iter, limit, face_at,
+                          pass_work, params.gap_check_work, max_checks, records, best_beta)
+        return result, best_beta
+
+    (code, epochs, checks, eps, total_work, best_primal, *sweep), best_beta = loop(
+        state, records.shape[0])
+    rows = records[:checks].copy()
+    for k, row in enumerate(rows):
+        last = k == len(rows) - 1 and code != FACE_NEWTON
+        stop = reporter(int(row[EPOCHS]), row[PRIMAL], row[GAP],
+                        dual_objective=float(row[DUAL]),
+                        relative_violation=float(row[RELATIVE]), active_size=int(row[ACTIVE]),
+                        eps=float(row[EPS]), work=int(row[WORK]))
+        if stop and not (last and code in (CONVERGED, MAX_ITER)):
+            # the state at this check: the loop again from the start, to it
+            arrays = tuple(np.array(a, copy=True) for a in start)
+            (_, epochs, checks, eps, total_work, best_primal, *_), best_beta = loop(arrays,
+                                                                                    k + 1)
+            for target, value in zip(state, arrays, strict=True):
+                target[...] = value
+            return (Termination.STOPPED, reporter.stop_message, epochs, eps, total_work,
+                    checks, best_primal, best_beta)
+    if code == FACE_NEWTON:
+        budget = float(pass_work) if checks == 0 else \
+            max(params.gap_check_work * pass_work, 1.0)
+        ran, met, relative, work = sweep
+        return ("face_newton", (eps, budget, epochs, total_work, checks), epochs + ran,
+                (int(ran), bool(met), float(relative), int(work)), best_primal, best_beta)
+    status = message = None
+    if code in (CONVERGED, MAX_ITER):
+        last = rows[-1]
+        relative = float(last[RELATIVE])
+        status, message = _verdict(params, epochs, float(last[GAP]), gap_rule,
+                                   code == CONVERGED and not gap_rule,
+                                   f"Gnorm1 {relative:.3g} of its first pass's <= "
+                                   f"eps={params.eps:g}")
+    return status, message, epochs, eps, total_work, checks, best_primal, best_beta
 
 
 def _switch_to_newton(problem: RegressionProblem, params: DualCDParams, monitor, reporter,

@@ -203,7 +203,7 @@ def solve_state(problem: BinaryProblem, params: DualCDParams, monitor: Monitor |
 
 
 def descend_with_gap_checks(params, reporter: Reporter, limit: int, pass_work: int, descend,
-                            certify) -> tuple:
+                            certify, resume: tuple | None = None) -> tuple:
     """The outer loop every dual_cd driver shares (binary and regression): ``descend(
     max_epochs, eps, budget) -> (epochs run, whether LIBLINEAR's rule held on the full set,
     that rule's measure as text, stored entries touched, the record's extras)`` runs the
@@ -213,13 +213,17 @@ def descend_with_gap_checks(params, reporter: Reporter, limit: int, pass_work: i
     (:func:`_verdict`: ``tol``, or LIBLINEAR's rule with ``stop_rule="projected_gradient"``,
     then ``max_iter``), on the monitor's stop, or at ``limit`` epochs (the Newton switch's,
     below max_iter: status None).  With the gap rule, a full set that meets eps with the gap
-    above ``tol`` divides eps by 10 (a continuation).  Returns (status, message, epochs, the
-    last eps, entries touched, checks, the last P)."""
+    above ``tol`` divides eps by 10 (a continuation).  ``resume`` = (eps, budget, epochs,
+    entries touched, checks): go on from there (a compiled loop's state, ``dual_cd.
+    compiled``).  Returns (status, message, epochs, the last eps, entries touched, checks, the
+    last P)."""
     gap_rule = params.stop_rule == "gap"
     eps = params.eps
     budget = pass_work
     check_seconds = np.inf
     epochs = total_work = checks = 0
+    if resume is not None:
+        eps, budget, epochs, total_work, checks = resume
     status = message = None
     while True:
         started = time.perf_counter()

@@ -319,6 +319,34 @@ def entropy_conjugate_sum(alpha, cost):
     return total
 
 
+@njit(cache=True, nogil=True)
+def conjugate_sum(code, p, alpha, cost):
+    """sum_i C_i L*(alpha_i / C_i) for the loss of ``code``, in one pass, from a compiled loop
+    (a Newton driver's certificate, ``solvers.problems.binary_kernels``): the same kernel and
+    the same arguments as the loss's ``conjugate_sum`` (:func:`entropy_conjugate_sum` for the
+    logistic loss, :func:`quadratic_conjugate_sum` with the loss's range and quadratic term
+    for the others); NaN for lp (no conjugate kernel: its ``conjugate_sum`` is NumPy's)."""
+    if code == LOGISTIC:
+        return entropy_conjugate_sum(alpha, cost)
+    if code == HINGE:
+        return quadratic_conjugate_sum(alpha, cost, True, 1.0, 0.0, np.inf)
+    if code == SQUARED_HINGE:  # ClippedLoss(kappa 2, xi_lo 0, width inf)
+        return quadratic_conjugate_sum(alpha, cost, True, np.inf, 0.0, 4.0)
+    if code == MODIFIED_HUBER:  # ClippedLoss(kappa 2, xi_lo 0, width 2)
+        return quadratic_conjugate_sum(alpha, cost, True, 4.0, 0.0, 4.0)
+    if code == LEAST_SQUARES:
+        return quadratic_conjugate_sum(alpha, cost, False, np.inf, 0.0, 4.0)
+    return np.nan
+
+
+#: L(xi), L'(xi) and L''(xi) of one example by code, inlined into the calling kernel: the
+#: public names of the per-example formulas for compiled drivers outside this package (a
+#: Newton loop over the problem layer's kernels, ``solvers.problems.binary_kernels``).
+value = _value
+derivative = _derivative
+curvature = _curvature
+
+
 # -- the clipped family: sets, sums, line-search breakpoints ------------------------------------
 #
 # L(xi) with L'(xi) = clip(xi - xi_lo, 0, width): 0 for xi <= xi_lo (set I0), quadratic on

@@ -78,8 +78,9 @@ def warm_up() -> None:
                                 [0.0, 1.0, 1.0]]))
     y = np.array([1.0, -1.0, 1.0, -1.0])
     for loss in NEWTON_SOLVES.losses:
-        solve(BinaryProblem(X, y, C=1.0, loss=loss), NewtonParams(C=1.0, loss=loss,
-                                                                  max_iter=2))
+        for driver in ("python", "compiled"):  # a small problem's loop compiled whole too
+            solve(BinaryProblem(X, y, C=1.0, loss=loss),
+                  NewtonParams(C=1.0, loss=loss, max_iter=2), driver=driver)
 
 
 SPECS = (

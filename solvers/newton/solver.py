@@ -11,6 +11,22 @@ from solvers.base import Solution, WarmStart, warm_start_argument
 from solvers.core.linalg import conjugate_gradient, dot
 from solvers.core.sparse import csr_matvec
 from solvers.monitor import Monitor, Reporter
+from solvers.newton.compiled import (
+    CG_ITERATIONS,
+    CONVERGED_GAP,
+    CONVERGED_GRADIENT,
+    DUAL,
+    GAP,
+    GRADIENT_NORM,
+    ITERATION,
+    LINE_SEARCH_FAILED,
+    MAX_ITER,
+    OBJECTIVE,
+    STEP_SIZE,
+    TRIALS,
+    compiled_applies,
+    newton_loop,
+)
 from solvers.newton.params import NEWTON_SOLVES, NewtonParams
 from solvers.problems import BinaryProblem
 from solvers.termination import Termination
@@ -82,7 +98,7 @@ def _newton_step(problem: BinaryProblem, params: NewtonParams, point: _Point, cg
     g_norm_m = math.sqrt(max(dot(g, g / M), 0.0))
     result = conjugate_gradient(lambda v: problem.hessian_product(curvature, v), -g,
                                 precondition=lambda r: r / M, rtol=0.0, max_iter=max_cg,
-                                quadratic_tol=min(cg_tol, math.sqrt(g_norm_m)))
+                                quadratic_tol=min(cg_tol, math.sqrt(g_norm_m)), inner=dot)
     step = result.x
     if problem.bias == "none":
         step[-1] = 0.0
@@ -90,10 +106,14 @@ def _newton_step(problem: BinaryProblem, params: NewtonParams, point: _Point, cg
 
 
 def solve(problem: BinaryProblem, params: NewtonParams | None = None,
-          monitor: Monitor | None = None, start: WarmStart | None = None) -> Solution:
+          monitor: Monitor | None = None, start: WarmStart | None = None, *,
+          driver: str | None = None) -> Solution:
     """Solve the binary ``problem`` (logistic or squared hinge) by the truncated Newton method
     from beta = 0 or from ``start.beta`` (a :class:`~solvers.base.WarmStart`; its other fields
-    are ignored), to the certified gap ``tol`` (or LIBLINEAR's gradient rule)."""
+    are ignored), to the certified gap ``tol`` (or LIBLINEAR's gradient rule).  ``driver``:
+    "compiled" (:mod:`solvers.newton.compiled`, the loop as one Numba function) or "python"
+    (this module's loop); None: compiled where :func:`~solvers.newton.compiled.
+    compiled_applies` (a small problem), else Python.  Same method, stops and certificate."""
     NEWTON_SOLVES.require_problem(problem, "newton")
     params = params or NewtonParams(C=problem.C, loss=problem.loss, bias=problem.bias,
                                     bias_scale=problem.bias_scale)
@@ -105,7 +125,6 @@ def solve(problem: BinaryProblem, params: NewtonParams | None = None,
         beta[-1] = 0.0
     cg_tol = params.cg_tol if params.cg_tol is not None else (0.5 if warm else 0.1)
     max_cg = params.max_cg_iter or max(problem.n_features + 1, 5)
-    point = _Point(problem, beta, _outputs(problem, beta))
     gap_rule = params.stop_rule == "gap"
     gradient_bound = 0.0
     if not gap_rule:  # LIBLINEAR's: relative to the gradient at w = 0
@@ -114,6 +133,12 @@ def solve(problem: BinaryProblem, params: NewtonParams | None = None,
         share = max(min(positives, problem.n_samples - positives), 1) / problem.n_samples
         g0 = _Point(problem, zero, np.zeros(problem.n_samples)).gradient
         gradient_bound = params.eps * share * math.sqrt(dot(g0, g0))
+    if driver is None:
+        driver = "compiled" if compiled_applies(problem, params.max_iter) else "python"
+    if driver == "compiled":
+        return _solve_compiled(problem, params, reporter, beta, gap_rule, gradient_bound,
+                               cg_tol, max_cg)
+    point = _Point(problem, beta, _outputs(problem, beta))
     dual, gap = point.certificate(problem)
     iteration = cg_total = 0
     status = message = None
@@ -155,9 +180,77 @@ def solve(problem: BinaryProblem, params: NewtonParams | None = None,
         extras_last = {"cg_iterations": cg_iterations, "step_size": step_size,
                        "line_search_trials": trials}
     extras = {"relative_duality_gap": float(gap), "newton_iterations": iteration,
-              "cg_iterations": cg_total, "dual_objective": float(dual)}
+              "cg_iterations": cg_total, "dual_objective": float(dual), "driver": "python"}
     return Solution(point.beta.copy(), float(point.objective), status, message, iteration,
                     extras)
+
+
+_STATUS = {CONVERGED_GAP: Termination.CONVERGED, CONVERGED_GRADIENT: Termination.CONVERGED,
+           MAX_ITER: Termination.MAX_ITER, LINE_SEARCH_FAILED: Termination.NUMERICAL_ERROR}
+
+
+def _run_loop(problem: BinaryProblem, params: NewtonParams, beta: np.ndarray, gap_rule: bool,
+              gradient_bound: float, cg_tol: float, max_cg: int, max_iter: int):
+    """:func:`~solvers.newton.compiled.newton_loop` on ``problem`` from ``beta`` (updated in
+    place) for at most ``max_iter`` iterations: (status code, iterations, records, CG
+    iterations, P, D, gap)."""
+    X = problem.X
+    records = np.empty((max_iter + 2, 8))
+    loss = problem.loss_function
+    result = newton_loop(X.indptr, X.indices, X.data, problem.squared_values(), problem.y,
+                         problem.cost, loss.code, loss.p, problem.effective_bias_scale,
+                         problem.bias_regularization, problem.bias == "none", beta, gap_rule,
+                         params.tol, gradient_bound, max_iter, cg_tol, params.preconditioning,
+                         max_cg, ARMIJO_ETA, MAX_LINE_SEARCH, records)
+    status, iterations, written, cg_total, objective, dual, gap = result
+    return int(status), int(iterations), records[:written], int(cg_total), objective, dual, gap
+
+
+def _solve_compiled(problem: BinaryProblem, params: NewtonParams, reporter: Reporter,
+                    beta: np.ndarray, gap_rule: bool, gradient_bound: float, cg_tol: float,
+                    max_cg: int) -> Solution:
+    """:func:`solve` by the compiled loop: the loop runs to its stop, then its records go to
+    the monitor as the Python loop reports them; a stop asked at a record returns that
+    record's point (the loop run again to its iteration) with status ``stopped``."""
+    start = beta.copy()
+    status, iterations, records, cg_total, objective, dual, gap = _run_loop(
+        problem, params, beta, gap_rule, gradient_bound, cg_tol, max_cg, params.max_iter)
+    for k, row in enumerate(records):
+        extras = {"dual_objective": float(row[DUAL]), "gradient_norm": float(row[GRADIENT_NORM])}
+        if row[CG_ITERATIONS] >= 0:
+            extras["cg_iterations"] = int(row[CG_ITERATIONS])
+            extras["step_size"] = float(row[STEP_SIZE])
+            if row[TRIALS] >= 0:
+                extras["line_search_trials"] = int(row[TRIALS])
+        stop = reporter(int(row[ITERATION]), row[OBJECTIVE], row[GAP], **extras)
+        if stop and k < len(records) - 1:
+            # the point of this record: the loop again, to its iteration (deterministic)
+            at = int(row[ITERATION])
+            beta = start.copy()
+            _, iterations, _, cg_total, objective, dual, gap = _run_loop(
+                problem, params, beta, gap_rule, gradient_bound, cg_tol, max_cg, at)
+            extras = {"relative_duality_gap": float(gap), "newton_iterations": iterations,
+                      "cg_iterations": cg_total, "dual_objective": float(dual),
+                      "driver": "compiled"}
+            return Solution(beta, float(objective), Termination.STOPPED, reporter.stop_message,
+                            iterations, extras)
+    code = _STATUS[status]
+    if status == CONVERGED_GAP:
+        message = f"converged: relative duality gap {gap:.3g} <= tol={params.tol:g}"
+    elif status == CONVERGED_GRADIENT:
+        g_norm = float(records[-1][GRADIENT_NORM])
+        message = (f"converged: gradient norm {g_norm:.3g} <= eps max(min(#pos, #neg), 1) / n "
+                   f"||g(0)|| = {gradient_bound:.3g} (LIBLINEAR's rule)")
+    elif status == MAX_ITER:
+        message = (f"max_iter={params.max_iter} Newton iterations reached (relative duality "
+                   f"gap {gap:.3g})")
+    else:
+        message = (f"the line search found no sufficient decrease along the Newton step in "
+                   f"{MAX_LINE_SEARCH} halvings (round-off at this accuracy; LIBLINEAR stops "
+                   f"there too): relative duality gap {gap:.3g}")
+    extras = {"relative_duality_gap": float(gap), "newton_iterations": iterations,
+              "cg_iterations": cg_total, "dual_objective": float(dual), "driver": "compiled"}
+    return Solution(beta, float(objective), code, message, iterations, extras)
 
 
 def run(problem: BinaryProblem, params: NewtonParams, monitor: Monitor,

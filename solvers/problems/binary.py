@@ -263,7 +263,8 @@ class BinaryProblem(RowMatrix):
 
     def regularizer(self, beta: np.ndarray) -> float:
         w = beta[:-1]
-        return 0.5 * (dot(w, w) + self.bias_regularization * float(beta[-1]) ** 2)
+        b = float(beta[-1])  # b * b, correctly rounded (libm's pow(b, 2) is within an ulp)
+        return 0.5 * (dot(w, w) + self.bias_regularization * (b * b))
 
     def objective_from_slacks(self, beta: np.ndarray, xi: np.ndarray,
                               cost: np.ndarray | None = None, loss: Loss | None = None) -> float:
@@ -368,17 +369,28 @@ class BinaryProblem(RowMatrix):
     def hessian_diagonal(self, curvature: np.ndarray) -> np.ndarray:
         """The diagonal of that Hessian: r_j + sum_i d_i x~_ij^2 (a preconditioner)."""
         out = np.empty(self.n_features + 1)
-        if self._squared is None:  # X with its entries squared, kept for the next call (the
-            # canonical X's own structure: no scipy product, whose set-up cost a small set more
-            # than the products it serves)
-            X = self.X
-            self._squared = sp.csr_matrix((X.data * X.data, X.indices, X.indptr), shape=X.shape)
-        out[:-1] = csr_rmatvec(self._squared, curvature) + 1.0
+        out[:-1] = csr_rmatvec(self.squared(), curvature) + 1.0
         s = self.effective_bias_scale
         out[-1] = self.bias_regularization + s * s * float(curvature.sum())
         if self.bias == "none":
             out[-1] = 1.0
         return out
+
+    def squared(self) -> sp.csr_matrix:
+        """X with its entries squared (the Hessian diagonal's), kept for the next call: the
+        canonical X's own structure, no scipy product (whose set-up costs a small set more
+        than the products it serves)."""
+        if self._squared is None:
+            X = self.X
+            self._squared = sp.csr_matrix((X.data * X.data, X.indices, X.indptr), shape=X.shape)
+        return self._squared
+
+    def squared_values(self) -> np.ndarray:
+        """X's stored values squared (:meth:`squared`'s), without building a matrix (a
+        compiled loop reads the values beside X's own indices)."""
+        if self._squared is not None:
+            return self._squared.data
+        return self.X.data * self.X.data
 
     # -- duality ---------------------------------------------------------------------------
     def dual_bounds(self) -> tuple[np.ndarray, np.ndarray]:

@@ -124,7 +124,8 @@ class RegressionProblem(RowMatrix):
     def regularizer(self, beta: np.ndarray) -> float:
         w = beta[:-1]
         r = 1.0 if self.bias == "regularized" else 0.0
-        return 0.5 * (dot(w, w) + r * float(beta[-1]) ** 2)
+        b = float(beta[-1])  # b * b, correctly rounded (libm's pow(b, 2) is within an ulp)
+        return 0.5 * (dot(w, w) + r * (b * b))
 
     def objective_from_residuals(self, beta: np.ndarray, residuals: np.ndarray) -> float:
         return self.regularizer(beta) + self.loss_function.sum(residuals, self.cost)
