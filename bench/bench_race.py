@@ -3,6 +3,8 @@
 best setting, on problems outside the rule's measurements, side by side in one run.
 
     python -m bench race [--problems letter-sq,a9a-hinge,...] [--repeats 3] [--out FILE]
+    python -m bench race --grid [--grid-C 0.01,1,100] [--grid-tol 1e-2,1e-3,1e-6] ...
+    python -m bench race --quick   # 7 points of the grid (every C and tol), ~20 min at load 10
 
 Each problem (:data:`PROBLEMS`; issue 52's held-out cases) is timed as a user calls it, the
 whole ``solvers.train``:
@@ -27,6 +29,12 @@ whole ``solvers.train``:
   ``regularizer`` posed as 1 / C (:func:`snapml_regularizer`), which the record checks: Snap ML's
   tightest run's objective under our problem at C against the best objective
   (``snapml_relative_gap``).  The best anchor is the fastest of the three oracles.
+
+**Replayed**: the race is also run again on the candidates' runs alone (:func:`replay`:
+each candidate's records, replayed to the race, which takes the same decisions on them), its
+time the sum of each lane's own time alone at the record where the race left it: the
+schedule's cost at the candidates' speeds in this run, free of the load's noise between the
+runs and of the lanes' threads (``replayed`` over the best alone).
 
 The cost of watching is read from ``auto``'s own runs: its time less the time in its lanes
 (the ranking, the threads, the forwarding), and the challengers' time in the lanes.  The load
@@ -126,6 +134,14 @@ class RaceProblem:
     def reference_key(self) -> str:
         return f"{self.dataset}/{self.loss}/regularized/C={self.C:g}"
 
+    def at(self, C: float, tol: float) -> RaceProblem:
+        """The same data and loss at another C and tol (the grid's points), named after them."""
+        if C == self.C and tol == self.tol:
+            return self
+        base = self.name.removesuffix(f"-{self.tol:g}")
+        return RaceProblem(f"{base}@C={C:g},tol={tol:g}", self.dataset, self.loss, tol, C,
+                           self.multiclass)
+
 
 PROBLEMS = {p.name: p for p in (
     RaceProblem("letter-sq", "letter", "squared_hinge", 1e-3),
@@ -139,6 +155,21 @@ PROBLEMS = {p.name: p for p in (
                 multiclass="crammer_singer"),
     RaceProblem("news20-sq", "news20-binary", "squared_hinge", 1e-3),
 )}
+#: ``--grid``'s values of C and tol (issue 52's), each problem of ``--problems`` at every pair.
+GRID_C = (0.01, 1.0, 100.0)
+GRID_TOL = (1e-2, 1e-3, 1e-6)
+#: ``--quick``: a subset of the grid meant to run in about 20 minutes at load 10 (every C and
+#: every tol, binary and multi-class, the problems the last record found worst), with the
+#: candidates alone capped at :data:`QUICK_CAP_FACTOR` times auto's time (at least
+#: :data:`QUICK_CAP_MIN_S`): a candidate slower than that cannot be the bar auto is held to
+#: unless auto is over 2 times it, which the record shows as no candidate converged.  Not in
+#: it: a9a hinge at C = 100, whose anchors alone (LIBLINEAR -s 3, one thread and -m 2, at its
+#: iteration limit at every -e) ran over 8 minutes at load 11-17 (2026-12-08).
+QUICK = (("a9a-hinge", 0.01, 1e-2), ("a9a-hinge", 1.0, 1e-3), ("ijcnn1-sq", 100.0, 1e-2),
+         ("ijcnn1-sq", 0.01, 1e-6), ("news20-sq", 1.0, 1e-3),
+         ("dna600-crammer-singer-1e-6", 1.0, 1e-6), ("letter-hinge", 1.0, 1e-3))
+QUICK_CAP_FACTOR = 2.0
+QUICK_CAP_MIN_S = 2.0
 #: Problems ``--certificates`` also takes (issue 52's text case: LIBLINEAR -s 3 never gets
 #: within 1e-3 of the optimum there, so it is no race problem).
 CERTIFICATE_PROBLEMS = {**PROBLEMS, "news20-hinge": RaceProblem("news20-hinge",
@@ -191,8 +222,55 @@ def run_candidates(data, problem: RaceProblem, cap: float) -> list[dict[str, Any
                 break
         out.append({"candidate": entrant.candidate.name, "seconds": statistics.median(times),
                     "status": str(result.status), "objective": result.objective,
-                    "predicted_seconds": entrant.predicted})
+                    "predicted_seconds": entrant.predicted, "last_seconds": seconds,
+                    "records": [(r.elapsed, r.objective, r.optimality, dict(r.extras))
+                                for r in result.log]})
     return out
+
+
+def replay(data, problem: RaceProblem, alone: list[dict[str, Any]]) -> dict[str, Any]:
+    """The race re-run on the candidates' runs alone (``alone``'s records, kept by
+    :func:`run_candidates`): each candidate's fit replays its records, with their extras, to
+    the race's monitor and stops where the race stops it, so the race charges the same work and
+    takes every decision it takes on the real fits (a paused candidate computes what it computes
+    alone; the decisions read work, never time).  Its time is each lane's own time alone at its
+    last record replayed (the winner's whole run): the race's schedule priced at the candidates'
+    own speeds in this run, without its threads or the load's noise between runs.  A capped
+    candidate's run alone ends ``stopped`` here where it would have gone on in the race."""
+    from solvers import portfolio
+    from solvers.base import Fit, SubproblemResult, Termination
+    from solvers.monitor import IterationRecord, NullMonitor
+
+    params = get_solver("auto").params_model(loss=problem.loss, C=problem.C, tol=problem.tol,
+                                             bias="regularized", multiclass=problem.multiclass)
+    ranking = auto.rank(auto.DatasetShape.of(data), params, get_solver, supports_task)
+    runs = {r["candidate"]: r for r in alone}
+    by_params = {id(e.params): e.candidate.name for e in ranking.entrants}
+    replayed: dict[str, float] = {}
+
+    def fit_for(spec, params_):
+        name = by_params[id(params_)]
+        run = runs[name]
+
+        def fit(dataset, spec_, params__, monitor, start=None):
+            records = run["records"]
+            for k, (elapsed, objective, gap, extras) in enumerate(records):
+                replayed[name] = elapsed
+                monitor.report(IterationRecord(k, elapsed, objective, gap, dict(extras)))
+                if monitor.stop_reason() is not None:
+                    return Fit(None, [SubproblemResult("replay", objective, Termination.STOPPED,
+                                                       "", k + 1)])
+            replayed[name] = run["seconds"]
+            return Fit(None, [SubproblemResult("replay", run["objective"],
+                                               Termination(run["status"]), "", len(records))])
+        return fit
+
+    outcome = portfolio.run(data, ranking, problem.tol, NullMonitor(), fit_for)
+    lanes = [{k: r.get(k) for k in ("candidate", "work_passes", "slices", "outcome")}
+             | {"seconds_alone_at_end": replayed.get(r["candidate"], 0.0)}
+             for r in outcome.choice.runs]
+    return {"winner": outcome.choice.candidate, "seconds": sum(replayed.values()),
+            "lanes": lanes}
 
 
 def certificates(problem: RaceProblem, cap: float) -> dict[str, Any]:
@@ -291,26 +369,39 @@ def _binary_labels(data) -> np.ndarray:
     return np.where(data.y == data.classes[1], 1.0, -1.0)
 
 
-def run_multicore(problem: RaceProblem) -> list[dict[str, Any]]:
+def _within(objective: float, known: float | None, tol: float) -> bool:
+    return known is not None and (objective - known) / known <= tol
+
+
+def run_multicore(problem: RaceProblem, known: float | None = None) -> list[dict[str, Any]]:
     """LIBLINEAR's multi-core build, ``-m 2``, every -e of :data:`LIBLINEAR_EPS` for each
-    type the loss has (binary problems; [] where the build is unavailable)."""
+    type the loss has (binary problems; [] where the build is unavailable).  With ``known``
+    (``--quick``: the best objective measured before the anchors), each -e is its own run,
+    loosest first, and a type stops at its first within ``tol`` of it (the oracle's pick:
+    the tighter ones only lower the reference; at C = 100, -s 3 runs to its iteration limit
+    at every -e, minutes at load 10)."""
     bench = problem.bench_problem()
     if bench is None:
         return []
     rows = []
     bp = bench.binary_problem()
     for solver_type in {"squared_hinge": (1, 2), "hinge": (3,)}[problem.loss]:
-        runner = LiblinearMulticore(solver_type, threads=2, eps_schedule=LIBLINEAR_EPS)
-        if not runner.supports(bench):
-            return []
-        try:
-            fits = runner.fits(bench)
-        except MulticoreUnavailable as exc:
-            print(f"liblinear-multicore -s {solver_type} failed: {exc}", flush=True)
-            continue
-        rows += [{"setting": f"-s {solver_type} -m 2", "eps": eps, "seconds": seconds,
-                  "objective": bp.objective(beta)}
-                 for eps, (seconds, beta) in zip(LIBLINEAR_EPS, fits, strict=True)]
+        schedules = [LIBLINEAR_EPS] if known is None else [(eps,) for eps in LIBLINEAR_EPS]
+        for schedule in schedules:
+            runner = LiblinearMulticore(solver_type, threads=2, eps_schedule=schedule)
+            if not runner.supports(bench):
+                return []
+            try:
+                fits = runner.fits(bench)
+            except MulticoreUnavailable as exc:
+                print(f"liblinear-multicore -s {solver_type} failed: {exc}", flush=True)
+                break
+            found = [{"setting": f"-s {solver_type} -m 2", "eps": eps, "seconds": seconds,
+                      "objective": bp.objective(beta)}
+                     for eps, (seconds, beta) in zip(schedule, fits, strict=True)]
+            rows += found
+            if known is not None and _within(found[-1]["objective"], known, problem.tol):
+                break
     return rows
 
 
@@ -322,23 +413,35 @@ def snapml_regularizer(C: float) -> float:
     return 1.0 / C
 
 
-def run_snapml(python: str | None, data, problem: RaceProblem) -> list[dict[str, Any]]:
+def run_snapml(python: str | None, data, problem: RaceProblem,
+               known: float | None = None) -> list[dict[str, Any]]:
     """Snap ML's SupportVectorMachine at every tol of :data:`SNAPML_TOL` for each n_jobs of
-    :data:`SNAPML_JOBS` (binary problems; [] without its interpreter)."""
+    :data:`SNAPML_JOBS` (binary problems; [] without its interpreter).  With ``known``, as
+    :func:`run_multicore`: each n_jobs stops at its first tol within ``tol`` of it."""
     if python is None or problem.bench_problem() is None:
         return []
     bp = BinaryProblem(data.X, _binary_labels(data), C=problem.C, loss=problem.loss,
                        bias="regularized")
+    settings = [[f"{jobs}:{tol!r}" for jobs in SNAPML_JOBS for tol in SNAPML_TOL]] \
+        if known is None else [[f"{jobs}:{tol!r}"] for jobs in SNAPML_JOBS for tol in SNAPML_TOL]
+    rows, done_jobs = [], set()
     with tempfile.TemporaryDirectory() as tmp:
         npz = Path(tmp) / "problem.npz"
         save_problem(npz, solvers.Dataset(data.X, _binary_labels(data)))
-        fits = run_worker(python, _SNAPML_WORKER, npz, problem.loss,
-                          repr(snapml_regularizer(problem.C)), tmp,
-                          *(f"{jobs}:{tol!r}" for jobs in SNAPML_JOBS for tol in SNAPML_TOL))
-        return [{"setting": f"snapml n_jobs={fit['n_jobs']}", "eps": fit["tol"],
-                 "seconds": fit["seconds"],
-                 "objective": bp.objective(np.append(np.load(fit["coef"]), fit["intercept"]))}
-                for fit in fits]
+        for batch in settings:
+            if known is not None and batch[0].split(":")[0] in done_jobs:
+                continue
+            fits = run_worker(python, _SNAPML_WORKER, npz, problem.loss,
+                              repr(snapml_regularizer(problem.C)), tmp, *batch)
+            found = [{"setting": f"snapml n_jobs={fit['n_jobs']}", "eps": fit["tol"],
+                      "seconds": fit["seconds"],
+                      "objective": bp.objective(np.append(np.load(fit["coef"]),
+                                                          fit["intercept"]))}
+                     for fit in fits]
+            rows += found
+            if known is not None and _within(found[-1]["objective"], known, problem.tol):
+                done_jobs.add(batch[0].split(":")[0])
+    return rows
 
 
 def oracle(rows: list[dict[str, Any]], reference: float, tol: float) -> dict[str, Any] | None:
@@ -351,21 +454,28 @@ def oracle(rows: list[dict[str, Any]], reference: float, tol: float) -> dict[str
     return min(firsts.values(), key=lambda r: r["seconds"]) if firsts else None
 
 
-def measure(problem: RaceProblem, repeats_: int, snapml: str | None = None) -> dict[str, Any]:
+def measure(problem: RaceProblem, repeats_: int, snapml: str | None = None,
+            cap_factor: float = CAP_FACTOR, cap_min: float = CAP_MIN_S,
+            quick: bool = False) -> dict[str, Any]:
     load_start = os.getloadavg()[0]
     data = problem.data()
     _train(data, problem, "auto", tol=problem.tol)  # compile / load the caches, discarded
     mine = run_auto(data, problem, repeats_)
-    alone = run_candidates(data, problem, max(CAP_MIN_S, CAP_FACTOR * mine["seconds"]))
+    alone = run_candidates(data, problem, max(cap_min, cap_factor * mine["seconds"]))
+    replayed = replay(data, problem, alone)
+    for run in alone:
+        del run["records"]
     liblinear = run_liblinear(data, problem)
-    multicore = run_multicore(problem)
-    snap = run_snapml(snapml, data, problem)
     objectives = [mine["objective"]] + [r["objective"] for r in alone
                                          if r["status"] == "converged"]
-    objectives += [r["objective"] for r in liblinear + multicore + snap]
+    objectives += [r["objective"] for r in liblinear]
     stored = load_references().get(problem.reference_key)
     if stored is not None and problem.multiclass == "ovr":
         objectives.append(stored["objective"])
+    known = min(objectives) if quick else None
+    multicore = run_multicore(problem, known)
+    snap = run_snapml(snapml, data, problem, known)
+    objectives += [r["objective"] for r in multicore + snap]
     reference = min(objectives)
     converged = [r for r in alone if r["status"] == "converged"]
     best = min(converged, key=lambda r: r["seconds"]) if converged else None
@@ -381,6 +491,9 @@ def measure(problem: RaceProblem, repeats_: int, snapml: str | None = None) -> d
             "auto": mine, "alone": alone, "best_alone": best, "liblinear": liblinear,
             "liblinear_best": anchor,
             "auto_over_best_alone": None if best is None else mine["seconds"] / best["seconds"],
+            "replayed": replayed,
+            "replayed_over_best_alone": None if best is None
+            else replayed["seconds"] / best["seconds"],
             "auto_over_liblinear": None if anchor is None
             else mine["seconds"] / anchor["seconds"],
             "liblinear_multicore": multicore, "snapml": snap, "anchors_best": anchors,
@@ -435,16 +548,18 @@ def watching_cost(records: int = 2000, repeats_: int = 9) -> dict[str, Any]:
 
 def markdown(results: list[dict[str, Any]]) -> str:
     lines = ["| problem | auto s | auto chose | identical | best alone | s | ratio | "
-             "LIBLINEAR best | s | ratio | best anchor | s | ratio | outside lanes ms | "
-             "challengers ms | load |",
-             "|---|---:|---|---|---|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---|"]
+             "replayed | LIBLINEAR best | s | ratio | best anchor | s | ratio | "
+             "outside lanes ms | challengers ms | load |",
+             "|---|---:|---|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---|"]
     for r in results:
         a, b, ll = r["auto"], r["best_alone"], r["liblinear_best"]
         best = r.get("best_anchor")
+        replayed = r.get("replayed_over_best_alone")
         lines.append(
             f"| {r['problem']} | {a['seconds']:.3f} | {a['candidate']} | {a['identical']} | "
             + (f"{b['candidate']} | {b['seconds']:.3f} | {r['auto_over_best_alone']:.2f} | "
                if b else "none converged | | | ")
+            + (f"{replayed:.2f} | " if replayed is not None else " | ")
             + (f"{ll['setting']} -e {ll['eps']:g} | {ll['seconds']:.3f} | "
                f"{r['auto_over_liblinear']:.2f} | " if ll else "not within tol | | | ")
             + (f"{best['setting']} {best['eps']:g} | {best['seconds']:.3f} | "
@@ -465,6 +580,7 @@ def summary(results: list[dict[str, Any]]) -> str:
     the best anchor, and Snap ML's objective check."""
     parts = []
     for key, name in (("auto_over_best_alone", "the best candidate alone"),
+                      ("replayed_over_best_alone", "the best candidate alone, replayed"),
                       ("auto_over_best_anchor", "the best anchor")):
         ratios = {r["problem"]: r[key] for r in results if r.get(key) is not None}
         if ratios:
@@ -476,6 +592,20 @@ def summary(results: list[dict[str, Any]]) -> str:
         parts.append(f"Snap ML at tol {SNAPML_TOL[-1]:g} with regularizer 1 / C: relative "
                      f"objective above the best {min(gaps):.2g} to {max(gaps):.2g}")
     return "; ".join(parts) + "."
+
+
+def race_problems(args) -> list[RaceProblem]:
+    """The problems a run measures: ``--quick``'s points of the grid; with ``--grid``, each of
+    ``--problems`` at every C of ``--grid-C`` and tol of ``--grid-tol``; else ``--problems`` as
+    they are."""
+    if args.quick:
+        return [PROBLEMS[name].at(C, tol) for name, C, tol in QUICK]
+    names = [PROBLEMS[name] for name in args.problems.split(",")]
+    if not args.grid:
+        return names
+    Cs = [float(c) for c in args.grid_C.split(",")]
+    tols = [float(t) for t in args.grid_tol.split(",")]
+    return [problem.at(C, tol) for problem in names for C in Cs for tol in tols]
 
 
 def run_command(args) -> int:
@@ -500,10 +630,13 @@ def run_command(args) -> int:
         return 0
     results = []
     path = args.out or RESULTS_DIR / f"race-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
-    for name in args.problems.split(","):
-        print(f"{name} ...", flush=True)
-        results.append(measure(PROBLEMS[name], args.repeats,
-                               interpreter(args.snapml_python, "SVMSVC_SNAPML_PYTHON")))
+    cap_factor, cap_min = (QUICK_CAP_FACTOR, QUICK_CAP_MIN_S) if args.quick \
+        else (CAP_FACTOR, CAP_MIN_S)
+    for problem in race_problems(args):
+        print(f"{problem.name} ...", flush=True)
+        results.append(measure(problem, args.repeats,
+                               interpreter(args.snapml_python, "SVMSVC_SNAPML_PYTHON"),
+                               cap_factor, cap_min, args.quick))
         machine["load_average_at_end"] = os.getloadavg()[0]
         Path(path).write_text(json.dumps({"machine": machine, "results": results}, indent=1,
                                          default=str))
@@ -522,6 +655,17 @@ COMMAND = Command(
                     help="each candidate alone: when its own certificate, an exact one and "
                          "the best bound any candidate proved would certify tol (issue 52; "
                          f"default problems {CERTIFICATE_DEFAULT})"),
+             option("--grid", action="store_true",
+                    help="each problem at every C of --grid-C and tol of --grid-tol"),
+             option("--grid-C", default=",".join(f"{c:g}" for c in GRID_C),
+                    help="the grid's values of C"),
+             option("--grid-tol", default=",".join(f"{t:g}" for t in GRID_TOL),
+                    help="the grid's tolerances"),
+             option("--quick", action="store_true",
+                    help=f"{len(QUICK)} points of the grid (about 20 min at load 10), the "
+                         "candidates alone capped at 2x auto's time (at least 2 s), LIBLINEAR "
+                         "-m 2 and Snap ML stopped at their first setting within tol of the "
+                         "best objective known before them"),
              option("--snapml-python", default=None,
                     help="an interpreter with snapml (default: $SVMSVC_SNAPML_PYTHON; "
                          "without one Snap ML is left out)"),
