@@ -36,7 +36,12 @@ Stopping (``stop_rule``):
   check (``KernelProblem.csvc_objectives``); variables shrunk away get their gradient from
   G_bar and the free variables' (mostly cached) rows.  SMO runs to m - M <= max(``kkt_tol``,
   ``tol``) (a loose tol, 1e-2, does not do kkt_tol's 1e-3 work first), and if the gap is not
-  yet certified the KKT tolerance is divided by 10 and SMO continues.  It is
+  yet certified the KKT tolerance is divided by 10 and SMO continues.  For C-SVC
+  (``polish``, :mod:`solvers.smo.polish`) the first stage stops at m - M <= 1e-2 and the point
+  is polished: the free variables' KKT system (a bordered kernel system) solved exactly by a
+  Cholesky factorization, the violating bounded variables taken in over a few working sets,
+  then certified; SMO resumes from a point that is not (under LIBSVM's rule too, from 10,000
+  rows).  It is
   the default because every solver of the project that certifies its stop shares ``tol`` and
   its default (``auto``, the race and cross-validation compare solvers on it).
 * ``"kkt"``: LIBSVM's rule, the maximal violating pair m(alpha) - M(alpha) <= ``kkt_tol``

@@ -140,7 +140,7 @@ class SMOParams(SolverParams):
                            description="LIBSVM's -e: the maximal violating pair's "
                                        "m(alpha) - M(alpha) at which stop_rule='kkt' stops "
                                        "(stop_rule='gap' starts at the larger of it "
-                                       "and tol).")
+                                       "and tol, and at 1e-2 where C-SVC polishes).")
     max_iter: int = Field(10_000_000, ge=1, description="SMO iterations (two-variable "
                                                         "updates) per binary problem.")
 
