@@ -89,7 +89,7 @@ from solvers.smo.solver import CSVC, SMOSolver, full_gradient
 
 def warm_up() -> None:
     """Compile the SMO engine on a few rows for every kernel (with and without shrinking),
-    the working sets of many variables and the nu-formulation path."""
+    the working sets of many variables, polishing and the nu-formulation path."""
     X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0],
                                 [0.5, 1.0, 0.0]]))
     y = np.array([1.0, -1.0, 1.0, -1.0])
@@ -103,6 +103,11 @@ def warm_up() -> None:
     cache = KernelCache(Xb, Kernel("rbf", 0.5, 2, 0.1), 1.0, min_rows=2)
     CSVC(cache).solve(np.where(np.arange(40) % 2 == 0, 1.0, -1.0), np.ones(40),
                       SMOParams(working_set=16), None)
+    # polishing (solvers.smo.polish) with a cache of 2 rows: the free variables' block
+    # computed over their own rows, the gradient updated from rows loaded two at a time
+    cache = KernelCache(Xb, Kernel("rbf", 0.5, 2, 0.1), 2 * 8 * 40 / 2**20, min_rows=2)
+    CSVC(cache).solve(np.where(np.arange(40) % 2 == 0, 1.0, -1.0), np.full(40, 10.0),
+                      SMOParams(polish=True, tol=1e-9), None)
     # one-vs-one's per-pair operands taken from the whole set's (take_operands), for both
     # index widths of the CSR arrays
     for width in (np.int32, np.int64):
