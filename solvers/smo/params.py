@@ -130,7 +130,7 @@ class SMOParams(SolverParams):
     polish: bool | Literal["auto"] = Field(
         "auto", description="Active-set Newton polishing (C-SVC): after a KKT stage the free "
                             "variables' optimality conditions are solved exactly (a dense "
-                            "factorization of their kernel block, at most 4,000 of them, "
+                            "factorization of their kernel block, at most 5,000 of them, "
                             "bounded variables that violate theirs taken in) and the point "
                             "certified or SMO resumed from it; auto: c_svc under the gap "
                             "rule, and under stop_rule='kkt' from 10,000 rows; the other "
