@@ -153,6 +153,26 @@ SMO_BLOCK_MIN_ROWS = 10_000
 # 0.0 (the KKT tolerance itself) computed 178,853 rows at C = 10.
 SMO_BLOCK_INNER_FACTOR = 0.01
 
+# smo's polishing (solvers/smo/polish.py): after a KKT stage the free variables' KKT system is
+# solved by a dense factorization of their kernel block when its working set has at most
+# SMO_POLISH_MAX_FREE variables (up to three matrices of that order squared at once: 0.6 GB at
+# 5,000; a9a at C = 10 has 4,723 free at m - M = 1e-2); each working set is solved at most
+# SMO_POLISH_SOLVES times (variables that leave the box clamped, the rest solved again), a polish
+# takes at most SMO_POLISH_SET_ROUNDS working sets (the violating bounded variables joining the
+# next), and a problem is polished after at most SMO_POLISH_ROUNDS KKT stages, the first at
+# m - M <= SMO_POLISH_KKT (or the rule's own tolerance when that is looser).  1e-1 in place of
+# 1e-2 measured slower on a9a C = 1 (25,134 SMO iterations but 27 solves, 3 fallbacks; CPU 6.6 s
+# against 5.6 s, 2026-12-08, load 10).
+SMO_POLISH_MAX_FREE = 5000
+SMO_POLISH_SOLVES = 4
+SMO_POLISH_SET_ROUNDS = 4
+SMO_POLISH_ROUNDS = 3
+SMO_POLISH_KKT = 1e-2
+# polish="auto" polishes under LIBSVM's rule (stop_rule="kkt") from this many variables: below
+# it the tail from m - M = 1e-2 to 1e-3 is short and a polish costs as much (dna's pairs: 0.073-0.087
+# CPU s polished against 0.054-0.058, 2026-12-08, load 11); under the gap rule always.
+SMO_POLISH_KKT_MIN_ROWS = 10_000
+
 # method="auto" of lssvm / proximal_svm with a nonlinear kernel: a dense factorization up to
 # this many training rows (memory 2 n^2 doubles), conjugate gradients through the row cache
 # beyond.  The proximal SVM's matrix K K costs n^3 to form, hence the lower threshold.

@@ -36,7 +36,12 @@ Stopping (``stop_rule``):
   check (``KernelProblem.csvc_objectives``); variables shrunk away get their gradient from
   G_bar and the free variables' (mostly cached) rows.  SMO runs to m - M <= max(``kkt_tol``,
   ``tol``) (a loose tol, 1e-2, does not do kkt_tol's 1e-3 work first), and if the gap is not
-  yet certified the KKT tolerance is divided by 10 and SMO continues.  It is
+  yet certified the KKT tolerance is divided by 10 and SMO continues.  For C-SVC
+  (``polish``, :mod:`solvers.smo.polish`) the first stage stops at m - M <= 1e-2 and the point
+  is polished: the free variables' KKT system (a bordered kernel system) solved exactly by a
+  Cholesky factorization, the violating bounded variables taken in over a few working sets,
+  then certified; SMO resumes from a point that is not (under LIBSVM's rule too, from 10,000
+  rows).  It is
   the default because every solver of the project that certifies its stop shares ``tol`` and
   its default (``auto``, the race and cross-validation compare solvers on it).
 * ``"kkt"``: LIBSVM's rule, the maximal violating pair m(alpha) - M(alpha) <= ``kkt_tol``
@@ -84,7 +89,7 @@ from solvers.smo.solver import CSVC, SMOSolver, full_gradient
 
 def warm_up() -> None:
     """Compile the SMO engine on a few rows for every kernel (with and without shrinking),
-    the working sets of many variables and the nu-formulation path."""
+    the working sets of many variables, polishing and the nu-formulation path."""
     X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0],
                                 [0.5, 1.0, 0.0]]))
     y = np.array([1.0, -1.0, 1.0, -1.0])
@@ -98,6 +103,11 @@ def warm_up() -> None:
     cache = KernelCache(Xb, Kernel("rbf", 0.5, 2, 0.1), 1.0, min_rows=2)
     CSVC(cache).solve(np.where(np.arange(40) % 2 == 0, 1.0, -1.0), np.ones(40),
                       SMOParams(working_set=16), None)
+    # polishing (solvers.smo.polish) with a cache of 2 rows: the free variables' block
+    # computed over their own rows, the gradient updated from rows loaded two at a time
+    cache = KernelCache(Xb, Kernel("rbf", 0.5, 2, 0.1), 2 * 8 * 40 / 2**20, min_rows=2)
+    CSVC(cache).solve(np.where(np.arange(40) % 2 == 0, 1.0, -1.0), np.full(40, 10.0),
+                      SMOParams(polish=True, tol=1e-9), None)
     # one-vs-one's per-pair operands taken from the whole set's (take_operands), for both
     # index widths of the CSR arrays
     for width in (np.int32, np.int64):

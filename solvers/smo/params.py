@@ -11,6 +11,7 @@ from solvers import config
 from solvers.base import SolverParams, Solves, gap_tolerance_field
 from solvers.core.kernels import Kernel
 from solvers.problems.libsvm import SVM_TYPE_TASKS, SVM_TYPES
+from solvers.smo.polish import POLISHED_TYPES
 
 #: C-SVC and nu-SVC: the hinge loss with a free bias (the equality constraint y'alpha = 0 of
 #: the dual is the free bias), binary, one-vs-one (LIBSVM's multi-class) and one-vs-rest;
@@ -126,12 +127,20 @@ class SMOParams(SolverParams):
                            "maintained gradient, and by tightening the KKT tolerance tenfold "
                            "each time it is met first); kkt: LIBSVM's rule, the maximal "
                            "violating pair m(alpha) - M(alpha) <= kkt_tol.")
+    polish: bool | Literal["auto"] = Field(
+        "auto", description="Active-set Newton polishing (C-SVC): after a KKT stage the free "
+                            "variables' optimality conditions are solved exactly (a dense "
+                            "factorization of their kernel block, at most 5,000 of them, "
+                            "bounded variables that violate theirs taken in) and the point "
+                            "certified or SMO resumed from it; auto: c_svc under the gap "
+                            "rule, and under stop_rule='kkt' from 10,000 rows; the other "
+                            "svm_types keep SMO's tail (True is refused for them).")
     tol: float = gap_tolerance_field()
     kkt_tol: float = Field(1e-3, gt=0,
                            description="LIBSVM's -e: the maximal violating pair's "
                                        "m(alpha) - M(alpha) at which stop_rule='kkt' stops "
                                        "(stop_rule='gap' starts at the larger of it "
-                                       "and tol).")
+                                       "and tol, and at 1e-2 where C-SVC polishes).")
     max_iter: int = Field(10_000_000, ge=1, description="SMO iterations (two-variable "
                                                         "updates) per binary problem.")
 
@@ -191,6 +200,16 @@ class SMOParams(SolverParams):
                 raise ValueError(f"working_set={size} is C-SVC's; svm_type="
                                  f"{self.svm_type!r} uses LIBSVM's pairs (working_set='pair' "
                                  "or 'auto')")
+        return self
+
+    @model_validator(mode="after")
+    def _polish_applies(self):
+        """Polishing is C-SVC's (solvers/smo/polish.py says why the others are not)."""
+        if self.polish is True and self.svm_type not in POLISHED_TYPES:
+            raise ValueError(f"polish=True is C-SVC's; svm_type={self.svm_type!r} keeps "
+                             "SMO's tail (its second equality constraint, or the two "
+                             "variables of a row, are not in the polishing's system): leave "
+                             "polish as 'auto' or False")
         return self
 
     @property

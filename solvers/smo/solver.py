@@ -27,6 +27,7 @@ from solvers.smo.engine import (
     violation,
 )
 from solvers.smo.params import SMOParams
+from solvers.smo.polish import POLISHED_TYPES, Polisher
 from solvers.termination import format_gap
 
 #: stop_rule="gap" tightens the KKT tolerance tenfold each time it is met before the gap;
@@ -86,10 +87,29 @@ class SMOSolver:
         # 1,535 SMO iterations against 2,165, gap 2.6e-3; abalone nu-SVR 2,207 against 2,621);
         # m - M and the relative gap are the same number where LIBSVM's -e meets this rule's
         # tol, and a stage that does not certify tol tightens tenfold as before
-        eps = max(params.kkt_tol, params.tol) if gap_rule else params.kkt_tol
-        status = message = None
+        target = max(params.kkt_tol, params.tol) if gap_rule else params.kkt_tol
         block_size = self._block_size(problem, params, length)
         blocks = BlockSMO(cache, block_size) if block_size else None
+        polisher = self._polisher(problem, params, blocks is None, length)
+        # polishing (polish.py) starts at the looser of the rule's first stage and
+        # config.SMO_POLISH_KKT, after every KKT stage while rounds remain
+        eps = max(target, config.SMO_POLISH_KKT) if polisher is not None else target
+        rounds = config.SMO_POLISH_ROUNDS
+        status = message = None
+
+        def measure():
+            """The whole gradient into ``gradient``, the measures at alpha, one report;
+            (stopped, kkt, primal, dual, rho, r, relative gap)."""
+            full_gradient(*engine, *variables, G, G_bar, order, state, gradient)
+            kkt, primal, dual, rho, r = self._measures(problem, alpha, gradient, order, length)
+            relative_gap = problem.relative_gap(primal, dual)
+            stopped = report(int(state[ITERATIONS]), primal, kkt, dual_objective=dual,
+                             duality_gap=primal - dual, relative_duality_gap=relative_gap,
+                             n_support=int(np.count_nonzero(alpha)),
+                             n_bounded=problem.bounded(alpha), active_size=int(state[ACTIVE_SIZE]), kkt_tol=eps,
+                             cache_hit_rate=cache.stats()["cache_hit_rate"])
+            return stopped, kkt, primal, dual, rho, r, relative_gap
+
         while status is None:
             budget = min(chunk, params.max_iter - int(state[ITERATIONS]))
             if blocks is not None:
@@ -98,30 +118,49 @@ class SMOSolver:
             else:
                 code, _ = smo_iterations(*engine, index, qd, y, p, alpha, cost, G, G_bar,
                                          order, state, eps, budget, params.shrinking, nu)
-            full_gradient(*engine, *variables, G, G_bar, order, state, gradient)
-            kkt, primal, dual, rho, r = self._measures(problem, alpha, gradient, order, length)
-            relative_gap = problem.relative_gap(primal, dual)
+            stopped, kkt, primal, dual, rho, r, relative_gap = measure()
             iterations = int(state[ITERATIONS])
-            if report(iterations, primal, kkt, dual_objective=dual,
-                      duality_gap=primal - dual, relative_duality_gap=relative_gap,
-                      n_support=int(np.count_nonzero(alpha)),
-                      active_size=int(state[ACTIVE_SIZE]), kkt_tol=eps,
-                      cache_hit_rate=cache.stats()["cache_hit_rate"]):
+            # LIBSVM's rule: a stage at kkt_tol itself, or a looser one (polishing's) whose
+            # point happens to meet it
+            met = relative_gap <= params.tol if gap_rule else (
+                code == OPTIMAL and (eps <= target or kkt <= params.kkt_tol))
+            if code == OPTIMAL and not met and not stopped and rounds > 0 and \
+                    polisher is not None:
+                # after a KKT stage every variable is active and G exact (smo_iterations
+                # reconstructed it; the block scheme keeps it whole)
+                rounds -= 1
+                def enough() -> bool:
+                    """Whether the rule holds at the polish's point (G is whole): its
+                    rounds stop there."""
+                    measures = self._measures(problem, alpha, G, order, length)
+                    if gap_rule:
+                        return problem.relative_gap(measures[1], measures[2]) <= params.tol
+                    return measures[0] <= params.kkt_tol
+
+                if polisher.polish(y, alpha, cost, G, G_bar, order, length, enough):
+                    stopped, kkt, primal, dual, rho, r, relative_gap = measure()
+                    met = relative_gap <= params.tol if gap_rule else kkt <= params.kkt_tol
+                    state[UNSHRINK] = 0  # SMO resumes from a new point: shrink afresh
+            polished = f" and {polisher.calls} polish(es)" if polisher is not None and \
+                polisher.calls else ""
+            if stopped:
                 status, message = Termination.STOPPED, report.stop_message
-            elif gap_rule and relative_gap <= params.tol:
+            elif met and gap_rule:
                 status, message = Termination.CONVERGED, (
                     f"converged: relative duality gap {format_gap(relative_gap)} <= tol="
-                    f"{params.tol:g} after {iterations} SMO iterations")
-            elif code == OPTIMAL and not gap_rule:
+                    f"{params.tol:g} after {iterations} SMO iterations{polished}")
+            elif met:
                 status, message = Termination.CONVERGED, (
                     f"converged: maximal violating pair m - M = {kkt:.3g} <= kkt_tol="
-                    f"{params.kkt_tol:g} after {iterations} SMO iterations")
-            elif code == OPTIMAL and eps / 10.0 < KKT_FLOOR:
+                    f"{params.kkt_tol:g} after {iterations} SMO iterations{polished}")
+            elif code == OPTIMAL and gap_rule and eps / 10.0 < KKT_FLOOR:
                 status, message = Termination.CONVERGED, (
                     f"converged: m - M = {kkt:.3g} below {KKT_FLOOR:g} (relative duality gap "
-                    f"{format_gap(relative_gap)}) after {iterations} SMO iterations")
+                    f"{format_gap(relative_gap)}) after {iterations} SMO iterations{polished}")
             elif code == OPTIMAL:
-                eps /= 10.0  # the gap rule: a tighter KKT tolerance, shrinking afresh
+                # a tighter KKT tolerance (the gap rule's, or polishing's stages down to the
+                # KKT rule's own), shrinking afresh
+                eps = eps / 10.0 if gap_rule else max(eps / 10.0, target)
                 state[UNSHRINK] = 0
             elif iterations >= params.max_iter:
                 status, message = Termination.MAX_ITER, (
@@ -135,7 +174,8 @@ class SMOSolver:
                   "kkt_violation": kkt, "n_support": int(np.count_nonzero(coef)),
                   "n_bounded": problem.bounded(alpha),
                   "smo_iterations": int(state[ITERATIONS]), **cache.stats(),
-                  **(blocks.stats() if blocks is not None else {})}
+                  **(blocks.stats() if blocks is not None else {}),
+                  **(polisher.stats() if polisher is not None else {})}
         if problem.svm_type == "nu_svc":
             extras["margin_r"] = r  # LIBSVM prints C = 1/r
         elif problem.svm_type == "nu_svr":
@@ -158,6 +198,19 @@ class SMOSolver:
             size = config.SMO_BLOCK_SIZE
         size = min(int(size), self.cache.capacity, length)
         return size if size >= 16 else 0
+
+    def _polisher(self, problem: LibsvmProblem, params: SMOParams, pairs: bool,
+                  length: int) -> Polisher | None:
+        """The polisher of ``params.polish``, None without; the pair scheme's keeps G_bar.
+        ``"auto"``: C-SVC's, under the gap rule always, under LIBSVM's rule from
+        ``config.SMO_POLISH_KKT_MIN_ROWS`` variables (below, SMO's tail from m - M = 1e-2 to
+        1e-3 is short and a polish costs as much: measured in docs/design.md 4.7)."""
+        if params.polish is False or problem.svm_type not in POLISHED_TYPES:
+            return None
+        if params.polish == "auto" and params.stop_rule == "kkt" and \
+                length < config.SMO_POLISH_KKT_MIN_ROWS:
+            return None
+        return Polisher(self.cache, keep_g_bar=pairs)
 
     @staticmethod
     def _levels(problem: LibsvmProblem, alpha, G, order, length) -> tuple[float, float]:
