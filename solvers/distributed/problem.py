@@ -89,10 +89,21 @@ def _oracle(part: Partition, beta, given, want_cut, out, loss_at=None):
     taken from ``given``); the loss sum at the margins ``loss_at`` (``out`` itself allowed),
     or None.  The oracle's serial or parallel form (the worker's Numba threads) is chosen by
     timing, one choice per kind of call, as the single machine's cutting planes do
-    (:class:`solvers.core.sparse.TimedChoice`)."""
+    (:class:`solvers.core.sparse.TimedChoice`).
+
+    With the margins ``given`` the kernel reads only beta's length (R and the cut are
+    functions of the margins), so the driver sends ``beta`` None and a kept zero vector
+    stands in for it: OCAS's cut at w_c (interpolated margins) moves one d-vector a
+    partition, the cut coming back, not two (issue 51)."""
     problem = part.state["problem"]
     vectors = part.state["vectors"]
     margins = vectors[given] if given is not None else None
+    if beta is None:
+        if margins is None:
+            raise ValueError("the oracle needs beta or the margins at beta")
+        beta = part.state.get("length_only")
+        if beta is None:
+            beta = part.state["length_only"] = problem.zeros()
     choices = part.state.setdefault("oracle_choices", {})
     key = (given is None, bool(want_cut))
     if key not in choices:
@@ -138,29 +149,95 @@ class WindowAnswer:
 
 def keep_breakpoints(part: Partition, bp, dl, dr, quantiles: int, small: int,
                      key: str = "breakpoints", window: float | None = None):
-    """Store breakpoints sorted with the prefix sums of their updates (as ``key``: a round
-    may keep several sets, of which the driver searches one); return the first round's
-    summary of them: :func:`_summary` of the bracket (0, inf), or with ``window`` a
-    :class:`WindowAnswer` (unless the window holds more than ``small`` of them).  ``dr is
-    dl`` (jumps: the slope's line moves in parallel) is kept and sent once."""
-    order = np.argsort(bp, kind="stable")
+    """Store breakpoints with their updates (as ``key``: a round may keep several sets, of
+    which the driver searches one); return the first round's summary of them:
+    :func:`_summary` of the bracket (0, inf), or with ``window`` a :class:`WindowAnswer`
+    (unless the window holds more than ``small`` of them).  ``dr is dl`` (jumps: the
+    slope's line moves in parallel) is kept and sent once.
+
+    Without a window (the interior point's balance) the set is sorted with the prefix sums
+    of its updates, and every round's answer is a few searches in it.  With a window (OCAS,
+    mfn) nothing is sorted but what goes back: the window's breakpoints when they are few
+    enough, the breakpoints of a bracket narrow enough later; the points of a wider bracket
+    are order statistics by selection and their sums one pass (:func:`_unsorted_summary`),
+    and each round keeps only the breakpoints of the bracket it answered.  On 2 M rows a
+    partition made 10^5-10^6 breakpoints an OCAS iteration, whose sort was work the single
+    machine's O(m) selection does not do (issue 51)."""
     same = dr is dl
+    if window is not None:
+        kept = _Unsorted(bp, dl, dr)
+        # the window's breakpoints in (0, U], as the bracket (0, inf) of the selection
+        # counts them; the rest as a few points
+        inside = (bp > 0.0) & (bp <= window)
+        if int(np.count_nonzero(inside)) <= small:
+            few = max(min(quantiles, 16), 2)
+            part.state[key] = kept
+            wb, wl = bp[inside], dl[inside]
+            order = np.argsort(wb, kind="stable")  # the whole set's stable order, restricted
+            exact = (wb[order], wl[order], None if same else dr[inside][order])
+            beyond, _ = _unsorted_summary(kept, window, window, np.inf, few, few)
+            return WindowAnswer(float(window), exact, beyond)
+        answer, part.state[key] = _unsorted_summary(kept, 0.0, 0.0, np.inf, quantiles, small)
+        return answer
+    order = np.argsort(bp, kind="stable")
     bp, dl = bp[order], dl[order]
     dr = dl if same else dr[order]
     sums_l = np.concatenate(([0.0], np.cumsum(dl)))
     sums_r = sums_l if same else np.concatenate(([0.0], np.cumsum(dr)))
     part.state[key] = (bp, dl, dr, sums_l, sums_r)
-    if window is not None:
-        # the window's breakpoints in (0, U], as the bracket (0, inf) of the selection
-        # counts them; the rest as a few points
-        lo = int(np.searchsorted(bp, 0.0, side="right"))
-        hi = int(np.searchsorted(bp, window, side="right"))
-        if hi - lo <= small:
-            few = max(min(quantiles, 16), 2)
-            return WindowAnswer(float(window), (bp[lo:hi], dl[lo:hi],
-                                                None if same else dr[lo:hi]),
-                                _summary(part.state[key], window, window, np.inf, few, few))
     return _summary(part.state[key], 0.0, 0.0, np.inf, quantiles, small)
+
+
+@dataclass
+class _Unsorted:
+    """Breakpoints kept as made, with their updates (``dr is dl`` for jumps)."""
+
+    bp: np.ndarray
+    dl: np.ndarray
+    dr: np.ndarray
+
+
+def _unsorted_summary(kept: _Unsorted, passed_from, a, b, quantiles: int, small: int
+                      ) -> tuple[tuple, _Unsorted]:
+    """:func:`_summary`'s answer for the bracket (a, b) from unsorted breakpoints, and the
+    breakpoints a later round can still ask for (those in (a, b): the driver's brackets
+    only narrow).  The sums passed, (passed_from, a], by one masked pass; the breakpoints
+    in the bracket sorted when at most ``small``, else points among them at evenly spaced
+    ranks (order statistics by selection) with the summed updates of the bracket's
+    breakpoints below and at each (one search of every breakpoint among the points and a
+    weighted count): O(m) where the sorted set costs O(m log m) once."""
+    bp, dl, dr = kept.bp, kept.dl, kept.dr
+    same = dr is dl
+    passing = (bp > passed_from) & (bp <= a)
+    pl = float(dl[passing].sum())
+    passed = (pl, pl if same else float(dr[passing].sum()))
+    inside = bp > a
+    if np.isfinite(b):
+        inside &= bp < b
+    values, left = bp[inside], dl[inside]
+    right = left if same else dr[inside]
+    rest = _Unsorted(values, left, right)
+    count = int(values.shape[0])
+    if count <= small:
+        order = np.argsort(values, kind="stable")
+        return (passed, count, None, (values[order], left[order],
+                                      None if same else right[order])), rest
+    m = min(max(quantiles, -(-4 * count // small)), small)
+    ranks = np.unique(np.linspace(0, count - 1, m).astype(np.int64))
+    points = np.partition(values, ranks)[ranks]
+    # a breakpoint is below point k when fewer than k + 1 points are <= it, at most point k
+    # when fewer than k + 1 points are below it
+    below = np.searchsorted(points, values, side="right")
+    upto = np.searchsorted(points, values, side="left")
+    n_points = points.shape[0]
+
+    def sums(where, weights):
+        return np.cumsum(np.bincount(where, weights=weights, minlength=n_points + 1)
+                         )[:n_points]
+
+    lt_l, le_l = sums(below, left), sums(upto, left)
+    lt_r, le_r = (lt_l, le_l) if same else (sums(below, right), sums(upto, right))
+    return (passed, count, (points, lt_l, lt_r, le_l, le_r), None), rest
 
 
 def _window_points(answer: WindowAnswer) -> tuple:
@@ -224,7 +301,12 @@ def _summary(kept, passed_from, a, b, quantiles: int, small: int):
 
 def _bracket_summary(part: Partition, passed_from, a, b, quantiles, small,
                      key="breakpoints"):
-    return _summary(part.state[key], passed_from, a, b, quantiles, small)
+    kept = part.state[key]
+    if isinstance(kept, _Unsorted):  # a windowed search's (keep_breakpoints)
+        answer, part.state[key] = _unsorted_summary(kept, passed_from, a, b, quantiles,
+                                                    small)
+        return answer
+    return _summary(kept, passed_from, a, b, quantiles, small)
 
 
 def _points(summary):
@@ -493,8 +575,10 @@ class DistributedBinaryProblem:
         loss_at = None
         if best is not None:
             loss_at = (best_margins if best_margins is not None else out).name
-        results = self.round(_oracle, beta, None if margins is None else margins.name,
-                             want_cut, out.name, loss_at)
+        # with the margins given the workers need beta's length only (:func:`_oracle`)
+        results = self.round(_oracle, beta if margins is None else None,
+                             None if margins is None else margins.name, want_cut, out.name,
+                             loss_at)
         risk = float(sum(r for r, _, _ in results))
         cut = None
         if want_cut:
