@@ -168,7 +168,11 @@ class Profiler:
 
 
 def _last_gap(result) -> float | None:
+    """The certified relative gap the solve ended with (the cutting planes': their last
+    record's)."""
     gap = result.subproblems[0].extras.get("relative_duality_gap")
+    if gap is None and result.log:
+        gap = result.log[-1].extras.get("relative_gap", result.log[-1].optimality)
     return None if gap is None else float(gap)
 
 
@@ -324,7 +328,8 @@ def spark_anchor_row(python: str, problem: str, path: Path, rows: list[dict],
                       "distributed_seconds": r["distributed_seconds"],
                       "single_gap": (r["single_objective"] - optimum) / abs(optimum),
                       "distributed_gap": (r["distributed_objective"] - optimum) / abs(optimum)}
-                     for r in rows if r["problem"] == problem]
+                     for r in rows if r["problem"] == problem
+                     and r["options"].get("loss") == "hinge"]  # Spark's problem only
     return row
 
 
