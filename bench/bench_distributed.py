@@ -27,11 +27,14 @@ Prints Markdown and the machine (load average before and after: the figures scal
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -43,6 +46,7 @@ from bench.harness import machine_description
 from bench.paths import dataset_path
 from bench.problems import news20_binary
 from bench.spark_anchor import iterations_to, seconds_to, spark_python, spark_runs
+from bench.synthetic import release as release_synthetic
 from bench.synthetic import synthetic_dataset
 from solvers import config
 
@@ -56,10 +60,15 @@ C = {"a9a": 1.0, "w8a": 0.01, "news20-binary": 1.0, "synthetic-400000x200000": 1
 
 
 def _source(name: str, workdir: Path) -> Path:
+    """The SVMlight file of ``name`` (a synthetic or derived set written to ``workdir``
+    once: a ``--workdir`` kept between runs reuses it)."""
     if name.startswith("synthetic"):
         target = workdir / name
         if not target.exists():
-            solvers.write_svmlight(synthetic_dataset(name), target)
+            partial = workdir / f"{name}.partial"
+            solvers.write_svmlight(synthetic_dataset(name), partial)
+            partial.replace(target)
+            release_synthetic()  # the generator's copy (train and held-out rows) goes
         return target
     if name == "news20-binary":
         target = workdir / "news20-binary"
@@ -76,33 +85,161 @@ def _timed(function):
     return time.perf_counter() - start, result
 
 
+def shard_files(path: Path, directory: Path, shards: int) -> list[Path]:
+    """``path`` split into ``shards`` equal shards in ``directory``, or the shards already
+    there when they are ``path``'s bytes (a kept ``--workdir``: a large set is split once)."""
+    made = [directory / f"{path.name}.{k}" for k in range(shards)]
+    if all(p.exists() for p in made) and \
+            sum(p.stat().st_size for p in made) == path.stat().st_size:
+        return made
+    return solvers.distributed.split_svmlight(path, directory, n_shards=shards)
+
+
+def warm_up(problem: str, solver: str, options: dict, client, workdir: Path,
+            shards: int) -> None:
+    """One solve of ``problem`` (a small set whose solve takes the same route: the same d
+    for mfn's CGLS) on each side: Numba's cached kernels loaded in this process and in the
+    workers the measured solves then run on."""
+    path = _source(problem, workdir)
+    local = solvers.read_svmlight(path)
+    solvers.train(local, solver=solver, **options)
+    parts = shard_files(path, workdir / f"{problem}-{shards}", shards)
+    data = solvers.distributed.read_svmlight(client, parts, n_features=local.n_features)
+    try:
+        solvers.train(data, solver=solver, **options)
+    finally:
+        data.close()
+
+
+def _process_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _worker_cpu() -> float:
+    import psutil  # noqa: PLC0415 (a dependency of Dask's workers)
+
+    times = psutil.Process().cpu_times()
+    return times.user + times.system
+
+
+def _thread_id() -> int:
+    return threading.get_native_id()
+
+
+async def _native_thread_id() -> int:
+    return threading.get_native_id()
+
+
+class Profiler:
+    """Where a distributed solve's CPU goes: this process's threads (the driver's main
+    thread; the event loop's thread, which runs the scheduler of a ``LocalCluster`` and the
+    client's messages: pickling the rounds' arguments, unpickling the answers; the rest) and
+    the worker processes' CPU (their partitions' work plus Dask's own: the actor calls'
+    messages, heartbeats), snapshot before and after."""
+
+    def __init__(self, client):
+        self.client = client
+        self.scheduler_thread = None
+        self.client_thread = None
+        with contextlib.suppress(Exception):  # a remote scheduler: its thread is not here
+            self.scheduler_thread = client.run_on_scheduler(_thread_id)
+        with contextlib.suppress(Exception):
+            self.client_thread = client.sync(_native_thread_id)
+
+    def snapshot(self) -> dict:
+        import psutil  # noqa: PLC0415
+
+        threads = {t.id: t.user_time + t.system_time for t in psutil.Process().threads()}
+        main = threads.get(threading.main_thread().native_id, 0.0)
+        loops = {self.scheduler_thread, self.client_thread} - {None}
+        loop = sum(threads.get(t, 0.0) for t in loops)
+        workers = self.client.run(_worker_cpu)
+        return {"wall": time.perf_counter(), "main": main, "loop": loop,
+                "process": _process_cpu(), "workers": float(sum(workers.values())),
+                "shared_loop": self.scheduler_thread == self.client_thread}
+
+    def since(self, mark: dict) -> dict:
+        now = self.snapshot()
+        out = {k: now[k] - mark[k] for k in ("wall", "main", "loop", "process", "workers")}
+        out["other"] = out["process"] - out["main"] - out["loop"]
+        out["shared_loop"] = now["shared_loop"]
+        return out
+
+
+def _last_gap(result) -> float | None:
+    """The certified relative gap the solve ended with (the cutting planes': their last
+    record's)."""
+    gap = result.subproblems[0].extras.get("relative_duality_gap")
+    if gap is None and result.log:
+        gap = result.log[-1].extras.get("relative_gap", result.log[-1].optimality)
+    return None if gap is None else float(gap)
+
+
+def _profile_row(wall: float, comm: dict, profile: dict, partitions: int) -> dict:
+    """The solve's time split (seconds): the rounds (the slowest partition's work, the rest
+    of the round: messages, pickling, Dask, waiting for a core), the driver between rounds
+    (wall minus the rounds: the reduced QP, CG's vector updates, bookkeeping), and the CPU
+    of each party (:class:`Profiler`); workers' Dask overhead = their CPU minus their
+    partitions' work."""
+    rounds = comm["round_seconds"]
+    work = rounds - comm["communication_seconds"]
+    return {"wall_seconds": wall, "round_seconds": rounds, "slowest_work_seconds": work,
+            "round_overhead_seconds": comm["communication_seconds"],
+            "driver_between_rounds_seconds": max(wall - rounds, 0.0),
+            "partition_work_seconds": comm["partition_seconds"],
+            "driver_main_cpu_seconds": profile["main"],
+            "event_loop_cpu_seconds": profile["loop"],
+            "shared_loop": profile["shared_loop"],
+            "driver_other_cpu_seconds": profile["other"],
+            "workers_cpu_seconds": profile["workers"],
+            "workers_dask_cpu_seconds": max(profile["workers"] - comm["partition_seconds"],
+                                            0.0),
+            "partitions": partitions}
+
+
 def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
-            shards: int, log=print, overrides: dict | None = None) -> dict:
+            shards: int, log=print, overrides: dict | None = None,
+            warmup: str | None = None) -> dict:
     solver, options = SOLVERS[solver_key]
     options = {**options, "C": C.get(problem, 1.0), **(overrides or {})}
     path = _source(problem, workdir)
-    local = solvers.read_svmlight(path)
-    parts = solvers.distributed.split_svmlight(path, workdir / f"{problem}-{shards}",
-                                               n_shards=shards)
-    data = solvers.distributed.read_svmlight(client, parts, n_features=local.n_features)
+    read_single, local = _timed(lambda: solvers.read_svmlight(path))
+    parts = shard_files(path, workdir / f"{problem}-{shards}", shards)
+    read_distributed, data = _timed(lambda: solvers.distributed.read_svmlight(
+        client, parts, n_features=local.n_features))
+    profiler = Profiler(client)
     try:
-        solvers.train(local, solver=solver, **options)  # warm-up
-        solvers.train(data, solver=solver, **options)
+        if warmup is None:  # the same solve once on each side (kernels loaded, caches warm)
+            solvers.train(local, solver=solver, **options)
+            solvers.train(data, solver=solver, **options)
+        else:  # a small set of the same route, on the same worker processes
+            warm_up(warmup, solver, options, client, workdir, shards)
         single, many = [], []
         for _ in range(repeats):
-            single.append(_timed(lambda: solvers.train(local, solver=solver, **options)))
+            cpu = _process_cpu()
+            seconds, one = _timed(lambda: solvers.train(local, solver=solver, **options))
+            single.append((seconds, one, _process_cpu() - cpu))
             before = data.partitions.communication.totals()
+            # (getattr: a tree from before the counter, run with this bench for a same-run A/B)
+            partition_before = getattr(data.partitions.communication, "partition_seconds", 0.0)
             kinds_before = data.partitions.communication.kinds()
+            mark = profiler.snapshot()
             seconds, result = _timed(lambda: solvers.train(data, solver=solver, **options))
+            profile = profiler.since(mark)
             after = data.partitions.communication.totals()
             kinds = _kinds_since(data.partitions.communication.kinds(), kinds_before)
-            many.append((seconds, result, {k: after[k] - before[k] for k in after}, kinds))
+            comm = {k: after[k] - before[k] for k in after}
+            comm["partition_seconds"] = (
+                getattr(data.partitions.communication, "partition_seconds", 0.0)
+                - partition_before)
+            many.append((seconds, result, comm, kinds, profile))
     finally:
         data.close()
-    t1 = statistics.median(s for s, _ in single)
-    t2 = statistics.median(s for s, _, _, _ in many)
-    last_seconds, result, comm, kinds = many[-1]
-    one = single[-1][1]
+    t1 = statistics.median(s for s, _, _ in single)
+    t2 = statistics.median(s for s, _, _, _, _ in many)
+    last_seconds, result, comm, kinds, profile = many[-1]
+    one, single_cpu = single[-1][1], single[-1][2]
     iterations = max(len(result.log), 1)
     row = {
         "problem": problem, "solver": solver_key, "C": options["C"],
@@ -125,6 +262,11 @@ def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
         "options": {k: v for k, v in options.items() if not callable(v)},
         "single_objective": one.objective, "distributed_objective": result.objective,
         "gather_breakpoints": config.DISTRIBUTED_GATHER_BREAKPOINTS,
+        "read_seconds_single": read_single, "read_seconds_distributed": read_distributed,
+        "warmup": warmup,
+        "single_cpu_seconds": single_cpu,
+        "single_gap": _last_gap(one), "distributed_gap": _last_gap(result),
+        "profile": _profile_row(last_seconds, comm, profile, shards),
         "rounds_by_kind": {
             kind: {"rounds": n, "bytes_per_round": (sent + received) / n,
                    "over_minimum": (sent + received) / n
@@ -136,32 +278,42 @@ def measure(problem: str, solver_key: str, client, workdir: Path, repeats: int,
         f"(ratio {row['ratio']:.2f}), {row['reductions_per_iteration']:.1f} reductions and "
         f"{row['bytes_per_iteration'] / 1e3:.1f} kB per iteration, "
         f"{1e3 * row['communication_seconds_per_reduction']:.2f} ms per round in "
-        f"communication")
+        f"communication; gaps {row['single_gap']} / {row['distributed_gap']}; reads "
+        f"{read_single:.1f} / {read_distributed:.1f} s", flush=True)
     return row
 
 
 def _spark_file(problem: str, workdir: Path, target: Path) -> Path:
-    """The set as a plain SVMlight file Spark's reader takes (no compression)."""
+    """The set as a plain SVMlight file Spark's reader takes (no compression, 1-based): the
+    file written to ``workdir`` itself (a synthetic or derived set: this library's writer),
+    else a copy in ``target``."""
+    source = _source(problem, workdir)
+    if source.parent == workdir:
+        return source
     out = target / problem
     if not out.exists():
-        solvers.write_svmlight(solvers.read_svmlight(_source(problem, workdir)), out)
+        solvers.write_svmlight(solvers.read_svmlight(source), out)
     return out
 
 
-def spark_anchor_row(python: str, problem: str, spark_dir: Path, rows: list[dict],
-                     gaps=(1e-2, 1e-3)) -> dict:
+def spark_anchor_row(python: str, problem: str, path: Path, rows: list[dict],
+                     gaps=(1e-2, 1e-3), schedule=None, optimum_tol: float = 1e-9,
+                     driver_memory: str = "2g") -> dict:
     """Spark's ``LinearSVC`` on ``problem`` (:mod:`bench.spark_anchor`) beside this run's
     rows of the same problem (hinge, no bias: the C mapping checked by the objective
     values), its time to each relative distance of ``gaps`` from the optimum (this
-    library's dual coordinate descent at tol 1e-9, a certified gap)."""
-    path = spark_dir / problem
+    library's dual coordinate descent at a certified gap of ``optimum_tol``: at a large set
+    1e-6 is enough to place distances of 1e-3 and takes far less than 1e-9)."""
     data = solvers.read_svmlight(path)
     c = C.get(problem, 1.0)
     optimum = solvers.train(data, solver="dual_cd", loss="hinge", bias="none", C=c,
-                            tol=1e-9).objective
-    spark = spark_runs(python, data, path, c)
+                            tol=optimum_tol).objective
+    spark = spark_runs(python, data, path, c, **({} if schedule is None else
+                                                 {"schedule": schedule}),
+                       driver_memory=driver_memory)
     last = spark["runs"][-1]
-    row = {"problem": problem, "C": c, "optimum": optimum, "rows": spark["rows"],
+    row = {"problem": problem, "C": c, "optimum": optimum, "optimum_tol": optimum_tol,
+           "driver_memory": driver_memory, "rows": spark["rows"],
            "read_seconds": spark["read_seconds"], "runs": spark["runs"],
            "objective_mapping": (last["spark_objective_scaled"] / last["objective_here"]
                                  if last["spark_objective_scaled"] else None),
@@ -176,7 +328,8 @@ def spark_anchor_row(python: str, problem: str, spark_dir: Path, rows: list[dict
                       "distributed_seconds": r["distributed_seconds"],
                       "single_gap": (r["single_objective"] - optimum) / abs(optimum),
                       "distributed_gap": (r["distributed_objective"] - optimum) / abs(optimum)}
-                     for r in rows if r["problem"] == problem]
+                     for r in rows if r["problem"] == problem
+                     and r["options"].get("loss") == "hinge"]  # Spark's problem only
     return row
 
 
@@ -305,6 +458,70 @@ def model_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def profile_markdown(rows: list[dict]) -> str:
+    """Where each distributed solve's time and CPU went (:func:`_profile_row`)."""
+    lines = ["| problem | solver | wall s | rounds s: slowest work + rest | driver between "
+             "rounds s | partitions' work s (all) | CPU s: driver main / event loop "
+             "(scheduler, client comms) / other threads / workers (of which Dask) |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        p = r.get("profile")
+        if p is None:
+            continue
+        lines.append(
+            f"| {r['problem']} | {r['solver']} | {p['wall_seconds']:.2f} | "
+            f"{p['round_seconds']:.2f}: {p['slowest_work_seconds']:.2f} + "
+            f"{p['round_overhead_seconds']:.2f} | {p['driver_between_rounds_seconds']:.2f} | "
+            f"{p['partition_work_seconds']:.2f} | {p['driver_main_cpu_seconds']:.2f} / "
+            f"{p['event_loop_cpu_seconds']:.2f} / {p['driver_other_cpu_seconds']:.2f} / "
+            f"{p['workers_cpu_seconds']:.2f} ({p['workers_dask_cpu_seconds']:.2f}) |")
+    return "\n".join(lines)
+
+
+def model_check(row: dict) -> dict:
+    """The cost model (:func:`cost_model`) at the measured row's own partitions against what
+    was measured, per iteration: its compute (the slowest partition's work: the model's W /
+    P with W the work of all rows) and communication (R rounds of the fixed cost, the
+    driver's per-message time and the bytes over the link) against the measured round
+    overhead, and the driver's time between rounds, which the model leaves out."""
+    iterations = max(row["distributed_iterations"], 1)
+    p = row["profile"]
+    model = cost_model(row, row["partitions"])
+    per_round = model["flat_seconds"] / max(row["reductions_per_iteration"], 1e-300)
+    measured = {"wall": p["wall_seconds"] / iterations,
+                "work": p["slowest_work_seconds"] / iterations,
+                "communication": p["round_overhead_seconds"] / iterations,
+                "driver": p["driver_between_rounds_seconds"] / iterations}
+    predicted = model["compute_seconds"] + model["flat_seconds"]
+    return {"iterations": iterations, "measured": measured,
+            "model_compute": model["compute_seconds"],
+            "model_communication": model["flat_seconds"], "model_total": predicted,
+            "model_round_ms": 1e3 * per_round,
+            "measured_round_ms": 1e3 * row["communication_seconds_per_reduction"],
+            "wall_over_model": measured["wall"] / max(predicted, 1e-300),
+            "communication_over_model": measured["communication"]
+            / max(model["flat_seconds"], 1e-300)}
+
+
+def model_check_markdown(rows: list[dict]) -> str:
+    lines = ["| problem | solver | P | s / it measured: wall = work + round rest + driver | "
+             "model: compute + comm = total | comm ms / round measured / model | wall / "
+             "model | comm / model |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "profile" not in r:
+            continue
+        c = model_check(r)
+        m = c["measured"]
+        lines.append(
+            f"| {r['problem']} | {r['solver']} | {r['partitions']} | {m['wall']:.4f} = "
+            f"{m['work']:.4f} + {m['communication']:.4f} + {m['driver']:.4f} | "
+            f"{c['model_compute']:.4f} + {c['model_communication']:.4f} = "
+            f"{c['model_total']:.4f} | {c['measured_round_ms']:.1f} / "
+            f"{c['model_round_ms']:.1f} | {c['wall_over_model']:.2f} | "
+            f"{c['communication_over_model']:.2f} |")
+    return "\n".join(lines)
+
+
 def run_command(args) -> int:
     import distributed  # noqa: PLC0415 (optional: the dask extra)
     import numba  # noqa: PLC0415
@@ -321,25 +538,34 @@ def run_command(args) -> int:
     threads = str(args.threads)
     shards = args.shards if args.shards is not None else args.workers
     anchors = []
-    with tempfile.TemporaryDirectory() as spark_tmp:
-        with tempfile.TemporaryDirectory() as tmp, \
-                distributed.LocalCluster(n_workers=args.workers,
-                                         threads_per_worker=args.threads, processes=True,
-                                         dashboard_address=None,
-                                         env={"NUMBA_NUM_THREADS": threads,
-                                              "OPENBLAS_NUM_THREADS": "1"},
-                                         silence_logs=40) as cluster, \
+    schedule = None if args.spark_schedule is None else \
+        tuple(int(m) for m in args.spark_schedule.split(","))
+    with contextlib.ExitStack() as stack:
+        spark_tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        workdir = args.workdir if args.workdir is not None else \
+            Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        workdir.mkdir(parents=True, exist_ok=True)
+        spark_files = {}
+        with distributed.LocalCluster(n_workers=args.workers,
+                                      threads_per_worker=args.threads, processes=True,
+                                      dashboard_address=None,
+                                      env={"NUMBA_NUM_THREADS": threads,
+                                           "OPENBLAS_NUM_THREADS": "1"},
+                                      silence_logs=40) as cluster, \
                 distributed.Client(cluster, direct_to_workers=True) as client:
             for problem in args.problems.split(","):
                 for solver_key in args.solvers.split(","):
-                    row = measure(problem, solver_key, client, Path(tmp), args.repeats,
-                                  shards, overrides=overrides)
+                    row = measure(problem, solver_key, client, workdir, args.repeats,
+                                  shards, overrides=overrides, warmup=args.warmup)
                     row.update(workers=args.workers, threads_per_worker=args.threads)
                     rows.append(row)
                 if spark is not None:  # its file now; its JVM once the cluster is closed
-                    _spark_file(problem, Path(tmp), Path(spark_tmp))
+                    spark_files[problem] = _spark_file(problem, workdir, spark_tmp)
         for problem in args.problems.split(",") if spark is not None else ():
-            anchors.append(spark_anchor_row(spark, problem, Path(spark_tmp), rows))
+            anchors.append(spark_anchor_row(spark, problem, spark_files[problem], rows,
+                                            schedule=schedule,
+                                            optimum_tol=args.optimum_tol,
+                                            driver_memory=args.spark_memory))
     report = {"machine": machine, "load_after": os.getloadavg(), "rows": rows,
               "workers": args.workers, "threads_per_worker": args.threads,
               "gather_breakpoints": config.DISTRIBUTED_GATHER_BREAKPOINTS,
@@ -353,6 +579,10 @@ def run_command(args) -> int:
     print(kinds_markdown(rows))
     print()
     print(model_markdown(rows))
+    print()
+    print(profile_markdown(rows))
+    print()
+    print(model_check_markdown(rows))
     print(f"load average before {machine.get('load_average_at_start')}, after "
           f"{tuple(round(x, 2) for x in os.getloadavg())}")
     if args.out is not None:
@@ -383,6 +613,23 @@ COMMAND = Command(
                     "round)"),
         option("--tol", type=float, default=None, help="every solver's tol"),
         option("--bias", default=None, help="every solver's bias (Spark's anchor: none)"),
+        option("--workdir", type=Path, default=None,
+               help="where generated sets and shards are written and kept (default a "
+                    "temporary directory): a large synthetic set is generated and split "
+                    "once and reused by later runs"),
+        option("--warmup", default=None,
+               help="warm up on this small problem (the same solver, options and workers) "
+                    "instead of one solve of each measured problem on each side: at the "
+                    "size of synthetic-2000000x100000 a warm-up solve costs minutes; give a "
+                    "set of the same route (mfn: the same d, e.g. synthetic-20000x100000)"),
+        option("--spark-schedule", default=None,
+               help="Spark's maxIter schedule, comma-separated (default "
+                    "bench.spark_anchor.SCHEDULE)"),
+        option("--spark-memory", default="2g",
+               help="spark.driver.memory of the Spark anchor (local[2]: the JVM's heap)"),
+        option("--optimum-tol", type=float, default=1e-9,
+               help="the certified gap of dual_cd's optimum that Spark's distances are "
+                    "measured from"),
         option("--spark-python", default=None,
                help="the interpreter of an environment with pyspark (default "
                     "$SVMSVC_SPARK_PYTHON): Spark's LinearSVC on local[2] beside each problem "

@@ -44,8 +44,9 @@ from pyspark.ml.classification import LinearSVC
 path, d, C = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 schedule = [int(x) for x in sys.argv[4].split(",")]
 partitions = int(sys.argv[5])
+memory = sys.argv[6] if len(sys.argv) > 6 else "2g"
 spark = (SparkSession.builder.master("local[2]").appName("svmsvc-anchor")
-         .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g")
+         .config("spark.ui.enabled", "false").config("spark.driver.memory", memory)
          .config("spark.sql.shuffle.partitions", str(partitions)).getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
 start = time.perf_counter()
@@ -78,12 +79,13 @@ def spark_python(given: str | None) -> str | None:
 
 
 def spark_runs(python: str, data: solvers.Dataset, path: Path, C: float,
-               schedule=SCHEDULE, partitions: int = 2) -> dict:
+               schedule=SCHEDULE, partitions: int = 2, driver_memory: str = "2g") -> dict:
     """Spark's fits on the SVMlight file ``path`` (``data``'s rows) at each ``maxIter`` of
     ``schedule``: seconds, iterations, Spark's objective times C n and this library's
-    objective of the coefficients (hinge, no bias, C) on ``data``."""
+    objective of the coefficients (hinge, no bias, C) on ``data``.  ``driver_memory``:
+    ``spark.driver.memory`` (on ``local[2]`` the one JVM's heap, which caches the rows)."""
     out = run_worker(python, _WORKER, path, data.n_features, repr(C),
-                     ",".join(str(m) for m in schedule), partitions)[-1]
+                     ",".join(str(m) for m in schedule), partitions, driver_memory)[-1]
     problem = solvers.BinaryProblem(data.X, np.where(data.y > 0, 1.0, -1.0), C=C,
                                     loss="hinge", bias="none")
     runs = []

@@ -61,3 +61,9 @@ def synthetic_dataset(name: str, test: bool = False) -> solvers.Dataset:
     """The named synthetic set, or its held-out part (same separator, other rows)."""
     train, held_out = _train_and_test(*parse_size(name))
     return held_out if test else train
+
+
+def release() -> None:
+    """Forget the generated sets (a large one, once written to a file, need not stay in the
+    process that made it)."""
+    _train_and_test.cache_clear()

@@ -270,6 +270,111 @@ def test_jumps_updates_are_sent_once():
     assert windowed.exact[2] is None
 
 
+@pytest.mark.parametrize("jumps", [True, False])
+def test_a_window_answer_sorts_only_what_goes_back_and_answers_as_the_sorted_set(jumps):
+    """With a window nothing is sorted but the window's breakpoints (the set is kept as
+    made); the points above the window, by selection, carry the sorted set's sums below and
+    at each, and a later round's answer is the sorted set's (issue 51: on 2 M rows the
+    whole set's sort was work the single machine's O(m) selection does not do)."""
+    rng = np.random.default_rng(11)
+    (_, _, bp, dl, dr), = _hinge_rays(rng, [5000], False) if jumps else \
+        _squared_hinge_rays(rng, [5000])
+    if jumps:
+        dr = dl
+    window = float(np.quantile(bp, 0.3))
+    part = _local_group(1)[1][0]
+    answer = keep_breakpoints(part, bp, dl, dr, 64, 10 ** 6, window=window)
+    assert type(part.state["breakpoints"]).__name__ == "_Unsorted"
+    # what the sorted set answers, as before the deferral
+    reference = _local_group(1)[1][0]
+    keep_breakpoints(reference, bp, dl, dr, 64, 10 ** 6)
+    kept = reference.state["breakpoints"]
+    inside = (kept[0] > 0.0) & (kept[0] <= window)
+    assert np.array_equal(answer.exact[0], kept[0][inside])
+    assert np.array_equal(answer.exact[1], kept[1][inside])
+    passed, count, stats, few = answer.beyond
+    assert passed == (0.0, 0.0) and count == int((bp > window).sum()) and few is None
+    values, lt_l, lt_r, le_l, le_r = stats
+    lo = int(np.searchsorted(kept[0], window, side="right"))
+    left = np.searchsorted(kept[0], values, side="left")
+    right = np.searchsorted(kept[0], values, side="right")
+    sums_l, sums_r = kept[3], kept[4]
+    scale = float(np.abs(dl).sum() + np.abs(dr).sum())
+    for mine, theirs in ((lt_l, sums_l[left] - sums_l[lo]), (lt_r, sums_r[left] - sums_r[lo]),
+                         (le_l, sums_l[right] - sums_l[lo]),
+                         (le_r, sums_r[right] - sums_r[lo])):
+        assert np.allclose(mine, theirs, rtol=0.0, atol=1e-12 * scale)
+    # a later round (the root above the window) answers from the unsorted set as the sorted
+    # one does: the sums passed, then the bracket's breakpoints in order
+    from solvers.distributed.problem import _bracket_summary, _summary
+    x, y = (float(v) for v in np.quantile(bp, [0.5, 0.6]))
+    mine = _bracket_summary(part, window, x, y, 64, 10 ** 6)
+    theirs = _summary(kept, window, x, y, 64, 10 ** 6)
+    assert np.allclose(mine[0], theirs[0], rtol=1e-12, atol=1e-12 * scale)
+    assert mine[1] == theirs[1] and all(
+        (u is None and v is None) or np.array_equal(u, v)
+        for u, v in zip(mine[3], theirs[3], strict=True))
+    # and keeps only that bracket's breakpoints for the next
+    assert part.state["breakpoints"].bp.shape[0] == mine[1]
+
+
+@pytest.mark.parametrize("blocks", [1, 3])
+def test_cgls_recurrence_products_are_the_two_pass_products(a9a, blocks):
+    """A partition's CGLS round in one pass over its rows (issue 51) gives the two-pass
+    form's z and q bit for bit and its sums and A'q to round-off, on a9a's active rows with
+    a bias column, with one block and with several."""
+    from solvers.core.linalg import cgls_recurrence_products
+    from solvers.core.rows import BinaryRows
+    from solvers.core.sparse import CompactRows
+
+    rng = np.random.default_rng(3)
+    X = a9a.X.tocsr()
+    terms = BinaryRows(X, np.where(a9a.y > 0, 1.0, -1.0), np.full(X.shape[0], 0.5), 0.7)
+    active = np.sort(rng.choice(X.shape[0], 1700, replace=False))
+    A = CompactRows(terms.X, active, n_blocks=blocks)
+    sqrt_c = np.sqrt(rng.uniform(0.1, 2.0, active.shape[0]))
+    z0 = rng.normal(size=active.shape[0])
+    q0 = rng.normal(size=active.shape[0])
+    p = rng.normal(size=X.shape[1] + 1)
+    gamma = 0.37
+    # the two-pass form the partitions made until issue 51
+    z = z0 - gamma * q0
+    q = sqrt_c * terms.compact_forward(A, p)
+    atq = terms.compact_adjoint(A, sqrt_c * q)
+    mine_z = z0.copy()
+    qq, zq, zz, mine_atq, mine_q = cgls_recurrence_products(A, sqrt_c, mine_z, q0.copy(),
+                                                            gamma, p, bias_scale=0.7)
+    assert np.array_equal(mine_z, z) and np.array_equal(mine_q, q)
+    assert qq == pytest.approx(float(q @ q), rel=1e-13)
+    assert zq == pytest.approx(float(z @ q), rel=1e-12)
+    assert zz == pytest.approx(float(z @ z), rel=1e-13)
+    assert np.allclose(mine_atq, atq, rtol=1e-13, atol=1e-13 * np.abs(atq).max())
+    # no previous q: z is left as it is
+    again_z = z0.copy()
+    _, _, zz0, _, _ = cgls_recurrence_products(A, sqrt_c, again_z, None, gamma, p,
+                                               bias_scale=0.7)
+    assert np.array_equal(again_z, z0) and zz0 == pytest.approx(float(z0 @ z0), rel=1e-13)
+
+
+def test_ocas_cut_at_interpolated_margins_sends_no_point(a9a):
+    """OCAS's cut at w_c is taken from the margins interpolated on the workers: the round
+    sends no parameter vector (its length is all the kernel reads), only the cut comes
+    back; the iterates are the single machine's."""
+    data = in_process(a9a, [2, 1])
+    options = {"loss": "hinge", "method": "ocas", "max_iter": 6}
+    one = solvers.train(a9a, solver="cutting_plane", **options)
+    before = data.partitions.communication.kinds()
+    many = solvers.train(data, solver="cutting_plane", **options)
+    assert_same_records(one, many, 6)
+    rounds, sent, received, _ = data.partitions.communication.kinds()["_oracle"]
+    rounds -= before.get("_oracle", [0])[0]
+    sent -= before.get("_oracle", [0, 0])[1]
+    d = (a9a.n_features + 1) * 8
+    # the first cut (at w_best = 0, margins made there) sends beta to both partitions; the
+    # 6 iterations' cuts send none (names and scalars: before, beta again each)
+    assert rounds == 7 and 2 * d <= sent < 3 * d
+
+
 def test_a_jump_over_zero_at_a_value_every_breakpoint_shares(monkeypatch):
     """Thousands of breakpoints at one value (duplicated rows) more than are gathered: the
     bracket cannot narrow below them; the slope jumps over zero there."""

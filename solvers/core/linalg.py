@@ -400,6 +400,91 @@ def _cgls_kernel(indptr, indices, data, unit, blocks, pair_ptr, pair_col, extra_
     return max_iter, False
 
 
+# -- one CGLS iteration's products in recurrence form (partitioned rows) --------------------------
+
+
+def cgls_recurrence_products(A: CompactRows, sqrt_c, z, q, gamma: float, p, *,
+                             bias_scale: float) -> tuple[float, float, float, np.ndarray,
+                                                         np.ndarray]:
+    """The products one CGLS iteration needs from rows that hold a share of the problem
+    (a partition of :mod:`solvers.distributed`), in the recurrence form the driver runs:
+    z -= gamma q (the last iteration's q; none when ``q`` is None or gamma is 0), q = A p,
+    and ||q||^2, z'q, ||z||^2 and A'q, where A holds the rows a_k = sqrt(c_k) x~_k
+    (x~_k = (x_k, s), s = ``bias_scale``).  The driver sums the shares and updates
+    r -= gamma (A'q + lam D p) itself (:func:`cgls_compact` recomputes A'z instead).
+
+    One pass over the rows: q_k = a_k . p depends on row k alone, so row k is scattered into
+    A'q right after its dot product, while it is in cache; :func:`cgls_compact`'s iteration
+    needs two passes (A'z waits for gamma, which needs the whole ||q||^2).  Each q_k and z_k
+    is the two-pass form's bit for bit (A.matvec, then the scaling); the three sums are
+    accumulated row by row, block by block.
+
+    Returns (||q||^2, z'q, ||z||^2, A'q, q); ``z`` is updated in place, ``q`` overwritten
+    (or made)."""
+    n_rows = A.n_rows
+    d = A.n_features
+    step = q is not None and gamma != 0.0
+    if q is None:
+        q = np.empty(n_rows)
+    n_blocks = A.n_blocks
+    width = padded_width(d)
+    buffers = np.empty((n_blocks, width))
+    partial = np.zeros(n_blocks * _LINE)
+    out = np.empty(d + 1)
+    with thread_count(n_blocks):
+        _recurrence_kernel(*A.arrays(), float(bias_scale),
+                           np.ascontiguousarray(sqrt_c, dtype=np.float64), z, q, step,
+                           float(gamma), np.ascontiguousarray(p, dtype=np.float64), d,
+                           buffers, partial, out)
+    totals = partial.reshape(n_blocks, _LINE).sum(axis=0)
+    return float(totals[0]), float(totals[1]), float(totals[2]), out, q
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _recurrence_kernel(indptr, indices, data, unit, blocks, extra_value, sqrt_c, z, q, step,
+                       gamma, p, d, buffers, partial, out):
+    """:func:`cgls_recurrence_products`: per block, z_k -= gamma q_k, q_k = sqrt(c_k)
+    (x_k . p + s p_d), the sums of q_k^2, z_k q_k, z_k^2 and of sqrt(c_k) q_k (the bias
+    column's coefficient) into ``partial`` (a cache line a block), and x_k scaled by
+    sqrt(c_k) q_k into the block's buffer; then A'q from the buffers."""
+    n_blocks = blocks.shape[0] - 1
+    intercept = extra_value * p[d]
+    for b in prange(n_blocks):
+        acc = buffers[b]
+        acc[:] = 0.0
+        qq = 0.0
+        zq = 0.0
+        zz = 0.0
+        coefficients = 0.0
+        for j in range(blocks[b], blocks[b + 1]):
+            zj = z[j]
+            if step:
+                zj = zj - gamma * q[j]
+                z[j] = zj
+            u = sqrt_c[j] * (compact_row_dot(indptr, indices, data, unit, j, p) + intercept)
+            q[j] = u
+            qq += u * u
+            zq += zj * u
+            zz += zj * zj
+            coefficient = sqrt_c[j] * u
+            coefficients += coefficient
+            if coefficient != 0.0:
+                compact_row_axpy(indptr, indices, data, unit, j, coefficient, acc)
+        partial[b * _LINE] = qq
+        partial[b * _LINE + 1] = zq
+        partial[b * _LINE + 2] = zz
+        partial[b * _LINE + 3] = coefficients
+    for f in prange(d):
+        total = 0.0
+        for b in range(n_blocks):
+            total += buffers[b, f]
+        out[f] = total
+    coefficients = 0.0
+    for b in range(n_blocks):
+        coefficients += partial[b * _LINE + 3]
+    out[d] = extra_value * coefficients
+
+
 # -- the same least-squares problem in the space of its rows ------------------------------------
 
 

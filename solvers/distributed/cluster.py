@@ -339,6 +339,10 @@ class Communication:
     bytes_received: int = 0
     seconds: float = 0.0  # rounds' wall time
     overhead_seconds: float = 0.0  # wall time beyond the slowest partition's work
+    #: every partition's own work summed (a round of P partitions adds P figures; the
+    #: record's work is the slowest one's): set against the workers' CPU time, what Dask
+    #: costs on the workers (bench distributed's profile)
+    partition_seconds: float = 0.0
     #: per kind of round (the function a round runs): [rounds, bytes sent, bytes received,
     #: seconds], where a method's bytes go (bench distributed records them)
     by_kind: dict = field(default_factory=dict)
@@ -448,6 +452,7 @@ class PartitionGroup:
         c.bytes_received += received
         c.seconds += elapsed
         c.overhead_seconds += max(elapsed - work, 0.0)
+        c.partition_seconds += sum(s for _, s in outcomes)
         c.count(_round_kind(function, args), sent, received, elapsed)
         return results
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from solvers import config
 from solvers.core.gram import NormalEquations
-from solvers.core.linalg import cholesky_solve, dot, gram_cost
+from solvers.core.linalg import cgls_recurrence_products, cholesky_solve, dot, gram_cost
 from solvers.core.rows import BinaryRows
 from solvers.core.sparse import rows_nnz
 from solvers.distributed.cluster import Partition
@@ -302,16 +302,14 @@ def _factor_step(part: Partition, delta, trial_point, trial_options) -> FactorAn
 
 def _cg(part: Partition, p, gamma) -> CGProducts:
     """One CGLS iteration's products on the partition: z -= gamma q (the last iteration's),
-    q = A p."""
+    q = A p, and ||q||^2, z'q, ||z||^2 and A'q, in one pass over the rows
+    (:func:`solvers.core.linalg.cgls_recurrence_products`: each row read once for both
+    products, where two passes and four n-vector temporaries were made until issue 51)."""
     st = part.state
-    terms = st["terms"]
-    if gamma and st["q"] is not None:
-        st["z"] -= gamma * st["q"]
-    A, sqrt_c, z = st["A"], st["sqrt_c"], st["z"]
-    q = sqrt_c * terms.compact_forward(A, p)
-    st["q"] = q
-    return CGProducts(float(dot(q, q)), float(dot(z, q)), float(dot(z, z)),
-                      terms.compact_adjoint(A, sqrt_c * q))
+    qq, zq, zz, atq, st["q"] = cgls_recurrence_products(
+        st["A"], st["sqrt_c"], st["z"], st["q"], gamma, p,
+        bias_scale=st["terms"].extra_value)
+    return CGProducts(qq, zq, zz, atq)
 
 
 def _loss_sum(part: Partition, beta) -> float:
