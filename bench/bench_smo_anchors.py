@@ -33,8 +33,8 @@ Each (problem, C): ``smo`` compiles on 300 of its rows first (discarded), then `
 rounds with the runners' order rotating; the median wall-clock time of ``fit`` is reported
 beside its CPU time (the process's, oneDAL's subprocess's own; on a loaded machine a threaded
 library's wall time moves most), the held-out accuracy and the number of support vectors.
-The ratios are ``smo kkt`` and ``smo gap`` over the faster anchor.  Load averages at start and end are
-recorded: the machine is shared and timings move with it.
+The ratios are ``smo kkt`` and ``smo gap`` over the faster anchor.  Load averages at start
+and end are recorded: the machine is shared and timings move with it.
 
 Writes ``smo_anchors.json`` and ``smo_anchors.md`` to ``--out`` (default
 bench/results/smo_anchors) and prints the Markdown.

@@ -110,6 +110,7 @@ MODULES: dict[str, str] = {
     "parser": "bench.bench_parser",
     "race": "bench.bench_race",
     "regression": "bench.bench_regression",
+    "regression_stages": "bench.regression_stages",
     "service": "bench.bench_service",
     "smo": "bench.bench_smo",
     "smo_anchors": "bench.bench_smo_anchors",

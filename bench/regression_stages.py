@@ -3,7 +3,7 @@ stage of ``train`` wrapped and timed, one Numba thread, ``calls`` calls after ``
 median of the fastest quarter: the scheduler's quanta make plain medians bimodal on a loaded
 machine), microseconds.
 
-    python bench/regression_stages.py [--calls 200] [--warm 5] [--out FILE.json]
+    python -m bench regression_stages [--calls 200] [--warm 5] [--tol 1e-3] [--out FILE.json]
 
 Stages: ``validate`` (``train.validate_params``), ``features`` (``train.prepare_features``),
 ``rank`` (``auto.rank``), ``race`` (``portfolio.run`` less the winner's fit inside it),
@@ -11,12 +11,12 @@ Stages: ``validate`` (``train.validate_params``), ``features`` (``train.prepare_
 (``train.training_metadata``); ``total`` the whole call, ``fastest`` its fastest call.  The
 stages are wrapped by the names ``solvers.train`` calls, so the file runs against any tree
 of the project (``PYTHONPATH`` chooses it): run it beside itself on two trees, at the same
-time, to compare them.  It imports nothing of ``bench`` but ``bench.paths``.
+time, to compare them.  It imports nothing of ``bench`` but ``bench.paths`` and the
+command-line declaration (``bench.commands``).
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import os
@@ -29,6 +29,7 @@ import numba
 import numpy as np
 
 import solvers
+from bench.commands import Command, option
 from bench.paths import dataset_path
 from solvers import auto, portfolio
 
@@ -106,13 +107,7 @@ def measure(label: str, name: str, settings: dict, calls: int, warm: int, tol: f
     return {"case": label, **summary}
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--warm", type=int, default=5)
-    parser.add_argument("--tol", type=float, default=1e-3)
-    parser.add_argument("--out", default=None)
-    args = parser.parse_args(argv)
+def run_command(args) -> int:
     numba.set_num_threads(1)
     _instrument()
     began = datetime.now(UTC).isoformat(timespec="seconds")
@@ -129,7 +124,19 @@ def main(argv=None) -> None:
         with open(args.out, "w") as f:
             f.write(text + "\n")
     print(text)
+    return 0
+
+
+COMMAND = Command(
+    "regression_stages", "where a small train(solver='auto') call spends its time, by stage",
+    run_command, description=__doc__,
+    options=(option("--calls", type=int, default=200, help="timed calls per case"),
+             option("--warm", type=int, default=5, help="untimed calls first"),
+             option("--tol", type=float, default=1e-3, help="every call's tol"),
+             option("--out", default=None, help="also write the JSON record here")))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from bench import cli
+
+    sys.exit(cli.main(["regression_stages", *sys.argv[1:]]))

@@ -169,8 +169,9 @@ SMO_POLISH_SET_ROUNDS = 4
 SMO_POLISH_ROUNDS = 3
 SMO_POLISH_KKT = 1e-2
 # polish="auto" polishes under LIBSVM's rule (stop_rule="kkt") from this many variables: below
-# it the tail from m - M = 1e-2 to 1e-3 is short and a polish costs as much (dna's pairs: 0.073-0.087
-# CPU s polished against 0.054-0.058, 2026-12-08, load 11); under the gap rule always.
+# it the tail from m - M = 1e-2 to 1e-3 is short and a polish costs as much (dna's pairs:
+# 0.073-0.087 CPU s polished against 0.054-0.058, 2026-12-08, load 11); under the gap rule
+# always.
 SMO_POLISH_KKT_MIN_ROWS = 10_000
 
 # method="auto" of lssvm / proximal_svm with a nonlinear kernel: a dense factorization up to

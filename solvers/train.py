@@ -195,7 +195,8 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
     probability = params.probability  # asked of the training, not of auto's chosen candidate
     collector = ListMonitor()
     caller = monitor if monitor is not None else NullMonitor()
-    sink = Tee(collector, caller)
+    outer = caller  # the caller's monitor as the solver's records reach it
+    sink = Tee(collector, outer)
     clock = Stopwatch()
     choice = None
     portfolio_run = isinstance(params, auto.AutoParamsBase)
@@ -212,8 +213,8 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
         if approximation is not None:  # the factor is the solver's data (auto: all of theirs)
             work = approximation.dataset(work)
             solver_params = approximation.solver_params(params)
-            sink = Tee(collector, Continued(caller, approximation.records,
-                                            approximation.seconds))
+            outer = Continued(caller, approximation.records, approximation.seconds)
+            sink = Tee(collector, outer)
         work = weighted(work, params)
         if portfolio_run:
             # the candidates are posed with the approximation (the problem asked) and run
@@ -222,7 +223,7 @@ def train(dataset: Dataset, solver: str = "mfn", params: SolverParams | dict | N
                                 on_factor=approximation is not None)
             for entrant in ranking.entrants:
                 entrant.params = Approximation.solver_params(entrant.params)
-            outcome = run_auto(work, ranking, params.tol, sink, collector,
+            outcome = run_auto(work, ranking, params.tol, collector, outer,
                                lambda s, p: fit_handler(s, p, dataset))
             fit, spec, choice = outcome.fit, outcome.entrant.spec, outcome.choice
             # the winner's parameters, with the approximation it trained under
@@ -279,9 +280,12 @@ class _FirstSlice:
         self.n, self.nnz, self.d = n, nnz, d
         self.work = 0.0
         self.spent = False
+        self.last_iteration, self.last_elapsed = 0, 0.0  # of the records forwarded
 
     def report(self, record: IterationRecord) -> None:
         self.work += portfolio.record_passes(record.extras, self.n, self.nnz, self.d)
+        self.last_iteration = max(self.last_iteration, int(record.iteration))
+        self.last_elapsed = max(self.last_elapsed, float(record.elapsed))
         extras = record.extras
         last_class = int(extras.get("subproblem", 0)) >= int(extras.get("n_subproblems", 1)) - 1
         if self.work > self.passes and not (last_class and record.optimality <= self.tol):
@@ -294,14 +298,17 @@ class _FirstSlice:
         return self.target.stop_reason()
 
 
-def run_auto(dataset: Dataset, ranking: auto.Ranking, tol: float, sink: Monitor,
-             collector: ListMonitor, fit_for) -> portfolio.Outcome:
+def run_auto(dataset: Dataset, ranking: auto.Ranking, tol: float, collector: ListMonitor,
+             outer: Monitor, fit_for) -> portfolio.Outcome:
     """``auto``'s run: the race of :mod:`solvers.portfolio` over the ranking, or, on a
     problem whose favourite's first slice spans at most :data:`ALONE_MAX_SLICE_ENTRIES`, the
     favourite alone (``strategy="alone"``, no lanes) within that slice; one that does not
     certify in it gives way to the race from the start (its records leave the result's log;
-    the caller's monitor saw them, tagged).  Decisions read work, never time: the returned
-    model is a function of the data and the parameters, certified as the race's."""
+    the caller's monitor ``outer`` saw them, tagged, and sees the race's after them, numbered
+    and timed on: a job's log is one sequence, its iterations unique).  Decisions read work,
+    never time: the returned model is a function of the data and the parameters, certified as
+    the race's."""
+    sink = Tee(collector, outer)
     favourite = ranking.entrants[0]
     passes = portfolio.first_slice(favourite, dataset)
     entries = max(dataset.nnz + dataset.n_samples, 1)
@@ -320,6 +327,7 @@ def run_auto(dataset: Dataset, ranking: auto.Ranking, tol: float, sink: Monitor,
             choice.runs = outcome.choice.runs
             return portfolio.Outcome(outcome.fit, favourite, choice)
         del collector.records[mark:]
+        sink = Tee(collector, Continued(outer, watch.last_iteration, watch.last_elapsed))
     return portfolio.run(dataset, ranking, tol, sink, fit_for)
 
 

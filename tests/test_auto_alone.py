@@ -57,8 +57,12 @@ def test_a_favourite_short_of_its_slice_gives_way_to_the_race(monkeypatch):
     raced = _race(data, **params)
     assert raced.entrant.candidate.name == result.choice.candidate
     np.testing.assert_array_equal(result.model.coef_, raced.fit.model.coef_)
-    # the caller saw the stopped attempt's records; the result's log is the race's winner's
+    # the caller saw the stopped attempt's records, then the race's numbered on after them
+    # (a job's log keys its records by iteration: the service refused a repeated number);
+    # the result's log is the race's winner's
     assert len(monitor.records) > len(result.log)
+    seen = [r.iteration for r in monitor.records]
+    assert seen == sorted(seen) and len(set(seen)) == len(seen), seen
     assert [r.iteration for r in result.log] == sorted(r.iteration for r in result.log)
 
 

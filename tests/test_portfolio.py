@@ -19,9 +19,8 @@ import solvers
 from bench.problems import unscaled
 from solvers import portfolio
 from solvers.auto import Candidate, Entrant, Ranking
-from solvers.monitor import ListMonitor
 from solvers.base import Fit, SubproblemResult, Termination
-from solvers.monitor import IterationRecord
+from solvers.monitor import IterationRecord, ListMonitor
 from solvers.portfolio import _Point, predict, record_passes, versus, work_to
 from solvers.train import fit_handler
 

@@ -629,11 +629,11 @@ def test_a_polish_keeps_the_gradient_exact_and_solves_the_free_set():
                          [("a9a", 3000, 1.0, "pair"), ("a9a", 3000, 10.0, "pair"),
                           ("ijcnn1", 4000, 1.0, 64)])
 def test_polishing_reaches_the_optimum_of_plain_smo(name, rows, C, working_set):
-    """Polishing on (the default for C-SVC under the gap rule) and off, at the certified gap of 1e-8 and at
-    LIBSVM's m - M <= 1e-8, on real sets, with both working-set schemes (the sets of 64 on a
-    cache of 100 rows: K_FF computed over the free rows, the gradient updated from rows
-    loaded in blocks): every dual within DUAL_RTOL of LIBSVM's at tol 1e-8, and the polished
-    runs did polish."""
+    """Polishing on (the default for C-SVC under the gap rule) and off, at the certified gap
+    of 1e-8 and at LIBSVM's m - M <= 1e-8, on real sets, with both working-set schemes (the
+    sets of 64 on a cache of 100 rows: K_FF computed over the free rows, the gradient
+    updated from rows loaded in blocks): every dual within DUAL_RTOL of LIBSVM's at tol
+    1e-8, and the polished runs did polish."""
     ds = _data(name, rows)
     args = _kernel_args("rbf", _gamma(ds, "rbf"))
     reference = _dual(ds.X, _libsvm(ds, C, args)[1], args)

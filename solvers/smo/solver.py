@@ -106,7 +106,8 @@ class SMOSolver:
             stopped = report(int(state[ITERATIONS]), primal, kkt, dual_objective=dual,
                              duality_gap=primal - dual, relative_duality_gap=relative_gap,
                              n_support=int(np.count_nonzero(alpha)),
-                             n_bounded=problem.bounded(alpha), active_size=int(state[ACTIVE_SIZE]), kkt_tol=eps,
+                             n_bounded=problem.bounded(alpha),
+                             active_size=int(state[ACTIVE_SIZE]), kkt_tol=eps,
                              cache_hit_rate=cache.stats()["cache_hit_rate"])
             return stopped, kkt, primal, dual, rho, r, relative_gap
 

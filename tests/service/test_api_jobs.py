@@ -80,8 +80,9 @@ def test_an_auto_job_trains_with_the_solver_auto_chose(api, heart):
     model = api.get(f"/api/v1/models/{done['model_id']}").json()
     assert model["solver"] == model["params"]["solver"] != "auto"
     # the message names the candidate that ran and how auto ran it (a race's winner may differ
-    # from one run to the next: each stops at the certified gap, so the optima agree to ~tol)
-    said = re.search(r"\(auto: ((\w+).*), (race|cap-and-switch)\)$", model["message"])
+    # from one run to the next: each stops at the certified gap, so the optima agree to ~tol;
+    # on a set this small the favourite runs alone within its first slice, issue 47)
+    said = re.search(r"\(auto: ((\w+).*), (alone|race|cap-and-switch)\)$", model["message"])
     assert said and said.group(2) == model["solver"], model["message"]
     local = solvers.train(solvers.read_svmlight(data_path("heart_scale")), **params)
     assert local.choice.solver != "auto"
