@@ -163,6 +163,7 @@ class AutoParamsBase(SolverParams):
     params_model``), this is its base."""
 
     relative_fields: ClassVar[tuple[str, ...]] = ("tol",)  # its epsilon is the tube's width
+    tube_field: ClassVar[str | None] = "epsilon"  # shown only for a regression
 
     solver: Literal["auto"] = "auto"
     loss: LossName = Field("squared_hinge", description="The loss of docs/design.md's objective.")

@@ -330,3 +330,16 @@ def test_the_ranking_is_kept_per_problem_and_the_same_as_posed_afresh():
     posed = auto._eligible.__wrapped__(weighted, heart.n_samples, heart.n_features,
                                        heart.n_classes, get_solver, supports_task, ())
     assert eligible == list(posed) and all(chosen.class_weight for _, _, chosen in eligible)
+
+
+def test_auto_shows_its_tube_width_only_for_a_regression():
+    """A classification job's page listed auto's epsilon 0.1, the regression tube's width
+    (SolverParams.shown hides a solver's tube_field outside regression)."""
+    from solvers.registry import get_solver
+
+    model = get_solver("auto").params_model
+    classification = model.model_validate({"loss": "hinge"}).model_dump(mode="json")
+    regression = model.model_validate(
+        {"task": "regression", "loss": "epsilon_insensitive"}).model_dump(mode="json")
+    assert "epsilon" not in model.shown(classification) and "tol" in model.shown(classification)
+    assert model.shown(regression)["epsilon"] == regression["epsilon"]
