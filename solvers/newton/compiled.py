@@ -85,6 +85,20 @@ def _pcg(indptr, indices, data, s, r, no_bias, weights, g, M, quadratic_tol, max
 
 
 @njit(cache=True, nogil=True)
+def _write_record(row, iteration, objective, gap, dual, g_norm, cg_iterations, step_size,
+                  trials):
+    """One row of the loop's records (the columns the Python driver's record carries)."""
+    row[ITERATION] = iteration
+    row[OBJECTIVE] = objective
+    row[GAP] = gap
+    row[DUAL] = dual
+    row[GRADIENT_NORM] = g_norm
+    row[CG_ITERATIONS] = cg_iterations
+    row[STEP_SIZE] = step_size
+    row[TRIALS] = trials
+
+
+@njit(cache=True, nogil=True)
 def newton_loop(indptr, indices, data, squared, y, cost, code, p, s, r, no_bias, beta,
                 gap_rule, tol, gradient_bound, max_iter, cg_tol, preconditioning, max_cg,
                 armijo_eta, max_line_search, records):
@@ -135,15 +149,8 @@ def newton_loop(indptr, indices, data, squared, y, cost, code, p, s, r, no_bias,
         elif iteration >= max_iter:
             status = MAX_ITER
         if iteration > 0 or status != RUNNING:
-            row = records[written]
-            row[ITERATION] = iteration
-            row[OBJECTIVE] = objective
-            row[GAP] = gap
-            row[DUAL] = dual
-            row[GRADIENT_NORM] = g_norm
-            row[CG_ITERATIONS] = last_cg
-            row[STEP_SIZE] = last_step
-            row[TRIALS] = last_trials
+            _write_record(records[written], iteration, objective, gap, dual, g_norm, last_cg,
+                          last_step, last_trials)
             written += 1
         if status != RUNNING:
             break
@@ -186,15 +193,9 @@ def newton_loop(indptr, indices, data, squared, y, cost, code, p, s, r, no_bias,
             a *= 0.5
         if not accepted:
             status = LINE_SEARCH_FAILED
-            row = records[written]
-            row[ITERATION] = iteration
-            row[OBJECTIVE] = objective
-            row[GAP] = gap
-            row[DUAL] = dual
-            row[GRADIENT_NORM] = g_norm
-            row[CG_ITERATIONS] = cg_iterations
-            row[STEP_SIZE] = 0.0
-            row[TRIALS] = -1.0  # the Python driver's record has no trials here
+            # the Python driver's record of a failed line search has no trials: -1
+            _write_record(records[written], iteration, objective, gap, dual, g_norm,
+                          cg_iterations, 0.0, -1.0)
             written += 1
             break
         beta[:] = trial_beta
