@@ -4,7 +4,7 @@ gamma, in one run.
 
     python -m bench lowrank [--quick] [--problems a9a,ijcnn1,letter] [--ranks 256,512,1024]
                                   [--strategies ovo,crammer_singer] [--out DIR]
-    python -m bench lowrank --routing [--problems a9a,ijcnn1,w8a,mushrooms]
+    python -m bench lowrank --routing [--problems a9a,ijcnn1,w8a,mushrooms] [--ranks 256,chosen]
 
 Problems: a9a (32,561 rows, 123 binary features), ijcnn1 (49,990 rows, 22 features in
 [-1, 1]) and letter (15,000 rows, 16 features, 26 classes), their shipped test files (a9a.t
@@ -115,7 +115,7 @@ def run_svc(train, test, gamma: float) -> dict:
             "n_support": int(svc.support_.shape[0])}
 
 
-def run_lowrank(train, test, gamma: float, solver: str, approximation: str, rank: int,
+def run_lowrank(train, test, gamma: float, solver: str, approximation: str, rank: int | None,
                 landmarks: str = "uniform", **params) -> dict:
     clock = time.perf_counter()
     result = solvers.train(train, solver=solver, C=C, approximation=approximation, rank=rank,
@@ -126,7 +126,8 @@ def run_lowrank(train, test, gamma: float, solver: str, approximation: str, rank
     info = result.model.metadata["approximation"]
     method = approximation if approximation == "icf" else f"nystrom/{landmarks}"
     strategy = f" {params['multiclass']}" if "multiclass" in params else ""
-    return {"runner": f"{solver} {params.get('loss', '')}{strategy} on {method}"
+    chosen = " (rank chosen)" if rank is None else ""
+    return {"runner": f"{solver} {params.get('loss', '')}{strategy} on {method}{chosen}"
             .replace("  ", " "),
             "rank": info["rank"], "seconds": seconds, "factor_seconds": info["seconds"],
             "accuracy": accuracy, "status": str(result.status),
@@ -183,7 +184,7 @@ def measure_routing(name: str, quick: bool, ranks: list[int], log=print) -> dict
 
 def measure(name: str, quick: bool, ranks: list[int], families=FAMILIES[1:],
             variants=(("nystrom", "kmeans"), ("icf", "uniform")), strategies=(),
-            log=print) -> dict:
+            chosen: bool = False, log=print) -> dict:
     train, test = problem(name, quick)
     gamma = scale_gamma(train.X)
     log(f"{name}: {train.n_samples} rows, gamma={gamma:.6g}")
@@ -200,6 +201,10 @@ def measure(name: str, quick: bool, ranks: list[int], families=FAMILIES[1:],
                               multiclass=strategy)
             log(f"  {row}")
             rows.append(row)
+    if chosen:  # the rank chosen from the residual trace, beside the curve
+        row = run_lowrank(train, test, gamma, "dual_cd", "nystrom", None, loss="hinge")
+        log(f"  {row}")
+        rows.append(row)
     top = ranks[-1]
     for approximation, landmarks in variants:
         row = run_lowrank(train, test, gamma, "dual_cd", approximation, top, landmarks,
@@ -258,7 +263,12 @@ def markdown(results: list[dict]) -> str:
 
 
 def run_command(args) -> int:
-    ranks = sorted(int(r) for r in args.ranks.split(","))
+    given = [r for r in args.ranks.split(",") if r]
+    numbers = sorted(int(r) for r in given if r != "chosen")
+    # "chosen": rank=None, the rank chosen from the residual trace (measured after the
+    # curve; the variants and families use the curve's ranks)
+    chosen = [None] if "chosen" in given else []
+    ranks = numbers or chosen
     machine = machine_description()
     machine["load_average_at_start"] = os.getloadavg()[0]
     warm_up(args.problems.split(",")[0])
@@ -267,10 +277,11 @@ def run_command(args) -> int:
                 if (v[1] if v[0] == "nystrom" else v[0]) in args.variants.split(",")]
     strategies = [s for s in args.strategies.split(",") if s]
     if args.routing:
-        results = [measure_routing(name, args.quick, ranks)
+        results = [measure_routing(name, args.quick, numbers + chosen)
                    for name in args.problems.split(",")]
     else:
-        results = [measure(name, args.quick, ranks, families, variants, strategies)
+        results = [measure(name, args.quick, ranks, families, variants, strategies,
+                           chosen=bool(chosen and numbers))
                    for name in args.problems.split(",")]
     machine["load_average_at_end"] = os.getloadavg()[0]
     text = f"Machine: {machine}\n\n" + markdown(results)
@@ -288,7 +299,9 @@ COMMAND = Command(
     options=(
         quick(),
         problems("a9a,ijcnn1,letter"),
-        option("--ranks", default="256,512,1024"),
+        option("--ranks", default="256,512,1024",
+               help="the ranks of the curve (comma-separated); 'chosen' adds the rank "
+                    "chosen from the residual trace (rank=None)"),
         option("--families", default=",".join(f for f, _ in FAMILIES[1:]),
                help="the linear families compared with dual_cd at the middle rank "
                     "(comma-separated; empty: none)"),

@@ -97,7 +97,7 @@ class Approximation:
 
     factor: Factor | None  # None: stopped (``stopped``) before the factor was complete
     seconds: float
-    requested_rank: int
+    requested_rank: int | None  # None: chosen from the residual trace
     #: the monitor's reason when it stopped the factorization, with how far it had come
     stopped: FactorizationStopped | None = None
     #: the records the factorization reported (the solver's are numbered after them)
@@ -129,18 +129,22 @@ class Approximation:
         for, as a result and a model record them."""
         if source.approximation == "none":
             return params
-        fields = ("approximation", "rank", "landmarks", "approximation_seed", "icf_tol",
+        fields = ("approximation", "rank", "rank_tol", "landmarks", "approximation_seed",
+                  "icf_tol",
                   "kernel", "gamma", "degree", "coef0")
         values = {**params.model_dump(), **{name: getattr(source, name) for name in fields}}
         return type(params).model_validate(values)
 
     def describe(self) -> dict[str, Any]:
         factor = self.factor
-        return {"method": factor.method, "rank": factor.rank,
-                "requested_rank": self.requested_rank,
-                "landmarks": int(factor.feature_map.landmarks.shape[0]),
-                "residual_trace": factor.residual_trace, "kernel_trace": factor.kernel_trace,
-                "seconds": self.seconds}
+        described = {"method": factor.method, "rank": factor.rank,
+                     "requested_rank": self.requested_rank,
+                     "landmarks": int(factor.feature_map.landmarks.shape[0]),
+                     "residual_trace": factor.residual_trace,
+                     "kernel_trace": factor.kernel_trace, "seconds": self.seconds}
+        if factor.rank_search is not None:
+            described["rank_search"] = factor.rank_search.describe()
+        return described
 
     def kernel_model(self, model: LinearModel | PairwiseLinear) -> KernelModel:
         """The kernel model a linear model on the factor is: coefficients (M w)' over the
@@ -184,18 +188,24 @@ def approximate(dataset: Dataset, params: SolverParams, monitor: Monitor | None 
     try:
         if params.approximation == "nystrom":
             factor = nystrom(dataset.X, kernel, params.rank, params.approximation_seed,
-                             params.landmarks, checkpoint=checkpoint)
+                             params.landmarks, rank_tol=params.rank_tol,
+                             checkpoint=checkpoint)
+        elif params.rank is None:  # pivots until the residual trace is rank_tol's (or icf_tol's)
+            factor = incomplete_cholesky(dataset.X, kernel, params.largest_rank,
+                                         max(params.icf_tol, params.rank_tol),
+                                         checkpoint=checkpoint)
         else:
             factor = incomplete_cholesky(dataset.X, kernel, params.rank, params.icf_tol,
                                          checkpoint=checkpoint)
     except FactorizationStopped as stopped:
-        return Approximation(None, clock(), int(params.rank), stopped,
+        return Approximation(None, clock(), params.rank, stopped,
                              0 if progress is None else progress.records)
     if progress is not None:  # the complete factor: its rank and residual, exactly
-        progress.report("done", factor.rank, int(params.rank),
+        progress.report("done", factor.rank, factor.rank if params.rank is None
+                        else int(params.rank),
                         factor.residual_trace / factor.kernel_trace
                         if factor.kernel_trace else 0.0)
-    return Approximation(factor, clock(), int(params.rank),
+    return Approximation(factor, clock(), params.rank,
                          records=0 if progress is None else progress.records)
 
 

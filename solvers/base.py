@@ -38,6 +38,7 @@ from pydantic import (
     model_validator,
 )
 
+from solvers import config
 from solvers.core.kernels import Kernel, scale_gamma
 from solvers.data.dataset import label_key
 from solvers.losses import (
@@ -473,10 +474,18 @@ class SolverParams(BaseModel):
                     "model on G; the model predicts with exact kernel rows against the "
                     "landmarks or pivots.  The solver's certified gap is the gap of this "
                     "low-rank problem, not of the exact kernel SVM.  none: the data as given.")
-    rank: int = Field(
-        256, ge=1,
+    rank: int | None = Field(
+        None, ge=1,
         description="approximation: the number of landmarks (nystrom) or the largest number "
-                    "of pivots (icf); the factor has at most this many columns.")
+                    "of pivots (icf); the factor has at most this many columns.  None: "
+                    "chosen from the residual trace, the smallest rank whose "
+                    "trace(K - G G') is at most 'rank_tol' times trace(K) (nystrom doubles "
+                    f"its landmarks from {config.CHOSEN_RANK_START}, icf adds pivots), at "
+                    f"most {config.CHOSEN_RANK_MAX} and the number of rows.")
+    rank_tol: float = Field(
+        0.02, gt=0, lt=1,
+        description="approximation with no 'rank': the relative residual trace "
+                    "trace(K - G G') / trace(K) at which the rank chosen stops growing.")
     landmarks: Literal["uniform", "kmeans"] = Field(
         "uniform",
         description="approximation='nystrom': uniform (distinct training rows, seeded) or "
@@ -560,10 +569,17 @@ class SolverParams(BaseModel):
 
     def solver_features(self, n_samples: int, n_features: int) -> int:
         """The number of features the solver trains on: the factor's rank (at most
-        ``rank``, at most n_samples) with an approximation, else the data's."""
+        ``rank``, or the largest rank chosen when it is None; at most n_samples) with an
+        approximation, else the data's."""
         if self.approximation == "none":
             return n_features
-        return min(self.rank, n_samples)
+        return min(self.largest_rank, n_samples)
+
+    @property
+    def largest_rank(self) -> int:
+        """The most columns the low-rank factor may have: ``rank``, or the cap of a rank
+        chosen from the residual trace."""
+        return config.CHOSEN_RANK_MAX if self.rank is None else int(self.rank)
 
     def gamma_value(self, X) -> float:
         """The numeric kernel gamma for training data X ('scale': scikit-learn's, 'auto':
@@ -712,11 +728,14 @@ class SolverParams(BaseModel):
         kernel = params.get("kernel") if approximation != "none" or cls.own_kernel else None
         hidden = {"class_weight"} if params.get("class_weight") is None else set()
         if approximation == "none":
-            hidden |= {"approximation", "rank", "landmarks", "approximation_seed", "icf_tol"}
+            hidden |= {"approximation", "rank", "rank_tol", "landmarks", "approximation_seed",
+                       "icf_tol"}
         elif approximation == "nystrom":
             hidden.add("icf_tol")
         else:
             hidden |= {"landmarks", "approximation_seed"}
+        if approximation != "none" and params.get("rank") is not None:
+            hidden.add("rank_tol")
         if kernel is None:
             hidden |= {"kernel", "gamma", "degree", "coef0"}
         elif kernel != "polynomial":
@@ -769,6 +788,8 @@ class SolverParams(BaseModel):
         if self.kernel == "polynomial":
             fields["degree"] = self.degree
             fields["coef0"] = float(self.coef0)
+        if self.rank is None:
+            fields["rank_tol"] = float(self.rank_tol)
         if self.approximation == "nystrom":
             fields["landmarks"] = self.landmarks
             fields["approximation_seed"] = self.approximation_seed

@@ -219,8 +219,10 @@ def check_job(params, dataset: Dataset, validation: Dataset | None, settings: Se
     features = params.solver_features(dataset.n_samples, dataset.n_features)
     if params.approximation != "none" and \
             dataset.n_samples * features > settings.max_factor_entries:
+        chosen = (" at the largest rank it may choose; give a smaller rank"
+                  if params.rank is None else "")
         raise limit_exceeded(f"params.rank: the low-rank factor ({dataset.n_samples} rows x "
-                             f"{features})", "max_factor_entries",
+                             f"{features}{chosen})", "max_factor_entries",
                              settings.max_factor_entries, "entries",
                              actual=dataset.n_samples * features, error=LimitExceeded)
     if not params.exact_kernel:

@@ -117,7 +117,8 @@ def progress_stage(extras: dict[str, Any]) -> str | None:
     extras: a tuning job's fit ("C 3 of 11, fold 2 of 5", with "gamma 2 of 4" on a kernel
     grid, "epsilon 0.5" or "nu 0.2" on a grid of those), its refit ("refit at the best
     point"), the low-rank factorization ("factorizing: 640 of 2000 pivots", then
-    "factorized: rank 2000 of 2000"; :class:`solvers.approximation.FactorProgress`), a
+    "factorized: rank 2000 of 2000"; with the rank chosen, first "choosing the rank: 256 of
+    at most 1024 landmarks"; :class:`solvers.approximation.FactorProgress`), a
     one-vs-rest subproblem ("class 3 of 26 (label C)") or a one-vs-one pair ("pair 4 of 45
     (3-7)"), a prediction job's rows ("rows 50000 of 1000000"); None for a single binary
     problem."""
@@ -131,6 +132,9 @@ def progress_stage(extras: dict[str, Any]) -> str | None:
         if extras["factor_step"] == "done":
             parts.append(f"factorized: rank {extras['factor_done']} of "
                          f"{extras['factor_total']}")
+        elif extras["factor_step"] == "rank search":  # rank=None: landmarks doubled
+            parts.append(f"choosing the rank: {extras['factor_done']} of at most "
+                         f"{extras['factor_total']} landmarks")
         else:
             parts.append(f"factorizing: {extras['factor_done']} of {extras['factor_total']} "
                          f"{extras['factor_step']}")

@@ -18,6 +18,14 @@ Landmarks:
   uniform rows, empty clusters keep their centroid; Zhang, Tsang & Kwok 2008), distances
   through the linear kernel's rows.
 
+**The rank from the residual trace** (``rank=None``; issue 53).  The relative residual trace
+trace(K - G G') / trace(K) is what the factor leaves of the kernel: Nystrom's landmarks are
+doubled from ``config.CHOSEN_RANK_START`` (nested: the first m of one seeded permutation, so
+uniform landmarks at rank m are the same rows whether m was asked or chosen) until it is at
+most ``rank_tol``, at most ``config.CHOSEN_RANK_MAX``; each step estimates it on a uniform
+sample of rows (:func:`choose_nystrom_rank`).  The incomplete Cholesky needs no search: it
+pivots until the same bound (its residual is exact at every step).
+
 **Pivoted incomplete Cholesky** (Fine & Scheinberg 2001, section 4).  Greedy: the residual
 diagonal d = diag(K - G G') starts as diag(K); step j takes the pivot p_j = argmax d, sets
 G[p_j, j] = sqrt(d[p_j]) and G[:, j] = (K[:, p_j] - G[:, :j] G[p_j, :j]') / G[p_j, j] (one
@@ -53,6 +61,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from numba import njit, prange
 
+from solvers import config
 from solvers.core.kernels import (
     Kernel,
     column_operand,
@@ -143,6 +152,8 @@ class Factor:
     residual_trace: float  # trace(K - G G') (ICF: exact, maintained; Nystrom: computed)
     kernel_trace: float    # trace(K)
     pivots: np.ndarray | None = None  # ICF: the pivot rows, in order; Nystrom: landmark rows
+    #: Nystrom with the rank chosen from the residual trace: how it was chosen
+    rank_search: RankSearch | None = None
 
     @property
     def rank(self) -> int:
@@ -248,10 +259,102 @@ def incomplete_cholesky(X, kernel: Kernel, rank: int, tol: float = 0.0,
 # -- Nystrom ------------------------------------------------------------------------------------
 
 
+def landmark_order(n: int, seed: int) -> np.ndarray:
+    """The order in which uniform landmarks are drawn: a seeded permutation of the n rows.
+    The m uniform landmarks are its first m entries, so those of a smaller m are among those
+    of a larger one (the rank search below grows them)."""
+    return np.random.default_rng(seed).permutation(n)
+
+
 def uniform_landmarks(n: int, m: int, seed: int) -> np.ndarray:
-    """m distinct rows of n, uniformly without replacement, sorted."""
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(n, size=min(m, n), replace=False))
+    """m distinct rows of n, uniformly without replacement (the first m of
+    :func:`landmark_order`), sorted."""
+    return np.sort(landmark_order(n, seed)[:min(m, n)])
+
+
+@dataclass
+class RankSearch:
+    """How :func:`choose_nystrom_rank` chose a rank: ``residuals`` the (landmarks, estimated
+    relative residual trace) of every step, in order; the last step's landmarks are the
+    rank; ``rows`` the rows the estimate was taken on (n: exact)."""
+
+    rank: int
+    tol: float
+    residuals: list[tuple[int, float]]
+    rows: int
+
+    def describe(self) -> dict:
+        return {"tol": self.tol, "rows": self.rows,
+                "residuals": [[m, r] for m, r in self.residuals]}
+
+
+def _nystrom_map(W: np.ndarray) -> np.ndarray:
+    """M = U_k diag(s_k^{-1/2}) over the eigenvalues of the landmarks' kernel matrix W above
+    ``NYSTROM_EIGEN_RTOL`` times the largest (module docstring)."""
+    W = 0.5 * (W + W.T)
+    s, U = np.linalg.eigh(W)
+    keep = s > NYSTROM_EIGEN_RTOL * max(float(s.max()), 0.0) if s.size else s > 0
+    return np.ascontiguousarray(U[:, keep] / np.sqrt(s[keep])[None, :])
+
+
+def choose_nystrom_rank(X, kernel: Kernel, seed: int, tol: float,
+                        max_rank: int = config.CHOSEN_RANK_MAX, *,
+                        start: int = config.CHOSEN_RANK_START,
+                        sample_rows: int = config.RANK_SEARCH_SAMPLE_ROWS,
+                        parallel: bool | None = None,
+                        checkpoint: Checkpoint | None = None) -> RankSearch:
+    """The number of uniform landmarks for a Nystrom factor of K(X, X) chosen from its
+    residual trace: m = ``start``, 2 ``start``, 4 ``start``, ... (the first m of
+    :func:`landmark_order`, nested), the first m whose relative residual trace
+    trace(K - G G') / trace(K) is at most ``tol``, else ``max_rank`` (at most n).
+
+    The residual is estimated on a uniform sample of ``sample_rows`` rows S (every row when n
+    is at most that: then it is exact): sum_{i in S} (k(x_i, x_i) - |g_i|^2) / sum_{i in S}
+    k(x_i, x_i), with g_i = k(x_i, L) M the factor's row of x_i (an unbiased ratio estimate
+    of the whole trace's).  Each step adds the new landmarks' kernel columns on S and their
+    block of W = K(L, L), then takes W's eigendecomposition and the sample's factor rows:
+    O(|S| m^2 + m^3), a fraction of the factor's own O(n m^2) at the chosen m.
+    ``checkpoint`` is asked after every step (step "rank search", m of ``max_rank``, with
+    the estimate)."""
+    if not 0.0 < tol < 1.0:
+        raise ValueError("tol must be in (0, 1)")
+    X = sp.csr_matrix(X)
+    n = X.shape[0]
+    cap = max(1, min(int(max_rank), n))
+    order = landmark_order(n, seed)
+    if n <= sample_rows:
+        sample = np.arange(n)
+    else:  # a second stream of the same seed: the sample does not follow the landmarks
+        sample = np.sort(np.random.default_rng([seed, 1]).choice(n, size=sample_rows,
+                                                                 replace=False))
+    XS = X[sample]
+    diagonal = np.empty(XS.shape[0])
+    kernel_diagonal_values(row_operand(XS), kernel.params, diagonal)
+    sample_trace = float(diagonal.sum())
+    CS = np.empty((XS.shape[0], cap))
+    W = np.empty((cap, cap))
+    residuals: list[tuple[int, float]] = []
+    done = 0
+    m = min(max(1, int(start)), cap)
+    while True:
+        new = X[order[done:m]]
+        new.sort_indices()
+        CS[:, done:m] = kernel_matrix(XS, new, kernel, parallel=parallel)
+        landmarks = X[order[:m]]
+        landmarks.sort_indices()
+        block = kernel_matrix(new, landmarks, kernel, parallel=parallel)  # (m - done) x m
+        W[done:m, :m] = block
+        W[:m, done:m] = block.T
+        done = m
+        M = _nystrom_map(W[:m, :m])
+        GS = CS[:, :m] @ M
+        residual = (max(0.0, 1.0 - float(np.einsum("ij,ij->", GS, GS)) / sample_trace)
+                    if sample_trace > 0 else 0.0)
+        residuals.append((m, residual))
+        _check(checkpoint, "rank search", m, cap, residual)
+        if residual <= tol or m >= cap:
+            return RankSearch(m, float(tol), residuals, int(XS.shape[0]))
+        m = min(2 * m, cap)
 
 
 def kmeans_centroids(X, m: int, seed: int, iterations: int = KMEANS_ITERATIONS,
@@ -286,18 +389,29 @@ def kmeans_centroids(X, m: int, seed: int, iterations: int = KMEANS_ITERATIONS,
     return sp.csr_matrix(centroids)
 
 
-def nystrom(X, kernel: Kernel, rank: int, seed: int = 0, landmarks: str = "uniform",
-            *, parallel: bool | None = None, checkpoint: Checkpoint | None = None) -> Factor:
-    """Nystrom factor of K(X, X) on ``rank`` landmarks (module docstring).  ``checkpoint``
-    is asked between blocks of work: k-means, the kernel columns K(X, L) by
-    :func:`column_block` landmarks, the rows of G = C M by ``_MAP_BLOCK_ROWS``."""
-    if rank < 1:
+def nystrom(X, kernel: Kernel, rank: int | None, seed: int = 0, landmarks: str = "uniform",
+            *, rank_tol: float | None = None, max_rank: int = config.CHOSEN_RANK_MAX,
+            parallel: bool | None = None, checkpoint: Checkpoint | None = None) -> Factor:
+    """Nystrom factor of K(X, X) on ``rank`` landmarks (module docstring); ``rank=None``:
+    on the number :func:`choose_nystrom_rank` chooses from the residual trace (``rank_tol``,
+    at most ``max_rank``; k-means landmarks are then that many centroids), recorded in the
+    factor's ``rank_search``.  ``checkpoint`` is asked between blocks of work: the rank
+    search's steps, k-means, the kernel columns K(X, L) by :func:`column_block` landmarks,
+    the rows of G = C M by ``_MAP_BLOCK_ROWS``."""
+    if rank is not None and rank < 1:
         raise ValueError("rank must be at least 1")
     if landmarks not in LANDMARKS:
         raise ValueError(f"unknown landmarks {landmarks!r}; expected one of "
                          f"{', '.join(LANDMARKS)}")
     X = sp.csr_matrix(X)
     n = X.shape[0]
+    search = None
+    if rank is None:
+        if rank_tol is None:
+            raise ValueError("a rank chosen from the residual trace needs rank_tol")
+        search = choose_nystrom_rank(X, kernel, seed, rank_tol, max_rank,
+                                     parallel=parallel, checkpoint=checkpoint)
+        rank = search.rank
     if landmarks == "uniform":
         chosen = uniform_landmarks(n, rank, seed)
         L = X[chosen]
@@ -316,10 +430,7 @@ def nystrom(X, kernel: Kernel, rank: int, seed: int = 0, landmarks: str = "unifo
         _check(checkpoint, "kernel columns", hi, m)
     # uniform landmarks are training rows: K(L, L) is C's rows at them, computed already
     W = C[chosen] if chosen is not None else kernel_matrix(L, L, kernel, parallel=False)
-    W = 0.5 * (W + W.T)
-    s, U = np.linalg.eigh(W)
-    keep = s > NYSTROM_EIGEN_RTOL * max(float(s.max()), 0.0) if s.size else s > 0
-    M = np.ascontiguousarray(U[:, keep] / np.sqrt(s[keep])[None, :])
+    M = _nystrom_map(W)
     G = np.empty((n, M.shape[1]))
     for lo in range(0, n, _MAP_BLOCK_ROWS):
         hi = min(n, lo + _MAP_BLOCK_ROWS)
@@ -329,7 +440,7 @@ def nystrom(X, kernel: Kernel, rank: int, seed: int = 0, landmarks: str = "unifo
     kernel_diagonal_values(row_operand(X), kernel.params, d)
     trace = float(d.sum())
     residual = float(trace - np.einsum("ij,ij->", G, G))
-    return Factor(G, FeatureMap(L, kernel, M), "nystrom", residual, trace, chosen)
+    return Factor(G, FeatureMap(L, kernel, M), "nystrom", residual, trace, chosen, search)
 
 
 def warm_up(X) -> None:
@@ -342,5 +453,6 @@ def warm_up(X) -> None:
 
 
 __all__ = ["ICF_PIVOT_RTOL", "KMEANS_ITERATIONS", "LANDMARKS", "NYSTROM_EIGEN_RTOL",
-           "Checkpoint", "Factor", "FactorizationStopped", "FeatureMap", "column_block",
-           "incomplete_cholesky", "kmeans_centroids", "nystrom", "uniform_landmarks"]
+           "Checkpoint", "Factor", "FactorizationStopped", "FeatureMap", "RankSearch",
+           "choose_nystrom_rank", "column_block", "incomplete_cholesky", "kmeans_centroids",
+           "landmark_order", "nystrom", "uniform_landmarks"]
