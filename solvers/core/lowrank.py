@@ -70,6 +70,7 @@ from solvers.core.kernels import (
     kernel_row,
     row_operand,
 )
+from solvers.core.linalg import single_threaded_blas
 
 #: Nystrom keeps the eigen-directions of K(L, L) with eigenvalue above this times the largest.
 NYSTROM_EIGEN_RTOL = 1e-10
@@ -290,9 +291,16 @@ class RankSearch:
 
 def _nystrom_map(W: np.ndarray) -> np.ndarray:
     """M = U_k diag(s_k^{-1/2}) over the eigenvalues of the landmarks' kernel matrix W above
-    ``NYSTROM_EIGEN_RTOL`` times the largest (module docstring)."""
+    ``NYSTROM_EIGEN_RTOL`` times the largest (module docstring).
+
+    The eigendecomposition runs on one BLAS thread: OpenBLAS's threaded syevd at m = 1024
+    took 1.5-12 s against 0.43-0.66 s on one thread with other processes on the two cores
+    (load 6-7, 2026-12-08; worse after Numba's parallel kernels had run), which is every
+    factorization of a busy worker (the map's matrix product, large blocks, keeps its
+    threads: 0.44-0.55 s against 0.40-0.57 s on one)."""
     W = 0.5 * (W + W.T)
-    s, U = np.linalg.eigh(W)
+    with single_threaded_blas():
+        s, U = np.linalg.eigh(W)
     keep = s > NYSTROM_EIGEN_RTOL * max(float(s.max()), 0.0) if s.size else s > 0
     return np.ascontiguousarray(U[:, keep] / np.sqrt(s[keep])[None, :])
 
