@@ -646,6 +646,33 @@ def test_a_one_class_model_page_shows_its_decision_value_distribution(page, serv
     page.screenshot("model-one-class", at="#evaluation-heading")
 
 
+def test_a_model_page_shows_autos_choice_and_the_chosen_rank_as_lists_and_tables(page, server):
+    """An ``auto`` job on a Nystrom factor whose rank it chose: the model page's details say
+    what auto chose (its runs as a table, one row a candidate run) and how the rank was chosen
+    (the landmarks tried and their residual traces as "m: residual" pairs), not JSON text."""
+    heart = _upload(server, data_path("heart_scale"))
+    job = _finished(server, _job(server, heart, {"solver": "auto", "loss": "hinge",
+                                                 "approximation": "nystrom", "gamma": 0.1,
+                                                 "rank_tol": 0.05})["id"])
+    assert job["status"] == "succeeded", job
+    model = server.client.get(f"/api/v1/models/{job['model_id']}").json()
+    search = model["details"]["approximation"]["rank_search"]
+    page.console_errors()
+    page.open(f"/ui/models/{job['model_id']}")
+    page.wait(lambda: page.find("#model-details"), "the details")
+    details = page.find("#model-details")
+    text = details.text
+    assert "{" not in text and "[" not in text, text
+    first_m, first_r = search["residuals"][0]
+    assert f"{first_m}: " in text and "rank_search" in text
+    runs = model["details"]["auto"]["runs"]
+    rows = details.find_elements("css selector", "table tbody tr")
+    assert len(rows) >= len(runs)
+    assert model["details"]["auto"]["runs"][0]["candidate"] in text
+    assert page.console_errors() == []
+    page.screenshot("model-details", at="#model-details")
+
+
 def test_no_console_errors_at_desktop_and_phone_width(page, server):
     heart = _upload(server, data_path("heart_scale"))
     jobs = [_job(server, heart, {"solver": solver, "C": 0.5})

@@ -62,13 +62,37 @@ async function render() {
     el("div", { class: "columns" },
       el("section", {}, el("h2", {}, "Model"), el("dl", { class: "facts" }, facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])), links),
       el("section", {}, el("h2", {}, "Parameters"), el("dl", { class: "facts", id: "model-params" },
-        Object.entries(model.shown_params).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v == null ? "none" : String(v))])),
-        model.details ? [el("h2", {}, "Details"), el("dl", { class: "facts", id: "model-details" },
-          Object.entries(model.details).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, typeof v === "object" && v !== null ? JSON.stringify(v) : String(v))]))] : null)),
+        Object.entries(model.shown_params).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v == null ? "none" : String(v))])))),
+    model.details ? [el("h2", {}, "Details"), el("dl", { class: "facts", id: "model-details" },
+      Object.entries(model.details).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, detailNode(v))]))] : null,
     model.validation ? [el("h2", {}, "Validation (at training)"), showEvaluation(model.validation, "validation")] : null,
     el("h2", { id: "evaluation-heading" }, "Evaluate on a stored dataset"), evalForm, evaluation,
     el("h2", {}, "Predict one example"), predictForm, predicted);
   if (model.validation) drawPlots(model.validation, "validation");
+}
+
+// A detail of the model's metadata as a person reads it (auto's choice, the low-rank factor,
+// the scaling...): an object as a nested list, a list of records as a table (auto's runs and
+// neighbours), a list of pairs as "a: b, ..." (the rank search's landmarks: residual), numbers
+// formatted; never a raw JSON blob.
+function detailNode(value) {
+  if (value == null) return "none";
+  const number = (v) => fmt(v, 4).replace(/\.?0+e/, "e");  // 1e-6, not 1.000e-6
+  if (typeof value === "number") return number(value);
+  if (typeof value !== "object") return String(value);
+  const scalar = (v) => (typeof v === "number" ? number(v) : v !== null && typeof v === "object" ? JSON.stringify(v) : String(v));
+  if (Array.isArray(value)) {
+    if (value.length === 0) return "none";
+    if (value.every((v) => v !== null && typeof v === "object" && !Array.isArray(v))) {
+      const keys = [...new Set(value.flatMap((v) => Object.keys(v)))];
+      return table(keys.map((k) => ({ label: k, num: value.every((row) => row[k] == null || typeof row[k] === "number"),
+        render: (row) => detailNode(row[k]) })), value);
+    }
+    if (value.every((v) => Array.isArray(v))) return value.map((v) => v.map(scalar).join(": ")).join(", ");
+    return value.map(scalar).join(", ");
+  }
+  return el("dl", { class: "facts nested" },
+    Object.entries(value).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, detailNode(v))]));
 }
 
 function downloadLink(label, path, filename) {
