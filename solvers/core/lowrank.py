@@ -250,7 +250,9 @@ def incomplete_cholesky(X, kernel: Kernel, rank: int, tol: float = 0.0,
     pivots = pivots[:j].copy()
     G = np.ascontiguousarray(G[:, :j])
     L = G[pivots, :]  # lower triangular: row k has entries in columns 0..k
-    M = scipy.linalg.solve_triangular(L, np.eye(j), lower=True).T if j else np.zeros((0, 0))
+    with single_threaded_blas():  # see _nystrom_map
+        M = (scipy.linalg.solve_triangular(L, np.eye(j), lower=True).T if j
+             else np.zeros((0, 0)))
     landmarks = X[pivots]
     landmarks.sort_indices()
     return Factor(G, FeatureMap(sp.csr_matrix(landmarks), kernel, np.ascontiguousarray(M)),

@@ -8,7 +8,11 @@ import scipy.linalg
 
 from solvers.base import Termination
 from solvers.core.kernels import Kernel, KernelCache, kernel_matrix
-from solvers.core.linalg import TrackedOperator, monitored_conjugate_gradient
+from solvers.core.linalg import (
+    TrackedOperator,
+    monitored_conjugate_gradient,
+    single_threaded_blas,
+)
 from solvers.lssvm.params import SystemParams
 from solvers.monitor import Monitor, Reporter
 from solvers.problems import KernelProblem, KernelSolution
@@ -66,21 +70,29 @@ def _run_cg(operator: TrackedOperator, rhs, params: SystemParams, report: Report
 def _factorize(build):
     """Factorize the symmetric matrix ``build()`` in place: Cholesky, or LU (on a rebuilt
     copy) when it is not positive definite -- an indefinite kernel such as the polynomial one
-    with coef0 < 0 can still give a nonsingular system."""
+    with coef0 < 0 can still give a nonsingular system.
+
+    On one BLAS thread, as the solves below: OpenBLAS's threaded potrf of a 3,000 x 3,000
+    matrix took 3.5-7.7 s against 0.42-0.60 s on one thread with the two cores shared (load
+    6, 2026-12-08; the same pathology as Nystrom's eigendecomposition,
+    :func:`solvers.core.lowrank._nystrom_map`); lssvm direct on svmguide1 (3,089 rows, RBF)
+    0.52-0.53 s a run against 2.4-4.1 s with the threaded calls (second and third runs)."""
     M = build()
     if not np.all(np.isfinite(M)):
         raise ValueError("the kernel system holds non-finite values (kernel overflow?)")
-    try:
-        return "cholesky", scipy.linalg.cho_factor(M, lower=True, overwrite_a=True,
-                                                   check_finite=False)
-    except np.linalg.LinAlgError:
-        return "lu", scipy.linalg.lu_factor(build(), overwrite_a=True, check_finite=False)
+    with single_threaded_blas():
+        try:
+            return "cholesky", scipy.linalg.cho_factor(M, lower=True, overwrite_a=True,
+                                                       check_finite=False)
+        except np.linalg.LinAlgError:
+            return "lu", scipy.linalg.lu_factor(build(), overwrite_a=True, check_finite=False)
 
 
 def _solve_factored(factorization, factor, rhs):
-    if factorization == "cholesky":
-        return scipy.linalg.cho_solve(factor, rhs, check_finite=False)
-    return scipy.linalg.lu_solve(factor, rhs, check_finite=False)
+    with single_threaded_blas():
+        if factorization == "cholesky":
+            return scipy.linalg.cho_solve(factor, rhs, check_finite=False)
+        return scipy.linalg.lu_solve(factor, rhs, check_finite=False)
 
 
 class LSSVMDirect:
