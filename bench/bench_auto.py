@@ -1,23 +1,32 @@
 """``python -m bench auto``: the measurements ``solver="auto"`` is fitted to, and its check.
 
-    python -m bench auto measure [--datasets a9a,w8a] [--resume] [--out FILE]
+    python -m bench auto measure [--datasets a9a,w8a] [--losses L] [--resume | --replace]
+                                 [--threads N] [--out FILE]
     python -m bench auto fit [--measurements FILE]
     python -m bench auto check [--measurements FILE] [--held-back DATASETS]
 
 ``measure`` runs every candidate of :data:`solvers.registry.AUTO_CANDIDATES` that solves each
 problem (the real datasets, hinge and squared hinge, regularized bias, C in {0.01, 1, 100}),
-once for each target of :data:`solvers.auto.MEASURED_TOLERANCES`, with its gap tolerance set to the
-target (``Candidate.params_for``; its other settings at their defaults), and records how long
-it took to stop converged.  Each run has a time cap: ``CAP_FACTOR`` times the fastest
-candidate so far on the problem at that target (candidates run in the order of
-``CANDIDATES`` on the first problem, then fastest first on the previous problem of the same
-loss), within [``MIN_CAP``, ``MAX_CAP``]; a run that did not converge
-within it is recorded with ``seconds: null``.  Runs under a second are repeated (median of
-three).  Every candidate first runs once on heart_scale (discarded: Numba cache loads).  Each
-run's final relative gap to the problem's optimum (the stored reference optimum when there is
-one, else the best objective any run reached) is recorded too, as a check of the
-certificates.  The file is rewritten after every problem, so ``--resume`` continues an
-interrupted measurement.
+once for each target of :data:`solvers.auto.MEASURED_TOLERANCES`, with its gap tolerance set to
+the target (``Candidate.params_for``; its other settings at their defaults), and records how
+long it took to stop converged. Each run has a time cap: ``CAP_FACTOR`` times the fastest
+candidate so far on the problem at that target (candidates run in the order of ``CANDIDATES``
+on the first problem, then fastest first on the previous problem of the same loss), within
+[``MIN_CAP``, ``MAX_CAP``]; a run that did not converge within it is recorded with ``seconds:
+null``. A run under a second is repeated: for ``calls_for(first)`` calls in all (at least
+:data:`MIN_CALLS`, at most :data:`MAX_CALLS`, about :data:`CALL_BUDGET_SECONDS` of calls), and
+the time recorded is the median of the fastest quarter of them (``calls`` in the run's entry;
+the scheduler's 4-6 ms quanta on a loaded machine make a plain median of a millisecond run the
+load's, and the fastest quarter the solver's; until 2026-12-08 it was the median of three,
+which ranked the small regression and logistic problems measured at load 17 by noise). Every
+candidate first runs once at each target on heart_scale (bodyfat for the regression losses) for
+every loss measured (discarded: Numba's compilations and cache loads; until 2026-12-08 on its
+first loss only, so a family's first run of another loss, its first-measured cell, was timed
+with its compilation). Each run's final relative gap to the problem's optimum (the stored
+reference optimum when there is one, else the best objective any run reached) is recorded too,
+as a check of the certificates. The file is rewritten after every problem, so ``--resume``
+continues an interrupted measurement; ``--replace`` measures the selected problems
+(``--datasets`` and ``--losses``) again, each entry replaced where it stands, the others kept.
 
 ``fit`` (also the last step of ``measure``) chooses the number of voting neighbours per loss:
 the k whose choices, with each dataset left out in turn, have the lowest geometric mean of
@@ -37,6 +46,7 @@ import sys
 import time
 from pathlib import Path
 
+import numba
 from threadpoolctl import threadpool_limits
 
 import solvers
@@ -74,6 +84,10 @@ CAP_FACTOR = 10.0
 MIN_CAP = 2.0
 MAX_CAP = 30.0
 REPEAT_BELOW_SECONDS = 1.0
+#: A repeated run's calls: about this many seconds of them, within [MIN_CALLS, MAX_CALLS].
+CALL_BUDGET_SECONDS = 2.0
+MIN_CALLS = 4
+MAX_CALLS = 40
 
 #: The datasets the test holds back: the rule is fitted without them and must choose, on each
 #: of their problems, a candidate measured within 20% of the fastest.
@@ -102,6 +116,20 @@ def run_candidate(candidate: Candidate, problem: BenchProblem, tol: float, cap: 
     return trace, total, str(result.status)
 
 
+def calls_for(first_seconds: float) -> int:
+    """How many calls a run that took ``first_seconds`` once is timed over (the first
+    included): one if it took a second or more."""
+    if first_seconds >= REPEAT_BELOW_SECONDS:
+        return 1
+    return int(min(MAX_CALLS, max(MIN_CALLS, CALL_BUDGET_SECONDS // max(first_seconds, 1e-9))))
+
+
+def fastest_quarter(values) -> float:
+    """The median of the fastest quarter (at least one) of ``values``."""
+    ordered = sorted(values)
+    return statistics.median(ordered[:max(1, len(ordered) // 4)])
+
+
 #: (loss, tol) -> candidate names, fastest first, on the last problem measured: the next
 #: problem runs them in that order, so that its cap is set by a likely fast run early
 _LAST_ORDER: dict[tuple[str, float], list[str]] = {}
@@ -128,15 +156,16 @@ def measure_problem(problem: BenchProblem, log=print) -> dict:
             cap = MAX_CAP if math.isinf(fastest) else \
                 min(MAX_CAP, max(MIN_CAP, CAP_FACTOR * fastest))
             attempts = [run_candidate(candidate, problem, tol, cap)]
-            if attempts[0][1] < REPEAT_BELOW_SECONDS:
-                attempts += [run_candidate(candidate, problem, tol, cap) for _ in range(2)]
+            attempts += [run_candidate(candidate, problem, tol, cap)
+                         for _ in range(calls_for(attempts[0][1]) - 1)]
             converged = all(status == "converged" for *_, status in attempts)
-            seconds = statistics.median(total for _, total, _ in attempts) if converged \
+            seconds = fastest_quarter(total for _, total, _ in attempts) if converged \
                 else None
             if seconds is not None:
                 fastest = min(fastest, seconds)
             trace, total, status = attempts[len(attempts) // 2]
-            runs[candidate.name] = {"seconds": seconds, "cap": cap, "status": status}
+            runs[candidate.name] = {"seconds": seconds, "cap": cap, "status": status,
+                                    "calls": len(attempts)}
             if trace:
                 finals.append((tolerance_key(tol), candidate.name, runs[candidate.name],
                                trace[-1][1]))
@@ -164,27 +193,43 @@ def problems_of(datasets, losses=None) -> list[BenchProblem]:
             for C in CS]
 
 
-def measure(datasets, out, resume: bool, log=print, losses=None) -> None:
+def measure(datasets, out, resume: bool, log=print, losses=None, replace: bool = False
+            ) -> None:
+    """Measure the problems of ``datasets`` (``losses``: only those) into ``out``: all anew,
+    or (``resume``) those not in it yet, or (``replace``) each of them again in its place."""
     document = {"problems": []}
-    if resume and out.exists():
+    if (resume or replace) and out.exists():
         document = json.loads(out.read_text())
+    selected = problems_of(datasets, losses)
     done = {m["problem"] for m in document["problems"]}
-    document["generated"] = datetime.date.today().isoformat()
-    document["machine"] = machine_description()
+    if replace:  # the file's date and machine stay its first measurement's; this one listed
+        done -= {problem.key for problem in selected}
+        document.setdefault("remeasured", []).append({
+            "machine": machine_description(), "statistic": "fastest quarter",
+            "problems": sorted(problem.key for problem in selected)})
+    else:
+        document["generated"] = datetime.date.today().isoformat()
+        document["machine"] = machine_description()
     document["candidates"] = [c.name for c in CANDIDATES]
     document["method"] = __doc__.split("\n\n")[1]
+    measured_losses = {problem.loss for problem in selected}
     with threadpool_limits(limits=1, user_api="blas"):
-        for candidate in CANDIDATES:  # compile / load caches, discarded
-            for loss in (*LOSSES, *REGRESSION_LOSSES):
+        for candidate in CANDIDATES:  # compile / load caches, discarded: every loss measured
+            for loss in (*LOSSES, *REGRESSION_LOSSES):  # (a family's kernels differ by loss)
                 problem = BenchProblem("bodyfat" if loss in REGRESSION_LOSSES
                                        else "heart_scale", loss, "regularized", 1.0)
-                if candidate in candidates_for(problem):
-                    run_candidate(candidate, problem, 1e-6, MAX_CAP)
-                    break
-        for problem in problems_of(datasets, losses):
+                if loss in measured_losses and candidate in candidates_for(problem):
+                    for tol in MEASURED_TOLERANCES:
+                        run_candidate(candidate, problem, tol, MAX_CAP)
+        for problem in selected:
             if problem.key in done:
                 continue
-            document["problems"].append(measure_problem(problem, log))
+            entry = measure_problem(problem, log)
+            keys = [m["problem"] for m in document["problems"]]
+            if problem.key in keys:
+                document["problems"][keys.index(problem.key)] = entry
+            else:
+                document["problems"].append(entry)
             write_document(document, out)
     document["neighbours"] = fit_neighbours(document["problems"])
     write_document(document, out)
@@ -274,8 +319,10 @@ def summary_by_loss(measurements, rows) -> dict[str, dict[str, float]]:
 
 def run_command(args) -> None:
     if args.command == "measure":
+        if args.threads:
+            numba.set_num_threads(args.threads)
         measure(args.problems.split(","), args.out, args.resume,
-                losses=args.losses.split(",") if args.losses else None)
+                losses=args.losses.split(",") if args.losses else None, replace=args.replace)
         return
     if args.command == "fit":
         document = json.loads(args.measurements.read_text())
@@ -305,6 +352,12 @@ COMMAND = Command(
             problems(",".join((*DATASETS, *REGRESSION_DATASETS)), alias="--datasets"),
             out(MEASUREMENTS),
             option("--resume", action="store_true"),
+            option("--threads", type=int, default=None,
+                   help="Numba threads (default: Numba's; the machine description records "
+                        "them)"),
+            option("--replace", action="store_true",
+                   help="measure the selected problems again, each in its place in the "
+                        "file (the others kept)"),
             option("--losses", default=None,
                    help="comma-separated losses to measure (default: every loss of each "
                         "set)"))),

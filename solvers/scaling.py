@@ -67,7 +67,10 @@ def decades(values: np.ndarray) -> float:
 
 
 def column_scale_decades(X) -> float:
-    """How many decades the columns' scales (max_i |x_ij|, columns with an entry) span."""
+    """How many decades the columns' scales (max_i |x_ij|, columns with an entry) span (kept
+    by a :class:`~solvers.data.Dataset`)."""
+    if isinstance(X, Dataset):
+        return X.fact("column_scale_decades", lambda: decades(X.column_max_abs()))
     return decades(column_max_abs(X))
 
 
@@ -75,7 +78,7 @@ def row_norm_decades(X) -> float:
     """How many decades the rows' Euclidean norms (rows with an entry) span (``X`` a matrix
     or a :class:`~solvers.data.Dataset`, whose squared norms are kept)."""
     if isinstance(X, Dataset):
-        return 0.5 * decades(X.row_norms_squared())
+        return X.fact("row_norm_decades", lambda: 0.5 * decades(X.row_norms_squared()))
     X = as_csr(X)
     squared = np.empty(X.shape[0])
     row_norms_squared(X.indptr, X.indices, X.data, squared)
@@ -85,10 +88,10 @@ def row_norm_decades(X) -> float:
 def scale_spread_warning(X) -> str | None:
     """A warning when the columns' scales span more than ``SPREAD_WARNING_DECADES`` decades
     (None otherwise); ``X`` a matrix or a :class:`~solvers.data.Dataset`."""
-    scales = column_max_abs(X)
-    spread = decades(scales)
+    spread = column_scale_decades(X)
     if spread <= SPREAD_WARNING_DECADES:
         return None
+    scales = column_max_abs(X)
     present = scales[scales > 0]
     low, high = float(present.min()), float(present.max())
     return (f"the features' scales span {spread:.1f} decades (max |x_j| from {low:.3g} to "

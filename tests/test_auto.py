@@ -5,13 +5,22 @@ admission."""
 from __future__ import annotations
 
 import math
+import statistics
 
 import numpy as np
 import pytest
 from shared_data import load
 
 import solvers
-from bench.bench_auto import HELD_BACK, fit_neighbours, held_back_evaluation
+from bench.bench_auto import (
+    HELD_BACK,
+    MAX_CALLS,
+    MIN_CALLS,
+    calls_for,
+    fastest_quarter,
+    fit_neighbours,
+    held_back_evaluation,
+)
 from bench.problems import unscaled
 from bench.references import load_references
 from solvers.auto import (
@@ -96,6 +105,19 @@ def test_auto_is_near_the_fastest_on_held_back_problems(loss):
     within = [r["ratio"] <= 1.2 for r in rows]
     assert sum(within) >= 0.8 * len(rows), [r for r in rows if r["ratio"] > 1.2]
     assert math.exp(sum(math.log(r["ratio"]) for r in rows) / len(rows)) <= 1.2, rows
+
+
+def test_a_short_run_is_measured_by_the_fastest_quarter_of_many_calls():
+    """bench auto measure's statistic: a run under a second is called again, about two
+    seconds of calls within [MIN_CALLS, MAX_CALLS], and recorded as the median of the fastest
+    quarter (a load's slow calls, however many fewer than three quarters, do not move it)."""
+    assert calls_for(2.5) == 1 and calls_for(0.6) == MIN_CALLS
+    assert calls_for(0.125) == 16 and calls_for(1e-4) == MAX_CALLS
+    assert fastest_quarter([5.0]) == 5.0
+    assert fastest_quarter([1.0, 2.0, 30.0, 40.0]) == 1.0
+    calls = [1.0, 1.2, 1.1, 0.9, 1.3, 1.0, 1.1, 1.2] + [50.0] * 20
+    assert fastest_quarter(calls) == pytest.approx(statistics.median(sorted(calls)[:7]))
+    assert fastest_quarter(calls) == 1.1
 
 
 def test_the_shape_sees_the_scales_of_columns_and_rows():

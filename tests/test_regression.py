@@ -115,6 +115,25 @@ def test_the_regression_problems_dual_bounds_its_primal():
                 np.full(data.n_samples, 2.0)))
 
 
+def test_the_objective_and_gap_of_one_residual_pass_are_the_same_numbers():
+    """objective_and_gap (what a solve's result reads) gives, bit for bit, objective and
+    duality_gap / |objective| (the KKT map's b, or a given one)."""
+    rng = np.random.default_rng(1)
+    for name in ("housing", "bodyfat"):
+        data = _data(name)
+        for loss in ("epsilon_insensitive", "squared_epsilon_insensitive"):
+            for C in (0.1, 10.0):
+                problem = _problem(data, loss, C, 0.1)
+                for _ in range(3):
+                    beta = rng.standard_normal(data.n_features + 1)
+                    b = np.clip(rng.standard_normal(data.n_samples), *problem.dual_bounds())
+                    for dual in (None, b):
+                        primal = problem.objective(beta)
+                        gap = problem.duality_gap(beta, dual) / max(abs(primal), 1e-300)
+                        assert problem.objective_and_gap(beta, dual) == (primal, gap)
+                        assert problem.relative_duality_gap(beta, dual) == gap
+
+
 # -- objectives against the anchors -----------------------------------------------------------
 
 

@@ -274,6 +274,14 @@ class Dataset(RowMatrix):
             self._facts["column_max_abs"] = out
         return out
 
+    def fact(self, name: str, compute):
+        """A fact of the data, ``compute()`` the first time and kept under ``name`` after (a
+        dataset's arrays never change: the scale spreads ``auto`` and ``train`` read at every
+        call, issue 47)."""
+        if name not in self._facts:
+            self._facts[name] = compute()
+        return self._facts[name]
+
     def row_norms_squared(self) -> np.ndarray:
         """||x_i||^2 per row, computed once (read-only)."""
         out = self._facts.get("row_norms_squared")

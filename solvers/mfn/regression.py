@@ -48,9 +48,8 @@ def solve_regression(problem: RegressionProblem, params: MFNParams | None = None
     state, status, message, engine = solve_terms(terms, view, view.loss_function, params,
                                                  reporter, beta0, beta0 is None)
     beta = state.beta
-    objective = problem.objective(beta)
     extras = solve_extras(engine, state)
-    extras["relative_duality_gap"] = problem.relative_duality_gap(beta)
+    objective, extras["relative_duality_gap"] = problem.objective_and_gap(beta)
     return Solution(beta.copy(), objective, Termination(status), message,
                     engine.count.iterations, extras)
 
