@@ -23,20 +23,23 @@ returned model depend on the load.
 certified gaps and their work in *passes* over the stored entries (nnz + n), counted from what
 each family's records already say it did (:func:`record_passes`: dual_cd's descended entries,
 mfn's CG iterations on its active rows, the interior-point method's PCG iterations and normal
-equations, the cutting planes' oracle and QP, alm's CGLS iterations).  Each run is a
-deterministic function of its data and parameters (dual_cd checks its gap on the work clock in
-a race: ``solvers.auto.Candidate.fixed``), so the schedule, the winner and the returned model
-are too: the same coefficients on an idle machine and a loaded one (``tests/test_portfolio.py``).
-Wall time is measured and reported (``runs``), never read by a decision.  The price: a pass is
-not a second (a candidate whose passes are dearer than the count says is favoured too long);
-``bench/bench_portfolio.py`` measures what that costs against every candidate run alone.
+equations, the cutting planes' oracle, fixed cost and QP steps, alm's CGLS iterations).  Each
+run is a deterministic function of its data and parameters (dual_cd checks its gap on the work
+clock in a race: ``solvers.auto.Candidate.fixed``), so the schedule, the winner and the
+returned model are too: the same coefficients on an idle machine and a loaded one
+(``tests/test_portfolio.py``).  Wall time is measured and reported (``runs``), never read by
+a decision.  The price: a pass is not a second (a candidate whose passes are dearer than the
+count says is favoured too long); ``bench/bench_portfolio.py`` measures what that costs
+against every candidate run alone.
 
 **The schedule** (successive halving on measured progress, the favourite fed most):
 
 1. The ranking's first candidate (the *favourite*) runs a first slice of the passes the
    rule predicts it needs (:func:`first_slice`: its predicted seconds at
-   :data:`ENTRIES_PER_SECOND`; at least :data:`MIN_PASSES`).  When the rule is right it
-   often certifies within it, and nothing else runs.  On a small problem (that slice under
+   :data:`ENTRIES_PER_SECOND`; at least :data:`MIN_PASSES`; where the rule predicts a
+   challenger faster than the favourite it ranks first, at most :data:`UNSURE_SHARE` of
+   that challenger's seconds).  When the rule is right it often certifies within it, and
+   nothing else runs.  On a small problem (that slice under
    :data:`HERE_SECONDS` at :data:`ENTRIES_PER_SECOND`) the favourite runs on the calling
    thread, no thread of its own: a favourite that ends within its slice is the race's first
    lane as it is; one that spends it uncertified *hands over from inside its report*
@@ -107,6 +110,12 @@ FIELD = 4
 #: A candidate the rule predicts at over this many times the first one's seconds does not
 #: join the field (it waits with the rest).
 PRIOR_BEHIND = 10.0
+#: An inexact alm step's record, in passes: its two products, the dual point's product every
+#: fifth step, and its dense vector work over the features (measured against dual_cd's passes
+#: in the same process, 2026-12-08, load 4-5: 4.8 passes a record on news20 made binary and
+#: a9a, 2.8 on ijcnn1; it was charged 2, and took 4 slices of the challengers' share on news20
+#: squared hinge where its time was 12% of dual_cd's alone).
+ALM_INEXACT_PASSES = 4.0
 #: The least slice, in passes over the stored entries.
 MIN_PASSES = 4.0
 #: The rule's predicted seconds become passes at this many stored entries a second (a fixed
@@ -199,7 +208,8 @@ def record_passes(extras: dict[str, Any], n: int, nnz: int, d: int) -> float:
       iteration's fixed cost, ``qp_steps`` of the reduced QP at ``cuts`` entries each (an SMO
       step reads and updates a gradient of ``cuts`` entries), and the new cut's row of the
       Gram matrix (``cuts`` products of a cut);
-    * alm: 2 per ``cgls_iterations`` (exact) and 2 (a step);
+    * alm: 2 per ``cgls_iterations`` (exact) and 2 (a step); an inexact step (its records
+      carry ``dual_residual`` and no CGLS count) :data:`ALM_INEXACT_PASSES`;
     * anything else: 2.
     """
     size = max(nnz + n, 1)
@@ -221,6 +231,8 @@ def record_passes(extras: dict[str, Any], n: int, nnz: int, d: int) -> float:
                                     size, d)
     if "cgls_iterations" in extras:
         return 2.0 * float(extras["cgls_iterations"]) + 2.0
+    if "dual_residual" in extras:
+        return ALM_INEXACT_PASSES
     return 2.0
 
 

@@ -218,6 +218,9 @@ def test_the_prediction_reads_the_trajectory():
     # 10 cuts at 8 entries a cut, and the Gram row (10 cuts of 6 entries at half an entry each)
     assert record_passes({"cuts": 10, "qp_steps": 6}, 100, 200, 5) == pytest.approx(
         1.0 + (portfolio.CUT_FIXED_ENTRIES + 8.0 * 6 * 10 + 0.5 * 6 * 10) / 300)
+    # alm: an exact step by its CGLS iterations, an inexact one (no CGLS count) 4 passes
+    assert record_passes({"cgls_iterations": 5, "dual_residual": 1.0}, 100, 200, 5) == 12.0
+    assert record_passes({"dual_residual": 1.0, "mu": 0.2}, 100, 200, 5) == 4.0
 
 
 def test_a_cutting_planes_qp_is_charged_by_its_steps_times_its_cuts_not_the_cuts_squared():
