@@ -23,20 +23,23 @@ returned model depend on the load.
 certified gaps and their work in *passes* over the stored entries (nnz + n), counted from what
 each family's records already say it did (:func:`record_passes`: dual_cd's descended entries,
 mfn's CG iterations on its active rows, the interior-point method's PCG iterations and normal
-equations, the cutting planes' oracle and QP, alm's CGLS iterations).  Each run is a
-deterministic function of its data and parameters (dual_cd checks its gap on the work clock in
-a race: ``solvers.auto.Candidate.fixed``), so the schedule, the winner and the returned model
-are too: the same coefficients on an idle machine and a loaded one (``tests/test_portfolio.py``).
-Wall time is measured and reported (``runs``), never read by a decision.  The price: a pass is
-not a second (a candidate whose passes are dearer than the count says is favoured too long);
-``bench/bench_portfolio.py`` measures what that costs against every candidate run alone.
+equations, the cutting planes' oracle, fixed cost and QP steps, alm's CGLS iterations).  Each
+run is a deterministic function of its data and parameters (dual_cd checks its gap on the work
+clock in a race: ``solvers.auto.Candidate.fixed``), so the schedule, the winner and the
+returned model are too: the same coefficients on an idle machine and a loaded one
+(``tests/test_portfolio.py``).  Wall time is measured and reported (``runs``), never read by
+a decision.  The price: a pass is not a second (a candidate whose passes are dearer than the
+count says is favoured too long); ``bench/bench_portfolio.py`` measures what that costs
+against every candidate run alone.
 
 **The schedule** (successive halving on measured progress, the favourite fed most):
 
 1. The ranking's first candidate (the *favourite*) runs a first slice of the passes the
    rule predicts it needs (:func:`first_slice`: its predicted seconds at
-   :data:`ENTRIES_PER_SECOND`; at least :data:`MIN_PASSES`).  When the rule is right it
-   often certifies within it, and nothing else runs.  On a small problem (that slice under
+   :data:`ENTRIES_PER_SECOND`; at least :data:`MIN_PASSES`; where the rule predicts a
+   challenger faster than the favourite it ranks first, at most :data:`UNSURE_SHARE` of
+   that challenger's seconds).  When the rule is right it often certifies within it, and
+   nothing else runs.  On a small problem (that slice under
    :data:`HERE_SECONDS` at :data:`ENTRIES_PER_SECOND`) the favourite runs on the calling
    thread, no thread of its own: a favourite that ends within its slice is the race's first
    lane as it is; one that spends it uncertified *hands over from inside its report*
@@ -107,6 +110,12 @@ FIELD = 4
 #: A candidate the rule predicts at over this many times the first one's seconds does not
 #: join the field (it waits with the rest).
 PRIOR_BEHIND = 10.0
+#: An inexact alm step's record, in passes: its two products, the dual point's product every
+#: fifth step, and its dense vector work over the features (measured against dual_cd's passes
+#: in the same process, 2026-12-08, load 4-5: 4.8 passes a record on news20 made binary and
+#: a9a, 2.8 on ijcnn1; it was charged 2, and took 4 slices of the challengers' share on news20
+#: squared hinge where its time was 12% of dual_cd's alone).
+ALM_INEXACT_PASSES = 4.0
 #: The least slice, in passes over the stored entries.
 MIN_PASSES = 4.0
 #: The rule's predicted seconds become passes at this many stored entries a second (a fixed
@@ -124,6 +133,12 @@ ENTRIES_PER_SECOND = 5e8
 #: passes of the 146 predicted, and dual_cd wins; a share of 2 cost 1.67x dual_cd alone
 #: against 1.47x at 1, in the same run).
 FIRST_SLICE_SHARE = 1.5
+#: Where the rule predicts a challenger at fewer seconds than the favourite it ranks first,
+#: the favourite's first slice is at most this share of that challenger's predicted seconds
+#: (:func:`first_slice`): the ranking is unsure, and a wrong favourite's first slice is paid
+#: in full before the race begins (news20 made binary, squared hinge: mfn first at 0.38 s,
+#: dual_cd at 0.32 s; mfn's first slice of 219 passes was half of dual_cd's time alone).
+UNSURE_SHARE = 0.25
 #: The challengers' work, all together, stays within this share of the favourite's (what a
 #: right ranking pays for the race).
 CHALLENGER_SHARE = 0.2
@@ -188,11 +203,13 @@ def record_passes(extras: dict[str, Any], n: int, nnz: int, d: int) -> float:
       Cholesky (``factorized``: about sum_i nnz_i^2 and min(d, active)^3 / 3);
     * interior_point: 2 ``pcg_iterations`` products and the normal equations it forms and
       factorizes every iteration (``linear_solver``);
-    * the cutting planes: 4 for the oracle, its cut and the line search, and ``qp_steps``
-      of the reduced QP at half the ``cuts`` squared each (active-set iterations on their
-      Gram matrix; calibrated on tca, w8a, hinge, 1e-6 against mfn's passes: the oracle
-      7 ms and the QP 3.7 s of 8.1 s, where mfn's pass takes 1.4 ms);
-    * alm: 2 per ``cgls_iterations`` (exact) and 2 (a step);
+    * the cutting planes (:func:`cutting_plane_passes`): one for the oracle, its cut and
+      the line search (matrix-vector products over the data on all the threads), the
+      iteration's fixed cost, ``qp_steps`` of the reduced QP at ``cuts`` entries each (an SMO
+      step reads and updates a gradient of ``cuts`` entries), and the new cut's row of the
+      Gram matrix (``cuts`` products of a cut);
+    * alm: 2 per ``cgls_iterations`` (exact) and 2 (a step); an inexact step (its records
+      carry ``dual_residual`` and no CGLS count) :data:`ALM_INEXACT_PASSES`;
     * anything else: 2.
     """
     size = max(nnz + n, 1)
@@ -210,11 +227,45 @@ def record_passes(extras: dict[str, Any], n: int, nnz: int, d: int) -> float:
         return 2.0 * float(extras.get("pcg_iterations", 0)) + 3.0 + \
             (gram + (d + 1) ** 3 / 3.0) / size
     if "cuts" in extras:
-        cuts = float(extras["cuts"])
-        return 4.0 + 0.5 * float(extras.get("qp_steps", 1)) * cuts * cuts / size
+        return cutting_plane_passes(float(extras["cuts"]), float(extras.get("qp_steps", 1)),
+                                    size, d)
     if "cgls_iterations" in extras:
         return 2.0 * float(extras["cgls_iterations"]) + 2.0
+    if "dual_residual" in extras:
+        return ALM_INEXACT_PASSES
     return 2.0
+
+
+#: A cutting-plane iteration's oracle, cut and line search, in passes
+#: (:func:`cutting_plane_passes`).
+CUT_ORACLE_PASSES = 1.0
+#: A cutting-plane iteration's fixed cost (its Python and its kernels' calls), in entries
+#: at :data:`ENTRIES_PER_SECOND`: 0.15 ms.
+CUT_FIXED_ENTRIES = 0.15e-3 * ENTRIES_PER_SECOND
+#: One step of the reduced QP, in entries per cut.
+CUT_QP_ENTRIES = 8.0
+#: The new cut's row of the Gram matrix, in entries per cut and feature.
+CUT_GRAM_ENTRIES = 0.5
+
+
+def cutting_plane_passes(cuts: float, qp_steps: float, size: int, d: int) -> float:
+    """A cutting-plane record's work in passes over the ``size`` stored entries (``d``
+    features): :data:`CUT_ORACLE_PASSES`, and, in entries, the iteration's fixed cost
+    :data:`CUT_FIXED_ENTRIES`, ``qp_steps`` steps of the QP at :data:`CUT_QP_ENTRIES` a cut
+    and the Gram row at :data:`CUT_GRAM_ENTRIES` a cut and feature.  Calibrated against
+    dual_cd's passes in the same run (2026-12-08, load 2.2-2.5): on 600 rows of dna,
+    Crammer-Singer, 1e-6, a record took 0.2 ms + 16 ns a step and cut + 0.2 us a cut (least
+    squares over the four methods' 1,419 records), and a pass 51-62 us with this count for
+    each of the four methods and dual_cd (ocas, tca, gca2, cpa: 58, 61, 59, 51; dual_cd 62),
+    early records and late alike; on a9a, hinge, C = 1, 1e-3, a tca iteration took 1.4 ms and
+    dual_cd's pass 1.27 ms.  The count it replaces (4 passes, and each QP step at half the
+    cuts squared) charged ocas there 8 us a pass overall, 131 us over its first 20 records and
+    6 us over its second half: a favourite's late records 20 times more passes a second than
+    a challenger's early ones, so the challengers' fifth of its passes was two thirds of its
+    time (the race's record of 01:47 UTC); and on a9a the oracle 3-4 times more than
+    dual_cd's pass took."""
+    return CUT_ORACLE_PASSES + (CUT_FIXED_ENTRIES + CUT_QP_ENTRIES * qp_steps * cuts
+                                + CUT_GRAM_ENTRIES * (d + 1) * cuts) / size
 
 
 @dataclass
@@ -791,7 +842,7 @@ def _race(dataset: Dataset, entrants: list[Entrant], tol: float, monitor: Monito
                  dataset.n_features)
     schedule = _Schedule(race, entrants)
     lanes = schedule.lanes
-    passes = first_slice(schedule.field[0], dataset)
+    passes = first_slice(entrants, dataset)
     first = schedule.favourite = schedule.start()
     try:
         if passes * max(dataset.nnz + dataset.n_samples, 1) <= HERE_SECONDS * ENTRIES_PER_SECOND:
@@ -854,12 +905,20 @@ def _field(entrants: list[Entrant]) -> tuple[list[Entrant], list[Entrant]]:
     return field, [e for e in entrants if not any(e is f for f in field)]
 
 
-def first_slice(entrant: Entrant, dataset: Dataset) -> float:
-    """The favourite's first slice in passes: :data:`FIRST_SLICE_SHARE` of the rule's
-    predicted seconds at :data:`ENTRIES_PER_SECOND` (at least :data:`MIN_PASSES`)."""
-    predicted = entrant.predicted or 0.0
-    passes = FIRST_SLICE_SHARE * predicted * ENTRIES_PER_SECOND / \
-        max(dataset.nnz + dataset.n_samples, 1)
+def first_slice(entrants: list[Entrant], dataset: Dataset) -> float:
+    """The favourite's (the ranking's first one's) first slice in passes:
+    :data:`FIRST_SLICE_SHARE` of the rule's predicted seconds at :data:`ENTRIES_PER_SECOND`,
+    but where the rule predicts a challenger of the field (:func:`_field`) at fewer seconds
+    than the favourite (it ranks by the candidates' times over the fastest's on the
+    neighbours, and predicts by their median seconds: the two disagree), at most
+    :data:`UNSURE_SHARE` of that challenger's seconds; at least :data:`MIN_PASSES`."""
+    field, _ = _field(entrants)
+    predicted = field[0].predicted or 0.0
+    seconds = FIRST_SLICE_SHARE * predicted
+    rivals = [e.predicted for e in field[1:] if e.predicted is not None]
+    if rivals and min(rivals) < predicted:
+        seconds = min(seconds, UNSURE_SHARE * min(rivals))
+    passes = seconds * ENTRIES_PER_SECOND / max(dataset.nnz + dataset.n_samples, 1)
     return max(MIN_PASSES, passes)
 
 

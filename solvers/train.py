@@ -324,7 +324,7 @@ def run_auto(dataset: Dataset, ranking: auto.Ranking, tol: float, collector: Lis
     the race's."""
     sink = Tee(collector, outer)
     favourite = ranking.entrants[0]
-    passes = portfolio.first_slice(favourite, dataset)
+    passes = portfolio.first_slice(ranking.entrants, dataset)
     entries = max(dataset.nnz + dataset.n_samples, 1)
     if len(ranking.entrants) > 1 and passes * entries <= ALONE_MAX_SLICE_ENTRIES:
         mark = len(collector.records)
