@@ -161,7 +161,8 @@ def test_distributed_takes_the_local_iterates(client, files, count):
     solution = solve_cocoa(LocalPartitions(problem, list(data.partition_sizes)),
                            DualCDParams(**options), monitor)
     assert result.status == solution.status
-    assert len(result.log) == len(monitor.records) == solution.iterations
+    assert len(result.log) == len(monitor.records) <= solution.iterations
+    assert result.subproblems[0].iterations == solution.iterations
     for a, b in zip(monitor.records, result.log, strict=True):
         assert b.objective == pytest.approx(a.objective, rel=1e-12)
         assert b.optimality == pytest.approx(a.optimality, rel=1e-9, abs=1e-15)

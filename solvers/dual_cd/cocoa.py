@@ -348,14 +348,23 @@ def solve_cocoa(operator, params: DualCDParams, monitor: Monitor | None = None,
     status = message = None
     primal = gap = np.inf
     checked_w = w.copy()
+    next_check = 1  # the round of the next gap check
+    history: list[tuple[int, float]] = []  # (round, gap) of the checks
     while True:
-        answers = operator.round(cocoa_round, w, sigma, epochs, eps, True, params.shrinking,
+        check = rounds + 1 >= next_check or rounds + 1 >= params.max_iter
+        answers = operator.round(cocoa_round, w, sigma, epochs, eps, check, params.shrinking,
                                  step)
         rounds += 1
         local_epochs += max(a.epochs for a in answers)
         work += sum(a.work for a in answers)
         check_seconds += max(a.check_seconds for a in answers)
         descent_seconds += max(a.descent_seconds for a in answers)
+        met = all(a.met for a in answers)
+        if not check:
+            if met:
+                eps = eps / 10.0
+            w, step = _next_point(w, answers, line_search, steps)
+            continue
         checks += 1
         regularizer = template.regularizer(w)
         primal = regularizer + float(sum(a.loss_sum for a in answers))
@@ -364,7 +373,8 @@ def solve_cocoa(operator, params: DualCDParams, monitor: Monitor | None = None,
         gap = (primal - dual) / max(abs(primal), 1e-300)
         checked_w = w
         operator.checkpoint = WarmStart(beta=checked_w.copy())
-        met = all(a.met for a in answers)
+        history.append((rounds, gap))
+        next_check = rounds + _rounds_to_next_check(history, params.tol)
         stop = reporter(rounds, primal, gap, dual_objective=dual, rounds=rounds,
                         local_epochs=local_epochs, eps=eps,
                         active_size=int(sum(a.active for a in answers)),
@@ -385,19 +395,7 @@ def solve_cocoa(operator, params: DualCDParams, monitor: Monitor | None = None,
         if met:
             eps = eps / 10.0  # the continuation of the serial driver (every partition's full
             # set met eps with the gap above tol)
-        delta = reduce_sum([a.delta for a in answers])
-        step = 1.0
-        if line_search:
-            # f(alpha + t dalpha) - f(alpha) = t (w . dw + sum D alpha dalpha - sum dalpha)
-            # + t^2 / 2 (||dw||^2 + sum D dalpha^2): its minimum over t in [0, 1]
-            moved, cross, square = (float(sum(a.step_sums[j] for a in answers))
-                                    for j in range(3))
-            slope = float(np.dot(w, delta)) + cross - moved
-            curvature = float(np.dot(delta, delta)) + square
-            if curvature > 0.0:
-                step = min(max(-slope / curvature, 0.0), 1.0)
-            steps.append(step)
-        w = w + step * delta if step != 1.0 else w + delta
+        w, step = _next_point(w, answers, line_search, steps)
     # the gap without the round-off of the kept w: A alpha_t recomputed (one round)
     shares = operator.round(cocoa_certify)
     beta_alpha = reduce_sum([c.beta_alpha for c in shares])
@@ -415,9 +413,48 @@ def solve_cocoa(operator, params: DualCDParams, monitor: Monitor | None = None,
     return Solution(checked_w.copy(), float(primal), status, message, rounds, extras)
 
 
+def _next_point(w: np.ndarray, answers: list, line_search: bool, steps: list
+                ) -> tuple[np.ndarray, float]:
+    """w + t sum_k dw_k and t: 1, or with the line search the t in [0, 1] minimizing the
+    dual along the partitions' summed step (appended to ``steps``)."""
+    delta = reduce_sum([a.delta for a in answers])
+    step = 1.0
+    if line_search:
+        # f(alpha + t dalpha) - f(alpha) = t (w . dw + sum D alpha dalpha - sum dalpha)
+        # + t^2 / 2 (||dw||^2 + sum D dalpha^2): its minimum over t in [0, 1]
+        moved, cross, square = (float(sum(a.step_sums[j] for a in answers))
+                                for j in range(3))
+        slope = float(np.dot(w, delta)) + cross - moved
+        curvature = float(np.dot(delta, delta)) + square
+        if curvature > 0.0:
+            step = min(max(-slope / curvature, 0.0), 1.0)
+        steps.append(step)
+    return (w + step * delta if step != 1.0 else w + delta), step
+
+
+#: the most rounds between two gap checks
+MAX_CHECK_SPACING = 8
+
+
+def _rounds_to_next_check(history: list[tuple[int, float]], tol: float) -> int:
+    """Rounds until the next gap check (each check is a pass over the rows, a quarter of a
+    round at 2 M rows): the rate of the last two checks, r per round, predicts the rounds
+    to ``tol`` as log(tol / gap) / log r; the next check comes after half of them (at least
+    1, at most :data:`MAX_CHECK_SPACING`), so a prediction that is too short costs checks and
+    one that is too long at most about as many rounds as it was off by.  Every round while
+    there is no rate (the first two checks) or the gap did not fall."""
+    if len(history) < 2:
+        return 1
+    (r0, g0), (r1, g1) = history[-2], history[-1]
+    if not (0.0 < g1 < g0) or g1 <= tol:
+        return 1
+    rate = (g1 / g0) ** (1.0 / (r1 - r0))
+    remaining = np.log(tol / g1) / np.log(rate)
+    return int(min(max(remaining // 2, 1), MAX_CHECK_SPACING))
+
+
 def run_distributed(problem, params: DualCDParams, monitor: Monitor | None,
-                    start: WarmStart | None = None, *, sigma: float | None = None,
-                line_search: bool | None = None) -> Solution:
+                    start: WarmStart | None = None) -> Solution:
     """The spec's solve on distributed data (``solvers.train``): CoCoA+ over the partitions
     of the :class:`~solvers.distributed.DistributedBinaryProblem` ``problem``, its checkpoint
     (``problem.checkpoint``) the last checked w, from which a solve that lost a worker
