@@ -55,6 +55,11 @@ SOLVERS = {
     "ocas": ("cutting_plane", {"loss": "hinge", "method": "ocas"}),
     "cpa": ("cutting_plane", {"loss": "hinge", "method": "cpa"}),
     "interior_point": ("interior_point", {"loss": "hinge", "linear_solver": "direct"}),
+    # dual coordinate descent: on one process dual_cd's serial descent, on the cluster CoCoA+
+    # (solvers.dual_cd.cocoa) with sigma' = the partitions, or 1 (the line search guarding)
+    "dual_cd": ("dual_cd", {"loss": "hinge"}),
+    "dual_cd-sigma1": ("dual_cd", {"loss": "hinge", "cocoa_sigma": 1.0}),
+    "dual_cd-h2": ("dual_cd", {"loss": "hinge", "local_epochs": 2}),
 }
 C = {"a9a": 1.0, "w8a": 0.01, "news20-binary": 1.0, "synthetic-400000x200000": 1.0}
 

@@ -1130,6 +1130,10 @@ class SolverSpec:
     #: worker from ``problem.checkpoint``, itself a WarmStart); None: ``train`` refuses a
     #: distributed dataset for this solver
     distributed: Callable[..., Solution] | None = None
+    #: what the ``distributed`` solve solves when it is less than ``solves`` (dual_cd's
+    #: CoCoA+: the QP duals only), its refusals given by ``solvers.train.
+    #: distributed_refusal`` before a job runs; None: the same as ``solves``
+    distributed_solves: Solves | None = None
     #: how ``auto`` races this solver: one tuple of (setting, value) pairs per candidate --
     #: the settings that change how, not what, it solves (``solvers.auto.Candidate``); () :
     #: not a candidate.  ``auto``'s candidates, and so what it declares it solves, are the

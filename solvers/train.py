@@ -402,16 +402,22 @@ def distributed_refusal(spec: SolverSpec, params: SolverParams, n_classes: int) 
     """Why ``spec`` with ``params`` cannot train on a distributed dataset, or None."""
     if spec.portfolio:
         return ("solver 'auto' races or switches between candidates on one machine's data; on "
-                "a distributed dataset name the solver (mfn, cutting_plane or "
-                "interior_point)")
+                "a distributed dataset name the solver (mfn, cutting_plane, "
+                "interior_point or dual_cd)")
     if spec.distributed is None:
         return (f"solver {spec.name!r} does not train on distributed data (its engine needs "
                 f"every row in one process); the solvers that do: mfn, cutting_plane, "
-                f"interior_point")
+                f"interior_point, dual_cd")
     task = fit_task(params, n_classes)
     if task not in ("binary", "ovr"):
         return (f"on distributed data {spec.name!r} solves binary and one-vs-rest problems, "
                 f"not task {task!r}")
+    if spec.distributed_solves is not None:
+        reason = spec.distributed_solves.refusal(task, params.loss, params.bias,
+                                                 params.loss_exponent,
+                                                 f"solver {spec.name!r} on distributed data")
+        if reason is not None:
+            return reason
     for name, value, default in (("scale", params.scale, "none"),
                                  ("approximation", getattr(params, "approximation", "none"),
                                   "none"),

@@ -333,7 +333,7 @@ def test_solvers_that_do_not_declare_distributed_data_are_refused_with_the_reaso
                                                                                    files):
     _, data = _read(client, files, "dna", 2)
     with pytest.raises(InvalidParametersError, match="does not train on distributed data"):
-        solvers.train(data, solver="dual_cd")
+        solvers.train(data, solver="smo")
     with pytest.raises(InvalidParametersError, match="name the solver"):
         solvers.train(data, solver="auto")
     with pytest.raises(InvalidParametersError, match="homotopy"):

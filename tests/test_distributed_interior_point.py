@@ -177,6 +177,6 @@ def test_refused_options_say_why(client, files, monkeypatch):
     monkeypatch.setattr(config, "INTERIOR_POINT_MAX_DENSE_PARAMS", 10)
     with pytest.raises(InvalidParametersError, match="INTERIOR_POINT_MAX_DENSE_PARAMS"):
         solvers.train(data, **DIRECT)
-    with pytest.raises(InvalidParametersError, match="mfn, cutting_plane, interior_point"):
-        solvers.train(data, solver="dual_cd")
+    with pytest.raises(InvalidParametersError, match="mfn, cutting_plane, interior_point, dual_cd"):
+        solvers.train(data, solver="smo")
     data.close()

@@ -155,6 +155,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.base import SolverSpec
+from solvers.dual_cd.cocoa import COCOA_SOLVES, run_distributed
 from solvers.dual_cd.kernels import (
     crammer_singer_epochs,
     dcd_epochs,
@@ -223,6 +224,8 @@ SPECS = (
         warm_up=warm_up,
         warm_start=True,
         path=solve_path,
+        distributed=run_distributed,
+        distributed_solves=COCOA_SOLVES,
         auto_candidates=((),),
         auto_fixed=(("gap_check_clock", "work"),),
     ),

@@ -44,7 +44,7 @@ def _shuffle_active(index, active, rng):
 
 @njit(cache=True, nogil=True)
 def dcd_epochs(indptr, indices, data, y, s, qd, diag, upper, alpha, w, index, istate,
-               fstate, rng, max_epochs, eps, work_budget, shrinking):
+               fstate, rng, max_epochs, eps, work_budget, shrinking, sigma=1.0):
     """Outer iterations of Algorithm 3 until one of: ``max_epochs`` done; the projected
     gradient's spread M-bar - m-bar over the full set is at most ``eps`` (LIBLINEAR's stop);
     the rows touched since the call (in stored entries) reach ``work_budget`` (the caller then
@@ -54,6 +54,12 @@ def dcd_epochs(indptr, indices, data, y, s, qd, diag, upper, alpha, w, index, is
     the active set), ``fstate`` = (M-bar, m-bar) of the last pass (Algorithm 3's bounds:
     +inf / -inf when unknown), ``rng`` the generator's state.  ``alpha`` and ``w`` are
     updated in place.
+
+    ``sigma``: the scale of the quadratic term of CoCoA+'s local subproblem
+    (:mod:`solvers.dual_cd.cocoa`): ``w`` is then the partition's v = w + sigma dw, each step
+    moves it by sigma (alpha_i - alpha_i^old) y_i x~_i, and ``qd`` holds sigma ||x~_i||^2 +
+    D_ii.  1 (the serial descent): every product by it is exact, the steps are Hsieh et
+    al.'s bit for bit.
 
     Returns (epochs run, 1 if the spread rule held on the full set else 0, the last pass's
     spread, the stored entries touched).
@@ -112,7 +118,7 @@ def dcd_epochs(indptr, indices, data, y, s, qd, diag, upper, alpha, w, index, is
                 else:  # an empty row, no bias, the hinge: f is linear in alpha_i (G < 0)
                     new = u
                 alpha[i] = new
-                delta = (new - a) * yi
+                delta = (new - a) * yi * sigma
                 row_axpy(indptr, indices, data, i, delta, w)
                 w[d] += delta * s
                 work += end - start + 1

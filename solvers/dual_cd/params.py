@@ -146,6 +146,21 @@ class DualCDParams(SolverParams):
                     "returns, are a function of the data and the parameters alone; auto "
                     "races dual_cd this way, solvers.auto.Candidate.fixed).")
     permutation_seed: int = Field(0, ge=0, description="Seed of the random permutations.")
+    local_epochs: int = Field(
+        1, ge=1,
+        description="Distributed data only (CoCoA+, solvers.dual_cd.cocoa): the passes of "
+                    "coordinate steps each partition makes over its rows on its local "
+                    "subproblem between two rounds (each round moves one d-vector to every "
+                    "partition and one back).")
+    cocoa_sigma: float | None = Field(
+        None, ge=1,
+        description="Distributed data only: sigma', the scale of the quadratic term of "
+                    "each partition's CoCoA+ subproblem; None: the number of partitions with "
+                    "rows (Ma et al.'s safe choice for adding the partitions' steps, "
+                    "gamma = 1).  Below it the partitions' steps may overshoot together; the "
+                    "driver's exact line search on the dual over their sum (a step in "
+                    "[0, 1], from scalars the round brings back) keeps every round a descent "
+                    "of the dual either way.")
 
     @property
     def loss_epsilon(self) -> float:

@@ -72,7 +72,7 @@ def _qp_descent(problem: BinaryProblem, params: DualCDParams, state: DualState) 
         ran, met, spread, work = dcd_epochs(
             X.indptr, X.indices, X.data, problem.y, problem.effective_bias_scale, qd,
             qp.diagonal_shift, qp.upper, state.alpha, state.beta, index, istate, fstate, rng,
-            limit, eps, budget, params.shrinking)
+            limit, eps, budget, params.shrinking, 1.0)
         return ran, bool(met), spread, work, int(istate[0])
 
     descend.rule = "projected-gradient spread"
