@@ -226,3 +226,17 @@ def test_a_lost_worker_resumes_from_the_last_checked_w_and_certifies_the_gap(fil
         assert result.log[3].extras["dual_objective"] > 0.0 == whole.log[0].extras[
             "dual_objective"]
         data.close()
+
+
+def test_a_jobs_shown_parameters_hold_cocoas_fields_only_when_set():
+    """CoCoA+'s ``local_epochs`` and ``cocoa_sigma`` act on distributed data only: a page
+    lists them when the user set them, not at their defaults on every dual_cd job."""
+    from solvers.train import validate_params
+
+    _, plain = validate_params("dual_cd", {"loss": "hinge"})
+    shown = type(plain).shown(plain.model_dump())
+    assert not {"local_epochs", "cocoa_sigma"} & set(shown) and "tol" in shown
+    _, set_ = validate_params("dual_cd", {"loss": "hinge", "local_epochs": 2,
+                                          "cocoa_sigma": 1.5})
+    shown = type(set_).shown(set_.model_dump())
+    assert shown["local_epochs"] == 2 and shown["cocoa_sigma"] == 1.5

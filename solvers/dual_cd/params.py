@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -161,6 +161,17 @@ class DualCDParams(SolverParams):
                     "driver's exact line search on the dual over their sum (a step in "
                     "[0, 1], from scalars the round brings back) keeps every round a descent "
                     "of the dual either way.")
+
+    @classmethod
+    def shown(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`SolverParams.shown`, without CoCoA+'s fields at their defaults: they act on
+        distributed data only, which these parameters do not tell apart (a value the user
+        set is shown)."""
+        shown = super().shown(params)
+        for name in ("local_epochs", "cocoa_sigma"):
+            if name in shown and shown[name] == cls.model_fields[name].default:
+                del shown[name]
+        return shown
 
     @property
     def loss_epsilon(self) -> float:
