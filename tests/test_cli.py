@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 import subprocess
 import sys
 import types
@@ -52,6 +53,19 @@ def test_an_smo_kernel_model_exports_to_libsvms_format(tmp_path, capsys):
     text = capsys.readouterr().out
     assert text.startswith("svm_type c_svc\nkernel_type rbf\ngamma ")
     assert "label 1 -1" in text and "\nSV\n" in text
+
+
+def test_a_low_rank_train_says_how_it_chose_the_rank_and_factored(tmp_path, capsys):
+    """The factorization's records have no objective: the progress lines say what it does
+    ("choosing the rank: 64 of at most 270 landmarks", "factorized: rank r of r") with the
+    residual trace, not "objective=nan"."""
+    model = tmp_path / "heart.npz"
+    assert main(["train", str(data_path("heart_scale")), "--solver", "dual_cd", "--loss",
+                 "hinge", "--approximation", "nystrom", "--gamma", "0.1", "--model-out", str(model)]) == 0
+    err = capsys.readouterr().err
+    assert "choosing the rank: 64 of at most 270 landmarks" in err
+    assert re.search(r"factorized: rank \d+ of \d+ .*residual trace", err), err
+    assert "objective=nan" not in err
 
 
 def test_export_as_onnx_runs_in_onnxruntime_with_the_models_labels_and_scores(tmp_path, capsys):

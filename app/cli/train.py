@@ -3,6 +3,7 @@ options, :mod:`app.cli.liblinear`), printing each iteration on stderr."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -163,6 +164,14 @@ class _ProgressPrinter:
 
     def report(self, record) -> None:
         extras = record.extras
+        if "factor_step" in extras:  # the low-rank factorization: no objective yet
+            from app.jobs.state import progress_stage
+
+            residual = ("" if math.isnan(record.optimality)
+                        else f"  residual trace {record.optimality:.3e} of the kernel's")
+            print(f"{progress_stage(extras)}  t={record.elapsed:8.3f}s{residual}",
+                  file=sys.stderr)
+            return
         where = f" class {extras['class']}" if "class" in extras else ""
         print(
             f"iter {record.iteration:4d}{where}  t={record.elapsed:8.3f}s  "
