@@ -61,7 +61,8 @@ def test_a_low_rank_train_says_how_it_chose_the_rank_and_factored(tmp_path, caps
     residual trace, not "objective=nan"."""
     model = tmp_path / "heart.npz"
     assert main(["train", str(data_path("heart_scale")), "--solver", "dual_cd", "--loss",
-                 "hinge", "--approximation", "nystrom", "--gamma", "0.1", "--model-out", str(model)]) == 0
+                 "hinge", "--approximation", "nystrom", "--gamma", "0.1",
+                 "--model-out", str(model)]) == 0
     err = capsys.readouterr().err
     assert "choosing the rank: 64 of at most 270 landmarks" in err
     assert re.search(r"factorized: rank \d+ of \d+ .*residual trace", err), err
