@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from distributed_helpers import SHARDINGS, cluster_client, head, relative, shards
+from test_dual_cd import liblinear_beta
 
 import solvers
 from solvers.base import InvalidParametersError
@@ -22,7 +23,6 @@ from solvers.problems import BinaryProblem
 distributed = pytest.importorskip("distributed")
 sd = pytest.importorskip("solvers.distributed")
 
-LIBLINEAR_TYPE = {"squared_hinge": 1, "hinge": 3}
 ROWS = 3000
 
 
@@ -33,19 +33,8 @@ def _problem(path, loss, bias="none", C=1.0) -> BinaryProblem:
 
 
 def _liblinear_objective(problem: BinaryProblem) -> float:
-    """P at LIBLINEAR -s 1 / -s 3's point at -e 1e-8 (an upper bound on P*)."""
-    from liblinear.liblinearutil import train  # noqa: PLC0415
-
-    options = f"-s {LIBLINEAR_TYPE[problem.loss]} -c {problem.C!r} -e 1e-8 -q"
-    if problem.bias == "regularized":
-        options += f" -B {problem.bias_scale!r}"
-    model = train(problem.y, problem.X, options)
-    w, b = model.get_decfun()
-    sign = 1.0 if model.get_labels()[0] > 0 else -1.0
-    beta = np.r_[sign * np.asarray(w, dtype=np.float64), 0.0]
-    if problem.bias == "regularized":
-        beta[-1] = sign * b / problem.bias_scale
-    return problem.objective(beta)
+    """P at LIBLINEAR -s 1 / -s 3's point at -e 1e-10 (an upper bound on P*)."""
+    return problem.objective(liblinear_beta(problem))
 
 
 def _sizes(n: int, count: int) -> list[int]:
