@@ -190,12 +190,10 @@ def approximate(dataset: Dataset, params: SolverParams, monitor: Monitor | None 
             factor = nystrom(dataset.X, kernel, params.rank, params.approximation_seed,
                              params.landmarks, rank_tol=params.rank_tol,
                              checkpoint=checkpoint)
-        elif params.rank is None:  # pivots until the residual trace is rank_tol's (or icf_tol's)
-            factor = incomplete_cholesky(dataset.X, kernel, params.largest_rank,
-                                         max(params.icf_tol, params.rank_tol),
-                                         checkpoint=checkpoint)
-        else:
-            factor = incomplete_cholesky(dataset.X, kernel, params.rank, params.icf_tol,
+        else:  # with the rank chosen: pivots until the residual trace is rank_tol's
+            tol = params.icf_tol if params.rank is not None else max(params.icf_tol,
+                                                                     params.rank_tol)
+            factor = incomplete_cholesky(dataset.X, kernel, params.largest_rank, tol,
                                          checkpoint=checkpoint)
     except FactorizationStopped as stopped:
         return Approximation(None, clock(), params.rank, stopped,
