@@ -288,8 +288,9 @@ DUAL_CD_COMPILED_MAX_NNZ = PARALLEL_MIN_NNZ
 # (2026-12-08, RBF at gamma 'scale', C = 1, dual_cd hinge on the factor, bench lowrank and
 # docs/design.md 3.8): at 1024 landmarks the held-out accuracy was within 1 point of exact smo on
 # a9a, ijcnn1, w8a, mushrooms and dna (news20 made binary 3.4 points behind at any rank tried);
-# doubling to 2048 gained at most 0.1 point on them and cost 3-4x the factor's time (the n x m
-# x m map), past exact smo's own time on ijcnn1 and a9a.
+# doubling to 2048 gained 0.0-0.4 point where measured (svmguide1, mushrooms, letter one-vs-rest)
+# for about 4x the map's work (the n x m x m product); a9a's rank 2048 took 102 s against exact
+# smo's 43 s in the 2026-12-07 record at load 8-12.
 CHOSEN_RANK_START = 64
 CHOSEN_RANK_MAX = 1024
 RANK_SEARCH_SAMPLE_ROWS = 4096
